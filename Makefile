@@ -1,0 +1,89 @@
+# mpijob: MPI jobs on Kubernetes through Kubeflow Trainer V2.
+# The two commands that matter: `make dev` and `make test` (see README.md).
+
+SHELL := /usr/bin/env bash
+GO ?= go
+BIN := $(CURDIR)/bin
+DEV := $(BIN)/mpijob-dev
+GOLANGCI_LINT_VERSION := v2.15.0
+CACHE_DIR := $(or $(MPIJOB_CACHE_DIR),$(CURDIR)/.cache)
+GOLANGCI_LINT := $(CACHE_DIR)/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)
+E2E_TIMEOUT ?= 40m
+
+.PHONY: all
+all: build
+
+##@ Development
+
+.PHONY: dev
+dev: $(DEV) ## Start the local cluster with everything installed and a sample MPI job; Ctrl-C stops it.
+	$(DEV) up --sample config/samples/mpi-hello.yaml
+
+.PHONY: dev-detach
+dev-detach: $(DEV) ## Start the local cluster and return, leaving it running.
+	$(DEV) up --detach --sample config/samples/mpi-hello.yaml
+
+.PHONY: dev-down
+dev-down: $(DEV) ## Stop the local cluster and remove everything it made on this machine.
+	$(DEV) down
+
+.PHONY: dev-status
+dev-status: $(DEV) ## Say whether the local cluster runs.
+	$(DEV) status
+
+##@ Build
+
+.PHONY: build
+build: ## Build every binary into bin/.
+	$(GO) build -o $(BIN)/ ./cmd/...
+
+.PHONY: $(DEV)
+$(DEV):
+	$(GO) build -o $(BIN)/ ./cmd/mpijob-dev
+
+.PHONY: toolchain
+toolchain: $(DEV) ## Build the pinned cluster toolchain and MPI images into the cache.
+	$(DEV) build
+
+##@ Test
+
+.PHONY: test
+test: verify test-unit test-e2e ## Run every check and test (what CI runs).
+
+.PHONY: test-unit
+test-unit: ## Unit tests of pure packages.
+	$(GO) test -count=1 ./pkg/... ./cmd/...
+
+# The e2e and framework tests share one cluster: a running local cluster (or
+# the one MPIJOB_KUBECONFIG names) is reused and left running; otherwise one
+# is started for the run and stopped after it (KEEP_CLUSTER=1 keeps it).
+.PHONY: test-e2e
+test-e2e: $(DEV) ## Integration and e2e tests against the real local cluster.
+	@set -u; mkdir -p .cache; started=0; \
+	if [ -n "$${MPIJOB_KUBECONFIG:-}" ]; then echo "testing against $$MPIJOB_KUBECONFIG"; \
+	elif $(DEV) status; then echo "reusing the running local cluster"; \
+	else $(DEV) up --detach || exit 1; started=1; fi; \
+	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/... 2>&1 | tee $(CURDIR)/.cache/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test.go)' ; rc=$${PIPESTATUS[0]}; \
+	if [ $$started = 1 ] && [ -z "$${KEEP_CLUSTER:-}" ]; then $(DEV) down; fi; exit $$rc
+
+.PHONY: bench
+bench: ## Benchmarks (printed tables).
+	$(GO) test -run '^$$' -bench . -benchmem ./bench/... ./pkg/...
+
+##@ Lint
+
+.PHONY: verify
+verify: $(GOLANGCI_LINT) ## gofmt, go vet, golangci-lint, go.mod tidy.
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^hack/toolchain/')); if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
+	$(GO) vet -tags e2e ./...
+	$(GOLANGCI_LINT) run --build-tags e2e ./...
+	$(GO) mod tidy -diff
+
+$(GOLANGCI_LINT):
+	@mkdir -p $(dir $@)
+	GOBIN=$(dir $@) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv $(dir $@)/golangci-lint $@
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"} /^[a-zA-Z_-]+:.*##/ { printf "  %-14s %s\n", $$1, $$2 } /^##@/ { printf "\n%s\n", substr($$0, 5) }' $(MAKEFILE_LIST)

@@ -1,0 +1,149 @@
+// Command mpijob-dev starts and stops the real local cluster that `make dev`
+// and the tests use. See docs/development.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mpijob/mpijob/pkg/localcluster"
+)
+
+func main() {
+	if err := newRootCmd().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:           "mpijob-dev",
+		Short:         "Run the real local Kubernetes cluster for mpijob development and tests",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newUpCmd(), newDownCmd(), newStatusCmd(), newBuildCmd())
+	return root
+}
+
+func options() (localcluster.Options, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return localcluster.Options{}, err
+	}
+	return localcluster.DefaultOptions(wd)
+}
+
+func newUpCmd() *cobra.Command {
+	var detach, skipImages bool
+	var kwokNodes int
+	var sample string
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Build what is missing, start the cluster and stay up until Ctrl-C (or return with --detach)",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts, err := options()
+			if err != nil {
+				return err
+			}
+			opts.SkipImages = skipImages
+			opts.KwokNodes = kwokNodes
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			out := cmd.OutOrStdout()
+			c := localcluster.New(opts, out)
+			start := time.Now()
+			if err := c.Up(ctx); err != nil {
+				fmt.Fprintln(out, "the cluster did not come up; stopping what started (logs stay in", opts.StateDir+"/logs)")
+				_ = localcluster.Down(context.Background(), opts, out)
+				return err
+			}
+			fmt.Fprintf(out, "\nlocal cluster up in %s\n", time.Since(start).Round(100*time.Millisecond))
+			if sample != "" {
+				if err := c.SubmitSample(ctx, sample); err != nil {
+					return err
+				}
+			}
+			fmt.Fprint(out, c.Summary())
+			if detach {
+				return nil
+			}
+			fmt.Fprintln(out, "\nPress Ctrl-C to stop the cluster.")
+			<-ctx.Done()
+			fmt.Fprintln(out, "\nstopping the local cluster ...")
+			return localcluster.Down(context.Background(), opts, out)
+		},
+	}
+	cmd.Flags().BoolVar(&detach, "detach", false, "return once the cluster is ready and leave it running (stop it with `mpijob-dev down`)")
+	cmd.Flags().BoolVar(&skipImages, "skip-images", false, "do not build or import the MPI images")
+	cmd.Flags().IntVar(&kwokNodes, "kwok-nodes", 16, "number of fake GPU nodes (8 nvidia.com/gpu each)")
+	cmd.Flags().StringVar(&sample, "sample", "", "a TrainJob manifest to submit once the cluster is up (make dev uses config/samples/mpi-hello.yaml)")
+	return cmd
+}
+
+func newDownCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "down",
+		Short: "Stop the cluster and remove its processes, mounts, links, cgroups and /etc/hosts lines",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts, err := options()
+			if err != nil {
+				return err
+			}
+			return localcluster.Down(context.Background(), opts, cmd.OutOrStdout())
+		},
+	}
+}
+
+func newStatusCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "status",
+		Short: "Say whether the local cluster runs; exit 1 when it does not",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts, err := options()
+			if err != nil {
+				return err
+			}
+			ok, msg := localcluster.Status(context.Background(), opts)
+			if !ok {
+				return errors.New(msg)
+			}
+			fmt.Fprintln(cmd.OutOrStdout(), msg)
+			return nil
+		},
+	}
+}
+
+func newBuildCmd() *cobra.Command {
+	var skipImages bool
+	cmd := &cobra.Command{
+		Use:   "build",
+		Short: "Build the pinned toolchain and the MPI images into the cache without starting anything",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts, err := options()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			p := localcluster.NewProgress(cmd.OutOrStdout())
+			if err := localcluster.BuildToolchain(ctx, opts, p); err != nil {
+				return err
+			}
+			if skipImages {
+				return nil
+			}
+			return localcluster.BuildImages(ctx, opts, p)
+		},
+	}
+	cmd.Flags().BoolVar(&skipImages, "skip-images", false, "build only the toolchain")
+	return cmd
+}

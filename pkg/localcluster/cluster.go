@@ -1,0 +1,292 @@
+package localcluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Cluster is a local cluster being started or stopped.
+type Cluster struct {
+	opts      Options
+	progress  *Progress
+	pki       *pki
+	hostIP    string
+	pids      map[string]int
+	restCfg   *rest.Config
+	clientset kubernetes.Interface
+	client    client.Client
+}
+
+// New returns a Cluster for opts that reports progress to out.
+func New(opts Options, out io.Writer) *Cluster {
+	return &Cluster{opts: opts, progress: NewProgress(out), pids: map[string]int{}}
+}
+
+// stateFile records a running cluster for Status and for recovery.
+type stateFile struct {
+	StartedAt  time.Time `json:"startedAt"`
+	Kubeconfig string    `json:"kubeconfig"`
+	Ready      bool      `json:"ready"`
+}
+
+// Up builds what is missing and starts the whole cluster. A cluster left
+// over from an earlier run (running or crashed) is torn down first, so Up
+// always ends with a fresh, known state.
+func (c *Cluster) Up(ctx context.Context) error {
+	p := c.progress
+	if err := c.preflightOrRecover(ctx); err != nil {
+		return err
+	}
+	if err := installPackages(ctx, p); err != nil {
+		return err
+	}
+	if err := BuildToolchain(ctx, c.opts, p); err != nil {
+		return err
+	}
+	if !c.opts.SkipImages {
+		if err := BuildImages(ctx, c.opts, p); err != nil {
+			return err
+		}
+	}
+	ip, err := hostIP()
+	if err != nil {
+		return err
+	}
+	c.hostIP = ip
+
+	done := p.Step("starting the control plane (etcd %s, Kubernetes %s)", EtcdVersion, KubernetesVersion)
+	for _, d := range []string{c.opts.StateDir, c.opts.logDir(), c.opts.runDir()} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := c.makePKI(); err != nil {
+		return err
+	}
+	if err := c.startEtcd(ctx); err != nil {
+		return err
+	}
+	if err := c.startAPIServer(ctx); err != nil {
+		return err
+	}
+	if err := c.startControllerManager(); err != nil {
+		return err
+	}
+	if err := c.startScheduler(); err != nil {
+		return err
+	}
+	done()
+
+	done = p.Step("starting %d real nodes (kubelet + containerd) and cluster DNS", c.opts.RealNodes)
+	if err := c.startNodes(ctx); err != nil {
+		return err
+	}
+	if err := c.startDNS(ctx); err != nil {
+		return err
+	}
+	done()
+
+	if c.opts.KwokNodes > 0 {
+		done = p.Step("starting kwok with %d fake GPU nodes", c.opts.KwokNodes)
+		if err := c.startKwok(ctx); err != nil {
+			return err
+		}
+		done()
+	}
+
+	done = p.Step("installing JobSet %s and Kubeflow Trainer %s", JobSetVersion, TrainerVersion)
+	if err := c.installEngine(ctx); err != nil {
+		return err
+	}
+	done()
+
+	done = p.Step("installing mpijob runtimes, users, namespaces and quotas")
+	if err := c.installProject(ctx); err != nil {
+		return err
+	}
+	done()
+
+	if err := c.waitNodesReady(ctx); err != nil {
+		return fmt.Errorf("real nodes did not become Ready: %w", err)
+	}
+	return c.writeState(true)
+}
+
+func (c *Cluster) startNodes(ctx context.Context) error {
+	if err := fixHybridCgroups(); err != nil {
+		return err
+	}
+	if err := ensureBridge(); err != nil {
+		return err
+	}
+	var hosts []string
+	for i := 1; i <= c.opts.RealNodes; i++ {
+		hosts = append(hosts, fmt.Sprintf("%s %s", nodeAddress(i), nodeName(i)))
+	}
+	if err := setHostsLines(hosts); err != nil {
+		return fmt.Errorf("failed to add node names to /etc/hosts: %w", err)
+	}
+	for i := 1; i <= c.opts.RealNodes; i++ {
+		n := c.realNode(i)
+		if err := c.startContainerd(ctx, n); err != nil {
+			return err
+		}
+		if !c.opts.SkipImages {
+			if err := c.importImages(ctx, n); err != nil {
+				return err
+			}
+		}
+		if err := c.startKubelet(n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// preflightOrRecover tears down whatever an earlier run left behind, then
+// checks the machine.
+func (c *Cluster) preflightOrRecover(ctx context.Context) error {
+	if os.Geteuid() != 0 {
+		return errNotRoot
+	}
+	if leftovers(c.opts) {
+		done := c.progress.Step("stopping a local cluster left by an earlier run")
+		if err := Down(ctx, c.opts, io.Discard); err != nil {
+			return err
+		}
+		done()
+	}
+	return c.preflight()
+}
+
+func leftovers(opts Options) bool {
+	if entries, _ := os.ReadDir(opts.runDir()); len(entries) > 0 {
+		return true
+	}
+	if _, err := os.Stat("/run/mpijob"); err == nil {
+		return true
+	}
+	if b, err := os.ReadFile("/etc/hosts"); err == nil && strings.Contains(string(b), hostsMarker) {
+		return true
+	}
+	return false
+}
+
+func (c *Cluster) writeState(ready bool) error {
+	b, _ := json.MarshalIndent(stateFile{StartedAt: time.Now(), Kubeconfig: c.opts.KubeconfigPath(), Ready: ready}, "", "  ")
+	return os.WriteFile(c.opts.path("state.json"), b, 0o644)
+}
+
+// apiReady reports whether the apiserver answers /readyz; it also builds the
+// clients on first success.
+func (c *Cluster) apiReady(ctx context.Context) bool {
+	if c.clientset == nil {
+		cfg, err := clientcmd.BuildConfigFromFlags("", c.componentKubeconfig("admin"))
+		if err != nil {
+			return false
+		}
+		cfg.QPS, cfg.Burst = 100, 200
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return false
+		}
+		c.restCfg, c.clientset = cfg, cs
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	body, err := c.clientset.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	return err == nil && strings.TrimSpace(string(body)) == "ok"
+}
+
+// Down stops every process of the local cluster and removes its mounts,
+// network links, cgroups and /etc/hosts lines. It is safe to run at any time,
+// also after a crash or when nothing runs.
+func Down(ctx context.Context, opts Options, out io.Writer) error {
+	if os.Geteuid() != 0 {
+		return errNotRoot
+	}
+	stopped := stopPidFiles(opts.runDir(), 15*time.Second)
+	if len(stopped) > 0 {
+		fmt.Fprintf(out, "stopped: %s\n", strings.Join(stopped, ", "))
+	}
+	// Containers and shims live in the nodes' cgroups, not in pid files.
+	for i := 1; i <= 8; i++ {
+		removeCgroupTree(nodeName(i))
+	}
+	killStrays(opts)
+	n := unmountUnder(opts.StateDir, "/run/mpijob", filepath.Join(opts.CacheDir, "nodes"))
+	if n > 0 {
+		fmt.Fprintf(out, "unmounted %d mounts\n", n)
+	}
+	for i := 1; i <= 8; i++ {
+		removeCgroupTree(nodeName(i))
+	}
+	deleteBridge()
+	if err := setHostsLines(nil); err != nil {
+		return fmt.Errorf("failed to remove node names from /etc/hosts: %w", err)
+	}
+	_ = os.RemoveAll("/run/mpijob")
+	for _, d := range []string{"nodes", "etcd", "run", "trainer-tmp"} {
+		if err := os.RemoveAll(filepath.Join(opts.StateDir, d)); err != nil {
+			return fmt.Errorf("failed to remove %s: %w", filepath.Join(opts.StateDir, d), err)
+		}
+	}
+	_ = os.Remove(filepath.Join(opts.StateDir, "state.json"))
+	fmt.Fprintln(out, "local cluster is down")
+	return nil
+}
+
+// killStrays kills containerd shims and other processes whose command line
+// names this cluster's folders but that no pid file recorded.
+func killStrays(opts Options) {
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		var pid int
+		if _, err := fmt.Sscan(e.Name(), &pid); err != nil || pid == os.Getpid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		cmd := strings.ReplaceAll(string(b), "\x00", " ")
+		if strings.Contains(cmd, "/run/mpijob/") || strings.Contains(cmd, opts.StateDir+"/") || strings.Contains(cmd, opts.binDir()+"/") {
+			_ = killPid(pid)
+		}
+	}
+}
+
+// Status says whether the local cluster runs and answers.
+func Status(ctx context.Context, opts Options) (bool, string) {
+	b, err := os.ReadFile(filepath.Join(opts.StateDir, "state.json"))
+	if err != nil {
+		return false, "the local cluster is not running: start it with `make dev`"
+	}
+	var s stateFile
+	_ = json.Unmarshal(b, &s)
+	cfg, err := clientcmd.BuildConfigFromFlags("", opts.KubeconfigPath())
+	if err != nil {
+		return false, fmt.Sprintf("the local cluster's kubeconfig is unreadable: %v", err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return false, err.Error()
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	if _, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
+		return false, fmt.Sprintf("the local cluster started at %s does not answer (%v): run `make dev-down` then `make dev`", s.StartedAt.Format(time.RFC3339), err)
+	}
+	return true, fmt.Sprintf("the local cluster runs since %s; kubeconfig: %s", s.StartedAt.Format(time.RFC3339), s.Kubeconfig)
+}

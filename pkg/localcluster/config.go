@@ -1,0 +1,123 @@
+package localcluster
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Pinned versions of the engine the local cluster runs. The authoritative
+// pins are the go.mod files under hack/toolchain; these constants label the
+// binaries and must agree with them (TestPinsMatchToolchain checks).
+const (
+	KubernetesVersion = "v1.36.3"
+	EtcdVersion       = "v3.6.16"
+	KwokVersion       = "v0.8.0"
+	CoreDNSVersion    = "v1.15.0"
+	TrainerVersion    = "v2.3.0"
+	JobSetVersion     = "v0.12.0"
+)
+
+// Fixed addresses of the local cluster. They are loopback-only, so nothing
+// outside this machine can reach the cluster.
+const (
+	APIServerPort      = 6443
+	etcdClientPort     = 23790
+	etcdPeerPort       = 23800
+	trainerWebhookPort = 9443
+	jobsetWebhookPort  = 9444
+	trainerHealthPort  = 9451
+	jobsetHealthPort   = 9452
+	kwokServerPort     = 10247
+
+	// bridgeName is the Linux bridge every real node's pods attach to.
+	bridgeName = "mpijob0"
+	// bridgeCIDR is the pod network; the bridge itself holds DNSAddress.
+	bridgeCIDR = "10.244.0.0/16"
+	// DNSAddress is where CoreDNS listens and what kubelets hand to pods.
+	DNSAddress        = "10.244.0.1"
+	serviceCIDR       = "10.96.0.0/16"
+	clusterDomain     = "cluster.local"
+	pauseImage        = "registry.k8s.io/pause:3.10.1"
+	hostsMarker       = "# mpijob-localcluster"
+	cgroupRootPrefix  = "mpijob-"
+	fieldOwner        = "mpijob-dev"
+	kwokNodeTaintKey  = "kwok.x-k8s.io/node"
+	kwokNodeLabelType = "type"
+)
+
+// Options select what Up starts and where it keeps its files.
+type Options struct {
+	// RepoRoot is the mpijob repository (holds hack/toolchain, config/, images/).
+	RepoRoot string
+	// CacheDir keeps built binaries and images between runs.
+	CacheDir string
+	// StateDir keeps the running cluster's files: kubeconfigs, PKI, logs, data.
+	StateDir string
+	// RealNodes is the number of kubelet+containerd nodes (default 2).
+	RealNodes int
+	// KwokNodes is the number of fake GPU nodes managed by kwok (default 16).
+	KwokNodes int
+	// SkipImages skips building and importing the MPI images.
+	SkipImages bool
+}
+
+// DefaultOptions finds the repository from dir (walking up to the go.mod of
+// this project) and fills the defaults. MPIJOB_CACHE_DIR overrides the cache.
+func DefaultOptions(dir string) (Options, error) {
+	root, err := FindRepoRoot(dir)
+	if err != nil {
+		return Options{}, err
+	}
+	cache := os.Getenv("MPIJOB_CACHE_DIR")
+	if cache == "" {
+		cache = filepath.Join(root, ".cache")
+	}
+	return Options{
+		RepoRoot:  root,
+		CacheDir:  cache,
+		StateDir:  filepath.Join(root, ".local"),
+		RealNodes: 2,
+		KwokNodes: 16,
+	}, nil
+}
+
+// FindRepoRoot walks up from dir to the directory holding hack/toolchain.
+func FindRepoRoot(dir string) (string, error) {
+	d, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(d, "hack", "toolchain")); err == nil {
+			return d, nil
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return "", fmt.Errorf("no mpijob repository (a folder with hack/toolchain) at or above %s: run from the repository", dir)
+		}
+		d = parent
+	}
+}
+
+// KubeconfigPath is the admin kubeconfig the cluster writes.
+func (o Options) KubeconfigPath() string { return filepath.Join(o.StateDir, "kubeconfig") }
+
+func (o Options) binDir() string         { return filepath.Join(o.CacheDir, "bin") }
+func (o Options) bin(name string) string { return filepath.Join(o.binDir(), name) }
+func (o Options) pkiDir() string         { return filepath.Join(o.StateDir, "pki") }
+func (o Options) logDir() string         { return filepath.Join(o.StateDir, "logs") }
+func (o Options) runDir() string         { return filepath.Join(o.StateDir, "run") }
+func (o Options) path(p ...string) string {
+	return filepath.Join(append([]string{o.StateDir}, p...)...)
+}
+
+// nodeName is the name of real node i (1-based).
+func nodeName(i int) string { return fmt.Sprintf("mpijob-node-%d", i) }
+
+// nodeAddress is the loopback address kubelet i serves on; /etc/hosts maps
+// nodeName(i) to it so the apiserver reaches the kubelet by hostname.
+func nodeAddress(i int) string { return fmt.Sprintf("127.0.0.%d", 10+i) }
+
+// kwokNodeName is the name of fake node i (1-based).
+func kwokNodeName(i int) string { return fmt.Sprintf("kwok-gpu-%02d", i) }

@@ -1,0 +1,286 @@
+package localcluster
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mpijob/mpijob/pkg/manifests"
+)
+
+// crdSources are the upstream CRDs, read from the module cache of the
+// toolchain module that builds their controllers.
+var crdSources = []struct{ mod, dir string }{
+	{"sigs.k8s.io/jobset", "config/components/crd/bases"},
+	{"github.com/kubeflow/trainer/v2", "manifests/base/crds"},
+}
+
+// webhookSources are upstream webhook configurations, re-pointed at the
+// controllers that run as host processes.
+var webhookSources = []struct {
+	mod, file, prefix string
+	port              int
+}{
+	{"sigs.k8s.io/jobset", "config/components/webhook/manifests.yaml", "jobset-", jobsetWebhookPort},
+	{"github.com/kubeflow/trainer/v2", "manifests/base/webhook/manifests.yaml", "trainer-", trainerWebhookPort},
+}
+
+func (c *Cluster) newClient() (client.Client, error) {
+	if c.client != nil {
+		return c.client, nil
+	}
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	cl, err := client.New(c.restCfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	c.client = cl
+	return cl, nil
+}
+
+func (c *Cluster) installEngine(ctx context.Context) error {
+	cl, err := c.newClient()
+	if err != nil {
+		return err
+	}
+	dirs := map[string]string{}
+	for _, mod := range []string{"sigs.k8s.io/jobset", "github.com/kubeflow/trainer/v2"} {
+		d, err := c.moduleDir(ctx, "controllers", mod)
+		if err != nil {
+			return err
+		}
+		dirs[mod] = d
+	}
+	for _, s := range crdSources {
+		objs, err := manifests.ParseFiles(filepath.Join(dirs[s.mod], s.dir))
+		if err != nil {
+			return err
+		}
+		if err := manifests.Apply(ctx, cl, fieldOwner, objs); err != nil {
+			return err
+		}
+		for _, o := range objs {
+			if err := c.waitCRDEstablished(ctx, cl, o.GetName()); err != nil {
+				return err
+			}
+		}
+	}
+	if err := c.startJobSet(); err != nil {
+		return err
+	}
+	if err := c.startTrainer(); err != nil {
+		return err
+	}
+	if err := c.waitHealthy(ctx, "jobset", jobsetHealthPort); err != nil {
+		return err
+	}
+	if err := c.waitHealthy(ctx, "trainer", trainerHealthPort); err != nil {
+		return err
+	}
+	ca := c.pki.caPEM
+	for _, s := range webhookSources {
+		objs, err := manifests.ParseFiles(filepath.Join(dirs[s.mod], s.file))
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			if err := repointWebhooks(o, s.prefix, s.port, ca); err != nil {
+				return err
+			}
+		}
+		if err := manifests.Apply(ctx, cl, fieldOwner, objs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// repointWebhooks renames an upstream webhook configuration (both upstreams
+// call theirs "mutating-webhook-configuration") and sends its calls to
+// https://127.0.0.1:port, keeping each webhook's path. JobSet's pod webhooks
+// only ever concern JobSet pods, so they get an objectSelector that keeps
+// every other pod (and the cluster) safe from a stopped controller.
+func repointWebhooks(o *unstructured.Unstructured, prefix string, port int, ca []byte) error {
+	o.SetName(prefix + o.GetName())
+	hooks, _, err := unstructured.NestedSlice(o.Object, "webhooks")
+	if err != nil {
+		return err
+	}
+	for i, h := range hooks {
+		hm, ok := h.(map[string]any)
+		if !ok {
+			return fmt.Errorf("webhook %d of %s is not an object", i, o.GetName())
+		}
+		path, _, _ := unstructured.NestedString(hm, "clientConfig", "service", "path")
+		hm["clientConfig"] = map[string]any{
+			"url":      fmt.Sprintf("https://127.0.0.1:%d%s", port, path),
+			"caBundle": base64.StdEncoding.EncodeToString(ca),
+		}
+		if prefix == "jobset-" && isPodWebhook(hm) {
+			hm["objectSelector"] = map[string]any{"matchExpressions": []any{
+				map[string]any{"key": "jobset.sigs.k8s.io/jobset-name", "operator": "Exists"},
+			}}
+		}
+		hooks[i] = hm
+	}
+	return unstructured.SetNestedSlice(o.Object, hooks, "webhooks")
+}
+
+func isPodWebhook(h map[string]any) bool {
+	rules, _, _ := unstructured.NestedSlice(h, "rules")
+	for _, r := range rules {
+		rm, _ := r.(map[string]any)
+		res, _, _ := unstructured.NestedStringSlice(rm, "resources")
+		for _, x := range res {
+			if x == "pods" {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (c *Cluster) waitCRDEstablished(ctx context.Context, cl client.Client, name string) error {
+	return c.waitFor(ctx, "", 60*time.Second, func(ctx context.Context) bool {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := cl.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+			return false
+		}
+		for _, cond := range crd.Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+func (c *Cluster) writeWebhookCerts(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	for src, dst := range map[string]string{"crt": "tls.crt", "key": "tls.key"} {
+		b, err := os.ReadFile(c.pki.path("webhooks", src))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, dst), b, 0o600); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) startJobSet() error {
+	certDir := c.opts.path("jobset-certs")
+	if err := c.writeWebhookCerts(certDir); err != nil {
+		return err
+	}
+	cfg := fmt.Sprintf(`apiVersion: config.jobset.x-k8s.io/v1alpha1
+kind: Configuration
+leaderElection:
+  leaderElect: false
+internalCertManagement:
+  enable: false
+webhook:
+  host: 127.0.0.1
+  port: %d
+  certDir: %s
+health:
+  healthProbeBindAddress: 127.0.0.1:%d
+metrics:
+  bindAddress: "0"
+`, jobsetWebhookPort, certDir, jobsetHealthPort)
+	path := c.opts.path("jobset-config.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		return err
+	}
+	args := []string{
+		"--config=" + path, "--kubeconfig=" + c.componentKubeconfig("admin"),
+		"--metrics-bind-address=0", fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", jobsetHealthPort),
+	}
+	return c.startProcess("jobset", c.opts.bin("jobset"), args, nil)
+}
+
+func (c *Cluster) startTrainer() error {
+	// Trainer has no certDir setting: it reads
+	// $TMPDIR/k8s-webhook-server/serving-certs/tls.{crt,key}.
+	tmp := c.opts.path("trainer-tmp")
+	if err := c.writeWebhookCerts(filepath.Join(tmp, "k8s-webhook-server", "serving-certs")); err != nil {
+		return err
+	}
+	cfg := fmt.Sprintf(`apiVersion: config.trainer.kubeflow.org/v1alpha1
+kind: Configuration
+health:
+  healthProbeBindAddress: 127.0.0.1:%d
+  readinessEndpointName: readyz
+  livenessEndpointName: healthz
+metrics:
+  bindAddress: "0"
+webhook:
+  host: 127.0.0.1
+  port: %d
+leaderElection:
+  leaderElect: false
+certManagement:
+  enable: false
+clientConnection:
+  qps: 100
+  burst: 200
+`, trainerHealthPort, trainerWebhookPort)
+	path := c.opts.path("trainer-config.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		return err
+	}
+	args := []string{"--config=" + path, "--kubeconfig=" + c.componentKubeconfig("admin")}
+	return c.startProcess("trainer", c.opts.bin("trainer-controller-manager"), args, []string{"TMPDIR=" + tmp})
+}
+
+// waitHealthy waits for a controller's /readyz.
+func (c *Cluster) waitHealthy(ctx context.Context, name string, port int) error {
+	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12}}}
+	return c.waitFor(ctx, name, 90*time.Second, func(context.Context) bool {
+		resp, err := hc.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", port))
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+}
+
+// installProject applies mpijob's own manifests: the aggregated roles, the
+// MPI runtimes, and the development users, namespaces and quotas.
+func (c *Cluster) installProject(ctx context.Context) error {
+	cl, err := c.newClient()
+	if err != nil {
+		return err
+	}
+	for _, dir := range []string{"config/rbac/aggregate", "config/runtimes", "config/dev"} {
+		objs, err := manifests.ParseFiles(filepath.Join(c.opts.RepoRoot, dir))
+		if err != nil {
+			return err
+		}
+		if err := manifests.Apply(ctx, cl, fieldOwner, objs); err != nil {
+			return err
+		}
+	}
+	return nil
+}

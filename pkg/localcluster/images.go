@@ -1,0 +1,437 @@
+package localcluster
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// Image is an MPI image the local cluster builds from Debian packages and
+// imports into every real node, under the name the runtimes reference.
+type Image struct {
+	// Ref is the image reference pods use (imagePullPolicy IfNotPresent).
+	Ref string
+	// Dir is the folder under images/ with its Containerfile.
+	Dir string
+	// Packages are installed into the image.
+	Packages []string
+	// BuildPackages compile mpi-hello; they stay out of the image.
+	BuildPackages []string
+	// MPICC compiles mpi-hello against this image's MPI.
+	MPICC string
+	// Env is the image's environment.
+	Env []string
+}
+
+// debianSuite and debianMirror are where debootstrap and apt take packages.
+const (
+	debianSuite  = "bookworm"
+	debianMirror = "http://deb.debian.org/debian"
+	// imageRecipeVersion changes when the build steps below change.
+	imageRecipeVersion = "1"
+)
+
+var basePackages = []string{"openssh-server", "openssh-client", "python3", "python3-mpi4py", "ca-certificates", "procps", "iproute2"}
+
+// Images are the MPI images; their Containerfiles in images/ describe the
+// same content for people who build with a container engine.
+var Images = []Image{
+	{
+		Ref: "ghcr.io/mpijob/openmpi:4.1", Dir: "openmpi",
+		Packages: []string{"openmpi-bin"}, BuildPackages: []string{"gcc", "libc6-dev", "libopenmpi-dev"}, MPICC: "mpicc.openmpi",
+		Env: []string{"OMPI_MCA_btl=tcp,self", "OMPI_MCA_btl_tcp_if_include=eth0", "OMPI_MCA_oob_tcp_if_include=eth0"},
+	},
+	{
+		Ref: "ghcr.io/mpijob/mpich:4.0", Dir: "mpich",
+		Packages: []string{"mpich"}, BuildPackages: []string{"gcc", "libc6-dev", "libmpich-dev"}, MPICC: "mpicc.mpich",
+	},
+}
+
+func imagesDir(opts Options) string { return filepath.Join(opts.CacheDir, "images") }
+
+func (im Image) tarPath(opts Options, hash string) string {
+	return filepath.Join(imagesDir(opts), im.Dir+"-"+hash+".tar")
+}
+
+// imageHash covers everything that decides an image's content.
+func imageHash(opts Options, parts ...string) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s %s %s\n", imageRecipeVersion, debianSuite, strings.Join(parts, "\n"))
+	for _, f := range []string{"common/mpi-hello.c", "common/sshd_config", "common/ssh_config", "pause/pause.c"} {
+		b, err := os.ReadFile(filepath.Join(opts.RepoRoot, "images", f))
+		if err != nil {
+			return "", err
+		}
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:12], nil
+}
+
+// imageTars returns the tar of every image the nodes import, pause first.
+func imageTars(opts Options) ([]string, error) {
+	h, err := imageHash(opts, "pause")
+	if err != nil {
+		return nil, err
+	}
+	tars := []string{filepath.Join(imagesDir(opts), "pause-"+h+".tar")}
+	for _, im := range Images {
+		h, err := imageHash(opts, append(append(append([]string{im.Ref}, basePackages...), im.Packages...), im.Env...)...)
+		if err != nil {
+			return nil, err
+		}
+		tars = append(tars, im.tarPath(opts, h))
+	}
+	return tars, nil
+}
+
+// BuildImages builds the pause image and the MPI images that are missing.
+func BuildImages(ctx context.Context, opts Options, p *Progress) error {
+	tars, err := imageTars(opts)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(imagesDir(opts), 0o755); err != nil {
+		return err
+	}
+	if _, err := os.Stat(tars[0]); err != nil {
+		done := p.Step("building the pause image (static C binary)")
+		if err := buildPause(ctx, opts, tars[0]); err != nil {
+			return err
+		}
+		done()
+	}
+	var todo []int
+	for i := range Images {
+		if _, err := os.Stat(tars[i+1]); err != nil {
+			todo = append(todo, i)
+		}
+	}
+	if len(todo) == 0 {
+		return nil
+	}
+	baseHash, err := imageHash(opts, append([]string{"base"}, basePackages...)...)
+	if err != nil {
+		return err
+	}
+	base := filepath.Join(imagesDir(opts), "rootfs", "base-"+baseHash)
+	if _, err := os.Stat(filepath.Join(base, "etc", "os-release")); err != nil {
+		done := p.Step("debootstrap %s and install %s (first build takes minutes)", debianSuite, strings.Join(basePackages, " "))
+		if err := buildBase(ctx, base); err != nil {
+			return err
+		}
+		done()
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, len(todo))
+	for k, i := range todo {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			im := Images[i]
+			done := p.Step("building image %s (%s)", im.Ref, strings.Join(im.Packages, " "))
+			if err := buildImage(ctx, opts, base, im, tars[i+1]); err != nil {
+				errs[k] = fmt.Errorf("failed to build image %s: %w", im.Ref, err)
+				return
+			}
+			done()
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func run(ctx context.Context, name string, args ...string) error {
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive", "LC_ALL=C")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		tail := string(out)
+		if len(tail) > 3000 {
+			tail = "..." + tail[len(tail)-3000:]
+		}
+		return fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, tail)
+	}
+	return nil
+}
+
+// chroot runs a shell script inside rootfs with /proc mounted and the host's
+// resolver, so apt can reach the Debian mirror.
+func chroot(ctx context.Context, rootfs, script string) error {
+	if err := copyFile("/etc/resolv.conf", filepath.Join(rootfs, "etc", "resolv.conf"), 0o644); err != nil {
+		return err
+	}
+	procDir := filepath.Join(rootfs, "proc")
+	_ = os.MkdirAll(procDir, 0o755)
+	if err := syscall.Mount("proc", procDir, "proc", 0, ""); err != nil {
+		return fmt.Errorf("failed to mount /proc in %s: %w", rootfs, err)
+	}
+	defer func() { _ = unmount(procDir) }()
+	return run(ctx, "chroot", rootfs, "/bin/sh", "-ec", script)
+}
+
+const aptInstall = `cat > /usr/sbin/policy-rc.d <<'X'
+#!/bin/sh
+exit 101
+X
+chmod +x /usr/sbin/policy-rc.d
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends %s
+`
+
+const aptClean = `apt-get clean
+rm -rf /var/lib/apt/lists/* /usr/sbin/policy-rc.d /var/cache/debconf/*-old /var/log/*.log /etc/resolv.conf
+: > /etc/resolv.conf
+`
+
+func buildBase(ctx context.Context, base string) error {
+	tmp := base + ".tmp"
+	_ = os.RemoveAll(tmp)
+	if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {
+		return err
+	}
+	if err := run(ctx, "debootstrap", "--variant=minbase", debianSuite, tmp, debianMirror); err != nil {
+		return err
+	}
+	script := fmt.Sprintf(aptInstall, strings.Join(basePackages, " ")) + `
+useradd -m -u 1000 -U -s /bin/bash mpiuser
+mkdir -p /run/sshd && chmod 0755 /run/sshd
+rm -f /etc/ssh/ssh_host_*
+`
+	if err := chroot(ctx, tmp, script); err != nil {
+		return err
+	}
+	return os.Rename(tmp, base)
+}
+
+func buildImage(ctx context.Context, opts Options, base string, im Image, out string) error {
+	work := filepath.Join(imagesDir(opts), "work")
+	build := filepath.Join(work, im.Dir+"-build")
+	root := filepath.Join(work, im.Dir)
+	for _, d := range []string{build, root} {
+		_ = os.RemoveAll(d)
+		if err := run(ctx, "cp", "-a", base, d); err != nil {
+			return err
+		}
+	}
+	defer os.RemoveAll(build)
+	defer os.RemoveAll(root)
+
+	// Compile mpi-hello in a throw-away copy with the compiler and headers.
+	if err := copyFile(filepath.Join(opts.RepoRoot, "images", "common", "mpi-hello.c"), filepath.Join(build, "tmp", "mpi-hello.c"), 0o644); err != nil {
+		return err
+	}
+	script := fmt.Sprintf(aptInstall, strings.Join(append(append([]string{}, im.Packages...), im.BuildPackages...), " ")) +
+		fmt.Sprintf("%s -O2 -o /tmp/mpi-hello /tmp/mpi-hello.c\n", im.MPICC)
+	if err := chroot(ctx, build, script); err != nil {
+		return err
+	}
+
+	script = fmt.Sprintf(aptInstall, strings.Join(im.Packages, " ")) + aptClean
+	if err := chroot(ctx, root, script); err != nil {
+		return err
+	}
+	files := map[string]string{
+		filepath.Join(build, "tmp", "mpi-hello"):                        filepath.Join(root, "usr", "local", "bin", "mpi-hello"),
+		filepath.Join(opts.RepoRoot, "images", "common", "sshd_config"): filepath.Join(root, "home", "mpiuser", ".sshd_config"),
+		filepath.Join(opts.RepoRoot, "images", "common", "ssh_config"):  filepath.Join(root, "etc", "ssh", "ssh_config.d", "mpi.conf"),
+	}
+	for src, dst := range files {
+		mode := os.FileMode(0o644)
+		if strings.HasSuffix(dst, "mpi-hello") {
+			mode = 0o755
+		}
+		if err := copyFile(src, dst, mode); err != nil {
+			return err
+		}
+	}
+	if err := os.Chown(filepath.Join(root, "home", "mpiuser", ".sshd_config"), 1000, 1000); err != nil {
+		return err
+	}
+	cfg := v1.Config{
+		User:       "1000",
+		WorkingDir: "/home/mpiuser",
+		Env:        append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/home/mpiuser"}, im.Env...),
+		Cmd:        []string{"/bin/bash"},
+		Labels:     map[string]string{"org.opencontainers.image.source": "mpijob images/" + im.Dir},
+	}
+	return writeImage(root, filepath.Join(work, im.Dir+"-layer.tar"), im.Ref, cfg, out)
+}
+
+func buildPause(ctx context.Context, opts Options, out string) error {
+	work := filepath.Join(imagesDir(opts), "work", "pause")
+	_ = os.RemoveAll(work)
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		return err
+	}
+	defer os.RemoveAll(work)
+	if err := run(ctx, "gcc", "-static", "-Os", "-s", "-o", filepath.Join(work, "pause"), filepath.Join(opts.RepoRoot, "images", "pause", "pause.c")); err != nil {
+		return fmt.Errorf("failed to compile the pause binary (needs gcc and libc6-dev): %w", err)
+	}
+	cfg := v1.Config{Entrypoint: []string{"/pause"}, User: "65535:65535"}
+	return writeImage(work, work+"-layer.tar", pauseImage, cfg, out)
+}
+
+// writeImage packs rootfs as one layer, adds cfg and writes a tarball that
+// `ctr images import` reads, tagged ref.
+func writeImage(rootfs, layerPath, ref string, cfg v1.Config, out string) error {
+	if err := tarDir(rootfs, layerPath); err != nil {
+		return err
+	}
+	defer os.Remove(layerPath)
+	layer, err := tarball.LayerFromFile(layerPath, tarball.WithCompressionLevel(gzip.BestSpeed))
+	if err != nil {
+		return err
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return err
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return err
+	}
+	cf = cf.DeepCopy()
+	cf.Config = cfg
+	cf.OS, cf.Architecture = "linux", "amd64"
+	img, err = mutate.ConfigFile(img, cf)
+	if err != nil {
+		return err
+	}
+	tag, err := name.NewTag(ref)
+	if err != nil {
+		return err
+	}
+	tmp := out + ".tmp"
+	if err := tarball.WriteToFile(tmp, tag, img); err != nil {
+		return fmt.Errorf("failed to write image %s: %w", ref, err)
+	}
+	return os.Rename(tmp, out)
+}
+
+// tarDir writes rootfs as an uncompressed tar, keeping owners and modes and
+// leaving out the contents of /proc, /sys and /dev, which the runtime provides.
+func tarDir(rootfs, out string) error {
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tw := tar.NewWriter(f)
+	err = filepath.WalkDir(rootfs, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(rootfs, path)
+		if rel == "." {
+			return nil
+		}
+		for _, skip := range []string{"proc/", "sys/", "dev/"} {
+			if strings.HasPrefix(rel, skip) {
+				if d.IsDir() {
+					return fs.SkipDir
+				}
+				return nil
+			}
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		link := ""
+		if info.Mode()&os.ModeSymlink != 0 {
+			if link, err = os.Readlink(path); err != nil {
+				return err
+			}
+		}
+		if !info.Mode().IsRegular() && !info.IsDir() && info.Mode()&os.ModeSymlink == 0 {
+			return nil // sockets, fifos, devices
+		}
+		hdr, err := tar.FileInfoHeader(info, link)
+		if err != nil {
+			return err
+		}
+		hdr.Name = rel
+		if info.IsDir() {
+			hdr.Name += "/"
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			hdr.Uid, hdr.Gid = int(st.Uid), int(st.Gid)
+		}
+		hdr.Uname, hdr.Gname = "", ""
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		if info.Mode().IsRegular() {
+			src, err := os.Open(path)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(tw, src)
+			src.Close()
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("failed to pack %s: %w", rootfs, err)
+	}
+	return tw.Close()
+}
+
+func copyFile(src, dst string, mode os.FileMode) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	_ = os.Remove(dst)
+	return os.WriteFile(dst, b, mode)
+}
+
+// importImages imports every image into node n's containerd unless this
+// node's content store already holds that exact build.
+func (c *Cluster) importImages(ctx context.Context, n realNode) error {
+	tars, err := imageTars(c.opts)
+	if err != nil {
+		return err
+	}
+	for _, t := range tars {
+		marker := filepath.Join(n.store, ".imported-"+filepath.Base(t))
+		if _, err := os.Stat(marker); err == nil {
+			continue
+		}
+		done := c.progress.Step("importing %s into %s", filepath.Base(t), n.name)
+		if err := run(ctx, "ctr", "--address", n.socket(), "-n", "k8s.io", "images", "import", "--platform", "linux/amd64", t); err != nil {
+			return fmt.Errorf("failed to import %s into %s: %w", t, n.name, err)
+		}
+		if err := os.WriteFile(marker, nil, 0o644); err != nil {
+			return err
+		}
+		done()
+	}
+	return nil
+}

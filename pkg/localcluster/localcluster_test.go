@@ -1,0 +1,199 @@
+package localcluster
+
+import (
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// The version constants label what the toolchain modules build; they must
+// name the same versions as the go.mod files that really pin them.
+func TestPinsMatchToolchain(t *testing.T) {
+	cases := map[string]struct {
+		dir, module, version string
+	}{
+		"kubernetes": {"kubernetes", "k8s.io/kubernetes", KubernetesVersion},
+		"etcd":       {"etcd", "go.etcd.io/etcd/server/v3", EtcdVersion},
+		"kwok":       {"kwok", "sigs.k8s.io/kwok", KwokVersion},
+		"coredns":    {"coredns", "github.com/coredns/coredns", CoreDNSVersion},
+		"trainer":    {"controllers", "github.com/kubeflow/trainer/v2", TrainerVersion},
+		"jobset":     {"controllers", "sigs.k8s.io/jobset", JobSetVersion},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			b, err := os.ReadFile(filepath.Join("..", "..", "hack", "toolchain", tc.dir, "go.mod"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			re := regexp.MustCompile(`(?m)^\s*(?:require\s+)?` + regexp.QuoteMeta(tc.module) + `\s+(v\S+)`)
+			m := re.FindSubmatch(b)
+			if m == nil {
+				t.Fatalf("%s/go.mod does not require %s", tc.dir, tc.module)
+			}
+			if got := string(m[1]); got != tc.version {
+				t.Errorf("%s/go.mod pins %s %s, the constant says %s", tc.dir, tc.module, got, tc.version)
+			}
+		})
+	}
+}
+
+func TestToolModuleStamp(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "hack", "toolchain", "x")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write := func(s string) {
+		if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := toolModule{Dir: "x", Packages: []string{"."}, Outputs: []string{"x"}}
+	write("module x\nrequire a v1.0.0\n")
+	s1, err := m.stamp(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s1again, _ := m.stamp(root)
+	write("module x\nrequire a v1.0.1\n")
+	s2, _ := m.stamp(root)
+	if s1 != s1again {
+		t.Errorf("stamp is not stable: %s then %s", s1, s1again)
+	}
+	if s1 == s2 {
+		t.Errorf("changing a pin kept the stamp %s: the toolchain would not rebuild", s1)
+	}
+
+	bin := t.TempDir()
+	ok, _, err := m.upToDate(root, bin)
+	if err != nil || ok {
+		t.Fatalf("empty bin: upToDate = %v, %v; want false", ok, err)
+	}
+	_ = os.WriteFile(filepath.Join(bin, "x"), nil, 0o755)
+	_ = os.WriteFile(filepath.Join(bin, ".stamp-x"), []byte(s2+"\n"), 0o644)
+	if ok, _, _ := m.upToDate(root, bin); !ok {
+		t.Errorf("binary and matching stamp present: upToDate = false, want true")
+	}
+	write("module x\nrequire a v1.0.2\n")
+	if ok, _, _ := m.upToDate(root, bin); ok {
+		t.Errorf("pin changed: upToDate = true, want false")
+	}
+}
+
+func TestRepointWebhooks(t *testing.T) {
+	in := func() *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration",
+			"metadata": map[string]any{"name": "mutating-webhook-configuration"},
+			"webhooks": []any{
+				map[string]any{
+					"name":         "mjobset.kb.io",
+					"clientConfig": map[string]any{"service": map[string]any{"name": "webhook-service", "path": "/mutate-jobset"}},
+					"rules":        []any{map[string]any{"resources": []any{"jobsets"}}},
+				},
+				map[string]any{
+					"name":         "mpod.kb.io",
+					"clientConfig": map[string]any{"service": map[string]any{"name": "webhook-service", "path": "/mutate--v1-pod"}},
+					"rules":        []any{map[string]any{"resources": []any{"pods"}}},
+				},
+			},
+		}}
+	}
+	ca := []byte("CA")
+	cases := map[string]struct {
+		prefix        string
+		wantName      string
+		wantURLs      []string
+		wantPodScoped bool
+	}{
+		"jobset pod webhooks get an objectSelector": {
+			prefix: "jobset-", wantName: "jobset-mutating-webhook-configuration",
+			wantURLs:      []string{"https://127.0.0.1:9444/mutate-jobset", "https://127.0.0.1:9444/mutate--v1-pod"},
+			wantPodScoped: true,
+		},
+		"trainer webhooks keep their scope": {
+			prefix: "trainer-", wantName: "trainer-mutating-webhook-configuration",
+			wantURLs: []string{"https://127.0.0.1:9444/mutate-jobset", "https://127.0.0.1:9444/mutate--v1-pod"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			o := in()
+			if err := repointWebhooks(o, tc.prefix, 9444, ca); err != nil {
+				t.Fatal(err)
+			}
+			if o.GetName() != tc.wantName {
+				t.Errorf("name = %s, want %s", o.GetName(), tc.wantName)
+			}
+			hooks, _, _ := unstructured.NestedSlice(o.Object, "webhooks")
+			var urls []string
+			for _, h := range hooks {
+				hm := h.(map[string]any)
+				url, _, _ := unstructured.NestedString(hm, "clientConfig", "url")
+				urls = append(urls, url)
+				if _, svc, _ := unstructured.NestedMap(hm, "clientConfig", "service"); svc {
+					t.Errorf("webhook %s still names a service", hm["name"])
+				}
+				if got := hm["clientConfig"].(map[string]any)["caBundle"]; got != base64.StdEncoding.EncodeToString(ca) {
+					t.Errorf("caBundle = %v", got)
+				}
+				_, scoped := hm["objectSelector"]
+				if isPod := hm["name"] == "mpod.kb.io"; scoped != (isPod && tc.wantPodScoped) {
+					t.Errorf("webhook %s objectSelector present = %v", hm["name"], scoped)
+				}
+			}
+			if diff := cmp.Diff(tc.wantURLs, urls); diff != "" {
+				t.Errorf("urls (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestKwokNode(t *testing.T) {
+	n := kwokNode("kwok-gpu-01")
+	if got := n.Annotations["kwok.x-k8s.io/node"]; got != "fake" {
+		t.Errorf("annotation kwok.x-k8s.io/node = %q, want fake (kwok manages only annotated nodes)", got)
+	}
+	wantTaint := []corev1.Taint{{Key: "kwok.x-k8s.io/node", Value: "fake", Effect: corev1.TaintEffectNoSchedule}}
+	if diff := cmp.Diff(wantTaint, n.Spec.Taints); diff != "" {
+		t.Errorf("taints (-want,+got):\n%s", diff)
+	}
+	gpu := n.Status.Capacity["nvidia.com/gpu"]
+	cpu := n.Status.Capacity[corev1.ResourceCPU]
+	mem := n.Status.Capacity[corev1.ResourceMemory]
+	if gpu.String() != "8" || cpu.String() != "32" || mem.String() != "256Gi" {
+		t.Errorf("capacity gpu=%s cpu=%s memory=%s, want 8, 32, 256Gi", gpu.String(), cpu.String(), mem.String())
+	}
+	if n.Labels["type"] != "kwok" {
+		t.Errorf("label type = %q, want kwok", n.Labels["type"])
+	}
+}
+
+func TestCorefileServesClusterDomainAndRefusesTheRest(t *testing.T) {
+	cf := corefile("/k/admin.kubeconfig")
+	for _, want := range []string{
+		"cluster.local:53 in-addr.arpa:53 ip6.arpa:53 {",
+		"bind " + DNSAddress,
+		"kubeconfig /k/admin.kubeconfig",
+		"pods insecure",
+		".:53 {",
+		"rcode NXDOMAIN",
+	} {
+		if !strings.Contains(cf, want) {
+			t.Errorf("Corefile lacks %q:\n%s", want, cf)
+		}
+	}
+}
+
+func TestUnescapeMount(t *testing.T) {
+	if got := unescapeMount(`/a\040b/c`); got != "/a b/c" {
+		t.Errorf("got %q", got)
+	}
+}

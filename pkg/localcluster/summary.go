@@ -1,0 +1,70 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/mpijob/mpijob/pkg/manifests"
+)
+
+// Summary says what runs and how to use it.
+func (c *Cluster) Summary() string {
+	var b strings.Builder
+	kc := c.opts.KubeconfigPath()
+	fmt.Fprintf(&b, "\nRunning (logs in %s):\n", c.opts.logDir())
+	names := make([]string, 0, len(c.pids))
+	for n := range c.pids {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		fmt.Fprintf(&b, "  %-28s pid %d\n", n, c.pids[n])
+	}
+	fmt.Fprintf(&b, `
+Nodes: %d real (%s), %d kwok GPU nodes (8 nvidia.com/gpu each, taint %s=fake:NoSchedule)
+Users (kubeconfig contexts): admin (cluster-admin), dev-a (edit team-a), dev-b (edit team-b), viewer-a (view team-a)
+
+Use it:
+  export KUBECONFIG=%s
+  %s get nodes
+  %s get trainjobs -A
+  %s --context dev-a -n team-a get trainjobs
+Stop it: make dev-down
+`, c.opts.RealNodes, strings.Join(realNodeNames(c.opts.RealNodes), ", "), c.opts.KwokNodes, kwokNodeTaintKey,
+		kc, c.opts.bin("kubectl"), c.opts.bin("kubectl"), c.opts.bin("kubectl"))
+	return b.String()
+}
+
+func realNodeNames(n int) []string {
+	var out []string
+	for i := 1; i <= n; i++ {
+		out = append(out, nodeName(i))
+	}
+	return out
+}
+
+// SubmitSample applies a TrainJob manifest (path relative to the repository).
+func (c *Cluster) SubmitSample(ctx context.Context, path string) error {
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(c.opts.RepoRoot, path)
+	}
+	objs, err := manifests.ParseFiles(path)
+	if err != nil {
+		return err
+	}
+	cl, err := c.newClient()
+	if err != nil {
+		return err
+	}
+	if err := manifests.Apply(ctx, cl, fieldOwner, objs); err != nil {
+		return err
+	}
+	for _, o := range objs {
+		fmt.Fprintf(c.progress.out, "submitted sample %s %s/%s: watch it with `kubectl get %s -n %s -w`\n",
+			o.GetKind(), o.GetNamespace(), o.GetName(), strings.ToLower(o.GetKind()), o.GetNamespace())
+	}
+	return nil
+}

@@ -1,0 +1,164 @@
+package localcluster
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+)
+
+// toolModule is one pinned Go module under hack/toolchain that builds some of
+// the cluster's binaries.
+type toolModule struct {
+	// Dir is the folder under hack/toolchain.
+	Dir string
+	// Packages are built with one `go build -o bin/`; the binary takes the
+	// last element of the package path unless Rename says otherwise.
+	Packages []string
+	// Outputs are the binary names the build must leave in bin/.
+	Outputs []string
+	// LDFlags are passed to go build.
+	LDFlags string
+}
+
+func toolModules() []toolModule {
+	return []toolModule{
+		{
+			Dir: "kubernetes",
+			Packages: []string{
+				"k8s.io/kubernetes/cmd/kube-apiserver",
+				"k8s.io/kubernetes/cmd/kube-controller-manager",
+				"k8s.io/kubernetes/cmd/kube-scheduler",
+				"k8s.io/kubernetes/cmd/kubelet",
+				"k8s.io/kubernetes/cmd/kubectl",
+			},
+			Outputs: []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kubectl"},
+			LDFlags: "-s -w -X k8s.io/component-base/version.gitVersion=" + KubernetesVersion +
+				" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36",
+		},
+		{Dir: "etcd", Packages: []string{"."}, Outputs: []string{"etcd"}, LDFlags: "-s -w"},
+		{
+			Dir:      "controllers",
+			Packages: []string{"github.com/kubeflow/trainer/v2/cmd/trainer-controller-manager", "sigs.k8s.io/jobset"},
+			Outputs:  []string{"trainer-controller-manager", "jobset"},
+			LDFlags:  "-s -w",
+		},
+		{Dir: "kwok", Packages: []string{"sigs.k8s.io/kwok/cmd/kwok"}, Outputs: []string{"kwok"}, LDFlags: "-s -w"},
+		{Dir: "coredns", Packages: []string{"github.com/coredns/coredns"}, Outputs: []string{"coredns"}, LDFlags: "-s -w"},
+	}
+}
+
+// stamp hashes everything that decides a module's binaries: its go.mod,
+// go.sum and sources, the flags and the Go version.
+func (m toolModule) stamp(root string) (string, error) {
+	dir := filepath.Join(root, "hack", "toolchain", m.Dir)
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", fmt.Errorf("failed to read toolchain module %s: %w", dir, err)
+	}
+	var names []string
+	for _, e := range entries {
+		if !e.IsDir() {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Strings(names)
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%s\n%s\n", runtime.Version(), m.LDFlags, strings.Join(m.Packages, " "))
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(dir, n))
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "%s %d\n", n, len(b))
+		h.Write(b)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// upToDate reports whether bin holds every output built from the current pins.
+func (m toolModule) upToDate(root, bin string) (bool, string, error) {
+	s, err := m.stamp(root)
+	if err != nil {
+		return false, "", err
+	}
+	got, err := os.ReadFile(filepath.Join(bin, ".stamp-"+m.Dir))
+	if err != nil || strings.TrimSpace(string(got)) != s {
+		return false, s, nil
+	}
+	for _, o := range m.Outputs {
+		if _, err := os.Stat(filepath.Join(bin, o)); err != nil {
+			return false, s, nil
+		}
+	}
+	return true, s, nil
+}
+
+// BuildToolchain builds every pinned binary that is missing or whose pins
+// changed, into CacheDir/bin.
+func BuildToolchain(ctx context.Context, opts Options, p *Progress) error {
+	bin := opts.binDir()
+	if err := os.MkdirAll(bin, 0o755); err != nil {
+		return err
+	}
+	for _, m := range toolModules() {
+		ok, stamp, err := m.upToDate(opts.RepoRoot, bin)
+		if err != nil {
+			return err
+		}
+		if ok {
+			continue
+		}
+		done := p.Step("building %s from its Go module (first build takes minutes)", strings.Join(m.Outputs, ", "))
+		if err := m.build(ctx, opts, bin); err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(bin, ".stamp-"+m.Dir), []byte(stamp+"\n"), 0o644); err != nil {
+			return err
+		}
+		done()
+	}
+	return nil
+}
+
+func (m toolModule) build(ctx context.Context, opts Options, bin string) error {
+	tmp := filepath.Join(bin, ".tmp-"+m.Dir)
+	_ = os.RemoveAll(tmp)
+	if err := os.MkdirAll(tmp, 0o755); err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	args := append([]string{"build", "-buildvcs=false", "-ldflags", m.LDFlags, "-o", tmp + "/"}, m.Packages...)
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = filepath.Join(opts.RepoRoot, "hack", "toolchain", m.Dir)
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("failed to build %s (go %s in %s): %w\n%s", strings.Join(m.Outputs, ", "), strings.Join(args, " "), cmd.Dir, err, out)
+	}
+	for _, o := range m.Outputs {
+		src := filepath.Join(tmp, o)
+		if m.Dir == "etcd" {
+			src = filepath.Join(tmp, "etcd")
+		}
+		if _, err := os.Stat(src); err != nil {
+			// A single package built with -o dir/ is named after its folder.
+			matches, _ := filepath.Glob(filepath.Join(tmp, "*"))
+			if len(matches) == 1 {
+				src = matches[0]
+			} else {
+				return fmt.Errorf("build of %s left no %s in %s", m.Dir, o, tmp)
+			}
+		}
+		if err := os.Rename(src, filepath.Join(bin, o)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,135 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/mpijob/mpijob/test/framework"
+)
+
+var rankLine = regexp.MustCompile(`(?m)^mpi-hello: rank (\d+) of (\d+) on (\S+)$`)
+
+// A real MPI program runs across the two real nodes: upstream Trainer V2
+// turns the TrainJob into a JobSet, the Launcher reaches both Workers over
+// SSH, and every rank reports from its own host.
+func TestOpenMPIAcrossRealNodes(t *testing.T) {
+	c := framework.Get(t)
+	ns := c.NewNamespace(t, "e2e-openmpi")
+	job := framework.MakeTrainJob("hello", ns, "mpi-openmpi").NumNodes(2).SlotsPerWorker(1).
+		Command("mpirun", "/usr/local/bin/mpi-hello").Obj()
+	if err := c.Client.Create(context.Background(), job); err != nil {
+		t.Fatalf("failed to create TrainJob: %v", err)
+	}
+
+	if got := c.WaitForTrainJob(t, ns, "hello", 4*time.Minute, trainer.TrainJobComplete, trainer.TrainJobFailed); got != trainer.TrainJobComplete {
+		launchers := c.JobPods(t, ns, "hello", "launcher")
+		logs := ""
+		if len(launchers) > 0 {
+			logs = c.PodLog(t, ns, launchers[0].Name)
+		}
+		t.Fatalf("TrainJob ended %s, want %s; launcher log:\n%s", got, trainer.TrainJobComplete, logs)
+	}
+
+	workers := c.JobPods(t, ns, "hello", "node")
+	if len(workers) != 2 {
+		t.Fatalf("got %d Worker pods, want 2", len(workers))
+	}
+	workerNodes := map[string]bool{}
+	for _, p := range workers {
+		if !strings.HasPrefix(p.Spec.NodeName, "mpijob-node-") {
+			t.Errorf("Worker %s ran on %q, want a real node (mpijob-node-N)", p.Name, p.Spec.NodeName)
+		}
+		workerNodes[p.Spec.NodeName] = true
+	}
+	if len(workerNodes) != 2 {
+		t.Errorf("Workers ran on nodes %v, want 2 different real nodes", workerNodes)
+	}
+
+	launchers := c.JobPods(t, ns, "hello", "launcher")
+	if len(launchers) != 1 {
+		t.Fatalf("got %d Launcher pods, want 1", len(launchers))
+	}
+	log := c.PodLog(t, ns, launchers[0].Name)
+	ranks := rankLine.FindAllStringSubmatch(log, -1)
+	if len(ranks) != 2 {
+		t.Fatalf("launcher log has %d rank lines, want 2:\n%s", len(ranks), log)
+	}
+	hosts := map[string]bool{}
+	seen := map[string]bool{}
+	for _, m := range ranks {
+		if m[2] != "2" {
+			t.Errorf("rank %s reports world size %s, want 2", m[1], m[2])
+		}
+		seen[m[1]] = true
+		hosts[m[3]] = true
+	}
+	if !seen["0"] || !seen["1"] {
+		t.Errorf("ranks seen %v, want 0 and 1", seen)
+	}
+	if len(hosts) != 2 {
+		t.Errorf("ranks ran on hosts %v, want 2 distinct hostnames:\n%s", hosts, log)
+	}
+	for h := range hosts {
+		if !strings.Contains(h, "hello-node-") {
+			t.Errorf("rank host %q is not a Worker of the job", h)
+		}
+	}
+	if !strings.Contains(log, "allreduce over 2 ranks ok") {
+		t.Errorf("launcher log lacks the allreduce check:\n%s", log)
+	}
+}
+
+// A 64-Worker GPU job lands every Worker on the kwok GPU nodes (the real
+// nodes have no nvidia.com/gpu) and completes.
+func TestGPUWorkersOnKwokNodes(t *testing.T) {
+	c := framework.Get(t)
+	ns := c.NewNamespace(t, "e2e-kwok")
+	const workers = 64
+	// mpi-openmpi-gpu runs the Launcher as a rank host too: numNodes counts
+	// it, so 64 Workers need numNodes 65.
+	job := framework.MakeTrainJob("gpu64", ns, "mpi-openmpi-gpu").NumNodes(workers + 1).GPUsPerNode(1).OnKwokNodes().
+		Command("mpirun", "/usr/local/bin/mpi-hello").Obj()
+	if err := c.Client.Create(context.Background(), job); err != nil {
+		t.Fatalf("failed to create TrainJob: %v", err)
+	}
+	if got := c.WaitForTrainJob(t, ns, "gpu64", 4*time.Minute, trainer.TrainJobComplete, trainer.TrainJobFailed); got != trainer.TrainJobComplete {
+		t.Fatalf("TrainJob ended %s, want %s", got, trainer.TrainJobComplete)
+	}
+
+	pods := c.JobPods(t, ns, "gpu64", "node")
+	if len(pods) != workers {
+		t.Fatalf("got %d Worker pods, want %d", len(pods), workers)
+	}
+	one := resource.MustParse("1")
+	nodes := map[string]bool{}
+	for _, p := range pods {
+		if !strings.HasPrefix(p.Spec.NodeName, "kwok-gpu-") {
+			t.Errorf("Worker %s landed on %q, want a kwok GPU node", p.Name, p.Spec.NodeName)
+		}
+		nodes[p.Spec.NodeName] = true
+		got := p.Spec.Containers[0].Resources.Requests[corev1.ResourceName("nvidia.com/gpu")]
+		if got.Cmp(one) != 0 {
+			t.Errorf("Worker %s requests %s nvidia.com/gpu, want 1", p.Name, got.String())
+		}
+		if p.Status.Phase != corev1.PodSucceeded {
+			t.Errorf("Worker %s is %s, want Succeeded", p.Name, p.Status.Phase)
+		}
+	}
+	// 65 GPUs cannot fit on fewer than 9 nodes of 8.
+	if len(nodes) < 9 {
+		t.Errorf("Workers used %d kwok nodes, want at least 9 for 65 GPUs", len(nodes))
+	}
+	launcher := c.JobPods(t, ns, "gpu64", "launcher")
+	if len(launcher) != 1 || !strings.HasPrefix(launcher[0].Spec.NodeName, "kwok-gpu-") {
+		t.Errorf("want one Launcher on a kwok node, got %d", len(launcher))
+	}
+}

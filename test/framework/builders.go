@@ -1,0 +1,78 @@
+//go:build e2e
+
+package framework
+
+import (
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+// TrainJobWrapper builds TrainJobs fluently for tests.
+type TrainJobWrapper struct{ trainer.TrainJob }
+
+// MakeTrainJob starts a TrainJob that references the ClusterTrainingRuntime runtime.
+func MakeTrainJob(name, ns, runtime string) *TrainJobWrapper {
+	return &TrainJobWrapper{trainer.TrainJob{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: trainer.TrainJobSpec{
+			RuntimeRef: trainer.RuntimeRef{Name: runtime, Kind: ptr.To(trainer.ClusterTrainingRuntimeKind), APIGroup: ptr.To(trainer.GroupVersion.Group)},
+			Trainer:    &trainer.Trainer{},
+		},
+	}}
+}
+
+// NumNodes sets spec.trainer.numNodes.
+func (w *TrainJobWrapper) NumNodes(n int32) *TrainJobWrapper {
+	w.Spec.Trainer.NumNodes = ptr.To(n)
+	return w
+}
+
+// SlotsPerWorker sets spec.trainer.numProcPerNode.
+func (w *TrainJobWrapper) SlotsPerWorker(n int32) *TrainJobWrapper {
+	w.Spec.Trainer.NumProcPerNode = ptr.To(n)
+	return w
+}
+
+// Command sets the Launcher's command.
+func (w *TrainJobWrapper) Command(cmd ...string) *TrainJobWrapper {
+	w.Spec.Trainer.Command = cmd
+	return w
+}
+
+// GPUsPerNode asks for n nvidia.com/gpu on every pod that hosts ranks.
+func (w *TrainJobWrapper) GPUsPerNode(n int64) *TrainJobWrapper {
+	q := *resource.NewQuantity(n, resource.DecimalSI)
+	w.Spec.Trainer.ResourcesPerNode = &corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{"nvidia.com/gpu": q},
+		Limits:   corev1.ResourceList{"nvidia.com/gpu": q},
+	}
+	return w
+}
+
+// OnKwokNodes sends the Launcher and the Workers to the fake kwok nodes.
+func (w *TrainJobWrapper) OnKwokNodes() *TrainJobWrapper {
+	spec := &trainer.PodSpecPatch{
+		NodeSelector: map[string]string{"type": "kwok"},
+		Tolerations: []corev1.Toleration{{
+			Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpEqual, Value: "fake", Effect: corev1.TaintEffectNoSchedule,
+		}},
+	}
+	var rjobs []trainer.ReplicatedJobPatch
+	for _, name := range []string{"launcher", "node"} {
+		rjobs = append(rjobs, trainer.ReplicatedJobPatch{
+			Name:     name,
+			Template: &trainer.JobTemplatePatch{Spec: &trainer.JobSpecPatch{Template: &trainer.PodTemplatePatch{Spec: spec}}},
+		})
+	}
+	w.Spec.RuntimePatches = append(w.Spec.RuntimePatches, trainer.RuntimePatch{
+		Manager:             "mpijob.dev/e2e",
+		TrainingRuntimeSpec: &trainer.TrainingRuntimeSpecPatch{Template: &trainer.JobSetTemplatePatch{Spec: &trainer.JobSetSpecPatch{ReplicatedJobs: rjobs}}},
+	})
+	return w
+}
+
+// Obj returns the TrainJob.
+func (w *TrainJobWrapper) Obj() *trainer.TrainJob { return &w.TrainJob }

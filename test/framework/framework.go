@@ -1,0 +1,258 @@
+//go:build e2e
+
+package framework
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/mpijob/mpijob/pkg/localcluster"
+)
+
+// Scheme knows the core, Trainer and JobSet types.
+var Scheme = runtime.NewScheme()
+
+func init() {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, trainer.AddToScheme, jobsetv1alpha2.AddToScheme} {
+		if err := add(Scheme); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// Cluster is the cluster under test.
+type Cluster struct {
+	// Kubeconfig is the file the clients come from.
+	Kubeconfig string
+	// Config is the admin REST config.
+	Config *rest.Config
+	// Client is an admin controller-runtime client.
+	Client client.Client
+	// Clientset is an admin client-go clientset (logs, discovery).
+	Clientset kubernetes.Interface
+}
+
+var (
+	once    sync.Once
+	shared  *Cluster
+	initErr error
+)
+
+// KubeconfigPath is MPIJOB_KUBECONFIG, or the local cluster's kubeconfig.
+func KubeconfigPath() (string, error) {
+	if p := os.Getenv("MPIJOB_KUBECONFIG"); p != "" {
+		return p, nil
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	opts, err := localcluster.DefaultOptions(wd)
+	if err != nil {
+		return "", err
+	}
+	return opts.KubeconfigPath(), nil
+}
+
+// Get returns the shared cluster, failing the test with what to do when
+// there is none.
+func Get(t testing.TB) *Cluster {
+	t.Helper()
+	once.Do(func() {
+		path, err := KubeconfigPath()
+		if err != nil {
+			initErr = err
+			return
+		}
+		if _, err := os.Stat(path); err != nil {
+			initErr = fmt.Errorf("no cluster to test against (%s is missing): run `make test-e2e`, `make dev`, or set MPIJOB_KUBECONFIG", path)
+			return
+		}
+		cfg, err := restConfig(path, "")
+		if err != nil {
+			initErr = err
+			return
+		}
+		c, err := client.New(cfg, client.Options{Scheme: Scheme})
+		if err != nil {
+			initErr = err
+			return
+		}
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			initErr = err
+			return
+		}
+		shared = &Cluster{Kubeconfig: path, Config: cfg, Client: c, Clientset: cs}
+	})
+	if initErr != nil {
+		t.Fatalf("local cluster: %v", initErr)
+	}
+	return shared
+}
+
+func restConfig(path, contextName string) (*rest.Config, error) {
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: path}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: contextName}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("failed to load kubeconfig %s (context %q): %w", path, contextName, err)
+	}
+	cfg.QPS, cfg.Burst = 100, 200
+	return cfg, nil
+}
+
+// As returns a client that acts as user, through the kubeconfig context of
+// that name. The test is skipped, with the reason, when the kubeconfig has
+// no such context (a cluster other than the local one).
+func (c *Cluster) As(t testing.TB, user string) client.Client {
+	t.Helper()
+	raw, err := clientcmd.LoadFromFile(c.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := raw.Contexts[user]; !ok {
+		t.Skipf("kubeconfig %s has no context %q: the multi-user tests need the local cluster's users", c.Kubeconfig, user)
+	}
+	cfg, err := restConfig(c.Kubeconfig, user)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cl, err := client.New(cfg, client.Options{Scheme: Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cl
+}
+
+// NewNamespace creates a namespace for one test and deletes it afterwards.
+func (c *Cluster) NewNamespace(t testing.TB, prefix string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{
+		GenerateName: prefix + "-",
+		Labels:       map[string]string{"mpijob.dev/test": sanitize(t.Name())},
+	}}
+	if err := c.Client.Create(context.Background(), ns); err != nil {
+		t.Fatalf("failed to create test namespace: %v", err)
+	}
+	t.Cleanup(func() {
+		if os.Getenv("MPIJOB_KEEP_NAMESPACES") != "" {
+			t.Logf("keeping namespace %s (MPIJOB_KEEP_NAMESPACES is set)", ns.Name)
+			return
+		}
+		_ = c.Client.Delete(context.Background(), ns)
+	})
+	return ns.Name
+}
+
+func sanitize(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			return r
+		}
+		return '-'
+	}, s)
+	if len(s) > 63 {
+		s = s[:63]
+	}
+	return strings.Trim(s, "-_.")
+}
+
+// WaitForTrainJob polls until the TrainJob has a true condition of one of
+// the given types and returns it; it fails the test on timeout, with the
+// job's conditions and pods in the message.
+func (c *Cluster) WaitForTrainJob(t testing.TB, ns, name string, timeout time.Duration, condTypes ...string) string {
+	t.Helper()
+	var got string
+	tj := &trainer.TrainJob{}
+	err := wait.PollUntilContextTimeout(context.Background(), time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
+			return false, nil //nolint:nilerr // keep polling through transient errors
+		}
+		for _, cond := range tj.Status.Conditions {
+			for _, want := range condTypes {
+				if cond.Type == want && cond.Status == metav1.ConditionTrue {
+					got = want
+					return true, nil
+				}
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatalf("TrainJob %s/%s reached none of %v within %s; conditions: %+v\npods:\n%s", ns, name, condTypes, timeout, tj.Status.Conditions, c.describePods(ns))
+	}
+	return got
+}
+
+func (c *Cluster) describePods(ns string) string {
+	pods := &corev1.PodList{}
+	if err := c.Client.List(context.Background(), pods, client.InNamespace(ns)); err != nil {
+		return err.Error()
+	}
+	var b strings.Builder
+	for _, p := range pods.Items {
+		fmt.Fprintf(&b, "  %s node=%s phase=%s", p.Name, p.Spec.NodeName, p.Status.Phase)
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.State.Waiting != nil {
+				fmt.Fprintf(&b, " waiting=%s(%s)", cs.State.Waiting.Reason, cs.State.Waiting.Message)
+			}
+			if cs.State.Terminated != nil {
+				fmt.Fprintf(&b, " terminated=%s exit=%d", cs.State.Terminated.Reason, cs.State.Terminated.ExitCode)
+			}
+		}
+		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// JobPods lists the pods of a TrainJob's replicated job ("launcher" or "node").
+func (c *Cluster) JobPods(t testing.TB, ns, trainJob, replicatedJob string) []corev1.Pod {
+	t.Helper()
+	pods := &corev1.PodList{}
+	if err := c.Client.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{
+		jobsetv1alpha2.JobSetNameKey:        trainJob,
+		jobsetv1alpha2.ReplicatedJobNameKey: replicatedJob,
+	}); err != nil {
+		t.Fatalf("failed to list pods of %s/%s: %v", ns, trainJob, err)
+	}
+	return pods.Items
+}
+
+// PodLog returns the whole log of a pod's first container.
+func (c *Cluster) PodLog(t testing.TB, ns, pod string) string {
+	t.Helper()
+	b, err := c.Clientset.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{}).DoRaw(context.Background())
+	if err != nil {
+		t.Fatalf("failed to read log of pod %s/%s: %v", ns, pod, err)
+	}
+	return string(b)
+}
+
+// Dir returns the repository root, for tests that read config/.
+func Dir(t testing.TB) string {
+	t.Helper()
+	wd, _ := os.Getwd()
+	root, err := localcluster.FindRepoRoot(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Clean(root)
+}
