@@ -78,6 +78,10 @@ func newUpCmd() *cobra.Command {
 			}
 			fmt.Fprintln(out, "\nPress Ctrl-C to stop the cluster.")
 			<-ctx.Done()
+			if !localcluster.OwnedBy(opts, os.Getpid()) {
+				fmt.Fprintln(out, "\na later `mpijob-dev up` replaced this cluster; leaving it running")
+				return nil
+			}
 			fmt.Fprintln(out, "\nstopping the local cluster ...")
 			return localcluster.Down(context.Background(), opts, out)
 		},
@@ -104,7 +108,8 @@ func newDownCmd() *cobra.Command {
 }
 
 func newStatusCmd() *cobra.Command {
-	return &cobra.Command{
+	var memory bool
+	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Say whether the local cluster runs; exit 1 when it does not",
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -116,10 +121,21 @@ func newStatusCmd() *cobra.Command {
 			if !ok {
 				return errors.New(msg)
 			}
-			fmt.Fprintln(cmd.OutOrStdout(), msg)
+			out := cmd.OutOrStdout()
+			fmt.Fprintln(out, msg)
+			if memory {
+				rows, total := localcluster.Memory(opts)
+				fmt.Fprintf(out, "\n%-36s %10s\n", "PART", "RSS (MiB)")
+				for _, r := range rows {
+					fmt.Fprintf(out, "%-36s %10.1f\n", r.Name, float64(r.Bytes)/(1<<20))
+				}
+				fmt.Fprintf(out, "%-36s %10.1f\n", "TOTAL", float64(total)/(1<<20))
+			}
 			return nil
 		},
 	}
+	cmd.Flags().BoolVar(&memory, "memory", false, "also print the resident memory of every cluster process and node")
+	return cmd
 }
 
 func newBuildCmd() *cobra.Command {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -18,10 +19,12 @@ import (
 
 // Cluster is a local cluster being started or stopped.
 type Cluster struct {
-	opts      Options
-	progress  *Progress
-	pki       *pki
-	hostIP    string
+	opts     Options
+	progress *Progress
+	pki      *pki
+	hostIP   string
+	// mu guards pids: real nodes start concurrently.
+	mu        sync.Mutex
 	pids      map[string]int
 	restCfg   *rest.Config
 	clientset kubernetes.Interface
@@ -38,6 +41,20 @@ type stateFile struct {
 	StartedAt  time.Time `json:"startedAt"`
 	Kubeconfig string    `json:"kubeconfig"`
 	Ready      bool      `json:"ready"`
+	// OwnerPID is the mpijob-dev process that started the cluster.
+	OwnerPID int `json:"ownerPID"`
+}
+
+// OwnedBy reports whether the running cluster was started by process pid. A
+// foreground `make dev` whose cluster a later run replaced must not stop
+// the newer one on Ctrl-C.
+func OwnedBy(opts Options, pid int) bool {
+	b, err := os.ReadFile(filepath.Join(opts.StateDir, "state.json"))
+	if err != nil {
+		return false
+	}
+	var s stateFile
+	return json.Unmarshal(b, &s) == nil && s.OwnerPID == pid
 }
 
 // Up builds what is missing and starts the whole cluster. A cluster left
@@ -137,21 +154,32 @@ func (c *Cluster) startNodes(ctx context.Context) error {
 	if err := setHostsLines(hosts); err != nil {
 		return fmt.Errorf("failed to add node names to /etc/hosts: %w", err)
 	}
+	// Nodes start side by side: a cold start spends most of its time
+	// importing images into each node's containerd.
+	errs := make(chan error, c.opts.RealNodes)
 	for i := 1; i <= c.opts.RealNodes; i++ {
 		n := c.realNode(i)
-		if err := c.startContainerd(ctx, n); err != nil {
-			return err
+		go func() { errs <- c.startNode(ctx, n) }()
+	}
+	var first error
+	for i := 1; i <= c.opts.RealNodes; i++ {
+		if err := <-errs; err != nil && first == nil {
+			first = err
 		}
-		if !c.opts.SkipImages {
-			if err := c.importImages(ctx, n); err != nil {
-				return err
-			}
-		}
-		if err := c.startKubelet(n); err != nil {
+	}
+	return first
+}
+
+func (c *Cluster) startNode(ctx context.Context, n realNode) error {
+	if err := c.startContainerd(ctx, n); err != nil {
+		return err
+	}
+	if !c.opts.SkipImages {
+		if err := c.importImages(ctx, n); err != nil {
 			return err
 		}
 	}
-	return nil
+	return c.startKubelet(n)
 }
 
 // preflightOrRecover tears down whatever an earlier run left behind, then
@@ -184,7 +212,10 @@ func leftovers(opts Options) bool {
 }
 
 func (c *Cluster) writeState(ready bool) error {
-	b, _ := json.MarshalIndent(stateFile{StartedAt: time.Now(), Kubeconfig: c.opts.KubeconfigPath(), Ready: ready}, "", "  ")
+	b, err := json.MarshalIndent(stateFile{StartedAt: time.Now(), Kubeconfig: c.opts.KubeconfigPath(), Ready: ready, OwnerPID: os.Getpid()}, "", "  ")
+	if err != nil {
+		return err
+	}
 	return os.WriteFile(c.opts.path("state.json"), b, 0o644)
 }
 
@@ -216,7 +247,7 @@ func Down(ctx context.Context, opts Options, out io.Writer) error {
 	if os.Geteuid() != 0 {
 		return errNotRoot
 	}
-	stopped := stopPidFiles(opts.runDir(), 15*time.Second)
+	stopped := stopAll(opts.runDir())
 	if len(stopped) > 0 {
 		fmt.Fprintf(out, "stopped: %s\n", strings.Join(stopped, ", "))
 	}

@@ -82,7 +82,7 @@ func (c *Cluster) startEtcd(ctx context.Context) error {
 	return c.waitFor(ctx, "etcd", 60*time.Second, func(context.Context) bool {
 		conn, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", etcdClientPort), time.Second)
 		if err == nil {
-			conn.Close()
+			_ = conn.Close()
 		}
 		return err == nil
 	})

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 )
 
 // corefile serves cluster.local from the API (headless Services are all MPI
@@ -34,7 +35,7 @@ func corefile(kubeconfig string) string {
 }
 .:53 {
     bind %[2]s
-    template ANY ANY {
+    template IN ANY {
         rcode NXDOMAIN
     }
 }
@@ -114,13 +115,15 @@ func (c *Cluster) startKwok(ctx context.Context) error {
 		"--cidr=10.245.0.0/16",
 		"--node-ip=10.245.0.1",
 	}
-	if err := c.startProcess("kwok", c.opts.bin("kwok"), args, nil); err != nil {
-		return err
-	}
+	// Create the nodes before kwok runs, so their status is ours to set
+	// without racing kwok's node-initialize stage.
 	for i := 1; i <= c.opts.KwokNodes; i++ {
 		if err := c.createKwokNode(ctx, kwokNodeName(i)); err != nil {
 			return err
 		}
+	}
+	if err := c.startProcess("kwok", c.opts.bin("kwok"), args, nil); err != nil {
+		return err
 	}
 	return c.waitFor(ctx, "kwok", 60*time.Second, func(ctx context.Context) bool {
 		for i := 1; i <= c.opts.KwokNodes; i++ {
@@ -171,10 +174,18 @@ func (c *Cluster) createKwokNode(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("failed to create kwok node %s: %w", name, err)
 	}
-	created.Status.Capacity = n.Status.Capacity
-	created.Status.Allocatable = n.Status.Allocatable
-	created.Status.NodeInfo = n.Status.NodeInfo
-	if _, err := c.clientset.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{}); err != nil {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := c.clientset.CoreV1().Nodes().Get(ctx, created.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		cur.Status.Capacity = n.Status.Capacity
+		cur.Status.Allocatable = n.Status.Allocatable
+		cur.Status.NodeInfo = n.Status.NodeInfo
+		_, err = c.clientset.CoreV1().Nodes().UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("failed to set capacity of kwok node %s: %w", name, err)
 	}
 	return nil

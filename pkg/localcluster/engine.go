@@ -261,7 +261,7 @@ func (c *Cluster) waitHealthy(ctx context.Context, name string, port int) error 
 		if err != nil {
 			return false
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
 }

@@ -49,7 +49,7 @@ func (c *Cluster) preflight() error {
 			return fmt.Errorf("port %s (for %s) is busy: stop what holds it (`ss -ltnp 'sport = :%s'`) or run `make dev-down` if it is an old local cluster",
 				p.addr, p.what, p.addr[strings.LastIndex(p.addr, ":")+1:])
 		}
-		l.Close()
+		_ = l.Close()
 	}
 	return nil
 }
@@ -102,7 +102,13 @@ func v1Controllers() []string {
 // /sys/fs/cgroup/unified holds hugetlb: runc refuses that hybrid otherwise.
 func fixHybridCgroups() error {
 	b, err := os.ReadFile("/sys/fs/cgroup/unified/cgroup.controllers")
-	if err != nil || len(bytes.TrimSpace(b)) == 0 {
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("failed to read the cgroup v2 controllers: %w", err)
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
 		return nil
 	}
 	if _, err := os.Stat("/sys/fs/cgroup/hugetlb/tasks"); err == nil {

@@ -235,8 +235,7 @@ func buildImage(ctx context.Context, opts Options, base string, im Image, out st
 			return err
 		}
 	}
-	defer os.RemoveAll(build)
-	defer os.RemoveAll(root)
+	defer func() { _ = os.RemoveAll(build); _ = os.RemoveAll(root) }()
 
 	// Compile mpi-hello in a throw-away copy with the compiler and headers.
 	if err := copyFile(filepath.Join(opts.RepoRoot, "images", "common", "mpi-hello.c"), filepath.Join(build, "tmp", "mpi-hello.c"), 0o644); err != nil {
@@ -285,7 +284,7 @@ func buildPause(ctx context.Context, opts Options, out string) error {
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return err
 	}
-	defer os.RemoveAll(work)
+	defer func() { _ = os.RemoveAll(work) }()
 	if err := run(ctx, "gcc", "-static", "-Os", "-s", "-o", filepath.Join(work, "pause"), filepath.Join(opts.RepoRoot, "images", "pause", "pause.c")); err != nil {
 		return fmt.Errorf("failed to compile the pause binary (needs gcc and libc6-dev): %w", err)
 	}
@@ -299,7 +298,7 @@ func writeImage(rootfs, layerPath, ref string, cfg v1.Config, out string) error 
 	if err := tarDir(rootfs, layerPath); err != nil {
 		return err
 	}
-	defer os.Remove(layerPath)
+	defer func() { _ = os.Remove(layerPath) }()
 	layer, err := tarball.LayerFromFile(layerPath, tarball.WithCompressionLevel(gzip.BestSpeed))
 	if err != nil {
 		return err
@@ -337,7 +336,7 @@ func tarDir(rootfs, out string) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	tw := tar.NewWriter(f)
 	err = filepath.WalkDir(rootfs, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -389,7 +388,7 @@ func tarDir(rootfs, out string) error {
 				return err
 			}
 			_, err = io.Copy(tw, src)
-			src.Close()
+			_ = src.Close()
 			return err
 		}
 		return nil

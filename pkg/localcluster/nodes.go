@@ -158,7 +158,7 @@ func (c *Cluster) startContainerd(ctx context.Context, n realNode) error {
 	return c.waitFor(ctx, name, 60*time.Second, func(context.Context) bool {
 		conn, err := net.DialTimeout("unix", n.socket(), time.Second)
 		if err == nil {
-			conn.Close()
+			_ = conn.Close()
 		}
 		return err == nil
 	})

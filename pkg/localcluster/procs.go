@@ -28,7 +28,7 @@ func (c *Cluster) startProcess(name, bin string, args []string, env []string) er
 	if err != nil {
 		return fmt.Errorf("failed to open log for %s: %w", name, err)
 	}
-	defer logFile.Close()
+	defer func() { _ = logFile.Close() }()
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
@@ -41,7 +41,9 @@ func (c *Cluster) startProcess(name, bin string, args []string, env []string) er
 	// Reap the child if it dies while we still run, so it does not linger
 	// as a zombie that looks alive to processAlive.
 	go func() { _ = cmd.Wait() }()
+	c.mu.Lock()
 	c.pids[name] = pid
+	c.mu.Unlock()
 	return os.WriteFile(filepath.Join(c.opts.runDir(), name+".pid"), []byte(strconv.Itoa(pid)), 0o644)
 }
 
@@ -67,7 +69,9 @@ func processAlive(pid int) bool {
 
 // checkAlive returns an error naming the process and its log when it died.
 func (c *Cluster) checkAlive(name string) error {
+	c.mu.Lock()
 	pid := c.pids[name]
+	c.mu.Unlock()
 	if processAlive(pid) {
 		return nil
 	}
@@ -111,14 +115,26 @@ func (c *Cluster) waitFor(ctx context.Context, name string, timeout time.Duratio
 	}
 }
 
-// stopPidFiles signals every process with a pid file in runDir, waits for
-// them to exit and kills what is left after grace.
-func stopPidFiles(runDir string, grace time.Duration) []string {
+// stopAll stops the cluster's processes in reverse order of dependence:
+// clients of the apiserver first (an apiserver with clients attached can
+// ignore SIGTERM for 30 s), then the apiserver, then etcd.
+func stopAll(runDir string) []string {
+	last := map[string]int{"kube-apiserver": 1, "etcd": 2}
+	var stopped []string
+	for phase := 0; phase <= 2; phase++ {
+		stopped = append(stopped, stopPidFiles(runDir, 5*time.Second, func(name string) bool { return last[name] == phase })...)
+	}
+	return stopped
+}
+
+// stopPidFiles signals every process with a pid file in runDir whose name
+// match selects, waits for them to exit and kills what is left after grace.
+func stopPidFiles(runDir string, grace time.Duration, match func(string) bool) []string {
 	entries, _ := os.ReadDir(runDir)
 	var pids []int
 	var names []string
 	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".pid") {
+		if !strings.HasSuffix(e.Name(), ".pid") || !match(strings.TrimSuffix(e.Name(), ".pid")) {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(runDir, e.Name()))

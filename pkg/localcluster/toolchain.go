@@ -88,12 +88,13 @@ func (m toolModule) upToDate(root, bin string) (bool, string, error) {
 	if err != nil {
 		return false, "", err
 	}
-	got, err := os.ReadFile(filepath.Join(bin, ".stamp-"+m.Dir))
-	if err != nil || strings.TrimSpace(string(got)) != s {
+	// A missing stamp or binary only means "build it".
+	got, _ := os.ReadFile(filepath.Join(bin, ".stamp-"+m.Dir))
+	if strings.TrimSpace(string(got)) != s {
 		return false, s, nil
 	}
 	for _, o := range m.Outputs {
-		if _, err := os.Stat(filepath.Join(bin, o)); err != nil {
+		if !fileExists(filepath.Join(bin, o)) {
 			return false, s, nil
 		}
 	}
@@ -133,7 +134,7 @@ func (m toolModule) build(ctx context.Context, opts Options, bin string) error {
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return err
 	}
-	defer os.RemoveAll(tmp)
+	defer func() { _ = os.RemoveAll(tmp) }()
 	args := append([]string{"build", "-buildvcs=false", "-ldflags", m.LDFlags, "-o", tmp + "/"}, m.Packages...)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = filepath.Join(opts.RepoRoot, "hack", "toolchain", m.Dir)
@@ -161,4 +162,9 @@ func (m toolModule) build(ctx context.Context, opts Options, bin string) error {
 		}
 	}
 	return nil
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

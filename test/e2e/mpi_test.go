@@ -96,7 +96,7 @@ func TestGPUWorkersOnKwokNodes(t *testing.T) {
 	const workers = 64
 	// mpi-openmpi-gpu runs the Launcher as a rank host too: numNodes counts
 	// it, so 64 Workers need numNodes 65.
-	job := framework.MakeTrainJob("gpu64", ns, "mpi-openmpi-gpu").NumNodes(workers + 1).GPUsPerNode(1).OnKwokNodes().
+	job := framework.MakeTrainJob("gpu64", ns, "mpi-openmpi-gpu").NumNodes(workers+1).GPUsPerNode(1).OnKwokNodes().
 		Command("mpirun", "/usr/local/bin/mpi-hello").Obj()
 	if err := c.Client.Create(context.Background(), job); err != nil {
 		t.Fatalf("failed to create TrainJob: %v", err)
