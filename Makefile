@@ -52,7 +52,7 @@ test: verify test-unit test-e2e ## Run every check and test (what CI runs).
 
 .PHONY: test-unit
 test-unit: ## Unit tests of pure packages.
-	$(GO) test -count=1 ./pkg/... ./cmd/...
+	$(GO) test -count=1 ./...
 
 # The e2e and framework tests share one cluster: a running local cluster (or
 # the one MPIJOB_KUBECONFIG names) is reused and left running; otherwise one
@@ -78,6 +78,7 @@ verify: $(GOLANGCI_LINT) ## gofmt, go vet, golangci-lint, go.mod tidy.
 	$(GO) vet -tags e2e ./...
 	$(GOLANGCI_LINT) run --build-tags e2e ./...
 	$(GO) mod tidy -diff
+	@for d in hack/toolchain/*/; do (cd $$d && $(GO) mod tidy -diff >/dev/null) || { echo "$$d is not tidy: run go mod tidy there"; exit 1; }; done
 
 $(GOLANGCI_LINT):
 	@mkdir -p $(dir $@)

@@ -32,17 +32,27 @@ func (c *Cluster) preflight() error {
 	if _, err := exec.LookPath("go"); err != nil {
 		return fmt.Errorf("go is not on PATH: install Go 1.26 (the toolchain is built from Go modules)")
 	}
-	ports := []struct {
-		addr, what string
-	}{
-		{fmt.Sprintf("127.0.0.1:%d", APIServerPort), "kube-apiserver"},
-		{fmt.Sprintf("127.0.0.1:%d", etcdClientPort), "etcd"},
-		{fmt.Sprintf("127.0.0.1:%d", etcdPeerPort), "etcd peer"},
-		{fmt.Sprintf("127.0.0.1:%d", trainerWebhookPort), "Trainer webhook"},
-		{fmt.Sprintf("127.0.0.1:%d", jobsetWebhookPort), "JobSet webhook"},
-		{"127.0.0.1:10257", "kube-controller-manager"},
-		{"127.0.0.1:10259", "kube-scheduler"},
-	}
+	return checkPorts(clusterPorts)
+}
+
+// portUse is a loopback address the cluster binds and who binds it.
+type portUse struct{ addr, what string }
+
+var clusterPorts = []portUse{
+	{fmt.Sprintf("127.0.0.1:%d", APIServerPort), "kube-apiserver"},
+	{fmt.Sprintf("127.0.0.1:%d", etcdClientPort), "etcd"},
+	{fmt.Sprintf("127.0.0.1:%d", etcdPeerPort), "etcd peer"},
+	{fmt.Sprintf("127.0.0.1:%d", trainerWebhookPort), "Trainer webhook"},
+	{fmt.Sprintf("127.0.0.1:%d", jobsetWebhookPort), "JobSet webhook"},
+	{fmt.Sprintf("127.0.0.1:%d", trainerHealthPort), "Trainer health"},
+	{fmt.Sprintf("127.0.0.1:%d", jobsetHealthPort), "JobSet health"},
+	{fmt.Sprintf("127.0.0.1:%d", kwokServerPort), "kwok"},
+	{"127.0.0.1:10257", "kube-controller-manager"},
+	{"127.0.0.1:10259", "kube-scheduler"},
+}
+
+// checkPorts fails with one line naming the first busy port and what to do.
+func checkPorts(ports []portUse) error {
 	for _, p := range ports {
 		l, err := net.Listen("tcp", p.addr)
 		if err != nil {

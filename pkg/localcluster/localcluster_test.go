@@ -2,11 +2,14 @@ package localcluster
 
 import (
 	"encoding/base64"
+	"net"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -195,5 +198,80 @@ func TestCorefileServesClusterDomainAndRefusesTheRest(t *testing.T) {
 func TestUnescapeMount(t *testing.T) {
 	if got := unescapeMount(`/a\040b/c`); got != "/a b/c" {
 		t.Errorf("got %q", got)
+	}
+}
+
+func TestProgressReportsLongSteps(t *testing.T) {
+	old := heartbeat
+	heartbeat = 20 * time.Millisecond
+	defer func() { heartbeat = old }()
+	var buf syncBuffer
+	p := NewProgress(&buf)
+	done := p.Step("building %s", "things")
+	time.Sleep(70 * time.Millisecond)
+	done()
+	done() // a second call must not print twice
+	out := buf.String()
+	for _, want := range []string{"[  1] 0m00s  building things ...", "building things: still running", "building things: done in"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("progress output lacks %q:\n%s", want, out)
+		}
+	}
+	if n := strings.Count(out, "done in"); n != 1 {
+		t.Errorf("done printed %d times, want 1:\n%s", n, out)
+	}
+	before := strings.Count(out, "still running")
+	time.Sleep(60 * time.Millisecond)
+	if after := strings.Count(buf.String(), "still running"); after != before {
+		t.Errorf("heartbeat went on after the step was done")
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestCheckPortsNamesTheBusyPort(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	busy := l.Addr().String()
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	freeAddr := free.Addr().String()
+	_ = free.Close()
+
+	if err := checkPorts([]portUse{{freeAddr, "free thing"}}); err != nil {
+		t.Errorf("free port: got %v, want nil", err)
+	}
+	err = checkPorts([]portUse{{freeAddr, "free thing"}, {busy, "kube-apiserver"}})
+	if err == nil {
+		t.Fatal("busy port: got nil error")
+	}
+	port := busy[strings.LastIndex(busy, ":")+1:]
+	for _, want := range []string{"port " + busy + " (for kube-apiserver) is busy", "sport = :" + port, "make dev-down"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q lacks %q", err, want)
+		}
+	}
+	if strings.Contains(err.Error(), "\n") {
+		t.Errorf("error is not one line: %q", err)
 	}
 }

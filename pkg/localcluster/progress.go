@@ -30,12 +30,35 @@ func (p *Progress) Step(format string, args ...any) func() {
 	fmt.Fprintf(p.out, "[%3d] %-6s %s ...\n", n, p.elapsed(), msg)
 	p.mu.Unlock()
 	began := time.Now()
+	stop := make(chan struct{})
+	// A step that takes long (a cold build) says every 30 s that it still runs.
+	go func() {
+		t := time.NewTicker(heartbeat)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				p.mu.Lock()
+				fmt.Fprintf(p.out, "[%3d] %-6s %s: still running (%s so far)\n", n, p.elapsed(), msg, time.Since(began).Round(time.Second))
+				p.mu.Unlock()
+			}
+		}
+	}()
+	var once sync.Once
 	return func() {
-		p.mu.Lock()
-		defer p.mu.Unlock()
-		fmt.Fprintf(p.out, "[%3d] %-6s %s: done in %s\n", n, p.elapsed(), msg, time.Since(began).Round(100*time.Millisecond))
+		once.Do(func() {
+			close(stop)
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			fmt.Fprintf(p.out, "[%3d] %-6s %s: done in %s\n", n, p.elapsed(), msg, time.Since(began).Round(100*time.Millisecond))
+		})
 	}
 }
+
+// heartbeat is how often a running step reports that it still runs.
+var heartbeat = 30 * time.Second
 
 // Infof prints a line under the current step.
 func (p *Progress) Infof(format string, args ...any) {

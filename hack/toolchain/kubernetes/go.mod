@@ -2,7 +2,7 @@ module mpijob.local/toolchain/kubernetes
 
 go 1.26.0
 
-require k8s.io/kubernetes v1.36.3
+require k8s.io/kubernetes v1.36.3 // indirect
 
 require (
 	cel.dev/expr v0.25.1 // indirect
