@@ -68,7 +68,11 @@ test-e2e: $(DEV) ## Integration and e2e tests against the real local cluster.
 
 .PHONY: bench
 bench: ## Benchmarks (printed tables).
-	$(GO) test -run '^$$' -bench . -benchmem ./bench/... ./pkg/...
+	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
+
+.PHONY: bench-cluster
+bench-cluster: ## Measure the local cluster (start, MPI jobs, memory, teardown); needs root and no running cluster.
+	$(GO) run ./bench/cluster
 
 ##@ Lint
 

@@ -19,8 +19,10 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // Image is an MPI image the local cluster builds from Debian packages and
@@ -46,6 +48,8 @@ const (
 	debianMirror = "http://deb.debian.org/debian"
 	// imageRecipeVersion changes when the build steps below change.
 	imageRecipeVersion = "1"
+	// imageFormat names how image tars are written (OCI image layout).
+	imageFormat = "oci-layout"
 )
 
 var basePackages = []string{"openssh-server", "openssh-client", "python3", "python3-mpi4py", "ca-certificates", "procps", "iproute2"}
@@ -86,13 +90,13 @@ func imageHash(opts Options, parts ...string) (string, error) {
 
 // imageTars returns the tar of every image the nodes import, pause first.
 func imageTars(opts Options) ([]string, error) {
-	h, err := imageHash(opts, "pause")
+	h, err := imageHash(opts, "pause", imageFormat)
 	if err != nil {
 		return nil, err
 	}
 	tars := []string{filepath.Join(imagesDir(opts), "pause-"+h+".tar")}
 	for _, im := range Images {
-		h, err := imageHash(opts, append(append(append([]string{im.Ref}, basePackages...), im.Packages...), im.Env...)...)
+		h, err := imageHash(opts, append(append(append([]string{im.Ref, imageFormat}, basePackages...), im.Packages...), im.Env...)...)
 		if err != nil {
 			return nil, err
 		}
@@ -292,18 +296,20 @@ func buildPause(ctx context.Context, opts Options, out string) error {
 	return writeImage(work, work+"-layer.tar", pauseImage, cfg, out)
 }
 
-// writeImage packs rootfs as one layer, adds cfg and writes a tarball that
-// `ctr images import` reads, tagged ref.
+// writeImage packs rootfs as one layer, adds cfg and writes an OCI image
+// layout as a tar that `ctr images import` reads; the index annotates the
+// image with ref so containerd knows it by that name.
 func writeImage(rootfs, layerPath, ref string, cfg v1.Config, out string) error {
 	if err := tarDir(rootfs, layerPath); err != nil {
 		return err
 	}
 	defer func() { _ = os.Remove(layerPath) }()
-	layer, err := tarball.LayerFromFile(layerPath, tarball.WithCompressionLevel(gzip.BestSpeed))
+	layer, err := tarball.LayerFromFile(layerPath, tarball.WithCompressionLevel(gzip.BestSpeed), tarball.WithMediaType(types.OCILayer))
 	if err != nil {
 		return err
 	}
-	img, err := mutate.AppendLayers(empty.Image, layer)
+	base := mutate.ConfigMediaType(mutate.MediaType(empty.Image, types.OCIManifestSchema1), types.OCIConfigJSON)
+	img, err := mutate.AppendLayers(base, layer)
 	if err != nil {
 		return err
 	}
@@ -322,11 +328,71 @@ func writeImage(rootfs, layerPath, ref string, cfg v1.Config, out string) error 
 	if err != nil {
 		return err
 	}
-	tmp := out + ".tmp"
-	if err := tarball.WriteToFile(tmp, tag, img); err != nil {
+	dir := out + ".layout"
+	_ = os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
+	lp, err := layout.Write(dir, empty.Index)
+	if err != nil {
+		return err
+	}
+	if err := lp.AppendImage(img, layout.WithAnnotations(map[string]string{
+		"io.containerd.image.name":          tag.Name(),
+		"org.opencontainers.image.ref.name": tag.TagStr(),
+	})); err != nil {
 		return fmt.Errorf("failed to write image %s: %w", ref, err)
 	}
+	tmp := out + ".tmp"
+	if err := tarFlat(dir, tmp); err != nil {
+		return err
+	}
 	return os.Rename(tmp, out)
+}
+
+// tarFlat writes the files under dir (an OCI layout) into a tar at out.
+func tarFlat(dir, out string) error {
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = f.Close() }()
+	tw := tar.NewWriter(f)
+	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || path == dir {
+			return err
+		}
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		hdr, err := tar.FileInfoHeader(info, "")
+		if err != nil {
+			return err
+		}
+		hdr.Name, _ = filepath.Rel(dir, path)
+		if d.IsDir() {
+			hdr.Name += "/"
+		}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return err
+		}
+		if !info.Mode().IsRegular() {
+			return nil
+		}
+		src, err := os.Open(path)
+		if err != nil {
+			return err
+		}
+		_, err = io.Copy(tw, src)
+		_ = src.Close()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("failed to pack %s: %w", dir, err)
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // tarDir writes rootfs as an uncompressed tar, keeping owners and modes and

@@ -1,0 +1,138 @@
+package localcluster
+
+import (
+	"archive/tar"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/types"
+)
+
+// writeImage must produce an OCI layout tar that names the image for
+// containerd and carries the rootfs and config.
+func TestWriteImage(t *testing.T) {
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "usr", "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(root, "usr", "bin", "hello"), []byte("#!/bin/sh\necho hi\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("hello", filepath.Join(root, "usr", "bin", "hi")); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"proc", "dev"} {
+		_ = os.MkdirAll(filepath.Join(root, d, "sub"), 0o755)
+		_ = os.WriteFile(filepath.Join(root, d, "sub", "x"), []byte("x"), 0o644)
+	}
+	out := filepath.Join(t.TempDir(), "img.tar")
+	cfg := v1.Config{User: "1000", Cmd: []string{"/bin/sh"}}
+	if err := writeImage(root, out+".layer", "ghcr.io/mpijob/test:1.0", cfg, out); err != nil {
+		t.Fatal(err)
+	}
+
+	dir := t.TempDir()
+	untar(t, out, dir)
+	idx, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		t.Fatalf("not an OCI layout: %v", err)
+	}
+	im, err := idx.IndexManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(im.Manifests) != 1 {
+		t.Fatalf("index has %d manifests, want 1", len(im.Manifests))
+	}
+	desc := im.Manifests[0]
+	wantAnn := map[string]string{"io.containerd.image.name": "ghcr.io/mpijob/test:1.0", "org.opencontainers.image.ref.name": "1.0"}
+	if diff := cmp.Diff(wantAnn, desc.Annotations); diff != "" {
+		t.Errorf("annotations (-want,+got):\n%s", diff)
+	}
+	if desc.MediaType != types.OCIManifestSchema1 {
+		t.Errorf("manifest media type %s, want %s", desc.MediaType, types.OCIManifestSchema1)
+	}
+	img, err := idx.Image(desc.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cf.Config.User != "1000" || cf.OS != "linux" || cf.Architecture != "amd64" {
+		t.Errorf("config user=%q os=%q arch=%q", cf.Config.User, cf.OS, cf.Architecture)
+	}
+	layers, err := img.Layers()
+	if err != nil || len(layers) != 1 {
+		t.Fatalf("layers: %d, %v", len(layers), err)
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = rc.Close() }()
+	got := map[string]string{}
+	tr := tar.NewReader(rc)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[h.Name] = h.Linkname
+	}
+	for _, want := range []string{"usr/", "usr/bin/", "usr/bin/hello", "proc/", "dev/"} {
+		if _, ok := got[want]; !ok {
+			t.Errorf("layer lacks %s (has %v)", want, got)
+		}
+	}
+	if got["usr/bin/hi"] != "hello" {
+		t.Errorf("symlink usr/bin/hi -> %q, want hello", got["usr/bin/hi"])
+	}
+	for _, unwanted := range []string{"proc/sub/x", "dev/sub/x", "proc/sub/"} {
+		if _, ok := got[unwanted]; ok {
+			t.Errorf("layer holds %s: /proc and /dev contents belong to the runtime", unwanted)
+		}
+	}
+}
+
+func untar(t *testing.T, path, dir string) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		target := filepath.Join(dir, h.Name)
+		if h.Typeflag == tar.TypeDir {
+			_ = os.MkdirAll(target, 0o755)
+			continue
+		}
+		_ = os.MkdirAll(filepath.Dir(target), 0o755)
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(target, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
