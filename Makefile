@@ -61,7 +61,7 @@ test-unit: ## Unit tests of pure packages.
 test-e2e: $(DEV) ## Integration and e2e tests against the real local cluster.
 	@set -u; mkdir -p .cache; started=0; \
 	if [ -n "$${MPIJOB_KUBECONFIG:-}" ]; then echo "testing against $$MPIJOB_KUBECONFIG"; \
-	elif $(DEV) status; then echo "reusing the running local cluster"; \
+	elif $(DEV) status >/dev/null 2>&1; then echo "reusing the running local cluster"; \
 	else $(DEV) up --detach || exit 1; started=1; fi; \
 	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/... 2>&1 | tee $(CURDIR)/.cache/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test.go)' ; rc=$${PIPESTATUS[0]}; \
 	if [ $$started = 1 ] && [ -z "$${KEEP_CLUSTER:-}" ]; then $(DEV) down; fi; exit $$rc

@@ -1,0 +1,11 @@
+// Package api holds mpijob's own vocabulary, shared by the manager, the CLI,
+// the SDK (through its JSON form) and the dashboard: the phases of an MPI
+// job, the diagnosis the manager writes, and the label and annotation keys.
+//
+// Where the diagnosis lives: Trainer V2 caps TrainJob status conditions at 8
+// and writes them with a JSON merge patch of the whole list, so a condition
+// of ours would be dropped each time Trainer changes one of its own. The
+// manager therefore keeps its diagnosis as JSON in the TrainJob annotation
+// StatusAnnotation, applied under its own field manager; Trainer neither
+// writes nor propagates TrainJob annotations, so the two never fight.
+package api

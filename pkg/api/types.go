@@ -1,0 +1,137 @@
+package api
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Label and annotation keys of mpijob.
+const (
+	// StatusAnnotation holds the manager's Status of a TrainJob as JSON.
+	StatusAnnotation = "mpijob.dev/status"
+	// CreatorAnnotation names the user who created the TrainJob; admission
+	// sets it and refuses changes to it.
+	CreatorAnnotation = "mpijob.dev/creator"
+	// RuntimeLabel marks a ClusterTrainingRuntime as one of mpijob's MPI runtimes.
+	RuntimeLabel = "mpijob.dev/runtime"
+	// DescriptionAnnotation is a runtime's one-line description.
+	DescriptionAnnotation = "mpijob.dev/description"
+	// NetworkPolicyAnnotation set to "disabled" on a TrainJob opts it out of
+	// its per-job NetworkPolicy.
+	NetworkPolicyAnnotation = "mpijob.dev/network-policy"
+	// FieldManager is the field owner of everything mpijob-manager writes.
+	FieldManager = "mpijob-manager"
+)
+
+// Replicated job names of MPI runtimes, fixed by Trainer V2's MPI plugin.
+const (
+	LauncherJob = "launcher"
+	WorkerJob   = "node"
+)
+
+// Phase is where an MPI job is in its life.
+type Phase string
+
+// The phases, in the order a job goes through them.
+const (
+	// PhasePending: accepted, nothing scheduled yet.
+	PhasePending Phase = "Pending"
+	// PhaseQueued: a queue (Kueue) holds the job until all of it fits.
+	PhaseQueued Phase = "Queued"
+	// PhaseGangScheduling: some pods are placed, the job waits for the rest.
+	PhaseGangScheduling Phase = "GangScheduling"
+	// PhaseStarting: every pod is placed; Workers are not all Ready or the
+	// Launcher has not started.
+	PhaseStarting Phase = "Starting"
+	// PhaseRunning: the Launcher runs with every Worker Ready.
+	PhaseRunning Phase = "Running"
+	// PhaseSucceeded: the Launcher finished successfully.
+	PhaseSucceeded Phase = "Succeeded"
+	// PhaseFailed: the job failed; Reason and NextStep say why and what to do.
+	PhaseFailed Phase = "Failed"
+	// PhaseSuspended: the job is suspended by its owner.
+	PhaseSuspended Phase = "Suspended"
+)
+
+// Phases lists every phase.
+var Phases = []Phase{PhasePending, PhaseQueued, PhaseGangScheduling, PhaseStarting, PhaseRunning, PhaseSucceeded, PhaseFailed, PhaseSuspended}
+
+// Finished reports whether p is a final phase.
+func (p Phase) Finished() bool { return p == PhaseSucceeded || p == PhaseFailed }
+
+// ParsePhase accepts a phase name in any letter case.
+func ParsePhase(s string) (Phase, error) {
+	for _, p := range Phases {
+		if strings.EqualFold(string(p), s) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("unknown phase %q: use one of %v", s, Phases)
+}
+
+// LauncherState is the state of the Launcher pod.
+type LauncherState string
+
+// Launcher states.
+const (
+	LauncherNotCreated LauncherState = "NotCreated"
+	LauncherPending    LauncherState = "Pending"
+	LauncherRunning    LauncherState = "Running"
+	LauncherSucceeded  LauncherState = "Succeeded"
+	LauncherFailed     LauncherState = "Failed"
+	LauncherDeleted    LauncherState = "Deleted"
+)
+
+// Status is the manager's diagnosis of one MPI job: what CLI, SDK and
+// dashboard show. None of them computes its own.
+type Status struct {
+	// Phase is where the job is.
+	Phase Phase `json:"phase"`
+	// Reason is a CamelCase word for why the job is in Phase (for example
+	// WorkerOOMKilled); empty when there is nothing to explain.
+	Reason string `json:"reason,omitempty"`
+	// Message says in plain language what is happening, naming the pod.
+	Message string `json:"message,omitempty"`
+	// NextStep says what the user can do about it.
+	NextStep string `json:"nextStep,omitempty"`
+	// Launcher is the Launcher pod's state.
+	Launcher LauncherState `json:"launcher"`
+	// WorkersReady counts Workers whose pod is Ready (or has succeeded).
+	WorkersReady int32 `json:"workersReady"`
+	// WorkersTotal is the number of Workers the job asks for.
+	WorkersTotal int32 `json:"workersTotal"`
+	// SlotsPerWorker is the number of MPI ranks per Worker.
+	SlotsPerWorker int32 `json:"slotsPerWorker,omitempty"`
+	// QueuePosition is the job's place in its queue while Queued (1 = next).
+	QueuePosition *int32 `json:"queuePosition,omitempty"`
+	// StartTime is when the Launcher started running.
+	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// CompletionTime is when the job succeeded or failed.
+	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
+	// LastTransitionTime is when Phase last changed.
+	LastTransitionTime *metav1.Time `json:"lastTransitionTime,omitempty"`
+	// ObservedGeneration is the TrainJob generation this diagnosis saw.
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+}
+
+// ReadStatus decodes the Status from a TrainJob's annotations; ok is false
+// when the manager has not written one (it does not run, or not yet).
+func ReadStatus(annotations map[string]string) (s Status, ok bool, err error) {
+	raw, found := annotations[StatusAnnotation]
+	if !found {
+		return Status{}, false, nil
+	}
+	if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		return Status{}, false, fmt.Errorf("annotation %s is not a valid mpijob status: %w", StatusAnnotation, err)
+	}
+	return s, true, nil
+}
+
+// Encode renders s for StatusAnnotation.
+func (s Status) Encode() (string, error) {
+	b, err := json.Marshal(s)
+	return string(b), err
+}

@@ -1,0 +1,95 @@
+package api
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+)
+
+func TestStatusRoundTrip(t *testing.T) {
+	now := metav1.NewTime(time.Date(2026, 11, 22, 4, 0, 0, 0, time.UTC))
+	in := Status{
+		Phase: PhaseFailed, Reason: "WorkerOOMKilled", Message: "Worker 3 ran out of memory", NextStep: "raise the memory limit",
+		Launcher: LauncherFailed, WorkersReady: 3, WorkersTotal: 4, SlotsPerWorker: 2, QueuePosition: ptr.To[int32](2),
+		StartTime: &now, CompletionTime: &now, LastTransitionTime: &now, ObservedGeneration: 3,
+	}
+	raw, err := in.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, ok, err := ReadStatus(map[string]string{StatusAnnotation: raw})
+	if err != nil || !ok {
+		t.Fatalf("ReadStatus: ok=%v err=%v", ok, err)
+	}
+	if diff := cmp.Diff(in, got); diff != "" {
+		t.Errorf("round trip (-want,+got):\n%s", diff)
+	}
+}
+
+func TestReadStatus(t *testing.T) {
+	cases := map[string]struct {
+		annotations map[string]string
+		wantOK      bool
+		wantErr     string
+	}{
+		"no annotation: no manager": {annotations: map[string]string{"other": "x"}},
+		"nil annotations":           {},
+		"broken json names the key": {annotations: map[string]string{StatusAnnotation: "{"}, wantErr: "annotation mpijob.dev/status is not a valid mpijob status"},
+		"valid":                     {annotations: map[string]string{StatusAnnotation: `{"phase":"Running","launcher":"Running"}`}, wantOK: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, ok, err := ReadStatus(tc.annotations)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || ok != tc.wantOK {
+				t.Errorf("ok=%v err=%v, want ok=%v", ok, err, tc.wantOK)
+			}
+		})
+	}
+}
+
+func TestParsePhase(t *testing.T) {
+	cases := map[string]struct {
+		in      string
+		want    Phase
+		wantErr bool
+	}{
+		"exact":      {in: "Running", want: PhaseRunning},
+		"lower case": {in: "succeeded", want: PhaseSucceeded},
+		"upper case": {in: "GANGSCHEDULING", want: PhaseGangScheduling},
+		"unknown":    {in: "Done", wantErr: true},
+		"empty":      {in: "", wantErr: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := ParsePhase(tc.in)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, tc.wantErr)
+			}
+			if err != nil && !strings.Contains(err.Error(), "use one of") {
+				t.Errorf("error %q does not list the phases", err)
+			}
+			if got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestFinished(t *testing.T) {
+	for _, p := range Phases {
+		want := p == PhaseSucceeded || p == PhaseFailed
+		if p.Finished() != want {
+			t.Errorf("%s.Finished() = %v", p, !want)
+		}
+	}
+}

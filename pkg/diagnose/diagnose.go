@@ -1,0 +1,321 @@
+package diagnose
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/mpijob/mpijob/pkg/api"
+)
+
+// Reasons the diagnosis gives. They are stable words that alerts and
+// scripts can match; the Message says the same for people.
+const (
+	ReasonJobSetNotCreated     = "JobSetNotCreated"
+	ReasonUnschedulable        = "Unschedulable"
+	ReasonQuotaExceeded        = "QuotaExceeded"
+	ReasonImagePullFailed      = "ImagePullFailed"
+	ReasonWorkersNotReady      = "WorkersNotReady"
+	ReasonLauncherNotStarted   = "LauncherNotStarted"
+	ReasonWorkerOOMKilled      = "WorkerOOMKilled"
+	ReasonLauncherOOMKilled    = "LauncherOOMKilled"
+	ReasonWorkerEvicted        = "WorkerEvicted"
+	ReasonLauncherDeleted      = "LauncherDeleted"
+	ReasonDeadlineExceeded     = "DeadlineExceeded"
+	ReasonSSHConnectionRefused = "SSHConnectionRefused"
+	ReasonHostUnreachable      = "HostUnreachable"
+	ReasonRankKilled           = "RankKilled"
+	ReasonRankSignaled         = "RankSignaled"
+	ReasonLauncherFailed       = "LauncherFailed"
+	ReasonGangSchedulingTimout = "GangSchedulingTimeout"
+	ReasonSuspended            = "Suspended"
+	ReasonQueued               = "Queued"
+	ReasonFailed               = "Failed"
+)
+
+// completionIndexLabel numbers the pods of an indexed Job: Worker i is the
+// Worker Job's pod with index i.
+const completionIndexLabel = "batch.kubernetes.io/job-completion-index"
+
+// NodeFree is what one schedulable node still has free.
+type NodeFree struct {
+	Name string
+	Free corev1.ResourceList
+}
+
+// Queue is what the queueing system (Kueue) says about the job.
+type Queue struct {
+	// Name of the LocalQueue.
+	Name string
+	// Admitted is true once the whole job fits and may start.
+	Admitted bool
+	// Position in the queue, 1 = next; 0 when unknown.
+	Position int32
+}
+
+// Input is everything the diagnosis looks at.
+type Input struct {
+	TrainJob *trainer.TrainJob
+	// JobSet is nil until Trainer creates it.
+	JobSet *jobsetv1alpha2.JobSet
+	// Launcher and Workers are the pods of the two replicated jobs.
+	Launcher []corev1.Pod
+	Workers  []corev1.Pod
+	// Events concern the TrainJob, its JobSet, Jobs and pods.
+	Events []corev1.Event
+	// LauncherLog is the tail of the Launcher's log, read when it failed.
+	LauncherLog string
+	// Nodes and their free capacity, to explain why Workers do not fit.
+	Nodes []NodeFree
+	// Queue is nil when no queueing system manages the job.
+	Queue *Queue
+	// Previous is the last Status written, to see what changed.
+	Previous *api.Status
+	// GangTimeout is how long Workers may wait to be placed together
+	// before the job is called stuck (0: no limit).
+	GangTimeout time.Duration
+	// Now is the time of the diagnosis.
+	Now time.Time
+}
+
+// Diagnose returns the Status of an MPI job.
+func Diagnose(in Input) api.Status {
+	tj := in.TrainJob
+	s := api.Status{
+		Launcher:           launcherState(in),
+		WorkersTotal:       workersTotal(in),
+		WorkersReady:       workersReady(in.Workers),
+		ObservedGeneration: tj.Generation,
+		StartTime:          launcherStart(in.Launcher),
+	}
+	if tj.Spec.Trainer != nil && tj.Spec.Trainer.NumProcPerNode != nil {
+		s.SlotsPerWorker = *tj.Spec.Trainer.NumProcPerNode
+	}
+
+	switch {
+	case condTrue(tj, trainer.TrainJobComplete):
+		s.Phase = api.PhaseSucceeded
+		s.CompletionTime = condTime(tj, trainer.TrainJobComplete)
+		s.Message = fmt.Sprintf("The job finished successfully on %d Workers.", s.WorkersTotal)
+	case condTrue(tj, trainer.TrainJobFailed):
+		s.Phase = api.PhaseFailed
+		s.CompletionTime = condTime(tj, trainer.TrainJobFailed)
+		s.Reason, s.Message, s.NextStep = explainFailure(in)
+	case tj.Spec.Suspend != nil && *tj.Spec.Suspend:
+		if in.Queue != nil && !in.Queue.Admitted {
+			s.Phase, s.Reason = api.PhaseQueued, ReasonQueued
+			s.Message = fmt.Sprintf("Waiting in queue %s until all %d Workers fit at once.", in.Queue.Name, s.WorkersTotal)
+			if in.Queue.Position > 0 {
+				s.QueuePosition = &in.Queue.Position
+				s.Message = fmt.Sprintf("Waiting in queue %s at position %d until all %d Workers fit at once.", in.Queue.Name, in.Queue.Position, s.WorkersTotal)
+			}
+			s.NextStep = "Nothing to do: the job starts as soon as the queue admits it. `kubectl mpijob list -A` shows what runs ahead of it."
+		} else {
+			s.Phase, s.Reason = api.PhaseSuspended, ReasonSuspended
+			s.Message = "The job is suspended: no pods run."
+			s.NextStep = "Resume it by setting spec.suspend to false."
+		}
+	default:
+		s.Phase, s.Reason, s.Message, s.NextStep = explainProgress(in, s)
+	}
+	s.LastTransitionTime = transitionTime(in, s.Phase)
+	return s
+}
+
+func transitionTime(in Input, p api.Phase) *metav1.Time {
+	if in.Previous != nil && in.Previous.Phase == p && in.Previous.LastTransitionTime != nil {
+		return in.Previous.LastTransitionTime
+	}
+	t := metav1.NewTime(in.Now)
+	return &t
+}
+
+func condTrue(tj *trainer.TrainJob, t string) bool {
+	for _, c := range tj.Status.Conditions {
+		if c.Type == t && c.Status == metav1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+func cond(tj *trainer.TrainJob, t string) *metav1.Condition {
+	for i := range tj.Status.Conditions {
+		if tj.Status.Conditions[i].Type == t {
+			return &tj.Status.Conditions[i]
+		}
+	}
+	return nil
+}
+
+func condTime(tj *trainer.TrainJob, t string) *metav1.Time {
+	if c := cond(tj, t); c != nil {
+		ts := c.LastTransitionTime
+		return &ts
+	}
+	return nil
+}
+
+// workersTotal is the Worker pod count: the JobSet's when it exists, else
+// what the TrainJob asks for.
+func workersTotal(in Input) int32 {
+	if in.JobSet != nil {
+		for _, rj := range in.JobSet.Spec.ReplicatedJobs {
+			if rj.Name == api.WorkerJob {
+				p := int32(1)
+				if rj.Template.Spec.Parallelism != nil {
+					p = *rj.Template.Spec.Parallelism
+				}
+				return rj.Replicas * p
+			}
+		}
+	}
+	if tr := in.TrainJob.Spec.Trainer; tr != nil && tr.NumNodes != nil {
+		return *tr.NumNodes
+	}
+	return 1
+}
+
+func workersReady(pods []corev1.Pod) int32 {
+	var n int32
+	for i := range pods {
+		if pods[i].Status.Phase == corev1.PodSucceeded || podReady(&pods[i]) {
+			n++
+		}
+	}
+	return n
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func launcherState(in Input) api.LauncherState {
+	if len(in.Launcher) == 0 {
+		if in.Previous != nil && (in.Previous.Launcher == api.LauncherRunning || in.Previous.Launcher == api.LauncherDeleted) {
+			return api.LauncherDeleted
+		}
+		return api.LauncherNotCreated
+	}
+	p := newest(in.Launcher)
+	if p.DeletionTimestamp != nil && p.Status.Phase == corev1.PodRunning {
+		return api.LauncherDeleted
+	}
+	switch p.Status.Phase {
+	case corev1.PodRunning:
+		return api.LauncherRunning
+	case corev1.PodSucceeded:
+		return api.LauncherSucceeded
+	case corev1.PodFailed:
+		return api.LauncherFailed
+	default:
+		return api.LauncherPending
+	}
+}
+
+func newest(pods []corev1.Pod) *corev1.Pod {
+	best := &pods[0]
+	for i := range pods {
+		if pods[i].CreationTimestamp.After(best.CreationTimestamp.Time) {
+			best = &pods[i]
+		}
+	}
+	return best
+}
+
+func launcherStart(pods []corev1.Pod) *metav1.Time {
+	for i := range pods {
+		for _, cs := range pods[i].Status.ContainerStatuses {
+			if r := cs.State.Running; r != nil {
+				t := r.StartedAt
+				return &t
+			}
+			if t := cs.State.Terminated; t != nil && !t.StartedAt.IsZero() {
+				ts := t.StartedAt
+				return &ts
+			}
+		}
+	}
+	return nil
+}
+
+// workerName names a Worker for people: "Worker 3 (pod hello-node-0-3-x7k)".
+func workerName(p *corev1.Pod) string {
+	if idx, ok := p.Labels[completionIndexLabel]; ok {
+		return fmt.Sprintf("Worker %s (pod %s)", idx, p.Name)
+	}
+	if idx, ok := p.Annotations[completionIndexLabel]; ok {
+		return fmt.Sprintf("Worker %s (pod %s)", idx, p.Name)
+	}
+	return "Worker pod " + p.Name
+}
+
+// sortedByIndex orders pods by Worker index so messages name the lowest.
+func sortedByIndex(pods []corev1.Pod) []*corev1.Pod {
+	out := make([]*corev1.Pod, 0, len(pods))
+	for i := range pods {
+		out = append(out, &pods[i])
+	}
+	idx := func(p *corev1.Pod) int {
+		n, err := strconv.Atoi(p.Labels[completionIndexLabel])
+		if err != nil {
+			return 1 << 30
+		}
+		return n
+	}
+	sort.SliceStable(out, func(i, j int) bool { return idx(out[i]) < idx(out[j]) })
+	return out
+}
+
+// memoryLimit is the memory limit of the container, or "" when none.
+func memoryLimit(p *corev1.Pod, container string) string {
+	for _, c := range p.Spec.Containers {
+		if c.Name == container {
+			if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok {
+				return q.String()
+			}
+		}
+	}
+	return ""
+}
+
+// requestOf sums a resource over a pod's containers.
+func requestOf(p *corev1.Pod, name corev1.ResourceName) resource.Quantity {
+	var total resource.Quantity
+	for _, c := range p.Spec.Containers {
+		if q, ok := c.Resources.Requests[name]; ok {
+			total.Add(q)
+		} else if q, ok := c.Resources.Limits[name]; ok {
+			total.Add(q)
+		}
+	}
+	return total
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+func trimMessage(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}

@@ -1,0 +1,324 @@
+package diagnose
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/mpijob/mpijob/pkg/api"
+)
+
+var t0 = time.Date(2026, 11, 22, 4, 0, 0, 0, time.UTC)
+
+// --- fluent builders --------------------------------------------------------
+
+type jobW struct{ trainer.TrainJob }
+
+func job(workers int32) *jobW {
+	return &jobW{trainer.TrainJob{
+		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "ns", Generation: 1},
+		Spec:       trainer.TrainJobSpec{Trainer: &trainer.Trainer{NumNodes: ptr.To(workers), NumProcPerNode: ptr.To[int32](2)}},
+	}}
+}
+
+func (w *jobW) cond(t, reason, msg string) *jobW {
+	w.Status.Conditions = append(w.Status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: reason, Message: msg, LastTransitionTime: metav1.NewTime(t0)})
+	return w
+}
+
+func (w *jobW) suspend() *jobW         { w.Spec.Suspend = ptr.To(true); return w }
+func (w *jobW) deadline(s int64) *jobW { w.Spec.ActiveDeadlineSeconds = s; return w }
+func (w *jobW) obj() *trainer.TrainJob { return &w.TrainJob }
+
+func jobset(workers int32) *jobsetv1alpha2.JobSet {
+	return &jobsetv1alpha2.JobSet{Spec: jobsetv1alpha2.JobSetSpec{ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{
+		{Name: "node", Replicas: 1, Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Parallelism: ptr.To(workers)}}},
+		{Name: "launcher", Replicas: 1},
+	}}}
+}
+
+type podW struct{ corev1.Pod }
+
+func worker(i string) *podW {
+	return &podW{corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "hello-node-0-" + i, Labels: map[string]string{
+			"jobset.sigs.k8s.io/replicatedjob-name": "node", completionIndexLabel: i,
+		}},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "node", Image: "ghcr.io/mpijob/openmpi:4.1"}}},
+		Status: corev1.PodStatus{Phase: corev1.PodPending,
+			Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/18 nodes are available: 16 Insufficient nvidia.com/gpu."}}},
+	}}
+}
+
+func launcher() *podW {
+	p := worker("0")
+	p.Name = "hello-launcher-0-0"
+	p.Labels["jobset.sigs.k8s.io/replicatedjob-name"] = "launcher"
+	return p
+}
+
+func (w *podW) on(node string) {
+	w.Spec.NodeName = node
+	w.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}
+}
+
+func (w *podW) running(ready bool) *podW {
+	if w.Spec.NodeName == "" {
+		w.on("mpijob-node-1")
+	}
+	w.Status.Phase = corev1.PodRunning
+	st := corev1.ConditionFalse
+	if ready {
+		st = corev1.ConditionTrue
+	}
+	w.Status.Conditions = append(w.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: st})
+	w.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "node", Image: w.Spec.Containers[0].Image,
+		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(t0)}}}}
+	return w
+}
+
+func (w *podW) terminated(reason string, code int32) *podW {
+	w.on("mpijob-node-1")
+	w.Status.Phase = corev1.PodFailed
+	if code == 0 {
+		w.Status.Phase = corev1.PodSucceeded
+	}
+	w.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "node", State: corev1.ContainerState{
+		Terminated: &corev1.ContainerStateTerminated{Reason: reason, ExitCode: code, StartedAt: metav1.NewTime(t0)}}}}
+	return w
+}
+
+func (w *podW) waiting(reason, msg string) *podW {
+	w.on("mpijob-node-1")
+	w.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "node", Image: w.Spec.Containers[0].Image,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}}}
+	return w
+}
+
+func (w *podW) memLimit(q string) *podW {
+	w.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(q)}
+	return w
+}
+
+func (w *podW) gpus(n string) *podW {
+	w.Spec.Containers[0].Resources.Requests = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(n)}
+	return w
+}
+
+func (w *podW) evicted(msg string) *podW {
+	w.on("mpijob-node-2")
+	w.Status.Phase = corev1.PodFailed
+	w.Status.Reason, w.Status.Message = "Evicted", msg
+	return w
+}
+
+func (w *podW) deleting() *podW {
+	w.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
+	return w
+}
+
+func (w *podW) obj() corev1.Pod { return w.Pod }
+
+func pods(ws ...*podW) []corev1.Pod {
+	out := make([]corev1.Pod, 0, len(ws))
+	for _, w := range ws {
+		out = append(out, w.obj())
+	}
+	return out
+}
+
+func gpuNodes(free ...string) []NodeFree {
+	out := make([]NodeFree, 0, len(free))
+	for i, f := range free {
+		out = append(out, NodeFree{Name: "n" + string(rune('a'+i)), Free: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(f)}})
+	}
+	return out
+}
+
+// --- the table ---------------------------------------------------------------
+
+func TestDiagnose(t *testing.T) {
+	cases := map[string]struct {
+		in   Input
+		want api.Status
+	}{
+		"no JobSet yet": {
+			in:   Input{TrainJob: job(2).obj()},
+			want: api.Status{Phase: api.PhasePending, Reason: ReasonJobSetNotCreated, Launcher: api.LauncherNotCreated, WorkersTotal: 2, Message: "Trainer has not created the job's pods yet."},
+		},
+		"no Worker placed: Pending with the scarce resource": {
+			in: Input{TrainJob: job(4).obj(), JobSet: jobset(4),
+				Workers: pods(worker("0").gpus("3"), worker("1").gpus("3"), worker("2").gpus("3"), worker("3").gpus("3")),
+				Nodes:   gpuNodes("8", "3", "2", "0")},
+			want: api.Status{Phase: api.PhasePending, Reason: ReasonUnschedulable, Launcher: api.LauncherNotCreated, WorkersTotal: 4,
+				Message: "Waiting for 4 Workers to be scheduled: only 2 nodes have 3 free nvidia.com/gpu."},
+		},
+		"some Workers placed: GangScheduling": {
+			in: Input{TrainJob: job(3).obj(), JobSet: jobset(3),
+				Workers: pods(worker("0").gpus("1").running(true), worker("1").gpus("1"), worker("2").gpus("1"))},
+			want: api.Status{Phase: api.PhaseGangScheduling, Reason: ReasonUnschedulable, Launcher: api.LauncherNotCreated, WorkersTotal: 3, WorkersReady: 1,
+				Message: "Waiting for 2 Workers to be scheduled: 0/18 nodes are available: 16 Insufficient nvidia.com/gpu."},
+		},
+		"gang timeout passed": {
+			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), GangTimeout: time.Minute, Now: t0.Add(2 * time.Minute),
+				Previous: &api.Status{Phase: api.PhaseGangScheduling, LastTransitionTime: ptr.To(metav1.NewTime(t0))},
+				Workers:  pods(worker("0").running(true), worker("1"))},
+			want: api.Status{Phase: api.PhaseGangScheduling, Reason: ReasonGangSchedulingTimout, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1,
+				Message: "Waiting for 1 Worker to be scheduled: 0/18 nodes are available: 16 Insufficient nvidia.com/gpu (waiting longer than the gang-scheduling timeout of 1m0s)."},
+		},
+		"image pull error names the Worker, image and registry": {
+			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2),
+				Workers: pods(worker("0").running(true), worker("1").waiting("ImagePullBackOff", `Back-off pulling image "ghcr.io/mpijob/openmpi:4.1"`))},
+			want: api.Status{Phase: api.PhaseStarting, Reason: ReasonImagePullFailed, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1,
+				Message: `Worker 1 (pod hello-node-0-1) cannot pull image "ghcr.io/mpijob/openmpi:4.1" from ghcr.io (ImagePullBackOff): Back-off pulling image "ghcr.io/mpijob/openmpi:4.1"`},
+		},
+		"quota exceeded after admission": {
+			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Events: []corev1.Event{{Reason: "FailedCreate",
+				Message: `Error creating: pods "hello-node-0-1-x" is forbidden: exceeded quota: team-quota, requested: requests.nvidia.com/gpu=1, used: requests.nvidia.com/gpu=8, limited: requests.nvidia.com/gpu=8`}}},
+			want: api.Status{Phase: api.PhasePending, Reason: ReasonQuotaExceeded, Launcher: api.LauncherNotCreated, WorkersTotal: 2,
+				Message: "Pods cannot be created: ResourceQuota team-quota is used up (requested requests.nvidia.com/gpu=1, in use requests.nvidia.com/gpu=8, limit requests.nvidia.com/gpu=8)."},
+		},
+		"Workers placed, not Ready": {
+			in:   Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(worker("0").running(true), worker("1").running(false))},
+			want: api.Status{Phase: api.PhaseStarting, Reason: ReasonWorkersNotReady, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1, Message: "Waiting for Workers to be Ready: 1 of 2 Ready."},
+		},
+		"Running": {
+			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(worker("0").running(true), worker("1").running(true)),
+				Launcher: pods(launcher().running(false))},
+			want: api.Status{Phase: api.PhaseRunning, Launcher: api.LauncherRunning, WorkersTotal: 2, WorkersReady: 2, StartTime: ptr.To(metav1.NewTime(t0)), Message: "Running on 2 Workers."},
+		},
+		"launcher deleted while Workers run": {
+			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(worker("0").running(true), worker("1").running(true)),
+				Previous: &api.Status{Phase: api.PhaseRunning, Launcher: api.LauncherRunning}},
+			want: api.Status{Phase: api.PhaseRunning, Reason: ReasonLauncherDeleted, Launcher: api.LauncherDeleted, WorkersTotal: 2, WorkersReady: 2,
+				Message: "The Launcher pod was deleted while the Workers run."},
+		},
+		"launcher being deleted": {
+			in: Input{TrainJob: job(1).obj(), JobSet: jobset(1), Workers: pods(worker("0").running(true)),
+				Launcher: pods(launcher().running(false).deleting())},
+			want: api.Status{Phase: api.PhaseRunning, Reason: ReasonLauncherDeleted, Launcher: api.LauncherDeleted, WorkersTotal: 1, WorkersReady: 1, StartTime: ptr.To(metav1.NewTime(t0)),
+				Message: "The Launcher pod was deleted while the Workers run."},
+		},
+		"Succeeded": {
+			in: Input{TrainJob: job(2).cond(trainer.TrainJobComplete, "JobSetCompleted", "").obj(), JobSet: jobset(2),
+				Workers: pods(worker("0").terminated("Completed", 0), worker("1").terminated("Completed", 0)), Launcher: pods(launcher().terminated("Completed", 0))},
+			want: api.Status{Phase: api.PhaseSucceeded, Launcher: api.LauncherSucceeded, WorkersTotal: 2, WorkersReady: 2,
+				StartTime: ptr.To(metav1.NewTime(t0)), CompletionTime: ptr.To(metav1.NewTime(t0)), Message: "The job finished successfully on 2 Workers."},
+		},
+		"Worker OOMKilled names the Worker and its limit": {
+			in: Input{TrainJob: job(4).cond(trainer.TrainJobFailed, "JobSetFailed", "jobset failed").obj(), JobSet: jobset(4),
+				Workers:  pods(worker("0").running(true), worker("3").terminated("OOMKilled", 137).memLimit("4Gi"), worker("2").terminated("OOMKilled", 137)),
+				Launcher: pods(launcher().terminated("Error", 1))},
+			want: api.Status{Phase: api.PhaseFailed, Reason: ReasonWorkerOOMKilled, Launcher: api.LauncherFailed, WorkersTotal: 4, WorkersReady: 1,
+				StartTime: ptr.To(metav1.NewTime(t0)), CompletionTime: ptr.To(metav1.NewTime(t0)),
+				Message: "Worker 2 (pod hello-node-0-2) ran out of memory and was killed (exit code 137, OOMKilled): it has no memory limit, so the node itself ran out."},
+		},
+		"Worker evicted": {
+			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2),
+				Workers: pods(worker("0").running(true), worker("1").evicted("The node was low on resource: memory."))},
+			want: api.Status{Phase: api.PhaseFailed, Reason: ReasonWorkerEvicted, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1,
+				CompletionTime: ptr.To(metav1.NewTime(t0)),
+				Message:        "Worker 1 (pod hello-node-0-1) was evicted from node mpijob-node-2: The node was low on resource: memory."},
+		},
+		"deadline exceeded": {
+			in: Input{TrainJob: job(2).deadline(600).cond(trainer.TrainJobFailed, trainer.TrainJobDeadlineExceededReason, "").obj(), JobSet: jobset(2)},
+			want: api.Status{Phase: api.PhaseFailed, Reason: ReasonDeadlineExceeded, Launcher: api.LauncherNotCreated, WorkersTotal: 2,
+				CompletionTime: ptr.To(metav1.NewTime(t0)), Message: "The job ran longer than its deadline of 600s (spec.activeDeadlineSeconds) and was stopped."},
+		},
+		"ssh connection refused in the launcher log": {
+			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2), Launcher: pods(launcher().terminated("Error", 1)),
+				LauncherLog: "ssh: connect to host hello-node-0-1.hello port 2222: Connection refused\n--------\nORTE was unable to reliably start one or more daemons."},
+			want: api.Status{Phase: api.PhaseFailed, Reason: ReasonSSHConnectionRefused, Launcher: api.LauncherFailed, WorkersTotal: 2,
+				StartTime: ptr.To(metav1.NewTime(t0)), CompletionTime: ptr.To(metav1.NewTime(t0)),
+				Message: "The Launcher could not open an SSH connection to Worker 1 (hello-node-0-1) on port 2222: the connection was refused."},
+		},
+		"host unreachable": {
+			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2), Launcher: pods(launcher().terminated("Error", 1)),
+				LauncherLog: "ssh: Could not resolve hostname hello-node-0-0.hello: Name or service not known"},
+			want: api.Status{Phase: api.PhaseFailed, Reason: ReasonHostUnreachable, Launcher: api.LauncherFailed, WorkersTotal: 2,
+				StartTime: ptr.To(metav1.NewTime(t0)), CompletionTime: ptr.To(metav1.NewTime(t0)),
+				Message: "The Launcher could not reach Worker 0 (hello-node-0-0): the host did not resolve or did not answer."},
+		},
+		"rank exited on signal 9 is translated": {
+			in: Input{TrainJob: job(4).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(4), Launcher: pods(launcher().terminated("Error", 137)),
+				LauncherLog: "mpirun noticed that process rank 3 with PID 0 on node hello-node-0-3 exited on signal 9 (Killed)."},
+			want: api.Status{Phase: api.PhaseFailed, Reason: ReasonRankKilled, Launcher: api.LauncherFailed, WorkersTotal: 4,
+				StartTime: ptr.To(metav1.NewTime(t0)), CompletionTime: ptr.To(metav1.NewTime(t0)),
+				Message: "Rank 3 on Worker 3 (hello-node-0-3) was killed (signal 9), most likely because it ran out of memory and the system stopped it to protect the node."},
+		},
+		"rank segfault": {
+			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2), Launcher: pods(launcher().terminated("Error", 139)),
+				LauncherLog: "mpirun noticed that process rank 1 with PID 51 on node hello-node-0-1 exited on signal 11 (Segmentation fault)."},
+			want: api.Status{Phase: api.PhaseFailed, Reason: ReasonRankSignaled, Launcher: api.LauncherFailed, WorkersTotal: 2,
+				StartTime: ptr.To(metav1.NewTime(t0)), CompletionTime: ptr.To(metav1.NewTime(t0)),
+				Message: "Rank 1 on Worker 1 (hello-node-0-1) crashed on signal 11 (Segmentation fault)."},
+		},
+		"launcher exit code without a known cause": {
+			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2), Launcher: pods(launcher().terminated("Error", 3)),
+				LauncherLog: "Traceback (most recent call last):\nValueError: bad input"},
+			want: api.Status{Phase: api.PhaseFailed, Reason: ReasonLauncherFailed, Launcher: api.LauncherFailed, WorkersTotal: 2,
+				StartTime: ptr.To(metav1.NewTime(t0)), CompletionTime: ptr.To(metav1.NewTime(t0)), Message: "The Launcher exited with code 3."},
+		},
+		"suspended by its owner": {
+			in:   Input{TrainJob: job(2).suspend().obj()},
+			want: api.Status{Phase: api.PhaseSuspended, Reason: ReasonSuspended, Launcher: api.LauncherNotCreated, WorkersTotal: 2, Message: "The job is suspended: no pods run."},
+		},
+		"queued with its position": {
+			in: Input{TrainJob: job(8).suspend().obj(), Queue: &Queue{Name: "team-a", Position: 3}},
+			want: api.Status{Phase: api.PhaseQueued, Reason: ReasonQueued, Launcher: api.LauncherNotCreated, WorkersTotal: 8, QueuePosition: ptr.To[int32](3),
+				Message: "Waiting in queue team-a at position 3 until all 8 Workers fit at once."},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if tc.in.Now.IsZero() {
+				tc.in.Now = t0
+			}
+			got := Diagnose(tc.in)
+			tc.want.SlotsPerWorker = 2
+			tc.want.ObservedGeneration = 1
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(api.Status{}, "NextStep", "LastTransitionTime")); diff != "" {
+				t.Errorf("Diagnose (-want,+got):\n%s", diff)
+			}
+			if got.Reason != "" && got.Phase != api.PhaseRunning && got.NextStep == "" && got.Reason != ReasonLauncherNotStarted {
+				t.Errorf("reason %s comes without a next step", got.Reason)
+			}
+		})
+	}
+}
+
+func TestLastTransitionTime(t *testing.T) {
+	earlier := metav1.NewTime(t0.Add(-time.Hour))
+	in := Input{TrainJob: job(1).obj(), Now: t0, Previous: &api.Status{Phase: api.PhasePending, LastTransitionTime: &earlier}}
+	if got := Diagnose(in).LastTransitionTime; !got.Equal(&earlier) {
+		t.Errorf("same phase: LastTransitionTime = %v, want the earlier %v", got, earlier)
+	}
+	in.Previous.Phase = api.PhaseQueued
+	if got := Diagnose(in).LastTransitionTime; !got.Equal(ptr.To(metav1.NewTime(t0))) {
+		t.Errorf("new phase: LastTransitionTime = %v, want now", got)
+	}
+}
+
+func TestRegistryOf(t *testing.T) {
+	cases := map[string]string{
+		"ubuntu":                             "docker.io",
+		"library/ubuntu:22.04":               "docker.io",
+		"ghcr.io/mpijob/openmpi:4.1":         "ghcr.io",
+		"localhost:5000/x":                   "localhost:5000",
+		"registry.example.com/a/b@sha256:00": "registry.example.com",
+	}
+	for in, want := range cases {
+		if got := registryOf(in); got != want {
+			t.Errorf("registryOf(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

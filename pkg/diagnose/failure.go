@@ -1,0 +1,170 @@
+package diagnose
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/mpijob/mpijob/pkg/api"
+)
+
+// logRule translates one kind of MPI error in the Launcher's log.
+type logRule struct {
+	re      *regexp.Regexp
+	explain func(m []string) (reason, message, next string)
+}
+
+// logRules are tried in order; the first match explains the failure. They
+// cover OpenMPI (mpirun/ORTE/PRTE), MPICH/Intel MPI (Hydra) and ssh.
+var logRules = []logRule{
+	{
+		re: regexp.MustCompile(`(?m)ssh: connect to host (\S+) port (\d+): Connection refused`),
+		explain: func(m []string) (string, string, string) {
+			return ReasonSSHConnectionRefused,
+				fmt.Sprintf("The Launcher could not open an SSH connection to %s on port %s: the connection was refused.", workerHost(m[1]), m[2]),
+				"Check that the Worker image starts sshd on port " + m[2] + " (the runtime's Worker command) and that no NetworkPolicy blocks traffic between the job's pods."
+		},
+	},
+	{
+		re: regexp.MustCompile(`(?m)ssh: (?:connect to host (\S+) port \d+: (?:No route to host|Connection timed out)|Could not resolve hostname (\S+?):)`),
+		explain: func(m []string) (string, string, string) {
+			host := m[1]
+			if host == "" {
+				host = m[2]
+			}
+			return ReasonHostUnreachable,
+				fmt.Sprintf("The Launcher could not reach %s: the host did not resolve or did not answer.", workerHost(host)),
+				"Check that cluster DNS works and that the Worker pods are Running; a NetworkPolicy may block the job's pods from each other."
+		},
+	},
+	{
+		re: regexp.MustCompile(`(?m)process rank (\d+) with PID \d+ on node (\S+) exited on signal 9`),
+		explain: func(m []string) (string, string, string) {
+			return ReasonRankKilled,
+				fmt.Sprintf("Rank %s on %s was killed (signal 9), most likely because it ran out of memory and the system stopped it to protect the node.", m[1], workerHost(m[2])),
+				"Give each Worker more memory or run fewer slots per worker; `kubectl mpijob describe` shows each Worker's memory limit."
+		},
+	},
+	{
+		re: regexp.MustCompile(`(?m)process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+)(?: \(([^)]+)\))?`),
+		explain: func(m []string) (string, string, string) {
+			sig := m[3]
+			if m[4] != "" {
+				sig += " (" + m[4] + ")"
+			}
+			return ReasonRankSignaled,
+				fmt.Sprintf("Rank %s on %s crashed on signal %s.", m[1], workerHost(m[2]), sig),
+				"Read the Launcher log around the crash (`kubectl mpijob logs --all`); signal 11 is a segmentation fault in the program."
+		},
+	},
+	{
+		re: regexp.MustCompile(`(?m)(?:ORTE|PRTE) (?:was unable to reliably start one or more daemons|has lost communication with a remote daemon)`),
+		explain: func([]string) (string, string, string) {
+			return ReasonHostUnreachable,
+				"mpirun could not start or keep its daemons on the Workers over SSH.",
+				"Check the Worker pods are Running and Ready and that sshd accepts the job's key; then resubmit the job."
+		},
+	},
+}
+
+// workerHost turns a hostfile name (job-node-0-3.job or its FQDN) into
+// "Worker 3 (job-node-0-3)" when it follows Trainer's naming.
+var hostIndex = regexp.MustCompile(`^(\S+)-node-\d+-(\d+)(?:\..*)?$`)
+
+func workerHost(h string) string {
+	if m := hostIndex.FindStringSubmatch(h); m != nil {
+		short := strings.SplitN(h, ".", 2)[0]
+		return fmt.Sprintf("Worker %s (%s)", m[2], short)
+	}
+	return "host " + h
+}
+
+// explainFailure says why a failed job failed, most specific cause first.
+func explainFailure(in Input) (reason, message, next string) {
+	tj := in.TrainJob
+	if c := cond(tj, trainer.TrainJobFailed); c != nil && c.Reason == trainer.TrainJobDeadlineExceededReason {
+		return ReasonDeadlineExceeded,
+			fmt.Sprintf("The job ran longer than its deadline of %ds (spec.activeDeadlineSeconds) and was stopped.", tj.Spec.ActiveDeadlineSeconds),
+			"Raise spec.activeDeadlineSeconds, or find out why the job is slow with `kubectl mpijob logs --all`."
+	}
+	for _, p := range sortedByIndex(in.Workers) {
+		if r, m, n, ok := podFailure(p, workerName(p), ReasonWorkerOOMKilled, ReasonWorkerEvicted); ok {
+			return r, m, n
+		}
+	}
+	for i := range in.Launcher {
+		if r, m, n, ok := podFailure(&in.Launcher[i], "the Launcher (pod "+in.Launcher[i].Name+")", ReasonLauncherOOMKilled, ReasonWorkerEvicted); ok {
+			return r, m, n
+		}
+	}
+	for _, rule := range logRules {
+		if m := rule.re.FindStringSubmatch(in.LauncherLog); m != nil {
+			return rule.explain(m)
+		}
+	}
+	if launcherState(in) == api.LauncherDeleted {
+		return ReasonLauncherDeleted,
+			"The Launcher pod was deleted while the Workers ran, so the job could not finish.",
+			"Resubmit the job (`kubectl mpijob clone`); do not delete the Launcher pod of a running job."
+	}
+	if code, ok := launcherExitCode(in.Launcher); ok {
+		return ReasonLauncherFailed,
+			fmt.Sprintf("The Launcher exited with code %d.", code),
+			"Read the Launcher log (`kubectl mpijob logs NAME`) for the program's own error."
+	}
+	msg := "The job failed."
+	if c := cond(tj, trainer.TrainJobFailed); c != nil && c.Message != "" {
+		msg = "The job failed: " + trimMessage(c.Message, 400)
+	}
+	return ReasonFailed, msg, "Read the events (`kubectl mpijob events NAME`) and the Launcher log."
+}
+
+// podFailure explains an OOM kill or an eviction of one pod.
+func podFailure(p *corev1.Pod, who, oomReason, evictReason string) (reason, message, next string, ok bool) {
+	if p.Status.Reason == "Evicted" {
+		return evictReason,
+			fmt.Sprintf("%s was evicted from node %s: %s", capitalize(who), p.Spec.NodeName, trimMessage(p.Status.Message, 300)),
+			"The node ran short of a resource; set requests for memory and ephemeral storage that cover what the job uses, then resubmit.", true
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
+			if t == nil || t.Reason != "OOMKilled" {
+				continue
+			}
+			limit := memoryLimit(p, cs.Name)
+			msg := fmt.Sprintf("%s ran out of memory and was killed (exit code %d, OOMKilled)", capitalize(who), t.ExitCode)
+			if limit != "" {
+				msg += fmt.Sprintf(": its memory limit is %s.", limit)
+			} else {
+				msg += ": it has no memory limit, so the node itself ran out."
+			}
+			next := "Give each Worker more memory (a higher memory limit per worker) or run fewer slots per worker."
+			if oomReason == ReasonLauncherOOMKilled {
+				next = "Give the Launcher more memory (a higher launcher memory limit)."
+			}
+			return oomReason, msg, next, true
+		}
+	}
+	return "", "", "", false
+}
+
+func launcherExitCode(pods []corev1.Pod) (int32, bool) {
+	for i := range pods {
+		for _, cs := range pods[i].Status.ContainerStatuses {
+			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
+				return t.ExitCode, true
+			}
+		}
+	}
+	return 0, false
+}
+
+func capitalize(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
+}

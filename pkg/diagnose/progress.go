@@ -1,0 +1,185 @@
+package diagnose
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/mpijob/mpijob/pkg/api"
+)
+
+// explainProgress places a job that has neither finished nor been
+// suspended, and says what it waits for.
+func explainProgress(in Input, s api.Status) (api.Phase, string, string, string) {
+	if r, m, n, ok := quotaExceeded(in.Events); ok {
+		return api.PhasePending, r, m, n
+	}
+	if in.JobSet == nil {
+		return api.PhasePending, ReasonJobSetNotCreated, "Trainer has not created the job's pods yet.",
+			"Wait a few seconds; if this lasts, check that the Trainer controller runs and read `kubectl mpijob events`."
+	}
+	all := append(append([]corev1.Pod{}, in.Workers...), in.Launcher...)
+	if r, m, n, ok := imagePull(all); ok {
+		phase := api.PhaseStarting
+		if unscheduled(in.Workers) > 0 {
+			phase = api.PhasePending
+		}
+		return phase, r, m, n
+	}
+	if waiting := unscheduled(in.Workers); waiting > 0 || int32(len(in.Workers)) < s.WorkersTotal {
+		if waiting == 0 {
+			waiting = int(s.WorkersTotal) - len(in.Workers)
+		}
+		phase := api.PhasePending
+		if placed := len(in.Workers) - unscheduled(in.Workers); placed > 0 {
+			phase = api.PhaseGangScheduling
+		}
+		msg := fmt.Sprintf("Waiting for %s to be scheduled", plural(waiting, "Worker", "Workers"))
+		if why := fitExplanation(in); why != "" {
+			msg += ": " + why
+		} else if sched := schedulerMessage(in.Workers); sched != "" {
+			msg += ": " + sched
+		}
+		if in.Previous != nil && in.Previous.LastTransitionTime != nil && in.Previous.Phase == phase && in.GangTimeout > 0 &&
+			in.Now.Sub(in.Previous.LastTransitionTime.Time) > in.GangTimeout {
+			return phase, ReasonGangSchedulingTimout,
+				msg + fmt.Sprintf(" (waiting longer than the gang-scheduling timeout of %s).", in.GangTimeout),
+				"Use fewer Workers or fewer GPUs per worker, or ask an administrator for capacity; delete the job to free what it holds."
+		}
+		return phase, ReasonUnschedulable, msg + ".",
+			"The job starts when capacity frees up; to start sooner use fewer Workers or smaller Workers."
+	}
+	if s.WorkersReady < s.WorkersTotal {
+		return api.PhaseStarting, ReasonWorkersNotReady,
+			fmt.Sprintf("Waiting for Workers to be Ready: %d of %d Ready.", s.WorkersReady, s.WorkersTotal),
+			"Nothing to do yet; if this lasts, `kubectl mpijob describe` shows which Worker is not Ready and why."
+	}
+	switch s.Launcher {
+	case api.LauncherRunning, api.LauncherSucceeded:
+		return api.PhaseRunning, "", fmt.Sprintf("Running on %d Workers.", s.WorkersTotal), ""
+	case api.LauncherFailed:
+		return api.PhaseRunning, ReasonLauncherFailed, "The Launcher failed; Trainer is finishing the job.", ""
+	case api.LauncherDeleted:
+		return api.PhaseRunning, ReasonLauncherDeleted, "The Launcher pod was deleted while the Workers run.",
+			"The job cannot finish without its Launcher: delete it and resubmit (`kubectl mpijob clone`)."
+	default:
+		return api.PhaseStarting, ReasonLauncherNotStarted, "All Workers are Ready; the Launcher is starting.", ""
+	}
+}
+
+var quotaRe = regexp.MustCompile(`exceeded quota: ([^,]+), requested: ([^,]+), used: ([^,]+), limited: (.+)$`)
+
+// quotaExceeded finds a pod creation that a ResourceQuota refused after the
+// job was admitted (another job took the quota in between).
+func quotaExceeded(events []corev1.Event) (reason, message, next string, ok bool) {
+	for _, e := range events {
+		if e.Reason != "FailedCreate" || !strings.Contains(e.Message, "exceeded quota") {
+			continue
+		}
+		msg := "Pods cannot be created: the namespace's ResourceQuota is used up."
+		if m := quotaRe.FindStringSubmatch(e.Message); m != nil {
+			msg = fmt.Sprintf("Pods cannot be created: ResourceQuota %s is used up (requested %s, in use %s, limit %s).",
+				strings.TrimSpace(m[1]), m[2], m[3], strings.TrimSpace(m[4]))
+		}
+		return ReasonQuotaExceeded, msg,
+			"Wait for other jobs in the namespace to finish, delete some, or ask an administrator for a larger quota.", true
+	}
+	return "", "", "", false
+}
+
+// imagePull finds a pod that cannot pull its image.
+func imagePull(pods []corev1.Pod) (reason, message, next string, ok bool) {
+	for _, p := range sortedByIndex(pods) {
+		for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+			w := cs.State.Waiting
+			if w == nil || (w.Reason != "ImagePullBackOff" && w.Reason != "ErrImagePull" && w.Reason != "InvalidImageName" && w.Reason != "ErrImageNeverPull") {
+				continue
+			}
+			who := workerName(p)
+			if p.Labels["jobset.sigs.k8s.io/replicatedjob-name"] == api.LauncherJob {
+				who = "The Launcher (pod " + p.Name + ")"
+			}
+			msg := fmt.Sprintf("%s cannot pull image %q from %s (%s)", who, cs.Image, registryOf(cs.Image), w.Reason)
+			if w.Message != "" {
+				msg += ": " + trimMessage(w.Message, 300)
+			}
+			return ReasonImagePullFailed, msg,
+				"Check the image name and tag, that the registry is reachable from the nodes, and add an imagePullSecret for a private registry.", true
+		}
+	}
+	return "", "", "", false
+}
+
+// registryOf names the registry of an image reference ("docker.io" when none).
+func registryOf(image string) string {
+	first, _, found := strings.Cut(image, "/")
+	if found && (strings.ContainsAny(first, ".:") || first == "localhost") {
+		return first
+	}
+	return "docker.io"
+}
+
+func unscheduled(pods []corev1.Pod) int {
+	n := 0
+	for i := range pods {
+		if pods[i].Spec.NodeName == "" && pods[i].Status.Phase == corev1.PodPending {
+			n++
+		}
+	}
+	return n
+}
+
+func schedulerMessage(pods []corev1.Pod) string {
+	for i := range pods {
+		for _, c := range pods[i].Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Message != "" {
+				return strings.TrimRight(trimMessage(c.Message, 300), ".")
+			}
+		}
+	}
+	return ""
+}
+
+// fitExplanation says how many nodes could take one more Worker, for the
+// scarcest resource a waiting Worker asks for ("only 2 nodes have 3 free
+// nvidia.com/gpu").
+func fitExplanation(in Input) string {
+	var waiting *corev1.Pod
+	for i := range in.Workers {
+		if in.Workers[i].Spec.NodeName == "" {
+			waiting = &in.Workers[i]
+			break
+		}
+	}
+	if waiting == nil || len(in.Nodes) == 0 {
+		return ""
+	}
+	for _, name := range []corev1.ResourceName{"nvidia.com/gpu", corev1.ResourceCPU, corev1.ResourceMemory} {
+		want := requestOf(waiting, name)
+		if want.IsZero() {
+			continue
+		}
+		fit := 0
+		for _, n := range in.Nodes {
+			if free, ok := n.Free[name]; ok && free.Cmp(want) >= 0 {
+				fit++
+			}
+		}
+		if fit < unscheduled(in.Workers) {
+			return fmt.Sprintf("only %s %s %s free %s", plural(fit, "node", "nodes"), haveOrHas(fit), quantity(want), name)
+		}
+	}
+	return ""
+}
+
+func haveOrHas(n int) string {
+	if n == 1 {
+		return "has"
+	}
+	return "have"
+}
+
+func quantity(q resource.Quantity) string { return q.String() }
