@@ -3,6 +3,7 @@ module github.com/mpijob/mpijob
 go 1.26.0
 
 require (
+	github.com/agnivade/levenshtein v1.2.2
 	github.com/google/go-cmp v0.7.0
 	github.com/google/go-containerregistry v0.22.1
 	github.com/kubeflow/trainer/v2 v2.3.0

@@ -1,0 +1,119 @@
+package admission
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+
+	"github.com/mpijob/mpijob/pkg/suggest"
+)
+
+// Job is an MPI TrainJob as admission sees it: the object, its runtime's
+// name and whether that runtime exists, and the effective pod shape.
+type Job struct {
+	TrainJob *trainer.TrainJob
+	// RuntimeFound is false when spec.runtimeRef names no runtime.
+	RuntimeFound bool
+	// KnownRuntimes are the names of the MPI runtimes, for suggestions.
+	KnownRuntimes []string
+	// Workers is the number of Worker pods the job will have.
+	Workers int32
+	// WorkerPod and LauncherPod are the effective pod specs (runtime
+	// template with the job's resources and patches).
+	WorkerPod, LauncherPod *corev1.PodSpec
+}
+
+// longestSuffix is the longest name JobSet and Trainer derive from a
+// TrainJob name that must stay a DNS label: the Launcher's Job
+// "<name>-launcher-0" carries its name in a label (63 characters at most).
+const longestSuffix = "-launcher-0"
+
+// ValidateTrainJob checks what Trainer's own webhook does not: Worker and
+// slot counts, the runtime, names after suffixes, and the runtime policy.
+func ValidateTrainJob(j Job, p Policy) field.ErrorList {
+	var errs field.ErrorList
+	tj := j.TrainJob
+	spec := field.NewPath("spec")
+
+	if maxLen := validation.DNS1035LabelMaxLength - len(longestSuffix); len(tj.Name) > maxLen {
+		errs = append(errs, field.TooLong(field.NewPath("metadata", "name"), tj.Name, maxLen))
+	}
+	if !j.RuntimeFound {
+		errs = append(errs, field.NotFound(spec.Child("runtimeRef", "name"), tj.Spec.RuntimeRef.Name))
+		if hint := suggest.Closest(tj.Spec.RuntimeRef.Name, j.KnownRuntimes); hint != "" {
+			errs[len(errs)-1].Detail = fmt.Sprintf("no runtime %q; did you mean %q?", tj.Spec.RuntimeRef.Name, hint)
+		} else if len(j.KnownRuntimes) > 0 {
+			errs[len(errs)-1].Detail = "MPI runtimes here: " + strings.Join(j.KnownRuntimes, ", ")
+		}
+	}
+	if tr := tj.Spec.Trainer; tr != nil {
+		if tr.NumNodes != nil && *tr.NumNodes < 1 {
+			errs = append(errs, field.Invalid(spec.Child("trainer", "numNodes"), *tr.NumNodes, "an MPI job needs at least 1 Worker"))
+		}
+		if tr.NumProcPerNode != nil && *tr.NumProcPerNode < 1 {
+			errs = append(errs, field.Invalid(spec.Child("trainer", "numProcPerNode"), *tr.NumProcPerNode, "slots per worker must be at least 1"))
+		}
+	}
+	if p.MaxWorkers > 0 && j.Workers > p.MaxWorkers {
+		errs = append(errs, field.Invalid(spec.Child("trainer", "numNodes"), j.Workers,
+			fmt.Sprintf("runtime %s allows at most %d Workers per job (%s): use at most %d Workers", tj.Spec.RuntimeRef.Name, p.MaxWorkers, MaxWorkersAnnotation, p.MaxWorkers)))
+	}
+	if p.MaxGPUsPerWorker != nil && j.WorkerPod != nil {
+		req, lim := PodDemand(j.WorkerPod)
+		gpus := req["nvidia.com/gpu"]
+		if l, ok := lim["nvidia.com/gpu"]; ok && l.Cmp(gpus) > 0 {
+			gpus = l
+		}
+		if gpus.Cmp(*p.MaxGPUsPerWorker) > 0 {
+			errs = append(errs, field.Invalid(spec.Child("trainer", "resourcesPerNode", "limits").Key("nvidia.com/gpu"), gpus.String(),
+				fmt.Sprintf("runtime %s allows at most %s nvidia.com/gpu per Worker: ask for %s or fewer", tj.Spec.RuntimeRef.Name, p.MaxGPUsPerWorker.String(), p.MaxGPUsPerWorker.String())))
+		}
+	}
+	for name, pod := range map[string]*corev1.PodSpec{"node": j.WorkerPod, "launcher": j.LauncherPod} {
+		if pod == nil {
+			continue
+		}
+		path := spec.Child("runtimePatches").Key(name).Child("nodeSelector")
+		for k, want := range p.RequiredNodeSelector {
+			if got, ok := pod.NodeSelector[k]; !ok || got != want {
+				errs = append(errs, field.Invalid(path.Key(k), got,
+					fmt.Sprintf("runtime %s requires nodeSelector %s=%s on every pod (%s)", tj.Spec.RuntimeRef.Name, k, want, RequiredNodeSelectorAnnotation)))
+			}
+		}
+		if p.PriorityClass != "" && pod.PriorityClassName != p.PriorityClass {
+			errs = append(errs, field.Invalid(spec.Child("runtimePatches").Key(name).Child("priorityClassName"), pod.PriorityClassName,
+				fmt.Sprintf("runtime %s requires priority class %s (%s)", tj.Spec.RuntimeRef.Name, p.PriorityClass, PriorityClassAnnotation)))
+		}
+	}
+	sort.SliceStable(errs, func(i, k int) bool { return errs[i].Field < errs[k].Field })
+	return errs
+}
+
+// Warnings are allowed-but-suspicious choices, said at admission.
+func Warnings(j Job) []string {
+	var out []string
+	if j.WorkerPod != nil {
+		req, lim := PodDemand(j.WorkerPod)
+		gpus := lim["nvidia.com/gpu"]
+		if gpus.IsZero() {
+			gpus = req["nvidia.com/gpu"]
+		}
+		if tr := j.TrainJob.Spec.Trainer; tr != nil && tr.NumProcPerNode != nil && !gpus.IsZero() && int64(*tr.NumProcPerNode) != gpus.Value() {
+			out = append(out, fmt.Sprintf("slots per worker (%d) differs from GPUs per worker (%s): ranks will share GPUs or leave some idle", *tr.NumProcPerNode, gpus.String()))
+		}
+		if _, ok := lim[corev1.ResourceMemory]; !ok {
+			out = append(out, "Workers have no memory limit: a rank that leaks memory can take the whole node; set a memory limit per worker")
+		}
+	}
+	if j.LauncherPod != nil {
+		if _, lim := PodDemand(j.LauncherPod); lim.Memory().IsZero() {
+			out = append(out, "the Launcher has no memory limit; set one so it cannot starve its node")
+		}
+	}
+	return out
+}

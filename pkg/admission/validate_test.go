@@ -1,0 +1,199 @@
+package admission
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+)
+
+type jobW struct{ Job }
+
+func mpiJob(name string) *jobW {
+	return &jobW{Job{
+		TrainJob: &trainer.TrainJob{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a"},
+			Spec: trainer.TrainJobSpec{RuntimeRef: trainer.RuntimeRef{Name: "mpi-openmpi"},
+				Trainer: &trainer.Trainer{NumNodes: ptr.To[int32](2), NumProcPerNode: ptr.To[int32](1)}},
+		},
+		RuntimeFound: true, KnownRuntimes: []string{"mpi-openmpi", "mpi-openmpi-gpu", "mpi-mpich"}, Workers: 2,
+		WorkerPod:   &corev1.PodSpec{Containers: []corev1.Container{{Name: "node", Resources: corev1.ResourceRequirements{Limits: rl("memory", "1Gi")}}}},
+		LauncherPod: &corev1.PodSpec{Containers: []corev1.Container{{Name: "node", Resources: corev1.ResourceRequirements{Limits: rl("memory", "512Mi")}}}},
+	}}
+}
+
+func (w *jobW) workers(n int32) *jobW {
+	w.TrainJob.Spec.Trainer.NumNodes = ptr.To(n)
+	w.Workers = n
+	return w
+}
+func (w *jobW) slots(n int32) *jobW { w.TrainJob.Spec.Trainer.NumProcPerNode = ptr.To(n); return w }
+func (w *jobW) runtime(name string, found bool) *jobW {
+	w.TrainJob.Spec.RuntimeRef.Name = name
+	w.RuntimeFound = found
+	return w
+}
+func (w *jobW) gpus(n string) *jobW {
+	w.WorkerPod.Containers[0].Resources.Limits["nvidia.com/gpu"] = resource.MustParse(n)
+	return w
+}
+func (w *jobW) nodeSelector(sel map[string]string) *jobW {
+	w.WorkerPod.NodeSelector, w.LauncherPod.NodeSelector = sel, sel
+	return w
+}
+func (w *jobW) noMemoryLimits() *jobW {
+	w.WorkerPod.Containers[0].Resources.Limits = corev1.ResourceList{}
+	w.LauncherPod.Containers[0].Resources.Limits = corev1.ResourceList{}
+	return w
+}
+
+func TestValidateTrainJob(t *testing.T) {
+	four := resource.MustParse("4")
+	cases := map[string]struct {
+		job    *jobW
+		policy Policy
+		want   []string
+	}{
+		"valid": {job: mpiJob("hello")},
+		"zero workers": {
+			job:  mpiJob("hello").workers(0),
+			want: []string{`spec.trainer.numNodes: Invalid value: 0: an MPI job needs at least 1 Worker`},
+		},
+		"zero slots": {
+			job:  mpiJob("hello").slots(0),
+			want: []string{`spec.trainer.numProcPerNode: Invalid value: 0: slots per worker must be at least 1`},
+		},
+		"unknown runtime suggests the close one": {
+			job:  mpiJob("hello").runtime("mpi-opnempi", false),
+			want: []string{`spec.runtimeRef.name: Not found: "mpi-opnempi": no runtime "mpi-opnempi"; did you mean "mpi-openmpi"?`},
+		},
+		"unknown runtime lists the runtimes": {
+			job:  mpiJob("hello").runtime("tensorflow", false),
+			want: []string{`spec.runtimeRef.name: Not found: "tensorflow": MPI runtimes here: mpi-openmpi, mpi-openmpi-gpu, mpi-mpich`},
+		},
+		"name too long after suffixes": {
+			job:  mpiJob(strings.Repeat("a", 53)),
+			want: []string{`metadata.name: Too long: may not be more than 52 bytes`},
+		},
+		"name exactly at the limit": {job: mpiJob(strings.Repeat("a", 52))},
+		"too many workers for the runtime": {
+			job: mpiJob("hello").workers(9), policy: Policy{MaxWorkers: 8},
+			want: []string{`spec.trainer.numNodes: Invalid value: 9: runtime mpi-openmpi allows at most 8 Workers per job (policy.mpijob.dev/max-workers): use at most 8 Workers`},
+		},
+		"workers at the cap": {job: mpiJob("hello").workers(8), policy: Policy{MaxWorkers: 8}},
+		"too many GPUs per worker": {
+			job: mpiJob("hello").gpus("8"), policy: Policy{MaxGPUsPerWorker: &four},
+			want: []string{`spec.trainer.resourcesPerNode.limits[nvidia.com/gpu]: Invalid value: "8": runtime mpi-openmpi allows at most 4 nvidia.com/gpu per Worker: ask for 4 or fewer`},
+		},
+		"missing required node selector on both pods": {
+			job: mpiJob("hello"), policy: Policy{RequiredNodeSelector: map[string]string{"pool": "gpu"}},
+			want: []string{
+				`spec.runtimePatches[launcher].nodeSelector[pool]: Invalid value: "": runtime mpi-openmpi requires nodeSelector pool=gpu on every pod (policy.mpijob.dev/required-node-selector)`,
+				`spec.runtimePatches[node].nodeSelector[pool]: Invalid value: "": runtime mpi-openmpi requires nodeSelector pool=gpu on every pod (policy.mpijob.dev/required-node-selector)`,
+			},
+		},
+		"required node selector present": {
+			job: mpiJob("hello").nodeSelector(map[string]string{"pool": "gpu", "x": "y"}), policy: Policy{RequiredNodeSelector: map[string]string{"pool": "gpu"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got []string
+			for _, e := range ValidateTrainJob(tc.job.Job, tc.policy) {
+				got = append(got, e.Error())
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("errors (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestParsePolicy(t *testing.T) {
+	cases := map[string]struct {
+		annotations map[string]string
+		want        Policy
+		wantErrs    []string
+	}{
+		"none": {},
+		"all": {
+			annotations: map[string]string{
+				MaxWorkersAnnotation: "16", MaxGPUsPerWorkerAnnotation: "8", RequiredNodeSelectorAnnotation: "pool=gpu, zone=east",
+				PriorityClassAnnotation: "training", GangTimeoutAnnotation: "10m", MinAvailableAnnotation: "4",
+			},
+			want: Policy{MaxWorkers: 16, MaxGPUsPerWorker: ptr.To(resource.MustParse("8")), RequiredNodeSelector: map[string]string{"pool": "gpu", "zone": "east"},
+				PriorityClass: "training", GangTimeout: 10 * time.Minute, MinAvailable: 4},
+		},
+		"bad values name the annotation, the value and the form": {
+			annotations: map[string]string{MaxWorkersAnnotation: "many", GangTimeoutAnnotation: "10", RequiredNodeSelectorAnnotation: "gpu", MaxGPUsPerWorkerAnnotation: "-1"},
+			wantErrs: []string{
+				`metadata.annotations[policy.mpijob.dev/max-workers]: Invalid value: "many": must be a whole number of Workers, at least 1`,
+				`metadata.annotations[policy.mpijob.dev/max-gpus-per-worker]: Invalid value: "-1": must be a GPU count such as 4`,
+				`metadata.annotations[policy.mpijob.dev/required-node-selector]: Invalid value: "gpu": must be label pairs such as gpu=a100,zone=east; "gpu" has no '='`,
+				`metadata.annotations[policy.mpijob.dev/gang-scheduling-timeout]: Invalid value: "10": must be a positive duration such as 10m`,
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, errs := ParsePolicy(tc.annotations)
+			if diff := cmp.Diff(tc.wantErrs, errStrings(errs)); diff != "" {
+				t.Errorf("errors (-want,+got):\n%s", diff)
+			}
+			if len(tc.wantErrs) > 0 {
+				return
+			}
+			if diff := cmp.Diff(tc.want, got, cmpQuantity); diff != "" {
+				t.Errorf("policy (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func errStrings(errs field.ErrorList) []string {
+	var out []string
+	for _, e := range errs {
+		out = append(out, e.Error())
+	}
+	return out
+}
+
+func TestWarnings(t *testing.T) {
+	cases := map[string]struct {
+		job  *jobW
+		want []string
+	}{
+		"fine": {job: mpiJob("hello").gpus("1")},
+		"slots differ from GPUs": {
+			job:  mpiJob("hello").gpus("4").slots(2),
+			want: []string{"slots per worker (2) differs from GPUs per worker (4): ranks will share GPUs or leave some idle"},
+		},
+		"no memory limits": {
+			job: mpiJob("hello").noMemoryLimits(),
+			want: []string{
+				"Workers have no memory limit: a rank that leaks memory can take the whole node; set a memory limit per worker",
+				"the Launcher has no memory limit; set one so it cannot starve its node",
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, Warnings(tc.job.Job)); diff != "" {
+				t.Errorf("warnings (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestFormatSelector(t *testing.T) {
+	if got := FormatSelector(map[string]string{"z": "1", "a": "2"}); got != "a=2,z=1" {
+		t.Errorf("got %q", got)
+	}
+}
