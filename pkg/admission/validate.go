@@ -117,3 +117,5 @@ func Warnings(j Job) []string {
 	}
 	return out
 }
+
+func suggestClose(name string, known []string) bool { return suggest.Closest(name, known) != "" }

@@ -29,6 +29,9 @@ const (
 	trainerHealthPort  = 9451
 	jobsetHealthPort   = 9452
 	kwokServerPort     = 10247
+	managerWebhookPort = 9445
+	managerMetricsPort = 9446
+	managerHealthPort  = 9453
 
 	// bridgeName is the Linux bridge every real node's pods attach to.
 	bridgeName = "mpijob0"

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"time"
 
@@ -266,11 +267,27 @@ func (c *Cluster) waitHealthy(ctx context.Context, name string, port int) error 
 	})
 }
 
-// installProject applies mpijob's own manifests: the aggregated roles, the
-// MPI runtimes, and the development users, namespaces and quotas.
+// installProject applies mpijob's own manifests (the aggregated roles, the
+// MPI runtimes, the development users, namespaces and quotas) and starts
+// mpijob-manager, built from this checkout, with its webhooks.
 func (c *Cluster) installProject(ctx context.Context) error {
 	cl, err := c.newClient()
 	if err != nil {
+		return err
+	}
+	if err := c.startManager(ctx); err != nil {
+		return err
+	}
+	objs, err := manifests.ParseFiles(filepath.Join(c.opts.RepoRoot, "config", "webhook", "manifests.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if err := repointWebhooks(o, "", managerWebhookPort, c.pki.caPEM); err != nil {
+			return err
+		}
+	}
+	if err := manifests.Apply(ctx, cl, fieldOwner, objs); err != nil {
 		return err
 	}
 	for _, dir := range []string{"config/rbac/aggregate", "config/runtimes", "config/dev"} {
@@ -283,4 +300,29 @@ func (c *Cluster) installProject(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// startManager builds mpijob-manager from this checkout (incremental, so
+// the cluster always runs the code being developed) and starts it.
+func (c *Cluster) startManager(ctx context.Context) error {
+	bin := c.opts.bin("mpijob-manager")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/mpijob-manager")
+	cmd.Dir = c.opts.RepoRoot
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("failed to build mpijob-manager: %w\n%s", err, out)
+	}
+	certDir := c.opts.path("manager-certs")
+	if err := c.writeWebhookCerts(certDir); err != nil {
+		return err
+	}
+	args := []string{
+		"--kubeconfig=" + c.componentKubeconfig("admin"),
+		"--webhook-host=127.0.0.1", fmt.Sprintf("--webhook-port=%d", managerWebhookPort), "--webhook-cert-dir=" + certDir,
+		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", managerMetricsPort),
+		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", managerHealthPort),
+	}
+	if err := c.startProcess("mpijob-manager", bin, args, nil); err != nil {
+		return err
+	}
+	return c.waitHealthy(ctx, "mpijob-manager", managerHealthPort)
 }

@@ -47,6 +47,9 @@ var clusterPorts = []portUse{
 	{fmt.Sprintf("127.0.0.1:%d", trainerHealthPort), "Trainer health"},
 	{fmt.Sprintf("127.0.0.1:%d", jobsetHealthPort), "JobSet health"},
 	{fmt.Sprintf("127.0.0.1:%d", kwokServerPort), "kwok"},
+	{fmt.Sprintf("127.0.0.1:%d", managerWebhookPort), "mpijob-manager webhook"},
+	{fmt.Sprintf("127.0.0.1:%d", managerMetricsPort), "mpijob-manager metrics"},
+	{fmt.Sprintf("127.0.0.1:%d", managerHealthPort), "mpijob-manager health"},
 	{"127.0.0.1:10257", "kube-controller-manager"},
 	{"127.0.0.1:10259", "kube-scheduler"},
 }

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/test/framework"
 )
 
@@ -85,6 +86,12 @@ func TestOpenMPIAcrossRealNodes(t *testing.T) {
 	}
 	if !strings.Contains(log, "allreduce over 2 ranks ok") {
 		t.Errorf("launcher log lacks the allreduce check:\n%s", log)
+	}
+
+	// mpijob-manager's diagnosis agrees, for CLI, SDK and dashboard to read.
+	st := c.WaitForStatus(t, ns, "hello", time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseSucceeded })
+	if st.WorkersTotal != 2 || st.SlotsPerWorker != 1 || st.Launcher != api.LauncherSucceeded || st.CompletionTime == nil || st.StartTime == nil {
+		t.Errorf("status = %+v, want 2 Workers, 1 slot, Launcher Succeeded, start and completion times", st)
 	}
 }
 

@@ -76,3 +76,9 @@ func (w *TrainJobWrapper) OnKwokNodes() *TrainJobWrapper {
 
 // Obj returns the TrainJob.
 func (w *TrainJobWrapper) Obj() *trainer.TrainJob { return &w.TrainJob }
+
+// Image sets the Launcher's image (spec.trainer.image).
+func (w *TrainJobWrapper) Image(image string) *TrainJobWrapper {
+	w.Spec.Trainer.Image = &image
+	return w
+}

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/localcluster"
 )
 
@@ -255,4 +256,27 @@ func Dir(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return filepath.Clean(root)
+}
+
+// WaitForStatus polls until mpijob-manager's Status of the TrainJob
+// satisfies ok, and returns it; it fails the test with the last Status.
+func (c *Cluster) WaitForStatus(t testing.TB, ns, name string, timeout time.Duration, ok func(api.Status) bool) api.Status {
+	t.Helper()
+	var last api.Status
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		tj := &trainer.TrainJob{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
+			return false, nil //nolint:nilerr // keep polling through transient errors
+		}
+		s, found, err := api.ReadStatus(tj.Annotations)
+		if err != nil || !found {
+			return false, nil //nolint:nilerr // not written yet
+		}
+		last = s
+		return ok(s), nil
+	})
+	if err != nil {
+		t.Fatalf("mpijob status of %s/%s did not reach the expected state within %s; last: %+v\npods:\n%s", ns, name, timeout, last, c.describePods(ns))
+	}
+	return last
 }

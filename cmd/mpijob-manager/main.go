@@ -1,0 +1,122 @@
+// Command mpijob-manager runs mpijob's admission webhooks and controllers
+// beside upstream Kubeflow Trainer V2: it admits MPI TrainJobs (validation,
+// runtime policy, quota pre-flight, creator) and keeps their diagnosis.
+package main
+
+import (
+	"flag"
+	"os"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	mpiadmission "github.com/mpijob/mpijob/pkg/admission"
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/diagnose"
+)
+
+func main() {
+	var (
+		metricsAddr, probeAddr, webhookHost, certDir, leaderNS string
+		webhookPort                                            int
+		leaderElect, metricsSecure                             bool
+	)
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "address of the metrics endpoint (HTTPS with authentication unless --metrics-secure=false); 0 disables it")
+	flag.BoolVar(&metricsSecure, "metrics-secure", true, "serve metrics over HTTPS and require an authorized token")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	flag.StringVar(&webhookHost, "webhook-host", "", "address the webhook server binds")
+	flag.IntVar(&webhookPort, "webhook-port", 9443, "port of the webhook server")
+	flag.StringVar(&certDir, "webhook-cert-dir", "", "folder with tls.crt and tls.key for the webhook server")
+	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so only one replica acts")
+	flag.StringVar(&leaderNS, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
+	opts := zap.Options{}
+	opts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	log := ctrl.Log.WithName("setup")
+
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, trainer.AddToScheme, jobsetv1alpha2.AddToScheme} {
+		if err := add(scheme); err != nil {
+			log.Error(err, "failed to build the scheme")
+			os.Exit(1)
+		}
+	}
+	cfg := ctrl.GetConfigOrDie()
+	metricsOpts := metricsserver.Options{BindAddress: metricsAddr, SecureServing: metricsSecure}
+	if metricsSecure {
+		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	// Only the pods of JobSets matter; caching every pod would cost memory
+	// on big clusters for nothing.
+	jobsetPods, err := labels.NewRequirement(jobsetv1alpha2.JobSetNameKey, selection.Exists, nil)
+	if err != nil {
+		log.Error(err, "failed to build the pod selector")
+		os.Exit(1)
+	}
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                  scheme,
+		Metrics:                 metricsOpts,
+		HealthProbeBindAddress:  probeAddr,
+		LeaderElection:          leaderElect,
+		LeaderElectionID:        "mpijob-manager.mpijob.dev",
+		LeaderElectionNamespace: leaderNS,
+		WebhookServer:           webhook.NewServer(webhook.Options{Host: webhookHost, Port: webhookPort, CertDir: certDir}),
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Label: labels.NewSelector().Add(*jobsetPods)},
+		}},
+	})
+	if err != nil {
+		log.Error(err, "failed to create the manager")
+		os.Exit(1)
+	}
+
+	decoder := admission.NewDecoder(scheme)
+	lookup := mpiadmission.RuntimeLookup{Client: mgr.GetClient()}
+	mgr.GetWebhookServer().Register(mpiadmission.MutatePath, &webhook.Admission{Handler: &mpiadmission.Mutator{Decoder: decoder}})
+	mgr.GetWebhookServer().Register(mpiadmission.ValidatePath, &webhook.Admission{Handler: &mpiadmission.Validator{
+		Decoder: decoder, Runtimes: lookup, Client: mgr.GetAPIReader(),
+	}})
+
+	logs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		log.Error(err, "failed to create a clientset")
+		os.Exit(1)
+	}
+	if err := (&diagnose.Reconciler{
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Logs: logs,
+		Recorder: mgr.GetEventRecorder(api.FieldManager), Runtimes: lookup,
+	}).SetupWithManager(mgr); err != nil {
+		log.Error(err, "failed to set up the diagnosis controller")
+		os.Exit(1)
+	}
+
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		log.Error(err, "failed to add the health check")
+		os.Exit(1)
+	}
+	if err := mgr.AddReadyzCheck("readyz", mgr.GetWebhookServer().StartedChecker()); err != nil {
+		log.Error(err, "failed to add the readiness check")
+		os.Exit(1)
+	}
+	log.Info("starting mpijob-manager")
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		log.Error(err, "manager stopped")
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,284 @@
+package diagnose
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/mpijob/mpijob/pkg/admission"
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/runtimes"
+)
+
+// How often a job that waits is looked at again even when nothing it
+// watches changed, so the waiting message stays fresh.
+const (
+	waitingRefresh = 15 * time.Second
+	runningRefresh = time.Minute
+	logTailLines   = 200
+)
+
+// Reconciler keeps the mpijob Status of every MPI TrainJob.
+type Reconciler struct {
+	Client client.Client
+	// Reader reads what the cache does not hold (events, all pods, nodes).
+	Reader   client.Reader
+	Logs     kubernetes.Interface
+	Recorder events.EventRecorder
+	Runtimes admission.RuntimeLookup
+	// Now is the clock (tests set it).
+	Now func() time.Time
+}
+
+// SetupWithManager registers the controller: it watches TrainJobs, their
+// JobSets and the JobSets' pods.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	byJobSetName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		name, ok := o.GetLabels()[jobsetv1alpha2.JobSetNameKey]
+		if !ok {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("diagnosis").
+		For(&trainer.TrainJob{}).
+		Watches(&jobsetv1alpha2.JobSet{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &trainer.TrainJob{})).
+		Watches(&corev1.Pod{}, byJobSetName).
+		Complete(r)
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	tj := &trainer.TrainJob{}
+	if err := r.Client.Get(ctx, req.NamespacedName, tj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	log := ctrl.LoggerFrom(ctx).WithValues("trainJob", klog.KObj(tj))
+	ctx = ctrl.LoggerInto(ctx, log)
+	return r.reconcile(ctx, tj)
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	spec, _, found, err := r.Runtimes.Get(ctx, tj)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !found || !runtimes.IsMPI(spec) {
+		return ctrl.Result{}, nil
+	}
+	prev, hadPrev, err := api.ReadStatus(tj.Annotations)
+	if err != nil {
+		log.V(2).Info("ignoring unreadable previous status", "err", err)
+	}
+	in := Input{TrainJob: tj, Now: r.now()}
+	if hadPrev {
+		in.Previous = &prev
+		if prev.Phase.Finished() && (condTrue(tj, trainer.TrainJobComplete) || condTrue(tj, trainer.TrainJobFailed)) {
+			// Finished jobs stay finished: nothing a child does changes them.
+			return ctrl.Result{}, nil
+		}
+	}
+	js := &jobsetv1alpha2.JobSet{}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(tj), js); err == nil {
+		in.JobSet = js
+	} else if !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(tj.Namespace), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: tj.Name}); err != nil {
+		return ctrl.Result{}, err
+	}
+	for _, p := range pods.Items {
+		switch p.Labels[jobsetv1alpha2.ReplicatedJobNameKey] {
+		case api.LauncherJob:
+			in.Launcher = append(in.Launcher, p)
+		case api.WorkerJob:
+			in.Workers = append(in.Workers, p)
+		}
+	}
+	evs := &corev1.EventList{}
+	if err := r.Reader.List(ctx, evs, client.InNamespace(tj.Namespace), client.MatchingFieldsSelector{
+		Selector: fields.OneTermEqualSelector("reason", "FailedCreate")}); err == nil {
+		for _, e := range evs.Items {
+			if e.InvolvedObject.Kind == "Job" && len(e.InvolvedObject.Name) > len(tj.Name) && e.InvolvedObject.Name[:len(tj.Name)+1] == tj.Name+"-" {
+				in.Events = append(in.Events, e)
+			}
+		}
+	}
+	if condTrue(tj, trainer.TrainJobFailed) && len(in.Launcher) > 0 {
+		in.LauncherLog = r.launcherLog(ctx, newest(in.Launcher))
+	}
+	if unscheduled(in.Workers) > 0 {
+		in.Nodes = r.freeCapacity(ctx)
+	}
+	if _, annotations, _, _ := r.Runtimes.Get(ctx, tj); annotations != nil {
+		if p, errs := admission.ParsePolicy(annotations); len(errs) == 0 {
+			in.GangTimeout = p.GangTimeout
+		}
+	}
+
+	s := Diagnose(in)
+	if !hadPrev || changed(prev, s) {
+		if err := r.write(ctx, tj, s); err != nil {
+			return ctrl.Result{}, err
+		}
+		if !hadPrev || prev.Phase != s.Phase || prev.Reason != s.Reason {
+			r.emit(tj, s)
+		}
+		log.V(1).Info("status", "phase", s.Phase, "reason", s.Reason)
+	}
+	switch {
+	case s.Phase.Finished():
+		return ctrl.Result{}, nil
+	case s.Phase == api.PhaseRunning:
+		return ctrl.Result{RequeueAfter: runningRefresh}, nil
+	default:
+		return ctrl.Result{RequeueAfter: waitingRefresh}, nil
+	}
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// changed ignores LastTransitionTime, which only moves with the phase.
+func changed(a, b api.Status) bool {
+	a.LastTransitionTime, b.LastTransitionTime = nil, nil
+	ea, _ := a.Encode()
+	eb, _ := b.Encode()
+	return ea != eb
+}
+
+// write applies the status annotation under the manager's field owner; it
+// is the only field the manager sets on a TrainJob.
+func (r *Reconciler) write(ctx context.Context, tj *trainer.TrainJob, s api.Status) error {
+	raw, err := s.Encode()
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(trainer.GroupVersion.String())
+	u.SetKind(trainer.TrainJobKind)
+	u.SetNamespace(tj.Namespace)
+	u.SetName(tj.Name)
+	u.SetUID(tj.UID)
+	u.SetAnnotations(map[string]string{api.StatusAnnotation: raw})
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
+		return fmt.Errorf("failed to write the status of %s/%s: %w", tj.Namespace, tj.Name, err)
+	}
+	return nil
+}
+
+// emit records the transition as an Event on the TrainJob.
+func (r *Reconciler) emit(tj *trainer.TrainJob, s api.Status) {
+	if r.Recorder == nil {
+		return
+	}
+	typ := corev1.EventTypeNormal
+	if s.Phase == api.PhaseFailed || s.Reason == ReasonImagePullFailed || s.Reason == ReasonQuotaExceeded || s.Reason == ReasonGangSchedulingTimout {
+		typ = corev1.EventTypeWarning
+	}
+	reason := string(s.Phase)
+	if s.Reason != "" {
+		reason = s.Reason
+	}
+	note := s.Message
+	if s.NextStep != "" {
+		note += " Next step: " + s.NextStep
+	}
+	if len(note) > 1000 {
+		note = note[:1000]
+	}
+	r.Recorder.Eventf(tj, nil, typ, reason, "Diagnose", "%s", note)
+}
+
+func (r *Reconciler) launcherLog(ctx context.Context, p *corev1.Pod) string {
+	if r.Logs == nil {
+		return ""
+	}
+	b, err := r.Logs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{TailLines: ptr.To[int64](logTailLines)}).DoRaw(ctx)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// freeCapacity is every schedulable node's allocatable minus the requests
+// of the pods bound to it.
+func (r *Reconciler) freeCapacity(ctx context.Context) []NodeFree {
+	nodes := &corev1.NodeList{}
+	if err := r.Reader.List(ctx, nodes); err != nil {
+		return nil
+	}
+	pods := &corev1.PodList{}
+	if err := r.Reader.List(ctx, pods, client.MatchingFieldsSelector{Selector: fields.AndSelectors(
+		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
+		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
+		fields.OneTermNotEqualSelector("spec.nodeName", ""))}); err != nil {
+		return nil
+	}
+	used := map[string]corev1.ResourceList{}
+	for i := range pods.Items {
+		req, _ := admission.PodDemand(&pods.Items[i].Spec)
+		u := used[pods.Items[i].Spec.NodeName]
+		if u == nil {
+			u = corev1.ResourceList{}
+			used[pods.Items[i].Spec.NodeName] = u
+		}
+		for k, q := range req {
+			cur := u[k]
+			cur.Add(q)
+			u[k] = cur
+		}
+	}
+	var out []NodeFree
+	for _, n := range nodes.Items {
+		if n.Spec.Unschedulable || !nodeIsReady(&n) {
+			continue
+		}
+		free := corev1.ResourceList{}
+		for k, q := range n.Status.Allocatable {
+			f := q.DeepCopy()
+			if u, ok := used[n.Name][k]; ok {
+				f.Sub(u)
+			}
+			if f.Sign() < 0 {
+				f = resource.Quantity{}
+			}
+			free[k] = f
+		}
+		out = append(out, NodeFree{Name: n.Name, Free: free})
+	}
+	return out
+}
+
+func nodeIsReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

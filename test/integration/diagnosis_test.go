@@ -1,0 +1,79 @@
+//go:build e2e
+
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/diagnose"
+	"github.com/mpijob/mpijob/test/framework"
+)
+
+// Real jobs on the real nodes fail in the ways users meet, and
+// mpijob-manager says why in plain words, with a next step and an Event.
+func TestDiagnosisOfRealFailures(t *testing.T) {
+	c := framework.Get(t)
+	cases := map[string]struct {
+		job         *framework.TrainJobWrapper
+		wantPhase   api.Phase
+		wantReason  string
+		wantMessage []string
+	}{
+		"the Launcher's program fails": {
+			job:       framework.MakeTrainJob("exit3", "", "mpi-openmpi").NumNodes(1).Command("sh", "-c", "echo giving up; exit 3"),
+			wantPhase: api.PhaseFailed, wantReason: diagnose.ReasonLauncherFailed,
+			wantMessage: []string{"The Launcher exited with code 3."},
+		},
+		"ssh to a Worker is refused": {
+			// Nothing listens on 2299: the ssh error is what a Worker without sshd gives.
+			job:       framework.MakeTrainJob("refused", "", "mpi-openmpi").NumNodes(1).Command("sh", "-c", "ssh -p 2299 refused-node-0-0.refused true"),
+			wantPhase: api.PhaseFailed, wantReason: diagnose.ReasonSSHConnectionRefused,
+			wantMessage: []string{"could not open an SSH connection to Worker 0 (refused-node-0-0) on port 2299"},
+		},
+		"the Launcher's image cannot be pulled": {
+			job:       framework.MakeTrainJob("badimage", "", "mpi-openmpi").NumNodes(1).Image("registry.invalid/mpijob/nope:1"),
+			wantPhase: api.PhaseStarting, wantReason: diagnose.ReasonImagePullFailed,
+			wantMessage: []string{`cannot pull image "registry.invalid/mpijob/nope:1" from registry.invalid`, "The Launcher (pod badimage-launcher-0-0-"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ns := c.NewNamespace(t, "diag")
+			job := tc.job.Obj()
+			job.Namespace = ns
+			if err := c.Client.Create(context.Background(), job); err != nil {
+				t.Fatal(err)
+			}
+			s := c.WaitForStatus(t, ns, job.Name, 3*time.Minute, func(s api.Status) bool { return s.Phase == tc.wantPhase && s.Reason == tc.wantReason })
+			for _, want := range tc.wantMessage {
+				if !strings.Contains(s.Message, want) {
+					t.Errorf("message %q lacks %q", s.Message, want)
+				}
+			}
+			if s.NextStep == "" {
+				t.Error("no next step")
+			}
+			evs := &corev1.EventList{}
+			if err := c.Client.List(context.Background(), evs, client.InNamespace(ns)); err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, e := range evs.Items {
+				if e.InvolvedObject.Name == job.Name && e.Reason == tc.wantReason {
+					found = true
+				}
+			}
+			if !found {
+				t.Errorf("no Event with reason %s on the TrainJob", tc.wantReason)
+			}
+		})
+	}
+}
