@@ -88,7 +88,7 @@ func main() {
 
 	decoder := admission.NewDecoder(scheme)
 	lookup := mpiadmission.RuntimeLookup{Client: mgr.GetClient()}
-	mgr.GetWebhookServer().Register(mpiadmission.MutatePath, &webhook.Admission{Handler: &mpiadmission.Mutator{Decoder: decoder}})
+	mgr.GetWebhookServer().Register(mpiadmission.MutatePath, &webhook.Admission{Handler: &mpiadmission.Mutator{Decoder: decoder, Runtimes: lookup}})
 	mgr.GetWebhookServer().Register(mpiadmission.ValidatePath, &webhook.Admission{Handler: &mpiadmission.Validator{
 		Decoder: decoder, Runtimes: lookup, Client: mgr.GetAPIReader(),
 	}})

@@ -74,15 +74,25 @@ func (l RuntimeLookup) MPIRuntimeNames(ctx context.Context) []string {
 // Mutator stamps the creator of a TrainJob. On create the annotation is
 // the requesting user, whatever the request said; on update it keeps the
 // stored value, so nobody can forge or change it.
+//
+// It also refuses a TrainJob whose MPI runtime does not exist, with a
+// suggestion: mutating webhooks run before validating ones, so this answer
+// comes before Trainer's own "not found".
 type Mutator struct {
-	Decoder admission.Decoder
+	Decoder  admission.Decoder
+	Runtimes RuntimeLookup
 }
 
 // Handle implements admission.Handler.
-func (m *Mutator) Handle(_ context.Context, req admission.Request) admission.Response {
+func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.Response {
 	tj := &trainer.TrainJob{}
 	if err := m.Decoder.Decode(req, tj); err != nil {
 		return admission.Errored(http.StatusBadRequest, err)
+	}
+	if req.Operation == admissionv1.Create && m.Runtimes.Client != nil {
+		if resp, denied := unknownRuntime(ctx, m.Runtimes, tj); denied {
+			return resp
+		}
 	}
 	want := req.UserInfo.Username
 	if req.Operation == admissionv1.Update {
@@ -148,12 +158,11 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 	}
 	job := Job{TrainJob: tj, RuntimeFound: found}
 	if !found {
-		job.KnownRuntimes = v.Runtimes.MPIRuntimeNames(ctx)
-		if !looksMPI(tj.Spec.RuntimeRef.Name, job.KnownRuntimes) {
-			// Not ours to judge: Trainer answers for non-MPI runtimes.
-			return admission.Allowed("")
+		if resp, denied := unknownRuntime(ctx, v.Runtimes, tj); denied {
+			return resp
 		}
-		return deny(tj, ValidateTrainJob(job, Policy{}))
+		// Not ours to judge: Trainer answers for non-MPI runtimes.
+		return admission.Allowed("")
 	}
 	policy, perrs := ParsePolicy(annotations)
 	if len(perrs) > 0 {
@@ -201,4 +210,18 @@ func deny(tj *trainer.TrainJob, errs field.ErrorList) admission.Response {
 		Allowed: false,
 		Result:  &err.ErrStatus,
 	}}
+}
+
+// unknownRuntime denies a TrainJob whose runtime does not exist when the
+// name looks like an MPI runtime, suggesting the closest one.
+func unknownRuntime(ctx context.Context, l RuntimeLookup, tj *trainer.TrainJob) (admission.Response, bool) {
+	_, _, found, err := l.Get(ctx, tj)
+	if err != nil || found {
+		return admission.Response{}, false
+	}
+	known := l.MPIRuntimeNames(ctx)
+	if !looksMPI(tj.Spec.RuntimeRef.Name, known) {
+		return admission.Response{}, false
+	}
+	return deny(tj, ValidateTrainJob(Job{TrainJob: tj, KnownRuntimes: known}, Policy{})), true
 }

@@ -280,3 +280,23 @@ func (c *Cluster) WaitForStatus(t testing.TB, ns, name string, timeout time.Dura
 	}
 	return last
 }
+
+// WaitForPods waits until the replicated job has n pods placed on nodes and
+// returns them.
+func (c *Cluster) WaitForPods(t testing.TB, ns, trainJob, replicatedJob string, n int, timeout time.Duration) []corev1.Pod {
+	t.Helper()
+	var placed []corev1.Pod
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		placed = placed[:0]
+		for _, p := range c.JobPods(t, ns, trainJob, replicatedJob) {
+			if p.Spec.NodeName != "" {
+				placed = append(placed, p)
+			}
+		}
+		return len(placed) >= n, nil
+	})
+	if err != nil {
+		t.Fatalf("%s/%s: %d of %d %s pods placed after %s\npods:\n%s", ns, trainJob, len(placed), n, replicatedJob, timeout, c.describePods(ns))
+	}
+	return placed
+}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
@@ -92,8 +93,16 @@ func TestCreatorAttribution(t *testing.T) {
 		t.Errorf("creator = %q, want dev-a (the forged value must be replaced)", who)
 	}
 
-	got.Annotations[api.CreatorAnnotation] = "dev-b"
-	if err := devA.Update(ctx, got); err != nil {
+	// mpijob-manager writes the job's status annotation meanwhile: retry on conflict.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur := &trainer.TrainJob{}
+		if err := devA.Get(ctx, client.ObjectKeyFromObject(job), cur); err != nil {
+			return err
+		}
+		cur.Annotations[api.CreatorAnnotation] = "dev-b"
+		return devA.Update(ctx, cur)
+	})
+	if err != nil {
 		t.Fatalf("update: %v", err)
 	}
 	after := &trainer.TrainJob{}
