@@ -54,10 +54,16 @@ func newUpCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if os.Geteuid() != 0 {
+				return localcluster.ErrNotRoot
+			}
 			opts.SkipImages = skipImages
 			opts.KwokNodes = kwokNodes
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			// Ctrl-C on `make dev | tee log` ends tee first; teardown must
+			// still run when our output has nowhere to go.
+			signal.Ignore(syscall.SIGPIPE)
 			out := cmd.OutOrStdout()
 			c := localcluster.New(opts, out)
 			start := time.Now()

@@ -186,7 +186,7 @@ func (c *Cluster) startNode(ctx context.Context, n realNode) error {
 // checks the machine.
 func (c *Cluster) preflightOrRecover(ctx context.Context) error {
 	if os.Geteuid() != 0 {
-		return errNotRoot
+		return ErrNotRoot
 	}
 	if leftovers(c.opts) {
 		done := c.progress.Step("stopping a local cluster left by an earlier run")
@@ -245,7 +245,7 @@ func (c *Cluster) apiReady(ctx context.Context) bool {
 // also after a crash or when nothing runs.
 func Down(ctx context.Context, opts Options, out io.Writer) error {
 	if os.Geteuid() != 0 {
-		return errNotRoot
+		return ErrNotRoot
 	}
 	stopped := stopAll(opts.runDir())
 	if len(stopped) > 0 {

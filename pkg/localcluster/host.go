@@ -22,7 +22,7 @@ var debianPackages = []string{
 // one line that says what to do.
 func (c *Cluster) preflight() error {
 	if os.Geteuid() != 0 {
-		return errNotRoot
+		return ErrNotRoot
 	}
 	if _, err := os.Stat("/sys/fs/cgroup/memory"); err != nil {
 		if _, err2 := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err2 != nil {

@@ -182,4 +182,5 @@ func isOurs(pid int, runDir string) bool {
 	return strings.Contains(cmdline, state) || strings.Contains(cmdline, "mpijob")
 }
 
-var errNotRoot = errors.New("the local cluster runs kubelets and containerd and must run as root: run it with sudo (or as root in a VM/container with cgroups)")
+// ErrNotRoot says the local cluster needs root.
+var ErrNotRoot = errors.New("the local cluster runs kubelets and containerd and must run as root: run it with sudo (or as root in a VM/container with cgroups)")

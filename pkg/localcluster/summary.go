@@ -63,8 +63,8 @@ func (c *Cluster) SubmitSample(ctx context.Context, path string) error {
 		return err
 	}
 	for _, o := range objs {
-		fmt.Fprintf(c.progress.out, "submitted sample %s %s/%s: watch it with `kubectl get %s -n %s -w`\n",
-			o.GetKind(), o.GetNamespace(), o.GetName(), strings.ToLower(o.GetKind()), o.GetNamespace())
+		fmt.Fprintf(c.progress.out, "submitted sample %s %s/%s: watch it with `kubectl get %s -n %s -w`;\n  its Launcher's log: kubectl logs -n %s -l jobset.sigs.k8s.io/jobset-name=%s,jobset.sigs.k8s.io/replicatedjob-name=launcher\n",
+			o.GetKind(), o.GetNamespace(), o.GetName(), strings.ToLower(o.GetKind()), o.GetNamespace(), o.GetNamespace(), o.GetName())
 	}
 	return nil
 }
