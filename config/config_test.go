@@ -24,6 +24,7 @@ func TestDefaultBuilds(t *testing.T) {
 	sort.Strings(got)
 	want := []string{
 		"ClusterRole/mpijob-edit",
+		"ClusterRole/mpijob-metrics-reader",
 		"ClusterRole/mpijob-runtime-reader",
 		"ClusterRole/mpijob-view",
 		"ClusterRoleBinding/mpijob-runtime-reader",

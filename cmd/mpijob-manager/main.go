@@ -28,6 +28,7 @@ import (
 	mpiadmission "github.com/mpijob/mpijob/pkg/admission"
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/diagnose"
+	"github.com/mpijob/mpijob/pkg/netpol"
 )
 
 func main() {
@@ -103,6 +104,11 @@ func main() {
 		Recorder: mgr.GetEventRecorder(api.FieldManager), Runtimes: lookup,
 	}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "failed to set up the diagnosis controller")
+		os.Exit(1)
+	}
+
+	if err := (&netpol.Reconciler{Client: mgr.GetClient(), Runtimes: lookup}).SetupWithManager(mgr); err != nil {
+		log.Error(err, "failed to set up the NetworkPolicy controller")
 		os.Exit(1)
 	}
 

@@ -24,6 +24,7 @@ import (
 
 	"github.com/mpijob/mpijob/pkg/admission"
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/metrics"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
@@ -144,6 +145,15 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 		if !hadPrev || prev.Phase != s.Phase || prev.Reason != s.Reason {
 			r.emit(tj, s)
 		}
+		var before *api.Status
+		var placed time.Time
+		if hadPrev {
+			before = &prev
+			if prev.Phase == api.PhaseStarting && prev.LastTransitionTime != nil {
+				placed = prev.LastTransitionTime.Time
+			}
+		}
+		metrics.Transition(tj.Namespace, tj.Spec.RuntimeRef.Name, before, s, tj.CreationTimestamp.Time, placed, in.Now)
 		log.V(1).Info("status", "phase", s.Phase, "reason", s.Reason)
 	}
 	switch {

@@ -300,3 +300,6 @@ func (c *Cluster) WaitForPods(t testing.TB, ns, trainJob, replicatedJob string, 
 	}
 	return placed
 }
+
+// ManagerMetricsURL is where the local cluster's mpijob-manager serves metrics.
+const ManagerMetricsURL = "https://127.0.0.1:9446/metrics"
