@@ -28,6 +28,7 @@ func TestDefaultBuilds(t *testing.T) {
 		"ClusterRole/mpijob-runtime-reader",
 		"ClusterRole/mpijob-view",
 		"ClusterRoleBinding/mpijob-runtime-reader",
+		"ClusterTrainingRuntime/mpi-mpich",
 		"ClusterTrainingRuntime/mpi-openmpi",
 		"ClusterTrainingRuntime/mpi-openmpi-gpu",
 	}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 	"syscall"
@@ -40,6 +41,8 @@ type Image struct {
 	MPICC string
 	// Env is the image's environment.
 	Env []string
+	// Files are copied from images/ (key) to the image (value), mode 0755.
+	Files map[string]string
 }
 
 // debianSuite and debianMirror are where debootstrap and apt take packages.
@@ -65,6 +68,7 @@ var Images = []Image{
 	{
 		Ref: "ghcr.io/mpijob/mpich:4.0", Dir: "mpich",
 		Packages: []string{"mpich"}, BuildPackages: []string{"gcc", "libc6-dev", "libmpich-dev"}, MPICC: "mpicc.mpich",
+		Files: map[string]string{"mpich/mpijob-mpiexec": "/usr/local/bin/mpijob-mpiexec"},
 	},
 }
 
@@ -96,7 +100,15 @@ func imageTars(opts Options) ([]string, error) {
 	}
 	tars := []string{filepath.Join(imagesDir(opts), "pause-"+h+".tar")}
 	for _, im := range Images {
-		h, err := imageHash(opts, append(append(append([]string{im.Ref, imageFormat}, basePackages...), im.Packages...), im.Env...)...)
+		parts := append(append(append([]string{im.Ref, imageFormat}, basePackages...), im.Packages...), im.Env...)
+		for _, src := range sortedKeys(im.Files) {
+			b, err := os.ReadFile(filepath.Join(opts.RepoRoot, "images", src))
+			if err != nil {
+				return nil, err
+			}
+			parts = append(parts, src, im.Files[src], string(b))
+		}
+		h, err := imageHash(opts, parts...)
 		if err != nil {
 			return nil, err
 		}
@@ -260,9 +272,12 @@ func buildImage(ctx context.Context, opts Options, base string, im Image, out st
 		filepath.Join(opts.RepoRoot, "images", "common", "sshd_config"): filepath.Join(root, "home", "mpiuser", ".sshd_config"),
 		filepath.Join(opts.RepoRoot, "images", "common", "ssh_config"):  filepath.Join(root, "etc", "ssh", "ssh_config.d", "mpi.conf"),
 	}
+	for src, dst := range im.Files {
+		files[filepath.Join(opts.RepoRoot, "images", src)] = filepath.Join(root, dst)
+	}
 	for src, dst := range files {
 		mode := os.FileMode(0o644)
-		if strings.HasSuffix(dst, "mpi-hello") {
+		if strings.HasPrefix(dst, filepath.Join(root, "usr", "local", "bin")) {
 			mode = 0o755
 		}
 		if err := copyFile(src, dst, mode); err != nil {
@@ -499,4 +514,13 @@ func (c *Cluster) importImages(ctx context.Context, n realNode) error {
 		done()
 	}
 	return nil
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -62,7 +62,7 @@ func TestParseFilesReadsRepositoryConfig(t *testing.T) {
 	for _, o := range objs {
 		names = append(names, o.GetName())
 	}
-	if diff := cmp.Diff([]string{"mpi-openmpi-gpu", "mpi-openmpi"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"mpi-mpich", "mpi-openmpi-gpu", "mpi-openmpi"}, names); diff != "" {
 		t.Errorf("runtimes (-want,+got):\n%s", diff)
 	}
 }

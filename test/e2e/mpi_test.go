@@ -19,14 +19,31 @@ import (
 
 var rankLine = regexp.MustCompile(`(?m)^mpi-hello: rank (\d+) of (\d+) on (\S+)$`)
 
-// A real MPI program runs across the two real nodes: upstream Trainer V2
-// turns the TrainJob into a JobSet, the Launcher reaches both Workers over
-// SSH, and every rank reports from its own host.
-func TestOpenMPIAcrossRealNodes(t *testing.T) {
+// A real MPI program runs across the two real nodes, for each MPI
+// implementation: upstream Trainer V2 turns the TrainJob into a JobSet, the
+// Launcher reaches both Workers over SSH, and every rank reports from its
+// own host.
+func TestMPIAcrossRealNodes(t *testing.T) {
+	cases := map[string]struct {
+		runtime string
+		command []string
+	}{
+		"OpenMPI": {runtime: "mpi-openmpi", command: []string{"mpirun", "/usr/local/bin/mpi-hello"}},
+		"MPICH":   {runtime: "mpi-mpich", command: []string{"mpijob-mpiexec", "/usr/local/bin/mpi-hello"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			runOnRealNodes(t, tc.runtime, tc.command)
+		})
+	}
+}
+
+func runOnRealNodes(t *testing.T, runtime string, command []string) {
 	c := framework.Get(t)
-	ns := c.NewNamespace(t, "e2e-openmpi")
-	job := framework.MakeTrainJob("hello", ns, "mpi-openmpi").NumNodes(2).SlotsPerWorker(1).
-		Command("mpirun", "/usr/local/bin/mpi-hello").Obj()
+	ns := c.NewNamespace(t, "e2e-"+runtime)
+	job := framework.MakeTrainJob("hello", ns, runtime).NumNodes(2).SlotsPerWorker(1).
+		Command(command...).Obj()
 	if err := c.Client.Create(context.Background(), job); err != nil {
 		t.Fatalf("failed to create TrainJob: %v", err)
 	}

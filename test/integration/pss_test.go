@@ -1,0 +1,52 @@
+//go:build e2e
+
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mpijob/mpijob/test/framework"
+)
+
+// team-a enforces Pod Security "restricted" (a privileged pod is refused
+// there), and a real MPI job of dev-a still runs to completion in it: the
+// runtimes' Launcher and Worker pods are restricted-compliant.
+func TestRuntimesPassPodSecurityRestricted(t *testing.T) {
+	c := framework.Get(t)
+	devA := c.As(t, "dev-a")
+	ctx := context.Background()
+
+	privileged := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "pss-probe", Namespace: "team-a"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "ghcr.io/mpijob/openmpi:4.1",
+			SecurityContext: &corev1.SecurityContext{Privileged: ptr.To(true)}}}},
+	}
+	err := devA.Create(ctx, privileged, client.DryRunAll)
+	if err == nil || !strings.Contains(err.Error(), `violates PodSecurity "restricted`) {
+		t.Fatalf("a privileged pod in team-a got %v, want a PodSecurity restricted violation", err)
+	}
+
+	for _, runtime := range []string{"mpi-openmpi", "mpi-mpich"} {
+		name := "pss-" + strings.TrimPrefix(runtime, "mpi-")
+		job := framework.MakeTrainJob(name, "team-a", runtime).NumNodes(2).Obj()
+		if err := devA.Create(ctx, job); err != nil {
+			t.Fatalf("dev-a could not create a %s job in team-a: %v", runtime, err)
+		}
+		t.Cleanup(func() { _ = c.Client.Delete(context.Background(), job) })
+	}
+	for _, runtime := range []string{"mpi-openmpi", "mpi-mpich"} {
+		name := "pss-" + strings.TrimPrefix(runtime, "mpi-")
+		if got := c.WaitForTrainJob(t, "team-a", name, 3*time.Minute, trainer.TrainJobComplete, trainer.TrainJobFailed); got != trainer.TrainJobComplete {
+			t.Errorf("%s job in team-a ended %s", runtime, got)
+		}
+	}
+}
