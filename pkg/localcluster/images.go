@@ -69,6 +69,10 @@ var Images = []Image{
 		Ref: "ghcr.io/mpijob/mpich:4.0", Dir: "mpich",
 		Packages: []string{"mpich"}, BuildPackages: []string{"gcc", "libc6-dev", "libmpich-dev"}, MPICC: "mpicc.mpich",
 		Files: map[string]string{"mpich/mpijob-mpiexec": "/usr/local/bin/mpijob-mpiexec"},
+		// Debian's MPICH runs over UCX; its shared-memory transports hang in
+		// MPI_Finalize in pods without CAP_SYS_PTRACE. TCP works everywhere;
+		// set UCX_TLS for a fast fabric.
+		Env: []string{"UCX_TLS=tcp,self"},
 	},
 }
 

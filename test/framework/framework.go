@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -303,3 +304,8 @@ func (c *Cluster) WaitForPods(t testing.TB, ns, trainJob, replicatedJob string, 
 
 // ManagerMetricsURL is where the local cluster's mpijob-manager serves metrics.
 const ManagerMetricsURL = "https://127.0.0.1:9446/metrics"
+
+// UniqueName returns prefix plus a random suffix, for objects in shared
+// namespaces (team-a): reusing a TrainJob name while the last job's pods
+// still terminate lets the new Launcher reach the old Workers.
+func UniqueName(prefix string) string { return prefix + "-" + utilrand.String(5) }

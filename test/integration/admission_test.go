@@ -76,7 +76,7 @@ func TestCreatorAttribution(t *testing.T) {
 	c := framework.Get(t)
 	devA := c.As(t, "dev-a")
 	ctx := context.Background()
-	job := framework.MakeTrainJob("creator", "team-a", "mpi-openmpi").NumNodes(1).Obj()
+	job := framework.MakeTrainJob(framework.UniqueName("creator"), "team-a", "mpi-openmpi").NumNodes(1).Obj()
 	job.Spec.Suspend = new(bool)
 	*job.Spec.Suspend = true
 	job.Annotations = map[string]string{api.CreatorAnnotation: "admin"}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
@@ -61,18 +62,21 @@ func TestDiagnosisOfRealFailures(t *testing.T) {
 			if s.NextStep == "" {
 				t.Error("no next step")
 			}
-			evs := &corev1.EventList{}
-			if err := c.Client.List(context.Background(), evs, client.InNamespace(ns)); err != nil {
-				t.Fatal(err)
-			}
-			found := false
-			for _, e := range evs.Items {
-				if e.InvolvedObject.Name == job.Name && e.Reason == tc.wantReason {
-					found = true
+			// The Event follows the status write within 10 seconds.
+			err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+				evs := &corev1.EventList{}
+				if err := c.Client.List(ctx, evs, client.InNamespace(ns)); err != nil {
+					return false, err
 				}
-			}
-			if !found {
-				t.Errorf("no Event with reason %s on the TrainJob", tc.wantReason)
+				for _, e := range evs.Items {
+					if e.InvolvedObject.Name == job.Name && e.Reason == tc.wantReason {
+						return true, nil
+					}
+				}
+				return false, nil
+			})
+			if err != nil {
+				t.Errorf("no Event with reason %s on the TrainJob within 10s: %v", tc.wantReason, err)
 			}
 		})
 	}
