@@ -361,61 +361,15 @@ func writeImage(rootfs, layerPath, ref string, cfg v1.Config, out string) error 
 		return fmt.Errorf("failed to write image %s: %w", ref, err)
 	}
 	tmp := out + ".tmp"
-	if err := tarFlat(dir, tmp); err != nil {
+	if err := tarDir(dir, tmp); err != nil {
 		return err
 	}
 	return os.Rename(tmp, out)
 }
 
-// tarFlat writes the files under dir (an OCI layout) into a tar at out.
-func tarFlat(dir, out string) error {
-	f, err := os.Create(out)
-	if err != nil {
-		return err
-	}
-	defer func() { _ = f.Close() }()
-	tw := tar.NewWriter(f)
-	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil || path == dir {
-			return err
-		}
-		info, err := d.Info()
-		if err != nil {
-			return err
-		}
-		hdr, err := tar.FileInfoHeader(info, "")
-		if err != nil {
-			return err
-		}
-		hdr.Name, _ = filepath.Rel(dir, path)
-		if d.IsDir() {
-			hdr.Name += "/"
-		}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return err
-		}
-		if !info.Mode().IsRegular() {
-			return nil
-		}
-		src, err := os.Open(path)
-		if err != nil {
-			return err
-		}
-		_, err = io.Copy(tw, src)
-		_ = src.Close()
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("failed to pack %s: %w", dir, err)
-	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	return f.Close()
-}
-
 // tarDir writes rootfs as an uncompressed tar, keeping owners and modes and
-// leaving out the contents of /proc, /sys and /dev, which the runtime provides.
+// leaving out the contents of /proc, /sys and /dev, which the runtime
+// provides. It also packs an OCI layout folder (which has none of those).
 func tarDir(rootfs, out string) error {
 	f, err := os.Create(out)
 	if err != nil {
