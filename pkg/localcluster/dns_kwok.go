@@ -100,6 +100,12 @@ func (c *Cluster) startKwok(ctx context.Context) error {
 		}
 		docs = append(docs, strings.TrimSpace(string(b)))
 	}
+	// mpijob's own stages fake OOM kills and evictions for diagnosis tests.
+	own, err := os.ReadFile(filepath.Join(c.opts.RepoRoot, "config", "dev", "kwok", "pod-failures.yaml"))
+	if err != nil {
+		return fmt.Errorf("failed to read mpijob's kwok stages: %w", err)
+	}
+	docs = append(docs, strings.TrimSpace(string(own)))
 	stages := c.opts.path("kwok-stages.yaml")
 	if err := os.WriteFile(stages, []byte(strings.Join(docs, "\n---\n")+"\n"), 0o644); err != nil {
 		return err

@@ -64,7 +64,7 @@ func (w *TrainJobWrapper) OnKwokNodes() *TrainJobWrapper {
 	for _, name := range []string{"launcher", "node"} {
 		rjobs = append(rjobs, trainer.ReplicatedJobPatch{
 			Name:     name,
-			Template: &trainer.JobTemplatePatch{Spec: &trainer.JobSpecPatch{Template: &trainer.PodTemplatePatch{Spec: spec}}},
+			Template: &trainer.JobTemplatePatch{Spec: &trainer.JobSpecPatch{Template: &trainer.PodTemplatePatch{Spec: spec.DeepCopy()}}},
 		})
 	}
 	w.Spec.RuntimePatches = append(w.Spec.RuntimePatches, trainer.RuntimePatch{
@@ -80,5 +80,21 @@ func (w *TrainJobWrapper) Obj() *trainer.TrainJob { return &w.TrainJob }
 // Image sets the Launcher's image (spec.trainer.image).
 func (w *TrainJobWrapper) Image(image string) *TrainJobWrapper {
 	w.Spec.Trainer.Image = &image
+	return w
+}
+
+// FailWorkersOnKwok labels the Worker pods so mpijob's kwok stages end
+// them with reason (OOMKilled or Evicted) instead of completing. It needs
+// OnKwokNodes first.
+func (w *TrainJobWrapper) FailWorkersOnKwok(reason string) *TrainJobWrapper {
+	for i := range w.Spec.RuntimePatches {
+		p := &w.Spec.RuntimePatches[i]
+		for j := range p.TrainingRuntimeSpec.Template.Spec.ReplicatedJobs {
+			rj := &p.TrainingRuntimeSpec.Template.Spec.ReplicatedJobs[j]
+			if rj.Name == "node" {
+				rj.Template.Spec.Template.Metadata = &metav1.ObjectMeta{Labels: map[string]string{"kwok.mpijob.dev/fail": reason}}
+			}
+		}
+	}
 	return w
 }
