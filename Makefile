@@ -70,6 +70,10 @@ test-e2e: $(DEV) ## Integration and e2e tests against the real local cluster.
 bench: ## Benchmarks (printed tables).
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
 
+.PHONY: bench-admission
+bench-admission: ## Latency that admission webhooks add (needs a running local cluster).
+	$(GO) run ./bench/admission
+
 .PHONY: bench-cluster
 bench-cluster: ## Measure the local cluster (start, MPI jobs, memory, teardown); needs root and no running cluster.
 	$(GO) run ./bench/cluster
