@@ -3,6 +3,7 @@ package diagnose
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -46,6 +47,32 @@ type Reconciler struct {
 	Runtimes admission.RuntimeLookup
 	// Now is the clock (tests set it).
 	Now func() time.Time
+
+	// written remembers the last Status written per TrainJob: the cache can
+	// lag behind our own writes, and diagnosing from an older Status would
+	// forget what was seen (a Launcher that ran and was deleted).
+	mu      sync.Mutex
+	written map[types.UID]api.Status
+}
+
+func (r *Reconciler) lastWritten(uid types.UID) (api.Status, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.written[uid]
+	return s, ok
+}
+
+func (r *Reconciler) remember(uid types.UID, s api.Status) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.written == nil {
+		r.written = map[types.UID]api.Status{}
+	}
+	if s.Phase.Finished() {
+		delete(r.written, uid)
+		return
+	}
+	r.written[uid] = s
 }
 
 // SetupWithManager registers the controller: it watches TrainJobs, their
@@ -89,6 +116,9 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 	prev, hadPrev, err := api.ReadStatus(tj.Annotations)
 	if err != nil {
 		log.V(2).Info("ignoring unreadable previous status", "err", err)
+	}
+	if mem, ok := r.lastWritten(tj.UID); ok && (!hadPrev || !prev.Phase.Finished()) {
+		prev, hadPrev = mem, true
 	}
 	in := Input{TrainJob: tj, Now: r.now()}
 	if hadPrev {
@@ -142,6 +172,7 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 		if err := r.write(ctx, tj, s); err != nil {
 			return ctrl.Result{}, err
 		}
+		r.remember(tj.UID, s)
 		if !hadPrev || prev.Phase != s.Phase || prev.Reason != s.Reason {
 			r.emit(tj, s)
 		}

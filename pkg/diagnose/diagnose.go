@@ -203,15 +203,23 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
+// launcherState is the Launcher's state. A Launcher that was seen and is
+// gone keeps what was last known of it: deleted while it ran stays
+// Deleted, through its pod's termination and removal.
 func launcherState(in Input) api.LauncherState {
 	if len(in.Launcher) == 0 {
-		if in.Previous != nil && (in.Previous.Launcher == api.LauncherRunning || in.Previous.Launcher == api.LauncherDeleted) {
-			return api.LauncherDeleted
+		if in.Previous != nil {
+			switch in.Previous.Launcher {
+			case api.LauncherRunning, api.LauncherDeleted:
+				return api.LauncherDeleted
+			case api.LauncherFailed, api.LauncherSucceeded:
+				return in.Previous.Launcher
+			}
 		}
 		return api.LauncherNotCreated
 	}
 	p := newest(in.Launcher)
-	if p.DeletionTimestamp != nil && p.Status.Phase == corev1.PodRunning {
+	if p.DeletionTimestamp != nil && p.Status.Phase != corev1.PodSucceeded {
 		return api.LauncherDeleted
 	}
 	switch p.Status.Phase {

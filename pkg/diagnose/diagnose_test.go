@@ -208,6 +208,26 @@ func TestDiagnose(t *testing.T) {
 			want: api.Status{Phase: api.PhaseRunning, Reason: ReasonLauncherDeleted, Launcher: api.LauncherDeleted, WorkersTotal: 1, WorkersReady: 1, StartTime: ptr.To(metav1.NewTime(t0)),
 				Message: "The Launcher pod was deleted while the Workers run."},
 		},
+		"failed after its Launcher was deleted": {
+			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2),
+				Workers: pods(worker("0").running(true), worker("1").running(true)), Launcher: pods(launcher().terminated("Error", 143)),
+				Previous: &api.Status{Phase: api.PhaseRunning, Reason: ReasonLauncherDeleted, Launcher: api.LauncherDeleted}},
+			want: api.Status{Phase: api.PhaseFailed, Reason: ReasonLauncherDeleted, Launcher: api.LauncherFailed, WorkersTotal: 2, WorkersReady: 2,
+				StartTime: ptr.To(metav1.NewTime(t0)), CompletionTime: ptr.To(metav1.NewTime(t0)),
+				Message: "The Launcher pod was deleted while the Workers ran, so the job could not finish."},
+		},
+		"a deleted Launcher stays deleted while its pod ends": {
+			in: Input{TrainJob: job(1).obj(), JobSet: jobset(1), Workers: pods(worker("0").running(true)),
+				Launcher: pods(launcher().terminated("Error", 137).deleting())},
+			want: api.Status{Phase: api.PhaseRunning, Reason: ReasonLauncherDeleted, Launcher: api.LauncherDeleted, WorkersTotal: 1, WorkersReady: 1,
+				StartTime: ptr.To(metav1.NewTime(t0)), Message: "The Launcher pod was deleted while the Workers run."},
+		},
+		"a deleted Launcher's pod is gone": {
+			in: Input{TrainJob: job(1).obj(), JobSet: jobset(1), Workers: pods(worker("0").terminated("Completed", 0)),
+				Previous: &api.Status{Phase: api.PhaseRunning, Reason: ReasonLauncherDeleted, Launcher: api.LauncherDeleted}},
+			want: api.Status{Phase: api.PhaseRunning, Reason: ReasonLauncherDeleted, Launcher: api.LauncherDeleted, WorkersTotal: 1, WorkersReady: 1,
+				Message: "The Launcher pod was deleted while the Workers run."},
+		},
 		"Succeeded": {
 			in: Input{TrainJob: job(2).cond(trainer.TrainJobComplete, "JobSetCompleted", "").obj(), JobSet: jobset(2),
 				Workers: pods(worker("0").terminated("Completed", 0), worker("1").terminated("Completed", 0)), Launcher: pods(launcher().terminated("Completed", 0))},

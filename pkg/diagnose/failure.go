@@ -105,7 +105,7 @@ func explainFailure(in Input) (reason, message, next string) {
 			return rule.explain(m)
 		}
 	}
-	if launcherState(in) == api.LauncherDeleted {
+	if launcherState(in) == api.LauncherDeleted || launcherWasDeleted(in) {
 		return ReasonLauncherDeleted,
 			"The Launcher pod was deleted while the Workers ran, so the job could not finish.",
 			"Resubmit the job (`kubectl mpijob clone`); do not delete the Launcher pod of a running job."
@@ -167,4 +167,19 @@ func capitalize(s string) string {
 		return s
 	}
 	return strings.ToUpper(s[:1]) + s[1:]
+}
+
+// launcherWasDeleted reports whether the Launcher was seen being deleted
+// before the job failed: its failed pod (exit 137 or 143) then says less
+// than that.
+func launcherWasDeleted(in Input) bool {
+	if in.Previous != nil && (in.Previous.Launcher == api.LauncherDeleted || in.Previous.Reason == ReasonLauncherDeleted) {
+		return true
+	}
+	for i := range in.Launcher {
+		if in.Launcher[i].DeletionTimestamp != nil {
+			return true
+		}
+	}
+	return false
 }

@@ -1,0 +1,105 @@
+//go:build e2e
+
+package integration
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mpijob/mpijob/pkg/admission"
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/diagnose"
+	"github.com/mpijob/mpijob/test/framework"
+)
+
+// A job past its deadline, and a job whose Launcher is deleted while it
+// runs, on the real nodes.
+func TestDiagnosisOfLifecycleFailures(t *testing.T) {
+	c := framework.Get(t)
+	ctx := context.Background()
+
+	t.Run("deadline exceeded", func(t *testing.T) {
+		t.Parallel()
+		ns := c.NewNamespace(t, "deadline")
+		job := framework.MakeTrainJob("slow", ns, "mpi-openmpi").NumNodes(1).Command("sleep", "300").Obj()
+		job.Spec.ActiveDeadlineSeconds = 8
+		if err := c.Client.Create(ctx, job); err != nil {
+			t.Fatal(err)
+		}
+		s := c.WaitForStatus(t, ns, "slow", 2*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseFailed })
+		if s.Reason != diagnose.ReasonDeadlineExceeded || !strings.Contains(s.Message, "deadline of 8s") {
+			t.Errorf("status %s %q, want %s naming the 8s deadline", s.Reason, s.Message, diagnose.ReasonDeadlineExceeded)
+		}
+	})
+
+	t.Run("launcher deleted while Workers run", func(t *testing.T) {
+		t.Parallel()
+		ns := c.NewNamespace(t, "deleted")
+		job := framework.MakeTrainJob("orphan", ns, "mpi-openmpi").NumNodes(1).Command("sleep", "300").Obj()
+		if err := c.Client.Create(ctx, job); err != nil {
+			t.Fatal(err)
+		}
+		c.WaitForStatus(t, ns, "orphan", 2*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseRunning })
+		for _, p := range c.JobPods(t, ns, "orphan", "launcher") {
+			if err := c.Client.Delete(ctx, &p); err != nil {
+				t.Fatal(err)
+			}
+		}
+		s := c.WaitForStatus(t, ns, "orphan", 2*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseFailed })
+		if s.Reason != diagnose.ReasonLauncherDeleted {
+			t.Errorf("status %s %q, want %s", s.Reason, s.Message, diagnose.ReasonLauncherDeleted)
+		}
+	})
+}
+
+// A runtime's gang-scheduling timeout turns a job whose Workers cannot all
+// be placed from waiting into stuck, with the timeout in the message.
+func TestGangSchedulingTimeout(t *testing.T) {
+	c := framework.Get(t)
+	ctx := context.Background()
+	base := &trainer.ClusterTrainingRuntime{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: "mpi-openmpi-gpu"}, base); err != nil {
+		t.Fatal(err)
+	}
+	rt := &trainer.ClusterTrainingRuntime{Spec: *base.Spec.DeepCopy()}
+	rt.Name = framework.UniqueName("mpi-test-gang")
+	rt.Annotations = map[string]string{admission.GangTimeoutAnnotation: "5s"}
+	rt.Labels = base.Labels
+	if err := c.Client.Create(ctx, rt); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), rt) })
+
+	ns := c.NewNamespace(t, "gang")
+	job := framework.MakeTrainJob("stuck", ns, rt.Name).NumNodes(3).GPUsPerNode(9).OnKwokNodes().Obj()
+	if err := c.Client.Create(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	s := c.WaitForStatus(t, ns, "stuck", 2*time.Minute, func(s api.Status) bool { return s.Reason == diagnose.ReasonGangSchedulingTimout })
+	if !strings.Contains(s.Message, "gang-scheduling timeout of 5s") || s.Phase != api.PhasePending {
+		t.Errorf("status %s %s %q, want Pending naming the 5s timeout", s.Phase, s.Reason, s.Message)
+	}
+	// The timeout is a Warning Event too, within 10 seconds of the status.
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		evs := &corev1.EventList{}
+		if err := c.Client.List(ctx, evs, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		for _, e := range evs.Items {
+			if e.Reason == diagnose.ReasonGangSchedulingTimout && e.Type == corev1.EventTypeWarning {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Errorf("no Warning Event %s: %v", diagnose.ReasonGangSchedulingTimout, err)
+	}
+}
