@@ -50,29 +50,40 @@ type Reconciler struct {
 
 	// written remembers the last Status written per TrainJob: the cache can
 	// lag behind our own writes, and diagnosing from an older Status would
-	// forget what was seen (a Launcher that ran and was deleted).
+	// forget what was seen (a Launcher that ran and was deleted) or report a
+	// transition twice. Entries go when their TrainJob is gone.
 	mu      sync.Mutex
-	written map[types.UID]api.Status
+	written map[types.NamespacedName]writtenStatus
 }
 
-func (r *Reconciler) lastWritten(uid types.UID) (api.Status, bool) {
+type writtenStatus struct {
+	uid    types.UID
+	status api.Status
+}
+
+func (r *Reconciler) lastWritten(tj *trainer.TrainJob) (api.Status, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s, ok := r.written[uid]
-	return s, ok
+	w, ok := r.written[client.ObjectKeyFromObject(tj)]
+	if !ok || w.uid != tj.UID {
+		return api.Status{}, false
+	}
+	return w.status, true
 }
 
-func (r *Reconciler) remember(uid types.UID, s api.Status) {
+func (r *Reconciler) remember(tj *trainer.TrainJob, s api.Status) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.written == nil {
-		r.written = map[types.UID]api.Status{}
+		r.written = map[types.NamespacedName]writtenStatus{}
 	}
-	if s.Phase.Finished() {
-		delete(r.written, uid)
-		return
-	}
-	r.written[uid] = s
+	r.written[client.ObjectKeyFromObject(tj)] = writtenStatus{uid: tj.UID, status: s}
+}
+
+func (r *Reconciler) forget(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.written, key)
 }
 
 // SetupWithManager registers the controller: it watches TrainJobs, their
@@ -97,6 +108,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	tj := &trainer.TrainJob{}
 	if err := r.Client.Get(ctx, req.NamespacedName, tj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("trainJob", klog.KObj(tj))
@@ -117,7 +131,7 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 	if err != nil {
 		log.V(2).Info("ignoring unreadable previous status", "err", err)
 	}
-	if mem, ok := r.lastWritten(tj.UID); ok && (!hadPrev || !prev.Phase.Finished()) {
+	if mem, ok := r.lastWritten(tj); ok {
 		prev, hadPrev = mem, true
 	}
 	in := Input{TrainJob: tj, Now: r.now()}
@@ -172,7 +186,7 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 		if err := r.write(ctx, tj, s); err != nil {
 			return ctrl.Result{}, err
 		}
-		r.remember(tj.UID, s)
+		r.remember(tj, s)
 		if !hadPrev || prev.Phase != s.Phase || prev.Reason != s.Reason {
 			r.emit(tj, s)
 		}

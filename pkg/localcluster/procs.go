@@ -2,6 +2,7 @@ package localcluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -44,7 +45,41 @@ func (c *Cluster) startProcess(name, bin string, args []string, env []string) er
 	c.mu.Lock()
 	c.pids[name] = pid
 	c.mu.Unlock()
+	spec, err := json.Marshal(procSpec{Bin: bin, Args: args, Env: env})
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(c.opts.runDir(), name+".cmd"), spec, 0o644); err != nil {
+		return err
+	}
 	return os.WriteFile(filepath.Join(c.opts.runDir(), name+".pid"), []byte(strconv.Itoa(pid)), 0o644)
+}
+
+// procSpec is how a process was started, so it can be started again.
+type procSpec struct {
+	Bin  string   `json:"bin"`
+	Args []string `json:"args"`
+	Env  []string `json:"env,omitempty"`
+}
+
+// RestartProcess stops one process of the running cluster (SIGTERM, then
+// SIGKILL after 10 s) and starts it again as it was started. Tests use it
+// to restart mpijob-manager mid-job.
+func RestartProcess(opts Options, name string) error {
+	if os.Geteuid() != 0 {
+		return ErrNotRoot
+	}
+	b, err := os.ReadFile(filepath.Join(opts.runDir(), name+".cmd"))
+	if err != nil {
+		return fmt.Errorf("no process %s in the local cluster: %w", name, err)
+	}
+	var spec procSpec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return fmt.Errorf("unreadable start record of %s: %w", name, err)
+	}
+	stopPidFiles(opts.runDir(), 10*time.Second, func(n string) bool { return n == name })
+	c := &Cluster{opts: opts, pids: map[string]int{}}
+	return c.startProcess(name, spec.Bin, spec.Args, spec.Env)
 }
 
 // processAlive reports whether pid runs and is not a zombie.

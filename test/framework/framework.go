@@ -309,3 +309,6 @@ const ManagerMetricsURL = "https://127.0.0.1:9446/metrics"
 // namespaces (team-a): reusing a TrainJob name while the last job's pods
 // still terminate lets the new Launcher reach the old Workers.
 func UniqueName(prefix string) string { return prefix + "-" + utilrand.String(5) }
+
+// ManagerHealthURL is the local cluster's mpijob-manager readiness endpoint.
+const ManagerHealthURL = "http://127.0.0.1:9453/readyz"
