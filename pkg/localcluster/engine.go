@@ -5,6 +5,11 @@ import (
 	"crypto/tls"
 	"encoding/base64"
 	"fmt"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 	"net/http"
 	"os"
 	"os/exec"
@@ -275,10 +280,17 @@ func (c *Cluster) installProject(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	objs, err := manifests.ParseFiles(filepath.Join(c.opts.RepoRoot, "config", "rbac", "manager"))
+	if err != nil {
+		return err
+	}
+	if err := manifests.Apply(ctx, cl, fieldOwner, objs); err != nil {
+		return err
+	}
 	if err := c.startManager(ctx); err != nil {
 		return err
 	}
-	objs, err := manifests.ParseFiles(filepath.Join(c.opts.RepoRoot, "config", "webhook", "manifests.yaml"))
+	objs, err = manifests.ParseFiles(filepath.Join(c.opts.RepoRoot, "config", "webhook", "manifests.yaml"))
 	if err != nil {
 		return err
 	}
@@ -315,8 +327,14 @@ func (c *Cluster) startManager(ctx context.Context) error {
 	if err := c.writeWebhookCerts(certDir); err != nil {
 		return err
 	}
+	// The manager acts as its ServiceAccount, with config/rbac/manager's
+	// role only, as it would in a cluster.
+	kubeconfig, err := c.serviceAccountKubeconfig(ctx, "mpijob-system", "mpijob-manager")
+	if err != nil {
+		return err
+	}
 	args := []string{
-		"--kubeconfig=" + c.componentKubeconfig("admin"),
+		"--kubeconfig=" + kubeconfig,
 		"--webhook-host=127.0.0.1", fmt.Sprintf("--webhook-port=%d", managerWebhookPort), "--webhook-cert-dir=" + certDir,
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", managerMetricsPort),
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", managerHealthPort),
@@ -325,4 +343,22 @@ func (c *Cluster) startManager(ctx context.Context) error {
 		return err
 	}
 	return c.waitHealthy(ctx, "mpijob-manager", managerHealthPort)
+}
+
+// serviceAccountKubeconfig writes a kubeconfig that authenticates as a
+// ServiceAccount with a token from the TokenRequest API (valid one day).
+func (c *Cluster) serviceAccountKubeconfig(ctx context.Context, ns, name string) (string, error) {
+	tr, err := c.clientset.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("failed to get a token for ServiceAccount %s/%s: %w", ns, name, err)
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: server(), CertificateAuthority: c.pki.path("ca", "crt")}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: "local", AuthInfo: name, Namespace: ns}
+	cfg.CurrentContext = name
+	path := c.componentKubeconfig(name)
+	return path, clientcmd.WriteToFile(*cfg, path)
 }
