@@ -158,7 +158,7 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 	}
 	job := Job{TrainJob: tj, RuntimeFound: found}
 	if !found {
-		if resp, denied := unknownRuntime(ctx, v.Runtimes, tj); denied {
+		if resp, denied := denyUnknownRuntime(ctx, v.Runtimes, tj); denied {
 			return resp
 		}
 		// Not ours to judge: Trainer answers for non-MPI runtimes.
@@ -219,6 +219,12 @@ func unknownRuntime(ctx context.Context, l RuntimeLookup, tj *trainer.TrainJob) 
 	if err != nil || found {
 		return admission.Response{}, false
 	}
+	return denyUnknownRuntime(ctx, l, tj)
+}
+
+// denyUnknownRuntime denies a TrainJob whose runtime is known not to exist
+// when its name looks like an MPI runtime.
+func denyUnknownRuntime(ctx context.Context, l RuntimeLookup, tj *trainer.TrainJob) (admission.Response, bool) {
 	known := l.MPIRuntimeNames(ctx)
 	if !looksMPI(tj.Spec.RuntimeRef.Name, known) {
 		return admission.Response{}, false

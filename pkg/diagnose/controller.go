@@ -120,7 +120,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
-	spec, _, found, err := r.Runtimes.Get(ctx, tj)
+	spec, runtimeAnnotations, found, err := r.Runtimes.Get(ctx, tj)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -175,10 +175,8 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 	if unscheduled(in.Workers) > 0 {
 		in.Nodes = r.freeCapacity(ctx)
 	}
-	if _, annotations, _, _ := r.Runtimes.Get(ctx, tj); annotations != nil {
-		if p, errs := admission.ParsePolicy(annotations); len(errs) == 0 {
-			in.GangTimeout = p.GangTimeout
-		}
+	if p, errs := admission.ParsePolicy(runtimeAnnotations); len(errs) == 0 {
+		in.GangTimeout = p.GangTimeout
 	}
 
 	s := Diagnose(in)

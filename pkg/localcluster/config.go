@@ -43,7 +43,6 @@ const (
 	clusterDomain     = "cluster.local"
 	pauseImage        = "registry.k8s.io/pause:3.10.1"
 	hostsMarker       = "# mpijob-localcluster"
-	cgroupRootPrefix  = "mpijob-"
 	fieldOwner        = "mpijob-dev"
 	kwokNodeTaintKey  = "kwok.x-k8s.io/node"
 	kwokNodeLabelType = "type"

@@ -133,10 +133,11 @@ maxPods: 110
 nodeStatusUpdateFrequency: 10s
 enforceNodeAllocatable: [pods]
 `, n.addr, n.addr, p.path("ca", "crt"), p.path(n.name+"-serving", "crt"), p.path(n.name+"-serving", "key"),
-		cgroupRootPrefix+n.name[len("mpijob-"):], DNSAddress, clusterDomain, n.socket(), filepath.Join(n.state, "pod-logs"))
+		n.cgroupRoot(), DNSAddress, clusterDomain, n.socket(), filepath.Join(n.state, "pod-logs"))
 }
 
-func (n realNode) cgroupRoot() string { return cgroupRootPrefix + n.name[len("mpijob-"):] }
+// cgroupRoot is the node's cgroup, named like the node so Down finds it.
+func (n realNode) cgroupRoot() string { return n.name }
 
 func (c *Cluster) startContainerd(ctx context.Context, n realNode) error {
 	for _, d := range []string{n.state, n.store, n.run, filepath.Join(n.state, "cni"), filepath.Join(n.state, "pod-logs")} {
