@@ -28,9 +28,13 @@ func TestDefaultBuilds(t *testing.T) {
 		"ClusterRole/mpijob-runtime-reader",
 		"ClusterRole/mpijob-view",
 		"ClusterRoleBinding/mpijob-runtime-reader",
+		"ClusterTrainingRuntime/mpi-deepspeed",
+		"ClusterTrainingRuntime/mpi-horovod",
+		"ClusterTrainingRuntime/mpi-intel",
 		"ClusterTrainingRuntime/mpi-mpich",
 		"ClusterTrainingRuntime/mpi-openmpi",
 		"ClusterTrainingRuntime/mpi-openmpi-gpu",
+		"ClusterTrainingRuntime/mpi-openmpi5",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("config/default resources (-want,+got):\n%s", diff)

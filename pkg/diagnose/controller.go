@@ -3,6 +3,7 @@ package diagnose
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -26,6 +27,7 @@ import (
 	"github.com/mpijob/mpijob/pkg/admission"
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/metrics"
+	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
@@ -174,6 +176,11 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 	}
 	if unscheduled(in.Workers) > 0 {
 		in.Nodes = r.freeCapacity(ctx)
+	}
+	if q, err := queue.Lookup(ctx, r.Reader, tj.Namespace, tj.Labels, tj.UID); err != nil {
+		log.V(1).Info("cannot read the job's queue", "err", err)
+	} else if q != nil {
+		in.Queue = &Queue{Name: q.Queue, Admitted: q.Admitted, Position: q.Position, Pending: q.Pending, Message: strings.TrimSuffix(q.Message, ".")}
 	}
 	if p, errs := admission.ParsePolicy(runtimeAnnotations); len(errs) == 0 {
 		in.GangTimeout = p.GangTimeout

@@ -59,6 +59,10 @@ type Queue struct {
 	Admitted bool
 	// Position in the queue, 1 = next; 0 when unknown.
 	Position int32
+	// Pending is how many jobs wait in the same ClusterQueue.
+	Pending int32
+	// Message is the queueing system's reason for holding the job.
+	Message string
 }
 
 // Input is everything the diagnosis looks at.
@@ -104,7 +108,7 @@ func Diagnose(in Input) api.Status {
 	case condTrue(tj, trainer.TrainJobComplete):
 		s.Phase = api.PhaseSucceeded
 		s.CompletionTime = condTime(tj, trainer.TrainJobComplete)
-		s.Message = fmt.Sprintf("The job finished successfully on %d Workers.", s.WorkersTotal)
+		s.Message = fmt.Sprintf("The job finished successfully on %s.", plural(int(s.WorkersTotal), "Worker", "Workers"))
 	case condTrue(tj, trainer.TrainJobFailed):
 		s.Phase = api.PhaseFailed
 		s.CompletionTime = condTime(tj, trainer.TrainJobFailed)
@@ -112,10 +116,18 @@ func Diagnose(in Input) api.Status {
 	case tj.Spec.Suspend != nil && *tj.Spec.Suspend:
 		if in.Queue != nil && !in.Queue.Admitted {
 			s.Phase, s.Reason = api.PhaseQueued, ReasonQueued
-			s.Message = fmt.Sprintf("Waiting in queue %s until all %d Workers fit at once.", in.Queue.Name, s.WorkersTotal)
+			whole := "the Launcher and " + plural(int(s.WorkersTotal), "Worker", "Workers")
+			s.Message = fmt.Sprintf("Waiting in queue %s until %s fit at once.", in.Queue.Name, whole)
 			if in.Queue.Position > 0 {
 				s.QueuePosition = &in.Queue.Position
-				s.Message = fmt.Sprintf("Waiting in queue %s at position %d until all %d Workers fit at once.", in.Queue.Name, in.Queue.Position, s.WorkersTotal)
+				of := ""
+				if in.Queue.Pending > 0 {
+					of = fmt.Sprintf(" of %d", in.Queue.Pending)
+				}
+				s.Message = fmt.Sprintf("Waiting in queue %s at position %d%s until %s fit at once.", in.Queue.Name, in.Queue.Position, of, whole)
+			}
+			if in.Queue.Message != "" {
+				s.Message += " Kueue: " + in.Queue.Message + "."
 			}
 			s.NextStep = "Nothing to do: the job starts as soon as the queue admits it. `kubectl mpijob list -A` shows what runs ahead of it."
 		} else {

@@ -295,7 +295,7 @@ func TestDiagnose(t *testing.T) {
 		"queued with its position": {
 			in: Input{TrainJob: job(8).suspend().obj(), Queue: &Queue{Name: "team-a", Position: 3}},
 			want: api.Status{Phase: api.PhaseQueued, Reason: ReasonQueued, Launcher: api.LauncherNotCreated, WorkersTotal: 8, QueuePosition: ptr.To[int32](3),
-				Message: "Waiting in queue team-a at position 3 until all 8 Workers fit at once."},
+				Message: "Waiting in queue team-a at position 3 until the Launcher and 8 Workers fit at once."},
 		},
 	}
 	for name, tc := range cases {

@@ -122,7 +122,7 @@ func (c *Cluster) Up(ctx context.Context) error {
 		done()
 	}
 
-	done = p.Step("installing JobSet %s and Kubeflow Trainer %s", JobSetVersion, TrainerVersion)
+	done = p.Step("installing JobSet %s, Kubeflow Trainer %s and Kueue %s", JobSetVersion, TrainerVersion, KueueVersion)
 	if err := c.installEngine(ctx); err != nil {
 		return err
 	}
@@ -268,6 +268,7 @@ func Down(ctx context.Context, opts Options, out io.Writer) error {
 		return fmt.Errorf("failed to remove node names from /etc/hosts: %w", err)
 	}
 	_ = os.RemoveAll("/run/mpijob")
+	_ = os.RemoveAll(kueueMetricsCertDir)
 	for _, d := range []string{"nodes", "etcd", "run", "trainer-tmp"} {
 		if err := os.RemoveAll(filepath.Join(opts.StateDir, d)); err != nil {
 			return fmt.Errorf("failed to remove %s: %w", filepath.Join(opts.StateDir, d), err)

@@ -16,6 +16,7 @@ const (
 	CoreDNSVersion    = "v1.15.0"
 	TrainerVersion    = "v2.3.0"
 	JobSetVersion     = "v0.12.0"
+	KueueVersion      = "v0.19.2"
 )
 
 // Fixed addresses of the local cluster. They are loopback-only, so nothing
@@ -32,6 +33,8 @@ const (
 	managerWebhookPort = 9445
 	managerMetricsPort = 9446
 	managerHealthPort  = 9453
+	kueueWebhookPort   = 9447
+	kueueHealthPort    = 9454
 
 	// bridgeName is the Linux bridge every real node's pods attach to.
 	bridgeName = "mpijob0"

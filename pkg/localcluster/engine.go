@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -28,9 +29,10 @@ import (
 
 // crdSources are the upstream CRDs, read from the module cache of the
 // toolchain module that builds their controllers.
-var crdSources = []struct{ mod, dir string }{
-	{"sigs.k8s.io/jobset", "config/components/crd/bases"},
-	{"github.com/kubeflow/trainer/v2", "manifests/base/crds"},
+var crdSources = []struct{ tool, mod, dir string }{
+	{"controllers", "sigs.k8s.io/jobset", "config/components/crd/bases"},
+	{"controllers", "github.com/kubeflow/trainer/v2", "manifests/base/crds"},
+	{"kueue", "sigs.k8s.io/kueue", "config/components/crd/bases"},
 }
 
 // webhookSources are upstream webhook configurations, re-pointed at the
@@ -38,9 +40,30 @@ var crdSources = []struct{ mod, dir string }{
 var webhookSources = []struct {
 	mod, file, prefix string
 	port              int
+	// keep, when set, selects the webhooks to install by their path.
+	keep func(path string) bool
 }{
-	{"sigs.k8s.io/jobset", "config/components/webhook/manifests.yaml", "jobset-", jobsetWebhookPort},
-	{"github.com/kubeflow/trainer/v2", "manifests/base/webhook/manifests.yaml", "trainer-", trainerWebhookPort},
+	{"sigs.k8s.io/jobset", "config/components/webhook/manifests.yaml", "jobset-", jobsetWebhookPort, nil},
+	{"github.com/kubeflow/trainer/v2", "manifests/base/webhook/manifests.yaml", "trainer-", trainerWebhookPort, nil},
+	{"sigs.k8s.io/kueue", "config/components/webhook/manifests.yaml", "kueue-", kueueWebhookPort, kueueWebhook},
+}
+
+// kueueIntegrations are the job kinds Kueue manages in the local cluster:
+// TrainJobs (with the queue-name label) and the JobSets under them. Other
+// integrations stay off, so Kueue never sits in the way of pods,
+// Deployments or plain Jobs.
+var kueueIntegrations = []string{"trainer.kubeflow.org/trainjob", "jobset.x-k8s.io/jobset"}
+
+// kueueWebhook keeps Kueue's webhooks for its own API and the enabled
+// integrations; Kueue serves no others, and a webhook without a server
+// would refuse every object it matches.
+func kueueWebhook(path string) bool {
+	for _, s := range []string{"-kueue-x-k8s-io-", "-trainer-kubeflow-org-", "-jobset-x-k8s-io-"} {
+		if strings.Contains(path, s) {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Cluster) newClient() (client.Client, error) {
@@ -68,12 +91,12 @@ func (c *Cluster) installEngine(ctx context.Context) error {
 		return err
 	}
 	dirs := map[string]string{}
-	for _, mod := range []string{"sigs.k8s.io/jobset", "github.com/kubeflow/trainer/v2"} {
-		d, err := c.moduleDir(ctx, "controllers", mod)
+	for _, s := range crdSources {
+		d, err := c.moduleDir(ctx, s.tool, s.mod)
 		if err != nil {
 			return err
 		}
-		dirs[mod] = d
+		dirs[s.mod] = d
 	}
 	for _, s := range crdSources {
 		objs, err := manifests.ParseFiles(filepath.Join(dirs[s.mod], s.dir))
@@ -95,10 +118,16 @@ func (c *Cluster) installEngine(ctx context.Context) error {
 	if err := c.startTrainer(); err != nil {
 		return err
 	}
+	if err := c.startKueue(); err != nil {
+		return err
+	}
 	if err := c.waitHealthy(ctx, "jobset", jobsetHealthPort); err != nil {
 		return err
 	}
 	if err := c.waitHealthy(ctx, "trainer", trainerHealthPort); err != nil {
+		return err
+	}
+	if err := c.waitHealthy(ctx, "kueue", kueueHealthPort); err != nil {
 		return err
 	}
 	ca := c.pki.caPEM
@@ -108,6 +137,11 @@ func (c *Cluster) installEngine(ctx context.Context) error {
 			return err
 		}
 		for _, o := range objs {
+			if s.keep != nil {
+				if err := filterWebhooks(o, s.keep); err != nil {
+					return err
+				}
+			}
 			if err := repointWebhooks(o, s.prefix, s.port, ca); err != nil {
 				return err
 			}
@@ -117,6 +151,26 @@ func (c *Cluster) installEngine(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// filterWebhooks drops the webhooks whose service path keep rejects.
+func filterWebhooks(o *unstructured.Unstructured, keep func(path string) bool) error {
+	hooks, _, err := unstructured.NestedSlice(o.Object, "webhooks")
+	if err != nil {
+		return err
+	}
+	var kept []any
+	for _, h := range hooks {
+		m, ok := h.(map[string]any)
+		if !ok {
+			continue
+		}
+		path, _, _ := unstructured.NestedString(m, "clientConfig", "service", "path")
+		if keep(path) {
+			kept = append(kept, m)
+		}
+	}
+	return unstructured.SetNestedSlice(o.Object, kept, "webhooks")
 }
 
 // repointWebhooks renames an upstream webhook configuration (both upstreams
@@ -258,6 +312,62 @@ clientConnection:
 	}
 	args := []string{"--config=" + path, "--kubeconfig=" + c.componentKubeconfig("admin")}
 	return c.startProcess("trainer", c.opts.bin("trainer-controller-manager"), args, []string{"TMPDIR=" + tmp})
+}
+
+// kueueMetricsCertDir is where Kueue v0.19 insists on finding a metrics
+// certificate (cmd/kueue/main.go), even with metrics off.
+const kueueMetricsCertDir = "/etc/kueue/metrics/certs"
+
+// startKueue runs Kueue with the TrainJob and JobSet integrations only.
+// Jobs without the kueue.x-k8s.io/queue-name label are not Kueue's
+// (manageJobsWithoutQueueName: false): they go straight to the scheduler.
+func (c *Cluster) startKueue() error {
+	certDir := c.opts.path("kueue-certs")
+	if err := c.writeWebhookCerts(certDir); err != nil {
+		return err
+	}
+	// Kueue reads its metrics certificate from a fixed path when it does
+	// not manage certificates itself; Down removes it.
+	if err := c.writeWebhookCerts(kueueMetricsCertDir); err != nil {
+		return err
+	}
+	var frameworks strings.Builder
+	for _, f := range kueueIntegrations {
+		fmt.Fprintf(&frameworks, "  - %q\n", f)
+	}
+	cfg := fmt.Sprintf(`apiVersion: config.kueue.x-k8s.io/v1beta2
+kind: Configuration
+namespace: kueue-system
+health:
+  healthProbeBindAddress: 127.0.0.1:%d
+metrics:
+  bindAddress: "0"
+webhook:
+  host: 127.0.0.1
+  port: %d
+  certDir: %s
+leaderElection:
+  leaderElect: false
+internalCertManagement:
+  enable: false
+manageJobsWithoutQueueName: false
+clientConnection:
+  qps: 100
+  burst: 200
+integrations:
+  frameworks:
+%s`, kueueHealthPort, kueueWebhookPort, certDir, frameworks.String())
+	path := c.opts.path("kueue-config.yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		return err
+	}
+	args := []string{
+		"--config=" + path, "--kubeconfig=" + c.componentKubeconfig("admin"),
+		// The visibility API server needs an APIService and its own
+		// certificates; mpijob computes queue positions itself.
+		"--feature-gates=VisibilityOnDemand=false",
+	}
+	return c.startProcess("kueue", c.opts.bin("kueue"), args, nil)
 }
 
 // waitHealthy waits for a controller's /readyz.

@@ -28,6 +28,7 @@ func TestPinsMatchToolchain(t *testing.T) {
 		"coredns":    {"coredns", "github.com/coredns/coredns", CoreDNSVersion},
 		"trainer":    {"controllers", "github.com/kubeflow/trainer/v2", TrainerVersion},
 		"jobset":     {"controllers", "sigs.k8s.io/jobset", JobSetVersion},
+		"kueue":      {"kueue", "sigs.k8s.io/kueue", KueueVersion},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -49,6 +49,7 @@ func toolModules() []toolModule {
 			Outputs:  []string{"trainer-controller-manager", "jobset"},
 			LDFlags:  "-s -w",
 		},
+		{Dir: "kueue", Packages: []string{"sigs.k8s.io/kueue/cmd/kueue"}, Outputs: []string{"kueue"}, LDFlags: "-s -w"},
 		{Dir: "kwok", Packages: []string{"sigs.k8s.io/kwok/cmd/kwok"}, Outputs: []string{"kwok"}, LDFlags: "-s -w"},
 		{Dir: "coredns", Packages: []string{"github.com/coredns/coredns"}, Outputs: []string{"coredns"}, LDFlags: "-s -w"},
 	}

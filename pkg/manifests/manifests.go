@@ -82,7 +82,7 @@ func ParseFiles(paths ...string) ([]*unstructured.Unstructured, error) {
 // Apply server-side applies every object under owner, forcing ownership of
 // the fields it sets.
 func Apply(ctx context.Context, c client.Client, owner string, objs []*unstructured.Unstructured) error {
-	for _, u := range objs {
+	for _, u := range InstallOrder(objs) {
 		u = u.DeepCopy()
 		u.SetManagedFields(nil)
 		u.SetResourceVersion("")
@@ -91,6 +91,18 @@ func Apply(ctx context.Context, c client.Client, owner string, objs []*unstructu
 		}
 	}
 	return nil
+}
+
+// InstallOrder returns objs with Namespaces and CustomResourceDefinitions
+// first, so that what lives in them can be applied next; the rest keep
+// their order.
+func InstallOrder(objs []*unstructured.Unstructured) []*unstructured.Unstructured {
+	out := append([]*unstructured.Unstructured(nil), objs...)
+	first := func(u *unstructured.Unstructured) bool {
+		return u.GetKind() == "Namespace" || u.GetKind() == "CustomResourceDefinition"
+	}
+	sort.SliceStable(out, func(i, j int) bool { return first(out[i]) && !first(out[j]) })
+	return out
 }
 
 func objectName(u *unstructured.Unstructured) string {

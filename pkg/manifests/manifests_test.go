@@ -62,7 +62,32 @@ func TestParseFilesReadsRepositoryConfig(t *testing.T) {
 	for _, o := range objs {
 		names = append(names, o.GetName())
 	}
-	if diff := cmp.Diff([]string{"mpi-mpich", "mpi-openmpi-gpu", "mpi-openmpi"}, names); diff != "" {
+	if diff := cmp.Diff([]string{"mpi-deepspeed", "mpi-horovod", "mpi-intel", "mpi-mpich", "mpi-openmpi-gpu", "mpi-openmpi", "mpi-openmpi5"}, names); diff != "" {
 		t.Errorf("runtimes (-want,+got):\n%s", diff)
+	}
+}
+
+func TestInstallOrder(t *testing.T) {
+	objs, err := Parse(strings.NewReader(`apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: default, namespace: team-a}
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: c, namespace: team-a}
+---
+apiVersion: v1
+kind: Namespace
+metadata: {name: team-a}
+`), "test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range InstallOrder(objs) {
+		got = append(got, o.GetKind())
+	}
+	if diff := cmp.Diff([]string{"Namespace", "LocalQueue", "ConfigMap"}, got); diff != "" {
+		t.Errorf("InstallOrder (-want,+got):\n%s", diff)
 	}
 }

@@ -98,3 +98,38 @@ func (w *TrainJobWrapper) FailWorkersOnKwok(reason string) *TrainJobWrapper {
 	}
 	return w
 }
+
+// HoldOnKwok keeps the Launcher and Workers Running on kwok nodes (for an
+// hour) instead of completing, so the job holds its resources. It needs
+// OnKwokNodes first.
+func (w *TrainJobWrapper) HoldOnKwok() *TrainJobWrapper {
+	for i := range w.Spec.RuntimePatches {
+		p := &w.Spec.RuntimePatches[i]
+		for j := range p.TrainingRuntimeSpec.Template.Spec.ReplicatedJobs {
+			rj := &p.TrainingRuntimeSpec.Template.Spec.ReplicatedJobs[j]
+			if rj.Template.Spec.Template.Metadata == nil {
+				rj.Template.Spec.Template.Metadata = &metav1.ObjectMeta{}
+			}
+			if rj.Template.Spec.Template.Metadata.Labels == nil {
+				rj.Template.Spec.Template.Metadata.Labels = map[string]string{}
+			}
+			rj.Template.Spec.Template.Metadata.Labels["kwok.mpijob.dev/hold"] = "true"
+		}
+	}
+	return w
+}
+
+// Queue submits the job to the Kueue LocalQueue name.
+func (w *TrainJobWrapper) Queue(name string) *TrainJobWrapper {
+	if w.Labels == nil {
+		w.Labels = map[string]string{}
+	}
+	w.Labels["kueue.x-k8s.io/queue-name"] = name
+	return w
+}
+
+// Suspend creates the job suspended.
+func (w *TrainJobWrapper) Suspend() *TrainJobWrapper {
+	w.Spec.Suspend = ptr.To(true)
+	return w
+}

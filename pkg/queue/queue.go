@@ -1,0 +1,219 @@
+// Package queue reads what Kueue says about an MPI job: whether its
+// Workload is admitted, Kueue's reason when it is not, and the job's
+// position among the pending Workloads of its ClusterQueue.
+//
+// Kueue is optional: without its API the lookup reports no queue, and the
+// job is scheduled by kube-scheduler alone. mpijob reads Kueue's objects as
+// unstructured data so that it depends on Kueue's API, not its Go module.
+package queue
+
+import (
+	"context"
+	"sort"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+const (
+	// NameLabel is the label with which a job asks Kueue for a LocalQueue.
+	NameLabel = "kueue.x-k8s.io/queue-name"
+	// jobUIDLabel is set by Kueue on the Workload of a job.
+	jobUIDLabel = "kueue.x-k8s.io/job-uid"
+)
+
+var (
+	workloadList   = schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "WorkloadList"}
+	localQueueList = schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "LocalQueueList"}
+)
+
+// Workload is the part of a Kueue Workload that decides queue order.
+type Workload struct {
+	Namespace, Name string
+	// Queue is the LocalQueue the Workload was submitted to.
+	Queue string
+	// OwnerUID is the UID of the job the Workload stands for.
+	OwnerUID types.UID
+	Priority int32
+	// Created orders Workloads of equal priority (Kueue's default
+	// BestEffortFIFO and StrictFIFO order by it, or by the time of the last
+	// eviction, which Requeued carries when set).
+	Created  time.Time
+	Requeued time.Time
+	// Admitted: Kueue reserved quota for the whole Workload.
+	Admitted bool
+	// Finished: the job ended.
+	Finished bool
+	// Message is Kueue's explanation while the Workload is not admitted.
+	Message string
+}
+
+// Pending reports whether the Workload waits for quota.
+func (w Workload) Pending() bool { return !w.Admitted && !w.Finished }
+
+func (w Workload) orderTime() time.Time {
+	if !w.Requeued.IsZero() {
+		return w.Requeued
+	}
+	return w.Created
+}
+
+// Position is the 1-based place of mine among the pending Workloads of its
+// ClusterQueue (higher priority first, then older first); 0 when mine is
+// not pending. clusterQueueOf maps "namespace/localqueue" to its
+// ClusterQueue.
+func Position(all []Workload, mine Workload, clusterQueueOf map[string]string) int32 {
+	if !mine.Pending() {
+		return 0
+	}
+	cq := clusterQueueOf[mine.Namespace+"/"+mine.Queue]
+	var same []Workload
+	for _, w := range all {
+		if w.Pending() && clusterQueueOf[w.Namespace+"/"+w.Queue] == cq {
+			same = append(same, w)
+		}
+	}
+	sort.SliceStable(same, func(i, j int) bool {
+		a, b := same[i], same[j]
+		if a.Priority != b.Priority {
+			return a.Priority > b.Priority
+		}
+		if !a.orderTime().Equal(b.orderTime()) {
+			return a.orderTime().Before(b.orderTime())
+		}
+		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+	})
+	for i, w := range same {
+		if w.Namespace == mine.Namespace && w.Name == mine.Name {
+			return int32(i + 1)
+		}
+	}
+	return 0
+}
+
+// FromUnstructured reads a Kueue Workload.
+func FromUnstructured(u *unstructured.Unstructured) Workload {
+	w := Workload{Namespace: u.GetNamespace(), Name: u.GetName(), Created: u.GetCreationTimestamp().Time}
+	w.Queue, _, _ = unstructured.NestedString(u.Object, "spec", "queueName")
+	switch p, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "priority"); p := p.(type) {
+	case int64:
+		w.Priority = int32(p)
+	case float64:
+		w.Priority = int32(p)
+	}
+	if uid := u.GetLabels()[jobUIDLabel]; uid != "" {
+		w.OwnerUID = types.UID(uid)
+	}
+	for _, o := range u.GetOwnerReferences() {
+		if o.Controller != nil && *o.Controller {
+			w.OwnerUID = o.UID
+		}
+	}
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	for _, c := range conds {
+		m, ok := c.(map[string]any)
+		if !ok {
+			continue
+		}
+		typ, _ := m["type"].(string)
+		status, _ := m["status"].(string)
+		msg, _ := m["message"].(string)
+		switch typ {
+		case "QuotaReserved":
+			if status == string(metav1.ConditionTrue) {
+				w.Admitted = true
+			} else {
+				w.Message = msg
+			}
+		case "Finished":
+			w.Finished = status == string(metav1.ConditionTrue)
+		case "Evicted":
+			// An evicted Workload queues again from the time of eviction.
+			if ts, ok := m["lastTransitionTime"].(string); ok {
+				if t, err := time.Parse(time.RFC3339, ts); err == nil && t.After(w.Requeued) {
+					w.Requeued = t
+				}
+			}
+		}
+	}
+	return w
+}
+
+// State is what the diagnosis needs to know about a job's queue.
+type State struct {
+	// Queue is "namespace/localqueue"; ClusterQueue is empty when the
+	// LocalQueue does not exist.
+	Queue, ClusterQueue string
+	Admitted            bool
+	Position            int32
+	Pending             int32
+	Message             string
+}
+
+// Lookup returns the queue state of the job with the given labels and UID,
+// or nil when the job names no queue or Kueue is not installed.
+func Lookup(ctx context.Context, r client.Reader, namespace string, labels map[string]string, uid types.UID) (*State, error) {
+	name := labels[NameLabel]
+	if name == "" {
+		return nil, nil
+	}
+	st := &State{Queue: namespace + "/" + name}
+	wls, err := listWorkloads(ctx, r, client.InNamespace(namespace), client.MatchingLabels{jobUIDLabel: string(uid)})
+	if meta.IsNoMatchError(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	lqs := &unstructured.UnstructuredList{}
+	lqs.SetGroupVersionKind(localQueueList)
+	if err := r.List(ctx, lqs); err != nil {
+		return nil, err
+	}
+	cqOf := map[string]string{}
+	for _, lq := range lqs.Items {
+		cq, _, _ := unstructured.NestedString(lq.Object, "spec", "clusterQueue")
+		cqOf[lq.GetNamespace()+"/"+lq.GetName()] = cq
+	}
+	st.ClusterQueue = cqOf[st.Queue]
+	if len(wls) == 0 {
+		if st.ClusterQueue == "" {
+			st.Message = "LocalQueue " + st.Queue + " does not exist"
+		}
+		return st, nil
+	}
+	mine := wls[0]
+	st.Admitted, st.Message = mine.Admitted, mine.Message
+	if !mine.Pending() {
+		return st, nil
+	}
+	all, err := listWorkloads(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	st.Position = Position(all, mine, cqOf)
+	for _, w := range all {
+		if w.Pending() && cqOf[w.Namespace+"/"+w.Queue] == st.ClusterQueue {
+			st.Pending++
+		}
+	}
+	return st, nil
+}
+
+func listWorkloads(ctx context.Context, r client.Reader, opts ...client.ListOption) ([]Workload, error) {
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(workloadList)
+	if err := r.List(ctx, l, opts...); err != nil {
+		return nil, err
+	}
+	out := make([]Workload, 0, len(l.Items))
+	for i := range l.Items {
+		out = append(out, FromUnstructured(&l.Items[i]))
+	}
+	return out, nil
+}

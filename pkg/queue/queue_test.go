@@ -1,0 +1,101 @@
+package queue
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+func TestPosition(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	wl := func(ns, name, q string, prio int32, ageMin int, admitted bool) Workload {
+		return Workload{Namespace: ns, Name: name, Queue: q, Priority: prio, Created: t0.Add(time.Duration(ageMin) * time.Minute), Admitted: admitted}
+	}
+	cqOf := map[string]string{"team-a/default": "gpu", "team-b/default": "gpu", "team-c/default": "other"}
+	all := []Workload{
+		wl("team-a", "running", "default", 0, 0, true),
+		wl("team-a", "first", "default", 0, 1, false),
+		wl("team-b", "second", "default", 0, 2, false),
+		wl("team-c", "elsewhere", "default", 0, 0, false),
+		wl("team-b", "urgent", "default", 100, 5, false),
+		wl("team-a", "done", "default", 0, 0, false),
+	}
+	all[5].Finished = true
+	cases := map[string]struct {
+		mine Workload
+		want int32
+	}{
+		"higher priority goes first":        {mine: all[4], want: 1},
+		"older of equal priority next":      {mine: all[1], want: 2},
+		"other namespaces share the queue":  {mine: all[2], want: 3},
+		"another ClusterQueue counts apart": {mine: all[3], want: 1},
+		"admitted jobs have no position":    {mine: all[0], want: 0},
+		"finished jobs have no position":    {mine: all[5], want: 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := Position(all, tc.mine, cqOf); got != tc.want {
+				t.Errorf("Position(%s) = %d, want %d", tc.mine.Name, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestEvictedWorkloadQueuesFromEviction(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	cqOf := map[string]string{"ns/q": "cq"}
+	evicted := Workload{Namespace: "ns", Name: "evicted", Queue: "q", Created: t0, Requeued: t0.Add(time.Hour)}
+	younger := Workload{Namespace: "ns", Name: "younger", Queue: "q", Created: t0.Add(time.Minute)}
+	if got := Position([]Workload{evicted, younger}, evicted, cqOf); got != 2 {
+		t.Errorf("evicted Workload position = %d, want 2 (behind one created before its eviction)", got)
+	}
+}
+
+func TestFromUnstructured(t *testing.T) {
+	const doc = `
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata:
+  name: trainjob-big-1a2b3
+  namespace: team-a
+  creationTimestamp: "2026-11-22T10:00:00Z"
+  labels:
+    kueue.x-k8s.io/job-uid: "1234"
+  ownerReferences:
+  - apiVersion: trainer.kubeflow.org/v1alpha1
+    kind: TrainJob
+    name: big
+    uid: "1234"
+    controller: true
+spec:
+  queueName: default
+  priority: 10
+status:
+  conditions:
+  - type: QuotaReserved
+    status: "False"
+    reason: Pending
+    message: "couldn't assign flavors to pod set node: insufficient unused quota for nvidia.com/gpu in flavor default-flavor, 8 more needed"
+    lastTransitionTime: "2026-11-22T10:00:01Z"
+`
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	want := Workload{
+		Namespace: "team-a", Name: "trainjob-big-1a2b3", Queue: "default", OwnerUID: "1234", Priority: 10,
+		Created: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC),
+		Message: "couldn't assign flavors to pod set node: insufficient unused quota for nvidia.com/gpu in flavor default-flavor, 8 more needed",
+	}
+	got := FromUnstructured(u)
+	got.Created = got.Created.UTC()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("FromUnstructured (-want,+got):\n%s", diff)
+	}
+	if !got.Pending() {
+		t.Error("a Workload without reserved quota must be pending")
+	}
+}

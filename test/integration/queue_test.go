@@ -1,0 +1,153 @@
+//go:build e2e
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/diagnose"
+	"github.com/mpijob/mpijob/test/framework"
+)
+
+// newQueue creates a ClusterQueue with gpus nvidia.com/gpu for namespace ns
+// only, and a LocalQueue "q" in ns that feeds it.
+func newQueue(t *testing.T, c *framework.Cluster, ns string, gpus int) {
+	t.Helper()
+	ctx := context.Background()
+	cq := framework.UniqueName("mpi-test-cq")
+	docs := []string{fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata:
+  name: %s
+spec:
+  namespaceSelector:
+    matchLabels:
+      kubernetes.io/metadata.name: %s
+  queueingStrategy: BestEffortFIFO
+  resourceGroups:
+  - coveredResources: ["cpu", "memory", "nvidia.com/gpu"]
+    flavors:
+    - name: default-flavor
+      resources:
+      - {name: cpu, nominalQuota: "100"}
+      - {name: memory, nominalQuota: 100Gi}
+      - {name: nvidia.com/gpu, nominalQuota: "%d"}
+`, cq, ns, gpus), fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata:
+  name: q
+  namespace: %s
+spec:
+  clusterQueue: %s
+`, ns, cq)}
+	for _, d := range docs {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(d), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Client.Create(ctx, u); err != nil {
+			t.Fatalf("create %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+		if u.GetKind() == "ClusterQueue" {
+			t.Cleanup(func() { _ = c.Client.Delete(context.Background(), u) })
+		}
+	}
+}
+
+// With Kueue, an MPI job that does not fit whole waits Queued with no pod
+// created, its status names its position; when capacity frees up it starts.
+func TestQueuedJobWaitsWholeWithPosition(t *testing.T) {
+	c := framework.Get(t)
+	ctx := context.Background()
+	ns := c.NewNamespace(t, "queue")
+	newQueue(t, c, ns, 8)
+
+	// first takes all 8 GPUs (Launcher + 1 Worker, 4 each) and holds them.
+	first := framework.MakeTrainJob("first", ns, "mpi-openmpi-gpu").NumNodes(2).GPUsPerNode(4).OnKwokNodes().HoldOnKwok().Queue("q").Obj()
+	if err := c.Client.Create(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitForStatus(t, ns, "first", 2*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseRunning })
+
+	second := framework.MakeTrainJob("second", ns, "mpi-openmpi-gpu").NumNodes(2).GPUsPerNode(4).OnKwokNodes().Queue("q").Obj()
+	third := framework.MakeTrainJob("third", ns, "mpi-openmpi-gpu").NumNodes(1).GPUsPerNode(2).OnKwokNodes().Queue("q").Obj()
+	if err := c.Client.Create(ctx, second); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(time.Second) // distinct creation times order the queue
+	if err := c.Client.Create(ctx, third); err != nil {
+		t.Fatal(err)
+	}
+	s2 := c.WaitForStatus(t, ns, "second", time.Minute, func(s api.Status) bool {
+		return s.Phase == api.PhaseQueued && s.QueuePosition != nil && *s.QueuePosition == 1 && strings.Contains(s.Message, "position 1 of 2")
+	})
+	s3 := c.WaitForStatus(t, ns, "third", time.Minute, func(s api.Status) bool {
+		return s.Phase == api.PhaseQueued && s.QueuePosition != nil && *s.QueuePosition == 2
+	})
+	if s2.Reason != diagnose.ReasonQueued || !strings.Contains(s2.Message, "nvidia.com/gpu") {
+		t.Errorf("second: %s %q, want Queued at position 1 of 2 with Kueue's reason naming nvidia.com/gpu", s2.Reason, s2.Message)
+	}
+	t.Logf("second: %s", s2.Message)
+	t.Logf("third: %s", s3.Message)
+	// Never partially started: no pod of a queued job exists.
+	for _, name := range []string{"second", "third"} {
+		pods := &corev1.PodList{}
+		if err := c.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"jobset.sigs.k8s.io/jobset-name": name}); err != nil {
+			t.Fatal(err)
+		}
+		if len(pods.Items) != 0 {
+			t.Errorf("queued job %s has %d pods; a queued job must not start partially", name, len(pods.Items))
+		}
+	}
+
+	// Freeing the GPUs admits the next job whole.
+	if err := c.Client.Delete(ctx, first, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitForStatus(t, ns, "second", 2*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseSucceeded })
+	c.WaitForStatus(t, ns, "third", 2*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseSucceeded })
+}
+
+// Quota can shrink (or be used up by others) between admission and pod
+// creation: the job then waits with the quota's numbers in its status.
+func TestQuotaExceededAfterAdmission(t *testing.T) {
+	c := framework.Get(t)
+	ctx := context.Background()
+	ns := c.NewNamespace(t, "quota-later")
+	gpus := func(n int64) corev1.ResourceList {
+		return corev1.ResourceList{"requests.nvidia.com/gpu": *resource.NewQuantity(n, resource.DecimalSI)}
+	}
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "gpus", Namespace: ns}, Spec: corev1.ResourceQuotaSpec{Hard: gpus(8)}}
+	if err := c.Client.Create(ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+	// Admitted: 2 pods × 4 GPUs fit a quota of 8.
+	job := framework.MakeTrainJob("late", ns, "mpi-openmpi-gpu").NumNodes(2).GPUsPerNode(4).OnKwokNodes().HoldOnKwok().Suspend().Obj()
+	if err := c.Client.Create(ctx, job); err != nil {
+		t.Fatalf("a job that fits the quota must be admitted: %v", err)
+	}
+	// The administrator halves the quota; then the job resumes.
+	if err := c.Client.Patch(ctx, quota, client.RawPatch(client.Merge.Type(), []byte(`{"spec":{"hard":{"requests.nvidia.com/gpu":"4"}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Client.Patch(ctx, job, client.RawPatch(client.Merge.Type(), []byte(`{"spec":{"suspend":false}}`))); err != nil {
+		t.Fatal(err)
+	}
+	s := c.WaitForStatus(t, ns, "late", 2*time.Minute, func(s api.Status) bool { return s.Reason == diagnose.ReasonQuotaExceeded })
+	if s.Phase.Finished() || !strings.Contains(s.Message, "nvidia.com/gpu") || !strings.Contains(s.Message, "gpus") || s.NextStep == "" {
+		t.Errorf("status %s %q (next: %q), want a waiting job naming quota gpus and nvidia.com/gpu with a next step", s.Phase, s.Message, s.NextStep)
+	}
+	t.Logf("%s: %s Next: %s", s.Reason, s.Message, s.NextStep)
+}
