@@ -4,7 +4,13 @@ package config_test
 
 import (
 	"sort"
+	"strings"
 	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	psapi "k8s.io/pod-security-admission/api"
+	"k8s.io/pod-security-admission/policy"
 
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/kustomize/api/krusty"
@@ -23,10 +29,13 @@ func TestDefaultBuilds(t *testing.T) {
 	}
 	sort.Strings(got)
 	want := []string{
+		"Certificate/mpijob-webhook-cert",
 		"ClusterRole/mpijob-edit",
+		"ClusterRole/mpijob-manager",
 		"ClusterRole/mpijob-metrics-reader",
 		"ClusterRole/mpijob-runtime-reader",
 		"ClusterRole/mpijob-view",
+		"ClusterRoleBinding/mpijob-manager",
 		"ClusterRoleBinding/mpijob-runtime-reader",
 		"ClusterTrainingRuntime/mpi-deepspeed",
 		"ClusterTrainingRuntime/mpi-horovod",
@@ -35,8 +44,79 @@ func TestDefaultBuilds(t *testing.T) {
 		"ClusterTrainingRuntime/mpi-openmpi",
 		"ClusterTrainingRuntime/mpi-openmpi-gpu",
 		"ClusterTrainingRuntime/mpi-openmpi5",
+		"Deployment/mpijob-manager",
+		"Issuer/mpijob-selfsigned",
+		"MutatingWebhookConfiguration/mpijob-mutating-webhook-configuration",
+		"Namespace/mpijob-system",
+		"PodDisruptionBudget/mpijob-manager",
+		"Role/mpijob-manager-leader-election",
+		"RoleBinding/mpijob-manager-leader-election",
+		"Service/mpijob-metrics",
+		"Service/mpijob-webhook-service",
+		"ServiceAccount/mpijob-manager",
+		"ValidatingWebhookConfiguration/mpijob-validating-webhook-configuration",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("config/default resources (-want,+got):\n%s", diff)
+	}
+}
+
+// TestManagerDeployment checks the release's manager: Pod Security
+// restricted, leader election on, its webhook certificate mounted where the
+// flag says, and webhook configurations that reach its Service with a CA
+// cert-manager injects.
+func TestManagerDeployment(t *testing.T) {
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	res, err := k.Run(filesys.MakeFsOnDisk(), "default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dep appsv1.Deployment
+	hooks := 0
+	for _, r := range res.Resources() {
+		m, err := r.Map()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch r.GetKind() {
+		case "Deployment":
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(m, &dep, true); err != nil {
+				t.Fatal(err)
+			}
+		case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
+			hooks++
+			if got := r.GetAnnotations()["cert-manager.io/inject-ca-from"]; got != "mpijob-system/mpijob-webhook-cert" {
+				t.Errorf("%s: inject-ca-from = %q", r.GetName(), got)
+			}
+			for _, h := range m["webhooks"].([]any) {
+				svc := h.(map[string]any)["clientConfig"].(map[string]any)["service"].(map[string]any)
+				if svc["name"] != "mpijob-webhook-service" || svc["namespace"] != "mpijob-system" {
+					t.Errorf("%s calls service %v/%v", r.GetName(), svc["namespace"], svc["name"])
+				}
+			}
+		}
+	}
+	if hooks != 2 {
+		t.Errorf("want 2 webhook configurations, got %d", hooks)
+	}
+	eval, err := policy.NewEvaluator(policy.DefaultChecks(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tpl := dep.Spec.Template
+	for _, r := range eval.EvaluatePod(psapi.LevelVersion{Level: psapi.LevelRestricted, Version: psapi.LatestVersion()}, &tpl.ObjectMeta, &tpl.Spec) {
+		if !r.Allowed {
+			t.Errorf("mpijob-manager: Pod Security restricted: %s: %s", r.ForbiddenReason, r.ForbiddenDetail)
+		}
+	}
+	checkNoFixedUID(t, "mpijob-manager", tpl.Spec)
+	args := strings.Join(tpl.Spec.Containers[0].Args, " ")
+	for _, want := range []string{"--leader-elect", "--webhook-cert-dir=" + tpl.Spec.Containers[0].VolumeMounts[0].MountPath} {
+		if !strings.Contains(args, want) {
+			t.Errorf("manager args %q lack %q", args, want)
+		}
+	}
+	if tpl.Spec.ServiceAccountName != "mpijob-manager" {
+		t.Errorf("serviceAccountName = %q", tpl.Spec.ServiceAccountName)
 	}
 }

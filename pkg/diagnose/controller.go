@@ -162,19 +162,26 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 			in.Workers = append(in.Workers, p)
 		}
 	}
-	evs := &corev1.EventList{}
-	if err := r.Reader.List(ctx, evs, client.InNamespace(tj.Namespace), client.MatchingFieldsSelector{
-		Selector: fields.OneTermEqualSelector("reason", "FailedCreate")}); err == nil {
-		for _, e := range evs.Items {
-			if e.InvolvedObject.Kind == "Job" && len(e.InvolvedObject.Name) > len(tj.Name) && e.InvolvedObject.Name[:len(tj.Name)+1] == tj.Name+"-" {
-				in.Events = append(in.Events, e)
+	// Pods that do not appear (quota, admission) leave FailedCreate Events
+	// on their Job. Look for them only once pods are overdue, so a job
+	// that starts normally costs no Event reads.
+	if podsOverdue(in, in.Now) {
+		evs := &corev1.EventList{}
+		if err := r.Reader.List(ctx, evs, client.InNamespace(tj.Namespace), client.MatchingFieldsSelector{
+			Selector: fields.OneTermEqualSelector("reason", "FailedCreate")}); err == nil {
+			for _, e := range evs.Items {
+				if e.InvolvedObject.Kind == "Job" && len(e.InvolvedObject.Name) > len(tj.Name) && e.InvolvedObject.Name[:len(tj.Name)+1] == tj.Name+"-" {
+					in.Events = append(in.Events, e)
+				}
 			}
 		}
 	}
 	if condTrue(tj, trainer.TrainJobFailed) && len(in.Launcher) > 0 {
 		in.LauncherLog = r.launcherLog(ctx, newest(in.Launcher))
 	}
-	if unscheduled(in.Workers) > 0 {
+	// Free capacity explains why the scheduler cannot place Workers; it
+	// is read only after the scheduler said so.
+	if unschedulable(in.Workers) > 0 {
 		in.Nodes = r.freeCapacity(ctx)
 	}
 	if q, err := queue.Lookup(ctx, r.Reader, tj.Namespace, tj.Labels, tj.UID); err != nil {

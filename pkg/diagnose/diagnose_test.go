@@ -342,3 +342,34 @@ func TestRegistryOf(t *testing.T) {
 		}
 	}
 }
+
+func TestPodsOverdueAndUnschedulable(t *testing.T) {
+	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	js := func(age time.Duration) *jobsetv1alpha2.JobSet {
+		return &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(now.Add(-age))}}
+	}
+	tj := job(2).obj()
+	pending := corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending}}
+	refused := corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}}
+	cases := map[string]struct {
+		in   Input
+		want bool
+	}{
+		"no JobSet yet":              {in: Input{TrainJob: tj}},
+		"JobSet just created":        {in: Input{TrainJob: tj, JobSet: js(time.Second)}},
+		"pods missing after a while": {in: Input{TrainJob: tj, JobSet: js(5 * time.Second), Workers: []corev1.Pod{pending}}, want: true},
+		"all pods there": {in: Input{TrainJob: tj, JobSet: js(5 * time.Second),
+			Launcher: []corev1.Pod{pending}, Workers: []corev1.Pod{pending, pending}}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := podsOverdue(tc.in, now); got != tc.want {
+				t.Errorf("podsOverdue = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if got := unschedulable([]corev1.Pod{pending, refused}); got != 1 {
+		t.Errorf("unschedulable = %d, want 1 (a pod not yet tried is not unschedulable)", got)
+	}
+}

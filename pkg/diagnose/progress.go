@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -130,6 +131,32 @@ func unscheduled(pods []corev1.Pod) int {
 		}
 	}
 	return n
+}
+
+// unschedulable counts the pods the scheduler tried and failed to place.
+func unschedulable(pods []corev1.Pod) int {
+	n := 0
+	for i := range pods {
+		for _, c := range pods[i].Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// podCreationGrace is how long the Job controller may take to create pods
+// before missing pods are looked into.
+const podCreationGrace = 2 * time.Second
+
+// podsOverdue reports whether the job's JobSet has existed for a while and
+// still lacks the Launcher or some Workers.
+func podsOverdue(in Input, now time.Time) bool {
+	if in.JobSet == nil || now.Sub(in.JobSet.CreationTimestamp.Time) < podCreationGrace {
+		return false
+	}
+	return len(in.Launcher) == 0 || int32(len(in.Workers)) < workersTotal(in)
 }
 
 func schedulerMessage(pods []corev1.Pod) string {

@@ -146,7 +146,7 @@ func (c *Cluster) startKwok(ctx context.Context) error {
 var KwokNodeCapacity = corev1.ResourceList{
 	corev1.ResourceCPU:    resource.MustParse("32"),
 	corev1.ResourceMemory: resource.MustParse("256Gi"),
-	corev1.ResourcePods:   resource.MustParse("110"),
+	corev1.ResourcePods:   resource.MustParse("1000"),
 	"nvidia.com/gpu":      resource.MustParse("8"),
 }
 

@@ -219,3 +219,29 @@ func isOurs(pid int, runDir string) bool {
 
 // ErrNotRoot says the local cluster needs root.
 var ErrNotRoot = errors.New("the local cluster runs kubelets and containerd and must run as root: run it with sudo (or as root in a VM/container with cgroups)")
+
+// ProcessPID returns the pid of one process of the running cluster.
+func ProcessPID(opts Options, name string) (int, error) {
+	b, err := os.ReadFile(filepath.Join(opts.runDir(), name+".pid"))
+	if err != nil {
+		return 0, fmt.Errorf("no process %s in the local cluster: %w", name, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || !processAlive(pid) {
+		return 0, fmt.Errorf("process %s of the local cluster is not running", name)
+	}
+	return pid, nil
+}
+
+// StopProcess stops one process of the running cluster (SIGTERM, then
+// SIGKILL after 10 s); RestartProcess starts it again.
+func StopProcess(opts Options, name string) error {
+	if os.Geteuid() != 0 {
+		return ErrNotRoot
+	}
+	if _, err := os.Stat(filepath.Join(opts.runDir(), name+".cmd")); err != nil {
+		return fmt.Errorf("no process %s in the local cluster: %w", name, err)
+	}
+	stopPidFiles(opts.runDir(), 10*time.Second, func(n string) bool { return n == name })
+	return nil
+}

@@ -1,0 +1,319 @@
+//go:build e2e
+
+// Command manager measures mpijob-manager on the running local cluster:
+//
+//  1. Overhead: the time from creating an MPI job (8 Workers on kwok nodes)
+//     to all its Workers Running, one job at a time, with mpijob-manager
+//     and its webhooks installed and then without them (webhook
+//     configurations removed, process stopped; both restored afterwards).
+//  2. Scale: the manager's CPU time and memory while -jobs MPI jobs of
+//     -workers Workers each start and stay Running on the kwok nodes,
+//     then while they idle, and how long their diagnosis takes to say
+//     Running for all of them.
+//
+//	go run -tags e2e ./bench/manager [-jobs 500] [-workers 8] [-overhead-jobs 20]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/localcluster"
+	"github.com/mpijob/mpijob/test/framework"
+)
+
+func main() {
+	jobs := flag.Int("jobs", 500, "MPI jobs for the scale run")
+	workers := flag.Int("workers", 8, "Workers per job")
+	overheadJobs := flag.Int("overhead-jobs", 20, "jobs per mode for the overhead run")
+	flag.Parse()
+	if err := run(*jobs, *workers, *overheadJobs); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+type bench struct {
+	opts localcluster.Options
+	cl   client.Client
+}
+
+func run(jobs, workers, overheadJobs int) error {
+	wd, _ := os.Getwd()
+	opts, err := localcluster.DefaultOptions(wd)
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	if ok, msg := localcluster.Status(ctx, opts); !ok {
+		return fmt.Errorf("%s", msg)
+	}
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: opts.KubeconfigPath()}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 500, 1000
+	cl, err := client.New(cfg, client.Options{Scheme: framework.Scheme})
+	if err != nil {
+		return err
+	}
+	b := &bench{opts: opts, cl: cl}
+
+	with, err := b.overhead(ctx, "with", workers, overheadJobs)
+	if err != nil {
+		return err
+	}
+	saved, err := b.disableManager(ctx)
+	if err != nil {
+		return err
+	}
+	without, err := b.overhead(ctx, "without", workers, overheadJobs)
+	if rerr := b.enableManager(ctx, saved); rerr != nil {
+		return fmt.Errorf("restoring mpijob-manager: %w (run `make dev-down` and `make dev`)", rerr)
+	}
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "create → all %d Workers Running (n=%d each)\tp50\tp90\tmean\t\n", workers, overheadJobs)
+	fmt.Fprintf(w, "without mpijob-manager\t%s\t%s\t%s\t\n", pct(without, 50), pct(without, 90), mean(without))
+	fmt.Fprintf(w, "with mpijob-manager\t%s\t%s\t%s\t\n", pct(with, 50), pct(with, 90), mean(with))
+	fmt.Fprintf(w, "added by mpijob-manager (mean)\t\t\t%+.1f%%\t\n", 100*(float64(mean(with))/float64(mean(without))-1))
+	_ = w.Flush()
+	fmt.Println()
+	return b.scale(ctx, jobs, workers)
+}
+
+func (b *bench) job(ns, name string, workers int) *trainer.TrainJob {
+	return framework.MakeTrainJob(name, ns, "mpi-openmpi").NumNodes(int32(workers)).OnKwokNodes().HoldOnKwok().Obj()
+}
+
+func (b *bench) namespace(ctx context.Context, prefix string) (string, func(), error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-", Labels: map[string]string{"mpijob.dev/test": "bench"}}}
+	if err := b.cl.Create(ctx, ns); err != nil {
+		return "", nil, err
+	}
+	return ns.Name, func() { _ = b.cl.Delete(context.Background(), ns) }, nil
+}
+
+// workersRunning counts the Running Worker pods of each job of ns.
+func (b *bench) workersRunning(ctx context.Context, ns string) (map[string]int, error) {
+	pods := &corev1.PodList{}
+	if err := b.cl.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"jobset.sigs.k8s.io/replicatedjob-name": "node"}); err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, p := range pods.Items {
+		if p.Status.Phase == corev1.PodRunning {
+			out[p.Labels["jobset.sigs.k8s.io/jobset-name"]]++
+		}
+	}
+	return out, nil
+}
+
+func (b *bench) overhead(ctx context.Context, mode string, workers, n int) ([]time.Duration, error) {
+	ns, cleanup, err := b.namespace(ctx, "bench-overhead")
+	if err != nil {
+		return nil, err
+	}
+	defer cleanup()
+	fmt.Fprintf(os.Stderr, "overhead %s mpijob-manager: %d jobs of %d Workers, one at a time\n", mode, n, workers)
+	var out []time.Duration
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("job-%d", i)
+		start := time.Now()
+		if err := b.cl.Create(ctx, b.job(ns, name, workers)); err != nil {
+			return nil, err
+		}
+		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			r, err := b.workersRunning(ctx, ns)
+			return err == nil && r[name] >= workers, err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("job %s/%s: Workers not Running: %w", ns, name, err)
+		}
+		out = append(out, time.Since(start))
+		if err := b.cl.Delete(ctx, b.job(ns, name, workers), client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+			return nil, err
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out, nil
+}
+
+var webhookKinds = []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
+
+func (b *bench) disableManager(ctx context.Context) ([]*unstructured.Unstructured, error) {
+	var saved []*unstructured.Unstructured
+	for _, k := range webhookKinds {
+		u := &unstructured.Unstructured{}
+		u.SetAPIVersion("admissionregistration.k8s.io/v1")
+		u.SetKind(k)
+		name := "mpijob-" + strings.ToLower(strings.TrimSuffix(k, "WebhookConfiguration")) + "-webhook-configuration"
+		if err := b.cl.Get(ctx, client.ObjectKey{Name: name}, u); err != nil {
+			return nil, err
+		}
+		saved = append(saved, u)
+		if err := b.cl.Delete(ctx, u); err != nil {
+			return nil, err
+		}
+	}
+	return saved, localcluster.StopProcess(b.opts, "mpijob-manager")
+}
+
+func (b *bench) enableManager(ctx context.Context, saved []*unstructured.Unstructured) error {
+	if err := localcluster.RestartProcess(b.opts, "mpijob-manager"); err != nil {
+		return err
+	}
+	for _, u := range saved {
+		u = u.DeepCopy()
+		u.SetResourceVersion("")
+		u.SetUID("")
+		u.SetManagedFields(nil)
+		if err := b.cl.Create(ctx, u); err != nil {
+			return err
+		}
+	}
+	// Wait until the restarted manager answers its webhooks.
+	ns, cleanup, err := b.namespace(ctx, "bench-probe")
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		return b.cl.Create(ctx, b.job(ns, "probe", 2), client.DryRunAll) == nil, nil
+	})
+}
+
+// cpuAndMemory reads the manager's CPU time (user+system) and its current
+// and peak resident memory from /proc.
+func cpuAndMemory(pid int) (cpu time.Duration, rss, peak int64, err error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	s := string(stat)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	cpu = time.Duration(ut+st) * time.Second / 100 // USER_HZ
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	for _, l := range strings.Split(string(status), "\n") {
+		fs := strings.Fields(l)
+		if len(fs) < 2 {
+			continue
+		}
+		v, _ := strconv.ParseInt(fs[1], 10, 64)
+		switch fs[0] {
+		case "VmRSS:":
+			rss = v * 1024
+		case "VmHWM:":
+			peak = v * 1024
+		}
+	}
+	return cpu, rss, peak, nil
+}
+
+func (b *bench) scale(ctx context.Context, jobs, workers int) error {
+	pid, err := localcluster.ProcessPID(b.opts, "mpijob-manager")
+	if err != nil {
+		return err
+	}
+	ns, cleanup, err := b.namespace(ctx, "bench-scale")
+	if err != nil {
+		return err
+	}
+	defer cleanup()
+	cpu0, rss0, _, err := cpuAndMemory(pid)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "scale: creating %d jobs of %d Workers (%d pods) in %s\n", jobs, workers, jobs*(workers+1), ns)
+	start := time.Now()
+	for i := 0; i < jobs; i++ {
+		if err := b.cl.Create(ctx, b.job(ns, fmt.Sprintf("job-%d", i), workers)); err != nil {
+			return err
+		}
+	}
+	created := time.Since(start)
+	// Wait until mpijob's status says Running for every job.
+	last := time.Now()
+	err = wait.PollUntilContextTimeout(ctx, 2*time.Second, 30*time.Minute, true, func(ctx context.Context) (bool, error) {
+		l := &trainer.TrainJobList{}
+		if err := b.cl.List(ctx, l, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		running := 0
+		for _, tj := range l.Items {
+			if s, ok, _ := api.ReadStatus(tj.Annotations); ok && s.Phase == api.PhaseRunning {
+				running++
+			}
+		}
+		if time.Since(last) > 15*time.Second {
+			fmt.Fprintf(os.Stderr, "  %s: %d/%d jobs Running\n", time.Since(start).Round(time.Second), running, jobs)
+			last = time.Now()
+		}
+		return running == jobs, nil
+	})
+	if err != nil {
+		return fmt.Errorf("not every job reached Running: %w", err)
+	}
+	allRunning := time.Since(start)
+	cpu1, rss1, peak1, err := cpuAndMemory(pid)
+	if err != nil {
+		return err
+	}
+	const idle = 60 * time.Second
+	fmt.Fprintf(os.Stderr, "scale: all Running after %s; measuring %s of steady state\n", allRunning.Round(time.Second), idle)
+	time.Sleep(idle)
+	cpu2, rss2, peak2, err := cpuAndMemory(pid)
+	if err != nil {
+		return err
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "mpijob-manager, %d jobs × %d Workers on kwok\tvalue\t\n", jobs, workers)
+	fmt.Fprintf(w, "create calls (client side)\t%s\t\n", created.Round(time.Millisecond))
+	fmt.Fprintf(w, "create → every job's status Running\t%s\t\n", allRunning.Round(time.Second))
+	fmt.Fprintf(w, "manager CPU during start-up\t%s (%.0f%% of one core)\t\n", (cpu1 - cpu0).Round(10*time.Millisecond), 100*float64(cpu1-cpu0)/float64(allRunning))
+	fmt.Fprintf(w, "manager CPU, %s steady state\t%s (%.1f%% of one core)\t\n", idle, (cpu2 - cpu1).Round(10*time.Millisecond), 100*float64(cpu2-cpu1)/float64(idle))
+	fmt.Fprintf(w, "manager RSS before / all Running / steady\t%d / %d / %d MiB\t\n", rss0>>20, rss1>>20, rss2>>20)
+	fmt.Fprintf(w, "manager peak RSS (VmHWM)\t%d MiB\t\n", max(peak1, peak2)>>20)
+	return w.Flush()
+}
+
+func pct(sorted []time.Duration, p int) time.Duration {
+	i := (len(sorted)*p + 99) / 100
+	if i > 0 {
+		i--
+	}
+	return sorted[i].Round(time.Millisecond)
+}
+
+func mean(d []time.Duration) time.Duration {
+	var sum time.Duration
+	for _, x := range d {
+		sum += x
+	}
+	return (sum / time.Duration(len(d))).Round(time.Millisecond)
+}
