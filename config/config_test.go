@@ -120,3 +120,30 @@ func TestManagerDeployment(t *testing.T) {
 		t.Errorf("serviceAccountName = %q", tpl.Spec.ServiceAccountName)
 	}
 }
+
+// TestOpenShiftOverlayDropsFixedFSGroup: OpenShift restricted-v2 refuses a
+// fixed fsGroup; the overlay must leave none in any runtime.
+func TestOpenShiftOverlayDropsFixedFSGroup(t *testing.T) {
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	res, err := k.Run(filesys.MakeFsOnDisk(), "openshift")
+	if err != nil {
+		t.Fatalf("kustomize build config/openshift: %v", err)
+	}
+	n := 0
+	for _, r := range res.Resources() {
+		if r.GetKind() != "ClusterTrainingRuntime" {
+			continue
+		}
+		n++
+		y, err := r.AsYAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(y), "fsGroup") {
+			t.Errorf("runtime %s still sets fsGroup under config/openshift", r.GetName())
+		}
+	}
+	if n != 7 {
+		t.Errorf("config/openshift has %d runtimes, want 7", n)
+	}
+}

@@ -61,16 +61,17 @@ type Reconciler struct {
 type writtenStatus struct {
 	uid    types.UID
 	status api.Status
+	at     time.Time
 }
 
-func (r *Reconciler) lastWritten(tj *trainer.TrainJob) (api.Status, bool) {
+func (r *Reconciler) lastWritten(tj *trainer.TrainJob) (api.Status, time.Time, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	w, ok := r.written[client.ObjectKeyFromObject(tj)]
 	if !ok || w.uid != tj.UID {
-		return api.Status{}, false
+		return api.Status{}, time.Time{}, false
 	}
-	return w.status, true
+	return w.status, w.at, true
 }
 
 func (r *Reconciler) remember(tj *trainer.TrainJob, s api.Status) {
@@ -79,7 +80,7 @@ func (r *Reconciler) remember(tj *trainer.TrainJob, s api.Status) {
 	if r.written == nil {
 		r.written = map[types.NamespacedName]writtenStatus{}
 	}
-	r.written[client.ObjectKeyFromObject(tj)] = writtenStatus{uid: tj.UID, status: s}
+	r.written[client.ObjectKeyFromObject(tj)] = writtenStatus{uid: tj.UID, status: s, at: r.now()}
 }
 
 func (r *Reconciler) forget(key types.NamespacedName) {
@@ -133,8 +134,9 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 	if err != nil {
 		log.V(2).Info("ignoring unreadable previous status", "err", err)
 	}
-	if mem, ok := r.lastWritten(tj); ok {
-		prev, hadPrev = mem, true
+	var writtenAt time.Time
+	if mem, at, ok := r.lastWritten(tj); ok {
+		prev, hadPrev, writtenAt = mem, true, at
 	}
 	in := Input{TrainJob: tj, Now: r.now()}
 	if hadPrev {
@@ -194,6 +196,14 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 	}
 
 	s := Diagnose(in)
+	// While the phase and reason hold, counters (Workers ready) change in
+	// bursts as pods start: write them at most once per statusCoalesce, so
+	// a starting job costs a few writes, not one per pod.
+	if hadPrev && changed(prev, s) && sameStage(prev, s) && !writtenAt.IsZero() {
+		if wait := statusCoalesce - in.Now.Sub(writtenAt); wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+	}
 	if !hadPrev || changed(prev, s) {
 		if err := r.write(ctx, tj, s); err != nil {
 			return ctrl.Result{}, err
@@ -231,6 +241,16 @@ func (r *Reconciler) now() time.Time {
 }
 
 // changed ignores LastTransitionTime, which only moves with the phase.
+// statusCoalesce is the shortest time between two writes of a job's
+// status that differ only in counters.
+const statusCoalesce = time.Second
+
+// sameStage reports whether two statuses differ at most in what changes
+// pod by pod (Workers ready, messages counting pods).
+func sameStage(a, b api.Status) bool {
+	return a.Phase == b.Phase && a.Reason == b.Reason && a.Launcher == b.Launcher && a.WorkersTotal == b.WorkersTotal
+}
+
 func changed(a, b api.Status) bool {
 	a.LastTransitionTime, b.LastTransitionTime = nil, nil
 	ea, _ := a.Encode()

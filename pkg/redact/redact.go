@@ -1,0 +1,71 @@
+// Package redact hides secrets in log lines before they reach a terminal
+// or a notebook: PEM blocks, bearer tokens, cloud keys, and the values of
+// password=, token=, secret=, api_key= style settings. The CLI and the
+// Python SDK use the same rules.
+package redact
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Mask replaces what a rule hides.
+const Mask = "[REDACTED]"
+
+var rules = []*regexp.Regexp{
+	// key=value and key: value settings whose name says secret.
+	regexp.MustCompile(`(?i)((?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|client[_-]?secret)[A-Za-z0-9_-]*["']?\s*[:=]\s*["']?)([^\s"',;&]+)`),
+	// Authorization headers and bearer tokens.
+	regexp.MustCompile(`(?i)(bearer\s+)([A-Za-z0-9._~+/=-]{8,})`),
+	// AWS access key ids, GitHub and Hugging Face tokens, JWTs.
+	regexp.MustCompile(`()\b(AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}|hf_[A-Za-z0-9]{30,}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})\b`),
+	// Credentials in URLs: scheme://user:password@host.
+	regexp.MustCompile(`(://[^/\s:@]+:)([^@\s/]+)(@)`),
+}
+
+// Redactor hides secrets line by line; it remembers whether it is inside a
+// PEM block, so feed it a stream's lines in order.
+type Redactor struct {
+	inPEM bool
+	// Count is how many secrets were hidden so far.
+	Count int
+}
+
+// Line returns line with its secrets masked.
+func (r *Redactor) Line(line string) string {
+	if r.inPEM {
+		if strings.Contains(line, "-----END ") {
+			r.inPEM = false
+		}
+		return Mask
+	}
+	if i := strings.Index(line, "-----BEGIN "); i >= 0 && strings.Contains(line[i:], "PRIVATE KEY") || i >= 0 && strings.Contains(line[i:], "CERTIFICATE") {
+		r.Count++
+		if !strings.Contains(line[i+11:], "-----END ") {
+			r.inPEM = true
+		}
+		return line[:i] + Mask
+	}
+	for _, re := range rules {
+		line = re.ReplaceAllStringFunc(line, func(m string) string {
+			r.Count++
+			sub := re.FindStringSubmatch(m)
+			out := sub[1] + Mask
+			if len(sub) > 3 {
+				out += sub[3]
+			}
+			return out
+		})
+	}
+	return line
+}
+
+// String masks the secrets of a whole text.
+func String(s string) (string, int) {
+	r := &Redactor{}
+	lines := strings.Split(s, "\n")
+	for i, l := range lines {
+		lines[i] = r.Line(l)
+	}
+	return strings.Join(lines, "\n"), r.Count
+}
