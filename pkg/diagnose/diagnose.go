@@ -38,6 +38,7 @@ const (
 	ReasonGangSchedulingTimout = "GangSchedulingTimeout"
 	ReasonSuspended            = "Suspended"
 	ReasonQueued               = "Queued"
+	ReasonAdmitted             = "Admitted"
 	ReasonFailed               = "Failed"
 )
 
@@ -130,6 +131,11 @@ func Diagnose(in Input) api.Status {
 				s.Message += " Kueue: " + in.Queue.Message + "."
 			}
 			s.NextStep = "Nothing to do: the job starts as soon as the queue admits it. `kubectl mpijob list -A` shows what runs ahead of it."
+		} else if in.Queue != nil && in.Queue.Admitted {
+			// Kueue admitted the job and is about to resume it.
+			s.Phase, s.Reason = api.PhaseQueued, ReasonAdmitted
+			s.Message = fmt.Sprintf("Admitted by queue %s: the whole job fits and starts now.", in.Queue.Name)
+			s.NextStep = "Nothing to do: the Launcher and Workers are being created."
 		} else {
 			s.Phase, s.Reason = api.PhaseSuspended, ReasonSuspended
 			s.Message = "The job is suspended: no pods run."

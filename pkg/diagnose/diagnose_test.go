@@ -292,6 +292,12 @@ func TestDiagnose(t *testing.T) {
 			in:   Input{TrainJob: job(2).suspend().obj()},
 			want: api.Status{Phase: api.PhaseSuspended, Reason: ReasonSuspended, Launcher: api.LauncherNotCreated, WorkersTotal: 2, Message: "The job is suspended: no pods run."},
 		},
+		"admitted by the queue, not yet resumed": {
+			in: Input{TrainJob: job(2).suspend().obj(), Queue: &Queue{Name: "team-a/default", Admitted: true}},
+			want: api.Status{Phase: api.PhaseQueued, Reason: ReasonAdmitted, Launcher: api.LauncherNotCreated, WorkersTotal: 2,
+				Message:  "Admitted by queue team-a/default: the whole job fits and starts now.",
+				NextStep: "Nothing to do: the Launcher and Workers are being created."},
+		},
 		"queued with its position": {
 			in: Input{TrainJob: job(8).suspend().obj(), Queue: &Queue{Name: "team-a", Position: 3}},
 			want: api.Status{Phase: api.PhaseQueued, Reason: ReasonQueued, Launcher: api.LauncherNotCreated, WorkersTotal: 8, QueuePosition: ptr.To[int32](3),

@@ -1,0 +1,253 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/runtimes"
+	"github.com/mpijob/mpijob/pkg/suggest"
+)
+
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, trainer.AddToScheme, jobsetv1alpha2.AddToScheme} {
+		if err := add(s); err != nil {
+			panic(err)
+		}
+	}
+	return s
+}()
+
+// clients are the API clients of one command run.
+type clients struct {
+	client.WithWatch
+	cs        kubernetes.Interface
+	namespace string
+}
+
+func (o *Options) clients() (*clients, error) {
+	cfg, err := o.Config.ToRESTConfig()
+	if err != nil {
+		return nil, err
+	}
+	cfg = rest.CopyConfig(cfg)
+	// Admission warnings (slots per worker ≠ GPUs, missing memory limits)
+	// reach the user as kubectl shows them.
+	cfg.WarningHandler = rest.NewWarningWriter(o.ErrOut, rest.WarningWriterOptions{Deduplicate: true})
+	cl, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	ns, _, err := o.Config.ToRawKubeConfigLoader().Namespace()
+	if err != nil {
+		return nil, err
+	}
+	return &clients{WithWatch: cl, cs: cs, namespace: ns}, nil
+}
+
+// job gets an MPI job by name; a missing name gets "did you mean".
+func (c *clients) job(ctx context.Context, name string) (*trainer.TrainJob, error) {
+	tj := &trainer.TrainJob{}
+	err := c.Get(ctx, client.ObjectKey{Namespace: c.namespace, Name: name}, tj)
+	if apierrors.IsNotFound(err) {
+		msg := fmt.Sprintf("MPI job %q not found in namespace %s", name, c.namespace)
+		l := &trainer.TrainJobList{}
+		if c.List(ctx, l, client.InNamespace(c.namespace)) == nil {
+			var names []string
+			for _, j := range l.Items {
+				names = append(names, j.Name)
+			}
+			if s := suggest.Closest(name, names); s != "" {
+				msg += fmt.Sprintf(": did you mean %q?", s)
+			}
+		}
+		return nil, &exitError{code: ExitNotFound, msg: msg}
+	}
+	return tj, err
+}
+
+// runtimeSpec finds the runtime a job names (or would name).
+func (c *clients) runtimeSpec(ctx context.Context, ns, name, kind string) (*trainer.TrainingRuntimeSpec, map[string]string, error) {
+	if kind == trainer.TrainingRuntimeKind {
+		rt := &trainer.TrainingRuntime{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, rt); err != nil {
+			return nil, nil, c.unknownRuntime(ctx, name, err)
+		}
+		return &rt.Spec, rt.Annotations, nil
+	}
+	rt := &trainer.ClusterTrainingRuntime{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, rt); err != nil {
+		return nil, nil, c.unknownRuntime(ctx, name, err)
+	}
+	return &rt.Spec, rt.Annotations, nil
+}
+
+func (c *clients) unknownRuntime(ctx context.Context, name string, err error) error {
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	msg := fmt.Sprintf("runtime %q does not exist", name)
+	l := &trainer.ClusterTrainingRuntimeList{}
+	if c.List(ctx, l) == nil {
+		var names []string
+		for _, r := range l.Items {
+			if runtimes.IsMPI(&r.Spec) {
+				names = append(names, r.Name)
+			}
+		}
+		if s := suggest.Closest(name, names); s != "" {
+			msg += fmt.Sprintf(": did you mean %q?", s)
+		} else if len(names) > 0 {
+			msg += ": MPI runtimes are " + strings.Join(names, ", ")
+		}
+	}
+	return &exitError{code: ExitNotFound, msg: msg + " (`kubectl mpijob runtimes list`)"}
+}
+
+// pods returns the Launcher and Worker pods of a job, Workers by index.
+func (c *clients) pods(ctx context.Context, tj *trainer.TrainJob) (launcher, workers []corev1.Pod, err error) {
+	l := &corev1.PodList{}
+	if err := c.List(ctx, l, client.InNamespace(tj.Namespace), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: tj.Name}); err != nil {
+		return nil, nil, err
+	}
+	for _, p := range l.Items {
+		switch p.Labels[jobsetv1alpha2.ReplicatedJobNameKey] {
+		case api.LauncherJob:
+			launcher = append(launcher, p)
+		case api.WorkerJob:
+			workers = append(workers, p)
+		}
+	}
+	sort.Slice(workers, func(i, j int) bool { return workerIndex(workers[i]) < workerIndex(workers[j]) })
+	sort.Slice(launcher, func(i, j int) bool { return launcher[i].CreationTimestamp.After(launcher[j].CreationTimestamp.Time) })
+	return launcher, workers, nil
+}
+
+func workerIndex(p corev1.Pod) string {
+	i := p.Labels["batch.kubernetes.io/job-completion-index"]
+	return fmt.Sprintf("%6s", i)
+}
+
+// statusOf is the job's Status: mpijob-manager's when it wrote one, else a
+// coarse one from Trainer's conditions (ok false).
+func statusOf(tj *trainer.TrainJob) (api.Status, bool) {
+	if s, ok, err := api.ReadStatus(tj.Annotations); ok && err == nil {
+		return s, true
+	}
+	s := api.Status{Phase: api.PhasePending}
+	for _, c := range tj.Status.Conditions {
+		if c.Status != "True" {
+			continue
+		}
+		switch c.Type {
+		case trainer.TrainJobComplete:
+			s.Phase, s.CompletionTime = api.PhaseSucceeded, &c.LastTransitionTime
+		case trainer.TrainJobFailed:
+			s.Phase, s.CompletionTime, s.Message = api.PhaseFailed, &c.LastTransitionTime, c.Message
+		case trainer.TrainJobSuspended:
+			s.Phase = api.PhaseSuspended
+		}
+	}
+	if s.Phase == api.PhasePending && tj.Spec.Suspend != nil && *tj.Spec.Suspend {
+		s.Phase = api.PhaseSuspended
+	}
+	if tj.Spec.Trainer != nil && tj.Spec.Trainer.NumNodes != nil {
+		s.WorkersTotal = *tj.Spec.Trainer.NumNodes
+	}
+	return s, false
+}
+
+// completeJobs lists job names for shell completion.
+func (o *Options) completeJobs(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	c, err := o.clients()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
+	defer cancel()
+	l := &trainer.TrainJobList{}
+	if err := c.List(ctx, l, client.InNamespace(c.namespace)); err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []string
+	for _, j := range l.Items {
+		if strings.HasPrefix(j.Name, toComplete) {
+			out = append(out, j.Name)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+func (o *Options) completeRuntimes(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	c, err := o.clients()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
+	defer cancel()
+	l := &trainer.ClusterTrainingRuntimeList{}
+	if err := c.List(ctx, l); err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []string
+	for _, r := range l.Items {
+		if runtimes.IsMPI(&r.Spec) && strings.HasPrefix(r.Name, toComplete) {
+			out = append(out, r.Name)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+func (o *Options) completeNamespaces(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	c, err := o.clients()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
+	defer cancel()
+	l := &corev1.NamespaceList{}
+	if err := c.List(ctx, l); err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []string
+	for _, n := range l.Items {
+		if strings.HasPrefix(n.Name, toComplete) {
+			out = append(out, n.Name)
+		}
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+func (o *Options) completeContexts(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	raw, err := o.Config.ToRawKubeConfigLoader().RawConfig()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []string
+	for name := range raw.Contexts {
+		if strings.HasPrefix(name, toComplete) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out, cobra.ShellCompDirectiveNoFileComp
+}

@@ -1,0 +1,92 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+)
+
+func newDeleteCommand(o *Options) *cobra.Command {
+	var waitPods bool
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "delete NAME...",
+		Short: "Delete MPI jobs and wait until their Launcher and Workers are gone",
+		Example: `  kubectl mpijob delete hello
+  kubectl mpijob delete a b c --wait=false`,
+		ValidArgsFunction: o.completeJobs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErr("delete takes one or more job NAMEs")
+			}
+			cl, err := o.clients()
+			if err != nil {
+				return err
+			}
+			ctx := cmd.Context()
+			// Check every name first: nothing is deleted when one is wrong.
+			for _, n := range args {
+				if _, err := cl.job(ctx, n); err != nil {
+					return err
+				}
+			}
+			for _, n := range args {
+				tj, err := cl.job(ctx, n)
+				if err != nil {
+					return err
+				}
+				if err := cl.Delete(ctx, tj, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil && !apierrors.IsNotFound(err) {
+					return err
+				}
+				fmt.Fprintf(o.Out, "mpijob %s deleted\n", n)
+			}
+			if !waitPods {
+				return nil
+			}
+			for _, n := range args {
+				if err := waitGone(ctx, cl, n, timeout); err != nil {
+					return err
+				}
+			}
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&waitPods, "wait", true, "wait until the job's pods are gone (--wait=false returns at once)")
+	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long to wait for the pods to go")
+	return cmd
+}
+
+func waitGone(ctx context.Context, cl *clients, name string, timeout time.Duration) error {
+	left := 0
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		pods := &corev1.PodList{}
+		if err := cl.List(ctx, pods, client.InNamespace(cl.namespace), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: name}); err != nil {
+			return false, err
+		}
+		left = len(pods.Items)
+		if left > 0 {
+			return false, nil
+		}
+		_, err := cl.job(ctx, name)
+		if err != nil {
+			var ee *exitError
+			if asExit(err, &ee) && ee.code == ExitNotFound {
+				return true, nil
+			}
+			return false, err
+		}
+		return false, nil
+	})
+	if err != nil {
+		return &exitError{code: ExitTimeout, msg: fmt.Sprintf("job %s: %d pod(s) still there after %s (deletion continues in the cluster)", name, left, timeout)}
+	}
+	return nil
+}

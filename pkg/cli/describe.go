@@ -1,0 +1,222 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/mpijob/mpijob/pkg/admission"
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/queue"
+	"github.com/mpijob/mpijob/pkg/runtimes"
+)
+
+func newDescribeCommand(o *Options) *cobra.Command {
+	return &cobra.Command{
+		Use:               "describe NAME",
+		Short:             "Show an MPI job: phase, diagnosis and next step, events, pods, resources, runtime",
+		Args:              exactlyOneName("describe"),
+		ValidArgsFunction: o.completeJobs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := o.clients()
+			if err != nil {
+				return err
+			}
+			return describe(cmd.Context(), cl, args[0], o.Out, time.Now())
+		},
+	}
+}
+
+func exactlyOneName(verb string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) != 1 {
+			return usageErr("%s takes one job NAME (got %d arguments): kubectl mpijob %s NAME", verb, len(args), verb)
+		}
+		return nil
+	}
+}
+
+func describe(ctx context.Context, cl *clients, name string, out io.Writer, now time.Time) error {
+	tj, err := cl.job(ctx, name)
+	if err != nil {
+		return err
+	}
+	s, fromManager := statusOf(tj)
+	launcher, workers, err := cl.pods(ctx, tj)
+	if err != nil {
+		return err
+	}
+	events, _ := jobEvents(ctx, cl, tj)
+	rtKind := trainer.ClusterTrainingRuntimeKind
+	if tj.Spec.RuntimeRef.Kind != nil {
+		rtKind = *tj.Spec.RuntimeRef.Kind
+	}
+	spec, rtAnn, rtErr := cl.runtimeSpec(ctx, tj.Namespace, tj.Spec.RuntimeRef.Name, rtKind)
+
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	p := func(k, format string, args ...any) { fmt.Fprintf(w, "%s:\t%s\n", k, fmt.Sprintf(format, args...)) }
+	p("Name", "%s", tj.Name)
+	p("Namespace", "%s", tj.Namespace)
+	p("Runtime", "%s", tj.Spec.RuntimeRef.Name)
+	p("Creator", "%s", orDash(tj.Annotations[api.CreatorAnnotation]))
+	p("Created", "%s (%s ago)", tj.CreationTimestamp.UTC().Format(time.RFC3339), duration.HumanDuration(now.Sub(tj.CreationTimestamp.Time)))
+	if q := tj.Labels[queue.NameLabel]; q != "" {
+		p("Queue", "%s", q)
+	}
+	p("Phase", "%s", s.Phase)
+	if !fromManager {
+		p("Diagnosis", "none: mpijob-manager has not written a status for this job (is it installed?); phase from Trainer's conditions")
+	}
+	if s.Reason != "" {
+		p("Reason", "%s", s.Reason)
+	}
+	if s.Message != "" {
+		p("Message", "%s", s.Message)
+	}
+	if s.NextStep != "" {
+		p("Next step", "%s", s.NextStep)
+	}
+	if s.QueuePosition != nil {
+		p("Queue position", "%d", *s.QueuePosition)
+	}
+	p("Launcher", "%s", orDash(string(s.Launcher)))
+	p("Workers", "%d/%d ready", s.WorkersReady, s.WorkersTotal)
+	slots := s.SlotsPerWorker
+	if slots == 0 && tj.Spec.Trainer != nil && tj.Spec.Trainer.NumProcPerNode != nil {
+		slots = *tj.Spec.Trainer.NumProcPerNode
+	}
+	p("Slots per worker", "%d", max(slots, 1))
+	if s.StartTime != nil {
+		p("Started", "%s", s.StartTime.UTC().Format(time.RFC3339))
+	}
+	if s.CompletionTime != nil {
+		p("Finished", "%s (ran %s)", s.CompletionTime.UTC().Format(time.RFC3339), jobDuration(s, now))
+	}
+	if tj.Spec.Trainer != nil && len(tj.Spec.Trainer.Command) > 0 {
+		p("Command", "%s", strings.Join(tj.Spec.Trainer.Command, " "))
+	}
+	_ = w.Flush()
+
+	fmt.Fprintln(out, "\nResources:")
+	if rtErr != nil {
+		fmt.Fprintf(out, "  runtime %s: %v\n", tj.Spec.RuntimeRef.Name, rtErr)
+	} else if shape, err := runtimes.ShapeOf(tj, spec); err == nil {
+		d := admission.DemandOf(shape)
+		w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(w, "  Launcher\t%d × %s\n", d.Launchers, describeResources(d.LauncherRequests))
+		fmt.Fprintf(w, "  Worker\t%d × %s\n", d.Workers, describeResources(d.WorkerRequests))
+		total := corev1.ResourceList{}
+		for _, part := range []struct {
+			n  int64
+			rl corev1.ResourceList
+		}{{d.Launchers, d.LauncherRequests}, {d.Workers, d.WorkerRequests}} {
+			for k, q := range part.rl {
+				sum := total[k]
+				for i := int64(0); i < part.n; i++ {
+					sum.Add(q)
+				}
+				total[k] = sum
+			}
+		}
+		fmt.Fprintf(w, "  Total requested\t%s\n", describeResources(total))
+		_ = w.Flush()
+		if pol, errs := admission.ParsePolicy(rtAnn); len(errs) == 0 {
+			if lines := policyLines(pol); len(lines) > 0 {
+				fmt.Fprintln(out, "\nRuntime policy:")
+				for _, l := range lines {
+					fmt.Fprintln(out, "  "+l)
+				}
+			}
+		}
+	}
+
+	fmt.Fprintln(out, "\nPods:")
+	if len(launcher)+len(workers) == 0 {
+		fmt.Fprintln(out, "  none yet")
+	} else {
+		w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "  ROLE\tPOD\tNODE\tSTATE\tRESTARTS")
+		for _, pod := range launcher {
+			fmt.Fprintf(w, "  launcher\t%s\t%s\t%s\t%d\n", pod.Name, orDash(pod.Spec.NodeName), podState(&pod), restarts(&pod))
+		}
+		for i, pod := range workers {
+			fmt.Fprintf(w, "  worker-%d\t%s\t%s\t%s\t%d\n", i, pod.Name, orDash(pod.Spec.NodeName), podState(&pod), restarts(&pod))
+		}
+		_ = w.Flush()
+	}
+
+	fmt.Fprintln(out, "\nEvents:")
+	if len(events) == 0 {
+		fmt.Fprintln(out, "  none")
+	} else {
+		printEvents(out, events, now)
+	}
+	return nil
+}
+
+func policyLines(p admission.Policy) []string {
+	var out []string
+	if p.MaxWorkers > 0 {
+		out = append(out, fmt.Sprintf("max workers per job: %d", p.MaxWorkers))
+	}
+	if p.MaxGPUsPerWorker != nil {
+		out = append(out, fmt.Sprintf("max GPUs per worker: %s", p.MaxGPUsPerWorker.String()))
+	}
+	if len(p.RequiredNodeSelector) > 0 {
+		out = append(out, fmt.Sprintf("required node labels: %v", p.RequiredNodeSelector))
+	}
+	if p.PriorityClass != "" {
+		out = append(out, "priority class: "+p.PriorityClass)
+	}
+	if p.MinAvailable > 0 {
+		out = append(out, fmt.Sprintf("min available Workers: %d", p.MinAvailable))
+	}
+	if p.GangTimeout > 0 {
+		out = append(out, fmt.Sprintf("gang-scheduling timeout: %s", p.GangTimeout))
+	}
+	return out
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func restarts(p *corev1.Pod) int32 {
+	var n int32
+	for _, c := range p.Status.ContainerStatuses {
+		n += c.RestartCount
+	}
+	return n
+}
+
+// podState is the pod's phase, with the reason of a waiting or ended
+// container.
+func podState(p *corev1.Pod) string {
+	for _, c := range p.Status.ContainerStatuses {
+		if c.State.Waiting != nil && c.State.Waiting.Reason != "" {
+			return c.State.Waiting.Reason
+		}
+		if t := c.State.Terminated; t != nil {
+			return fmt.Sprintf("%s (exit %d)", t.Reason, t.ExitCode)
+		}
+	}
+	if p.Status.Phase == corev1.PodPending {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+				return "Pending: " + c.Reason
+			}
+		}
+	}
+	return string(p.Status.Phase)
+}

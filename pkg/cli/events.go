@@ -1,0 +1,84 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+func newEventsCommand(o *Options) *cobra.Command {
+	return &cobra.Command{
+		Use:               "events NAME",
+		Short:             "Events of an MPI job, its JobSet, Jobs and pods, oldest first",
+		Args:              exactlyOneName("events"),
+		ValidArgsFunction: o.completeJobs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := o.clients()
+			if err != nil {
+				return err
+			}
+			tj, err := cl.job(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			evs, err := jobEvents(cmd.Context(), cl, tj)
+			if err != nil {
+				return err
+			}
+			if len(evs) == 0 {
+				fmt.Fprintf(o.ErrOut, "No events for MPI job %s (events expire after an hour).\n", tj.Name)
+				return nil
+			}
+			printEvents(o.Out, evs, time.Now())
+			return nil
+		},
+	}
+}
+
+// jobEvents are the events of the TrainJob and of everything named after
+// it (JobSet, Jobs, pods, NetworkPolicy), oldest first.
+func jobEvents(ctx context.Context, cl *clients, tj *trainer.TrainJob) ([]corev1.Event, error) {
+	l := &corev1.EventList{}
+	if err := cl.List(ctx, l, client.InNamespace(tj.Namespace)); err != nil {
+		return nil, err
+	}
+	var out []corev1.Event
+	for _, e := range l.Items {
+		n := e.InvolvedObject.Name
+		if n == tj.Name || strings.HasPrefix(n, tj.Name+"-") {
+			out = append(out, e)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return eventTime(out[i]).Before(eventTime(out[j])) })
+	return out, nil
+}
+
+func eventTime(e corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
+}
+
+func printEvents(out io.Writer, evs []corev1.Event, now time.Time) {
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "  AGE\tTYPE\tREASON\tOBJECT\tMESSAGE")
+	for _, e := range evs {
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s/%s\t%s\n", duration.HumanDuration(now.Sub(eventTime(e))), e.Type, e.Reason,
+			strings.ToLower(e.InvolvedObject.Kind), e.InvolvedObject.Name, strings.TrimSpace(e.Message))
+	}
+	_ = w.Flush()
+}

@@ -1,0 +1,298 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/mpijob/mpijob/pkg/redact"
+)
+
+type logsOptions struct {
+	*Options
+	worker         int
+	all, follow    bool
+	since          time.Duration
+	tail           int64
+	grep           string
+	timestamps     bool
+	showRedactions bool
+}
+
+func newLogsCommand(o *Options) *cobra.Command {
+	l := &logsOptions{Options: o}
+	cmd := &cobra.Command{
+		Use:   "logs NAME",
+		Short: "Logs of the Launcher (default), one Worker, or all merged by time",
+		Long: `Print the logs of an MPI job: the Launcher's by default, one Worker's with
+--worker N, or with --all the Launcher's and every Worker's merged by time,
+each line prefixed [launcher] or [worker-N].
+
+Secrets are redacted: PEM blocks, bearer tokens, cloud keys and the values of
+password=, token=, secret=, api_key= style settings.`,
+		Example: `  kubectl mpijob logs hello
+  kubectl mpijob logs hello --all --grep 'rank [0-9]+'
+  kubectl mpijob logs hello --worker 1 --since 10m --tail 100
+  kubectl mpijob logs hello --all -f`,
+		Args:              exactlyOneName("logs"),
+		ValidArgsFunction: o.completeJobs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return l.run(cmd, args[0])
+		},
+	}
+	cmd.Flags().IntVar(&l.worker, "worker", -1, "the Worker with this index (0-based) instead of the Launcher")
+	cmd.Flags().BoolVar(&l.all, "all", false, "the Launcher and every Worker, merged by time")
+	cmd.Flags().BoolVarP(&l.follow, "follow", "f", false, "keep printing new lines")
+	cmd.Flags().DurationVar(&l.since, "since", 0, "only lines newer than this, e.g. 10m")
+	cmd.Flags().Int64Var(&l.tail, "tail", -1, "only the last N lines of each pod")
+	cmd.Flags().StringVar(&l.grep, "grep", "", "only lines matching this regular expression")
+	cmd.Flags().BoolVar(&l.timestamps, "timestamps", false, "prefix each line with its time")
+	cmd.Flags().BoolVar(&l.showRedactions, "show-redactions", false, "say on stderr how many secrets were redacted")
+	return cmd
+}
+
+// source is one pod's log with its label.
+type source struct {
+	label string
+	pod   corev1.Pod
+}
+
+func (l *logsOptions) run(cmd *cobra.Command, name string) error {
+	if l.all && cmd.Flags().Changed("worker") {
+		return usageErr("--all and --worker exclude each other")
+	}
+	var re *regexp.Regexp
+	if l.grep != "" {
+		var err error
+		if re, err = regexp.Compile(l.grep); err != nil {
+			return usageErr("--grep %q is not a regular expression: %v", l.grep, err)
+		}
+	}
+	if l.since < 0 {
+		return usageErr("--since %s: use a positive duration, e.g. 10m", l.since)
+	}
+	ctx := cmd.Context()
+	cl, err := l.clients()
+	if err != nil {
+		return err
+	}
+	tj, err := cl.job(ctx, name)
+	if err != nil {
+		return err
+	}
+	launcher, workers, err := cl.pods(ctx, tj)
+	if err != nil {
+		return err
+	}
+	var sources []source
+	switch {
+	case l.all:
+		if len(launcher) > 0 {
+			sources = append(sources, source{"launcher", launcher[0]})
+		}
+		for i, w := range workers {
+			sources = append(sources, source{fmt.Sprintf("worker-%d", i), w})
+		}
+	case l.worker >= 0:
+		if l.worker >= len(workers) {
+			return &exitError{code: ExitNotFound, msg: fmt.Sprintf("--worker %d: job %s has %d Worker pods (0 to %d)", l.worker, name, len(workers), len(workers)-1)}
+		}
+		sources = append(sources, source{fmt.Sprintf("worker-%d", l.worker), workers[l.worker]})
+	default:
+		if len(launcher) == 0 {
+			s, _ := statusOf(tj)
+			return &exitError{code: ExitNotFound, msg: fmt.Sprintf("job %s has no Launcher pod yet (phase %s): try --all, or kubectl mpijob describe %s", name, s.Phase, name)}
+		}
+		sources = append(sources, source{"launcher", launcher[0]})
+	}
+	if len(sources) == 0 {
+		return &exitError{code: ExitNotFound, msg: fmt.Sprintf("job %s has no pods yet: kubectl mpijob describe %s", name, name)}
+	}
+	opts := &corev1.PodLogOptions{Timestamps: true, Follow: l.follow}
+	if l.since > 0 {
+		opts.SinceSeconds = ptr.To(int64(l.since.Seconds()))
+	}
+	if l.tail >= 0 {
+		opts.TailLines = ptr.To(l.tail)
+	}
+	prefix := len(sources) > 1
+	f := &lineFilter{grep: re, timestamps: l.timestamps, prefix: prefix}
+	if l.follow {
+		err = l.followAll(ctx, cl, sources, opts, f)
+	} else {
+		var streams []LogStream
+		for _, s := range sources {
+			lines, err := readLog(ctx, cl, s.pod, opts)
+			if err != nil {
+				return err
+			}
+			streams = append(streams, LogStream{Label: s.label, Lines: lines})
+		}
+		for _, line := range MergeLogs(streams) {
+			f.print(l.Out, line)
+		}
+	}
+	if l.showRedactions {
+		fmt.Fprintf(l.ErrOut, "%d secret(s) redacted\n", f.redacted())
+	}
+	return err
+}
+
+func readLog(ctx context.Context, cl *clients, pod corev1.Pod, opts *corev1.PodLogOptions) ([]string, error) {
+	rc, err := cl.cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, opts).Stream(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("logs of pod %s: %w", pod.Name, err)
+	}
+	defer func() { _ = rc.Close() }()
+	var lines []string
+	sc := bufio.NewScanner(rc)
+	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	return lines, sc.Err()
+}
+
+func (l *logsOptions) followAll(ctx context.Context, cl *clients, sources []source, opts *corev1.PodLogOptions, f *lineFilter) error {
+	type tagged struct{ label, line string }
+	ch := make(chan tagged, 256)
+	errs := make(chan error, len(sources))
+	var wg sync.WaitGroup
+	for _, s := range sources {
+		wg.Add(1)
+		go func(s source) {
+			defer wg.Done()
+			rc, err := cl.cs.CoreV1().Pods(s.pod.Namespace).GetLogs(s.pod.Name, opts).Stream(ctx)
+			if err != nil {
+				errs <- fmt.Errorf("logs of pod %s: %w", s.pod.Name, err)
+				return
+			}
+			defer func() { _ = rc.Close() }()
+			sc := bufio.NewScanner(rc)
+			sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
+			for sc.Scan() {
+				ch <- tagged{s.label, sc.Text()}
+			}
+		}(s)
+	}
+	go func() { wg.Wait(); close(ch) }()
+	for t := range ch {
+		f.print(l.Out, LogLine{Label: t.label, Raw: t.line})
+	}
+	close(errs)
+	return <-errs
+}
+
+// LogStream is one pod's log lines, each starting with the RFC 3339 time
+// the kubelet adds (PodLogOptions.Timestamps).
+type LogStream struct {
+	Label string
+	Lines []string
+}
+
+// LogLine is a line of a merged log.
+type LogLine struct {
+	Label string
+	// Raw is the line as the kubelet sent it, time first.
+	Raw string
+}
+
+// MergeLogs merges pod logs by their timestamps (stable: equal times keep
+// the streams' order). Lines without a readable time keep their place
+// after the previous line of their stream.
+func MergeLogs(streams []LogStream) []LogLine {
+	type item struct {
+		t      time.Time
+		stream int
+		line   LogLine
+	}
+	var all []item
+	for i, s := range streams {
+		var last time.Time
+		for _, raw := range s.Lines {
+			if t, ok := lineTime(raw); ok {
+				last = t
+			}
+			all = append(all, item{t: last, stream: i, line: LogLine{Label: s.Label, Raw: raw}})
+		}
+	}
+	sort.SliceStable(all, func(i, j int) bool { return all[i].t.Before(all[j].t) })
+	out := make([]LogLine, len(all))
+	for i, it := range all {
+		out[i] = it.line
+	}
+	return out
+}
+
+func lineTime(raw string) (time.Time, bool) {
+	ts, _, ok := strings.Cut(raw, " ")
+	if !ok {
+		ts = raw
+	}
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	return t, err == nil
+}
+
+// lineFilter strips the time (unless asked to keep it), redacts secrets,
+// applies --grep and prefixes the pod's label.
+type lineFilter struct {
+	grep       *regexp.Regexp
+	timestamps bool
+	prefix     bool
+	mu         sync.Mutex
+	redactors  map[string]*redact.Redactor
+}
+
+func (f *lineFilter) print(w io.Writer, l LogLine) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.redactors == nil {
+		f.redactors = map[string]*redact.Redactor{}
+	}
+	r := f.redactors[l.Label]
+	if r == nil {
+		r = &redact.Redactor{}
+		f.redactors[l.Label] = r
+	}
+	text := l.Raw
+	ts := ""
+	if t, rest, ok := strings.Cut(l.Raw, " "); ok {
+		if _, err := time.Parse(time.RFC3339Nano, t); err == nil {
+			ts, text = t, rest
+		}
+	}
+	text = r.Line(text)
+	if f.grep != nil && !f.grep.MatchString(text) {
+		return
+	}
+	var b strings.Builder
+	if f.timestamps && ts != "" {
+		b.WriteString(ts + " ")
+	}
+	if f.prefix {
+		b.WriteString("[" + l.Label + "] ")
+	}
+	b.WriteString(text)
+	b.WriteByte('\n')
+	_, _ = io.WriteString(w, b.String())
+}
+
+func (f *lineFilter) redacted() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	n := 0
+	for _, r := range f.redactors {
+		n += r.Count
+	}
+	return n
+}

@@ -1,0 +1,134 @@
+// Package cli is kubectl-mpijob: one file per verb, the standard kubectl
+// flags through cli-runtime, and errors written for people. It reads the
+// Status mpijob-manager writes and computes none of its own; without the
+// manager it shows what Trainer's conditions say.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+)
+
+// Exit codes, documented in docs/cli.md.
+const (
+	ExitOK        = 0
+	ExitError     = 1
+	ExitUsage     = 2
+	ExitNotFound  = 3
+	ExitForbidden = 4
+	ExitDenied    = 5
+	// ExitOtherPhase: wait saw the job finish in a phase it did not wait for.
+	ExitOtherPhase = 6
+	ExitTimeout    = 7
+)
+
+// exitError carries an exit code with a message for people.
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+func usageErr(format string, args ...any) error {
+	return &exitError{code: ExitUsage, msg: fmt.Sprintf(format, args...)}
+}
+
+// Main runs the CLI and returns its exit code.
+func Main(args []string, streams genericiooptions.IOStreams) int {
+	root := NewRootCommand(streams)
+	root.SetArgs(args)
+	err := root.ExecuteContext(context.Background())
+	if err == nil {
+		return ExitOK
+	}
+	code, msg := explain(err, root)
+	fmt.Fprintln(streams.ErrOut, "error: "+msg)
+	return code
+}
+
+// Options are what every verb shares.
+type Options struct {
+	genericiooptions.IOStreams
+	Config *genericclioptions.ConfigFlags
+	// user is filled lazily for error messages.
+	user string
+}
+
+// NewRootCommand builds the command tree.
+func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
+	o := &Options{IOStreams: streams, Config: genericclioptions.NewConfigFlags(true)}
+	root := &cobra.Command{
+		Use:   "kubectl-mpijob",
+		Short: "Run, watch and debug MPI jobs on Kubeflow Trainer V2",
+		Long: `kubectl-mpijob manages MPI jobs: TrainJobs whose runtime has an MPI policy.
+A job has one Launcher (runs mpirun) and Workers (host the ranks, with a
+number of slots per worker). Its phase, reason and next step come from
+mpijob-manager.
+
+Use it as "kubectl mpijob", "oc mpijob" or on its own.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.CompletionOptions.HiddenDefaultCmd = false
+	o.Config.AddFlags(root.PersistentFlags())
+	_ = root.RegisterFlagCompletionFunc("namespace", o.completeNamespaces)
+	_ = root.RegisterFlagCompletionFunc("context", o.completeContexts)
+	root.AddCommand(
+		newCreateCommand(o),
+		newGetCommand(o),
+		newDescribeCommand(o),
+		newLogsCommand(o),
+		newWaitCommand(o),
+		newDeleteCommand(o),
+		newCloneCommand(o),
+		newConvertCommand(o),
+		newRuntimesCommand(o),
+		newEventsCommand(o),
+		newDocsCommand(o),
+	)
+	return root
+}
+
+// explain turns an error into an exit code and a sentence for people.
+func explain(err error, root *cobra.Command) (int, string) {
+	var ee *exitError
+	if errors.As(err, &ee) {
+		return ee.code, ee.msg
+	}
+	var se apierrors.APIStatus
+	if errors.As(err, &se) {
+		st := se.Status()
+		switch {
+		case strings.Contains(st.Message, "admission webhook"):
+			// Admission denials (quota, policy) are shown as the webhook wrote them.
+			return ExitDenied, "the cluster refused the job: " + st.Message
+		case apierrors.IsForbidden(err):
+			// RBAC: the API server's message names the user, verb and namespace.
+			return ExitForbidden, "permission denied: " + st.Message
+		case apierrors.IsInvalid(err):
+			return ExitDenied, "the cluster refused the job: " + st.Message
+		case apierrors.IsNotFound(err):
+			return ExitNotFound, st.Message
+		case apierrors.IsAlreadyExists(err):
+			return ExitUsage, st.Message + " (pick another name, or `kubectl mpijob delete` it first)"
+		}
+	}
+	if meta.IsNoMatchError(err) {
+		return ExitError, "the cluster has no TrainJob API (trainer.kubeflow.org/v1alpha1): install Kubeflow Trainer V2 first"
+	}
+	if strings.Contains(err.Error(), "unknown flag") || strings.Contains(err.Error(), "unknown command") || strings.Contains(err.Error(), "accepts ") {
+		return ExitUsage, err.Error() + "\nSee '" + root.Name() + " --help'."
+	}
+	return ExitError, err.Error()
+}
+
+func asExit(err error, target **exitError) bool { return errors.As(err, target) }

@@ -1,0 +1,252 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mpijob/mpijob/pkg/admission"
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/runtimes"
+)
+
+func newRuntimesCommand(o *Options) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "runtimes",
+		Short: "List, describe and test the MPI runtimes",
+	}
+	cmd.AddCommand(&cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List the MPI runtimes",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cl, err := o.clients()
+			if err != nil {
+				return err
+			}
+			l := &trainer.ClusterTrainingRuntimeList{}
+			if err := cl.List(cmd.Context(), l); err != nil {
+				return err
+			}
+			sort.Slice(l.Items, func(i, j int) bool { return l.Items[i].Name < l.Items[j].Name })
+			w := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "NAME\tMPI\tLAUNCHER HOSTS RANKS\tIMAGE\tDESCRIPTION")
+			n := 0
+			for _, r := range l.Items {
+				if !runtimes.IsMPI(&r.Spec) {
+					continue
+				}
+				n++
+				fmt.Fprintf(w, "%s\t%s\t%v\t%s\t%s\n", r.Name, orDash(r.Annotations["mpijob.dev/mpi-implementation"]),
+					rankHostsAreAll(&r.Spec), workerImage(&r.Spec), orDash(r.Annotations["mpijob.dev/description"]))
+			}
+			if n == 0 {
+				fmt.Fprintln(o.ErrOut, "No MPI runtimes: install them with kubectl apply --server-side -k config/runtimes")
+				return nil
+			}
+			return w.Flush()
+		},
+	})
+	cmd.AddCommand(&cobra.Command{
+		Use:               "describe NAME",
+		Short:             "Show an MPI runtime: MPI, images, pod shape, policy",
+		Args:              exactlyOneName("runtimes describe"),
+		ValidArgsFunction: o.completeRuntimes,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := o.clients()
+			if err != nil {
+				return err
+			}
+			spec, ann, err := cl.runtimeSpec(cmd.Context(), "", args[0], trainer.ClusterTrainingRuntimeKind)
+			if err != nil {
+				return err
+			}
+			if !runtimes.IsMPI(spec) {
+				return usageErr("runtime %s has no MPI policy: it is not an MPI runtime", args[0])
+			}
+			w := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintf(w, "Name:\t%s\n", args[0])
+			fmt.Fprintf(w, "Description:\t%s\n", orDash(ann["mpijob.dev/description"]))
+			fmt.Fprintf(w, "MPI:\t%s\n", orDash(ann["mpijob.dev/mpi-implementation"]))
+			fmt.Fprintf(w, "Launcher hosts ranks:\t%v\n", rankHostsAreAll(spec))
+			fmt.Fprintf(w, "Default slots per worker:\t%d\n", ptr.Deref(spec.MLPolicy.MPI.NumProcPerNode, 1))
+			fmt.Fprintf(w, "SSH keys at:\t%s\n", ptr.Deref(spec.MLPolicy.MPI.SSHAuthMountPath, "-"))
+			for _, rj := range spec.Template.Spec.ReplicatedJobs {
+				role := "Worker"
+				if rj.Name == api.LauncherJob {
+					role = "Launcher"
+				}
+				pod := rj.Template.Spec.Template.Spec
+				for _, c := range pod.Containers {
+					if c.Name != "node" {
+						continue
+					}
+					fmt.Fprintf(w, "%s image:\t%s\n", role, c.Image)
+					fmt.Fprintf(w, "%s command:\t%s\n", role, strings.Join(c.Command, " "))
+					fmt.Fprintf(w, "%s requests:\t%s\n", role, describeResources(c.Resources.Requests))
+				}
+			}
+			if pol, errs := admission.ParsePolicy(ann); len(errs) > 0 {
+				fmt.Fprintf(w, "Policy:\tINVALID: %v\n", errs.ToAggregate())
+			} else if lines := policyLines(pol); len(lines) > 0 {
+				fmt.Fprintf(w, "Policy:\t%s\n", strings.Join(lines, "; "))
+			} else {
+				fmt.Fprintf(w, "Policy:\tnone\n")
+			}
+			return w.Flush()
+		},
+	})
+	var timeout time.Duration
+	var keep bool
+	test := &cobra.Command{
+		Use:   "test NAME",
+		Short: "Run a 1 Launcher + 2 Worker job on a runtime and check image pull, SSH keys and MPI spawn",
+		Long: `Run the runtime's own test program with 2 Workers and report three checks:
+image pull (every pod got its image), SSH key mount (every Worker's sshd,
+which reads the job's key, is Ready) and MPI spawn (the Launcher's mpirun
+started ranks on the Workers and exited 0). The test job is deleted after.`,
+		Args:              exactlyOneName("runtimes test"),
+		ValidArgsFunction: o.completeRuntimes,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cl, err := o.clients()
+			if err != nil {
+				return err
+			}
+			return runtimeTest(cmd.Context(), o, cl, args[0], timeout, keep)
+		},
+	}
+	test.Flags().DurationVar(&timeout, "timeout", 5*time.Minute, "give up after this long")
+	test.Flags().BoolVar(&keep, "keep", false, "keep the test job for inspection")
+	cmd.AddCommand(test)
+	return cmd
+}
+
+func workerImage(spec *trainer.TrainingRuntimeSpec) string {
+	for _, rj := range spec.Template.Spec.ReplicatedJobs {
+		if rj.Name != api.WorkerJob {
+			continue
+		}
+		for _, c := range rj.Template.Spec.Template.Spec.Containers {
+			if c.Name == "node" {
+				return c.Image
+			}
+		}
+	}
+	return "-"
+}
+
+type check struct {
+	name, result, detail string
+}
+
+func runtimeTest(ctx context.Context, o *Options, cl *clients, name string, timeout time.Duration, keep bool) error {
+	spec, _, err := cl.runtimeSpec(ctx, "", name, trainer.ClusterTrainingRuntimeKind)
+	if err != nil {
+		return err
+	}
+	if !runtimes.IsMPI(spec) {
+		return usageErr("runtime %s is not an MPI runtime", name)
+	}
+	tj := &trainer.TrainJob{}
+	tj.Name, tj.Namespace = "rt-test-"+rand.String(5), cl.namespace
+	tj.Spec.RuntimeRef = trainer.RuntimeRef{Name: name, APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(trainer.ClusterTrainingRuntimeKind)}
+	nodes := int32(2)
+	if rankHostsAreAll(spec) {
+		nodes = 3
+	}
+	tj.Spec.Trainer = &trainer.Trainer{NumNodes: ptr.To(nodes)}
+	if err := cl.Create(ctx, tj); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.ErrOut, "testing runtime %s with job %s/%s (1 Launcher + 2 Workers)...\n", name, tj.Namespace, tj.Name)
+	if !keep {
+		defer func() {
+			_ = cl.Delete(context.Background(), tj, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		}()
+	}
+	var s api.Status
+	_ = wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		cur, err := cl.job(ctx, tj.Name)
+		if err != nil {
+			return false, err
+		}
+		s, _ = statusOf(cur)
+		return s.Phase.Finished(), nil
+	})
+	launcher, workers, err := cl.pods(ctx, tj)
+	if err != nil {
+		return err
+	}
+	checks := []check{imageCheck(append(launcher, workers...)), sshCheck(workers, 2), spawnCheck(s)}
+	w := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "CHECK\tRESULT\tDETAIL")
+	failed := false
+	for _, c := range checks {
+		fmt.Fprintf(w, "%s\t%s\t%s\n", c.name, c.result, c.detail)
+		failed = failed || c.result == "FAIL"
+	}
+	_ = w.Flush()
+	if failed || !s.Phase.Finished() {
+		return &exitError{code: ExitOtherPhase, msg: fmt.Sprintf("runtime %s failed its test (job %s is %s): kubectl mpijob describe %s", name, tj.Name, s.Phase, tj.Name)}
+	}
+	return nil
+}
+
+func imageCheck(pods []corev1.Pod) check {
+	if len(pods) == 0 {
+		return check{"image pull", "FAIL", "no pod was created"}
+	}
+	for _, p := range pods {
+		for _, c := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+			if w := c.State.Waiting; w != nil && (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff" || w.Reason == "InvalidImageName") {
+				return check{"image pull", "FAIL", fmt.Sprintf("pod %s: %s: %s", p.Name, w.Reason, w.Message)}
+			}
+		}
+	}
+	for _, p := range pods {
+		for _, c := range p.Status.ContainerStatuses {
+			if c.ImageID == "" && c.State.Running == nil && c.State.Terminated == nil {
+				return check{"image pull", "FAIL", fmt.Sprintf("pod %s never started %s", p.Name, c.Image)}
+			}
+		}
+	}
+	return check{"image pull", "PASS", fmt.Sprintf("%d pods started their images", len(pods))}
+}
+
+func sshCheck(workers []corev1.Pod, want int) check {
+	ready := 0
+	for _, p := range workers {
+		for _, c := range p.Status.ContainerStatuses {
+			if c.Ready || (c.State.Terminated != nil && c.State.Terminated.ExitCode == 0) || c.State.Running != nil {
+				ready++
+				break
+			}
+		}
+	}
+	if ready < want {
+		return check{"SSH key mount", "FAIL", fmt.Sprintf("%d of %d Workers' sshd came up with the job's key", ready, want)}
+	}
+	return check{"SSH key mount", "PASS", fmt.Sprintf("%d Workers' sshd accepted connections with the job's key", ready)}
+}
+
+func spawnCheck(s api.Status) check {
+	switch s.Phase {
+	case api.PhaseSucceeded:
+		return check{"MPI spawn", "PASS", "the Launcher's mpirun ran ranks on the Workers and exited 0"}
+	case api.PhaseFailed:
+		return check{"MPI spawn", "FAIL", strings.TrimSpace(s.Reason + ": " + s.Message)}
+	}
+	return check{"MPI spawn", "FAIL", fmt.Sprintf("the job is still %s: %s", s.Phase, s.Message)}
+}

@@ -1,0 +1,105 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/mpijob/mpijob/pkg/api"
+)
+
+func newWaitCommand(o *Options) *cobra.Command {
+	var forPhase string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "wait NAME --for=PHASE [--timeout D]",
+		Short: "Wait until an MPI job reaches a phase; the exit code says how it ended",
+		Long: `Wait until the job reaches PHASE (Running, Succeeded, Failed, or any phase).
+
+Exit codes: 0 the job reached PHASE; 6 it finished in another phase (for
+example Failed while waiting for Succeeded; the diagnosis is printed);
+7 the timeout passed; 3 no such job.`,
+		Example: `  kubectl mpijob wait hello --for=Succeeded --timeout 10m && echo done
+  kubectl mpijob wait hello --for=Running`,
+		Args:              exactlyOneName("wait"),
+		ValidArgsFunction: o.completeJobs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			want, err := api.ParsePhase(forPhase)
+			if err != nil {
+				return usageErr("--for %q: %v", forPhase, err)
+			}
+			if timeout <= 0 {
+				return usageErr("--timeout %s: use a positive duration, e.g. 10m", timeout)
+			}
+			cl, err := o.clients()
+			if err != nil {
+				return err
+			}
+			return waitFor(cmd.Context(), cl, o, args[0], want, timeout)
+		},
+	}
+	cmd.Flags().StringVar(&forPhase, "for", string(api.PhaseSucceeded), "phase to wait for: Running, Succeeded, Failed, ...")
+	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Minute, "give up after this long")
+	_ = cmd.RegisterFlagCompletionFunc("for", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		var out []string
+		for _, p := range api.Phases {
+			out = append(out, string(p))
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	})
+	return cmd
+}
+
+func waitFor(ctx context.Context, cl *clients, o *Options, name string, want api.Phase, timeout time.Duration) error {
+	var last api.Status
+	var other error
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		tj, err := cl.job(ctx, name)
+		if err != nil {
+			return false, err
+		}
+		s, _ := statusOf(tj)
+		if s.Phase != last.Phase {
+			fmt.Fprintf(o.ErrOut, "%s: %s\n", name, s.Phase)
+		}
+		last = s
+		if s.Phase == want {
+			return true, nil
+		}
+		// Running is passed on the way to a final phase: a job that has
+		// succeeded has run.
+		if want == api.PhaseRunning && s.Phase == api.PhaseSucceeded {
+			return true, nil
+		}
+		if s.Phase.Finished() {
+			msg := fmt.Sprintf("job %s finished %s, not %s", name, s.Phase, want)
+			if s.Reason != "" {
+				msg += fmt.Sprintf(": %s: %s", s.Reason, s.Message)
+			}
+			if s.NextStep != "" {
+				msg += "\nNext step: " + s.NextStep
+			}
+			other = &exitError{code: ExitOtherPhase, msg: msg}
+			return true, nil
+		}
+		return false, nil
+	})
+	if other != nil {
+		return other
+	}
+	if errors.Is(err, context.DeadlineExceeded) || wait.Interrupted(err) {
+		msg := fmt.Sprintf("job %s did not reach %s within %s; it is %s", name, want, timeout, last.Phase)
+		if last.Message != "" {
+			msg += ": " + last.Message
+		}
+		return &exitError{code: ExitTimeout, msg: msg}
+	}
+	if err == nil {
+		fmt.Fprintf(o.Out, "mpijob %s is %s\n", name, last.Phase)
+	}
+	return err
+}

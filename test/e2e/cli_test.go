@@ -1,0 +1,122 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"testing"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/mpijob/mpijob/pkg/cli"
+	"github.com/mpijob/mpijob/test/framework"
+)
+
+type result struct {
+	code        int
+	out, errOut string
+}
+
+// mpijob runs kubectl-mpijob in-process against the local cluster as user
+// (a kubeconfig context) in namespace ns.
+func mpijob(t *testing.T, user, ns string, args ...string) result {
+	t.Helper()
+	c := framework.Get(t)
+	var out, errOut bytes.Buffer
+	full := append([]string{"--kubeconfig", c.Kubeconfig, "--context", user, "-n", ns}, args...)
+	code := cli.Main(full, genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut})
+	r := result{code: code, out: out.String(), errOut: errOut.String()}
+	t.Logf("kubectl mpijob %s → exit %d\n%s%s", strings.Join(args, " "), code, r.out, r.errOut)
+	return r
+}
+
+func expect(t *testing.T, r result, code int, contains ...string) {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", r.code, code, r.out, r.errOut)
+	}
+	for _, s := range contains {
+		if !strings.Contains(r.out+r.errOut, s) {
+			t.Errorf("output lacks %q\nstdout: %s\nstderr: %s", s, r.out, r.errOut)
+		}
+	}
+}
+
+// The lifecycle a user runs from a terminal, as dev-a in team-a (Pod
+// Security restricted, Kueue's default queue): create → wait → logs --all
+// → describe → clone → delete, on the real nodes.
+func TestCLILifecycle(t *testing.T) {
+	framework.Get(t)
+	name := framework.UniqueName("cli")
+	expect(t, mpijob(t, "dev-a", "team-a", "create", name, "--workers", "2", "--slots-per-worker", "2"), 0, "created in namespace team-a")
+	t.Cleanup(func() { mpijob(t, "dev-a", "team-a", "delete", name, name+"-b", "--wait=false") })
+	expect(t, mpijob(t, "dev-a", "team-a", "wait", name, "--for=Succeeded", "--timeout", "3m"), 0, "is Succeeded")
+
+	logs := mpijob(t, "dev-a", "team-a", "logs", name, "--all")
+	expect(t, logs, 0, "allreduce over 4 ranks ok")
+	hosts := map[string]bool{}
+	for _, m := range regexp.MustCompile(`rank \d of 4 on (\S+)`).FindAllStringSubmatch(logs.out, -1) {
+		hosts[m[1]] = true
+	}
+	if len(hosts) != 2 {
+		t.Errorf("ranks ran on %d Workers (%v), want 2", len(hosts), hosts)
+	}
+	grep := mpijob(t, "dev-a", "team-a", "logs", name, "--grep", "allreduce")
+	expect(t, grep, 0, "allreduce")
+	if strings.Contains(grep.out, "rank 0 of 4") {
+		t.Errorf("--grep allreduce let through other lines: %s", grep.out)
+	}
+
+	expect(t, mpijob(t, "dev-a", "team-a", "describe", name), 0, "Phase:", "Succeeded", "Creator:", "dev-a", "Workers:", "2/2 ready", "Events:")
+	expect(t, mpijob(t, "dev-a", "team-a", "describe", name+"x"), cli.ExitNotFound, "did you mean \""+name+"\"")
+	expect(t, mpijob(t, "dev-a", "team-a", "get", "-o", "wide"), 0, name, "Succeeded", "dev-a")
+
+	expect(t, mpijob(t, "dev-a", "team-a", "clone", name, name+"-b", "--workers", "1"), 0, "a clone of "+name)
+	expect(t, mpijob(t, "dev-a", "team-a", "wait", name+"-b", "--for=Succeeded", "--timeout", "3m"), 0)
+	for job, want := range map[string]int32{name: 2, name + "-b": 1} {
+		r := mpijob(t, "dev-a", "team-a", "get", job, "-o", "json")
+		tj := &trainer.TrainJob{}
+		if err := json.Unmarshal([]byte(r.out), tj); err != nil {
+			t.Fatalf("get -o json: %v", err)
+		}
+		if got := *tj.Spec.Trainer.NumNodes; got != want {
+			t.Errorf("%s has %d Workers, want %d (a clone must leave the original untouched)", job, got, want)
+		}
+	}
+
+	expect(t, mpijob(t, "dev-a", "team-a", "delete", name, name+"-b"), 0, "mpijob "+name+" deleted")
+	expect(t, mpijob(t, "dev-a", "team-a", "get", name), cli.ExitNotFound)
+}
+
+// A failing job: wait says how it ended with its own exit code, and
+// describe shows the diagnosis with a next step.
+func TestCLIFailingJob(t *testing.T) {
+	c := framework.Get(t)
+	ns := c.NewNamespace(t, "cli-fail")
+	expect(t, mpijob(t, "admin", ns, "create", "boom", "--workers", "1", "--", "sh", "-c", "echo password=hunter2; exit 3"), 0)
+	expect(t, mpijob(t, "admin", ns, "wait", "boom", "--for=Succeeded", "--timeout", "3m"), cli.ExitOtherPhase, "finished Failed", "Next step:")
+	expect(t, mpijob(t, "admin", ns, "describe", "boom"), 0, "Phase:", "Failed", "Reason:", "Next step:")
+	logs := mpijob(t, "admin", ns, "logs", "boom", "--show-redactions")
+	expect(t, logs, 0, "password=[REDACTED]", "1 secret(s) redacted")
+	if strings.Contains(logs.out, "hunter2") {
+		t.Errorf("a secret reached the output: %s", logs.out)
+	}
+}
+
+// Permissions and admission through the CLI: errors name the user, verb
+// and namespace, or carry the webhook's words, each with its exit code.
+func TestCLIPermissionsAndAdmission(t *testing.T) {
+	framework.Get(t)
+	expect(t, mpijob(t, "viewer-a", "team-a", "create", "nope", "--workers", "1"), cli.ExitForbidden, "viewer-a", "create", "team-a")
+	expect(t, mpijob(t, "dev-b", "team-a", "get"), cli.ExitForbidden, "dev-b", "list", "team-a")
+	expect(t, mpijob(t, "viewer-a", "team-a", "get"), 0)
+	// team-a's quota is 8 GPUs: 4 Workers × 3 GPUs (+ the Launcher) cannot fit.
+	expect(t, mpijob(t, "dev-a", "team-a", "create", "big", "--runtime", "mpi-openmpi-gpu", "--workers", "4", "--gpus", "3"),
+		cli.ExitDenied, "nvidia.com/gpu", "quota")
+	expect(t, mpijob(t, "dev-a", "team-a", "create", "typo", "--runtime", "mpi-openmpl", "--workers", "1"), cli.ExitNotFound, `did you mean "mpi-openmpi"`)
+	expect(t, mpijob(t, "dev-a", "team-a", "create", "cpu", "--workers", "2", "--gpus", "1"), cli.ExitUsage, "runtime mpi-openmpi sets its Workers' resources itself")
+}
