@@ -41,6 +41,14 @@ build: ## Build every binary into bin/.
 $(DEV):
 	$(GO) build -o $(BIN)/ ./cmd/mpijob-dev
 
+.PHONY: install-plugin
+install-plugin: ## Install kubectl-mpijob into $GOBIN (then: kubectl mpijob ...).
+	$(GO) install ./cmd/kubectl-mpijob
+
+.PHONY: docs
+docs: ## Regenerate docs/cli.md from the commands.
+	$(GO) run ./cmd/kubectl-mpijob docs --output docs/cli.md
+
 .PHONY: toolchain
 toolchain: $(DEV) ## Build the pinned cluster toolchain and MPI images into the cache.
 	$(DEV) build
@@ -69,6 +77,10 @@ test-e2e: $(DEV) ## Integration and e2e tests against the real local cluster.
 .PHONY: bench
 bench: ## Benchmarks (printed tables).
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
+
+.PHONY: bench-manager
+bench-manager: ## mpijob-manager overhead and 500 x 8 scale (needs a running local cluster, ~20 min).
+	$(GO) run -tags e2e ./bench/manager
 
 .PHONY: bench-admission
 bench-admission: ## Latency that admission webhooks add (needs a running local cluster).

@@ -6,12 +6,13 @@
 //     to all its Workers Running, one job at a time, with mpijob-manager
 //     and its webhooks installed and then without them (webhook
 //     configurations removed, process stopped; both restored afterwards).
+//
 //  2. Scale: the manager's CPU time and memory while -jobs MPI jobs of
 //     -workers Workers each start and stay Running on the kwok nodes,
 //     then while they idle, and how long their diagnosis takes to say
 //     Running for all of them.
 //
-//	go run -tags e2e ./bench/manager [-jobs 500] [-workers 8] [-overhead-jobs 20]
+//     go run -tags e2e ./bench/manager [-jobs 500] [-workers 8] [-overhead-jobs 20]
 package main
 
 import (

@@ -230,3 +230,18 @@ func TestExitCodes(t *testing.T) {
 		})
 	}
 }
+
+// docs/cli.md is generated from the commands: it must match them.
+func TestReferenceIsCurrent(t *testing.T) {
+	got, err := Reference(NewRootCommand(genericTestStreams()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile("../../docs/cli.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), string(got)); diff != "" {
+		t.Errorf("docs/cli.md is stale: run `make docs` (-file,+commands):\n%s", diff)
+	}
+}

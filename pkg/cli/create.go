@@ -43,7 +43,7 @@ N Workers that host the ranks, with --slots-per-worker ranks each.`,
 			return c.run(cmd, args)
 		},
 	}
-	c.jobFlags.add(cmd.Flags(), true)
+	c.add(cmd.Flags(), true)
 	cmd.Flags().StringVarP(&c.file, "filename", "f", "", "TrainJob manifest to create")
 	cmd.Flags().StringVar(&c.dryRun, "dry-run", "none", `"client" prints the job, "server" has the cluster check it (admission included) without creating it`)
 	cmd.Flags().Lookup("dry-run").NoOptDefVal = "client"
@@ -100,7 +100,7 @@ func (c *createOptions) run(cmd *cobra.Command, args []string) error {
 		tj = &trainer.TrainJob{}
 		tj.Name, tj.Namespace = name, cl.namespace
 		tj.Spec.RuntimeRef = trainer.RuntimeRef{Name: c.runtime, APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(trainer.ClusterTrainingRuntimeKind)}
-		if err := c.jobFlags.apply(tj, spec, c.runtime, cmd.Flags().Changed); err != nil {
+		if err := c.apply(tj, spec, c.runtime, cmd.Flags().Changed); err != nil {
 			return err
 		}
 		if dash := cmd.ArgsLenAtDash(); dash >= 0 && len(args) > dash {

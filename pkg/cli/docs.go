@@ -34,10 +34,18 @@ func newDocsCommand(o *Options) *cobra.Command {
 
 // Reference renders every command's help as one Markdown page.
 func Reference(root *cobra.Command) ([]byte, error) {
+	// The completion command is added on first run; add it now so the
+	// reference is the same however it is made.
+	root.InitDefaultCompletionCmd()
+	// Defaults that depend on the machine read the same everywhere.
+	if f := root.PersistentFlags().Lookup("cache-dir"); f != nil {
+		f.DefValue = "$HOME/.kube/cache"
+	}
 	var b bytes.Buffer
 	b.WriteString("# kubectl-mpijob reference\n\n")
 	b.WriteString("Generated from the commands by `kubectl-mpijob docs` (`make docs`); do not edit by hand.\n\n")
 	b.WriteString(exitCodes)
+	b.WriteString("Every command also takes the global options listed under kubectl-mpijob (kubeconfig, context, namespace, impersonation).\n\n")
 	var walk func(c *cobra.Command) error
 	walk = func(c *cobra.Command) error {
 		if c.Hidden || c.Name() == "help" || strings.HasPrefix(c.CommandPath(), root.Name()+" completion ") {
@@ -53,6 +61,10 @@ func Reference(root *cobra.Command) ([]byte, error) {
 		if i := strings.Index(text, "### SEE ALSO"); i >= 0 {
 			text = text[:i]
 		}
+		// The global options are listed once, under kubectl-mpijob.
+		if i := strings.Index(text, "### Options inherited from parent commands"); i >= 0 {
+			text = text[:i]
+		}
 		text = strings.ReplaceAll(text, "\n## ", "\n### ")
 		text = strings.Replace(text, "## "+c.CommandPath(), "## "+c.CommandPath(), 1)
 		fmt.Fprintln(&b, strings.TrimSpace(text))
@@ -64,7 +76,10 @@ func Reference(root *cobra.Command) ([]byte, error) {
 		}
 		return nil
 	}
-	return b.Bytes(), walk(root)
+	if err := walk(root); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 const exitCodes = `## Exit codes

@@ -203,19 +203,6 @@ func setNodeSelector(tj *trainer.TrainJob, sel map[string]string) {
 	})
 }
 
-// workersOf is the number of Workers of a job (numNodes less the Launcher
-// where it hosts ranks).
-func workersOf(tj *trainer.TrainJob, allRanks bool) int32 {
-	if tj.Spec.Trainer == nil || tj.Spec.Trainer.NumNodes == nil {
-		return 1
-	}
-	n := *tj.Spec.Trainer.NumNodes
-	if allRanks {
-		n--
-	}
-	return n
-}
-
 func describeResources(rl corev1.ResourceList) string {
 	if len(rl) == 0 {
 		return "-"

@@ -59,8 +59,6 @@ func Main(args []string, streams genericiooptions.IOStreams) int {
 type Options struct {
 	genericiooptions.IOStreams
 	Config *genericclioptions.ConfigFlags
-	// user is filled lazily for error messages.
-	user string
 }
 
 // NewRootCommand builds the command tree.

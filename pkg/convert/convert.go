@@ -30,9 +30,13 @@ import (
 // Action says what became of a legacy field.
 type Action string
 
+// What became of a legacy field.
 const (
-	Mapped  Action = "mapped"
+	// Mapped: the field has a direct equivalent.
+	Mapped Action = "mapped"
+	// Changed: it maps, with a different meaning or place.
 	Changed Action = "changed"
+	// Dropped: TrainJobs have no equivalent.
 	Dropped Action = "dropped"
 )
 

@@ -12,15 +12,31 @@ import (
 // Mask replaces what a rule hides.
 const Mask = "[REDACTED]"
 
-var rules = []*regexp.Regexp{
+// rule is a pattern with cheap substrings (of the lowercased line), one
+// of which must occur for the pattern to be tried at all.
+type rule struct {
+	hints []string
+	re    *regexp.Regexp
+}
+
+var rules = []rule{
 	// key=value and key: value settings whose name says secret.
-	regexp.MustCompile(`(?i)((?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|client[_-]?secret)[A-Za-z0-9_-]*["']?\s*[:=]\s*["']?)([^\s"',;&]+)`),
+	{[]string{"pass", "pwd", "secret", "token", "key"}, regexp.MustCompile(`(?i)((?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|client[_-]?secret)[A-Za-z0-9_-]*["']?\s*[:=]\s*["']?)([^\s"',;&]+)`)},
 	// Authorization headers and bearer tokens.
-	regexp.MustCompile(`(?i)(bearer\s+)([A-Za-z0-9._~+/=-]{8,})`),
+	{[]string{"bearer"}, regexp.MustCompile(`(?i)(bearer\s+)([A-Za-z0-9._~+/=-]{8,})`)},
 	// AWS access key ids, GitHub and Hugging Face tokens, JWTs.
-	regexp.MustCompile(`()\b(AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}|hf_[A-Za-z0-9]{30,}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})\b`),
+	{[]string{"akia", "gh", "hf_", "eyj"}, regexp.MustCompile(`()\b(AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}|hf_[A-Za-z0-9]{30,}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})\b`)},
 	// Credentials in URLs: scheme://user:password@host.
-	regexp.MustCompile(`(://[^/\s:@]+:)([^@\s/]+)(@)`),
+	{[]string{"://"}, regexp.MustCompile(`(://[^/\s:@]+:)([^@\s/]+)(@)`)},
+}
+
+func hinted(lower string, hints []string) bool {
+	for _, h := range hints {
+		if strings.Contains(lower, h) {
+			return true
+		}
+	}
+	return false
 }
 
 // Redactor hides secrets line by line; it remembers whether it is inside a
@@ -46,7 +62,12 @@ func (r *Redactor) Line(line string) string {
 		}
 		return line[:i] + Mask
 	}
-	for _, re := range rules {
+	lower := strings.ToLower(line)
+	for _, ru := range rules {
+		if !hinted(lower, ru.hints) {
+			continue
+		}
+		re := ru.re
 		line = re.ReplaceAllStringFunc(line, func(m string) string {
 			r.Count++
 			sub := re.FindStringSubmatch(m)
