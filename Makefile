@@ -9,6 +9,8 @@ GOLANGCI_LINT_VERSION := v2.15.0
 CACHE_DIR := $(or $(MPIJOB_CACHE_DIR),$(CURDIR)/.cache)
 GOLANGCI_LINT := $(CACHE_DIR)/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)
 E2E_TIMEOUT ?= 40m
+PYTHON ?= python3
+VENV := $(CACHE_DIR)/sdk-venv
 
 .PHONY: all
 all: build
@@ -46,8 +48,9 @@ install-plugin: ## Install kubectl-mpijob into $GOBIN (then: kubectl mpijob ...)
 	$(GO) install ./cmd/kubectl-mpijob
 
 .PHONY: docs
-docs: ## Regenerate docs/cli.md from the commands.
+docs: sdk-venv ## Regenerate docs/cli.md from the commands and docs/sdk.md from the SDK's docstrings.
 	$(GO) run ./cmd/kubectl-mpijob docs --output docs/cli.md
+	$(VENV)/bin/python sdk/python/tools/gendoc.py docs/sdk.md
 
 .PHONY: toolchain
 toolchain: $(DEV) ## Build the pinned cluster toolchain and MPI images into the cache.
@@ -56,7 +59,18 @@ toolchain: $(DEV) ## Build the pinned cluster toolchain and MPI images into the 
 ##@ Test
 
 .PHONY: test
-test: verify test-unit test-e2e ## Run every check and test (what CI runs).
+test: verify test-unit test-sdk-unit test-e2e ## Run every check and test (what CI runs).
+
+.PHONY: sdk-venv
+sdk-venv: ## Install the Python SDK as a user would (pip install ./sdk/python) into a virtualenv in the cache.
+	@$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { echo "installing python3-venv"; apt-get install -y -q python3-venv >/dev/null; }
+	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check --cache-dir $(CACHE_DIR)/pip --upgrade "./sdk/python[test]"
+
+.PHONY: test-sdk-unit
+test-sdk-unit: sdk-venv ## Python SDK unit tests (no cluster).
+	$(VENV)/bin/python -m compileall -q sdk/python/mpijob
+	cd sdk/python && $(VENV)/bin/pytest -q -p no:cacheprovider -m "not cluster"
 
 .PHONY: test-unit
 test-unit: ## Unit tests of pure packages.
@@ -66,12 +80,13 @@ test-unit: ## Unit tests of pure packages.
 # the one MPIJOB_KUBECONFIG names) is reused and left running; otherwise one
 # is started for the run and stopped after it (KEEP_CLUSTER=1 keeps it).
 .PHONY: test-e2e
-test-e2e: $(DEV) ## Integration and e2e tests against the real local cluster.
+test-e2e: $(DEV) sdk-venv ## Integration and e2e tests (Go, then the Python SDK's) against the real local cluster.
 	@set -u; mkdir -p .cache; started=0; \
 	if [ -n "$${MPIJOB_KUBECONFIG:-}" ]; then echo "testing against $$MPIJOB_KUBECONFIG"; \
 	elif $(DEV) status >/dev/null 2>&1; then echo "reusing the running local cluster"; \
 	else $(DEV) up --detach || exit 1; started=1; fi; \
 	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/... 2>&1 | tee $(CURDIR)/.cache/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test.go)' ; rc=$${PIPESTATUS[0]}; \
+	(cd sdk/python && $(VENV)/bin/pytest -q -p no:cacheprovider -m cluster) || rc=1; \
 	if [ $$started = 1 ] && [ -z "$${KEEP_CLUSTER:-}" ]; then $(DEV) down; fi; exit $$rc
 
 .PHONY: bench

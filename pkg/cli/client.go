@@ -19,6 +19,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 	"github.com/mpijob/mpijob/pkg/suggest"
 )
@@ -169,6 +170,10 @@ func statusOf(tj *trainer.TrainJob) (api.Status, bool) {
 	}
 	if s.Phase == api.PhasePending && tj.Spec.Suspend != nil && *tj.Spec.Suspend {
 		s.Phase = api.PhaseSuspended
+		if _, queued := tj.Labels[queue.NameLabel]; queued {
+			// A queue holds suspended jobs until they fit.
+			s.Phase = api.PhaseQueued
+		}
 	}
 	if tj.Spec.Trainer != nil && tj.Spec.Trainer.NumNodes != nil {
 		s.WorkersTotal = *tj.Spec.Trainer.NumNodes

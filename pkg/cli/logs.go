@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
 
@@ -133,6 +134,9 @@ func (l *logsOptions) run(cmd *cobra.Command, name string) error {
 		var streams []LogStream
 		for _, s := range sources {
 			lines, err := readLog(ctx, cl, s.pod, opts)
+			if apierrors.IsNotFound(err) && len(sources) > 1 {
+				continue // the pod went away meanwhile (Workers end with the job)
+			}
 			if err != nil {
 				return err
 			}

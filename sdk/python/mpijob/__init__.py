@@ -1,0 +1,31 @@
+"""mpijob: create, watch, debug and clean up MPI jobs on Kubeflow Trainer V2 from Python.
+
+An MPI job is a TrainJob whose runtime has an MPI policy: one Launcher runs
+``mpirun``; Workers host the ranks, ``slots_per_worker`` each. Status (phase,
+reason, next step) comes from mpijob-manager::
+
+    from mpijob import MPIJobClient
+    client = MPIJobClient(namespace="team-a")
+    client.create_job("hello", command=None, workers=2)
+    print(client.wait_for_job("hello").status.phase)
+"""
+
+from .client import MPIJobClient, merge_logs
+from .errors import (
+    InvalidJobError,
+    JobFailedError,
+    JobNotFoundError,
+    MPIJobError,
+    PermissionDeniedError,
+    QuotaExceededError,
+    WaitTimeoutError,
+)
+from .redact import Redactor, redact
+from .types import PHASES, JobStatus, LifecycleEvent, MPIJob, Runtime
+
+__all__ = [
+    "MPIJobClient", "MPIJob", "JobStatus", "Runtime", "LifecycleEvent", "PHASES",
+    "MPIJobError", "InvalidJobError", "JobNotFoundError", "PermissionDeniedError", "QuotaExceededError",
+    "JobFailedError", "WaitTimeoutError", "Redactor", "redact", "merge_logs",
+]
+__version__ = "0.1.0"

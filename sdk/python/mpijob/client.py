@@ -1,0 +1,688 @@
+"""``MPIJobClient``: the whole life of an MPI job from Python.
+
+A first job::
+
+    from mpijob import MPIJobClient
+
+    client = MPIJobClient(namespace="team-a")
+    client.create_job("hello", command=None, workers=2, slots_per_worker=2)
+    client.wait_for_job("hello")          # raises JobFailedError with the diagnosis
+    print(client.get_logs("hello"))
+    client.delete_job("hello")
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import re
+import time
+from datetime import datetime, timedelta, timezone
+from typing import Any, Iterable, Iterator, Optional, Sequence, Union
+
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes import watch as k8s_watch
+from kubernetes.client.rest import ApiException
+
+from . import convert as _convert
+from .errors import (
+    InvalidJobError,
+    JobFailedError,
+    JobNotFoundError,
+    MPIJobError,
+    WaitTimeoutError,
+    from_api_exception,
+)
+from .redact import Redactor
+from .types import (
+    CREATOR_ANNOTATION,
+    GROUP,
+    PHASES,
+    QUEUE_LABEL,
+    STATUS_ANNOTATION,
+    VERSION,
+    JobStatus,
+    LifecycleEvent,
+    MPIJob,
+    Runtime,
+    event_kind,
+)
+
+_NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$")
+JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
+REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+PATCH_MANAGER = "mpijob.dev/python-sdk"
+MAX_NAME = 52  # room for the suffixes of the JobSet's pods and Services
+
+
+class MPIJobClient:
+    """A client for MPI jobs in one namespace.
+
+    :param namespace: the namespace; default: the kubeconfig context's (or the pod's, in-cluster)
+    :param context: kubeconfig context to use
+    :param config_file: kubeconfig path (default: $KUBECONFIG or ~/.kube/config)
+
+    In a pod, with no kubeconfig, it uses the pod's ServiceAccount.
+    """
+
+    def __init__(self, namespace: Optional[str] = None, context: Optional[str] = None,
+                 config_file: Optional[str] = None):
+        api_client, default_ns = _load_config(context, config_file)
+        self.namespace = namespace or default_ns or "default"
+        self._api = api_client
+        self._custom = k8s.CustomObjectsApi(api_client)
+        self._core = k8s.CoreV1Api(api_client)
+
+    # -- create ---------------------------------------------------------
+
+    def create_job(
+        self,
+        name: str,
+        command: Optional[Sequence[str]],
+        workers: int,
+        image: Optional[str] = None,
+        slots_per_worker: Optional[int] = None,
+        resources_per_worker: Optional[dict[str, Union[str, int]]] = None,
+        launcher_resources: Optional[dict[str, Union[str, int]]] = None,
+        runtime: str = "mpi-openmpi",
+        env: Optional[dict[str, str]] = None,
+        node_selector: Optional[dict[str, str]] = None,
+        volumes: Optional[Sequence[dict[str, Any]]] = None,
+        queue: Optional[str] = None,
+        dry_run: bool = False,
+    ) -> MPIJob:
+        """Create an MPI job: a Launcher that runs ``command`` (None: the runtime's)
+        and ``workers`` Workers with ``slots_per_worker`` ranks each.
+
+        :param resources_per_worker: e.g. ``{"nvidia.com/gpu": 4, "memory": "32Gi"}``; runtimes whose
+            Launcher hosts ranks (mpi-openmpi-gpu, mpi-horovod, mpi-deepspeed) only
+        :param launcher_resources: the Launcher's, on runtimes with a separate Launcher
+        :param env: the Launcher's environment (``mpirun -x NAME`` passes it to ranks)
+        :param node_selector: node labels the Launcher and Workers need
+        :param volumes: ``[{"name": "data", "mount_path": "/data", "pvc": "dataset"}]``
+            (or ``"config_map": ...``, ``"empty_dir": {}``), mounted in the Launcher and Workers
+        :param queue: Kueue LocalQueue: the job waits Queued until it fits whole
+        :param dry_run: let the cluster check the job (admission and quota included) without creating it
+
+        Raises :class:`InvalidJobError` (before any API call for bad settings),
+        :class:`QuotaExceededError`, :class:`PermissionDeniedError`.
+
+        >>> client.create_job("train", ["mpirun", "python3", "train.py"], workers=4,
+        ...                   runtime="mpi-openmpi-gpu", resources_per_worker={"nvidia.com/gpu": 8})
+        """
+        _check_name(name)
+        _check_int("workers", workers, 1)
+        if slots_per_worker is not None:
+            _check_int("slots_per_worker", slots_per_worker, 1)
+        if command is not None:
+            if isinstance(command, str) or not all(isinstance(c, str) for c in command) or not command:
+                raise InvalidJobError(f"command {command!r}: give a non-empty list of strings, e.g. ['mpirun', 'python3', 'train.py']", field="command")
+        if image is not None and not image.strip():
+            raise InvalidJobError("image is empty: give an image reference, e.g. ghcr.io/mpijob/openmpi:4.1", field="image")
+        worker_res = _resources("resources_per_worker", resources_per_worker)
+        launcher_res = _resources("launcher_resources", launcher_resources)
+        _check_str_map("env", env)
+        _check_str_map("node_selector", node_selector)
+        vols = _volumes(volumes)
+
+        rt = self._runtime(runtime)
+        hosts_ranks = _launcher_hosts_ranks(rt)
+        if worker_res and not hosts_ranks:
+            raise InvalidJobError(
+                f"resources_per_worker: runtime {runtime} sets its Workers' resources itself (Trainer V2 applies "
+                "per-job resources only to runtimes whose Launcher hosts ranks, such as mpi-openmpi-gpu); "
+                "use such a runtime, or ask an administrator for a runtime sized for you", field="resources_per_worker")
+        if launcher_res and hosts_ranks:
+            raise InvalidJobError(
+                f"launcher_resources: on runtime {runtime} the Launcher is a rank host sized like every Worker; "
+                "use resources_per_worker", field="launcher_resources")
+
+        trainer: dict[str, Any] = {"numNodes": workers + 1 if hosts_ranks else workers}
+        if slots_per_worker is not None:
+            trainer["numProcPerNode"] = slots_per_worker
+        if command is not None:
+            trainer["command"] = list(command)
+        if image is not None:
+            trainer["image"] = image
+        if worker_res or launcher_res:
+            trainer["resourcesPerNode"] = _requirements(worker_res or launcher_res)
+        if env:
+            trainer["env"] = [{"name": k, "value": v} for k, v in env.items()]
+        body: dict[str, Any] = {
+            "apiVersion": f"{GROUP}/{VERSION}", "kind": "TrainJob",
+            "metadata": {"name": name, "namespace": self.namespace},
+            "spec": {"runtimeRef": {"name": runtime, "apiGroup": GROUP, "kind": "ClusterTrainingRuntime"}, "trainer": trainer},
+        }
+        if queue:
+            body["metadata"]["labels"] = {QUEUE_LABEL: queue}
+        if node_selector or vols:
+            body["spec"]["runtimePatches"] = [_patch(node_selector, vols)]
+        return self._create(body, dry_run, hosts_ranks)
+
+    def _create(self, body: dict[str, Any], dry_run: bool, hosts_ranks: bool) -> MPIJob:
+        try:
+            kwargs = {"dry_run": "All"} if dry_run else {}
+            obj = self._custom.create_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainjobs", body, **kwargs)
+        except ApiException as e:
+            raise from_api_exception(e, body["metadata"]["name"]) from None
+        return MPIJob.from_trainjob(obj, hosts_ranks)
+
+    # -- read -----------------------------------------------------------
+
+    def get_job(self, name: str) -> MPIJob:
+        """The job ``name`` with its status (phase, Launcher, Workers ready/total,
+        reason, message, next step, times, creator) as mpijob-manager wrote it.
+
+        Raises :class:`JobNotFoundError`, with a close name if there is one.
+        """
+        obj = self._get(name)
+        return MPIJob.from_trainjob(obj, self._hosts_ranks(obj))
+
+    def list_jobs(self, runtime: Optional[str] = None, phase: Optional[str] = None) -> list[MPIJob]:
+        """The namespace's MPI jobs, optionally only those on ``runtime`` or in ``phase``."""
+        if phase is not None and phase not in PHASES:
+            raise InvalidJobError(f"phase {phase!r}: use one of {', '.join(PHASES)}", field="phase")
+        try:
+            items = self._custom.list_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainjobs")["items"]
+        except ApiException as e:
+            raise from_api_exception(e) from None
+        rank_hosts = {r.name: r.launcher_hosts_ranks for r in self._runtimes_safe()}
+        jobs = [MPIJob.from_trainjob(o, rank_hosts.get((o.get("spec") or {}).get("runtimeRef", {}).get("name"), False)) for o in items]
+        return sorted((j for j in jobs if (runtime is None or j.runtime == runtime) and (phase is None or j.status.phase == phase)),
+                      key=lambda j: j.name)
+
+    def list_runtimes(self) -> list[Runtime]:
+        """The MPI runtimes of the cluster."""
+        try:
+            items = self._custom.list_cluster_custom_object(GROUP, VERSION, "clustertrainingruntimes")["items"]
+        except ApiException as e:
+            raise from_api_exception(e) from None
+        out = []
+        for r in items:
+            spec = r.get("spec") or {}
+            if not ((spec.get("mlPolicy") or {}).get("mpi")):
+                continue
+            ann = (r.get("metadata") or {}).get("annotations") or {}
+            out.append(Runtime(
+                name=r["metadata"]["name"], mpi_implementation=ann.get("mpijob.dev/mpi-implementation", ""),
+                description=ann.get("mpijob.dev/description", ""), launcher_hosts_ranks=_launcher_hosts_ranks(r),
+                worker_image=_worker_image(r), raw=r))
+        return sorted(out, key=lambda r: r.name)
+
+    # -- wait and watch ---------------------------------------------------
+
+    def wait_for_job(self, name: str, phases: Iterable[str] = ("Succeeded",), timeout: float = 600,
+                     poll_interval: float = 2) -> MPIJob:
+        """Wait until the job is in one of ``phases``; returns it.
+
+        Raises :class:`JobFailedError` (with the diagnosis in ``.status``) when it
+        finishes in another phase, :class:`WaitTimeoutError` after ``timeout`` seconds.
+
+        >>> client.wait_for_job("hello", phases=["Running"], timeout=120)
+        """
+        wanted = set(phases)
+        for p in wanted:
+            if p not in PHASES:
+                raise InvalidJobError(f"phases: {p!r} is not a phase; use {', '.join(PHASES)}", field="phases")
+        deadline = time.monotonic() + timeout
+        while True:
+            job = self.get_job(name)
+            s = job.status
+            if s.phase in wanted or ("Running" in wanted and s.phase == "Succeeded"):
+                return job
+            if s.finished:
+                msg = f"job {name} finished {s.phase}, not {'/'.join(sorted(wanted))}"
+                if s.reason:
+                    msg += f": {s.reason}: {s.message}"
+                if s.next_step:
+                    msg += f" Next step: {s.next_step}"
+                raise JobFailedError(msg, status=s)
+            if time.monotonic() >= deadline:
+                raise WaitTimeoutError(f"job {name} did not reach {'/'.join(sorted(wanted))} within {timeout:g}s; "
+                                       f"it is {s.phase}: {s.message}", status=s)
+            time.sleep(poll_interval)
+
+    def watch(self, name: str, timeout: float = 3600) -> Iterator[LifecycleEvent]:
+        """Yield the job's lifecycle events as they happen — submitted, queued,
+        scheduling, running, completed or failed — until it finishes or ``timeout`` seconds pass.
+
+        >>> for ev in client.watch("hello"):
+        ...     print(ev.kind, ev.message)
+        """
+        job = self.get_job(name)
+        yield LifecycleEvent("submitted", job.status.phase, f"job {name} on runtime {job.runtime}", job.status, _now())
+        last = None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            w = k8s_watch.Watch()
+            try:
+                stream = w.stream(self._custom.list_namespaced_custom_object, GROUP, VERSION, self.namespace, "trainjobs",
+                                  field_selector=f"metadata.name={name}",
+                                  timeout_seconds=max(1, min(60, int(deadline - time.monotonic()))))
+                for ev in stream:
+                    if ev["type"] == "DELETED":
+                        return
+                    s = JobStatus.from_trainjob(ev["object"])
+                    if s.phase != last:
+                        last = s.phase
+                        yield LifecycleEvent(event_kind(s.phase), s.phase, s.message, s, _now())
+                    if s.finished:
+                        w.stop()
+                        return
+            except ApiException as e:
+                raise from_api_exception(e, name) from None
+            finally:
+                w.stop()
+
+    # -- logs ---------------------------------------------------------------
+
+    def get_logs(self, name: str, worker: Union[None, int, str] = None, follow: bool = False,
+                 since: Union[None, int, timedelta] = None, until: Optional[datetime] = None,
+                 tail: Optional[int] = None, grep: Optional[str] = None, redact: bool = True) -> Union[str, Iterator[str]]:
+        """Logs of the Launcher (``worker=None``), one Worker (an index) or all of them merged by
+        time (``worker="all"``, each line prefixed ``[launcher]`` / ``[worker-N]``).
+
+        ``since`` is seconds or a timedelta; ``until`` drops newer lines; ``grep`` is a regular
+        expression; secrets are redacted as ``kubectl mpijob logs`` does. With ``follow=True``
+        it returns an iterator of lines that ends when the pods stop.
+
+        >>> print(client.get_logs("hello", worker="all", grep=r"rank \\d"))
+        """
+        rx = None
+        if grep is not None:
+            try:
+                rx = re.compile(grep)
+            except re.error as e:
+                raise InvalidJobError(f"grep {grep!r} is not a regular expression: {e}", field="grep") from None
+        if tail is not None:
+            _check_int("tail", tail, 0)
+        since_s = None
+        if since is not None:
+            since_s = int(since.total_seconds()) if isinstance(since, timedelta) else int(since)
+            if since_s <= 0:
+                raise InvalidJobError(f"since {since!r}: use a positive number of seconds or a timedelta", field="since")
+        if not (worker is None or worker == "all" or (isinstance(worker, int) and worker >= 0)):
+            raise InvalidJobError(f"worker {worker!r}: use None (the Launcher), a Worker index, or 'all'", field="worker")
+        obj = self._get(name)
+        launcher, workers = self._pods(name)
+        if worker is None:
+            if not launcher:
+                raise JobNotFoundError(f"job {name} has no Launcher pod yet (phase {JobStatus.from_trainjob(obj).phase}); "
+                                       "try worker='all'", name=name)
+            sources = [("launcher", launcher[0])]
+        elif worker == "all":
+            sources = ([("launcher", launcher[0])] if launcher else []) + [(f"worker-{i}", p) for i, p in enumerate(workers)]
+        else:
+            assert isinstance(worker, int)
+            if worker >= len(workers):
+                raise JobNotFoundError(f"worker {worker}: job {name} has {len(workers)} Worker pods", name=name)
+            sources = [(f"worker-{worker}", workers[worker])]
+        if not sources:
+            raise JobNotFoundError(f"job {name} has no pods yet", name=name)
+        prefix = len(sources) > 1
+        redactors = {label: Redactor() for label, _ in sources}
+
+        def render(label: str, raw: str) -> Optional[str]:
+            ts, _, text = raw.partition(" ")
+            t = _parse_ts(ts)
+            if t is None:
+                text = raw
+            if until is not None and t is not None and t > until.astimezone(timezone.utc):
+                return None
+            if redact:
+                text = redactors[label].line(text)
+            if rx is not None and not rx.search(text):
+                return None
+            return (f"[{label}] " if prefix else "") + text
+
+        kwargs: dict[str, Any] = {"timestamps": True}
+        if since_s:
+            kwargs["since_seconds"] = since_s
+        if tail is not None:
+            kwargs["tail_lines"] = tail
+        if follow:
+            return self._follow(sources, kwargs, render)
+        streams = []
+        for label, pod in sources:
+            try:
+                text = self._core.read_namespaced_pod_log(pod.metadata.name, self.namespace, **kwargs)
+            except ApiException as e:
+                if e.status == 404 and len(sources) > 1:
+                    continue  # the pod went away meanwhile (Workers end with the job)
+                raise from_api_exception(e, name) from None
+            streams.append((label, text.splitlines()))
+        out = []
+        for label, raw in merge_logs(streams):
+            line = render(label, raw)
+            if line is not None:
+                out.append(line)
+        return "\n".join(out) + ("\n" if out else "")
+
+    def _follow(self, sources, kwargs, render) -> Iterator[str]:
+        # One pod: stream it. Several: poll each in turn for new lines.
+        if len(sources) == 1:
+            label, pod = sources[0]
+            resp = self._core.read_namespaced_pod_log(pod.metadata.name, self.namespace, follow=True,
+                                                      _preload_content=False, **kwargs)
+            for raw in resp.stream():
+                for l in raw.decode("utf-8", "replace").splitlines():
+                    line = render(label, l)
+                    if line is not None:
+                        yield line
+            return
+        seen: dict[str, str] = {}
+        while True:
+            running = False
+            for label, pod in sources:
+                args = dict(kwargs)
+                if label in seen:
+                    args.pop("tail_lines", None)
+                    args["since_seconds"] = 5
+                text = self._core.read_namespaced_pod_log(pod.metadata.name, self.namespace, **args)
+                for raw in text.splitlines():
+                    if label in seen and raw <= seen[label]:
+                        continue
+                    seen[label] = raw
+                    line = render(label, raw)
+                    if line is not None:
+                        yield line
+                phase = self._core.read_namespaced_pod(pod.metadata.name, self.namespace).status.phase
+                running = running or phase in ("Pending", "Running")
+            if not running:
+                return
+            time.sleep(1)
+
+    # -- delete, clone --------------------------------------------------------
+
+    def delete_job(self, name: str, grace_period: Optional[int] = None, wait: bool = True, timeout: float = 120) -> None:
+        """Delete the job; with ``wait`` (default) return once its Launcher and Workers are gone."""
+        body = k8s.V1DeleteOptions(propagation_policy="Foreground", grace_period_seconds=grace_period)
+        try:
+            self._custom.delete_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainjobs", name, body=body)
+        except ApiException as e:
+            if e.status == 404:
+                self._get(name)  # a "did you mean" error
+            raise from_api_exception(e, name) from None
+        if not wait:
+            return
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            pods = self._core.list_namespaced_pod(self.namespace, label_selector=f"{JOBSET_NAME}={name}").items
+            if not pods:
+                try:
+                    self._custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainjobs", name)
+                except ApiException as e:
+                    if e.status == 404:
+                        return
+                    raise from_api_exception(e, name) from None
+            time.sleep(0.5)
+        raise WaitTimeoutError(f"job {name}: pods still there after {timeout:g}s (deletion continues in the cluster)")
+
+    def clone_job(self, name: str, new_name: str, **overrides: Any) -> MPIJob:
+        """Submit a copy of job ``name`` as ``new_name``, changed by ``overrides`` (the keyword
+        arguments of :meth:`create_job`: ``workers``, ``command``, ``image``, ``env``, ...).
+        The original is untouched.
+
+        >>> client.clone_job("hello", "hello-4", workers=4)
+        """
+        _check_name(new_name)
+        allowed = {"command", "workers", "image", "slots_per_worker", "resources_per_worker", "launcher_resources",
+                   "runtime", "env", "node_selector", "volumes", "queue", "dry_run"}
+        unknown = set(overrides) - allowed
+        if unknown:
+            raise InvalidJobError(f"clone_job does not know {sorted(unknown)}: use {sorted(allowed)}", field=sorted(unknown)[0])
+        src = self._get(name)
+        spec = copy.deepcopy(src.get("spec") or {})
+        meta = src.get("metadata") or {}
+        labels = dict(meta.get("labels") or {})
+        annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                       if k not in (STATUS_ANNOTATION, CREATOR_ANNOTATION, "kubectl.kubernetes.io/last-applied-configuration")}
+        spec.pop("suspend", None)
+        spec["runtimePatches"] = [p for p in spec.get("runtimePatches") or [] if p.get("manager") != "kueue.x-k8s.io/manager"] or None
+        runtime = overrides.get("runtime", spec["runtimeRef"]["name"])
+        if "runtime" in overrides:
+            spec["runtimeRef"] = {"name": runtime, "apiGroup": GROUP, "kind": "ClusterTrainingRuntime"}
+        rt = self._runtime(runtime)
+        hosts_ranks = _launcher_hosts_ranks(rt)
+        tr = spec.setdefault("trainer", {})
+        if "workers" in overrides:
+            _check_int("workers", overrides["workers"], 1)
+            tr["numNodes"] = overrides["workers"] + (1 if hosts_ranks else 0)
+        if "slots_per_worker" in overrides:
+            _check_int("slots_per_worker", overrides["slots_per_worker"], 1)
+            tr["numProcPerNode"] = overrides["slots_per_worker"]
+        if "command" in overrides:
+            tr["command"] = list(overrides["command"])
+        if "image" in overrides:
+            tr["image"] = overrides["image"]
+        if "env" in overrides:
+            _check_str_map("env", overrides["env"])
+            env = {e["name"]: e.get("value", "") for e in tr.get("env") or []}
+            env.update(overrides["env"])
+            tr["env"] = [{"name": k, "value": v} for k, v in env.items()]
+        for key, allowed_here in (("resources_per_worker", hosts_ranks), ("launcher_resources", not hosts_ranks)):
+            if key in overrides:
+                res = _resources(key, overrides[key])
+                if res and not allowed_here:
+                    raise InvalidJobError(f"{key} does not apply to runtime {runtime} (see create_job)", field=key)
+                tr["resourcesPerNode"] = _requirements(res)
+        if "queue" in overrides:
+            if overrides["queue"]:
+                labels[QUEUE_LABEL] = overrides["queue"]
+            else:
+                labels.pop(QUEUE_LABEL, None)
+        if "node_selector" in overrides or "volumes" in overrides:
+            kept = [p for p in spec.get("runtimePatches") or [] if p.get("manager") != PATCH_MANAGER]
+            spec["runtimePatches"] = kept + [_patch(overrides.get("node_selector"), _volumes(overrides.get("volumes")))]
+        if not spec.get("runtimePatches"):
+            spec.pop("runtimePatches", None)
+        body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "TrainJob",
+                "metadata": {"name": new_name, "namespace": self.namespace, "labels": labels or None, "annotations": annotations or None},
+                "spec": spec}
+        return self._create(body, bool(overrides.get("dry_run")), hosts_ranks)
+
+    # -- migration ----------------------------------------------------------
+
+    def convert_legacy(self, manifest: Union[str, dict[str, Any]]) -> dict[str, Any]:
+        """Convert a legacy ``kubeflow.org/v2beta1`` MPIJob (YAML text or dict) like
+        ``kubectl mpijob convert``: returns ``{"trainJob": ..., "runtime": ... or None, "notes": [...]}``,
+        each note ``{"field", "action" (mapped/changed/dropped), "detail"}``. The base
+        runtimes are read from the cluster. Raises :class:`InvalidJobError` naming the bad field.
+        """
+        return _convert.convert(manifest, {r.name: r.raw for r in self.list_runtimes()})
+
+    # -- helpers --------------------------------------------------------------
+
+    def _get(self, name: str) -> dict[str, Any]:
+        try:
+            return self._custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainjobs", name)
+        except ApiException as e:
+            if e.status != 404:
+                raise from_api_exception(e, name) from None
+        names = []
+        try:
+            names = [o["metadata"]["name"] for o in
+                     self._custom.list_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainjobs")["items"]]
+        except ApiException:
+            pass
+        close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+        msg = f"MPI job {name!r} not found in namespace {self.namespace}"
+        if close:
+            msg += f": did you mean {close[0]!r}?"
+        raise JobNotFoundError(msg, name=name, suggestion=close[0] if close else None)
+
+    def _runtime(self, name: str) -> dict[str, Any]:
+        try:
+            rt = self._custom.get_cluster_custom_object(GROUP, VERSION, "clustertrainingruntimes", name)
+        except ApiException as e:
+            if e.status != 404:
+                raise from_api_exception(e) from None
+            names = [r.name for r in self._runtimes_safe()]
+            close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+            hint = f": did you mean {close[0]!r}?" if close else (f": MPI runtimes are {', '.join(names)}" if names else "")
+            raise InvalidJobError(f"runtime {name!r} does not exist{hint}", field="runtime") from None
+        if not ((rt.get("spec") or {}).get("mlPolicy") or {}).get("mpi"):
+            raise InvalidJobError(f"runtime {name!r} is not an MPI runtime (it has no MPI policy)", field="runtime")
+        return rt
+
+    def _runtimes_safe(self) -> list[Runtime]:
+        try:
+            return self.list_runtimes()
+        except MPIJobError:
+            return []
+
+    def _hosts_ranks(self, obj: dict[str, Any]) -> bool:
+        try:
+            return _launcher_hosts_ranks(self._runtime((obj.get("spec") or {}).get("runtimeRef", {}).get("name", "")))
+        except MPIJobError:
+            return False
+
+    def _pods(self, name: str):
+        try:
+            pods = self._core.list_namespaced_pod(self.namespace, label_selector=f"{JOBSET_NAME}={name}").items
+        except ApiException as e:
+            raise from_api_exception(e, name) from None
+        launcher = sorted((p for p in pods if p.metadata.labels.get(REPLICATED_JOB) == "launcher"),
+                          key=lambda p: p.metadata.creation_timestamp, reverse=True)
+        workers = sorted((p for p in pods if p.metadata.labels.get(REPLICATED_JOB) == "node"),
+                         key=lambda p: int(p.metadata.labels.get(COMPLETION_INDEX, "0")))
+        return launcher, workers
+
+
+def merge_logs(streams: Sequence[tuple[str, Sequence[str]]]) -> list[tuple[str, str]]:
+    """Merge pod logs (lines that start with the kubelet's RFC 3339 time) by time; stable,
+    and a line without a time stays after its stream's previous line."""
+    items = []
+    for i, (label, lines) in enumerate(streams):
+        last = datetime.min.replace(tzinfo=timezone.utc)
+        for raw in lines:
+            t = _parse_ts(raw.partition(" ")[0])
+            if t is not None:
+                last = t
+            items.append((last, i, len(items), label, raw))
+    items.sort(key=lambda it: (it[0], it[2]))
+    return [(label, raw) for _, _, _, label, raw in items]
+
+
+def _parse_ts(ts: str) -> Optional[datetime]:
+    m = re.match(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$", ts)
+    if not m:
+        return None
+    frac = (m.group(2) or ".0")[1:7].ljust(6, "0")
+    tz = "+00:00" if m.group(3) == "Z" else m.group(3)
+    return datetime.fromisoformat(f"{m.group(1)}.{frac}{tz}")
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def _load_config(context: Optional[str], config_file: Optional[str]):
+    try:
+        cfg = k8s.Configuration()
+        k8s_config.load_kube_config(config_file=config_file, context=context, client_configuration=cfg)
+        _, active = k8s_config.list_kube_config_contexts(config_file=config_file)
+        if context:
+            contexts, _ = k8s_config.list_kube_config_contexts(config_file=config_file)
+            active = next((c for c in contexts if c["name"] == context), active)
+        ns = (active or {}).get("context", {}).get("namespace")
+        return k8s.ApiClient(cfg), ns
+    except (k8s_config.ConfigException, FileNotFoundError, TypeError) as kube_err:
+        if context or config_file:
+            raise MPIJobError(f"cannot load kubeconfig (context={context!r}, config_file={config_file!r}): {kube_err}") from None
+        try:
+            cfg = k8s.Configuration()
+            k8s_config.load_incluster_config(client_configuration=cfg)
+        except k8s_config.ConfigException:
+            raise MPIJobError("no kubeconfig ($KUBECONFIG, ~/.kube/config) and not in a pod: "
+                              "pass config_file= or context=") from None
+        ns = None
+        try:
+            with open("/var/run/secrets/kubernetes.io/serviceaccount/namespace") as f:
+                ns = f.read().strip()
+        except OSError:
+            pass
+        return k8s.ApiClient(cfg), ns
+
+
+def _check_name(name: Any) -> None:
+    if not isinstance(name, str) or not _NAME.match(name) or len(name) > MAX_NAME:
+        raise InvalidJobError(
+            f"name {name!r}: use at most {MAX_NAME} lower-case letters, digits and '-', starting and ending "
+            "with a letter or digit", field="name")
+
+
+def _check_int(field: str, v: Any, minimum: int) -> None:
+    if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
+        raise InvalidJobError(f"{field}={v!r}: use an integer of at least {minimum}", field=field)
+
+
+def _check_str_map(field: str, m: Any) -> None:
+    if m is None:
+        return
+    if not isinstance(m, dict) or not all(isinstance(k, str) and k and isinstance(v, str) for k, v in m.items()):
+        raise InvalidJobError(f"{field}={m!r}: use a dict of non-empty string keys to string values", field=field)
+
+
+def _resources(field: str, res: Any) -> dict[str, str]:
+    if not res:
+        return {}
+    if not isinstance(res, dict):
+        raise InvalidJobError(f"{field}={res!r}: use a dict such as {{'nvidia.com/gpu': 4, 'memory': '32Gi'}}", field=field)
+    out = {}
+    for k, v in res.items():
+        s = str(v)
+        if isinstance(v, bool) or not _QUANTITY.match(s) or float(re.sub(r"[^0-9.]", "", s) or 0) <= 0:
+            raise InvalidJobError(f"{field}[{k!r}]={v!r} is not a positive quantity (e.g. 4, '500m', '16Gi')", field=field)
+        out[str(k)] = s
+    return out
+
+
+def _requirements(res: dict[str, str]) -> dict[str, Any]:
+    # Memory and extended resources (GPUs) are limited; CPU is only requested.
+    return {"requests": dict(res), "limits": {k: v for k, v in res.items() if k != "cpu"}}
+
+
+def _volumes(volumes: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    out = []
+    for i, v in enumerate(volumes or []):
+        if not isinstance(v, dict) or not v.get("name") or not v.get("mount_path"):
+            raise InvalidJobError(f"volumes[{i}]={v!r}: give name, mount_path and one of pvc, config_map, empty_dir", field="volumes")
+        if "pvc" in v:
+            src = {"persistentVolumeClaim": {"claimName": v["pvc"]}}
+        elif "config_map" in v:
+            src = {"configMap": {"name": v["config_map"]}}
+        elif "empty_dir" in v:
+            src = {"emptyDir": v["empty_dir"] or {}}
+        else:
+            raise InvalidJobError(f"volumes[{i}] ({v['name']}): give one of pvc, config_map, empty_dir", field="volumes")
+        out.append(({"name": v["name"], **src},
+                    {"name": v["name"], "mountPath": v["mount_path"], "readOnly": bool(v.get("read_only", False))}))
+    return out
+
+
+def _patch(node_selector: Optional[dict[str, str]], vols: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    if node_selector:
+        spec["nodeSelector"] = dict(node_selector)
+    if vols:
+        spec["volumes"] = [v for v, _ in vols]
+        spec["containers"] = [{"name": "node", "volumeMounts": [m for _, m in vols]}]
+    return {"manager": PATCH_MANAGER, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
+        {"name": rj, "template": {"spec": {"template": {"spec": spec}}}} for rj in ("launcher", "node")]}}}}
+
+
+def _launcher_hosts_ranks(rt: dict[str, Any]) -> bool:
+    return bool((((rt.get("spec") or {}).get("mlPolicy") or {}).get("mpi") or {}).get("runLauncherAsNode"))
+
+
+def _worker_image(rt: dict[str, Any]) -> str:
+    for rj in ((rt.get("spec") or {}).get("template") or {}).get("spec", {}).get("replicatedJobs") or []:
+        if rj.get("name") == "node":
+            for c in rj["template"]["spec"]["template"]["spec"].get("containers") or []:
+                if c.get("name") == "node":
+                    return c.get("image", "")
+    return ""

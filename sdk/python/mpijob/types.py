@@ -1,0 +1,158 @@
+"""Data types of the mpijob SDK: one job, its status, runtimes, lifecycle events.
+
+The vocabulary is the one of the CLI and the dashboard: Launcher, Worker,
+slots per worker, runtime, phase.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Optional
+
+GROUP = "trainer.kubeflow.org"
+VERSION = "v1alpha1"
+STATUS_ANNOTATION = "mpijob.dev/status"
+CREATOR_ANNOTATION = "mpijob.dev/creator"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+
+PHASES = ("Pending", "Queued", "GangScheduling", "Starting", "Running", "Succeeded", "Failed", "Suspended")
+FINISHED = ("Succeeded", "Failed")
+
+
+def _time(v: Optional[str]) -> Optional[datetime]:
+    if not v:
+        return None
+    return datetime.fromisoformat(v.replace("Z", "+00:00"))
+
+
+@dataclass
+class JobStatus:
+    """What mpijob-manager says about a job (annotation ``mpijob.dev/status``).
+
+    ``from_manager`` is False when the manager has not written one (not
+    installed, or not yet): the phase then comes from Trainer's conditions and
+    the details are empty.
+    """
+
+    phase: str = "Pending"
+    reason: str = ""
+    message: str = ""
+    next_step: str = ""
+    launcher: str = ""
+    workers_ready: int = 0
+    workers_total: int = 0
+    slots_per_worker: int = 0
+    queue_position: Optional[int] = None
+    start_time: Optional[datetime] = None
+    completion_time: Optional[datetime] = None
+    creator: str = ""
+    from_manager: bool = True
+
+    @property
+    def finished(self) -> bool:
+        """True once the job Succeeded or Failed."""
+        return self.phase in FINISHED
+
+    @classmethod
+    def from_trainjob(cls, obj: dict[str, Any]) -> "JobStatus":
+        meta = obj.get("metadata") or {}
+        ann = meta.get("annotations") or {}
+        creator = ann.get(CREATOR_ANNOTATION, "")
+        raw = ann.get(STATUS_ANNOTATION)
+        if raw:
+            try:
+                s = json.loads(raw)
+                return cls(
+                    phase=s.get("phase", "Pending"), reason=s.get("reason", ""), message=s.get("message", ""),
+                    next_step=s.get("nextStep", ""), launcher=s.get("launcher", ""),
+                    workers_ready=s.get("workersReady", 0), workers_total=s.get("workersTotal", 0),
+                    slots_per_worker=s.get("slotsPerWorker", 0), queue_position=s.get("queuePosition"),
+                    start_time=_time(s.get("startTime")), completion_time=_time(s.get("completionTime")),
+                    creator=creator,
+                )
+            except ValueError:
+                pass
+        st = cls(creator=creator, from_manager=False)
+        spec = obj.get("spec") or {}
+        st.workers_total = ((spec.get("trainer") or {}).get("numNodes")) or 0
+        if spec.get("suspend"):
+            # A queue holds suspended jobs until they fit.
+            st.phase = "Queued" if QUEUE_LABEL in (meta.get("labels") or {}) else "Suspended"
+        for c in (obj.get("status") or {}).get("conditions") or []:
+            if c.get("status") != "True":
+                continue
+            if c.get("type") == "Complete":
+                st.phase, st.completion_time = "Succeeded", _time(c.get("lastTransitionTime"))
+            elif c.get("type") == "Failed":
+                st.phase, st.completion_time, st.message = "Failed", _time(c.get("lastTransitionTime")), c.get("message", "")
+            elif c.get("type") == "Suspended":
+                st.phase = "Suspended"
+        return st
+
+
+@dataclass
+class MPIJob:
+    """An MPI job: a TrainJob on an MPI runtime. ``raw`` is the TrainJob as the API returned it."""
+
+    name: str
+    namespace: str
+    runtime: str
+    workers: int
+    slots_per_worker: int
+    status: JobStatus
+    created: Optional[datetime] = None
+    queue: Optional[str] = None
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_trainjob(cls, obj: dict[str, Any], launcher_hosts_ranks: bool = False) -> "MPIJob":
+        meta = obj.get("metadata") or {}
+        spec = obj.get("spec") or {}
+        tr = spec.get("trainer") or {}
+        nodes = tr.get("numNodes") or 1
+        return cls(
+            name=meta.get("name", ""), namespace=meta.get("namespace", ""),
+            runtime=(spec.get("runtimeRef") or {}).get("name", ""),
+            workers=nodes - 1 if launcher_hosts_ranks else nodes,
+            slots_per_worker=tr.get("numProcPerNode") or 1,
+            status=JobStatus.from_trainjob(obj), created=_time(meta.get("creationTimestamp")),
+            queue=(meta.get("labels") or {}).get(QUEUE_LABEL), raw=obj,
+        )
+
+
+@dataclass
+class Runtime:
+    """An MPI runtime (ClusterTrainingRuntime with an MPI policy)."""
+
+    name: str
+    mpi_implementation: str
+    description: str
+    launcher_hosts_ranks: bool
+    worker_image: str
+    raw: dict[str, Any] = field(default_factory=dict, repr=False)
+
+
+@dataclass
+class LifecycleEvent:
+    """One step of a job's life, as ``MPIJobClient.watch`` yields them.
+
+    ``kind`` is one of submitted, queued, scheduling, running, completed,
+    failed (or suspended); ``status`` is the full status at that moment.
+    """
+
+    kind: str
+    phase: str
+    message: str
+    status: JobStatus
+    time: datetime
+
+
+def event_kind(phase: str) -> str:
+    """The lifecycle kind of a phase."""
+    return {
+        "Pending": "scheduling", "GangScheduling": "scheduling", "Starting": "scheduling",
+        "Queued": "queued", "Running": "running", "Succeeded": "completed", "Failed": "failed",
+        "Suspended": "suspended",
+    }.get(phase, "scheduling")

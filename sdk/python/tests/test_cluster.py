@@ -1,0 +1,132 @@
+"""Integration tests against the real local cluster (``make dev-detach``);
+``make test`` runs them after the Go e2e tests on the same cluster."""
+
+import re
+import uuid
+
+import pytest
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+
+from mpijob import (
+    JobFailedError,
+    JobNotFoundError,
+    MPIJobClient,
+    PermissionDeniedError,
+    QuotaExceededError,
+)
+
+pytestmark = pytest.mark.cluster
+
+
+def unique(prefix):
+    return f"{prefix}-{uuid.uuid4().hex[:5]}"
+
+
+@pytest.fixture
+def namespace(kubeconfig_path):
+    """A namespace of one test, made and removed as the cluster admin."""
+    api = k8s.CoreV1Api(k8s_config.new_client_from_config(config_file=kubeconfig_path, context="admin"))
+    name = unique("sdk")
+    api.create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=name, labels={"mpijob.dev/test": "sdk"})))
+    yield name
+    api.delete_namespace(name)
+
+
+def test_real_mpi_job_end_to_end(kubeconfig_path):
+    """dev-a in team-a: create → watch → logs from both real nodes → delete, in under 20 lines of user code."""
+    client = MPIJobClient(namespace="team-a", context="dev-a", config_file=kubeconfig_path)
+    name = unique("sdk-hello")
+    job = client.create_job(name, command=None, workers=2, slots_per_worker=2)
+    assert (job.name, job.workers, job.slots_per_worker) == (name, 2, 2)
+    try:
+        kinds = [ev.kind for ev in client.watch(name, timeout=180)]
+        assert kinds[0] == "submitted" and kinds[-1] == "completed", kinds
+        assert "running" in kinds or "scheduling" in kinds, kinds
+        got = client.get_job(name)
+        assert got.status.phase == "Succeeded" and got.status.creator == "dev-a"
+        assert got.status.workers_total == 2
+        logs = client.get_logs(name)
+        hosts = set(re.findall(r"rank \d of 4 on (\S+)", logs))
+        assert len(hosts) == 2, logs  # ranks on both Workers, one per real node
+        assert "allreduce over 4 ranks ok" in logs
+        merged = client.get_logs(name, worker="all", grep="allreduce")
+        assert merged.strip().endswith("allreduce over 4 ranks ok (sum 6)") and "rank 0" not in merged
+        assert name in [j.name for j in client.list_jobs(phase="Succeeded")]
+    finally:
+        client.delete_job(name)
+    with pytest.raises(JobNotFoundError):
+        client.get_job(name)
+
+
+def test_failure_diagnosis_and_clone(kubeconfig_path, namespace):
+    client = MPIJobClient(namespace=namespace, context="admin", config_file=kubeconfig_path)
+    client.create_job("boom", command=["sh", "-c", "echo token=abc123; exit 3"], workers=1)
+    with pytest.raises(JobFailedError) as e:
+        client.wait_for_job("boom", timeout=180)
+    assert e.value.status.phase == "Failed" and e.value.status.reason and e.value.status.next_step
+    logs = client.get_logs("boom")
+    assert "token=[REDACTED]" in logs and "abc123" not in logs
+    clone = client.clone_job("boom", "boom-fixed", command=["sh", "-c", "echo fixed"])
+    assert clone.name == "boom-fixed"
+    assert client.wait_for_job("boom-fixed", timeout=180).status.phase == "Succeeded"
+    assert client.get_job("boom").raw["spec"]["trainer"]["command"][0] == "sh"
+    with pytest.raises(JobNotFoundError, match="did you mean 'boom'"):
+        client.get_job("bom")
+
+
+def test_oom_diagnosis_read_from_python(kubeconfig_path, namespace):
+    """A Worker OOMKilled (faked by mpijob's kwok stage) is diagnosed by mpijob-manager and read here."""
+    client = MPIJobClient(namespace=namespace, context="admin", config_file=kubeconfig_path)
+    patch = {"manager": "mpijob.dev/e2e", "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
+        {"name": rj, "template": {"spec": {"template": {
+            "metadata": {"labels": {"kwok.mpijob.dev/fail": "OOMKilled"}} if rj == "node" else None,
+            "spec": {"nodeSelector": {"type": "kwok"},
+                     "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Equal", "value": "fake", "effect": "NoSchedule"}]}}}}}
+        for rj in ("launcher", "node")]}}}}
+    body = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "oom", "namespace": namespace},
+            "spec": {"runtimeRef": {"name": "mpi-openmpi-gpu"}, "runtimePatches": [patch],
+                     "trainer": {"numNodes": 2, "resourcesPerNode": {"limits": {"nvidia.com/gpu": "1", "memory": "2Gi"}}}}}
+    client._custom.create_namespaced_custom_object("trainer.kubeflow.org", "v1alpha1", namespace, "trainjobs", body)
+    with pytest.raises(JobFailedError) as e:
+        client.wait_for_job("oom", timeout=120)
+    s = e.value.status
+    assert s.reason == "WorkerOOMKilled", s
+    assert "2Gi" in s.message and s.next_step
+
+
+def test_quota_denial(kubeconfig_path):
+    client = MPIJobClient(namespace="team-a", context="dev-a", config_file=kubeconfig_path)
+    with pytest.raises(QuotaExceededError) as e:
+        client.create_job("too-big", command=None, workers=4, runtime="mpi-openmpi-gpu", resources_per_worker={"nvidia.com/gpu": 3})
+    assert (e.value.resource, e.value.requested, e.value.quota) == ("nvidia.com/gpu", "15", "8")
+    # A job that fits passes the same check (server dry run: nothing is created).
+    ok = client.create_job("fits", command=None, workers=1, runtime="mpi-openmpi-gpu",
+                           resources_per_worker={"nvidia.com/gpu": 4, "memory": "1Gi"}, dry_run=True)
+    assert ok.name == "fits"
+    with pytest.raises(JobNotFoundError):
+        client.get_job("fits")
+
+
+def test_tenant_isolation(kubeconfig_path):
+    dev_b = MPIJobClient(namespace="team-a", context="dev-b", config_file=kubeconfig_path)
+    with pytest.raises(PermissionDeniedError, match='"dev-b" cannot list'):
+        dev_b.list_jobs()
+    viewer = MPIJobClient(namespace="team-a", context="viewer-a", config_file=kubeconfig_path)
+    viewer.list_jobs()
+    with pytest.raises(PermissionDeniedError, match='"viewer-a" cannot create'):
+        viewer.create_job("nope", command=None, workers=1)
+
+
+def test_runtimes_and_convert(kubeconfig_path):
+    client = MPIJobClient(namespace="team-a", context="dev-a", config_file=kubeconfig_path)
+    names = [r.name for r in client.list_runtimes()]
+    assert {"mpi-openmpi", "mpi-openmpi-gpu", "mpi-mpich", "mpi-intel"} <= set(names)
+    out = client.convert_legacy({
+        "apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": {"name": "legacy"},
+        "spec": {"slotsPerWorker": 2, "mpiReplicaSpecs": {
+            "Launcher": {"template": {"spec": {"containers": [{"name": "l", "image": "ghcr.io/mpijob/openmpi:4.1", "command": ["mpirun", "hostname"]}]}}},
+            "Worker": {"replicas": 3, "template": {"spec": {"containers": [{"name": "w", "image": "ghcr.io/mpijob/openmpi:4.1"}]}}}}}})
+    assert out["runtime"] is None
+    assert out["trainJob"]["spec"]["trainer"]["numNodes"] == 3
+    assert {"field": "spec.slotsPerWorker", "action": "mapped", "detail": "2 → spec.trainer.numProcPerNode"} in out["notes"]

@@ -1,0 +1,189 @@
+"""Unit tests: pure functions and validation before any API call."""
+
+import pathlib
+import re
+import tempfile
+from datetime import datetime, timezone
+
+import pytest
+import yaml
+
+from mpijob import (
+    InvalidJobError,
+    JobStatus,
+    MPIJobClient,
+    QuotaExceededError,
+    Redactor,
+    merge_logs,
+    redact,
+)
+from mpijob import convert as conv
+from mpijob.errors import from_api_exception
+
+REPO = pathlib.Path(__file__).resolve().parents[3]
+
+
+@pytest.mark.parametrize("text,want,count", [
+    ("mpi-hello: rank 3 of 4 on node-1", "mpi-hello: rank 3 of 4 on node-1", 0),
+    ("connecting with password=hunter2 to db", "connecting with password=[REDACTED] to db", 1),
+    ('{"api_key": "abc123def", "user": "x"}', '{"api_key": "[REDACTED]", "user": "x"}', 1),
+    ("HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123456789", "HF_TOKEN=[REDACTED]", 1),
+    ("Authorization: Bearer abcdefghijklmnop", "Authorization: Bearer [REDACTED]", 1),
+    ("using AKIAABCDEFGHIJKLMNOP for s3", "using [REDACTED] for s3", 1),
+    ("git clone https://bob:s3cr3t@example.com/repo", "git clone https://bob:[REDACTED]@example.com/repo", 1),
+    ("key follows\n-----BEGIN RSA PRIVATE KEY-----\nMIIEabc\n-----END RSA PRIVATE KEY-----\ndone",
+     "key follows\n[REDACTED]\n[REDACTED]\n[REDACTED]\ndone", 1),
+    ("tokenizer loaded 50257 tokens", "tokenizer loaded 50257 tokens", 0),
+])
+def test_redact_matches_the_cli(text, want, count):
+    got, n = redact(text)
+    assert got == want
+    assert n == count
+
+
+def test_merge_logs_by_time():
+    got = merge_logs([
+        ("launcher", ["2026-11-22T10:00:00.100Z start", "2026-11-22T10:00:00.400Z rank 0 done", "continued"]),
+        ("worker-0", ["2026-11-22T10:00:00.200Z sshd up", "2026-11-22T10:00:00.400Z same time as launcher"]),
+        ("worker-1", ["2026-11-22T10:00:00.050Z first"]),
+    ])
+    assert [f"{l} | {r}" for l, r in got] == [
+        "worker-1 | 2026-11-22T10:00:00.050Z first",
+        "launcher | 2026-11-22T10:00:00.100Z start",
+        "worker-0 | 2026-11-22T10:00:00.200Z sshd up",
+        "launcher | 2026-11-22T10:00:00.400Z rank 0 done",
+        "launcher | continued",
+        "worker-0 | 2026-11-22T10:00:00.400Z same time as launcher",
+    ]
+
+
+def test_status_from_manager_annotation():
+    obj = {"metadata": {"annotations": {
+        "mpijob.dev/creator": "dev-a",
+        "mpijob.dev/status": '{"phase":"Failed","reason":"WorkerOOMKilled","message":"Worker 1 was killed",'
+                             '"nextStep":"Give it more memory","launcher":"Failed","workersReady":1,"workersTotal":2,'
+                             '"startTime":"2026-11-22T10:00:00Z","completionTime":"2026-11-22T10:01:00Z"}'}}}
+    s = JobStatus.from_trainjob(obj)
+    assert (s.phase, s.reason, s.next_step, s.workers_ready, s.workers_total, s.creator) == \
+        ("Failed", "WorkerOOMKilled", "Give it more memory", 1, 2, "dev-a")
+    assert s.finished and s.from_manager
+    assert s.completion_time == datetime(2026, 11, 22, 10, 1, tzinfo=timezone.utc)
+
+
+def test_status_without_manager_reads_trainer_conditions():
+    obj = {"metadata": {}, "spec": {"trainer": {"numNodes": 3}},
+           "status": {"conditions": [{"type": "Complete", "status": "True", "lastTransitionTime": "2026-11-22T10:00:00Z"}]}}
+    s = JobStatus.from_trainjob(obj)
+    assert s.phase == "Succeeded" and not s.from_manager and s.workers_total == 3
+
+
+def test_quota_error_carries_the_numbers():
+    class E:
+        status = 403
+        reason = "Forbidden"
+        body = ('{"message": "admission webhook \\"validate.trainjob.mpijob.dev\\" denied the request: MPI job big does not fit '
+                'the quota of namespace team-a: requested 15 nvidia.com/gpu (4 workers × 3 + launcher 3), quota 8, in use 0: '
+                'use at most 1 workers or ask for a larger quota (ResourceQuota team-quota)"}')
+    err = from_api_exception(E())
+    assert isinstance(err, QuotaExceededError)
+    assert (err.requested, err.resource, err.quota, err.in_use) == ("15", "nvidia.com/gpu", "8", "0")
+
+
+@pytest.fixture
+def offline_client():
+    # A kubeconfig for a server that is not there: validation must fail first.
+    cfg = {"apiVersion": "v1", "kind": "Config", "current-context": "x",
+           "clusters": [{"name": "x", "cluster": {"server": "https://127.0.0.1:1"}}],
+           "users": [{"name": "x", "user": {"token": "t"}}],
+           "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x", "namespace": "ns1"}}]}
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False) as f:
+        yaml.safe_dump(cfg, f)
+    return MPIJobClient(config_file=f.name)
+
+
+def test_namespace_from_context(offline_client):
+    assert offline_client.namespace == "ns1"
+
+
+@pytest.mark.parametrize("kwargs,field", [
+    ({"name": "Bad_Name"}, "name"),
+    ({"name": "x" * 53}, "name"),
+    ({"workers": 0}, "workers"),
+    ({"workers": True}, "workers"),
+    ({"slots_per_worker": 0}, "slots_per_worker"),
+    ({"command": "mpirun hostname"}, "command"),
+    ({"command": []}, "command"),
+    ({"image": " "}, "image"),
+    ({"resources_per_worker": {"memory": "lots"}}, "resources_per_worker"),
+    ({"resources_per_worker": {"nvidia.com/gpu": -1}}, "resources_per_worker"),
+    ({"env": {"A": 1}}, "env"),
+    ({"node_selector": ["zone=a"]}, "node_selector"),
+    ({"volumes": [{"name": "data"}]}, "volumes"),
+    ({"volumes": [{"name": "data", "mount_path": "/data"}]}, "volumes"),
+])
+def test_create_job_validates_before_any_api_call(offline_client, kwargs, field):
+    args = {"name": "ok", "command": ["mpirun", "hostname"], "workers": 2}
+    args.update(kwargs)
+    with pytest.raises(InvalidJobError) as e:
+        offline_client.create_job(**args)
+    assert e.value.field == field
+    assert field.split("_")[0] in str(e.value)
+
+
+def test_get_logs_validates_before_any_api_call(offline_client):
+    with pytest.raises(InvalidJobError, match="grep"):
+        offline_client.get_logs("x", grep="(")
+    with pytest.raises(InvalidJobError, match="worker"):
+        offline_client.get_logs("x", worker=-1)
+
+
+def _shipped_runtimes():
+    out = {}
+    for p in (REPO / "config" / "runtimes").glob("mpi-*.yaml"):
+        rt = yaml.safe_load(p.read_text())
+        out[rt["metadata"]["name"]] = rt
+    return out
+
+
+def _golden_manifests(path):
+    text = path.read_text()
+    if text.startswith("error: "):
+        return None, text[len("error: "):].strip()
+    return list(yaml.safe_load_all(text.split("# manifests\n", 1)[1])), None
+
+
+@pytest.mark.parametrize("legacy", sorted((REPO / "pkg" / "convert" / "testdata").glob("*.yaml")), ids=lambda p: p.stem)
+def test_convert_legacy_matches_the_cli(legacy):
+    """The SDK's converter gives the manifests the CLI's converter gives (its golden files)."""
+    want, want_err = _golden_manifests(legacy.with_suffix(".golden"))
+    if want_err is not None:
+        with pytest.raises(InvalidJobError) as e:
+            conv.convert(legacy.read_text(), _shipped_runtimes())
+        assert str(e.value).split(":")[0] == want_err.split(":")[0]
+        return
+    res = conv.convert(legacy.read_text(), _shipped_runtimes())
+    got = ([res["runtime"]] if res["runtime"] else []) + [res["trainJob"]]
+    assert _normal(got) == _normal(want)
+    # The report: "action  field  detail" lines, columns padded with spaces.
+    report = legacy.with_suffix(".golden").read_text().split("# manifests\n")[0].splitlines()[1:]
+    want_notes = [dict(zip(("action", "field", "detail"), re.split(r"\s{2,}", line.strip(), maxsplit=2))) for line in report]
+    assert res["notes"] == want_notes
+
+
+def _normal(objs):
+    def clean(o):
+        if isinstance(o, dict):
+            return {k: clean(v) for k, v in o.items() if v not in (None, {}, [])}
+        if isinstance(o, list):
+            return [clean(v) for v in o]
+        return o
+    return [clean(o) for o in objs]
+
+
+def test_sdk_reference_is_current():
+    """docs/sdk.md is generated from the docstrings: it must match them (`make docs`)."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("gendoc", REPO / "sdk" / "python" / "tools" / "gendoc.py")
+    gendoc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gendoc)
+    assert (REPO / "docs" / "sdk.md").read_text() == gendoc.render(), "docs/sdk.md is stale: run `make docs`"
