@@ -41,15 +41,18 @@ import (
 )
 
 func main() {
-	jobs := flag.Int("jobs", 500, "MPI jobs for the scale run")
+	jobs := flag.Int("jobs", 500, "MPI jobs for the scale run (0: skip it)")
 	workers := flag.Int("workers", 8, "Workers per job")
 	overheadJobs := flag.Int("overhead-jobs", 20, "jobs per mode for the overhead run")
+	flag.BoolVar(&webhooksOnly, "webhooks-only", false, "in the run without, remove only the webhooks (the manager's controllers keep running): splits the overhead")
 	flag.Parse()
 	if err := run(*jobs, *workers, *overheadJobs); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
 }
+
+var webhooksOnly bool
 
 type bench struct {
 	opts localcluster.Options
@@ -78,18 +81,7 @@ func run(jobs, workers, overheadJobs int) error {
 	}
 	b := &bench{opts: opts, cl: cl}
 
-	with, err := b.overhead(ctx, "with", workers, overheadJobs)
-	if err != nil {
-		return err
-	}
-	saved, err := b.disableManager(ctx)
-	if err != nil {
-		return err
-	}
-	without, err := b.overhead(ctx, "without", workers, overheadJobs)
-	if rerr := b.enableManager(ctx, saved); rerr != nil {
-		return fmt.Errorf("restoring mpijob-manager: %w (run `make dev-down` and `make dev`)", rerr)
-	}
+	with, without, err := b.overhead(ctx, workers, overheadJobs)
 	if err != nil {
 		return err
 	}
@@ -97,8 +89,11 @@ func run(jobs, workers, overheadJobs int) error {
 	fmt.Fprintf(w, "create → all %d Workers Running (n=%d each)\tp50\tp90\tmean\t\n", workers, overheadJobs)
 	fmt.Fprintf(w, "without mpijob-manager\t%s\t%s\t%s\t\n", pct(without, 50), pct(without, 90), mean(without))
 	fmt.Fprintf(w, "with mpijob-manager\t%s\t%s\t%s\t\n", pct(with, 50), pct(with, 90), mean(with))
-	fmt.Fprintf(w, "added by mpijob-manager (mean)\t\t\t%+.1f%%\t\n", 100*(float64(mean(with))/float64(mean(without))-1))
+	fmt.Fprintf(w, "added by mpijob-manager\t%+.1f%%\t%+.1f%%\t%+.1f%%\t\n", ratio(pct(with, 50), pct(without, 50)), ratio(pct(with, 90), pct(without, 90)), ratio(mean(with), mean(without)))
 	_ = w.Flush()
+	if jobs == 0 {
+		return nil
+	}
 	fmt.Println()
 	return b.scale(ctx, jobs, workers)
 }
@@ -130,34 +125,74 @@ func (b *bench) workersRunning(ctx context.Context, ns string) (map[string]int, 
 	return out, nil
 }
 
-func (b *bench) overhead(ctx context.Context, mode string, workers, n int) ([]time.Duration, error) {
+// overhead measures jobs one at a time, alternating with and without
+// mpijob-manager (ABBA order) so that drift in the cluster's speed falls on
+// both sides equally.
+func (b *bench) overhead(ctx context.Context, workers, n int) (with, without []time.Duration, err error) {
 	ns, cleanup, err := b.namespace(ctx, "bench-overhead")
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer cleanup()
-	fmt.Fprintf(os.Stderr, "overhead %s mpijob-manager: %d jobs of %d Workers, one at a time\n", mode, n, workers)
-	var out []time.Duration
+	fmt.Fprintf(os.Stderr, "overhead: %d jobs of %d Workers with and %d without mpijob-manager, alternating\n", n, workers, n)
+	enabled := true
+	var saved []*unstructured.Unstructured
+	defer func() {
+		if !enabled {
+			if rerr := b.enableManager(ctx, saved, ns); rerr != nil && err == nil {
+				err = fmt.Errorf("restoring mpijob-manager: %w (run `make dev-down` and `make dev`)", rerr)
+			}
+		}
+	}()
 	for i := 0; i < n; i++ {
-		name := fmt.Sprintf("job-%d", i)
-		start := time.Now()
-		if err := b.cl.Create(ctx, b.job(ns, name, workers)); err != nil {
-			return nil, err
+		order := []bool{true, false}
+		if i%2 == 1 {
+			order = []bool{false, true}
 		}
-		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-			r, err := b.workersRunning(ctx, ns)
-			return err == nil && r[name] >= workers, err
-		})
-		if err != nil {
-			return nil, fmt.Errorf("job %s/%s: Workers not Running: %w", ns, name, err)
-		}
-		out = append(out, time.Since(start))
-		if err := b.cl.Delete(ctx, b.job(ns, name, workers), client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
-			return nil, err
+		for _, on := range order {
+			switch {
+			case on && !enabled:
+				if err := b.enableManager(ctx, saved, ns); err != nil {
+					return nil, nil, err
+				}
+				enabled = true
+			case !on && enabled:
+				if saved, err = b.disableManager(ctx); err != nil {
+					return nil, nil, err
+				}
+				enabled = false
+			}
+			d, err := b.one(ctx, ns, fmt.Sprintf("job-%d-%v", i, on), workers)
+			if err != nil {
+				return nil, nil, err
+			}
+			if on {
+				with = append(with, d)
+			} else {
+				without = append(without, d)
+			}
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	return out, nil
+	sort.Slice(with, func(i, j int) bool { return with[i] < with[j] })
+	sort.Slice(without, func(i, j int) bool { return without[i] < without[j] })
+	return with, without, nil
+}
+
+// one creates a job and returns the time until all its Workers are Running.
+func (b *bench) one(ctx context.Context, ns, name string, workers int) (time.Duration, error) {
+	start := time.Now()
+	if err := b.cl.Create(ctx, b.job(ns, name, workers)); err != nil {
+		return 0, err
+	}
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		r, err := b.workersRunning(ctx, ns)
+		return err == nil && r[name] >= workers, err
+	})
+	if err != nil {
+		return 0, fmt.Errorf("job %s/%s: Workers not Running: %w", ns, name, err)
+	}
+	d := time.Since(start)
+	return d, b.cl.Delete(ctx, b.job(ns, name, workers), client.PropagationPolicy(metav1.DeletePropagationBackground))
 }
 
 var webhookKinds = []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
@@ -177,12 +212,17 @@ func (b *bench) disableManager(ctx context.Context) ([]*unstructured.Unstructure
 			return nil, err
 		}
 	}
+	if webhooksOnly {
+		return saved, nil
+	}
 	return saved, localcluster.StopProcess(b.opts, "mpijob-manager")
 }
 
-func (b *bench) enableManager(ctx context.Context, saved []*unstructured.Unstructured) error {
-	if err := localcluster.RestartProcess(b.opts, "mpijob-manager"); err != nil {
-		return err
+func (b *bench) enableManager(ctx context.Context, saved []*unstructured.Unstructured, ns string) error {
+	if !webhooksOnly {
+		if err := localcluster.RestartProcess(b.opts, "mpijob-manager"); err != nil {
+			return err
+		}
 	}
 	for _, u := range saved {
 		u = u.DeepCopy()
@@ -194,11 +234,6 @@ func (b *bench) enableManager(ctx context.Context, saved []*unstructured.Unstruc
 		}
 	}
 	// Wait until the restarted manager answers its webhooks.
-	ns, cleanup, err := b.namespace(ctx, "bench-probe")
-	if err != nil {
-		return err
-	}
-	defer cleanup()
 	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		return b.cl.Create(ctx, b.job(ns, "probe", 2), client.DryRunAll) == nil, nil
 	})
@@ -318,3 +353,5 @@ func mean(d []time.Duration) time.Duration {
 	}
 	return (sum / time.Duration(len(d))).Round(time.Millisecond)
 }
+
+func ratio(a, b time.Duration) float64 { return 100 * (float64(a)/float64(b) - 1) }
