@@ -181,65 +181,64 @@ func statusOf(tj *trainer.TrainJob) (api.Status, bool) {
 	return s, false
 }
 
-// completeJobs lists job names for shell completion.
-func (o *Options) completeJobs(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+// complete lists the names list returns that start with toComplete, for
+// shell completion; any error means no suggestions.
+func (o *Options) complete(cmd *cobra.Command, toComplete string, list func(context.Context, *clients) ([]string, error)) ([]string, cobra.ShellCompDirective) {
 	c, err := o.clients()
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
 	defer cancel()
-	l := &trainer.TrainJobList{}
-	if err := c.List(ctx, l, client.InNamespace(c.namespace)); err != nil {
+	names, err := list(ctx, c)
+	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
 	var out []string
-	for _, j := range l.Items {
-		if strings.HasPrefix(j.Name, toComplete) {
-			out = append(out, j.Name)
+	for _, n := range names {
+		if strings.HasPrefix(n, toComplete) {
+			out = append(out, n)
 		}
 	}
 	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+func (o *Options) completeJobs(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+	return o.complete(cmd, toComplete, func(ctx context.Context, c *clients) ([]string, error) {
+		l := &trainer.TrainJobList{}
+		err := c.List(ctx, l, client.InNamespace(c.namespace))
+		var names []string
+		for _, j := range l.Items {
+			names = append(names, j.Name)
+		}
+		return names, err
+	})
 }
 
 func (o *Options) completeRuntimes(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-	c, err := o.clients()
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
-	defer cancel()
-	l := &trainer.ClusterTrainingRuntimeList{}
-	if err := c.List(ctx, l); err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	var out []string
-	for _, r := range l.Items {
-		if runtimes.IsMPI(&r.Spec) && strings.HasPrefix(r.Name, toComplete) {
-			out = append(out, r.Name)
+	return o.complete(cmd, toComplete, func(ctx context.Context, c *clients) ([]string, error) {
+		l := &trainer.ClusterTrainingRuntimeList{}
+		err := c.List(ctx, l)
+		var names []string
+		for _, r := range l.Items {
+			if runtimes.IsMPI(&r.Spec) {
+				names = append(names, r.Name)
+			}
 		}
-	}
-	return out, cobra.ShellCompDirectiveNoFileComp
+		return names, err
+	})
 }
 
 func (o *Options) completeNamespaces(cmd *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {
-	c, err := o.clients()
-	if err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	ctx, cancel := context.WithTimeout(cmd.Context(), 5*time.Second)
-	defer cancel()
-	l := &corev1.NamespaceList{}
-	if err := c.List(ctx, l); err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	var out []string
-	for _, n := range l.Items {
-		if strings.HasPrefix(n.Name, toComplete) {
-			out = append(out, n.Name)
+	return o.complete(cmd, toComplete, func(ctx context.Context, c *clients) ([]string, error) {
+		l := &corev1.NamespaceList{}
+		err := c.List(ctx, l)
+		var names []string
+		for _, n := range l.Items {
+			names = append(names, n.Name)
 		}
-	}
-	return out, cobra.ShellCompDirectiveNoFileComp
+		return names, err
+	})
 }
 
 func (o *Options) completeContexts(_ *cobra.Command, _ []string, toComplete string) ([]string, cobra.ShellCompDirective) {

@@ -312,3 +312,25 @@ func UniqueName(prefix string) string { return prefix + "-" + utilrand.String(5)
 
 // ManagerHealthURL is the local cluster's mpijob-manager readiness endpoint.
 const ManagerHealthURL = "http://127.0.0.1:9453/readyz"
+
+// CopyRuntime creates a copy of the ClusterTrainingRuntime base (its
+// labels and spec, no annotations), changed by mutate, under a unique name
+// starting with prefix, and deletes it after the test.
+func (c *Cluster) CopyRuntime(t testing.TB, base, prefix string, mutate func(*trainer.ClusterTrainingRuntime)) *trainer.ClusterTrainingRuntime {
+	t.Helper()
+	ctx := context.Background()
+	src := &trainer.ClusterTrainingRuntime{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Name: base}, src); err != nil {
+		t.Fatalf("runtime %s: %v", base, err)
+	}
+	rt := &trainer.ClusterTrainingRuntime{Spec: *src.Spec.DeepCopy()}
+	rt.Name, rt.Labels = UniqueName(prefix), src.Labels
+	if mutate != nil {
+		mutate(rt)
+	}
+	if err := c.Client.Create(ctx, rt); err != nil {
+		t.Fatalf("create runtime %s: %v", rt.Name, err)
+	}
+	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), rt) })
+	return rt
+}

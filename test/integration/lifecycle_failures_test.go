@@ -64,18 +64,9 @@ func TestDiagnosisOfLifecycleFailures(t *testing.T) {
 func TestGangSchedulingTimeout(t *testing.T) {
 	c := framework.Get(t)
 	ctx := context.Background()
-	base := &trainer.ClusterTrainingRuntime{}
-	if err := c.Client.Get(ctx, client.ObjectKey{Name: "mpi-openmpi-gpu"}, base); err != nil {
-		t.Fatal(err)
-	}
-	rt := &trainer.ClusterTrainingRuntime{Spec: *base.Spec.DeepCopy()}
-	rt.Name = framework.UniqueName("mpi-test-gang")
-	rt.Annotations = map[string]string{admission.GangTimeoutAnnotation: "5s"}
-	rt.Labels = base.Labels
-	if err := c.Client.Create(ctx, rt); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), rt) })
+	rt := c.CopyRuntime(t, "mpi-openmpi-gpu", "mpi-test-gang", func(rt *trainer.ClusterTrainingRuntime) {
+		rt.Annotations = map[string]string{admission.GangTimeoutAnnotation: "5s"}
+	})
 
 	ns := c.NewNamespace(t, "gang")
 	job := framework.MakeTrainJob("stuck", ns, rt.Name).NumNodes(3).GPUsPerNode(9).OnKwokNodes().Obj()

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/test/framework"
 )
@@ -25,22 +24,14 @@ func TestIntelRuntimeDerivesHydraHostfile(t *testing.T) {
 	// As an administrator would: a copy of mpi-intel with a real image for
 	// the Launcher and the Workers (Trainer applies spec.trainer.image to
 	// the Launcher only).
-	base := &trainer.ClusterTrainingRuntime{}
-	if err := c.Client.Get(ctx, client.ObjectKey{Name: "mpi-intel"}, base); err != nil {
-		t.Fatal(err)
-	}
-	rt := &trainer.ClusterTrainingRuntime{Spec: *base.Spec.DeepCopy()}
-	rt.Name, rt.Labels = framework.UniqueName("mpi-test-intel"), base.Labels
-	for i := range rt.Spec.Template.Spec.ReplicatedJobs {
-		spec := &rt.Spec.Template.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
-		for j := range spec.Containers {
-			spec.Containers[j].Image = "ghcr.io/mpijob/mpich:4.0"
+	rt := c.CopyRuntime(t, "mpi-intel", "mpi-test-intel", func(rt *trainer.ClusterTrainingRuntime) {
+		for i := range rt.Spec.Template.Spec.ReplicatedJobs {
+			spec := &rt.Spec.Template.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
+			for j := range spec.Containers {
+				spec.Containers[j].Image = "ghcr.io/mpijob/mpich:4.0"
+			}
 		}
-	}
-	if err := c.Client.Create(ctx, rt); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), rt) })
+	})
 
 	ns := c.NewNamespace(t, "intel")
 	job := framework.MakeTrainJob("hydra", ns, rt.Name).NumNodes(2).SlotsPerWorker(2).
