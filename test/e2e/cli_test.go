@@ -120,3 +120,23 @@ func TestCLIPermissionsAndAdmission(t *testing.T) {
 	expect(t, mpijob(t, "dev-a", "team-a", "create", "typo", "--runtime", "mpi-openmpl", "--workers", "1"), cli.ExitNotFound, `did you mean "mpi-openmpi"`)
 	expect(t, mpijob(t, "dev-a", "team-a", "create", "cpu", "--workers", "2", "--gpus", "1"), cli.ExitUsage, "runtime mpi-openmpi sets its Workers' resources itself")
 }
+
+// `runtimes test` runs a 1 Launcher + 2 Worker job on a runtime and reports
+// image pull, SSH key mount and MPI spawn as separate checks; a runtime
+// whose image cannot be pulled fails the first check with exit code 6.
+func TestCLIRuntimesTest(t *testing.T) {
+	c := framework.Get(t)
+	ns := c.NewNamespace(t, "cli-rt")
+	expect(t, mpijob(t, "admin", ns, "runtimes", "test", "mpi-openmpi", "--timeout", "3m"), 0,
+		"image pull", "SSH key mount", "MPI spawn", "PASS")
+	broken := c.CopyRuntime(t, "mpi-openmpi", "mpi-test-broken", func(rt *trainer.ClusterTrainingRuntime) {
+		for i := range rt.Spec.Template.Spec.ReplicatedJobs {
+			spec := &rt.Spec.Template.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
+			spec.Containers[0].Image = "registry.invalid/none:1"
+		}
+	})
+	r := mpijob(t, "admin", ns, "runtimes", "test", broken.Name, "--timeout", "40s")
+	expect(t, r, cli.ExitOtherPhase, "image pull", "FAIL")
+	expect(t, mpijob(t, "admin", ns, "runtimes", "describe", "mpi-openmpi"), 0, "Launcher image:", "ghcr.io/mpijob/openmpi:4.1", "Worker command:")
+	expect(t, mpijob(t, "admin", ns, "runtimes", "describe", "mpi-openmpl"), cli.ExitNotFound, `did you mean "mpi-openmpi"`)
+}
