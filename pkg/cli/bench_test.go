@@ -11,6 +11,7 @@ import (
 	"k8s.io/cli-runtime/pkg/printers"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/logs"
 )
 
 // BenchmarkGetTable1000 is `get -o wide -A` for 1,000 jobs without the
@@ -36,9 +37,9 @@ func BenchmarkGetTable1000(b *testing.B) {
 func BenchmarkLogsMerge(b *testing.B) {
 	const perPod = 10000
 	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
-	var streams []LogStream
+	var streams []logs.Stream
 	for p := 0; p < 9; p++ {
-		s := LogStream{Label: fmt.Sprintf("worker-%d", p)}
+		s := logs.Stream{Label: fmt.Sprintf("worker-%d", p)}
 		for i := 0; i < perPod; i++ {
 			ts := t0.Add(time.Duration(i*9+p) * time.Millisecond).Format(time.RFC3339Nano)
 			s.Lines = append(s.Lines, fmt.Sprintf("%s step %d loss=0.%04d lr=0.001 throughput=1234.5 samples/s", ts, i, i))
@@ -50,7 +51,7 @@ func BenchmarkLogsMerge(b *testing.B) {
 	for b.Loop() {
 		out.Reset()
 		f := &lineFilter{prefix: true}
-		for _, l := range MergeLogs(streams) {
+		for _, l := range logs.Merge(streams) {
 			f.print(&out, l)
 		}
 	}

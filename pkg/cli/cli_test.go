@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/logs"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
@@ -84,35 +85,11 @@ func TestJobTableGolden(t *testing.T) {
 	}
 }
 
-func TestMergeLogs(t *testing.T) {
-	got := MergeLogs([]LogStream{
-		{Label: "launcher", Lines: []string{"2026-11-22T10:00:00.100Z start", "2026-11-22T10:00:00.400Z rank 0 done", "continued"}},
-		{Label: "worker-0", Lines: []string{"2026-11-22T10:00:00.200Z sshd up", "2026-11-22T10:00:00.400Z same time as launcher"}},
-		{Label: "worker-1", Lines: []string{"2026-11-22T10:00:00.050Z first"}},
-	})
-	var lines []string
-	for _, l := range got {
-		lines = append(lines, l.Label+" | "+l.Raw)
-	}
-	want := []string{
-		"worker-1 | 2026-11-22T10:00:00.050Z first",
-		"launcher | 2026-11-22T10:00:00.100Z start",
-		"worker-0 | 2026-11-22T10:00:00.200Z sshd up",
-		"launcher | 2026-11-22T10:00:00.400Z rank 0 done",
-		// A line without a time stays after its stream's previous line.
-		"launcher | continued",
-		"worker-0 | 2026-11-22T10:00:00.400Z same time as launcher",
-	}
-	if diff := cmp.Diff(want, lines); diff != "" {
-		t.Errorf("MergeLogs (-want,+got):\n%s", diff)
-	}
-}
-
 func TestLineFilter(t *testing.T) {
 	f := &lineFilter{prefix: true}
 	var b bytes.Buffer
-	f.print(&b, LogLine{Label: "worker-1", Raw: "2026-11-22T10:00:00Z export HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123456789"})
-	f.print(&b, LogLine{Label: "launcher", Raw: "2026-11-22T10:00:01Z plain"})
+	f.print(&b, logs.Line{Label: "worker-1", Raw: "2026-11-22T10:00:00Z export HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123456789"})
+	f.print(&b, logs.Line{Label: "launcher", Raw: "2026-11-22T10:00:01Z plain"})
 	want := "[worker-1] export HF_TOKEN=[REDACTED]\n[launcher] plain\n"
 	if diff := cmp.Diff(want, b.String()); diff != "" {
 		t.Errorf("(-want,+got):\n%s", diff)
@@ -216,7 +193,7 @@ func TestExitCodes(t *testing.T) {
 	}{
 		{[]string{"wait"}, ExitUsage, "wait takes one job NAME"},
 		{[]string{"convert"}, ExitUsage, "-f is required"},
-		{[]string{"convert", "-f", "../convert/testdata/malformed-v1.yaml"}, ExitUsage, `apiVersion: is "kubeflow.org/v1"`},
+		{[]string{"convert", "-f", "../legacy/testdata/malformed-v1.yaml"}, ExitUsage, `apiVersion: is "kubeflow.org/v1"`},
 		{[]string{"nosuchverb"}, ExitUsage, "unknown command"},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mpijob/mpijob/pkg/convert"
+	"github.com/mpijob/mpijob/pkg/legacy"
 )
 
 func newConvertCommand(o *Options) *cobra.Command {
@@ -42,7 +42,7 @@ or dropped, and why) to stderr. --apply creates them.`,
 			if err != nil {
 				return usageErr("-f %s: %v", file, err)
 			}
-			res, err := convert.Convert(data)
+			res, err := legacy.Convert(data)
 			if err != nil {
 				return usageErr("-f %s cannot be converted: %v", file, err)
 			}
@@ -75,7 +75,7 @@ or dropped, and why) to stderr. --apply creates them.`,
 	return cmd
 }
 
-func applyConverted(cmd *cobra.Command, o *Options, res *convert.Result) error {
+func applyConverted(cmd *cobra.Command, o *Options, res *legacy.Result) error {
 	cl, err := o.clients()
 	if err != nil {
 		return err

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"regexp"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -16,7 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 
-	"github.com/mpijob/mpijob/pkg/redact"
+	"github.com/mpijob/mpijob/pkg/logs"
 )
 
 type logsOptions struct {
@@ -131,7 +130,7 @@ func (l *logsOptions) run(cmd *cobra.Command, name string) error {
 	if l.follow {
 		err = l.followAll(ctx, cl, sources, opts, f)
 	} else {
-		var streams []LogStream
+		var streams []logs.Stream
 		for _, s := range sources {
 			lines, err := readLog(ctx, cl, s.pod, opts)
 			if apierrors.IsNotFound(err) && len(sources) > 1 {
@@ -140,9 +139,9 @@ func (l *logsOptions) run(cmd *cobra.Command, name string) error {
 			if err != nil {
 				return err
 			}
-			streams = append(streams, LogStream{Label: s.label, Lines: lines})
+			streams = append(streams, logs.Stream{Label: s.label, Lines: lines})
 		}
-		for _, line := range MergeLogs(streams) {
+		for _, line := range logs.Merge(streams) {
 			f.print(l.Out, line)
 		}
 	}
@@ -191,60 +190,10 @@ func (l *logsOptions) followAll(ctx context.Context, cl *clients, sources []sour
 	}
 	go func() { wg.Wait(); close(ch) }()
 	for t := range ch {
-		f.print(l.Out, LogLine{Label: t.label, Raw: t.line})
+		f.print(l.Out, logs.Line{Label: t.label, Raw: t.line})
 	}
 	close(errs)
 	return <-errs
-}
-
-// LogStream is one pod's log lines, each starting with the RFC 3339 time
-// the kubelet adds (PodLogOptions.Timestamps).
-type LogStream struct {
-	Label string
-	Lines []string
-}
-
-// LogLine is a line of a merged log.
-type LogLine struct {
-	Label string
-	// Raw is the line as the kubelet sent it, time first.
-	Raw string
-}
-
-// MergeLogs merges pod logs by their timestamps (stable: equal times keep
-// the streams' order). Lines without a readable time keep their place
-// after the previous line of their stream.
-func MergeLogs(streams []LogStream) []LogLine {
-	type item struct {
-		t      time.Time
-		stream int
-		line   LogLine
-	}
-	var all []item
-	for i, s := range streams {
-		var last time.Time
-		for _, raw := range s.Lines {
-			if t, ok := lineTime(raw); ok {
-				last = t
-			}
-			all = append(all, item{t: last, stream: i, line: LogLine{Label: s.Label, Raw: raw}})
-		}
-	}
-	sort.SliceStable(all, func(i, j int) bool { return all[i].t.Before(all[j].t) })
-	out := make([]LogLine, len(all))
-	for i, it := range all {
-		out[i] = it.line
-	}
-	return out
-}
-
-func lineTime(raw string) (time.Time, bool) {
-	ts, _, ok := strings.Cut(raw, " ")
-	if !ok {
-		ts = raw
-	}
-	t, err := time.Parse(time.RFC3339Nano, ts)
-	return t, err == nil
 }
 
 // lineFilter strips the time (unless asked to keep it), redacts secrets,
@@ -254,18 +203,18 @@ type lineFilter struct {
 	timestamps bool
 	prefix     bool
 	mu         sync.Mutex
-	redactors  map[string]*redact.Redactor
+	redactors  map[string]*logs.Redactor
 }
 
-func (f *lineFilter) print(w io.Writer, l LogLine) {
+func (f *lineFilter) print(w io.Writer, l logs.Line) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.redactors == nil {
-		f.redactors = map[string]*redact.Redactor{}
+		f.redactors = map[string]*logs.Redactor{}
 	}
 	r := f.redactors[l.Label]
 	if r == nil {
-		r = &redact.Redactor{}
+		r = &logs.Redactor{}
 		f.redactors[l.Label] = r
 	}
 	text := l.Raw

@@ -1,6 +1,6 @@
 """Legacy ``kubeflow.org/v2beta1`` MPIJob → TrainJob, as ``kubectl mpijob convert`` does.
 
-The same rules as the CLI's converter (``pkg/convert``); the tests check both
+The same rules as the CLI's converter (``pkg/legacy``); the tests check both
 give the same manifests for the same legacy jobs.
 """
 

@@ -152,7 +152,7 @@ def _golden_manifests(path):
     return list(yaml.safe_load_all(text.split("# manifests\n", 1)[1])), None
 
 
-@pytest.mark.parametrize("legacy", sorted((REPO / "pkg" / "convert" / "testdata").glob("*.yaml")), ids=lambda p: p.stem)
+@pytest.mark.parametrize("legacy", sorted((REPO / "pkg" / "legacy" / "testdata").glob("*.yaml")), ids=lambda p: p.stem)
 def test_convert_legacy_matches_the_cli(legacy):
     """The SDK's converter gives the manifests the CLI's converter gives (its golden files)."""
     want, want_err = _golden_manifests(legacy.with_suffix(".golden"))

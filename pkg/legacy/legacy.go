@@ -1,9 +1,9 @@
-// Package convert turns a legacy kubeflow.org/v2beta1 MPIJob into a
+// Package legacy turns a legacy kubeflow.org/v2beta1 MPIJob into a
 // TrainJob on one of mpijob's runtimes, plus, when the legacy pod templates
 // carry what a TrainJob cannot (Worker images and resources, volumes,
 // scheduling), a ClusterTrainingRuntime made for it. Every legacy field is
 // reported as mapped, changed or dropped, with the reason.
-package convert
+package legacy
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package convert
+package legacy
 
 import (
 	"flag"
@@ -48,7 +48,7 @@ func TestGolden(t *testing.T) {
 			}
 			want, err := os.ReadFile(golden)
 			if err != nil {
-				t.Fatalf("%v (run go test ./pkg/convert -update)", err)
+				t.Fatalf("%v (run go test ./pkg/legacy -update)", err)
 			}
 			if diff := cmp.Diff(string(want), got); diff != "" {
 				t.Errorf("%s (-want,+got):\n%s", golden, diff)

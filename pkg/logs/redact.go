@@ -1,8 +1,9 @@
-// Package redact hides secrets in log lines before they reach a terminal
-// or a notebook: PEM blocks, bearer tokens, cloud keys, and the values of
-// password=, token=, secret=, api_key= style settings. The CLI and the
-// Python SDK use the same rules.
-package redact
+// Package logs is what the CLI does to pod logs: merge several pods' logs
+// by their timestamps, and hide secrets before they reach a terminal or a
+// notebook (PEM blocks, bearer tokens, cloud keys, and the values of
+// password=, token=, secret=, api_key= style settings). The Python SDK
+// follows the same rules.
+package logs
 
 import (
 	"regexp"
