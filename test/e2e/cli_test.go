@@ -65,6 +65,8 @@ func TestCLILifecycle(t *testing.T) {
 	if len(hosts) != 2 {
 		t.Errorf("ranks ran on %d Workers (%v), want 2", len(hosts), hosts)
 	}
+	// --follow on a finished Launcher prints its log and returns.
+	expect(t, mpijob(t, "dev-a", "team-a", "logs", name, "--follow", "--tail", "1"), 0, "allreduce over 4 ranks ok")
 	grep := mpijob(t, "dev-a", "team-a", "logs", name, "--grep", "allreduce")
 	expect(t, grep, 0, "allreduce")
 	if strings.Contains(grep.out, "rank 0 of 4") {
