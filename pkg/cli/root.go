@@ -44,9 +44,17 @@ func usageErr(format string, args ...any) error {
 
 // Main runs the CLI and returns its exit code.
 func Main(args []string, streams genericiooptions.IOStreams) int {
+	return MainContext(context.Background(), args, streams)
+}
+
+// MainContext is Main, stopped when ctx ends (get -w, logs -f, wait).
+func MainContext(ctx context.Context, args []string, streams genericiooptions.IOStreams) int {
 	root := NewRootCommand(streams)
 	root.SetArgs(args)
-	err := root.ExecuteContext(context.Background())
+	err := root.ExecuteContext(ctx)
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return ExitOK
+	}
 	if err == nil {
 		return ExitOK
 	}

@@ -4,12 +4,16 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 
 	"github.com/mpijob/mpijob/pkg/cli"
@@ -141,4 +145,53 @@ func TestCLIRuntimesTest(t *testing.T) {
 	expect(t, r, cli.ExitOtherPhase, "image pull", "FAIL")
 	expect(t, mpijob(t, "admin", ns, "runtimes", "describe", "mpi-openmpi"), 0, "Launcher image:", "ghcr.io/mpijob/openmpi:4.1", "Worker command:")
 	expect(t, mpijob(t, "admin", ns, "runtimes", "describe", "mpi-openmpl"), cli.ExitNotFound, `did you mean "mpi-openmpi"`)
+}
+
+// syncBuffer is a bytes.Buffer safe to read while the CLI writes to it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// get -w prints the table, then a row for every change of a job: a job
+// created while it watches shows up and reaches Succeeded.
+func TestCLIGetWatch(t *testing.T) {
+	c := framework.Get(t)
+	ns := c.NewNamespace(t, "cli-watch")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out := &syncBuffer{}
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.MainContext(ctx, []string{"--kubeconfig", c.Kubeconfig, "--context", "admin", "-n", ns, "get", "-w"},
+			genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: out, ErrOut: &bytes.Buffer{}})
+	}()
+	time.Sleep(time.Second) // the watch is open
+	expect(t, mpijob(t, "admin", ns, "create", "watched", "--workers", "1"), 0)
+	err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(context.Context) (bool, error) {
+		return regexp.MustCompile(`(?m)^watched\s+mpi-openmpi\s+Succeeded\s+1/1`).MatchString(out.String()), nil
+	})
+	cancel()
+	code := <-done
+	if err != nil {
+		t.Fatalf("get -w never showed watched Succeeded:\n%s", out.String())
+	}
+	if code != cli.ExitOK {
+		t.Errorf("get -w ended with exit %d, want 0 when stopped", code)
+	}
+	if n := strings.Count(out.String(), "watched "); n < 2 {
+		t.Errorf("get -w printed %d rows for the job, want one per change (at least 2):\n%s", n, out.String())
+	}
 }
