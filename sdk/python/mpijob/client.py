@@ -373,19 +373,26 @@ class MPIJobClient:
                     if line is not None:
                         yield line
             return
-        seen: dict[str, str] = {}
+        # Per pod: the time of the newest line printed, and the lines printed
+        # at that very time (lines can share a timestamp).
+        seen: dict[str, tuple[datetime, set[str]]] = {}
         while True:
             running = False
             for label, pod in sources:
                 args = dict(kwargs)
                 if label in seen:
                     args.pop("tail_lines", None)
-                    args["since_seconds"] = 5
+                    args["since_seconds"] = max(1, int((_now() - seen[label][0]).total_seconds()) + 2)
                 text = self._core.read_namespaced_pod_log(pod.metadata.name, self.namespace, **args)
                 for raw in text.splitlines():
-                    if label in seen and raw <= seen[label]:
-                        continue
-                    seen[label] = raw
+                    t = _parse_ts(raw.partition(" ")[0])
+                    if t is not None and label in seen:
+                        last, at_last = seen[label]
+                        if t < last or (t == last and raw in at_last):
+                            continue
+                    if t is not None:
+                        last, at_last = seen.get(label, (t, set()))
+                        seen[label] = (t, at_last | {raw}) if t == last else (t, {raw})
                     line = render(label, raw)
                     if line is not None:
                         yield line

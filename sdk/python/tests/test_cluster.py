@@ -132,3 +132,12 @@ def test_runtimes_and_convert(kubeconfig_path):
     assert out["runtime"] is None
     assert out["trainJob"]["spec"]["trainer"]["numNodes"] == 3
     assert {"field": "spec.slotsPerWorker", "action": "mapped", "detail": "2 → spec.trainer.numProcPerNode"} in out["notes"]
+
+
+def test_follow_all_pods(kubeconfig_path, namespace):
+    """get_logs(worker="all", follow=True) yields each new line once, as the job prints it, and ends with the job."""
+    client = MPIJobClient(namespace=namespace, context="admin", config_file=kubeconfig_path)
+    client.create_job("tick", command=["sh", "-c", "for i in 1 2 3 4 5; do echo tick $i; sleep 1; done"], workers=1)
+    client.wait_for_job("tick", phases=["Running"], timeout=120)
+    lines = list(client.get_logs("tick", worker="all", follow=True, grep="^tick"))
+    assert lines == [f"[launcher] tick {i}" for i in range(1, 6)], lines
