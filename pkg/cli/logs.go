@@ -176,6 +176,9 @@ func (l *logsOptions) followAll(ctx context.Context, cl *clients, sources []sour
 		go func(s source) {
 			defer wg.Done()
 			rc, err := cl.cs.CoreV1().Pods(s.pod.Namespace).GetLogs(s.pod.Name, opts).Stream(ctx)
+			if apierrors.IsNotFound(err) && len(sources) > 1 {
+				return // the pod went away meanwhile (Workers end with the job)
+			}
 			if err != nil {
 				errs <- fmt.Errorf("logs of pod %s: %w", s.pod.Name, err)
 				return

@@ -376,14 +376,22 @@ class MPIJobClient:
         # Per pod: the time of the newest line printed, and the lines printed
         # at that very time (lines can share a timestamp).
         seen: dict[str, tuple[datetime, set[str]]] = {}
-        while True:
+        active = list(sources)
+        while active:
             running = False
-            for label, pod in sources:
+            for label, pod in list(active):
                 args = dict(kwargs)
                 if label in seen:
                     args.pop("tail_lines", None)
                     args["since_seconds"] = max(1, int((_now() - seen[label][0]).total_seconds()) + 2)
-                text = self._core.read_namespaced_pod_log(pod.metadata.name, self.namespace, **args)
+                try:
+                    text = self._core.read_namespaced_pod_log(pod.metadata.name, self.namespace, **args)
+                    phase = self._core.read_namespaced_pod(pod.metadata.name, self.namespace).status.phase
+                except ApiException as e:
+                    if e.status != 404:
+                        raise from_api_exception(e) from None
+                    active.remove((label, pod))  # the pod went away (Workers end with the job)
+                    continue
                 for raw in text.splitlines():
                     t = _parse_ts(raw.partition(" ")[0])
                     if t is not None and label in seen:
@@ -396,7 +404,6 @@ class MPIJobClient:
                     line = render(label, raw)
                     if line is not None:
                         yield line
-                phase = self._core.read_namespaced_pod(pod.metadata.name, self.namespace).status.phase
                 running = running or phase in ("Pending", "Running")
             if not running:
                 return
