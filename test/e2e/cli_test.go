@@ -70,7 +70,12 @@ func TestCLILifecycle(t *testing.T) {
 		t.Errorf("ranks ran on %d Workers (%v), want 2", len(hosts), hosts)
 	}
 	// --follow on a finished Launcher prints its log and returns.
-	expect(t, mpijob(t, "dev-a", "team-a", "logs", name, "--follow", "--tail", "1"), 0, "allreduce over 4 ranks ok")
+	// (mpirun forwards the ranks' lines in any order, so all 5 are asked for.)
+	follow := mpijob(t, "dev-a", "team-a", "logs", name, "--follow", "--tail", "10")
+	expect(t, follow, 0, "allreduce over 4 ranks ok")
+	if n := strings.Count(follow.out, "\n"); n != 5 {
+		t.Errorf("logs --follow printed %d lines, want 5 (4 ranks and the allreduce)", n)
+	}
 	grep := mpijob(t, "dev-a", "team-a", "logs", name, "--grep", "allreduce")
 	expect(t, grep, 0, "allreduce")
 	if strings.Contains(grep.out, "rank 0 of 4") {

@@ -50,8 +50,9 @@ def test_real_mpi_job_end_to_end(kubeconfig_path):
         hosts = set(re.findall(r"rank \d of 4 on (\S+)", logs))
         assert len(hosts) == 2, logs  # ranks on both Workers, one per real node
         assert "allreduce over 4 ranks ok" in logs
-        followed = list(client.get_logs(name, follow=True, tail=1))
-        assert followed == ["mpi-hello: allreduce over 4 ranks ok (sum 6)"], followed
+        # mpirun forwards the ranks' lines in any order: 4 rank lines and the allreduce line.
+        followed = list(client.get_logs(name, follow=True, tail=10))
+        assert len(followed) == 5 and "mpi-hello: allreduce over 4 ranks ok (sum 6)" in followed, followed
         merged = client.get_logs(name, worker="all", grep="allreduce")
         assert merged.strip().endswith("allreduce over 4 ranks ok (sum 6)") and "rank 0" not in merged
         assert name in [j.name for j in client.list_jobs(phase="Succeeded")]
