@@ -269,6 +269,9 @@ func Down(ctx context.Context, opts Options, out io.Writer) error {
 	}
 	_ = os.RemoveAll("/run/mpijob")
 	_ = os.RemoveAll(kueueMetricsCertDir)
+	// Its parents too, when nothing else lives there.
+	_ = os.Remove(filepath.Dir(kueueMetricsCertDir))
+	_ = os.Remove(filepath.Dir(filepath.Dir(kueueMetricsCertDir)))
 	for _, d := range []string{"nodes", "etcd", "run", "trainer-tmp"} {
 		if err := os.RemoveAll(filepath.Join(opts.StateDir, d)); err != nil {
 			return fmt.Errorf("failed to remove %s: %w", filepath.Join(opts.StateDir, d), err)
