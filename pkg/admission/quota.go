@@ -20,6 +20,18 @@ type Demand struct {
 	WorkerLimits     corev1.ResourceList
 }
 
+// TotalRequests is what the whole job requests: every Launcher and Worker.
+func (d Demand) TotalRequests() corev1.ResourceList {
+	total := corev1.ResourceList{}
+	for name, q := range d.LauncherRequests {
+		add(total, name, mul(q, d.Launchers))
+	}
+	for name, q := range d.WorkerRequests {
+		add(total, name, mul(q, d.Workers))
+	}
+	return total
+}
+
 // QuotaViolation is one quota line the job would exceed.
 type QuotaViolation struct {
 	// Quota is the ResourceQuota's name and Key the quota line

@@ -114,3 +114,16 @@ func TestCmpQuantity(t *testing.T) {
 		t.Error("1 and 1000m CPU should be equal")
 	}
 }
+
+func TestDemandTotalRequests(t *testing.T) {
+	d := Demand{
+		Launchers: 1, LauncherRequests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi")},
+		Workers: 2, WorkerRequests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("128Mi"), "nvidia.com/gpu": resource.MustParse("4")},
+	}
+	got := d.TotalRequests()
+	for name, want := range map[corev1.ResourceName]string{corev1.ResourceCPU: "300m", corev1.ResourceMemory: "384Mi", "nvidia.com/gpu": "8"} {
+		if q := got[name]; q.String() != want {
+			t.Errorf("%s = %s, want %s", name, q.String(), want)
+		}
+	}
+}

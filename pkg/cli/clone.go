@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"maps"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/spf13/cobra"
@@ -77,7 +78,7 @@ func newCloneCommand(o *Options) *cobra.Command {
 // suspension by a queue).
 func Clone(src *trainer.TrainJob, name string) *trainer.TrainJob {
 	tj := &trainer.TrainJob{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: src.Namespace, Labels: copyStrings(src.Labels), Annotations: copyStrings(src.Annotations)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: src.Namespace, Labels: maps.Clone(src.Labels), Annotations: maps.Clone(src.Annotations)},
 		Spec:       *src.Spec.DeepCopy(),
 	}
 	delete(tj.Annotations, api.StatusAnnotation)
@@ -97,15 +98,4 @@ func Clone(src *trainer.TrainJob, name string) *trainer.TrainJob {
 	}
 	tj.Spec.RuntimePatches = kept
 	return tj
-}
-
-func copyStrings(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }

@@ -113,19 +113,7 @@ func describe(ctx context.Context, cl *clients, name string, out io.Writer, now 
 		w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintf(w, "  Launcher\t%d × %s\n", d.Launchers, describeResources(d.LauncherRequests))
 		fmt.Fprintf(w, "  Worker\t%d × %s\n", d.Workers, describeResources(d.WorkerRequests))
-		total := corev1.ResourceList{}
-		for _, part := range []struct {
-			n  int64
-			rl corev1.ResourceList
-		}{{d.Launchers, d.LauncherRequests}, {d.Workers, d.WorkerRequests}} {
-			for k, q := range part.rl {
-				sum := total[k]
-				for i := int64(0); i < part.n; i++ {
-					sum.Add(q)
-				}
-				total[k] = sum
-			}
-		}
+		total := d.TotalRequests()
 		fmt.Fprintf(w, "  Total requested\t%s\n", describeResources(total))
 		_ = w.Flush()
 		if pol, errs := admission.ParsePolicy(rtAnn); len(errs) == 0 {

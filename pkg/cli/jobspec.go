@@ -12,6 +12,7 @@ import (
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/queue"
+	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
 // patchManager names the runtime patches kubectl-mpijob writes.
@@ -46,13 +47,6 @@ func (f *jobFlags) add(fs *pflag.FlagSet, defaults bool) {
 	fs.StringVar(&f.queue, "queue", "", "Kueue LocalQueue to submit to (the job waits Queued until it fits whole)")
 }
 
-// rankHostsAreAll reports whether the runtime's Launcher hosts ranks, so
-// spec.trainer.resourcesPerNode reaches every pod (Trainer v2.3 applies it
-// to the Launcher only otherwise).
-func rankHostsAreAll(rt *trainer.TrainingRuntimeSpec) bool {
-	return rt.MLPolicy != nil && rt.MLPolicy.MPI != nil && ptr.Deref(rt.MLPolicy.MPI.RunLauncherAsNode, false)
-}
-
 // apply sets what the flags say on tj; fs tells which flags were given.
 // It checks every value first and names the flag of the first bad one.
 func (f *jobFlags) apply(tj *trainer.TrainJob, rt *trainer.TrainingRuntimeSpec, runtimeName string, changed func(string) bool) error {
@@ -60,7 +54,7 @@ func (f *jobFlags) apply(tj *trainer.TrainJob, rt *trainer.TrainingRuntimeSpec, 
 		tj.Spec.Trainer = &trainer.Trainer{}
 	}
 	tr := tj.Spec.Trainer
-	allRanks := rankHostsAreAll(rt)
+	allRanks := runtimes.LauncherAsNode(rt)
 	if changed("workers") {
 		if f.workers < 1 {
 			return usageErr("--workers %d: a job needs at least 1 Worker", f.workers)

@@ -50,7 +50,7 @@ func newRuntimesCommand(o *Options) *cobra.Command {
 				}
 				n++
 				fmt.Fprintf(w, "%s\t%s\t%v\t%s\t%s\n", r.Name, orDash(r.Annotations["mpijob.dev/mpi-implementation"]),
-					rankHostsAreAll(&r.Spec), workerImage(&r.Spec), orDash(r.Annotations["mpijob.dev/description"]))
+					runtimes.LauncherAsNode(&r.Spec), workerImage(&r.Spec), orDash(r.Annotations["mpijob.dev/description"]))
 			}
 			if n == 0 {
 				fmt.Fprintln(o.ErrOut, "No MPI runtimes: install them with kubectl apply --server-side -k config/runtimes")
@@ -80,7 +80,7 @@ func newRuntimesCommand(o *Options) *cobra.Command {
 			fmt.Fprintf(w, "Name:\t%s\n", args[0])
 			fmt.Fprintf(w, "Description:\t%s\n", orDash(ann["mpijob.dev/description"]))
 			fmt.Fprintf(w, "MPI:\t%s\n", orDash(ann["mpijob.dev/mpi-implementation"]))
-			fmt.Fprintf(w, "Launcher hosts ranks:\t%v\n", rankHostsAreAll(spec))
+			fmt.Fprintf(w, "Launcher hosts ranks:\t%v\n", runtimes.LauncherAsNode(spec))
 			fmt.Fprintf(w, "Default slots per worker:\t%d\n", ptr.Deref(spec.MLPolicy.MPI.NumProcPerNode, 1))
 			fmt.Fprintf(w, "SSH keys at:\t%s\n", ptr.Deref(spec.MLPolicy.MPI.SSHAuthMountPath, "-"))
 			for _, rj := range spec.Template.Spec.ReplicatedJobs {
@@ -163,7 +163,7 @@ func runtimeTest(ctx context.Context, o *Options, cl *clients, name string, time
 	tj.Name, tj.Namespace = "rt-test-"+rand.String(5), cl.namespace
 	tj.Spec.RuntimeRef = trainer.RuntimeRef{Name: name, APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(trainer.ClusterTrainingRuntimeKind)}
 	nodes := int32(2)
-	if rankHostsAreAll(spec) {
+	if runtimes.LauncherAsNode(spec) {
 		nodes = 3
 	}
 	tj.Spec.Trainer = &trainer.Trainer{NumNodes: ptr.To(nodes)}

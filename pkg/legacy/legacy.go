@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"sort"
 	"strings"
 
@@ -25,6 +26,7 @@ import (
 	"github.com/mpijob/mpijob/config"
 	"github.com/mpijob/mpijob/pkg/admission"
 	"github.com/mpijob/mpijob/pkg/queue"
+	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
 // Action says what became of a legacy field.
@@ -184,13 +186,13 @@ func convert(job *mpiv2.MPIJob) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	separateLauncher := !ptr.Deref(base.Spec.MLPolicy.MPI.RunLauncherAsNode, false)
+	separateLauncher := !runtimes.LauncherAsNode(&base.Spec)
 	baseImage := nodeContainer(&base.Spec.Template.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec).Image
 
 	tj := &trainer.TrainJob{
 		TypeMeta: metav1.TypeMeta{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind},
 		ObjectMeta: metav1.ObjectMeta{
-			Name: job.Name, Namespace: job.Namespace, Labels: copyMap(job.Labels), Annotations: copyMap(job.Annotations),
+			Name: job.Name, Namespace: job.Namespace, Labels: maps.Clone(job.Labels), Annotations: maps.Clone(job.Annotations),
 		},
 		Spec: trainer.TrainJobSpec{
 			RuntimeRef: trainer.RuntimeRef{Name: runtimeName, APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(trainer.ClusterTrainingRuntimeKind)},
@@ -465,17 +467,6 @@ func nodeContainer(spec *corev1.PodSpec) *corev1.Container {
 }
 
 func setImage(spec *corev1.PodSpec, image string) { nodeContainer(spec).Image = image }
-
-func copyMap(m map[string]string) map[string]string {
-	if len(m) == 0 {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
 
 // shippedRuntime reads a runtime of config/runtimes.
 func shippedRuntime(name string) (*trainer.ClusterTrainingRuntime, error) {
