@@ -88,11 +88,17 @@ func TestJobTableGolden(t *testing.T) {
 func TestLineFilter(t *testing.T) {
 	f := &lineFilter{prefix: true}
 	var b bytes.Buffer
-	f.print(&b, logs.Line{Label: "worker-1", Raw: "2026-11-22T10:00:00Z export HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123456789"})
-	f.print(&b, logs.Line{Label: "launcher", Raw: "2026-11-22T10:00:01Z plain"})
+	f.print(&b, logs.NewLine("worker-1", "2026-11-22T10:00:00Z export HF_TOKEN=hf_abcdefghijklmnopqrstuvwxyz0123456789"))
+	f.print(&b, logs.NewLine("launcher", "2026-11-22T10:00:01Z plain"))
 	want := "[worker-1] export HF_TOKEN=[REDACTED]\n[launcher] plain\n"
 	if diff := cmp.Diff(want, b.String()); diff != "" {
 		t.Errorf("(-want,+got):\n%s", diff)
+	}
+	var ts bytes.Buffer
+	(&lineFilter{timestamps: true}).print(&ts, logs.NewLine("launcher", "2026-11-22T10:00:01.5Z kept"))
+	(&lineFilter{timestamps: true}).print(&ts, logs.NewLine("launcher", "no time here"))
+	if diff := cmp.Diff("2026-11-22T10:00:01.5Z kept\nno time here\n", ts.String()); diff != "" {
+		t.Errorf("--timestamps (-want,+got):\n%s", diff)
 	}
 	if f.redacted() != 1 {
 		t.Errorf("redacted = %d, want 1", f.redacted())

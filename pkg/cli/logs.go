@@ -193,7 +193,7 @@ func (l *logsOptions) followAll(ctx context.Context, cl *clients, sources []sour
 	}
 	go func() { wg.Wait(); close(ch) }()
 	for t := range ch {
-		f.print(l.Out, logs.Line{Label: t.label, Raw: t.line})
+		f.print(l.Out, logs.NewLine(t.label, t.line))
 	}
 	close(errs)
 	return <-errs
@@ -220,20 +220,13 @@ func (f *lineFilter) print(w io.Writer, l logs.Line) {
 		r = &logs.Redactor{}
 		f.redactors[l.Label] = r
 	}
-	text := l.Raw
-	ts := ""
-	if t, rest, ok := strings.Cut(l.Raw, " "); ok {
-		if _, err := time.Parse(time.RFC3339Nano, t); err == nil {
-			ts, text = t, rest
-		}
-	}
-	text = r.Line(text)
+	text := r.Line(l.Text)
 	if f.grep != nil && !f.grep.MatchString(text) {
 		return
 	}
 	var b strings.Builder
-	if f.timestamps && ts != "" {
-		b.WriteString(ts + " ")
+	if f.timestamps && l.Stamp != "" {
+		b.WriteString(l.Stamp + " ")
 	}
 	if f.prefix {
 		b.WriteString("[" + l.Label + "] ")

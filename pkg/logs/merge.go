@@ -18,6 +18,21 @@ type Line struct {
 	Label string
 	// Raw is the line as the kubelet sent it, time first.
 	Raw string
+	// Stamp is Raw's leading timestamp ("" when it has none) and Text the
+	// rest; Time is Stamp read.
+	Stamp, Text string
+	Time        time.Time
+}
+
+// NewLine splits a kubelet log line into its time and text, once.
+func NewLine(label, raw string) Line {
+	l := Line{Label: label, Raw: raw, Text: raw}
+	if ts, rest, ok := strings.Cut(raw, " "); ok {
+		if t, err := time.Parse(time.RFC3339Nano, ts); err == nil {
+			l.Stamp, l.Text, l.Time = ts, rest, t
+		}
+	}
+	return l
 }
 
 // Merge merges pod logs by their timestamps (stable: equal times keep
@@ -25,18 +40,18 @@ type Line struct {
 // after the previous line of their stream.
 func Merge(streams []Stream) []Line {
 	type item struct {
-		t      time.Time
-		stream int
-		line   Line
+		t    time.Time
+		line Line
 	}
 	var all []item
-	for i, s := range streams {
+	for _, s := range streams {
 		var last time.Time
 		for _, raw := range s.Lines {
-			if t, ok := Time(raw); ok {
-				last = t
+			l := NewLine(s.Label, raw)
+			if l.Stamp != "" {
+				last = l.Time
 			}
-			all = append(all, item{t: last, stream: i, line: Line{Label: s.Label, Raw: raw}})
+			all = append(all, item{t: last, line: l})
 		}
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].t.Before(all[j].t) })
@@ -45,14 +60,4 @@ func Merge(streams []Stream) []Line {
 		out[i] = it.line
 	}
 	return out
-}
-
-// Time reads the kubelet timestamp that starts a log line.
-func Time(raw string) (time.Time, bool) {
-	ts, _, ok := strings.Cut(raw, " ")
-	if !ok {
-		ts = raw
-	}
-	t, err := time.Parse(time.RFC3339Nano, ts)
-	return t, err == nil
 }
