@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,20 +34,19 @@ func newDeleteCommand(o *Options) *cobra.Command {
 			}
 			ctx := cmd.Context()
 			// Check every name first: nothing is deleted when one is wrong.
-			for _, n := range args {
-				if _, err := cl.job(ctx, n); err != nil {
-					return err
-				}
-			}
+			var jobs []*trainer.TrainJob
 			for _, n := range args {
 				tj, err := cl.job(ctx, n)
 				if err != nil {
 					return err
 				}
+				jobs = append(jobs, tj)
+			}
+			for _, tj := range jobs {
 				if err := cl.Delete(ctx, tj, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil && !apierrors.IsNotFound(err) {
 					return err
 				}
-				fmt.Fprintf(o.Out, "mpijob %s deleted\n", n)
+				fmt.Fprintf(o.Out, "mpijob %s deleted\n", tj.Name)
 			}
 			if !waitPods {
 				return nil
@@ -75,15 +75,11 @@ func waitGone(ctx context.Context, cl *clients, name string, timeout time.Durati
 		if left > 0 {
 			return false, nil
 		}
-		_, err := cl.job(ctx, name)
-		if err != nil {
-			var ee *exitError
-			if asExit(err, &ee) && ee.code == ExitNotFound {
-				return true, nil
-			}
-			return false, err
+		err := cl.Get(ctx, client.ObjectKey{Namespace: cl.namespace, Name: name}, &trainer.TrainJob{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
 		}
-		return false, nil
+		return false, err
 	})
 	if err != nil {
 		return &exitError{code: ExitTimeout, msg: fmt.Sprintf("job %s: %d pod(s) still there after %s (deletion continues in the cluster)", name, left, timeout)}

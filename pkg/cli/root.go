@@ -136,5 +136,3 @@ func explain(err error, root *cobra.Command) (int, string) {
 	}
 	return ExitError, err.Error()
 }
-
-func asExit(err error, target **exitError) bool { return errors.As(err, target) }

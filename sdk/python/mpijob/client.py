@@ -229,10 +229,10 @@ class MPIJobClient:
                 raise InvalidJobError(f"phases: {p!r} is not a phase; use {', '.join(PHASES)}", field="phases")
         deadline = time.monotonic() + timeout
         while True:
-            job = self.get_job(name)
-            s = job.status
+            obj = self._get(name)
+            s = JobStatus.from_trainjob(obj)
             if s.phase in wanted or ("Running" in wanted and s.phase == "Succeeded"):
-                return job
+                return MPIJob.from_trainjob(obj, self._hosts_ranks(obj))
             if s.finished:
                 msg = f"job {name} finished {s.phase}, not {'/'.join(sorted(wanted))}"
                 if s.reason:
