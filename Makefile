@@ -86,6 +86,7 @@ test-e2e: $(DEV) sdk-venv ## Integration and e2e tests (Go, then the Python SDK'
 	elif $(DEV) status >/dev/null 2>&1; then echo "reusing the running local cluster"; \
 	else $(DEV) up --detach || exit 1; started=1; fi; \
 	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/... 2>&1 | tee $(CURDIR)/.cache/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test.go)' ; rc=$${PIPESTATUS[0]}; \
+	if [ $$rc != 0 ]; then awk -f hack/failed-tests.awk .cache/e2e.log; fi; \
 	(cd sdk/python && $(VENV)/bin/pytest -q -p no:cacheprovider -m cluster) || rc=1; \
 	if [ $$started = 1 ] && [ -z "$${KEEP_CLUSTER:-}" ]; then $(DEV) down; fi; exit $$rc
 

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -176,20 +177,26 @@ func runtimeTest(ctx context.Context, o *Options, cl *clients, name string, time
 			_ = cl.Delete(context.Background(), tj, client.PropagationPolicy(metav1.DeletePropagationBackground))
 		}()
 	}
-	var s api.Status
+	var (
+		s   api.Status
+		obs observed
+	)
 	_ = wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
 		cur, err := cl.job(ctx, tj.Name)
 		if err != nil {
 			return false, err
 		}
 		s, _ = statusOf(cur)
-		return s.Phase.Finished(), nil
+		// Pods are watched while the job runs: once it finishes, JobSet
+		// stops the Workers, so what they showed must be recorded before.
+		launcher, workers, err := cl.pods(ctx, tj)
+		if err != nil {
+			return false, err
+		}
+		obs.record(launcher, workers)
+		return s.Phase.Finished() || obs.pullFailure != "", nil
 	})
-	launcher, workers, err := cl.pods(ctx, tj)
-	if err != nil {
-		return err
-	}
-	checks := []check{imageCheck(append(launcher, workers...)), sshCheck(workers, 2), spawnCheck(s)}
+	checks := []check{obs.imageCheck(), obs.sshCheck(2, s.Phase), spawnCheck(s)}
 	w := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "CHECK\tRESULT\tDETAIL")
 	failed := false
@@ -204,41 +211,73 @@ func runtimeTest(ctx context.Context, o *Options, cl *clients, name string, time
 	return nil
 }
 
-func imageCheck(pods []corev1.Pod) check {
-	if len(pods) == 0 {
-		return check{"image pull", "FAIL", "no pod was created"}
-	}
-	for _, p := range pods {
-		for _, c := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
-			if w := c.State.Waiting; w != nil && (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff" || w.Reason == "InvalidImageName") {
-				return check{"image pull", "FAIL", fmt.Sprintf("pod %s: %s: %s", p.Name, w.Reason, w.Message)}
-			}
-		}
-	}
-	for _, p := range pods {
-		for _, c := range p.Status.ContainerStatuses {
-			if c.ImageID == "" && c.State.Running == nil && c.State.Terminated == nil {
-				return check{"image pull", "FAIL", fmt.Sprintf("pod %s never started %s", p.Name, c.Image)}
-			}
-		}
-	}
-	return check{"image pull", "PASS", fmt.Sprintf("%d pods started their images", len(pods))}
+// observed is what the pods of a runtime test showed at any time while the
+// job ran.
+type observed struct {
+	pods        sets.Set[string] // every pod seen
+	started     sets.Set[string] // pods whose containers all started their images
+	sshReady    sets.Set[string] // Workers whose sshd passed its readiness probe
+	pullFailure string           // the first image pull failure seen
+	notStarted  string           // a pod and image not started yet, at the last look
 }
 
-func sshCheck(workers []corev1.Pod, want int) check {
-	ready := 0
+func (o *observed) record(launcher, workers []corev1.Pod) {
+	if o.pods == nil {
+		o.pods, o.started, o.sshReady = sets.New[string](), sets.New[string](), sets.New[string]()
+	}
+	o.notStarted = ""
+	for _, p := range append(launcher, workers...) {
+		o.pods.Insert(p.Name)
+		all := len(p.Status.ContainerStatuses) > 0
+		for _, c := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+			if w := c.State.Waiting; w != nil && (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff" || w.Reason == "InvalidImageName") && o.pullFailure == "" {
+				o.pullFailure = fmt.Sprintf("pod %s: %s: %s", p.Name, w.Reason, w.Message)
+			}
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			if c.ImageID == "" && c.State.Running == nil && c.State.Terminated == nil {
+				all = false
+				if !o.started.Has(p.Name) {
+					o.notStarted = fmt.Sprintf("pod %s never started %s", p.Name, c.Image)
+				}
+			}
+		}
+		if all {
+			o.started.Insert(p.Name)
+		}
+	}
 	for _, p := range workers {
 		for _, c := range p.Status.ContainerStatuses {
-			if c.Ready || (c.State.Terminated != nil && c.State.Terminated.ExitCode == 0) || c.State.Running != nil {
-				ready++
-				break
+			if c.Ready {
+				o.sshReady.Insert(p.Name)
 			}
 		}
 	}
-	if ready < want {
-		return check{"SSH key mount", "FAIL", fmt.Sprintf("%d of %d Workers' sshd came up with the job's key", ready, want)}
+}
+
+func (o *observed) imageCheck() check {
+	switch {
+	case o.pullFailure != "":
+		return check{"image pull", "FAIL", o.pullFailure}
+	case o.pods.Len() == 0:
+		return check{"image pull", "FAIL", "no pod was created"}
+	case o.started.Len() < o.pods.Len() && o.notStarted != "":
+		return check{"image pull", "FAIL", o.notStarted}
 	}
-	return check{"SSH key mount", "PASS", fmt.Sprintf("%d Workers' sshd accepted connections with the job's key", ready)}
+	return check{"image pull", "PASS", fmt.Sprintf("%d pods started their images", o.started.Len())}
+}
+
+func (o *observed) sshCheck(want int, phase api.Phase) check {
+	n := o.sshReady.Len()
+	if n < want && phase == api.PhaseSucceeded {
+		// Too quick to be seen Ready between two looks, but mpirun on the
+		// Launcher reached every Worker over SSH with the job's key.
+		return check{"SSH key mount", "PASS", "the Launcher's mpirun logged in to every Worker with the job's key"}
+	}
+	if n < want {
+		return check{"SSH key mount", "FAIL", fmt.Sprintf("%d of %d Workers' sshd came up with the job's key", n, want)}
+	}
+	return check{"SSH key mount", "PASS", fmt.Sprintf("%d Workers' sshd accepted connections with the job's key", o.sshReady.Len())}
 }
 
 func spawnCheck(s api.Status) check {
