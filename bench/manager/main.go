@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -156,11 +157,13 @@ func (b *bench) overhead(ctx context.Context, workers, n int) (with, without []t
 					return nil, nil, err
 				}
 				enabled = true
+				time.Sleep(settle)
 			case !on && enabled:
 				if saved, err = b.disableManager(ctx); err != nil {
 					return nil, nil, err
 				}
 				enabled = false
+				time.Sleep(settle)
 			}
 			d, err := b.one(ctx, ns, fmt.Sprintf("job-%d-%v", i, on), workers)
 			if err != nil {
@@ -234,10 +237,39 @@ func (b *bench) enableManager(ctx context.Context, saved []*unstructured.Unstruc
 		}
 	}
 	// Wait until the restarted manager answers its webhooks.
-	return wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 		return b.cl.Create(ctx, b.job(ns, "probe", 2), client.DryRunAll) == nil, nil
-	})
+	}); err != nil {
+		return err
+	}
+	if webhooksOnly {
+		return nil
+	}
+	// and until its controllers lead and write statuses again: a restarted
+	// manager first lists the cluster and looks at every job once, and the
+	// overhead to measure is that of a running manager, not of its start.
+	probe := b.job(ns, "probe", 1)
+	probe.Spec.Suspend = ptr.To(true)
+	if err := b.cl.Create(ctx, probe); err != nil {
+		return err
+	}
+	defer func() { _ = b.cl.Delete(context.Background(), probe) }()
+	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		cur := &trainer.TrainJob{}
+		if err := b.cl.Get(ctx, client.ObjectKeyFromObject(probe), cur); err != nil {
+			return false, err
+		}
+		_, ok := cur.Annotations[api.StatusAnnotation]
+		return ok, nil
+	}); err != nil {
+		return fmt.Errorf("the restarted mpijob-manager wrote no status: %w", err)
+	}
+	return nil
 }
+
+// settle lets the cluster finish what switching the manager on or off
+// started, the same time either way.
+const settle = 2 * time.Second
 
 // cpuAndMemory reads the manager's CPU time (user+system) and its current
 // and peak resident memory from /proc.

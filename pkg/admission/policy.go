@@ -7,8 +7,10 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/klog/v2"
 )
 
 // Runtime policy annotations. Administrators put them on a
@@ -19,9 +21,11 @@ const (
 	MaxWorkersAnnotation           = PolicyPrefix + "max-workers"
 	MaxGPUsPerWorkerAnnotation     = PolicyPrefix + "max-gpus-per-worker"
 	RequiredNodeSelectorAnnotation = PolicyPrefix + "required-node-selector"
+	RequiredTolerationsAnnotation  = PolicyPrefix + "required-tolerations"
 	PriorityClassAnnotation        = PolicyPrefix + "priority-class"
 	GangTimeoutAnnotation          = PolicyPrefix + "gang-scheduling-timeout"
-	MinAvailableAnnotation         = PolicyPrefix + "min-available"
+	// MinAvailableAnnotation is refused: see ParsePolicy.
+	MinAvailableAnnotation = PolicyPrefix + "min-available"
 )
 
 // Policy is what an administrator allows jobs of one runtime.
@@ -32,12 +36,12 @@ type Policy struct {
 	MaxGPUsPerWorker *resource.Quantity
 	// RequiredNodeSelector must hold on every pod of the job.
 	RequiredNodeSelector map[string]string
+	// RequiredTolerations must each be tolerated by every pod of the job.
+	RequiredTolerations []corev1.Toleration
 	// PriorityClass every pod of the job runs with ("" for any).
 	PriorityClass string
 	// GangTimeout is how long Workers may wait to be placed together.
 	GangTimeout time.Duration
-	// MinAvailable is how many Workers must be placeable for the job to start (0: all).
-	MinAvailable int32
 }
 
 // ParsePolicy reads a runtime's policy annotations. Each bad value is an
@@ -70,6 +74,14 @@ func ParsePolicy(annotations map[string]string) (Policy, field.ErrorList) {
 			p.RequiredNodeSelector = sel
 		}
 	}
+	if v, ok := annotations[RequiredTolerationsAnnotation]; ok {
+		tols, err := parseTolerations(v)
+		if err != nil {
+			errs = append(errs, field.Invalid(path.Key(RequiredTolerationsAnnotation), v, err.Error()))
+		} else {
+			p.RequiredTolerations = tols
+		}
+	}
 	p.PriorityClass = strings.TrimSpace(annotations[PriorityClassAnnotation])
 	if v, ok := annotations[GangTimeoutAnnotation]; ok {
 		d, err := time.ParseDuration(strings.TrimSpace(v))
@@ -80,12 +92,11 @@ func ParsePolicy(annotations map[string]string) (Policy, field.ErrorList) {
 		}
 	}
 	if v, ok := annotations[MinAvailableAnnotation]; ok {
-		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 32)
-		if err != nil || n < 1 {
-			errs = append(errs, field.Invalid(path.Key(MinAvailableAnnotation), v, "must be a whole number of Workers, at least 1"))
-		} else {
-			p.MinAvailable = int32(n)
-		}
+		// Refused rather than ignored, so no administrator believes a
+		// partial gang is allowed: an MPI job's Launcher starts only when
+		// every Worker is Ready.
+		errs = append(errs, field.Invalid(path.Key(MinAvailableAnnotation), v,
+			"an MPI job needs every Worker placed before its Launcher starts, so a smaller gang cannot run: remove this annotation; Kueue admits jobs whole, and "+GangTimeoutAnnotation+" reports jobs that wait too long"))
 	}
 	return p, errs
 }
@@ -108,6 +119,76 @@ func parseSelector(s string) (map[string]string, error) {
 		return nil, fmt.Errorf("must name at least one label pair such as gpu=a100")
 	}
 	return out, nil
+}
+
+// parseTolerations reads "key=value:Effect,key:Effect,key": a taint each pod
+// must tolerate (no value: any value; no effect: every effect).
+func parseTolerations(s string) ([]corev1.Toleration, error) {
+	var out []corev1.Toleration
+	for _, part := range strings.Split(s, ",") {
+		part = strings.TrimSpace(part)
+		if part == "" {
+			continue
+		}
+		t := corev1.Toleration{Operator: corev1.TolerationOpExists}
+		kv, effect, hasEffect := strings.Cut(part, ":")
+		if hasEffect {
+			switch e := corev1.TaintEffect(strings.TrimSpace(effect)); e {
+			case corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute:
+				t.Effect = e
+			default:
+				return nil, fmt.Errorf("%q: the effect must be NoSchedule, PreferNoSchedule or NoExecute, as in dedicated=gpu:NoSchedule", part)
+			}
+		}
+		k, v, hasValue := strings.Cut(kv, "=")
+		t.Key = strings.TrimSpace(k)
+		if t.Key == "" {
+			return nil, fmt.Errorf("%q has no taint key: write key=value:Effect, as in dedicated=gpu:NoSchedule", part)
+		}
+		if hasValue {
+			t.Operator, t.Value = corev1.TolerationOpEqual, strings.TrimSpace(v)
+		}
+		out = append(out, t)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("must name at least one taint such as dedicated=gpu:NoSchedule")
+	}
+	return out, nil
+}
+
+// FormatToleration renders a required toleration the way the policy
+// annotation writes it.
+func FormatToleration(t corev1.Toleration) string {
+	s := t.Key
+	if t.Operator == corev1.TolerationOpEqual {
+		s += "=" + t.Value
+	}
+	if t.Effect != "" {
+		s += ":" + string(t.Effect)
+	}
+	return s
+}
+
+// tolerates reports whether a pod's tolerations cover the taint a required
+// toleration describes: the same key, the value (or any value with Exists),
+// and the effect (or every effect).
+func tolerates(have []corev1.Toleration, want corev1.Toleration) bool {
+	taint := corev1.Taint{Key: want.Key, Value: want.Value, Effect: want.Effect}
+	for _, h := range have {
+		if want.Effect == "" && h.Effect != "" {
+			continue // the pod must tolerate the taint whatever its effect
+		}
+		if want.Operator == corev1.TolerationOpExists && h.Operator != corev1.TolerationOpExists && h.Key != "" {
+			continue // any value of the key must be tolerated
+		}
+		if want.Effect == "" {
+			taint.Effect = h.Effect
+		}
+		if h.ToleratesTaint(klog.Background(), &taint, false) {
+			return true
+		}
+	}
+	return false
 }
 
 // FormatSelector renders a selector as "k=v,k2=v2", sorted.

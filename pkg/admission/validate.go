@@ -85,6 +85,12 @@ func ValidateTrainJob(j Job, p Policy) field.ErrorList {
 					fmt.Sprintf("runtime %s requires nodeSelector %s=%s on every pod (%s)", tj.Spec.RuntimeRef.Name, k, want, RequiredNodeSelectorAnnotation)))
 			}
 		}
+		for _, want := range p.RequiredTolerations {
+			if !tolerates(pod.Tolerations, want) {
+				errs = append(errs, field.Required(spec.Child("runtimePatches").Key(name).Child("tolerations"),
+					fmt.Sprintf("runtime %s requires every pod to tolerate %s (%s): add the toleration to the job or the runtime", tj.Spec.RuntimeRef.Name, FormatToleration(want), RequiredTolerationsAnnotation)))
+			}
+		}
 		if p.PriorityClass != "" && pod.PriorityClassName != p.PriorityClass {
 			errs = append(errs, field.Invalid(spec.Child("runtimePatches").Key(name).Child("priorityClassName"), pod.PriorityClassName,
 				fmt.Sprintf("runtime %s requires priority class %s (%s)", tj.Spec.RuntimeRef.Name, p.PriorityClass, PriorityClassAnnotation)))

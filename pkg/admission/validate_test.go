@@ -48,11 +48,17 @@ func (w *jobW) nodeSelector(sel map[string]string) *jobW {
 	w.WorkerPod.NodeSelector, w.LauncherPod.NodeSelector = sel, sel
 	return w
 }
+func (w *jobW) tolerations(tols ...corev1.Toleration) *jobW {
+	w.WorkerPod.Tolerations, w.LauncherPod.Tolerations = tols, tols
+	return w
+}
 func (w *jobW) noMemoryLimits() *jobW {
 	w.WorkerPod.Containers[0].Resources.Limits = corev1.ResourceList{}
 	w.LauncherPod.Containers[0].Resources.Limits = corev1.ResourceList{}
 	return w
 }
+
+var dedicatedGPU = corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
 
 func TestValidateTrainJob(t *testing.T) {
 	four := resource.MustParse("4")
@@ -99,6 +105,37 @@ func TestValidateTrainJob(t *testing.T) {
 				`spec.runtimePatches[node].nodeSelector[pool]: Invalid value: "": runtime mpi-openmpi requires nodeSelector pool=gpu on every pod (policy.mpijob.dev/required-node-selector)`,
 			},
 		},
+		"missing required toleration on both pods": {
+			job: mpiJob("hello"), policy: Policy{RequiredTolerations: []corev1.Toleration{dedicatedGPU}},
+			want: []string{
+				`spec.runtimePatches[launcher].tolerations: Required value: runtime mpi-openmpi requires every pod to tolerate dedicated=gpu:NoSchedule (policy.mpijob.dev/required-tolerations): add the toleration to the job or the runtime`,
+				`spec.runtimePatches[node].tolerations: Required value: runtime mpi-openmpi requires every pod to tolerate dedicated=gpu:NoSchedule (policy.mpijob.dev/required-tolerations): add the toleration to the job or the runtime`,
+			},
+		},
+		"a toleration of another value is not enough": {
+			job:    mpiJob("hello").tolerations(corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "cpu", Effect: corev1.TaintEffectNoSchedule}),
+			policy: Policy{RequiredTolerations: []corev1.Toleration{dedicatedGPU}},
+			want: []string{
+				`spec.runtimePatches[launcher].tolerations: Required value: runtime mpi-openmpi requires every pod to tolerate dedicated=gpu:NoSchedule (policy.mpijob.dev/required-tolerations): add the toleration to the job or the runtime`,
+				`spec.runtimePatches[node].tolerations: Required value: runtime mpi-openmpi requires every pod to tolerate dedicated=gpu:NoSchedule (policy.mpijob.dev/required-tolerations): add the toleration to the job or the runtime`,
+			},
+		},
+		"required toleration present": {
+			job:    mpiJob("hello").tolerations(corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule}),
+			policy: Policy{RequiredTolerations: []corev1.Toleration{dedicatedGPU}},
+		},
+		"an Exists toleration of the key covers every value": {
+			job:    mpiJob("hello").tolerations(corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpExists}),
+			policy: Policy{RequiredTolerations: []corev1.Toleration{dedicatedGPU, {Key: "dedicated", Operator: corev1.TolerationOpExists}}},
+		},
+		"a toleration of one effect does not cover every effect": {
+			job:    mpiJob("hello").tolerations(corev1.Toleration{Key: "pool", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}),
+			policy: Policy{RequiredTolerations: []corev1.Toleration{{Key: "pool", Operator: corev1.TolerationOpExists}}},
+			want: []string{
+				`spec.runtimePatches[launcher].tolerations: Required value: runtime mpi-openmpi requires every pod to tolerate pool (policy.mpijob.dev/required-tolerations): add the toleration to the job or the runtime`,
+				`spec.runtimePatches[node].tolerations: Required value: runtime mpi-openmpi requires every pod to tolerate pool (policy.mpijob.dev/required-tolerations): add the toleration to the job or the runtime`,
+			},
+		},
 		"required node selector present": {
 			job: mpiJob("hello").nodeSelector(map[string]string{"pool": "gpu", "x": "y"}), policy: Policy{RequiredNodeSelector: map[string]string{"pool": "gpu"}},
 		},
@@ -126,18 +163,23 @@ func TestParsePolicy(t *testing.T) {
 		"all": {
 			annotations: map[string]string{
 				MaxWorkersAnnotation: "16", MaxGPUsPerWorkerAnnotation: "8", RequiredNodeSelectorAnnotation: "pool=gpu, zone=east",
-				PriorityClassAnnotation: "training", GangTimeoutAnnotation: "10m", MinAvailableAnnotation: "4",
+				RequiredTolerationsAnnotation: "dedicated=gpu:NoSchedule, pool",
+				PriorityClassAnnotation:       "training", GangTimeoutAnnotation: "10m",
 			},
 			want: Policy{MaxWorkers: 16, MaxGPUsPerWorker: ptr.To(resource.MustParse("8")), RequiredNodeSelector: map[string]string{"pool": "gpu", "zone": "east"},
-				PriorityClass: "training", GangTimeout: 10 * time.Minute, MinAvailable: 4},
+				RequiredTolerations: []corev1.Toleration{dedicatedGPU, {Key: "pool", Operator: corev1.TolerationOpExists}},
+				PriorityClass:       "training", GangTimeout: 10 * time.Minute},
 		},
 		"bad values name the annotation, the value and the form": {
-			annotations: map[string]string{MaxWorkersAnnotation: "many", GangTimeoutAnnotation: "10", RequiredNodeSelectorAnnotation: "gpu", MaxGPUsPerWorkerAnnotation: "-1"},
+			annotations: map[string]string{MaxWorkersAnnotation: "many", GangTimeoutAnnotation: "10", RequiredNodeSelectorAnnotation: "gpu", MaxGPUsPerWorkerAnnotation: "-1",
+				RequiredTolerationsAnnotation: "dedicated=gpu:NoSchedul", MinAvailableAnnotation: "4"},
 			wantErrs: []string{
 				`metadata.annotations[policy.mpijob.dev/max-workers]: Invalid value: "many": must be a whole number of Workers, at least 1`,
 				`metadata.annotations[policy.mpijob.dev/max-gpus-per-worker]: Invalid value: "-1": must be a GPU count such as 4`,
 				`metadata.annotations[policy.mpijob.dev/required-node-selector]: Invalid value: "gpu": must be label pairs such as gpu=a100,zone=east; "gpu" has no '='`,
+				`metadata.annotations[policy.mpijob.dev/required-tolerations]: Invalid value: "dedicated=gpu:NoSchedul": "dedicated=gpu:NoSchedul": the effect must be NoSchedule, PreferNoSchedule or NoExecute, as in dedicated=gpu:NoSchedule`,
 				`metadata.annotations[policy.mpijob.dev/gang-scheduling-timeout]: Invalid value: "10": must be a positive duration such as 10m`,
+				`metadata.annotations[policy.mpijob.dev/min-available]: Invalid value: "4": an MPI job needs every Worker placed before its Launcher starts, so a smaller gang cannot run: remove this annotation; Kueue admits jobs whole, and policy.mpijob.dev/gang-scheduling-timeout reports jobs that wait too long`,
 			},
 		},
 	}

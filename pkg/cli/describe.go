@@ -161,11 +161,15 @@ func policyLines(p admission.Policy) []string {
 	if len(p.RequiredNodeSelector) > 0 {
 		out = append(out, fmt.Sprintf("required node labels: %v", p.RequiredNodeSelector))
 	}
+	if len(p.RequiredTolerations) > 0 {
+		tols := make([]string, 0, len(p.RequiredTolerations))
+		for _, t := range p.RequiredTolerations {
+			tols = append(tols, admission.FormatToleration(t))
+		}
+		out = append(out, "required tolerations: "+strings.Join(tols, ","))
+	}
 	if p.PriorityClass != "" {
 		out = append(out, "priority class: "+p.PriorityClass)
-	}
-	if p.MinAvailable > 0 {
-		out = append(out, fmt.Sprintf("min available Workers: %d", p.MinAvailable))
 	}
 	if p.GangTimeout > 0 {
 		out = append(out, fmt.Sprintf("gang-scheduling timeout: %s", p.GangTimeout))

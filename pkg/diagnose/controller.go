@@ -50,43 +50,46 @@ type Reconciler struct {
 	// Now is the clock (tests set it).
 	Now func() time.Time
 
-	// written remembers the last Status written per TrainJob: the cache can
-	// lag behind our own writes, and diagnosing from an older Status would
-	// forget what was seen (a Launcher that ran and was deleted) or report a
-	// transition twice. Entries go when their TrainJob is gone.
-	mu      sync.Mutex
-	written map[types.NamespacedName]writtenStatus
+	// seen remembers, per TrainJob, the last Status diagnosed and the last
+	// written: the cache lags behind our own writes, and diagnosing from an
+	// older Status would forget what was seen (a Launcher that ran and was
+	// deleted) or report a transition twice. Entries go when their TrainJob
+	// is gone.
+	mu   sync.Mutex
+	seen map[types.NamespacedName]*memory
 }
 
-type writtenStatus struct {
-	uid    types.UID
-	status api.Status
-	at     time.Time
+type memory struct {
+	uid       types.UID
+	firstSeen time.Time
+	diagnosed api.Status
+	written   *api.Status // nil: nothing written since the manager started
+	wroteAt   time.Time
 }
 
-func (r *Reconciler) lastWritten(tj *trainer.TrainJob) (api.Status, time.Time, bool) {
+// recall is what the manager remembers of tj, or a fresh memory (ok false).
+func (r *Reconciler) recall(tj *trainer.TrainJob) (m memory, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	w, ok := r.written[client.ObjectKeyFromObject(tj)]
-	if !ok || w.uid != tj.UID {
-		return api.Status{}, time.Time{}, false
+	if got, found := r.seen[client.ObjectKeyFromObject(tj)]; found && got.uid == tj.UID {
+		return *got, true
 	}
-	return w.status, w.at, true
+	return memory{uid: tj.UID, firstSeen: r.now()}, false
 }
 
-func (r *Reconciler) remember(tj *trainer.TrainJob, s api.Status) {
+func (r *Reconciler) store(tj *trainer.TrainJob, m memory) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.written == nil {
-		r.written = map[types.NamespacedName]writtenStatus{}
+	if r.seen == nil {
+		r.seen = map[types.NamespacedName]*memory{}
 	}
-	r.written[client.ObjectKeyFromObject(tj)] = writtenStatus{uid: tj.UID, status: s, at: r.now()}
+	r.seen[client.ObjectKeyFromObject(tj)] = &m
 }
 
 func (r *Reconciler) forget(key types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	delete(r.written, key)
+	delete(r.seen, key)
 }
 
 // SetupWithManager registers the controller: it watches TrainJobs, their
@@ -130,18 +133,23 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 	if !found || !runtimes.IsMPI(spec) {
 		return ctrl.Result{}, nil
 	}
-	prev, hadPrev, err := api.ReadStatus(tj.Annotations)
+	onObject, hadOnObject, err := api.ReadStatus(tj.Annotations)
 	if err != nil {
 		log.V(2).Info("ignoring unreadable previous status", "err", err)
 	}
-	var writtenAt time.Time
-	if mem, at, ok := r.lastWritten(tj); ok {
-		prev, hadPrev, writtenAt = mem, true, at
+	mem, remembered := r.recall(tj)
+	prev, hadPrev := onObject, hadOnObject
+	written, hadWritten := onObject, hadOnObject
+	if remembered {
+		prev, hadPrev = mem.diagnosed, true
+		if mem.written != nil {
+			written, hadWritten = *mem.written, true
+		}
 	}
 	in := Input{TrainJob: tj, Now: r.now()}
 	if hadPrev {
 		in.Previous = &prev
-		if prev.Phase.Finished() && (condTrue(tj, trainer.TrainJobComplete) || condTrue(tj, trainer.TrainJobFailed)) {
+		if hadWritten && written.Phase.Finished() && (condTrue(tj, trainer.TrainJobComplete) || condTrue(tj, trainer.TrainJobFailed)) {
 			// Finished jobs stay finished: nothing a child does changes them.
 			return ctrl.Result{}, nil
 		}
@@ -196,22 +204,10 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 	}
 
 	s := Diagnose(in)
-	// While the phase and reason hold, counters (Workers ready) change in
-	// bursts as pods start: write them at most once per statusCoalesce, so
-	// a starting job costs a few writes, not one per pod.
-	if hadPrev && changed(prev, s) && sameStage(prev, s) && !writtenAt.IsZero() {
-		if wait := statusCoalesce - in.Now.Sub(writtenAt); wait > 0 {
-			return ctrl.Result{RequeueAfter: wait}, nil
-		}
-	}
-	if !hadPrev || changed(prev, s) {
-		if err := r.write(ctx, tj, s); err != nil {
-			return ctrl.Result{}, err
-		}
-		r.remember(tj, s)
-		if !hadPrev || prev.Phase != s.Phase || prev.Reason != s.Reason {
-			r.emit(tj, s)
-		}
+	if !hadPrev || prev.Phase != s.Phase || prev.Reason != s.Reason {
+		// Every transition gets its Event and metrics at once, even one
+		// that lasts less than the wait before the next status write.
+		r.emit(tj, s)
 		var before *api.Status
 		var placed time.Time
 		if hadPrev {
@@ -223,7 +219,23 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 		metrics.Transition(tj.Namespace, tj.Spec.RuntimeRef.Name, before, s, tj.CreationTimestamp.Time, placed, in.Now)
 		log.V(1).Info("status", "phase", s.Phase, "reason", s.Reason)
 	}
+	mem.diagnosed = s
+	var requeue time.Duration
+	if !hadWritten || changed(written, s) {
+		if wait := writeDelay(mem, s, in.Now); wait > 0 {
+			requeue = wait
+		} else {
+			if err := r.write(ctx, tj, s); err != nil {
+				r.store(tj, mem)
+				return ctrl.Result{}, err
+			}
+			mem.written, mem.wroteAt = &s, in.Now
+		}
+	}
+	r.store(tj, mem)
 	switch {
+	case requeue > 0:
+		return ctrl.Result{RequeueAfter: requeue}, nil
 	case s.Phase.Finished():
 		return ctrl.Result{}, nil
 	case s.Phase == api.PhaseRunning:
@@ -231,6 +243,33 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 	default:
 		return ctrl.Result{RequeueAfter: waitingRefresh}, nil
 	}
+}
+
+// statusCoalesce is the shortest time between two status writes of a job,
+// and between the manager first seeing a job and its first write, unless
+// the news is urgent. A job that starts normally passes through Pending,
+// Starting and Running within a second or two while the control plane is
+// busiest creating its pods; each write of the status is a TrainJob update
+// that Trainer's webhooks and controller process too. Transitions still get
+// their Event at once; the annotation catches up within statusCoalesce.
+const statusCoalesce = time.Second
+
+// writeDelay is how long to wait before writing s (0: write now).
+func writeDelay(mem memory, s api.Status, now time.Time) time.Duration {
+	if urgent(s) {
+		return 0
+	}
+	since := mem.wroteAt
+	if since.IsZero() {
+		since = mem.firstSeen
+	}
+	return statusCoalesce - now.Sub(since)
+}
+
+// urgent statuses are written at once: the end of a job and anything that
+// asks for a person's attention.
+func urgent(s api.Status) bool {
+	return s.Phase.Finished() || s.Phase == api.PhaseFailed || warning(s)
 }
 
 func (r *Reconciler) now() time.Time {
@@ -241,16 +280,6 @@ func (r *Reconciler) now() time.Time {
 }
 
 // changed ignores LastTransitionTime, which only moves with the phase.
-// statusCoalesce is the shortest time between two writes of a job's
-// status that differ only in counters.
-const statusCoalesce = time.Second
-
-// sameStage reports whether two statuses differ at most in what changes
-// pod by pod (Workers ready, messages counting pods).
-func sameStage(a, b api.Status) bool {
-	return a.Phase == b.Phase && a.Reason == b.Reason && a.Launcher == b.Launcher && a.WorkersTotal == b.WorkersTotal
-}
-
 func changed(a, b api.Status) bool {
 	a.LastTransitionTime, b.LastTransitionTime = nil, nil
 	ea, _ := a.Encode()
@@ -278,13 +307,18 @@ func (r *Reconciler) write(ctx context.Context, tj *trainer.TrainJob, s api.Stat
 	return nil
 }
 
+// warning statuses ask for a person's attention.
+func warning(s api.Status) bool {
+	return s.Phase == api.PhaseFailed || s.Reason == ReasonImagePullFailed || s.Reason == ReasonQuotaExceeded || s.Reason == ReasonGangSchedulingTimout
+}
+
 // emit records the transition as an Event on the TrainJob.
 func (r *Reconciler) emit(tj *trainer.TrainJob, s api.Status) {
 	if r.Recorder == nil {
 		return
 	}
 	typ := corev1.EventTypeNormal
-	if s.Phase == api.PhaseFailed || s.Reason == ReasonImagePullFailed || s.Reason == ReasonQuotaExceeded || s.Reason == ReasonGangSchedulingTimout {
+	if warning(s) {
 		typ = corev1.EventTypeWarning
 	}
 	reason := string(s.Phase)

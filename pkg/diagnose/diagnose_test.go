@@ -379,3 +379,46 @@ func TestPodsOverdueAndUnschedulable(t *testing.T) {
 		t.Errorf("unschedulable = %d, want 1 (a pod not yet tried is not unschedulable)", got)
 	}
 }
+
+// Status writes wait until a second after the previous one (or after the
+// job was first seen), except the end of a job and warnings.
+func TestWriteDelay(t *testing.T) {
+	cases := map[string]struct {
+		mem  memory
+		s    api.Status
+		now  time.Time
+		want time.Duration
+	}{
+		"a new job's Pending waits a second after it was first seen": {
+			mem: memory{firstSeen: t0}, s: api.Status{Phase: api.PhasePending}, now: t0.Add(100 * time.Millisecond),
+			want: 900 * time.Millisecond,
+		},
+		"Running a second after the job was first seen is written": {
+			mem: memory{firstSeen: t0}, s: api.Status{Phase: api.PhaseRunning}, now: t0.Add(time.Second),
+		},
+		"a counter change soon after a write waits": {
+			mem: memory{firstSeen: t0, wroteAt: t0.Add(5 * time.Second)}, s: api.Status{Phase: api.PhaseStarting, WorkersReady: 3}, now: t0.Add(5*time.Second + 300*time.Millisecond),
+			want: 700 * time.Millisecond,
+		},
+		"Succeeded is written at once": {
+			mem: memory{firstSeen: t0}, s: api.Status{Phase: api.PhaseSucceeded}, now: t0,
+		},
+		"Failed is written at once": {
+			mem: memory{firstSeen: t0, wroteAt: t0}, s: api.Status{Phase: api.PhaseFailed, Reason: ReasonWorkerOOMKilled}, now: t0,
+		},
+		"an image pull failure is written at once": {
+			mem: memory{firstSeen: t0}, s: api.Status{Phase: api.PhaseStarting, Reason: ReasonImagePullFailed}, now: t0,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := writeDelay(tc.mem, tc.s, tc.now)
+			if got < 0 {
+				got = 0
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("writeDelay (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -356,7 +356,7 @@ func convert(job *mpiv2.MPIJob) (*Result, error) {
 			c.note("spec.runPolicy.schedulingPolicy.scheduleTimeoutSeconds", Changed, "%d → runtime policy %s (the job is reported stuck, not killed)", *sp.ScheduleTimeoutSeconds, admission.GangTimeoutAnnotation)
 		}
 		if sp.MinAvailable != nil {
-			c.note("spec.runPolicy.schedulingPolicy.minAvailable", Dropped, "%d: with Kueue the whole job is admitted at once; without it, set the runtime policy %s", *sp.MinAvailable, admission.MinAvailableAnnotation)
+			c.note("spec.runPolicy.schedulingPolicy.minAvailable", Dropped, "%d: a TrainJob's Launcher starts only when every Worker is placed; Kueue admits the whole job at once, and the runtime policy %s reports a job that waits too long", *sp.MinAvailable, admission.GangTimeoutAnnotation)
 		}
 		if sp.MinResources != nil {
 			c.note("spec.runPolicy.schedulingPolicy.minResources", Dropped, "Kueue computes the job's resources from its pods")

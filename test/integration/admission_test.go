@@ -6,11 +6,14 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mpijob/mpijob/pkg/admission"
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/test/framework"
 )
@@ -111,5 +114,95 @@ func TestCreatorAttribution(t *testing.T) {
 	}
 	if who := after.Annotations[api.CreatorAnnotation]; who != "dev-a" {
 		t.Errorf("after an update that tried dev-b, creator = %q, want dev-a", who)
+	}
+}
+
+// A runtime's policy annotations are enforced when a job is created, with
+// messages naming the annotation; editing the runtime changes what new jobs
+// may ask for and leaves a job that already runs alone.
+func TestRuntimePolicy(t *testing.T) {
+	c := framework.Get(t)
+	ctx := context.Background()
+	ns := c.NewNamespace(t, "policy")
+	rt := c.CopyRuntime(t, "mpi-openmpi", "mpi-test-policy", func(rt *trainer.ClusterTrainingRuntime) {
+		rt.Annotations = map[string]string{
+			admission.MaxWorkersAnnotation:           "2",
+			admission.RequiredNodeSelectorAnnotation: "type=kwok",
+			admission.RequiredTolerationsAnnotation:  "kwok.x-k8s.io/node=fake:NoSchedule",
+		}
+	})
+	deny := func(t *testing.T, job *trainer.TrainJob, want ...string) {
+		t.Helper()
+		err := c.Client.Create(ctx, job, client.DryRunAll)
+		if err == nil {
+			t.Fatalf("job %s admitted, want denied", job.Name)
+		}
+		for _, w := range want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("denial %q lacks %q", err.Error(), w)
+			}
+		}
+	}
+
+	deny(t, framework.MakeTrainJob("three", ns, rt.Name).NumNodes(3).OnKwokNodes().Obj(),
+		"spec.trainer.numNodes: Invalid value: 3: runtime "+rt.Name+" allows at most 2 Workers per job (policy.mpijob.dev/max-workers): use at most 2 Workers")
+	deny(t, framework.MakeTrainJob("anywhere", ns, rt.Name).NumNodes(1).Obj(),
+		"spec.runtimePatches[node].nodeSelector[type]: Invalid value: \"\": runtime "+rt.Name+" requires nodeSelector type=kwok on every pod",
+		"spec.runtimePatches[node].tolerations: Required value: runtime "+rt.Name+" requires every pod to tolerate kwok.x-k8s.io/node=fake:NoSchedule (policy.mpijob.dev/required-tolerations)",
+		"spec.runtimePatches[launcher].tolerations")
+
+	running := framework.MakeTrainJob("running", ns, rt.Name).NumNodes(2).OnKwokNodes().HoldOnKwok().Obj()
+	if err := c.Client.Create(ctx, running); err != nil {
+		t.Fatalf("a job within the policy was denied: %v", err)
+	}
+	c.WaitForStatus(t, ns, running.Name, 2*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseRunning })
+
+	// The administrator tightens the policy: new jobs follow it at once, the
+	// running job keeps its 2 Workers.
+	setPolicy := func(key, value string) {
+		t.Helper()
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			cur := &trainer.ClusterTrainingRuntime{}
+			if err := c.Client.Get(ctx, client.ObjectKeyFromObject(rt), cur); err != nil {
+				return err
+			}
+			cur.Annotations[key] = value
+			return c.Client.Update(ctx, cur)
+		})
+		if err != nil {
+			t.Fatalf("edit runtime %s: %v", rt.Name, err)
+		}
+	}
+	setPolicy(admission.MaxWorkersAnnotation, "1")
+	denied := func(job *trainer.TrainJob, want string) func(ctx context.Context) (bool, error) {
+		return func(ctx context.Context) (bool, error) {
+			err := c.Client.Create(ctx, job.DeepCopy(), client.DryRunAll)
+			return err != nil && strings.Contains(err.Error(), want), nil
+		}
+	}
+	two := framework.MakeTrainJob("two", ns, rt.Name).NumNodes(2).OnKwokNodes().Obj()
+	// The webhook reads runtimes from the manager's cache: allow it a moment.
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Second, true, denied(two, "allows at most 1 Workers per job")); err != nil {
+		t.Fatalf("a new 2-Worker job is still admitted after max-workers became 1")
+	}
+	// A typo in the policy refuses new jobs rather than switching a limit off.
+	setPolicy(admission.MaxWorkersAnnotation, "one")
+	one := framework.MakeTrainJob("one", ns, rt.Name).NumNodes(1).OnKwokNodes().Obj()
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Second, true,
+		denied(one, `runtime `+rt.Name+` has an invalid policy, ask its administrator to fix it: metadata.annotations[policy.mpijob.dev/max-workers]: Invalid value: "one": must be a whole number of Workers, at least 1`)); err != nil {
+		t.Fatalf("a job is admitted under a malformed policy")
+	}
+
+	time.Sleep(3 * time.Second) // what a change to the running job would need to show
+	cur := &trainer.TrainJob{}
+	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(running), cur); err != nil {
+		t.Fatal(err)
+	}
+	s, _, err := api.ReadStatus(cur.Annotations)
+	if err != nil || s.Phase != api.PhaseRunning || s.WorkersReady != 2 || s.WorkersTotal != 2 {
+		t.Errorf("the running job changed after its runtime was edited: %+v (err %v)", s, err)
+	}
+	if n := len(c.JobPods(t, ns, running.Name, "node")); n != 2 {
+		t.Errorf("the running job has %d Worker pods after its runtime was edited, want 2", n)
 	}
 }

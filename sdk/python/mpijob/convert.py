@@ -15,7 +15,6 @@ import yaml
 from .errors import InvalidJobError
 
 GANG_TIMEOUT = "policy.mpijob.dev/gang-scheduling-timeout"
-MIN_AVAILABLE = "policy.mpijob.dev/min-available"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 
@@ -240,7 +239,8 @@ def convert(manifest: Union[str, dict[str, Any]], runtimes: dict[str, dict[str, 
              f"{sp['scheduleTimeoutSeconds']} → runtime policy {GANG_TIMEOUT} (the job is reported stuck, not killed)")
     if sp.get("minAvailable") is not None:
         note("spec.runPolicy.schedulingPolicy.minAvailable", "dropped",
-             f"{sp['minAvailable']}: with Kueue the whole job is admitted at once; without it, set the runtime policy {MIN_AVAILABLE}")
+             f"{sp['minAvailable']}: a TrainJob's Launcher starts only when every Worker is placed; "
+             f"Kueue admits the whole job at once, and the runtime policy {GANG_TIMEOUT} reports a job that waits too long")
     if sp.get("minResources") is not None:
         note("spec.runPolicy.schedulingPolicy.minResources", "dropped", "Kueue computes the job's resources from its pods")
     status = job.get("status") or {}
