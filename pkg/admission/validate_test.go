@@ -58,6 +58,16 @@ func (w *jobW) noMemoryLimits() *jobW {
 	return w
 }
 
+// missingToleration is the denial of a job whose pods do not tolerate tol.
+func missingToleration(tol string) []string {
+	var out []string
+	for _, role := range []string{"launcher", "node"} {
+		out = append(out, "spec.runtimePatches["+role+"].tolerations: Required value: runtime mpi-openmpi requires every pod to tolerate "+tol+
+			" (policy.mpijob.dev/required-tolerations): add the toleration to the job or the runtime")
+	}
+	return out
+}
+
 var dedicatedGPU = corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
 
 func TestValidateTrainJob(t *testing.T) {
@@ -107,18 +117,12 @@ func TestValidateTrainJob(t *testing.T) {
 		},
 		"missing required toleration on both pods": {
 			job: mpiJob("hello"), policy: Policy{RequiredTolerations: []corev1.Toleration{dedicatedGPU}},
-			want: []string{
-				`spec.runtimePatches[launcher].tolerations: Required value: runtime mpi-openmpi requires every pod to tolerate dedicated=gpu:NoSchedule (policy.mpijob.dev/required-tolerations): add the toleration to the job or the runtime`,
-				`spec.runtimePatches[node].tolerations: Required value: runtime mpi-openmpi requires every pod to tolerate dedicated=gpu:NoSchedule (policy.mpijob.dev/required-tolerations): add the toleration to the job or the runtime`,
-			},
+			want: missingToleration("dedicated=gpu:NoSchedule"),
 		},
 		"a toleration of another value is not enough": {
 			job:    mpiJob("hello").tolerations(corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "cpu", Effect: corev1.TaintEffectNoSchedule}),
 			policy: Policy{RequiredTolerations: []corev1.Toleration{dedicatedGPU}},
-			want: []string{
-				`spec.runtimePatches[launcher].tolerations: Required value: runtime mpi-openmpi requires every pod to tolerate dedicated=gpu:NoSchedule (policy.mpijob.dev/required-tolerations): add the toleration to the job or the runtime`,
-				`spec.runtimePatches[node].tolerations: Required value: runtime mpi-openmpi requires every pod to tolerate dedicated=gpu:NoSchedule (policy.mpijob.dev/required-tolerations): add the toleration to the job or the runtime`,
-			},
+			want: missingToleration("dedicated=gpu:NoSchedule"),
 		},
 		"required toleration present": {
 			job:    mpiJob("hello").tolerations(corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule}),
@@ -131,10 +135,7 @@ func TestValidateTrainJob(t *testing.T) {
 		"a toleration of one effect does not cover every effect": {
 			job:    mpiJob("hello").tolerations(corev1.Toleration{Key: "pool", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}),
 			policy: Policy{RequiredTolerations: []corev1.Toleration{{Key: "pool", Operator: corev1.TolerationOpExists}}},
-			want: []string{
-				`spec.runtimePatches[launcher].tolerations: Required value: runtime mpi-openmpi requires every pod to tolerate pool (policy.mpijob.dev/required-tolerations): add the toleration to the job or the runtime`,
-				`spec.runtimePatches[node].tolerations: Required value: runtime mpi-openmpi requires every pod to tolerate pool (policy.mpijob.dev/required-tolerations): add the toleration to the job or the runtime`,
-			},
+			want: missingToleration("pool"),
 		},
 		"required node selector present": {
 			job: mpiJob("hello").nodeSelector(map[string]string{"pool": "gpu", "x": "y"}), policy: Policy{RequiredNodeSelector: map[string]string{"pool": "gpu"}},
