@@ -122,7 +122,7 @@ func TestValidateTrainJob(t *testing.T) {
 		"a toleration of another value is not enough": {
 			job:    mpiJob("hello").tolerations(corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "cpu", Effect: corev1.TaintEffectNoSchedule}),
 			policy: Policy{RequiredTolerations: []corev1.Toleration{dedicatedGPU}},
-			want: missingToleration("dedicated=gpu:NoSchedule"),
+			want:   missingToleration("dedicated=gpu:NoSchedule"),
 		},
 		"required toleration present": {
 			job:    mpiJob("hello").tolerations(corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule}),
@@ -135,7 +135,7 @@ func TestValidateTrainJob(t *testing.T) {
 		"a toleration of one effect does not cover every effect": {
 			job:    mpiJob("hello").tolerations(corev1.Toleration{Key: "pool", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}),
 			policy: Policy{RequiredTolerations: []corev1.Toleration{{Key: "pool", Operator: corev1.TolerationOpExists}}},
-			want: missingToleration("pool"),
+			want:   missingToleration("pool"),
 		},
 		"required node selector present": {
 			job: mpiJob("hello").nodeSelector(map[string]string{"pool": "gpu", "x": "y"}), policy: Policy{RequiredNodeSelector: map[string]string{"pool": "gpu"}},
