@@ -181,9 +181,6 @@ func tolerates(have []corev1.Toleration, want corev1.Toleration) bool {
 		if want.Operator == corev1.TolerationOpExists && h.Operator != corev1.TolerationOpExists && h.Key != "" {
 			continue // any value of the key must be tolerated
 		}
-		if want.Effect == "" {
-			taint.Effect = h.Effect
-		}
 		if h.ToleratesTaint(klog.Background(), &taint, false) {
 			return true
 		}
