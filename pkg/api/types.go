@@ -17,6 +17,8 @@ const (
 	CreatorAnnotation = "mpijob.dev/creator"
 	// RuntimeLabel marks a ClusterTrainingRuntime as one of mpijob's MPI runtimes.
 	RuntimeLabel = "mpijob.dev/runtime"
+	// MPIImplementationAnnotation names a runtime's MPI (OpenMPI, MPICH, Intel).
+	MPIImplementationAnnotation = "mpijob.dev/mpi-implementation"
 	// DescriptionAnnotation is a runtime's one-line description.
 	DescriptionAnnotation = "mpijob.dev/description"
 	// NetworkPolicyAnnotation set to "disabled" on a TrainJob opts it out of
@@ -24,12 +26,37 @@ const (
 	NetworkPolicyAnnotation = "mpijob.dev/network-policy"
 	// FieldManager is the field owner of everything mpijob-manager writes.
 	FieldManager = "mpijob-manager"
+	// JobLabel on a TrainingRuntime names the one MPI job it was derived
+	// for (a per-job runtime, see pkg/jobspec); that job owns it.
+	JobLabel = "mpijob.dev/job"
+	// BaseRuntimeLabel on a per-job TrainingRuntime, and on its TrainJob,
+	// names the ClusterTrainingRuntime it was derived from: the runtime the
+	// user chose, whose policy admission applies.
+	BaseRuntimeLabel = "mpijob.dev/base-runtime"
 )
+
+// MaxJobNameLength is the longest MPI job name: JobSet names the Launcher
+// pod "<name>-launcher-0-0-xxxxx" and a pod's hostname is a DNS label of at
+// most 63 characters. The SDK has the same number, checked by the shared
+// vectors in pkg/jobspec/testdata.
+const MaxJobNameLength = 63 - len("-launcher-0-0-xxxxx")
+
+// RuntimeOf is the runtime a user chose for tj: the base of its per-job
+// runtime, or the runtime it references.
+func RuntimeOf(labels map[string]string, refName string) string {
+	if b := labels[BaseRuntimeLabel]; b != "" {
+		return b
+	}
+	return refName
+}
 
 // Replicated job names of MPI runtimes, fixed by Trainer V2's MPI plugin.
 const (
 	LauncherJob = "launcher"
 	WorkerJob   = "node"
+	// NodeContainer is the container of the Launcher and Workers that runs
+	// mpirun or sshd; Trainer applies a job's settings to it.
+	NodeContainer = "node"
 )
 
 // Phase is where an MPI job is in its life.

@@ -1,0 +1,213 @@
+package jobspec
+
+import (
+	"maps"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/queue"
+	"github.com/mpijob/mpijob/pkg/runtimes"
+)
+
+// legacyPatchManagers are runtime patches that earlier kubectl-mpijob and
+// SDK versions wrote for the node selector.
+var legacyPatchManagers = []string{"mpijob.dev/kubectl-mpijob", "mpijob.dev/python-sdk"}
+
+// InputOf reads back the Input of an existing job, whichever way it was
+// made (CLI, SDK, dashboard or YAML): clone and the dashboard's "Edit and
+// resubmit" start from it. rt is the job's per-job runtime (nil when it
+// runs on base directly). Runtime patches the builder does not write are
+// returned as they are, to be kept.
+func InputOf(tj *trainer.TrainJob, rt *trainer.TrainingRuntime, base *trainer.ClusterTrainingRuntime) (Input, []trainer.RuntimePatch) {
+	in := Input{Name: tj.Name, Namespace: tj.Namespace, Runtime: base.Name, Queue: tj.Labels[queue.NameLabel]}
+	asNode := runtimes.LauncherAsNode(&base.Spec)
+	numNodes := ptr.Deref(base.Spec.MLPolicy.NumNodes, 1)
+	if tr := tj.Spec.Trainer; tr != nil {
+		if tr.NumNodes != nil {
+			numNodes = *tr.NumNodes
+		}
+		in.SlotsPerWorker = ptr.Deref(tr.NumProcPerNode, 0)
+		in.Command = tr.Command
+		in.Env = tr.Env
+		in.Image = ptr.Deref(tr.Image, "")
+		if tr.ResourcesPerNode != nil {
+			in.ResourcesPerWorker = quantities(tr.ResourcesPerNode.Requests, tr.ResourcesPerNode.Limits)
+		}
+	}
+	in.Workers = numNodes
+	if asNode {
+		in.Workers = max(numNodes-1, 1)
+	}
+	var kept []trainer.RuntimePatch
+	for _, p := range tj.Spec.RuntimePatches {
+		switch {
+		case p.Manager == PatchManager || contains(legacyPatchManagers, p.Manager):
+			in.NodeSelector = patchNodeSelector(p)
+		case p.Manager == "kueue.x-k8s.io/manager":
+			// Kueue adds its own again when it admits the new job.
+		default:
+			kept = append(kept, p)
+		}
+	}
+	if rt == nil {
+		return in, kept
+	}
+	baseLauncher, baseWorker := nodeContainers(&base.Spec)
+	launcher, worker := nodeContainers(&rt.Spec)
+	if worker != nil && baseWorker != nil {
+		if worker.Image != baseWorker.Image {
+			in.WorkerImage = worker.Image
+		}
+		in.ResourcesPerWorker = changed(baseWorker.Resources, worker.Resources)
+	}
+	if launcher != nil && baseLauncher != nil {
+		if launcher.Image != baseLauncher.Image {
+			in.LauncherImage = launcher.Image
+		}
+		if !asNode {
+			in.LauncherResources = changed(baseLauncher.Resources, launcher.Resources)
+		}
+	}
+	if in.LauncherImage != "" && in.LauncherImage == in.WorkerImage {
+		in.Image, in.LauncherImage, in.WorkerImage = in.LauncherImage, "", ""
+	}
+	return in, kept
+}
+
+// Owned returns rt owned by tj, so Kubernetes deletes it with the job.
+func Owned(rt *trainer.TrainingRuntime, tj *trainer.TrainJob) []metav1.OwnerReference {
+	ref := metav1.OwnerReference{
+		APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind,
+		Name: tj.Name, UID: tj.UID, BlockOwnerDeletion: ptr.To(true),
+	}
+	out := []metav1.OwnerReference{}
+	for _, r := range rt.OwnerReferences {
+		if r.UID != tj.UID {
+			out = append(out, r)
+		}
+	}
+	return append(out, ref)
+}
+
+// IsDerived reports whether rt is a per-job runtime of mpijob.
+func IsDerived(labels map[string]string) bool {
+	return labels[api.JobLabel] != "" && labels[api.BaseRuntimeLabel] != ""
+}
+
+// Normalize returns the spec of a per-job runtime with its node
+// containers' images and resources set back to base's: equal to base.Spec
+// exactly when the runtime changes nothing else. Admission uses it so a
+// per-job runtime cannot carry anything its base's policy would not allow.
+func Normalize(spec *trainer.TrainingRuntimeSpec, base *trainer.TrainingRuntimeSpec) *trainer.TrainingRuntimeSpec {
+	out := spec.DeepCopy()
+	baseLauncher, baseWorker := nodeContainers(base)
+	for i := range out.Template.Spec.ReplicatedJobs {
+		rj := &out.Template.Spec.ReplicatedJobs[i]
+		from := baseWorker
+		if rj.Name == api.LauncherJob {
+			from = baseLauncher
+		}
+		if from == nil {
+			continue
+		}
+		for c := range rj.Template.Spec.Template.Spec.Containers {
+			ct := &rj.Template.Spec.Template.Spec.Containers[c]
+			if ct.Name == api.NodeContainer {
+				ct.Image = from.Image
+				ct.Resources = *from.Resources.DeepCopy()
+			}
+		}
+	}
+	return out
+}
+
+// SameSpec reports whether two runtime specs are semantically equal.
+func SameSpec(a, b *trainer.TrainingRuntimeSpec) bool { return equality.Semantic.DeepEqual(a, b) }
+
+func nodeContainers(spec *trainer.TrainingRuntimeSpec) (launcher, worker *corev1.Container) {
+	for i := range spec.Template.Spec.ReplicatedJobs {
+		rj := &spec.Template.Spec.ReplicatedJobs[i]
+		for c := range rj.Template.Spec.Template.Spec.Containers {
+			ct := &rj.Template.Spec.Template.Spec.Containers[c]
+			if ct.Name != api.NodeContainer {
+				continue
+			}
+			switch rj.Name {
+			case api.LauncherJob:
+				launcher = ct
+			case api.WorkerJob:
+				worker = ct
+			}
+		}
+	}
+	return launcher, worker
+}
+
+// changed lists the resources whose request or limit differs from base's,
+// with the value the job asked for (the limit where there is one).
+func changed(base, got corev1.ResourceRequirements) map[string]string {
+	out := map[string]string{}
+	for _, rl := range []corev1.ResourceList{got.Requests, got.Limits} {
+		for k, q := range rl {
+			br, bl := base.Requests[k], base.Limits[k]
+			gr, gl := got.Requests[k], got.Limits[k]
+			if br.Cmp(gr) != 0 || bl.Cmp(gl) != 0 {
+				out[string(k)] = q.String()
+			}
+		}
+	}
+	for _, rl := range []corev1.ResourceList{base.Requests, base.Limits} {
+		for k := range rl {
+			if _, ok := got.Requests[k]; !ok {
+				if _, ok := got.Limits[k]; !ok {
+					out[string(k)] = "0"
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func quantities(rls ...corev1.ResourceList) map[string]string {
+	out := map[string]string{}
+	for _, rl := range rls {
+		for k, q := range rl {
+			out[string(k)] = q.String()
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func patchNodeSelector(p trainer.RuntimePatch) map[string]string {
+	if p.TrainingRuntimeSpec == nil || p.TrainingRuntimeSpec.Template == nil || p.TrainingRuntimeSpec.Template.Spec == nil {
+		return nil
+	}
+	for _, rj := range p.TrainingRuntimeSpec.Template.Spec.ReplicatedJobs {
+		if rj.Template != nil && rj.Template.Spec != nil && rj.Template.Spec.Template != nil && rj.Template.Spec.Template.Spec != nil {
+			if sel := rj.Template.Spec.Template.Spec.NodeSelector; len(sel) > 0 {
+				return maps.Clone(sel)
+			}
+		}
+	}
+	return nil
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,390 @@
+package jobspec
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/queue"
+	"github.com/mpijob/mpijob/pkg/runtimes"
+)
+
+// PatchManager names the runtime patch the builder writes (node selector).
+const PatchManager = "mpijob.dev/job-builder"
+
+// DefaultRuntime is the runtime a job gets when the user names none.
+const DefaultRuntime = "mpi-openmpi"
+
+// Input is what a user asks for: the flags of kubectl mpijob create, the
+// arguments of the SDK's create_job, the dashboard's wizard. Its JSON form
+// (snake_case) is the one the shared test vectors use.
+type Input struct {
+	// Name of the job: a DNS label of at most api.MaxJobNameLength characters.
+	Name string `json:"name"`
+	// Namespace of the job.
+	Namespace string `json:"namespace,omitempty"`
+	// Runtime is the ClusterTrainingRuntime the job starts from.
+	Runtime string `json:"runtime"`
+	// Workers is the number of Workers, the pods that host the ranks
+	// besides the Launcher; at least 1.
+	Workers int32 `json:"workers"`
+	// SlotsPerWorker is the MPI ranks per Worker (0: the runtime's).
+	SlotsPerWorker int32 `json:"slots_per_worker,omitempty"`
+	// Image is the image of the Launcher and the Workers ("": the runtime's).
+	Image string `json:"image,omitempty"`
+	// LauncherImage and WorkerImage override Image for one side.
+	LauncherImage string `json:"launcher_image,omitempty"`
+	WorkerImage   string `json:"worker_image,omitempty"`
+	// Command is what the Launcher runs (empty: the runtime's).
+	Command []string `json:"command,omitempty"`
+	// ResourcesPerWorker are the requests and limits of each Worker, by
+	// resource name: cpu, memory, nvidia.com/gpu, amd.com/gpu, ... A GPU
+	// count of 0 removes the runtime's GPUs.
+	ResourcesPerWorker map[string]string `json:"resources_per_worker,omitempty"`
+	// LauncherResources are the Launcher's cpu and memory.
+	LauncherResources map[string]string `json:"launcher_resources,omitempty"`
+	// Env is the Launcher's environment (mpirun -x passes it to ranks).
+	Env []corev1.EnvVar `json:"env,omitempty"`
+	// NodeSelector is the node labels the Launcher and Workers need.
+	NodeSelector map[string]string `json:"node_selector,omitempty"`
+	// Queue is the Kueue LocalQueue ("": none).
+	Queue string `json:"queue,omitempty"`
+}
+
+// Job is everything one MPI job needs: the TrainJob, and a per-job
+// TrainingRuntime when the job changes images or resources. The runtime is
+// created first (Trainer refuses a TrainJob whose runtime does not exist)
+// and then owned by the TrainJob, see Owned.
+type Job struct {
+	TrainJob *trainer.TrainJob
+	// Runtime is nil when the job runs on its ClusterTrainingRuntime as it is.
+	Runtime *trainer.TrainingRuntime
+}
+
+// Error is a bad input: the field (Input's JSON name, with the resource
+// name after a dot for resources), the value, what is wrong and the fix.
+// CLI and SDK map Field to their own flag or argument name.
+type Error struct {
+	Field   string `json:"field"`
+	Value   string `json:"value"`
+	Problem string `json:"problem"`
+}
+
+func (e *Error) Error() string {
+	if e.Value == "" {
+		return fmt.Sprintf("%s: %s", e.Field, e.Problem)
+	}
+	return fmt.Sprintf("%s %q: %s", e.Field, e.Value, e.Problem)
+}
+
+func errorf(field, value, format string, args ...any) *Error {
+	return &Error{Field: field, Value: value, Problem: fmt.Sprintf(format, args...)}
+}
+
+// Build turns in into the objects of one MPI job on base. It checks every
+// value first and returns an *Error naming the first bad one.
+func Build(in Input, base *trainer.ClusterTrainingRuntime) (*Job, error) {
+	if err := validateName(in.Name); err != nil {
+		return nil, err
+	}
+	if base == nil || !runtimes.IsMPI(&base.Spec) {
+		name := in.Runtime
+		if base != nil {
+			name = base.Name
+		}
+		return nil, errorf("runtime", name, "is not an MPI runtime (it has no MPI policy): see kubectl mpijob runtimes list")
+	}
+	if in.Workers < 1 {
+		return nil, errorf("workers", fmt.Sprint(in.Workers), "a job needs at least 1 Worker")
+	}
+	if in.SlotsPerWorker < 0 {
+		return nil, errorf("slots_per_worker", fmt.Sprint(in.SlotsPerWorker), "use 1 or more (MPI ranks per Worker)")
+	}
+	for _, f := range []struct{ field, value string }{{"image", in.Image}, {"launcher_image", in.LauncherImage}, {"worker_image", in.WorkerImage}} {
+		if err := validateImage(f.field, f.value); err != nil {
+			return nil, err
+		}
+	}
+	if len(in.Command) > 0 && slices.Contains(in.Command, "") {
+		return nil, errorf("command", strings.Join(in.Command, " "), "has an empty argument")
+	}
+	worker, err := parseResources("resources_per_worker", in.ResourcesPerWorker, true)
+	if err != nil {
+		return nil, err
+	}
+	launcher, err := parseResources("launcher_resources", in.LauncherResources, false)
+	if err != nil {
+		return nil, err
+	}
+	asNode := runtimes.LauncherAsNode(&base.Spec)
+	if asNode && len(launcher) > 0 {
+		return nil, errorf("launcher_resources", "", "on runtime %s the Launcher hosts ranks and is sized like every Worker: use resources_per_worker", base.Name)
+	}
+	for _, e := range in.Env {
+		if errs := validation.IsEnvVarName(e.Name); len(errs) > 0 {
+			return nil, errorf("env", e.Name, "is not a valid variable name: use letters, digits, '_', '-' or '.', not starting with a digit")
+		}
+	}
+	for k, v := range in.NodeSelector {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return nil, errorf("node_selector", k, "is not a valid label key: use e.g. disktype or nvidia.com/gpu.product")
+		}
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			return nil, errorf("node_selector", k+"="+v, "is not a valid label value: use at most 63 letters, digits, '-', '_' or '.'")
+		}
+	}
+	if in.Queue != "" {
+		if errs := validation.IsDNS1123Subdomain(in.Queue); len(errs) > 0 {
+			return nil, errorf("queue", in.Queue, "is not a valid LocalQueue name: use lower-case letters, digits, '-' and '.'")
+		}
+	}
+
+	tj := &trainer.TrainJob{
+		TypeMeta:   metav1.TypeMeta{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind},
+		ObjectMeta: metav1.ObjectMeta{Name: in.Name, Namespace: in.Namespace},
+		Spec: trainer.TrainJobSpec{
+			RuntimeRef: trainer.RuntimeRef{Name: base.Name, APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(trainer.ClusterTrainingRuntimeKind)},
+			Trainer:    &trainer.Trainer{},
+		},
+	}
+	tr := tj.Spec.Trainer
+	tr.NumNodes = ptr.To(in.Workers)
+	if asNode {
+		// The Launcher is a rank host: numNodes counts it.
+		tr.NumNodes = ptr.To(in.Workers + 1)
+	}
+	if in.SlotsPerWorker > 0 {
+		tr.NumProcPerNode = ptr.To(in.SlotsPerWorker)
+	}
+	if len(in.Command) > 0 {
+		tr.Command = slices.Clone(in.Command)
+	}
+	for _, e := range in.Env {
+		tr.Env = setEnv(tr.Env, e.Name, e.Value)
+	}
+	if in.Queue != "" {
+		tj.Labels = map[string]string{queue.NameLabel: in.Queue}
+	}
+	if len(in.NodeSelector) > 0 {
+		tj.Spec.RuntimePatches = []trainer.RuntimePatch{NodeSelectorPatch(in.NodeSelector)}
+	}
+	launcherImage := first(in.LauncherImage, in.Image)
+	workerImage := first(in.WorkerImage, in.Image)
+	if launcherImage == "" && workerImage == "" && len(worker) == 0 && len(launcher) == 0 {
+		return &Job{TrainJob: tj}, nil
+	}
+	rt := Derive(base, in.Name, in.Namespace, Overrides{
+		LauncherImage: launcherImage, WorkerImage: workerImage,
+		Worker: worker, Launcher: launcher,
+	})
+	tj.Spec.RuntimeRef = trainer.RuntimeRef{Name: rt.Name, APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(trainer.TrainingRuntimeKind)}
+	if tj.Labels == nil {
+		tj.Labels = map[string]string{}
+	}
+	tj.Labels[api.BaseRuntimeLabel] = base.Name
+	return &Job{TrainJob: tj, Runtime: rt}, nil
+}
+
+// Overrides are what a per-job runtime changes in its base: the images and
+// resources of the Launcher's and the Workers' "node" containers.
+type Overrides struct {
+	LauncherImage, WorkerImage string
+	Worker, Launcher           corev1.ResourceList
+}
+
+// Derive makes the per-job TrainingRuntime of job name in namespace: base
+// with the overrides applied. Trainer V2.3 applies a TrainJob's image only
+// to the Launcher and its resourcesPerNode only to the Launcher (or to
+// every pod when the Launcher hosts ranks), and runtimePatches cannot set
+// either (kubeflow/trainer#2650), so a job that needs its own Worker image
+// or Worker resources carries them in a runtime of its own.
+func Derive(base *trainer.ClusterTrainingRuntime, job, namespace string, o Overrides) *trainer.TrainingRuntime {
+	rt := &trainer.TrainingRuntime{
+		TypeMeta: metav1.TypeMeta{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainingRuntimeKind},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: job, Namespace: namespace,
+			Labels: map[string]string{api.JobLabel: job, api.BaseRuntimeLabel: base.Name},
+			Annotations: map[string]string{
+				api.DescriptionAnnotation: fmt.Sprintf("runtime of MPI job %s: %s with the job's images and resources (deleted with the job)", job, base.Name),
+			},
+		},
+		Spec: *base.Spec.DeepCopy(),
+	}
+	// Trainer and the Kubeflow SDK read the framework label; mpijob's
+	// runtime label stays off so the copy is not listed as a runtime.
+	for k, v := range base.Labels {
+		if k != api.RuntimeLabel {
+			rt.Labels[k] = v
+		}
+	}
+	if v, ok := base.Annotations[api.MPIImplementationAnnotation]; ok {
+		rt.Annotations[api.MPIImplementationAnnotation] = v
+	}
+	asNode := runtimes.LauncherAsNode(&base.Spec)
+	for i := range rt.Spec.Template.Spec.ReplicatedJobs {
+		rj := &rt.Spec.Template.Spec.ReplicatedJobs[i]
+		image, res := o.WorkerImage, o.Worker
+		if rj.Name == api.LauncherJob {
+			image, res = o.LauncherImage, o.Launcher
+			if asNode {
+				res = o.Worker
+			}
+		} else if rj.Name != api.WorkerJob {
+			continue
+		}
+		pod := &rj.Template.Spec.Template.Spec
+		for c := range pod.Containers {
+			if pod.Containers[c].Name != api.NodeContainer {
+				continue
+			}
+			if image != "" {
+				pod.Containers[c].Image = image
+			}
+			SetResources(&pod.Containers[c].Resources, res)
+		}
+	}
+	return rt
+}
+
+// SetResources sets each resource of rl as both request and limit, so what
+// is accounted is what runs (and the Kubeflow SDK, which reads a node
+// container's limits for its device, finds cpu or a GPU there). A zero
+// count removes the resource.
+func SetResources(r *corev1.ResourceRequirements, rl corev1.ResourceList) {
+	for k, q := range rl {
+		if q.IsZero() {
+			delete(r.Requests, k)
+			delete(r.Limits, k)
+			continue
+		}
+		if r.Requests == nil {
+			r.Requests = corev1.ResourceList{}
+		}
+		if r.Limits == nil {
+			r.Limits = corev1.ResourceList{}
+		}
+		r.Requests[k], r.Limits[k] = q, q
+	}
+}
+
+// NodeSelectorPatch is the runtime patch that sends the Launcher and the
+// Workers to nodes with the labels sel.
+func NodeSelectorPatch(sel map[string]string) trainer.RuntimePatch {
+	var rjobs []trainer.ReplicatedJobPatch
+	for _, name := range []string{api.LauncherJob, api.WorkerJob} {
+		rjobs = append(rjobs, trainer.ReplicatedJobPatch{
+			Name: name,
+			Template: &trainer.JobTemplatePatch{Spec: &trainer.JobSpecPatch{Template: &trainer.PodTemplatePatch{
+				Spec: &trainer.PodSpecPatch{NodeSelector: maps.Clone(sel)},
+			}}},
+		})
+	}
+	return trainer.RuntimePatch{
+		Manager:             PatchManager,
+		TrainingRuntimeSpec: &trainer.TrainingRuntimeSpecPatch{Template: &trainer.JobSetTemplatePatch{Spec: &trainer.JobSetSpecPatch{ReplicatedJobs: rjobs}}},
+	}
+}
+
+func validateName(n string) error {
+	if n == "" {
+		return errorf("name", "", "is empty: give the job a name, e.g. hello")
+	}
+	if len(n) > api.MaxJobNameLength {
+		return errorf("name", n, "is %d characters; use at most %d (JobSet names the Launcher pod %s-launcher-0-0-xxxxx, at most 63)", len(n), api.MaxJobNameLength, n)
+	}
+	if errs := validation.IsDNS1123Label(n); len(errs) > 0 {
+		return errorf("name", n, "is not a valid job name: use lower-case letters, digits and '-', starting and ending with a letter or digit")
+	}
+	return nil
+}
+
+func validateImage(field, ref string) error {
+	if ref == "" {
+		return nil
+	}
+	if strings.TrimSpace(ref) != ref || ref == "" {
+		return errorf(field, ref, "is not an image reference: remove the spaces, e.g. ghcr.io/mpijob/openmpi:4.1")
+	}
+	if _, err := name.ParseReference(ref, name.WeakValidation); err != nil {
+		return errorf(field, ref, "is not an image reference: use e.g. ghcr.io/mpijob/openmpi:4.1 (lower-case repository, optional :tag or @sha256:digest)")
+	}
+	return nil
+}
+
+// parseResources reads a map of resource name to quantity. Names are
+// cpu, memory, ephemeral-storage, hugepages-* or extended resources with a
+// domain (nvidia.com/gpu); a bare "gpu" is refused because no node offers it.
+func parseResources(field string, in map[string]string, worker bool) (corev1.ResourceList, error) {
+	out := corev1.ResourceList{}
+	for _, k := range slices.Sorted(maps.Keys(in)) {
+		v := in[k]
+		f := field + "." + k
+		switch {
+		case k == "cpu" || k == "memory" || k == "ephemeral-storage" || strings.HasPrefix(k, "hugepages-"):
+		case strings.Contains(k, "/"):
+			if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+				return nil, errorf(f, v, "%q is not a resource name: use a domain and a name, e.g. nvidia.com/gpu", k)
+			}
+			if !worker {
+				return nil, errorf(f, v, "the Launcher runs mpirun and hosts no ranks: give %s to the Workers (resources_per_worker)", k)
+			}
+		default:
+			hint := "cpu, memory or an extended resource such as nvidia.com/gpu"
+			if strings.Contains(strings.ToLower(k), "gpu") {
+				hint = "nvidia.com/gpu or amd.com/gpu"
+			}
+			return nil, errorf(f, v, "no node offers a resource named %q: use %s", k, hint)
+		}
+		q, err := resource.ParseQuantity(strings.TrimSpace(v))
+		if err != nil || q.Sign() < 0 {
+			return nil, errorf(f, v, "is not a quantity: use e.g. %s", example(k))
+		}
+		if q.IsZero() && (k == "cpu" || k == "memory") {
+			return nil, errorf(f, v, "must be more than 0: use e.g. %s", example(k))
+		}
+		if strings.Contains(k, "/") && q.MilliValue()%1000 != 0 {
+			return nil, errorf(f, v, "must be a whole number of devices, e.g. 1")
+		}
+		out[corev1.ResourceName(k)] = q
+	}
+	return out, nil
+}
+
+func example(k string) string {
+	switch k {
+	case "cpu":
+		return "4 or 500m"
+	case "memory", "ephemeral-storage":
+		return "16Gi or 300Mi"
+	}
+	return "1"
+}
+
+func first(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+func setEnv(env []corev1.EnvVar, k, v string) []corev1.EnvVar {
+	for i := range env {
+		if env[i].Name == k {
+			env[i].Value = v
+			return env
+		}
+	}
+	return append(env, corev1.EnvVar{Name: k, Value: v})
+}

@@ -1,0 +1,123 @@
+package jobspec
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mpijob/mpijob/config"
+)
+
+var update = flag.Bool("update", false, "rewrite the want parts of testdata/vectors")
+
+// vector is one shared test vector: an Input, and either the objects it
+// builds or the error it gets. The SDK's tests read the same files.
+type vector struct {
+	Input Input           `json:"input"`
+	Want  *wantObjects    `json:"want,omitempty"`
+	Error *Error          `json:"error,omitempty"`
+	Raw   json.RawMessage `json:"-"`
+}
+
+type wantObjects struct {
+	TrainJob        any `json:"trainJob"`
+	TrainingRuntime any `json:"trainingRuntime"`
+}
+
+func baseRuntime(t *testing.T, name string) *trainer.ClusterTrainingRuntime {
+	t.Helper()
+	b, err := config.Runtimes.ReadFile("runtimes/" + name + ".yaml")
+	if err != nil {
+		t.Fatalf("no shipped runtime %s: %v", name, err)
+	}
+	rt := &trainer.ClusterTrainingRuntime{}
+	if err := yaml.UnmarshalStrict(b, rt); err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
+// generic renders an object as the JSON both Go and Python compare.
+func generic(t *testing.T, obj any) any {
+	t.Helper()
+	b, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	if m, ok := out.(map[string]any); ok {
+		if md, ok := m["metadata"].(map[string]any); ok {
+			delete(md, "creationTimestamp")
+		}
+		delete(m, "status")
+	}
+	return out
+}
+
+func TestVectors(t *testing.T) {
+	files, err := filepath.Glob("testdata/vectors/*.json")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no vectors: %v", err)
+	}
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		t.Run(name, func(t *testing.T) {
+			raw, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var v vector
+			if err := json.Unmarshal(raw, &v); err != nil {
+				t.Fatal(err)
+			}
+			job, err := Build(v.Input, baseRuntime(t, v.Input.Runtime))
+			var gotErr *Error
+			if err != nil && !errors.As(err, &gotErr) {
+				t.Fatalf("Build returned %T %v, want *Error", err, err)
+			}
+			var got wantObjects
+			if job != nil {
+				got.TrainJob = generic(t, job.TrainJob)
+				if job.Runtime != nil {
+					got.TrainingRuntime = generic(t, job.Runtime)
+				}
+			}
+			if *update {
+				v.Want, v.Error = nil, gotErr
+				if gotErr == nil {
+					v.Want = &got
+				}
+				b, err := json.MarshalIndent(v, "", "  ")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(f, append(b, '\n'), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if strings.HasPrefix(name, "error-") != (v.Error != nil) {
+				t.Fatalf("vector %s: error vectors are named error-*, and only they have an error", name)
+			}
+			if diff := cmp.Diff(v.Error, gotErr); diff != "" {
+				t.Errorf("error (-want,+got):\n%s", diff)
+			}
+			if v.Want != nil {
+				if diff := cmp.Diff(*v.Want, got); diff != "" {
+					t.Errorf("objects (-want,+got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
