@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"os"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/pkg/logs"
 )
 
@@ -105,61 +107,52 @@ func TestLineFilter(t *testing.T) {
 	}
 }
 
-func TestJobFlagsApply(t *testing.T) {
-	separate := &trainer.TrainingRuntimeSpec{MLPolicy: &trainer.MLPolicy{MLPolicySource: trainer.MLPolicySource{MPI: &trainer.MPIMLPolicySource{RunLauncherAsNode: ptr.To(false)}}}}
-	asNode := &trainer.TrainingRuntimeSpec{MLPolicy: &trainer.MLPolicy{MLPolicySource: trainer.MLPolicySource{MPI: &trainer.MPIMLPolicySource{RunLauncherAsNode: ptr.To(true)}}}}
+func TestJobFlagsInput(t *testing.T) {
 	cases := map[string]struct {
 		f       jobFlags
 		set     []string
-		rt      *trainer.TrainingRuntimeSpec
+		start   jobspec.Input
+		want    jobspec.Input
 		wantErr string
-		check   func(t *testing.T, tj *trainer.TrainJob)
 	}{
-		"workers on a separate-Launcher runtime": {f: jobFlags{workers: 3}, set: []string{"workers"}, rt: separate,
-			check: func(t *testing.T, tj *trainer.TrainJob) {
-				if *tj.Spec.Trainer.NumNodes != 3 {
-					t.Errorf("numNodes = %d, want 3", *tj.Spec.Trainer.NumNodes)
-				}
-			}},
-		"workers where the Launcher hosts ranks count it": {f: jobFlags{workers: 3, gpus: 8}, set: []string{"workers", "gpus"}, rt: asNode,
-			check: func(t *testing.T, tj *trainer.TrainJob) {
-				if *tj.Spec.Trainer.NumNodes != 4 {
-					t.Errorf("numNodes = %d, want 4 (Launcher + 3 Workers)", *tj.Spec.Trainer.NumNodes)
-				}
-				if q := tj.Spec.Trainer.ResourcesPerNode.Limits["nvidia.com/gpu"]; q.Value() != 8 {
-					t.Errorf("GPU limit = %s, want 8", q.String())
-				}
-			}},
-		"zero workers": {f: jobFlags{workers: 0}, set: []string{"workers"}, rt: separate, wantErr: "--workers 0"},
-		"zero slots":   {f: jobFlags{slots: 0}, set: []string{"slots-per-worker"}, rt: separate, wantErr: "--slots-per-worker 0"},
-		"bad memory":   {f: jobFlags{memory: "lots"}, set: []string{"memory"}, rt: asNode, wantErr: `--memory "lots" is not a positive quantity`},
-		"worker resources need rank-hosting Launcher": {f: jobFlags{gpus: 2}, set: []string{"gpus"}, rt: separate, wantErr: "runtime mpi-x sets its Workers' resources itself"},
-		"launcher resources on a separate Launcher": {f: jobFlags{launcherMe: "2Gi"}, set: []string{"launcher-memory"}, rt: separate,
-			check: func(t *testing.T, tj *trainer.TrainJob) {
-				if q := tj.Spec.Trainer.ResourcesPerNode.Limits[corev1.ResourceMemory]; q.String() != "2Gi" {
-					t.Errorf("Launcher memory limit = %s", q.String())
-				}
-			}},
-		"launcher resources where it is a rank host": {f: jobFlags{launcherCPU: "1"}, set: []string{"launcher-cpu"}, rt: asNode, wantErr: "the Launcher is a rank host"},
-		"env without =": {f: jobFlags{env: []string{"NOPE"}}, set: []string{"env"}, rt: separate, wantErr: `--env "NOPE": use KEY=VALUE`},
-		"bad selector":  {f: jobFlags{nodeSelector: []string{"gpu"}}, set: []string{"node-selector"}, rt: separate, wantErr: `--node-selector "gpu"`},
-		"selector and queue": {f: jobFlags{nodeSelector: []string{"zone=a"}, queue: "default", env: []string{"A=1", "A=2"}}, set: []string{"node-selector", "queue", "env"}, rt: separate,
-			check: func(t *testing.T, tj *trainer.TrainJob) {
-				if tj.Labels["kueue.x-k8s.io/queue-name"] != "default" {
-					t.Errorf("queue label = %v", tj.Labels)
-				}
-				if len(tj.Spec.RuntimePatches) != 1 || len(tj.Spec.RuntimePatches[0].TrainingRuntimeSpec.Template.Spec.ReplicatedJobs) != 2 {
-					t.Fatalf("want one patch for launcher and node, got %+v", tj.Spec.RuntimePatches)
-				}
-				if diff := cmp.Diff([]corev1.EnvVar{{Name: "A", Value: "2"}}, tj.Spec.Trainer.Env); diff != "" {
-					t.Errorf("env (-want,+got):\n%s", diff)
-				}
-			}},
+		"workers, slots, images": {
+			f:    jobFlags{workers: 3, slots: 2, image: "a:1", workerImage: "b:1"},
+			set:  []string{"workers", "slots-per-worker", "image", "worker-image"},
+			want: jobspec.Input{Workers: 3, SlotsPerWorker: 2, Image: "a:1", WorkerImage: "b:1"},
+		},
+		"a new --image replaces both sides of the source": {
+			f:     jobFlags{image: "c:1"},
+			set:   []string{"image"},
+			start: jobspec.Input{LauncherImage: "a:1", WorkerImage: "b:1"},
+			want:  jobspec.Input{Image: "c:1"},
+		},
+		"resources per Worker and of the Launcher": {
+			f:   jobFlags{gpus: 2, cpu: "300m", memory: "300Mi", resources: []string{"amd.com/gpu=1"}, launcherCPU: "200m", launcher: "1Gi"},
+			set: []string{"gpus", "cpu", "memory", "resource", "launcher-cpu", "launcher-memory"},
+			want: jobspec.Input{
+				ResourcesPerWorker: map[string]string{"nvidia.com/gpu": "2", "cpu": "300m", "memory": "300Mi", "amd.com/gpu": "1"},
+				LauncherResources:  map[string]string{"cpu": "200m", "memory": "1Gi"},
+			},
+		},
+		"--gpus 0 removes the runtime's GPUs": {f: jobFlags{gpus: 0}, set: []string{"gpus"}, want: jobspec.Input{ResourcesPerWorker: map[string]string{"nvidia.com/gpu": "0"}}},
+		"env replaces by name, selector and queue": {
+			f:     jobFlags{env: []string{"A=2", "B=1"}, nodeSelector: []string{"zone=a"}, queue: "default"},
+			set:   []string{"env", "node-selector", "queue"},
+			start: jobspec.Input{Env: []corev1.EnvVar{{Name: "A", Value: "1"}}},
+			want:  jobspec.Input{Env: []corev1.EnvVar{{Name: "A", Value: "2"}, {Name: "B", Value: "1"}}, NodeSelector: map[string]string{"zone": "a"}, Queue: "default"},
+		},
+		"zero slots":    {f: jobFlags{slots: 0}, set: []string{"slots-per-worker"}, wantErr: "--slots-per-worker 0"},
+		"negative gpus": {f: jobFlags{gpus: -1}, set: []string{"gpus"}, wantErr: "--gpus -1: use 0 or more"},
+		"empty image":   {f: jobFlags{workerImage: " "}, set: []string{"worker-image"}, wantErr: "--worker-image is empty"},
+		"empty runtime": {f: jobFlags{runtime: ""}, set: []string{"runtime"}, wantErr: "--runtime is empty"},
+		"env without =": {f: jobFlags{env: []string{"NOPE"}}, set: []string{"env"}, wantErr: `--env "NOPE": use KEY=VALUE`},
+		"bad selector":  {f: jobFlags{nodeSelector: []string{"gpu"}}, set: []string{"node-selector"}, wantErr: `--node-selector "gpu"`},
+		"bad resource":  {f: jobFlags{resources: []string{"amd.com/gpu"}}, set: []string{"resource"}, wantErr: `--resource "amd.com/gpu": use NAME=COUNT`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			tj := &trainer.TrainJob{}
-			err := tc.f.apply(tj, tc.rt, "mpi-x", func(n string) bool { return contains(tc.set, n) })
+			got := tc.start
+			err := tc.f.input(&got, func(n string) bool { return contains(tc.set, n) })
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want it to contain %q", err, tc.wantErr)
@@ -169,24 +162,38 @@ func TestJobFlagsApply(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tc.check(t, tj)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("input (-want,+got):\n%s", diff)
+			}
 		})
 	}
 }
 
-func TestClone(t *testing.T) {
-	src := testJob("team-a", "hello", "mpi-openmpi", 2, &api.Status{Phase: api.PhaseSucceeded}, time.Minute)
-	src.Spec.Suspend = ptr.To(true)
-	src.Spec.RuntimePatches = []trainer.RuntimePatch{{Manager: "kueue.x-k8s.io/manager"}, {Manager: patchManager}}
-	got := Clone(&src, "hello-2")
-	if got.Name != "hello-2" || got.Namespace != "team-a" || got.Annotations != nil || got.Spec.Suspend != nil {
-		t.Errorf("clone kept what the cluster wrote: %+v", got.ObjectMeta)
+// TestBuildErrNamesTheFlag: a builder error names the flag the user typed.
+func TestBuildErrNamesTheFlag(t *testing.T) {
+	cases := map[string]struct {
+		err  *jobspec.Error
+		want string
+	}{
+		"cpu":             {&jobspec.Error{Field: "resources_per_worker.cpu", Value: "lots", Problem: "p"}, `--cpu "lots": p`},
+		"gpus":            {&jobspec.Error{Field: "resources_per_worker.nvidia.com/gpu", Value: "1.5", Problem: "p"}, `--gpus "1.5": p`},
+		"other resource":  {&jobspec.Error{Field: "resources_per_worker.gpu", Value: "1", Problem: "p"}, `--resource gpu "1": p`},
+		"launcher memory": {&jobspec.Error{Field: "launcher_resources.memory", Value: "x", Problem: "p"}, `--launcher-memory "x": p`},
+		"worker image":    {&jobspec.Error{Field: "worker_image", Value: "A", Problem: "p"}, `--worker-image "A": p`},
+		"name":            {&jobspec.Error{Field: "name", Value: "Hello", Problem: "p"}, `NAME "Hello": p`},
+		"no value":        {&jobspec.Error{Field: "launcher_resources", Problem: "p"}, `--launcher-cpu/--launcher-memory: p`},
 	}
-	if len(got.Spec.RuntimePatches) != 1 || got.Spec.RuntimePatches[0].Manager != patchManager {
-		t.Errorf("patches = %+v, want only kubectl-mpijob's", got.Spec.RuntimePatches)
-	}
-	if src.Annotations[api.StatusAnnotation] == "" {
-		t.Error("the original was changed")
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := buildErr(tc.err)
+			var ee *exitError
+			if !errors.As(err, &ee) || ee.code != ExitUsage {
+				t.Fatalf("err = %#v, want a usage error", err)
+			}
+			if diff := cmp.Diff(tc.want, ee.msg); diff != "" {
+				t.Errorf("message (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }
 

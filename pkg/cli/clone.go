@@ -1,15 +1,18 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"maps"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/spf13/cobra"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobspec"
+	"github.com/mpijob/mpijob/pkg/queue"
 )
 
 func newCloneCommand(o *Options) *cobra.Command {
@@ -29,9 +32,6 @@ func newCloneCommand(o *Options) *cobra.Command {
 			if len(names) != 2 {
 				return usageErr("clone takes the job NAME and the NEW name: kubectl mpijob clone NAME NEW [flags]")
 			}
-			if errs := validation.IsDNS1123Label(names[1]); len(errs) > 0 {
-				return usageErr("NEW %q is not a valid job name: %s", names[1], errs[0])
-			}
 			cl, err := o.clients()
 			if err != nil {
 				return err
@@ -41,29 +41,17 @@ func newCloneCommand(o *Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			runtimeName, kind := src.Spec.RuntimeRef.Name, trainer.ClusterTrainingRuntimeKind
-			if src.Spec.RuntimeRef.Kind != nil {
-				kind = *src.Spec.RuntimeRef.Kind
-			}
-			if cmd.Flags().Changed("runtime") {
-				runtimeName, kind = f.runtime, trainer.ClusterTrainingRuntimeKind
-			}
-			spec, _, err := cl.runtimeSpec(ctx, src.Namespace, runtimeName, kind)
+			job, err := cl.cloneJob(ctx, src, names[1], f, cmd.Flags().Changed)
 			if err != nil {
 				return err
 			}
-			tj := Clone(src, names[1])
-			tj.Spec.RuntimeRef.Name = runtimeName
-			tj.Spec.RuntimeRef.Kind = &kind
-			if err := f.apply(tj, spec, runtimeName, cmd.Flags().Changed); err != nil {
-				return err
-			}
 			if dash >= 0 && len(args) > dash {
-				tj.Spec.Trainer.Command = args[dash:]
+				job.TrainJob.Spec.Trainer.Command = args[dash:]
 			}
-			if err := cl.Create(ctx, tj); err != nil {
+			if err := cl.createJob(ctx, job, false); err != nil {
 				return err
 			}
+			tj := job.TrainJob
 			fmt.Fprintf(o.Out, "mpijob %s created in namespace %s (a clone of %s)\n", tj.Name, tj.Namespace, src.Name)
 			return nil
 		},
@@ -73,29 +61,63 @@ func newCloneCommand(o *Options) *cobra.Command {
 	return cmd
 }
 
-// Clone copies a job's spec, labels and annotations under a new name,
-// without what the cluster and mpijob-manager wrote (status, creator,
-// suspension by a queue).
-func Clone(src *trainer.TrainJob, name string) *trainer.TrainJob {
-	tj := &trainer.TrainJob{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: src.Namespace, Labels: maps.Clone(src.Labels), Annotations: maps.Clone(src.Annotations)},
-		Spec:       *src.Spec.DeepCopy(),
+// cloneJob builds a copy of src named name, with the flags' changes: the
+// source's Input (from its TrainJob and per-job runtime) with the flags
+// applied, built again. Runtime patches the builder does not write
+// (volumes, tolerations) and other labels and annotations are kept.
+func (c *clients) cloneJob(ctx context.Context, src *trainer.TrainJob, name string, f *jobFlags, changed func(string) bool) (*jobspec.Job, error) {
+	baseName := api.RuntimeOf(src.Labels, src.Spec.RuntimeRef.Name)
+	var rt *trainer.TrainingRuntime
+	if ptr.Deref(src.Spec.RuntimeRef.Kind, "") == trainer.TrainingRuntimeKind {
+		rt = &trainer.TrainingRuntime{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: src.Namespace, Name: src.Spec.RuntimeRef.Name}, rt); err != nil {
+			return nil, err
+		}
+		if !jobspec.IsDerived(rt.Labels) {
+			return nil, usageErr("job %s runs on the namespace's own TrainingRuntime %s: clone it with kubectl get trainjob %s -o yaml, edited", src.Name, rt.Name, src.Name)
+		}
 	}
-	delete(tj.Annotations, api.StatusAnnotation)
-	delete(tj.Annotations, api.CreatorAnnotation)
-	delete(tj.Annotations, "kubectl.kubernetes.io/last-applied-configuration")
+	base, err := c.clusterRuntime(ctx, baseName)
+	if err != nil {
+		return nil, err
+	}
+	in, kept := jobspec.InputOf(src, rt, base)
+	in.Name = name
+	if err := f.input(&in, changed); err != nil {
+		return nil, err
+	}
+	if in.Runtime != base.Name {
+		if base, err = c.clusterRuntime(ctx, in.Runtime); err != nil {
+			return nil, err
+		}
+	}
+	job, err := jobspec.Build(in, base)
+	if err != nil {
+		return nil, buildErr(err)
+	}
+	tj := job.TrainJob
+	for k, v := range src.Labels {
+		if _, set := tj.Labels[k]; !set && k != api.BaseRuntimeLabel && k != queue.NameLabel {
+			if tj.Labels == nil {
+				tj.Labels = map[string]string{}
+			}
+			tj.Labels[k] = v
+		}
+	}
+	tj.Annotations = maps.Clone(src.Annotations)
+	for _, k := range []string{api.StatusAnnotation, api.CreatorAnnotation, "kubectl.kubernetes.io/last-applied-configuration"} {
+		delete(tj.Annotations, k)
+	}
 	if len(tj.Annotations) == 0 {
 		tj.Annotations = nil
 	}
-	// Kueue suspends queued jobs; the copy is queued afresh.
-	tj.Spec.Suspend = nil
-	// Kueue's own runtime patches are re-added when it admits the copy.
-	var kept []trainer.RuntimePatch
-	for _, p := range tj.Spec.RuntimePatches {
-		if p.Manager != "kueue.x-k8s.io/manager" {
-			kept = append(kept, p)
-		}
+	tj.Spec.RuntimePatches = append(tj.Spec.RuntimePatches, kept...)
+	// What the builder does not know is kept as the source had it.
+	if st := src.Spec.Trainer; st != nil {
+		tj.Spec.Trainer.Args = st.Args
 	}
-	tj.Spec.RuntimePatches = kept
-	return tj
+	tj.Spec.Initializer = src.Spec.Initializer
+	tj.Spec.ActiveDeadlineSeconds = src.Spec.ActiveDeadlineSeconds
+	tj.Spec.ManagedBy = src.Spec.ManagedBy
+	return job, nil
 }

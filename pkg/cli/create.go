@@ -1,16 +1,24 @@
 package cli
 
 import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/validation"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
@@ -64,17 +72,23 @@ func (c *createOptions) run(cmd *cobra.Command, args []string) error {
 		return err
 	}
 	ctx := cmd.Context()
-	var tj *trainer.TrainJob
+	var job *jobspec.Job
 	if c.file != "" {
 		if len(args) > 0 || anyChanged(cmd, jobFlagNames...) {
 			return usageErr("-f takes the whole job from the file: give no NAME, COMMAND or job flags with it")
 		}
-		tj, err = readJobFile(c.file)
+		job, err = readJobFile(c.file)
 		if err != nil {
 			return err
 		}
+		tj := job.TrainJob
 		if tj.Namespace == "" || c.Config.Namespace != nil && *c.Config.Namespace != "" {
 			tj.Namespace = cl.namespace
+		}
+		if job.Runtime == nil {
+			if job, err = cl.fitWorkers(ctx, job); err != nil {
+				return err
+			}
 		}
 	} else {
 		if len(args) == 0 || cmd.ArgsLenAtDash() == 0 {
@@ -84,42 +98,37 @@ func (c *createOptions) run(cmd *cobra.Command, args []string) error {
 		if dash := cmd.ArgsLenAtDash(); dash > 1 || dash < 0 && len(args) > 1 {
 			return usageErr("unexpected arguments %q: put the command after --, e.g. create %s --workers 2 -- mpirun python3 train.py", args[1:], name)
 		}
-		if errs := validation.IsDNS1123Label(name); len(errs) > 0 {
-			return usageErr("NAME %q is not a valid job name: %s", name, errs[0])
-		}
 		if !cmd.Flags().Changed("workers") {
 			return usageErr("--workers is required: how many Workers host the ranks, e.g. --workers 2")
 		}
-		spec, _, err := cl.runtimeSpec(ctx, cl.namespace, c.runtime, trainer.ClusterTrainingRuntimeKind)
-		if err != nil {
-			return err
-		}
-		if !runtimes.IsMPI(spec) {
-			return usageErr("--runtime %s is not an MPI runtime (it has no MPI policy): see kubectl mpijob runtimes list", c.runtime)
-		}
-		tj = &trainer.TrainJob{}
-		tj.Name, tj.Namespace = name, cl.namespace
-		tj.Spec.RuntimeRef = trainer.RuntimeRef{Name: c.runtime, APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(trainer.ClusterTrainingRuntimeKind)}
-		if err := c.apply(tj, spec, c.runtime, cmd.Flags().Changed); err != nil {
+		in := jobspec.Input{Name: name, Namespace: cl.namespace, Runtime: c.runtime}
+		if err := c.input(&in, cmd.Flags().Changed); err != nil {
 			return err
 		}
 		if dash := cmd.ArgsLenAtDash(); dash >= 0 && len(args) > dash {
-			tj.Spec.Trainer.Command = args[dash:]
+			in.Command = args[dash:]
+		}
+		// Check what needs no cluster before asking it anything.
+		if _, err := jobspec.Build(in, offlineRuntime(in.Runtime)); err != nil {
+			return buildErr(err)
+		}
+		base, err := cl.clusterRuntime(ctx, in.Runtime)
+		if err != nil {
+			return err
+		}
+		if job, err = jobspec.Build(in, base); err != nil {
+			return buildErr(err)
 		}
 	}
-	tj.APIVersion, tj.Kind = trainer.GroupVersion.String(), trainer.TrainJobKind
 	if c.dryRun == "client" {
-		return c.print(tj, "yaml")
+		return c.print(job, "yaml")
 	}
-	var opts []client.CreateOption
-	if c.dryRun == "server" {
-		opts = append(opts, client.DryRunAll)
-	}
-	if err := cl.Create(ctx, tj, opts...); err != nil {
+	if err := cl.createJob(ctx, job, c.dryRun == "server"); err != nil {
 		return err
 	}
+	tj := job.TrainJob
 	if c.output != "" {
-		return c.print(tj, c.output)
+		return c.print(job, c.output)
 	}
 	suffix := ""
 	if c.dryRun == "server" {
@@ -132,41 +141,163 @@ func (c *createOptions) run(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-func (c *createOptions) print(tj *trainer.TrainJob, format string) error {
-	tj.ManagedFields = nil
-	var b []byte
-	var err error
-	if format == "json" {
-		b, err = jsonIndent(tj)
-	} else {
-		b, err = yaml.Marshal(tj)
-	}
-	if err != nil {
-		return err
-	}
-	_, err = c.Out.Write(b)
-	return err
+// offlineRuntime is a stand-in MPI runtime for checking the flags before
+// the cluster is asked for the real one.
+func offlineRuntime(name string) *trainer.ClusterTrainingRuntime {
+	rt := &trainer.ClusterTrainingRuntime{}
+	rt.Name = name
+	rt.Spec.MLPolicy = &trainer.MLPolicy{MLPolicySource: trainer.MLPolicySource{MPI: &trainer.MPIMLPolicySource{}}}
+	return rt
 }
 
-func readJobFile(path string) (*trainer.TrainJob, error) {
+// fitWorkers makes a TrainJob from a file do what it says: an image or
+// resourcesPerNode that its runtime would give the Launcher alone go into
+// a per-job runtime, so the Workers get them too.
+func (c *clients) fitWorkers(ctx context.Context, job *jobspec.Job) (*jobspec.Job, error) {
+	tj := job.TrainJob
+	tr := tj.Spec.Trainer
+	if tr == nil || (tr.Image == nil && tr.ResourcesPerNode == nil) || ptr.Deref(tj.Spec.RuntimeRef.Kind, trainer.ClusterTrainingRuntimeKind) != trainer.ClusterTrainingRuntimeKind {
+		return job, nil
+	}
+	base := &trainer.ClusterTrainingRuntime{}
+	if err := c.Get(ctx, client.ObjectKey{Name: tj.Spec.RuntimeRef.Name}, base); err != nil || !runtimes.IsMPI(&base.Spec) {
+		// Not an MPI runtime (or missing): admission and Trainer answer.
+		return job, nil
+	}
+	in, _ := jobspec.InputOf(tj, nil, base)
+	built, err := jobspec.Build(in, base)
+	if err != nil {
+		return nil, usageErr("-f: %v", err)
+	}
+	if built.Runtime == nil {
+		return job, nil
+	}
+	out := tj.DeepCopy()
+	out.Spec.RuntimeRef = built.TrainJob.Spec.RuntimeRef
+	out.Spec.Trainer.Image, out.Spec.Trainer.ResourcesPerNode = nil, nil
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	out.Labels[api.BaseRuntimeLabel] = base.Name
+	return &jobspec.Job{TrainJob: out, Runtime: built.Runtime}, nil
+}
+
+func (c *createOptions) print(job *jobspec.Job, format string) error {
+	return printJob(c.Out, job, format)
+}
+
+// printJob writes a job's objects: the per-job runtime (if any) first, as
+// they are created, so the output can be given to create -f again.
+func printJob(out io.Writer, job *jobspec.Job, format string) error {
+	var objs []any
+	if job.Runtime != nil {
+		rt := job.Runtime.DeepCopy()
+		rt.ManagedFields = nil
+		rt.APIVersion, rt.Kind = trainer.GroupVersion.String(), trainer.TrainingRuntimeKind
+		objs = append(objs, rt)
+	}
+	tj := job.TrainJob.DeepCopy()
+	tj.ManagedFields = nil
+	tj.APIVersion, tj.Kind = trainer.GroupVersion.String(), trainer.TrainJobKind
+	objs = append(objs, tj)
+	if format == "json" {
+		var v any = objs[0]
+		if len(objs) > 1 {
+			v = map[string]any{"apiVersion": "v1", "kind": "List", "items": objs}
+		}
+		b, err := jsonIndent(v)
+		if err != nil {
+			return err
+		}
+		_, err = out.Write(b)
+		return err
+	}
+	for i, o := range objs {
+		b, err := yaml.Marshal(o)
+		if err != nil {
+			return err
+		}
+		if i > 0 {
+			fmt.Fprintln(out, "---")
+		}
+		if _, err := out.Write(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readJobFile reads a TrainJob manifest, optionally with the per-job
+// TrainingRuntime before it (what create --dry-run=client and convert
+// print).
+func readJobFile(path string) (*jobspec.Job, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, usageErr("-f %s: %v", path, err)
 	}
-	tj := &trainer.TrainJob{}
-	if err := yaml.UnmarshalStrict(b, tj); err != nil {
-		return nil, usageErr("-f %s is not a valid TrainJob: %v", path, err)
+	job := &jobspec.Job{}
+	docs, err := splitYAML(b)
+	if err != nil {
+		return nil, usageErr("-f %s is not YAML: %v", path, err)
 	}
-	if tj.Kind != trainer.TrainJobKind {
-		return nil, usageErr("-f %s: kind is %q, want TrainJob (convert a legacy MPIJob with kubectl mpijob convert -f)", path, tj.Kind)
+	for i, doc := range docs {
+		var meta metav1.TypeMeta
+		if err := yaml.Unmarshal(doc, &meta); err != nil {
+			return nil, usageErr("-f %s, document %d is not YAML: %v", path, i+1, err)
+		}
+		switch meta.Kind {
+		case trainer.TrainJobKind:
+			if job.TrainJob != nil {
+				return nil, usageErr("-f %s has more than one TrainJob: give one job per file", path)
+			}
+			job.TrainJob = &trainer.TrainJob{}
+			if err := yaml.UnmarshalStrict(doc, job.TrainJob); err != nil {
+				return nil, usageErr("-f %s is not a valid TrainJob: %v", path, err)
+			}
+		case trainer.TrainingRuntimeKind:
+			job.Runtime = &trainer.TrainingRuntime{}
+			if err := yaml.UnmarshalStrict(doc, job.Runtime); err != nil {
+				return nil, usageErr("-f %s: the TrainingRuntime is not valid: %v", path, err)
+			}
+		case trainer.ClusterTrainingRuntimeKind:
+			return nil, usageErr("-f %s holds a ClusterTrainingRuntime: that is an administrator's (kubectl apply -f); create -f takes a TrainJob and its per-job TrainingRuntime", path)
+		default:
+			return nil, usageErr("-f %s: kind is %q, want TrainJob (convert a legacy MPIJob with kubectl mpijob convert -f)", path, meta.Kind)
+		}
 	}
-	if tj.Name == "" {
+	if job.TrainJob == nil {
+		return nil, usageErr("-f %s has no TrainJob", path)
+	}
+	if job.TrainJob.Name == "" {
 		return nil, usageErr("-f %s: metadata.name is empty", path)
 	}
-	return tj, nil
+	if rt := job.Runtime; rt != nil {
+		ref := job.TrainJob.Spec.RuntimeRef
+		if ptr.Deref(ref.Kind, "") != trainer.TrainingRuntimeKind || ref.Name != rt.Name {
+			return nil, usageErr("-f %s: the TrainJob's spec.runtimeRef does not name the TrainingRuntime %s in the file", path, rt.Name)
+		}
+	}
+	return job, nil
 }
 
-var jobFlagNames = []string{"workers", "slots-per-worker", "runtime", "image", "gpus", "cpu", "memory", "launcher-cpu", "launcher-memory", "env", "node-selector", "queue"}
+// splitYAML splits a multi-document YAML file, skipping empty documents.
+func splitYAML(b []byte) ([][]byte, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(b)))
+	var out [][]byte
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(bytes.TrimSpace(doc)) > 0 {
+			out = append(out, doc)
+		}
+	}
+}
+
 
 func anyChanged(cmd *cobra.Command, names ...string) bool {
 	for _, n := range names {

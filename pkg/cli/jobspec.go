@@ -1,200 +1,289 @@
 package cli
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"slices"
+	"strconv"
 	"strings"
+	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/utils/ptr"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
-	"github.com/mpijob/mpijob/pkg/queue"
+	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
-// patchManager names the runtime patches kubectl-mpijob writes.
-const patchManager = "mpijob.dev/kubectl-mpijob"
-
-// jobFlags are the job settings create and clone share.
+// jobFlags are the job settings create and clone share; they fill a
+// jobspec.Input, the same the SDK and the dashboard build jobs from.
 type jobFlags struct {
-	workers, slots          int32
-	runtime, image, queue   string
-	gpus                    int64
-	cpu, memory             string
-	launcherCPU, launcherMe string
-	env, nodeSelector       []string
+	workers, slots                     int32
+	runtime, queue                     string
+	image, workerImage, launcherImage  string
+	gpus                               int64
+	cpu, memory, launcherCPU, launcher string
+	resources, env, nodeSelector       []string
 }
 
 func (f *jobFlags) add(fs *pflag.FlagSet, defaults bool) {
 	runtimeDefault := ""
 	if defaults {
-		runtimeDefault = "mpi-openmpi"
+		runtimeDefault = jobspec.DefaultRuntime
 	}
-	fs.Int32Var(&f.workers, "workers", 0, "number of Workers")
-	fs.Int32Var(&f.slots, "slots-per-worker", 0, "MPI ranks per Worker (default: the runtime's, or the GPUs per Worker)")
+	fs.Int32Var(&f.workers, "workers", 0, "number of Workers (the pods that host the ranks, besides the Launcher)")
+	fs.Int32Var(&f.slots, "slots-per-worker", 0, "MPI ranks per Worker (default: the runtime's; typically the GPUs per Worker)")
 	fs.StringVar(&f.runtime, "runtime", runtimeDefault, "MPI runtime (kubectl mpijob runtimes list)")
-	fs.StringVar(&f.image, "image", "", "image of the Launcher (default: the runtime's)")
-	fs.Int64Var(&f.gpus, "gpus", 0, "nvidia.com/gpu per Worker")
-	fs.StringVar(&f.cpu, "cpu", "", "CPU per Worker, e.g. 4 or 500m")
-	fs.StringVar(&f.memory, "memory", "", "memory per Worker, e.g. 16Gi")
+	fs.StringVar(&f.image, "image", "", "image of the Launcher and the Workers (default: the runtime's)")
+	fs.StringVar(&f.workerImage, "worker-image", "", "image of the Workers only (default: --image, else the runtime's)")
+	fs.StringVar(&f.launcherImage, "launcher-image", "", "image of the Launcher only (default: --image, else the runtime's)")
+	fs.Int64Var(&f.gpus, "gpus", 0, "nvidia.com/gpu per Worker (0 removes the runtime's GPUs)")
+	fs.StringVar(&f.cpu, "cpu", "", "CPU per Worker, e.g. 4 or 500m (request and limit)")
+	fs.StringVar(&f.memory, "memory", "", "memory per Worker, e.g. 16Gi (request and limit)")
+	fs.StringArrayVar(&f.resources, "resource", nil, "another resource per Worker, NAME=COUNT, e.g. amd.com/gpu=1 (repeatable)")
 	fs.StringVar(&f.launcherCPU, "launcher-cpu", "", "CPU of the Launcher")
-	fs.StringVar(&f.launcherMe, "launcher-memory", "", "memory of the Launcher")
+	fs.StringVar(&f.launcher, "launcher-memory", "", "memory of the Launcher")
 	fs.StringArrayVar(&f.env, "env", nil, "environment variable of the Launcher, KEY=VALUE (repeatable; mpirun -x passes it to ranks)")
 	fs.StringArrayVar(&f.nodeSelector, "node-selector", nil, "node label the Launcher and Workers need, key=value (repeatable)")
 	fs.StringVar(&f.queue, "queue", "", "Kueue LocalQueue to submit to (the job waits Queued until it fits whole)")
 }
 
-// apply sets what the flags say on tj; fs tells which flags were given.
-// It checks every value first and names the flag of the first bad one.
-func (f *jobFlags) apply(tj *trainer.TrainJob, rt *trainer.TrainingRuntimeSpec, runtimeName string, changed func(string) bool) error {
-	if tj.Spec.Trainer == nil {
-		tj.Spec.Trainer = &trainer.Trainer{}
-	}
-	tr := tj.Spec.Trainer
-	allRanks := runtimes.LauncherAsNode(rt)
+var jobFlagNames = []string{"workers", "slots-per-worker", "runtime", "image", "worker-image", "launcher-image", "gpus", "cpu", "memory", "resource", "launcher-cpu", "launcher-memory", "env", "node-selector", "queue"}
+
+// input sets on in what the given flags say.
+func (f *jobFlags) input(in *jobspec.Input, changed func(string) bool) error {
 	if changed("workers") {
-		if f.workers < 1 {
-			return usageErr("--workers %d: a job needs at least 1 Worker", f.workers)
-		}
-		n := f.workers
-		if allRanks {
-			// The Launcher is a rank host: numNodes counts it.
-			n = f.workers + 1
-		}
-		tr.NumNodes = ptr.To(n)
+		in.Workers = f.workers
 	}
 	if changed("slots-per-worker") {
 		if f.slots < 1 {
 			return usageErr("--slots-per-worker %d: use 1 or more (MPI ranks per Worker)", f.slots)
 		}
-		tr.NumProcPerNode = ptr.To(f.slots)
+		in.SlotsPerWorker = f.slots
+	}
+	if changed("runtime") {
+		if strings.TrimSpace(f.runtime) == "" {
+			return usageErr("--runtime is empty: name an MPI runtime, e.g. --runtime %s (kubectl mpijob runtimes list)", jobspec.DefaultRuntime)
+		}
+		in.Runtime = f.runtime
+	}
+	for flag, dst := range map[string]*string{"image": &in.Image, "worker-image": &in.WorkerImage, "launcher-image": &in.LauncherImage} {
+		if !changed(flag) {
+			continue
+		}
+		v := map[string]string{"image": f.image, "worker-image": f.workerImage, "launcher-image": f.launcherImage}[flag]
+		if strings.TrimSpace(v) == "" {
+			return usageErr("--%s is empty: give an image reference, e.g. ghcr.io/mpijob/openmpi:4.1", flag)
+		}
+		*dst = v
 	}
 	if changed("image") {
-		if strings.TrimSpace(f.image) == "" {
-			return usageErr("--image is empty: give an image reference, e.g. ghcr.io/mpijob/openmpi:4.1")
+		// A new --image is for both sides unless one is set on its own.
+		if !changed("worker-image") {
+			in.WorkerImage = ""
 		}
-		tr.Image = ptr.To(f.image)
+		if !changed("launcher-image") {
+			in.LauncherImage = ""
+		}
 	}
-	worker := corev1.ResourceList{}
+	set := func(m *map[string]string, k, v string) {
+		if *m == nil {
+			*m = map[string]string{}
+		}
+		(*m)[k] = v
+	}
 	if changed("gpus") {
 		if f.gpus < 0 {
 			return usageErr("--gpus %d: use 0 or more", f.gpus)
 		}
-		if f.gpus > 0 {
-			worker["nvidia.com/gpu"] = *resource.NewQuantity(f.gpus, resource.DecimalSI)
+		set(&in.ResourcesPerWorker, "nvidia.com/gpu", strconv.FormatInt(f.gpus, 10))
+	}
+	for flag, kv := range map[string][2]string{"cpu": {"cpu", f.cpu}, "memory": {"memory", f.memory}} {
+		if changed(flag) {
+			set(&in.ResourcesPerWorker, kv[0], kv[1])
 		}
 	}
-	for flag, val := range map[string]string{"cpu": f.cpu, "memory": f.memory} {
-		if !changed(flag) {
-			continue
+	for _, kv := range f.resources {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return usageErr("--resource %q: use NAME=COUNT, e.g. amd.com/gpu=1", kv)
 		}
-		q, err := resource.ParseQuantity(val)
-		if err != nil || q.Sign() <= 0 {
-			return usageErr("--%s %q is not a positive quantity: use e.g. %s", flag, val, map[string]string{"cpu": "4 or 500m", "memory": "16Gi"}[flag])
-		}
-		worker[corev1.ResourceName(flag)] = q
+		set(&in.ResourcesPerWorker, k, v)
 	}
-	launcher := corev1.ResourceList{}
-	for flag, val := range map[string]string{"launcher-cpu": f.launcherCPU, "launcher-memory": f.launcherMe} {
-		if !changed(flag) {
-			continue
+	for flag, kv := range map[string][2]string{"launcher-cpu": {"cpu", f.launcherCPU}, "launcher-memory": {"memory", f.launcher}} {
+		if changed(flag) {
+			set(&in.LauncherResources, kv[0], kv[1])
 		}
-		q, err := resource.ParseQuantity(val)
-		if err != nil || q.Sign() <= 0 {
-			return usageErr("--%s %q is not a positive quantity: use e.g. 1 or 2Gi", flag, val)
-		}
-		launcher[corev1.ResourceName(strings.TrimPrefix(flag, "launcher-"))] = q
 	}
-	switch {
-	case len(worker) > 0 && !allRanks:
-		return usageErr("--gpus/--cpu/--memory: runtime %s sets its Workers' resources itself (Trainer V2 applies per-job resources only to runtimes whose Launcher hosts ranks, such as mpi-openmpi-gpu); use such a runtime, or ask an administrator for a runtime sized for you", runtimeName)
-	case len(launcher) > 0 && allRanks:
-		return usageErr("--launcher-cpu/--launcher-memory: on runtime %s the Launcher is a rank host sized like every Worker; use --cpu/--memory/--gpus", runtimeName)
-	case len(worker) > 0:
-		tr.ResourcesPerNode = requirements(worker)
-	case len(launcher) > 0:
-		tr.ResourcesPerNode = requirements(launcher)
-	}
-	if changed("env") {
-		for _, kv := range f.env {
-			k, v, ok := strings.Cut(kv, "=")
-			if !ok || k == "" {
-				return usageErr("--env %q: use KEY=VALUE", kv)
-			}
-			tr.Env = setEnv(tr.Env, k, v)
+	for _, kv := range f.env {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return usageErr("--env %q: use KEY=VALUE", kv)
 		}
+		in.Env = setEnvVar(in.Env, k, v)
 	}
 	if changed("node-selector") {
-		sel := map[string]string{}
+		in.NodeSelector = map[string]string{}
 		for _, kv := range f.nodeSelector {
 			k, v, ok := strings.Cut(kv, "=")
 			if !ok || k == "" {
 				return usageErr("--node-selector %q: use key=value, e.g. nvidia.com/gpu.product=A100", kv)
 			}
-			sel[k] = v
+			in.NodeSelector[k] = v
 		}
-		setNodeSelector(tj, sel)
 	}
 	if changed("queue") {
-		if tj.Labels == nil {
-			tj.Labels = map[string]string{}
-		}
-		if f.queue == "" {
-			delete(tj.Labels, queue.NameLabel)
-		} else {
-			tj.Labels[queue.NameLabel] = f.queue
-		}
+		in.Queue = f.queue
 	}
 	return nil
 }
 
-// requirements asks for rl and limits what must be limited: memory (an
-// OOM kill beats a starved node) and extended resources such as GPUs.
-func requirements(rl corev1.ResourceList) *corev1.ResourceRequirements {
-	r := &corev1.ResourceRequirements{Requests: rl.DeepCopy(), Limits: corev1.ResourceList{}}
-	for k, q := range rl {
-		if k != corev1.ResourceCPU {
-			r.Limits[k] = q
+func setEnvVar(env []corev1.EnvVar, k, v string) []corev1.EnvVar {
+	out := append([]corev1.EnvVar(nil), env...)
+	for i := range out {
+		if out[i].Name == k {
+			out[i].Value = v
+			return out
 		}
 	}
-	return r
+	return append(out, corev1.EnvVar{Name: k, Value: v})
 }
 
-func setEnv(env []corev1.EnvVar, k, v string) []corev1.EnvVar {
-	for i := range env {
-		if env[i].Name == k {
-			env[i].Value = v
-			return env
+// flagOf names the flag (or argument) of a jobspec.Input field.
+func flagOf(field string) string {
+	res, name, _ := strings.Cut(field, ".")
+	switch res {
+	case "name":
+		return "NAME"
+	case "command":
+		return "COMMAND"
+	case "resources_per_worker":
+		switch name {
+		case "cpu", "memory":
+			return "--" + name
+		case "nvidia.com/gpu":
+			return "--gpus"
 		}
+		return "--resource " + name
+	case "launcher_resources":
+		if name == "" {
+			return "--launcher-cpu/--launcher-memory"
+		}
+		return "--launcher-" + name
 	}
-	return append(env, corev1.EnvVar{Name: k, Value: v})
+	return "--" + strings.ReplaceAll(res, "_", "-")
 }
 
-// setNodeSelector replaces kubectl-mpijob's runtime patch with one that
-// sends the Launcher and the Workers to nodes with the labels sel.
-func setNodeSelector(tj *trainer.TrainJob, sel map[string]string) {
-	var kept []trainer.RuntimePatch
-	for _, p := range tj.Spec.RuntimePatches {
-		if p.Manager != patchManager {
-			kept = append(kept, p)
+// buildErr turns a builder error into a usage error that names the flag.
+func buildErr(err error) error {
+	var e *jobspec.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	if e.Value == "" {
+		return usageErr("%s: %s", flagOf(e.Field), e.Problem)
+	}
+	return usageErr("%s %q: %s", flagOf(e.Field), e.Value, e.Problem)
+}
+
+// clusterRuntime gets an MPI ClusterTrainingRuntime, with "did you mean".
+func (c *clients) clusterRuntime(ctx context.Context, name string) (*trainer.ClusterTrainingRuntime, error) {
+	rt := &trainer.ClusterTrainingRuntime{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, rt); err != nil {
+		return nil, c.unknownRuntime(ctx, name, err)
+	}
+	if !runtimes.IsMPI(&rt.Spec) {
+		return nil, usageErr("--runtime %s is not an MPI runtime (it has no MPI policy): see kubectl mpijob runtimes list", name)
+	}
+	return rt, nil
+}
+
+// createJob creates a job's objects: its per-job runtime first (Trainer
+// refuses a TrainJob whose runtime is missing), then the TrainJob, then
+// the runtime is owned by the TrainJob. A failed or dry-run TrainJob takes
+// its runtime with it; a runtime whose owner could not be set is adopted
+// (or removed) by mpijob-manager.
+func (c *clients) createJob(ctx context.Context, job *jobspec.Job, serverDryRun bool) error {
+	tj, rt := job.TrainJob, job.Runtime
+	var opts []client.CreateOption
+	if serverDryRun {
+		opts = append(opts, client.DryRunAll)
+	}
+	if rt == nil {
+		return c.Create(ctx, tj, opts...)
+	}
+	rt.Namespace = tj.Namespace
+	if err := c.createRuntime(ctx, rt); err != nil {
+		return err
+	}
+	cleanup := func() {
+		_ = c.Delete(context.WithoutCancel(ctx), rt, client.PropagationPolicy("Background"))
+	}
+	if err := c.Create(ctx, tj, opts...); err != nil {
+		cleanup()
+		return err
+	}
+	if serverDryRun {
+		cleanup()
+		return nil
+	}
+	patch := client.MergeFrom(rt.DeepCopy())
+	rt.OwnerReferences = jobspec.Owned(rt, tj)
+	if err := c.Patch(ctx, rt, patch); err != nil {
+		return fmt.Errorf("job %s was created, but its runtime %s could not be given to it (mpijob-manager will): %w", tj.Name, rt.Name, err)
+	}
+	return nil
+}
+
+// createRuntime creates a per-job runtime. One left behind by an earlier
+// job of the same name that is gone (or by a client that stopped half-way)
+// is replaced; anyone else's TrainingRuntime of that name is not touched.
+func (c *clients) createRuntime(ctx context.Context, rt *trainer.TrainingRuntime) error {
+	err := c.Create(ctx, rt)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	old := &trainer.TrainingRuntime{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(rt), old); err != nil {
+		return err
+	}
+	if old.Labels[api.JobLabel] != rt.Name {
+		return usageErr("a TrainingRuntime named %s already exists in namespace %s and is not this job's: give the job another name", rt.Name, rt.Namespace)
+	}
+	tj := &trainer.TrainJob{}
+	err = c.Get(ctx, types.NamespacedName{Namespace: rt.Namespace, Name: rt.Name}, tj)
+	if err == nil && tj.DeletionTimestamp == nil {
+		return usageErr("MPI job %s already exists in namespace %s: pick another name, or `kubectl mpijob delete` it first", rt.Name, rt.Namespace)
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if err := c.Delete(ctx, old, client.Preconditions{UID: &old.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	// The old one may still be going (garbage collection of a job just
+	// deleted): wait for it a little.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		err := c.Create(ctx, rt.DeepCopy())
+		if !apierrors.IsAlreadyExists(err) || time.Now().After(deadline) {
+			if err == nil {
+				return c.Get(ctx, client.ObjectKeyFromObject(rt), rt)
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	var rjobs []trainer.ReplicatedJobPatch
-	for _, name := range []string{api.LauncherJob, api.WorkerJob} {
-		rjobs = append(rjobs, trainer.ReplicatedJobPatch{
-			Name: name,
-			Template: &trainer.JobTemplatePatch{Spec: &trainer.JobSpecPatch{Template: &trainer.PodTemplatePatch{
-				Spec: &trainer.PodSpecPatch{NodeSelector: sel},
-			}}},
-		})
-	}
-	tj.Spec.RuntimePatches = append(kept, trainer.RuntimePatch{
-		Manager:             patchManager,
-		TrainingRuntimeSpec: &trainer.TrainingRuntimeSpecPatch{Template: &trainer.JobSetTemplatePatch{Spec: &trainer.JobSetSpecPatch{ReplicatedJobs: rjobs}}},
-	})
 }
 
 func describeResources(rl corev1.ResourceList) string {
@@ -202,10 +291,9 @@ func describeResources(rl corev1.ResourceList) string {
 		return "-"
 	}
 	var parts []string
-	for _, k := range []corev1.ResourceName{"nvidia.com/gpu", corev1.ResourceCPU, corev1.ResourceMemory} {
-		if q, ok := rl[k]; ok {
-			parts = append(parts, fmt.Sprintf("%s=%s", k, q.String()))
-		}
+	for _, k := range slices.Sorted(maps.Keys(rl)) {
+		q := rl[k]
+		parts = append(parts, fmt.Sprintf("%s=%s", k, q.String()))
 	}
 	return strings.Join(parts, ",")
 }
