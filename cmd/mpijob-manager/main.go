@@ -29,6 +29,7 @@ import (
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/diagnose"
 	"github.com/mpijob/mpijob/pkg/netpol"
+	"github.com/mpijob/mpijob/pkg/perjob"
 )
 
 func main() {
@@ -109,6 +110,11 @@ func main() {
 
 	if err := (&netpol.Reconciler{Client: mgr.GetClient(), Runtimes: lookup}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "failed to set up the NetworkPolicy controller")
+		os.Exit(1)
+	}
+
+	if err := (&perjob.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
+		log.Error(err, "failed to set up the per-job runtime controller")
 		os.Exit(1)
 	}
 

@@ -7,9 +7,9 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
+	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/suggest"
 )
 
@@ -26,12 +26,68 @@ type Job struct {
 	// WorkerPod and LauncherPod are the effective pod specs (runtime
 	// template with the job's resources and patches).
 	WorkerPod, LauncherPod *corev1.PodSpec
+	// BaseRuntime is the ClusterTrainingRuntime a per-job runtime was
+	// derived from ("" when the job references its runtime directly).
+	BaseRuntime string
+	// LauncherAsNode is true when the runtime's Launcher hosts ranks.
+	LauncherAsNode bool
 }
 
-// longestSuffix is the longest name JobSet and Trainer derive from a
-// TrainJob name that must stay a DNS label: the Launcher's Job
-// "<name>-launcher-0" carries its name in a label (63 characters at most).
-const longestSuffix = "-launcher-0"
+func (j Job) runtimeName() string {
+	if j.BaseRuntime != "" {
+		return j.BaseRuntime
+	}
+	return j.TrainJob.Spec.RuntimeRef.Name
+}
+
+// gpuResources lists the GPU resources (nvidia.com/gpu, amd.com/gpu, ...)
+// a pod asks for.
+func gpuResources(rls ...corev1.ResourceList) []corev1.ResourceName {
+	seen := map[corev1.ResourceName]bool{}
+	for _, rl := range rls {
+		for k := range rl {
+			if strings.HasSuffix(string(k), "/gpu") {
+				seen[k] = true
+			}
+		}
+	}
+	out := make([]corev1.ResourceName, 0, len(seen))
+	for k := range seen {
+		out = append(out, k)
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a] < out[b] })
+	return out
+}
+
+// ValidateWorkerFields refuses a TrainJob whose image or resourcesPerNode
+// its runtime would give the Launcher alone: Trainer v2.3 applies
+// spec.trainer.image only to the Launcher, and spec.trainer.resourcesPerNode
+// only to the Launcher unless the Launcher hosts ranks
+// (kubeflow/trainer#2650). Nothing is silently misapplied.
+func ValidateWorkerFields(j Job) field.ErrorList {
+	var errs field.ErrorList
+	tr := j.TrainJob.Spec.Trainer
+	if tr == nil {
+		return nil
+	}
+	path := field.NewPath("spec", "trainer")
+	wayOut := "give the job to kubectl mpijob create -f (it moves them into a runtime of the job's own, for the Workers too), or use kubectl mpijob create %s or the mpijob SDK's %s"
+	if tr.ResourcesPerNode != nil && !j.LauncherAsNode {
+		errs = append(errs, field.Forbidden(path.Child("resourcesPerNode"),
+			fmt.Sprintf("runtime %s has a separate Launcher, and Trainer v2.3 gives resourcesPerNode to the Launcher only, never to the Workers (kubeflow/trainer#2650): "+wayOut,
+				j.runtimeName(), "--cpu/--memory/--gpus", "resources_per_worker")))
+	}
+	if tr.Image != nil && j.WorkerPod != nil {
+		for _, c := range j.WorkerPod.Containers {
+			if c.Name == api.NodeContainer && c.Image != *tr.Image {
+				errs = append(errs, field.Forbidden(path.Child("image"),
+					fmt.Sprintf("runtime %s gives spec.trainer.image to the Launcher only; the Workers would keep %s and not find your program (kubeflow/trainer#2650): "+wayOut,
+						j.runtimeName(), c.Image, "--image", "image=")))
+			}
+		}
+	}
+	return errs
+}
 
 // ValidateTrainJob checks what Trainer's own webhook does not: Worker and
 // slot counts, the runtime, names after suffixes, and the runtime policy.
@@ -40,8 +96,9 @@ func ValidateTrainJob(j Job, p Policy) field.ErrorList {
 	tj := j.TrainJob
 	spec := field.NewPath("spec")
 
-	if maxLen := validation.DNS1035LabelMaxLength - len(longestSuffix); len(tj.Name) > maxLen {
-		errs = append(errs, field.TooLong(field.NewPath("metadata", "name"), tj.Name, maxLen))
+	if len(tj.Name) > api.MaxJobNameLength {
+		errs = append(errs, field.TooLong(field.NewPath("metadata", "name"), tj.Name, api.MaxJobNameLength))
+		errs[len(errs)-1].Detail = fmt.Sprintf("use at most %d characters: JobSet names the Launcher pod %s-launcher-0-0-xxxxx, and a pod's hostname has at most 63", api.MaxJobNameLength, tj.Name)
 	}
 	if !j.RuntimeFound {
 		errs = append(errs, field.NotFound(spec.Child("runtimeRef", "name"), tj.Spec.RuntimeRef.Name))
@@ -61,17 +118,19 @@ func ValidateTrainJob(j Job, p Policy) field.ErrorList {
 	}
 	if p.MaxWorkers > 0 && j.Workers > p.MaxWorkers {
 		errs = append(errs, field.Invalid(spec.Child("trainer", "numNodes"), j.Workers,
-			fmt.Sprintf("runtime %s allows at most %d Workers per job (%s): use at most %d Workers", tj.Spec.RuntimeRef.Name, p.MaxWorkers, MaxWorkersAnnotation, p.MaxWorkers)))
+			fmt.Sprintf("runtime %s allows at most %d Workers per job (%s): use at most %d Workers", j.runtimeName(), p.MaxWorkers, MaxWorkersAnnotation, p.MaxWorkers)))
 	}
 	if p.MaxGPUsPerWorker != nil && j.WorkerPod != nil {
 		req, lim := PodDemand(j.WorkerPod)
-		gpus := req["nvidia.com/gpu"]
-		if l, ok := lim["nvidia.com/gpu"]; ok && l.Cmp(gpus) > 0 {
-			gpus = l
-		}
-		if gpus.Cmp(*p.MaxGPUsPerWorker) > 0 {
-			errs = append(errs, field.Invalid(spec.Child("trainer", "resourcesPerNode", "limits").Key("nvidia.com/gpu"), gpus.String(),
-				fmt.Sprintf("runtime %s allows at most %s nvidia.com/gpu per Worker: ask for %s or fewer", tj.Spec.RuntimeRef.Name, p.MaxGPUsPerWorker.String(), p.MaxGPUsPerWorker.String())))
+		for _, name := range gpuResources(req, lim) {
+			gpus := req[name]
+			if l, ok := lim[name]; ok && l.Cmp(gpus) > 0 {
+				gpus = l
+			}
+			if gpus.Cmp(*p.MaxGPUsPerWorker) > 0 {
+				errs = append(errs, field.Invalid(spec.Child("trainer", "resourcesPerNode", "limits").Key(string(name)), gpus.String(),
+					fmt.Sprintf("runtime %s allows at most %s GPUs per Worker (%s): ask for %s or fewer", j.runtimeName(), p.MaxGPUsPerWorker.String(), MaxGPUsPerWorkerAnnotation, p.MaxGPUsPerWorker.String())))
+			}
 		}
 	}
 	for name, pod := range map[string]*corev1.PodSpec{"node": j.WorkerPod, "launcher": j.LauncherPod} {
@@ -82,18 +141,18 @@ func ValidateTrainJob(j Job, p Policy) field.ErrorList {
 		for k, want := range p.RequiredNodeSelector {
 			if got, ok := pod.NodeSelector[k]; !ok || got != want {
 				errs = append(errs, field.Invalid(path.Key(k), got,
-					fmt.Sprintf("runtime %s requires nodeSelector %s=%s on every pod (%s)", tj.Spec.RuntimeRef.Name, k, want, RequiredNodeSelectorAnnotation)))
+					fmt.Sprintf("runtime %s requires nodeSelector %s=%s on every pod (%s)", j.runtimeName(), k, want, RequiredNodeSelectorAnnotation)))
 			}
 		}
 		for _, want := range p.RequiredTolerations {
 			if !tolerates(pod.Tolerations, want) {
 				errs = append(errs, field.Required(spec.Child("runtimePatches").Key(name).Child("tolerations"),
-					fmt.Sprintf("runtime %s requires every pod to tolerate %s (%s): add the toleration to the job or the runtime", tj.Spec.RuntimeRef.Name, FormatToleration(want), RequiredTolerationsAnnotation)))
+					fmt.Sprintf("runtime %s requires every pod to tolerate %s (%s): add the toleration to the job or the runtime", j.runtimeName(), FormatToleration(want), RequiredTolerationsAnnotation)))
 			}
 		}
 		if p.PriorityClass != "" && pod.PriorityClassName != p.PriorityClass {
 			errs = append(errs, field.Invalid(spec.Child("runtimePatches").Key(name).Child("priorityClassName"), pod.PriorityClassName,
-				fmt.Sprintf("runtime %s requires priority class %s (%s)", tj.Spec.RuntimeRef.Name, p.PriorityClass, PriorityClassAnnotation)))
+				fmt.Sprintf("runtime %s requires priority class %s (%s)", j.runtimeName(), p.PriorityClass, PriorityClassAnnotation)))
 		}
 	}
 	sort.SliceStable(errs, func(i, k int) bool { return errs[i].Field < errs[k].Field })

@@ -95,10 +95,10 @@ func TestValidateTrainJob(t *testing.T) {
 			want: []string{`spec.runtimeRef.name: Not found: "tensorflow": MPI runtimes here: mpi-openmpi, mpi-openmpi-gpu, mpi-mpich`},
 		},
 		"name too long after suffixes": {
-			job:  mpiJob(strings.Repeat("a", 53)),
-			want: []string{`metadata.name: Too long: may not be more than 52 bytes`},
+			job:  mpiJob(strings.Repeat("a", 45)),
+			want: []string{"metadata.name: Too long: use at most 44 characters: JobSet names the Launcher pod " + strings.Repeat("a", 45) + "-launcher-0-0-xxxxx, and a pod's hostname has at most 63"},
 		},
-		"name exactly at the limit": {job: mpiJob(strings.Repeat("a", 52))},
+		"name exactly at the limit": {job: mpiJob(strings.Repeat("a", 44))},
 		"too many workers for the runtime": {
 			job: mpiJob("hello").workers(9), policy: Policy{MaxWorkers: 8},
 			want: []string{`spec.trainer.numNodes: Invalid value: 9: runtime mpi-openmpi allows at most 8 Workers per job (policy.mpijob.dev/max-workers): use at most 8 Workers`},
@@ -106,7 +106,7 @@ func TestValidateTrainJob(t *testing.T) {
 		"workers at the cap": {job: mpiJob("hello").workers(8), policy: Policy{MaxWorkers: 8}},
 		"too many GPUs per worker": {
 			job: mpiJob("hello").gpus("8"), policy: Policy{MaxGPUsPerWorker: &four},
-			want: []string{`spec.trainer.resourcesPerNode.limits[nvidia.com/gpu]: Invalid value: "8": runtime mpi-openmpi allows at most 4 nvidia.com/gpu per Worker: ask for 4 or fewer`},
+			want: []string{`spec.trainer.resourcesPerNode.limits[nvidia.com/gpu]: Invalid value: "8": runtime mpi-openmpi allows at most 4 GPUs per Worker (policy.mpijob.dev/max-gpus-per-worker): ask for 4 or fewer`},
 		},
 		"missing required node selector on both pods": {
 			job: mpiJob("hello"), policy: Policy{RequiredNodeSelector: map[string]string{"pool": "gpu"}},
@@ -238,5 +238,41 @@ func TestWarnings(t *testing.T) {
 func TestFormatSelector(t *testing.T) {
 	if got := FormatSelector(map[string]string{"z": "1", "a": "2"}); got != "a=2,z=1" {
 		t.Errorf("got %q", got)
+	}
+}
+
+func TestValidateWorkerFields(t *testing.T) {
+	worker := &corev1.PodSpec{Containers: []corev1.Container{{Name: "node", Image: "ghcr.io/mpijob/openmpi:4.1"}}}
+	res := &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}
+	job := func(image *string, r *corev1.ResourceRequirements, asNode bool) Job {
+		tj := &trainer.TrainJob{}
+		tj.Name = "j"
+		tj.Spec.RuntimeRef.Name = "mpi-openmpi"
+		tj.Spec.Trainer = &trainer.Trainer{Image: image, ResourcesPerNode: r}
+		return Job{TrainJob: tj, WorkerPod: worker, LauncherAsNode: asNode}
+	}
+	const wayOut = "give the job to kubectl mpijob create -f (it moves them into a runtime of the job's own, for the Workers too), or use kubectl mpijob create "
+	cases := map[string]struct {
+		job  Job
+		want []string
+	}{
+		"nothing set": {job: job(nil, nil, false)},
+		"resources on a separate Launcher": {job: job(nil, res, false), want: []string{
+			"spec.trainer.resourcesPerNode: Forbidden: runtime mpi-openmpi has a separate Launcher, and Trainer v2.3 gives resourcesPerNode to the Launcher only, never to the Workers (kubeflow/trainer#2650): " + wayOut + "--cpu/--memory/--gpus or the mpijob SDK's resources_per_worker"}},
+		"resources where the Launcher hosts ranks reach every pod": {job: job(nil, res, true)},
+		"an image the Workers do not have": {job: job(ptr.To("registry.example.com/train:1"), nil, false), want: []string{
+			"spec.trainer.image: Forbidden: runtime mpi-openmpi gives spec.trainer.image to the Launcher only; the Workers would keep ghcr.io/mpijob/openmpi:4.1 and not find your program (kubeflow/trainer#2650): " + wayOut + "--image or the mpijob SDK's image="}},
+		"the Workers' own image": {job: job(ptr.To("ghcr.io/mpijob/openmpi:4.1"), nil, false)},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got []string
+			for _, e := range ValidateWorkerFields(tc.job) {
+				got = append(got, e.Error())
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("errors (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -14,10 +14,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
@@ -164,16 +166,30 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		// Not ours to judge: Trainer answers for non-MPI runtimes.
 		return admission.Allowed("")
 	}
+	if ptr.Deref(tj.Spec.RuntimeRef.Kind, "") == trainer.TrainingRuntimeKind {
+		// A namespaced MPI runtime must be a per-job copy of a cluster
+		// runtime, held to that runtime's policy: editors may create
+		// TrainingRuntimes, and policy lives on ClusterTrainingRuntimes.
+		base, errs, err := v.perJobBase(ctx, tj, spec)
+		if err != nil {
+			return admission.Errored(http.StatusInternalServerError, err)
+		}
+		if len(errs) > 0 {
+			return deny(tj, errs)
+		}
+		job.BaseRuntime, annotations = base.Name, base.Annotations
+	}
 	policy, perrs := ParsePolicy(annotations)
 	if len(perrs) > 0 {
-		return admission.Denied(fmt.Sprintf("runtime %s has an invalid policy, ask its administrator to fix it: %s", tj.Spec.RuntimeRef.Name, perrs.ToAggregate().Error()))
+		return admission.Denied(fmt.Sprintf("runtime %s has an invalid policy, ask its administrator to fix it: %s", job.runtimeName(), perrs.ToAggregate().Error()))
 	}
 	shape, err := runtimes.ShapeOf(tj, spec)
 	if err != nil {
 		return admission.Denied(err.Error())
 	}
 	job.Workers, job.WorkerPod, job.LauncherPod = shape.Workers, &shape.WorkerPod, &shape.LauncherPod
-	if errs := ValidateTrainJob(job, policy); len(errs) > 0 {
+	job.LauncherAsNode = shape.LauncherAsNode
+	if errs := append(ValidateTrainJob(job, policy), ValidateWorkerFields(job)...); len(errs) > 0 {
 		return deny(tj, errs)
 	}
 	quotas := &corev1.ResourceQuotaList{}
@@ -188,6 +204,42 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		return admission.Denied(fmt.Sprintf("MPI job %s does not fit the quota of namespace %s: %s", tj.Name, tj.Namespace, strings.Join(msgs, "; ")))
 	}
 	return admission.Allowed("").WithWarnings(Warnings(job)...)
+}
+
+// perJobBase checks the namespaced runtime of tj: it must be mpijob's
+// per-job runtime of this job, derived from an MPI ClusterTrainingRuntime
+// with nothing changed but the node containers' images and resources.
+// It returns that base runtime, whose policy then applies.
+func (v *Validator) perJobBase(ctx context.Context, tj *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec) (*trainer.ClusterTrainingRuntime, field.ErrorList, error) {
+	path := field.NewPath("spec", "runtimeRef", "name")
+	rt := &trainer.TrainingRuntime{}
+	if err := v.Runtimes.Client.Get(ctx, client.ObjectKey{Namespace: tj.Namespace, Name: tj.Spec.RuntimeRef.Name}, rt); err != nil {
+		return nil, nil, fmt.Errorf("failed to read TrainingRuntime %s: %w", tj.Spec.RuntimeRef.Name, err)
+	}
+	name := rt.Name
+	if !jobspec.IsDerived(rt.Labels) {
+		return nil, field.ErrorList{field.Forbidden(path, fmt.Sprintf(
+			"TrainingRuntime %s is not a runtime mpijob made for one job (labels %s and %s), so no cluster policy covers it: "+
+				"use an MPI ClusterTrainingRuntime (kubectl mpijob runtimes list), or ask an administrator to publish this one as a ClusterTrainingRuntime",
+			name, api.JobLabel, api.BaseRuntimeLabel))}, nil
+	}
+	if rt.Labels[api.JobLabel] != tj.Name {
+		return nil, field.ErrorList{field.Forbidden(path, fmt.Sprintf(
+			"TrainingRuntime %s belongs to job %s, not %s: each job has a runtime of its own (kubectl mpijob create or clone makes it)", name, rt.Labels[api.JobLabel], tj.Name))}, nil
+	}
+	baseName := rt.Labels[api.BaseRuntimeLabel]
+	base := &trainer.ClusterTrainingRuntime{}
+	if err := v.Runtimes.Client.Get(ctx, client.ObjectKey{Name: baseName}, base); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, field.ErrorList{field.NotFound(path, fmt.Sprintf("runtime %s of this job was derived from ClusterTrainingRuntime %s, which does not exist (any more)", name, baseName))}, nil
+		}
+		return nil, nil, fmt.Errorf("failed to read ClusterTrainingRuntime %s: %w", baseName, err)
+	}
+	if !runtimes.IsMPI(&base.Spec) || !jobspec.SameSpec(jobspec.Normalize(spec, &base.Spec), &base.Spec) {
+		return nil, field.ErrorList{field.Forbidden(path, fmt.Sprintf(
+			"TrainingRuntime %s differs from %s in more than the images and resources of the Launcher and the Workers: recreate the job with kubectl mpijob create (or the SDK), which derives it", name, baseName))}, nil
+	}
+	return base, nil, nil
 }
 
 // DemandOf turns a Shape into what it asks of quota.

@@ -121,3 +121,44 @@ func TestVectors(t *testing.T) {
 		})
 	}
 }
+
+// TestInputOfRoundTrip: reading a built job back (clone, the dashboard's
+// "Edit and resubmit") and building it again gives the same objects.
+func TestInputOfRoundTrip(t *testing.T) {
+	files, _ := filepath.Glob("testdata/vectors/*.json")
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".json")
+		if strings.HasPrefix(name, "error-") {
+			continue
+		}
+		t.Run(name, func(t *testing.T) {
+			raw, _ := os.ReadFile(f)
+			var v vector
+			if err := json.Unmarshal(raw, &v); err != nil {
+				t.Fatal(err)
+			}
+			base := baseRuntime(t, v.Input.Runtime)
+			job, err := Build(v.Input, base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, kept := InputOf(job.TrainJob, job.Runtime, base)
+			if len(kept) != 0 {
+				t.Errorf("kept patches %+v, want none", kept)
+			}
+			again, err := Build(in, base)
+			if err != nil {
+				t.Fatalf("InputOf gave %+v, which does not build: %v", in, err)
+			}
+			if diff := cmp.Diff(generic(t, job.TrainJob), generic(t, again.TrainJob)); diff != "" {
+				t.Errorf("TrainJob (-first,+again):\n%s", diff)
+			}
+			if diff := cmp.Diff(generic(t, job.Runtime), generic(t, again.Runtime)); diff != "" {
+				t.Errorf("runtime (-first,+again):\n%s", diff)
+			}
+			if again.Runtime != nil && !SameSpec(Normalize(&again.Runtime.Spec, &base.Spec), &base.Spec) {
+				t.Errorf("Normalize of a built runtime differs from its base")
+			}
+		})
+	}
+}

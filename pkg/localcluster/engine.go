@@ -413,16 +413,16 @@ func (c *Cluster) installProject(ctx context.Context) error {
 	if err := manifests.Apply(ctx, cl, fieldOwner, objs); err != nil {
 		return err
 	}
+	// One apply, so the namespaces of all three come first.
+	var dirs []string
 	for _, dir := range []string{"config/rbac/aggregate", "config/runtimes", "config/dev"} {
-		objs, err := manifests.ParseFiles(filepath.Join(c.opts.RepoRoot, dir))
-		if err != nil {
-			return err
-		}
-		if err := manifests.Apply(ctx, cl, fieldOwner, objs); err != nil {
-			return err
-		}
+		dirs = append(dirs, filepath.Join(c.opts.RepoRoot, dir))
 	}
-	return nil
+	objs, err = manifests.ParseFiles(dirs...)
+	if err != nil {
+		return err
+	}
+	return manifests.Apply(ctx, cl, fieldOwner, objs)
 }
 
 // startManager builds mpijob-manager from this checkout (incremental, so
