@@ -298,7 +298,6 @@ func splitYAML(b []byte) ([][]byte, error) {
 	}
 }
 
-
 func anyChanged(cmd *cobra.Command, names ...string) bool {
 	for _, n := range names {
 		if cmd.Flags().Changed(n) {

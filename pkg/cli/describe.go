@@ -65,7 +65,7 @@ func describe(ctx context.Context, cl *clients, name string, out io.Writer, now 
 	p := func(k, format string, args ...any) { fmt.Fprintf(w, "%s:\t%s\n", k, fmt.Sprintf(format, args...)) }
 	p("Name", "%s", tj.Name)
 	p("Namespace", "%s", tj.Namespace)
-	p("Runtime", "%s", tj.Spec.RuntimeRef.Name)
+	p("Runtime", "%s", runtimeLabel(tj))
 	p("Creator", "%s", orDash(tj.Annotations[api.CreatorAnnotation]))
 	p("Created", "%s (%s ago)", tj.CreationTimestamp.UTC().Format(time.RFC3339), duration.HumanDuration(now.Sub(tj.CreationTimestamp.Time)))
 	if q := tj.Labels[queue.NameLabel]; q != "" {
@@ -211,4 +211,13 @@ func podState(p *corev1.Pod) string {
 		}
 	}
 	return string(p.Status.Phase)
+}
+
+// runtimeLabel names the runtime the user chose, and the per-job copy.
+func runtimeLabel(tj *trainer.TrainJob) string {
+	base := api.RuntimeOf(tj.Labels, tj.Spec.RuntimeRef.Name)
+	if base != tj.Spec.RuntimeRef.Name {
+		return fmt.Sprintf("%s (this job's own copy: TrainingRuntime %s, with its images and resources)", base, tj.Spec.RuntimeRef.Name)
+	}
+	return base
 }

@@ -137,7 +137,7 @@ func (g *getOptions) watchJobs(ctx context.Context, cl *clients, opts []client.L
 func filterJobs(in []trainer.TrainJob, names []string, rt string) []trainer.TrainJob {
 	var out []trainer.TrainJob
 	for _, j := range in {
-		if rt != "" && j.Spec.RuntimeRef.Name != rt {
+		if rt != "" && api.RuntimeOf(j.Labels, j.Spec.RuntimeRef.Name) != rt {
 			continue
 		}
 		if len(names) > 0 && !contains(names, j.Name) {
@@ -206,7 +206,7 @@ func JobTable(jobs []trainer.TrainJob, now time.Time) *metav1.Table {
 			creator = "-"
 		}
 		row := metav1.TableRow{
-			Cells: []any{j.Name, j.Spec.RuntimeRef.Name, phase, workers,
+			Cells: []any{j.Name, api.RuntimeOf(j.Labels, j.Spec.RuntimeRef.Name), phase, workers,
 				duration.HumanDuration(now.Sub(j.CreationTimestamp.Time)), jobDuration(s, now), int64(slots), gpusOf(j), creator, reason},
 			Object: runtime.RawExtension{Object: j},
 		}

@@ -216,7 +216,7 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 				placed = prev.LastTransitionTime.Time
 			}
 		}
-		metrics.Transition(tj.Namespace, tj.Spec.RuntimeRef.Name, before, s, tj.CreationTimestamp.Time, placed, in.Now)
+		metrics.Transition(tj.Namespace, api.RuntimeOf(tj.Labels, tj.Spec.RuntimeRef.Name), before, s, tj.CreationTimestamp.Time, placed, in.Now)
 		log.V(1).Info("status", "phase", s.Phase, "reason", s.Reason)
 	}
 	mem.diagnosed = s

@@ -123,6 +123,11 @@ func imageTars(opts Options) ([]string, error) {
 
 // BuildImages builds the pause image and the MPI images that are missing.
 func BuildImages(ctx context.Context, opts Options, p *Progress) error {
+	// debootstrap and the C compiler come from Debian packages: a fresh
+	// machine gets them here too, not only on `up`.
+	if err := installPackages(ctx, p); err != nil {
+		return err
+	}
 	tars, err := imageTars(opts)
 	if err != nil {
 		return err
@@ -471,8 +476,18 @@ func (c *Cluster) importImages(ctx context.Context, n realNode) error {
 		}
 		done()
 	}
+	// A second name for the OpenMPI image stands in for a user's own image
+	// (kubectl mpijob create --image UserImage), so tests see an image that
+	// differs from the runtime's reach the Launcher and the Workers.
+	if err := run(ctx, "ctr", "--address", n.socket(), "-n", "k8s.io", "images", "tag", "--force", Images[0].Ref, UserImage); err != nil {
+		return fmt.Errorf("failed to tag %s as %s on %s: %w", Images[0].Ref, UserImage, n.name, err)
+	}
 	return nil
 }
+
+// UserImage is the local cluster's stand-in for a user's own image: the
+// OpenMPI image under another name, on every real node.
+const UserImage = "localhost/mpijob/user-train:1"
 
 func sortedKeys(m map[string]string) []string {
 	keys := make([]string, 0, len(m))

@@ -33,12 +33,12 @@ func TestDecide(t *testing.T) {
 		want      Decision
 		wantAfter time.Duration
 	}{
-		"owned by its job":                 {rt: runtime(time.Hour, "u1"), tj: job("u1", trainer.TrainingRuntimeKind, "hello", false), want: Keep},
-		"owned, job gone: GC's to delete":  {rt: runtime(time.Hour, "u1"), want: Keep},
-		"owner-less, its job uses it":      {rt: runtime(time.Second, ""), tj: job("u2", trainer.TrainingRuntimeKind, "hello", false), want: Adopt},
-		"owned by an old job of that name": {rt: runtime(time.Hour, "old"), tj: job("new", trainer.TrainingRuntimeKind, "hello", false), want: Adopt},
-		"owner-less, young, no job yet":    {rt: runtime(30 * time.Second, ""), want: Wait, wantAfter: Grace - 30*time.Second},
-		"owner-less, old, no job":          {rt: runtime(Grace, ""), want: Delete},
+		"owned by its job":                        {rt: runtime(time.Hour, "u1"), tj: job("u1", trainer.TrainingRuntimeKind, "hello", false), want: Keep},
+		"owned, job gone: GC's to delete":         {rt: runtime(time.Hour, "u1"), want: Keep},
+		"owner-less, its job uses it":             {rt: runtime(time.Second, ""), tj: job("u2", trainer.TrainingRuntimeKind, "hello", false), want: Adopt},
+		"owned by an old job of that name":        {rt: runtime(time.Hour, "old"), tj: job("new", trainer.TrainingRuntimeKind, "hello", false), want: Adopt},
+		"owner-less, young, no job yet":           {rt: runtime(30*time.Second, ""), want: Wait, wantAfter: Grace - 30*time.Second},
+		"owner-less, old, no job":                 {rt: runtime(Grace, ""), want: Delete},
 		"a job of that name on a cluster runtime": {rt: runtime(time.Hour, ""), tj: job("u3", trainer.ClusterTrainingRuntimeKind, "mpi-openmpi", false), want: Delete},
 		"its job is being deleted":                {rt: runtime(time.Hour, ""), tj: job("u4", trainer.TrainingRuntimeKind, "hello", true), want: Delete},
 	}

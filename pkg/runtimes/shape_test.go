@@ -33,6 +33,7 @@ func TestShapeOf(t *testing.T) {
 	}
 	cases := map[string]struct {
 		runtime       string
+		asNode        bool
 		trainer       *trainer.Trainer
 		patches       []trainer.RuntimePatch
 		wantWorkers   int32
@@ -48,13 +49,17 @@ func TestShapeOf(t *testing.T) {
 		"cpu runtime default: one Worker": {
 			runtime: "mpi-openmpi", wantWorkers: 1, wantSlots: 1, wantWorkerGPU: "0", wantLaunchGPU: "0",
 		},
-		"gpu runtime: the Launcher counts as a node and resources reach both": {
-			runtime: "mpi-openmpi-gpu", trainer: &trainer.Trainer{NumNodes: ptr.To[int32](5), ResourcesPerNode: gpu("4")},
-			wantWorkers: 4, wantSlots: 1, wantWorkerGPU: "4", wantLaunchGPU: "4",
-		},
-		"gpu runtime default gpu": {
+		"gpu runtime: Workers have the GPUs, the Launcher none": {
 			runtime: "mpi-openmpi-gpu", trainer: &trainer.Trainer{NumNodes: ptr.To[int32](3)},
-			wantWorkers: 2, wantSlots: 1, wantWorkerGPU: "1", wantLaunchGPU: "1",
+			wantWorkers: 3, wantSlots: 1, wantWorkerGPU: "1", wantLaunchGPU: "0",
+		},
+		"resourcesPerNode on a separate Launcher reaches the Launcher only": {
+			runtime: "mpi-openmpi-gpu", trainer: &trainer.Trainer{NumNodes: ptr.To[int32](2), ResourcesPerNode: gpu("4")},
+			wantWorkers: 2, wantSlots: 1, wantWorkerGPU: "1", wantLaunchGPU: "4",
+		},
+		"a Launcher that hosts ranks counts as a node and resources reach both": {
+			runtime: "mpi-openmpi-gpu", asNode: true, trainer: &trainer.Trainer{NumNodes: ptr.To[int32](5), ResourcesPerNode: gpu("4")},
+			wantWorkers: 4, wantSlots: 1, wantWorkerGPU: "4", wantLaunchGPU: "4",
 		},
 		"patches add a node selector": {
 			runtime: "mpi-openmpi", trainer: &trainer.Trainer{NumNodes: ptr.To[int32](2)},
@@ -68,6 +73,7 @@ func TestShapeOf(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			rt := loadRuntime(t, tc.runtime)
+			rt.Spec.MLPolicy.MPI.RunLauncherAsNode = ptr.To(tc.asNode)
 			tj := &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: "j"}, Spec: trainer.TrainJobSpec{
 				RuntimeRef: trainer.RuntimeRef{Name: tc.runtime}, Trainer: tc.trainer, RuntimePatches: tc.patches}}
 			s, err := ShapeOf(tj, &rt.Spec)

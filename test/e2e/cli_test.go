@@ -13,10 +13,14 @@ import (
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/cli"
+	"github.com/mpijob/mpijob/pkg/localcluster"
 	"github.com/mpijob/mpijob/test/framework"
 )
 
@@ -129,7 +133,85 @@ func TestCLIPermissionsAndAdmission(t *testing.T) {
 	expect(t, mpijob(t, "dev-a", "team-a", "create", "big", "--runtime", "mpi-openmpi-gpu", "--workers", "4", "--gpus", "3"),
 		cli.ExitDenied, "nvidia.com/gpu", "quota")
 	expect(t, mpijob(t, "dev-a", "team-a", "create", "typo", "--runtime", "mpi-openmpl", "--workers", "1"), cli.ExitNotFound, `did you mean "mpi-openmpi"`)
-	expect(t, mpijob(t, "dev-a", "team-a", "create", "cpu", "--workers", "2", "--gpus", "1"), cli.ExitUsage, "runtime mpi-openmpi sets its Workers' resources itself")
+	noRuntime(t, "team-a", "big")
+	expect(t, mpijob(t, "dev-a", "team-a", "create", "cpu", "--workers", "2", "--resource", "gpu=1"), cli.ExitUsage, `--resource gpu "1": no node offers a resource named "gpu": use nvidia.com/gpu or amd.com/gpu`)
+	expect(t, mpijob(t, "dev-a", "team-a", "create", "img", "--workers", "2", "--worker-image", "ghcr.io/Team/x:1"), cli.ExitUsage, `--worker-image "ghcr.io/Team/x:1": is not an image reference`)
+	expect(t, mpijob(t, "dev-a", "team-a", "create", strings.Repeat("n", 45), "--workers", "1"), cli.ExitUsage, "is 45 characters; use at most 44")
+}
+
+// noRuntime fails the test if a per-job runtime name is left in ns.
+func noRuntime(t *testing.T, ns, name string) {
+	t.Helper()
+	c := framework.Get(t)
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &trainer.TrainingRuntime{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Errorf("TrainingRuntime %s/%s is still there", ns, name)
+	}
+}
+
+// The first thing a data scientist does: their own image and resources on
+// every Worker of the default runtime, from the CLI. The pods run what was
+// asked for, the job succeeds on the real nodes, and its per-job runtime
+// is owned by the job, kept out of runtimes list and gone after delete.
+func TestCLIImageAndResourcesOnEveryWorker(t *testing.T) {
+	c := framework.Get(t)
+	ctx := context.Background()
+	name := framework.UniqueName("own")
+	expect(t, mpijob(t, "dev-a", "team-a", "create", name, "--workers", "2", "--slots-per-worker", "1",
+		"--image", localcluster.UserImage, "--cpu", "300m", "--memory", "300Mi", "--launcher-cpu", "200m", "--launcher-memory", "256Mi"),
+		0, "created in namespace team-a")
+	t.Cleanup(func() { mpijob(t, "dev-a", "team-a", "delete", name, "--wait=false") })
+	expect(t, mpijob(t, "dev-a", "team-a", "wait", name, "--for=Succeeded", "--timeout", "3m"), 0, "is Succeeded")
+
+	check := func(role string, pod corev1.Pod, cpu, memory string) {
+		ct := pod.Spec.Containers[0]
+		if ct.Image != localcluster.UserImage {
+			t.Errorf("%s %s runs %s, want %s", role, pod.Name, ct.Image, localcluster.UserImage)
+		}
+		for _, rl := range []corev1.ResourceList{ct.Resources.Requests, ct.Resources.Limits} {
+			if q := rl[corev1.ResourceCPU]; q.String() != cpu {
+				t.Errorf("%s %s cpu %s, want %s (requests %v, limits %v)", role, pod.Name, q.String(), cpu, ct.Resources.Requests, ct.Resources.Limits)
+			}
+			if q := rl[corev1.ResourceMemory]; q.String() != memory {
+				t.Errorf("%s %s memory %s, want %s", role, pod.Name, q.String(), memory)
+			}
+		}
+	}
+	workers := c.JobPods(t, "team-a", name, "node")
+	if len(workers) != 2 {
+		t.Fatalf("%d Worker pods, want 2", len(workers))
+	}
+	for _, p := range workers {
+		check("Worker", p, "300m", "300Mi")
+	}
+	for _, p := range c.JobPods(t, "team-a", name, "launcher") {
+		check("Launcher", p, "200m", "256Mi")
+	}
+
+	rt := &trainer.TrainingRuntime{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: name}, rt); err != nil {
+		t.Fatalf("per-job runtime: %v", err)
+	}
+	tj := &trainer.TrainJob{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: name}, tj); err != nil {
+		t.Fatal(err)
+	}
+	if len(rt.OwnerReferences) != 1 || rt.OwnerReferences[0].UID != tj.UID {
+		t.Errorf("runtime owners %+v, want the TrainJob %s", rt.OwnerReferences, tj.UID)
+	}
+	list := mpijob(t, "dev-a", "team-a", "runtimes", "list")
+	expect(t, list, 0, "mpi-openmpi")
+	if strings.Contains(list.out, name) {
+		t.Errorf("runtimes list shows the per-job runtime %s:\n%s", name, list.out)
+	}
+	get := mpijob(t, "dev-a", "team-a", "get", name)
+	expect(t, get, 0, "mpi-openmpi")
+
+	expect(t, mpijob(t, "dev-a", "team-a", "delete", name), 0)
+	noRuntime(t, "team-a", name)
 }
 
 // `runtimes test` runs a 1 Launcher + 2 Worker job on a runtime and reports

@@ -120,9 +120,8 @@ func TestGPUWorkersOnKwokNodes(t *testing.T) {
 	c := framework.Get(t)
 	ns := c.NewNamespace(t, "e2e-kwok")
 	const workers = 64
-	// mpi-openmpi-gpu runs the Launcher as a rank host too: numNodes counts
-	// it, so 64 Workers need numNodes 65.
-	job := framework.MakeTrainJob("gpu64", ns, "mpi-openmpi-gpu").NumNodes(workers+1).GPUsPerNode(1).OnKwokNodes().
+	// Every Worker has the runtime's 1 nvidia.com/gpu; the Launcher has none.
+	job := framework.MakeTrainJob("gpu64", ns, "mpi-openmpi-gpu").NumNodes(workers).OnKwokNodes().
 		Command("mpirun", "/usr/local/bin/mpi-hello").Obj()
 	if err := c.Client.Create(context.Background(), job); err != nil {
 		t.Fatalf("failed to create TrainJob: %v", err)
@@ -150,9 +149,9 @@ func TestGPUWorkersOnKwokNodes(t *testing.T) {
 			t.Errorf("Worker %s is %s, want Succeeded", p.Name, p.Status.Phase)
 		}
 	}
-	// 65 GPUs cannot fit on fewer than 9 nodes of 8.
-	if len(nodes) < 9 {
-		t.Errorf("Workers used %d kwok nodes, want at least 9 for 65 GPUs", len(nodes))
+	// 64 GPUs cannot fit on fewer than 8 nodes of 8.
+	if len(nodes) < 8 {
+		t.Errorf("Workers used %d kwok nodes, want at least 8 for 64 GPUs", len(nodes))
 	}
 	launcher := c.JobPods(t, ns, "gpu64", "launcher")
 	if len(launcher) != 1 || !strings.HasPrefix(launcher[0].Spec.NodeName, "kwok-gpu-") {

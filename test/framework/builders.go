@@ -3,19 +3,31 @@
 package framework
 
 import (
+	"fmt"
+
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mpijob/mpijob/config"
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobspec"
 )
 
-// TrainJobWrapper builds TrainJobs fluently for tests.
-type TrainJobWrapper struct{ trainer.TrainJob }
+// TrainJobWrapper builds TrainJobs fluently for tests. Jobs that change
+// the Workers' resources carry a per-job runtime (pkg/jobspec), derived
+// from the shipped runtime; Submit creates both.
+type TrainJobWrapper struct {
+	trainer.TrainJob
+	runtime *trainer.TrainingRuntime
+}
 
 // MakeTrainJob starts a TrainJob that references the ClusterTrainingRuntime runtime.
 func MakeTrainJob(name, ns, runtime string) *TrainJobWrapper {
-	return &TrainJobWrapper{trainer.TrainJob{
+	return &TrainJobWrapper{TrainJob: trainer.TrainJob{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: trainer.TrainJobSpec{
 			RuntimeRef: trainer.RuntimeRef{Name: runtime, Kind: ptr.To(trainer.ClusterTrainingRuntimeKind), APIGroup: ptr.To(trainer.GroupVersion.Group)},
@@ -42,14 +54,43 @@ func (w *TrainJobWrapper) Command(cmd ...string) *TrainJobWrapper {
 	return w
 }
 
-// GPUsPerNode asks for n nvidia.com/gpu on every pod that hosts ranks.
-func (w *TrainJobWrapper) GPUsPerNode(n int64) *TrainJobWrapper {
-	q := *resource.NewQuantity(n, resource.DecimalSI)
-	w.Spec.Trainer.ResourcesPerNode = &corev1.ResourceRequirements{
-		Requests: corev1.ResourceList{"nvidia.com/gpu": q},
-		Limits:   corev1.ResourceList{"nvidia.com/gpu": q},
+// GPUsPerWorker gives every Worker n nvidia.com/gpu through a per-job
+// runtime derived from the shipped runtime the job names, as kubectl
+// mpijob create --gpus does.
+func (w *TrainJobWrapper) GPUsPerWorker(n int64) *TrainJobWrapper {
+	base := ShippedRuntime(w.Spec.RuntimeRef.Name)
+	w.runtime = jobspec.Derive(base, w.Name, w.Namespace, jobspec.Overrides{
+		Worker: corev1.ResourceList{"nvidia.com/gpu": *resource.NewQuantity(n, resource.DecimalSI)},
+	})
+	w.Spec.RuntimeRef = trainer.RuntimeRef{Name: w.Name, Kind: ptr.To(trainer.TrainingRuntimeKind), APIGroup: ptr.To(trainer.GroupVersion.Group)}
+	if w.Labels == nil {
+		w.Labels = map[string]string{}
 	}
+	w.Labels[api.BaseRuntimeLabel] = base.Name
 	return w
+}
+
+// ResourcesPerNode sets spec.trainer.resourcesPerNode as a plain TrainJob
+// (or the Kubeflow SDK) would.
+func (w *TrainJobWrapper) ResourcesPerNode(rl corev1.ResourceList) *TrainJobWrapper {
+	w.Spec.Trainer.ResourcesPerNode = &corev1.ResourceRequirements{Requests: rl, Limits: rl}
+	return w
+}
+
+// Runtime is the job's per-job runtime, nil when it has none.
+func (w *TrainJobWrapper) Runtime() *trainer.TrainingRuntime { return w.runtime }
+
+// ShippedRuntime reads one of config/runtimes.
+func ShippedRuntime(name string) *trainer.ClusterTrainingRuntime {
+	b, err := config.Runtimes.ReadFile("runtimes/" + name + ".yaml")
+	if err != nil {
+		panic(fmt.Sprintf("no shipped runtime %s: %v", name, err))
+	}
+	rt := &trainer.ClusterTrainingRuntime{}
+	if err := yaml.UnmarshalStrict(b, rt); err != nil {
+		panic(err)
+	}
+	return rt
 }
 
 // OnKwokNodes sends the Launcher and the Workers to the fake kwok nodes.

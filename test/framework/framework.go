@@ -26,6 +26,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/pkg/localcluster"
 )
 
@@ -333,4 +334,39 @@ func (c *Cluster) CopyRuntime(t testing.TB, base, prefix string, mutate func(*tr
 	}
 	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), rt) })
 	return rt
+}
+
+// Submit creates a test job as cl would through kubectl mpijob create: its
+// per-job runtime (if any) first, then the TrainJob, which then owns the
+// runtime. A dry run or a refused job removes the runtime again.
+func Submit(ctx context.Context, cl client.Client, tj *trainer.TrainJob, rt *trainer.TrainingRuntime, opts ...client.CreateOption) error {
+	if rt == nil {
+		return cl.Create(ctx, tj, opts...)
+	}
+	rt = rt.DeepCopy()
+	rt.Name, rt.Namespace = tj.Name, tj.Namespace
+	rt.Labels[api.JobLabel] = tj.Name
+	tj.Spec.RuntimeRef.Name = tj.Name
+	if err := cl.Create(ctx, rt); err != nil {
+		return err
+	}
+	err := cl.Create(ctx, tj, opts...)
+	dry := false
+	for _, o := range opts {
+		if o == client.DryRunAll {
+			dry = true
+		}
+	}
+	if err != nil || dry {
+		_ = cl.Delete(ctx, rt)
+		return err
+	}
+	patch := client.MergeFrom(rt.DeepCopy())
+	rt.OwnerReferences = jobspec.Owned(rt, tj)
+	return cl.Patch(ctx, rt, patch)
+}
+
+// SubmitW is Submit for a wrapper.
+func SubmitW(ctx context.Context, cl client.Client, w *TrainJobWrapper, opts ...client.CreateOption) error {
+	return Submit(ctx, cl, w.Obj(), w.Runtime(), opts...)
 }

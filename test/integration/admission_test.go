@@ -9,6 +9,8 @@ import (
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,36 +27,44 @@ func TestAdmission(t *testing.T) {
 	c := framework.Get(t)
 	devA := c.As(t, "dev-a")
 	cases := map[string]struct {
-		job        *trainer.TrainJob
+		job        *framework.TrainJobWrapper
 		wantDenied []string
 	}{
 		"quota pre-flight denies with the numbers and a way out": {
-			// mpi-openmpi-gpu: the Launcher is a node too, so 5 nodes = Launcher + 4 Workers.
-			job: framework.MakeTrainJob("too-big", "team-a", "mpi-openmpi-gpu").NumNodes(5).GPUsPerNode(3).Obj(),
+			// 5 Workers with 3 GPUs each (per-job runtime); the Launcher has none.
+			job: framework.MakeTrainJob("too-big", "team-a", "mpi-openmpi-gpu").NumNodes(5).GPUsPerWorker(3),
 			wantDenied: []string{
 				"does not fit the quota of namespace team-a",
-				"requested 15 nvidia.com/gpu (4 workers × 3 + launcher 3), quota 8, in use 0: use at most 1 workers or ask for a larger quota",
+				"requested 15 nvidia.com/gpu (5 workers × 3), quota 8, in use 0: use at most 2 workers or ask for a larger quota",
 			},
 		},
 		"a job that exactly fits is admitted": {
-			job: framework.MakeTrainJob("fits", "team-a", "mpi-openmpi-gpu").NumNodes(4).GPUsPerNode(2).Obj(),
+			job: framework.MakeTrainJob("fits", "team-a", "mpi-openmpi-gpu").NumNodes(4).GPUsPerWorker(2),
+		},
+		"resourcesPerNode that would reach the Launcher only is refused": {
+			job: framework.MakeTrainJob("launcher-only", "team-a", "mpi-openmpi").NumNodes(2).ResourcesPerNode(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("300Mi")}),
+			wantDenied: []string{"spec.trainer.resourcesPerNode: Forbidden: runtime mpi-openmpi has a separate Launcher, and Trainer v2.3 gives resourcesPerNode to the Launcher only, never to the Workers (kubeflow/trainer#2650)"},
+		},
+		"an image the Workers would not get is refused": {
+			job:        framework.MakeTrainJob("launcher-image", "team-a", "mpi-openmpi").NumNodes(2).Image("registry.example.com/team/train:1"),
+			wantDenied: []string{"spec.trainer.image: Forbidden: runtime mpi-openmpi gives spec.trainer.image to the Launcher only; the Workers would keep ghcr.io/mpijob/openmpi:4.1"},
 		},
 		"unknown runtime suggests the close one": {
-			job:        framework.MakeTrainJob("typo", "team-a", "mpi-opnempi").NumNodes(2).Obj(),
+			job:        framework.MakeTrainJob("typo", "team-a", "mpi-opnempi").NumNodes(2),
 			wantDenied: []string{`spec.runtimeRef.name: Not found: "mpi-opnempi": no runtime "mpi-opnempi"; did you mean "mpi-openmpi"?`},
 		},
 		"zero slots per worker": {
-			job:        framework.MakeTrainJob("noslots", "team-a", "mpi-openmpi").NumNodes(2).SlotsPerWorker(0).Obj(),
+			job:        framework.MakeTrainJob("noslots", "team-a", "mpi-openmpi").NumNodes(2).SlotsPerWorker(0),
 			wantDenied: []string{"spec.trainer.numProcPerNode: Invalid value: 0: slots per worker must be at least 1"},
 		},
 		"name too long for the Launcher's Job": {
-			job:        framework.MakeTrainJob(strings.Repeat("n", 53), "team-a", "mpi-openmpi").NumNodes(1).Obj(),
-			wantDenied: []string{"metadata.name: Too long: may not be more than 52 bytes"},
+			job:        framework.MakeTrainJob(strings.Repeat("n", 45), "team-a", "mpi-openmpi").NumNodes(1),
+			wantDenied: []string{"metadata.name: Too long: use at most 44 characters"},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			err := devA.Create(context.Background(), tc.job, client.DryRunAll)
+			err := framework.SubmitW(context.Background(), devA, tc.job, client.DryRunAll)
 			if len(tc.wantDenied) == 0 {
 				if err != nil {
 					t.Fatalf("denied: %v", err)

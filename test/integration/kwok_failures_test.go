@@ -25,17 +25,17 @@ func TestDiagnosisOfKwokFailures(t *testing.T) {
 		wantMessage []string
 	}{
 		"a Worker is OOMKilled": {
-			job:       framework.MakeTrainJob("oom", "", "mpi-openmpi-gpu").NumNodes(3).GPUsPerNode(1).OnKwokNodes().FailWorkersOnKwok("OOMKilled"),
+			job:       framework.MakeTrainJob("oom", "", "mpi-openmpi-gpu").NumNodes(2).OnKwokNodes().FailWorkersOnKwok("OOMKilled"),
 			wantPhase: api.PhaseFailed, wantReason: diagnose.ReasonWorkerOOMKilled,
 			wantMessage: []string{"Worker 0 (pod oom-node-0-0-", "ran out of memory and was killed (exit code 137, OOMKilled): its memory limit is 4Gi."},
 		},
 		"a Worker is evicted": {
-			job:       framework.MakeTrainJob("evict", "", "mpi-openmpi-gpu").NumNodes(2).GPUsPerNode(1).OnKwokNodes().FailWorkersOnKwok("Evicted"),
+			job:       framework.MakeTrainJob("evict", "", "mpi-openmpi-gpu").NumNodes(1).OnKwokNodes().FailWorkersOnKwok("Evicted"),
 			wantPhase: api.PhaseFailed, wantReason: diagnose.ReasonWorkerEvicted,
 			wantMessage: []string{"Worker 0 (pod evict-node-0-0-", "was evicted from node kwok-gpu-", "The node was low on resource: memory."},
 		},
 		"Workers that fit no node": {
-			job:       framework.MakeTrainJob("huge", "", "mpi-openmpi-gpu").NumNodes(3).GPUsPerNode(9).OnKwokNodes(),
+			job:       framework.MakeTrainJob("huge", "", "mpi-openmpi-gpu").NumNodes(2).GPUsPerWorker(9).OnKwokNodes(),
 			wantPhase: api.PhasePending, wantReason: diagnose.ReasonUnschedulable,
 			wantMessage: []string{"Waiting for 2 Workers to be scheduled: only 0 nodes have 9 free nvidia.com/gpu."},
 		},
@@ -46,7 +46,7 @@ func TestDiagnosisOfKwokFailures(t *testing.T) {
 			ns := c.NewNamespace(t, "kwokfail")
 			job := tc.job.Obj()
 			job.Namespace = ns
-			if err := c.Client.Create(context.Background(), job); err != nil {
+			if err := framework.Submit(context.Background(), c.Client, job, tc.job.Runtime()); err != nil {
 				t.Fatal(err)
 			}
 			// The message can sharpen while the job waits (the Workers' pods

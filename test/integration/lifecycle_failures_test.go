@@ -10,12 +10,14 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/admission"
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/diagnose"
+	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/test/framework"
 )
 
@@ -66,10 +68,16 @@ func TestGangSchedulingTimeout(t *testing.T) {
 	ctx := context.Background()
 	rt := c.CopyRuntime(t, "mpi-openmpi-gpu", "mpi-test-gang", func(rt *trainer.ClusterTrainingRuntime) {
 		rt.Annotations = map[string]string{admission.GangTimeoutAnnotation: "5s"}
+		// Workers of 9 GPUs fit no node of 8.
+		for i := range rt.Spec.Template.Spec.ReplicatedJobs {
+			if rj := &rt.Spec.Template.Spec.ReplicatedJobs[i]; rj.Name == api.WorkerJob {
+				jobspec.SetResources(&rj.Template.Spec.Template.Spec.Containers[0].Resources, corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("9")})
+			}
+		}
 	})
 
 	ns := c.NewNamespace(t, "gang")
-	job := framework.MakeTrainJob("stuck", ns, rt.Name).NumNodes(3).GPUsPerNode(9).OnKwokNodes().Obj()
+	job := framework.MakeTrainJob("stuck", ns, rt.Name).NumNodes(2).OnKwokNodes().Obj()
 	if err := c.Client.Create(ctx, job); err != nil {
 		t.Fatal(err)
 	}

@@ -74,20 +74,20 @@ func TestQueuedJobWaitsWholeWithPosition(t *testing.T) {
 	ns := c.NewNamespace(t, "queue")
 	newQueue(t, c, ns, 8)
 
-	// first takes all 8 GPUs (Launcher + 1 Worker, 4 each) and holds them.
-	first := framework.MakeTrainJob("first", ns, "mpi-openmpi-gpu").NumNodes(2).GPUsPerNode(4).OnKwokNodes().HoldOnKwok().Queue("q").Obj()
-	if err := c.Client.Create(ctx, first); err != nil {
+	// first takes all 8 GPUs (2 Workers, 4 each) and holds them.
+	first := framework.MakeTrainJob("first", ns, "mpi-openmpi-gpu").NumNodes(2).GPUsPerWorker(4).OnKwokNodes().HoldOnKwok().Queue("q")
+	if err := framework.SubmitW(ctx, c.Client, first); err != nil {
 		t.Fatal(err)
 	}
 	c.WaitForStatus(t, ns, "first", 2*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseRunning })
 
-	second := framework.MakeTrainJob("second", ns, "mpi-openmpi-gpu").NumNodes(2).GPUsPerNode(4).OnKwokNodes().Queue("q").Obj()
-	third := framework.MakeTrainJob("third", ns, "mpi-openmpi-gpu").NumNodes(1).GPUsPerNode(2).OnKwokNodes().Queue("q").Obj()
-	if err := c.Client.Create(ctx, second); err != nil {
+	second := framework.MakeTrainJob("second", ns, "mpi-openmpi-gpu").NumNodes(2).GPUsPerWorker(4).OnKwokNodes().Queue("q")
+	third := framework.MakeTrainJob("third", ns, "mpi-openmpi-gpu").NumNodes(1).GPUsPerWorker(2).OnKwokNodes().Queue("q")
+	if err := framework.SubmitW(ctx, c.Client, second); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(time.Second) // distinct creation times order the queue
-	if err := c.Client.Create(ctx, third); err != nil {
+	if err := framework.SubmitW(ctx, c.Client, third); err != nil {
 		t.Fatal(err)
 	}
 	s2 := c.WaitForStatus(t, ns, "second", time.Minute, func(s api.Status) bool {
@@ -133,9 +133,10 @@ func TestQuotaExceededAfterAdmission(t *testing.T) {
 	if err := c.Client.Create(ctx, quota); err != nil {
 		t.Fatal(err)
 	}
-	// Admitted: 2 pods × 4 GPUs fit a quota of 8.
-	job := framework.MakeTrainJob("late", ns, "mpi-openmpi-gpu").NumNodes(2).GPUsPerNode(4).OnKwokNodes().HoldOnKwok().Suspend().Obj()
-	if err := c.Client.Create(ctx, job); err != nil {
+	// Admitted: 2 Workers × 4 GPUs fit a quota of 8.
+	w := framework.MakeTrainJob("late", ns, "mpi-openmpi-gpu").NumNodes(2).GPUsPerWorker(4).OnKwokNodes().HoldOnKwok().Suspend()
+	job := w.Obj()
+	if err := framework.SubmitW(ctx, c.Client, w); err != nil {
 		t.Fatalf("a job that fits the quota must be admitted: %v", err)
 	}
 	// The administrator halves the quota; then the job resumes.
