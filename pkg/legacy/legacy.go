@@ -213,7 +213,10 @@ func convert(job *mpiv2.MPIJob) (*Result, error) {
 			c.note("spec.mpiReplicaSpecs.Worker.replicas", Changed, "%d → spec.trainer.numNodes %d: on %s the Launcher hosts ranks too (one more rank host than before)", workers, workers+1, runtimeName)
 		}
 	}
-	if launcherAsWorker {
+	if launcherAsWorker && separateLauncher {
+		tj.Spec.Trainer.NumNodes = ptr.To(workers + 1)
+		c.note("spec.runLauncherAsWorker", Changed, "mpijob's Launcher hosts no ranks: %d Workers instead of %d + the Launcher, the same number of rank hosts", workers+1, workers)
+	} else if launcherAsWorker {
 		c.note("spec.runLauncherAsWorker", Mapped, "runtime %s runs the Launcher as a rank host", runtimeName)
 	}
 	slots := ptr.Deref(spec.SlotsPerWorker, 1)
@@ -221,9 +224,12 @@ func convert(job *mpiv2.MPIJob) (*Result, error) {
 	c.note("spec.slotsPerWorker", Mapped, "%d → spec.trainer.numProcPerNode", slots)
 
 	// The Launcher's container.
-	if lc.Image != "" {
-		tj.Spec.Trainer.Image = ptr.To(lc.Image)
-		c.note("Launcher image", Mapped, "→ spec.trainer.image")
+	// The Launcher's image and resources go into the job's runtime: Trainer
+	// would give spec.trainer.image and resourcesPerNode to the Launcher
+	// alone, which admission refuses for images the Workers lack.
+	var launcherImage string
+	if lc.Image != "" && lc.Image != baseImage {
+		launcherImage = lc.Image
 	}
 	if len(lc.Command) > 0 {
 		tj.Spec.Trainer.Command = lc.Command
@@ -237,18 +243,7 @@ func convert(job *mpiv2.MPIJob) (*Result, error) {
 		tj.Spec.Trainer.Env = lc.Env
 		c.note("Launcher env", Mapped, "→ spec.trainer.env")
 	}
-	rankRes := lc.Resources
-	if !separateLauncher && worker != nil {
-		rankRes = wc.Resources
-	}
-	if len(rankRes.Requests) > 0 || len(rankRes.Limits) > 0 {
-		tj.Spec.Trainer.ResourcesPerNode = rankRes.DeepCopy()
-		if separateLauncher {
-			c.note("Launcher resources", Mapped, "→ spec.trainer.resourcesPerNode (the Launcher's, on %s)", runtimeName)
-		} else {
-			c.note("Worker resources", Mapped, "→ spec.trainer.resourcesPerNode (every rank host, the Launcher included)")
-		}
-	}
+	launcherRes := len(lc.Resources.Requests) > 0 || len(lc.Resources.Limits) > 0
 
 	// What needs a runtime of its own.
 	rt := base.DeepCopy()
@@ -284,6 +279,16 @@ func convert(job *mpiv2.MPIJob) (*Result, error) {
 			c.note("Worker sidecar containers", Dropped, "%d extra container(s); add them to runtime %s by hand if needed", len(worker.Template.Spec.Containers)-1, job.Name)
 		}
 		c.restartPolicy("Worker", worker.RestartPolicy)
+	}
+	if launcherImage != "" {
+		setImage(lpod, launcherImage)
+		custom = true
+		c.note("Launcher image", Changed, "→ the Launcher's image in runtime %s", job.Name)
+	}
+	if launcherRes {
+		nodeContainer(lpod).Resources = *lc.Resources.DeepCopy()
+		custom = true
+		c.note("Launcher resources", Changed, "→ the Launcher's resources in runtime %s", job.Name)
 	}
 	if mergePodFields(lpod, &launcher.Template.Spec, "Launcher", c) {
 		custom = true

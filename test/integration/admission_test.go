@@ -42,7 +42,7 @@ func TestAdmission(t *testing.T) {
 			job: framework.MakeTrainJob("fits", "team-a", "mpi-openmpi-gpu").NumNodes(4).GPUsPerWorker(2),
 		},
 		"resourcesPerNode that would reach the Launcher only is refused": {
-			job: framework.MakeTrainJob("launcher-only", "team-a", "mpi-openmpi").NumNodes(2).ResourcesPerNode(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("300Mi")}),
+			job:        framework.MakeTrainJob("launcher-only", "team-a", "mpi-openmpi").NumNodes(2).ResourcesPerNode(corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("300Mi")}),
 			wantDenied: []string{"spec.trainer.resourcesPerNode: Forbidden: runtime mpi-openmpi has a separate Launcher, and Trainer v2.3 gives resourcesPerNode to the Launcher only, never to the Workers (kubeflow/trainer#2650)"},
 		},
 		"an image the Workers would not get is refused": {

@@ -26,6 +26,7 @@ from kubernetes import watch as k8s_watch
 from kubernetes.client.rest import ApiException
 
 from . import convert as _convert
+from . import jobspec as _jobspec
 from .errors import (
     InvalidJobError,
     JobFailedError,
@@ -55,7 +56,7 @@ JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
 REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
 COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 PATCH_MANAGER = "mpijob.dev/python-sdk"
-MAX_NAME = 52  # room for the suffixes of the JobSet's pods and Services
+MAX_NAME = _jobspec.MAX_NAME  # JobSet's Launcher pod name "<name>-launcher-0-0-xxxxx" fits 63
 
 
 class MPIJobClient:
@@ -93,13 +94,19 @@ class MPIJobClient:
         volumes: Optional[Sequence[dict[str, Any]]] = None,
         queue: Optional[str] = None,
         dry_run: bool = False,
+        worker_image: Optional[str] = None,
+        launcher_image: Optional[str] = None,
     ) -> MPIJob:
         """Create an MPI job: a Launcher that runs ``command`` (None: the runtime's)
         and ``workers`` Workers with ``slots_per_worker`` ranks each.
 
-        :param resources_per_worker: e.g. ``{"nvidia.com/gpu": 4, "memory": "32Gi"}``; runtimes whose
-            Launcher hosts ranks (mpi-openmpi-gpu, mpi-horovod, mpi-deepspeed) only
-        :param launcher_resources: the Launcher's, on runtimes with a separate Launcher
+        :param image: the image of the Launcher and the Workers (None: the runtime's)
+        :param worker_image: the Workers' image only; ``launcher_image``: the Launcher's only
+        :param resources_per_worker: requests and limits of each Worker, e.g.
+            ``{"nvidia.com/gpu": 4, "memory": "32Gi", "cpu": 8}`` (any extended resource, such as
+            ``amd.com/gpu``; a GPU count of 0 removes the runtime's), on every runtime
+        :param launcher_resources: the Launcher's cpu and memory
+            (images and resources go into a TrainingRuntime of the job's own, which the job owns)
         :param env: the Launcher's environment (``mpirun -x NAME`` passes it to ranks)
         :param node_selector: node labels the Launcher and Workers need
         :param volumes: ``[{"name": "data", "mount_path": "/data", "pvc": "dataset"}]``
@@ -107,68 +114,93 @@ class MPIJobClient:
         :param queue: Kueue LocalQueue: the job waits Queued until it fits whole
         :param dry_run: let the cluster check the job (admission and quota included) without creating it
 
-        Raises :class:`InvalidJobError` (before any API call for bad settings),
+        Raises :class:`InvalidJobError` naming the argument (before any API call for bad settings),
         :class:`QuotaExceededError`, :class:`PermissionDeniedError`.
 
         >>> client.create_job("train", ["mpirun", "python3", "train.py"], workers=4,
         ...                   runtime="mpi-openmpi-gpu", resources_per_worker={"nvidia.com/gpu": 8})
         """
-        _check_name(name)
-        _check_int("workers", workers, 1)
-        if slots_per_worker is not None:
-            _check_int("slots_per_worker", slots_per_worker, 1)
         if command is not None:
             if isinstance(command, str) or not all(isinstance(c, str) for c in command) or not command:
                 raise InvalidJobError(f"command {command!r}: give a non-empty list of strings, e.g. ['mpirun', 'python3', 'train.py']", field="command")
-        if image is not None and not image.strip():
-            raise InvalidJobError("image is empty: give an image reference, e.g. ghcr.io/mpijob/openmpi:4.1", field="image")
-        worker_res = _resources("resources_per_worker", resources_per_worker)
-        launcher_res = _resources("launcher_resources", launcher_resources)
+        for f, v in (("image", image), ("worker_image", worker_image), ("launcher_image", launcher_image)):
+            if v is not None and (not isinstance(v, str) or not v.strip()):
+                raise InvalidJobError(f"{f}={v!r}: give an image reference, e.g. ghcr.io/mpijob/openmpi:4.1", field=f)
         _check_str_map("env", env)
         _check_str_map("node_selector", node_selector)
         vols = _volumes(volumes)
-
-        rt = self._runtime(runtime)
-        hosts_ranks = _launcher_hosts_ranks(rt)
-        if worker_res and not hosts_ranks:
-            raise InvalidJobError(
-                f"resources_per_worker: runtime {runtime} sets its Workers' resources itself (Trainer V2 applies "
-                "per-job resources only to runtimes whose Launcher hosts ranks, such as mpi-openmpi-gpu); "
-                "use such a runtime, or ask an administrator for a runtime sized for you", field="resources_per_worker")
-        if launcher_res and hosts_ranks:
-            raise InvalidJobError(
-                f"launcher_resources: on runtime {runtime} the Launcher is a rank host sized like every Worker; "
-                "use resources_per_worker", field="launcher_resources")
-
-        trainer: dict[str, Any] = {"numNodes": workers + 1 if hosts_ranks else workers}
+        inp = _jobspec.Input(
+            name=name, namespace=self.namespace, runtime=runtime, workers=workers, slots_per_worker=slots_per_worker or 0,
+            image=image or "", worker_image=worker_image or "", launcher_image=launcher_image or "",
+            command=list(command or []), resources_per_worker=_resources("resources_per_worker", resources_per_worker),
+            launcher_resources=_resources("launcher_resources", launcher_resources),
+            env=[{"name": k, "value": v} for k, v in (env or {}).items()], node_selector=dict(node_selector or {}), queue=queue or "")
         if slots_per_worker is not None:
-            trainer["numProcPerNode"] = slots_per_worker
-        if command is not None:
-            trainer["command"] = list(command)
-        if image is not None:
-            trainer["image"] = image
-        if worker_res or launcher_res:
-            trainer["resourcesPerNode"] = _requirements(worker_res or launcher_res)
-        if env:
-            trainer["env"] = [{"name": k, "value": v} for k, v in env.items()]
-        body: dict[str, Any] = {
-            "apiVersion": f"{GROUP}/{VERSION}", "kind": "TrainJob",
-            "metadata": {"name": name, "namespace": self.namespace},
-            "spec": {"runtimeRef": {"name": runtime, "apiGroup": GROUP, "kind": "ClusterTrainingRuntime"}, "trainer": trainer},
-        }
-        if queue:
-            body["metadata"]["labels"] = {QUEUE_LABEL: queue}
-        if node_selector or vols:
-            body["spec"]["runtimePatches"] = [_patch(node_selector, vols)]
-        return self._create(body, dry_run, hosts_ranks)
+            _check_int("slots_per_worker", slots_per_worker, 1)
+        _build(inp, _offline_runtime(runtime))  # what needs no cluster is checked first
+        job = _build(inp, self._runtime(runtime))
+        if vols:
+            job.train_job["spec"].setdefault("runtimePatches", []).append(_patch(None, vols))
+        return self._create(job, dry_run)
 
-    def _create(self, body: dict[str, Any], dry_run: bool, hosts_ranks: bool) -> MPIJob:
+    def _create(self, job: "_jobspec.Job", dry_run: bool) -> MPIJob:
+        """Create the per-job runtime (if any), then the TrainJob, then give the
+        runtime to the TrainJob; a refused or dry-run job takes its runtime with it."""
+        body, rt = job.train_job, job.runtime
+        name = body["metadata"]["name"]
+        kwargs = {"dry_run": "All"} if dry_run else {}
+        if rt is not None:
+            self._create_runtime(rt)
         try:
-            kwargs = {"dry_run": "All"} if dry_run else {}
             obj = self._custom.create_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainjobs", body, **kwargs)
         except ApiException as e:
-            raise from_api_exception(e, body["metadata"]["name"]) from None
-        return MPIJob.from_trainjob(obj, hosts_ranks)
+            if rt is not None:
+                self._delete_runtime(rt["metadata"]["name"])
+            raise from_api_exception(e, name) from None
+        if rt is not None:
+            if dry_run:
+                self._delete_runtime(rt["metadata"]["name"])
+            else:
+                try:
+                    self._custom.patch_namespaced_custom_object(
+                        GROUP, VERSION, self.namespace, "trainingruntimes", rt["metadata"]["name"],
+                        {"metadata": {"ownerReferences": [_jobspec.owner_reference(obj)]}})
+                except ApiException:
+                    pass  # mpijob-manager gives it to its job
+        return MPIJob.from_trainjob(obj)
+
+    def _create_runtime(self, rt: dict[str, Any]) -> None:
+        name = rt["metadata"]["name"]
+        rt["metadata"]["namespace"] = self.namespace
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                self._custom.create_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainingruntimes", rt)
+                return
+            except ApiException as e:
+                if e.status != 409:
+                    raise from_api_exception(e, name) from None
+            old = self._custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainingruntimes", name)
+            if ((old.get("metadata") or {}).get("labels") or {}).get(_jobspec.JOB_LABEL) != name:
+                raise InvalidJobError(f"a TrainingRuntime named {name} already exists in namespace {self.namespace} and is not "
+                                      "this job's: give the job another name", field="name")
+            try:
+                self._custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainjobs", name)
+                raise InvalidJobError(f"job {name} already exists in namespace {self.namespace}: pick another name or delete it first", field="name")
+            except ApiException as e:
+                if e.status != 404:
+                    raise from_api_exception(e, name) from None
+            # A runtime left by an earlier job of this name that is gone: replace it.
+            self._delete_runtime(name)
+            if time.monotonic() > deadline:
+                raise WaitTimeoutError(f"the runtime {name} of an earlier job of this name is still being deleted; try again in a minute")
+            time.sleep(0.5)
+
+    def _delete_runtime(self, name: str) -> None:
+        try:
+            self._custom.delete_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainingruntimes", name)
+        except ApiException:
+            pass
 
     # -- read -----------------------------------------------------------
 
@@ -443,60 +475,77 @@ class MPIJobClient:
         >>> client.clone_job("hello", "hello-4", workers=4)
         """
         _check_name(new_name)
-        allowed = {"command", "workers", "image", "slots_per_worker", "resources_per_worker", "launcher_resources",
-                   "runtime", "env", "node_selector", "volumes", "queue", "dry_run"}
+        allowed = {"command", "workers", "image", "worker_image", "launcher_image", "slots_per_worker", "resources_per_worker",
+                   "launcher_resources", "runtime", "env", "node_selector", "volumes", "queue", "dry_run"}
         unknown = set(overrides) - allowed
         if unknown:
             raise InvalidJobError(f"clone_job does not know {sorted(unknown)}: use {sorted(allowed)}", field=sorted(unknown)[0])
         src = self._get(name)
-        spec = copy.deepcopy(src.get("spec") or {})
+        spec = src.get("spec") or {}
         meta = src.get("metadata") or {}
-        labels = dict(meta.get("labels") or {})
+        ref = spec.get("runtimeRef") or {}
+        rt = None
+        if ref.get("kind") == "TrainingRuntime":
+            try:
+                rt = self._custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainingruntimes", ref["name"])
+            except ApiException as e:
+                raise from_api_exception(e, ref["name"]) from None
+        base_name = (meta.get("labels") or {}).get(_jobspec.BASE_RUNTIME_LABEL) or ref.get("name", "")
+        inp, kept = _jobspec.input_of(src, rt, self._runtime(base_name))
+        o = dict(overrides)
+        # clone_job takes create_job's arguments and checks them the same way.
+        command = o.get("command", inp.command or None)
+        if "command" in o and (isinstance(command, str) or not command or not all(isinstance(c, str) for c in command)):
+            raise InvalidJobError(f"command {command!r}: give a non-empty list of strings, e.g. ['mpirun', 'python3', 'train.py']", field="command")
+        for f in ("image", "worker_image", "launcher_image"):
+            if f in o and (not isinstance(o[f], str) or not o[f].strip()):
+                raise InvalidJobError(f"{f}={o[f]!r}: give an image reference, e.g. ghcr.io/mpijob/openmpi:4.1", field=f)
+        if "image" in o:
+            inp.image, inp.worker_image, inp.launcher_image = o["image"], "", ""
+        inp.worker_image = o.get("worker_image", inp.worker_image)
+        inp.launcher_image = o.get("launcher_image", inp.launcher_image)
+        inp.name = new_name
+        inp.command = list(command or [])
+        if "workers" in o:
+            _check_int("workers", o["workers"], 1)
+            inp.workers = o["workers"]
+        if "slots_per_worker" in o:
+            _check_int("slots_per_worker", o["slots_per_worker"], 1)
+            inp.slots_per_worker = o["slots_per_worker"]
+        if "runtime" in o:
+            inp.runtime = o["runtime"]
+        if "env" in o:
+            _check_str_map("env", o["env"])
+            env = {e["name"]: e["value"] for e in inp.env}
+            env.update(o["env"])
+            inp.env = [{"name": k, "value": v} for k, v in env.items()]
+        for key in ("resources_per_worker", "launcher_resources"):
+            if key in o:
+                merged = dict(getattr(inp, key) or {})
+                merged.update(_resources(key, o[key]))
+                setattr(inp, key, merged)
+        if "node_selector" in o:
+            _check_str_map("node_selector", o["node_selector"])
+            inp.node_selector = dict(o["node_selector"] or {})
+        if "queue" in o:
+            inp.queue = o["queue"] or ""
+        job = _build(inp, self._runtime(inp.runtime))
+        tj = job.train_job
+        if "volumes" in o:
+            kept = [p for p in kept if p.get("manager") not in (PATCH_MANAGER,) + _jobspec.LEGACY_PATCH_MANAGERS]
+            vols = _volumes(o["volumes"])
+            if vols:
+                kept.append(_patch(None, vols))
+        if kept:
+            tj["spec"].setdefault("runtimePatches", []).extend(kept)
+        labels = {k: v for k, v in (meta.get("labels") or {}).items() if k not in (_jobspec.BASE_RUNTIME_LABEL, QUEUE_LABEL)}
+        if labels:
+            tj["metadata"].setdefault("labels", {}).update(labels)
         annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
                        if k not in (STATUS_ANNOTATION, CREATOR_ANNOTATION, "kubectl.kubernetes.io/last-applied-configuration")}
-        spec.pop("suspend", None)
-        spec["runtimePatches"] = [p for p in spec.get("runtimePatches") or [] if p.get("manager") != "kueue.x-k8s.io/manager"] or None
-        runtime = overrides.get("runtime", spec["runtimeRef"]["name"])
-        if "runtime" in overrides:
-            spec["runtimeRef"] = {"name": runtime, "apiGroup": GROUP, "kind": "ClusterTrainingRuntime"}
-        rt = self._runtime(runtime)
-        hosts_ranks = _launcher_hosts_ranks(rt)
-        tr = spec.setdefault("trainer", {})
-        if "workers" in overrides:
-            _check_int("workers", overrides["workers"], 1)
-            tr["numNodes"] = overrides["workers"] + (1 if hosts_ranks else 0)
-        if "slots_per_worker" in overrides:
-            _check_int("slots_per_worker", overrides["slots_per_worker"], 1)
-            tr["numProcPerNode"] = overrides["slots_per_worker"]
-        if "command" in overrides:
-            tr["command"] = list(overrides["command"])
-        if "image" in overrides:
-            tr["image"] = overrides["image"]
-        if "env" in overrides:
-            _check_str_map("env", overrides["env"])
-            env = {e["name"]: e.get("value", "") for e in tr.get("env") or []}
-            env.update(overrides["env"])
-            tr["env"] = [{"name": k, "value": v} for k, v in env.items()]
-        for key, allowed_here in (("resources_per_worker", hosts_ranks), ("launcher_resources", not hosts_ranks)):
-            if key in overrides:
-                res = _resources(key, overrides[key])
-                if res and not allowed_here:
-                    raise InvalidJobError(f"{key} does not apply to runtime {runtime} (see create_job)", field=key)
-                tr["resourcesPerNode"] = _requirements(res)
-        if "queue" in overrides:
-            if overrides["queue"]:
-                labels[QUEUE_LABEL] = overrides["queue"]
-            else:
-                labels.pop(QUEUE_LABEL, None)
-        if "node_selector" in overrides or "volumes" in overrides:
-            kept = [p for p in spec.get("runtimePatches") or [] if p.get("manager") != PATCH_MANAGER]
-            spec["runtimePatches"] = kept + [_patch(overrides.get("node_selector"), _volumes(overrides.get("volumes")))]
-        if not spec.get("runtimePatches"):
-            spec.pop("runtimePatches", None)
-        body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "TrainJob",
-                "metadata": {"name": new_name, "namespace": self.namespace, "labels": labels or None, "annotations": annotations or None},
-                "spec": spec}
-        return self._create(body, bool(overrides.get("dry_run")), hosts_ranks)
+        if annotations:
+            tj["metadata"]["annotations"] = annotations
+        return self._create(job, bool(o.get("dry_run")))
 
     # -- migration ----------------------------------------------------------
 
@@ -648,10 +697,9 @@ def _resources(field: str, res: Any) -> dict[str, str]:
         raise InvalidJobError(f"{field}={res!r}: use a dict such as {{'nvidia.com/gpu': 4, 'memory': '32Gi'}}", field=field)
     out = {}
     for k, v in res.items():
-        s = str(v)
-        if isinstance(v, bool) or not _QUANTITY.match(s) or float(re.sub(r"[^0-9.]", "", s) or 0) <= 0:
-            raise InvalidJobError(f"{field}[{k!r}]={v!r} is not a positive quantity (e.g. 4, '500m', '16Gi')", field=field)
-        out[str(k)] = s
+        if isinstance(v, bool) or not isinstance(v, (int, str)):
+            raise InvalidJobError(f"{field}[{k!r}]={v!r} is not a quantity (e.g. 4, '500m', '16Gi')", field=field)
+        out[str(k)] = str(v)
     return out
 
 
@@ -700,3 +748,15 @@ def _worker_image(rt: dict[str, Any]) -> str:
                 if c.get("name") == "node":
                     return c.get("image", "")
     return ""
+
+
+def _build(inp: "_jobspec.Input", base: dict[str, Any]) -> "_jobspec.Job":
+    try:
+        return _jobspec.build(inp, base)
+    except _jobspec.BuildError as e:
+        raise InvalidJobError(str(e), field=e.field.split(".", 1)[0]) from None
+
+
+def _offline_runtime(name: str) -> dict[str, Any]:
+    """A stand-in MPI runtime for checking settings before the cluster is asked."""
+    return {"metadata": {"name": name}, "spec": {"mlPolicy": {"mpi": {}}, "template": {"spec": {"replicatedJobs": []}}}}

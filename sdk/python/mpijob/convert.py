@@ -138,24 +138,22 @@ def convert(manifest: Union[str, dict[str, Any]], runtimes: dict[str, dict[str, 
         else:
             note("spec.mpiReplicaSpecs.Worker.replicas", "changed",
                  f"{workers} → spec.trainer.numNodes {workers + 1}: on {rt_name} the Launcher hosts ranks too (one more rank host than before)")
-    if as_worker:
+    if as_worker and separate:
+        tr["numNodes"] = workers + 1
+        note("spec.runLauncherAsWorker", "changed",
+             f"mpijob's Launcher hosts no ranks: {workers + 1} Workers instead of {workers} + the Launcher, the same number of rank hosts")
+    elif as_worker:
         note("spec.runLauncherAsWorker", "mapped", f"runtime {rt_name} runs the Launcher as a rank host")
     slots = spec.get("slotsPerWorker") or 1
     tr["numProcPerNode"] = slots
     note("spec.slotsPerWorker", "mapped", f"{slots} → spec.trainer.numProcPerNode")
-    for key, label in (("image", "image"), ("command", "command"), ("args", "args"), ("env", "env")):
+    for key, label in (("command", "command"), ("args", "args"), ("env", "env")):
         if lc.get(key):
             tr[key] = lc[key]
             note(f"Launcher {label}", "mapped", f"→ spec.trainer.{key}")
-    rank_res = lc.get("resources") or {}
-    if not separate and worker:
-        rank_res = wc.get("resources") or {}
-    if rank_res.get("requests") or rank_res.get("limits"):
-        tr["resourcesPerNode"] = copy.deepcopy(rank_res)
-        if separate:
-            note("Launcher resources", "mapped", f"→ spec.trainer.resourcesPerNode (the Launcher's, on {rt_name})")
-        else:
-            note("Worker resources", "mapped", "→ spec.trainer.resourcesPerNode (every rank host, the Launcher included)")
+    # The Launcher's image and resources go into the job's runtime (as in Go).
+    launcher_image = lc["image"] if lc.get("image") and lc["image"] != base_image else ""
+    lres = lc.get("resources") or {}
 
     rt = copy.deepcopy(base)
     custom = False
@@ -184,6 +182,14 @@ def convert(manifest: Union[str, dict[str, Any]], runtimes: dict[str, dict[str, 
         if len(wpod_src["containers"]) > 1:
             note("Worker sidecar containers", "dropped", f"{len(wpod_src['containers']) - 1} extra container(s); add them to runtime {name} by hand if needed")
         _restart(worker.get("restartPolicy"), "Worker", note)
+    if launcher_image:
+        _node_container(lpod)["image"] = launcher_image
+        custom = True
+        note("Launcher image", "changed", f"→ the Launcher's image in runtime {name}")
+    if lres.get("requests") or lres.get("limits"):
+        _node_container(lpod)["resources"] = copy.deepcopy(lres)
+        custom = True
+        note("Launcher resources", "changed", f"→ the Launcher's resources in runtime {name}")
     if _merge_pod(lpod, lpod_src, "Launcher", name, note):
         custom = True
     if len(lpod_src["containers"]) > 1:

@@ -114,7 +114,7 @@ class MPIJob:
         nodes = tr.get("numNodes") or 1
         return cls(
             name=meta.get("name", ""), namespace=meta.get("namespace", ""),
-            runtime=(spec.get("runtimeRef") or {}).get("name", ""),
+            runtime=(meta.get("labels") or {}).get("mpijob.dev/base-runtime") or (spec.get("runtimeRef") or {}).get("name", ""),
             workers=nodes - 1 if launcher_hosts_ranks else nodes,
             slots_per_worker=tr.get("numProcPerNode") or 1,
             status=JobStatus.from_trainjob(obj), created=_time(meta.get("creationTimestamp")),

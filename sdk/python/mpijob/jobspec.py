@@ -1,0 +1,350 @@
+"""The job builder, mirrored from Go's ``pkg/jobspec``: what a user asks for
+becomes the objects of one MPI job.
+
+Trainer v2.3 applies a TrainJob's image only to the Launcher and its
+``resourcesPerNode`` only to the Launcher (kubeflow/trainer#2650), so a job
+that sets an image or resources gets a TrainingRuntime of its own, derived
+from the ClusterTrainingRuntime the user chose; the TrainJob then owns it.
+
+Both sides are checked against the shared vectors in
+``pkg/jobspec/testdata/vectors``; a change to one that the other lacks
+fails those tests. Pure: no API calls.
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from typing import Any, Optional
+
+GROUP = "trainer.kubeflow.org"
+VERSION = "v1alpha1"
+PATCH_MANAGER = "mpijob.dev/job-builder"
+DEFAULT_RUNTIME = "mpi-openmpi"
+JOB_LABEL = "mpijob.dev/job"
+BASE_RUNTIME_LABEL = "mpijob.dev/base-runtime"
+RUNTIME_LABEL = "mpijob.dev/runtime"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+MPI_IMPLEMENTATION = "mpijob.dev/mpi-implementation"
+DESCRIPTION = "mpijob.dev/description"
+#: JobSet names the Launcher pod "<name>-launcher-0-0-xxxxx"; a hostname has at most 63.
+MAX_NAME = 63 - len("-launcher-0-0-xxxxx")
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
+_QUALIFIED = re.compile(r"^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# The image reference grammar of distribution/reference (what Go's
+# go-containerregistry accepts): lower-case repository, optional tag and digest.
+_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|[-]+)[a-z0-9]+)*"
+_DOMAIN = r"(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?(?:\.[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?)*(?::[0-9]+)?)"
+_IMAGE = re.compile(rf"^(?:{_DOMAIN}/)?{_COMPONENT}(?:/{_COMPONENT})*(?::[\w][\w.-]{{0,127}})?(?:@sha256:[0-9a-f]{{64}})?$")
+_QUANTITY = re.compile(r"^([+-]?[0-9.]+)([eE][+-]?[0-9]+|[kMGTPE]i?|m|n|u)?$")
+
+
+class BuildError(ValueError):
+    """A bad input: ``field`` (Input's name, ``resources_per_worker.cpu`` for a
+    resource), ``value`` and ``problem``; the same three Go's builder gives."""
+
+    def __init__(self, field_: str, value: str, problem: str):
+        self.field, self.value, self.problem = field_, value, problem
+        super().__init__(f"{field_} {value!r}: {problem}" if value else f"{field_}: {problem}")
+
+
+@dataclass
+class Input:
+    """What a user asks for (the snake_case names of the shared vectors)."""
+
+    name: str
+    runtime: str = DEFAULT_RUNTIME
+    workers: int = 0
+    namespace: str = ""
+    slots_per_worker: int = 0
+    image: str = ""
+    launcher_image: str = ""
+    worker_image: str = ""
+    command: list[str] = field(default_factory=list)
+    resources_per_worker: dict[str, str] = field(default_factory=dict)
+    launcher_resources: dict[str, str] = field(default_factory=dict)
+    env: list[dict[str, str]] = field(default_factory=list)
+    node_selector: dict[str, str] = field(default_factory=dict)
+    queue: str = ""
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Input":
+        return cls(**{k: v for k, v in d.items() if v is not None})
+
+
+@dataclass
+class Job:
+    """The objects of one job: the TrainJob, and its per-job runtime or None."""
+
+    train_job: dict[str, Any]
+    runtime: Optional[dict[str, Any]] = None
+
+
+def _err(f: str, v: Any, problem: str) -> BuildError:
+    return BuildError(f, "" if v is None else str(v), problem)
+
+
+def _launcher_as_node(base: dict[str, Any]) -> bool:
+    return bool((((base.get("spec") or {}).get("mlPolicy") or {}).get("mpi") or {}).get("runLauncherAsNode"))
+
+
+def _is_mpi(base: Optional[dict[str, Any]]) -> bool:
+    return bool(base and (((base.get("spec") or {}).get("mlPolicy") or {}).get("mpi") is not None))
+
+
+def _example(k: str) -> str:
+    return {"cpu": "4 or 500m", "memory": "16Gi or 300Mi", "ephemeral-storage": "16Gi or 300Mi"}.get(k, "1")
+
+
+def _quantity(v: str) -> Optional[Decimal]:
+    m = _QUANTITY.match(v.strip())
+    if not m:
+        return None
+    try:
+        n = Decimal(m.group(1))
+    except InvalidOperation:
+        return None
+    suffix = m.group(2) or ""
+    scale = {"m": Decimal("0.001"), "u": Decimal("0.000001"), "n": Decimal("0.000000001"),
+             "k": Decimal(1000), "M": Decimal(1000) ** 2, "G": Decimal(1000) ** 3, "T": Decimal(1000) ** 4,
+             "P": Decimal(1000) ** 5, "E": Decimal(1000) ** 6, "Ki": Decimal(1024), "Mi": Decimal(1024) ** 2,
+             "Gi": Decimal(1024) ** 3, "Ti": Decimal(1024) ** 4, "Pi": Decimal(1024) ** 5, "Ei": Decimal(1024) ** 6}
+    if suffix[:1] in ("e", "E"):
+        return n * (Decimal(10) ** int(suffix[1:]))
+    return n * scale.get(suffix, Decimal(1))
+
+
+def _parse_resources(f: str, res: dict[str, Any], worker: bool) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for k in sorted(res):
+        v = str(res[k])
+        path = f"{f}.{k}"
+        if k in ("cpu", "memory", "ephemeral-storage") or k.startswith("hugepages-"):
+            pass
+        elif "/" in k:
+            if not _QUALIFIED.match(k) or len(k.split("/", 1)[1]) > 63:
+                raise _err(path, v, f'"{k}" is not a resource name: use a domain and a name, e.g. nvidia.com/gpu')
+            if not worker:
+                raise _err(path, v, f"the Launcher runs mpirun and hosts no ranks: give {k} to the Workers (resources_per_worker)")
+        else:
+            hint = "nvidia.com/gpu or amd.com/gpu" if "gpu" in k.lower() else "cpu, memory or an extended resource such as nvidia.com/gpu"
+            raise _err(path, v, f'no node offers a resource named "{k}": use {hint}')
+        q = _quantity(v)
+        if q is None or q < 0:
+            raise _err(path, v, f"is not a quantity: use e.g. {_example(k)}")
+        if q == 0 and k in ("cpu", "memory"):
+            raise _err(path, v, f"must be more than 0: use e.g. {_example(k)}")
+        if "/" in k and q != q.to_integral_value():
+            raise _err(path, v, "must be a whole number of devices, e.g. 1")
+        out[k] = v.strip()
+    return out
+
+
+def _validate(inp: Input, base: Optional[dict[str, Any]]) -> None:
+    n = inp.name
+    if not n:
+        raise _err("name", "", "is empty: give the job a name, e.g. hello")
+    if len(n) > MAX_NAME:
+        raise _err("name", n, f"is {len(n)} characters; use at most {MAX_NAME} (JobSet names the Launcher pod {n}-launcher-0-0-xxxxx, at most 63)")
+    if not _DNS_LABEL.match(n):
+        raise _err("name", n, "is not a valid job name: use lower-case letters, digits and '-', starting and ending with a letter or digit")
+    if not _is_mpi(base):
+        raise _err("runtime", (base or {}).get("metadata", {}).get("name", inp.runtime),
+                   "is not an MPI runtime (it has no MPI policy): see kubectl mpijob runtimes list")
+    if isinstance(inp.workers, bool) or not isinstance(inp.workers, int) or inp.workers < 1:
+        raise _err("workers", inp.workers, "a job needs at least 1 Worker")
+    if isinstance(inp.slots_per_worker, bool) or not isinstance(inp.slots_per_worker, int) or inp.slots_per_worker < 0:
+        raise _err("slots_per_worker", inp.slots_per_worker, "use 1 or more (MPI ranks per Worker)")
+    for f, v in (("image", inp.image), ("launcher_image", inp.launcher_image), ("worker_image", inp.worker_image)):
+        if v and (not isinstance(v, str) or not _IMAGE.match(v)):
+            raise _err(f, v, "is not an image reference: use e.g. ghcr.io/mpijob/openmpi:4.1 (lower-case repository, optional :tag or @sha256:digest)")
+    if inp.command and "" in inp.command:
+        raise _err("command", " ".join(inp.command), "has an empty argument")
+
+
+def build(inp: Input, base: Optional[dict[str, Any]]) -> Job:
+    """Build the objects of one MPI job on ``base`` (a ClusterTrainingRuntime
+    as a dict). Raises :class:`BuildError` naming the first bad field."""
+    _validate(inp, base)
+    assert base is not None
+    worker = _parse_resources("resources_per_worker", inp.resources_per_worker or {}, True)
+    launcher = _parse_resources("launcher_resources", inp.launcher_resources or {}, False)
+    base_name = base["metadata"]["name"]
+    as_node = _launcher_as_node(base)
+    if as_node and launcher:
+        raise _err("launcher_resources", "", f"on runtime {base_name} the Launcher hosts ranks and is sized like every Worker: use resources_per_worker")
+    for e in inp.env:
+        if not _ENV_NAME.match(e.get("name", "")):
+            raise _err("env", e.get("name", ""), "is not a valid variable name: use letters, digits, '_', '-' or '.', not starting with a digit")
+    for k, v in (inp.node_selector or {}).items():
+        if not _QUALIFIED.match(k):
+            raise _err("node_selector", k, "is not a valid label key: use e.g. disktype or nvidia.com/gpu.product")
+        if len(v) > 63 or not _LABEL_VALUE.match(v):
+            raise _err("node_selector", f"{k}={v}", "is not a valid label value: use at most 63 letters, digits, '-', '_' or '.'")
+    if inp.queue and (len(inp.queue) > 253 or not _DNS_SUBDOMAIN.match(inp.queue)):
+        raise _err("queue", inp.queue, "is not a valid LocalQueue name: use lower-case letters, digits, '-' and '.'")
+
+    meta: dict[str, Any] = {"name": inp.name}
+    if inp.namespace:
+        meta["namespace"] = inp.namespace
+    trainer: dict[str, Any] = {"numNodes": inp.workers + 1 if as_node else inp.workers}
+    if inp.slots_per_worker > 0:
+        trainer["numProcPerNode"] = inp.slots_per_worker
+    if inp.command:
+        trainer["command"] = list(inp.command)
+    env: list[dict[str, str]] = []
+    for e in inp.env:
+        for have in env:
+            if have["name"] == e["name"]:
+                have["value"] = e.get("value", "")
+                break
+        else:
+            env.append({"name": e["name"], "value": e.get("value", "")})
+    if env:
+        trainer["env"] = env
+    spec: dict[str, Any] = {"runtimeRef": {"apiGroup": GROUP, "kind": "ClusterTrainingRuntime", "name": base_name}, "trainer": trainer}
+    if inp.queue:
+        meta["labels"] = {QUEUE_LABEL: inp.queue}
+    if inp.node_selector:
+        spec["runtimePatches"] = [node_selector_patch(inp.node_selector)]
+    tj = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "TrainJob", "metadata": meta, "spec": spec}
+    launcher_image = inp.launcher_image or inp.image
+    worker_image = inp.worker_image or inp.image
+    if not (launcher_image or worker_image or worker or launcher):
+        return Job(tj)
+    rt = derive(base, inp.name, inp.namespace, launcher_image, worker_image, worker, launcher)
+    spec["runtimeRef"] = {"apiGroup": GROUP, "kind": "TrainingRuntime", "name": inp.name}
+    meta.setdefault("labels", {})[BASE_RUNTIME_LABEL] = base_name
+    return Job(tj, rt)
+
+
+def derive(base: dict[str, Any], job: str, namespace: str, launcher_image: str, worker_image: str,
+           worker: dict[str, str], launcher: dict[str, str]) -> dict[str, Any]:
+    """The per-job TrainingRuntime: ``base`` with the node containers' images and resources changed."""
+    base_meta = base.get("metadata") or {}
+    labels = {JOB_LABEL: job, BASE_RUNTIME_LABEL: base_meta["name"]}
+    labels.update({k: v for k, v in (base_meta.get("labels") or {}).items() if k != RUNTIME_LABEL})
+    annotations = {DESCRIPTION: f"runtime of MPI job {job}: {base_meta['name']} with the job's images and resources (deleted with the job)"}
+    if MPI_IMPLEMENTATION in (base_meta.get("annotations") or {}):
+        annotations[MPI_IMPLEMENTATION] = base_meta["annotations"][MPI_IMPLEMENTATION]
+    meta: dict[str, Any] = {"name": job, "labels": labels, "annotations": annotations}
+    if namespace:
+        meta["namespace"] = namespace
+    spec = copy.deepcopy(base["spec"])
+    as_node = _launcher_as_node(base)
+    for rj in spec["template"]["spec"]["replicatedJobs"]:
+        if rj["name"] == "launcher":
+            image, res = launcher_image, (worker if as_node else launcher)
+        elif rj["name"] == "node":
+            image, res = worker_image, worker
+        else:
+            continue
+        for c in rj["template"]["spec"]["template"]["spec"]["containers"]:
+            if c.get("name") != "node":
+                continue
+            if image:
+                c["image"] = image
+            set_resources(c.setdefault("resources", {}), res)
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "TrainingRuntime", "metadata": meta, "spec": spec}
+
+
+def set_resources(r: dict[str, Any], res: dict[str, str]) -> None:
+    """Each resource as both request and limit; a zero count removes it."""
+    for k, v in res.items():
+        if _quantity(v) == 0:
+            for side in ("requests", "limits"):
+                (r.get(side) or {}).pop(k, None)
+            continue
+        r.setdefault("requests", {})[k] = v
+        r.setdefault("limits", {})[k] = v
+
+
+def node_selector_patch(sel: dict[str, str]) -> dict[str, Any]:
+    """The runtime patch that sends the Launcher and the Workers to nodes with labels ``sel``."""
+    return {"manager": PATCH_MANAGER, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
+        {"name": rj, "template": {"spec": {"template": {"spec": {"nodeSelector": dict(sel)}}}}} for rj in ("launcher", "node")]}}}}
+
+
+def owner_reference(train_job: dict[str, Any]) -> dict[str, Any]:
+    """The owner reference that makes a per-job runtime go with its TrainJob."""
+    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "TrainJob", "name": train_job["metadata"]["name"],
+            "uid": train_job["metadata"]["uid"], "blockOwnerDeletion": True}
+
+
+def _node_containers(spec: dict[str, Any]) -> tuple[Optional[dict[str, Any]], Optional[dict[str, Any]]]:
+    launcher = worker = None
+    for rj in ((spec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []:
+        for c in rj["template"]["spec"]["template"]["spec"].get("containers") or []:
+            if c.get("name") == "node":
+                if rj["name"] == "launcher":
+                    launcher = c
+                elif rj["name"] == "node":
+                    worker = c
+    return launcher, worker
+
+
+def _changed(base: dict[str, Any], got: dict[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for side in ("requests", "limits"):
+        for k, v in (got.get(side) or {}).items():
+            if _quantity(str(v)) != _quantity(str((base.get(side) or {}).get(k, "0"))) or k not in (base.get(side) or {}):
+                out[k] = str(v)
+    for side in ("requests", "limits"):
+        for k in base.get(side) or {}:
+            if k not in (got.get("requests") or {}) and k not in (got.get("limits") or {}):
+                out[k] = "0"
+    return out
+
+
+LEGACY_PATCH_MANAGERS = ("mpijob.dev/kubectl-mpijob", "mpijob.dev/python-sdk")
+
+
+def input_of(tj: dict[str, Any], rt: Optional[dict[str, Any]], base: dict[str, Any]) -> tuple[Input, list[dict[str, Any]]]:
+    """Read back the Input of an existing job (mirror of Go's ``jobspec.InputOf``);
+    runtime patches the builder does not write are returned to be kept."""
+    meta, spec = tj.get("metadata") or {}, tj.get("spec") or {}
+    tr = spec.get("trainer") or {}
+    nodes = tr.get("numNodes") or ((base["spec"].get("mlPolicy") or {}).get("numNodes") or 1)
+    inp = Input(name=meta.get("name", ""), namespace=meta.get("namespace", ""), runtime=base["metadata"]["name"],
+                workers=max(nodes - 1, 1) if _launcher_as_node(base) else nodes,
+                slots_per_worker=tr.get("numProcPerNode") or 0, command=list(tr.get("command") or []),
+                env=[{"name": e["name"], "value": e.get("value", "")} for e in tr.get("env") or []],
+                image=tr.get("image") or "", queue=(meta.get("labels") or {}).get(QUEUE_LABEL, ""))
+    if tr.get("resourcesPerNode"):
+        r = tr["resourcesPerNode"]
+        inp.resources_per_worker = {k: str(v) for side in ("requests", "limits") for k, v in (r.get(side) or {}).items()}
+    kept = []
+    for p in spec.get("runtimePatches") or []:
+        if p.get("manager") in (PATCH_MANAGER,) + LEGACY_PATCH_MANAGERS:
+            for rj in ((((p.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}).get("replicatedJobs") or []):
+                sel = (((rj.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec", {}).get("nodeSelector")
+                if sel:
+                    inp.node_selector = dict(sel)
+            spec_patch = [rj for rj in ((((p.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}).get("replicatedJobs") or [])
+                          if ((((rj.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}).get("volumes")]
+            if spec_patch:
+                kept.append(p)  # volumes ride along as they were
+        elif p.get("manager") != "kueue.x-k8s.io/manager":
+            kept.append(p)
+    if rt is None:
+        return inp, kept
+    bl, bw = _node_containers(base["spec"])
+    gl, gw = _node_containers(rt["spec"])
+    if gw and bw:
+        if gw.get("image") != bw.get("image"):
+            inp.worker_image = gw.get("image", "")
+        inp.resources_per_worker = _changed(bw.get("resources") or {}, gw.get("resources") or {})
+    if gl and bl:
+        if gl.get("image") != bl.get("image"):
+            inp.launcher_image = gl.get("image", "")
+        if not _launcher_as_node(base):
+            inp.launcher_resources = _changed(bl.get("resources") or {}, gl.get("resources") or {})
+    if inp.launcher_image and inp.launcher_image == inp.worker_image:
+        inp.image, inp.launcher_image, inp.worker_image = inp.launcher_image, "", ""
+    return inp, kept
