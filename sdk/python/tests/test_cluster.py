@@ -2,11 +2,13 @@
 ``make test`` runs them after the Go e2e tests on the same cluster."""
 
 import re
+import time
 import uuid
 
 import pytest
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
+from kubernetes.client.rest import ApiException
 
 from mpijob import (
     JobFailedError,
@@ -14,7 +16,11 @@ from mpijob import (
     MPIJobClient,
     PermissionDeniedError,
     QuotaExceededError,
+    jobspec,
 )
+
+# The local cluster's stand-in for a user's own image (pkg/localcluster.UserImage).
+USER_IMAGE = "localhost/mpijob/user-train:1"
 
 pytestmark = pytest.mark.cluster
 
@@ -87,10 +93,11 @@ def test_oom_diagnosis_read_from_python(kubeconfig_path, namespace):
             "spec": {"nodeSelector": {"type": "kwok"},
                      "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Equal", "value": "fake", "effect": "NoSchedule"}]}}}}}
         for rj in ("launcher", "node")]}}}}
-    body = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "oom", "namespace": namespace},
-            "spec": {"runtimeRef": {"name": "mpi-openmpi-gpu"}, "runtimePatches": [patch],
-                     "trainer": {"numNodes": 2, "resourcesPerNode": {"limits": {"nvidia.com/gpu": "1", "memory": "2Gi"}}}}}
-    client._custom.create_namespaced_custom_object("trainer.kubeflow.org", "v1alpha1", namespace, "trainjobs", body)
+    # The Workers' memory goes into the job's own runtime, as create_job does it.
+    job = jobspec.build(jobspec.Input(name="oom", namespace=namespace, runtime="mpi-openmpi-gpu", workers=2,
+                                      resources_per_worker={"memory": "2Gi"}), client._runtime("mpi-openmpi-gpu"))
+    job.train_job["spec"]["runtimePatches"] = [patch]
+    client._create(job, False)
     with pytest.raises(JobFailedError) as e:
         client.wait_for_job("oom", timeout=120)
     s = e.value.status
@@ -102,13 +109,54 @@ def test_quota_denial(kubeconfig_path):
     client = MPIJobClient(namespace="team-a", context="dev-a", config_file=kubeconfig_path)
     with pytest.raises(QuotaExceededError) as e:
         client.create_job("too-big", command=None, workers=4, runtime="mpi-openmpi-gpu", resources_per_worker={"nvidia.com/gpu": 3})
-    assert (e.value.resource, e.value.requested, e.value.quota) == ("nvidia.com/gpu", "15", "8")
+    assert (e.value.resource, e.value.requested, e.value.quota) == ("nvidia.com/gpu", "12", "8")
     # A job that fits passes the same check (server dry run: nothing is created).
     ok = client.create_job("fits", command=None, workers=1, runtime="mpi-openmpi-gpu",
                            resources_per_worker={"nvidia.com/gpu": 4, "memory": "1Gi"}, dry_run=True)
     assert ok.name == "fits"
     with pytest.raises(JobNotFoundError):
         client.get_job("fits")
+    # Neither the refused job nor the dry run leaves its runtime behind.
+    for name in ("too-big", "fits"):
+        with pytest.raises(ApiException) as gone:
+            client._custom.get_namespaced_custom_object("trainer.kubeflow.org", "v1alpha1", "team-a", "trainingruntimes", name)
+        assert gone.value.status == 404
+
+
+def test_own_image_and_resources_on_every_worker(kubeconfig_path):
+    """The SDK's image and resources reach the Launcher and every Worker of mpi-openmpi, and the job succeeds."""
+    client = MPIJobClient(namespace="team-a", context="dev-a", config_file=kubeconfig_path)
+    name = f"sdk-own-{int(time.time()) % 100000}"
+    client.create_job(name, command=None, workers=2, image=USER_IMAGE,
+                      resources_per_worker={"cpu": "300m", "memory": "300Mi"}, launcher_resources={"cpu": "200m", "memory": "256Mi"})
+    try:
+        job = client.wait_for_job(name, timeout=180)
+        assert job.runtime == "mpi-openmpi" and job.workers == 2
+        pods = client._core.list_namespaced_pod("team-a", label_selector=f"jobset.sigs.k8s.io/jobset-name={name}").items
+        roles = {}
+        for p in pods:
+            c = p.spec.containers[0]
+            role = p.metadata.labels["jobset.sigs.k8s.io/replicatedjob-name"]
+            roles[role] = roles.get(role, 0) + 1
+            assert c.image == USER_IMAGE, (p.metadata.name, c.image)
+            want = ("300m", "300Mi") if role == "node" else ("200m", "256Mi")
+            for side in (c.resources.requests, c.resources.limits):
+                assert (side["cpu"], side["memory"]) == want, (p.metadata.name, side)
+        assert roles == {"node": 2, "launcher": 1}, roles
+        rt = client._custom.get_namespaced_custom_object("trainer.kubeflow.org", "v1alpha1", "team-a", "trainingruntimes", name)
+        assert rt["metadata"]["ownerReferences"][0]["kind"] == "TrainJob"
+        assert name not in [r.name for r in client.list_runtimes()]
+    finally:
+        client.delete_job(name, wait=True, timeout=120)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            client._custom.get_namespaced_custom_object("trainer.kubeflow.org", "v1alpha1", "team-a", "trainingruntimes", name)
+        except ApiException as e:
+            assert e.status == 404
+            return
+        time.sleep(0.5)
+    raise AssertionError(f"runtime {name} is still there after its job was deleted")
 
 
 def test_tenant_isolation(kubeconfig_path):
