@@ -33,6 +33,10 @@ const (
 	// names the ClusterTrainingRuntime it was derived from: the runtime the
 	// user chose, whose policy admission applies.
 	BaseRuntimeLabel = "mpijob.dev/base-runtime"
+	// JobRuntimeFinalizer keeps a per-job runtime until its TrainJob is
+	// gone: Trainer's webhook refuses every update of a TrainJob whose
+	// runtime is missing, the garbage collector's last one included.
+	JobRuntimeFinalizer = "mpijob.dev/job-runtime"
 )
 
 // MaxJobNameLength is the longest MPI job name: JobSet names the Launcher

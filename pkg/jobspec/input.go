@@ -79,11 +79,14 @@ func InputOf(tj *trainer.TrainJob, rt *trainer.TrainingRuntime, base *trainer.Cl
 	return in, kept
 }
 
-// Owned returns rt owned by tj, so Kubernetes deletes it with the job.
+// Owned returns rt's owner references with tj added, so Kubernetes
+// deletes it with the job. The job's deletion does not wait for it
+// (no blockOwnerDeletion): Trainer keeps a finalizer on a runtime while a
+// TrainJob uses it, so a foreground delete of the job would never end.
 func Owned(rt *trainer.TrainingRuntime, tj *trainer.TrainJob) []metav1.OwnerReference {
 	ref := metav1.OwnerReference{
 		APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind,
-		Name: tj.Name, UID: tj.UID, BlockOwnerDeletion: ptr.To(true),
+		Name: tj.Name, UID: tj.UID,
 	}
 	out := []metav1.OwnerReference{}
 	for _, r := range rt.OwnerReferences {

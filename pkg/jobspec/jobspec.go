@@ -213,7 +213,8 @@ func Derive(base *trainer.ClusterTrainingRuntime, job, namespace string, o Overr
 		TypeMeta: metav1.TypeMeta{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainingRuntimeKind},
 		ObjectMeta: metav1.ObjectMeta{
 			Name: job, Namespace: namespace,
-			Labels: map[string]string{api.JobLabel: job, api.BaseRuntimeLabel: base.Name},
+			Labels:     map[string]string{api.JobLabel: job, api.BaseRuntimeLabel: base.Name},
+			Finalizers: []string{api.JobRuntimeFinalizer},
 			Annotations: map[string]string{
 				api.DescriptionAnnotation: fmt.Sprintf("runtime of MPI job %s: %s with the job's images and resources (deleted with the job)", job, base.Name),
 			},

@@ -19,6 +19,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -40,11 +41,25 @@ const (
 	Adopt
 	Delete
 	Wait
+	// Release removes the finalizer of a deleted runtime whose job is gone.
+	Release
 )
 
 // Decide is the pure rule: rt is a per-job runtime, tj its job (nil when
 // there is none), now the time.
 func Decide(rt *trainer.TrainingRuntime, tj *trainer.TrainJob, now time.Time) (Decision, time.Duration) {
+	if rt.DeletionTimestamp != nil {
+		if !controllerutil.ContainsFinalizer(rt, api.JobRuntimeFinalizer) {
+			return Keep, 0
+		}
+		if tj != nil && tj.Spec.RuntimeRef.Name == rt.Name && ptr.Deref(tj.Spec.RuntimeRef.Kind, "") == trainer.TrainingRuntimeKind {
+			// Its job still needs it (even while the job is being deleted:
+			// the garbage collector's last update of the job is validated
+			// against it).
+			return Keep, 0
+		}
+		return Release, 0
+	}
 	for _, r := range rt.OwnerReferences {
 		if r.Kind == trainer.TrainJobKind && (tj == nil || r.UID == tj.UID) {
 			// Owned: the garbage collector removes it with its job.
@@ -90,7 +105,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := r.Client.Get(ctx, req.NamespacedName, rt); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	if !jobspec.IsDerived(rt.Labels) || rt.DeletionTimestamp != nil {
+	if !jobspec.IsDerived(rt.Labels) {
 		return reconcile.Result{}, nil
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("trainingRuntime", klog.KObj(rt))
@@ -123,6 +138,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		log.Info("deleted a per-job runtime whose TrainJob never came", "age", now.Sub(rt.CreationTimestamp.Time).Round(time.Second))
 	case Wait:
 		return reconcile.Result{RequeueAfter: after}, nil
+	case Release:
+		patch := client.MergeFrom(rt.DeepCopy())
+		controllerutil.RemoveFinalizer(rt, api.JobRuntimeFinalizer)
+		if err := r.Client.Patch(ctx, rt, patch); err != nil && !apierrors.IsNotFound(err) {
+			return reconcile.Result{}, fmt.Errorf("failed to release runtime %s: %w", rt.Name, err)
+		}
+		log.V(1).Info("released a per-job runtime whose job is gone")
 	}
 	return reconcile.Result{}, nil
 }

@@ -8,6 +8,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+
+	"github.com/mpijob/mpijob/pkg/api"
 )
 
 func TestDecide(t *testing.T) {
@@ -27,6 +29,15 @@ func TestDecide(t *testing.T) {
 		}
 		return tj
 	}
+	deleting := func(rt *trainer.TrainingRuntime) *trainer.TrainingRuntime {
+		rt.DeletionTimestamp = ptr.To(metav1.NewTime(now))
+		rt.Finalizers = []string{api.JobRuntimeFinalizer}
+		return rt
+	}
+	released := func(rt *trainer.TrainingRuntime) *trainer.TrainingRuntime {
+		rt.Finalizers = nil
+		return rt
+	}
 	cases := map[string]struct {
 		rt        *trainer.TrainingRuntime
 		tj        *trainer.TrainJob
@@ -41,6 +52,9 @@ func TestDecide(t *testing.T) {
 		"owner-less, old, no job":                 {rt: runtime(Grace, ""), want: Delete},
 		"a job of that name on a cluster runtime": {rt: runtime(time.Hour, ""), tj: job("u3", trainer.ClusterTrainingRuntimeKind, "mpi-openmpi", false), want: Delete},
 		"its job is being deleted":                {rt: runtime(time.Hour, ""), tj: job("u4", trainer.TrainingRuntimeKind, "hello", true), want: Delete},
+		"deleted, its job gone: release":          {rt: deleting(runtime(time.Hour, "u1")), want: Release},
+		"deleted, its job still there: keep":      {rt: deleting(runtime(time.Hour, "u1")), tj: job("u1", trainer.TrainingRuntimeKind, "hello", true), want: Keep},
+		"deleted, already released":               {rt: released(deleting(runtime(time.Hour, "u1"))), want: Keep},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

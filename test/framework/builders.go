@@ -77,6 +77,19 @@ func (w *TrainJobWrapper) ResourcesPerNode(rl corev1.ResourceList) *TrainJobWrap
 	return w
 }
 
+// LauncherImage gives the Launcher its own image through a per-job
+// runtime, as kubectl mpijob create --launcher-image does.
+func (w *TrainJobWrapper) LauncherImage(image string) *TrainJobWrapper {
+	base := ShippedRuntime(w.Spec.RuntimeRef.Name)
+	w.runtime = jobspec.Derive(base, w.Name, w.Namespace, jobspec.Overrides{LauncherImage: image})
+	w.Spec.RuntimeRef = trainer.RuntimeRef{Name: w.Name, Kind: ptr.To(trainer.TrainingRuntimeKind), APIGroup: ptr.To(trainer.GroupVersion.Group)}
+	if w.Labels == nil {
+		w.Labels = map[string]string{}
+	}
+	w.Labels[api.BaseRuntimeLabel] = base.Name
+	return w
+}
+
 // Runtime is the job's per-job runtime, nil when it has none.
 func (w *TrainJobWrapper) Runtime() *trainer.TrainingRuntime { return w.runtime }
 

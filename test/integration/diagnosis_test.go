@@ -39,7 +39,7 @@ func TestDiagnosisOfRealFailures(t *testing.T) {
 			wantMessage: []string{"could not open an SSH connection to Worker 0 (refused-node-0-0) on port 2299"},
 		},
 		"the Launcher's image cannot be pulled": {
-			job:       framework.MakeTrainJob("badimage", "", "mpi-openmpi").NumNodes(1).Image("registry.invalid/mpijob/nope:1"),
+			job:       framework.MakeTrainJob("badimage", "", "mpi-openmpi").NumNodes(1).LauncherImage("registry.invalid/mpijob/nope:1"),
 			wantPhase: api.PhaseStarting, wantReason: diagnose.ReasonImagePullFailed,
 			wantMessage: []string{`cannot pull image "registry.invalid/mpijob/nope:1" from registry.invalid`, "The Launcher (pod badimage-launcher-0-0-"},
 		},
@@ -50,7 +50,7 @@ func TestDiagnosisOfRealFailures(t *testing.T) {
 			ns := c.NewNamespace(t, "diag")
 			job := tc.job.Obj()
 			job.Namespace = ns
-			if err := c.Client.Create(context.Background(), job); err != nil {
+			if err := framework.Submit(context.Background(), c.Client, job, tc.job.Runtime()); err != nil {
 				t.Fatal(err)
 			}
 			s := c.WaitForStatus(t, ns, job.Name, 3*time.Minute, func(s api.Status) bool { return s.Phase == tc.wantPhase && s.Reason == tc.wantReason })

@@ -113,7 +113,7 @@ func TestQueuedJobWaitsWholeWithPosition(t *testing.T) {
 	}
 
 	// Freeing the GPUs admits the next job whole.
-	if err := c.Client.Delete(ctx, first, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+	if err := c.Client.Delete(ctx, first.Obj(), client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)
 	}
 	c.WaitForStatus(t, ns, "second", 2*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseSucceeded })

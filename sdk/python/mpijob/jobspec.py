@@ -25,6 +25,7 @@ PATCH_MANAGER = "mpijob.dev/job-builder"
 DEFAULT_RUNTIME = "mpi-openmpi"
 JOB_LABEL = "mpijob.dev/job"
 BASE_RUNTIME_LABEL = "mpijob.dev/base-runtime"
+JOB_RUNTIME_FINALIZER = "mpijob.dev/job-runtime"
 RUNTIME_LABEL = "mpijob.dev/runtime"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 MPI_IMPLEMENTATION = "mpijob.dev/mpi-implementation"
@@ -233,7 +234,9 @@ def derive(base: dict[str, Any], job: str, namespace: str, launcher_image: str, 
     annotations = {DESCRIPTION: f"runtime of MPI job {job}: {base_meta['name']} with the job's images and resources (deleted with the job)"}
     if MPI_IMPLEMENTATION in (base_meta.get("annotations") or {}):
         annotations[MPI_IMPLEMENTATION] = base_meta["annotations"][MPI_IMPLEMENTATION]
-    meta: dict[str, Any] = {"name": job, "labels": labels, "annotations": annotations}
+    # Kept until the job is gone (mpijob-manager removes it): Trainer refuses
+    # every update of a TrainJob whose runtime is missing.
+    meta: dict[str, Any] = {"name": job, "labels": labels, "annotations": annotations, "finalizers": [JOB_RUNTIME_FINALIZER]}
     if namespace:
         meta["namespace"] = namespace
     spec = copy.deepcopy(base["spec"])
@@ -273,8 +276,10 @@ def node_selector_patch(sel: dict[str, str]) -> dict[str, Any]:
 
 def owner_reference(train_job: dict[str, Any]) -> dict[str, Any]:
     """The owner reference that makes a per-job runtime go with its TrainJob."""
+    # No blockOwnerDeletion: Trainer keeps a finalizer on a runtime in use,
+    # so a foreground delete of the job would wait for ever.
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "TrainJob", "name": train_job["metadata"]["name"],
-            "uid": train_job["metadata"]["uid"], "blockOwnerDeletion": True}
+            "uid": train_job["metadata"]["uid"]}
 
 
 def _node_containers(spec: dict[str, Any]) -> tuple[Optional[dict[str, Any]], Optional[dict[str, Any]]]:
