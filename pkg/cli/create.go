@@ -11,6 +11,7 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
@@ -160,8 +161,15 @@ func (c *clients) fitWorkers(ctx context.Context, job *jobspec.Job) (*jobspec.Jo
 		return job, nil
 	}
 	base := &trainer.ClusterTrainingRuntime{}
-	if err := c.Get(ctx, client.ObjectKey{Name: tj.Spec.RuntimeRef.Name}, base); err != nil || !runtimes.IsMPI(&base.Spec) {
-		// Not an MPI runtime (or missing): admission and Trainer answer.
+	if err := c.Get(ctx, client.ObjectKey{Name: tj.Spec.RuntimeRef.Name}, base); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+			// Admission and Trainer answer a missing runtime, with a
+			// "did you mean".
+			return job, nil
+		}
+		return nil, err
+	}
+	if !runtimes.IsMPI(&base.Spec) {
 		return job, nil
 	}
 	in, _ := jobspec.InputOf(tj, nil, base)
@@ -201,7 +209,7 @@ func printJob(out io.Writer, job *jobspec.Job, format string) error {
 	tj.APIVersion, tj.Kind = trainer.GroupVersion.String(), trainer.TrainJobKind
 	objs = append(objs, tj)
 	if format == "json" {
-		var v any = objs[0]
+		v := objs[0]
 		if len(objs) > 1 {
 			v = map[string]any{"apiVersion": "v1", "kind": "List", "items": objs}
 		}

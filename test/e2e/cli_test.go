@@ -161,10 +161,13 @@ func TestCLIImageAndResourcesOnEveryWorker(t *testing.T) {
 	ctx := context.Background()
 	name := framework.UniqueName("own")
 	expect(t, mpijob(t, "dev-a", "team-a", "create", name, "--workers", "2", "--slots-per-worker", "1",
-		"--image", localcluster.UserImage, "--cpu", "300m", "--memory", "300Mi", "--launcher-cpu", "200m", "--launcher-memory", "256Mi"),
+		"--image", localcluster.UserImage, "--cpu", "300m", "--memory", "300Mi", "--launcher-cpu", "200m", "--launcher-memory", "256Mi",
+		// JobSet stops the Workers once the Launcher is done: stay a moment
+		// so their pods can be looked at.
+		"--", "sh", "-c", "mpirun /usr/local/bin/mpi-hello && sleep 15"),
 		0, "created in namespace team-a")
 	t.Cleanup(func() { mpijob(t, "dev-a", "team-a", "delete", name, "--wait=false") })
-	expect(t, mpijob(t, "dev-a", "team-a", "wait", name, "--for=Succeeded", "--timeout", "3m"), 0, "is Succeeded")
+	expect(t, mpijob(t, "dev-a", "team-a", "wait", name, "--for=Running", "--timeout", "3m"), 0)
 
 	check := func(role string, pod corev1.Pod, cpu, memory string) {
 		ct := pod.Spec.Containers[0]
@@ -190,6 +193,8 @@ func TestCLIImageAndResourcesOnEveryWorker(t *testing.T) {
 	for _, p := range c.JobPods(t, "team-a", name, "launcher") {
 		check("Launcher", p, "200m", "256Mi")
 	}
+	expect(t, mpijob(t, "dev-a", "team-a", "wait", name, "--for=Succeeded", "--timeout", "3m"), 0, "is Succeeded")
+	expect(t, mpijob(t, "dev-a", "team-a", "logs", name), 0, "allreduce over 2 ranks ok")
 
 	rt := &trainer.TrainingRuntime{}
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: name}, rt); err != nil {
