@@ -53,7 +53,7 @@ N Workers that host the ranks, with --slots-per-worker ranks each.`,
 		},
 	}
 	c.add(cmd.Flags(), true)
-	cmd.Flags().StringVarP(&c.file, "filename", "f", "", "TrainJob manifest to create")
+	cmd.Flags().StringVarP(&c.file, "filename", "f", "", "TrainJob manifest to create, with its per-job TrainingRuntime if any (- for stdin)")
 	cmd.Flags().StringVar(&c.dryRun, "dry-run", "none", `"client" prints the job, "server" has the cluster check it (admission included) without creating it`)
 	cmd.Flags().Lookup("dry-run").NoOptDefVal = "client"
 	cmd.Flags().StringVarP(&c.output, "output", "o", "", "print the created job as yaml or json")
@@ -78,7 +78,7 @@ func (c *createOptions) run(cmd *cobra.Command, args []string) error {
 		if len(args) > 0 || anyChanged(cmd, jobFlagNames...) {
 			return usageErr("-f takes the whole job from the file: give no NAME, COMMAND or job flags with it")
 		}
-		job, err = readJobFile(c.file)
+		job, err = readJobFile(c.file, c.In)
 		if err != nil {
 			return err
 		}
@@ -238,8 +238,14 @@ func printJob(out io.Writer, job *jobspec.Job, format string) error {
 // readJobFile reads a TrainJob manifest, optionally with the per-job
 // TrainingRuntime before it (what create --dry-run=client and convert
 // print).
-func readJobFile(path string) (*jobspec.Job, error) {
-	b, err := os.ReadFile(path)
+func readJobFile(path string, stdin io.Reader) (*jobspec.Job, error) {
+	var b []byte
+	var err error
+	if path == "-" {
+		b, err = io.ReadAll(stdin)
+	} else {
+		b, err = os.ReadFile(path)
+	}
 	if err != nil {
 		return nil, usageErr("-f %s: %v", path, err)
 	}

@@ -228,8 +228,12 @@ func Derive(base *trainer.ClusterTrainingRuntime, job, namespace string, o Overr
 			rt.Labels[k] = v
 		}
 	}
-	if v, ok := base.Annotations[api.MPIImplementationAnnotation]; ok {
-		rt.Annotations[api.MPIImplementationAnnotation] = v
+	// The base's annotations (MPI implementation, runtime policy) hold for
+	// the copy: the diagnosis reads them from the job's runtime.
+	for k, v := range base.Annotations {
+		if k != api.DescriptionAnnotation {
+			rt.Annotations[k] = v
+		}
 	}
 	asNode := runtimes.LauncherAsNode(&base.Spec)
 	for i := range rt.Spec.Template.Spec.ReplicatedJobs {

@@ -1,8 +1,11 @@
 // Package legacy turns a legacy kubeflow.org/v2beta1 MPIJob into a
-// TrainJob on one of mpijob's runtimes, plus, when the legacy pod templates
-// carry what a TrainJob cannot (Worker images and resources, volumes,
-// scheduling), a ClusterTrainingRuntime made for it. Every legacy field is
-// reported as mapped, changed or dropped, with the reason.
+// TrainJob on one of mpijob's runtimes. What the legacy pod templates carry
+// goes where a namespace editor may put it: images and resources into the
+// job's own namespaced TrainingRuntime (the per-job runtime of
+// pkg/jobspec, derived from the shipped runtime), volumes, environment,
+// scheduling and the service account into the TrainJob's runtimePatches.
+// No cluster administrator is needed. Every legacy field is reported as
+// mapped, changed or dropped, with the reason.
 package legacy
 
 import (
@@ -11,6 +14,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -25,6 +29,8 @@ import (
 
 	"github.com/mpijob/mpijob/config"
 	"github.com/mpijob/mpijob/pkg/admission"
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
@@ -52,9 +58,11 @@ type Note struct {
 // Result is a converted job.
 type Result struct {
 	TrainJob *trainer.TrainJob `json:"trainJob"`
-	// Runtime is nil when the job fits a shipped runtime as is.
-	Runtime *trainer.ClusterTrainingRuntime `json:"runtime,omitempty"`
-	Notes   []Note                          `json:"notes"`
+	// Runtime is the job's own TrainingRuntime (created before the
+	// TrainJob, in its namespace); nil when the job fits a shipped runtime
+	// as is.
+	Runtime *trainer.TrainingRuntime `json:"runtime,omitempty"`
+	Notes   []Note                   `json:"notes"`
 }
 
 // Error is a legacy manifest that cannot be converted; Field names where.
@@ -71,6 +79,10 @@ func (e *Error) Error() string {
 }
 
 const legacyAPIVersion = "kubeflow.org/v2beta1"
+
+// PatchManager owns the runtime patch that carries the legacy pod
+// templates' volumes, environment and scheduling.
+const PatchManager = "mpijob.dev/convert"
 
 // Convert reads one legacy MPIJob manifest (YAML or JSON).
 func Convert(data []byte) (*Result, error) {
@@ -121,8 +133,12 @@ func convert(job *mpiv2.MPIJob) (*Result, error) {
 	if job.Name == "" {
 		return nil, &Error{Field: "metadata.name", Problem: "is empty", Fix: "name the job"}
 	}
-	if errs := validation.IsDNS1123Subdomain(job.Name); len(errs) > 0 {
+	if errs := validation.IsDNS1123Label(job.Name); len(errs) > 0 {
 		return nil, &Error{Field: "metadata.name", Problem: fmt.Sprintf("%q is not a valid name: %s", job.Name, strings.Join(errs, ", "))}
+	}
+	if len(job.Name) > api.MaxJobNameLength {
+		return nil, &Error{Field: "metadata.name", Problem: fmt.Sprintf("%q has %d characters, more than %d", job.Name, len(job.Name), api.MaxJobNameLength),
+			Fix: "rename it in the manifest (JobSet appends \"-launcher-0-0-xxxxx\" to pod names, which must stay within 63)"}
 	}
 	launcher, worker := spec.MPIReplicaSpecs[mpiv2.MPIReplicaTypeLauncher], spec.MPIReplicaSpecs[mpiv2.MPIReplicaTypeWorker]
 	for k := range spec.MPIReplicaSpecs {
@@ -223,14 +239,7 @@ func convert(job *mpiv2.MPIJob) (*Result, error) {
 	tj.Spec.Trainer.NumProcPerNode = ptr.To(slots)
 	c.note("spec.slotsPerWorker", Mapped, "%d → spec.trainer.numProcPerNode", slots)
 
-	// The Launcher's container.
-	// The Launcher's image and resources go into the job's runtime: Trainer
-	// would give spec.trainer.image and resourcesPerNode to the Launcher
-	// alone, which admission refuses for images the Workers lack.
-	var launcherImage string
-	if lc.Image != "" && lc.Image != baseImage {
-		launcherImage = lc.Image
-	}
+	// The Launcher's container: command, args and env are the TrainJob's.
 	if len(lc.Command) > 0 {
 		tj.Spec.Trainer.Command = lc.Command
 		c.note("Launcher command", Mapped, "→ spec.trainer.command")
@@ -239,36 +248,56 @@ func convert(job *mpiv2.MPIJob) (*Result, error) {
 		tj.Spec.Trainer.Args = lc.Args
 		c.note("Launcher args", Mapped, "→ spec.trainer.args")
 	}
-	if len(lc.Env) > 0 {
-		tj.Spec.Trainer.Env = lc.Env
+	if env := c.env("Launcher env", lc.Env); len(env) > 0 {
+		tj.Spec.Trainer.Env = env
 		c.note("Launcher env", Mapped, "→ spec.trainer.env")
 	}
-	launcherRes := len(lc.Resources.Requests) > 0 || len(lc.Resources.Limits) > 0
 
-	// What needs a runtime of its own.
-	rt := base.DeepCopy()
-	custom := false
-	podSpecs := rt.Spec.Template.Spec.ReplicatedJobs
-	wpod := &podSpecs[0].Template.Spec.Template.Spec
-	lpod := &podSpecs[1].Template.Spec.Template.Spec
+	// Images and resources go into the job's own runtime: Trainer would
+	// give spec.trainer.image and resourcesPerNode to the Launcher alone.
+	over := jobspec.Overrides{}
+	var workerRes, launcherRes *corev1.ResourceRequirements
+	perJob := fmt.Sprintf("the job's runtime %s", job.Name)
+	if lc.Image != "" && lc.Image != baseImage {
+		over.LauncherImage = lc.Image
+		c.note("Launcher image", Changed, "→ the Launcher's image in %s", perJob)
+	}
+	if hasResources(lc.Resources) {
+		launcherRes = lc.Resources.DeepCopy()
+		if launcherAsWorker && separateLauncher {
+			if gone := dropGPUs(launcherRes); len(gone) > 0 {
+				c.note("Launcher resources", Changed, "%s dropped: the Launcher hosts no ranks here, the extra Worker has them (as many GPUs in all as before)", strings.Join(gone, ", "))
+			}
+		}
+		if hasResources(*launcherRes) {
+			c.note("Launcher resources", Changed, "→ the Launcher's resources in %s", perJob)
+		} else {
+			launcherRes = nil
+		}
+	}
+	var patches []trainer.ReplicatedJobPatch
 	if worker != nil {
 		if wc.Image != "" && wc.Image != baseImage {
-			setImage(wpod, wc.Image)
-			custom = true
-			c.note("Worker image", Changed, "→ the Workers' image in runtime %s (Trainer sets spec.trainer.image on the Launcher only)", job.Name)
+			over.WorkerImage = wc.Image
+			c.note("Worker image", Changed, "→ the Workers' image in %s (Trainer sets spec.trainer.image on the Launcher only)", perJob)
 		}
-		if separateLauncher && (len(wc.Resources.Requests) > 0 || len(wc.Resources.Limits) > 0) {
-			nodeContainer(wpod).Resources = *wc.Resources.DeepCopy()
-			custom = true
-			c.note("Worker resources", Changed, "→ runtime %s (TrainJobs set Worker resources only where the Launcher hosts ranks)", job.Name)
+		if hasResources(wc.Resources) {
+			workerRes = wc.Resources.DeepCopy()
+			c.note("Worker resources", Changed, "→ the Workers' resources in %s (Trainer sets resourcesPerNode on the Launcher only)", perJob)
 		}
-		if len(wc.Env) > 0 {
-			nodeContainer(wpod).Env = append(nodeContainer(wpod).Env, wc.Env...)
-			custom = true
-			c.note("Worker env", Changed, "→ runtime %s", job.Name)
+		// Trainer refuses environment in a patch of the node containers:
+		// the Workers' variables join the Launcher's, which mpirun -x
+		// passes to the ranks (sshd on the Workers would not).
+		for _, e := range c.env("Worker env", wc.Env) {
+			if !slices.ContainsFunc(tj.Spec.Trainer.Env, func(l corev1.EnvVar) bool { return l.Name == e.Name }) {
+				tj.Spec.Trainer.Env = append(tj.Spec.Trainer.Env, e)
+				c.note("Worker env "+e.Name, Changed, "→ spec.trainer.env (the Launcher's: Trainer sets no Worker environment; pass it to the ranks with mpirun -x %s)", e.Name)
+			} else {
+				c.note("Worker env "+e.Name, Dropped, "the Launcher sets %s too; its value is kept (pass it to the ranks with mpirun -x %s)", e.Name, e.Name)
+			}
 		}
-		if mergePodFields(wpod, &worker.Template.Spec, "Worker", c) {
-			custom = true
+		if p := c.podPatch(api.WorkerJob, "Worker", &worker.Template.Spec); p != nil {
+			patches = append(patches, *p)
 		}
 		for _, f := range []string{"command", "args"} {
 			if (f == "command" && len(wc.Command) > 0) || (f == "args" && len(wc.Args) > 0) {
@@ -276,35 +305,29 @@ func convert(job *mpiv2.MPIJob) (*Result, error) {
 			}
 		}
 		if len(worker.Template.Spec.Containers) > 1 {
-			c.note("Worker sidecar containers", Dropped, "%d extra container(s); add them to runtime %s by hand if needed", len(worker.Template.Spec.Containers)-1, job.Name)
+			c.note("Worker sidecar containers", Dropped, "%d extra container(s): a job's runtime carries only images and resources; ask an administrator for a runtime with them", len(worker.Template.Spec.Containers)-1)
 		}
 		c.restartPolicy("Worker", worker.RestartPolicy)
 	}
-	if launcherImage != "" {
-		setImage(lpod, launcherImage)
-		custom = true
-		c.note("Launcher image", Changed, "→ the Launcher's image in runtime %s", job.Name)
+	if p := c.podPatch(api.LauncherJob, "Launcher", &launcher.Template.Spec); p != nil {
+		patches = append(patches, *p)
 	}
-	if launcherRes {
-		nodeContainer(lpod).Resources = *lc.Resources.DeepCopy()
-		custom = true
-		c.note("Launcher resources", Changed, "→ the Launcher's resources in runtime %s", job.Name)
-	}
-	if mergePodFields(lpod, &launcher.Template.Spec, "Launcher", c) {
-		custom = true
+	if len(patches) > 0 {
+		tj.Spec.RuntimePatches = []trainer.RuntimePatch{{
+			Manager:             PatchManager,
+			TrainingRuntimeSpec: &trainer.TrainingRuntimeSpecPatch{Template: &trainer.JobSetTemplatePatch{Spec: &trainer.JobSetSpecPatch{ReplicatedJobs: patches}}},
+		}}
 	}
 	if len(launcher.Template.Spec.Containers) > 1 {
-		c.note("Launcher sidecar containers", Dropped, "%d extra container(s); add them to runtime %s by hand if needed", len(launcher.Template.Spec.Containers)-1, job.Name)
+		c.note("Launcher sidecar containers", Dropped, "%d extra container(s): a job's runtime carries only images and resources; ask an administrator for a runtime with them", len(launcher.Template.Spec.Containers)-1)
 	}
 	c.restartPolicy("Launcher", launcher.RestartPolicy)
 	if p := spec.SSHAuthMountPath; p != "" && p != ptr.Deref(base.Spec.MLPolicy.MPI.SSHAuthMountPath, "") {
-		rt.Spec.MLPolicy.MPI.SSHAuthMountPath = ptr.To(p)
-		custom = true
-		detail := fmt.Sprintf("%s → runtime %s", p, job.Name)
+		detail := fmt.Sprintf("%s: runtime %s mounts the SSH keys at %s", p, runtimeName, ptr.Deref(base.Spec.MLPolicy.MPI.SSHAuthMountPath, ""))
 		if strings.HasPrefix(p, "/root") {
 			detail += "; keys under /root mean the image runs as root, which Pod Security \"restricted\" refuses: move to a non-root user (mpijob images use /home/mpiuser/.ssh)"
 		}
-		c.note("spec.sshAuthMountPath", Changed, "%s", detail)
+		c.note("spec.sshAuthMountPath", Dropped, "%s", detail)
 	}
 	switch spec.LauncherCreationPolicy {
 	case mpiv2.LauncherCreationPolicyAtStartup:
@@ -319,18 +342,14 @@ func convert(job *mpiv2.MPIJob) (*Result, error) {
 		c.note("spec.runPolicy.cleanPodPolicy", Dropped, "%s: pods stay until the TrainJob is deleted; `kubectl mpijob delete` removes them", *rp.CleanPodPolicy)
 	}
 	if rp.TTLSecondsAfterFinished != nil {
-		rt.Spec.Template.Spec.TTLSecondsAfterFinished = rp.TTLSecondsAfterFinished
-		custom = true
-		c.note("spec.runPolicy.ttlSecondsAfterFinished", Changed, "%d → runtime %s: the JobSet (pods) is deleted after it, the TrainJob stays", *rp.TTLSecondsAfterFinished, job.Name)
+		c.note("spec.runPolicy.ttlSecondsAfterFinished", Dropped, "%d: a finished TrainJob stays until deleted (`kubectl mpijob delete`); its Workers stop when the Launcher finishes", *rp.TTLSecondsAfterFinished)
 	}
 	if rp.ActiveDeadlineSeconds != nil {
 		tj.Spec.ActiveDeadlineSeconds = *rp.ActiveDeadlineSeconds
 		c.note("spec.runPolicy.activeDeadlineSeconds", Mapped, "%d → spec.activeDeadlineSeconds", *rp.ActiveDeadlineSeconds)
 	}
 	if rp.BackoffLimit != nil {
-		podSpecs[1].Template.Spec.BackoffLimit = rp.BackoffLimit
-		custom = true
-		c.note("spec.runPolicy.backoffLimit", Changed, "%d → the Launcher's backoffLimit in runtime %s; a failed Worker still fails the job (backoffLimit 0)", *rp.BackoffLimit, job.Name)
+		c.note("spec.runPolicy.backoffLimit", Dropped, "%d: a failed Launcher or Worker fails the job (a lost rank cannot rejoin); rerun it with `kubectl mpijob clone`", *rp.BackoffLimit)
 	}
 	if rp.Suspend != nil {
 		tj.Spec.Suspend = rp.Suspend
@@ -339,6 +358,7 @@ func convert(job *mpiv2.MPIJob) (*Result, error) {
 	if rp.ManagedBy != nil {
 		c.note("spec.runPolicy.managedBy", Dropped, "%q: TrainJobs are managed by Trainer (or MultiKueue through spec.managedBy)", *rp.ManagedBy)
 	}
+	var gangTimeout string
 	if sp := rp.SchedulingPolicy; sp != nil {
 		if sp.Queue != "" {
 			if tj.Labels == nil {
@@ -348,17 +368,11 @@ func convert(job *mpiv2.MPIJob) (*Result, error) {
 			c.note("spec.runPolicy.schedulingPolicy.queue", Changed, "%q → Kueue LocalQueue %q (label %s); create it if it does not exist", sp.Queue, sp.Queue, queue.NameLabel)
 		}
 		if sp.PriorityClass != "" {
-			wpod.PriorityClassName, lpod.PriorityClassName = sp.PriorityClass, sp.PriorityClass
-			custom = true
-			c.note("spec.runPolicy.schedulingPolicy.priorityClass", Changed, "%q → the pods' priorityClassName in runtime %s", sp.PriorityClass, job.Name)
+			c.note("spec.runPolicy.schedulingPolicy.priorityClass", Dropped, "%q: pod priority set by a namespace could preempt other namespaces' jobs; priorities come from Kueue (label kueue.x-k8s.io/priority-class with a WorkloadPriorityClass an administrator made)", sp.PriorityClass)
 		}
 		if sp.ScheduleTimeoutSeconds != nil {
-			if rt.Annotations == nil {
-				rt.Annotations = map[string]string{}
-			}
-			rt.Annotations[admission.GangTimeoutAnnotation] = fmt.Sprintf("%ds", *sp.ScheduleTimeoutSeconds)
-			custom = true
-			c.note("spec.runPolicy.schedulingPolicy.scheduleTimeoutSeconds", Changed, "%d → runtime policy %s (the job is reported stuck, not killed)", *sp.ScheduleTimeoutSeconds, admission.GangTimeoutAnnotation)
+			gangTimeout = fmt.Sprintf("%ds", *sp.ScheduleTimeoutSeconds)
+			c.note("spec.runPolicy.schedulingPolicy.scheduleTimeoutSeconds", Changed, "%d → annotation %s of %s (the job is reported stuck, not killed)", *sp.ScheduleTimeoutSeconds, admission.GangTimeoutAnnotation, perJob)
 		}
 		if sp.MinAvailable != nil {
 			c.note("spec.runPolicy.schedulingPolicy.minAvailable", Dropped, "%d: a TrainJob's Launcher starts only when every Worker is placed; Kueue admits the whole job at once, and the runtime policy %s reports a job that waits too long", *sp.MinAvailable, admission.GangTimeoutAnnotation)
@@ -372,18 +386,25 @@ func convert(job *mpiv2.MPIJob) (*Result, error) {
 	}
 
 	res := &Result{TrainJob: tj}
-	if custom {
-		rt.Name = job.Name
-		rt.ResourceVersion, rt.UID, rt.CreationTimestamp = "", "", metav1.Time{}
-		if rt.Annotations == nil {
-			rt.Annotations = map[string]string{}
+	if over.LauncherImage != "" || over.WorkerImage != "" || workerRes != nil || launcherRes != nil || gangTimeout != "" {
+		rt := jobspec.Derive(base, job.Name, job.Namespace, over)
+		setResources(rt, api.WorkerJob, workerRes)
+		if runtimes.LauncherAsNode(&base.Spec) {
+			setResources(rt, api.LauncherJob, workerRes)
+		} else {
+			setResources(rt, api.LauncherJob, launcherRes)
 		}
-		rt.Annotations["mpijob.dev/description"] = fmt.Sprintf("Converted from MPIJob %s, based on %s", job.Name, runtimeName)
-		rt.Annotations["mpijob.dev/converted-from"] = runtimeName
-		rt.TypeMeta = metav1.TypeMeta{APIVersion: trainer.GroupVersion.String(), Kind: trainer.ClusterTrainingRuntimeKind}
+		rt.Annotations[api.DescriptionAnnotation] = fmt.Sprintf("runtime of MPI job %s, converted from a legacy MPIJob: %s with the legacy images and resources (deleted with the job)", job.Name, runtimeName)
+		if gangTimeout != "" {
+			rt.Annotations[admission.GangTimeoutAnnotation] = gangTimeout
+		}
 		res.Runtime = rt
-		tj.Spec.RuntimeRef.Name = rt.Name
-		c.note("runtime", Changed, "the legacy pod templates need runtime %s (based on %s); an administrator installs it", rt.Name, runtimeName)
+		tj.Spec.RuntimeRef = trainer.RuntimeRef{Name: rt.Name, APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(trainer.TrainingRuntimeKind)}
+		if tj.Labels == nil {
+			tj.Labels = map[string]string{}
+		}
+		tj.Labels[api.BaseRuntimeLabel] = runtimeName
+		c.note("runtime", Changed, "TrainingRuntime %s in the job's namespace: %s with the legacy images and resources, owned by the job once it exists (a namespace editor applies it, no administrator needed)", rt.Name, runtimeName)
 	}
 	sort.SliceStable(c.notes, func(i, j int) bool { return order(c.notes[i].Action) < order(c.notes[j].Action) })
 	res.Notes = c.notes
@@ -406,33 +427,50 @@ func (c *converter) restartPolicy(role string, p mpiv2.RestartPolicy) {
 	}
 }
 
-// mergePodFields copies the scheduling and storage fields of a legacy pod
-// template into the runtime's pod, and reports each.
-func mergePodFields(dst, src *corev1.PodSpec, role string, c *converter) bool {
-	changed := false
+// podPatch turns what a legacy pod template has beyond the container's
+// image, command, environment and resources into a runtime patch of replicated job rj,
+// and reports each field.
+func (c *converter) podPatch(rj, role string, src *corev1.PodSpec) *trainer.ReplicatedJobPatch {
+	to := "→ spec.runtimePatches (manager " + PatchManager + ")"
+	ps := &trainer.PodSpecPatch{}
+	some := false
 	if len(src.NodeSelector) > 0 {
-		dst.NodeSelector = src.NodeSelector
-		c.note(role+" nodeSelector", Changed, "→ runtime %s", c.job.Name)
-		changed = true
+		ps.NodeSelector = src.NodeSelector
+		c.note(role+" nodeSelector", Changed, "%s", to)
+		some = true
 	}
 	if len(src.Tolerations) > 0 {
-		dst.Tolerations = src.Tolerations
-		c.note(role+" tolerations", Changed, "→ runtime %s", c.job.Name)
-		changed = true
+		ps.Tolerations = src.Tolerations
+		c.note(role+" tolerations", Changed, "%s", to)
+		some = true
 	}
 	if src.Affinity != nil {
-		dst.Affinity = src.Affinity
-		c.note(role+" affinity", Changed, "→ runtime %s (replaces the runtime's one-Worker-per-node rule)", c.job.Name)
-		changed = true
+		ps.Affinity = src.Affinity
+		c.note(role+" affinity", Changed, "%s (replaces the runtime's one-Worker-per-node rule)", to)
+		some = true
 	}
+	node := trainer.ContainerPatch{Name: api.NodeContainer}
 	if len(src.Volumes) > 0 {
-		dst.Volumes = append(dst.Volumes, src.Volumes...)
+		ps.Volumes = src.Volumes
 		if len(src.Containers) > 0 {
-			n := nodeContainer(dst)
-			n.VolumeMounts = append(n.VolumeMounts, src.Containers[0].VolumeMounts...)
+			node.VolumeMounts = src.Containers[0].VolumeMounts
 		}
-		c.note(role+" volumes", Changed, "%d volume(s) and their mounts → runtime %s", len(src.Volumes), c.job.Name)
-		changed = true
+		c.note(role+" volumes", Changed, "%d volume(s) and their mounts %s", len(src.Volumes), to)
+		some = true
+	}
+	if len(node.VolumeMounts) > 0 {
+		ps.Containers = []trainer.ContainerPatch{node}
+		some = true
+	}
+	if src.ServiceAccountName != "" {
+		ps.ServiceAccountName = ptr.To(src.ServiceAccountName)
+		c.note(role+" serviceAccountName", Changed, "%q %s", src.ServiceAccountName, to)
+		some = true
+	}
+	if len(src.ImagePullSecrets) > 0 {
+		ps.ImagePullSecrets = src.ImagePullSecrets
+		c.note(role+" imagePullSecrets", Changed, "%s", to)
+		some = true
 	}
 	if src.SecurityContext != nil && !apiequality.Semantic.DeepEqual(src.SecurityContext, &corev1.PodSecurityContext{}) {
 		c.note(role+" securityContext", Dropped, "mpijob runtimes run Pod Security \"restricted\" (non-root, no privilege escalation)")
@@ -440,12 +478,71 @@ func mergePodFields(dst, src *corev1.PodSpec, role string, c *converter) bool {
 	if len(src.Containers) > 0 && src.Containers[0].SecurityContext != nil {
 		c.note(role+" container securityContext", Dropped, "mpijob runtimes run Pod Security \"restricted\"")
 	}
-	if src.ServiceAccountName != "" {
-		dst.ServiceAccountName = src.ServiceAccountName
-		c.note(role+" serviceAccountName", Changed, "%q → runtime %s", src.ServiceAccountName, c.job.Name)
-		changed = true
+	if src.PriorityClassName != "" {
+		c.note(role+" priorityClassName", Dropped, "%q: pod priority set by a namespace could preempt other namespaces' jobs; use Kueue priorities", src.PriorityClassName)
 	}
-	return changed
+	if !some {
+		return nil
+	}
+	return &trainer.ReplicatedJobPatch{Name: rj, Template: &trainer.JobTemplatePatch{Spec: &trainer.JobSpecPatch{Template: &trainer.PodTemplatePatch{Spec: ps}}}}
+}
+
+// env drops the variables Trainer sets itself (and refuses from users).
+func (c *converter) env(what string, env []corev1.EnvVar) []corev1.EnvVar {
+	var out []corev1.EnvVar
+	for _, e := range env {
+		if reservedEnv[e.Name] {
+			c.note(what+" "+e.Name, Dropped, "Trainer sets it for every MPI job (and refuses it from users)")
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// reservedEnv are the MPI variables Trainer v2.3 sets and refuses in a
+// TrainJob (constants.MPIReservedEnvNames).
+var reservedEnv = map[string]bool{
+	"OMPI_MCA_orte_default_hostfile":    true,
+	"OMPI_MCA_plm_rsh_args":             true,
+	"OMPI_MCA_orte_keep_fqdn_hostnames": true,
+	"OMPI_MCA_orte_set_default_slots":   true,
+}
+
+func hasResources(r corev1.ResourceRequirements) bool {
+	return len(r.Requests) > 0 || len(r.Limits) > 0
+}
+
+// dropGPUs removes every */gpu resource of r and names them.
+func dropGPUs(r *corev1.ResourceRequirements) []string {
+	gone := map[string]string{}
+	for _, rl := range []corev1.ResourceList{r.Requests, r.Limits} {
+		for k, q := range rl {
+			if strings.HasSuffix(string(k), "/gpu") {
+				gone[string(k)] = q.String()
+				delete(rl, k)
+			}
+		}
+	}
+	out := make([]string, 0, len(gone))
+	for k, q := range gone {
+		out = append(out, k+" "+q)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// setResources gives the node container of replicated job rj the legacy
+// container's resources as they were (requests and limits).
+func setResources(rt *trainer.TrainingRuntime, rj string, r *corev1.ResourceRequirements) {
+	if r == nil {
+		return
+	}
+	for i := range rt.Spec.Template.Spec.ReplicatedJobs {
+		if rt.Spec.Template.Spec.ReplicatedJobs[i].Name == rj {
+			nodeContainer(&rt.Spec.Template.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec).Resources = *r.DeepCopy()
+		}
+	}
 }
 
 func hasGPU(c corev1.Container) bool {
@@ -470,8 +567,6 @@ func nodeContainer(spec *corev1.PodSpec) *corev1.Container {
 	}
 	return &spec.Containers[0]
 }
-
-func setImage(spec *corev1.PodSpec, image string) { nodeContainer(spec).Image = image }
 
 // shippedRuntime reads a runtime of config/runtimes.
 func shippedRuntime(name string) (*trainer.ClusterTrainingRuntime, error) {

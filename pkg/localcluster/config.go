@@ -108,6 +108,9 @@ func FindRepoRoot(dir string) (string, error) {
 // KubeconfigPath is the admin kubeconfig the cluster writes.
 func (o Options) KubeconfigPath() string { return filepath.Join(o.StateDir, "kubeconfig") }
 
+// Kubectl is the kubectl built for the local cluster.
+func (o Options) Kubectl() string { return o.bin("kubectl") }
+
 func (o Options) binDir() string         { return filepath.Join(o.CacheDir, "bin") }
 func (o Options) bin(name string) string { return filepath.Join(o.binDir(), name) }
 func (o Options) pkiDir() string         { return filepath.Join(o.StateDir, "pki") }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -120,6 +121,28 @@ func restConfig(path, contextName string) (*rest.Config, error) {
 	}
 	cfg.QPS, cfg.Burst = 100, 200
 	return cfg, nil
+}
+
+// Kubectl runs the real kubectl as user (a kubeconfig context) in
+// namespace ns with stdin, and returns its combined output: kubectl on
+// PATH, or the one built for the local cluster.
+func (c *Cluster) Kubectl(t testing.TB, user, ns, stdin string, args ...string) (string, error) {
+	t.Helper()
+	bin, err := exec.LookPath("kubectl")
+	if err != nil {
+		wd, _ := os.Getwd()
+		opts, oerr := localcluster.DefaultOptions(wd)
+		if oerr != nil {
+			t.Fatalf("no kubectl on PATH and no local cluster: %v", oerr)
+		}
+		bin = opts.Kubectl()
+	}
+	full := append([]string{"--kubeconfig", c.Kubeconfig, "--context", user, "-n", ns}, args...)
+	cmd := exec.Command(bin, full...)
+	cmd.Stdin = strings.NewReader(stdin)
+	out, err := cmd.CombinedOutput()
+	t.Logf("kubectl %s → %v\n%s", strings.Join(args, " "), err, out)
+	return string(out), err
 }
 
 // As returns a client that acts as user, through the kubeconfig context of

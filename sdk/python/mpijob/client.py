@@ -552,7 +552,9 @@ class MPIJobClient:
     def convert_legacy(self, manifest: Union[str, dict[str, Any]]) -> dict[str, Any]:
         """Convert a legacy ``kubeflow.org/v2beta1`` MPIJob (YAML text or dict) like
         ``kubectl mpijob convert``: returns ``{"trainJob": ..., "runtime": ... or None, "notes": [...]}``,
-        each note ``{"field", "action" (mapped/changed/dropped), "detail"}``. The base
+        each note ``{"field", "action" (mapped/changed/dropped), "detail"}``. ``runtime`` is the
+        job's own namespaced TrainingRuntime (the legacy images and resources), to create before
+        the TrainJob; volumes and scheduling are in the TrainJob's ``runtimePatches``. The base
         runtimes are read from the cluster. Raises :class:`InvalidJobError` naming the bad field.
         """
         return _convert.convert(manifest, {r.name: r.raw for r in self.list_runtimes()})

@@ -12,11 +12,13 @@ from typing import Any, Optional, Union
 
 import yaml
 
+from . import jobspec
 from .errors import InvalidJobError
 
 GANG_TIMEOUT = "policy.mpijob.dev/gang-scheduling-timeout"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+PATCH_MANAGER = "mpijob.dev/convert"
+_DNS1123_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 
 
 def _err(field: str, problem: str, fix: str = "") -> InvalidJobError:
@@ -64,8 +66,11 @@ def convert(manifest: Union[str, dict[str, Any]], runtimes: dict[str, dict[str, 
     name = meta.get("name") or ""
     if not name:
         raise _err("metadata.name", "is empty", "name the job")
-    if not _DNS1123_SUBDOMAIN.match(name) or len(name) > 253:
+    if not _DNS1123_LABEL.match(name) or len(name) > 63:
         raise _err("metadata.name", f"{name!r} is not a valid name")
+    if len(name) > jobspec.MAX_NAME:
+        raise _err("metadata.name", f"{name!r} has {len(name)} characters, more than {jobspec.MAX_NAME}",
+                   "rename it in the manifest (JobSet appends \"-launcher-0-0-xxxxx\" to pod names, which must stay within 63)")
     notes: list[dict[str, str]] = []
 
     def note(field: str, action: str, detail: str) -> None:
@@ -147,63 +152,81 @@ def convert(manifest: Union[str, dict[str, Any]], runtimes: dict[str, dict[str, 
     slots = spec.get("slotsPerWorker") or 1
     tr["numProcPerNode"] = slots
     note("spec.slotsPerWorker", "mapped", f"{slots} → spec.trainer.numProcPerNode")
-    for key, label in (("command", "command"), ("args", "args"), ("env", "env")):
-        if lc.get(key):
-            tr[key] = lc[key]
-            note(f"Launcher {label}", "mapped", f"→ spec.trainer.{key}")
-    # The Launcher's image and resources go into the job's runtime (as in Go).
-    launcher_image = lc["image"] if lc.get("image") and lc["image"] != base_image else ""
-    lres = lc.get("resources") or {}
+    if lc.get("command"):
+        tr["command"] = lc["command"]
+        note("Launcher command", "mapped", "→ spec.trainer.command")
+    if lc.get("args"):
+        tr["args"] = lc["args"]
+        note("Launcher args", "mapped", "→ spec.trainer.args")
+    lenv = _env("Launcher env", lc.get("env") or [], note)
+    if lenv:
+        tr["env"] = lenv
+        note("Launcher env", "mapped", "→ spec.trainer.env")
 
-    rt = copy.deepcopy(base)
-    custom = False
-    rrjs = rt["spec"]["template"]["spec"]["replicatedJobs"]
-    wpod = rrjs[0]["template"]["spec"]["template"]["spec"]
-    lpod = rrjs[1]["template"]["spec"]["template"]["spec"]
+    # Images and resources go into the job's own runtime (as in Go): Trainer
+    # would give spec.trainer.image and resourcesPerNode to the Launcher alone.
+    per_job = f"the job's runtime {name}"
+    launcher_image = worker_image = ""
+    worker_res: Optional[dict[str, Any]] = None
+    launcher_res: Optional[dict[str, Any]] = None
+    if lc.get("image") and lc["image"] != base_image:
+        launcher_image = lc["image"]
+        note("Launcher image", "changed", f"→ the Launcher's image in {per_job}")
+    if _has_resources(lc.get("resources")):
+        launcher_res = copy.deepcopy(lc["resources"])
+        if as_worker and separate:
+            gone = _drop_gpus(launcher_res)
+            if gone:
+                note("Launcher resources", "changed",
+                     f"{', '.join(gone)} dropped: the Launcher hosts no ranks here, the extra Worker has them (as many GPUs in all as before)")
+        if _has_resources(launcher_res):
+            note("Launcher resources", "changed", f"→ the Launcher's resources in {per_job}")
+        else:
+            launcher_res = None
+    patches: list[dict[str, Any]] = []
     if worker:
         if wc.get("image") and wc["image"] != base_image:
-            _node_container(wpod)["image"] = wc["image"]
-            custom = True
-            note("Worker image", "changed", f"→ the Workers' image in runtime {name} (Trainer sets spec.trainer.image on the Launcher only)")
-        wres = wc.get("resources") or {}
-        if separate and (wres.get("requests") or wres.get("limits")):
-            _node_container(wpod)["resources"] = copy.deepcopy(wres)
-            custom = True
-            note("Worker resources", "changed", f"→ runtime {name} (TrainJobs set Worker resources only where the Launcher hosts ranks)")
-        if wc.get("env"):
-            _node_container(wpod)["env"] = (_node_container(wpod).get("env") or []) + wc["env"]
-            custom = True
-            note("Worker env", "changed", f"→ runtime {name}")
-        if _merge_pod(wpod, wpod_src, "Worker", name, note):
-            custom = True
+            worker_image = wc["image"]
+            note("Worker image", "changed", f"→ the Workers' image in {per_job} (Trainer sets spec.trainer.image on the Launcher only)")
+        if _has_resources(wc.get("resources")):
+            worker_res = copy.deepcopy(wc["resources"])
+            note("Worker resources", "changed", f"→ the Workers' resources in {per_job} (Trainer sets resourcesPerNode on the Launcher only)")
+        # Trainer refuses environment in a patch of the node containers: the
+        # Workers' variables join the Launcher's, which mpirun -x passes to the ranks.
+        for e in _env("Worker env", wc.get("env") or [], note):
+            if not any(x.get("name") == e.get("name") for x in tr.get("env") or []):
+                tr.setdefault("env", []).append(e)
+                note(f"Worker env {e['name']}", "changed",
+                     f"→ spec.trainer.env (the Launcher's: Trainer sets no Worker environment; pass it to the ranks with mpirun -x {e['name']})")
+            else:
+                note(f"Worker env {e['name']}", "dropped",
+                     f"the Launcher sets {e['name']} too; its value is kept (pass it to the ranks with mpirun -x {e['name']})")
+        p = _pod_patch("node", "Worker", wpod_src, note)
+        if p:
+            patches.append(p)
         for f in ("command", "args"):
             if wc.get(f):
                 note(f"Worker {f}", "dropped", "Workers run sshd in mpijob runtimes; the program starts from the Launcher's mpirun")
         if len(wpod_src["containers"]) > 1:
-            note("Worker sidecar containers", "dropped", f"{len(wpod_src['containers']) - 1} extra container(s); add them to runtime {name} by hand if needed")
+            note("Worker sidecar containers", "dropped",
+                 f"{len(wpod_src['containers']) - 1} extra container(s): a job's runtime carries only images and resources; ask an administrator for a runtime with them")
         _restart(worker.get("restartPolicy"), "Worker", note)
-    if launcher_image:
-        _node_container(lpod)["image"] = launcher_image
-        custom = True
-        note("Launcher image", "changed", f"→ the Launcher's image in runtime {name}")
-    if lres.get("requests") or lres.get("limits"):
-        _node_container(lpod)["resources"] = copy.deepcopy(lres)
-        custom = True
-        note("Launcher resources", "changed", f"→ the Launcher's resources in runtime {name}")
-    if _merge_pod(lpod, lpod_src, "Launcher", name, note):
-        custom = True
+    p = _pod_patch("launcher", "Launcher", lpod_src, note)
+    if p:
+        patches.append(p)
+    if patches:
+        tj["spec"]["runtimePatches"] = [{"manager": PATCH_MANAGER, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": patches}}}}]
     if len(lpod_src["containers"]) > 1:
-        note("Launcher sidecar containers", "dropped", f"{len(lpod_src['containers']) - 1} extra container(s); add them to runtime {name} by hand if needed")
+        note("Launcher sidecar containers", "dropped",
+             f"{len(lpod_src['containers']) - 1} extra container(s): a job's runtime carries only images and resources; ask an administrator for a runtime with them")
     _restart(launcher.get("restartPolicy"), "Launcher", note)
     ssh = spec.get("sshAuthMountPath")
     if ssh and ssh != mpi.get("sshAuthMountPath"):
-        rt["spec"]["mlPolicy"]["mpi"]["sshAuthMountPath"] = ssh
-        custom = True
-        detail = f"{ssh} → runtime {name}"
+        detail = f"{ssh}: runtime {rt_name} mounts the SSH keys at {mpi.get('sshAuthMountPath', '')}"
         if ssh.startswith("/root"):
             detail += ("; keys under /root mean the image runs as root, which Pod Security \"restricted\" refuses: "
                        "move to a non-root user (mpijob images use /home/mpiuser/.ssh)")
-        note("spec.sshAuthMountPath", "changed", detail)
+        note("spec.sshAuthMountPath", "dropped", detail)
     lcp = spec.get("launcherCreationPolicy")
     if lcp == "AtStartup":
         note("spec.launcherCreationPolicy", "changed", "AtStartup → the Launcher starts when every Worker is Ready (all mpijob runtimes)")
@@ -214,35 +237,33 @@ def convert(manifest: Union[str, dict[str, Any]], runtimes: dict[str, dict[str, 
     if rp.get("cleanPodPolicy") is not None:
         note("spec.runPolicy.cleanPodPolicy", "dropped", f"{rp['cleanPodPolicy']}: pods stay until the TrainJob is deleted; `kubectl mpijob delete` removes them")
     if rp.get("ttlSecondsAfterFinished") is not None:
-        rt["spec"]["template"]["spec"]["ttlSecondsAfterFinished"] = rp["ttlSecondsAfterFinished"]
-        custom = True
-        note("spec.runPolicy.ttlSecondsAfterFinished", "changed", f"{rp['ttlSecondsAfterFinished']} → runtime {name}: the JobSet (pods) is deleted after it, the TrainJob stays")
+        note("spec.runPolicy.ttlSecondsAfterFinished", "dropped",
+             f"{rp['ttlSecondsAfterFinished']}: a finished TrainJob stays until deleted (`kubectl mpijob delete`); its Workers stop when the Launcher finishes")
     if rp.get("activeDeadlineSeconds") is not None:
         tj["spec"]["activeDeadlineSeconds"] = rp["activeDeadlineSeconds"]
         note("spec.runPolicy.activeDeadlineSeconds", "mapped", f"{rp['activeDeadlineSeconds']} → spec.activeDeadlineSeconds")
     if rp.get("backoffLimit") is not None:
-        rrjs[1]["template"]["spec"]["backoffLimit"] = rp["backoffLimit"]
-        custom = True
-        note("spec.runPolicy.backoffLimit", "changed", f"{rp['backoffLimit']} → the Launcher's backoffLimit in runtime {name}; a failed Worker still fails the job (backoffLimit 0)")
+        note("spec.runPolicy.backoffLimit", "dropped",
+             f"{rp['backoffLimit']}: a failed Launcher or Worker fails the job (a lost rank cannot rejoin); rerun it with `kubectl mpijob clone`")
     if rp.get("suspend") is not None:
         tj["spec"]["suspend"] = rp["suspend"]
         note("spec.runPolicy.suspend", "mapped", "→ spec.suspend")
     if rp.get("managedBy") is not None:
         note("spec.runPolicy.managedBy", "dropped", f"\"{rp['managedBy']}\": TrainJobs are managed by Trainer (or MultiKueue through spec.managedBy)")
     sp = rp.get("schedulingPolicy") or {}
+    gang_timeout = ""
     if sp.get("queue"):
         tj["metadata"].setdefault("labels", {})[QUEUE_LABEL] = sp["queue"]
         note("spec.runPolicy.schedulingPolicy.queue", "changed",
              f"\"{sp['queue']}\" → Kueue LocalQueue \"{sp['queue']}\" (label {QUEUE_LABEL}); create it if it does not exist")
     if sp.get("priorityClass"):
-        wpod["priorityClassName"] = lpod["priorityClassName"] = sp["priorityClass"]
-        custom = True
-        note("spec.runPolicy.schedulingPolicy.priorityClass", "changed", f"\"{sp['priorityClass']}\" → the pods' priorityClassName in runtime {name}")
+        note("spec.runPolicy.schedulingPolicy.priorityClass", "dropped",
+             f"\"{sp['priorityClass']}\": pod priority set by a namespace could preempt other namespaces' jobs; "
+             "priorities come from Kueue (label kueue.x-k8s.io/priority-class with a WorkloadPriorityClass an administrator made)")
     if sp.get("scheduleTimeoutSeconds") is not None:
-        rt["metadata"].setdefault("annotations", {})[GANG_TIMEOUT] = f"{sp['scheduleTimeoutSeconds']}s"
-        custom = True
+        gang_timeout = f"{sp['scheduleTimeoutSeconds']}s"
         note("spec.runPolicy.schedulingPolicy.scheduleTimeoutSeconds", "changed",
-             f"{sp['scheduleTimeoutSeconds']} → runtime policy {GANG_TIMEOUT} (the job is reported stuck, not killed)")
+             f"{sp['scheduleTimeoutSeconds']} → annotation {GANG_TIMEOUT} of {per_job} (the job is reported stuck, not killed)")
     if sp.get("minAvailable") is not None:
         note("spec.runPolicy.schedulingPolicy.minAvailable", "dropped",
              f"{sp['minAvailable']}: a TrainJob's Launcher starts only when every Worker is placed; "
@@ -254,19 +275,22 @@ def convert(manifest: Union[str, dict[str, Any]], runtimes: dict[str, dict[str, 
         note("status", "dropped", "the legacy job's status does not carry over; the TrainJob starts fresh")
 
     runtime: Optional[dict[str, Any]] = None
-    if custom:
-        md = rt.setdefault("metadata", {})
-        for k in ("resourceVersion", "uid", "creationTimestamp", "managedFields", "generation"):
-            md.pop(k, None)
-        md["name"] = name
-        ann = md.setdefault("annotations", {})
-        ann["mpijob.dev/description"] = f"Converted from MPIJob {name}, based on {rt_name}"
-        ann["mpijob.dev/converted-from"] = rt_name
-        rt.pop("status", None)
-        rt["apiVersion"], rt["kind"] = "trainer.kubeflow.org/v1alpha1", "ClusterTrainingRuntime"
-        runtime = rt
-        tj["spec"]["runtimeRef"]["name"] = name
-        note("runtime", "changed", f"the legacy pod templates need runtime {name} (based on {rt_name}); an administrator installs it")
+    if launcher_image or worker_image or worker_res or launcher_res or gang_timeout:
+        runtime = jobspec.derive(base, name, meta.get("namespace") or "", launcher_image, worker_image, {}, {})
+        for rj in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
+            res = worker_res if rj["name"] == "node" or not separate else launcher_res
+            if rj["name"] in ("node", "launcher") and res is not None:
+                _node_container(rj["template"]["spec"]["template"]["spec"])["resources"] = copy.deepcopy(res)
+        ann = runtime["metadata"]["annotations"]
+        ann[jobspec.DESCRIPTION] = (f"runtime of MPI job {name}, converted from a legacy MPIJob: "
+                                    f"{rt_name} with the legacy images and resources (deleted with the job)")
+        if gang_timeout:
+            ann[GANG_TIMEOUT] = gang_timeout
+        tj["spec"]["runtimeRef"] = {"apiGroup": "trainer.kubeflow.org", "kind": "TrainingRuntime", "name": name}
+        tj["metadata"].setdefault("labels", {})[jobspec.BASE_RUNTIME_LABEL] = rt_name
+        note("runtime", "changed",
+             f"TrainingRuntime {name} in the job's namespace: {rt_name} with the legacy images and resources, "
+             "owned by the job once it exists (a namespace editor applies it, no administrator needed)")
     _quantities(tj)
     if runtime is not None:
         _quantities(runtime)
@@ -305,33 +329,71 @@ def _restart(policy: Optional[str], role: str, note) -> None:
         note(f"spec.mpiReplicaSpecs.{role}.restartPolicy", "changed", f"{policy} → Never: a failed {role} fails the job (a lost rank cannot rejoin)")
 
 
-def _merge_pod(dst: dict[str, Any], src: dict[str, Any], role: str, name: str, note) -> bool:
-    changed = False
+def _has_resources(r: Optional[dict[str, Any]]) -> bool:
+    return bool(r and (r.get("requests") or r.get("limits")))
+
+
+def _drop_gpus(r: dict[str, Any]) -> list[str]:
+    gone: dict[str, str] = {}
+    for side in ("requests", "limits"):
+        rl = r.get(side) or {}
+        for k in [k for k in rl if k.endswith("/gpu")]:
+            gone[k] = str(rl.pop(k))
+        if side in r and not rl:
+            del r[side]
+    return sorted(f"{k} {q}" for k, q in gone.items())
+
+
+# The MPI variables Trainer v2.3 sets and refuses in a TrainJob.
+RESERVED_ENV = frozenset({"OMPI_MCA_orte_default_hostfile", "OMPI_MCA_plm_rsh_args",
+                          "OMPI_MCA_orte_keep_fqdn_hostnames", "OMPI_MCA_orte_set_default_slots"})
+
+
+def _env(what: str, env: list[dict[str, Any]], note) -> list[dict[str, Any]]:
+    out = []
+    for e in env:
+        if e.get("name") in RESERVED_ENV:
+            note(f"{what} {e['name']}", "dropped", "Trainer sets it for every MPI job (and refuses it from users)")
+            continue
+        out.append(e)
+    return out
+
+
+def _pod_patch(rj: str, role: str, src: dict[str, Any], note) -> Optional[dict[str, Any]]:
+    """What a legacy pod template has beyond image, command, env and resources, as a runtime patch of ``rj``."""
+    to = f"→ spec.runtimePatches (manager {PATCH_MANAGER})"
+    ps: dict[str, Any] = {}
     if src.get("nodeSelector"):
-        dst["nodeSelector"] = src["nodeSelector"]
-        note(f"{role} nodeSelector", "changed", f"→ runtime {name}")
-        changed = True
+        ps["nodeSelector"] = src["nodeSelector"]
+        note(f"{role} nodeSelector", "changed", to)
     if src.get("tolerations"):
-        dst["tolerations"] = src["tolerations"]
-        note(f"{role} tolerations", "changed", f"→ runtime {name}")
-        changed = True
+        ps["tolerations"] = src["tolerations"]
+        note(f"{role} tolerations", "changed", to)
     if src.get("affinity"):
-        dst["affinity"] = src["affinity"]
-        note(f"{role} affinity", "changed", f"→ runtime {name} (replaces the runtime's one-Worker-per-node rule)")
-        changed = True
+        ps["affinity"] = src["affinity"]
+        note(f"{role} affinity", "changed", f"{to} (replaces the runtime's one-Worker-per-node rule)")
+    node: dict[str, Any] = {"name": "node"}
     if src.get("volumes"):
-        dst["volumes"] = (dst.get("volumes") or []) + src["volumes"]
-        if src.get("containers"):
-            n = _node_container(dst)
-            n["volumeMounts"] = (n.get("volumeMounts") or []) + (src["containers"][0].get("volumeMounts") or [])
-        note(f"{role} volumes", "changed", f"{len(src['volumes'])} volume(s) and their mounts → runtime {name}")
-        changed = True
+        ps["volumes"] = src["volumes"]
+        mounts = (src.get("containers") or [{}])[0].get("volumeMounts") or []
+        if mounts:
+            node["volumeMounts"] = mounts
+        note(f"{role} volumes", "changed", f"{len(src['volumes'])} volume(s) and their mounts {to}")
+    if len(node) > 1:
+        ps["containers"] = [node]
+    if src.get("serviceAccountName"):
+        ps["serviceAccountName"] = src["serviceAccountName"]
+        note(f"{role} serviceAccountName", "changed", f"\"{src['serviceAccountName']}\" {to}")
+    if src.get("imagePullSecrets"):
+        ps["imagePullSecrets"] = src["imagePullSecrets"]
+        note(f"{role} imagePullSecrets", "changed", to)
     if src.get("securityContext"):
         note(f"{role} securityContext", "dropped", "mpijob runtimes run Pod Security \"restricted\" (non-root, no privilege escalation)")
     if src.get("containers") and src["containers"][0].get("securityContext") is not None:
         note(f"{role} container securityContext", "dropped", "mpijob runtimes run Pod Security \"restricted\"")
-    if src.get("serviceAccountName"):
-        dst["serviceAccountName"] = src["serviceAccountName"]
-        note(f"{role} serviceAccountName", "changed", f"\"{src['serviceAccountName']}\" → runtime {name}")
-        changed = True
-    return changed
+    if src.get("priorityClassName"):
+        note(f"{role} priorityClassName", "dropped",
+             f"\"{src['priorityClassName']}\": pod priority set by a namespace could preempt other namespaces' jobs; use Kueue priorities")
+    if not ps:
+        return None
+    return {"name": rj, "template": {"spec": {"template": {"spec": ps}}}}

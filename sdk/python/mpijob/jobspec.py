@@ -232,8 +232,9 @@ def derive(base: dict[str, Any], job: str, namespace: str, launcher_image: str, 
     labels = {JOB_LABEL: job, BASE_RUNTIME_LABEL: base_meta["name"]}
     labels.update({k: v for k, v in (base_meta.get("labels") or {}).items() if k != RUNTIME_LABEL})
     annotations = {DESCRIPTION: f"runtime of MPI job {job}: {base_meta['name']} with the job's images and resources (deleted with the job)"}
-    if MPI_IMPLEMENTATION in (base_meta.get("annotations") or {}):
-        annotations[MPI_IMPLEMENTATION] = base_meta["annotations"][MPI_IMPLEMENTATION]
+    # The base's annotations (MPI implementation, runtime policy) hold for the
+    # copy: the diagnosis reads them from the job's runtime.
+    annotations.update({k: v for k, v in (base_meta.get("annotations") or {}).items() if k != DESCRIPTION})
     # Kept until the job is gone (mpijob-manager removes it): Trainer refuses
     # every update of a TrainJob whose runtime is missing.
     meta: dict[str, Any] = {"name": job, "labels": labels, "annotations": annotations, "finalizers": [JOB_RUNTIME_FINALIZER]}
