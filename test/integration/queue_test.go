@@ -152,3 +152,79 @@ func TestQuotaExceededAfterAdmission(t *testing.T) {
 	}
 	t.Logf("%s: %s Next: %s", s.Reason, s.Message, s.NextStep)
 }
+
+// A GPU job with a per-job runtime (mpi-openmpi-gpu, 2 GPUs per Worker) is
+// accounted alike everywhere: Kueue's Workload pod sets, admission's quota
+// pre-flight, the ResourceQuota's usage and the pods all say 2 Workers × 2
+// GPUs and a Launcher without any.
+func TestGPUJobAccountedAlikeByKueueQuotaAndPods(t *testing.T) {
+	c := framework.Get(t)
+	ctx := context.Background()
+	ns := c.NewNamespace(t, "gpu-acct")
+	newQueue(t, c, ns, 4)
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "gpus", Namespace: ns}, Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
+		"requests.nvidia.com/gpu": resource.MustParse("4"),
+	}}}
+	if err := c.Client.Create(ctx, quota); err != nil {
+		t.Fatal(err)
+	}
+
+	// The pre-flight refuses one Worker too many with the numbers...
+	tooBig := framework.MakeTrainJob("too-big", ns, "mpi-openmpi-gpu").NumNodes(3).GPUsPerWorker(2).OnKwokNodes().Queue("q")
+	err := framework.SubmitW(ctx, c.Client, tooBig)
+	if err == nil || !strings.Contains(err.Error(), "requested 6 nvidia.com/gpu (3 workers × 2), quota 4") {
+		t.Fatalf("3 Workers × 2 GPUs on a quota of 4: got %v, want the pre-flight's numbers", err)
+	}
+	// ... and admits the exact fit.
+	fit := framework.MakeTrainJob("fit", ns, "mpi-openmpi-gpu").NumNodes(2).GPUsPerWorker(2).OnKwokNodes().HoldOnKwok().Queue("q")
+	if err := framework.SubmitW(ctx, c.Client, fit); err != nil {
+		t.Fatalf("2 Workers × 2 GPUs on a quota of 4 must be admitted: %v", err)
+	}
+	c.WaitForStatus(t, ns, "fit", 2*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseRunning })
+
+	// Kueue's Workload: its pod sets ask for what the pods ask for.
+	wls := &unstructured.UnstructuredList{}
+	wls.SetAPIVersion("kueue.x-k8s.io/v1beta2")
+	wls.SetKind("WorkloadList")
+	if err := c.Client.List(ctx, wls, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if len(wls.Items) != 1 {
+		t.Fatalf("%d Workloads in %s, want 1 (the job's)", len(wls.Items), ns)
+	}
+	podSets, _, _ := unstructured.NestedSlice(wls.Items[0].Object, "spec", "podSets")
+	got := map[string]string{}
+	total := resource.Quantity{}
+	for _, ps := range podSets {
+		m := ps.(map[string]any)
+		count, _, _ := unstructured.NestedInt64(m, "count")
+		containers, _, _ := unstructured.NestedSlice(m, "template", "spec", "containers")
+		gpus := resource.Quantity{}
+		for _, ct := range containers {
+			if v, ok, _ := unstructured.NestedString(ct.(map[string]any), "resources", "requests", "nvidia.com/gpu"); ok {
+				gpus.Add(resource.MustParse(v))
+			}
+		}
+		got[m["name"].(string)] = fmt.Sprintf("%d×%s", count, gpus.String())
+		for range count {
+			total.Add(gpus)
+		}
+	}
+	if want := map[string]string{"node": "2×2", "launcher": "1×0"}; fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("Workload pod sets (count×GPUs): %v, want %v", got, want)
+	}
+	// The pods and the ResourceQuota's usage.
+	podGPUs := resource.Quantity{}
+	for _, p := range append(c.JobPods(t, ns, "fit", "node"), c.JobPods(t, ns, "fit", "launcher")...) {
+		q := p.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"]
+		podGPUs.Add(q)
+	}
+	rq := &corev1.ResourceQuota{}
+	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(quota), rq); err != nil {
+		t.Fatal(err)
+	}
+	used := rq.Status.Used["requests.nvidia.com/gpu"]
+	if total.Value() != 4 || podGPUs.Value() != 4 || used.Value() != 4 {
+		t.Errorf("GPUs: Workload %s, pods %s, ResourceQuota used %s; want 4 each", total.String(), podGPUs.String(), used.String())
+	}
+}
