@@ -147,6 +147,13 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 		}
 	}
 	in := Input{TrainJob: tj, Now: r.now()}
+	if shape, err := runtimes.ShapeOf(tj, spec); err == nil {
+		for _, c := range shape.WorkerPod.Containers {
+			if c.Name == api.NodeContainer {
+				in.WorkerImage = c.Image
+			}
+		}
+	}
 	if hadPrev {
 		in.Previous = &prev
 		if hadWritten && written.Phase.Finished() && (condTrue(tj, trainer.TrainJobComplete) || condTrue(tj, trainer.TrainJobFailed)) {

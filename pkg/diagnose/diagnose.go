@@ -74,6 +74,9 @@ type Input struct {
 	// Launcher and Workers are the pods of the two replicated jobs.
 	Launcher []corev1.Pod
 	Workers  []corev1.Pod
+	// WorkerImage is the image the Workers run (from the job's runtime),
+	// named when they do not answer SSH.
+	WorkerImage string
 	// Events concern the TrainJob, its JobSet, Jobs and pods.
 	Events []corev1.Event
 	// LauncherLog is the tail of the Launcher's log, read when it failed.

@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -418,6 +420,73 @@ func TestWriteDelay(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("writeDelay (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A Worker image without sshd on the runtime's port: the diagnosis says
+// SSH is refused, naming the image the Workers ran, whether the Launcher
+// saw the refusal, the Worker could not start sshd, or sshd never answered
+// the readiness probe.
+func TestSSHRefusedNamesTheWorkerImage(t *testing.T) {
+	const image = "registry.example.com/team/train:3"
+	failed := job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj()
+	withSSHD := func(w *podW) *podW {
+		w.Spec.Containers[0].Command = []string{"/usr/sbin/sshd", "-De"}
+		w.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(2222)}}}
+		return w
+	}
+	noSSHD := withSSHD(worker("0")).terminated("StartError", 128)
+	noSSHD.Status.ContainerStatuses[0].State.Terminated.Message = `exec: "/usr/sbin/sshd": stat /usr/sbin/sshd: no such file or directory`
+	cases := map[string]struct {
+		in        Input
+		wantPhase api.Phase
+		want      string
+		contains  []string
+	}{
+		"the Launcher's ssh is refused": {
+			in: Input{TrainJob: failed, JobSet: jobset(2), Launcher: pods(launcher().terminated("Error", 1)), WorkerImage: image,
+				LauncherLog: "ssh: connect to host hello-node-0-1.hello port 2222: Connection refused"},
+			wantPhase: api.PhaseFailed, want: ReasonSSHConnectionRefused,
+			contains: []string{"Check that the Worker image " + image + " starts sshd on port 2222"},
+		},
+		"the Launcher's ssh is refused, image unknown": {
+			in: Input{TrainJob: failed, JobSet: jobset(2), Launcher: pods(launcher().terminated("Error", 1)),
+				LauncherLog: "ssh: connect to host hello-node-0-1.hello port 2222: Connection refused"},
+			wantPhase: api.PhaseFailed, want: ReasonSSHConnectionRefused,
+			contains: []string{"Check that the Worker image starts sshd on port 2222"},
+		},
+		"the Worker cannot start sshd": {
+			in:        Input{TrainJob: failed, JobSet: jobset(2), Workers: pods(noSSHD), WorkerImage: image},
+			wantPhase: api.PhaseFailed, want: ReasonSSHConnectionRefused,
+			contains: []string{"Worker 0 (pod hello-node-0-0) could not start /usr/sbin/sshd", "image " + image + " lacks it", "no such file or directory", "--launcher-image"},
+		},
+		"sshd does not answer the readiness probe": {
+			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(withSSHD(worker("0")).running(false), withSSHD(worker("1")).running(true)),
+				WorkerImage: image, Now: t0.Add(30 * time.Second)},
+			wantPhase: api.PhaseStarting, want: ReasonSSHConnectionRefused,
+			contains: []string{"Worker 0 (pod hello-node-0-0) runs but nothing answers SSH on port 2222", "image " + image},
+		},
+		"a Worker that just started is only not Ready yet": {
+			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(withSSHD(worker("0")).running(false), withSSHD(worker("1")).running(true)),
+				WorkerImage: image, Now: t0.Add(5 * time.Second)},
+			wantPhase: api.PhaseStarting, want: ReasonWorkersNotReady,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if tc.in.Now.IsZero() {
+				tc.in.Now = t0
+			}
+			got := Diagnose(tc.in)
+			if got.Phase != tc.wantPhase || got.Reason != tc.want {
+				t.Fatalf("%s/%s (%s), want %s/%s", got.Phase, got.Reason, got.Message, tc.wantPhase, tc.want)
+			}
+			for _, c := range tc.contains {
+				if !strings.Contains(got.Message+" "+got.NextStep, c) {
+					t.Errorf("message %q / next step %q lack %q", got.Message, got.NextStep, c)
+				}
 			}
 		})
 	}

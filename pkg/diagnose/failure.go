@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -14,7 +15,7 @@ import (
 // logRule translates one kind of MPI error in the Launcher's log.
 type logRule struct {
 	re      *regexp.Regexp
-	explain func(m []string) (reason, message, next string)
+	explain func(m []string, in Input) (reason, message, next string)
 }
 
 // logRules are tried in order; the first match explains the failure. They
@@ -22,15 +23,15 @@ type logRule struct {
 var logRules = []logRule{
 	{
 		re: regexp.MustCompile(`(?m)ssh: connect to host (\S+) port (\d+): Connection refused`),
-		explain: func(m []string) (string, string, string) {
+		explain: func(m []string, in Input) (string, string, string) {
 			return ReasonSSHConnectionRefused,
 				fmt.Sprintf("The Launcher could not open an SSH connection to %s on port %s: the connection was refused.", workerHost(m[1]), m[2]),
-				"Check that the Worker image starts sshd on port " + m[2] + " (the runtime's Worker command) and that no NetworkPolicy blocks traffic between the job's pods."
+				"Check that the Worker image" + named(in.WorkerImage) + " starts sshd on port " + m[2] + " (the runtime's Worker command) and that no NetworkPolicy blocks traffic between the job's pods."
 		},
 	},
 	{
 		re: regexp.MustCompile(`(?m)ssh: (?:connect to host (\S+) port \d+: (?:No route to host|Connection timed out)|Could not resolve hostname (\S+?):)`),
-		explain: func(m []string) (string, string, string) {
+		explain: func(m []string, in Input) (string, string, string) {
 			host := m[1]
 			if host == "" {
 				host = m[2]
@@ -42,7 +43,7 @@ var logRules = []logRule{
 	},
 	{
 		re: regexp.MustCompile(`(?m)process rank (\d+) with PID \d+ on node (\S+) exited on signal 9`),
-		explain: func(m []string) (string, string, string) {
+		explain: func(m []string, in Input) (string, string, string) {
 			return ReasonRankKilled,
 				fmt.Sprintf("Rank %s on %s was killed (signal 9), most likely because it ran out of memory and the system stopped it to protect the node.", m[1], workerHost(m[2])),
 				"Give each Worker more memory or run fewer slots per worker; `kubectl mpijob describe` shows each Worker's memory limit."
@@ -50,7 +51,7 @@ var logRules = []logRule{
 	},
 	{
 		re: regexp.MustCompile(`(?m)process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+)(?: \(([^)]+)\))?`),
-		explain: func(m []string) (string, string, string) {
+		explain: func(m []string, in Input) (string, string, string) {
 			sig := m[3]
 			if m[4] != "" {
 				sig += " (" + m[4] + ")"
@@ -62,7 +63,7 @@ var logRules = []logRule{
 	},
 	{
 		re: regexp.MustCompile(`(?m)(?:ORTE|PRTE) (?:was unable to reliably start one or more daemons|has lost communication with a remote daemon)`),
-		explain: func([]string) (string, string, string) {
+		explain: func([]string, Input) (string, string, string) {
 			return ReasonHostUnreachable,
 				"mpirun could not start or keep its daemons on the Workers over SSH.",
 				"Check the Worker pods are Running and Ready and that sshd accepts the job's key; then resubmit the job."
@@ -94,6 +95,9 @@ func explainFailure(in Input) (reason, message, next string) {
 		if r, m, n, ok := podFailure(p, workerName(p), ReasonWorkerOOMKilled, ReasonWorkerEvicted); ok {
 			return r, m, n
 		}
+		if m, n, ok := sshdDidNotStart(p, in.WorkerImage); ok {
+			return ReasonSSHConnectionRefused, m, n
+		}
 	}
 	for i := range in.Launcher {
 		if r, m, n, ok := podFailure(&in.Launcher[i], "the Launcher (pod "+in.Launcher[i].Name+")", ReasonLauncherOOMKilled, ReasonWorkerEvicted); ok {
@@ -102,7 +106,7 @@ func explainFailure(in Input) (reason, message, next string) {
 	}
 	for _, rule := range logRules {
 		if m := rule.re.FindStringSubmatch(in.LauncherLog); m != nil {
-			return rule.explain(m)
+			return rule.explain(m, in)
 		}
 	}
 	if launcherState(in) == api.LauncherDeleted || launcherWasDeleted(in) {
@@ -182,4 +186,88 @@ func launcherWasDeleted(in Input) bool {
 		}
 	}
 	return false
+}
+
+// named quotes an image for a sentence, or gives nothing when unknown.
+func named(image string) string {
+	if image == "" {
+		return ""
+	}
+	return " " + image
+}
+
+// sshdDidNotStart explains a Worker whose node container could not start
+// its command (sshd): an image without it.
+func sshdDidNotStart(p *corev1.Pod, image string) (message, next string, ok bool) {
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.Name != api.NodeContainer {
+			continue
+		}
+		for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
+			if t == nil || (t.Reason != "StartError" && t.Reason != "ContainerCannotRun" && t.ExitCode != 127) {
+				continue
+			}
+			if image == "" {
+				image = cs.Image
+			}
+			what := "its command"
+			if cmd := nodeCommand(p); cmd != "" {
+				what = cmd
+			}
+			return fmt.Sprintf("%s could not start %s, so no SSH server answers the Launcher: image %s lacks it (%s).",
+					capitalize(workerName(p)), what, image, trimMessage(firstNonEmpty(t.Message, t.Reason), 200)),
+				"Use a Worker image with sshd (build it FROM the runtime's image, see docs/runtimes.md#images), or keep the runtime's Worker image and put your own image on the Launcher only (--launcher-image).", true
+		}
+	}
+	return "", "", false
+}
+
+// sshdNotAnswering explains a Worker that runs but whose readiness probe
+// (the SSH port) fails for longer than sshd needs to start.
+func sshdNotAnswering(in Input) (message, next string, ok bool) {
+	for _, p := range sortedByIndex(in.Workers) {
+		for _, cs := range p.Status.ContainerStatuses {
+			if cs.Name != api.NodeContainer || cs.Ready || cs.State.Running == nil || in.Now.Sub(cs.State.Running.StartedAt.Time) < sshdStartGrace {
+				continue
+			}
+			port := ""
+			for _, c := range p.Spec.Containers {
+				if c.Name == cs.Name && c.ReadinessProbe != nil && c.ReadinessProbe.TCPSocket != nil {
+					port = c.ReadinessProbe.TCPSocket.Port.String()
+				}
+			}
+			if port == "" {
+				continue
+			}
+			image := in.WorkerImage
+			if image == "" {
+				image = cs.Image
+			}
+			return fmt.Sprintf("%s runs but nothing answers SSH on port %s (its readiness probe is refused), so the Launcher cannot start: image %s may lack sshd or run it on another port.",
+					capitalize(workerName(p)), port, image),
+				fmt.Sprintf("Use a Worker image whose sshd listens on port %s (build it FROM the runtime's image, see docs/runtimes.md#images); `kubectl mpijob logs NAME --worker N` shows what a Worker printed.", port), true
+		}
+	}
+	return "", "", false
+}
+
+// sshdStartGrace is how long a running Worker may take to answer SSH.
+const sshdStartGrace = 20 * time.Second
+
+func nodeCommand(p *corev1.Pod) string {
+	for _, c := range p.Spec.Containers {
+		if c.Name == api.NodeContainer && len(c.Command) > 0 {
+			return c.Command[0]
+		}
+	}
+	return ""
+}
+
+func firstNonEmpty(vs ...string) string {
+	for _, v := range vs {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
 }

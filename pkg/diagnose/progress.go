@@ -54,6 +54,14 @@ func explainProgress(in Input, s api.Status) (api.Phase, string, string, string)
 			"The job starts when capacity frees up; to start sooner use fewer Workers or smaller Workers."
 	}
 	if s.WorkersReady < s.WorkersTotal {
+		if msg, next, ok := sshdNotAnswering(in); ok {
+			return api.PhaseStarting, ReasonSSHConnectionRefused, msg, next
+		}
+		for _, p := range sortedByIndex(in.Workers) {
+			if msg, next, ok := sshdDidNotStart(p, in.WorkerImage); ok {
+				return api.PhaseStarting, ReasonSSHConnectionRefused, msg, next
+			}
+		}
 		return api.PhaseStarting, ReasonWorkersNotReady,
 			fmt.Sprintf("Waiting for Workers to be Ready: %d of %d Ready.", s.WorkersReady, s.WorkersTotal),
 			"Nothing to do yet; if this lasts, `kubectl mpijob describe` shows which Worker is not Ready and why."

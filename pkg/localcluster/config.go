@@ -44,7 +44,7 @@ const (
 	DNSAddress        = "10.244.0.1"
 	serviceCIDR       = "10.96.0.0/16"
 	clusterDomain     = "cluster.local"
-	pauseImage        = "registry.k8s.io/pause:3.10.1"
+	pauseImage        = PauseImage
 	hostsMarker       = "# mpijob-localcluster"
 	fieldOwner        = "mpijob-dev"
 	kwokNodeTaintKey  = "kwok.x-k8s.io/node"
@@ -107,6 +107,10 @@ func FindRepoRoot(dir string) (string, error) {
 
 // KubeconfigPath is the admin kubeconfig the cluster writes.
 func (o Options) KubeconfigPath() string { return filepath.Join(o.StateDir, "kubeconfig") }
+
+// PauseImage is the nodes' pause image: an image without sshd or a
+// shell, which tests use as a Worker image that cannot serve SSH.
+const PauseImage = "registry.k8s.io/pause:3.10.1"
 
 // Kubectl is the kubectl built for the local cluster.
 func (o Options) Kubectl() string { return o.bin("kubectl") }

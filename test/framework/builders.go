@@ -90,6 +90,19 @@ func (w *TrainJobWrapper) LauncherImage(image string) *TrainJobWrapper {
 	return w
 }
 
+// WorkerImage gives the Workers their own image through a per-job
+// runtime, as kubectl mpijob create --worker-image does.
+func (w *TrainJobWrapper) WorkerImage(image string) *TrainJobWrapper {
+	base := ShippedRuntime(w.Spec.RuntimeRef.Name)
+	w.runtime = jobspec.Derive(base, w.Name, w.Namespace, jobspec.Overrides{WorkerImage: image})
+	w.Spec.RuntimeRef = trainer.RuntimeRef{Name: w.Name, Kind: ptr.To(trainer.TrainingRuntimeKind), APIGroup: ptr.To(trainer.GroupVersion.Group)}
+	if w.Labels == nil {
+		w.Labels = map[string]string{}
+	}
+	w.Labels[api.BaseRuntimeLabel] = base.Name
+	return w
+}
+
 // Runtime is the job's per-job runtime, nil when it has none.
 func (w *TrainJobWrapper) Runtime() *trainer.TrainingRuntime { return w.runtime }
 

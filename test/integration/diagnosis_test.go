@@ -14,6 +14,7 @@ import (
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/diagnose"
+	"github.com/mpijob/mpijob/pkg/localcluster"
 	"github.com/mpijob/mpijob/test/framework"
 )
 
@@ -38,6 +39,13 @@ func TestDiagnosisOfRealFailures(t *testing.T) {
 			wantPhase: api.PhaseFailed, wantReason: diagnose.ReasonSSHConnectionRefused,
 			wantMessage: []string{"could not open an SSH connection to Worker 0 (refused-node-0-0) on port 2299"},
 		},
+		"a Worker image without sshd": {
+			// The job fails or is still starting when it is judged: either
+			// way the reason is SSH and the image is named.
+			job:         framework.MakeTrainJob("nosshd", "", "mpi-openmpi").NumNodes(1).WorkerImage(localcluster.PauseImage),
+			wantReason:  diagnose.ReasonSSHConnectionRefused,
+			wantMessage: []string{"Worker 0 (pod nosshd-node-0-0-", "could not start /usr/sbin/sshd", "image " + localcluster.PauseImage + " lacks it"},
+		},
 		"the Launcher's image cannot be pulled": {
 			job:       framework.MakeTrainJob("badimage", "", "mpi-openmpi").NumNodes(1).LauncherImage("registry.invalid/mpijob/nope:1"),
 			wantPhase: api.PhaseStarting, wantReason: diagnose.ReasonImagePullFailed,
@@ -53,7 +61,9 @@ func TestDiagnosisOfRealFailures(t *testing.T) {
 			if err := framework.Submit(context.Background(), c.Client, job, tc.job.Runtime()); err != nil {
 				t.Fatal(err)
 			}
-			s := c.WaitForStatus(t, ns, job.Name, 3*time.Minute, func(s api.Status) bool { return s.Phase == tc.wantPhase && s.Reason == tc.wantReason })
+			s := c.WaitForStatus(t, ns, job.Name, 3*time.Minute, func(s api.Status) bool {
+				return (tc.wantPhase == "" || s.Phase == tc.wantPhase) && s.Reason == tc.wantReason
+			})
 			for _, want := range tc.wantMessage {
 				if !strings.Contains(s.Message, want) {
 					t.Errorf("message %q lacks %q", s.Message, want)
