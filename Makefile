@@ -11,6 +11,8 @@ GOLANGCI_LINT := $(CACHE_DIR)/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)
 E2E_TIMEOUT ?= 40m
 PYTHON ?= python3
 VENV := $(CACHE_DIR)/sdk-venv
+WEB := dashboard/web
+CHROMIUM ?= /usr/bin/chromium
 
 .PHONY: all
 all: build
@@ -18,11 +20,11 @@ all: build
 ##@ Development
 
 .PHONY: dev
-dev: $(DEV) ## Start the local cluster with everything installed and a sample MPI job; Ctrl-C stops it.
+dev: $(DEV) dashboard ## Start the local cluster with everything installed and a sample MPI job; Ctrl-C stops it.
 	$(DEV) up --sample config/samples/mpi-hello.yaml
 
 .PHONY: dev-detach
-dev-detach: $(DEV) ## Start the local cluster and return, leaving it running.
+dev-detach: $(DEV) dashboard ## Start the local cluster and return, leaving it running.
 	$(DEV) up --detach --sample config/samples/mpi-hello.yaml
 
 .PHONY: dev-down
@@ -36,7 +38,7 @@ dev-status: $(DEV) ## Say whether the local cluster runs.
 ##@ Build
 
 .PHONY: build
-build: ## Build every binary into bin/.
+build: dashboard ## Build every binary into bin/ (the dashboard with its front end).
 	$(GO) build -o $(BIN)/ ./cmd/...
 
 .PHONY: $(DEV)
@@ -46,6 +48,33 @@ $(DEV):
 .PHONY: install-plugin
 install-plugin: ## Install kubectl-mpijob into $GOBIN (then: kubectl mpijob ...).
 	$(GO) install ./cmd/kubectl-mpijob
+
+# The front end is rebuilt only when its sources or lockfile change (the
+# hash of its inputs is kept next to the build); node_modules only when the
+# lockfile changes.
+.PHONY: dashboard
+dashboard: ## Build the dashboard's front end (npm ci, vite build) into dashboard/web/dist/app when its inputs changed.
+	@hash=$$(cat $(WEB)/package-lock.json $(WEB)/package.json $(WEB)/index.html $(WEB)/vite.config.ts $(WEB)/tsconfig.json $$(find $(WEB)/src -type f | sort) | sha256sum | cut -c1-16); \
+	if [ -f $(WEB)/dist/app/index.html ] && [ "$$(cat $(WEB)/dist/app/.inputs 2>/dev/null)" = "$$hash" ]; then echo "dashboard front end is current ($$hash)"; exit 0; fi; \
+	$(MAKE) --no-print-directory web-deps || exit 1; \
+	echo "building the dashboard front end ($$hash)"; \
+	(cd $(WEB) && npm run --silent build) || exit 1; \
+	echo $$hash > $(WEB)/dist/app/.inputs
+
+.PHONY: web-deps
+web-deps:
+	@lock=$$(sha256sum $(WEB)/package-lock.json | cut -c1-16); \
+	if [ "$$(cat $(WEB)/node_modules/.lock-hash 2>/dev/null)" != "$$lock" ]; then \
+		echo "npm ci in $(WEB) (lockfile $$lock)"; \
+		(cd $(WEB) && npm ci --no-audit --no-fund --cache $(CACHE_DIR)/npm) || exit 1; \
+		echo $$lock > $(WEB)/node_modules/.lock-hash; \
+	fi
+
+# Browser tests drive Debian's chromium through playwright-core (no
+# downloaded browsers).
+.PHONY: browser
+browser:
+	@test -x $(CHROMIUM) || { echo "installing Debian's chromium for the browser tests"; apt-get install -y -q chromium >/dev/null || { echo "cannot install chromium: run apt-get install chromium"; exit 1; }; }
 
 .PHONY: docs
 docs: sdk-venv ## Regenerate docs/cli.md from the commands and docs/sdk.md from the SDK's docstrings.
@@ -59,7 +88,11 @@ toolchain: $(DEV) ## Build the pinned cluster toolchain and MPI images into the 
 ##@ Test
 
 .PHONY: test
-test: verify test-unit test-sdk-unit test-e2e ## Run every check and test (what CI runs).
+test: verify test-unit test-web test-sdk-unit test-e2e ## Run every check and test (what CI runs).
+
+.PHONY: test-web
+test-web: web-deps ## The dashboard front end's component tests (vitest) and type check.
+	cd $(WEB) && npx --no-install tsc --noEmit && npx --no-install vitest run
 
 .PHONY: sdk-venv
 sdk-venv: ## Install the Python SDK as a user would (pip install ./sdk/python) into a virtualenv in the cache.
@@ -80,7 +113,7 @@ test-unit: ## Unit tests of pure packages.
 # the one MPIJOB_KUBECONFIG names) is reused and left running; otherwise one
 # is started for the run and stopped after it (KEEP_CLUSTER=1 keeps it).
 .PHONY: test-e2e
-test-e2e: $(DEV) sdk-venv ## Integration and e2e tests (Go, then the Python SDK's) against the real local cluster.
+test-e2e: $(DEV) sdk-venv dashboard browser ## Integration and e2e tests (Go, then the Python SDK's) against the real local cluster.
 	@set -u; mkdir -p .cache; started=0; \
 	if [ -n "$${MPIJOB_KUBECONFIG:-}" ]; then echo "testing against $$MPIJOB_KUBECONFIG"; \
 	elif $(DEV) status >/dev/null 2>&1; then echo "reusing the running local cluster"; \

@@ -193,6 +193,20 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 			}
 		}
 	}
+	// A failed job's pods may be gone (JobSet removes a failed job's
+	// children): their Warning "Failed" Events still say why a container
+	// did not start.
+	if condTrue(tj, trainer.TrainJobFailed) {
+		evs := &corev1.EventList{}
+		if err := r.Reader.List(ctx, evs, client.InNamespace(tj.Namespace), client.MatchingFieldsSelector{
+			Selector: fields.OneTermEqualSelector("reason", "Failed")}); err == nil {
+			for _, e := range evs.Items {
+				if e.InvolvedObject.Kind == "Pod" && strings.HasPrefix(e.InvolvedObject.Name, tj.Name+"-"+api.WorkerJob+"-") {
+					in.Events = append(in.Events, e)
+				}
+			}
+		}
+	}
 	if condTrue(tj, trainer.TrainJobFailed) && len(in.Launcher) > 0 {
 		in.LauncherLog = r.launcherLog(ctx, newest(in.Launcher))
 	}

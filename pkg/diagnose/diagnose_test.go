@@ -462,6 +462,14 @@ func TestSSHRefusedNamesTheWorkerImage(t *testing.T) {
 			wantPhase: api.PhaseFailed, want: ReasonSSHConnectionRefused,
 			contains: []string{"Worker 0 (pod hello-node-0-0) could not start /usr/sbin/sshd", "image " + image + " lacks it", "no such file or directory", "--launcher-image"},
 		},
+		"the Worker's pod is gone, its Event says sshd is missing": {
+			in: Input{TrainJob: failed, JobSet: jobset(2), WorkerImage: image, Events: []corev1.Event{{
+				InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "hello-node-0-0-x7k2p"}, Type: corev1.EventTypeWarning, Reason: "Failed",
+				Message: `Error: failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: exec: "/usr/sbin/sshd": stat /usr/sbin/sshd: no such file or directory: unknown`,
+			}}},
+			wantPhase: api.PhaseFailed, want: ReasonSSHConnectionRefused,
+			contains: []string{"Worker pod hello-node-0-0-x7k2p could not start /usr/sbin/sshd", "image " + image + " lacks it"},
+		},
 		"sshd does not answer the readiness probe": {
 			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(withSSHD(worker("0")).running(false), withSSHD(worker("1")).running(true)),
 				WorkerImage: image, Now: t0.Add(30 * time.Second)},

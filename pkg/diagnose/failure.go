@@ -99,6 +99,9 @@ func explainFailure(in Input) (reason, message, next string) {
 			return ReasonSSHConnectionRefused, m, n
 		}
 	}
+	if m, n, ok := sshdMissingFromEvents(in); ok {
+		return ReasonSSHConnectionRefused, m, n
+	}
 	for i := range in.Launcher {
 		if r, m, n, ok := podFailure(&in.Launcher[i], "the Launcher (pod "+in.Launcher[i].Name+")", ReasonLauncherOOMKilled, ReasonWorkerEvicted); ok {
 			return r, m, n
@@ -270,4 +273,27 @@ func firstNonEmpty(vs ...string) string {
 		}
 	}
 	return ""
+}
+
+var startFailedRe = regexp.MustCompile(`exec: "([^"]+)": (?:stat \S+: )?(no such file or directory|executable file not found in \$PATH)`)
+
+// sshdMissingFromEvents explains a Worker whose command could not start,
+// from its pod's Warning Event, once the pod itself is gone.
+func sshdMissingFromEvents(in Input) (message, next string, ok bool) {
+	for _, e := range in.Events {
+		if e.InvolvedObject.Kind != "Pod" || e.Type != corev1.EventTypeWarning {
+			continue
+		}
+		m := startFailedRe.FindStringSubmatch(e.Message)
+		if m == nil {
+			continue
+		}
+		image := in.WorkerImage
+		if image == "" {
+			image = "of the Workers"
+		}
+		return fmt.Sprintf("Worker pod %s could not start %s, so no SSH server answered the Launcher: image %s lacks it (%s).", e.InvolvedObject.Name, m[1], image, m[2]),
+			"Use a Worker image with sshd (build it FROM the runtime's image, see docs/runtimes.md#images), or keep the runtime's Worker image and put your own image on the Launcher only (--launcher-image).", true
+	}
+	return "", "", false
 }

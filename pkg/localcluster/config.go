@@ -33,8 +33,10 @@ const (
 	managerWebhookPort = 9445
 	managerMetricsPort = 9446
 	managerHealthPort  = 9453
-	kueueWebhookPort   = 9447
-	kueueHealthPort    = 9454
+	// DashboardPort serves mpijob-dashboard on 127.0.0.1.
+	DashboardPort    = 9090
+	kueueWebhookPort = 9447
+	kueueHealthPort  = 9454
 
 	// bridgeName is the Linux bridge every real node's pods attach to.
 	bridgeName = "mpijob0"
@@ -107,6 +109,9 @@ func FindRepoRoot(dir string) (string, error) {
 
 // KubeconfigPath is the admin kubeconfig the cluster writes.
 func (o Options) KubeconfigPath() string { return filepath.Join(o.StateDir, "kubeconfig") }
+
+// DashboardURL is where the local cluster's dashboard answers.
+var DashboardURL = fmt.Sprintf("http://127.0.0.1:%d", DashboardPort)
 
 // PauseImage is the nodes' pause image: an image without sshd or a
 // shell, which tests use as a Worker image that cannot serve SSH.

@@ -422,7 +422,41 @@ func (c *Cluster) installProject(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return manifests.Apply(ctx, cl, fieldOwner, objs)
+	if err := manifests.Apply(ctx, cl, fieldOwner, objs); err != nil {
+		return err
+	}
+	return c.startDashboard(ctx)
+}
+
+// startDashboard builds mpijob-dashboard from this checkout (with the
+// front end `make dashboard` built into dashboard/web/dist/app) and starts
+// it on DashboardURL. Its login page offers the kubeconfig's users; it
+// acts with each user's own token. Namespace names for users who may not
+// list namespaces come from the admin context (names only; each is then
+// checked with the user's own access review).
+func (c *Cluster) startDashboard(ctx context.Context) error {
+	bin := c.opts.bin("mpijob-dashboard")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/mpijob-dashboard")
+	cmd.Dir = c.opts.RepoRoot
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("failed to build mpijob-dashboard: %w\n%s", err, out)
+	}
+	args := []string{
+		"--kubeconfig=" + c.opts.KubeconfigPath(), "--offer-kubeconfig-users", "--namespaces-context=admin",
+		fmt.Sprintf("--listen=127.0.0.1:%d", DashboardPort),
+	}
+	if err := c.startProcess("mpijob-dashboard", bin, args, nil); err != nil {
+		return err
+	}
+	hc := &http.Client{Timeout: time.Second}
+	return c.waitFor(ctx, "mpijob-dashboard", 30*time.Second, func(context.Context) bool {
+		resp, err := hc.Get(DashboardURL + "/api/healthz")
+		if err != nil {
+			return false
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 }
 
 // startManager builds mpijob-manager from this checkout (incremental, so

@@ -50,6 +50,7 @@ var clusterPorts = []portUse{
 	{fmt.Sprintf("127.0.0.1:%d", managerWebhookPort), "mpijob-manager webhook"},
 	{fmt.Sprintf("127.0.0.1:%d", managerMetricsPort), "mpijob-manager metrics"},
 	{fmt.Sprintf("127.0.0.1:%d", managerHealthPort), "mpijob-manager health"},
+	{fmt.Sprintf("127.0.0.1:%d", DashboardPort), "mpijob-dashboard"},
 	{"127.0.0.1:10257", "kube-controller-manager"},
 	{"127.0.0.1:10259", "kube-scheduler"},
 }

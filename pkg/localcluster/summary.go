@@ -26,6 +26,7 @@ func (c *Cluster) Summary() string {
 	fmt.Fprintf(&b, `
 Nodes: %d real (%s), %d kwok GPU nodes (8 nvidia.com/gpu each, taint %s=fake:NoSchedule)
 Users (kubeconfig contexts): admin (cluster-admin), dev-a (edit team-a), dev-b (edit team-b), viewer-a (view team-a)
+Dashboard: %s (log in as dev-a, dev-b or viewer-a; it acts as that user)
 
 Use it:
   export KUBECONFIG=%s
@@ -34,7 +35,7 @@ Use it:
   %s --context dev-a -n team-a get trainjobs
 Stop it: make dev-down
 `, c.opts.RealNodes, strings.Join(realNodeNames(c.opts.RealNodes), ", "), c.opts.KwokNodes, kwokNodeTaintKey,
-		kc, c.opts.bin("kubectl"), c.opts.bin("kubectl"), c.opts.bin("kubectl"))
+		DashboardURL, kc, c.opts.bin("kubectl"), c.opts.bin("kubectl"), c.opts.bin("kubectl"))
 	return b.String()
 }
 

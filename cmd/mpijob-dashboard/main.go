@@ -1,0 +1,110 @@
+// Command mpijob-dashboard serves the mpijob dashboard: the web front end
+// and its API, acting as each user with their own Kubernetes credentials.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"sort"
+	"syscall"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/mpijob/mpijob/dashboard"
+)
+
+func main() {
+	var listen, kubeconfig, namespacesContext string
+	var offerUsers bool
+	flag.StringVar(&listen, "listen", "127.0.0.1:9090", "address to serve on")
+	flag.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig for the API server's address and CA (empty: in-cluster); users' own tokens are used for every call")
+	flag.BoolVar(&offerUsers, "offer-kubeconfig-users", false, "offer the kubeconfig's token users on a login page (the local cluster)")
+	flag.StringVar(&namespacesContext, "namespaces-context", "", "kubeconfig context that lists namespace names for users who may not list namespaces (empty: in-cluster service account; \"-\": none)")
+	flag.Parse()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	if err := run(listen, kubeconfig, namespacesContext, offerUsers, log); err != nil {
+		fmt.Fprintln(os.Stderr, "mpijob-dashboard:", err)
+		os.Exit(1)
+	}
+}
+
+func run(listen, kubeconfig, nsContext string, offerUsers bool, log *slog.Logger) error {
+	var base *rest.Config
+	var err error
+	srv := &dashboard.Server{Log: log}
+	if kubeconfig == "" {
+		if base, err = rest.InClusterConfig(); err != nil {
+			return fmt.Errorf("not in a cluster and no --kubeconfig: %w", err)
+		}
+	} else {
+		raw, err := clientcmd.LoadFromFile(kubeconfig)
+		if err != nil {
+			return err
+		}
+		if base, err = clientcmd.NewDefaultClientConfig(*raw, &clientcmd.ConfigOverrides{}).ClientConfig(); err != nil {
+			return err
+		}
+		if offerUsers {
+			for name, a := range raw.AuthInfos {
+				if a.Token != "" {
+					srv.Users = append(srv.Users, dashboard.LoginUser{Name: name, Token: a.Token})
+				}
+			}
+			sort.Slice(srv.Users, func(i, j int) bool { return srv.Users[i].Name < srv.Users[j].Name })
+		}
+	}
+	srv.Base = base
+	if nsContext != "-" {
+		var nsCfg *rest.Config
+		if nsContext == "" {
+			nsCfg = base
+		} else {
+			raw, err := clientcmd.LoadFromFile(kubeconfig)
+			if err != nil {
+				return err
+			}
+			if nsCfg, err = clientcmd.NewNonInteractiveClientConfig(*raw, nsContext, &clientcmd.ConfigOverrides{}, nil).ClientConfig(); err != nil {
+				return err
+			}
+		}
+		cs, err := kubernetes.NewForConfig(nsCfg)
+		if err != nil {
+			return err
+		}
+		srv.Namespaces = func(ctx context.Context) ([]string, error) {
+			list, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return nil, err
+			}
+			out := make([]string, 0, len(list.Items))
+			for _, n := range list.Items {
+				out = append(out, n.Name)
+			}
+			return out, nil
+		}
+	}
+	hs := &http.Server{Addr: listen, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = hs.Shutdown(sctx)
+	}()
+	log.Info("serving the mpijob dashboard", "url", "http://"+listen)
+	if err := hs.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,527 @@
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	authzv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mpijob/mpijob/pkg/admission"
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/runtimes"
+)
+
+// Job is one row of the Training jobs page: the manager's Status in the
+// same words as the CLI and the SDK.
+type Job struct {
+	Name      string `json:"name"`
+	Namespace string `json:"namespace"`
+	// Runtime is the runtime the user chose (the base of a per-job runtime).
+	Runtime string `json:"runtime"`
+	// MPI is true for jobs on an MPI runtime (those mpijob-manager reports on).
+	MPI            bool              `json:"mpi"`
+	Phase          api.Phase         `json:"phase"`
+	Reason         string            `json:"reason,omitempty"`
+	Message        string            `json:"message,omitempty"`
+	NextStep       string            `json:"nextStep,omitempty"`
+	QueuePosition  *int32            `json:"queuePosition,omitempty"`
+	Launcher       api.LauncherState `json:"launcher,omitempty"`
+	WorkersReady   int32             `json:"workersReady"`
+	WorkersTotal   int32             `json:"workersTotal"`
+	SlotsPerWorker int32             `json:"slotsPerWorker"`
+	Creator        string            `json:"creator,omitempty"`
+	Created        time.Time         `json:"created"`
+	Started        *time.Time        `json:"started,omitempty"`
+	Finished       *time.Time        `json:"finished,omitempty"`
+	Transitioned   *time.Time        `json:"transitioned,omitempty"`
+	Suspended      bool              `json:"suspended"`
+	Deleting       bool              `json:"deleting,omitempty"`
+}
+
+// JobOf turns a TrainJob into its row.
+func JobOf(tj *trainer.TrainJob) Job {
+	j := Job{
+		Name: tj.Name, Namespace: tj.Namespace,
+		Runtime:   api.RuntimeOf(tj.Labels, tj.Spec.RuntimeRef.Name),
+		Creator:   tj.Annotations[api.CreatorAnnotation],
+		Created:   tj.CreationTimestamp.Time,
+		Suspended: ptr.Deref(tj.Spec.Suspend, false),
+		Deleting:  tj.DeletionTimestamp != nil,
+	}
+	if tr := tj.Spec.Trainer; tr != nil {
+		j.WorkersTotal = ptr.Deref(tr.NumNodes, 0)
+		j.SlotsPerWorker = ptr.Deref(tr.NumProcPerNode, 0)
+	}
+	st, ok, _ := api.ReadStatus(tj.Annotations)
+	j.MPI = ok || tj.Labels[api.BaseRuntimeLabel] != ""
+	if !ok {
+		j.Phase = api.PhasePending
+		for _, c := range tj.Status.Conditions {
+			if c.Status != metav1.ConditionTrue {
+				continue
+			}
+			switch c.Type {
+			case trainer.TrainJobComplete:
+				j.Phase = api.PhaseSucceeded
+			case trainer.TrainJobFailed:
+				j.Phase, j.Message = api.PhaseFailed, c.Message
+			case trainer.TrainJobSuspended:
+				j.Phase = api.PhaseSuspended
+			}
+		}
+		return j
+	}
+	j.Phase, j.Reason, j.Message, j.NextStep = st.Phase, st.Reason, st.Message, st.NextStep
+	j.QueuePosition, j.Launcher = st.QueuePosition, st.Launcher
+	j.WorkersReady, j.WorkersTotal = st.WorkersReady, st.WorkersTotal
+	if st.SlotsPerWorker > 0 {
+		j.SlotsPerWorker = st.SlotsPerWorker
+	}
+	if st.StartTime != nil {
+		j.Started = &st.StartTime.Time
+	}
+	if st.CompletionTime != nil {
+		j.Finished = &st.CompletionTime.Time
+	}
+	if st.LastTransitionTime != nil {
+		j.Transitioned = &st.LastTransitionTime.Time
+	}
+	return j
+}
+
+// Namespace is a namespace the user may see jobs in, and what they may do.
+type Namespace struct {
+	Name      string `json:"name"`
+	CanDelete bool   `json:"canDelete"`
+	CanPatch  bool   `json:"canPatch"`
+	CanCreate bool   `json:"canCreate"`
+	CanLogs   bool   `json:"canLogs"`
+}
+
+func (s *Server) namespaces(w http.ResponseWriter, r *http.Request, c *userClients) {
+	nss, err := s.namespacesOf(r.Context(), c)
+	if err != nil {
+		s.apiError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"namespaces": nss})
+}
+
+// namespacesOf lists the namespaces where the user may list TrainJobs,
+// with the actions they may take there, from their own access reviews.
+func (s *Server) namespacesOf(ctx context.Context, c *userClients) ([]Namespace, error) {
+	var candidates []string
+	list, err := c.cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	switch {
+	case err == nil:
+		for _, n := range list.Items {
+			candidates = append(candidates, n.Name)
+		}
+	case apierrors.IsForbidden(err) && s.Namespaces != nil:
+		if candidates, err = s.Namespaces(ctx); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, err
+	}
+	type result struct {
+		ns  Namespace
+		ok  bool
+		err error
+	}
+	out := make([]result, len(candidates))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for i, name := range candidates {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			ok, err := c.can(ctx, name, "list", "trainer.kubeflow.org", "trainjobs", "")
+			if err != nil || !ok {
+				out[i] = result{err: err}
+				return
+			}
+			n := Namespace{Name: name}
+			n.CanDelete, _ = c.can(ctx, name, "delete", "trainer.kubeflow.org", "trainjobs", "")
+			n.CanPatch, _ = c.can(ctx, name, "patch", "trainer.kubeflow.org", "trainjobs", "")
+			n.CanCreate, _ = c.can(ctx, name, "create", "trainer.kubeflow.org", "trainjobs", "")
+			n.CanLogs, _ = c.can(ctx, name, "get", "", "pods", "log")
+			out[i] = result{ns: n, ok: true}
+		}()
+	}
+	wg.Wait()
+	var nss []Namespace
+	for _, r := range out {
+		if r.err != nil {
+			return nil, r.err
+		}
+		if r.ok {
+			nss = append(nss, r.ns)
+		}
+	}
+	sort.Slice(nss, func(i, j int) bool { return nss[i].Name < nss[j].Name })
+	return nss, nil
+}
+
+func (c *userClients) can(ctx context.Context, ns, verb, group, resource, sub string) (bool, error) {
+	rev, err := c.cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authzv1.SelfSubjectAccessReview{
+		Spec: authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authzv1.ResourceAttributes{
+			Namespace: ns, Verb: verb, Group: group, Resource: resource, Subresource: sub,
+		}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return false, err
+	}
+	return rev.Status.Allowed, nil
+}
+
+func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, c *userClients) {
+	jobs, err := s.jobsOf(r.Context(), c, r.URL.Query().Get("namespace"))
+	if err != nil {
+		s.apiError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"jobs": jobs})
+}
+
+// jobsOf lists the jobs of ns ("" = every namespace the user may see).
+func (s *Server) jobsOf(ctx context.Context, c *userClients, ns string) ([]Job, error) {
+	var nss []string
+	if ns != "" {
+		nss = []string{ns}
+	} else if all, _ := c.can(ctx, "", "list", "trainer.kubeflow.org", "trainjobs", ""); all {
+		nss = []string{""}
+	} else {
+		list, err := s.namespacesOf(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range list {
+			nss = append(nss, n.Name)
+		}
+	}
+	mpiRuntimes := map[string]bool{}
+	rts := &trainer.ClusterTrainingRuntimeList{}
+	if err := c.List(ctx, rts); err == nil {
+		for i := range rts.Items {
+			mpiRuntimes[rts.Items[i].Name] = runtimes.IsMPI(&rts.Items[i].Spec)
+		}
+	}
+	jobs := []Job{}
+	for _, n := range nss {
+		list := &trainer.TrainJobList{}
+		if err := c.List(ctx, list, client.InNamespace(n)); err != nil {
+			return nil, err
+		}
+		for i := range list.Items {
+			j := JobOf(&list.Items[i])
+			j.MPI = j.MPI || mpiRuntimes[j.Runtime]
+			jobs = append(jobs, j)
+		}
+	}
+	sort.SliceStable(jobs, func(i, j int) bool {
+		if !jobs[i].Created.Equal(jobs[j].Created) {
+			return jobs[i].Created.After(jobs[j].Created)
+		}
+		return jobs[i].Namespace+"/"+jobs[i].Name < jobs[j].Namespace+"/"+jobs[j].Name
+	})
+	return jobs, nil
+}
+
+// Pod is one Launcher or Worker pod of a job.
+type Pod struct {
+	Name string `json:"name"`
+	// Role is "launcher" or "worker"; Index is the Worker's index.
+	Role     string     `json:"role"`
+	Index    int        `json:"index"`
+	Node     string     `json:"node,omitempty"`
+	Phase    string     `json:"phase"`
+	Ready    bool       `json:"ready"`
+	Restarts int32      `json:"restarts"`
+	State    string     `json:"state"`
+	Detail   string     `json:"detail,omitempty"`
+	Started  *time.Time `json:"started,omitempty"`
+	// Health is green (healthy), yellow (pending or starting), red
+	// (failed) or grey (gone).
+	Health string `json:"health"`
+	Image  string `json:"image,omitempty"`
+}
+
+// Resources summarizes what the job asks for.
+type Resources struct {
+	Workers        int32             `json:"workers"`
+	SlotsPerWorker int32             `json:"slotsPerWorker"`
+	Worker         map[string]string `json:"worker"`
+	Launcher       map[string]string `json:"launcher"`
+	Total          map[string]string `json:"total"`
+	Summary        string            `json:"summary"`
+	WorkerImage    string            `json:"workerImage,omitempty"`
+	LauncherImage  string            `json:"launcherImage,omitempty"`
+}
+
+// Detail is the job page.
+type Detail struct {
+	Job       Job        `json:"job"`
+	Pods      []Pod      `json:"pods"`
+	Resources *Resources `json:"resources,omitempty"`
+	YAML      string     `json:"yaml"`
+	// RuntimeKind is ClusterTrainingRuntime, or TrainingRuntime for a
+	// per-job runtime.
+	RuntimeKind string `json:"runtimeKind"`
+}
+
+func (s *Server) getJob(w http.ResponseWriter, r *http.Request, c *userClients) {
+	d, err := s.detailOf(r.Context(), c, r.PathValue("ns"), r.PathValue("name"))
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			writeError(w, http.StatusNotFound, fmt.Sprintf("MPI job %s does not exist in namespace %s (it may have been deleted)", r.PathValue("name"), r.PathValue("ns")))
+			return
+		}
+		s.apiError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, d)
+}
+
+func (s *Server) detailOf(ctx context.Context, c *userClients, ns, name string) (*Detail, error) {
+	tj := &trainer.TrainJob{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
+		return nil, err
+	}
+	d := &Detail{Job: JobOf(tj), RuntimeKind: ptr.Deref(tj.Spec.RuntimeRef.Kind, trainer.ClusterTrainingRuntimeKind)}
+	pods, err := c.jobPods(ctx, ns, name)
+	if err != nil && !apierrors.IsForbidden(err) {
+		return nil, err
+	}
+	d.Pods = pods
+	if spec, _, found, err := (admission.RuntimeLookup{Client: c}).Get(ctx, tj); err == nil && found {
+		d.Job.MPI = d.Job.MPI || runtimes.IsMPI(spec)
+		if shape, err := runtimes.ShapeOf(tj, spec); err == nil {
+			d.Resources = resourcesOf(shape)
+		}
+	}
+	clean := tj.DeepCopy()
+	clean.ManagedFields = nil
+	clean.APIVersion, clean.Kind = trainer.GroupVersion.String(), trainer.TrainJobKind
+	b, err := yaml.Marshal(clean)
+	if err != nil {
+		return nil, err
+	}
+	d.YAML = string(b)
+	return d, nil
+}
+
+func (c *userClients) jobPods(ctx context.Context, ns, name string) ([]Pod, error) {
+	list := &corev1.PodList{}
+	if err := c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"jobset.sigs.k8s.io/jobset-name": name}); err != nil {
+		return nil, err
+	}
+	out := []Pod{}
+	for i := range list.Items {
+		out = append(out, podOf(&list.Items[i]))
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Role != out[j].Role {
+			return out[i].Role == "launcher"
+		}
+		if out[i].Index != out[j].Index {
+			return out[i].Index < out[j].Index
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
+}
+
+func podOf(p *corev1.Pod) Pod {
+	out := Pod{Name: p.Name, Role: "worker", Node: p.Spec.NodeName, Phase: string(p.Status.Phase), State: string(p.Status.Phase)}
+	if p.Labels["jobset.sigs.k8s.io/replicatedjob-name"] == api.LauncherJob {
+		out.Role = "launcher"
+	}
+	out.Index, _ = strconv.Atoi(p.Labels["batch.kubernetes.io/job-completion-index"])
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			out.Ready = true
+		}
+	}
+	if len(p.Spec.Containers) > 0 {
+		out.Image = p.Spec.Containers[0].Image
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		out.Restarts += cs.RestartCount
+		switch {
+		case cs.State.Waiting != nil:
+			out.State, out.Detail = cs.State.Waiting.Reason, cs.State.Waiting.Message
+		case cs.State.Terminated != nil:
+			t := cs.State.Terminated
+			out.State = fmt.Sprintf("%s (exit code %d)", t.Reason, t.ExitCode)
+			out.Detail = t.Message
+		case cs.State.Running != nil:
+			out.State = "Running"
+			out.Started = &cs.State.Running.StartedAt.Time
+		}
+	}
+	if p.Status.Reason != "" {
+		out.State, out.Detail = p.Status.Reason, p.Status.Message
+	}
+	switch {
+	case p.DeletionTimestamp != nil:
+		out.Health = "grey"
+	case p.Status.Phase == corev1.PodFailed || strings.Contains(out.State, "BackOff") || strings.Contains(out.State, "Err"):
+		out.Health = "red"
+	case p.Status.Phase == corev1.PodSucceeded || (p.Status.Phase == corev1.PodRunning && out.Ready):
+		out.Health = "green"
+	default:
+		out.Health = "yellow"
+	}
+	return out
+}
+
+func resourcesOf(s runtimes.Shape) *Resources {
+	wReq, wLim := admission.PodDemand(&s.WorkerPod)
+	lReq, lLim := admission.PodDemand(&s.LauncherPod)
+	pick := func(req, lim corev1.ResourceList) corev1.ResourceList {
+		out := corev1.ResourceList{}
+		for k, v := range lim {
+			out[k] = v
+		}
+		for k, v := range req {
+			out[k] = v
+		}
+		return out
+	}
+	worker, launcher := pick(wReq, wLim), pick(lReq, lLim)
+	total := corev1.ResourceList{}
+	for k, v := range worker {
+		q := v.DeepCopy()
+		q.Mul(int64(s.Workers))
+		total[k] = q
+	}
+	for k, v := range launcher {
+		if _, ok := total[k]; !ok {
+			total[k] = resource.Quantity{}
+		}
+		q := total[k]
+		q.Add(v)
+		total[k] = q
+	}
+	r := &Resources{Workers: s.Workers, SlotsPerWorker: s.SlotsPerWorker, Worker: strs(worker), Launcher: strs(launcher), Total: strs(total)}
+	gpus := resource.Quantity{}
+	for k, v := range worker {
+		if strings.HasSuffix(string(k), "/gpu") {
+			q := v.DeepCopy()
+			q.Mul(int64(s.Workers))
+			gpus.Add(q)
+		}
+	}
+	cpu, mem := worker[corev1.ResourceCPU], worker[corev1.ResourceMemory]
+	cpu.Mul(int64(s.Workers))
+	mem.Mul(int64(s.Workers))
+	r.Summary = fmt.Sprintf("%d %s × %d %s, %s CPUs, %s, %s GPUs", s.Workers, plural(int(s.Workers), "Worker", "Workers"), s.SlotsPerWorker,
+		plural(int(s.SlotsPerWorker), "slot", "slots"), cpu.String(), mem.String(), gpus.String())
+	for _, c := range s.WorkerPod.Containers {
+		if c.Name == api.NodeContainer {
+			r.WorkerImage = c.Image
+		}
+	}
+	for _, c := range s.LauncherPod.Containers {
+		if c.Name == api.NodeContainer {
+			r.LauncherImage = c.Image
+		}
+	}
+	return r
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+func strs(rl corev1.ResourceList) map[string]string {
+	out := map[string]string{}
+	for k, v := range rl {
+		out[string(k)] = v.String()
+	}
+	return out
+}
+
+func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request, c *userClients) {
+	tj := &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: r.PathValue("ns"), Name: r.PathValue("name")}}
+	if err := c.Delete(r.Context(), tj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		s.apiError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"deleted": tj.Name})
+}
+
+func (s *Server) suspendJob(suspend bool) handlerFunc {
+	return func(w http.ResponseWriter, r *http.Request, c *userClients) {
+		tj := &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: r.PathValue("ns"), Name: r.PathValue("name")}}
+		patch := fmt.Sprintf(`{"spec":{"suspend":%t}}`, suspend)
+		if err := c.Patch(r.Context(), tj, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+			s.apiError(w, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, JobOf(tj))
+	}
+}
+
+// Event is one event of the job or its children.
+type Event struct {
+	Time    time.Time `json:"time"`
+	Type    string    `json:"type"`
+	Reason  string    `json:"reason"`
+	Object  string    `json:"object"`
+	Message string    `json:"message"`
+	Count   int32     `json:"count"`
+}
+
+func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request, c *userClients) {
+	evs, err := c.eventsOf(r.Context(), r.PathValue("ns"), r.PathValue("name"))
+	if err != nil {
+		s.apiError(w, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"events": evs})
+}
+
+func (c *userClients) eventsOf(ctx context.Context, ns, name string) ([]Event, error) {
+	list := &corev1.EventList{}
+	if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	out := []Event{}
+	for _, e := range list.Items {
+		o := e.InvolvedObject.Name
+		if o != name && !strings.HasPrefix(o, name+"-") {
+			continue
+		}
+		t := e.LastTimestamp.Time
+		if t.IsZero() {
+			t = e.EventTime.Time
+		}
+		if t.IsZero() {
+			t = e.CreationTimestamp.Time
+		}
+		out = append(out, Event{Time: t, Type: e.Type, Reason: e.Reason, Object: e.InvolvedObject.Kind + "/" + o, Message: e.Message, Count: max(e.Count, 1)})
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
+	return out, nil
+}

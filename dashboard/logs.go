@@ -1,0 +1,172 @@
+package dashboard
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+
+	"github.com/mpijob/mpijob/pkg/logs"
+)
+
+// maxLogBytes caps one pod's log the server sends (the browser keeps less).
+const maxLogBytes = 100 << 20
+
+// jobLogs streams a job's log as text/plain, one line per line, secrets
+// masked as the CLI does:
+//
+//	target=launcher (default) | worker-N | all (merged, "[launcher] " and
+//	"[worker-N] " prefixes as kubectl mpijob logs --all)
+//	follow=1 keeps streaming while the pods run
+//	tail=N, sinceSeconds=S limit what is sent
+//	timestamps=1 keeps the kubelet's time in front of each line
+func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients) {
+	ns, name := r.PathValue("ns"), r.PathValue("name")
+	q := r.URL.Query()
+	target := q.Get("target")
+	if target == "" {
+		target = "launcher"
+	}
+	opts := &corev1.PodLogOptions{Container: "node", Follow: q.Get("follow") == "1", Timestamps: true, LimitBytes: ptr.To[int64](maxLogBytes)}
+	if v := q.Get("tail"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n < 0 {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("tail %q: use a number of lines, 0 or more", v))
+			return
+		}
+		opts.TailLines = &n
+	}
+	if v := q.Get("sinceSeconds"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			writeError(w, http.StatusBadRequest, fmt.Sprintf("sinceSeconds %q: use a number of seconds, 1 or more", v))
+			return
+		}
+		opts.SinceSeconds = &n
+	}
+	keepTime := q.Get("timestamps") == "1"
+	pods, err := c.jobPods(r.Context(), ns, name)
+	if err != nil {
+		s.apiError(w, err)
+		return
+	}
+	var chosen []Pod
+	for _, p := range pods {
+		label := labelOf(p)
+		if target == "all" || target == label {
+			chosen = append(chosen, p)
+		}
+	}
+	if len(chosen) == 0 {
+		var have []string
+		for _, p := range pods {
+			have = append(have, labelOf(p))
+		}
+		msg := fmt.Sprintf("job %s has no pod %q now", name, target)
+		if len(have) > 0 {
+			msg += ": it has " + strings.Join(have, ", ")
+		} else {
+			msg += ": it has no pods (not started yet, or finished and cleaned up)"
+		}
+		writeError(w, http.StatusNotFound, msg)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	flusher, _ := w.(http.Flusher)
+	var mu sync.Mutex
+	write := func(label, line string) {
+		mu.Lock()
+		defer mu.Unlock()
+		if target == "all" {
+			fmt.Fprintf(w, "[%s] ", label)
+		}
+		_, _ = io.WriteString(w, line+"\n")
+		if flusher != nil && opts.Follow {
+			flusher.Flush()
+		}
+	}
+	if !opts.Follow && len(chosen) > 1 {
+		// Merged by time, as kubectl mpijob logs --all.
+		var streams []logs.Stream
+		for _, p := range chosen {
+			lines, err := c.podLines(r.Context(), ns, p.Name, opts)
+			if err != nil && !apierrors.IsBadRequest(err) {
+				s.Log.Info("cannot read a pod's log", "pod", p.Name, "err", err)
+			}
+			streams = append(streams, logs.Stream{Label: labelOf(p), Lines: lines})
+		}
+		red := map[string]*logs.Redactor{}
+		for _, l := range logs.Merge(streams) {
+			if red[l.Label] == nil {
+				red[l.Label] = &logs.Redactor{}
+			}
+			write(l.Label, render(l, red[l.Label], keepTime))
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	for _, p := range chosen {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rc, err := c.cs.CoreV1().Pods(ns).GetLogs(p.Name, opts).Stream(r.Context())
+			if err != nil {
+				write(labelOf(p), fmt.Sprintf("(no log from %s: %s)", p.Name, reason(err)))
+				return
+			}
+			defer func() { _ = rc.Close() }()
+			red := &logs.Redactor{}
+			sc := bufio.NewScanner(rc)
+			sc.Buffer(make([]byte, 64<<10), 1<<20)
+			for sc.Scan() {
+				write(labelOf(p), render(logs.NewLine(labelOf(p), sc.Text()), red, keepTime))
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func (c *userClients) podLines(ctx context.Context, ns, pod string, opts *corev1.PodLogOptions) ([]string, error) {
+	b, err := c.cs.CoreV1().Pods(ns).GetLogs(pod, opts).DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	text := strings.TrimRight(string(b), "\n")
+	if text == "" {
+		return nil, nil
+	}
+	return strings.Split(text, "\n"), nil
+}
+
+func render(l logs.Line, red *logs.Redactor, keepTime bool) string {
+	text := red.Line(l.Text)
+	if keepTime && l.Stamp != "" {
+		return l.Stamp + " " + text
+	}
+	return text
+}
+
+// labelOf names a pod as the CLI's merged log does.
+func labelOf(p Pod) string {
+	if p.Role == "launcher" {
+		return "launcher"
+	}
+	return fmt.Sprintf("worker-%d", p.Index)
+}
+
+func reason(err error) string {
+	if st, ok := err.(apierrors.APIStatus); ok {
+		return st.Status().Message
+	}
+	return err.Error()
+}

@@ -1,0 +1,148 @@
+// Browser test of the dashboard against the real local cluster, driving
+// Debian's chromium through playwright-core. test/e2e/dashboard_test.go
+// starts the dashboard and the jobs, then runs this with:
+//   DASHBOARD_URL  the dashboard
+//   RUNNING_JOB    team-a job (NAME) that is running now and will succeed
+//   FAILED_JOB     team-a job (NAME) that failed with a Worker pod failed
+//   SHOTS          folder for screenshots
+//   CHROMIUM       the browser (default /usr/bin/chromium)
+import { chromium } from 'playwright-core';
+import { readFileSync, mkdirSync } from 'node:fs';
+import { createRequire } from 'node:module';
+
+const require = createRequire(import.meta.url);
+const url = process.env.DASHBOARD_URL;
+const running = process.env.RUNNING_JOB;
+const failed = process.env.FAILED_JOB;
+const shots = process.env.SHOTS ?? '.';
+mkdirSync(shots, { recursive: true });
+const axeSource = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
+
+const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
+const failures = [];
+function check(cond, msg) {
+  if (!cond) failures.push(msg);
+  console.log(`${cond ? 'ok  ' : 'FAIL'} ${msg}`);
+}
+async function step(name, fn) {
+  try {
+    await fn();
+  } catch (e) {
+    check(false, `${name}: ${e.message.split('\n')[0]}`);
+  }
+}
+
+async function login(user) {
+  const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  const page = await ctx.newPage();
+  await page.goto(url + '/');
+  await page.waitForURL(/\/login/);
+  await page.getByLabel('User').selectOption(user);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.waitForURL((u) => !u.pathname.startsWith('/login'));
+  return { ctx, page };
+}
+
+async function axe(page, what) {
+  await page.addScriptTag({ content: axeSource });
+  const res = await page.evaluate(async () => await window.axe.run(document, { resultTypes: ['violations'] }));
+  const bad = res.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  check(bad.length === 0, `axe: no serious or critical violations on ${what}${bad.length ? ': ' + bad.map((v) => `${v.id} (${v.nodes.length})`).join(', ') : ''}`);
+}
+
+// dev-a: the list follows a real job to Succeeded without a reload.
+await step('dev-a list', async () => {
+  const { ctx, page } = await login('dev-a');
+  const row = page.getByTestId(`job-${running}`);
+  await row.waitFor({ timeout: 20_000 });
+  const first = await row.getByTestId('phase').getAttribute('data-phase');
+  check(first !== 'Succeeded', `dev-a sees ${running} in the list while it is ${first}`);
+  await page.screenshot({ path: `${shots}/list-running.png` });
+  const navs = [];
+  page.on('framenavigated', (f) => f === page.mainFrame() && navs.push(f.url()));
+  await row.locator('[data-phase="Succeeded"]').waitFor({ timeout: 180_000 });
+  check(navs.length === 0, `the list followed ${running} to Succeeded without a reload`);
+  await page.screenshot({ path: `${shots}/list.png` });
+  await axe(page, 'the job list');
+
+  // Logs in at most 2 clicks from the list: the row's Logs action.
+  await row.getByRole('button', { name: `Logs of ${running}` }).click();
+  const log = page.getByTestId('log');
+  await log.filter({ hasText: 'allreduce over' }).waitFor({ timeout: 20_000 });
+  check(true, 'the logs opened in 1 click and show the Launcher output');
+  await page.getByLabel('Search the log (regular expression)').fill('rank 1 of');
+  await log.locator('mark', { hasText: /rank 1 of/i }).first().waitFor({ timeout: 10_000 });
+  check(true, "the search finds and highlights a rank's line");
+  await page.getByLabel('Search the log (regular expression)').fill('rank (');
+  await page.getByText('not a valid regular expression').waitFor({ timeout: 5_000 });
+  check(true, 'a bad regular expression is reported, not thrown');
+  await page.getByLabel('Search the log (regular expression)').fill('rank 1 of');
+  await page.getByRole('button', { name: 'All', exact: true }).click();
+  await log.filter({ hasText: '[launcher]' }).waitFor({ timeout: 20_000 });
+  check(true, 'the All tab merges the pods with [launcher]/[worker-N] prefixes');
+  await page.screenshot({ path: `${shots}/logs.png` });
+  await axe(page, 'the logs');
+
+  // A failed job: the diagnosis card and a red Worker.
+  await page.goto(`${url}/jobs/team-a/${failed}`);
+  const card = page.getByTestId('diagnosis');
+  await card.waitFor({ timeout: 60_000 });
+  const reason = await page.getByTestId('reason').textContent();
+  check(reason === 'SSHConnectionRefused', `the failed job shows the diagnosis card (reason ${reason}, want SSHConnectionRefused)`);
+  check((await card.textContent()).includes('lacks it'), 'the diagnosis names the Worker image without sshd');
+  await page.screenshot({ path: `${shots}/failed-overview.png` });
+  await axe(page, 'a failed job');
+  await page.getByRole('tab', { name: 'Topology' }).click();
+  await page.locator('.mpi-node[data-health="red"]').first().waitFor({ timeout: 30_000 });
+  check(true, 'the topology shows a red Worker');
+  await page.locator('.mpi-node[data-health="red"]').first().click();
+  await page.getByRole('dialog').getByText('State').waitFor();
+  check(true, 'clicking a pod opens its state, events and logs');
+  await page.keyboard.press('Escape');
+  await page.screenshot({ path: `${shots}/failed-topology.png` });
+  await page.getByRole('tab', { name: 'YAML' }).click();
+  await page.getByTestId('yaml').filter({ hasText: 'kind: TrainJob' }).waitFor();
+  check(true, 'the YAML tab shows the TrainJob');
+  await page.getByRole('tab', { name: 'Events' }).click();
+  await page.screenshot({ path: `${shots}/failed-events.png` });
+  await ctx.close();
+});
+
+// dev-b sees none of team-a's jobs, and a direct URL says why.
+await step('dev-b', async () => {
+  const { ctx, page } = await login('dev-b');
+  await page.getByText(/No training jobs|No job matches/).or(page.getByTestId('jobs')).first().waitFor({ timeout: 20_000 });
+  check((await page.getByTestId(`job-${running}`).count()) === 0, "dev-b does not see team-a's jobs");
+  await page.goto(`${url}/jobs/team-a/${running}`);
+  await page.getByText(/forbidden|cannot/i).first().waitFor({ timeout: 20_000 });
+  check(true, "a direct URL to team-a's job tells dev-b it is forbidden");
+  await page.screenshot({ path: `${shots}/forbidden.png` });
+  await ctx.close();
+});
+
+// viewer-a sees team-a's jobs without Delete.
+await step('viewer-a', async () => {
+  const { ctx, page } = await login('viewer-a');
+  await page.getByTestId(`job-${running}`).waitFor({ timeout: 20_000 });
+  check((await page.getByRole('button', { name: /^Delete/ }).count()) === 0, 'viewer-a sees no Delete');
+  await ctx.close();
+});
+
+// A bad session goes back to the login page with the reason.
+await step('expired session', async () => {
+  const ctx = await browser.newContext();
+  await ctx.addCookies([{ name: 'mpijob_session', value: 'expired-token', url }]);
+  const page = await ctx.newPage();
+  await page.goto(url + '/');
+  await page.waitForURL(/\/login\?reason=/, { timeout: 20_000 });
+  await page.getByText(/expired|not valid/).first().waitFor();
+  check(true, 'an invalid session returns to the login page with a message');
+  await page.screenshot({ path: `${shots}/login-expired.png` });
+  await ctx.close();
+});
+
+await browser.close();
+if (failures.length) {
+  console.log(`\n${failures.length} browser check(s) failed`);
+  process.exit(1);
+}

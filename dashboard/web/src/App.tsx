@@ -1,0 +1,85 @@
+import { useEffect, useState } from 'react';
+import {
+  Brand,
+  Button,
+  Masthead,
+  MastheadBrand,
+  MastheadContent,
+  MastheadMain,
+  Page,
+  Toolbar,
+  ToolbarContent,
+  ToolbarItem,
+} from '@patternfly/react-core';
+import { api } from './api';
+import { JobsPage } from './JobsPage';
+import { JobPage } from './JobPage';
+import { LoginPage } from './LoginPage';
+
+/** Client-side routes: "/", "/jobs/NS/NAME[?tab=logs]", "/login". */
+export function navigate(to: string) {
+  window.history.pushState({}, '', to);
+  window.dispatchEvent(new PopStateEvent('popstate'));
+}
+
+function useLocation() {
+  const [loc, setLoc] = useState(window.location.pathname + window.location.search);
+  useEffect(() => {
+    const on = () => setLoc(window.location.pathname + window.location.search);
+    window.addEventListener('popstate', on);
+    return () => window.removeEventListener('popstate', on);
+  }, []);
+  return loc;
+}
+
+export function App() {
+  const loc = useLocation();
+  const url = new URL(loc, window.location.origin);
+  const [user, setUser] = useState('');
+  useEffect(() => {
+    if (url.pathname === '/login') return;
+    api<{ user: string }>('/api/whoami').then((r) => setUser(r.user), () => undefined);
+  }, [url.pathname]);
+
+  if (url.pathname === '/login') {
+    return <LoginPage reason={url.searchParams.get('reason') ?? ''} next={url.searchParams.get('next') ?? '/'} />;
+  }
+  const m = url.pathname.match(/^\/jobs\/([^/]+)\/([^/]+)\/?$/);
+  const logout = async () => {
+    await fetch('/api/logout', { method: 'POST', credentials: 'same-origin' });
+    window.location.assign('/login');
+  };
+  const masthead = (
+    <Masthead>
+      <MastheadMain>
+        <MastheadBrand>
+          <a href="/" onClick={(e) => { e.preventDefault(); navigate('/'); }} style={{ color: 'inherit', textDecoration: 'none', fontWeight: 600, fontSize: 18 }}>
+            <Brand src="data:," alt="" style={{ display: 'none' }} />
+            mpijob
+          </a>
+        </MastheadBrand>
+      </MastheadMain>
+      <MastheadContent>
+        <Toolbar isFullHeight>
+          <ToolbarContent>
+            <ToolbarItem align={{ default: 'alignEnd' }}>
+              <span data-testid="user">{user}</span>
+            </ToolbarItem>
+            <ToolbarItem>
+              <Button variant="secondary" onClick={logout}>Log out</Button>
+            </ToolbarItem>
+          </ToolbarContent>
+        </Toolbar>
+      </MastheadContent>
+    </Masthead>
+  );
+  return (
+    <Page masthead={masthead}>
+      {m ? (
+        <JobPage namespace={decodeURIComponent(m[1])} name={decodeURIComponent(m[2])} tab={url.searchParams.get('tab') ?? 'overview'} />
+      ) : (
+        <JobsPage />
+      )}
+    </Page>
+  );
+}

@@ -1,0 +1,319 @@
+import { useState } from 'react';
+import {
+  Alert,
+  Breadcrumb,
+  BreadcrumbItem,
+  Button,
+  Card,
+  CardBody,
+  CardTitle,
+  ClipboardCopy,
+  DescriptionList,
+  DescriptionListDescription,
+  DescriptionListGroup,
+  DescriptionListTerm,
+  Flex,
+  Label,
+  List,
+  ListItem,
+  Modal,
+  ModalBody,
+  ModalHeader,
+  PageSection,
+  ProgressStep,
+  ProgressStepper,
+  Spinner,
+  Tab,
+  Tabs,
+  TabTitleText,
+  Title,
+} from '@patternfly/react-core';
+import { Table, Tbody, Td, Th, Thead, Tr } from '@patternfly/react-table';
+import { ClusterIcon, DownloadIcon } from '@patternfly/react-icons';
+import { navigate } from './App';
+import { api } from './api';
+import { age, runTime } from './format';
+import { useNow } from './JobsPage';
+import { LogViewer } from './LogViewer';
+import { PhaseBadge } from './PhaseBadge';
+import type { Detail, Job, KEvent, Pod } from './types';
+import { useStream } from './useStream';
+
+export function JobPage({ namespace, name, tab }: { namespace: string; name: string; tab: string }) {
+  const [detail, setDetail] = useState<Detail | null>(null);
+  const [events, setEvents] = useState<KEvent[]>([]);
+  const [gone, setGone] = useState('');
+  const [error, setError] = useState('');
+  const [target, setTarget] = useState(new URLSearchParams(window.location.search).get('target') ?? 'launcher');
+  const [pod, setPod] = useState<Pod | null>(null);
+  const now = useNow();
+  const problem = useStream(`/api/stream?namespace=${encodeURIComponent(namespace)}&job=${encodeURIComponent(name)}`, {
+    job: (d: Detail) => { setDetail(d); setGone(''); },
+    events: (d: { events: KEvent[] }) => setEvents(d.events),
+    gone: (d: { error: string }) => setGone(d.error),
+    denied: (d: { error: string }) => setGone(d.error),
+  });
+  const base = `/jobs/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}`;
+  const setTab = (t: string) => navigate(`${base}?tab=${t}`);
+  const act = async (what: 'suspend' | 'resume' | 'delete') => {
+    setError('');
+    try {
+      if (what === 'delete') {
+        if (!window.confirm(`Delete ${name}? Its Launcher, Workers and logs go too.`)) return;
+        await api(base.replace('/jobs/', '/api/jobs/'), { method: 'DELETE' });
+      } else {
+        await api(`${base.replace('/jobs/', '/api/jobs/')}/${what}`, { method: 'POST' });
+      }
+    } catch (e) {
+      setError((e as Error).message);
+    }
+  };
+  const job = detail?.job;
+
+  return (
+    <>
+      {problem && <Alert className="mpi-banner" variant="warning" isInline title={problem} data-testid="banner" />}
+      <PageSection>
+        <Breadcrumb>
+          <BreadcrumbItem to="/" onClick={(e) => { e.preventDefault(); navigate('/'); }}>Training jobs</BreadcrumbItem>
+          <BreadcrumbItem isActive>{namespace}/{name}</BreadcrumbItem>
+        </Breadcrumb>
+        <Flex alignItems={{ default: 'alignItemsCenter' }} style={{ marginTop: 12 }}>
+          <Title headingLevel="h1">{name}</Title>
+          {job?.mpi && <Label icon={<ClusterIcon />} color="blue">MPI</Label>}
+          {job && <PhaseBadge phase={job.phase} queuePosition={job.queuePosition} />}
+          {job && (
+            <Flex style={{ marginLeft: 'auto' }}>
+              {!job.phase.match(/Succeeded|Failed/) && (
+                <Button variant="secondary" onClick={() => act(job.suspended ? 'resume' : 'suspend')}>{job.suspended ? 'Resume' : 'Suspend'}</Button>
+              )}
+              <Button variant="danger" onClick={() => act('delete')}>Delete</Button>
+            </Flex>
+          )}
+        </Flex>
+      </PageSection>
+      <PageSection>
+        {gone && <Alert variant="danger" isInline title={gone} data-testid="gone"><Button variant="link" isInline onClick={() => navigate('/')}>Back to the job list</Button></Alert>}
+        {error && <Alert variant="danger" isInline title={error} style={{ marginBottom: 12 }} />}
+        {!detail && !gone ? (
+          <Spinner aria-label="Loading the job" />
+        ) : detail ? (
+          <Tabs activeKey={tab} onSelect={(_e, k) => setTab(String(k))} aria-label="Job" mountOnEnter unmountOnExit>
+            <Tab eventKey="overview" title={<TabTitleText>Overview</TabTitleText>}>
+              <Overview detail={detail} now={now} />
+            </Tab>
+            <Tab eventKey="topology" title={<TabTitleText>Topology</TabTitleText>}>
+              <Topology pods={withGone(detail.pods, detail.job)} onPod={setPod} />
+            </Tab>
+            <Tab eventKey="logs" title={<TabTitleText>Logs</TabTitleText>}>
+              <LogViewer namespace={namespace} name={name} pods={detail.pods} target={target} onTarget={setTarget} />
+            </Tab>
+            <Tab eventKey="events" title={<TabTitleText>Events</TabTitleText>}>
+              <Events events={events} />
+            </Tab>
+            <Tab eventKey="yaml" title={<TabTitleText>YAML</TabTitleText>}>
+              <Yaml name={name} yaml={detail.yaml} />
+            </Tab>
+          </Tabs>
+        ) : null}
+      </PageSection>
+      <Modal isOpen={pod !== null} onClose={() => setPod(null)} variant="medium" aria-labelledby="pod-title">
+        <ModalHeader title={pod ? podTitle(pod) : ''} labelId="pod-title" />
+        <ModalBody>
+          {pod && (
+            <>
+              <DescriptionList isHorizontal isCompact>
+                <Item term="Pod">{pod.name}</Item>
+                <Item term="Node">{pod.node ?? '-'}</Item>
+                <Item term="State">{pod.state}{pod.detail ? `: ${pod.detail}` : ''}</Item>
+                <Item term="Ready">{pod.ready ? 'yes' : 'no'}</Item>
+                <Item term="Restarts">{pod.restarts}</Item>
+                <Item term="Image">{pod.image ?? '-'}</Item>
+              </DescriptionList>
+              <Title headingLevel="h3" style={{ marginTop: 16 }}>Events</Title>
+              <Events events={events.filter((e) => e.object.endsWith('/' + pod.name))} />
+              <Button style={{ marginTop: 12 }} onClick={() => { setTarget(pod.role === 'launcher' ? 'launcher' : `worker-${pod.index}`); setPod(null); setTab('logs'); }}>
+                View logs
+              </Button>
+            </>
+          )}
+        </ModalBody>
+      </Modal>
+    </>
+  );
+}
+
+function podTitle(p: Pod) {
+  return p.role === 'launcher' ? 'Launcher' : `Worker ${p.index}`;
+}
+
+function Item({ term, children }: { term: string; children: React.ReactNode }) {
+  return (
+    <DescriptionListGroup>
+      <DescriptionListTerm>{term}</DescriptionListTerm>
+      <DescriptionListDescription>{children}</DescriptionListDescription>
+    </DescriptionListGroup>
+  );
+}
+
+const ORDER = ['Pending', 'Queued', 'GangScheduling', 'Starting', 'Running', 'Succeeded'];
+
+function Overview({ detail, now }: { detail: Detail; now: number }) {
+  const j = detail.job;
+  const at = j.phase === 'Failed' ? ORDER.indexOf(j.transitioned && j.started ? 'Running' : 'Starting') : ORDER.indexOf(j.phase);
+  const steps: [string, string, string | undefined][] = [
+    ['Submitted', 'Pending', j.created],
+    ['Queued / scheduled', 'GangScheduling', undefined],
+    ['Starting', 'Starting', undefined],
+    ['Running', 'Running', j.started],
+    [j.phase === 'Failed' ? 'Failed' : 'Succeeded', 'Succeeded', j.finished],
+  ];
+  const r = detail.resources;
+  return (
+    <Flex direction={{ default: 'column' }} gap={{ default: 'gapMd' }} style={{ marginTop: 16 }}>
+      <ProgressStepper aria-label="Phase timeline">
+        {steps.map(([title, phase, time], i) => {
+          const idx = ORDER.indexOf(phase);
+          let variant: 'success' | 'info' | 'pending' | 'danger' = idx < at || j.phase === 'Succeeded' ? 'success' : idx === at ? 'info' : 'pending';
+          if (i === steps.length - 1 && j.phase === 'Failed') variant = 'danger';
+          return (
+            <ProgressStep key={title} id={`step-${i}`} titleId={`step-${i}-title`} variant={variant} isCurrent={idx === at} description={time ? new Date(time).toLocaleString() : undefined}>
+              {title}
+            </ProgressStep>
+          );
+        })}
+      </ProgressStepper>
+      {(j.reason || j.message) && (
+        <Card data-testid="diagnosis" isCompact>
+          <CardTitle>
+            {j.phase === 'Failed' ? 'Why it failed' : 'What is happening'}
+            {j.reason && <Label color={j.phase === 'Failed' ? 'red' : 'blue'} style={{ marginLeft: 8 }} data-testid="reason">{j.reason}</Label>}
+          </CardTitle>
+          <CardBody>
+            <p>{j.message}</p>
+            {j.nextStep && (
+              <>
+                <Title headingLevel="h4" style={{ marginTop: 8 }}>Next steps</Title>
+                <List isPlain={false} component="ol">
+                  {j.nextStep.split(/(?<=\.)\s+(?=[A-Z`])/).map((s, i) => (
+                    <ListItem key={i}>{s}</ListItem>
+                  ))}
+                </List>
+              </>
+            )}
+          </CardBody>
+        </Card>
+      )}
+      <DescriptionList columnModifier={{ default: '2Col' }}>
+        <Item term="Resources">{r ? r.summary : '-'}</Item>
+        <Item term="Launcher">{r ? Object.entries(r.launcher).map(([k, v]) => `${k} ${v}`).join(', ') || 'runtime default' : '-'}</Item>
+        <Item term="Workers ready">{j.workersReady}/{j.workersTotal}</Item>
+        <Item term="Slots per worker">{j.slotsPerWorker || '-'}</Item>
+        <Item term="Runtime">{j.runtime}{detail.runtimeKind === 'TrainingRuntime' ? ' (with the job’s own images or resources)' : ''}</Item>
+        <Item term="Images">{r ? (r.workerImage === r.launcherImage ? r.workerImage : `Workers ${r.workerImage}, Launcher ${r.launcherImage}`) : '-'}</Item>
+        <Item term="Created">{new Date(j.created).toLocaleString()} ({age(j.created, now)} ago)</Item>
+        <Item term="Creator">{j.creator ?? '-'}</Item>
+        <Item term="Started">{j.started ? new Date(j.started).toLocaleString() : '-'}</Item>
+        <Item term="Duration">{runTime(j.started, j.finished, now)}</Item>
+      </DescriptionList>
+    </Flex>
+  );
+}
+
+function Topology({ pods, onPod }: { pods: Pod[]; onPod: (p: Pod) => void }) {
+  const launcher = pods.filter((p) => p.role === 'launcher');
+  const workers = pods.filter((p) => p.role === 'worker');
+  if (pods.length === 0) return <Alert variant="info" isInline title="The job has no pods now: not started yet, or finished and cleaned up." style={{ marginTop: 16 }} />;
+  const node = (p: Pod) => (
+    <button key={p.name} className="mpi-node" data-health={p.health} data-testid={`pod-${p.role}-${p.index}`} onClick={() => onPod(p)} aria-label={`${podTitle(p)}: ${p.state}`}>
+      <strong>{podTitle(p)}</strong>
+      <div>{p.state}</div>
+      <small>{p.node ?? (p.phase === 'Gone' ? '-' : 'not placed')}{p.restarts ? ` · ${p.restarts} restarts` : ''}</small>
+    </button>
+  );
+  return (
+    <div style={{ marginTop: 16 }}>
+      <div className="mpi-topology">
+        <div>{launcher.map(node)}</div>
+        <div className="mpi-workers">{workers.map(node)}</div>
+      </div>
+      <p style={{ marginTop: 12 }}><small>Green: healthy · yellow: pending or starting · red: failed · grey: gone. Click a pod for its node, state, events and logs.</small></p>
+    </div>
+  );
+}
+
+/**
+ * The pods to draw: those that exist, and grey stand-ins for the Launcher
+ * and Workers of a finished job whose pods are gone (JobSet removes a
+ * failed job's pods); the one the diagnosis names is drawn red.
+ */
+export function withGone(pods: Pod[], job: Job): Pod[] {
+  const finished = job.phase === 'Succeeded' || job.phase === 'Failed';
+  if (!finished) return pods;
+  const gone = (role: 'launcher' | 'worker', index: number): Pod => ({
+    name: role === 'launcher' ? `${job.name}-launcher (gone)` : `${job.name}-node (Worker ${index}, gone)`,
+    role, index, phase: 'Gone', ready: false, restarts: 0, state: 'pod gone', health: 'grey',
+  });
+  const out = [...pods];
+  if (!pods.some((p) => p.role === 'launcher')) out.unshift(gone('launcher', 0));
+  for (let i = 0; i < job.workersTotal; i++) {
+    if (!pods.some((p) => p.role === 'worker' && p.index === i)) out.push(gone('worker', i));
+  }
+  if (job.phase === 'Failed' && job.message) {
+    const w = job.message.match(/-node-\d+-(\d+)-\S+/) ?? job.message.match(/^Worker (\d+)\b/);
+    const culprit = w ? out.find((p) => p.role === 'worker' && p.index === Number(w[1]) && p.health === 'grey')
+      : /^The Launcher/.test(job.message) ? out.find((p) => p.role === 'launcher' && p.health === 'grey') : undefined;
+    if (culprit) {
+      culprit.health = 'red';
+      culprit.state = `failed (pod gone): ${job.reason ?? 'see the diagnosis'}`;
+    }
+  }
+  return out;
+}
+
+function Events({ events }: { events: KEvent[] }) {
+  if (events.length === 0) return <p style={{ marginTop: 12 }}>No events.</p>;
+  return (
+    <Table aria-label="Events" variant="compact" data-testid="events">
+      <Thead>
+        <Tr>
+          <Th>Time</Th>
+          <Th>Type</Th>
+          <Th>Reason</Th>
+          <Th>Object</Th>
+          <Th>Message</Th>
+        </Tr>
+      </Thead>
+      <Tbody>
+        {events.map((e, i) => (
+          <Tr key={i}>
+            <Td>{new Date(e.time).toLocaleTimeString()}</Td>
+            <Td>{e.type === 'Warning' ? <Label color="orange">Warning</Label> : e.type}</Td>
+            <Td>{e.reason}</Td>
+            <Td>{e.object}</Td>
+            <Td>{e.message}{e.count > 1 ? ` (×${e.count})` : ''}</Td>
+          </Tr>
+        ))}
+      </Tbody>
+    </Table>
+  );
+}
+
+function Yaml({ name, yaml }: { name: string; yaml: string }) {
+  const download = () => {
+    const a = document.createElement('a');
+    a.href = URL.createObjectURL(new Blob([yaml], { type: 'application/yaml' }));
+    a.download = `${name}.yaml`;
+    a.click();
+    URL.revokeObjectURL(a.href);
+  };
+  return (
+    <div style={{ marginTop: 16 }}>
+      <Flex>
+        <ClipboardCopy isReadOnly hoverTip="Copy" clickTip="Copied" variant="inline-compact" isCode>{yaml}</ClipboardCopy>
+        <Button variant="secondary" icon={<DownloadIcon />} onClick={download}>Download</Button>
+      </Flex>
+      <pre className="mpi-log" data-testid="yaml" tabIndex={0} aria-label="YAML">{yaml}</pre>
+    </div>
+  );
+}

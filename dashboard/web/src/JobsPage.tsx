@@ -1,0 +1,220 @@
+import { useEffect, useMemo, useState } from 'react';
+import {
+  Alert,
+  Button,
+  EmptyState,
+  EmptyStateBody,
+  FormSelect,
+  FormSelectOption,
+  Modal,
+  ModalBody,
+  ModalFooter,
+  ModalHeader,
+  PageSection,
+  Pagination,
+  SearchInput,
+  Spinner,
+  Title,
+  Toolbar,
+  ToolbarContent,
+  ToolbarItem,
+  Tooltip,
+} from '@patternfly/react-core';
+import { Table, Tbody, Td, Th, Thead, Tr, type ThProps } from '@patternfly/react-table';
+import { ClusterIcon } from '@patternfly/react-icons';
+import { api } from './api';
+import { age, runTime } from './format';
+import { navigate } from './App';
+import { PhaseBadge } from './PhaseBadge';
+import type { Job, Namespace, Phase } from './types';
+import { useStream } from './useStream';
+
+const PHASES: Phase[] = ['Pending', 'Queued', 'GangScheduling', 'Starting', 'Running', 'Succeeded', 'Failed', 'Suspended'];
+type SortKey = 'name' | 'namespace' | 'phase' | 'created';
+
+export function useNow(ms = 1000) {
+  const [now, setNow] = useState(Date.now());
+  useEffect(() => {
+    const t = setInterval(() => setNow(Date.now()), ms);
+    return () => clearInterval(t);
+  }, [ms]);
+  return now;
+}
+
+export function JobsPage() {
+  const params = new URLSearchParams(window.location.search);
+  const [namespaces, setNamespaces] = useState<Namespace[] | null>(null);
+  const [ns, setNs] = useState(params.get('namespace') ?? '');
+  const [jobs, setJobs] = useState<Job[] | null>(null);
+  const [error, setError] = useState('');
+  const [name, setName] = useState('');
+  const [runtime, setRuntime] = useState('');
+  const [phase, setPhase] = useState('');
+  const [sort, setSort] = useState<{ key: SortKey; asc: boolean }>({ key: 'created', asc: false });
+  const [page, setPage] = useState(1);
+  const [perPage, setPerPage] = useState(50);
+  const [confirm, setConfirm] = useState<Job | null>(null);
+  const now = useNow();
+
+  useEffect(() => {
+    api<{ namespaces: Namespace[] }>('/api/namespaces').then((r) => setNamespaces(r.namespaces ?? []), (e) => setError(e.message));
+  }, []);
+  const problem = useStream(`/api/stream?namespace=${encodeURIComponent(ns)}`, {
+    jobs: (d: { jobs: Job[] }) => setJobs(d.jobs),
+  });
+  const access = useMemo(() => new Map((namespaces ?? []).map((n) => [n.name, n])), [namespaces]);
+  const runtimes = useMemo(() => [...new Set((jobs ?? []).map((j) => j.runtime))].sort(), [jobs]);
+  const shown = useMemo(() => {
+    let re: RegExp | null = null;
+    try {
+      re = name ? new RegExp(name, 'i') : null;
+    } catch {
+      re = null;
+    }
+    const list = (jobs ?? []).filter(
+      (j) =>
+        (!name || (re ? re.test(j.name) : j.name.includes(name))) &&
+        (!runtime || j.runtime === runtime) &&
+        (!phase || j.phase === phase),
+    );
+    const dir = sort.asc ? 1 : -1;
+    list.sort((a, b) => {
+      const k = sort.key;
+      const x = k === 'created' ? a.created : k === 'phase' ? String(PHASES.indexOf(a.phase)).padStart(2, '0') : a[k];
+      const y = k === 'created' ? b.created : k === 'phase' ? String(PHASES.indexOf(b.phase)).padStart(2, '0') : b[k];
+      return x < y ? -dir : x > y ? dir : 0;
+    });
+    return list;
+  }, [jobs, name, runtime, phase, sort]);
+  const pageRows = shown.slice((page - 1) * perPage, page * perPage);
+  const sortBy = (key: SortKey, index: number): ThProps['sort'] => ({
+    sortBy: { index: ['name', 'namespace', 'phase', 'created'].indexOf(sort.key), direction: sort.asc ? 'asc' : 'desc' },
+    onSort: (_e, _i, direction) => setSort({ key, asc: direction === 'asc' }),
+    columnIndex: index,
+  });
+  const act = async (j: Job, what: 'suspend' | 'resume' | 'delete') => {
+    setError('');
+    try {
+      const path = `/api/jobs/${encodeURIComponent(j.namespace)}/${encodeURIComponent(j.name)}`;
+      if (what === 'delete') await api(path, { method: 'DELETE' });
+      else await api(`${path}/${what}`, { method: 'POST' });
+    } catch (e) {
+      setError((e as Error).message);
+    }
+  };
+
+  return (
+    <>
+      {problem && <Alert className="mpi-banner" variant="warning" isInline title={problem} data-testid="banner" />}
+      <PageSection>
+        <Title headingLevel="h1">Training jobs</Title>
+      </PageSection>
+      <PageSection>
+        {error && <Alert variant="danger" isInline title={error} style={{ marginBottom: 12 }} />}
+        <Toolbar>
+          <ToolbarContent>
+            <ToolbarItem>
+              <FormSelect aria-label="Namespace" value={ns} onChange={(_e, v) => { setNs(v); setJobs(null); setPage(1); }}>
+                <FormSelectOption value="" label="All namespaces" />
+                {(namespaces ?? []).map((n) => (
+                  <FormSelectOption key={n.name} value={n.name} label={n.name} />
+                ))}
+              </FormSelect>
+            </ToolbarItem>
+            <ToolbarItem>
+              <SearchInput aria-label="Filter by name" placeholder="Filter by name" value={name} onChange={(_e, v) => { setName(v); setPage(1); }} onClear={() => setName('')} />
+            </ToolbarItem>
+            <ToolbarItem>
+              <FormSelect aria-label="Runtime" value={runtime} onChange={(_e, v) => { setRuntime(v); setPage(1); }}>
+                <FormSelectOption value="" label="All runtimes" />
+                {runtimes.map((r) => (
+                  <FormSelectOption key={r} value={r} label={r} />
+                ))}
+              </FormSelect>
+            </ToolbarItem>
+            <ToolbarItem>
+              <FormSelect aria-label="Phase" value={phase} onChange={(_e, v) => { setPhase(v); setPage(1); }}>
+                <FormSelectOption value="" label="All phases" />
+                {PHASES.map((p) => (
+                  <FormSelectOption key={p} value={p} label={p} />
+                ))}
+              </FormSelect>
+            </ToolbarItem>
+            <ToolbarItem variant="pagination" align={{ default: 'alignEnd' }}>
+              <Pagination itemCount={shown.length} perPage={perPage} page={page} onSetPage={(_e, p) => setPage(p)} onPerPageSelect={(_e, p) => { setPerPage(p); setPage(1); }} isCompact />
+            </ToolbarItem>
+          </ToolbarContent>
+        </Toolbar>
+        {jobs === null ? (
+          <Spinner aria-label="Loading jobs" />
+        ) : shown.length === 0 ? (
+          <EmptyState titleText={jobs.length ? 'No job matches the filters' : 'No training jobs'} headingLevel="h2">
+            <EmptyStateBody>
+              {jobs.length ? 'Clear the filters to see every job.' : 'Create one with `kubectl mpijob create NAME --workers 2` or the Python SDK.'}
+            </EmptyStateBody>
+          </EmptyState>
+        ) : (
+          <Table aria-label="Training jobs" variant="compact" data-testid="jobs">
+            <Thead>
+              <Tr>
+                <Th sort={sortBy('name', 0)}>Name</Th>
+                <Th sort={sortBy('namespace', 1)}>Namespace</Th>
+                <Th sort={sortBy('phase', 2)}>Phase</Th>
+                <Th>Runtime</Th>
+                <Th>Workers ready</Th>
+                <Th>Creator</Th>
+                <Th sort={sortBy('created', 3)}>Age</Th>
+                <Th>Duration</Th>
+                <Th screenReaderText="Actions" />
+              </Tr>
+            </Thead>
+            <Tbody>
+              {pageRows.map((j) => {
+                const a = access.get(j.namespace);
+                const href = `/jobs/${encodeURIComponent(j.namespace)}/${encodeURIComponent(j.name)}`;
+                return (
+                  <Tr key={j.namespace + '/' + j.name} data-testid={`job-${j.name}`}>
+                    <Td dataLabel="Name">
+                      {j.mpi && (
+                        <Tooltip content="MPI job">
+                          <ClusterIcon aria-label="MPI job" style={{ marginRight: 6 }} />
+                        </Tooltip>
+                      )}
+                      <a href={href} onClick={(e) => { e.preventDefault(); navigate(href); }}>{j.name}</a>
+                    </Td>
+                    <Td dataLabel="Namespace">{j.namespace}</Td>
+                    <Td dataLabel="Phase">
+                      <PhaseBadge phase={j.phase} queuePosition={j.queuePosition} />
+                    </Td>
+                    <Td dataLabel="Runtime">{j.runtime}</Td>
+                    <Td dataLabel="Workers ready">{j.workersReady}/{j.workersTotal}</Td>
+                    <Td dataLabel="Creator">{j.creator ?? '-'}</Td>
+                    <Td dataLabel="Age">{age(j.created, now)}</Td>
+                    <Td dataLabel="Duration">{runTime(j.started, j.finished, now)}</Td>
+                    <Td isActionCell>
+                      <Button variant="link" isInline onClick={() => navigate(href + '?tab=logs')} aria-label={`Logs of ${j.name}`}>Logs</Button>{' '}
+                      {a?.canPatch && !j.phase.match(/Succeeded|Failed/) && (
+                        <Button variant="link" isInline onClick={() => act(j, j.suspended ? 'resume' : 'suspend')}>{j.suspended ? 'Resume' : 'Suspend'}</Button>
+                      )}{' '}
+                      {a?.canDelete && (
+                        <Button variant="link" isDanger isInline onClick={() => setConfirm(j)} aria-label={`Delete ${j.name}`}>Delete</Button>
+                      )}
+                    </Td>
+                  </Tr>
+                );
+              })}
+            </Tbody>
+          </Table>
+        )}
+      </PageSection>
+      <Modal isOpen={confirm !== null} onClose={() => setConfirm(null)} variant="small" aria-labelledby="delete-title">
+        <ModalHeader title={`Delete ${confirm?.name}?`} labelId="delete-title" titleIconVariant="warning" />
+        <ModalBody>The job, its Launcher and Workers and its logs are deleted from namespace {confirm?.namespace}. This cannot be undone.</ModalBody>
+        <ModalFooter>
+          <Button variant="danger" onClick={() => { if (confirm) act(confirm, 'delete'); setConfirm(null); }}>Delete</Button>
+          <Button variant="link" onClick={() => setConfirm(null)}>Cancel</Button>
+        </ModalFooter>
+      </Modal>
+    </>
+  );
+}

@@ -1,0 +1,183 @@
+import { useEffect, useMemo, useRef, useState } from 'react';
+import {
+  Alert,
+  Button,
+  FormSelect,
+  FormSelectOption,
+  Switch,
+  TextInput,
+  ToggleGroup,
+  ToggleGroupItem,
+  Toolbar,
+  ToolbarContent,
+  ToolbarItem,
+} from '@patternfly/react-core';
+import { DownloadIcon } from '@patternfly/react-icons';
+import { cap, compileSearch, highlight } from './format';
+import type { Pod } from './types';
+
+/** Lines kept in the browser; older ones are dropped (a 100 MB log must not freeze the tab). */
+export const MAX_LINES = 50_000;
+/** Lines drawn at once (the newest of those that match). */
+const DRAWN = 3_000;
+
+const RANGES: [string, string][] = [
+  ['', 'All time'],
+  ['300', 'Last 5 minutes'],
+  ['3600', 'Last hour'],
+  ['86400', 'Last 24 hours'],
+];
+
+export function LogViewer({ namespace, name, pods, target, onTarget }: {
+  namespace: string;
+  name: string;
+  pods: Pod[];
+  target: string;
+  onTarget: (t: string) => void;
+}) {
+  const [lines, setLines] = useState<string[]>([]);
+  const [dropped, setDropped] = useState(0);
+  const [error, setError] = useState('');
+  const [query, setQuery] = useState('');
+  const [only, setOnly] = useState(false);
+  const [podFilter, setPodFilter] = useState('');
+  const [since, setSince] = useState('');
+  const [follow, setFollow] = useState(true);
+  const [done, setDone] = useState(false);
+  const box = useRef<HTMLPreElement>(null);
+  const running = pods.some((p) => p.phase === 'Running' || p.phase === 'Pending');
+  const targets = useMemo(() => ['launcher', ...pods.filter((p) => p.role === 'worker').map((p) => `worker-${p.index}`), 'all'], [pods]);
+
+  useEffect(() => {
+    const ctl = new AbortController();
+    let buf: string[] = [];
+    let pending = '';
+    let raf = 0;
+    let lost = 0;
+    setLines([]);
+    setDropped(0);
+    setError('');
+    setDone(false);
+    const flush = () => {
+      raf = 0;
+      const c = cap(buf, MAX_LINES);
+      buf = c.lines;
+      lost += c.dropped;
+      setLines(buf);
+      setDropped(lost);
+    };
+    const q = new URLSearchParams({ target });
+    if (follow && running) q.set('follow', '1');
+    if (since) q.set('sinceSeconds', since);
+    (async () => {
+      const res = await fetch(`/api/jobs/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}/logs?${q}`, { signal: ctl.signal, credentials: 'same-origin' });
+      if (!res.ok || !res.body) {
+        const body = await res.json().catch(() => ({}));
+        setError(body.error ?? `Logs are not available (${res.status}).`);
+        return;
+      }
+      const reader = res.body.getReader();
+      const dec = new TextDecoder();
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        pending += dec.decode(value, { stream: true });
+        const parts = pending.split('\n');
+        pending = parts.pop() ?? '';
+        buf.push(...parts);
+        if (buf.length > 2 * MAX_LINES) buf = cap(buf, MAX_LINES).lines;
+        if (!raf) raf = requestAnimationFrame(flush);
+      }
+      if (pending) buf.push(pending);
+      flush();
+      setDone(true);
+    })().catch((e) => {
+      if ((e as Error).name !== 'AbortError') setError(`The log stream stopped: ${(e as Error).message}`);
+    });
+    return () => {
+      ctl.abort();
+      if (raf) cancelAnimationFrame(raf);
+    };
+  }, [namespace, name, target, since, follow, running]);
+
+  const search = compileSearch(query);
+  const podRe = compileSearch(podFilter);
+  const matching = useMemo(() => {
+    let out = lines;
+    if (podRe.re) out = out.filter((l) => { podRe.re!.lastIndex = 0; return podRe.re!.test(l); });
+    if (only && search.re) out = out.filter((l) => { search.re!.lastIndex = 0; return search.re!.test(l); });
+    return out;
+  }, [lines, only, query, podFilter]);
+  const drawn = matching.slice(-DRAWN);
+  const matches = useMemo(() => {
+    if (!search.re) return 0;
+    return matching.filter((l) => { search.re!.lastIndex = 0; return search.re!.test(l); }).length;
+  }, [matching, query]);
+
+  useEffect(() => {
+    if (follow && box.current) box.current.scrollTop = box.current.scrollHeight;
+  }, [drawn.length, follow]);
+
+  const download = () => {
+    const blob = new Blob([lines.join('\n') + '\n'], { type: 'text/plain' });
+    const a = document.createElement('a');
+    a.href = URL.createObjectURL(blob);
+    a.download = `${name}-${target}.log`;
+    a.click();
+    URL.revokeObjectURL(a.href);
+  };
+
+  return (
+    <div>
+      <ToggleGroup aria-label="Log of">
+        {targets.map((t) => (
+          <ToggleGroupItem key={t} text={t === 'all' ? 'All' : t === 'launcher' ? 'Launcher' : `Worker ${t.slice(7)}`} buttonId={`log-${t}`} isSelected={target === t} onChange={() => onTarget(t)} />
+        ))}
+      </ToggleGroup>
+      <Toolbar>
+        <ToolbarContent>
+          <ToolbarItem>
+            <TextInput aria-label="Search the log (regular expression)" placeholder="Search (regex)" value={query} onChange={(_e, v) => setQuery(v)} validated={search.error ? 'error' : 'default'} />
+          </ToolbarItem>
+          <ToolbarItem>
+            <Switch id="only" label="Only matching lines" isChecked={only} onChange={(_e, v) => setOnly(v)} />
+          </ToolbarItem>
+          <ToolbarItem>
+            <TextInput aria-label="Filter by rank or pod" placeholder="Rank or pod, e.g. rank 3|worker-1" value={podFilter} onChange={(_e, v) => setPodFilter(v)} validated={podRe.error ? 'error' : 'default'} />
+          </ToolbarItem>
+          <ToolbarItem>
+            <FormSelect aria-label="Time range" value={since} onChange={(_e, v) => setSince(v)}>
+              {RANGES.map(([v, l]) => (
+                <FormSelectOption key={v} value={v} label={l} />
+              ))}
+            </FormSelect>
+          </ToolbarItem>
+          <ToolbarItem>
+            <Switch id="follow" label="Follow" isChecked={follow} onChange={(_e, v) => setFollow(v)} />
+          </ToolbarItem>
+          <ToolbarItem>
+            <Button variant="secondary" icon={<DownloadIcon />} onClick={download}>Download</Button>
+          </ToolbarItem>
+          <ToolbarItem align={{ default: 'alignEnd' }}>
+            <span data-testid="log-count">
+              {search.re ? `${matches} matching lines · ` : ''}
+              {lines.length} lines{dropped ? ` (${dropped} older lines dropped)` : ''}
+              {done ? '' : running && follow ? ' · following' : ''}
+            </span>
+          </ToolbarItem>
+        </ToolbarContent>
+      </Toolbar>
+      {(search.error || podRe.error) && <Alert variant="warning" isInline title={`Search ${search.error ?? podRe.error}`} />}
+      {error && <Alert variant="info" isInline title={error} />}
+      <pre className="mpi-log" ref={box} data-testid="log" tabIndex={0} aria-label="Log">
+        {matching.length > DRAWN && `… ${matching.length - DRAWN} earlier lines not drawn; search or download to see them\n`}
+        {drawn.map((l, i) => (
+          <span key={i}>
+            {highlight(l, search.re).map((p, j) => (p.match ? <mark key={j}>{p.text}</mark> : <span key={j}>{p.text}</span>))}
+            {'\n'}
+          </span>
+        ))}
+      </pre>
+    </div>
+  );
+}

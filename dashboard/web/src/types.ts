@@ -1,0 +1,84 @@
+// The dashboard API's JSON (dashboard/jobs.go), in the words of the CLI and SDK.
+export type Phase =
+  | 'Pending'
+  | 'Queued'
+  | 'GangScheduling'
+  | 'Starting'
+  | 'Running'
+  | 'Succeeded'
+  | 'Failed'
+  | 'Suspended';
+
+export interface Job {
+  name: string;
+  namespace: string;
+  runtime: string;
+  mpi: boolean;
+  phase: Phase;
+  reason?: string;
+  message?: string;
+  nextStep?: string;
+  queuePosition?: number;
+  launcher?: string;
+  workersReady: number;
+  workersTotal: number;
+  slotsPerWorker: number;
+  creator?: string;
+  created: string;
+  started?: string;
+  finished?: string;
+  transitioned?: string;
+  suspended: boolean;
+  deleting?: boolean;
+}
+
+export interface Pod {
+  name: string;
+  role: 'launcher' | 'worker';
+  index: number;
+  node?: string;
+  phase: string;
+  ready: boolean;
+  restarts: number;
+  state: string;
+  detail?: string;
+  started?: string;
+  health: 'green' | 'yellow' | 'red' | 'grey';
+  image?: string;
+}
+
+export interface Resources {
+  workers: number;
+  slotsPerWorker: number;
+  worker: Record<string, string>;
+  launcher: Record<string, string>;
+  total: Record<string, string>;
+  summary: string;
+  workerImage?: string;
+  launcherImage?: string;
+}
+
+export interface Detail {
+  job: Job;
+  pods: Pod[];
+  resources?: Resources;
+  yaml: string;
+  runtimeKind: string;
+}
+
+export interface KEvent {
+  time: string;
+  type: string;
+  reason: string;
+  object: string;
+  message: string;
+  count: number;
+}
+
+export interface Namespace {
+  name: string;
+  canDelete: boolean;
+  canPatch: boolean;
+  canCreate: boolean;
+  canLogs: boolean;
+}
