@@ -135,6 +135,10 @@ bench-manager: ## mpijob-manager overhead and 500 x 8 scale (needs a running loc
 bench-admission: ## Latency that admission webhooks add (needs a running local cluster).
 	$(GO) run ./bench/admission
 
+.PHONY: bench-dashboard
+bench-dashboard: dashboard browser ## Dashboard with 1,000 jobs: list API p95, first paint in Chromium, a change in the open page (needs a running local cluster).
+	$(GO) run ./bench/dashboard
+
 .PHONY: bench-cluster
 bench-cluster: ## Measure the local cluster (start, MPI jobs, memory, teardown); needs root and no running cluster.
 	$(GO) run ./bench/cluster

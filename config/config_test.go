@@ -30,11 +30,13 @@ func TestDefaultBuilds(t *testing.T) {
 	sort.Strings(got)
 	want := []string{
 		"Certificate/mpijob-webhook-cert",
+		"ClusterRole/mpijob-dashboard",
 		"ClusterRole/mpijob-edit",
 		"ClusterRole/mpijob-manager",
 		"ClusterRole/mpijob-metrics-reader",
 		"ClusterRole/mpijob-runtime-reader",
 		"ClusterRole/mpijob-view",
+		"ClusterRoleBinding/mpijob-dashboard",
 		"ClusterRoleBinding/mpijob-manager",
 		"ClusterRoleBinding/mpijob-runtime-reader",
 		"ClusterTrainingRuntime/mpi-deepspeed",
@@ -44,6 +46,7 @@ func TestDefaultBuilds(t *testing.T) {
 		"ClusterTrainingRuntime/mpi-openmpi",
 		"ClusterTrainingRuntime/mpi-openmpi-gpu",
 		"ClusterTrainingRuntime/mpi-openmpi5",
+		"Deployment/mpijob-dashboard",
 		"Deployment/mpijob-manager",
 		"Issuer/mpijob-selfsigned",
 		"MutatingWebhookConfiguration/mpijob-mutating-webhook-configuration",
@@ -53,8 +56,10 @@ func TestDefaultBuilds(t *testing.T) {
 		"Role/mpijob-manager-leader-election",
 		"RoleBinding/mpijob-kubeflow-trainer-public",
 		"RoleBinding/mpijob-manager-leader-election",
+		"Service/mpijob-dashboard",
 		"Service/mpijob-metrics",
 		"Service/mpijob-webhook-service",
+		"ServiceAccount/mpijob-dashboard",
 		"ServiceAccount/mpijob-manager",
 		"ValidatingWebhookConfiguration/mpijob-validating-webhook-configuration",
 	}
@@ -73,7 +78,7 @@ func TestManagerDeployment(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var dep appsv1.Deployment
+	var dep, dash appsv1.Deployment
 	hooks := 0
 	for _, r := range res.Resources() {
 		m, err := r.Map()
@@ -82,7 +87,11 @@ func TestManagerDeployment(t *testing.T) {
 		}
 		switch r.GetKind() {
 		case "Deployment":
-			if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(m, &dep, true); err != nil {
+			into := &dep
+			if r.GetName() == "mpijob-dashboard" {
+				into = &dash
+			}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(m, into, true); err != nil {
 				t.Fatal(err)
 			}
 		case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
@@ -112,6 +121,12 @@ func TestManagerDeployment(t *testing.T) {
 		}
 	}
 	checkNoFixedUID(t, "mpijob-manager", tpl.Spec)
+	for _, r := range eval.EvaluatePod(psapi.LevelVersion{Level: psapi.LevelRestricted, Version: psapi.LatestVersion()}, &dash.Spec.Template.ObjectMeta, &dash.Spec.Template.Spec) {
+		if !r.Allowed {
+			t.Errorf("mpijob-dashboard: Pod Security restricted: %s: %s", r.ForbiddenReason, r.ForbiddenDetail)
+		}
+	}
+	checkNoFixedUID(t, "mpijob-dashboard", dash.Spec.Template.Spec)
 	args := strings.Join(tpl.Spec.Containers[0].Args, " ")
 	for _, want := range []string{"--leader-elect", "--webhook-cert-dir=" + tpl.Spec.Containers[0].VolumeMounts[0].MountPath} {
 		if !strings.Contains(args, want) {

@@ -1,0 +1,177 @@
+// Command dashboard measures the dashboard with many jobs, against the
+// running local cluster, acting as dev-a:
+//
+//   - the list API's latency (p50/p95) with N jobs in a namespace;
+//   - first contentful paint of the list page with N jobs, and the time
+//     until its first rows are drawn, in headless Chromium
+//     (dashboard/web/e2e/bench.mjs through playwright-core);
+//   - how long a change (a job deleted) takes to show in the open page.
+//
+// It creates N suspended MPI TrainJobs in namespace bench-dashboard (dev-a
+// may edit it), and deletes the namespace at the end.
+//
+//	go run ./bench/dashboard [-n 1000]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mpijob/mpijob/dashboard"
+	"github.com/mpijob/mpijob/pkg/localcluster"
+)
+
+const ns = "bench-dashboard"
+
+func main() {
+	n := flag.Int("n", 1000, "jobs")
+	flag.Parse()
+	if err := run(*n); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+func run(n int) error {
+	ctx := context.Background()
+	wd, _ := os.Getwd()
+	opts, err := localcluster.DefaultOptions(wd)
+	if err != nil {
+		return err
+	}
+	if ok, msg := localcluster.Status(ctx, opts); !ok {
+		return fmt.Errorf("%s", msg)
+	}
+	raw, err := clientcmd.LoadFromFile(opts.KubeconfigPath())
+	if err != nil {
+		return err
+	}
+	admin, err := clientcmd.NewNonInteractiveClientConfig(*raw, "admin", &clientcmd.ConfigOverrides{}, nil).ClientConfig()
+	if err != nil {
+		return err
+	}
+	admin.QPS, admin.Burst = 500, 500
+	scheme := runtime.NewScheme()
+	_ = clientgoscheme.AddToScheme(scheme)
+	_ = trainer.AddToScheme(scheme)
+	cl, err := client.New(admin, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	token := raw.AuthInfos["dev-a"].Token
+	// The namespace, dev-a as its editor, N suspended jobs.
+	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
+		return err
+	}
+	defer func() {
+		fmt.Fprintln(os.Stderr, "deleting namespace", ns)
+		_ = cl.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
+	}()
+	rb := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "dev-a", Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "edit"},
+		Subjects: []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "dev-a"}}}
+	if err := cl.Create(ctx, rb); client.IgnoreAlreadyExists(err) != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "creating %d suspended MPI jobs in %s\n", n, ns)
+	start := time.Now()
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			tj := &trainer.TrainJob{
+				ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("bench-%04d", i), Namespace: ns},
+				Spec: trainer.TrainJobSpec{
+					RuntimeRef: trainer.RuntimeRef{Name: "mpi-openmpi", APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(trainer.ClusterTrainingRuntimeKind)},
+					Trainer:    &trainer.Trainer{NumNodes: ptr.To[int32](2)},
+					Suspend:    ptr.To(true),
+				},
+			}
+			if err := cl.Create(ctx, tj); client.IgnoreAlreadyExists(err) != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "created in %s\n", time.Since(start).Round(time.Millisecond))
+
+	srv := &dashboard.Server{Base: admin}
+	ts := httptest.NewServer(srv.Handler())
+	defer ts.Close()
+
+	// The list API.
+	var lat []time.Duration
+	for range 60 {
+		t := time.Now()
+		req, _ := http.NewRequest("GET", ts.URL+"/api/jobs?namespace="+ns, nil)
+		req.Header.Set("Authorization", "Bearer "+token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		body, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || strings.Count(string(body), `"name":"bench-`) != n {
+			return fmt.Errorf("list: HTTP %d with %d jobs", resp.StatusCode, strings.Count(string(body), `"name":"bench-`))
+		}
+		lat = append(lat, time.Since(t))
+	}
+	lat = lat[10:] // warm-up: token review, connection
+	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
+	p := func(q float64) time.Duration { return lat[int(q*float64(len(lat)-1))] }
+
+	// The page, in Chromium.
+	web := filepath.Join(opts.RepoRoot, "dashboard", "web")
+	cmd := exec.Command("node", "e2e/bench.mjs")
+	cmd.Dir = web
+	cmd.Env = append(os.Environ(), "DASHBOARD_URL="+ts.URL, "TOKEN="+token, "NAMESPACE="+ns, "JOBS="+fmt.Sprint(n))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return fmt.Errorf("browser bench: %w", err)
+	}
+	var fcp, rows, change float64
+	if _, err := fmt.Sscanf(strings.TrimSpace(string(out)), "%f %f %f", &fcp, &rows, &change); err != nil {
+		return fmt.Errorf("browser bench printed %q: %w", out, err)
+	}
+
+	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "measure (%d jobs)\tvalue\ttarget\tratio to target\n", n)
+	fmt.Fprintf(w, "list API p50\t%s\t\t\n", p(0.5).Round(time.Microsecond*100))
+	fmt.Fprintf(w, "list API p95\t%s\t100ms\t%.2f\n", p(0.95).Round(time.Microsecond*100), float64(p(0.95))/float64(100*time.Millisecond))
+	fmt.Fprintf(w, "first contentful paint\t%.0fms\t1000ms\t%.2f\n", fcp, fcp/1000)
+	fmt.Fprintf(w, "first rows drawn\t%.0fms\t\t\n", rows)
+	fmt.Fprintf(w, "a change visible in the open page\t%.0fms\t2000ms\t%.2f\n", change, change/2000)
+	return w.Flush()
+}
