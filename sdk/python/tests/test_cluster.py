@@ -127,10 +127,12 @@ def test_own_image_and_resources_on_every_worker(kubeconfig_path):
     """The SDK's image and resources reach the Launcher and every Worker of mpi-openmpi, and the job succeeds."""
     client = MPIJobClient(namespace="team-a", context="dev-a", config_file=kubeconfig_path)
     name = f"sdk-own-{int(time.time()) % 100000}"
-    client.create_job(name, command=None, workers=2, image=USER_IMAGE,
+    # JobSet stops the Workers once the Launcher is done: the job stays a
+    # moment so its pods can be looked at while it runs.
+    client.create_job(name, command=["sh", "-c", "mpirun /usr/local/bin/mpi-hello && sleep 15"], workers=2, image=USER_IMAGE,
                       resources_per_worker={"cpu": "300m", "memory": "300Mi"}, launcher_resources={"cpu": "200m", "memory": "256Mi"})
     try:
-        job = client.wait_for_job(name, timeout=180)
+        job = client.wait_for_job(name, phases=["Running"], timeout=180)
         assert job.runtime == "mpi-openmpi" and job.workers == 2
         pods = client._core.list_namespaced_pod("team-a", label_selector=f"jobset.sigs.k8s.io/jobset-name={name}").items
         roles = {}
@@ -143,6 +145,8 @@ def test_own_image_and_resources_on_every_worker(kubeconfig_path):
             for side in (c.resources.requests, c.resources.limits):
                 assert (side["cpu"], side["memory"]) == want, (p.metadata.name, side)
         assert roles == {"node": 2, "launcher": 1}, roles
+        assert client.wait_for_job(name, timeout=180).status.phase == "Succeeded"
+        assert "allreduce over 2 ranks ok" in client.get_logs(name)
         rt = client._custom.get_namespaced_custom_object("trainer.kubeflow.org", "v1alpha1", "team-a", "trainingruntimes", name)
         assert rt["metadata"]["ownerReferences"][0]["kind"] == "TrainJob"
         assert name not in [r.name for r in client.list_runtimes()]
