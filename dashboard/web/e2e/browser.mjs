@@ -83,6 +83,13 @@ await step('dev-a list', async () => {
   await page.screenshot({ path: `${shots}/logs.png` });
   await axe(page, 'the logs');
 
+  // The job deleted while its page is open: the page says so.
+  await page.evaluate(async (name) => {
+    await fetch(`/api/jobs/team-a/${name}`, { method: 'DELETE', credentials: 'same-origin' });
+  }, running);
+  await page.getByTestId('gone').waitFor({ timeout: 30_000 });
+  check(true, 'a job deleted while open: the page says so');
+
   // A failed job: the diagnosis card and a red Worker.
   await page.goto(`${url}/jobs/team-a/${failed}`);
   const card = page.getByTestId('diagnosis');
@@ -120,10 +127,10 @@ await step('dev-b', async () => {
   await ctx.close();
 });
 
-// viewer-a sees team-a's jobs without Delete.
+// viewer-a sees team-a's jobs without Delete (the running one was deleted above).
 await step('viewer-a', async () => {
   const { ctx, page } = await login('viewer-a');
-  await page.getByTestId(`job-${running}`).waitFor({ timeout: 20_000 });
+  await page.getByTestId(`job-${failed}`).waitFor({ timeout: 20_000 });
   check((await page.getByRole('button', { name: /^Delete/ }).count()) === 0, 'viewer-a sees no Delete');
   await ctx.close();
 });
