@@ -216,17 +216,16 @@ func (s *Server) jobsOf(ctx context.Context, c *userClients, ns string) ([]Job, 
 			nss = append(nss, n.Name)
 		}
 	}
-	mpiRuntimes := map[string]bool{}
-	rts := &trainer.ClusterTrainingRuntimeList{}
-	if err := c.List(ctx, rts); err == nil {
-		for i := range rts.Items {
-			mpiRuntimes[rts.Items[i].Name] = runtimes.IsMPI(&rts.Items[i].Spec)
-		}
-	}
+	mpiRuntimes := c.mpiRuntimes(ctx)
 	jobs := []Job{}
 	for _, n := range nss {
+		cc, err := s.jobsCache(ctx, c, c.token, n)
+		if err != nil {
+			return nil, err
+		}
 		list := &trainer.TrainJobList{}
-		if err := c.List(ctx, list, client.InNamespace(n)); err != nil {
+		// Read-only: JobOf copies what it needs.
+		if err := cc.List(ctx, list, inNamespace(n), client.UnsafeDisableDeepCopy); err != nil {
 			return nil, err
 		}
 		for i := range list.Items {
@@ -524,4 +523,30 @@ func (c *userClients) eventsOf(ctx context.Context, ns, name string) ([]Event, e
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
 	return out, nil
+}
+
+func inNamespace(ns string) client.ListOption {
+	if ns == "" {
+		return &client.ListOptions{}
+	}
+	return client.InNamespace(ns)
+}
+
+// mpiRuntimes names the ClusterTrainingRuntimes with an MPI policy, read
+// as the user at most every 30 seconds.
+func (c *userClients) mpiRuntimes(ctx context.Context) map[string]bool {
+	c.rtMu.Lock()
+	defer c.rtMu.Unlock()
+	if c.rtNames != nil && time.Since(c.rtRead) < 30*time.Second {
+		return c.rtNames
+	}
+	out := map[string]bool{}
+	rts := &trainer.ClusterTrainingRuntimeList{}
+	if err := c.List(ctx, rts); err == nil {
+		for i := range rts.Items {
+			out[rts.Items[i].Name] = runtimes.IsMPI(&rts.Items[i].Spec)
+		}
+	}
+	c.rtNames, c.rtRead = out, time.Now()
+	return out
 }

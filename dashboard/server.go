@@ -72,14 +72,21 @@ type Server struct {
 
 	mu      sync.Mutex
 	clients map[string]*userClients
+	caches  map[cacheKey]*jobCache
+	janitor sync.Once
 }
 
 type userClients struct {
 	client.WithWatch
+	token   string
 	cs      kubernetes.Interface
 	user    string
 	groups  []string
 	checked time.Time
+
+	rtMu    sync.Mutex
+	rtNames map[string]bool
+	rtRead  time.Time
 }
 
 // Handler is the dashboard's HTTP handler: the API under /api/, the login
@@ -219,7 +226,7 @@ func (s *Server) clientsFor(ctx context.Context, token string) (*userClients, er
 		s.mu.Unlock()
 		return nil, err
 	}
-	c = &userClients{WithWatch: cl, cs: cs, user: rev.Status.UserInfo.Username, groups: rev.Status.UserInfo.Groups, checked: time.Now()}
+	c = &userClients{WithWatch: cl, token: token, cs: cs, user: rev.Status.UserInfo.Username, groups: rev.Status.UserInfo.Groups, checked: time.Now()}
 	s.mu.Lock()
 	if len(s.clients) > 1000 {
 		s.clients = map[string]*userClients{}

@@ -1,0 +1,153 @@
+package dashboard
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
+)
+
+// Each user's job list comes from a watch made with that user's own
+// credentials (a controller-runtime cache per user and namespace), kept
+// while the user is active: the list page and its live stream read memory
+// instead of listing every job again, and the API server sees one watch
+// per active user instead of a list per change.
+const (
+	// cacheIdle is how long an unused cache lives.
+	cacheIdle = 2 * time.Minute
+	// recheck is how often a cache's user is asked again (with their own
+	// access review) whether they may still list the namespace's jobs.
+	recheck = 30 * time.Second
+	// syncTimeout bounds the first list of a new cache.
+	syncTimeout = 30 * time.Second
+)
+
+type jobCache struct {
+	cache   ctrlcache.Cache
+	cancel  context.CancelFunc
+	mu      sync.Mutex
+	used    time.Time
+	checked time.Time
+}
+
+type cacheKey struct{ token, namespace string }
+
+// jobsCache returns a synced cache of ns's TrainJobs ("" = all) watched
+// with c's credentials, after checking (at most every 30 s) that c may
+// still list them.
+func (s *Server) jobsCache(ctx context.Context, c *userClients, token, ns string) (ctrlcache.Cache, error) {
+	s.janitor.Do(func() { go s.sweep() })
+	key := cacheKey{token, ns}
+	s.mu.Lock()
+	if s.caches == nil {
+		s.caches = map[cacheKey]*jobCache{}
+	}
+	jc := s.caches[key]
+	s.mu.Unlock()
+	if jc != nil {
+		jc.mu.Lock()
+		jc.used = time.Now()
+		stale := time.Since(jc.checked) > recheck
+		jc.mu.Unlock()
+		if !stale {
+			return jc.cache, nil
+		}
+		ok, err := c.can(ctx, ns, "list", "trainer.kubeflow.org", "trainjobs", "")
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			s.drop(key)
+			return nil, apierrors.NewForbidden(schema.GroupResource{Group: "trainer.kubeflow.org", Resource: "trainjobs"}, "",
+				fmt.Errorf("user %q may no longer list TrainJobs in namespace %q", c.user, ns))
+		}
+		jc.mu.Lock()
+		jc.checked = time.Now()
+		jc.mu.Unlock()
+		return jc.cache, nil
+	}
+	if ok, err := c.can(ctx, ns, "list", "trainer.kubeflow.org", "trainjobs", ""); err != nil {
+		return nil, err
+	} else if !ok {
+		// The API server's own refusal, naming the user and the verb.
+		if err := c.List(ctx, &trainer.TrainJobList{}, inNamespace(ns)); err != nil {
+			return nil, err
+		}
+		return nil, apierrors.NewForbidden(schema.GroupResource{Group: "trainer.kubeflow.org", Resource: "trainjobs"}, "",
+			fmt.Errorf("user %q may not list TrainJobs in namespace %q", c.user, ns))
+	}
+	cfg := rest.AnonymousClientConfig(s.Base)
+	cfg.BearerToken = token
+	cfg.QPS, cfg.Burst = 50, 100
+	opts := ctrlcache.Options{Scheme: scheme}
+	if ns != "" {
+		opts.DefaultNamespaces = map[string]ctrlcache.Config{ns: {}}
+	}
+	cc, err := ctrlcache.New(cfg, opts)
+	if err != nil {
+		return nil, err
+	}
+	cctx, cancel := context.WithCancel(context.Background())
+	if _, err := cc.GetInformer(cctx, &trainer.TrainJob{}); err != nil {
+		cancel()
+		return nil, err
+	}
+	go func() { _ = cc.Start(cctx) }()
+	sctx, scancel := context.WithTimeout(ctx, syncTimeout)
+	defer scancel()
+	if !cc.WaitForCacheSync(sctx) {
+		cancel()
+		// Say why with one direct call as the user.
+		list := &trainer.TrainJobList{}
+		if err := c.List(ctx, list, inNamespace(ns)); err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("the job list of namespace %q did not load within %s", ns, syncTimeout)
+	}
+	jc = &jobCache{cache: cc, cancel: cancel, used: time.Now(), checked: time.Now()}
+	s.mu.Lock()
+	if old := s.caches[key]; old != nil {
+		// Another request made one meanwhile: keep that one.
+		s.mu.Unlock()
+		cancel()
+		return old.cache, nil
+	}
+	s.caches[key] = jc
+	s.mu.Unlock()
+	return cc, nil
+}
+
+func (s *Server) drop(key cacheKey) {
+	s.mu.Lock()
+	jc := s.caches[key]
+	delete(s.caches, key)
+	s.mu.Unlock()
+	if jc != nil {
+		jc.cancel()
+	}
+}
+
+// sweep stops caches nobody used for cacheIdle.
+func (s *Server) sweep() {
+	for range time.Tick(cacheIdle / 4) {
+		s.mu.Lock()
+		var idle []cacheKey
+		for k, jc := range s.caches {
+			jc.mu.Lock()
+			if time.Since(jc.used) > cacheIdle {
+				idle = append(idle, k)
+			}
+			jc.mu.Unlock()
+		}
+		s.mu.Unlock()
+		for _, k := range idle {
+			s.drop(k)
+		}
+	}
+}
