@@ -98,7 +98,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *userClients) 
 		}
 		d, err := s.detailOf(ctx, c, ns, job)
 		if apierrors.IsNotFound(err) {
-			return send("gone", map[string]any{"error": fmt.Sprintf("MPI job %s was deleted from namespace %s", job, ns)})
+			return send("gone", map[string]any{"error": fmt.Sprintf("MPI job %s does not exist in namespace %s (it may have been deleted)", job, ns)})
 		}
 		if apierrors.IsForbidden(err) {
 			return send("denied", map[string]any{"error": fmt.Sprintf("You (%s) may not see MPI job %s in namespace %s: %s", c.user, job, ns, reason(err))})

@@ -58,16 +58,7 @@ func (w *TrainJobWrapper) Command(cmd ...string) *TrainJobWrapper {
 // runtime derived from the shipped runtime the job names, as kubectl
 // mpijob create --gpus does.
 func (w *TrainJobWrapper) GPUsPerWorker(n int64) *TrainJobWrapper {
-	base := ShippedRuntime(w.Spec.RuntimeRef.Name)
-	w.runtime = jobspec.Derive(base, w.Name, w.Namespace, jobspec.Overrides{
-		Worker: corev1.ResourceList{"nvidia.com/gpu": *resource.NewQuantity(n, resource.DecimalSI)},
-	})
-	w.Spec.RuntimeRef = trainer.RuntimeRef{Name: w.Name, Kind: ptr.To(trainer.TrainingRuntimeKind), APIGroup: ptr.To(trainer.GroupVersion.Group)}
-	if w.Labels == nil {
-		w.Labels = map[string]string{}
-	}
-	w.Labels[api.BaseRuntimeLabel] = base.Name
-	return w
+	return w.perJob(jobspec.Overrides{Worker: corev1.ResourceList{"nvidia.com/gpu": *resource.NewQuantity(n, resource.DecimalSI)}})
 }
 
 // ResourcesPerNode sets spec.trainer.resourcesPerNode as a plain TrainJob
@@ -80,21 +71,20 @@ func (w *TrainJobWrapper) ResourcesPerNode(rl corev1.ResourceList) *TrainJobWrap
 // LauncherImage gives the Launcher its own image through a per-job
 // runtime, as kubectl mpijob create --launcher-image does.
 func (w *TrainJobWrapper) LauncherImage(image string) *TrainJobWrapper {
-	base := ShippedRuntime(w.Spec.RuntimeRef.Name)
-	w.runtime = jobspec.Derive(base, w.Name, w.Namespace, jobspec.Overrides{LauncherImage: image})
-	w.Spec.RuntimeRef = trainer.RuntimeRef{Name: w.Name, Kind: ptr.To(trainer.TrainingRuntimeKind), APIGroup: ptr.To(trainer.GroupVersion.Group)}
-	if w.Labels == nil {
-		w.Labels = map[string]string{}
-	}
-	w.Labels[api.BaseRuntimeLabel] = base.Name
-	return w
+	return w.perJob(jobspec.Overrides{LauncherImage: image})
 }
 
 // WorkerImage gives the Workers their own image through a per-job
 // runtime, as kubectl mpijob create --worker-image does.
 func (w *TrainJobWrapper) WorkerImage(image string) *TrainJobWrapper {
+	return w.perJob(jobspec.Overrides{WorkerImage: image})
+}
+
+// perJob gives the job a per-job runtime derived from the shipped runtime
+// it names, with o, as the job builder does.
+func (w *TrainJobWrapper) perJob(o jobspec.Overrides) *TrainJobWrapper {
 	base := ShippedRuntime(w.Spec.RuntimeRef.Name)
-	w.runtime = jobspec.Derive(base, w.Name, w.Namespace, jobspec.Overrides{WorkerImage: image})
+	w.runtime = jobspec.Derive(base, w.Name, w.Namespace, o)
 	w.Spec.RuntimeRef = trainer.RuntimeRef{Name: w.Name, Kind: ptr.To(trainer.TrainingRuntimeKind), APIGroup: ptr.To(trainer.GroupVersion.Group)}
 	if w.Labels == nil {
 		w.Labels = map[string]string{}

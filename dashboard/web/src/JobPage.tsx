@@ -1,4 +1,4 @@
-import { useState } from 'react';
+import { useRef, useState } from 'react';
 import {
   Alert,
   Breadcrumb,
@@ -41,6 +41,8 @@ import { useStream } from './useStream';
 
 export function JobPage({ namespace, name, tab }: { namespace: string; name: string; tab: string }) {
   const [detail, setDetail] = useState<Detail | null>(null);
+  const detailRef = useRef<Detail | null>(null);
+  detailRef.current = detail;
   const [events, setEvents] = useState<KEvent[]>([]);
   const [gone, setGone] = useState('');
   const [error, setError] = useState('');
@@ -50,7 +52,7 @@ export function JobPage({ namespace, name, tab }: { namespace: string; name: str
   const problem = useStream(`/api/stream?namespace=${encodeURIComponent(namespace)}&job=${encodeURIComponent(name)}`, {
     job: (d: Detail) => { setDetail(d); setGone(''); },
     events: (d: { events: KEvent[] }) => setEvents(d.events),
-    gone: (d: { error: string }) => setGone(d.error),
+    gone: (d: { error: string }) => setGone(detailRef.current ? `MPI job ${name} was deleted from namespace ${namespace} while this page was open.` : d.error),
     denied: (d: { error: string }) => setGone(d.error),
   });
   const base = `/jobs/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}`;

@@ -13,7 +13,8 @@ export class ApiError extends Error {
 export function toLogin(reason: string) {
   const here = window.location.pathname + window.location.search;
   if (window.location.pathname !== '/login') {
-    window.location.assign(`/login?reason=${encodeURIComponent(reason)}&next=${encodeURIComponent(here)}`);
+    const why = reason ? `reason=${encodeURIComponent(reason)}&` : '';
+    window.location.assign(`/login?${why}next=${encodeURIComponent(here)}`);
   }
 }
 
@@ -26,7 +27,8 @@ export async function api<T>(path: string, init?: RequestInit): Promise<T> {
   }
   const body = await res.json().catch(() => ({}));
   if (res.status === 401) {
-    toLogin(body.error ?? 'Please log in.');
+    // A first visit is no warning; an expired or refused session is.
+    toLogin(String(body.error ?? '').startsWith('not logged in') ? '' : body.error ?? '');
     throw new ApiError(401, body.error ?? 'not logged in');
   }
   if (!res.ok) {

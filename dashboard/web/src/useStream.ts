@@ -32,7 +32,8 @@ export function useStream(url: string | null, handlers: Record<string, (data: an
         const res = await fetch('/api/whoami', { credentials: 'same-origin' });
         if (res.status === 401) {
           es.close();
-          toLogin((await res.json()).error ?? 'Your session has expired.');
+          const why = String((await res.json()).error ?? '');
+          toLogin(why.startsWith('not logged in') ? '' : why);
         }
       } catch {
         /* still down: EventSource keeps retrying */
