@@ -19,6 +19,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/mpijob/mpijob/dashboard"
@@ -180,6 +181,17 @@ func TestDashboardAPIActsAsTheUser(t *testing.T) {
 	wantAPI(t, call(t, "GET", ts.URL+"/api/jobs/team-a/"+name+"/logs?tail=-3", tokens["dev-a"]), http.StatusBadRequest, `tail "-3"`)
 	wantAPI(t, call(t, "GET", ts.URL+"/api/jobs/team-a/"+name+"/events", tokens["dev-a"]), http.StatusOK, `"events":[`)
 	wantAPI(t, call(t, "DELETE", ts.URL+"/api/jobs/team-a/"+name, tokens["dev-a"]), http.StatusOK)
+}
+
+// An API server that cannot be reached gives a clear 502, never a blank
+// answer; the page shows it in a banner and retries.
+func TestDashboardAPIServerUnreachable(t *testing.T) {
+	c := framework.Get(t)
+	down := rest.CopyConfig(c.Config)
+	down.Host = "https://127.0.0.1:1"
+	ts := httptest.NewServer((&dashboard.Server{Base: down}).Handler())
+	t.Cleanup(ts.Close)
+	wantAPI(t, call(t, "GET", ts.URL+"/api/jobs", "any-token"), http.StatusBadGateway, "the Kubernetes API server cannot be reached")
 }
 
 // The dashboard in a real browser (Debian's chromium through
