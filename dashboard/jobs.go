@@ -509,7 +509,7 @@ func (c *userClients) eventsOf(ctx context.Context, ns, name string) ([]Event, e
 	out := []Event{}
 	for _, e := range list.Items {
 		o := e.InvolvedObject.Name
-		if o != name && !strings.HasPrefix(o, name+"-") {
+		if !api.IsJobObject(name, e.InvolvedObject.Kind, o) {
 			continue
 		}
 		t := e.LastTimestamp.Time

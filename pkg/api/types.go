@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -166,3 +167,35 @@ func (s Status) Encode() (string, error) {
 	b, err := json.Marshal(s)
 	return string(b), err
 }
+
+// NetworkPolicySuffix names a job's NetworkPolicy: the job's name and it.
+const NetworkPolicySuffix = "-mpi"
+
+// IsJobObject reports whether an object of kind named name belongs to the
+// MPI job job, by the exact names Trainer, JobSet, Kueue and mpijob give:
+// the TrainJob, its JobSet, per-job TrainingRuntime and NetworkPolicy
+// (job), its Jobs (job-launcher-N, job-node-N), their pods
+// (job-ROLE-N-M-xxxxx) and Kueue's Workload (trainjob-job-xxxxx). A prefix
+// match would give job "hello" the events of "hello-4".
+func IsJobObject(job, kind, name string) bool {
+	switch kind {
+	case "Workload":
+		rest, ok := strings.CutPrefix(name, "trainjob-"+job)
+		return ok && workloadRe.MatchString(rest)
+	case "Job":
+		rest, ok := strings.CutPrefix(name, job)
+		return ok && childJobRe.MatchString(rest)
+	case "Pod":
+		rest, ok := strings.CutPrefix(name, job)
+		return ok && childPodRe.MatchString(rest)
+	case "NetworkPolicy":
+		return name == job+NetworkPolicySuffix
+	}
+	return name == job
+}
+
+var (
+	childJobRe = regexp.MustCompile(`^-(` + LauncherJob + `|` + WorkerJob + `)-\d+$`)
+	childPodRe = regexp.MustCompile(`^-(` + LauncherJob + `|` + WorkerJob + `)-\d+-\d+-[a-z0-9]{5}$`)
+	workloadRe = regexp.MustCompile(`^-[a-z0-9]{5}$`)
+)

@@ -14,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mpijob/mpijob/pkg/api"
 )
 
 func newEventsCommand(o *Options) *cobra.Command {
@@ -45,8 +47,9 @@ func newEventsCommand(o *Options) *cobra.Command {
 	}
 }
 
-// jobEvents are the events of the TrainJob and of everything named after
-// it (JobSet, Jobs, pods, NetworkPolicy), oldest first.
+// jobEvents are the events of the TrainJob and of its own objects, by
+// their exact names (JobSet, Jobs, pods, Workload, NetworkPolicy), oldest
+// first.
 func jobEvents(ctx context.Context, cl *clients, tj *trainer.TrainJob) ([]corev1.Event, error) {
 	l := &corev1.EventList{}
 	if err := cl.List(ctx, l, client.InNamespace(tj.Namespace)); err != nil {
@@ -54,8 +57,7 @@ func jobEvents(ctx context.Context, cl *clients, tj *trainer.TrainJob) ([]corev1
 	}
 	var out []corev1.Event
 	for _, e := range l.Items {
-		n := e.InvolvedObject.Name
-		if n == tj.Name || strings.HasPrefix(n, tj.Name+"-") {
+		if api.IsJobObject(tj.Name, e.InvolvedObject.Kind, e.InvolvedObject.Name) {
 			out = append(out, e)
 		}
 	}

@@ -187,7 +187,7 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 		if err := r.Reader.List(ctx, evs, client.InNamespace(tj.Namespace), client.MatchingFieldsSelector{
 			Selector: fields.OneTermEqualSelector("reason", "FailedCreate")}); err == nil {
 			for _, e := range evs.Items {
-				if e.InvolvedObject.Kind == "Job" && len(e.InvolvedObject.Name) > len(tj.Name) && e.InvolvedObject.Name[:len(tj.Name)+1] == tj.Name+"-" {
+				if e.InvolvedObject.Kind == "Job" && api.IsJobObject(tj.Name, "Job", e.InvolvedObject.Name) {
 					in.Events = append(in.Events, e)
 				}
 			}
@@ -201,7 +201,7 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 		if err := r.Reader.List(ctx, evs, client.InNamespace(tj.Namespace), client.MatchingFieldsSelector{
 			Selector: fields.OneTermEqualSelector("reason", "Failed")}); err == nil {
 			for _, e := range evs.Items {
-				if e.InvolvedObject.Kind == "Pod" && strings.HasPrefix(e.InvolvedObject.Name, tj.Name+"-"+api.WorkerJob+"-") {
+				if e.InvolvedObject.Kind == "Pod" && api.IsJobObject(tj.Name, "Pod", e.InvolvedObject.Name) && strings.HasPrefix(e.InvolvedObject.Name, tj.Name+"-"+api.WorkerJob+"-") {
 					in.Events = append(in.Events, e)
 				}
 			}

@@ -15,7 +15,7 @@ import (
 )
 
 // Suffix names a job's policy: "<job>-mpi".
-const Suffix = "-mpi"
+const Suffix = api.NetworkPolicySuffix
 
 // Disabled reports whether the TrainJob opted out of its NetworkPolicy.
 func Disabled(tj *trainer.TrainJob) bool {

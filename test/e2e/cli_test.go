@@ -287,3 +287,26 @@ func TestCLIGetWatch(t *testing.T) {
 		t.Errorf("get -w printed %d rows for the job, want one per change (at least 2):\n%s", n, out.String())
 	}
 }
+
+// Events belong to a job by exact names: job X does not show the events
+// of job X-4 (clone's own example name), from the CLI or the dashboard.
+func TestEventsOfASimilarlyNamedJobStayApart(t *testing.T) {
+	framework.Get(t)
+	name := framework.UniqueName("evt")
+	other := name + "-4"
+	for _, n := range []string{name, other} {
+		expect(t, mpijob(t, "dev-a", "team-a", "create", n, "--workers", "1"), 0, "created")
+	}
+	t.Cleanup(func() { mpijob(t, "dev-a", "team-a", "delete", name, other, "--wait=false") })
+	for _, n := range []string{name, other} {
+		expect(t, mpijob(t, "dev-a", "team-a", "wait", n, "--for=Succeeded", "--timeout", "3m"), 0)
+	}
+	evs := mpijob(t, "dev-a", "team-a", "events", name)
+	expect(t, evs, 0, name)
+	if strings.Contains(evs.out, other) {
+		t.Errorf("events of %s show %s's:\n%s", name, other, evs.out)
+	}
+	if !strings.Contains(mpijob(t, "dev-a", "team-a", "events", other).out, other) {
+		t.Errorf("events of %s lack its own", other)
+	}
+}
