@@ -38,6 +38,7 @@ type Job struct {
 	Reason         string            `json:"reason,omitempty"`
 	Message        string            `json:"message,omitempty"`
 	NextStep       string            `json:"nextStep,omitempty"`
+	NextSteps      []string          `json:"nextSteps,omitempty"`
 	QueuePosition  *int32            `json:"queuePosition,omitempty"`
 	Launcher       api.LauncherState `json:"launcher,omitempty"`
 	WorkersReady   int32             `json:"workersReady"`
@@ -85,7 +86,7 @@ func JobOf(tj *trainer.TrainJob) Job {
 		}
 		return j
 	}
-	j.Phase, j.Reason, j.Message, j.NextStep = st.Phase, st.Reason, st.Message, st.NextStep
+	j.Phase, j.Reason, j.Message, j.NextStep, j.NextSteps = st.Phase, st.Reason, st.Message, st.NextStep, st.NextSteps
 	j.QueuePosition, j.Launcher = st.QueuePosition, st.Launcher
 	j.WorkersReady, j.WorkersTotal = st.WorkersReady, st.WorkersTotal
 	if st.SlotsPerWorker > 0 {

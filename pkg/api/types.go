@@ -127,8 +127,10 @@ type Status struct {
 	Reason string `json:"reason,omitempty"`
 	// Message says in plain language what is happening, naming the pod.
 	Message string `json:"message,omitempty"`
-	// NextStep says what the user can do about it.
+	// NextStep says what the user can do about it: the first of NextSteps.
 	NextStep string `json:"nextStep,omitempty"`
+	// NextSteps are the things to try, most likely fix first.
+	NextSteps []string `json:"nextSteps,omitempty"`
 	// Launcher is the Launcher pod's state.
 	Launcher LauncherState `json:"launcher"`
 	// WorkersReady counts Workers whose pod is Ready (or has succeeded).

@@ -81,7 +81,13 @@ func describe(ctx context.Context, cl *clients, name string, out io.Writer, now 
 	if s.Message != "" {
 		p("Message", "%s", s.Message)
 	}
-	if s.NextStep != "" {
+	switch {
+	case len(s.NextSteps) > 1:
+		p("Next steps", "1. %s", s.NextSteps[0])
+		for i, step := range s.NextSteps[1:] {
+			fmt.Fprintf(w, "\t%d. %s\n", i+2, step)
+		}
+	case s.NextStep != "":
 		p("Next step", "%s", s.NextStep)
 	}
 	if s.QueuePosition != nil {

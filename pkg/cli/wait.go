@@ -80,7 +80,13 @@ func waitFor(ctx context.Context, cl *clients, o *Options, name string, want api
 			if s.Reason != "" {
 				msg += fmt.Sprintf(": %s: %s", s.Reason, s.Message)
 			}
-			if s.NextStep != "" {
+			switch {
+			case len(s.NextSteps) > 1:
+				msg += "\nNext steps, most likely fix first:"
+				for i, step := range s.NextSteps {
+					msg += fmt.Sprintf("\n  %d. %s", i+1, step)
+				}
+			case s.NextStep != "":
 				msg += "\nNext step: " + s.NextStep
 			}
 			other = &exitError{code: ExitOtherPhase, msg: msg}

@@ -147,9 +147,16 @@ func Diagnose(in Input) api.Status {
 	default:
 		s.Phase, s.Reason, s.Message, s.NextStep = explainProgress(in, s)
 	}
+	// A rule gives ranked next steps one per line, most likely fix first.
+	if steps := strings.Split(s.NextStep, "\n"); len(steps) > 1 {
+		s.NextStep, s.NextSteps = steps[0], steps
+	}
 	s.LastTransitionTime = transitionTime(in, s.Phase)
 	return s
 }
+
+// ranked joins next steps, most likely fix first, as rules return them.
+func ranked(steps ...string) string { return strings.Join(steps, "\n") }
 
 func transitionTime(in Input, p api.Phase) *metav1.Time {
 	if in.Previous != nil && in.Previous.Phase == p && in.Previous.LastTransitionTime != nil {

@@ -1,6 +1,9 @@
 package diagnose
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -494,6 +497,58 @@ func TestSSHRefusedNamesTheWorkerImage(t *testing.T) {
 			for _, c := range tc.contains {
 				if !strings.Contains(got.Message+" "+got.NextStep, c) {
 					t.Errorf("message %q / next step %q lack %q", got.Message, got.NextStep, c)
+				}
+			}
+		})
+	}
+}
+
+// The Launcher logs of real failures (testdata/launcher-logs: captured on
+// the local cluster for OpenMPI 4, upstream message texts for MPICH/Hydra,
+// PyTorch and NCCL) give the right reason, the rank and Worker, and ranked
+// next steps.
+func TestLauncherLogVectors(t *testing.T) {
+	b, err := os.ReadFile("testdata/launcher-logs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vectors map[string]struct {
+		Workers, Slots int32
+		Reason         string
+		Contains       []string
+		FirstStep      string `json:"first_step"`
+		Steps          int
+	}
+	if err := json.Unmarshal(b, &vectors); err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob("testdata/launcher-logs/*.log")
+	if len(files) != len(vectors) {
+		t.Errorf("%d logs, %d vectors: every log needs its expectation", len(files), len(vectors))
+	}
+	for name, v := range vectors {
+		t.Run(name, func(t *testing.T) {
+			log, err := os.ReadFile(filepath.Join("testdata/launcher-logs", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tj := job(v.Workers).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj()
+			tj.Spec.Trainer.NumProcPerNode = ptr.To(v.Slots)
+			got := Diagnose(Input{TrainJob: tj, JobSet: jobset(v.Workers), Launcher: pods(launcher().terminated("Error", 1)), LauncherLog: string(log), Now: t0})
+			if got.Phase != api.PhaseFailed || got.Reason != v.Reason {
+				t.Fatalf("%s/%s: %s; want Failed/%s", got.Phase, got.Reason, got.Message, v.Reason)
+			}
+			for _, c := range v.Contains {
+				if !strings.Contains(got.Message, c) {
+					t.Errorf("message %q lacks %q", got.Message, c)
+				}
+			}
+			if len(got.NextSteps) != v.Steps || got.NextStep != got.NextSteps[0] {
+				t.Errorf("next steps %q (first %q), want %d ranked steps with the first as NextStep", got.NextSteps, got.NextStep, v.Steps)
+			}
+			if v.FirstStep != "" {
+				if diff := cmp.Diff(v.FirstStep, got.NextStep); diff != "" {
+					t.Errorf("first next step (-want,+got):\n%s", diff)
 				}
 			}
 		})

@@ -107,9 +107,11 @@ func explainFailure(in Input) (reason, message, next string) {
 			return r, m, n
 		}
 	}
-	for _, rule := range logRules {
-		if m := rule.re.FindStringSubmatch(in.LauncherLog); m != nil {
-			return rule.explain(m, in)
+	for _, rules := range [][]logRule{programRules, logRules, rankFailedRules} {
+		for _, rule := range rules {
+			if m := rule.re.FindStringSubmatch(in.LauncherLog); m != nil {
+				return rule.explain(m, in)
+			}
 		}
 	}
 	if launcherState(in) == api.LauncherDeleted || launcherWasDeleted(in) {

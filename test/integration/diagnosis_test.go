@@ -46,6 +46,28 @@ func TestDiagnosisOfRealFailures(t *testing.T) {
 			wantReason:  diagnose.ReasonSSHConnectionRefused,
 			wantMessage: []string{"Worker 0 (pod nosshd-node-0-0-", "could not start /usr/sbin/sshd", "image " + localcluster.PauseImage + " lacks it"},
 		},
+		"mpirun asks for more ranks than slots": {
+			job:       framework.MakeTrainJob("slots", "", "mpi-openmpi").NumNodes(2).Command("mpirun", "-np", "4", "/usr/local/bin/mpi-hello"),
+			wantPhase: api.PhaseFailed, wantReason: diagnose.ReasonNotEnoughSlots,
+			wantMessage: []string{"mpirun asked for 4 ranks of /usr/local/bin/mpi-hello, but the job has 2 Workers × 1 slot = 2 slots."},
+		},
+		"one rank exits non-zero": {
+			job: framework.MakeTrainJob("rankexit", "", "mpi-openmpi").NumNodes(2).
+				Command("mpirun", "sh", "-c", `if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then echo rank1 failing; exit 3; fi; sleep 2`),
+			wantPhase: api.PhaseFailed, wantReason: diagnose.ReasonRankFailed,
+			wantMessage: []string{"Rank 1 (Worker 1) exited with code 3", `"rank1 failing"`},
+		},
+		"a Python exception on one rank": {
+			job: framework.MakeTrainJob("pyerr", "", "mpi-openmpi").NumNodes(2).
+				Command("mpirun", "python3", "-c", `import os; r = int(os.environ["OMPI_COMM_WORLD_RANK"]); x = 1 / 0 if r == 1 else 0`),
+			wantPhase: api.PhaseFailed, wantReason: diagnose.ReasonProgramError,
+			wantMessage: []string{"ZeroDivisionError: division by zero", "rank 1 (Worker 1)"},
+		},
+		"the program is not in the Workers' image": {
+			job:       framework.MakeTrainJob("noexec", "", "mpi-openmpi").NumNodes(2).Command("mpirun", "/opt/app/train"),
+			wantPhase: api.PhaseFailed, wantReason: diagnose.ReasonExecutableNotFound,
+			wantMessage: []string{"mpirun could not start /opt/app/train on Worker"},
+		},
 		"the Launcher's image cannot be pulled": {
 			job:       framework.MakeTrainJob("badimage", "", "mpi-openmpi").NumNodes(1).LauncherImage("registry.invalid/mpijob/nope:1"),
 			wantPhase: api.PhaseStarting, wantReason: diagnose.ReasonImagePullFailed,
@@ -71,6 +93,9 @@ func TestDiagnosisOfRealFailures(t *testing.T) {
 			}
 			if s.NextStep == "" {
 				t.Error("no next step")
+			}
+			if len(s.NextSteps) > 0 && s.NextSteps[0] != s.NextStep {
+				t.Errorf("next steps %q do not start with the next step %q", s.NextSteps, s.NextStep)
 			}
 			// The Event follows the status write within 10 seconds.
 			err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {

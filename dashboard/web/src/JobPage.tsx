@@ -195,9 +195,9 @@ function Overview({ detail, now }: { detail: Detail; now: number }) {
             <p>{j.message}</p>
             {j.nextStep && (
               <>
-                <Title headingLevel="h4" style={{ marginTop: 8 }}>Next steps</Title>
+                <Title headingLevel="h4" style={{ marginTop: 8 }}>Next steps, most likely fix first</Title>
                 <List isPlain={false} component="ol">
-                  {j.nextStep.split(/(?<=\.)\s+(?=[A-Z`])/).map((s, i) => (
+                  {(j.nextSteps?.length ? j.nextSteps : [j.nextStep]).map((s, i) => (
                     <ListItem key={i}>{s}</ListItem>
                   ))}
                 </List>

@@ -18,6 +18,7 @@ export interface Job {
   reason?: string;
   message?: string;
   nextStep?: string;
+  nextSteps?: string[];
   queuePosition?: number;
   launcher?: string;
   workersReady: number;

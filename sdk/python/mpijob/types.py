@@ -40,6 +40,7 @@ class JobStatus:
     reason: str = ""
     message: str = ""
     next_step: str = ""
+    next_steps: list[str] = field(default_factory=list)
     launcher: str = ""
     workers_ready: int = 0
     workers_total: int = 0
@@ -66,7 +67,7 @@ class JobStatus:
                 s = json.loads(raw)
                 return cls(
                     phase=s.get("phase", "Pending"), reason=s.get("reason", ""), message=s.get("message", ""),
-                    next_step=s.get("nextStep", ""), launcher=s.get("launcher", ""),
+                    next_step=s.get("nextStep", ""), next_steps=list(s.get("nextSteps") or ([s["nextStep"]] if s.get("nextStep") else [])), launcher=s.get("launcher", ""),
                     workers_ready=s.get("workersReady", 0), workers_total=s.get("workersTotal", 0),
                     slots_per_worker=s.get("slotsPerWorker", 0), queue_position=s.get("queuePosition"),
                     start_time=_time(s.get("startTime")), completion_time=_time(s.get("completionTime")),

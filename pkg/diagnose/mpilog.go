@@ -1,0 +1,208 @@
+package diagnose
+
+import (
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"k8s.io/utils/ptr"
+)
+
+// Reasons read from the program's and MPI's own words in the Launcher log.
+const (
+	ReasonNotEnoughSlots     = "NotEnoughSlots"
+	ReasonExecutableNotFound = "ExecutableNotFound"
+	ReasonProgramError       = "ProgramError"
+	ReasonGPUOutOfMemory     = "GPUOutOfMemory"
+	ReasonMPIAbort           = "MPIAbort"
+	ReasonRankFailed         = "RankFailed"
+	ReasonTransportError     = "TransportError"
+)
+
+// programRules come before the infrastructure rules (logRules): each
+// names the rank, the Worker where it can tell, the evidence line and
+// ranked next steps (one per line, most likely fix first). Test vectors:
+// testdata/launcher-logs, captured from real jobs on the local cluster
+// (OpenMPI 4) or taken from the MPI implementations' own message texts.
+var programRules = []logRule{
+	{
+		// PyTorch: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB ..."
+		re: regexp.MustCompile(`(?:CUDA out of memory\. Tried to allocate ([0-9.]+ [KMGT]?i?B)|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED)`),
+		explain: func(m []string, in Input) (string, string, string) {
+			what := "CUDA out of memory"
+			if m[1] != "" {
+				what += ", while allocating " + m[1]
+			}
+			return ReasonGPUOutOfMemory,
+				fmt.Sprintf("%s ran out of GPU memory (%s).", capitalize(rankOf(in)), what),
+				ranked(
+					"Reduce the batch size (or the model's size per GPU) and run it again: kubectl mpijob clone NAME NEW -- <command with a smaller batch>.",
+					"Run fewer slots per worker, so fewer ranks share one GPU (--slots-per-worker).",
+					"Use GPUs with more memory (a runtime or node selector for larger GPUs).",
+					"Save GPU memory in the program: mixed precision or gradient checkpointing.")
+		},
+	},
+	{
+		re: regexp.MustCompile(`(?s)Traceback \(most recent call last\):\n(.*?)\n([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning)\b[^\n]*)`),
+		explain: func(m []string, in Input) (string, string, string) {
+			where := ""
+			if files := pyFrame.FindAllStringSubmatch(m[1], -1); len(files) > 0 {
+				last := files[len(files)-1]
+				where = fmt.Sprintf(" at %s:%s", last[1], last[2])
+			}
+			return ReasonProgramError,
+				fmt.Sprintf("The program raised %s%s on %s.", strings.TrimSpace(m[2]), where, rankOf(in)),
+				ranked(
+					"Fix the error in the program"+where+"; the whole traceback is in `kubectl mpijob logs NAME --all`.",
+					"Reproduce it on one Worker first: kubectl mpijob clone NAME NEW --workers 1.")
+		},
+	},
+	{
+		re: regexp.MustCompile(`(?s)(?:MPI_ABORT was invoked on rank (\d+) in communicator (\S+)\s+with errorcode (-?\d+)|application called MPI_Abort\(([^,]+), (-?\d+)\) - process (\d+))`),
+		explain: func(m []string, in Input) (string, string, string) {
+			rank, comm, code := m[1], m[2], m[3]
+			if rank == "" {
+				rank, comm, code = m[6], m[4], m[5]
+			}
+			return ReasonMPIAbort,
+				fmt.Sprintf("Rank %s (%s) called MPI_Abort with error code %s on %s: the program stopped the job itself.", rank, rankWorker(in, rank), code, comm),
+				ranked(
+					"Read what rank "+rank+" printed before it aborted (`kubectl mpijob logs NAME --all`): the program says why.",
+					"Look up error code "+code+" in the program's documentation.")
+		},
+	},
+	{
+		re: regexp.MustCompile(`(?s)(?:mpirun was unable to launch the specified application as it could not access\s+or execute an executable:|mpirun was unable to find the specified executable file, and therefore\s+did not launch the job\.).*?Executable:\s*(\S+)\s+Node:\s*(\S+)`),
+		explain: func(m []string, in Input) (string, string, string) {
+			return ReasonExecutableNotFound,
+				fmt.Sprintf("mpirun could not start %s on %s: the Workers' image%s has no such executable, or may not run it.", m[1], workerHost(m[2]), named(in.WorkerImage)),
+				ranked(
+					"Use a Worker image that contains "+m[1]+" (kubectl mpijob create --image, or --worker-image): the ranks run in the Workers' image, not the Launcher's.",
+					"Or fix the path in the command.",
+					"If the file is there, make it executable for the image's user (chmod +x).")
+		},
+	},
+	{
+		// MPICH/Intel MPI (Hydra): "execvp error on file /opt/app/train (No such file or directory)"
+		re: regexp.MustCompile(`\[proxy:[^@\]]*@([^\]\s]+)\][^\n]*execvp error on file (\S+) \(([^)]+)\)`),
+		explain: func(m []string, in Input) (string, string, string) {
+			return ReasonExecutableNotFound,
+				fmt.Sprintf("mpiexec could not start %s on %s: %s (the Workers' image%s).", m[2], workerHost(m[1]), strings.ToLower(m[3]), named(in.WorkerImage)),
+				ranked(
+					"Use a Worker image that contains "+m[2]+" (kubectl mpijob create --image, or --worker-image): the ranks run in the Workers' image, not the Launcher's.",
+					"Or fix the path in the command.")
+		},
+	},
+	{
+		re: regexp.MustCompile(`(?s)There are not enough slots available in the system to satisfy the (\d+)\s+slots?\s+that were requested by the application:\s+(\S+)`),
+		explain: func(m []string, in Input) (string, string, string) {
+			asked, _ := strconv.Atoi(m[1])
+			workers, slots := shape(in)
+			have := workers * slots
+			need := (asked + slots - 1) / slots
+			return ReasonNotEnoughSlots,
+				fmt.Sprintf("mpirun asked for %d ranks of %s, but the job has %s × %s = %d slots.", asked, m[2], plural(workers, "Worker", "Workers"), plural(slots, "slot", "slots"), have),
+				ranked(
+					fmt.Sprintf("Ask mpirun for at most %d ranks (-np %d), or leave -np out: mpirun then starts one rank per slot.", have, have),
+					fmt.Sprintf("Or give the job the slots: kubectl mpijob clone NAME NEW --workers %d (or --slots-per-worker %d).", need, (asked+workers-1)/workers),
+					"Or add --oversubscribe to mpirun to run more ranks than slots (ranks then share CPUs).")
+		},
+	},
+	{
+		re: regexp.MustCompile(`(?m)(NCCL WARN [^\n]*|[^\n]*\bncclSystemError\b[^\n]*|[^\n]*\bncclUnhandledCudaError\b[^\n]*|[^\n]*\bncclRemoteError\b[^\n]*|[^\n]*UCX\s+ERROR[^\n]*)`),
+		explain: func(m []string, in Input) (string, string, string) {
+			return ReasonTransportError,
+				fmt.Sprintf("The ranks' communication library failed on %s: %s", rankOf(in), trimMessage(strings.TrimSpace(m[1]), 300)),
+				ranked(
+					"Check that the job's pods may reach each other (a NetworkPolicy of the namespace may block them) and that all Workers run the same image.",
+					"Run it again with NCCL_DEBUG=INFO (NCCL) or UCX_LOG_LEVEL=info (UCX) in --env to see which transport fails; set NCCL_SOCKET_IFNAME or UCX_TLS to one the nodes have.")
+		},
+	},
+}
+
+// rankFailedRules are the most generic: a rank exited non-zero.
+var rankFailedRules = []logRule{
+	{
+		re: regexp.MustCompile(`(?s)Process name: \[\[\d+,\d+\],(\d+)\]\s+Exit code:\s+(\d+)`),
+		explain: func(m []string, in Input) (string, string, string) {
+			msg := fmt.Sprintf("Rank %s (%s) exited with code %s, the first rank to fail, so mpirun stopped the job.", m[1], rankWorker(in, m[1]), m[2])
+			if last := lastWords(in.LauncherLog); last != "" {
+				msg += fmt.Sprintf(" Its last output: %q.", last)
+			}
+			return ReasonRankFailed, msg,
+				ranked(
+					"Read rank "+m[1]+"'s output (`kubectl mpijob logs NAME --all`) for the program's own error.",
+					"Reproduce it on one Worker: kubectl mpijob clone NAME NEW --workers 1.")
+		},
+	},
+	{
+		// MPICH/Intel MPI (Hydra).
+		re: regexp.MustCompile(`(?s)BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES.*?(?:RANK (\d+) )?PID \d+ RUNNING AT (\S+).*?EXIT (?:STATUS|CODE): (\d+)`),
+		explain: func(m []string, in Input) (string, string, string) {
+			who := "A rank"
+			if m[1] != "" {
+				who = "Rank " + m[1]
+			}
+			return ReasonRankFailed,
+				fmt.Sprintf("%s on %s exited with code %s, so mpiexec stopped the job.", who, workerHost(m[2]), m[3]),
+				ranked(
+					"Read the ranks' output (`kubectl mpijob logs NAME --all`) for the program's own error.",
+					"Reproduce it on one Worker: kubectl mpijob clone NAME NEW --workers 1.")
+		},
+	},
+}
+
+var (
+	pyFrame     = regexp.MustCompile(`File "([^"]+)", line (\d+)`)
+	failedRank  = regexp.MustCompile(`Process name: \[\[\d+,\d+\],(\d+)\]`)
+	bannerStart = regexp.MustCompile(`(?m)^-{20,}$`)
+)
+
+// shape is the job's Workers and slots per worker (1 when unset).
+func shape(in Input) (workers, slots int) {
+	workers, slots = 1, 1
+	if tr := in.TrainJob.Spec.Trainer; tr != nil {
+		workers = int(ptr.Deref(tr.NumNodes, 1))
+		slots = int(ptr.Deref(tr.NumProcPerNode, 1))
+	}
+	return max(workers, 1), max(slots, 1)
+}
+
+// rankOf names the failed rank when mpirun reported it.
+func rankOf(in Input) string {
+	if m := failedRank.FindStringSubmatch(in.LauncherLog); m != nil {
+		return fmt.Sprintf("rank %s (%s)", m[1], rankWorker(in, m[1]))
+	}
+	return "a rank"
+}
+
+// rankWorker says where rank ran under mpirun's default placement (by
+// slot: ranks 0..S-1 on Worker 0, and so on).
+func rankWorker(in Input, rank string) string {
+	r, err := strconv.Atoi(rank)
+	if err != nil {
+		return "Worker unknown"
+	}
+	workers, slots := shape(in)
+	w := r / slots
+	if w >= workers {
+		return "Worker unknown"
+	}
+	return fmt.Sprintf("Worker %d", w)
+}
+
+// lastWords is the last line the program printed before mpirun's first
+// banner.
+func lastWords(log string) string {
+	if loc := bannerStart.FindStringIndex(log); loc != nil {
+		log = log[:loc[0]]
+	}
+	lines := strings.Split(strings.TrimSpace(log), "\n")
+	for i := len(lines) - 1; i >= 0; i-- {
+		if l := strings.TrimSpace(lines[i]); l != "" {
+			return trimMessage(l, 200)
+		}
+	}
+	return ""
+}
