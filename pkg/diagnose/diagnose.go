@@ -14,6 +14,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/queue"
 )
 
 // Reasons the diagnosis gives. They are stable words that alerts and
@@ -139,6 +140,12 @@ func Diagnose(in Input) api.Status {
 			s.Phase, s.Reason = api.PhaseQueued, ReasonAdmitted
 			s.Message = fmt.Sprintf("Admitted by queue %s: the whole job fits and starts now.", in.Queue.Name)
 			s.NextStep = "Nothing to do: the Launcher and Workers are being created."
+		} else if q := tj.Labels[queue.NameLabel]; q != "" && !userSuspended(in) {
+			// Kueue suspends every job it manages until it admits it:
+			// that is queueing, not a user's suspension.
+			s.Phase, s.Reason = api.PhaseQueued, ReasonQueued
+			s.Message = fmt.Sprintf("Waiting for queue %s to take the job.", q)
+			s.NextStep = "Nothing to do: the job starts as soon as the queue admits it. If this lasts, check that LocalQueue " + q + " exists in the namespace (`kubectl get localqueues`)."
 		} else {
 			s.Phase, s.Reason = api.PhaseSuspended, ReasonSuspended
 			s.Message = "The job is suspended: no pods run."
@@ -354,4 +361,11 @@ func trimMessage(s string, n int) string {
 		return s[:n] + "…"
 	}
 	return s
+}
+
+// userSuspended tells a user's spec.suspend from Kueue's: a job Kueue
+// admitted before (or that ran) and is suspended again was suspended by
+// someone.
+func userSuspended(in Input) bool {
+	return in.Previous != nil && (in.Previous.Phase == api.PhaseRunning || in.Previous.Phase == api.PhaseStarting || in.Previous.Phase == api.PhaseSuspended)
 }

@@ -20,6 +20,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/queue"
 )
 
 var t0 = time.Date(2026, 11, 22, 4, 0, 0, 0, time.UTC)
@@ -552,5 +553,24 @@ func TestLauncherLogVectors(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Kueue suspends every job it manages until it admits it: that is Queued,
+// never Suspended; only a job suspended after it ran is Suspended.
+func TestKueueSuspensionIsQueued(t *testing.T) {
+	queued := job(2).suspend().obj()
+	queued.Labels = map[string]string{queue.NameLabel: "default"}
+	got := Diagnose(Input{TrainJob: queued, Now: t0})
+	if got.Phase != api.PhaseQueued || got.Reason != ReasonQueued || !strings.Contains(got.Message, "queue default") {
+		t.Errorf("a new job Kueue holds: %s/%s %q, want Queued naming the queue", got.Phase, got.Reason, got.Message)
+	}
+	got = Diagnose(Input{TrainJob: queued, Now: t0, Previous: &api.Status{Phase: api.PhaseRunning}})
+	if got.Phase != api.PhaseSuspended {
+		t.Errorf("a job suspended after it ran: %s, want Suspended", got.Phase)
+	}
+	got = Diagnose(Input{TrainJob: job(2).suspend().obj(), Now: t0})
+	if got.Phase != api.PhaseSuspended {
+		t.Errorf("a job without a queue, suspended: %s, want Suspended", got.Phase)
 	}
 }
