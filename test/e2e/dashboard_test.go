@@ -214,16 +214,20 @@ func TestDashboardInTheBrowser(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(web, "node_modules", "playwright-core")); err != nil {
 		t.Fatalf("playwright-core is not installed: run `make dashboard` (npm ci in dashboard/web)")
 	}
-	running, failed := framework.UniqueName("dash-run"), framework.UniqueName("dash-fail")
+	running, failed, big := framework.UniqueName("dash-run"), framework.UniqueName("dash-fail"), framework.UniqueName("dash-big")
 	expect(t, mpijob(t, "dev-a", "team-a", "create", running, "--workers", "2", "--slots-per-worker", "2",
-		"--", "sh", "-c", "sleep 25 && mpirun /usr/local/bin/mpi-hello"), 0, "created")
+		"--", "sh", "-c", "sleep 60 && mpirun /usr/local/bin/mpi-hello"), 0, "created")
 	expect(t, mpijob(t, "dev-a", "team-a", "create", failed, "--workers", "1", "--worker-image", localcluster.PauseImage), 0, "created")
-	t.Cleanup(func() { mpijob(t, "dev-a", "team-a", "delete", running, failed, "--wait=false") })
+	// A job that prints 100 MB (1 MB a second) while the browser follows
+	// its log.
+	expect(t, mpijob(t, "dev-a", "team-a", "create", big, "--workers", "1", "--",
+		"sh", "-c", `sleep 10; for i in $(seq 100); do yes "rank 0 filler line of a very chatty training program, step 0123456789" | head -c 1048576; sleep 1; done; sleep 30`), 0, "created")
+	t.Cleanup(func() { mpijob(t, "dev-a", "team-a", "delete", running, failed, big, "--wait=false") })
 
 	shots := filepath.Join(root, ".cache", "dashboard-screenshots")
 	cmd := exec.Command("node", "e2e/browser.mjs")
 	cmd.Dir = web
-	cmd.Env = append(os.Environ(), "DASHBOARD_URL="+ts.URL, "RUNNING_JOB="+running, "FAILED_JOB="+failed, "SHOTS="+shots, "CHROMIUM="+chromium)
+	cmd.Env = append(os.Environ(), "DASHBOARD_URL="+ts.URL, "RUNNING_JOB="+running, "FAILED_JOB="+failed, "BIG_JOB="+big, "SHOTS="+shots, "CHROMIUM="+chromium)
 	out, err := cmd.CombinedOutput()
 	t.Logf("browser test:\n%s", out)
 	if err != nil {

@@ -4,6 +4,7 @@
 //   DASHBOARD_URL  the dashboard
 //   RUNNING_JOB    team-a job (NAME) that is running now and will succeed
 //   FAILED_JOB     team-a job (NAME) that failed with a Worker pod failed
+//   BIG_JOB        team-a job (NAME) whose Launcher prints 100 MB
 //   SHOTS          folder for screenshots
 //   CHROMIUM       the browser (default /usr/bin/chromium)
 import { chromium } from 'playwright-core';
@@ -14,6 +15,7 @@ const require = createRequire(import.meta.url);
 const url = process.env.DASHBOARD_URL;
 const running = process.env.RUNNING_JOB;
 const failed = process.env.FAILED_JOB;
+const big = process.env.BIG_JOB;
 const shots = process.env.SHOTS ?? '.';
 mkdirSync(shots, { recursive: true });
 const axeSource = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
@@ -49,6 +51,24 @@ async function axe(page, what) {
   const bad = res.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
   check(bad.length === 0, `axe: no serious or critical violations on ${what}${bad.length ? ': ' + bad.map((v) => `${v.id} (${v.nodes.length})`).join(', ') : ''}`);
 }
+
+// A 100 MB log, followed: streamed and capped, and the tab stays responsive.
+await step('huge log', async () => {
+  if (!big) return;
+  const { ctx, page } = await login('dev-a');
+  await page.goto(`${url}/jobs/team-a/${big}?tab=logs`);
+  // More lines than the tab keeps have arrived: the oldest are dropped.
+  await page.getByTestId('log-count').filter({ hasText: /older lines dropped/ }).waitFor({ timeout: 180_000 });
+  await page.waitForTimeout(5_000);
+  const t = Date.now();
+  await page.evaluate(() => 1);
+  const lag = Date.now() - t;
+  const drawn = await page.getByTestId('log').locator(':scope > span').count();
+  const count = await page.getByTestId('log-count').textContent();
+  check(lag < 2000 && drawn <= 3000, `a 100 MB log streams capped (${count}; ${drawn} lines drawn) and the tab answers in ${lag} ms`);
+  await page.screenshot({ path: `${shots}/huge-log.png` });
+  await ctx.close();
+});
 
 // dev-a: the list follows a real job to Succeeded without a reload.
 await step('dev-a list', async () => {

@@ -46,6 +46,13 @@ export function LogViewer({ namespace, name, pods, target, onTarget }: {
   const [done, setDone] = useState(false);
   const box = useRef<HTMLPreElement>(null);
   const running = pods.some((p) => p.phase === 'Running' || p.phase === 'Pending');
+  // The pods this view reads, and whether their containers run yet: a
+  // follow opened before a container started ends at once, so the stream
+  // is opened again when they start.
+  const started = pods
+    .filter((p) => target === 'all' || (p.role === 'launcher' ? 'launcher' : `worker-${p.index}`) === target)
+    .map((p) => `${p.name}:${p.started ?? ''}`)
+    .join(',');
   const targets = useMemo(() => ['launcher', ...pods.filter((p) => p.role === 'worker').map((p) => `worker-${p.index}`), 'all'], [pods]);
 
   useEffect(() => {
@@ -98,7 +105,7 @@ export function LogViewer({ namespace, name, pods, target, onTarget }: {
       ctl.abort();
       if (raf) cancelAnimationFrame(raf);
     };
-  }, [namespace, name, target, since, follow, running]);
+  }, [namespace, name, target, since, follow, running, started]);
 
   const search = compileSearch(query);
   const podRe = compileSearch(podFilter);
