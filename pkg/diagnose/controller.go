@@ -157,8 +157,13 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 	if hadPrev {
 		in.Previous = &prev
 		if hadWritten && written.Phase.Finished() && (condTrue(tj, trainer.TrainJobComplete) || condTrue(tj, trainer.TrainJobFailed)) {
-			// Finished jobs stay finished: nothing a child does changes them.
-			return ctrl.Result{}, nil
+			// Finished jobs stay finished: nothing a child does changes
+			// them. A failure explained only generically (the Launcher's
+			// log could not be read yet, on a busy node) is looked at again
+			// for a short while.
+			if !generic(written) || written.CompletionTime == nil || in.Now.Sub(written.CompletionTime.Time) > regenericWindow {
+				return ctrl.Result{}, nil
+			}
 		}
 	}
 	js := &jobsetv1alpha2.JobSet{}
@@ -257,6 +262,9 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 	switch {
 	case requeue > 0:
 		return ctrl.Result{RequeueAfter: requeue}, nil
+	case generic(s) && s.CompletionTime != nil && in.Now.Sub(s.CompletionTime.Time) < regenericWindow:
+		// Read the Launcher's log again shortly.
+		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	case s.Phase.Finished():
 		return ctrl.Result{}, nil
 	case s.Phase == api.PhaseRunning:
@@ -360,11 +368,27 @@ func (r *Reconciler) launcherLog(ctx context.Context, p *corev1.Pod) string {
 	if r.Logs == nil {
 		return ""
 	}
-	b, err := r.Logs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{TailLines: ptr.To[int64](logTailLines)}).DoRaw(ctx)
-	if err != nil {
-		return ""
+	for try := 0; try < 3; try++ {
+		b, err := r.Logs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{TailLines: ptr.To[int64](logTailLines)}).DoRaw(ctx)
+		if err == nil {
+			return string(b)
+		}
+		select {
+		case <-ctx.Done():
+			return ""
+		case <-time.After(500 * time.Millisecond):
+		}
 	}
-	return string(b)
+	return ""
+}
+
+// regenericWindow is how long after a job failed a generic explanation
+// is looked at again.
+const regenericWindow = time.Minute
+
+// generic reports a failure explained only by its exit code.
+func generic(s api.Status) bool {
+	return s.Phase == api.PhaseFailed && (s.Reason == ReasonLauncherFailed || s.Reason == ReasonFailed)
 }
 
 // freeCapacity is every schedulable node's allocatable minus the requests
