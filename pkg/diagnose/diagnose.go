@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -119,7 +120,14 @@ func Diagnose(in Input) api.Status {
 		s.CompletionTime = condTime(tj, trainer.TrainJobFailed)
 		s.Reason, s.Message, s.NextStep = explainFailure(in)
 	case tj.Spec.Suspend != nil && *tj.Spec.Suspend:
-		if in.Queue != nil && !in.Queue.Admitted {
+		if in.Queue != nil && !in.Queue.Admitted && missingQueue.MatchString(in.Queue.Message) {
+			lq := in.Queue.Name[strings.LastIndex(in.Queue.Name, "/")+1:]
+			s.Phase, s.Reason = api.PhaseQueued, ReasonCannotStart
+			s.Message = fmt.Sprintf("The job can never start: its LocalQueue %s does not exist in namespace %s.", lq, tj.Namespace)
+			s.NextStep = ranked(
+				"Delete the job and create it again with a queue that exists (kubectl get localqueues -n "+tj.Namespace+"; --queue).",
+				"Or ask an administrator to create LocalQueue "+lq+" in namespace "+tj.Namespace+".")
+		} else if in.Queue != nil && !in.Queue.Admitted {
 			s.Phase, s.Reason = api.PhaseQueued, ReasonQueued
 			whole := "the Launcher and " + plural(int(s.WorkersTotal), "Worker", "Workers")
 			s.Message = fmt.Sprintf("Waiting in queue %s until %s fit at once.", in.Queue.Name, whole)
@@ -369,3 +377,6 @@ func trimMessage(s string, n int) string {
 func userSuspended(in Input) bool {
 	return in.Previous != nil && (in.Previous.Phase == api.PhaseRunning || in.Previous.Phase == api.PhaseStarting || in.Previous.Phase == api.PhaseSuspended)
 }
+
+// missingQueue is Kueue's word for a LocalQueue that does not exist.
+var missingQueue = regexp.MustCompile(`(?i)LocalQueue \S+ (?:doesn't|does not) exist`)

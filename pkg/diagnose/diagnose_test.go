@@ -574,3 +574,71 @@ func TestKueueSuspensionIsQueued(t *testing.T) {
 		t.Errorf("a job without a queue, suspended: %s, want Suspended", got.Phase)
 	}
 }
+
+// Waiting reasons follow the scheduler; a job that can never start says so.
+func TestSchedulerTruthAndCannotStart(t *testing.T) {
+	sched := func(msg string) *podW {
+		w := worker("1")
+		w.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: msg}}
+		return w
+	}
+	placed := worker("0").running(true)
+	cases := map[string]struct {
+		in        Input
+		reason    string
+		contains  []string
+		lacks     string
+		nextSteps int
+	}{
+		"an untolerated taint: the scheduler's words, not free capacity": {
+			in: Input{TrainJob: job(3).obj(), JobSet: jobset(3), Nodes: gpuNodes("8"),
+				Workers: pods(placed, sched("0/18 nodes are available: 16 node(s) had untolerated taint(s), 2 Insufficient nvidia.com/gpu.").gpus("1"),
+					func() *podW {
+						w := sched("0/18 nodes are available: 16 node(s) had untolerated taint(s), 2 Insufficient nvidia.com/gpu.").gpus("1")
+						w.Name, w.Labels[completionIndexLabel] = "hello-node-0-2", "2"
+						return w
+					}())},
+			reason: ReasonUnschedulable, contains: []string{"16 node(s) had untolerated taint(s)"}, lacks: "free nvidia.com/gpu",
+		},
+		"more Workers than nodes under one-Worker-per-node": {
+			in: Input{TrainJob: job(4).obj(), JobSet: jobset(4),
+				Workers: pods(placed, sched("0/18 nodes are available: 2 node(s) didn't match pod anti-affinity rules, 16 node(s) had untolerated taint(s).")), Now: t0},
+			reason: ReasonCannotStart, contains: []string{"The job can never start: it asks for 4 Workers", "only 2 nodes can take one"}, nextSteps: 3,
+		},
+		"anti-affinity and capacity: waiting, not never": {
+			in: Input{TrainJob: job(4).obj(), JobSet: jobset(4),
+				Workers: pods(placed, sched("0/18 nodes are available: 2 node(s) didn't match pod anti-affinity rules, 16 Insufficient cpu."))},
+			reason: ReasonUnschedulable,
+		},
+		"a queue that does not exist": {
+			in: Input{TrainJob: func() *trainer.TrainJob {
+				tj := job(2).suspend().obj()
+				tj.Labels = map[string]string{queue.NameLabel: "nope"}
+				return tj
+			}(), Queue: &Queue{Name: "team-a/nope", Message: "LocalQueue nope doesn't exist"}},
+			reason: ReasonCannotStart, contains: []string{"its LocalQueue nope does not exist"}, nextSteps: 2,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if tc.in.Now.IsZero() {
+				tc.in.Now = t0
+			}
+			got := Diagnose(tc.in)
+			if got.Reason != tc.reason {
+				t.Fatalf("reason %s (%s), want %s", got.Reason, got.Message, tc.reason)
+			}
+			for _, c := range tc.contains {
+				if !strings.Contains(got.Message, c) {
+					t.Errorf("message %q lacks %q", got.Message, c)
+				}
+			}
+			if tc.lacks != "" && strings.Contains(got.Message, tc.lacks) {
+				t.Errorf("message %q contradicts the scheduler (%q)", got.Message, tc.lacks)
+			}
+			if len(got.NextSteps) != tc.nextSteps {
+				t.Errorf("next steps %q, want %d", got.NextSteps, tc.nextSteps)
+			}
+		})
+	}
+}

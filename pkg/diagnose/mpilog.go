@@ -18,6 +18,8 @@ const (
 	ReasonMPIAbort           = "MPIAbort"
 	ReasonRankFailed         = "RankFailed"
 	ReasonTransportError     = "TransportError"
+	// ReasonCannotStart: nothing that frees up lets the job start.
+	ReasonCannotStart = "CannotStart"
 )
 
 // programRules come before the infrastructure rules (logRules): each

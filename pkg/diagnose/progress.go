@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,9 +40,18 @@ func explainProgress(in Input, s api.Status) (api.Phase, string, string, string)
 			phase = api.PhaseGangScheduling
 		}
 		msg := fmt.Sprintf("Waiting for %s to be scheduled", plural(waiting, "Worker", "Workers"))
-		if why := fitExplanation(in); why != "" {
+		sched := schedulerMessage(in.Workers)
+		if m, next, ok := neverPlaced(in, sched); ok {
+			return phase, ReasonCannotStart, m, next
+		}
+		// The scheduler's own words win when they name a constraint other
+		// than free capacity (a taint, a node selector, affinity, a
+		// volume): counting free resources would contradict it.
+		if constraint.MatchString(sched) {
+			msg += ": " + sched
+		} else if why := fitExplanation(in); why != "" {
 			msg += ": " + why
-		} else if sched := schedulerMessage(in.Workers); sched != "" {
+		} else if sched != "" {
 			msg += ": " + sched
 		}
 		if in.Previous != nil && in.Previous.LastTransitionTime != nil && in.Previous.Phase == phase && in.GangTimeout > 0 &&
@@ -218,3 +228,30 @@ func haveOrHas(n int) string {
 }
 
 func quantity(q resource.Quantity) string { return q.String() }
+
+// constraint matches the scheduler's reasons that are not free capacity.
+var constraint = regexp.MustCompile(`untolerated taint|didn't match Pod's node affinity/selector|didn't match pod anti-affinity rules|didn't match pod affinity rules|unbound immediate PersistentVolumeClaims|volume node affinity conflict|didn't have free ports`)
+
+// antiAffinityNodes reads "N node(s) didn't match pod anti-affinity rules".
+var antiAffinityNodes = regexp.MustCompile(`(\d+) node\(s\) didn't match pod anti-affinity rules`)
+
+// neverPlaced says when the waiting Workers can never be placed, whatever
+// frees up: the runtime's one-Worker-per-node rule with more Workers than
+// the nodes that take Workers at all.
+func neverPlaced(in Input, sched string) (message, next string, ok bool) {
+	m := antiAffinityNodes.FindStringSubmatch(sched)
+	if m == nil || strings.Contains(sched, "Insufficient") {
+		return "", "", false
+	}
+	nodes, _ := strconv.Atoi(m[1])
+	total := int(workersTotal(in))
+	if nodes == 0 || total <= nodes {
+		return "", "", false
+	}
+	return fmt.Sprintf("The job can never start: it asks for %s, but the runtime places one Worker per node and only %s can take one (scheduler: %s).",
+			plural(total, "Worker", "Workers"), plural(nodes, "node", "nodes"), sched),
+		ranked(
+			fmt.Sprintf("Use at most %d Workers with more slots per worker: kubectl mpijob clone NAME NEW --workers %d --slots-per-worker N.", nodes, nodes),
+			"Delete this job: its placed Workers hold their resources while it waits.",
+			"Or ask an administrator for more nodes (or a runtime without the one-Worker-per-node rule)."), true
+}
