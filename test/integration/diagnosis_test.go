@@ -68,6 +68,18 @@ func TestDiagnosisOfRealFailures(t *testing.T) {
 			wantPhase: api.PhaseFailed, wantReason: diagnose.ReasonExecutableNotFound,
 			wantMessage: []string{"mpirun could not start /opt/app/train on Worker"},
 		},
+		"more Workers than nodes under one-Worker-per-node": {
+			// The two real nodes take one Worker each; the kwok nodes are
+			// tainted: Workers 3 and 4 can never be placed.
+			job:         framework.MakeTrainJob("toomany", "", "mpi-openmpi").NumNodes(4),
+			wantReason:  diagnose.ReasonCannotStart,
+			wantMessage: []string{"The job can never start: it asks for 4 Workers", "only 2 nodes can take one"},
+		},
+		"a queue that does not exist": {
+			job:         framework.MakeTrainJob("noqueue", "", "mpi-openmpi").NumNodes(1).Queue("nope"),
+			wantReason:  diagnose.ReasonCannotStart,
+			wantMessage: []string{"its LocalQueue nope does not exist"},
+		},
 		"the Launcher's image cannot be pulled": {
 			job:       framework.MakeTrainJob("badimage", "", "mpi-openmpi").NumNodes(1).LauncherImage("registry.invalid/mpijob/nope:1"),
 			wantPhase: api.PhaseStarting, wantReason: diagnose.ReasonImagePullFailed,
