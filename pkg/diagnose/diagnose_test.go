@@ -600,6 +600,16 @@ func TestSchedulerTruthAndCannotStart(t *testing.T) {
 					}())},
 			reason: ReasonUnschedulable, contains: []string{"16 node(s) had untolerated taint(s)"}, lacks: "free nvidia.com/gpu",
 		},
+		"no node has the GPUs, others excluded by selector: the count holds and the scheduler is quoted": {
+			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Nodes: gpuNodes("8", "8"),
+				Workers: pods(sched("0/18 nodes are available: 16 Insufficient nvidia.com/gpu, 2 node(s) didn't match Pod's node affinity/selector.").gpus("9"),
+					func() *podW {
+						w := sched("0/18 nodes are available: 16 Insufficient nvidia.com/gpu, 2 node(s) didn't match Pod's node affinity/selector.").gpus("9")
+						w.Name, w.Labels[completionIndexLabel] = "hello-node-0-0", "0"
+						return w
+					}())},
+			reason: ReasonUnschedulable, contains: []string{"only 0 nodes have 9 free nvidia.com/gpu", "(scheduler: 0/18 nodes are available"},
+		},
 		"more Workers than nodes under one-Worker-per-node": {
 			in: Input{TrainJob: job(4).obj(), JobSet: jobset(4),
 				Workers: pods(placed, sched("0/18 nodes are available: 2 node(s) didn't match pod anti-affinity rules, 16 node(s) had untolerated taint(s).")), Now: t0},

@@ -47,12 +47,20 @@ func explainProgress(in Input, s api.Status) (api.Phase, string, string, string)
 		// The scheduler's own words win when they name a constraint other
 		// than free capacity (a taint, a node selector, affinity, a
 		// volume): counting free resources would contradict it.
-		if constraint.MatchString(sched) {
-			msg += ": " + sched
-		} else if why := fitExplanation(in); why != "" {
+		next := "The job starts when capacity frees up; to start sooner use fewer Workers or smaller Workers."
+		why, fit := fitExplanation(in)
+		switch {
+		case constraint.MatchString(sched) && why != "" && fit == 0:
+			// No node at all has the free capacity: true whatever else
+			// the scheduler says about the other nodes.
+			msg += ": " + why + " (scheduler: " + strings.TrimSuffix(sched, ".") + ")"
+		case constraint.MatchString(sched):
+			msg += ": " + strings.TrimSuffix(sched, ".")
+			next = "The scheduler names what keeps the Workers off the nodes (taints, node selectors, affinity, volumes): check them with `kubectl mpijob describe`; the job starts once enough nodes both match and have room."
+		case why != "":
 			msg += ": " + why
-		} else if sched != "" {
-			msg += ": " + sched
+		case sched != "":
+			msg += ": " + strings.TrimSuffix(sched, ".")
 		}
 		if in.Previous != nil && in.Previous.LastTransitionTime != nil && in.Previous.Phase == phase && in.GangTimeout > 0 &&
 			in.Now.Sub(in.Previous.LastTransitionTime.Time) > in.GangTimeout {
@@ -60,8 +68,7 @@ func explainProgress(in Input, s api.Status) (api.Phase, string, string, string)
 				msg + fmt.Sprintf(" (waiting longer than the gang-scheduling timeout of %s).", in.GangTimeout),
 				"Use fewer Workers or fewer GPUs per worker, or ask an administrator for capacity; delete the job to free what it holds."
 		}
-		return phase, ReasonUnschedulable, msg + ".",
-			"The job starts when capacity frees up; to start sooner use fewer Workers or smaller Workers."
+		return phase, ReasonUnschedulable, msg + ".", next
 	}
 	if s.WorkersReady < s.WorkersTotal {
 		if msg, next, ok := sshdNotAnswering(in); ok {
@@ -191,7 +198,7 @@ func schedulerMessage(pods []corev1.Pod) string {
 // fitExplanation says how many nodes could take one more Worker, for the
 // scarcest resource a waiting Worker asks for ("only 2 nodes have 3 free
 // nvidia.com/gpu").
-func fitExplanation(in Input) string {
+func fitExplanation(in Input) (string, int) {
 	var waiting *corev1.Pod
 	for i := range in.Workers {
 		if in.Workers[i].Spec.NodeName == "" {
@@ -200,7 +207,7 @@ func fitExplanation(in Input) string {
 		}
 	}
 	if waiting == nil || len(in.Nodes) == 0 {
-		return ""
+		return "", 0
 	}
 	for _, name := range []corev1.ResourceName{"nvidia.com/gpu", corev1.ResourceCPU, corev1.ResourceMemory} {
 		want := requestOf(waiting, name)
@@ -214,10 +221,10 @@ func fitExplanation(in Input) string {
 			}
 		}
 		if fit < unscheduled(in.Workers) {
-			return fmt.Sprintf("only %s %s %s free %s", plural(fit, "node", "nodes"), haveOrHas(fit), quantity(want), name)
+			return fmt.Sprintf("only %s %s %s free %s", plural(fit, "node", "nodes"), haveOrHas(fit), quantity(want), name), fit
 		}
 	}
-	return ""
+	return "", 0
 }
 
 func haveOrHas(n int) string {

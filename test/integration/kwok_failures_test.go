@@ -37,7 +37,7 @@ func TestDiagnosisOfKwokFailures(t *testing.T) {
 		"Workers that fit no node": {
 			job:       framework.MakeTrainJob("huge", "", "mpi-openmpi-gpu").NumNodes(2).GPUsPerWorker(9).OnKwokNodes(),
 			wantPhase: api.PhasePending, wantReason: diagnose.ReasonUnschedulable,
-			wantMessage: []string{"Waiting for 2 Workers to be scheduled: only 0 nodes have 9 free nvidia.com/gpu."},
+			wantMessage: []string{"Waiting for 2 Workers to be scheduled: only 0 nodes have 9 free nvidia.com/gpu"},
 		},
 	}
 	for name, tc := range cases {
