@@ -214,6 +214,15 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 	}
 	if condTrue(tj, trainer.TrainJobFailed) && len(in.Launcher) > 0 {
 		in.LauncherLog = r.launcherLog(ctx, newest(in.Launcher))
+		// A Launcher killed with SIGKILL that no container limit explains:
+		// the kubelet records the node's own OOM kills on the Node.
+		if code, ok := launcherExitCode(in.Launcher); ok && code == 137 {
+			evs := &corev1.EventList{}
+			if err := r.Reader.List(ctx, evs, client.MatchingFieldsSelector{Selector: fields.AndSelectors(
+				fields.OneTermEqualSelector("reason", "SystemOOM"), fields.OneTermEqualSelector("involvedObject.kind", "Node"))}); err == nil {
+				in.Events = append(in.Events, evs.Items...)
+			}
+		}
 	}
 	// Free capacity explains why the scheduler cannot place Workers; it
 	// is read only after the scheduler said so.

@@ -142,7 +142,7 @@ func Diagnose(in Input) api.Status {
 			if in.Queue.Message != "" {
 				s.Message += " Kueue: " + in.Queue.Message + "."
 			}
-			s.NextStep = "Nothing to do: the job starts as soon as the queue admits it. `kubectl mpijob list -A` shows what runs ahead of it."
+			s.NextStep = "Nothing to do: the job starts as soon as the queue admits it; `kubectl mpijob describe " + tj.Name + "` shows its place in the queue."
 		} else if in.Queue != nil && in.Queue.Admitted {
 			// Kueue admitted the job and is about to resume it.
 			s.Phase, s.Reason = api.PhaseQueued, ReasonAdmitted

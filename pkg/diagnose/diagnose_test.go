@@ -154,14 +154,18 @@ func gpuNodes(free ...string) []NodeFree {
 
 func TestDiagnose(t *testing.T) {
 	cases := map[string]struct {
-		in   Input
+		in Input
+		// next is the ranked list of next steps, most likely first.
+		next []string
 		want api.Status
 	}{
 		"no JobSet yet": {
+			next: []string{"Wait a few seconds; if this lasts, check that the Trainer controller runs and read `kubectl mpijob events`."},
 			in:   Input{TrainJob: job(2).obj()},
 			want: api.Status{Phase: api.PhasePending, Reason: ReasonJobSetNotCreated, Launcher: api.LauncherNotCreated, WorkersTotal: 2, Message: "Trainer has not created the job's pods yet."},
 		},
 		"no Worker placed: Pending with the scarce resource": {
+			next: []string{"The job starts when capacity frees up; to start sooner use fewer Workers or smaller Workers."},
 			in: Input{TrainJob: job(4).obj(), JobSet: jobset(4),
 				Workers: pods(worker("0").gpus("3"), worker("1").gpus("3"), worker("2").gpus("3"), worker("3").gpus("3")),
 				Nodes:   gpuNodes("8", "3", "2", "0")},
@@ -169,12 +173,14 @@ func TestDiagnose(t *testing.T) {
 				Message: "Waiting for 4 Workers to be scheduled: only 2 nodes have 3 free nvidia.com/gpu."},
 		},
 		"some Workers placed: GangScheduling": {
+			next: []string{"The job starts when capacity frees up; to start sooner use fewer Workers or smaller Workers."},
 			in: Input{TrainJob: job(3).obj(), JobSet: jobset(3),
 				Workers: pods(worker("0").gpus("1").running(true), worker("1").gpus("1"), worker("2").gpus("1"))},
 			want: api.Status{Phase: api.PhaseGangScheduling, Reason: ReasonUnschedulable, Launcher: api.LauncherNotCreated, WorkersTotal: 3, WorkersReady: 1,
 				Message: "Waiting for 2 Workers to be scheduled: 0/18 nodes are available: 16 Insufficient nvidia.com/gpu."},
 		},
 		"gang timeout passed": {
+			next: []string{"Use fewer Workers or fewer GPUs per worker, or ask an administrator for capacity; delete the job to free what it holds."},
 			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), GangTimeout: time.Minute, Now: t0.Add(2 * time.Minute),
 				Previous: &api.Status{Phase: api.PhaseGangScheduling, LastTransitionTime: ptr.To(metav1.NewTime(t0))},
 				Workers:  pods(worker("0").running(true), worker("1"))},
@@ -182,18 +188,21 @@ func TestDiagnose(t *testing.T) {
 				Message: "Waiting for 1 Worker to be scheduled: 0/18 nodes are available: 16 Insufficient nvidia.com/gpu (waiting longer than the gang-scheduling timeout of 1m0s)."},
 		},
 		"image pull error names the Worker, image and registry": {
+			next: []string{"Check the image name and tag, that the registry is reachable from the nodes, and add an imagePullSecret for a private registry."},
 			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2),
 				Workers: pods(worker("0").running(true), worker("1").waiting("ImagePullBackOff", `Back-off pulling image "ghcr.io/mpijob/openmpi:4.1"`))},
 			want: api.Status{Phase: api.PhaseStarting, Reason: ReasonImagePullFailed, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1,
 				Message: `Worker 1 (pod hello-node-0-1) cannot pull image "ghcr.io/mpijob/openmpi:4.1" from ghcr.io (ImagePullBackOff): Back-off pulling image "ghcr.io/mpijob/openmpi:4.1"`},
 		},
 		"quota exceeded after admission": {
+			next: []string{"Wait for other jobs in the namespace to finish, delete some, or ask an administrator for a larger quota."},
 			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Events: []corev1.Event{{Reason: "FailedCreate",
 				Message: `Error creating: pods "hello-node-0-1-x" is forbidden: exceeded quota: team-quota, requested: requests.nvidia.com/gpu=1, used: requests.nvidia.com/gpu=8, limited: requests.nvidia.com/gpu=8`}}},
 			want: api.Status{Phase: api.PhasePending, Reason: ReasonQuotaExceeded, Launcher: api.LauncherNotCreated, WorkersTotal: 2,
 				Message: "Pods cannot be created: ResourceQuota team-quota is used up (requested requests.nvidia.com/gpu=1, in use requests.nvidia.com/gpu=8, limit requests.nvidia.com/gpu=8)."},
 		},
 		"Workers placed, not Ready": {
+			next: []string{"Nothing to do yet; if this lasts, `kubectl mpijob describe` shows which Worker is not Ready and why."},
 			in:   Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(worker("0").running(true), worker("1").running(false))},
 			want: api.Status{Phase: api.PhaseStarting, Reason: ReasonWorkersNotReady, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1, Message: "Waiting for Workers to be Ready: 1 of 2 Ready."},
 		},
@@ -203,18 +212,21 @@ func TestDiagnose(t *testing.T) {
 			want: api.Status{Phase: api.PhaseRunning, Launcher: api.LauncherRunning, WorkersTotal: 2, WorkersReady: 2, StartTime: ptr.To(metav1.NewTime(t0)), Message: "Running on 2 Workers."},
 		},
 		"launcher deleted while Workers run": {
+			next: []string{"The job cannot finish without its Launcher: delete it and resubmit (`kubectl mpijob clone`)."},
 			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(worker("0").running(true), worker("1").running(true)),
 				Previous: &api.Status{Phase: api.PhaseRunning, Launcher: api.LauncherRunning}},
 			want: api.Status{Phase: api.PhaseRunning, Reason: ReasonLauncherDeleted, Launcher: api.LauncherDeleted, WorkersTotal: 2, WorkersReady: 2,
 				Message: "The Launcher pod was deleted while the Workers run."},
 		},
 		"launcher being deleted": {
+			next: []string{"The job cannot finish without its Launcher: delete it and resubmit (`kubectl mpijob clone`)."},
 			in: Input{TrainJob: job(1).obj(), JobSet: jobset(1), Workers: pods(worker("0").running(true)),
 				Launcher: pods(launcher().running(false).deleting())},
 			want: api.Status{Phase: api.PhaseRunning, Reason: ReasonLauncherDeleted, Launcher: api.LauncherDeleted, WorkersTotal: 1, WorkersReady: 1, StartTime: ptr.To(metav1.NewTime(t0)),
 				Message: "The Launcher pod was deleted while the Workers run."},
 		},
 		"failed after its Launcher was deleted": {
+			next: []string{"Resubmit the job (`kubectl mpijob clone`); do not delete the Launcher pod of a running job."},
 			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2),
 				Workers: pods(worker("0").running(true), worker("1").running(true)), Launcher: pods(launcher().terminated("Error", 143)),
 				Previous: &api.Status{Phase: api.PhaseRunning, Reason: ReasonLauncherDeleted, Launcher: api.LauncherDeleted}},
@@ -223,12 +235,14 @@ func TestDiagnose(t *testing.T) {
 				Message: "The Launcher pod was deleted while the Workers ran, so the job could not finish."},
 		},
 		"a deleted Launcher stays deleted while its pod ends": {
+			next: []string{"The job cannot finish without its Launcher: delete it and resubmit (`kubectl mpijob clone`)."},
 			in: Input{TrainJob: job(1).obj(), JobSet: jobset(1), Workers: pods(worker("0").running(true)),
 				Launcher: pods(launcher().terminated("Error", 137).deleting())},
 			want: api.Status{Phase: api.PhaseRunning, Reason: ReasonLauncherDeleted, Launcher: api.LauncherDeleted, WorkersTotal: 1, WorkersReady: 1,
 				StartTime: ptr.To(metav1.NewTime(t0)), Message: "The Launcher pod was deleted while the Workers run."},
 		},
 		"a deleted Launcher's pod is gone": {
+			next: []string{"The job cannot finish without its Launcher: delete it and resubmit (`kubectl mpijob clone`)."},
 			in: Input{TrainJob: job(1).obj(), JobSet: jobset(1), Workers: pods(worker("0").terminated("Completed", 0)),
 				Previous: &api.Status{Phase: api.PhaseRunning, Reason: ReasonLauncherDeleted, Launcher: api.LauncherDeleted}},
 			want: api.Status{Phase: api.PhaseRunning, Reason: ReasonLauncherDeleted, Launcher: api.LauncherDeleted, WorkersTotal: 1, WorkersReady: 1,
@@ -241,6 +255,7 @@ func TestDiagnose(t *testing.T) {
 				StartTime: ptr.To(metav1.NewTime(t0)), CompletionTime: ptr.To(metav1.NewTime(t0)), Message: "The job finished successfully on 2 Workers."},
 		},
 		"Worker OOMKilled names the Worker and its limit": {
+			next: []string{"Give each Worker more memory (a higher memory limit per worker) or run fewer slots per worker."},
 			in: Input{TrainJob: job(4).cond(trainer.TrainJobFailed, "JobSetFailed", "jobset failed").obj(), JobSet: jobset(4),
 				Workers:  pods(worker("0").running(true), worker("3").terminated("OOMKilled", 137).memLimit("4Gi"), worker("2").terminated("OOMKilled", 137)),
 				Launcher: pods(launcher().terminated("Error", 1))},
@@ -249,6 +264,7 @@ func TestDiagnose(t *testing.T) {
 				Message: "Worker 2 (pod hello-node-0-2) ran out of memory and was killed (exit code 137, OOMKilled): it has no memory limit, so the node itself ran out."},
 		},
 		"Worker evicted": {
+			next: []string{"The node ran short of a resource; set requests for memory and ephemeral storage that cover what the job uses, then resubmit."},
 			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2),
 				Workers: pods(worker("0").running(true), worker("1").evicted("The node was low on resource: memory."))},
 			want: api.Status{Phase: api.PhaseFailed, Reason: ReasonWorkerEvicted, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1,
@@ -256,11 +272,13 @@ func TestDiagnose(t *testing.T) {
 				Message:        "Worker 1 (pod hello-node-0-1) was evicted from node mpijob-node-2: The node was low on resource: memory."},
 		},
 		"deadline exceeded": {
-			in: Input{TrainJob: job(2).deadline(600).cond(trainer.TrainJobFailed, trainer.TrainJobDeadlineExceededReason, "").obj(), JobSet: jobset(2)},
+			next: []string{"Raise spec.activeDeadlineSeconds, or find out why the job is slow with `kubectl mpijob logs --all`."},
+			in:   Input{TrainJob: job(2).deadline(600).cond(trainer.TrainJobFailed, trainer.TrainJobDeadlineExceededReason, "").obj(), JobSet: jobset(2)},
 			want: api.Status{Phase: api.PhaseFailed, Reason: ReasonDeadlineExceeded, Launcher: api.LauncherNotCreated, WorkersTotal: 2,
 				CompletionTime: ptr.To(metav1.NewTime(t0)), Message: "The job ran longer than its deadline of 600s (spec.activeDeadlineSeconds) and was stopped."},
 		},
 		"ssh connection refused in the launcher log": {
+			next: []string{"Check that the Worker image starts sshd on port 2222 (the runtime's Worker command) and that no NetworkPolicy blocks traffic between the job's pods."},
 			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2), Launcher: pods(launcher().terminated("Error", 1)),
 				LauncherLog: "ssh: connect to host hello-node-0-1.hello port 2222: Connection refused\n--------\nORTE was unable to reliably start one or more daemons."},
 			want: api.Status{Phase: api.PhaseFailed, Reason: ReasonSSHConnectionRefused, Launcher: api.LauncherFailed, WorkersTotal: 2,
@@ -268,6 +286,7 @@ func TestDiagnose(t *testing.T) {
 				Message: "The Launcher could not open an SSH connection to Worker 1 (hello-node-0-1) on port 2222: the connection was refused."},
 		},
 		"host unreachable": {
+			next: []string{"Check that cluster DNS works and that the Worker pods are Running; a NetworkPolicy may block the job's pods from each other."},
 			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2), Launcher: pods(launcher().terminated("Error", 1)),
 				LauncherLog: "ssh: Could not resolve hostname hello-node-0-0.hello: Name or service not known"},
 			want: api.Status{Phase: api.PhaseFailed, Reason: ReasonHostUnreachable, Launcher: api.LauncherFailed, WorkersTotal: 2,
@@ -275,6 +294,7 @@ func TestDiagnose(t *testing.T) {
 				Message: "The Launcher could not reach Worker 0 (hello-node-0-0): the host did not resolve or did not answer."},
 		},
 		"rank exited on signal 9 is translated": {
+			next: []string{"Give each Worker more memory or run fewer slots per worker; `kubectl mpijob describe` shows each Worker's memory limit."},
 			in: Input{TrainJob: job(4).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(4), Launcher: pods(launcher().terminated("Error", 137)),
 				LauncherLog: "mpirun noticed that process rank 3 with PID 0 on node hello-node-0-3 exited on signal 9 (Killed)."},
 			want: api.Status{Phase: api.PhaseFailed, Reason: ReasonRankKilled, Launcher: api.LauncherFailed, WorkersTotal: 4,
@@ -282,6 +302,7 @@ func TestDiagnose(t *testing.T) {
 				Message: "Rank 3 on Worker 3 (hello-node-0-3) was killed (signal 9), most likely because it ran out of memory and the system stopped it to protect the node."},
 		},
 		"rank segfault": {
+			next: []string{"Read the Launcher log around the crash (`kubectl mpijob logs --all`); signal 11 is a segmentation fault in the program."},
 			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2), Launcher: pods(launcher().terminated("Error", 139)),
 				LauncherLog: "mpirun noticed that process rank 1 with PID 51 on node hello-node-0-1 exited on signal 11 (Segmentation fault)."},
 			want: api.Status{Phase: api.PhaseFailed, Reason: ReasonRankSignaled, Launcher: api.LauncherFailed, WorkersTotal: 2,
@@ -289,23 +310,45 @@ func TestDiagnose(t *testing.T) {
 				Message: "Rank 1 on Worker 1 (hello-node-0-1) crashed on signal 11 (Segmentation fault)."},
 		},
 		"launcher exit code without a known cause": {
+			next: []string{"Read the Launcher log (`kubectl mpijob logs NAME`) for the program's own error."},
 			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2), Launcher: pods(launcher().terminated("Error", 3)),
 				LauncherLog: "Traceback (most recent call last):\nValueError: bad input"},
 			want: api.Status{Phase: api.PhaseFailed, Reason: ReasonLauncherFailed, Launcher: api.LauncherFailed, WorkersTotal: 2,
 				StartTime: ptr.To(metav1.NewTime(t0)), CompletionTime: ptr.To(metav1.NewTime(t0)), Message: "The Launcher exited with code 3."},
 		},
+		"launcher killed by the node's OOM killer": {
+			next: []string{"Set the Launcher's memory request and limit to what it uses (--launcher-memory), so the scheduler reserves it.", "Ask an administrator which pods on node mpijob-node-1 use more memory than they request.", "Resubmit the job (`kubectl mpijob clone`)."},
+			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2), Launcher: pods(launcher().terminated("Error", 137)),
+				Events: []corev1.Event{{Reason: "SystemOOM", Type: corev1.EventTypeWarning, InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "mpijob-node-1"},
+					Message: "System OOM encountered, victim process: mpirun, pid: 4242", LastTimestamp: metav1.NewTime(t0)}}},
+			want: api.Status{Phase: api.PhaseFailed, Reason: ReasonLauncherOOMKilled, Launcher: api.LauncherFailed, WorkersTotal: 2,
+				StartTime: ptr.To(metav1.NewTime(t0)), CompletionTime: ptr.To(metav1.NewTime(t0)),
+				Message: "The Launcher (pod hello-launcher-0-0) was killed (exit code 137) when node mpijob-node-1 ran out of memory: the node's out-of-memory killer chose process mpirun. The Launcher has no memory limit, so what it uses is not reserved for it."},
+		},
+		"launcher killed, another node's OOM is not its cause": {
+			next: []string{"Set the Launcher's memory request and limit to what it uses (--launcher-memory), so the scheduler reserves it.", "Ask an administrator whether node mpijob-node-1 ran out of memory (its SystemOOM events).", "Read the Launcher log (`kubectl mpijob logs NAME`) for what it did last.", "Resubmit the job (`kubectl mpijob clone`)."},
+			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2), Launcher: pods(launcher().terminated("Error", 137)),
+				Events: []corev1.Event{{Reason: "SystemOOM", Type: corev1.EventTypeWarning, InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "mpijob-node-2"},
+					Message: "System OOM encountered, victim process: python, pid: 1", LastTimestamp: metav1.NewTime(t0)}}},
+			want: api.Status{Phase: api.PhaseFailed, Reason: ReasonLauncherFailed, Launcher: api.LauncherFailed, WorkersTotal: 2,
+				StartTime: ptr.To(metav1.NewTime(t0)), CompletionTime: ptr.To(metav1.NewTime(t0)),
+				Message: "The Launcher (pod hello-launcher-0-0) was killed with SIGKILL (exit code 137) without a container memory limit being hit: the node's out-of-memory killer or a process outside the job stopped it."},
+		},
 		"suspended by its owner": {
+			next: []string{"Resume it by setting spec.suspend to false."},
 			in:   Input{TrainJob: job(2).suspend().obj()},
 			want: api.Status{Phase: api.PhaseSuspended, Reason: ReasonSuspended, Launcher: api.LauncherNotCreated, WorkersTotal: 2, Message: "The job is suspended: no pods run."},
 		},
 		"admitted by the queue, not yet resumed": {
-			in: Input{TrainJob: job(2).suspend().obj(), Queue: &Queue{Name: "team-a/default", Admitted: true}},
+			next: []string{"Nothing to do: the Launcher and Workers are being created."},
+			in:   Input{TrainJob: job(2).suspend().obj(), Queue: &Queue{Name: "team-a/default", Admitted: true}},
 			want: api.Status{Phase: api.PhaseQueued, Reason: ReasonAdmitted, Launcher: api.LauncherNotCreated, WorkersTotal: 2,
 				Message:  "Admitted by queue team-a/default: the whole job fits and starts now.",
 				NextStep: "Nothing to do: the Launcher and Workers are being created."},
 		},
 		"queued with its position": {
-			in: Input{TrainJob: job(8).suspend().obj(), Queue: &Queue{Name: "team-a", Position: 3}},
+			next: []string{"Nothing to do: the job starts as soon as the queue admits it; `kubectl mpijob describe hello` shows its place in the queue."},
+			in:   Input{TrainJob: job(8).suspend().obj(), Queue: &Queue{Name: "team-a", Position: 3}},
 			want: api.Status{Phase: api.PhaseQueued, Reason: ReasonQueued, Launcher: api.LauncherNotCreated, WorkersTotal: 8, QueuePosition: ptr.To[int32](3),
 				Message: "Waiting in queue team-a at position 3 until the Launcher and 8 Workers fit at once."},
 		},
@@ -318,7 +361,13 @@ func TestDiagnose(t *testing.T) {
 			got := Diagnose(tc.in)
 			tc.want.SlotsPerWorker = 2
 			tc.want.ObservedGeneration = 1
-			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(api.Status{}, "NextStep", "LastTransitionTime")); diff != "" {
+			if len(tc.next) > 0 {
+				tc.want.NextStep = tc.next[0]
+			}
+			if len(tc.next) > 1 {
+				tc.want.NextSteps = tc.next
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(api.Status{}, "LastTransitionTime")); diff != "" {
 				t.Errorf("Diagnose (-want,+got):\n%s", diff)
 			}
 			if got.Reason != "" && got.Phase != api.PhaseRunning && got.NextStep == "" && got.Reason != ReasonLauncherNotStarted {

@@ -119,6 +119,9 @@ func explainFailure(in Input) (reason, message, next string) {
 			"The Launcher pod was deleted while the Workers ran, so the job could not finish.",
 			"Resubmit the job (`kubectl mpijob clone`); do not delete the Launcher pod of a running job."
 	}
+	if r, m, n, ok := launcherKilled(in); ok {
+		return r, m, n
+	}
 	if code, ok := launcherExitCode(in.Launcher); ok {
 		return ReasonLauncherFailed,
 			fmt.Sprintf("The Launcher exited with code %d.", code),
@@ -298,4 +301,71 @@ func sshdMissingFromEvents(in Input) (message, next string, ok bool) {
 			"Use a Worker image with sshd (build it FROM the runtime's image, see docs/runtimes.md#images), or keep the runtime's Worker image and put your own image on the Launcher only (--launcher-image).", true
 	}
 	return "", "", false
+}
+
+// systemOOM reads the kubelet's "System OOM encountered, victim process:
+// mpirun, pid: 4242" Node Event.
+var systemOOM = regexp.MustCompile(`victim process: ([^,]+)`)
+
+// launcherKilled explains a Launcher killed with SIGKILL (exit 137) that
+// its container runtime did not call OOMKilled: the node's own
+// out-of-memory killer (the kubelet then records a SystemOOM Event on the
+// Node), or a kill from outside.
+func launcherKilled(in Input) (reason, message, next string, ok bool) {
+	code, found := launcherExitCode(in.Launcher)
+	if !found || code != 137 {
+		return "", "", "", false
+	}
+	var p *corev1.Pod
+	var finished time.Time
+	for i := range in.Launcher {
+		for _, cs := range in.Launcher[i].Status.ContainerStatuses {
+			if t := cs.State.Terminated; t != nil && t.ExitCode == 137 && p == nil {
+				p, finished = &in.Launcher[i], t.FinishedAt.Time
+			}
+		}
+	}
+	if p == nil {
+		return "", "", "", false
+	}
+	for _, e := range in.Events {
+		if e.Reason != "SystemOOM" || e.InvolvedObject.Kind != "Node" || e.InvolvedObject.Name != p.Spec.NodeName {
+			continue
+		}
+		at := eventTime(e)
+		if !finished.IsZero() && (at.Before(finished.Add(-2*time.Minute)) || at.After(finished.Add(time.Minute))) {
+			continue
+		}
+		victim := "a process"
+		if m := systemOOM.FindStringSubmatch(e.Message); m != nil {
+			victim = "process " + strings.TrimSpace(m[1])
+		}
+		limit := memoryLimit(p, api.NodeContainer)
+		msg := fmt.Sprintf("The Launcher (pod %s) was killed (exit code 137) when node %s ran out of memory: the node's out-of-memory killer chose %s.", p.Name, p.Spec.NodeName, victim)
+		if limit == "" {
+			msg += " The Launcher has no memory limit, so what it uses is not reserved for it."
+		}
+		return ReasonLauncherOOMKilled, msg, ranked(
+			"Set the Launcher's memory request and limit to what it uses (--launcher-memory), so the scheduler reserves it.",
+			"Ask an administrator which pods on node "+p.Spec.NodeName+" use more memory than they request.",
+			"Resubmit the job (`kubectl mpijob clone`)."), true
+	}
+	return ReasonLauncherFailed,
+		fmt.Sprintf("The Launcher (pod %s) was killed with SIGKILL (exit code 137) without a container memory limit being hit: the node's out-of-memory killer or a process outside the job stopped it.", p.Name),
+		ranked(
+			"Set the Launcher's memory request and limit to what it uses (--launcher-memory), so the scheduler reserves it.",
+			"Ask an administrator whether node "+p.Spec.NodeName+" ran out of memory (its SystemOOM events).",
+			"Read the Launcher log (`kubectl mpijob logs NAME`) for what it did last.",
+			"Resubmit the job (`kubectl mpijob clone`)."), true
+}
+
+func eventTime(e corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	default:
+		return e.FirstTimestamp.Time
+	}
 }

@@ -15,6 +15,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -309,4 +310,43 @@ func TestEventsOfASimilarlyNamedJobStayApart(t *testing.T) {
 	if !strings.Contains(mpijob(t, "dev-a", "team-a", "events", other).out, other) {
 		t.Errorf("events of %s lack its own", other)
 	}
+}
+
+// The Workers' sshd answers the readiness probe every second; its log must
+// not fill with the probe's closed connections, and MPI still works.
+func TestWorkerLogsCarryNoProbeNoise(t *testing.T) {
+	c := framework.Get(t)
+	name := framework.UniqueName("quiet")
+	expect(t, mpijob(t, "dev-a", "team-a", "create", name, "--workers", "2", "--",
+		"sh", "-c", "sleep 8; mpirun /usr/local/bin/mpi-hello"), 0)
+	t.Cleanup(func() { mpijob(t, "dev-a", "team-a", "delete", name, "--wait=false") })
+	// Read the Workers' logs while they run (JobSet stops them once the
+	// Launcher is done): by then the probe has run several times.
+	var logs string
+	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := c.Clientset.CoreV1().Pods("team-a").List(ctx, metav1.ListOptions{LabelSelector: "jobset.sigs.k8s.io/jobset-name=" + name + ",jobset.sigs.k8s.io/replicatedjob-name=node"})
+		if err != nil || len(pods.Items) != 2 {
+			return false, nil
+		}
+		logs = ""
+		for _, p := range pods.Items {
+			if p.Status.StartTime == nil || time.Since(p.Status.StartTime.Time) < 6*time.Second || p.Status.Phase != "Running" {
+				return false, nil
+			}
+			b, err := c.Clientset.CoreV1().Pods("team-a").GetLogs(p.Name, &corev1.PodLogOptions{Container: "node"}).DoRaw(ctx)
+			if err != nil {
+				return false, nil
+			}
+			logs += string(b)
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("the Workers did not run for 6 s: %v", err)
+	}
+	if strings.Contains(logs, "kex_exchange_identification") || strings.Contains(logs, "Connection closed") {
+		t.Errorf("Worker logs carry the readiness probe's connections:\n%s", logs)
+	}
+	expect(t, mpijob(t, "dev-a", "team-a", "wait", name, "--for=Succeeded", "--timeout", "3m"), 0)
+	expect(t, mpijob(t, "dev-a", "team-a", "logs", name), 0, "allreduce over 2 ranks ok")
 }
