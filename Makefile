@@ -35,6 +35,10 @@ dev-down: $(DEV) ## Stop the local cluster and remove everything it made on this
 dev-status: $(DEV) ## Say whether the local cluster runs.
 	$(DEV) status
 
+.PHONY: dev-reload
+dev-reload: $(DEV) dashboard ## Rebuild mpijob-manager and the dashboard from this checkout and restart them in the running cluster (runtimes and roles re-applied).
+	$(DEV) reload
+
 ##@ Build
 
 .PHONY: build

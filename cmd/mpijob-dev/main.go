@@ -30,7 +30,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newUpCmd(), newDownCmd(), newStatusCmd(), newBuildCmd())
+	root.AddCommand(newUpCmd(), newDownCmd(), newStatusCmd(), newBuildCmd(), newReloadCmd())
 	return root
 }
 
@@ -109,6 +109,20 @@ func newDownCmd() *cobra.Command {
 				return err
 			}
 			return localcluster.Down(context.Background(), opts, cmd.OutOrStdout())
+		},
+	}
+}
+
+func newReloadCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "reload",
+		Short: "Rebuild mpijob-manager and the dashboard from this checkout, re-apply the runtimes and roles, and restart both in the running cluster",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts, err := options()
+			if err != nil {
+				return err
+			}
+			return localcluster.Reload(context.Background(), opts, cmd.OutOrStdout())
 		},
 	}
 }

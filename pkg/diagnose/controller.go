@@ -347,7 +347,8 @@ func (r *Reconciler) write(ctx context.Context, tj *trainer.TrainJob, s api.Stat
 
 // warning statuses ask for a person's attention.
 func warning(s api.Status) bool {
-	return s.Phase == api.PhaseFailed || s.Reason == ReasonImagePullFailed || s.Reason == ReasonQuotaExceeded || s.Reason == ReasonGangSchedulingTimout
+	return s.Phase == api.PhaseFailed || s.Reason == ReasonImagePullFailed || s.Reason == ReasonQuotaExceeded || s.Reason == ReasonGangSchedulingTimout ||
+		s.Reason == ReasonPodsRefused || s.Reason == ReasonCannotStart
 }
 
 // emit records the transition as an Event on the TrainJob.

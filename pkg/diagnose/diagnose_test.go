@@ -701,3 +701,66 @@ func TestSchedulerTruthAndCannotStart(t *testing.T) {
 		})
 	}
 }
+
+// Pods that admission refuses can never run: said at once, with the
+// policy's own words, never "waiting to be scheduled".
+func TestPodsRefused(t *testing.T) {
+	failedCreate := func(job, msg string) corev1.Event {
+		return corev1.Event{Reason: "FailedCreate", Type: corev1.EventTypeWarning, ObjectMeta: metav1.ObjectMeta{Namespace: "team-a"},
+			InvolvedObject: corev1.ObjectReference{Kind: "Job", Name: job}, Message: msg}
+	}
+	cases := map[string]struct {
+		events []corev1.Event
+		want   api.Status
+		next   []string
+	}{
+		// Captured on the local cluster: a hostPath volume in runtimePatches,
+		// namespace team-a enforcing restricted.
+		"Pod Security refuses the Workers": {
+			events: []corev1.Event{failedCreate("hello-node-0", `Error creating: pods "hello-node-0-0-gg9fs" is forbidden: violates PodSecurity "restricted:latest": restricted volume types (volume "host" uses restricted volume type "hostPath")`)},
+			want: api.Status{Phase: api.PhasePending, Reason: ReasonPodsRefused,
+				Message: `The job can never start: namespace team-a's Pod Security level "restricted" refuses the Workers' pods: restricted volume types (volume "host" uses restricted volume type "hostPath").`},
+			next: []string{
+				`Remove from the job what Pod Security level "restricted" forbids (restricted volume types (volume "host" uses restricted volume type "hostPath")): it comes from the job's runtimePatches or its runtime's pod template; then resubmit.`,
+				"Delete this job: a queue keeps its quota while it waits.",
+				"Or ask an administrator for a namespace whose Pod Security level allows it."},
+		},
+		"Pod Security refuses the Launcher": {
+			events: []corev1.Event{failedCreate("hello-launcher-0", `Error creating: pods "hello-launcher-0-0-x" is forbidden: violates PodSecurity "baseline:latest": privileged (container "node" must not set securityContext.privileged=true)`)},
+			want: api.Status{Phase: api.PhasePending, Reason: ReasonPodsRefused,
+				Message: `The job can never start: namespace team-a's Pod Security level "baseline" refuses the Launcher's pod: privileged (container "node" must not set securityContext.privileged=true).`},
+			next: []string{
+				`Remove from the job what Pod Security level "baseline" forbids (privileged (container "node" must not set securityContext.privileged=true)): it comes from the job's runtimePatches or its runtime's pod template; then resubmit.`,
+				"Delete this job: a queue keeps its quota while it waits.",
+				"Or ask an administrator for a namespace whose Pod Security level allows it."},
+		},
+		"a policy webhook refuses the Workers": {
+			events: []corev1.Event{failedCreate("hello-node-0", `Error creating: admission webhook "validation.gatekeeper.sh" denied the request: [allowed-repos] container <node> has an invalid image repo <evil.io/x>`)},
+			want: api.Status{Phase: api.PhasePending, Reason: ReasonPodsRefused,
+				Message: `The job can never start: admission webhook validation.gatekeeper.sh refuses the Workers' pods: [allowed-repos] container <node> has an invalid image repo <evil.io/x>.`},
+			next: []string{"Change the job as the webhook says, then resubmit.", "Delete this job: a queue keeps its quota while it waits.",
+				"Or ask an administrator about the policy behind webhook validation.gatekeeper.sh."},
+		},
+		"a quota refusal is not a policy refusal": {
+			events: []corev1.Event{failedCreate("hello-node-0", `Error creating: pods "hello-node-0-0-x" is forbidden: exceeded quota: team-a, requested: cpu=2, used: cpu=7, limited: cpu=8`)},
+			want: api.Status{Phase: api.PhasePending, Reason: ReasonQuotaExceeded,
+				Message: "Pods cannot be created: ResourceQuota team-a is used up (requested cpu=2, in use cpu=7, limit cpu=8)."},
+			next: []string{"Wait for other jobs in the namespace to finish, delete some, or ask an administrator for a larger quota."},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tj := job(2).obj()
+			tj.Namespace = "team-a"
+			got := Diagnose(Input{TrainJob: tj, JobSet: jobset(2), Events: tc.events, Now: t0})
+			tc.want.Launcher, tc.want.WorkersTotal, tc.want.SlotsPerWorker, tc.want.ObservedGeneration = api.LauncherNotCreated, 2, 2, 1
+			tc.want.NextStep = tc.next[0]
+			if len(tc.next) > 1 {
+				tc.want.NextSteps = tc.next
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(api.Status{}, "LastTransitionTime")); diff != "" {
+				t.Errorf("Diagnose (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

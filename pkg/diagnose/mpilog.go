@@ -20,6 +20,9 @@ const (
 	ReasonTransportError     = "TransportError"
 	// ReasonCannotStart: nothing that frees up lets the job start.
 	ReasonCannotStart = "CannotStart"
+	// ReasonPodsRefused: admission refuses the job's pods (Pod Security,
+	// a policy webhook, an invalid pod); retrying cannot change it.
+	ReasonPodsRefused = "PodsRefused"
 )
 
 // programRules come before the infrastructure rules (logRules): each

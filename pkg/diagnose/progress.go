@@ -19,6 +19,9 @@ func explainProgress(in Input, s api.Status) (api.Phase, string, string, string)
 	if r, m, n, ok := quotaExceeded(in.Events); ok {
 		return api.PhasePending, r, m, n
 	}
+	if r, m, n, ok := podsRefused(in); ok {
+		return api.PhasePending, r, m, n
+	}
 	if in.JobSet == nil {
 		return api.PhasePending, ReasonJobSetNotCreated, "Trainer has not created the job's pods yet.",
 			"Wait a few seconds; if this lasts, check that the Trainer controller runs and read `kubectl mpijob events`."
@@ -112,6 +115,57 @@ func quotaExceeded(events []corev1.Event) (reason, message, next string, ok bool
 		}
 		return ReasonQuotaExceeded, msg,
 			"Wait for other jobs in the namespace to finish, delete some, or ask an administrator for a larger quota.", true
+	}
+	return "", "", "", false
+}
+
+var (
+	// psaRefusal reads the Pod Security admission's refusal: `pods "x" is
+	// forbidden: violates PodSecurity "restricted:latest": ...`.
+	psaRefusal = regexp.MustCompile(`violates PodSecurity "([^":]+)(?::[^"]*)?": (.+)$`)
+	// webhookRefusal reads another admission webhook's: `admission webhook
+	// "x" denied the request: ...`.
+	webhookRefusal = regexp.MustCompile(`admission webhook "([^"]+)" denied the request: (.+)$`)
+)
+
+// podsRefused finds pod creations that admission refuses for a reason no
+// wait can change (Pod Security, a policy webhook, an invalid pod): the
+// Job retries, the queue keeps the job's quota, and nothing ever runs.
+func podsRefused(in Input) (reason, message, next string, ok bool) {
+	for _, e := range in.Events {
+		if e.Reason != "FailedCreate" || e.InvolvedObject.Kind != "Job" || strings.Contains(e.Message, "exceeded quota") {
+			continue
+		}
+		text := strings.TrimSpace(strings.TrimPrefix(e.Message, "Error creating: "))
+		whose := "the Workers' pods"
+		if in.TrainJob != nil && strings.HasPrefix(e.InvolvedObject.Name, in.TrainJob.Name+"-"+api.LauncherJob+"-") {
+			whose = "the Launcher's pod"
+		}
+		ns := e.Namespace
+		if ns == "" && in.TrainJob != nil {
+			ns = in.TrainJob.Namespace
+		}
+		release := "Delete this job: a queue keeps its quota while it waits."
+		if m := psaRefusal.FindStringSubmatch(text); m != nil {
+			detail := strings.TrimSuffix(m[2], ".")
+			return ReasonPodsRefused,
+				fmt.Sprintf("The job can never start: namespace %s's Pod Security level %q refuses %s: %s.", ns, m[1], whose, detail),
+				ranked(
+					fmt.Sprintf("Remove from the job what Pod Security level %q forbids (%s): it comes from the job's runtimePatches or its runtime's pod template; then resubmit.", m[1], detail),
+					release,
+					"Or ask an administrator for a namespace whose Pod Security level allows it."), true
+		}
+		if m := webhookRefusal.FindStringSubmatch(text); m != nil {
+			return ReasonPodsRefused,
+				fmt.Sprintf("The job can never start: admission webhook %s refuses %s: %s.", m[1], whose, strings.TrimSuffix(trimMessage(m[2], 300), ".")),
+				ranked("Change the job as the webhook says, then resubmit.", release,
+					"Or ask an administrator about the policy behind webhook "+m[1]+"."), true
+		}
+		if strings.Contains(text, "forbidden") || strings.Contains(text, "Invalid value") || strings.Contains(text, "is invalid") {
+			return ReasonPodsRefused,
+				fmt.Sprintf("The job can never start: %s cannot be created: %s.", whose, strings.TrimSuffix(trimMessage(text, 400), ".")),
+				ranked("Fix what the message names in the job (or its runtime), then resubmit.", release), true
+		}
 	}
 	return "", "", "", false
 }

@@ -131,6 +131,21 @@ func (w *TrainJobWrapper) OnKwokNodes() *TrainJobWrapper {
 	return w
 }
 
+// PatchWorkers adds a runtime patch of the Workers' pod spec (volumes,
+// node selector, tolerations, containers), as a user's runtimePatches do.
+func (w *TrainJobWrapper) PatchWorkers(spec trainer.PodSpecPatch) *TrainJobWrapper {
+	w.Spec.RuntimePatches = append(w.Spec.RuntimePatches, trainer.RuntimePatch{
+		Manager: "mpijob.dev/e2e-workers",
+		TrainingRuntimeSpec: &trainer.TrainingRuntimeSpecPatch{Template: &trainer.JobSetTemplatePatch{Spec: &trainer.JobSetSpecPatch{
+			ReplicatedJobs: []trainer.ReplicatedJobPatch{{
+				Name:     "node",
+				Template: &trainer.JobTemplatePatch{Spec: &trainer.JobSpecPatch{Template: &trainer.PodTemplatePatch{Spec: &spec}}},
+			}},
+		}}},
+	})
+	return w
+}
+
 // Obj returns the TrainJob.
 func (w *TrainJobWrapper) Obj() *trainer.TrainJob { return &w.TrainJob }
 

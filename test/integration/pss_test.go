@@ -14,6 +14,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/diagnose"
 	"github.com/mpijob/mpijob/test/framework"
 )
 
@@ -49,5 +51,31 @@ func TestRuntimesPassPodSecurityRestricted(t *testing.T) {
 		if got := c.WaitForTrainJob(t, "team-a", name, 3*time.Minute, trainer.TrainJobComplete, trainer.TrainJobFailed); got != trainer.TrainJobComplete {
 			t.Errorf("%s job in team-a ended %s", runtime, got)
 		}
+	}
+}
+
+// Worker pods that Pod Security refuses (a hostPath volume in the job's
+// runtimePatches, team-a enforcing restricted) are said to never start,
+// with the policy's own words, not "waiting to be scheduled".
+func TestPodSecurityRefusalIsDiagnosed(t *testing.T) {
+	c := framework.Get(t)
+	devA := c.As(t, "dev-a")
+	name := framework.UniqueName("psa")
+	job := framework.MakeTrainJob(name, "team-a", "mpi-openmpi").NumNodes(2).PatchWorkers(trainer.PodSpecPatch{
+		Volumes:    []corev1.Volume{{Name: "host", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/tmp"}}}},
+		Containers: []trainer.ContainerPatch{{Name: "node", VolumeMounts: []corev1.VolumeMount{{Name: "host", MountPath: "/host"}}}},
+	}).Obj()
+	if err := devA.Create(context.Background(), job); err != nil {
+		t.Fatalf("dev-a could not create the job: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), job) })
+	s := c.WaitForStatus(t, "team-a", name, time.Minute, func(s api.Status) bool { return s.Reason == diagnose.ReasonPodsRefused })
+	for _, want := range []string{`Pod Security level "restricted"`, "the Workers' pods", `volume "host" uses restricted volume type "hostPath"`} {
+		if !strings.Contains(s.Message, want) {
+			t.Errorf("message %q lacks %q", s.Message, want)
+		}
+	}
+	if s.Phase != api.PhasePending || len(s.NextSteps) < 2 || !strings.Contains(s.NextStep, "runtimePatches") {
+		t.Errorf("phase %s, next steps %q: want Pending with ranked steps naming runtimePatches", s.Phase, s.NextSteps)
 	}
 }
