@@ -198,6 +198,19 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 			}
 		}
 	}
+	// A Worker that stopped while the Launcher runs is gone at once: the
+	// kubelet's "Killing" Event still names its pod and node.
+	if launcherState(in) == api.LauncherRunning && int32(len(in.Workers)) < workersTotal(in) {
+		evs := &corev1.EventList{}
+		if err := r.Reader.List(ctx, evs, client.InNamespace(tj.Namespace), client.MatchingFieldsSelector{
+			Selector: fields.OneTermEqualSelector("reason", "Killing")}); err == nil {
+			for _, e := range evs.Items {
+				if e.InvolvedObject.Kind == "Pod" && api.IsJobObject(tj.Name, "Pod", e.InvolvedObject.Name) {
+					in.Events = append(in.Events, e)
+				}
+			}
+		}
+	}
 	// A failed job's pods may be gone (JobSet removes a failed job's
 	// children): their Warning "Failed" Events still say why a container
 	// did not start.

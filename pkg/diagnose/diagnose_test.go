@@ -764,3 +764,66 @@ func TestPodsRefused(t *testing.T) {
 		})
 	}
 }
+
+// A Worker that stops while the Launcher runs (a drain, a delete) is named
+// at once, and stays the reason when mpirun then fails.
+func TestWorkerLostWhileTheLauncherRuns(t *testing.T) {
+	running := launcher().running(true)
+	evictedPod := worker("1").running(true).deleting()
+	evictedPod.Spec.NodeName = "mpijob-node-2"
+	evictedPod.Status.Phase = corev1.PodSucceeded
+	evictedPod.Status.Conditions = append(evictedPod.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI"})
+	killing := corev1.Event{Reason: "Killing", InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "hello-node-0-1-x7bg2"}, Source: corev1.EventSource{Host: "mpijob-node-2"}}
+	steps := []string{
+		"Resubmit the job (`kubectl mpijob clone NAME NEW`); delete this one, its Launcher and other Workers hold their resources until mpirun gives up.",
+		"Ask an administrator to drain nodes only when no MPI job runs there, or to protect running Workers with a PodDisruptionBudget."}
+	cases := map[string]struct {
+		in      Input
+		phase   api.Phase
+		reason  string
+		message string
+	}{
+		"evicted through the API, pod still terminating": {
+			in:      Input{TrainJob: job(2).obj(), JobSet: jobset(2), Launcher: pods(running), Workers: pods(worker("0").running(true), evictedPod)},
+			phase:   api.PhaseRunning, reason: ReasonWorkerEvicted,
+			message: "Worker 1 (pod hello-node-0-1 on node mpijob-node-2) was evicted through the API (a node drain) while the Launcher ran: MPI cannot go on without it, and its Job does not replace a Worker that stopped cleanly.",
+		},
+		"gone: named from the kubelet's Killing Event": {
+			in:      Input{TrainJob: job(2).obj(), JobSet: jobset(2), Launcher: pods(running), Workers: pods(worker("0").running(true)), Events: []corev1.Event{killing}},
+			phase:   api.PhaseRunning, reason: ReasonWorkerEvicted,
+			message: "Worker 1 (pod hello-node-0-1-x7bg2 on node mpijob-node-2) was deleted or evicted through the API (a node drain) while the Launcher ran: MPI cannot go on without it, and its Job does not replace a Worker that stopped cleanly.",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tc.in.Now = t0
+			got := Diagnose(tc.in)
+			if got.Phase != tc.phase || got.Reason != tc.reason || (tc.message != "" && got.Message != tc.message) {
+				t.Fatalf("got %s/%s %q\nwant %s/%s %q", got.Phase, got.Reason, got.Message, tc.phase, tc.reason, tc.message)
+			}
+			if tc.reason != "" {
+				if diff := cmp.Diff(steps, got.NextSteps); diff != "" {
+					t.Errorf("next steps (-want,+got):\n%s", diff)
+				}
+			}
+		})
+	}
+	if got := Diagnose(Input{TrainJob: job(2).obj(), JobSet: jobset(2), Launcher: pods(running), Now: t0,
+		Workers: pods(worker("0").running(true), worker("1").terminated("Error", 1))}); got.Reason == ReasonWorkerEvicted {
+		t.Errorf("a Worker whose program failed is called lost: %q", got.Message)
+	}
+	// mpirun then fails (it cannot reach the Worker): the lost Worker stays
+	// the reason.
+	prev := Diagnose(Input{TrainJob: job(2).obj(), JobSet: jobset(2), Launcher: pods(running), Workers: pods(worker("0").running(true)), Events: []corev1.Event{killing}, Now: t0})
+	// First the Launcher fails while Trainer finishes the job.
+	finishing := Diagnose(Input{TrainJob: job(2).obj(), JobSet: jobset(2), Previous: &prev, Launcher: pods(launcher().terminated("Error", 1)), Workers: pods(worker("0").running(true)), Now: t0})
+	if finishing.Reason != ReasonWorkerEvicted || finishing.Message != prev.Message || len(finishing.NextSteps) != 2 {
+		t.Errorf("while Trainer finishes the job: %s %q %q, want the lost Worker with its 2 steps", finishing.Reason, finishing.Message, finishing.NextSteps)
+	}
+	prev = finishing
+	failed := Diagnose(Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2), Previous: &prev,
+		Launcher: pods(launcher().terminated("Error", 1)), LauncherLog: "ssh: Could not resolve hostname hello-node-0-1.hello: Name or service not known", Now: t0})
+	if failed.Phase != api.PhaseFailed || failed.Reason != ReasonWorkerEvicted || failed.Message != prev.Message {
+		t.Errorf("after mpirun failed: %s/%s %q, want Failed/%s %q", failed.Phase, failed.Reason, failed.Message, ReasonWorkerEvicted, prev.Message)
+	}
+}

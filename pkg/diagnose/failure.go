@@ -91,6 +91,12 @@ func explainFailure(in Input) (reason, message, next string) {
 			fmt.Sprintf("The job ran longer than its deadline of %ds (spec.activeDeadlineSeconds) and was stopped.", tj.Spec.ActiveDeadlineSeconds),
 			"Raise spec.activeDeadlineSeconds, or find out why the job is slow with `kubectl mpijob logs --all`."
 	}
+	// A Worker lost while the Launcher ran is why mpirun then failed.
+	if in.Previous != nil && in.Previous.Phase == api.PhaseRunning && in.Previous.Reason == ReasonWorkerEvicted {
+		return ReasonWorkerEvicted, in.Previous.Message, ranked(
+			"Resubmit the job (`kubectl mpijob clone NAME NEW`).",
+			"Ask an administrator to drain nodes only when no MPI job runs there, or to protect running Workers with a PodDisruptionBudget.")
+	}
 	for _, p := range sortedByIndex(in.Workers) {
 		if r, m, n, ok := podFailure(p, workerName(p), ReasonWorkerOOMKilled, ReasonWorkerEvicted); ok {
 			return r, m, n

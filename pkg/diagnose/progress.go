@@ -34,6 +34,20 @@ func explainProgress(in Input, s api.Status) (api.Phase, string, string, string)
 		}
 		return phase, r, m, n
 	}
+	switch s.Launcher {
+	case api.LauncherRunning:
+		if m, n, ok := workerLost(in, s.WorkersTotal); ok {
+			return api.PhaseRunning, ReasonWorkerEvicted, m, n
+		}
+	case api.LauncherFailed:
+		// The Launcher ran, so every Worker had been placed: Workers that
+		// are gone now are being stopped, not waiting to be scheduled.
+		if p := in.Previous; p != nil && p.Reason == ReasonWorkerEvicted && p.Phase == api.PhaseRunning {
+			// mpirun failed because a Worker was lost: that stays the news.
+			return api.PhaseRunning, ReasonWorkerEvicted, p.Message, ranked(append([]string{p.NextStep}, p.NextSteps[min(1, len(p.NextSteps)):]...)...)
+		}
+		return api.PhaseRunning, ReasonLauncherFailed, "The Launcher failed; Trainer is finishing the job.", ""
+	}
 	if waiting := unscheduled(in.Workers); waiting > 0 || int32(len(in.Workers)) < s.WorkersTotal {
 		if waiting == 0 {
 			waiting = int(s.WorkersTotal) - len(in.Workers)
@@ -315,4 +329,80 @@ func neverPlaced(in Input, sched string) (message, next string, ok bool) {
 			fmt.Sprintf("Use at most %d Workers with more slots per worker: kubectl mpijob clone NAME NEW --workers %d --slots-per-worker N.", nodes, nodes),
 			"Delete this job: its placed Workers hold their resources while it waits.",
 			"Or ask an administrator for more nodes (or a runtime without the one-Worker-per-node rule)."), true
+}
+
+// workerLost finds a Worker that stopped while the Launcher runs: deleted,
+// or evicted through the API (a node drain). sshd exits 0 on SIGTERM, so
+// its Job counts the index as completed and never replaces it; MPI cannot
+// go on without it. (Once the Launcher ran, every Worker had been Ready.)
+func workerLost(in Input, total int32) (message, next string, ok bool) {
+	byIndex := map[string]*corev1.Pod{}
+	for _, p := range sortedByIndex(in.Workers) {
+		byIndex[p.Labels[completionIndexLabel]] = p
+	}
+	for i := 0; i < int(total); i++ {
+		idx := strconv.Itoa(i)
+		p := byIndex[idx]
+		var who, how string
+		switch {
+		case p == nil:
+			who, how = "Worker "+idx, "was deleted or evicted through the API (a node drain)"
+			// The kubelet's "Killing" Event names the pod and its node.
+			for _, e := range in.Events {
+				if e.Reason == "Killing" && e.InvolvedObject.Kind == "Pod" && in.TrainJob != nil &&
+					strings.HasPrefix(e.InvolvedObject.Name, in.TrainJob.Name+"-"+api.WorkerJob+"-0-"+idx+"-") {
+					who = fmt.Sprintf("Worker %s (pod %s", idx, e.InvolvedObject.Name)
+					if e.Source.Host != "" {
+						who += " on node " + e.Source.Host
+					}
+					who += ")"
+				}
+			}
+		case p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || (p.Status.Phase == corev1.PodFailed && disrupted(p)):
+			who, how = workerName(p), "was deleted"
+			if p.Spec.NodeName != "" {
+				who = strings.TrimSuffix(who, ")") + " on node " + p.Spec.NodeName + ")"
+			}
+			for _, c := range p.Status.Conditions {
+				if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+					switch c.Reason {
+					case "EvictionByEvictionAPI":
+						how = "was evicted through the API (a node drain)"
+					case "PreemptionByScheduler":
+						how = "was preempted by a higher-priority pod"
+					case "DeletionByTaintManager":
+						how = "was removed from its node by a NoExecute taint"
+					case "TerminationByKubelet":
+						how = "was stopped by its node's kubelet (node shutdown or pressure)"
+					default:
+						how = "was disrupted (" + c.Reason + ")"
+					}
+				}
+			}
+			if p.Status.Reason == "Evicted" {
+				how = "was evicted by its node: " + trimMessage(p.Status.Message, 200)
+			}
+		default:
+			continue
+		}
+		return fmt.Sprintf("%s %s while the Launcher ran: MPI cannot go on without it, and its Job does not replace a Worker that stopped cleanly.", capitalize(who), how),
+			ranked(
+				"Resubmit the job (`kubectl mpijob clone NAME NEW`); delete this one, its Launcher and other Workers hold their resources until mpirun gives up.",
+				"Ask an administrator to drain nodes only when no MPI job runs there, or to protect running Workers with a PodDisruptionBudget."), true
+	}
+	return "", "", false
+}
+
+// disrupted reports a pod the control plane stopped (an eviction, a
+// preemption, a taint) rather than one whose program failed.
+func disrupted(p *corev1.Pod) bool {
+	if p.Status.Reason == "Evicted" {
+		return true
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }

@@ -10,7 +10,9 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -59,6 +61,39 @@ func TestDiagnosisOfLifecycleFailures(t *testing.T) {
 			t.Errorf("status %s %q, want %s", s.Reason, s.Message, diagnose.ReasonLauncherDeleted)
 		}
 	})
+}
+
+// A Worker evicted through the API (as a node drain does) while the
+// Launcher runs is named with its node at once, and stays the reason when
+// mpirun then fails: sshd exits 0 on SIGTERM, so the Job never replaces it.
+func TestWorkerEvictedThroughTheAPI(t *testing.T) {
+	c := framework.Get(t)
+	ctx := context.Background()
+	ns := c.NewNamespace(t, "drain")
+	job := framework.MakeTrainJob("drained", ns, "mpi-openmpi").NumNodes(2).
+		Command("sh", "-c", "sleep 25; mpirun /usr/local/bin/mpi-hello").Obj()
+	if err := c.Client.Create(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitForStatus(t, ns, "drained", 2*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseRunning })
+	var node string
+	for _, p := range c.JobPods(t, ns, "drained", "node") {
+		if p.Labels["batch.kubernetes.io/job-completion-index"] != "1" {
+			continue
+		}
+		node = p.Spec.NodeName
+		if err := c.Clientset.CoreV1().Pods(ns).EvictV1(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: ns}}); err != nil {
+			t.Fatalf("evict %s: %v", p.Name, err)
+		}
+	}
+	s := c.WaitForStatus(t, ns, "drained", time.Minute, func(s api.Status) bool { return s.Reason == diagnose.ReasonWorkerEvicted })
+	if s.Phase != api.PhaseRunning || !strings.Contains(s.Message, "Worker 1 (pod drained-node-0-1-") || !strings.Contains(s.Message, "on node "+node) || len(s.NextSteps) != 2 {
+		t.Errorf("while the Launcher runs: %s/%s %q %q, want Running naming Worker 1, node %s and 2 next steps", s.Phase, s.Reason, s.Message, s.NextSteps, node)
+	}
+	s = c.WaitForStatus(t, ns, "drained", 2*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseFailed })
+	if s.Reason != diagnose.ReasonWorkerEvicted || !strings.Contains(s.Message, "Worker 1") {
+		t.Errorf("after mpirun failed: %s %q, want %s naming Worker 1", s.Reason, s.Message, diagnose.ReasonWorkerEvicted)
+	}
 }
 
 // A runtime's gang-scheduling timeout turns a job whose Workers cannot all
