@@ -240,7 +240,7 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 	// Free capacity explains why the scheduler cannot place Workers; it
 	// is read only after the scheduler said so.
 	if unschedulable(in.Workers) > 0 {
-		in.Nodes = r.freeCapacity(ctx)
+		in.Nodes, in.AllNodes = r.freeCapacity(ctx)
 	}
 	if q, err := queue.Lookup(ctx, r.Reader, tj.Namespace, tj.Labels, tj.UID); err != nil {
 		log.V(1).Info("cannot read the job's queue", "err", err)
@@ -252,6 +252,13 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 	}
 
 	s := Diagnose(in)
+	if generic(s) {
+		tail := in.LauncherLog
+		if len(tail) > 300 {
+			tail = tail[len(tail)-300:]
+		}
+		log.Info("failure explained by the exit code only", "logBytes", len(in.LauncherLog), "logTail", tail)
+	}
 	if !hadPrev || prev.Phase != s.Phase || prev.Reason != s.Reason {
 		// Every transition gets its Event and metrics at once, even one
 		// that lasts less than the wait before the next status write.
@@ -396,6 +403,7 @@ func (r *Reconciler) launcherLog(ctx context.Context, p *corev1.Pod) string {
 		if err == nil {
 			return string(b)
 		}
+		ctrl.LoggerFrom(ctx).Info("cannot read the Launcher's log", "pod", p.Name, "try", try+1, "err", err.Error())
 		select {
 		case <-ctx.Done():
 			return ""
@@ -415,18 +423,18 @@ func generic(s api.Status) bool {
 }
 
 // freeCapacity is every schedulable node's allocatable minus the requests
-// of the pods bound to it.
-func (r *Reconciler) freeCapacity(ctx context.Context) []NodeFree {
+// of the pods bound to it, and every node as it is.
+func (r *Reconciler) freeCapacity(ctx context.Context) ([]NodeFree, []corev1.Node) {
 	nodes := &corev1.NodeList{}
 	if err := r.Reader.List(ctx, nodes); err != nil {
-		return nil
+		return nil, nil
 	}
 	pods := &corev1.PodList{}
 	if err := r.Reader.List(ctx, pods, client.MatchingFieldsSelector{Selector: fields.AndSelectors(
 		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
 		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
 		fields.OneTermNotEqualSelector("spec.nodeName", ""))}); err != nil {
-		return nil
+		return nil, nodes.Items
 	}
 	used := map[string]corev1.ResourceList{}
 	for i := range pods.Items {
@@ -460,7 +468,7 @@ func (r *Reconciler) freeCapacity(ctx context.Context) []NodeFree {
 		}
 		out = append(out, NodeFree{Name: n.Name, Free: free})
 	}
-	return out
+	return out, nodes.Items
 }
 
 func nodeIsReady(n *corev1.Node) bool {

@@ -85,6 +85,9 @@ type Input struct {
 	LauncherLog string
 	// Nodes and their free capacity, to explain why Workers do not fit.
 	Nodes []NodeFree
+	// AllNodes are the cluster's nodes (ready or not, cordoned or not), to
+	// tell a job that waits for capacity from one no node could ever take.
+	AllNodes []corev1.Node
 	// Queue is nil when no queueing system manages the job.
 	Queue *Queue
 	// Previous is the last Status written, to see what changed.
@@ -127,6 +130,8 @@ func Diagnose(in Input) api.Status {
 			s.NextStep = ranked(
 				"Delete the job and create it again with a queue that exists (kubectl get localqueues -n "+tj.Namespace+"; --queue).",
 				"Or ask an administrator to create LocalQueue "+lq+" in namespace "+tj.Namespace+".")
+		} else if m, next, ok := neverAdmitted(in); ok {
+			s.Phase, s.Reason, s.Message, s.NextStep = api.PhaseQueued, ReasonCannotStart, m, next
 		} else if in.Queue != nil && !in.Queue.Admitted {
 			s.Phase, s.Reason = api.PhaseQueued, ReasonQueued
 			whole := "the Launcher and " + plural(int(s.WorkersTotal), "Worker", "Workers")
@@ -380,3 +385,34 @@ func userSuspended(in Input) bool {
 
 // missingQueue is Kueue's word for a LocalQueue that does not exist.
 var missingQueue = regexp.MustCompile(`(?i)LocalQueue \S+ (?:doesn't|does not) exist`)
+
+var (
+	// kueueNoResource: no flavor of the ClusterQueue has the resource.
+	kueueNoResource = regexp.MustCompile(`resource (\S+) unavailable in ClusterQueue`)
+	// kueueOverMax: more than the ClusterQueue could ever lend the job.
+	kueueOverMax = regexp.MustCompile(`insufficient quota for (\S+) in flavor (\S+), .*current podset request \(([^)]+)\) > maximum capacity \(([^)]+)\)`)
+)
+
+// neverAdmitted reads Kueue's reasons that no finished job can change: the
+// ClusterQueue has no quota for a resource the job asks for, or less than
+// the job asks for even with everything it may borrow.
+func neverAdmitted(in Input) (message, next string, ok bool) {
+	q := in.Queue
+	if q == nil || q.Admitted || strings.Contains(q.Message, "insufficient unused quota") {
+		return "", "", false
+	}
+	if m := kueueNoResource.FindStringSubmatch(q.Message); m != nil {
+		return fmt.Sprintf("The job can never start: queue %s has no quota for %s, which the job asks for (Kueue: %s).", q.Name, m[1], q.Message),
+			ranked(
+				fmt.Sprintf("Check the resource name %s (GPUs are nvidia.com/gpu or amd.com/gpu), or remove it from the job, and resubmit.", m[1]),
+				"Or submit to a queue whose ClusterQueue covers "+m[1]+" (kubectl get localqueues).",
+				"Or ask an administrator to add "+m[1]+" to the ClusterQueue's resource groups."), true
+	}
+	if m := kueueOverMax.FindStringSubmatch(q.Message); m != nil {
+		return fmt.Sprintf("The job can never start: it asks for %s %s, more than queue %s could ever admit (at most %s in flavor %s, borrowing included).", m[3], m[1], q.Name, m[4], m[2]),
+			ranked(
+				fmt.Sprintf("Ask for at most %s %s in all: fewer Workers or less per Worker (kubectl mpijob clone NAME NEW --workers N).", m[4], m[1]),
+				"Or ask an administrator for a larger ClusterQueue quota."), true
+	}
+	return "", "", false
+}

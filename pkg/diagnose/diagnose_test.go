@@ -669,6 +669,21 @@ func TestSchedulerTruthAndCannotStart(t *testing.T) {
 				Workers: pods(placed, sched("0/18 nodes are available: 2 node(s) didn't match pod anti-affinity rules, 16 Insufficient cpu."))},
 			reason: ReasonUnschedulable,
 		},
+		"a resource the ClusterQueue has no quota for": {
+			in: Input{TrainJob: job(1).suspend().obj(), Queue: &Queue{Name: "team-a/default",
+				Message: "couldn't assign flavors to pod set node: resource example.com/fpga unavailable in ClusterQueue"}},
+			reason: ReasonCannotStart, contains: []string{"queue team-a/default has no quota for example.com/fpga"}, nextSteps: 3,
+		},
+		"more than the ClusterQueue could ever admit": {
+			in: Input{TrainJob: job(3).suspend().obj(), Queue: &Queue{Name: "team-a/default",
+				Message: "couldn't assign flavors to pod set node: insufficient quota for nvidia.com/gpu in flavor gpu, previously considered podsets requests (0) + current podset request (24) > maximum capacity (16)"}},
+			reason: ReasonCannotStart, contains: []string{"asks for 24 nvidia.com/gpu, more than queue team-a/default could ever admit (at most 16 in flavor gpu"}, nextSteps: 2,
+		},
+		"over the unused quota only: waiting": {
+			in: Input{TrainJob: job(3).suspend().obj(), Queue: &Queue{Name: "team-a/default",
+				Message: "couldn't assign flavors to pod set node: insufficient unused quota for nvidia.com/gpu in flavor gpu, 8 more needed"}},
+			reason: ReasonQueued,
+		},
 		"a queue that does not exist": {
 			in: Input{TrainJob: func() *trainer.TrainJob {
 				tj := job(2).suspend().obj()
@@ -825,5 +840,88 @@ func TestWorkerLostWhileTheLauncherRuns(t *testing.T) {
 		Launcher: pods(launcher().terminated("Error", 1)), LauncherLog: "ssh: Could not resolve hostname hello-node-0-1.hello: Name or service not known", Now: t0})
 	if failed.Phase != api.PhaseFailed || failed.Reason != ReasonWorkerEvicted || failed.Message != prev.Message {
 		t.Errorf("after mpirun failed: %s/%s %q, want Failed/%s %q", failed.Phase, failed.Reason, failed.Message, ReasonWorkerEvicted, prev.Message)
+	}
+}
+
+// A job no node could ever take, even with the cluster empty, is
+// CannotStart with the reason; a job that only waits for capacity is not.
+func TestNeverFits(t *testing.T) {
+	node := func(name string, alloc corev1.ResourceList, labels map[string]string, taints ...corev1.Taint) corev1.Node {
+		return corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}, Spec: corev1.NodeSpec{Taints: taints}, Status: corev1.NodeStatus{Allocatable: alloc}}
+	}
+	cpu := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi")}
+	gpu := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"), "nvidia.com/gpu": resource.MustParse("8")}
+	fake := corev1.Taint{Key: "kwok.x-k8s.io/node", Value: "fake", Effect: corev1.TaintEffectNoSchedule}
+	cluster := []corev1.Node{
+		node("mpijob-node-1", cpu, map[string]string{"type": "real"}), node("mpijob-node-2", cpu, map[string]string{"type": "real"}),
+		node("kwok-gpu-01", gpu, map[string]string{"type": "kwok"}, fake), node("kwok-gpu-02", gpu, map[string]string{"type": "kwok"}, fake),
+	}
+	waitingWorker := func(mut func(*corev1.Pod)) *podW {
+		w := worker("1")
+		w.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+		mut(&w.Pod)
+		return w
+	}
+	tolerate := func(p *corev1.Pod) {
+		p.Spec.Tolerations = []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpEqual, Value: "fake", Effect: corev1.TaintEffectNoSchedule}}
+	}
+	cases := map[string]struct {
+		worker  *podW
+		reason  string
+		message string
+		first   string
+	}{
+		"GPUs only on tainted nodes the Workers do not tolerate": {
+			worker:  waitingWorker(func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse("1") }),
+			reason:  ReasonCannotStart,
+			message: "The job can never start: no node could take a Worker even if the cluster were empty: 2 nodes carry taint kwok.x-k8s.io/node=fake:NoSchedule, which the Workers do not tolerate; 2 nodes have no nvidia.com/gpu.",
+			first:   "If the Workers belong on the nodes with taint kwok.x-k8s.io/node=fake:NoSchedule, use a runtime that tolerates it (`kubectl mpijob runtimes list`) or add the toleration in the job's runtimePatches.",
+		},
+		"a node selector no node has": {
+			worker:  waitingWorker(func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"disktype": "ssd"} }),
+			reason:  ReasonCannotStart,
+			message: "The job can never start: no node could take a Worker even if the cluster were empty: 2 nodes carry taint kwok.x-k8s.io/node=fake:NoSchedule, which the Workers do not tolerate; 2 nodes do not match the Workers' node selector disktype=ssd.",
+			first:   "If the Workers belong on the nodes with taint kwok.x-k8s.io/node=fake:NoSchedule, use a runtime that tolerates it (`kubectl mpijob runtimes list`) or add the toleration in the job's runtimePatches.",
+		},
+		"a resource no node offers": {
+			worker:  waitingWorker(func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Requests["example.com/fpga"] = resource.MustParse("1") }),
+			reason:  ReasonCannotStart,
+			message: "The job can never start: no node could take a Worker even if the cluster were empty: 2 nodes carry taint kwok.x-k8s.io/node=fake:NoSchedule, which the Workers do not tolerate; no node offers example.com/fpga at all, and one Worker asks for 1.",
+			first:   "Check the resource name example.com/fpga (GPUs are nvidia.com/gpu or amd.com/gpu), or remove it from the job.",
+		},
+		"more GPUs than the largest node": {
+			worker: waitingWorker(func(p *corev1.Pod) {
+				tolerate(p)
+				p.Spec.NodeSelector = map[string]string{"type": "kwok"}
+				p.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse("9")
+			}),
+			reason:  ReasonCannotStart,
+			message: "The job can never start: no node could take a Worker even if the cluster were empty: 2 nodes do not match the Workers' node selector type=kwok; 2 nodes have less than the 9 nvidia.com/gpu one Worker asks for (the largest has 8).",
+			first:   "Fix the Workers' node selector type=kwok: no node that could take them has it (ask an administrator which node labels exist).",
+		},
+		"fits a node once others finish: waiting, not never": {
+			worker: waitingWorker(func(p *corev1.Pod) {
+				tolerate(p)
+				p.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse("8")
+			}),
+			reason: ReasonUnschedulable,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := Diagnose(Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(worker("0").running(true), tc.worker), AllNodes: cluster, Now: t0})
+			if got.Reason != tc.reason {
+				t.Fatalf("reason %s (%q), want %s", got.Reason, got.Message, tc.reason)
+			}
+			if tc.message != "" && got.Message != tc.message {
+				t.Errorf("message\n got %q\nwant %q", got.Message, tc.message)
+			}
+			if tc.first != "" && got.NextStep != tc.first {
+				t.Errorf("first next step\n got %q\nwant %q", got.NextStep, tc.first)
+			}
+			if tc.reason == ReasonCannotStart && !strings.HasPrefix(got.NextSteps[len(got.NextSteps)-1], "Delete this job") {
+				t.Errorf("last next step %q, want the way to release what the job holds", got.NextSteps[len(got.NextSteps)-1])
+			}
+		})
 	}
 }

@@ -142,6 +142,27 @@ var rankFailedRules = []logRule{
 		},
 	},
 	{
+		// OpenMPI sometimes stops at its first banner, without the
+		// "Process name" block that names the rank (a race inside mpirun
+		// seen on the local cluster): the exit code is mpirun's own, which
+		// is the failed rank's.
+		re: regexp.MustCompile(`Primary job\s+terminated normally, but (\d+) process(?:es)?\s+returned\s+a non-zero exit code`),
+		explain: func(m []string, in Input) (string, string, string) {
+			code := "non-zero"
+			if c, ok := launcherExitCode(in.Launcher); ok {
+				code = strconv.Itoa(int(c))
+			}
+			msg := fmt.Sprintf("A rank exited with code %s, so mpirun stopped the job (mpirun did not say which rank).", code)
+			if last := lastWords(in.LauncherLog); last != "" {
+				msg += fmt.Sprintf(" The last output before: %q.", last)
+			}
+			return ReasonRankFailed, msg,
+				ranked(
+					"Read the ranks' output (`kubectl mpijob logs NAME --all`) for the program's own error.",
+					"Reproduce it on one Worker: kubectl mpijob clone NAME NEW --workers 1.")
+		},
+	},
+	{
 		// MPICH/Intel MPI (Hydra).
 		re: regexp.MustCompile(`(?s)BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES.*?(?:RANK (\d+) )?PID \d+ RUNNING AT (\S+).*?EXIT (?:STATUS|CODE): (\d+)`),
 		explain: func(m []string, in Input) (string, string, string) {

@@ -61,6 +61,9 @@ func explainProgress(in Input, s api.Status) (api.Phase, string, string, string)
 		if m, next, ok := neverPlaced(in, sched); ok {
 			return phase, ReasonCannotStart, m, next
 		}
+		if m, next, ok := neverFits(in); ok {
+			return phase, ReasonCannotStart, m, next
+		}
 		// The scheduler's own words win when they name a constraint other
 		// than free capacity (a taint, a node selector, affinity, a
 		// volume): counting free resources would contradict it.

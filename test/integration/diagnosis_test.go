@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,14 +55,17 @@ func TestDiagnosisOfRealFailures(t *testing.T) {
 		"one rank exits non-zero": {
 			job: framework.MakeTrainJob("rankexit", "", "mpi-openmpi").NumNodes(2).
 				Command("mpirun", "sh", "-c", `if [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then echo rank1 failing; exit 3; fi; sleep 2`),
+			// OpenMPI names the rank ("Process name: [[…],1]") in most runs;
+			// in some it stops at its first banner and the message says
+			// "A rank exited with code 3" (both are vectors in pkg/diagnose).
 			wantPhase: api.PhaseFailed, wantReason: diagnose.ReasonRankFailed,
-			wantMessage: []string{"Rank 1 (Worker 1) exited with code 3", `"rank1 failing"`},
+			wantMessage: []string{"exited with code 3", `"rank1 failing"`},
 		},
 		"a Python exception on one rank": {
 			job: framework.MakeTrainJob("pyerr", "", "mpi-openmpi").NumNodes(2).
 				Command("mpirun", "python3", "-c", `import os; r = int(os.environ["OMPI_COMM_WORLD_RANK"]); x = 1 / 0 if r == 1 else 0`),
 			wantPhase: api.PhaseFailed, wantReason: diagnose.ReasonProgramError,
-			wantMessage: []string{"ZeroDivisionError: division by zero", "rank 1 (Worker 1)"},
+			wantMessage: []string{"The program raised ZeroDivisionError: division by zero at <string>:1 on "},
 		},
 		"the program is not in the Workers' image": {
 			job:       framework.MakeTrainJob("noexec", "", "mpi-openmpi").NumNodes(2).Command("mpirun", "/opt/app/train"),
@@ -74,6 +78,20 @@ func TestDiagnosisOfRealFailures(t *testing.T) {
 			job:         framework.MakeTrainJob("toomany", "", "mpi-openmpi").NumNodes(4),
 			wantReason:  diagnose.ReasonCannotStart,
 			wantMessage: []string{"The job can never start: it asks for 4 Workers", "only 2 nodes can take one"},
+		},
+		"a node selector no node has": {
+			job: framework.MakeTrainJob("nossd", "", "mpi-openmpi").NumNodes(1).PatchWorkers(trainer.PodSpecPatch{
+				NodeSelector: map[string]string{"disktype": "ssd"}}),
+			wantReason:  diagnose.ReasonCannotStart,
+			wantMessage: []string{"The job can never start", "2 nodes do not match the Workers' node selector disktype=ssd", "16 nodes carry taint kwok.x-k8s.io/node=fake:NoSchedule"},
+		},
+		"GPUs only on nodes whose taint the Workers do not tolerate": {
+			// The issue's case: 16 GPU nodes tainted, the 2 real ones
+			// without GPUs; the scheduler says "16 node(s) had untolerated
+			// taint(s), 2 Insufficient nvidia.com/gpu".
+			job:         framework.MakeTrainJob("tainted", "", "mpi-openmpi-gpu").NumNodes(1),
+			wantReason:  diagnose.ReasonCannotStart,
+			wantMessage: []string{"The job can never start", "16 nodes carry taint kwok.x-k8s.io/node=fake:NoSchedule, which the Workers do not tolerate", "2 nodes have no nvidia.com/gpu"},
 		},
 		"a queue that does not exist": {
 			job:         framework.MakeTrainJob("noqueue", "", "mpi-openmpi").NumNodes(1).Queue("nope"),

@@ -36,8 +36,10 @@ func TestDiagnosisOfKwokFailures(t *testing.T) {
 		},
 		"Workers that fit no node": {
 			job:       framework.MakeTrainJob("huge", "", "mpi-openmpi-gpu").NumNodes(2).GPUsPerWorker(9).OnKwokNodes(),
-			wantPhase: api.PhasePending, wantReason: diagnose.ReasonUnschedulable,
-			wantMessage: []string{"Waiting for 2 Workers to be scheduled: only 0 nodes have 9 free nvidia.com/gpu"},
+			// No kwok node has more than 8 GPUs: no wait helps.
+			wantPhase: api.PhasePending, wantReason: diagnose.ReasonCannotStart,
+			wantMessage: []string{"The job can never start: no node could take a Worker even if the cluster were empty",
+				"16 nodes have less than the 9 nvidia.com/gpu one Worker asks for (the largest has 8)"},
 		},
 	}
 	for name, tc := range cases {
