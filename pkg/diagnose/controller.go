@@ -257,7 +257,7 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 		if len(tail) > 300 {
 			tail = tail[len(tail)-300:]
 		}
-		log.Info("failure explained by the exit code only", "logBytes", len(in.LauncherLog), "logTail", tail)
+		log.V(1).Info("failure explained by the exit code only", "logBytes", len(in.LauncherLog), "logTail", tail)
 	}
 	if !hadPrev || prev.Phase != s.Phase || prev.Reason != s.Reason {
 		// Every transition gets its Event and metrics at once, even one

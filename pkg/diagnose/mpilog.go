@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"path"
 	"regexp"
 	"strconv"
 	"strings"
@@ -23,6 +24,10 @@ const (
 	// ReasonPodsRefused: admission refuses the job's pods (Pod Security,
 	// a policy webhook, an invalid pod); retrying cannot change it.
 	ReasonPodsRefused = "PodsRefused"
+	// ReasonPermissionDenied: the Launcher may not read the SSH key or the
+	// hostfile, or the Workers refuse its key: the pods' security context
+	// does not match the files Trainer mounts.
+	ReasonPermissionDenied = "PermissionDenied"
 )
 
 // programRules come before the infrastructure rules (logRules): each
@@ -100,6 +105,59 @@ var programRules = []logRule{
 		},
 	},
 	{
+		// OpenSSH: "Permissions 0644 for '/home/mpiuser/.ssh/id_rsa' are too
+		// open." / "Load key "…": Permission denied" (the key Secret's mode or
+		// owner does not suit the user the Launcher runs as).
+		re: regexp.MustCompile(`(?:Permissions (0\d+) for '([^']+)' are too open|Load key "([^"]+)": (Permission denied|bad permissions))`),
+		explain: func(m []string, in Input) (string, string, string) {
+			why := fmt.Sprintf("its mode %s is open to others, so ssh ignores it", m[1])
+			key := m[2]
+			if key == "" {
+				key, why = m[3], strings.ToLower(m[4])
+			}
+			return ReasonPermissionDenied,
+				fmt.Sprintf("The Launcher cannot use the job's SSH key %s (%s), so it cannot log in to the Workers.", key, why),
+				ranked(
+					"Keep the runtime's securityContext (runAsUser 1000, fsGroup 1000): Trainer mounts the key Secret for that user; a runtimePatch or image that changes the user breaks it.",
+					"If you built the Launcher image yourself, do not chmod or chown "+path.Dir(key)+" in it: the key Secret is mounted there (docs/runtimes.md#images).")
+		},
+	},
+	{
+		// OpenSSH: "mpiuser@hello-node-0-1.hello: Permission denied (publickey)."
+		re: regexp.MustCompile(`(?m)(?:\S+@)?(\S+?): Permission denied \(publickey[^)]*\)`),
+		explain: func(m []string, in Input) (string, string, string) {
+			return ReasonPermissionDenied,
+				fmt.Sprintf("%s refused the Launcher's SSH key (Permission denied (publickey)): its sshd cannot read the job's authorized key, or runs as another user.", capitalize(workerHost(m[1]))),
+				ranked(
+					"Keep the runtime's Worker securityContext (runAsUser 1000, fsGroup 1000) and sshd command: Trainer mounts the authorized key for that user.",
+					"A Worker image of your own must run sshd as the runtime's image does (FROM the runtime's image, docs/runtimes.md#images).")
+		},
+	},
+	{
+		// OpenMPI: "Open RTE was unable to open the hostfile: /etc/mpi/hostfile";
+		// Hydra: "HYDU_parse_hostfile (…): unable to open host file: …".
+		re: regexp.MustCompile(`(?s)(?:Open RTE was unable to open the hostfile:\s+(\S+)|unable to open host file: (\S+))`),
+		explain: func(m []string, in Input) (string, string, string) {
+			file := m[1] + m[2]
+			return ReasonPermissionDenied,
+				fmt.Sprintf("The Launcher cannot open the hostfile %s that Trainer mounts: it is missing or not readable for the Launcher's user.", file),
+				ranked(
+					"Keep the runtime's Launcher securityContext (runAsUser 1000, fsGroup 1000) and do not replace the Trainer-mounted "+path.Dir(file)+" with a volume of your own.",
+					"Pass the hostfile mpirun is given by the runtime (leave --hostfile out of the command unless you know its path).")
+		},
+	},
+	{
+		// MPICH and Intel MPI: "Abort(1) on node 1 (rank 1 in comm 0): Fatal error in PMPI_Send: …"
+		re: regexp.MustCompile(`Abort\((-?\d+)\) on node (\d+) \(rank (\d+) in comm (\d+)\): ([^\n]+)`),
+		explain: func(m []string, in Input) (string, string, string) {
+			return ReasonMPIAbort,
+				fmt.Sprintf("Rank %s (%s) aborted with error code %s: %s", m[3], rankWorker(in, m[3]), m[1], trimMessage(strings.TrimSpace(m[5]), 300)),
+				ranked(
+					"Read what rank "+m[3]+" printed before it aborted (`kubectl mpijob logs NAME --all`): the MPI error stack names the call that failed.",
+					"A \"Fatal error in PMPI_…\" is often a mismatch between ranks (message sizes, communicators): reproduce it with fewer Workers (kubectl mpijob clone NAME NEW --workers 2).")
+		},
+	},
+	{
 		re: regexp.MustCompile(`(?s)There are not enough slots available in the system to satisfy the (\d+)\s+slots?\s+that were requested by the application:\s+(\S+)`),
 		explain: func(m []string, in Input) (string, string, string) {
 			asked, _ := strconv.Atoi(m[1])
@@ -159,6 +217,29 @@ var rankFailedRules = []logRule{
 			return ReasonRankFailed, msg,
 				ranked(
 					"Read the ranks' output (`kubectl mpijob logs NAME --all`) for the program's own error.",
+					"Reproduce it on one Worker: kubectl mpijob clone NAME NEW --workers 1.")
+		},
+	},
+	{
+		// MPICH/Intel MPI (Hydra), a rank killed by a signal:
+		// "RANK 1 PID 123 RUNNING AT host ... KILLED BY SIGNAL: 9 (Killed)".
+		re: regexp.MustCompile(`(?s)BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES.*?(?:RANK (\d+) )?PID \d+ RUNNING AT (\S+).*?KILLED BY SIGNAL: (\d+) \(([^)]+)\)`),
+		explain: func(m []string, in Input) (string, string, string) {
+			who := "A rank"
+			if m[1] != "" {
+				who = "Rank " + m[1]
+			}
+			if m[3] == "9" {
+				return ReasonRankKilled,
+					fmt.Sprintf("%s on %s was killed (signal 9), most likely because it ran out of memory and the system stopped it to protect the node.", who, workerHost(m[2])),
+					ranked(
+						"Give each Worker more memory or run fewer slots per worker; `kubectl mpijob describe` shows each Worker's memory limit.",
+						"Read the ranks' output (`kubectl mpijob logs NAME --all`) for what it did last.")
+			}
+			return ReasonRankSignaled,
+				fmt.Sprintf("%s on %s crashed on signal %s (%s).", who, workerHost(m[2]), m[3], m[4]),
+				ranked(
+					"Read the ranks' output around the crash (`kubectl mpijob logs NAME --all`).",
 					"Reproduce it on one Worker: kubectl mpijob clone NAME NEW --workers 1.")
 		},
 	},

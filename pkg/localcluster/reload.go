@@ -2,6 +2,7 @@ package localcluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -29,8 +30,17 @@ func Reload(ctx context.Context, opts Options, out io.Writer) error {
 	}
 	c := &Cluster{opts: opts, pids: map[string]int{}, restCfg: cfg}
 	for _, name := range []string{"mpijob-manager", "mpijob-dashboard"} {
-		fmt.Fprintf(out, "building %s\n", name)
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", opts.bin(name), "./cmd/"+name)
+		// Build where the running cluster started it from (its start
+		// record), whatever cache directory this shell names.
+		bin := opts.bin(name)
+		if b, err := os.ReadFile(filepath.Join(opts.runDir(), name+".cmd")); err == nil {
+			var spec procSpec
+			if json.Unmarshal(b, &spec) == nil && spec.Bin != "" {
+				bin = spec.Bin
+			}
+		}
+		fmt.Fprintf(out, "building %s into %s\n", name, bin)
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/"+name)
 		cmd.Dir = opts.RepoRoot
 		if b, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("failed to build %s: %w\n%s", name, err, b)
