@@ -13,6 +13,12 @@ import (
 const (
 	// StatusAnnotation holds the manager's Status of a TrainJob as JSON.
 	StatusAnnotation = "mpijob.dev/status"
+	// SuspendedByAnnotation says why mpijob-manager suspended a job (set
+	// with spec.suspend=true): "gang-scheduling-timeout" when its Workers
+	// could not all be placed in time, so the placed ones were released.
+	SuspendedByAnnotation = "mpijob.dev/suspended-by"
+	// SuspendedByGangTimeout is SuspendedByAnnotation's value for a gang-scheduling timeout.
+	SuspendedByGangTimeout = "gang-scheduling-timeout"
 	// CreatorAnnotation names the user who created the TrainJob; admission
 	// sets it and refuses changes to it.
 	CreatorAnnotation = "mpijob.dev/creator"

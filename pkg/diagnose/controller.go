@@ -245,13 +245,24 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 	if q, err := queue.Lookup(ctx, r.Reader, tj.Namespace, tj.Labels, tj.UID); err != nil {
 		log.V(1).Info("cannot read the job's queue", "err", err)
 	} else if q != nil {
-		in.Queue = &Queue{Name: q.Queue, Admitted: q.Admitted, Position: q.Position, Pending: q.Pending, Message: strings.TrimSuffix(q.Message, ".")}
+		in.Queue = &Queue{Name: q.Queue, Admitted: q.Admitted, Position: q.Position, Pending: q.Pending, Message: strings.TrimSuffix(q.Message, "."),
+			EvictedPodsReadyTimeout: q.EvictedPodsReadyTimeout}
 	}
 	if p, errs := admission.ParsePolicy(runtimeAnnotations); len(errs) == 0 {
 		in.GangTimeout = p.GangTimeout
 	}
 
 	s := Diagnose(in)
+	if releaseOnTimeout(tj, s) {
+		// The Workers that were placed hold their nodes while the rest
+		// cannot be placed: suspending the job stops them. Kueue-managed
+		// jobs are left to Kueue (waitForPodsReady evicts and requeues).
+		patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}},"spec":{"suspend":true}}`, api.SuspendedByAnnotation, api.SuspendedByGangTimeout))
+		if err := r.Client.Patch(ctx, tj, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(api.FieldManager)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("failed to suspend %s/%s after its gang-scheduling timeout: %w", tj.Namespace, tj.Name, err)
+		}
+		log.Info("suspended after the gang-scheduling timeout", "message", s.Message)
+	}
 	if generic(s) {
 		tail := in.LauncherLog
 		if len(tail) > 300 {
@@ -478,4 +489,13 @@ func nodeIsReady(n *corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+// releaseOnTimeout reports a job past its gang-scheduling timeout that
+// holds placed Workers and is not managed by Kueue: it is suspended.
+func releaseOnTimeout(tj *trainer.TrainJob, s api.Status) bool {
+	if s.Reason != ReasonGangSchedulingTimout || s.Phase != api.PhaseGangScheduling || tj.Labels[queue.NameLabel] != "" {
+		return false
+	}
+	return tj.Spec.Suspend == nil || !*tj.Spec.Suspend
 }

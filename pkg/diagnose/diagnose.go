@@ -66,6 +66,9 @@ type Queue struct {
 	Pending int32
 	// Message is the queueing system's reason for holding the job.
 	Message string
+	// EvictedPodsReadyTimeout: Kueue stopped the job's pods after its
+	// waitForPodsReady timeout and queued it again.
+	EvictedPodsReadyTimeout bool
 }
 
 // Input is everything the diagnosis looks at.
@@ -147,6 +150,9 @@ func Diagnose(in Input) api.Status {
 			if in.Queue.Message != "" {
 				s.Message += " Kueue: " + in.Queue.Message + "."
 			}
+			if in.Queue.EvictedPodsReadyTimeout {
+				s.Message += " Kueue stopped its pods and queued it again: they were not all Ready within its waitForPodsReady timeout (Workers that could not all be placed)."
+			}
 			s.NextStep = "Nothing to do: the job starts as soon as the queue admits it; `kubectl mpijob describe " + tj.Name + "` shows its place in the queue."
 		} else if in.Queue != nil && in.Queue.Admitted {
 			// Kueue admitted the job and is about to resume it.
@@ -159,6 +165,18 @@ func Diagnose(in Input) api.Status {
 			s.Phase, s.Reason = api.PhaseQueued, ReasonQueued
 			s.Message = fmt.Sprintf("Waiting for queue %s to take the job.", q)
 			s.NextStep = "Nothing to do: the job starts as soon as the queue admits it. If this lasts, check that LocalQueue " + q + " exists in the namespace (`kubectl get localqueues`)."
+		} else if tj.Annotations[api.SuspendedByAnnotation] == api.SuspendedByGangTimeout {
+			s.Phase, s.Reason = api.PhaseSuspended, ReasonGangSchedulingTimout
+			s.Message = "mpijob-manager suspended the job: its Workers could not all be placed within the runtime's gang-scheduling timeout, so the placed ones were stopped to free what they held."
+			if p := in.Previous; p != nil && p.Reason == ReasonGangSchedulingTimout && p.Phase != api.PhaseSuspended {
+				s.Message += " It waited with: " + strings.TrimSuffix(p.Message, ".") + "."
+			} else if p != nil && p.Phase == api.PhaseSuspended && p.Reason == ReasonGangSchedulingTimout {
+				s.Message = p.Message
+			}
+			s.NextStep = ranked(
+				"Resume it when the cluster has room (spec.suspend: false, e.g. `kubectl patch trainjob "+tj.Name+" --type=merge -p '{\"spec\":{\"suspend\":false}}'`, or Resume in the dashboard).",
+				"Or resubmit it smaller: kubectl mpijob clone "+tj.Name+" NEW --workers N.",
+				"Or submit it through a Kueue queue, which admits a job only when all of it fits.")
 		} else {
 			s.Phase, s.Reason = api.PhaseSuspended, ReasonSuspended
 			s.Message = "The job is suspended: no pods run."

@@ -925,3 +925,13 @@ func TestNeverFits(t *testing.T) {
 		})
 	}
 }
+
+// Kueue's waitForPodsReady eviction is said in the Queued message.
+func TestQueuedAfterPodsReadyTimeout(t *testing.T) {
+	tj := job(2).suspend().obj()
+	tj.Labels = map[string]string{queue.NameLabel: "default"}
+	got := Diagnose(Input{TrainJob: tj, Queue: &Queue{Name: "team-a/default", EvictedPodsReadyTimeout: true}, Now: t0})
+	if got.Phase != api.PhaseQueued || got.Reason != ReasonQueued || !strings.Contains(got.Message, "not all Ready within its waitForPodsReady timeout") {
+		t.Errorf("got %s/%s %q, want Queued saying Kueue's timeout stopped its pods", got.Phase, got.Reason, got.Message)
+	}
+}

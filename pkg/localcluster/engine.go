@@ -351,6 +351,15 @@ leaderElection:
 internalCertManagement:
   enable: false
 manageJobsWithoutQueueName: false
+# A job Kueue admitted whose pods are not all Ready in time (Workers that
+# cannot all be placed) is evicted and queued again, so what it holds is
+# freed: the gang-scheduling timeout of Kueue-managed jobs.
+waitForPodsReady:
+  timeout: 10m
+  blockAdmission: false
+  requeuingStrategy:
+    timestamp: Eviction
+    backoffBaseSeconds: 60
 clientConnection:
   qps: 100
   burst: 200

@@ -51,6 +51,9 @@ type Workload struct {
 	Finished bool
 	// Message is Kueue's explanation while the Workload is not admitted.
 	Message string
+	// EvictedPodsReadyTimeout: Kueue evicted it because its pods were not
+	// all Ready within waitForPodsReady's timeout; it queues again.
+	EvictedPodsReadyTimeout bool
 }
 
 // Pending reports whether the Workload waits for quota.
@@ -133,6 +136,11 @@ func FromUnstructured(u *unstructured.Unstructured) Workload {
 		case "Finished":
 			w.Finished = status == string(metav1.ConditionTrue)
 		case "Evicted":
+			if status == string(metav1.ConditionTrue) {
+				if reason, _ := m["reason"].(string); reason == "PodsReadyTimeout" {
+					w.EvictedPodsReadyTimeout = true
+				}
+			}
 			// An evicted Workload queues again from the time of eviction.
 			if ts, ok := m["lastTransitionTime"].(string); ok {
 				if t, err := time.Parse(time.RFC3339, ts); err == nil && t.After(w.Requeued) {
@@ -153,6 +161,9 @@ type State struct {
 	Position            int32
 	Pending             int32
 	Message             string
+	// EvictedPodsReadyTimeout: Kueue stopped the job's pods because they
+	// were not all Ready in time (waitForPodsReady) and requeued it.
+	EvictedPodsReadyTimeout bool
 }
 
 // Lookup returns the queue state of the job with the given labels and UID,
@@ -188,7 +199,7 @@ func Lookup(ctx context.Context, r client.Reader, namespace string, labels map[s
 		return st, nil
 	}
 	mine := wls[0]
-	st.Admitted, st.Message = mine.Admitted, mine.Message
+	st.Admitted, st.Message, st.EvictedPodsReadyTimeout = mine.Admitted, mine.Message, mine.EvictedPodsReadyTimeout
 	if !mine.Pending() {
 		return st, nil
 	}

@@ -97,28 +97,34 @@ func TestWorkerEvictedThroughTheAPI(t *testing.T) {
 }
 
 // A runtime's gang-scheduling timeout turns a job whose Workers cannot all
-// be placed from waiting into stuck, with the timeout in the message.
+// be placed from waiting into stuck, with the timeout in the message and a
+// Warning Event; a job outside Kueue is then suspended, so the Workers that
+// were placed free their node.
 func TestGangSchedulingTimeout(t *testing.T) {
 	c := framework.Get(t)
 	ctx := context.Background()
 	rt := c.CopyRuntime(t, "mpi-openmpi-gpu", "mpi-test-gang", func(rt *trainer.ClusterTrainingRuntime) {
 		rt.Annotations = map[string]string{admission.GangTimeoutAnnotation: "5s"}
-		// Workers of 9 GPUs fit no node of 8.
+		// Workers of 4 GPUs: two fit the one 8-GPU node the job may use,
+		// the third waits for capacity (it would fit an empty node, so the
+		// job is not CannotStart).
 		for i := range rt.Spec.Template.Spec.ReplicatedJobs {
 			if rj := &rt.Spec.Template.Spec.ReplicatedJobs[i]; rj.Name == api.WorkerJob {
-				jobspec.SetResources(&rj.Template.Spec.Template.Spec.Containers[0].Resources, corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("9")})
+				jobspec.SetResources(&rj.Template.Spec.Template.Spec.Containers[0].Resources, corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("4")})
 			}
 		}
 	})
 
 	ns := c.NewNamespace(t, "gang")
-	job := framework.MakeTrainJob("stuck", ns, rt.Name).NumNodes(2).OnKwokNodes().Obj()
+	// HoldOnKwok: the placed Workers keep running (kwok completes pods otherwise).
+	job := framework.MakeTrainJob("stuck", ns, rt.Name).NumNodes(3).OnKwokNodes().HoldOnKwok().
+		PatchWorkers(trainer.PodSpecPatch{NodeSelector: map[string]string{"kubernetes.io/hostname": "kwok-gpu-16"}}).Obj()
 	if err := c.Client.Create(ctx, job); err != nil {
 		t.Fatal(err)
 	}
 	s := c.WaitForStatus(t, ns, "stuck", 2*time.Minute, func(s api.Status) bool { return s.Reason == diagnose.ReasonGangSchedulingTimout })
-	if !strings.Contains(s.Message, "gang-scheduling timeout of 5s") || s.Phase != api.PhasePending {
-		t.Errorf("status %s %s %q, want Pending naming the 5s timeout", s.Phase, s.Reason, s.Message)
+	if !strings.Contains(s.Message, "gang-scheduling timeout") {
+		t.Errorf("status %s %s %q, want it to name the timeout", s.Phase, s.Reason, s.Message)
 	}
 	// The timeout is a Warning Event too, within 10 seconds of the status.
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
@@ -135,5 +141,23 @@ func TestGangSchedulingTimeout(t *testing.T) {
 	})
 	if err != nil {
 		t.Errorf("no Warning Event %s: %v", diagnose.ReasonGangSchedulingTimout, err)
+	}
+	// Suspended by the manager: the placed Workers are gone.
+	s = c.WaitForStatus(t, ns, "stuck", time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseSuspended })
+	if s.Reason != diagnose.ReasonGangSchedulingTimout || !strings.Contains(s.Message, "mpijob-manager suspended the job") || len(s.NextSteps) != 3 {
+		t.Errorf("after the timeout: %s %q %q, want Suspended by the manager with 3 next steps", s.Reason, s.Message, s.NextSteps)
+	}
+	tj := &trainer.TrainJob{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "stuck"}, tj); err != nil {
+		t.Fatal(err)
+	}
+	if tj.Spec.Suspend == nil || !*tj.Spec.Suspend || tj.Annotations[api.SuspendedByAnnotation] != api.SuspendedByGangTimeout {
+		t.Errorf("spec.suspend %v, annotation %q: want true and %q", tj.Spec.Suspend, tj.Annotations[api.SuspendedByAnnotation], api.SuspendedByGangTimeout)
+	}
+	err = wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		return len(c.JobPods(t, ns, "stuck", api.WorkerJob)) == 0, nil
+	})
+	if err != nil {
+		t.Errorf("the placed Workers still run after the suspension: %v", err)
 	}
 }
