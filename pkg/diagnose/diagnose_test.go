@@ -799,13 +799,13 @@ func TestWorkerLostWhileTheLauncherRuns(t *testing.T) {
 		message string
 	}{
 		"evicted through the API, pod still terminating": {
-			in:      Input{TrainJob: job(2).obj(), JobSet: jobset(2), Launcher: pods(running), Workers: pods(worker("0").running(true), evictedPod)},
-			phase:   api.PhaseRunning, reason: ReasonWorkerEvicted,
+			in:    Input{TrainJob: job(2).obj(), JobSet: jobset(2), Launcher: pods(running), Workers: pods(worker("0").running(true), evictedPod)},
+			phase: api.PhaseRunning, reason: ReasonWorkerEvicted,
 			message: "Worker 1 (pod hello-node-0-1 on node mpijob-node-2) was evicted through the API (a node drain) while the Launcher ran: MPI cannot go on without it, and its Job does not replace a Worker that stopped cleanly.",
 		},
 		"gone: named from the kubelet's Killing Event": {
-			in:      Input{TrainJob: job(2).obj(), JobSet: jobset(2), Launcher: pods(running), Workers: pods(worker("0").running(true)), Events: []corev1.Event{killing}},
-			phase:   api.PhaseRunning, reason: ReasonWorkerEvicted,
+			in:    Input{TrainJob: job(2).obj(), JobSet: jobset(2), Launcher: pods(running), Workers: pods(worker("0").running(true)), Events: []corev1.Event{killing}},
+			phase: api.PhaseRunning, reason: ReasonWorkerEvicted,
 			message: "Worker 1 (pod hello-node-0-1-x7bg2 on node mpijob-node-2) was deleted or evicted through the API (a node drain) while the Launcher ran: MPI cannot go on without it, and its Job does not replace a Worker that stopped cleanly.",
 		},
 	}
@@ -872,7 +872,9 @@ func TestNeverFits(t *testing.T) {
 		first   string
 	}{
 		"GPUs only on tainted nodes the Workers do not tolerate": {
-			worker:  waitingWorker(func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse("1") }),
+			worker: waitingWorker(func(p *corev1.Pod) {
+				p.Spec.Containers[0].Resources.Requests["nvidia.com/gpu"] = resource.MustParse("1")
+			}),
 			reason:  ReasonCannotStart,
 			message: "The job can never start: no node could take a Worker even if the cluster were empty: 2 nodes carry taint kwok.x-k8s.io/node=fake:NoSchedule, which the Workers do not tolerate; 2 nodes have no nvidia.com/gpu.",
 			first:   "If the Workers belong on the nodes with taint kwok.x-k8s.io/node=fake:NoSchedule, use a runtime that tolerates it (`kubectl mpijob runtimes list`) or add the toleration in the job's runtimePatches.",
@@ -884,7 +886,9 @@ func TestNeverFits(t *testing.T) {
 			first:   "If the Workers belong on the nodes with taint kwok.x-k8s.io/node=fake:NoSchedule, use a runtime that tolerates it (`kubectl mpijob runtimes list`) or add the toleration in the job's runtimePatches.",
 		},
 		"a resource no node offers": {
-			worker:  waitingWorker(func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Requests["example.com/fpga"] = resource.MustParse("1") }),
+			worker: waitingWorker(func(p *corev1.Pod) {
+				p.Spec.Containers[0].Resources.Requests["example.com/fpga"] = resource.MustParse("1")
+			}),
 			reason:  ReasonCannotStart,
 			message: "The job can never start: no node could take a Worker even if the cluster were empty: 2 nodes carry taint kwok.x-k8s.io/node=fake:NoSchedule, which the Workers do not tolerate; no node offers example.com/fpga at all, and one Worker asks for 1.",
 			first:   "Check the resource name example.com/fpga (GPUs are nvidia.com/gpu or amd.com/gpu), or remove it from the job.",

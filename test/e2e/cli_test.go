@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
 	"sync"
@@ -325,7 +326,10 @@ func TestWorkerLogsCarryNoProbeNoise(t *testing.T) {
 	var logs string
 	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		pods, err := c.Clientset.CoreV1().Pods("team-a").List(ctx, metav1.ListOptions{LabelSelector: "jobset.sigs.k8s.io/jobset-name=" + name + ",jobset.sigs.k8s.io/replicatedjob-name=node"})
-		if err != nil || len(pods.Items) != 2 {
+		if err != nil {
+			return false, err
+		}
+		if len(pods.Items) != 2 {
 			return false, nil
 		}
 		logs = ""
@@ -335,7 +339,7 @@ func TestWorkerLogsCarryNoProbeNoise(t *testing.T) {
 			}
 			b, err := c.Clientset.CoreV1().Pods("team-a").GetLogs(p.Name, &corev1.PodLogOptions{Container: "node"}).DoRaw(ctx)
 			if err != nil {
-				return false, nil
+				return false, fmt.Errorf("log of %s: %w", p.Name, err)
 			}
 			logs += string(b)
 		}

@@ -35,7 +35,7 @@ func TestDiagnosisOfKwokFailures(t *testing.T) {
 			wantMessage: []string{"Worker 0 (pod evict-node-0-0-", "was evicted from node kwok-gpu-", "The node was low on resource: memory."},
 		},
 		"Workers that fit no node": {
-			job:       framework.MakeTrainJob("huge", "", "mpi-openmpi-gpu").NumNodes(2).GPUsPerWorker(9).OnKwokNodes(),
+			job: framework.MakeTrainJob("huge", "", "mpi-openmpi-gpu").NumNodes(2).GPUsPerWorker(9).OnKwokNodes(),
 			// No kwok node has more than 8 GPUs: no wait helps.
 			wantPhase: api.PhasePending, wantReason: diagnose.ReasonCannotStart,
 			wantMessage: []string{"The job can never start: no node could take a Worker even if the cluster were empty",
