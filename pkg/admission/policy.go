@@ -24,6 +24,10 @@ const (
 	RequiredTolerationsAnnotation  = PolicyPrefix + "required-tolerations"
 	PriorityClassAnnotation        = PolicyPrefix + "priority-class"
 	GangTimeoutAnnotation          = PolicyPrefix + "gang-scheduling-timeout"
+	// ProgressTimeoutAnnotation, on a runtime or on a job (the job's wins):
+	// a running job whose Launcher prints nothing for longer gets a
+	// NoProgress Warning. Off by default.
+	ProgressTimeoutAnnotation = PolicyPrefix + "progress-timeout"
 	// MinAvailableAnnotation is refused: see ParsePolicy.
 	MinAvailableAnnotation = PolicyPrefix + "min-available"
 )
@@ -42,6 +46,23 @@ type Policy struct {
 	PriorityClass string
 	// GangTimeout is how long Workers may wait to be placed together.
 	GangTimeout time.Duration
+	// ProgressTimeout is how long a running job's Launcher may print
+	// nothing before the diagnosis warns (0: never).
+	ProgressTimeout time.Duration
+}
+
+// ParseProgressTimeout reads policy.mpijob.dev/progress-timeout from a
+// runtime's or a job's annotations (0 when absent).
+func ParseProgressTimeout(annotations map[string]string) (time.Duration, *field.Error) {
+	v, ok := annotations[ProgressTimeoutAnnotation]
+	if !ok {
+		return 0, nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	if err != nil || d <= 0 {
+		return 0, field.Invalid(field.NewPath("metadata", "annotations").Key(ProgressTimeoutAnnotation), v, "must be a positive duration such as 30m")
+	}
+	return d, nil
 }
 
 // ParsePolicy reads a runtime's policy annotations. Each bad value is an
@@ -90,6 +111,11 @@ func ParsePolicy(annotations map[string]string) (Policy, field.ErrorList) {
 		} else {
 			p.GangTimeout = d
 		}
+	}
+	if d, err := ParseProgressTimeout(annotations); err != nil {
+		errs = append(errs, err)
+	} else {
+		p.ProgressTimeout = d
 	}
 	if v, ok := annotations[MinAvailableAnnotation]; ok {
 		// Refused rather than ignored, so no administrator believes a

@@ -97,6 +97,9 @@ func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.R
 		}
 	}
 	want := req.UserInfo.Username
+	if _, err := ParseProgressTimeout(tj.Annotations); err != nil {
+		return deny(tj, field.ErrorList{err})
+	}
 	if req.Operation == admissionv1.Update {
 		old := &trainer.TrainJob{}
 		if err := m.Decoder.DecodeRaw(req.OldObject, old); err != nil {

@@ -249,7 +249,15 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 			EvictedPodsReadyTimeout: q.EvictedPodsReadyTimeout}
 	}
 	if p, errs := admission.ParsePolicy(runtimeAnnotations); len(errs) == 0 {
-		in.GangTimeout = p.GangTimeout
+		in.GangTimeout, in.ProgressTimeout = p.GangTimeout, p.ProgressTimeout
+	}
+	if d, err := admission.ParseProgressTimeout(tj.Annotations); err == nil && d > 0 {
+		in.ProgressTimeout = d
+	}
+	// The Launcher's last line and its time tell a job that makes no
+	// progress; read only for jobs with a progress timeout.
+	if in.ProgressTimeout > 0 && launcherState(in) == api.LauncherRunning {
+		in.LastOutput, in.LastLine = r.lastOutput(ctx, newest(in.Launcher))
 	}
 
 	s := Diagnose(in)
@@ -307,6 +315,16 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
 	case s.Phase.Finished():
 		return ctrl.Result{}, nil
+	case s.Phase == api.PhaseRunning && in.ProgressTimeout > 0 && s.Reason == "":
+		// Look again when the timeout would pass without new output.
+		next := runningRefresh
+		if since := in.LastOutput; since != nil || s.StartTime != nil {
+			if since == nil {
+				since = &s.StartTime.Time
+			}
+			next = min(runningRefresh, max(time.Second, in.ProgressTimeout-in.Now.Sub(*since)+time.Second))
+		}
+		return ctrl.Result{RequeueAfter: next}, nil
 	case s.Phase == api.PhaseRunning:
 		return ctrl.Result{RequeueAfter: runningRefresh}, nil
 	default:
@@ -379,7 +397,7 @@ func (r *Reconciler) write(ctx context.Context, tj *trainer.TrainJob, s api.Stat
 // warning statuses ask for a person's attention.
 func warning(s api.Status) bool {
 	return s.Phase == api.PhaseFailed || s.Reason == ReasonImagePullFailed || s.Reason == ReasonQuotaExceeded || s.Reason == ReasonGangSchedulingTimout ||
-		s.Reason == ReasonPodsRefused || s.Reason == ReasonCannotStart
+		s.Reason == ReasonPodsRefused || s.Reason == ReasonCannotStart || s.Reason == ReasonNoProgress
 }
 
 // emit records the transition as an Event on the TrainJob.
@@ -498,4 +516,25 @@ func releaseOnTimeout(tj *trainer.TrainJob, s api.Status) bool {
 		return false
 	}
 	return tj.Spec.Suspend == nil || !*tj.Spec.Suspend
+}
+
+// lastOutput reads the time and text of the Launcher's last log line.
+func (r *Reconciler) lastOutput(ctx context.Context, p *corev1.Pod) (*time.Time, string) {
+	if r.Logs == nil || p == nil {
+		return nil, ""
+	}
+	b, err := r.Logs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{TailLines: ptr.To[int64](1), Timestamps: true}).DoRaw(ctx)
+	if err != nil {
+		return nil, ""
+	}
+	line := strings.TrimRight(string(b), "\n")
+	ts, text, found := strings.Cut(line, " ")
+	if !found {
+		return nil, ""
+	}
+	t, err := time.Parse(time.RFC3339Nano, ts)
+	if err != nil {
+		return nil, ""
+	}
+	return &t, text
 }

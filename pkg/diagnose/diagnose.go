@@ -98,6 +98,13 @@ type Input struct {
 	// GangTimeout is how long Workers may wait to be placed together
 	// before the job is called stuck (0: no limit).
 	GangTimeout time.Duration
+	// ProgressTimeout is how long a running Launcher may print nothing
+	// before the job is said to make no progress (0: never).
+	ProgressTimeout time.Duration
+	// LastOutput is when the running Launcher last printed, and LastLine
+	// what (nil: nothing yet, or not read).
+	LastOutput *time.Time
+	LastLine   string
 	// Now is the time of the diagnosis.
 	Now time.Time
 }

@@ -939,3 +939,47 @@ func TestQueuedAfterPodsReadyTimeout(t *testing.T) {
 		t.Errorf("got %s/%s %q, want Queued saying Kueue's timeout stopped its pods", got.Phase, got.Reason, got.Message)
 	}
 }
+
+// A running job whose Launcher is silent for longer than its progress
+// timeout gets NoProgress with the evidence, and keeps running.
+func TestNoProgress(t *testing.T) {
+	running := func() Input {
+		return Input{TrainJob: job(2).obj(), JobSet: jobset(2), Launcher: pods(launcher().running(true)),
+			Workers: pods(worker("0").running(true), worker("1").running(true))}
+	}
+	last := t0.Add(2 * time.Minute)
+	cases := map[string]struct {
+		timeout time.Duration
+		now     time.Time
+		last    *time.Time
+		reason  string
+		message string
+	}{
+		"no timeout set: never":           {now: t0.Add(time.Hour), last: &last},
+		"quiet for less than the timeout": {timeout: 10 * time.Minute, now: last.Add(9 * time.Minute), last: &last},
+		"quiet for longer, with the last line": {
+			timeout: 10 * time.Minute, now: last.Add(12 * time.Minute), last: &last, reason: ReasonNoProgress,
+			message: `The Launcher has printed nothing for 12m0s, longer than the job's progress timeout of 10m0s; its last line, at 2026-11-22T04:02:00Z: "step 1200 loss 0.31". The job keeps running.`,
+		},
+		"nothing printed since the Launcher started": {
+			timeout: time.Minute, now: t0.Add(2 * time.Minute), reason: ReasonNoProgress,
+			message: "The Launcher has printed nothing for 2m0s, longer than the job's progress timeout of 1m0s; the job keeps running.",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := running()
+			in.ProgressTimeout, in.Now, in.LastOutput, in.LastLine = tc.timeout, tc.now, tc.last, "step 1200 loss 0.31"
+			got := Diagnose(in)
+			if got.Phase != api.PhaseRunning || got.Reason != tc.reason {
+				t.Fatalf("%s/%s %q, want Running/%q", got.Phase, got.Reason, got.Message, tc.reason)
+			}
+			if tc.message != "" && got.Message != tc.message {
+				t.Errorf("message\n got %q\nwant %q", got.Message, tc.message)
+			}
+			if tc.reason != "" && len(got.NextSteps) != 3 {
+				t.Errorf("next steps %q, want 3 ranked", got.NextSteps)
+			}
+		})
+	}
+}

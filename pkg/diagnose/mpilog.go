@@ -28,6 +28,9 @@ const (
 	// hostfile, or the Workers refuse its key: the pods' security context
 	// does not match the files Trainer mounts.
 	ReasonPermissionDenied = "PermissionDenied"
+	// ReasonNoProgress: a running job's Launcher printed nothing for longer
+	// than its progress timeout; the job keeps running.
+	ReasonNoProgress = "NoProgress"
 )
 
 // programRules come before the infrastructure rules (logRules): each

@@ -105,6 +105,9 @@ func explainProgress(in Input, s api.Status) (api.Phase, string, string, string)
 	}
 	switch s.Launcher {
 	case api.LauncherRunning, api.LauncherSucceeded:
+		if m, n, ok := noProgress(in, s); ok {
+			return api.PhaseRunning, ReasonNoProgress, m, n
+		}
 		return api.PhaseRunning, "", fmt.Sprintf("Running on %d Workers.", s.WorkersTotal), ""
 	case api.LauncherFailed:
 		return api.PhaseRunning, ReasonLauncherFailed, "The Launcher failed; Trainer is finishing the job.", ""
@@ -408,4 +411,31 @@ func disrupted(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// noProgress says when a running Launcher has printed nothing for longer
+// than the job's progress timeout: a program stuck in a collective, or
+// MPI stuck in finalize after every rank printed its last line (MPICH over
+// UCX). The job keeps running; the evidence is the last line and its time.
+func noProgress(in Input, s api.Status) (message, next string, ok bool) {
+	if in.ProgressTimeout <= 0 || s.Launcher != api.LauncherRunning {
+		return "", "", false
+	}
+	since := in.LastOutput
+	if since == nil && s.StartTime != nil {
+		since = &s.StartTime.Time
+	}
+	if since == nil || in.Now.Sub(*since) <= in.ProgressTimeout {
+		return "", "", false
+	}
+	quiet := in.Now.Sub(*since).Round(time.Second)
+	msg := fmt.Sprintf("The Launcher has printed nothing for %s, longer than the job's progress timeout of %s; the job keeps running.", quiet, in.ProgressTimeout)
+	if in.LastOutput != nil && in.LastLine != "" {
+		msg = fmt.Sprintf("The Launcher has printed nothing for %s, longer than the job's progress timeout of %s; its last line, at %s: %q. The job keeps running.",
+			quiet, in.ProgressTimeout, in.LastOutput.UTC().Format(time.RFC3339), trimMessage(in.LastLine, 200))
+	}
+	return msg, ranked(
+		"Look at every rank's last output (`kubectl mpijob logs NAME --all`): ranks that all finished but a Launcher that does not exit is MPI stuck in finalize; ranks that stop mid-way are stuck in a collective or waiting on a peer.",
+		"If it is stuck, delete the job and resubmit (`kubectl mpijob clone NAME NEW`); it holds its Workers until then.",
+		"If the program is only quiet, print progress more often or raise "+`policy.mpijob.dev/progress-timeout`+" on the job."), true
 }

@@ -161,3 +161,43 @@ func TestGangSchedulingTimeout(t *testing.T) {
 		t.Errorf("the placed Workers still run after the suspension: %v", err)
 	}
 }
+
+// A running job whose Launcher prints nothing for longer than its
+// progress timeout (policy.mpijob.dev/progress-timeout on the job) gets a
+// NoProgress Warning with its last line, and keeps running.
+func TestNoProgressWarning(t *testing.T) {
+	c := framework.Get(t)
+	ctx := context.Background()
+	ns := c.NewNamespace(t, "quiet")
+	job := framework.MakeTrainJob("silent", ns, "mpi-openmpi").NumNodes(1).
+		Command("sh", "-c", "echo step 1 done; sleep 300").Obj()
+	job.Annotations = map[string]string{admission.ProgressTimeoutAnnotation: "5s"}
+	if err := c.Client.Create(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	s := c.WaitForStatus(t, ns, "silent", time.Minute, func(s api.Status) bool { return s.Reason == diagnose.ReasonNoProgress })
+	if s.Phase != api.PhaseRunning || !strings.Contains(s.Message, `its last line, at `) || !strings.Contains(s.Message, `"step 1 done"`) || len(s.NextSteps) != 3 {
+		t.Errorf("status %s/%s %q %q, want Running with the last line and 3 next steps", s.Phase, s.Reason, s.Message, s.NextSteps)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		evs := &corev1.EventList{}
+		if err := c.Client.List(ctx, evs, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		for _, e := range evs.Items {
+			if e.Reason == diagnose.ReasonNoProgress && e.Type == corev1.EventTypeWarning {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Errorf("no Warning Event %s: %v", diagnose.ReasonNoProgress, err)
+	}
+	// A bad value is refused with the annotation, the value and the form.
+	bad := framework.MakeTrainJob("badtimeout", ns, "mpi-openmpi").NumNodes(1).Obj()
+	bad.Annotations = map[string]string{admission.ProgressTimeoutAnnotation: "soon"}
+	if err := c.Client.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), `policy.mpijob.dev/progress-timeout]: Invalid value: "soon": must be a positive duration such as 30m`) {
+		t.Errorf("a job with progress-timeout \"soon\" got %v, want a refusal naming the annotation and the form", err)
+	}
+}
