@@ -43,7 +43,10 @@ const (
 type Reconciler struct {
 	Client client.Client
 	// Reader reads what the cache does not hold (events, all pods, nodes).
-	Reader   client.Reader
+	Reader client.Reader
+	// Queues answers where queued jobs stand, from one shared read of
+	// Kueue's Workloads per few seconds (nil: made from Reader).
+	Queues   *queue.Snapshots
 	Logs     kubernetes.Interface
 	Recorder events.EventRecorder
 	Runtimes admission.RuntimeLookup
@@ -55,8 +58,9 @@ type Reconciler struct {
 	// older Status would forget what was seen (a Launcher that ran and was
 	// deleted) or report a transition twice. Entries go when their TrainJob
 	// is gone.
-	mu   sync.Mutex
-	seen map[types.NamespacedName]*memory
+	mu         sync.Mutex
+	queuesOnce sync.Once
+	seen       map[types.NamespacedName]*memory
 }
 
 type memory struct {
@@ -242,7 +246,7 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 	if unschedulable(in.Workers) > 0 {
 		in.Nodes, in.AllNodes = r.freeCapacity(ctx)
 	}
-	if q, err := queue.Lookup(ctx, r.Reader, tj.Namespace, tj.Labels, tj.UID); err != nil {
+	if q, err := r.queues().Lookup(ctx, tj.Namespace, tj.Labels, tj.UID); err != nil {
 		log.V(1).Info("cannot read the job's queue", "err", err)
 	} else if q != nil {
 		in.Queue = &Queue{Name: q.Queue, Admitted: q.Admitted, Position: q.Position, Pending: q.Pending, Message: strings.TrimSuffix(q.Message, "."),
@@ -537,4 +541,17 @@ func (r *Reconciler) lastOutput(ctx context.Context, p *corev1.Pod) (*time.Time,
 		return nil, ""
 	}
 	return &t, text
+}
+
+// queueSnapshotTTL is how long one read of Kueue's Workloads serves every
+// queued job's diagnosis.
+const queueSnapshotTTL = 5 * time.Second
+
+func (r *Reconciler) queues() *queue.Snapshots {
+	r.queuesOnce.Do(func() {
+		if r.Queues == nil {
+			r.Queues = &queue.Snapshots{Reader: r.Reader, TTL: queueSnapshotTTL}
+		}
+	})
+	return r.Queues
 }

@@ -81,16 +81,7 @@ func Position(all []Workload, mine Workload, clusterQueueOf map[string]string) i
 			same = append(same, w)
 		}
 	}
-	sort.SliceStable(same, func(i, j int) bool {
-		a, b := same[i], same[j]
-		if a.Priority != b.Priority {
-			return a.Priority > b.Priority
-		}
-		if !a.orderTime().Equal(b.orderTime()) {
-			return a.orderTime().Before(b.orderTime())
-		}
-		return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
-	})
+	sort.SliceStable(same, func(i, j int) bool { return before(same[i], same[j]) })
 	for i, w := range same {
 		if w.Namespace == mine.Namespace && w.Name == mine.Name {
 			return int32(i + 1)

@@ -1,0 +1,146 @@
+package queue
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// memReader serves Kueue's Workloads and LocalQueues from memory and
+// counts List calls, standing in for the API server's list answers.
+type memReader struct {
+	workloads, localQueues []unstructured.Unstructured
+	lists                  int
+}
+
+func (m *memReader) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
+	return fmt.Errorf("not used")
+}
+
+func (m *memReader) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	m.lists++
+	lo := &client.ListOptions{}
+	lo.ApplyOptions(opts)
+	ul := list.(*unstructured.UnstructuredList)
+	src := m.workloads
+	if ul.GroupVersionKind() == localQueueList {
+		src = m.localQueues
+	}
+	for _, o := range src {
+		if lo.Namespace != "" && o.GetNamespace() != lo.Namespace {
+			continue
+		}
+		if lo.LabelSelector != nil && !lo.LabelSelector.Matches(labels.Set(o.GetLabels())) {
+			continue
+		}
+		ul.Items = append(ul.Items, *o.DeepCopy())
+	}
+	return nil
+}
+
+// queued makes n pending Workloads in team-a/default (ClusterQueue mpijob),
+// every third of higher priority, and returns the reader.
+func queued(n int) *memReader {
+	m := &memReader{localQueues: []unstructured.Unstructured{{Object: map[string]any{
+		"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+		"metadata": map[string]any{"name": "default", "namespace": "team-a"},
+		"spec":     map[string]any{"clusterQueue": "mpijob"},
+	}}}}
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	for i := 0; i < n; i++ {
+		prio := int64(0)
+		if i%3 == 0 {
+			prio = 10
+		}
+		u := unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Workload",
+			"metadata": map[string]any{"name": fmt.Sprintf("trainjob-j%d", i), "namespace": "team-a",
+				"labels":            map[string]any{jobUIDLabel: fmt.Sprintf("uid-%d", i)},
+				"creationTimestamp": t0.Add(time.Duration(i) * time.Second).Format(time.RFC3339)},
+			"spec": map[string]any{"queueName": "default", "priority": prio},
+			"status": map[string]any{"conditions": []any{map[string]any{"type": "QuotaReserved", "status": "False",
+				"message": "insufficient unused quota", "lastTransitionTime": metav1.Now().Format(time.RFC3339)}}},
+		}}
+		m.workloads = append(m.workloads, u)
+	}
+	return m
+}
+
+// The shared snapshot answers as the per-job lookup does, with two List
+// calls for a whole round of queued jobs.
+func TestSnapshotsAgreeWithLookup(t *testing.T) {
+	ctx := context.Background()
+	m := queued(40)
+	snaps := &Snapshots{Reader: m, TTL: time.Minute}
+	jobLabels := map[string]string{NameLabel: "default"}
+	for i := 0; i < 40; i++ {
+		uid := types.UID(fmt.Sprintf("uid-%d", i))
+		want, err := Lookup(ctx, m, "team-a", jobLabels, uid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := snaps.Lookup(ctx, "team-a", jobLabels, uid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("job %d (-Lookup,+Snapshots):\n%s", i, diff)
+		}
+	}
+	m.lists = 0
+	snaps = &Snapshots{Reader: m, TTL: time.Minute}
+	for i := 0; i < 40; i++ {
+		if _, err := snaps.Lookup(ctx, "team-a", jobLabels, types.UID(fmt.Sprintf("uid-%d", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if m.lists != 2 {
+		t.Errorf("a round of 40 queued jobs made %d List calls, want 2", m.lists)
+	}
+	// A job whose Workload is newer than the snapshot is looked up directly.
+	if got, err := snaps.Lookup(ctx, "team-a", jobLabels, "uid-new"); err != nil || got == nil || got.Position != 0 {
+		t.Errorf("a job without a Workload yet: %+v, %v", got, err)
+	}
+}
+
+// BenchmarkQueuedRound measures one diagnosis round over every queued job
+// (what the manager does every 15 s): per job, the lookup, with 500 jobs.
+// Run: go test ./pkg/queue -bench QueuedRound -benchmem
+func BenchmarkQueuedRound(b *testing.B) {
+	ctx := context.Background()
+	jobLabels := map[string]string{NameLabel: "default"}
+	for _, n := range []int{100, 500} {
+		m := queued(n)
+		b.Run(fmt.Sprintf("per-job-list/%d", n), func(b *testing.B) {
+			m.lists = 0
+			for i := 0; i < b.N; i++ {
+				for j := 0; j < n; j++ {
+					if _, err := Lookup(ctx, m, "team-a", jobLabels, types.UID(fmt.Sprintf("uid-%d", j))); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(m.lists)/float64(b.N), "lists/round")
+		})
+		b.Run(fmt.Sprintf("shared-snapshot/%d", n), func(b *testing.B) {
+			m.lists = 0
+			for i := 0; i < b.N; i++ {
+				snaps := &Snapshots{Reader: m, TTL: time.Minute}
+				for j := 0; j < n; j++ {
+					if _, err := snaps.Lookup(ctx, "team-a", jobLabels, types.UID(fmt.Sprintf("uid-%d", j))); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.ReportMetric(float64(m.lists)/float64(b.N), "lists/round")
+		})
+	}
+}
