@@ -983,3 +983,37 @@ func TestNoProgress(t *testing.T) {
 		})
 	}
 }
+
+// Workers waiting for a volume say which claim and what to check.
+func TestWaitingForAVolume(t *testing.T) {
+	waiting := func(msg string) *podW {
+		w := worker("1")
+		w.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "train-data"}}}}
+		w.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: msg}}
+		return w
+	}
+	cases := map[string]struct {
+		sched, message, first string
+	}{
+		"not bound yet": {
+			sched:   "0/18 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/18 nodes are available: 18 Preemption is not helpful for scheduling.",
+			message: "Waiting for 1 Worker to be scheduled: their PersistentVolumeClaim train-data is not bound to a volume yet (scheduler: 0/18 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/18 nodes are available: 18 Preemption is not helpful for scheduling).",
+			first:   "Check the claim (`kubectl get pvc train-data -n team-a`): it needs a StorageClass that provisions volumes or a PersistentVolume that matches it; the job starts once it is Bound.",
+		},
+		"does not exist": {
+			sched:   `persistentvolumeclaim "train-data" not found`,
+			message: `Waiting for 1 Worker to be scheduled: their PersistentVolumeClaim train-data does not exist in namespace team-a (scheduler: persistentvolumeclaim "train-data" not found).`,
+			first:   "Create PersistentVolumeClaim train-data in namespace team-a: the job starts once it is bound.",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tj := job(2).obj()
+			tj.Namespace = "team-a"
+			got := Diagnose(Input{TrainJob: tj, JobSet: jobset(2), Workers: pods(worker("0").running(true), waiting(tc.sched)), Now: t0})
+			if got.Reason != ReasonUnschedulable || got.Message != tc.message || got.NextStep != tc.first || len(got.NextSteps) != 2 {
+				t.Errorf("got %s %q %q\nwant %s %q %q", got.Reason, got.Message, got.NextSteps, ReasonUnschedulable, tc.message, tc.first)
+			}
+		})
+	}
+}

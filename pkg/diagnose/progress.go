@@ -69,6 +69,9 @@ func explainProgress(in Input, s api.Status) (api.Phase, string, string, string)
 		// volume): counting free resources would contradict it.
 		next := "The job starts when capacity frees up; to start sooner use fewer Workers or smaller Workers."
 		why, fit := fitExplanation(in)
+		if m, n, ok := volumeWait(in, sched); ok {
+			return phase, ReasonUnschedulable, msg + ": " + m, n
+		}
 		switch {
 		case constraint.MatchString(sched) && why != "" && fit == 0:
 			// No node at all has the free capacity: true whatever else
@@ -438,4 +441,51 @@ func noProgress(in Input, s api.Status) (message, next string, ok bool) {
 		"Look at every rank's last output (`kubectl mpijob logs NAME --all`): ranks that all finished but a Launcher that does not exit is MPI stuck in finalize; ranks that stop mid-way are stuck in a collective or waiting on a peer.",
 		"If it is stuck, delete the job and resubmit (`kubectl mpijob clone NAME NEW`); it holds its Workers until then.",
 		"If the program is only quiet, print progress more often or raise "+`policy.mpijob.dev/progress-timeout`+" on the job."), true
+}
+
+var (
+	unboundClaims = regexp.MustCompile(`unbound immediate PersistentVolumeClaims`)
+	missingClaim  = regexp.MustCompile(`persistentvolumeclaim "([^"]+)" not found`)
+)
+
+// volumeWait explains Workers that wait for a PersistentVolumeClaim: one
+// not bound to a volume yet, or one that does not exist.
+func volumeWait(in Input, sched string) (message, next string, ok bool) {
+	ns := ""
+	if in.TrainJob != nil {
+		ns = in.TrainJob.Namespace
+	}
+	if m := missingClaim.FindStringSubmatch(sched); m != nil {
+		return fmt.Sprintf("their PersistentVolumeClaim %s does not exist in namespace %s (scheduler: %s).", m[1], ns, sched),
+			ranked(
+				fmt.Sprintf("Create PersistentVolumeClaim %s in namespace %s: the job starts once it is bound.", m[1], ns),
+				"Or fix the claim's name in the job's volumes and resubmit (`kubectl mpijob clone NAME NEW`)."), true
+	}
+	if !unboundClaims.MatchString(sched) {
+		return "", "", false
+	}
+	var claims []string
+	for _, p := range sortedByIndex(in.Workers) {
+		if p.Spec.NodeName != "" {
+			continue
+		}
+		for _, v := range p.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil {
+				claims = append(claims, v.PersistentVolumeClaim.ClaimName)
+			}
+		}
+		break
+	}
+	what := "their PersistentVolumeClaims are"
+	check := "kubectl get pvc -n " + ns
+	if len(claims) == 1 {
+		what = "their PersistentVolumeClaim " + claims[0] + " is"
+		check = "kubectl get pvc " + claims[0] + " -n " + ns
+	} else if len(claims) > 1 {
+		what = "their PersistentVolumeClaims " + strings.Join(claims, ", ") + " are"
+	}
+	return fmt.Sprintf("%s not bound to a volume yet (scheduler: %s).", what, sched),
+		ranked(
+			fmt.Sprintf("Check the claim (`%s`): it needs a StorageClass that provisions volumes or a PersistentVolume that matches it; the job starts once it is Bound.", check),
+			"A claim with ReadWriteOnce can be used by the Workers of one node only: use ReadWriteMany for Workers on several nodes."), true
 }

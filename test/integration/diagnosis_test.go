@@ -93,6 +93,13 @@ func TestDiagnosisOfRealFailures(t *testing.T) {
 			wantReason:  diagnose.ReasonCannotStart,
 			wantMessage: []string{"The job can never start", "16 nodes carry taint kwok.x-k8s.io/node=fake:NoSchedule, which the Workers do not tolerate", "2 nodes have no nvidia.com/gpu"},
 		},
+		"a PersistentVolumeClaim that does not exist": {
+			job: framework.MakeTrainJob("noclaim", "", "mpi-openmpi").NumNodes(1).PatchWorkers(trainer.PodSpecPatch{
+				Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "train-data"}}}},
+			}),
+			wantReason:  diagnose.ReasonUnschedulable,
+			wantMessage: []string{"their PersistentVolumeClaim train-data does not exist in namespace"},
+		},
 		"a queue that does not exist": {
 			job:         framework.MakeTrainJob("noqueue", "", "mpi-openmpi").NumNodes(1).Queue("nope"),
 			wantReason:  diagnose.ReasonCannotStart,
