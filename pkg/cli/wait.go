@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/mpijob/mpijob/pkg/api"
@@ -21,8 +22,9 @@ func newWaitCommand(o *Options) *cobra.Command {
 		Long: `Wait until the job reaches PHASE (Running, Succeeded, Failed, or any phase).
 
 Exit codes: 0 the job reached PHASE; 6 it finished in another phase (for
-example Failed while waiting for Succeeded; the diagnosis is printed);
-7 the timeout passed; 3 no such job.`,
+example Failed while waiting for Succeeded), or it can never start
+(reason CannotStart or PodsRefused); the diagnosis and its next steps are
+printed; 7 the timeout passed; 3 no such job.`,
 		Example: `  kubectl mpijob wait hello --for=Succeeded --timeout 10m && echo done
   kubectl mpijob wait hello --for=Running`,
 		Args:              exactlyOneName("wait"),
@@ -60,7 +62,14 @@ func waitFor(ctx context.Context, cl *clients, o *Options, name string, want api
 	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
 		tj, err := cl.job(ctx, name)
 		if err != nil {
-			return false, err
+			var exit *exitError
+			if errors.As(err, &exit) || apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+				return false, err
+			}
+			// A slow or briefly unreachable API server (or the client's
+			// rate limiter near the deadline) is not the job's answer:
+			// keep waiting; the timeout still ends it.
+			return false, nil
 		}
 		s, _ := statusOf(tj)
 		if s.Phase != last.Phase {
@@ -75,21 +84,17 @@ func waitFor(ctx context.Context, cl *clients, o *Options, name string, want api
 		if want == api.PhaseRunning && s.Phase == api.PhaseSucceeded {
 			return true, nil
 		}
+		// A job that can never start never reaches a later phase.
+		if neverStarts(s) && want != api.PhasePending && want != api.PhaseQueued && want != api.PhaseGangScheduling {
+			other = &exitError{code: ExitOtherPhase, msg: fmt.Sprintf("job %s can never reach %s: %s: %s", name, want, s.Reason, s.Message) + nextStepsText(s)}
+			return true, nil
+		}
 		if s.Phase.Finished() {
 			msg := fmt.Sprintf("job %s finished %s, not %s", name, s.Phase, want)
 			if s.Reason != "" {
 				msg += fmt.Sprintf(": %s: %s", s.Reason, s.Message)
 			}
-			switch {
-			case len(s.NextSteps) > 1:
-				msg += "\nNext steps, most likely fix first:"
-				for i, step := range s.NextSteps {
-					msg += fmt.Sprintf("\n  %d. %s", i+1, step)
-				}
-			case s.NextStep != "":
-				msg += "\nNext step: " + s.NextStep
-			}
-			other = &exitError{code: ExitOtherPhase, msg: msg}
+			other = &exitError{code: ExitOtherPhase, msg: msg + nextStepsText(s)}
 			return true, nil
 		}
 		return false, nil
@@ -108,4 +113,24 @@ func waitFor(ctx context.Context, cl *clients, o *Options, name string, want api
 		fmt.Fprintf(o.Out, "mpijob %s is %s\n", name, last.Phase)
 	}
 	return err
+}
+
+// neverStarts reports the diagnoses after which no wait helps.
+func neverStarts(s api.Status) bool {
+	return s.Reason == "CannotStart" || s.Reason == "PodsRefused"
+}
+
+// nextStepsText prints a status's ranked next steps for an error message.
+func nextStepsText(s api.Status) string {
+	switch {
+	case len(s.NextSteps) > 1:
+		msg := "\nNext steps, most likely fix first:"
+		for i, step := range s.NextSteps {
+			msg += fmt.Sprintf("\n  %d. %s", i+1, step)
+		}
+		return msg
+	case s.NextStep != "":
+		return "\nNext step: " + s.NextStep
+	}
+	return ""
 }

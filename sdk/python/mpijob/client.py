@@ -39,6 +39,7 @@ from .redact import Redactor
 from .types import (
     CREATOR_ANNOTATION,
     GROUP,
+    NEVER_STARTS,
     PHASES,
     QUEUE_LABEL,
     STATUS_ANNOTATION,
@@ -251,7 +252,8 @@ class MPIJobClient:
         """Wait until the job is in one of ``phases``; returns it.
 
         Raises :class:`JobFailedError` (with the diagnosis in ``.status``) when it
-        finishes in another phase, :class:`WaitTimeoutError` after ``timeout`` seconds.
+        finishes in another phase or can never start (reason ``CannotStart`` or
+        ``PodsRefused``), :class:`WaitTimeoutError` after ``timeout`` seconds.
 
         >>> client.wait_for_job("hello", phases=["Running"], timeout=120)
         """
@@ -265,8 +267,12 @@ class MPIJobClient:
             s = JobStatus.from_trainjob(obj)
             if s.phase in wanted or ("Running" in wanted and s.phase == "Succeeded"):
                 return MPIJob.from_trainjob(obj, self._hosts_ranks(obj))
-            if s.finished:
+            # A job that can never start never reaches a later phase.
+            never = s.reason in NEVER_STARTS and not wanted & {"Pending", "Queued", "GangScheduling"}
+            if s.finished or never:
                 msg = f"job {name} finished {s.phase}, not {'/'.join(sorted(wanted))}"
+                if never:
+                    msg = f"job {name} can never reach {'/'.join(sorted(wanted))}"
                 if s.reason:
                     msg += f": {s.reason}: {s.message}"
                 if s.next_step:

@@ -19,6 +19,8 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 PHASES = ("Pending", "Queued", "GangScheduling", "Starting", "Running", "Succeeded", "Failed", "Suspended")
 FINISHED = ("Succeeded", "Failed")
+# Reasons after which no wait helps: the job can never start as it is.
+NEVER_STARTS = ("CannotStart", "PodsRefused")
 
 
 def _time(v: Optional[str]) -> Optional[datetime]:

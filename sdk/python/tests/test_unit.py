@@ -1,5 +1,6 @@
 """Unit tests: pure functions and validation before any API call."""
 
+import json
 import pathlib
 import re
 import tempfile
@@ -10,6 +11,7 @@ import yaml
 
 from mpijob import (
     InvalidJobError,
+    JobFailedError,
     JobStatus,
     MPIJobClient,
     QuotaExceededError,
@@ -187,3 +189,21 @@ def test_sdk_reference_is_current():
     gendoc = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(gendoc)
     assert (REPO / "docs" / "sdk.md").read_text() == gendoc.render(), "docs/sdk.md is stale: run `make docs`"
+
+
+def test_wait_stops_on_a_job_that_can_never_start(offline_client, monkeypatch):
+    status = {"phase": "Queued", "reason": "CannotStart",
+              "message": "The job can never start: queue team-a/default has no quota for example.com/fpga.",
+              "nextStep": "Check the resource name example.com/fpga.",
+              "nextSteps": ["Check the resource name example.com/fpga.", "Or ask an administrator."],
+              "launcher": "NotCreated", "workersReady": 0, "workersTotal": 1}
+    obj = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+           "metadata": {"name": "fpga", "namespace": "ns1", "annotations": {"mpijob.dev/status": json.dumps(status)}},
+           "spec": {"runtimeRef": {"name": "mpi-openmpi"}, "trainer": {"numNodes": 1}}}
+    monkeypatch.setattr(offline_client, "_get", lambda name: obj)
+    with pytest.raises(JobFailedError, match="job fpga can never reach Running: CannotStart") as e:
+        offline_client.wait_for_job("fpga", phases=["Running"], timeout=30, poll_interval=0.01)
+    assert e.value.status.next_steps == status["nextSteps"]
+    # Waiting for the phase it is in returns it.
+    monkeypatch.setattr(offline_client, "_hosts_ranks", lambda obj: {})
+    assert offline_client.wait_for_job("fpga", phases=["Queued"], timeout=30).status.reason == "CannotStart"
