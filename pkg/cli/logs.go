@@ -38,8 +38,11 @@ func newLogsCommand(o *Options) *cobra.Command {
 --worker N, or with --all the Launcher's and every Worker's merged by time,
 each line prefixed [launcher] or [worker-N].
 
-Secrets are redacted: PEM blocks, bearer tokens, cloud keys and the values of
-password=, token=, secret=, api_key= style settings.`,
+Secrets are redacted: PEM blocks; bearer and basic authorization; AWS key
+ids and secret keys; GitHub, Hugging Face, Slack, OpenAI and GitLab tokens;
+JWTs; credentials in URLs; --password and mysql -p values; and the values
+of password=, passphrase:, token=, secret=, api_key= style settings. The
+rules are data (pkg/logs/redact-rules.json), shared with the Python SDK.`,
 		Example: `  kubectl mpijob logs hello
   kubectl mpijob logs hello --all --grep 'rank [0-9]+'
   kubectl mpijob logs hello --worker 1 --since 10m --tail 100

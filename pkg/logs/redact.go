@@ -6,29 +6,78 @@
 package logs
 
 import (
+	_ "embed"
+	"encoding/json"
+	"fmt"
 	"regexp"
 	"strings"
+	"unicode"
 )
 
 // Mask replaces what a rule hides.
 const Mask = "[REDACTED]"
 
+// RulesJSON is the rules as data: the Python SDK ships the same file.
+//
+//go:embed redact-rules.json
+var RulesJSON []byte
+
 // rule is a pattern with cheap substrings (of the lowercased line), one
-// of which must occur for the pattern to be tried at all.
+// of which must occur for the pattern to be tried at all. Its three
+// groups are what is kept before, the secret, and what is kept after.
 type rule struct {
-	hints []string
-	re    *regexp.Regexp
+	hints   []string
+	re      *regexp.Regexp
+	require []string
 }
 
-var rules = []rule{
-	// key=value and key: value settings whose name says secret.
-	{[]string{"pass", "pwd", "secret", "token", "key"}, regexp.MustCompile(`(?i)((?:password|passwd|pwd|secret|token|api[_-]?key|access[_-]?key|private[_-]?key|client[_-]?secret)[A-Za-z0-9_-]*["']?\s*[:=]\s*["']?)([^\s"',;&]+)`)},
-	// Authorization headers and bearer tokens.
-	{[]string{"bearer"}, regexp.MustCompile(`(?i)(bearer\s+)([A-Za-z0-9._~+/=-]{8,})`)},
-	// AWS access key ids, GitHub and Hugging Face tokens, JWTs.
-	{[]string{"akia", "gh", "hf_", "eyj"}, regexp.MustCompile(`()\b(AKIA[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,}|hf_[A-Za-z0-9]{30,}|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})\b`)},
-	// Credentials in URLs: scheme://user:password@host.
-	{[]string{"://"}, regexp.MustCompile(`(://[^/\s:@]+:)([^@\s/]+)(@)`)},
+var rules = mustRules(RulesJSON)
+
+func mustRules(b []byte) []rule {
+	var doc struct {
+		Mask  string `json:"mask"`
+		Rules []struct {
+			Name, Pattern string
+			Hints         []string
+			Require       []string
+		} `json:"rules"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		panic(fmt.Sprintf("redact-rules.json: %v", err))
+	}
+	if doc.Mask != Mask {
+		panic(fmt.Sprintf("redact-rules.json: mask %q, want %q", doc.Mask, Mask))
+	}
+	out := make([]rule, 0, len(doc.Rules))
+	for _, r := range doc.Rules {
+		re := regexp.MustCompile(r.Pattern)
+		if re.NumSubexp() != 3 {
+			panic(fmt.Sprintf("redact-rules.json: rule %q has %d groups, want 3", r.Name, re.NumSubexp()))
+		}
+		out = append(out, rule{hints: r.Hints, re: re, require: r.Require})
+	}
+	return out
+}
+
+// hasClasses reports whether s has a character of each class named.
+func hasClasses(s string, classes []string) bool {
+	for _, c := range classes {
+		var is func(rune) bool
+		switch c {
+		case "upper":
+			is = unicode.IsUpper
+		case "lower":
+			is = unicode.IsLower
+		case "digit":
+			is = unicode.IsDigit
+		default:
+			return false
+		}
+		if !strings.ContainsFunc(s, is) {
+			return false
+		}
+	}
+	return true
 }
 
 func hinted(lower string, hints []string) bool {
@@ -68,15 +117,14 @@ func (r *Redactor) Line(line string) string {
 		if !hinted(lower, ru.hints) {
 			continue
 		}
-		re := ru.re
+		re, require := ru.re, ru.require
 		line = re.ReplaceAllStringFunc(line, func(m string) string {
-			r.Count++
 			sub := re.FindStringSubmatch(m)
-			out := sub[1] + Mask
-			if len(sub) > 3 {
-				out += sub[3]
+			if sub[2] == Mask || len(require) > 0 && !hasClasses(sub[2], require) {
+				return m
 			}
-			return out
+			r.Count++
+			return sub[1] + Mask + sub[3]
 		})
 	}
 	return line
