@@ -15,6 +15,7 @@ import (
 
 	"github.com/mpijob/mpijob/pkg/admission"
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/logs"
 	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
@@ -107,7 +108,10 @@ func describe(ctx context.Context, cl *clients, name string, out io.Writer, now 
 		p("Finished", "%s (ran %s)", s.CompletionTime.UTC().Format(time.RFC3339), jobDuration(s, now))
 	}
 	if tj.Spec.Trainer != nil && len(tj.Spec.Trainer.Command) > 0 {
-		p("Command", "%s", strings.Join(tj.Spec.Trainer.Command, " "))
+		// The command can carry a secret (an access key, a password): it is
+		// redacted as logs are.
+		cmdline, _ := logs.String(strings.Join(append(append([]string{}, tj.Spec.Trainer.Command...), tj.Spec.Trainer.Args...), " "))
+		p("Command", "%s", cmdline)
 	}
 	_ = w.Flush()
 
