@@ -2,7 +2,6 @@ package admission
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -212,18 +211,4 @@ func tolerates(have []corev1.Toleration, want corev1.Toleration) bool {
 		}
 	}
 	return false
-}
-
-// FormatSelector renders a selector as "k=v,k2=v2", sorted.
-func FormatSelector(sel map[string]string) string {
-	keys := make([]string, 0, len(sel))
-	for k := range sel {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	parts := make([]string, 0, len(keys))
-	for _, k := range keys {
-		parts = append(parts, k+"="+sel[k])
-	}
-	return strings.Join(parts, ",")
 }

@@ -182,5 +182,3 @@ func Warnings(j Job) []string {
 	}
 	return out
 }
-
-func suggestClose(name string, known []string) bool { return suggest.Closest(name, known) != "" }

@@ -236,12 +236,6 @@ func TestWarnings(t *testing.T) {
 	}
 }
 
-func TestFormatSelector(t *testing.T) {
-	if got := FormatSelector(map[string]string{"z": "1", "a": "2"}); got != "a=2,z=1" {
-		t.Errorf("got %q", got)
-	}
-}
-
 func TestValidateWorkerFields(t *testing.T) {
 	worker := &corev1.PodSpec{Containers: []corev1.Container{{Name: "node", Image: "ghcr.io/mpijob/openmpi:4.1"}}}
 	res := &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}

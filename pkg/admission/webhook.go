@@ -21,6 +21,7 @@ import (
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/pkg/runtimes"
+	"github.com/mpijob/mpijob/pkg/suggest"
 )
 
 // Webhook paths the manager serves.
@@ -256,7 +257,7 @@ func DemandOf(s runtimes.Shape) Demand {
 // looksMPI guesses whether an unknown runtime name was meant to be an MPI
 // runtime, so typos get a suggestion without judging other frameworks.
 func looksMPI(name string, known []string) bool {
-	return strings.HasPrefix(name, "mpi") || suggestClose(name, known)
+	return strings.HasPrefix(name, "mpi") || suggest.Closest(name, known) != ""
 }
 
 func deny(tj *trainer.TrainJob, errs field.ErrorList) admission.Response {

@@ -400,7 +400,7 @@ func (r *Reconciler) write(ctx context.Context, tj *trainer.TrainJob, s api.Stat
 
 // warning statuses ask for a person's attention.
 func warning(s api.Status) bool {
-	return s.Phase == api.PhaseFailed || s.Reason == ReasonImagePullFailed || s.Reason == ReasonQuotaExceeded || s.Reason == ReasonGangSchedulingTimout ||
+	return s.Phase == api.PhaseFailed || s.Reason == ReasonImagePullFailed || s.Reason == ReasonQuotaExceeded || s.Reason == ReasonGangSchedulingTimeout ||
 		s.Reason == ReasonPodsRefused || s.Reason == ReasonCannotStart || s.Reason == ReasonNoProgress
 }
 
@@ -516,7 +516,7 @@ func nodeIsReady(n *corev1.Node) bool {
 // releaseOnTimeout reports a job past its gang-scheduling timeout that
 // holds placed Workers and is not managed by Kueue: it is suspended.
 func releaseOnTimeout(tj *trainer.TrainJob, s api.Status) bool {
-	if s.Reason != ReasonGangSchedulingTimout || s.Phase != api.PhaseGangScheduling || tj.Labels[queue.NameLabel] != "" {
+	if s.Reason != ReasonGangSchedulingTimeout || s.Phase != api.PhaseGangScheduling || tj.Labels[queue.NameLabel] != "" {
 		return false
 	}
 	return tj.Spec.Suspend == nil || !*tj.Spec.Suspend

@@ -21,27 +21,27 @@ import (
 // Reasons the diagnosis gives. They are stable words that alerts and
 // scripts can match; the Message says the same for people.
 const (
-	ReasonJobSetNotCreated     = "JobSetNotCreated"
-	ReasonUnschedulable        = "Unschedulable"
-	ReasonQuotaExceeded        = "QuotaExceeded"
-	ReasonImagePullFailed      = "ImagePullFailed"
-	ReasonWorkersNotReady      = "WorkersNotReady"
-	ReasonLauncherNotStarted   = "LauncherNotStarted"
-	ReasonWorkerOOMKilled      = "WorkerOOMKilled"
-	ReasonLauncherOOMKilled    = "LauncherOOMKilled"
-	ReasonWorkerEvicted        = "WorkerEvicted"
-	ReasonLauncherDeleted      = "LauncherDeleted"
-	ReasonDeadlineExceeded     = "DeadlineExceeded"
-	ReasonSSHConnectionRefused = "SSHConnectionRefused"
-	ReasonHostUnreachable      = "HostUnreachable"
-	ReasonRankKilled           = "RankKilled"
-	ReasonRankSignaled         = "RankSignaled"
-	ReasonLauncherFailed       = "LauncherFailed"
-	ReasonGangSchedulingTimout = "GangSchedulingTimeout"
-	ReasonSuspended            = "Suspended"
-	ReasonQueued               = "Queued"
-	ReasonAdmitted             = "Admitted"
-	ReasonFailed               = "Failed"
+	ReasonJobSetNotCreated      = "JobSetNotCreated"
+	ReasonUnschedulable         = "Unschedulable"
+	ReasonQuotaExceeded         = "QuotaExceeded"
+	ReasonImagePullFailed       = "ImagePullFailed"
+	ReasonWorkersNotReady       = "WorkersNotReady"
+	ReasonLauncherNotStarted    = "LauncherNotStarted"
+	ReasonWorkerOOMKilled       = "WorkerOOMKilled"
+	ReasonLauncherOOMKilled     = "LauncherOOMKilled"
+	ReasonWorkerEvicted         = "WorkerEvicted"
+	ReasonLauncherDeleted       = "LauncherDeleted"
+	ReasonDeadlineExceeded      = "DeadlineExceeded"
+	ReasonSSHConnectionRefused  = "SSHConnectionRefused"
+	ReasonHostUnreachable       = "HostUnreachable"
+	ReasonRankKilled            = "RankKilled"
+	ReasonRankSignaled          = "RankSignaled"
+	ReasonLauncherFailed        = "LauncherFailed"
+	ReasonGangSchedulingTimeout = "GangSchedulingTimeout"
+	ReasonSuspended             = "Suspended"
+	ReasonQueued                = "Queued"
+	ReasonAdmitted              = "Admitted"
+	ReasonFailed                = "Failed"
 )
 
 // completionIndexLabel numbers the pods of an indexed Job: Worker i is the
@@ -173,11 +173,11 @@ func Diagnose(in Input) api.Status {
 			s.Message = fmt.Sprintf("Waiting for queue %s to take the job.", q)
 			s.NextStep = "Nothing to do: the job starts as soon as the queue admits it. If this lasts, check that LocalQueue " + q + " exists in the namespace (`kubectl get localqueues`)."
 		} else if tj.Annotations[api.SuspendedByAnnotation] == api.SuspendedByGangTimeout {
-			s.Phase, s.Reason = api.PhaseSuspended, ReasonGangSchedulingTimout
+			s.Phase, s.Reason = api.PhaseSuspended, ReasonGangSchedulingTimeout
 			s.Message = "mpijob-manager suspended the job: its Workers could not all be placed within the runtime's gang-scheduling timeout, so the placed ones were stopped to free what they held."
-			if p := in.Previous; p != nil && p.Reason == ReasonGangSchedulingTimout && p.Phase != api.PhaseSuspended {
+			if p := in.Previous; p != nil && p.Reason == ReasonGangSchedulingTimeout && p.Phase != api.PhaseSuspended {
 				s.Message += " It waited with: " + strings.TrimSuffix(p.Message, ".") + "."
-			} else if p != nil && p.Phase == api.PhaseSuspended && p.Reason == ReasonGangSchedulingTimout {
+			} else if p != nil && p.Phase == api.PhaseSuspended && p.Reason == ReasonGangSchedulingTimeout {
 				s.Message = p.Message
 			}
 			s.NextStep = ranked(

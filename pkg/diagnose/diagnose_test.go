@@ -184,7 +184,7 @@ func TestDiagnose(t *testing.T) {
 			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), GangTimeout: time.Minute, Now: t0.Add(2 * time.Minute),
 				Previous: &api.Status{Phase: api.PhaseGangScheduling, LastTransitionTime: ptr.To(metav1.NewTime(t0))},
 				Workers:  pods(worker("0").running(true), worker("1"))},
-			want: api.Status{Phase: api.PhaseGangScheduling, Reason: ReasonGangSchedulingTimout, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1,
+			want: api.Status{Phase: api.PhaseGangScheduling, Reason: ReasonGangSchedulingTimeout, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1,
 				Message: "Waiting for 1 Worker to be scheduled: 0/18 nodes are available: 16 Insufficient nvidia.com/gpu (waiting longer than the gang-scheduling timeout of 1m0s)."},
 		},
 		"image pull error names the Worker, image and registry": {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/mpijob/mpijob/pkg/api"
 )
@@ -87,7 +86,7 @@ func explainProgress(in Input, s api.Status) (api.Phase, string, string, string)
 		}
 		if in.Previous != nil && in.Previous.LastTransitionTime != nil && in.Previous.Phase == phase && in.GangTimeout > 0 &&
 			in.Now.Sub(in.Previous.LastTransitionTime.Time) > in.GangTimeout {
-			return phase, ReasonGangSchedulingTimout,
+			return phase, ReasonGangSchedulingTimeout,
 				msg + fmt.Sprintf(" (waiting longer than the gang-scheduling timeout of %s).", in.GangTimeout),
 				"Use fewer Workers or fewer GPUs per worker, or ask an administrator for capacity; delete the job to free what it holds."
 		}
@@ -298,7 +297,7 @@ func fitExplanation(in Input) (string, int) {
 			}
 		}
 		if fit < unscheduled(in.Workers) {
-			return fmt.Sprintf("only %s %s %s free %s", plural(fit, "node", "nodes"), haveOrHas(fit), quantity(want), name), fit
+			return fmt.Sprintf("only %s %s %s free %s", plural(fit, "node", "nodes"), haveOrHas(fit), want.String(), name), fit
 		}
 	}
 	return "", 0
@@ -310,8 +309,6 @@ func haveOrHas(n int) string {
 	}
 	return "have"
 }
-
-func quantity(q resource.Quantity) string { return q.String() }
 
 // constraint matches the scheduler's reasons that are not free capacity.
 var constraint = regexp.MustCompile(`untolerated taint|didn't match Pod's node affinity/selector|didn't match pod anti-affinity rules|didn't match pod affinity rules|unbound immediate PersistentVolumeClaims|volume node affinity conflict|didn't have free ports`)

@@ -122,7 +122,7 @@ func TestGangSchedulingTimeout(t *testing.T) {
 	if err := c.Client.Create(ctx, job); err != nil {
 		t.Fatal(err)
 	}
-	s := c.WaitForStatus(t, ns, "stuck", 2*time.Minute, func(s api.Status) bool { return s.Reason == diagnose.ReasonGangSchedulingTimout })
+	s := c.WaitForStatus(t, ns, "stuck", 2*time.Minute, func(s api.Status) bool { return s.Reason == diagnose.ReasonGangSchedulingTimeout })
 	if !strings.Contains(s.Message, "gang-scheduling timeout") {
 		t.Errorf("status %s %s %q, want it to name the timeout", s.Phase, s.Reason, s.Message)
 	}
@@ -133,18 +133,18 @@ func TestGangSchedulingTimeout(t *testing.T) {
 			return false, err
 		}
 		for _, e := range evs.Items {
-			if e.Reason == diagnose.ReasonGangSchedulingTimout && e.Type == corev1.EventTypeWarning {
+			if e.Reason == diagnose.ReasonGangSchedulingTimeout && e.Type == corev1.EventTypeWarning {
 				return true, nil
 			}
 		}
 		return false, nil
 	})
 	if err != nil {
-		t.Errorf("no Warning Event %s: %v", diagnose.ReasonGangSchedulingTimout, err)
+		t.Errorf("no Warning Event %s: %v", diagnose.ReasonGangSchedulingTimeout, err)
 	}
 	// Suspended by the manager: the placed Workers are gone.
 	s = c.WaitForStatus(t, ns, "stuck", time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseSuspended })
-	if s.Reason != diagnose.ReasonGangSchedulingTimout || !strings.Contains(s.Message, "mpijob-manager suspended the job") || len(s.NextSteps) != 3 {
+	if s.Reason != diagnose.ReasonGangSchedulingTimeout || !strings.Contains(s.Message, "mpijob-manager suspended the job") || len(s.NextSteps) != 3 {
 		t.Errorf("after the timeout: %s %q %q, want Suspended by the manager with 3 next steps", s.Reason, s.Message, s.NextSteps)
 	}
 	tj := &trainer.TrainJob{}
