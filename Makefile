@@ -50,8 +50,9 @@ $(DEV):
 	$(GO) build -o $(BIN)/ ./cmd/mpijob-dev
 
 .PHONY: install-plugin
-install-plugin: ## Install kubectl-mpijob into $GOBIN (then: kubectl mpijob ...).
+install-plugin: ## Install kubectl-mpijob and its completion helper kubectl_complete-mpijob into $GOBIN (then: kubectl mpijob ..., with Tab).
 	$(GO) install ./cmd/kubectl-mpijob
+	install -m 0755 cmd/kubectl-mpijob/kubectl_complete-mpijob "$$($(GO) env GOBIN || true)$$( [ -n "$$($(GO) env GOBIN)" ] || echo "$$($(GO) env GOPATH)/bin")/kubectl_complete-mpijob"
 
 # The front end is rebuilt only when its sources or lockfile change (the
 # hash of its inputs is kept next to the build); node_modules only when the

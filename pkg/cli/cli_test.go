@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -199,6 +200,16 @@ func TestBuildErrNamesTheFlag(t *testing.T) {
 }
 
 func TestExitCodes(t *testing.T) {
+	kubeconfig := filepath.Join(t.TempDir(), "config")
+	if err := os.WriteFile(kubeconfig, []byte(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: dev, context: {cluster: c, user: u}}]
+current-context: dev
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	root := NewRootCommand(genericTestStreams())
 	for _, tc := range []struct {
 		args []string
@@ -209,11 +220,23 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"convert"}, ExitUsage, "-f is required"},
 		{[]string{"convert", "-f", "../legacy/testdata/malformed-v1.yaml"}, ExitUsage, `apiVersion: is "kubeflow.org/v1"`},
 		{[]string{"nosuchverb"}, ExitUsage, "unknown command"},
+		{[]string{"create", "x", "--workers", "two"}, ExitUsage, `invalid argument "two" for "--workers" flag`},
+		{[]string{"logs", "x", "--since", "5"}, ExitUsage, `invalid argument "5" for "--since" flag`},
+		{[]string{"get", "-o", "wid"}, ExitUsage, "-o wid: not an output format; use wide or one of json, yaml"},
+		{[]string{"runtimes", "list", "-o", "yaml"}, ExitUsage, "unknown shorthand flag: 'o'"},
+		{[]string{"--kubeconfig", kubeconfig, "--context", "nosuch", "get"}, ExitUsage, "--context nosuch: no such context in the kubeconfig"},
+		{[]string{"version"}, ExitOK, ""},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			root = NewRootCommand(genericTestStreams())
 			root.SetArgs(tc.args)
 			err := root.Execute()
+			if err == nil {
+				if tc.code != ExitOK {
+					t.Fatalf("no error, want exit %d", tc.code)
+				}
+				return
+			}
 			code, msg := explain(err, root)
 			if code != tc.code || !strings.Contains(msg, tc.msg) {
 				t.Errorf("exit %d %q, want %d containing %q", code, msg, tc.code, tc.msg)

@@ -48,7 +48,7 @@ func Reference(root *cobra.Command) ([]byte, error) {
 	b.WriteString("Every command also takes the global options listed under kubectl-mpijob (kubeconfig, context, namespace, impersonation).\n\n")
 	var walk func(c *cobra.Command) error
 	walk = func(c *cobra.Command) error {
-		if c.Hidden || c.Name() == "help" || strings.HasPrefix(c.CommandPath(), root.Name()+" completion ") {
+		if c.Hidden || c.Name() == "help" || strings.HasPrefix(c.CommandPath(), root.DisplayName()+" completion ") {
 			return nil
 		}
 		c.DisableAutoGenTag = true

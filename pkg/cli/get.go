@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -59,6 +60,12 @@ func (g *getOptions) table() bool {
 }
 
 func (g *getOptions) run(ctx context.Context, names []string) error {
+	// A bad -o is a usage error, said before any API call.
+	if !g.table() {
+		if _, err := g.print.ToPrinter(); err != nil {
+			return usageErr("-o %s: not an output format; use wide or one of %s", *g.print.OutputFormat, strings.Join(g.print.AllowedFormats(), ", "))
+		}
+	}
 	cl, err := g.clients()
 	if err != nil {
 		return err

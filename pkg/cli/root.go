@@ -8,6 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"runtime"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -73,9 +76,11 @@ type Options struct {
 func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
 	o := &Options{IOStreams: streams, Config: genericclioptions.NewConfigFlags(true)}
 	root := &cobra.Command{
-		Use:   "kubectl-mpijob",
-		Short: "Run, watch and debug MPI jobs on Kubeflow Trainer V2",
-		Long: `kubectl-mpijob manages MPI jobs: TrainJobs whose runtime has an MPI policy.
+		Use: "kubectl-mpijob",
+		// kubectl runs the plugin: help and usage say "kubectl mpijob".
+		Annotations: map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl mpijob"},
+		Short:       "Run, watch and debug MPI jobs on Kubeflow Trainer V2",
+		Long: `kubectl mpijob manages MPI jobs: TrainJobs whose runtime has an MPI policy.
 A job has one Launcher (runs mpirun) and Workers (host the ranks, with a
 number of slots per worker). Its phase, reason and next step come from
 mpijob-manager.
@@ -85,6 +90,11 @@ Use it as "kubectl mpijob", "oc mpijob" or on its own.`,
 		SilenceErrors: true,
 	}
 	root.CompletionOptions.HiddenDefaultCmd = false
+	// Bad flags (a value of the wrong type, an unknown flag) are usage
+	// errors: exit 2, as kubectl does.
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageErr("%v\nSee '%s --help'.", err, c.CommandPath())
+	})
 	o.Config.AddFlags(root.PersistentFlags())
 	_ = root.RegisterFlagCompletionFunc("namespace", o.completeNamespaces)
 	_ = root.RegisterFlagCompletionFunc("context", o.completeContexts)
@@ -100,6 +110,7 @@ Use it as "kubectl mpijob", "oc mpijob" or on its own.`,
 		newRuntimesCommand(o),
 		newEventsCommand(o),
 		newDocsCommand(o),
+		newVersionCommand(o),
 	)
 	return root
 }
@@ -128,6 +139,9 @@ func explain(err error, root *cobra.Command) (int, string) {
 			return ExitUsage, st.Message + " (pick another name, or `kubectl mpijob delete` it first)"
 		}
 	}
+	if m := noContext.FindStringSubmatch(err.Error()); m != nil {
+		return ExitUsage, fmt.Sprintf("--context %s: no such context in the kubeconfig; `kubectl config get-contexts` lists them", m[1])
+	}
 	if meta.IsNoMatchError(err) {
 		return ExitError, "the cluster has no TrainJob API (trainer.kubeflow.org/v1alpha1): install Kubeflow Trainer V2 first"
 	}
@@ -135,4 +149,27 @@ func explain(err error, root *cobra.Command) (int, string) {
 		return ExitUsage, err.Error() + "\nSee '" + root.Name() + " --help'."
 	}
 	return ExitError, err.Error()
+}
+
+// noContext is client-go's error for a --context the kubeconfig lacks.
+var noContext = regexp.MustCompile(`context "([^"]*)" does not exist`)
+
+// Version is the plugin's version, set at build time with
+// -ldflags "-X github.com/mpijob/mpijob/pkg/cli.Version=v0.1.0".
+var Version = "dev"
+
+func newVersionCommand(o *Options) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the plugin's version",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			v := Version
+			if bi, ok := debug.ReadBuildInfo(); ok && v == "dev" && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+				v = bi.Main.Version
+			}
+			fmt.Fprintf(o.Out, "kubectl-mpijob %s (%s, %s/%s)\n", v, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			return nil
+		},
+	}
 }

@@ -7,6 +7,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -353,4 +356,46 @@ func TestWorkerLogsCarryNoProbeNoise(t *testing.T) {
 	}
 	expect(t, mpijob(t, "dev-a", "team-a", "wait", name, "--for=Succeeded", "--timeout", "3m"), 0)
 	expect(t, mpijob(t, "dev-a", "team-a", "logs", name), 0, "allreduce over 2 ranks ok")
+}
+
+// kubectl completes "kubectl mpijob ..." through the shipped
+// kubectl_complete-mpijob helper: verbs, and runtimes from the cluster.
+func TestCompletionThroughKubectl(t *testing.T) {
+	c := framework.Get(t)
+	dir := t.TempDir()
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-mpijob"), "../../cmd/kubectl-mpijob")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	helper, err := os.ReadFile("../../cmd/kubectl-mpijob/kubectl_complete-mpijob")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "kubectl_complete-mpijob"), helper, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		wd, _ := os.Getwd()
+		opts, oerr := localcluster.DefaultOptions(wd)
+		if oerr != nil {
+			t.Fatal(oerr)
+		}
+		kubectl = opts.Kubectl()
+	}
+	complete := func(args ...string) string {
+		cmd := exec.Command(kubectl, append([]string{"__complete", "mpijob"}, args...)...)
+		cmd.Env = append(os.Environ(), "PATH="+dir+":"+os.Getenv("PATH"), "KUBECONFIG="+c.Kubeconfig)
+		out, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("kubectl __complete mpijob %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+		return string(out)
+	}
+	if out := complete(""); !strings.Contains(out, "create") || !strings.Contains(out, "logs") || !strings.Contains(out, "version") {
+		t.Errorf("verbs not completed:\n%s", out)
+	}
+	if out := complete("create", "x", "--runtime", "mpi-open"); !strings.Contains(out, "mpi-openmpi") {
+		t.Errorf("runtimes not completed from the cluster:\n%s", out)
+	}
 }
