@@ -122,7 +122,11 @@ func (c *createOptions) run(cmd *cobra.Command, args []string) error {
 		}
 	}
 	if c.dryRun == "client" {
-		return c.print(job, "yaml")
+		format := c.output
+		if format == "" {
+			format = "yaml"
+		}
+		return c.print(job, format)
 	}
 	if err := cl.createJob(ctx, job, c.dryRun == "server"); err != nil {
 		return err

@@ -399,3 +399,19 @@ func TestCompletionThroughKubectl(t *testing.T) {
 		t.Errorf("runtimes not completed from the cluster:\n%s", out)
 	}
 }
+
+// Output formats as kubectl's: a client dry run honours -o json, and get
+// -o name works on a list.
+func TestCLIOutputFormats(t *testing.T) {
+	framework.Get(t)
+	r := mpijob(t, "dev-a", "team-a", "create", "fmt-check", "--workers", "1", "--dry-run=client", "-o", "json")
+	expect(t, r, 0)
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(r.out), &obj); err != nil || obj["kind"] != "TrainJob" || obj["apiVersion"] != "trainer.kubeflow.org/v1alpha1" {
+		t.Errorf("--dry-run=client -o json printed %q (%v), want a TrainJob in JSON", r.out, err)
+	}
+	name := framework.UniqueName("fmt")
+	expect(t, mpijob(t, "dev-a", "team-a", "create", name, "--workers", "1", "--", "sleep", "30"), 0)
+	t.Cleanup(func() { mpijob(t, "dev-a", "team-a", "delete", name, "--wait=false") })
+	expect(t, mpijob(t, "dev-a", "team-a", "get", "-o", "name"), 0, "trainjob.trainer.kubeflow.org/"+name)
+}
