@@ -121,8 +121,9 @@ func describe(ctx context.Context, cl *clients, name string, out io.Writer, now 
 	} else if shape, err := runtimes.ShapeOf(tj, spec); err == nil {
 		d := admission.DemandOf(shape)
 		w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintf(w, "  Launcher\t%d × %s\n", d.Launchers, describeResources(d.LauncherRequests))
-		fmt.Fprintf(w, "  Worker\t%d × %s\n", d.Workers, describeResources(d.WorkerRequests))
+		// Limits too: an OOM's next step sends the user here to read them.
+		fmt.Fprintf(w, "  Launcher\t%d × requests %s; limits %s\n", d.Launchers, describeResources(d.LauncherRequests), describeResources(d.LauncherLimits))
+		fmt.Fprintf(w, "  Worker\t%d × requests %s; limits %s\n", d.Workers, describeResources(d.WorkerRequests), describeResources(d.WorkerLimits))
 		total := d.TotalRequests()
 		fmt.Fprintf(w, "  Total requested\t%s\n", describeResources(total))
 		_ = w.Flush()
