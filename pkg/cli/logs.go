@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
@@ -10,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -93,33 +95,36 @@ func (l *logsOptions) run(cmd *cobra.Command, name string) error {
 	if err != nil {
 		return err
 	}
-	launcher, workers, err := cl.pods(ctx, tj)
+	sources, err := l.sources(ctx, cl, tj)
+	// Right after create, the pods do not exist yet: --follow waits for
+	// them (saying so once) until the job starts, finishes or can never
+	// start.
+	waited := false
+	for err != nil && l.follow {
+		var exit *exitError
+		if !errors.As(err, &exit) || exit.code != ExitNotFound {
+			return err
+		}
+		s, _ := statusOf(tj)
+		if s.Phase.Finished() || s.Reason == "CannotStart" || s.Reason == "PodsRefused" {
+			return err
+		}
+		if !waited {
+			fmt.Fprintf(l.ErrOut, "waiting for the pods of job %s (phase %s) ...\n", name, s.Phase)
+			waited = true
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(2 * time.Second):
+		}
+		if tj, err = cl.job(ctx, name); err != nil {
+			return err
+		}
+		sources, err = l.sources(ctx, cl, tj)
+	}
 	if err != nil {
 		return err
-	}
-	var sources []source
-	switch {
-	case l.all:
-		if len(launcher) > 0 {
-			sources = append(sources, source{"launcher", launcher[0]})
-		}
-		for i, w := range workers {
-			sources = append(sources, source{fmt.Sprintf("worker-%d", i), w})
-		}
-	case l.worker >= 0:
-		if l.worker >= len(workers) {
-			return &exitError{code: ExitNotFound, msg: fmt.Sprintf("--worker %d: job %s has %d Worker pods (0 to %d)", l.worker, name, len(workers), len(workers)-1)}
-		}
-		sources = append(sources, source{fmt.Sprintf("worker-%d", l.worker), workers[l.worker]})
-	default:
-		if len(launcher) == 0 {
-			s, _ := statusOf(tj)
-			return &exitError{code: ExitNotFound, msg: fmt.Sprintf("job %s has no Launcher pod yet (phase %s): try --all, or kubectl mpijob describe %s", name, s.Phase, name)}
-		}
-		sources = append(sources, source{"launcher", launcher[0]})
-	}
-	if len(sources) == 0 {
-		return &exitError{code: ExitNotFound, msg: fmt.Sprintf("job %s has no pods yet: kubectl mpijob describe %s", name, name)}
 	}
 	opts := &corev1.PodLogOptions{Timestamps: true, Follow: l.follow}
 	if l.since > 0 {
@@ -179,6 +184,16 @@ func (l *logsOptions) followAll(ctx context.Context, cl *clients, sources []sour
 		go func(s source) {
 			defer wg.Done()
 			rc, err := cl.cs.CoreV1().Pods(s.pod.Namespace).GetLogs(s.pod.Name, opts).Stream(ctx)
+			// A container still being created has no log yet: the kubelet
+			// says so with an error, which is not a log line. Wait for it.
+			for err != nil && notStartedYet(err) {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(time.Second):
+				}
+				rc, err = cl.cs.CoreV1().Pods(s.pod.Namespace).GetLogs(s.pod.Name, opts).Stream(ctx)
+			}
 			if apierrors.IsNotFound(err) && len(sources) > 1 {
 				return // the pod went away meanwhile (Workers end with the job)
 			}
@@ -247,4 +262,46 @@ func (f *lineFilter) redacted() int {
 		n += r.Count
 	}
 	return n
+}
+
+// sources picks the pods whose logs are asked for; an exitError with
+// ExitNotFound when they do not exist (yet).
+func (l *logsOptions) sources(ctx context.Context, cl *clients, tj *trainer.TrainJob) ([]source, error) {
+	name := tj.Name
+	launcher, workers, err := cl.pods(ctx, tj)
+	if err != nil {
+		return nil, err
+	}
+	var sources []source
+	switch {
+	case l.all:
+		if len(launcher) > 0 {
+			sources = append(sources, source{"launcher", launcher[0]})
+		}
+		for i, w := range workers {
+			sources = append(sources, source{fmt.Sprintf("worker-%d", i), w})
+		}
+	case l.worker >= 0:
+		if l.worker >= len(workers) {
+			return nil, &exitError{code: ExitNotFound, msg: fmt.Sprintf("--worker %d: job %s has %d Worker pods (0 to %d)", l.worker, name, len(workers), len(workers)-1)}
+		}
+		sources = append(sources, source{fmt.Sprintf("worker-%d", l.worker), workers[l.worker]})
+	default:
+		if len(launcher) == 0 {
+			s, _ := statusOf(tj)
+			return nil, &exitError{code: ExitNotFound, msg: fmt.Sprintf("job %s has no Launcher pod yet (phase %s): try --all, or kubectl mpijob describe %s", name, s.Phase, name)}
+		}
+		sources = append(sources, source{"launcher", launcher[0]})
+	}
+	if len(sources) == 0 {
+		return nil, &exitError{code: ExitNotFound, msg: fmt.Sprintf("job %s has no pods yet: kubectl mpijob describe %s", name, name)}
+	}
+	return sources, nil
+}
+
+// notStartedYet reports the API server's answer for a container that has
+// not started: "container \"node\" in pod \"x\" is waiting to start:
+// ContainerCreating".
+func notStartedYet(err error) bool {
+	return apierrors.IsBadRequest(err) && (strings.Contains(err.Error(), "is waiting to start") || strings.Contains(err.Error(), "PodInitializing"))
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -58,5 +60,15 @@ func TestWaitExitCodes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestNotStartedYet(t *testing.T) {
+	waiting := apierrors.NewBadRequest(`container "node" in pod "hello-launcher-0-0-x" is waiting to start: ContainerCreating`)
+	if !notStartedYet(waiting) {
+		t.Error("a container waiting to start is not recognised")
+	}
+	if notStartedYet(apierrors.NewBadRequest("a container name must be specified")) || notStartedYet(apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "x")) {
+		t.Error("other errors must not be waited on")
 	}
 }

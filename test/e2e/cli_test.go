@@ -415,3 +415,17 @@ func TestCLIOutputFormats(t *testing.T) {
 	t.Cleanup(func() { mpijob(t, "dev-a", "team-a", "delete", name, "--wait=false") })
 	expect(t, mpijob(t, "dev-a", "team-a", "get", "-o", "name"), 0, "trainjob.trainer.kubeflow.org/"+name)
 }
+
+// logs -f right after create waits for the pods and prints the Launcher's
+// output; no kubelet error is printed as a log line.
+func TestLogsFollowRightAfterCreate(t *testing.T) {
+	framework.Get(t)
+	name := framework.UniqueName("follow")
+	expect(t, mpijob(t, "dev-a", "team-a", "create", name, "--workers", "1", "--", "sh", "-c", "sleep 2; echo hello from the launcher"), 0)
+	t.Cleanup(func() { mpijob(t, "dev-a", "team-a", "delete", name, "--wait=false") })
+	r := mpijob(t, "dev-a", "team-a", "logs", name, "-f")
+	expect(t, r, 0, "hello from the launcher")
+	if strings.Contains(r.out, "waiting to start") || strings.Contains(r.out, "ContainerCreating") {
+		t.Errorf("a kubelet error was printed as a log line:\n%s", r.out)
+	}
+}
