@@ -34,6 +34,7 @@ func TestDefaultBuilds(t *testing.T) {
 		"ClusterRole/mpijob-edit",
 		"ClusterRole/mpijob-manager",
 		"ClusterRole/mpijob-metrics-reader",
+		"ClusterRole/mpijob-queue-view",
 		"ClusterRole/mpijob-runtime-reader",
 		"ClusterRole/mpijob-view",
 		"ClusterRoleBinding/mpijob-dashboard",

@@ -8,6 +8,8 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -48,6 +50,22 @@ func TestRBACIsReal(t *testing.T) {
 			user: "dev-b",
 			do: func(ctx context.Context, cl client.Client) error {
 				return cl.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: "any"}, &trainer.TrainJob{})
+			},
+		},
+		"viewer-a may list team-a's LocalQueues (queued jobs' next steps send members there)": {
+			user: "viewer-a", wantAllow: true,
+			do: func(ctx context.Context, cl client.Client) error {
+				l := &unstructured.UnstructuredList{}
+				l.SetGroupVersionKind(schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "LocalQueueList"})
+				return cl.List(ctx, l, client.InNamespace("team-a"))
+			},
+		},
+		"dev-b may not list team-a's LocalQueues": {
+			user: "dev-b",
+			do: func(ctx context.Context, cl client.Client) error {
+				l := &unstructured.UnstructuredList{}
+				l.SetGroupVersionKind(schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "LocalQueueList"})
+				return cl.List(ctx, l, client.InNamespace("team-a"))
 			},
 		},
 		"dev-b may list MPI runtimes": {
