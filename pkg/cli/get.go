@@ -98,6 +98,16 @@ func (g *getOptions) run(ctx context.Context, names []string) error {
 		if len(names) == 1 && len(jobs) == 1 {
 			return p.PrintObj(&jobs[0], g.Out)
 		}
+		// The name printer takes one object at a time, as kubectl get
+		// feeds it.
+		if *g.print.OutputFormat == "name" {
+			for i := range jobs {
+				if err := p.PrintObj(&jobs[i], g.Out); err != nil {
+					return err
+				}
+			}
+			return nil
+		}
 		return p.PrintObj(&trainer.TrainJobList{Items: jobs}, g.Out)
 	}
 	if len(jobs) == 0 && !g.watch {
