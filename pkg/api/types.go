@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -207,3 +210,17 @@ var (
 	childPodRe = regexp.MustCompile(`^-(` + LauncherJob + `|` + WorkerJob + `)-\d+-\d+-[a-z0-9]{5}$`)
 	workloadRe = regexp.MustCompile(`^-[a-z0-9]{5}$`)
 )
+
+// EventTime is when an Event last happened: its last timestamp, else its
+// event time (events.k8s.io), else when it was created.
+func EventTime(e corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	case !e.FirstTimestamp.IsZero():
+		return e.FirstTimestamp.Time
+	}
+	return e.CreationTimestamp.Time
+}

@@ -61,25 +61,15 @@ func jobEvents(ctx context.Context, cl *clients, tj *trainer.TrainJob) ([]corev1
 			out = append(out, e)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return eventTime(out[i]).Before(eventTime(out[j])) })
+	sort.SliceStable(out, func(i, j int) bool { return api.EventTime(out[i]).Before(api.EventTime(out[j])) })
 	return out, nil
-}
-
-func eventTime(e corev1.Event) time.Time {
-	switch {
-	case !e.LastTimestamp.IsZero():
-		return e.LastTimestamp.Time
-	case !e.EventTime.IsZero():
-		return e.EventTime.Time
-	}
-	return e.CreationTimestamp.Time
 }
 
 func printEvents(out io.Writer, evs []corev1.Event, now time.Time) {
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "  AGE\tTYPE\tREASON\tOBJECT\tMESSAGE")
 	for _, e := range evs {
-		fmt.Fprintf(w, "  %s\t%s\t%s\t%s/%s\t%s\n", duration.HumanDuration(now.Sub(eventTime(e))), e.Type, e.Reason,
+		fmt.Fprintf(w, "  %s\t%s\t%s\t%s/%s\t%s\n", duration.HumanDuration(now.Sub(api.EventTime(e))), e.Type, e.Reason,
 			strings.ToLower(e.InvolvedObject.Kind), e.InvolvedObject.Name, strings.TrimSpace(e.Message))
 	}
 	_ = w.Flush()

@@ -192,40 +192,20 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 	// on their Job. Look for them only once pods are overdue, so a job
 	// that starts normally costs no Event reads.
 	if podsOverdue(in, in.Now) {
-		evs := &corev1.EventList{}
-		if err := r.Reader.List(ctx, evs, client.InNamespace(tj.Namespace), client.MatchingFieldsSelector{
-			Selector: fields.OneTermEqualSelector("reason", "FailedCreate")}); err == nil {
-			for _, e := range evs.Items {
-				if e.InvolvedObject.Kind == "Job" && api.IsJobObject(tj.Name, "Job", e.InvolvedObject.Name) {
-					in.Events = append(in.Events, e)
-				}
-			}
-		}
+		in.Events = append(in.Events, r.jobEvents(ctx, tj, "FailedCreate", "Job")...)
 	}
 	// A Worker that stopped while the Launcher runs is gone at once: the
 	// kubelet's "Killing" Event still names its pod and node.
 	if launcherState(in) == api.LauncherRunning && int32(len(in.Workers)) < workersTotal(in) {
-		evs := &corev1.EventList{}
-		if err := r.Reader.List(ctx, evs, client.InNamespace(tj.Namespace), client.MatchingFieldsSelector{
-			Selector: fields.OneTermEqualSelector("reason", "Killing")}); err == nil {
-			for _, e := range evs.Items {
-				if e.InvolvedObject.Kind == "Pod" && api.IsJobObject(tj.Name, "Pod", e.InvolvedObject.Name) {
-					in.Events = append(in.Events, e)
-				}
-			}
-		}
+		in.Events = append(in.Events, r.jobEvents(ctx, tj, "Killing", "Pod")...)
 	}
 	// A failed job's pods may be gone (JobSet removes a failed job's
 	// children): their Warning "Failed" Events still say why a container
 	// did not start.
 	if condTrue(tj, trainer.TrainJobFailed) {
-		evs := &corev1.EventList{}
-		if err := r.Reader.List(ctx, evs, client.InNamespace(tj.Namespace), client.MatchingFieldsSelector{
-			Selector: fields.OneTermEqualSelector("reason", "Failed")}); err == nil {
-			for _, e := range evs.Items {
-				if e.InvolvedObject.Kind == "Pod" && api.IsJobObject(tj.Name, "Pod", e.InvolvedObject.Name) && strings.HasPrefix(e.InvolvedObject.Name, tj.Name+"-"+api.WorkerJob+"-") {
-					in.Events = append(in.Events, e)
-				}
+		for _, e := range r.jobEvents(ctx, tj, "Failed", "Pod") {
+			if strings.HasPrefix(e.InvolvedObject.Name, tj.Name+"-"+api.WorkerJob+"-") {
+				in.Events = append(in.Events, e)
 			}
 		}
 	}
@@ -554,4 +534,21 @@ func (r *Reconciler) queues() *queue.Snapshots {
 		}
 	})
 	return r.Queues
+}
+
+// jobEvents lists the job's Events of one reason about objects of one kind
+// (read only when a rule needs them; a failed read gives none).
+func (r *Reconciler) jobEvents(ctx context.Context, tj *trainer.TrainJob, reason, kind string) []corev1.Event {
+	evs := &corev1.EventList{}
+	if err := r.Reader.List(ctx, evs, client.InNamespace(tj.Namespace), client.MatchingFieldsSelector{
+		Selector: fields.OneTermEqualSelector("reason", reason)}); err != nil {
+		return nil
+	}
+	var out []corev1.Event
+	for _, e := range evs.Items {
+		if e.InvolvedObject.Kind == kind && api.IsJobObject(tj.Name, kind, e.InvolvedObject.Name) {
+			out = append(out, e)
+		}
+	}
+	return out
 }

@@ -338,7 +338,7 @@ func launcherKilled(in Input) (reason, message, next string, ok bool) {
 		if e.Reason != "SystemOOM" || e.InvolvedObject.Kind != "Node" || e.InvolvedObject.Name != p.Spec.NodeName {
 			continue
 		}
-		at := eventTime(e)
+		at := api.EventTime(e)
 		if !finished.IsZero() && (at.Before(finished.Add(-2*time.Minute)) || at.After(finished.Add(time.Minute))) {
 			continue
 		}
@@ -363,15 +363,4 @@ func launcherKilled(in Input) (reason, message, next string, ok bool) {
 			"Ask an administrator whether node "+p.Spec.NodeName+" ran out of memory (its SystemOOM events).",
 			"Read the Launcher log (`kubectl mpijob logs NAME`) for what it did last.",
 			"Resubmit the job (`kubectl mpijob clone`)."), true
-}
-
-func eventTime(e corev1.Event) time.Time {
-	switch {
-	case !e.LastTimestamp.IsZero():
-		return e.LastTimestamp.Time
-	case !e.EventTime.IsZero():
-		return e.EventTime.Time
-	default:
-		return e.FirstTimestamp.Time
-	}
 }

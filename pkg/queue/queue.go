@@ -172,15 +172,9 @@ func Lookup(ctx context.Context, r client.Reader, namespace string, labels map[s
 	if err != nil {
 		return nil, err
 	}
-	lqs := &unstructured.UnstructuredList{}
-	lqs.SetGroupVersionKind(localQueueList)
-	if err := r.List(ctx, lqs); err != nil {
+	cqOf, err := clusterQueues(ctx, r)
+	if err != nil {
 		return nil, err
-	}
-	cqOf := map[string]string{}
-	for _, lq := range lqs.Items {
-		cq, _, _ := unstructured.NestedString(lq.Object, "spec", "clusterQueue")
-		cqOf[lq.GetNamespace()+"/"+lq.GetName()] = cq
 	}
 	st.ClusterQueue = cqOf[st.Queue]
 	if len(wls) == 0 {
@@ -218,4 +212,19 @@ func listWorkloads(ctx context.Context, r client.Reader, opts ...client.ListOpti
 		out = append(out, FromUnstructured(&l.Items[i]))
 	}
 	return out, nil
+}
+
+// clusterQueues maps every LocalQueue ("namespace/name") to its ClusterQueue.
+func clusterQueues(ctx context.Context, r client.Reader) (map[string]string, error) {
+	lqs := &unstructured.UnstructuredList{}
+	lqs.SetGroupVersionKind(localQueueList)
+	if err := r.List(ctx, lqs); err != nil {
+		return nil, err
+	}
+	cqOf := map[string]string{}
+	for _, lq := range lqs.Items {
+		cq, _, _ := unstructured.NestedString(lq.Object, "spec", "clusterQueue")
+		cqOf[lq.GetNamespace()+"/"+lq.GetName()] = cq
+	}
+	return cqOf, nil
 }

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -94,14 +93,8 @@ func take(ctx context.Context, r client.Reader, now time.Time) (*snapshot, error
 	if err != nil {
 		return nil, err
 	}
-	lqs := &unstructured.UnstructuredList{}
-	lqs.SetGroupVersionKind(localQueueList)
-	if err := r.List(ctx, lqs); err != nil {
+	if snap.cqOf, err = clusterQueues(ctx, r); err != nil {
 		return nil, err
-	}
-	for _, lq := range lqs.Items {
-		cq, _, _ := unstructured.NestedString(lq.Object, "spec", "clusterQueue")
-		snap.cqOf[lq.GetNamespace()+"/"+lq.GetName()] = cq
 	}
 	byCQ := map[string][]Workload{}
 	for _, w := range all {

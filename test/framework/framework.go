@@ -393,3 +393,24 @@ func Submit(ctx context.Context, cl client.Client, tj *trainer.TrainJob, rt *tra
 func SubmitW(ctx context.Context, cl client.Client, w *TrainJobWrapper, opts ...client.CreateOption) error {
 	return Submit(ctx, cl, w.Obj(), w.Runtime(), opts...)
 }
+
+// WaitForWarningEvent waits for a Warning Event of reason in namespace ns
+// and fails the test when none comes within timeout.
+func (c *Cluster) WaitForWarningEvent(t testing.TB, ns, reason string, timeout time.Duration) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 250*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		evs := &corev1.EventList{}
+		if err := c.Client.List(ctx, evs, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
+		for _, e := range evs.Items {
+			if e.Reason == reason && e.Type == corev1.EventTypeWarning {
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Errorf("no Warning Event %s in %s within %s: %v", reason, ns, timeout, err)
+	}
+}

@@ -127,21 +127,7 @@ func TestGangSchedulingTimeout(t *testing.T) {
 		t.Errorf("status %s %s %q, want it to name the timeout", s.Phase, s.Reason, s.Message)
 	}
 	// The timeout is a Warning Event too, within 10 seconds of the status.
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		evs := &corev1.EventList{}
-		if err := c.Client.List(ctx, evs, client.InNamespace(ns)); err != nil {
-			return false, err
-		}
-		for _, e := range evs.Items {
-			if e.Reason == diagnose.ReasonGangSchedulingTimeout && e.Type == corev1.EventTypeWarning {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Errorf("no Warning Event %s: %v", diagnose.ReasonGangSchedulingTimeout, err)
-	}
+	c.WaitForWarningEvent(t, ns, diagnose.ReasonGangSchedulingTimeout, 10*time.Second)
 	// Suspended by the manager: the placed Workers are gone.
 	s = c.WaitForStatus(t, ns, "stuck", time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseSuspended })
 	if s.Reason != diagnose.ReasonGangSchedulingTimeout || !strings.Contains(s.Message, "mpijob-manager suspended the job") || len(s.NextSteps) != 3 {
@@ -154,7 +140,7 @@ func TestGangSchedulingTimeout(t *testing.T) {
 	if tj.Spec.Suspend == nil || !*tj.Spec.Suspend || tj.Annotations[api.SuspendedByAnnotation] != api.SuspendedByGangTimeout {
 		t.Errorf("spec.suspend %v, annotation %q: want true and %q", tj.Spec.Suspend, tj.Annotations[api.SuspendedByAnnotation], api.SuspendedByGangTimeout)
 	}
-	err = wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
 		return len(c.JobPods(t, ns, "stuck", api.WorkerJob)) == 0, nil
 	})
 	if err != nil {
@@ -179,21 +165,7 @@ func TestNoProgressWarning(t *testing.T) {
 	if s.Phase != api.PhaseRunning || !strings.Contains(s.Message, `its last line, at `) || !strings.Contains(s.Message, `"step 1 done"`) || len(s.NextSteps) != 3 {
 		t.Errorf("status %s/%s %q %q, want Running with the last line and 3 next steps", s.Phase, s.Reason, s.Message, s.NextSteps)
 	}
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		evs := &corev1.EventList{}
-		if err := c.Client.List(ctx, evs, client.InNamespace(ns)); err != nil {
-			return false, err
-		}
-		for _, e := range evs.Items {
-			if e.Reason == diagnose.ReasonNoProgress && e.Type == corev1.EventTypeWarning {
-				return true, nil
-			}
-		}
-		return false, nil
-	})
-	if err != nil {
-		t.Errorf("no Warning Event %s: %v", diagnose.ReasonNoProgress, err)
-	}
+	c.WaitForWarningEvent(t, ns, diagnose.ReasonNoProgress, 10*time.Second)
 	// A bad value is refused with the annotation, the value and the form.
 	bad := framework.MakeTrainJob("badtimeout", ns, "mpi-openmpi").NumNodes(1).Obj()
 	bad.Annotations = map[string]string{admission.ProgressTimeoutAnnotation: "soon"}
