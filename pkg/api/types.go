@@ -148,6 +148,9 @@ type Status struct {
 	WorkersTotal int32 `json:"workersTotal"`
 	// SlotsPerWorker is the number of MPI ranks per Worker.
 	SlotsPerWorker int32 `json:"slotsPerWorker,omitempty"`
+	// GPUsPerWorker is what each Worker pod asks of GPUs, as its spec
+	// says: "2" for nvidia.com/gpu, "1 amd.com/gpu" for another kind.
+	GPUsPerWorker string `json:"gpusPerWorker,omitempty"`
 	// QueuePosition is the job's place in its queue while Queued (1 = next).
 	QueuePosition *int32 `json:"queuePosition,omitempty"`
 	// StartTime is when the Launcher started running.

@@ -68,6 +68,9 @@ func tableJobs() []trainer.TrainJob {
 		testJob("team-a", "hello", "mpi-openmpi", 2, &api.Status{Phase: api.PhaseSucceeded, WorkersReady: 2, WorkersTotal: 2, SlotsPerWorker: 2, StartTime: &start, CompletionTime: &end}, 2*time.Minute),
 		testJob("team-a", "oom", "mpi-openmpi", 4, &api.Status{Phase: api.PhaseFailed, Reason: "WorkerOOMKilled", WorkersReady: 3, WorkersTotal: 4, StartTime: &start, CompletionTime: &end}, time.Hour),
 		gpu,
+		// Its own runtime gives the Workers 4 slots and an AMD GPU: the
+		// manager's status says so.
+		testJob("team-b", "amd", "amd", 2, &api.Status{Phase: api.PhaseRunning, WorkersReady: 2, WorkersTotal: 2, SlotsPerWorker: 4, GPUsPerWorker: "1 amd.com/gpu", StartTime: &start}, 5*time.Minute),
 		testJob("team-a", "no-manager", "mpi-mpich", 3, nil, 26*time.Hour),
 	}
 }

@@ -218,13 +218,19 @@ func JobTable(jobs []trainer.TrainJob, now time.Time) *metav1.Table {
 		} else if j.Spec.Trainer != nil && j.Spec.Trainer.NumProcPerNode != nil {
 			slots = *j.Spec.Trainer.NumProcPerNode
 		}
+		// What the Worker pods get, as the manager read it from the job's
+		// runtime; the job's own resourcesPerNode without a manager.
+		gpus := s.GPUsPerWorker
+		if gpus == "" {
+			gpus = gpusOf(j)
+		}
 		creator := j.Annotations[api.CreatorAnnotation]
 		if creator == "" {
 			creator = "-"
 		}
 		row := metav1.TableRow{
 			Cells: []any{j.Name, api.RuntimeOf(j.Labels, j.Spec.RuntimeRef.Name), phase, workers,
-				duration.HumanDuration(now.Sub(j.CreationTimestamp.Time)), jobDuration(s, now), int64(slots), gpusOf(j), creator, reason},
+				duration.HumanDuration(now.Sub(j.CreationTimestamp.Time)), jobDuration(s, now), int64(slots), gpus, creator, reason},
 			Object: runtime.RawExtension{Object: j},
 		}
 		t.Rows = append(t.Rows, row)

@@ -157,6 +157,7 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 				in.WorkerImage = c.Image
 			}
 		}
+		in.SlotsPerWorker, in.GPUsPerWorker = shape.SlotsPerWorker, gpusOf(&shape.WorkerPod)
 	}
 	if hadPrev {
 		in.Previous = &prev
@@ -551,4 +552,23 @@ func (r *Reconciler) jobEvents(ctx context.Context, tj *trainer.TrainJob, reason
 		}
 	}
 	return out
+}
+
+// gpusOf says what a pod asks of GPUs: "2" (nvidia.com/gpu), "1
+// amd.com/gpu" for another resource named */gpu, "" for none.
+func gpusOf(spec *corev1.PodSpec) string {
+	requests, _ := admission.PodDemand(spec)
+	var parts []string
+	for _, name := range sortedKeys(requests) {
+		q := requests[name]
+		if q.IsZero() || !strings.HasSuffix(string(name), "/gpu") {
+			continue
+		}
+		if name == "nvidia.com/gpu" {
+			parts = append([]string{q.String()}, parts...)
+		} else {
+			parts = append(parts, q.String()+" "+string(name))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

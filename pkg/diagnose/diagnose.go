@@ -79,6 +79,10 @@ type Input struct {
 	// Launcher and Workers are the pods of the two replicated jobs.
 	Launcher []corev1.Pod
 	Workers  []corev1.Pod
+	// SlotsPerWorker and GPUsPerWorker are what the Workers' pods get
+	// (from the job's runtime when the job does not say).
+	SlotsPerWorker int32
+	GPUsPerWorker  string
 	// WorkerImage is the image the Workers run (from the job's runtime),
 	// named when they do not answer SSH.
 	WorkerImage string
@@ -119,6 +123,7 @@ func Diagnose(in Input) api.Status {
 		ObservedGeneration: tj.Generation,
 		StartTime:          launcherStart(in.Launcher),
 	}
+	s.SlotsPerWorker, s.GPUsPerWorker = in.SlotsPerWorker, in.GPUsPerWorker
 	if tj.Spec.Trainer != nil && tj.Spec.Trainer.NumProcPerNode != nil {
 		s.SlotsPerWorker = *tj.Spec.Trainer.NumProcPerNode
 	}

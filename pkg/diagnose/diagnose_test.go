@@ -1017,3 +1017,25 @@ func TestWaitingForAVolume(t *testing.T) {
 		})
 	}
 }
+
+// The status says the slots and GPUs the Worker pods really get: from the
+// job's runtime when the job does not set them.
+func TestSlotsAndGPUsFromTheRuntime(t *testing.T) {
+	tj := job(2).obj()
+	tj.Spec.Trainer.NumProcPerNode = nil
+	got := Diagnose(Input{TrainJob: tj, SlotsPerWorker: 4, GPUsPerWorker: "4", Now: t0})
+	if got.SlotsPerWorker != 4 || got.GPUsPerWorker != "4" {
+		t.Errorf("slots %d, GPUs %q; want the runtime's 4 and 4", got.SlotsPerWorker, got.GPUsPerWorker)
+	}
+	if got := Diagnose(Input{TrainJob: job(2).obj(), SlotsPerWorker: 4, Now: t0}); got.SlotsPerWorker != 2 {
+		t.Errorf("slots %d; the job's own numProcPerNode (2) wins", got.SlotsPerWorker)
+	}
+	spec := &corev1.PodSpec{Containers: []corev1.Container{{Name: "node", Resources: corev1.ResourceRequirements{
+		Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("2"), "amd.com/gpu": resource.MustParse("1"), corev1.ResourceCPU: resource.MustParse("4")}}}}}
+	if got := gpusOf(spec); got != "2, 1 amd.com/gpu" {
+		t.Errorf("gpusOf = %q, want %q", got, "2, 1 amd.com/gpu")
+	}
+	if got := gpusOf(&corev1.PodSpec{Containers: []corev1.Container{{Name: "node"}}}); got != "" {
+		t.Errorf("gpusOf without GPUs = %q, want empty", got)
+	}
+}

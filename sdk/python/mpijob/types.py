@@ -47,6 +47,8 @@ class JobStatus:
     workers_ready: int = 0
     workers_total: int = 0
     slots_per_worker: int = 0
+    #: What each Worker pod asks of GPUs: "2" (nvidia.com/gpu), "1 amd.com/gpu", "" for none.
+    gpus_per_worker: str = ""
     queue_position: Optional[int] = None
     start_time: Optional[datetime] = None
     completion_time: Optional[datetime] = None
@@ -71,7 +73,8 @@ class JobStatus:
                     phase=s.get("phase", "Pending"), reason=s.get("reason", ""), message=s.get("message", ""),
                     next_step=s.get("nextStep", ""), next_steps=list(s.get("nextSteps") or ([s["nextStep"]] if s.get("nextStep") else [])), launcher=s.get("launcher", ""),
                     workers_ready=s.get("workersReady", 0), workers_total=s.get("workersTotal", 0),
-                    slots_per_worker=s.get("slotsPerWorker", 0), queue_position=s.get("queuePosition"),
+                    slots_per_worker=s.get("slotsPerWorker", 0), gpus_per_worker=s.get("gpusPerWorker", ""),
+                    queue_position=s.get("queuePosition"),
                     start_time=_time(s.get("startTime")), completion_time=_time(s.get("completionTime")),
                     creator=creator,
                 )
@@ -115,12 +118,14 @@ class MPIJob:
         spec = obj.get("spec") or {}
         tr = spec.get("trainer") or {}
         nodes = tr.get("numNodes") or 1
+        status = JobStatus.from_trainjob(obj)
         return cls(
             name=meta.get("name", ""), namespace=meta.get("namespace", ""),
             runtime=(meta.get("labels") or {}).get("mpijob.dev/base-runtime") or (spec.get("runtimeRef") or {}).get("name", ""),
             workers=nodes - 1 if launcher_hosts_ranks else nodes,
-            slots_per_worker=tr.get("numProcPerNode") or 1,
-            status=JobStatus.from_trainjob(obj), created=_time(meta.get("creationTimestamp")),
+            # The manager reads the slots from the job's runtime when the job does not set them.
+            slots_per_worker=tr.get("numProcPerNode") or status.slots_per_worker or 1,
+            status=status, created=_time(meta.get("creationTimestamp")),
             queue=(meta.get("labels") or {}).get(QUEUE_LABEL), raw=obj,
         )
 

@@ -13,6 +13,7 @@ from mpijob import (
     InvalidJobError,
     JobFailedError,
     JobStatus,
+    MPIJob,
     MPIJobClient,
     QuotaExceededError,
     Redactor,
@@ -206,3 +207,11 @@ def test_wait_stops_on_a_job_that_can_never_start(offline_client, monkeypatch):
     # Waiting for the phase it is in returns it.
     monkeypatch.setattr(offline_client, "_hosts_ranks", lambda obj: {})
     assert offline_client.wait_for_job("fpga", phases=["Queued"], timeout=30).status.reason == "CannotStart"
+
+
+def test_slots_and_gpus_from_the_managers_status():
+    status = {"phase": "Running", "slotsPerWorker": 4, "gpusPerWorker": "1 amd.com/gpu", "workersTotal": 2}
+    obj = {"metadata": {"name": "amd", "namespace": "team-b", "annotations": {"mpijob.dev/status": json.dumps(status)}},
+           "spec": {"runtimeRef": {"name": "amd"}, "trainer": {"numNodes": 2}}}
+    job = MPIJob.from_trainjob(obj)
+    assert (job.slots_per_worker, job.status.gpus_per_worker) == (4, "1 amd.com/gpu")
