@@ -266,3 +266,43 @@ func TestReferenceIsCurrent(t *testing.T) {
 func genericTestStreams() genericiooptions.IOStreams {
 	return genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &bytes.Buffer{}, ErrOut: &bytes.Buffer{}}
 }
+
+// get -w rows line up under the table and come once per visible change.
+func TestWatchRows(t *testing.T) {
+	jobs := tableJobs()
+	table := JobTable(jobs, now)
+	var head bytes.Buffer
+	if err := printers.NewTablePrinter(printers.PrintOptions{}).PrintObj(table, &head); err != nil {
+		t.Fatal(err)
+	}
+	header := strings.SplitN(head.String(), "\n", 2)[0]
+	rows := newRowPrinter(table, false, false, true)
+	var out bytes.Buffer
+	// An update that changes nothing visible but the age: no row (the
+	// table shows that state already).
+	later := JobTable(jobs[:1], now.Add(time.Minute)).Rows[0]
+	rows.print(&out, &jobs[0], later)
+	rows.print(&out, &jobs[0], later)
+	if out.Len() != 0 {
+		t.Errorf("printed rows for a state the table shows:\n%s", out.String())
+	}
+	// A new phase is a row, aligned with the header.
+	running := jobs[0].DeepCopy()
+	raw, _ := (&api.Status{Phase: api.PhaseRunning, WorkersReady: 2, WorkersTotal: 2}).Encode()
+	running.Annotations[api.StatusAnnotation] = raw
+	out.Reset()
+	rows.print(&out, running, JobTable([]trainer.TrainJob{*running}, now).Rows[0])
+	line := strings.TrimSuffix(out.String(), "\n")
+	for _, col := range []struct{ header, cell string }{{"RUNTIME", "mpi-openmpi"}, {"PHASE", "Running"}, {"WORKERS", "2/2"}} {
+		if strings.Index(line, col.cell) != strings.Index(header, col.header) {
+			t.Errorf("%s at %d, its header at %d:\n%s\n%s", col.cell, strings.Index(line, col.cell), strings.Index(header, col.header), header, line)
+		}
+	}
+	// Without a table above (no jobs yet), the first row brings the header.
+	out.Reset()
+	fresh := newRowPrinter(JobTable(nil, now), false, false, false)
+	fresh.print(&out, running, JobTable([]trainer.TrainJob{*running}, now).Rows[0])
+	if !strings.HasPrefix(out.String(), "NAME") || strings.Count(out.String(), "\n") != 2 {
+		t.Errorf("first watch row without a table: %q, want the header then the row", out.String())
+	}
+}

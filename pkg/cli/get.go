@@ -3,6 +3,7 @@ package cli
 import (
 	"context"
 	"fmt"
+	"io"
 	"sort"
 	"strings"
 	"time"
@@ -120,22 +121,25 @@ func (g *getOptions) run(ctx context.Context, names []string) error {
 	}
 	tp := printers.NewTablePrinter(printers.PrintOptions{Wide: g.wide(), WithNamespace: g.allNamespaces})
 	now := time.Now()
-	if err := tp.PrintObj(JobTable(jobs, now), g.Out); err != nil {
-		return err
+	table := JobTable(jobs, now)
+	if len(jobs) > 0 {
+		if err := tp.PrintObj(table, g.Out); err != nil {
+			return err
+		}
 	}
 	if !g.watch {
 		return nil
 	}
-	return g.watchJobs(ctx, cl, opts, l.ResourceVersion, names)
+	rows := newRowPrinter(table, g.wide(), g.allNamespaces, len(jobs) > 0)
+	return g.watchJobs(ctx, cl, opts, l.ResourceVersion, names, rows)
 }
 
-func (g *getOptions) watchJobs(ctx context.Context, cl *clients, opts []client.ListOption, rv string, names []string) error {
+func (g *getOptions) watchJobs(ctx context.Context, cl *clients, opts []client.ListOption, rv string, names []string, rows *rowPrinter) error {
 	w, err := cl.Watch(ctx, &trainer.TrainJobList{}, append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})...)
 	if err != nil {
 		return err
 	}
 	defer w.Stop()
-	tp := printers.NewTablePrinter(printers.PrintOptions{Wide: g.wide(), WithNamespace: g.allNamespaces, NoHeaders: true})
 	for ev := range w.ResultChan() {
 		tj, ok := ev.Object.(*trainer.TrainJob)
 		if !ok || ev.Type == watch.Bookmark {
@@ -144,9 +148,7 @@ func (g *getOptions) watchJobs(ctx context.Context, cl *clients, opts []client.L
 		if len(filterJobs([]trainer.TrainJob{*tj}, names, g.runtime)) == 0 {
 			continue
 		}
-		if err := tp.PrintObj(JobTable([]trainer.TrainJob{*tj}, time.Now()), g.Out); err != nil {
-			return err
-		}
+		rows.print(g.Out, tj, JobTable([]trainer.TrainJob{*tj}, time.Now()).Rows[0])
 	}
 	return nil
 }
@@ -261,4 +263,103 @@ func gpusOf(j *trainer.TrainJob) string {
 		return q.String()
 	}
 	return "-"
+}
+
+// rowPrinter prints get -w's rows aligned with the table above them (the
+// table printer's tabwriter: columns at least 10 wide, 3 spaces apart),
+// one row per change a person can see: an update that changes nothing but
+// the age is not printed again.
+type rowPrinter struct {
+	columns []int // the table's columns shown, in order
+	ns      bool
+	widths  []int
+	header  []string
+	printed bool
+	last    map[string]string
+}
+
+func newRowPrinter(t *metav1.Table, wide, withNamespace, headerPrinted bool) *rowPrinter {
+	r := &rowPrinter{ns: withNamespace, printed: headerPrinted, last: map[string]string{}}
+	if withNamespace {
+		r.header = append(r.header, "NAMESPACE")
+	}
+	for i, c := range t.ColumnDefinitions {
+		if c.Priority == 0 || wide {
+			r.columns = append(r.columns, i)
+			r.header = append(r.header, strings.ToUpper(c.Name))
+		}
+	}
+	r.widths = make([]int, len(r.header))
+	for i, h := range r.header {
+		r.widths[i] = max(10, len(h)+3)
+	}
+	for _, row := range t.Rows {
+		cells := r.cells(row)
+		for i, cell := range cells {
+			r.widths[i] = max(r.widths[i], len(cell)+3)
+		}
+		// What the table shows is not news either.
+		if o, ok := row.Object.Object.(metav1.Object); ok {
+			r.last[o.GetNamespace()+"/"+o.GetName()] = r.signature(cells)
+		}
+	}
+	return r
+}
+
+// signature is a row without Age (column 4) and Duration (5), which
+// change by themselves.
+func (r *rowPrinter) signature(cells []string) string {
+	var seen []string
+	for i, c := range cells {
+		col := i
+		if r.ns {
+			col--
+		}
+		if col >= 0 && col < len(r.columns) && (r.columns[col] == 4 || r.columns[col] == 5) {
+			continue
+		}
+		seen = append(seen, c)
+	}
+	return strings.Join(seen, "\x00")
+}
+
+func (r *rowPrinter) cells(row metav1.TableRow) []string {
+	var out []string
+	if r.ns {
+		ns := ""
+		if o, ok := row.Object.Object.(metav1.Object); ok {
+			ns = o.GetNamespace()
+		}
+		out = append(out, ns)
+	}
+	for _, i := range r.columns {
+		out = append(out, fmt.Sprint(row.Cells[i]))
+	}
+	return out
+}
+
+func (r *rowPrinter) print(w io.Writer, tj *trainer.TrainJob, row metav1.TableRow) {
+	cells := r.cells(row)
+	key, sig := tj.Namespace+"/"+tj.Name, r.signature(cells)
+	if r.last[key] == sig {
+		return
+	}
+	r.last[key] = sig
+	line := func(cells []string) string {
+		var b strings.Builder
+		for i, c := range cells {
+			if i == len(cells)-1 {
+				b.WriteString(c)
+				break
+			}
+			b.WriteString(c)
+			b.WriteString(strings.Repeat(" ", max(r.widths[i]-len(c), 3)))
+		}
+		return strings.TrimRight(b.String(), " ")
+	}
+	if !r.printed {
+		fmt.Fprintln(w, line(r.header))
+		r.printed = true
+	}
+	fmt.Fprintln(w, line(cells))
 }
