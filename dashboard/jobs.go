@@ -508,21 +508,9 @@ func (c *userClients) eventsOf(ctx context.Context, ns, name string) ([]Event, e
 		return nil, err
 	}
 	out := []Event{}
-	for _, e := range list.Items {
-		o := e.InvolvedObject.Name
-		if !api.IsJobObject(name, e.InvolvedObject.Kind, o) {
-			continue
-		}
-		t := e.LastTimestamp.Time
-		if t.IsZero() {
-			t = e.EventTime.Time
-		}
-		if t.IsZero() {
-			t = e.CreationTimestamp.Time
-		}
-		out = append(out, Event{Time: t, Type: e.Type, Reason: e.Reason, Object: e.InvolvedObject.Kind + "/" + o, Message: e.Message, Count: max(e.Count, 1)})
+	for _, e := range api.JobEvents(name, list.Items) {
+		out = append(out, Event{Time: api.EventTime(e), Type: e.Type, Reason: e.Reason, Object: e.InvolvedObject.Kind + "/" + e.InvolvedObject.Name, Message: e.Message, Count: max(e.Count, 1)})
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
 	return out, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -226,4 +227,17 @@ func EventTime(e corev1.Event) time.Time {
 		return e.FirstTimestamp.Time
 	}
 	return e.CreationTimestamp.Time
+}
+
+// JobEvents keeps the events of job's own objects (by exact names, see
+// IsJobObject), oldest first: what the CLI and the dashboard show.
+func JobEvents(job string, events []corev1.Event) []corev1.Event {
+	var out []corev1.Event
+	for _, e := range events {
+		if IsJobObject(job, e.InvolvedObject.Kind, e.InvolvedObject.Name) {
+			out = append(out, e)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool { return EventTime(out[i]).Before(EventTime(out[j])) })
+	return out
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 )
@@ -119,5 +120,27 @@ func TestIsJobObject(t *testing.T) {
 				t.Errorf("IsJobObject(%q, %q, %q) = %v, want %v", tc.job, tc.kind, tc.name, got, tc.want)
 			}
 		})
+	}
+}
+
+func TestJobEvents(t *testing.T) {
+	at := func(min int) metav1.Time { return metav1.NewTime(time.Date(2026, 11, 22, 10, min, 0, 0, time.UTC)) }
+	ev := func(kind, name string, last metav1.Time, created metav1.Time) corev1.Event {
+		return corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: name + "." + kind, CreationTimestamp: created},
+			InvolvedObject: corev1.ObjectReference{Kind: kind, Name: name}, LastTimestamp: last}
+	}
+	events := []corev1.Event{
+		ev("Pod", "hello-node-0-0-abcde", at(3), at(3)),
+		ev("TrainJob", "hello-4", at(1), at(1)),       // another job's
+		ev("TrainJob", "hello", metav1.Time{}, at(2)), // no last timestamp: when it was created
+		ev("JobSet", "hello", at(1), at(1)),
+	}
+	var got []string
+	for _, e := range JobEvents("hello", events) {
+		got = append(got, e.InvolvedObject.Kind+"/"+e.InvolvedObject.Name)
+	}
+	want := []string{"JobSet/hello", "TrainJob/hello", "Pod/hello-node-0-0-abcde"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("JobEvents (-want,+got):\n%s", diff)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -55,14 +54,7 @@ func jobEvents(ctx context.Context, cl *clients, tj *trainer.TrainJob) ([]corev1
 	if err := cl.List(ctx, l, client.InNamespace(tj.Namespace)); err != nil {
 		return nil, err
 	}
-	var out []corev1.Event
-	for _, e := range l.Items {
-		if api.IsJobObject(tj.Name, e.InvolvedObject.Kind, e.InvolvedObject.Name) {
-			out = append(out, e)
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return api.EventTime(out[i]).Before(api.EventTime(out[j])) })
-	return out, nil
+	return api.JobEvents(tj.Name, l.Items), nil
 }
 
 func printEvents(out io.Writer, evs []corev1.Event, now time.Time) {
