@@ -271,6 +271,9 @@ func gpusOf(j *trainer.TrainJob) string {
 // the age is not printed again.
 type rowPrinter struct {
 	columns []int // the table's columns shown, in order
+	// clock marks the shown cells that change by themselves (Age,
+	// Duration): not news.
+	clock   []bool
 	ns      bool
 	widths  []int
 	header  []string
@@ -281,12 +284,13 @@ type rowPrinter struct {
 func newRowPrinter(t *metav1.Table, wide, withNamespace, headerPrinted bool) *rowPrinter {
 	r := &rowPrinter{ns: withNamespace, printed: headerPrinted, last: map[string]string{}}
 	if withNamespace {
-		r.header = append(r.header, "NAMESPACE")
+		r.header, r.clock = append(r.header, "NAMESPACE"), append(r.clock, false)
 	}
 	for i, c := range t.ColumnDefinitions {
 		if c.Priority == 0 || wide {
 			r.columns = append(r.columns, i)
 			r.header = append(r.header, strings.ToUpper(c.Name))
+			r.clock = append(r.clock, c.Name == "Age" || c.Name == "Duration")
 		}
 	}
 	r.widths = make([]int, len(r.header))
@@ -306,19 +310,13 @@ func newRowPrinter(t *metav1.Table, wide, withNamespace, headerPrinted bool) *ro
 	return r
 }
 
-// signature is a row without Age (column 4) and Duration (5), which
-// change by themselves.
+// signature is a row without the cells that change by themselves.
 func (r *rowPrinter) signature(cells []string) string {
 	var seen []string
 	for i, c := range cells {
-		col := i
-		if r.ns {
-			col--
+		if !r.clock[i] {
+			seen = append(seen, c)
 		}
-		if col >= 0 && col < len(r.columns) && (r.columns[col] == 4 || r.columns[col] == 5) {
-			continue
-		}
-		seen = append(seen, c)
 	}
 	return strings.Join(seen, "\x00")
 }

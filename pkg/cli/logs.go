@@ -106,7 +106,7 @@ func (l *logsOptions) run(cmd *cobra.Command, name string) error {
 			return err
 		}
 		s, _ := statusOf(tj)
-		if s.Phase.Finished() || s.Reason == "CannotStart" || s.Reason == "PodsRefused" {
+		if s.Phase.Finished() || neverStarts(s) {
 			return err
 		}
 		if !waited {

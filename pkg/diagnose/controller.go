@@ -303,10 +303,7 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 	case s.Phase == api.PhaseRunning && in.ProgressTimeout > 0 && s.Reason == "":
 		// Look again when the timeout would pass without new output.
 		next := runningRefresh
-		if since := in.LastOutput; since != nil || s.StartTime != nil {
-			if since == nil {
-				since = &s.StartTime.Time
-			}
+		if since := quietSince(in, s); since != nil {
 			next = min(runningRefresh, max(time.Second, in.ProgressTimeout-in.Now.Sub(*since)+time.Second))
 		}
 		return ctrl.Result{RequeueAfter: next}, nil

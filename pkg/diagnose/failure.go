@@ -170,14 +170,23 @@ func podFailure(p *corev1.Pod, who, oomReason, evictReason string) (reason, mess
 }
 
 func launcherExitCode(pods []corev1.Pod) (int32, bool) {
+	if _, t := failedLauncher(pods); t != nil {
+		return t.ExitCode, true
+	}
+	return 0, false
+}
+
+// failedLauncher is the first Launcher pod whose container ended non-zero,
+// with how it ended.
+func failedLauncher(pods []corev1.Pod) (*corev1.Pod, *corev1.ContainerStateTerminated) {
 	for i := range pods {
 		for _, cs := range pods[i].Status.ContainerStatuses {
 			if t := cs.State.Terminated; t != nil && t.ExitCode != 0 {
-				return t.ExitCode, true
+				return &pods[i], t
 			}
 		}
 	}
-	return 0, false
+	return nil, nil
 }
 
 func capitalize(s string) string {
@@ -318,22 +327,11 @@ var systemOOM = regexp.MustCompile(`victim process: ([^,]+)`)
 // out-of-memory killer (the kubelet then records a SystemOOM Event on the
 // Node), or a kill from outside.
 func launcherKilled(in Input) (reason, message, next string, ok bool) {
-	code, found := launcherExitCode(in.Launcher)
-	if !found || code != 137 {
+	p, t := failedLauncher(in.Launcher)
+	if p == nil || t.ExitCode != 137 {
 		return "", "", "", false
 	}
-	var p *corev1.Pod
-	var finished time.Time
-	for i := range in.Launcher {
-		for _, cs := range in.Launcher[i].Status.ContainerStatuses {
-			if t := cs.State.Terminated; t != nil && t.ExitCode == 137 && p == nil {
-				p, finished = &in.Launcher[i], t.FinishedAt.Time
-			}
-		}
-	}
-	if p == nil {
-		return "", "", "", false
-	}
+	finished := t.FinishedAt.Time
 	for _, e := range in.Events {
 		if e.Reason != "SystemOOM" || e.InvolvedObject.Kind != "Node" || e.InvolvedObject.Name != p.Spec.NodeName {
 			continue

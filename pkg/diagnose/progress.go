@@ -66,11 +66,11 @@ func explainProgress(in Input, s api.Status) (api.Phase, string, string, string)
 		// The scheduler's own words win when they name a constraint other
 		// than free capacity (a taint, a node selector, affinity, a
 		// volume): counting free resources would contradict it.
-		next := "The job starts when capacity frees up; to start sooner use fewer Workers or smaller Workers."
-		why, fit := fitExplanation(in)
 		if m, n, ok := volumeWait(in, sched); ok {
 			return phase, ReasonUnschedulable, msg + ": " + m, n
 		}
+		next := "The job starts when capacity frees up; to start sooner use fewer Workers or smaller Workers."
+		why, fit := fitExplanation(in)
 		switch {
 		case constraint.MatchString(sched) && why != "" && fit == 0:
 			// No node at all has the free capacity: true whatever else
@@ -421,10 +421,7 @@ func noProgress(in Input, s api.Status) (message, next string, ok bool) {
 	if in.ProgressTimeout <= 0 || s.Launcher != api.LauncherRunning {
 		return "", "", false
 	}
-	since := in.LastOutput
-	if since == nil && s.StartTime != nil {
-		since = &s.StartTime.Time
-	}
+	since := quietSince(in, s)
 	if since == nil || in.Now.Sub(*since) <= in.ProgressTimeout {
 		return "", "", false
 	}
@@ -485,4 +482,16 @@ func volumeWait(in Input, sched string) (message, next string, ok bool) {
 		ranked(
 			fmt.Sprintf("Check the claim (`%s`): it needs a StorageClass that provisions volumes or a PersistentVolume that matches it; the job starts once it is Bound.", check),
 			"A claim with ReadWriteOnce can be used by the Workers of one node only: use ReadWriteMany for Workers on several nodes."), true
+}
+
+// quietSince is when the running Launcher last printed, or started when it
+// has printed nothing yet (nil when neither is known).
+func quietSince(in Input, s api.Status) *time.Time {
+	if in.LastOutput != nil {
+		return in.LastOutput
+	}
+	if s.StartTime != nil {
+		return &s.StartTime.Time
+	}
+	return nil
 }

@@ -38,26 +38,42 @@ type snapshot struct {
 	pending  map[string]int32
 }
 
+// missRefresh is how old a snapshot may be before a job it does not know
+// (its Workload is newer) makes a new one: a burst of new jobs then costs
+// one read per second, not one per job.
+const missRefresh = time.Second
+
 // Lookup is the package's Lookup, from the shared snapshot. A job whose
-// Workload is newer than the snapshot is looked up directly.
+// Workload the snapshot lacks gets a fresher snapshot (at most one per
+// missRefresh); one whose Workload Kueue has not made yet gets its queue
+// without a position.
 func (s *Snapshots) Lookup(ctx context.Context, namespace string, labels map[string]string, uid types.UID) (*State, error) {
 	name := labels[NameLabel]
 	if name == "" {
 		return nil, nil
 	}
-	snap, err := s.get(ctx)
+	snap, err := s.get(ctx, s.TTL)
 	if err != nil {
 		return nil, err
+	}
+	mine, ok := snap.byUID[uid]
+	if !ok && !snap.noKueue {
+		if snap, err = s.get(ctx, min(s.TTL, missRefresh)); err != nil {
+			return nil, err
+		}
+		mine, ok = snap.byUID[uid]
 	}
 	if snap.noKueue {
 		return nil, nil
 	}
-	mine, ok := snap.byUID[uid]
+	st := &State{Queue: namespace + "/" + name, ClusterQueue: snap.cqOf[namespace+"/"+name]}
 	if !ok {
-		return Lookup(ctx, s.Reader, namespace, labels, uid)
+		if st.ClusterQueue == "" {
+			st.Message = "LocalQueue " + st.Queue + " does not exist"
+		}
+		return st, nil
 	}
-	st := &State{Queue: namespace + "/" + name, ClusterQueue: snap.cqOf[namespace+"/"+name],
-		Admitted: mine.Admitted, Message: mine.Message, EvictedPodsReadyTimeout: mine.EvictedPodsReadyTimeout}
+	st.Admitted, st.Message, st.EvictedPodsReadyTimeout = mine.Admitted, mine.Message, mine.EvictedPodsReadyTimeout
 	if mine.Pending() {
 		key := mine.Namespace + "/" + mine.Name
 		st.Position, st.Pending = snap.position[key], snap.pending[key]
@@ -65,14 +81,15 @@ func (s *Snapshots) Lookup(ctx context.Context, namespace string, labels map[str
 	return st, nil
 }
 
-func (s *Snapshots) get(ctx context.Context) (*snapshot, error) {
+// get returns the snapshot, taken anew when it is maxAge old or older.
+func (s *Snapshots) get(ctx context.Context, maxAge time.Duration) (*snapshot, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
 	if s.Now != nil {
 		now = s.Now()
 	}
-	if s.snap != nil && now.Sub(s.snap.at) < s.TTL {
+	if s.snap != nil && now.Sub(s.snap.at) < maxAge {
 		return s.snap, nil
 	}
 	snap, err := take(ctx, s.Reader, now)

@@ -144,3 +144,41 @@ func BenchmarkQueuedRound(b *testing.B) {
 		})
 	}
 }
+
+// Jobs newer than the snapshot make at most one fresh read per second
+// between them, not a read of every Workload each; once the read holds
+// their Workloads they get their positions.
+func TestSnapshotsMissesAreBounded(t *testing.T) {
+	ctx := context.Background()
+	m := queued(10)
+	clock := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	snaps := &Snapshots{Reader: m, TTL: time.Minute, Now: func() time.Time { return clock }}
+	jobLabels := map[string]string{NameLabel: "default"}
+	if _, err := snaps.Lookup(ctx, "team-a", jobLabels, "uid-0"); err != nil {
+		t.Fatal(err)
+	}
+	// 20 new jobs arrive; Kueue has made Workloads for them.
+	m.workloads = queued(30).workloads
+	m.lists = 0
+	for i := 10; i < 30; i++ {
+		st, err := snaps.Lookup(ctx, "team-a", jobLabels, types.UID(fmt.Sprintf("uid-%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Position != 0 || st.ClusterQueue != "mpijob" {
+			t.Errorf("job %d before a fresh read: %+v, want its queue without a position", i, st)
+		}
+	}
+	if m.lists != 0 {
+		t.Errorf("20 new jobs within a second made %d List calls, want 0", m.lists)
+	}
+	clock = clock.Add(missRefresh)
+	st, err := snaps.Lookup(ctx, "team-a", jobLabels, "uid-29")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := Lookup(ctx, m, "team-a", jobLabels, "uid-29")
+	if st.Position == 0 || st.Position != want.Position || m.lists != 2+3 {
+		t.Errorf("after a second: position %d (per-job lookup %d), %d List calls (want 2 for the fresh read, 3 for the check)", st.Position, want.Position, m.lists)
+	}
+}
