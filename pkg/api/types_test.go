@@ -124,7 +124,9 @@ func TestIsJobObject(t *testing.T) {
 }
 
 func TestJobEvents(t *testing.T) {
-	at := func(minute int) metav1.Time { return metav1.NewTime(time.Date(2026, 11, 22, 10, minute, 0, 0, time.UTC)) }
+	at := func(minute int) metav1.Time {
+		return metav1.NewTime(time.Date(2026, 11, 22, 10, minute, 0, 0, time.UTC))
+	}
 	ev := func(kind, name string, last metav1.Time, created metav1.Time) corev1.Event {
 		return corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: name + "." + kind, CreationTimestamp: created},
 			InvolvedObject: corev1.ObjectReference{Kind: kind, Name: name}, LastTimestamp: last}
