@@ -305,14 +305,20 @@ func rankWorker(in Input, rank string) string {
 // lastWords is the last line the program printed before mpirun's first
 // banner.
 func lastWords(log string) string {
-	if loc := bannerStart.FindStringIndex(log); loc != nil {
-		log = log[:loc[0]]
-	}
-	lines := strings.Split(strings.TrimSpace(log), "\n")
-	for i := len(lines) - 1; i >= 0; i-- {
-		if l := strings.TrimSpace(lines[i]); l != "" {
-			return trimMessage(l, 200)
+	// mpirun forwards the ranks' output while it prints its own banners
+	// (dashed lines around its text): the rank's last line may come before
+	// or after them, so every banner is left out, not only what follows
+	// the first.
+	var last string
+	inBanner := false
+	for _, line := range strings.Split(log, "\n") {
+		l := strings.TrimSpace(line)
+		switch {
+		case bannerStart.MatchString(l):
+			inBanner = !inBanner
+		case !inBanner && l != "":
+			last = l
 		}
 	}
-	return ""
+	return trimMessage(last, 200)
 }
