@@ -830,6 +830,14 @@ func TestWorkerLostWhileTheLauncherRuns(t *testing.T) {
 	// mpirun then fails (it cannot reach the Worker): the lost Worker stays
 	// the reason.
 	prev := Diagnose(Input{TrainJob: job(2).obj(), JobSet: jobset(2), Launcher: pods(running), Workers: pods(worker("0").running(true)), Events: []corev1.Event{killing}, Now: t0})
+	// Trainer may stop the other Workers before the Launcher's pod shows
+	// it failed (the integration test saw this): the first Worker lost
+	// stays the one named.
+	worker0Stopping := worker("0").running(true).deleting()
+	again := Diagnose(Input{TrainJob: job(2).obj(), JobSet: jobset(2), Previous: &prev, Launcher: pods(running), Workers: pods(worker0Stopping), Events: []corev1.Event{killing}, Now: t0})
+	if again.Reason != ReasonWorkerEvicted || again.Message != prev.Message || len(again.NextSteps) != 2 {
+		t.Errorf("when Worker 0 stops after Worker 1: %s %q %q, want Worker 1 still named with its 2 steps", again.Reason, again.Message, again.NextSteps)
+	}
 	// First the Launcher fails while Trainer finishes the job.
 	finishing := Diagnose(Input{TrainJob: job(2).obj(), JobSet: jobset(2), Previous: &prev, Launcher: pods(launcher().terminated("Error", 1)), Workers: pods(worker("0").running(true)), Now: t0})
 	if finishing.Reason != ReasonWorkerEvicted || finishing.Message != prev.Message || len(finishing.NextSteps) != 2 {

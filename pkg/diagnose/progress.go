@@ -36,6 +36,12 @@ func explainProgress(in Input, s api.Status) (api.Phase, string, string, string)
 	switch s.Launcher {
 	case api.LauncherRunning:
 		if m, n, ok := workerLost(in, s.WorkersTotal); ok {
+			if p := in.Previous; p != nil && p.Reason == ReasonWorkerEvicted && p.Phase == api.PhaseRunning {
+				// The first Worker lost is the news: the others stop
+				// after it (mpirun gives up, Trainer ends the job), and
+				// naming them instead would hide the cause.
+				return api.PhaseRunning, ReasonWorkerEvicted, p.Message, ranked(append([]string{p.NextStep}, p.NextSteps[min(1, len(p.NextSteps)):]...)...)
+			}
 			return api.PhaseRunning, ReasonWorkerEvicted, m, n
 		}
 	case api.LauncherFailed:
