@@ -12,7 +12,13 @@
 //     then while they idle, and how long their diagnosis takes to say
 //     Running for all of them.
 //
-//     go run -tags e2e ./bench/manager [-jobs 500] [-workers 8] [-overhead-jobs 20]
+//  3. Queued: the manager's CPU time in steady state with -queued jobs
+//     (e.g. 100,500) waiting in one Kueue ClusterQueue with no quota, each
+//     with its position in its status, and the Workload List calls the API
+//     server served meanwhile. Linear growth: 5× the jobs cost at most 5×
+//     the CPU, not 25×.
+//
+//     go run -tags e2e ./bench/manager [-jobs 500] [-workers 8] [-overhead-jobs 20] [-queued 100,500]
 package main
 
 import (
@@ -30,9 +36,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
@@ -46,6 +55,7 @@ func main() {
 	workers := flag.Int("workers", 8, "Workers per job")
 	overheadJobs := flag.Int("overhead-jobs", 20, "jobs per mode for the overhead run")
 	flag.BoolVar(&webhooksOnly, "webhooks-only", false, "in the run without, remove only the webhooks (the manager's controllers keep running): splits the overhead")
+	flag.StringVar(&queuedRuns, "queued", "", "comma-separated numbers of queued jobs for the queued run, e.g. 100,500 (empty: skip it)")
 	flag.Parse()
 	if err := run(*jobs, *workers, *overheadJobs); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
@@ -53,11 +63,15 @@ func main() {
 	}
 }
 
-var webhooksOnly bool
+var (
+	webhooksOnly bool
+	queuedRuns   string
+)
 
 type bench struct {
-	opts localcluster.Options
-	cl   client.Client
+	opts    localcluster.Options
+	cl      client.Client
+	restCfg *rest.Config
 }
 
 func run(jobs, workers, overheadJobs int) error {
@@ -80,7 +94,27 @@ func run(jobs, workers, overheadJobs int) error {
 	if err != nil {
 		return err
 	}
-	b := &bench{opts: opts, cl: cl}
+	b := &bench{opts: opts, cl: cl, restCfg: cfg}
+	if queuedRuns != "" {
+		var ns []int
+		for _, f := range strings.Split(queuedRuns, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n <= 0 {
+				return fmt.Errorf("-queued %q: want positive numbers separated by commas, e.g. 100,500", queuedRuns)
+			}
+			ns = append(ns, n)
+		}
+		if err := b.queued(ctx, ns); err != nil {
+			return err
+		}
+		fmt.Println()
+	}
+	if overheadJobs == 0 {
+		if jobs == 0 {
+			return nil
+		}
+		return b.scale(ctx, jobs, workers)
+	}
 
 	with, without, err := b.overhead(ctx, workers, overheadJobs)
 	if err != nil {
@@ -387,3 +421,158 @@ func mean(d []time.Duration) time.Duration {
 }
 
 func ratio(a, b time.Duration) float64 { return 100 * (float64(a)/float64(b) - 1) }
+
+// queued measures the manager with n jobs waiting in a Kueue ClusterQueue
+// that has no quota, for each n: the time until every job's status shows
+// its position, then the manager's CPU over a minute of steady state (the
+// diagnosis looks at every waiting job every 15 s) and the Workload List
+// calls the API server served in that minute.
+func (b *bench) queued(ctx context.Context, counts []int) error {
+	pid, err := localcluster.ProcessPID(b.opts, "mpijob-manager")
+	if err != nil {
+		return err
+	}
+	type row struct {
+		jobs           int
+		toPositions    time.Duration
+		cpu            time.Duration
+		workloadLists  float64
+		visibilityGets float64
+	}
+	var rows []row
+	const idle = 60 * time.Second
+	for _, n := range counts {
+		ns, cleanup, err := b.namespace(ctx, "bench-queued")
+		if err != nil {
+			return err
+		}
+		cq := ns + "-cq"
+		docs := []string{fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: %s}
+spec:
+  namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %s}}
+  resourceGroups:
+  - coveredResources: ["cpu", "memory"]
+    flavors:
+    - name: default-flavor
+      resources:
+      - {name: cpu, nominalQuota: "0"}
+      - {name: memory, nominalQuota: "0"}
+`, cq, ns), fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: q, namespace: %s}
+spec: {clusterQueue: %s}
+`, ns, cq)}
+		var created []*unstructured.Unstructured
+		for _, d := range docs {
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(d), &u.Object); err != nil {
+				return err
+			}
+			if err := b.cl.Create(ctx, u); err != nil {
+				return fmt.Errorf("create %s: %w", u.GetKind(), err)
+			}
+			created = append(created, u)
+		}
+		done := func() {
+			cleanup()
+			_ = b.cl.Delete(context.Background(), created[0])
+		}
+		fmt.Fprintf(os.Stderr, "queued: creating %d jobs in %s (ClusterQueue %s has no quota)\n", n, ns, cq)
+		start := time.Now()
+		for i := 0; i < n; i++ {
+			job := framework.MakeTrainJob(fmt.Sprintf("job-%d", i), ns, "mpi-openmpi").NumNodes(2).OnKwokNodes().Queue("q").Obj()
+			if err := b.cl.Create(ctx, job); err != nil {
+				done()
+				return err
+			}
+		}
+		last := time.Now()
+		err = wait.PollUntilContextTimeout(ctx, 2*time.Second, 20*time.Minute, true, func(ctx context.Context) (bool, error) {
+			l := &trainer.TrainJobList{}
+			if err := b.cl.List(ctx, l, client.InNamespace(ns)); err != nil {
+				return false, err
+			}
+			positioned := 0
+			for _, tj := range l.Items {
+				if s, ok, _ := api.ReadStatus(tj.Annotations); ok && s.Phase == api.PhaseQueued && s.QueuePosition != nil {
+					positioned++
+				}
+			}
+			if time.Since(last) > 15*time.Second {
+				fmt.Fprintf(os.Stderr, "  %s: %d/%d jobs Queued with a position\n", time.Since(start).Round(time.Second), positioned, n)
+				last = time.Now()
+			}
+			return positioned == n, nil
+		})
+		if err != nil {
+			done()
+			return fmt.Errorf("not every job got its queue position: %w", err)
+		}
+		toPositions := time.Since(start)
+		// Let the start-up work end, then measure a steady minute.
+		time.Sleep(15 * time.Second)
+		cpu0, _, _, err := cpuAndMemory(pid)
+		if err != nil {
+			done()
+			return err
+		}
+		lists0, gets0, err := b.apiserverCounts(ctx)
+		if err != nil {
+			done()
+			return err
+		}
+		time.Sleep(idle)
+		cpu1, _, _, err := cpuAndMemory(pid)
+		if err != nil {
+			done()
+			return err
+		}
+		lists1, gets1, err := b.apiserverCounts(ctx)
+		if err != nil {
+			done()
+			return err
+		}
+		rows = append(rows, row{jobs: n, toPositions: toPositions, cpu: cpu1 - cpu0, workloadLists: lists1 - lists0, visibilityGets: gets1 - gets0})
+		fmt.Fprintf(os.Stderr, "queued: %d jobs measured; deleting them\n", n)
+		_ = b.cl.DeleteAllOf(ctx, &trainer.TrainJob{}, client.InNamespace(ns))
+		done()
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "queued jobs\tcreate → all positioned\tmanager CPU per %s\tCPU vs first\tjobs vs first\tWorkload LISTs per %s\tvisibility GETs per %s\t\n", idle, idle, idle)
+	for _, r := range rows {
+		fmt.Fprintf(w, "%d\t%s\t%s\t%.2f×\t%.2f×\t%.0f\t%.0f\t\n", r.jobs, r.toPositions.Round(time.Second), r.cpu.Round(10*time.Millisecond),
+			float64(r.cpu)/float64(max(rows[0].cpu, 10*time.Millisecond)), float64(r.jobs)/float64(rows[0].jobs), r.workloadLists, r.visibilityGets)
+	}
+	return w.Flush()
+}
+
+// apiserverCounts reads, from the API server's own metrics, how many
+// Workload LIST calls and visibility pendingworkloads GETs it has served.
+func (b *bench) apiserverCounts(ctx context.Context) (workloadLists, visibilityGets float64, err error) {
+	cs, err := kubernetes.NewForConfig(b.restCfg)
+	if err != nil {
+		return 0, 0, err
+	}
+	raw, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return 0, 0, err
+	}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if !strings.HasPrefix(l, "apiserver_request_total{") {
+			continue
+		}
+		v, perr := strconv.ParseFloat(l[strings.LastIndexByte(l, ' ')+1:], 64)
+		if perr != nil {
+			continue
+		}
+		switch {
+		case strings.Contains(l, `resource="workloads"`) && strings.Contains(l, `verb="LIST"`):
+			workloadLists += v
+		case strings.Contains(l, `group="visibility.kueue.x-k8s.io"`) && strings.Contains(l, `subresource="pendingworkloads"`):
+			visibilityGets += v
+		}
+	}
+	return workloadLists, visibilityGets, nil
+}

@@ -29,6 +29,7 @@ import (
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/diagnose"
 	"github.com/mpijob/mpijob/pkg/netpol"
+	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/perjob"
 )
 
@@ -80,8 +81,12 @@ func main() {
 		LeaderElectionNamespace: leaderNS,
 		WebhookServer:           webhook.NewServer(webhook.Options{Host: webhookHost, Port: webhookPort, CertDir: certDir}),
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Label: labels.NewSelector().Add(*jobsetPods)},
+			&corev1.Pod{}:  {Label: labels.NewSelector().Add(*jobsetPods)},
+			&corev1.Node{}: {Transform: diagnose.CapacityNode},
 		}},
+		// Kueue's Workloads and LocalQueues are read as unstructured data
+		// (mpijob depends on Kueue's API, not its Go module), from the cache.
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 	})
 	if err != nil {
 		log.Error(err, "failed to create the manager")
@@ -100,8 +105,25 @@ func main() {
 		log.Error(err, "failed to create a clientset")
 		os.Exit(1)
 	}
+	// Free capacity counts every bound pod of the cluster: a cache of its
+	// own keeps them, stripped to their node, phase and resources.
+	capacity, err := cache.New(cfg, cache.Options{
+		Scheme: scheme, Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Pod{}: {Field: diagnose.CapacityPods, Transform: diagnose.CapacityPod},
+		},
+	})
+	if err != nil {
+		log.Error(err, "failed to create the capacity cache")
+		os.Exit(1)
+	}
+	if err := mgr.Add(capacity); err != nil {
+		log.Error(err, "failed to add the capacity cache")
+		os.Exit(1)
+	}
 	if err := (&diagnose.Reconciler{
-		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Logs: logs,
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Capacity: capacity, Logs: logs,
+		Visibility: queue.Visibility{REST: logs.Discovery().RESTClient()},
 		Recorder: mgr.GetEventRecorder(api.FieldManager), Runtimes: lookup,
 	}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "failed to set up the diagnosis controller")

@@ -226,7 +226,7 @@ func (c *clients) createJob(ctx context.Context, job *jobspec.Job, serverDryRun 
 	cleanup := func() {
 		_ = c.Delete(context.WithoutCancel(ctx), rt, client.PropagationPolicy("Background"))
 	}
-	if err := c.Create(ctx, tj, opts...); err != nil {
+	if err := jobspec.CreateTrainJob(ctx, c, tj, opts...); err != nil {
 		cleanup()
 		return err
 	}

@@ -42,8 +42,15 @@ const (
 // Reconciler keeps the mpijob Status of every MPI TrainJob.
 type Reconciler struct {
 	Client client.Client
-	// Reader reads what the cache does not hold (events, all pods, nodes).
+	// Reader reads what the cache does not hold (events, when a rule
+	// needs them).
 	Reader client.Reader
+	// Capacity reads the pods that hold nodes' capacity from a cache of
+	// their own (CapacityPods, CapacityPod); nil: read them with Reader.
+	Capacity client.Reader
+	// Visibility gives queue positions in Kueue's own order (nil:
+	// computed from the cached Workloads).
+	Visibility queue.PendingLister
 	// Queues answers where queued jobs stand, from one shared read of
 	// Kueue's Workloads per few seconds (nil: made from Reader).
 	Queues   *queue.Snapshots
@@ -437,18 +444,25 @@ func generic(s api.Status) bool {
 // of the pods bound to it, and every node as it is.
 func (r *Reconciler) freeCapacity(ctx context.Context) ([]NodeFree, []corev1.Node) {
 	nodes := &corev1.NodeList{}
-	if err := r.Reader.List(ctx, nodes); err != nil {
+	if err := r.Client.List(ctx, nodes); err != nil {
 		return nil, nil
 	}
 	pods := &corev1.PodList{}
-	if err := r.Reader.List(ctx, pods, client.MatchingFieldsSelector{Selector: fields.AndSelectors(
-		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodSucceeded)),
-		fields.OneTermNotEqualSelector("status.phase", string(corev1.PodFailed)),
-		fields.OneTermNotEqualSelector("spec.nodeName", ""))}); err != nil {
+	var err error
+	if r.Capacity != nil {
+		// The capacity cache holds only pods that CapacityPods selects.
+		err = r.Capacity.List(ctx, pods)
+	} else {
+		err = r.Reader.List(ctx, pods, client.MatchingFieldsSelector{Selector: CapacityPods})
+	}
+	if err != nil {
 		return nil, nodes.Items
 	}
 	used := map[string]corev1.ResourceList{}
 	for i := range pods.Items {
+		if p := &pods.Items[i]; p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			continue
+		}
 		req, _ := admission.PodDemand(&pods.Items[i].Spec)
 		u := used[pods.Items[i].Spec.NodeName]
 		if u == nil {
@@ -528,7 +542,11 @@ const queueSnapshotTTL = 5 * time.Second
 func (r *Reconciler) queues() *queue.Snapshots {
 	r.queuesOnce.Do(func() {
 		if r.Queues == nil {
-			r.Queues = &queue.Snapshots{Reader: r.Reader, TTL: queueSnapshotTTL}
+			// Workloads and LocalQueues come from the manager's cache.
+			r.Queues = &queue.Snapshots{Reader: r.Client, TTL: queueSnapshotTTL, Visibility: r.Visibility,
+				OnVisibilityError: func(err error) {
+					ctrl.Log.WithName("queue").Info("Kueue's visibility API does not answer; queue positions are computed from the Workloads until it does", "err", err.Error())
+				}}
 		}
 	})
 	return r.Queues

@@ -269,6 +269,10 @@ func Down(ctx context.Context, opts Options, out io.Writer) error {
 	}
 	_ = os.RemoveAll("/run/mpijob")
 	_ = os.RemoveAll(kueueMetricsCertDir)
+	// Only what Up wrote there, and the folder when it is then empty.
+	_ = os.Remove(filepath.Join(kueueVisibilityCertDir, "tls.crt"))
+	_ = os.Remove(filepath.Join(kueueVisibilityCertDir, "tls.key"))
+	_ = os.Remove(kueueVisibilityCertDir)
 	// Its parents too, when nothing else lives there.
 	_ = os.Remove(filepath.Dir(kueueMetricsCertDir))
 	_ = os.Remove(filepath.Dir(filepath.Dir(kueueMetricsCertDir)))

@@ -37,6 +37,9 @@ const (
 	DashboardPort    = 9090
 	kueueWebhookPort = 9447
 	kueueHealthPort  = 9454
+	// kueueVisibilityPort serves Kueue's visibility API on the host's
+	// address, where the API server's aggregation layer reaches it.
+	kueueVisibilityPort = 9455
 
 	// bridgeName is the Linux bridge every real node's pods attach to.
 	bridgeName = "mpijob0"
@@ -49,6 +52,11 @@ const (
 	pauseImage        = PauseImage
 	hostsMarker       = "# mpijob-localcluster"
 	fieldOwner        = "mpijob-dev"
+	// frontProxyClient is the name the API server presents to extension
+	// API servers (requestheader-allowed-names).
+	frontProxyClient = "front-proxy-client"
+	// kueueVisibilityService is the Service of Kueue's APIService.
+	kueueVisibilityService = "visibility-server"
 	kwokNodeTaintKey  = "kwok.x-k8s.io/node"
 	kwokNodeLabelType = "type"
 )

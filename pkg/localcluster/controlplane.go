@@ -25,6 +25,12 @@ func (c *Cluster) makePKI() error {
 		{Name: "controller-manager", CN: "system:kube-controller-manager", Client: true},
 		{Name: "scheduler", CN: "system:kube-scheduler", Client: true},
 		{Name: "webhooks", CN: "mpijob-local-webhooks", Server: true, DNS: []string{"localhost"}, IPs: []string{"127.0.0.1"}},
+		// The API aggregation layer: the API server's client certificate
+		// toward extension API servers (Kueue's visibility API), and that
+		// server's serving certificate for the name the API server checks.
+		{Name: "front-proxy-client", CN: frontProxyClient, Client: true},
+		{Name: "kueue-visibility", CN: kueueVisibilityService + ".kueue-system.svc", Server: true,
+			DNS: []string{kueueVisibilityService + ".kueue-system.svc"}, IPs: []string{c.hostIP}},
 	}
 	for i := 1; i <= c.opts.RealNodes; i++ {
 		n := nodeName(i)
@@ -108,6 +114,17 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		"--kubelet-client-certificate=" + p.path("apiserver-kubelet-client", "crt"),
 		"--kubelet-client-key=" + p.path("apiserver-kubelet-client", "key"),
 		"--enable-admission-plugins=NodeRestriction",
+		// The aggregation layer, for Kueue's visibility API. Extension API
+		// servers run as host processes, so the API server dials their
+		// endpoints directly instead of a Service's ClusterIP.
+		"--requestheader-client-ca-file=" + p.path("ca", "crt"),
+		"--requestheader-allowed-names=" + frontProxyClient,
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file=" + p.path("front-proxy-client", "crt"),
+		"--proxy-client-key-file=" + p.path("front-proxy-client", "key"),
+		"--enable-aggregator-routing=true",
 		"--allow-privileged=true",
 		"--profiling=false",
 		"--max-requests-inflight=800",

@@ -130,6 +130,9 @@ func (c *Cluster) installEngine(ctx context.Context) error {
 	if err := c.waitHealthy(ctx, "kueue", kueueHealthPort); err != nil {
 		return err
 	}
+	if err := c.installKueueVisibility(ctx, cl, dirs["sigs.k8s.io/kueue"]); err != nil {
+		return err
+	}
 	ca := c.pki.caPEM
 	for _, s := range webhookSources {
 		objs, err := manifests.ParseFiles(filepath.Join(dirs[s.mod], s.file))
@@ -149,6 +152,61 @@ func (c *Cluster) installEngine(ctx context.Context) error {
 		if err := manifests.Apply(ctx, cl, fieldOwner, objs); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// installKueueVisibility registers Kueue's visibility API with the
+// aggregation layer: Kueue's own APIService and Service manifests, the
+// APIService checked against the cluster's CA instead of Kueue's
+// insecureSkipTLSVerify, and an EndpointSlice that points the Service at
+// Kueue on the host. It waits until the API server reports the API
+// Available.
+func (c *Cluster) installKueueVisibility(ctx context.Context, cl client.Client, kueueDir string) error {
+	objs, err := manifests.ParseFiles(
+		filepath.Join(kueueDir, "config/components/visibility/apiservice_v1beta2.yaml"),
+		filepath.Join(kueueDir, "config/components/visibility/service.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, o := range objs {
+		if o.GetKind() == "APIService" {
+			unstructured.RemoveNestedField(o.Object, "spec", "insecureSkipTLSVerify")
+			if err := unstructured.SetNestedField(o.Object, base64.StdEncoding.EncodeToString(c.pki.caPEM), "spec", "caBundle"); err != nil {
+				return err
+			}
+		}
+	}
+	ns := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": "kueue-system"}}}
+	slice := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+		"metadata": map[string]any{"name": kueueVisibilityService + "-host", "namespace": "kueue-system", "labels": map[string]any{
+			"kubernetes.io/service-name": kueueVisibilityService, "endpointslice.kubernetes.io/managed-by": fieldOwner}},
+		"addressType": "IPv4",
+		"ports":       []any{map[string]any{"name": "https", "port": int64(kueueVisibilityPort), "protocol": "TCP"}},
+		"endpoints":   []any{map[string]any{"addresses": []any{c.hostIP}, "conditions": map[string]any{"ready": true}}},
+	}}
+	if err := manifests.Apply(ctx, cl, fieldOwner, append([]*unstructured.Unstructured{ns, slice}, objs...)); err != nil {
+		return err
+	}
+	err = c.waitFor(ctx, "kueue", 60*time.Second, func(ctx context.Context) bool {
+		as := &unstructured.Unstructured{}
+		as.SetAPIVersion("apiregistration.k8s.io/v1")
+		as.SetKind("APIService")
+		if err := cl.Get(ctx, client.ObjectKey{Name: "v1beta2.visibility.kueue.x-k8s.io"}, as); err != nil {
+			return false
+		}
+		conds, _, _ := unstructured.NestedSlice(as.Object, "status", "conditions")
+		for _, cond := range conds {
+			if m, ok := cond.(map[string]any); ok && m["type"] == "Available" && m["status"] == "True" {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		return fmt.Errorf("Kueue's visibility API (APIService v1beta2.visibility.kueue.x-k8s.io) is not Available: %w", err)
 	}
 	return nil
 }
@@ -234,11 +292,16 @@ func (c *Cluster) waitCRDEstablished(ctx context.Context, cl client.Client, name
 }
 
 func (c *Cluster) writeWebhookCerts(dir string) error {
+	return c.writeCerts(dir, "webhooks")
+}
+
+// writeCerts copies the named certificate and key to dir/tls.{crt,key}.
+func (c *Cluster) writeCerts(dir, name string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
 	for src, dst := range map[string]string{"crt": "tls.crt", "key": "tls.key"} {
-		b, err := os.ReadFile(c.pki.path("webhooks", src))
+		b, err := os.ReadFile(c.pki.path(name, src))
 		if err != nil {
 			return err
 		}
@@ -318,6 +381,11 @@ clientConnection:
 // certificate (cmd/kueue/main.go), even with metrics off.
 const kueueMetricsCertDir = "/etc/kueue/metrics/certs"
 
+// kueueVisibilityCertDir is where Kueue v0.19's visibility API server
+// reads its serving certificate when Kueue does not manage certificates
+// (pkg/visibility/server.go: certDir); Down removes it.
+const kueueVisibilityCertDir = "/visibility"
+
 // startKueue runs Kueue with the TrainJob and JobSet integrations only.
 // Jobs without the kueue.x-k8s.io/queue-name label are not Kueue's
 // (manageJobsWithoutQueueName: false): they go straight to the scheduler.
@@ -329,6 +397,9 @@ func (c *Cluster) startKueue() error {
 	// Kueue reads its metrics certificate from a fixed path when it does
 	// not manage certificates itself; Down removes it.
 	if err := c.writeWebhookCerts(kueueMetricsCertDir); err != nil {
+		return err
+	}
+	if err := c.writeCerts(kueueVisibilityCertDir, "kueue-visibility"); err != nil {
 		return err
 	}
 	var frameworks strings.Builder
@@ -360,21 +431,23 @@ waitForPodsReady:
   requeuingStrategy:
     timestamp: Eviction
     backoffBaseSeconds: 60
+# Kueue's visibility API (queue positions in Kueue's own order), reached
+# through the API server's aggregation layer.
+visibilityServer:
+  bindAddress: %q
+  bindPort: %d
 clientConnection:
   qps: 100
   burst: 200
 integrations:
   frameworks:
-%s`, kueueHealthPort, kueueWebhookPort, certDir, frameworks.String())
+%s`, kueueHealthPort, kueueWebhookPort, certDir, c.hostIP, kueueVisibilityPort, frameworks.String())
 	path := c.opts.path("kueue-config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return err
 	}
 	args := []string{
 		"--config=" + path, "--kubeconfig=" + c.componentKubeconfig("admin"),
-		// The visibility API server needs an APIService and its own
-		// certificates; mpijob computes queue positions itself.
-		"--feature-gates=VisibilityOnDemand=false",
 	}
 	return c.startProcess("kueue", c.opts.bin("kueue"), args, nil)
 }

@@ -151,6 +151,9 @@ type State struct {
 	Admitted            bool
 	Position            int32
 	Pending             int32
+	// PositionFromKueue: Position is Kueue's own (its visibility API),
+	// not computed by mpijob.
+	PositionFromKueue bool
 	Message             string
 	// EvictedPodsReadyTimeout: Kueue stopped the job's pods because they
 	// were not all Ready in time (waitForPodsReady) and requeued it.

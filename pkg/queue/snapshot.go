@@ -17,6 +17,16 @@ import (
 // not N List calls of every Workload and O(N²).
 type Snapshots struct {
 	Reader client.Reader
+	// Visibility, when set, gives the positions in Kueue's own order
+	// (one request per ClusterQueue with pending Workloads per snapshot).
+	// Without it, or when it fails (the API is not served, or not to
+	// mpijob), positions are computed from the Workloads: priority, then
+	// creation or eviction time, as Kueue's BestEffortFIFO and StrictFIFO
+	// order them.
+	Visibility PendingLister
+	// OnVisibilityError hears when the visibility API stops answering
+	// (once, not per snapshot), to log it.
+	OnVisibilityError func(error)
 	// TTL is how old a snapshot may be (queue positions then lag by as
 	// much; the diagnosis refreshes waiting jobs every 15 s).
 	TTL time.Duration
@@ -36,6 +46,14 @@ type snapshot struct {
 	// position and pending per Workload "namespace/name".
 	position map[string]int32
 	pending  map[string]int32
+	// pendingIn lists the pending Workloads ("namespace/name") per
+	// ClusterQueue.
+	pendingIn map[string][]string
+	// fromKueue: the ClusterQueues whose positions came from Kueue's
+	// visibility API.
+	fromKueue map[string]bool
+	// visibilityErr is why the visibility API did not answer, if it did not.
+	visibilityErr error
 }
 
 // missRefresh is how old a snapshot may be before a job it does not know
@@ -77,6 +95,7 @@ func (s *Snapshots) Lookup(ctx context.Context, namespace string, labels map[str
 	if mine.Pending() {
 		key := mine.Namespace + "/" + mine.Name
 		st.Position, st.Pending = snap.position[key], snap.pending[key]
+		st.PositionFromKueue = snap.fromKueue[st.ClusterQueue] && st.Position > 0
 	}
 	return st, nil
 }
@@ -96,12 +115,18 @@ func (s *Snapshots) get(ctx context.Context, maxAge time.Duration) (*snapshot, e
 	if err != nil {
 		return nil, err
 	}
+	if s.Visibility != nil && !snap.noKueue {
+		snap.fromVisibility(ctx, s.Visibility)
+		if snap.visibilityErr != nil && (s.snap == nil || s.snap.visibilityErr == nil) && s.OnVisibilityError != nil {
+			s.OnVisibilityError(snap.visibilityErr)
+		}
+	}
 	s.snap = snap
 	return snap, nil
 }
 
 func take(ctx context.Context, r client.Reader, now time.Time) (*snapshot, error) {
-	snap := &snapshot{at: now, cqOf: map[string]string{}, byUID: map[types.UID]Workload{}, position: map[string]int32{}, pending: map[string]int32{}}
+	snap := &snapshot{at: now, cqOf: map[string]string{}, byUID: map[types.UID]Workload{}, position: map[string]int32{}, pending: map[string]int32{}, pendingIn: map[string][]string{}, fromKueue: map[string]bool{}}
 	all, err := listWorkloads(ctx, r)
 	if meta.IsNoMatchError(err) {
 		snap.noKueue = true
@@ -123,14 +148,49 @@ func take(ctx context.Context, r client.Reader, now time.Time) (*snapshot, error
 			byCQ[cq] = append(byCQ[cq], w)
 		}
 	}
-	for _, same := range byCQ {
+	for cq, same := range byCQ {
 		sort.SliceStable(same, func(i, j int) bool { return before(same[i], same[j]) })
 		for i, w := range same {
 			key := w.Namespace + "/" + w.Name
 			snap.position[key], snap.pending[key] = int32(i+1), int32(len(same))
+			snap.pendingIn[cq] = append(snap.pendingIn[cq], key)
 		}
 	}
 	return snap, nil
+}
+
+// fromVisibility replaces the computed positions with Kueue's own, one
+// ClusterQueue at a time; a ClusterQueue whose read fails keeps the
+// computed ones. The pending count stays the cached Workloads' count.
+func (snap *snapshot) fromVisibility(ctx context.Context, v PendingLister) {
+	for _, cq := range sortedKeys(snap.pendingIn) {
+		if cq == "" {
+			continue
+		}
+		items, err := v.PendingInClusterQueue(ctx, cq)
+		if err != nil {
+			snap.visibilityErr = err
+			continue
+		}
+		// A Workload Kueue does not list (not queued by Kueue yet) has no
+		// position rather than a computed one that could repeat Kueue's.
+		for _, key := range snap.pendingIn[cq] {
+			delete(snap.position, key)
+		}
+		for _, it := range items {
+			snap.position[it.Namespace+"/"+it.Name] = it.PositionInClusterQueue + 1
+		}
+		snap.fromKueue[cq] = true
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 // before is Kueue's order in a ClusterQueue: higher priority first, then

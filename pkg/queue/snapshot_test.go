@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -180,5 +181,84 @@ func TestSnapshotsMissesAreBounded(t *testing.T) {
 	want, _ := Lookup(ctx, m, "team-a", jobLabels, "uid-29")
 	if st.Position == 0 || st.Position != want.Position || m.lists != 2+3 {
 		t.Errorf("after a second: position %d (per-job lookup %d), %d List calls (want 2 for the fresh read, 3 for the check)", st.Position, want.Position, m.lists)
+	}
+}
+
+// fakeVisibility answers as Kueue's visibility API: the pending Workloads
+// of a ClusterQueue in an order it chooses, and counts the requests.
+type fakeVisibility struct {
+	order    map[string][]string // ClusterQueue → "namespace/name", first first
+	err      error
+	requests int
+}
+
+func (f *fakeVisibility) PendingInClusterQueue(_ context.Context, cq string) ([]Pending, error) {
+	f.requests++
+	if f.err != nil {
+		return nil, f.err
+	}
+	var out []Pending
+	for i, key := range f.order[cq] {
+		ns, name, _ := strings.Cut(key, "/")
+		out = append(out, Pending{Namespace: ns, Name: name, LocalQueueName: "default", PositionInClusterQueue: int32(i)})
+	}
+	return out, nil
+}
+
+// Kueue's own order (its visibility API) wins over the computed one; a
+// Workload it does not list has no position; when the API fails, the
+// computed order stands and the failure is reported once.
+func TestSnapshotsUseKueuesVisibilityAPI(t *testing.T) {
+	ctx := context.Background()
+	jobLabels := map[string]string{NameLabel: "default"}
+	m := queued(5)
+	// Kueue's order: newest first (e.g. another queueing strategy), and
+	// trainjob-j0 not listed yet.
+	vis := &fakeVisibility{order: map[string][]string{"mpijob": {"team-a/trainjob-j4", "team-a/trainjob-j3", "team-a/trainjob-j2", "team-a/trainjob-j1"}}}
+	snaps := &Snapshots{Reader: m, TTL: time.Minute, Visibility: vis}
+	got := map[string]int32{}
+	for i := 0; i < 5; i++ {
+		st, err := snaps.Lookup(ctx, "team-a", jobLabels, types.UID(fmt.Sprintf("uid-%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[fmt.Sprintf("j%d", i)] = st.Position
+		if st.Pending != 5 {
+			t.Errorf("job %d: %d pending, want 5", i, st.Pending)
+		}
+		if st.PositionFromKueue != (i != 0) {
+			t.Errorf("job %d: PositionFromKueue %v", i, st.PositionFromKueue)
+		}
+	}
+	if diff := cmp.Diff(map[string]int32{"j0": 0, "j1": 4, "j2": 3, "j3": 2, "j4": 1}, got); diff != "" {
+		t.Errorf("positions (-want,+got):\n%s", diff)
+	}
+	if vis.requests != 1 {
+		t.Errorf("a round of 5 jobs in one ClusterQueue made %d visibility requests, want 1", vis.requests)
+	}
+
+	// The API is not served (no aggregation layer, Kueue without it):
+	// computed positions, one report.
+	var reports []error
+	vis = &fakeVisibility{err: fmt.Errorf("the server could not find the requested resource")}
+	clock := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	snaps = &Snapshots{Reader: m, TTL: time.Minute, Visibility: vis, Now: func() time.Time { return clock },
+		OnVisibilityError: func(err error) { reports = append(reports, err) }}
+	for round := 0; round < 3; round++ {
+		clock = clock.Add(time.Minute)
+		for i := 0; i < 5; i++ {
+			uid := types.UID(fmt.Sprintf("uid-%d", i))
+			st, err := snaps.Lookup(ctx, "team-a", jobLabels, uid)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := Lookup(ctx, m, "team-a", jobLabels, uid)
+			if st.Position != want.Position || st.PositionFromKueue {
+				t.Errorf("round %d job %d: position %d (from Kueue %v), want computed %d", round, i, st.Position, st.PositionFromKueue, want.Position)
+			}
+		}
+	}
+	if len(reports) != 1 {
+		t.Errorf("the failing API was reported %d times over 3 snapshots, want once", len(reports))
 	}
 }

@@ -373,7 +373,7 @@ func Submit(ctx context.Context, cl client.Client, tj *trainer.TrainJob, rt *tra
 	if err := cl.Create(ctx, rt); err != nil {
 		return err
 	}
-	err := cl.Create(ctx, tj, opts...)
+	err := jobspec.CreateTrainJob(ctx, cl, tj, opts...)
 	dry := false
 	for _, o := range opts {
 		if o == client.DryRunAll {

@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
@@ -22,8 +23,9 @@ import (
 )
 
 // newQueue creates a ClusterQueue with gpus nvidia.com/gpu for namespace ns
-// only, and a LocalQueue "q" in ns that feeds it.
-func newQueue(t *testing.T, c *framework.Cluster, ns string, gpus int) {
+// only, and a LocalQueue "q" in ns that feeds it; it returns the
+// ClusterQueue's name.
+func newQueue(t *testing.T, c *framework.Cluster, ns string, gpus int) string {
 	t.Helper()
 	ctx := context.Background()
 	cq := framework.UniqueName("mpi-test-cq")
@@ -64,6 +66,7 @@ spec:
 			t.Cleanup(func() { _ = c.Client.Delete(context.Background(), u) })
 		}
 	}
+	return cq
 }
 
 // With Kueue, an MPI job that does not fit whole waits Queued with no pod
@@ -72,7 +75,7 @@ func TestQueuedJobWaitsWholeWithPosition(t *testing.T) {
 	c := framework.Get(t)
 	ctx := context.Background()
 	ns := c.NewNamespace(t, "queue")
-	newQueue(t, c, ns, 8)
+	cq := newQueue(t, c, ns, 8)
 
 	// first takes all 8 GPUs (2 Workers, 4 each) and holds them.
 	first := framework.MakeTrainJob("first", ns, "mpi-openmpi-gpu").NumNodes(2).GPUsPerWorker(4).OnKwokNodes().HoldOnKwok().Queue("q")
@@ -101,6 +104,46 @@ func TestQueuedJobWaitsWholeWithPosition(t *testing.T) {
 	}
 	t.Logf("second: %s", s2.Message)
 	t.Logf("third: %s", s3.Message)
+	// The positions are Kueue's own: its visibility API, served through
+	// the API server's aggregation layer, lists the same order.
+	raw, err := c.Clientset.Discovery().RESTClient().Get().
+		AbsPath("/apis/visibility.kueue.x-k8s.io/v1beta2/clusterqueues", cq, "pendingworkloads").DoRaw(ctx)
+	if err != nil {
+		t.Fatalf("Kueue's visibility API: %v", err)
+	}
+	var summary struct {
+		Items []struct {
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+			PositionInClusterQueue int32 `json:"positionInClusterQueue"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal(raw, &summary); err != nil {
+		t.Fatal(err)
+	}
+	kueueOrder := map[string]int32{}
+	for _, it := range summary.Items {
+		kueueOrder[it.Metadata.Name] = it.PositionInClusterQueue + 1
+	}
+	t.Logf("Kueue's pending workloads: %s", raw)
+	for _, s := range []struct {
+		job string
+		pos int32
+	}{{"second", *s2.QueuePosition}, {"third", *s3.QueuePosition}} {
+		found := false
+		for name, p := range kueueOrder {
+			if strings.HasPrefix(name, "trainjob-"+s.job+"-") {
+				found = true
+				if p != s.pos {
+					t.Errorf("%s: status says position %d, Kueue's visibility API %d", s.job, s.pos, p)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("%s: not among Kueue's pending workloads %s", s.job, raw)
+		}
+	}
 	// Never partially started: no pod of a queued job exists.
 	for _, name := range []string{"second", "third"} {
 		pods := &corev1.PodList{}

@@ -153,7 +153,7 @@ class MPIJobClient:
         if rt is not None:
             self._create_runtime(rt)
         try:
-            obj = self._custom.create_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainjobs", body, **kwargs)
+            obj = self._create_trainjob(body, kwargs, retry=rt is not None)
         except ApiException as e:
             if rt is not None:
                 self._delete_runtime(rt["metadata"]["name"])
@@ -169,6 +169,20 @@ class MPIJobClient:
                 except ApiException:
                     pass  # mpijob-manager gives it to its job
         return MPIJob.from_trainjob(obj)
+
+    def _create_trainjob(self, body: dict[str, Any], kwargs: dict[str, Any], retry: bool) -> dict[str, Any]:
+        """Create the TrainJob; right after its runtime, try again for up to 10 s while
+        Trainer's webhook has not seen that runtime yet (its cache lags)."""
+        deadline = time.monotonic() + 10
+        delay = 0.1
+        while True:
+            try:
+                return self._custom.create_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainjobs", body, **kwargs)
+            except ApiException as e:
+                if not (retry and _jobspec.runtime_not_seen(e.body or e.reason or "") and time.monotonic() < deadline):
+                    raise
+            time.sleep(delay)
+            delay = min(delay * 1.5, 1.0)
 
     def _create_runtime(self, rt: dict[str, Any]) -> None:
         name = rt["metadata"]["name"]

@@ -215,3 +215,72 @@ def test_slots_and_gpus_from_the_managers_status():
            "spec": {"runtimeRef": {"name": "amd"}, "trainer": {"numNodes": 2}}}
     job = MPIJob.from_trainjob(obj)
     assert (job.slots_per_worker, job.status.gpus_per_worker) == (4, "1 amd.com/gpu")
+
+
+RUNTIME_NOT_SEEN = json.loads((REPO / "pkg/jobspec/testdata/runtime-not-seen.json").read_text())["vectors"]
+
+
+@pytest.mark.parametrize("v", RUNTIME_NOT_SEEN, ids=[str(i) for i in range(len(RUNTIME_NOT_SEEN))])
+def test_runtime_not_seen_matches_the_cli(v):
+    # The vectors the Go tests load too (pkg/jobspec/testdata).
+    from mpijob import jobspec
+    assert jobspec.runtime_not_seen(v["error"]) == v["retry"]
+
+
+class _FlakyCustom:
+    """CustomObjectsApi stand-in: Trainer's webhook refuses the TrainJob `refusals` times
+    because its cache has not seen the job's runtime yet; records every call."""
+
+    def __init__(self, refusals, other=None):
+        self.refusals, self.other, self.calls = refusals, other, []
+
+    def create_namespaced_custom_object(self, group, version, namespace, plural, body, **kwargs):
+        from kubernetes.client.rest import ApiException
+        self.calls.append(plural)
+        if plural == "trainjobs":
+            if self.other is not None:
+                e = ApiException(status=422, reason="Unprocessable Entity")
+                e.body = self.other
+                raise e
+            if self.refusals > 0:
+                self.refusals -= 1
+                e = ApiException(status=403, reason="Forbidden")
+                e.body = RUNTIME_NOT_SEEN[0]["error"]
+                raise e
+            return {**body, "metadata": {**body["metadata"], "uid": "u1"}}
+        return body
+
+    def patch_namespaced_custom_object(self, *args):
+        self.calls.append("patch " + args[3])
+
+    def delete_namespaced_custom_object(self, *args, **kwargs):
+        self.calls.append("delete " + args[3])
+
+
+def _offline_client(custom):
+    c = MPIJobClient.__new__(MPIJobClient)
+    c.namespace, c._custom = "team-a", custom
+    return c
+
+
+def test_create_waits_for_trainer_to_see_the_jobs_runtime(monkeypatch):
+    monkeypatch.setattr("time.sleep", lambda s: None)
+    from mpijob import jobspec
+    rt = {"metadata": {"name": "j", "labels": {jobspec.JOB_LABEL: "j"}}}
+    tj = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "j", "namespace": "team-a"}, "spec": {}}
+    custom = _FlakyCustom(refusals=2)
+    job = _offline_client(custom)._create(jobspec.Job(train_job=tj, runtime=rt), dry_run=False)
+    assert job.name == "j"
+    assert custom.calls == ["trainingruntimes", "trainjobs", "trainjobs", "trainjobs", "patch trainingruntimes"]
+
+
+def test_create_does_not_retry_other_refusals(monkeypatch):
+    monkeypatch.setattr("time.sleep", lambda s: None)
+    from mpijob import jobspec
+    rt = {"metadata": {"name": "j", "labels": {jobspec.JOB_LABEL: "j"}}}
+    tj = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "j", "namespace": "team-a"}, "spec": {}}
+    custom = _FlakyCustom(refusals=0, other=RUNTIME_NOT_SEEN[2]["error"])
+    with pytest.raises(Exception) as e:
+        _offline_client(custom)._create(jobspec.Job(train_job=tj, runtime=rt), dry_run=False)
+    assert "numNodes" in str(e.value)
+    assert custom.calls == ["trainingruntimes", "trainjobs", "delete trainingruntimes"]
