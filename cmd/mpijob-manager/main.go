@@ -29,8 +29,8 @@ import (
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/diagnose"
 	"github.com/mpijob/mpijob/pkg/netpol"
-	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/perjob"
+	"github.com/mpijob/mpijob/pkg/queue"
 )
 
 func main() {
@@ -124,7 +124,7 @@ func main() {
 	if err := (&diagnose.Reconciler{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Capacity: capacity, Logs: logs,
 		Visibility: queue.Visibility{REST: logs.Discovery().RESTClient()},
-		Recorder: mgr.GetEventRecorder(api.FieldManager), Runtimes: lookup,
+		Recorder:   mgr.GetEventRecorder(api.FieldManager), Runtimes: lookup,
 	}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "failed to set up the diagnosis controller")
 		os.Exit(1)

@@ -46,19 +46,19 @@ const (
 	// bridgeCIDR is the pod network; the bridge itself holds DNSAddress.
 	bridgeCIDR = "10.244.0.0/16"
 	// DNSAddress is where CoreDNS listens and what kubelets hand to pods.
-	DNSAddress        = "10.244.0.1"
-	serviceCIDR       = "10.96.0.0/16"
-	clusterDomain     = "cluster.local"
-	pauseImage        = PauseImage
-	hostsMarker       = "# mpijob-localcluster"
-	fieldOwner        = "mpijob-dev"
+	DNSAddress    = "10.244.0.1"
+	serviceCIDR   = "10.96.0.0/16"
+	clusterDomain = "cluster.local"
+	pauseImage    = PauseImage
+	hostsMarker   = "# mpijob-localcluster"
+	fieldOwner    = "mpijob-dev"
 	// frontProxyClient is the name the API server presents to extension
 	// API servers (requestheader-allowed-names).
 	frontProxyClient = "front-proxy-client"
 	// kueueVisibilityService is the Service of Kueue's APIService.
 	kueueVisibilityService = "visibility-server"
-	kwokNodeTaintKey  = "kwok.x-k8s.io/node"
-	kwokNodeLabelType = "type"
+	kwokNodeTaintKey       = "kwok.x-k8s.io/node"
+	kwokNodeLabelType      = "type"
 )
 
 // Options select what Up starts and where it keeps its files.

@@ -154,7 +154,7 @@ type State struct {
 	// PositionFromKueue: Position is Kueue's own (its visibility API),
 	// not computed by mpijob.
 	PositionFromKueue bool
-	Message             string
+	Message           string
 	// EvictedPodsReadyTimeout: Kueue stopped the job's pods because they
 	// were not all Ready in time (waitForPodsReady) and requeued it.
 	EvictedPodsReadyTimeout bool
