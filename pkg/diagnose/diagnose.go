@@ -420,7 +420,8 @@ var (
 	// kueueNoResource: no flavor of the ClusterQueue has the resource.
 	kueueNoResource = regexp.MustCompile(`resource (\S+) unavailable in ClusterQueue`)
 	// kueueOverMax: more than the ClusterQueue could ever lend the job.
-	kueueOverMax = regexp.MustCompile(`insufficient quota for (\S+) in flavor (\S+), .*current podset request \(([^)]+)\) > maximum capacity \(([^)]+)\)`)
+	// Kueue names every such resource in one message: each match is one.
+	kueueOverMax = regexp.MustCompile(`insufficient quota for (\S+) in flavor (\S+), [^,]*current podset request \(([^)]+)\) > maximum capacity \(([^)]+)\)`)
 )
 
 // neverAdmitted reads Kueue's reasons that no finished job can change: the
@@ -438,10 +439,15 @@ func neverAdmitted(in Input) (message, next string, ok bool) {
 				"Or submit to a queue whose ClusterQueue covers "+m[1]+" (kubectl get localqueues).",
 				"Or ask an administrator to add "+m[1]+" to the ClusterQueue's resource groups."), true
 	}
-	if m := kueueOverMax.FindStringSubmatch(q.Message); m != nil {
-		return fmt.Sprintf("The job can never start: it asks for %s %s, more than queue %s could ever admit (at most %s in flavor %s, borrowing included).", m[3], m[1], q.Name, m[4], m[2]),
+	if ms := kueueOverMax.FindAllStringSubmatch(q.Message, -1); ms != nil {
+		var asks, most []string
+		for _, m := range ms {
+			asks = append(asks, m[3]+" "+m[1])
+			most = append(most, fmt.Sprintf("%s %s in flavor %s", m[4], m[1], m[2]))
+		}
+		return fmt.Sprintf("The job can never start: it asks for %s, more than queue %s could ever admit (at most %s, borrowing included).", strings.Join(asks, " and "), q.Name, strings.Join(most, " and ")),
 			ranked(
-				fmt.Sprintf("Ask for at most %s %s in all: fewer Workers or less per Worker (kubectl mpijob clone NAME NEW --workers N).", m[4], m[1]),
+				fmt.Sprintf("Ask for at most %s in all: fewer Workers or less per Worker (kubectl mpijob clone NAME NEW --workers N).", strings.Join(most, " and ")),
 				"Or ask an administrator for a larger ClusterQueue quota."), true
 	}
 	return "", "", false
