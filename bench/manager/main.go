@@ -13,7 +13,8 @@
 //     Running for all of them.
 //
 //  3. Queued: the manager's CPU time in steady state with -queued jobs
-//     (e.g. 100,500) waiting in one Kueue ClusterQueue with no quota, each
+//     (e.g. 100,500) waiting in one Kueue ClusterQueue behind a job that
+//     holds its 8 GPUs, each
 //     with its position in its status, and the Workload List calls the API
 //     server served meanwhile. Linear growth: 5× the jobs cost at most 5×
 //     the CPU, not 25×.
@@ -453,12 +454,13 @@ metadata: {name: %s}
 spec:
   namespaceSelector: {matchLabels: {kubernetes.io/metadata.name: %s}}
   resourceGroups:
-  - coveredResources: ["cpu", "memory"]
+  - coveredResources: ["cpu", "memory", "nvidia.com/gpu"]
     flavors:
     - name: default-flavor
       resources:
-      - {name: cpu, nominalQuota: "0"}
-      - {name: memory, nominalQuota: "0"}
+      - {name: cpu, nominalQuota: "1000"}
+      - {name: memory, nominalQuota: 1000Gi}
+      - {name: nvidia.com/gpu, nominalQuota: "8"}
 `, cq, ns), fmt.Sprintf(`apiVersion: kueue.x-k8s.io/v1beta2
 kind: LocalQueue
 metadata: {name: q, namespace: %s}
@@ -479,11 +481,18 @@ spec: {clusterQueue: %s}
 			cleanup()
 			_ = b.cl.Delete(context.Background(), created[0])
 		}
-		fmt.Fprintf(os.Stderr, "queued: creating %d jobs in %s (ClusterQueue %s has no quota)\n", n, ns, cq)
+		// One job holds the ClusterQueue's 8 GPUs; the n others wait behind it.
+		fmt.Fprintf(os.Stderr, "queued: one job takes the 8 GPUs of ClusterQueue %s, then %d jobs queue behind it in %s\n", cq, n, ns)
+		gpuJob := func(name string) *framework.TrainJobWrapper {
+			return framework.MakeTrainJob(name, ns, "mpi-openmpi-gpu").NumNodes(2).GPUsPerWorker(4).OnKwokNodes().HoldOnKwok().Queue("q")
+		}
+		if err := framework.SubmitW(ctx, b.cl, gpuJob("holder")); err != nil {
+			done()
+			return err
+		}
 		start := time.Now()
 		for i := 0; i < n; i++ {
-			job := framework.MakeTrainJob(fmt.Sprintf("job-%d", i), ns, "mpi-openmpi").NumNodes(2).OnKwokNodes().Queue("q").Obj()
-			if err := b.cl.Create(ctx, job); err != nil {
+			if err := framework.SubmitW(ctx, b.cl, gpuJob(fmt.Sprintf("job-%d", i))); err != nil {
 				done()
 				return err
 			}
@@ -504,7 +513,7 @@ spec: {clusterQueue: %s}
 				fmt.Fprintf(os.Stderr, "  %s: %d/%d jobs Queued with a position\n", time.Since(start).Round(time.Second), positioned, n)
 				last = time.Now()
 			}
-			return positioned == n, nil
+			return positioned >= n, nil
 		})
 		if err != nil {
 			done()

@@ -19,6 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	"github.com/mpijob/mpijob/pkg/admission"
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/queue"
 )
@@ -1049,5 +1050,41 @@ func TestSlotsAndGPUsFromTheRuntime(t *testing.T) {
 	}
 	if got := gpusOf(&corev1.PodSpec{Containers: []corev1.Container{{Name: "node"}}}); got != "" {
 		t.Errorf("gpusOf without GPUs = %q, want empty", got)
+	}
+}
+
+// The capacity cache keeps of a pod what free capacity needs, and free
+// capacity counted from the stripped pod is that of the whole pod.
+func TestCapacityPodKeepsWhatFreeCapacityNeeds(t *testing.T) {
+	full := worker("0").running(true).obj()
+	full.Spec.NodeName = "mpijob-node-1"
+	full.Spec.Containers[0].Resources = corev1.ResourceRequirements{
+		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+		Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("4Gi"), "nvidia.com/gpu": resource.MustParse("1")},
+	}
+	full.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "BIG", Value: strings.Repeat("x", 4096)}}
+	got, err := CapacityPod(full.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := got.(*corev1.Pod)
+	want := &corev1.Pod{
+		TypeMeta:   full.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Name: full.Name, Namespace: full.Namespace, UID: full.UID, ResourceVersion: full.ResourceVersion},
+		Spec: corev1.PodSpec{NodeName: "mpijob-node-1", Containers: []corev1.Container{
+			{Name: full.Spec.Containers[0].Name, Resources: full.Spec.Containers[0].Resources}}},
+		Status: corev1.PodStatus{Phase: full.Status.Phase},
+	}
+	if diff := cmp.Diff(want, p); diff != "" {
+		t.Errorf("stripped pod (-want,+got):\n%s", diff)
+	}
+	wr, wl := admission.PodDemand(&full.Spec)
+	gr, gl := admission.PodDemand(&p.Spec)
+	if diff := cmp.Diff([]corev1.ResourceList{wr, wl}, []corev1.ResourceList{gr, gl}); diff != "" {
+		t.Errorf("demand of the stripped pod (-full,+stripped):\n%s", diff)
+	}
+	node := &corev1.Node{Status: corev1.NodeStatus{Images: []corev1.ContainerImage{{Names: []string{"a"}}}}}
+	if n, _ := CapacityNode(node); len(n.(*corev1.Node).Status.Images) != 0 {
+		t.Error("the node's image list was kept")
 	}
 }

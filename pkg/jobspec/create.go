@@ -2,6 +2,7 @@ package jobspec
 
 import (
 	"context"
+	"regexp"
 	"strings"
 	"time"
 
@@ -11,16 +12,19 @@ import (
 )
 
 // RuntimeNotSeenText is what Trainer's TrainJob webhook says when it does
-// not know the job's runtime. Right after the runtime is created this is
-// only its cache lagging, so a create that gets it is tried again. The
-// Python SDK uses the same text (pkg/jobspec/testdata/runtime-not-seen.json
+// not know the job's runtime; runtimeNotSeenKueue is what Kueue's says (for
+// a job with a queue). Right after the runtime is created this is only
+// their caches lagging, so a create that gets it is tried again. The
+// Python SDK uses the same patterns (pkg/jobspec/testdata/runtime-not-seen.json
 // holds the vectors both test).
 const RuntimeNotSeenText = "must be created before the TrainJob is created"
 
-// RuntimeNotSeen reports Trainer refusing a TrainJob for a runtime it has
-// not seen yet.
+var runtimeNotSeenKueue = regexp.MustCompile(`runtime '[^']+' not found`)
+
+// RuntimeNotSeen reports Trainer or Kueue refusing a TrainJob for a
+// runtime they have not seen yet.
 func RuntimeNotSeen(err error) bool {
-	return err != nil && strings.Contains(err.Error(), RuntimeNotSeenText)
+	return err != nil && (strings.Contains(err.Error(), RuntimeNotSeenText) || runtimeNotSeenKueue.MatchString(err.Error()))
 }
 
 // runtimeSeenTimeout bounds how long a create waits for Trainer to see a
@@ -28,7 +32,8 @@ func RuntimeNotSeen(err error) bool {
 const runtimeSeenTimeout = 10 * time.Second
 
 // CreateTrainJob creates tj whose runtime was just created, trying again
-// (for up to 10 s) while Trainer's webhook has not seen that runtime; any
+// (for up to 10 s) while Trainer's or Kueue's webhook has not seen that
+// runtime; any
 // other error, or the same one after 10 s, is returned as it is.
 func CreateTrainJob(ctx context.Context, c client.Client, tj *trainer.TrainJob, opts ...client.CreateOption) error {
 	var last error

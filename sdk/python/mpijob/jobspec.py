@@ -275,15 +275,17 @@ def node_selector_patch(sel: dict[str, str]) -> dict[str, Any]:
         {"name": rj, "template": {"spec": {"template": {"spec": {"nodeSelector": dict(sel)}}}}} for rj in ("launcher", "node")]}}}}
 
 
-# What Trainer's TrainJob webhook says when it does not know the job's runtime; right
-# after the runtime is created this is only its cache lagging (Go: jobspec.RuntimeNotSeenText;
-# vectors both test: pkg/jobspec/testdata/runtime-not-seen.json).
+# What Trainer's TrainJob webhook says when it does not know the job's runtime, and what
+# Kueue's says (a job with a queue); right after the runtime is created this is only their
+# caches lagging (Go: jobspec.RuntimeNotSeen; vectors both test:
+# pkg/jobspec/testdata/runtime-not-seen.json).
 RUNTIME_NOT_SEEN_TEXT = "must be created before the TrainJob is created"
+_RUNTIME_NOT_SEEN_KUEUE = re.compile(r"runtime '[^']+' not found")
 
 
 def runtime_not_seen(error: str) -> bool:
-    """Whether a create was refused because Trainer has not seen the runtime yet."""
-    return RUNTIME_NOT_SEEN_TEXT in error
+    """Whether a create was refused because Trainer or Kueue has not seen the runtime yet."""
+    return RUNTIME_NOT_SEEN_TEXT in error or _RUNTIME_NOT_SEEN_KUEUE.search(error) is not None
 
 
 def owner_reference(train_job: dict[str, Any]) -> dict[str, Any]:

@@ -279,7 +279,7 @@ def test_create_does_not_retry_other_refusals(monkeypatch):
     from mpijob import jobspec
     rt = {"metadata": {"name": "j", "labels": {jobspec.JOB_LABEL: "j"}}}
     tj = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "j", "namespace": "team-a"}, "spec": {}}
-    custom = _FlakyCustom(refusals=0, other=RUNTIME_NOT_SEEN[2]["error"])
+    custom = _FlakyCustom(refusals=0, other=next(v["error"] for v in RUNTIME_NOT_SEEN if not v["retry"]))
     with pytest.raises(Exception) as e:
         _offline_client(custom)._create(jobspec.Job(train_job=tj, runtime=rt), dry_run=False)
     assert "numNodes" in str(e.value)
