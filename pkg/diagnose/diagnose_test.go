@@ -681,7 +681,7 @@ func TestSchedulerTruthAndCannotStart(t *testing.T) {
 			reason: ReasonCannotStart, contains: []string{"asks for 24 nvidia.com/gpu, more than queue team-a/default could ever admit (at most 16 nvidia.com/gpu in flavor gpu, borrowing"}, nextSteps: 2,
 		},
 		"more than the ClusterQueue could ever admit, two resources (Kueue v0.19's words)": {
-			in: Input{TrainJob: job(2).suspend().obj(), Queue: &Queue{Name: "team-a/default", Message: "couldn't assign flavors to pod set node: insufficient quota for cpu in flavor default-flavor, previously considered podsets requests (0) + current podset request (200m) > maximum capacity (0), insufficient quota for memory in flavor default-flavor, previously considered podsets requests (0) + current podset request (256Mi) > maximum capacity (0)"}},
+			in:     Input{TrainJob: job(2).suspend().obj(), Queue: &Queue{Name: "team-a/default", Message: "couldn't assign flavors to pod set node: insufficient quota for cpu in flavor default-flavor, previously considered podsets requests (0) + current podset request (200m) > maximum capacity (0), insufficient quota for memory in flavor default-flavor, previously considered podsets requests (0) + current podset request (256Mi) > maximum capacity (0)"}},
 			reason: ReasonCannotStart, contains: []string{"it asks for 200m cpu and 256Mi memory, more than queue team-a/default could ever admit (at most 0 cpu in flavor default-flavor and 0 memory in flavor default-flavor, borrowing included)"}, nextSteps: 2,
 		},
 		"over the unused quota only: waiting": {
