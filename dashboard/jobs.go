@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/mpijob/mpijob/pkg/admission"
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
@@ -310,7 +309,7 @@ func (s *Server) detailOf(ctx context.Context, c *userClients, ns, name string) 
 		return nil, err
 	}
 	d.Pods = pods
-	if spec, _, found, err := (admission.RuntimeLookup{Client: c}).Get(ctx, tj); err == nil && found {
+	if spec, _, found, err := (runtimes.RuntimeLookup{Client: c}).Get(ctx, tj); err == nil && found {
 		d.Job.MPI = d.Job.MPI || runtimes.IsMPI(spec)
 		if shape, err := runtimes.ShapeOf(tj, spec); err == nil {
 			d.Resources = resourcesOf(shape)
@@ -393,8 +392,8 @@ func podOf(p *corev1.Pod) Pod {
 }
 
 func resourcesOf(s runtimes.Shape) *Resources {
-	wReq, wLim := admission.PodDemand(&s.WorkerPod)
-	lReq, lLim := admission.PodDemand(&s.LauncherPod)
+	wReq, wLim := runtimes.PodDemand(&s.WorkerPod)
+	lReq, lLim := runtimes.PodDemand(&s.LauncherPod)
 	pick := func(req, lim corev1.ResourceList) corev1.ResourceList {
 		out := corev1.ResourceList{}
 		for k, v := range lim {

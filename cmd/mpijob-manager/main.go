@@ -31,6 +31,7 @@ import (
 	"github.com/mpijob/mpijob/pkg/netpol"
 	"github.com/mpijob/mpijob/pkg/perjob"
 	"github.com/mpijob/mpijob/pkg/queue"
+	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
 func main() {
@@ -94,7 +95,7 @@ func main() {
 	}
 
 	decoder := admission.NewDecoder(scheme)
-	lookup := mpiadmission.RuntimeLookup{Client: mgr.GetClient()}
+	lookup := runtimes.RuntimeLookup{Client: mgr.GetClient()}
 	mgr.GetWebhookServer().Register(mpiadmission.MutatePath, &webhook.Admission{Handler: &mpiadmission.Mutator{Decoder: decoder, Runtimes: lookup}})
 	mgr.GetWebhookServer().Register(mpiadmission.ValidatePath, &webhook.Admission{Handler: &mpiadmission.Validator{
 		Decoder: decoder, Runtimes: lookup, Client: mgr.GetAPIReader(),

@@ -161,25 +161,6 @@ func maxWorkers(hard, used, launcher, perWorker resource.Quantity) int64 {
 	return left / perWorker.MilliValue()
 }
 
-// PodDemand is what one pod's containers count against quota: requests
-// (a limit without a request counts as the request, as the API server
-// defaults it) and limits.
-func PodDemand(spec *corev1.PodSpec) (requests, limits corev1.ResourceList) {
-	requests, limits = corev1.ResourceList{}, corev1.ResourceList{}
-	for _, c := range spec.Containers {
-		for name, q := range c.Resources.Limits {
-			add(limits, name, q)
-			if _, ok := c.Resources.Requests[name]; !ok {
-				add(requests, name, q)
-			}
-		}
-		for name, q := range c.Resources.Requests {
-			add(requests, name, q)
-		}
-	}
-	return requests, limits
-}
-
 func add(l corev1.ResourceList, name corev1.ResourceName, q resource.Quantity) {
 	cur := l[name]
 	cur.Add(q)

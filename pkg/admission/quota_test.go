@@ -85,20 +85,6 @@ func TestCheckQuota(t *testing.T) {
 	}
 }
 
-func TestPodDemand(t *testing.T) {
-	spec := &corev1.PodSpec{Containers: []corev1.Container{
-		{Resources: corev1.ResourceRequirements{Limits: rl("nvidia.com/gpu", "2", "memory", "4Gi"), Requests: rl("memory", "1Gi")}},
-		{Resources: corev1.ResourceRequirements{Requests: rl("cpu", "500m")}},
-	}}
-	req, lim := PodDemand(spec)
-	if diff := cmp.Diff(rl("nvidia.com/gpu", "2", "memory", "1Gi", "cpu", "500m"), req, cmpQuantity); diff != "" {
-		t.Errorf("requests (-want,+got):\n%s", diff)
-	}
-	if diff := cmp.Diff(rl("nvidia.com/gpu", "2", "memory", "4Gi"), lim, cmpQuantity); diff != "" {
-		t.Errorf("limits (-want,+got):\n%s", diff)
-	}
-}
-
 var cmpQuantity = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
 
 // The comparer must tell different quantities apart, or the tests above

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation/field"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/runtimes"
 	"github.com/mpijob/mpijob/pkg/suggest"
 )
 
@@ -91,7 +92,7 @@ func ValidateWorkerFields(j Job) field.ErrorList {
 
 // ValidateTrainJob checks what Trainer's own webhook does not: Worker and
 // slot counts, the runtime, names after suffixes, and the runtime policy.
-func ValidateTrainJob(j Job, p Policy) field.ErrorList {
+func ValidateTrainJob(j Job, p runtimes.Policy) field.ErrorList {
 	var errs field.ErrorList
 	tj := j.TrainJob
 	spec := field.NewPath("spec")
@@ -118,10 +119,10 @@ func ValidateTrainJob(j Job, p Policy) field.ErrorList {
 	}
 	if p.MaxWorkers > 0 && j.Workers > p.MaxWorkers {
 		errs = append(errs, field.Invalid(spec.Child("trainer", "numNodes"), j.Workers,
-			fmt.Sprintf("runtime %s allows at most %d Workers per job (%s): use at most %d Workers", j.runtimeName(), p.MaxWorkers, MaxWorkersAnnotation, p.MaxWorkers)))
+			fmt.Sprintf("runtime %s allows at most %d Workers per job (%s): use at most %d Workers", j.runtimeName(), p.MaxWorkers, runtimes.MaxWorkersAnnotation, p.MaxWorkers)))
 	}
 	if p.MaxGPUsPerWorker != nil && j.WorkerPod != nil {
-		req, lim := PodDemand(j.WorkerPod)
+		req, lim := runtimes.PodDemand(j.WorkerPod)
 		for _, name := range gpuResources(req, lim) {
 			gpus := req[name]
 			if l, ok := lim[name]; ok && l.Cmp(gpus) > 0 {
@@ -129,7 +130,7 @@ func ValidateTrainJob(j Job, p Policy) field.ErrorList {
 			}
 			if gpus.Cmp(*p.MaxGPUsPerWorker) > 0 {
 				errs = append(errs, field.Invalid(spec.Child("trainer", "resourcesPerNode", "limits").Key(string(name)), gpus.String(),
-					fmt.Sprintf("runtime %s allows at most %s GPUs per Worker (%s): ask for %s or fewer", j.runtimeName(), p.MaxGPUsPerWorker.String(), MaxGPUsPerWorkerAnnotation, p.MaxGPUsPerWorker.String())))
+					fmt.Sprintf("runtime %s allows at most %s GPUs per Worker (%s): ask for %s or fewer", j.runtimeName(), p.MaxGPUsPerWorker.String(), runtimes.MaxGPUsPerWorkerAnnotation, p.MaxGPUsPerWorker.String())))
 			}
 		}
 	}
@@ -141,18 +142,18 @@ func ValidateTrainJob(j Job, p Policy) field.ErrorList {
 		for k, want := range p.RequiredNodeSelector {
 			if got, ok := pod.NodeSelector[k]; !ok || got != want {
 				errs = append(errs, field.Invalid(path.Key(k), got,
-					fmt.Sprintf("runtime %s requires nodeSelector %s=%s on every pod (%s)", j.runtimeName(), k, want, RequiredNodeSelectorAnnotation)))
+					fmt.Sprintf("runtime %s requires nodeSelector %s=%s on every pod (%s)", j.runtimeName(), k, want, runtimes.RequiredNodeSelectorAnnotation)))
 			}
 		}
 		for _, want := range p.RequiredTolerations {
-			if !tolerates(pod.Tolerations, want) {
+			if !runtimes.Tolerates(pod.Tolerations, want) {
 				errs = append(errs, field.Required(spec.Child("runtimePatches").Key(name).Child("tolerations"),
-					fmt.Sprintf("runtime %s requires every pod to tolerate %s (%s): add the toleration to the job or the runtime", j.runtimeName(), FormatToleration(want), RequiredTolerationsAnnotation)))
+					fmt.Sprintf("runtime %s requires every pod to tolerate %s (%s): add the toleration to the job or the runtime", j.runtimeName(), runtimes.FormatToleration(want), runtimes.RequiredTolerationsAnnotation)))
 			}
 		}
 		if p.PriorityClass != "" && pod.PriorityClassName != p.PriorityClass {
 			errs = append(errs, field.Invalid(spec.Child("runtimePatches").Key(name).Child("priorityClassName"), pod.PriorityClassName,
-				fmt.Sprintf("runtime %s requires priority class %s (%s)", j.runtimeName(), p.PriorityClass, PriorityClassAnnotation)))
+				fmt.Sprintf("runtime %s requires priority class %s (%s)", j.runtimeName(), p.PriorityClass, runtimes.PriorityClassAnnotation)))
 		}
 	}
 	sort.SliceStable(errs, func(i, k int) bool { return errs[i].Field < errs[k].Field })
@@ -163,7 +164,7 @@ func ValidateTrainJob(j Job, p Policy) field.ErrorList {
 func Warnings(j Job) []string {
 	var out []string
 	if j.WorkerPod != nil {
-		req, lim := PodDemand(j.WorkerPod)
+		req, lim := runtimes.PodDemand(j.WorkerPod)
 		gpus := lim["nvidia.com/gpu"]
 		if gpus.IsZero() {
 			gpus = req["nvidia.com/gpu"]
@@ -176,7 +177,7 @@ func Warnings(j Job) []string {
 		}
 	}
 	if j.LauncherPod != nil {
-		if _, lim := PodDemand(j.LauncherPod); lim.Memory().IsZero() {
+		if _, lim := runtimes.PodDemand(j.LauncherPod); lim.Memory().IsZero() {
 			out = append(out, "the Launcher has no memory limit; set one so it cannot starve its node")
 		}
 	}

@@ -1,9 +1,9 @@
 package admission
 
 import (
+	"github.com/mpijob/mpijob/pkg/runtimes"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -74,7 +74,7 @@ func TestValidateTrainJob(t *testing.T) {
 	four := resource.MustParse("4")
 	cases := map[string]struct {
 		job    *jobW
-		policy Policy
+		policy runtimes.Policy
 		want   []string
 	}{
 		"valid": {job: mpiJob("hello")},
@@ -100,45 +100,45 @@ func TestValidateTrainJob(t *testing.T) {
 		},
 		"name exactly at the limit": {job: mpiJob(strings.Repeat("a", 44))},
 		"too many workers for the runtime": {
-			job: mpiJob("hello").workers(9), policy: Policy{MaxWorkers: 8},
+			job: mpiJob("hello").workers(9), policy: runtimes.Policy{MaxWorkers: 8},
 			want: []string{`spec.trainer.numNodes: Invalid value: 9: runtime mpi-openmpi allows at most 8 Workers per job (policy.mpijob.dev/max-workers): use at most 8 Workers`},
 		},
-		"workers at the cap": {job: mpiJob("hello").workers(8), policy: Policy{MaxWorkers: 8}},
+		"workers at the cap": {job: mpiJob("hello").workers(8), policy: runtimes.Policy{MaxWorkers: 8}},
 		"too many GPUs per worker": {
-			job: mpiJob("hello").gpus("8"), policy: Policy{MaxGPUsPerWorker: &four},
+			job: mpiJob("hello").gpus("8"), policy: runtimes.Policy{MaxGPUsPerWorker: &four},
 			want: []string{`spec.trainer.resourcesPerNode.limits[nvidia.com/gpu]: Invalid value: "8": runtime mpi-openmpi allows at most 4 GPUs per Worker (policy.mpijob.dev/max-gpus-per-worker): ask for 4 or fewer`},
 		},
 		"missing required node selector on both pods": {
-			job: mpiJob("hello"), policy: Policy{RequiredNodeSelector: map[string]string{"pool": "gpu"}},
+			job: mpiJob("hello"), policy: runtimes.Policy{RequiredNodeSelector: map[string]string{"pool": "gpu"}},
 			want: []string{
 				`spec.runtimePatches[launcher].nodeSelector[pool]: Invalid value: "": runtime mpi-openmpi requires nodeSelector pool=gpu on every pod (policy.mpijob.dev/required-node-selector)`,
 				`spec.runtimePatches[node].nodeSelector[pool]: Invalid value: "": runtime mpi-openmpi requires nodeSelector pool=gpu on every pod (policy.mpijob.dev/required-node-selector)`,
 			},
 		},
 		"missing required toleration on both pods": {
-			job: mpiJob("hello"), policy: Policy{RequiredTolerations: []corev1.Toleration{dedicatedGPU}},
+			job: mpiJob("hello"), policy: runtimes.Policy{RequiredTolerations: []corev1.Toleration{dedicatedGPU}},
 			want: missingToleration("dedicated=gpu:NoSchedule"),
 		},
 		"a toleration of another value is not enough": {
 			job:    mpiJob("hello").tolerations(corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "cpu", Effect: corev1.TaintEffectNoSchedule}),
-			policy: Policy{RequiredTolerations: []corev1.Toleration{dedicatedGPU}},
+			policy: runtimes.Policy{RequiredTolerations: []corev1.Toleration{dedicatedGPU}},
 			want:   missingToleration("dedicated=gpu:NoSchedule"),
 		},
 		"required toleration present": {
 			job:    mpiJob("hello").tolerations(corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule}),
-			policy: Policy{RequiredTolerations: []corev1.Toleration{dedicatedGPU}},
+			policy: runtimes.Policy{RequiredTolerations: []corev1.Toleration{dedicatedGPU}},
 		},
 		"an Exists toleration of the key covers every value": {
 			job:    mpiJob("hello").tolerations(corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpExists}),
-			policy: Policy{RequiredTolerations: []corev1.Toleration{dedicatedGPU, {Key: "dedicated", Operator: corev1.TolerationOpExists}}},
+			policy: runtimes.Policy{RequiredTolerations: []corev1.Toleration{dedicatedGPU, {Key: "dedicated", Operator: corev1.TolerationOpExists}}},
 		},
 		"a toleration of one effect does not cover every effect": {
 			job:    mpiJob("hello").tolerations(corev1.Toleration{Key: "pool", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}),
-			policy: Policy{RequiredTolerations: []corev1.Toleration{{Key: "pool", Operator: corev1.TolerationOpExists}}},
+			policy: runtimes.Policy{RequiredTolerations: []corev1.Toleration{{Key: "pool", Operator: corev1.TolerationOpExists}}},
 			want:   missingToleration("pool"),
 		},
 		"required node selector present": {
-			job: mpiJob("hello").nodeSelector(map[string]string{"pool": "gpu", "x": "y"}), policy: Policy{RequiredNodeSelector: map[string]string{"pool": "gpu"}},
+			job: mpiJob("hello").nodeSelector(map[string]string{"pool": "gpu", "x": "y"}), policy: runtimes.Policy{RequiredNodeSelector: map[string]string{"pool": "gpu"}},
 		},
 	}
 	for name, tc := range cases {
@@ -149,53 +149,6 @@ func TestValidateTrainJob(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("errors (-want,+got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestParsePolicy(t *testing.T) {
-	cases := map[string]struct {
-		annotations map[string]string
-		want        Policy
-		wantErrs    []string
-	}{
-		"none": {},
-		"all": {
-			annotations: map[string]string{
-				MaxWorkersAnnotation: "16", MaxGPUsPerWorkerAnnotation: "8", RequiredNodeSelectorAnnotation: "pool=gpu, zone=east",
-				RequiredTolerationsAnnotation: "dedicated=gpu:NoSchedule, pool",
-				PriorityClassAnnotation:       "training", GangTimeoutAnnotation: "10m", ProgressTimeoutAnnotation: "30m",
-			},
-			want: Policy{MaxWorkers: 16, MaxGPUsPerWorker: ptr.To(resource.MustParse("8")), RequiredNodeSelector: map[string]string{"pool": "gpu", "zone": "east"},
-				RequiredTolerations: []corev1.Toleration{dedicatedGPU, {Key: "pool", Operator: corev1.TolerationOpExists}},
-				PriorityClass:       "training", GangTimeout: 10 * time.Minute, ProgressTimeout: 30 * time.Minute},
-		},
-		"bad values name the annotation, the value and the form": {
-			annotations: map[string]string{MaxWorkersAnnotation: "many", GangTimeoutAnnotation: "10", RequiredNodeSelectorAnnotation: "gpu", MaxGPUsPerWorkerAnnotation: "-1",
-				RequiredTolerationsAnnotation: "dedicated=gpu:NoSchedul", MinAvailableAnnotation: "4", ProgressTimeoutAnnotation: "-5m"},
-			wantErrs: []string{
-				`metadata.annotations[policy.mpijob.dev/max-workers]: Invalid value: "many": must be a whole number of Workers, at least 1`,
-				`metadata.annotations[policy.mpijob.dev/max-gpus-per-worker]: Invalid value: "-1": must be a GPU count such as 4`,
-				`metadata.annotations[policy.mpijob.dev/required-node-selector]: Invalid value: "gpu": must be label pairs such as gpu=a100,zone=east; "gpu" has no '='`,
-				`metadata.annotations[policy.mpijob.dev/required-tolerations]: Invalid value: "dedicated=gpu:NoSchedul": "dedicated=gpu:NoSchedul": the effect must be NoSchedule, PreferNoSchedule or NoExecute, as in dedicated=gpu:NoSchedule`,
-				`metadata.annotations[policy.mpijob.dev/gang-scheduling-timeout]: Invalid value: "10": must be a positive duration such as 10m`,
-				`metadata.annotations[policy.mpijob.dev/progress-timeout]: Invalid value: "-5m": must be a positive duration such as 30m`,
-				`metadata.annotations[policy.mpijob.dev/min-available]: Invalid value: "4": an MPI job needs every Worker placed before its Launcher starts, so a smaller gang cannot run: remove this annotation; Kueue admits jobs whole, and policy.mpijob.dev/gang-scheduling-timeout reports jobs that wait too long`,
-			},
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got, errs := ParsePolicy(tc.annotations)
-			if diff := cmp.Diff(tc.wantErrs, errStrings(errs)); diff != "" {
-				t.Errorf("errors (-want,+got):\n%s", diff)
-			}
-			if len(tc.wantErrs) > 0 {
-				return
-			}
-			if diff := cmp.Diff(tc.want, got, cmpQuantity); diff != "" {
-				t.Errorf("policy (-want,+got):\n%s", diff)
 			}
 		})
 	}

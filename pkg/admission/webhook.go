@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -30,50 +29,6 @@ const (
 	ValidatePath = "/validate-trainer-kubeflow-org-v1alpha1-trainjob"
 )
 
-// RuntimeLookup finds the runtime a TrainJob references.
-type RuntimeLookup struct {
-	Client client.Reader
-}
-
-// Get returns the runtime's spec and annotations; found is false when it
-// does not exist.
-func (l RuntimeLookup) Get(ctx context.Context, tj *trainer.TrainJob) (spec *trainer.TrainingRuntimeSpec, annotations map[string]string, found bool, err error) {
-	kind := trainer.ClusterTrainingRuntimeKind
-	if tj.Spec.RuntimeRef.Kind != nil {
-		kind = *tj.Spec.RuntimeRef.Kind
-	}
-	switch kind {
-	case trainer.TrainingRuntimeKind:
-		rt := &trainer.TrainingRuntime{}
-		err = l.Client.Get(ctx, client.ObjectKey{Namespace: tj.Namespace, Name: tj.Spec.RuntimeRef.Name}, rt)
-		spec, annotations = &rt.Spec, rt.Annotations
-	default:
-		rt := &trainer.ClusterTrainingRuntime{}
-		err = l.Client.Get(ctx, client.ObjectKey{Name: tj.Spec.RuntimeRef.Name}, rt)
-		spec, annotations = &rt.Spec, rt.Annotations
-	}
-	if apierrors.IsNotFound(err) {
-		return nil, nil, false, nil
-	}
-	return spec, annotations, err == nil, err
-}
-
-// MPIRuntimeNames lists the ClusterTrainingRuntimes with an MPI policy.
-func (l RuntimeLookup) MPIRuntimeNames(ctx context.Context) []string {
-	list := &trainer.ClusterTrainingRuntimeList{}
-	if err := l.Client.List(ctx, list); err != nil {
-		return nil
-	}
-	var out []string
-	for i := range list.Items {
-		if runtimes.IsMPI(&list.Items[i].Spec) {
-			out = append(out, list.Items[i].Name)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
-
 // Mutator stamps the creator of a TrainJob. On create the annotation is
 // the requesting user, whatever the request said; on update it keeps the
 // stored value, so nobody can forge or change it.
@@ -83,7 +38,7 @@ func (l RuntimeLookup) MPIRuntimeNames(ctx context.Context) []string {
 // comes before Trainer's own "not found".
 type Mutator struct {
 	Decoder  admission.Decoder
-	Runtimes RuntimeLookup
+	Runtimes runtimes.RuntimeLookup
 }
 
 // Handle implements admission.Handler.
@@ -98,7 +53,7 @@ func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.R
 		}
 	}
 	want := req.UserInfo.Username
-	if _, err := ParseProgressTimeout(tj.Annotations); err != nil {
+	if _, err := runtimes.ParseProgressTimeout(tj.Annotations); err != nil {
 		return deny(tj, field.ErrorList{err})
 	}
 	if req.Operation == admissionv1.Update {
@@ -130,7 +85,7 @@ func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.R
 // pre-flight and warnings. Other TrainJobs pass untouched.
 type Validator struct {
 	Decoder  admission.Decoder
-	Runtimes RuntimeLookup
+	Runtimes runtimes.RuntimeLookup
 	// Client reads ResourceQuotas.
 	Client client.Reader
 }
@@ -183,7 +138,7 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		}
 		job.BaseRuntime, annotations = base.Name, base.Annotations
 	}
-	policy, perrs := ParsePolicy(annotations)
+	policy, perrs := runtimes.ParsePolicy(annotations)
 	if len(perrs) > 0 {
 		return admission.Denied(fmt.Sprintf("runtime %s has an invalid policy, ask its administrator to fix it: %s", job.runtimeName(), perrs.ToAggregate().Error()))
 	}
@@ -249,8 +204,8 @@ func (v *Validator) perJobBase(ctx context.Context, tj *trainer.TrainJob, spec *
 // DemandOf turns a Shape into what it asks of quota.
 func DemandOf(s runtimes.Shape) Demand {
 	d := Demand{Launchers: int64(s.Launchers), Workers: int64(s.Workers)}
-	d.WorkerRequests, d.WorkerLimits = PodDemand(&s.WorkerPod)
-	d.LauncherRequests, d.LauncherLimits = PodDemand(&s.LauncherPod)
+	d.WorkerRequests, d.WorkerLimits = runtimes.PodDemand(&s.WorkerPod)
+	d.LauncherRequests, d.LauncherLimits = runtimes.PodDemand(&s.LauncherPod)
 	return d
 }
 
@@ -270,7 +225,7 @@ func deny(tj *trainer.TrainJob, errs field.ErrorList) admission.Response {
 
 // unknownRuntime denies a TrainJob whose runtime does not exist when the
 // name looks like an MPI runtime, suggesting the closest one.
-func unknownRuntime(ctx context.Context, l RuntimeLookup, tj *trainer.TrainJob) (admission.Response, bool) {
+func unknownRuntime(ctx context.Context, l runtimes.RuntimeLookup, tj *trainer.TrainJob) (admission.Response, bool) {
 	_, _, found, err := l.Get(ctx, tj)
 	if err != nil || found {
 		return admission.Response{}, false
@@ -280,10 +235,10 @@ func unknownRuntime(ctx context.Context, l RuntimeLookup, tj *trainer.TrainJob) 
 
 // denyUnknownRuntime denies a TrainJob whose runtime is known not to exist
 // when its name looks like an MPI runtime.
-func denyUnknownRuntime(ctx context.Context, l RuntimeLookup, tj *trainer.TrainJob) (admission.Response, bool) {
+func denyUnknownRuntime(ctx context.Context, l runtimes.RuntimeLookup, tj *trainer.TrainJob) (admission.Response, bool) {
 	known := l.MPIRuntimeNames(ctx)
 	if !looksMPI(tj.Spec.RuntimeRef.Name, known) {
 		return admission.Response{}, false
 	}
-	return deny(tj, ValidateTrainJob(Job{TrainJob: tj, KnownRuntimes: known}, Policy{})), true
+	return deny(tj, ValidateTrainJob(Job{TrainJob: tj, KnownRuntimes: known}, runtimes.Policy{})), true
 }

@@ -127,7 +127,7 @@ func describe(ctx context.Context, cl *clients, name string, out io.Writer, now 
 		total := d.TotalRequests()
 		fmt.Fprintf(w, "  Total requested\t%s\n", describeResources(total))
 		_ = w.Flush()
-		if pol, errs := admission.ParsePolicy(rtAnn); len(errs) == 0 {
+		if pol, errs := runtimes.ParsePolicy(rtAnn); len(errs) == 0 {
 			if lines := policyLines(pol); len(lines) > 0 {
 				fmt.Fprintln(out, "\nRuntime policy:")
 				for _, l := range lines {
@@ -161,7 +161,7 @@ func describe(ctx context.Context, cl *clients, name string, out io.Writer, now 
 	return nil
 }
 
-func policyLines(p admission.Policy) []string {
+func policyLines(p runtimes.Policy) []string {
 	var out []string
 	if p.MaxWorkers > 0 {
 		out = append(out, fmt.Sprintf("max workers per job: %d", p.MaxWorkers))
@@ -175,7 +175,7 @@ func policyLines(p admission.Policy) []string {
 	if len(p.RequiredTolerations) > 0 {
 		tols := make([]string, 0, len(p.RequiredTolerations))
 		for _, t := range p.RequiredTolerations {
-			tols = append(tols, admission.FormatToleration(t))
+			tols = append(tols, runtimes.FormatToleration(t))
 		}
 		out = append(out, "required tolerations: "+strings.Join(tols, ","))
 	}

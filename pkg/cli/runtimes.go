@@ -18,7 +18,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mpijob/mpijob/pkg/admission"
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
@@ -99,7 +98,7 @@ func newRuntimesCommand(o *Options) *cobra.Command {
 					fmt.Fprintf(w, "%s requests:\t%s\n", role, describeResources(c.Resources.Requests))
 				}
 			}
-			if pol, errs := admission.ParsePolicy(ann); len(errs) > 0 {
+			if pol, errs := runtimes.ParsePolicy(ann); len(errs) > 0 {
 				fmt.Fprintf(w, "Policy:\tINVALID: %v\n", errs.ToAggregate())
 			} else if lines := policyLines(pol); len(lines) > 0 {
 				fmt.Fprintf(w, "Policy:\t%s\n", strings.Join(lines, "; "))

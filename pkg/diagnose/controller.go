@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	"github.com/mpijob/mpijob/pkg/admission"
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/metrics"
 	"github.com/mpijob/mpijob/pkg/queue"
@@ -56,7 +55,7 @@ type Reconciler struct {
 	Queues   *queue.Snapshots
 	Logs     kubernetes.Interface
 	Recorder events.EventRecorder
-	Runtimes admission.RuntimeLookup
+	Runtimes runtimes.RuntimeLookup
 	// Now is the clock (tests set it).
 	Now func() time.Time
 
@@ -240,10 +239,10 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 		in.Queue = &Queue{Name: q.Queue, Admitted: q.Admitted, Position: q.Position, Pending: q.Pending, Message: strings.TrimSuffix(q.Message, "."),
 			EvictedPodsReadyTimeout: q.EvictedPodsReadyTimeout}
 	}
-	if p, errs := admission.ParsePolicy(runtimeAnnotations); len(errs) == 0 {
+	if p, errs := runtimes.ParsePolicy(runtimeAnnotations); len(errs) == 0 {
 		in.GangTimeout, in.ProgressTimeout = p.GangTimeout, p.ProgressTimeout
 	}
-	if d, err := admission.ParseProgressTimeout(tj.Annotations); err == nil && d > 0 {
+	if d, err := runtimes.ParseProgressTimeout(tj.Annotations); err == nil && d > 0 {
 		in.ProgressTimeout = d
 	}
 	// The Launcher's last line and its time tell a job that makes no
@@ -463,7 +462,7 @@ func (r *Reconciler) freeCapacity(ctx context.Context) ([]NodeFree, []corev1.Nod
 		if p := &pods.Items[i]; p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		req, _ := admission.PodDemand(&pods.Items[i].Spec)
+		req, _ := runtimes.PodDemand(&pods.Items[i].Spec)
 		u := used[pods.Items[i].Spec.NodeName]
 		if u == nil {
 			u = corev1.ResourceList{}
@@ -572,7 +571,7 @@ func (r *Reconciler) jobEvents(ctx context.Context, tj *trainer.TrainJob, reason
 // gpusOf says what a pod asks of GPUs: "2" (nvidia.com/gpu), "1
 // amd.com/gpu" for another resource named */gpu, "" for none.
 func gpusOf(spec *corev1.PodSpec) string {
-	requests, _ := admission.PodDemand(spec)
+	requests, _ := runtimes.PodDemand(spec)
 	var parts []string
 	for _, name := range sortedKeys(requests) {
 		q := requests[name]

@@ -19,9 +19,9 @@ import (
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
-	"github.com/mpijob/mpijob/pkg/admission"
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/queue"
+	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
 var t0 = time.Date(2026, 11, 22, 4, 0, 0, 0, time.UTC)
@@ -1078,8 +1078,8 @@ func TestCapacityPodKeepsWhatFreeCapacityNeeds(t *testing.T) {
 	if diff := cmp.Diff(want, p); diff != "" {
 		t.Errorf("stripped pod (-want,+got):\n%s", diff)
 	}
-	wr, wl := admission.PodDemand(&full.Spec)
-	gr, gl := admission.PodDemand(&p.Spec)
+	wr, wl := runtimes.PodDemand(&full.Spec)
+	gr, gl := runtimes.PodDemand(&p.Spec)
 	if diff := cmp.Diff([]corev1.ResourceList{wr, wl}, []corev1.ResourceList{gr, gl}); diff != "" {
 		t.Errorf("demand of the stripped pod (-full,+stripped):\n%s", diff)
 	}

@@ -11,7 +11,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 
-	"github.com/mpijob/mpijob/pkg/admission"
+	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
 // neverFits says when no node of the cluster could take a waiting Worker
@@ -31,7 +31,7 @@ func neverFits(in Input) (message, next string, ok bool) {
 	if waiting == nil || len(in.AllNodes) == 0 {
 		return "", "", false
 	}
-	requests, _ := admission.PodDemand(&waiting.Spec)
+	requests, _ := runtimes.PodDemand(&waiting.Spec)
 	affinity := nodeaffinity.GetRequiredNodeAffinity(waiting)
 	taints := map[string]int{}
 	var unmatched int

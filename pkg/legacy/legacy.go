@@ -28,7 +28,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mpijob/mpijob/config"
-	"github.com/mpijob/mpijob/pkg/admission"
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/pkg/queue"
@@ -372,10 +371,10 @@ func convert(job *mpiv2.MPIJob) (*Result, error) {
 		}
 		if sp.ScheduleTimeoutSeconds != nil {
 			gangTimeout = fmt.Sprintf("%ds", *sp.ScheduleTimeoutSeconds)
-			c.note("spec.runPolicy.schedulingPolicy.scheduleTimeoutSeconds", Changed, "%d → annotation %s of %s (the job is reported stuck, not killed)", *sp.ScheduleTimeoutSeconds, admission.GangTimeoutAnnotation, perJob)
+			c.note("spec.runPolicy.schedulingPolicy.scheduleTimeoutSeconds", Changed, "%d → annotation %s of %s (the job is reported stuck, not killed)", *sp.ScheduleTimeoutSeconds, runtimes.GangTimeoutAnnotation, perJob)
 		}
 		if sp.MinAvailable != nil {
-			c.note("spec.runPolicy.schedulingPolicy.minAvailable", Dropped, "%d: a TrainJob's Launcher starts only when every Worker is placed; Kueue admits the whole job at once, and the runtime policy %s reports a job that waits too long", *sp.MinAvailable, admission.GangTimeoutAnnotation)
+			c.note("spec.runPolicy.schedulingPolicy.minAvailable", Dropped, "%d: a TrainJob's Launcher starts only when every Worker is placed; Kueue admits the whole job at once, and the runtime policy %s reports a job that waits too long", *sp.MinAvailable, runtimes.GangTimeoutAnnotation)
 		}
 		if sp.MinResources != nil {
 			c.note("spec.runPolicy.schedulingPolicy.minResources", Dropped, "Kueue computes the job's resources from its pods")
@@ -396,7 +395,7 @@ func convert(job *mpiv2.MPIJob) (*Result, error) {
 		}
 		rt.Annotations[api.DescriptionAnnotation] = fmt.Sprintf("runtime of MPI job %s, converted from a legacy MPIJob: %s with the legacy images and resources (deleted with the job)", job.Name, runtimeName)
 		if gangTimeout != "" {
-			rt.Annotations[admission.GangTimeoutAnnotation] = gangTimeout
+			rt.Annotations[runtimes.GangTimeoutAnnotation] = gangTimeout
 		}
 		res.Runtime = rt
 		tj.Spec.RuntimeRef = trainer.RuntimeRef{Name: rt.Name, APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(trainer.TrainingRuntimeKind)}

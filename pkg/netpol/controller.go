@@ -14,7 +14,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mpijob/mpijob/pkg/admission"
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
@@ -22,7 +21,7 @@ import (
 // Reconciler keeps one NetworkPolicy per MPI TrainJob.
 type Reconciler struct {
 	Client   client.Client
-	Runtimes admission.RuntimeLookup
+	Runtimes runtimes.RuntimeLookup
 }
 
 // SetupWithManager watches TrainJobs and the policies they own.

@@ -15,8 +15,8 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mpijob/mpijob/pkg/admission"
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/runtimes"
 	"github.com/mpijob/mpijob/test/framework"
 )
 
@@ -136,9 +136,9 @@ func TestRuntimePolicy(t *testing.T) {
 	ns := c.NewNamespace(t, "policy")
 	rt := c.CopyRuntime(t, "mpi-openmpi", "mpi-test-policy", func(rt *trainer.ClusterTrainingRuntime) {
 		rt.Annotations = map[string]string{
-			admission.MaxWorkersAnnotation:           "2",
-			admission.RequiredNodeSelectorAnnotation: "type=kwok",
-			admission.RequiredTolerationsAnnotation:  "kwok.x-k8s.io/node=fake:NoSchedule",
+			runtimes.MaxWorkersAnnotation:           "2",
+			runtimes.RequiredNodeSelectorAnnotation: "type=kwok",
+			runtimes.RequiredTolerationsAnnotation:  "kwok.x-k8s.io/node=fake:NoSchedule",
 		}
 	})
 	deny := func(t *testing.T, job *trainer.TrainJob, want ...string) {
@@ -183,7 +183,7 @@ func TestRuntimePolicy(t *testing.T) {
 			t.Fatalf("edit runtime %s: %v", rt.Name, err)
 		}
 	}
-	setPolicy(admission.MaxWorkersAnnotation, "1")
+	setPolicy(runtimes.MaxWorkersAnnotation, "1")
 	denied := func(job *trainer.TrainJob, want string) func(ctx context.Context) (bool, error) {
 		return func(ctx context.Context) (bool, error) {
 			err := c.Client.Create(ctx, job.DeepCopy(), client.DryRunAll)
@@ -196,7 +196,7 @@ func TestRuntimePolicy(t *testing.T) {
 		t.Fatalf("a new 2-Worker job is still admitted after max-workers became 1")
 	}
 	// A typo in the policy refuses new jobs rather than switching a limit off.
-	setPolicy(admission.MaxWorkersAnnotation, "one")
+	setPolicy(runtimes.MaxWorkersAnnotation, "one")
 	one := framework.MakeTrainJob("one", ns, rt.Name).NumNodes(1).OnKwokNodes().Obj()
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Second, true,
 		denied(one, `runtime `+rt.Name+` has an invalid policy, ask its administrator to fix it: metadata.annotations[policy.mpijob.dev/max-workers]: Invalid value: "one": must be a whole number of Workers, at least 1`)); err != nil {

@@ -16,10 +16,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mpijob/mpijob/pkg/admission"
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/diagnose"
 	"github.com/mpijob/mpijob/pkg/jobspec"
+	"github.com/mpijob/mpijob/pkg/runtimes"
 	"github.com/mpijob/mpijob/test/framework"
 )
 
@@ -104,7 +104,7 @@ func TestGangSchedulingTimeout(t *testing.T) {
 	c := framework.Get(t)
 	ctx := context.Background()
 	rt := c.CopyRuntime(t, "mpi-openmpi-gpu", "mpi-test-gang", func(rt *trainer.ClusterTrainingRuntime) {
-		rt.Annotations = map[string]string{admission.GangTimeoutAnnotation: "5s"}
+		rt.Annotations = map[string]string{runtimes.GangTimeoutAnnotation: "5s"}
 		// Workers of 4 GPUs: two fit the one 8-GPU node the job may use,
 		// the third waits for capacity (it would fit an empty node, so the
 		// job is not CannotStart).
@@ -157,7 +157,7 @@ func TestNoProgressWarning(t *testing.T) {
 	ns := c.NewNamespace(t, "quiet")
 	job := framework.MakeTrainJob("silent", ns, "mpi-openmpi").NumNodes(1).
 		Command("sh", "-c", "echo step 1 done; sleep 300").Obj()
-	job.Annotations = map[string]string{admission.ProgressTimeoutAnnotation: "5s"}
+	job.Annotations = map[string]string{runtimes.ProgressTimeoutAnnotation: "5s"}
 	if err := c.Client.Create(ctx, job); err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestNoProgressWarning(t *testing.T) {
 	c.WaitForWarningEvent(t, ns, diagnose.ReasonNoProgress, 10*time.Second)
 	// A bad value is refused with the annotation, the value and the form.
 	bad := framework.MakeTrainJob("badtimeout", ns, "mpi-openmpi").NumNodes(1).Obj()
-	bad.Annotations = map[string]string{admission.ProgressTimeoutAnnotation: "soon"}
+	bad.Annotations = map[string]string{runtimes.ProgressTimeoutAnnotation: "soon"}
 	if err := c.Client.Create(ctx, bad); err == nil || !strings.Contains(err.Error(), `policy.mpijob.dev/progress-timeout]: Invalid value: "soon": must be a positive duration such as 30m`) {
 		t.Errorf("a job with progress-timeout \"soon\" got %v, want a refusal naming the annotation and the form", err)
 	}

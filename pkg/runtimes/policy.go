@@ -1,4 +1,4 @@
-package admission
+package runtimes
 
 import (
 	"fmt"
@@ -197,7 +197,7 @@ func FormatToleration(t corev1.Toleration) string {
 // tolerates reports whether a pod's tolerations cover the taint a required
 // toleration describes: the same key, the value (or any value with Exists),
 // and the effect (or every effect).
-func tolerates(have []corev1.Toleration, want corev1.Toleration) bool {
+func Tolerates(have []corev1.Toleration, want corev1.Toleration) bool {
 	taint := corev1.Taint{Key: want.Key, Value: want.Value, Effect: want.Effect}
 	for _, h := range have {
 		if want.Effect == "" && h.Effect != "" {

@@ -1,0 +1,94 @@
+package runtimes
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
+)
+
+var (
+	cmpQuantity  = cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
+	dedicatedGPU = corev1.Toleration{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "gpu", Effect: corev1.TaintEffectNoSchedule}
+)
+
+func rl(kv ...string) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i := 0; i < len(kv); i += 2 {
+		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+	}
+	return out
+}
+
+func errStrings(errs field.ErrorList) []string {
+	var out []string
+	for _, e := range errs {
+		out = append(out, e.Error())
+	}
+	return out
+}
+
+func TestParsePolicy(t *testing.T) {
+	cases := map[string]struct {
+		annotations map[string]string
+		want        Policy
+		wantErrs    []string
+	}{
+		"none": {},
+		"all": {
+			annotations: map[string]string{
+				MaxWorkersAnnotation: "16", MaxGPUsPerWorkerAnnotation: "8", RequiredNodeSelectorAnnotation: "pool=gpu, zone=east",
+				RequiredTolerationsAnnotation: "dedicated=gpu:NoSchedule, pool",
+				PriorityClassAnnotation:       "training", GangTimeoutAnnotation: "10m", ProgressTimeoutAnnotation: "30m",
+			},
+			want: Policy{MaxWorkers: 16, MaxGPUsPerWorker: ptr.To(resource.MustParse("8")), RequiredNodeSelector: map[string]string{"pool": "gpu", "zone": "east"},
+				RequiredTolerations: []corev1.Toleration{dedicatedGPU, {Key: "pool", Operator: corev1.TolerationOpExists}},
+				PriorityClass:       "training", GangTimeout: 10 * time.Minute, ProgressTimeout: 30 * time.Minute},
+		},
+		"bad values name the annotation, the value and the form": {
+			annotations: map[string]string{MaxWorkersAnnotation: "many", GangTimeoutAnnotation: "10", RequiredNodeSelectorAnnotation: "gpu", MaxGPUsPerWorkerAnnotation: "-1",
+				RequiredTolerationsAnnotation: "dedicated=gpu:NoSchedul", MinAvailableAnnotation: "4", ProgressTimeoutAnnotation: "-5m"},
+			wantErrs: []string{
+				`metadata.annotations[policy.mpijob.dev/max-workers]: Invalid value: "many": must be a whole number of Workers, at least 1`,
+				`metadata.annotations[policy.mpijob.dev/max-gpus-per-worker]: Invalid value: "-1": must be a GPU count such as 4`,
+				`metadata.annotations[policy.mpijob.dev/required-node-selector]: Invalid value: "gpu": must be label pairs such as gpu=a100,zone=east; "gpu" has no '='`,
+				`metadata.annotations[policy.mpijob.dev/required-tolerations]: Invalid value: "dedicated=gpu:NoSchedul": "dedicated=gpu:NoSchedul": the effect must be NoSchedule, PreferNoSchedule or NoExecute, as in dedicated=gpu:NoSchedule`,
+				`metadata.annotations[policy.mpijob.dev/gang-scheduling-timeout]: Invalid value: "10": must be a positive duration such as 10m`,
+				`metadata.annotations[policy.mpijob.dev/progress-timeout]: Invalid value: "-5m": must be a positive duration such as 30m`,
+				`metadata.annotations[policy.mpijob.dev/min-available]: Invalid value: "4": an MPI job needs every Worker placed before its Launcher starts, so a smaller gang cannot run: remove this annotation; Kueue admits jobs whole, and policy.mpijob.dev/gang-scheduling-timeout reports jobs that wait too long`,
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, errs := ParsePolicy(tc.annotations)
+			if diff := cmp.Diff(tc.wantErrs, errStrings(errs)); diff != "" {
+				t.Errorf("errors (-want,+got):\n%s", diff)
+			}
+			if len(tc.wantErrs) > 0 {
+				return
+			}
+			if diff := cmp.Diff(tc.want, got, cmpQuantity); diff != "" {
+				t.Errorf("policy (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestPodDemand(t *testing.T) {
+	spec := &corev1.PodSpec{Containers: []corev1.Container{
+		{Resources: corev1.ResourceRequirements{Limits: rl("nvidia.com/gpu", "2", "memory", "4Gi"), Requests: rl("memory", "1Gi")}},
+		{Resources: corev1.ResourceRequirements{Requests: rl("cpu", "500m")}},
+	}}
+	req, lim := PodDemand(spec)
+	if diff := cmp.Diff(rl("nvidia.com/gpu", "2", "memory", "1Gi", "cpu", "500m"), req, cmpQuantity); diff != "" {
+		t.Errorf("requests (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff(rl("nvidia.com/gpu", "2", "memory", "4Gi"), lim, cmpQuantity); diff != "" {
+		t.Errorf("limits (-want,+got):\n%s", diff)
+	}
+}
