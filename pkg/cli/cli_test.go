@@ -146,18 +146,32 @@ func TestJobFlagsInput(t *testing.T) {
 			start: jobspec.Input{Env: []corev1.EnvVar{{Name: "A", Value: "1"}}},
 			want:  jobspec.Input{Env: []corev1.EnvVar{{Name: "A", Value: "2"}, {Name: "B", Value: "1"}}, NodeSelector: map[string]string{"zone": "a"}, Queue: "default"},
 		},
-		"zero slots":    {f: jobFlags{slots: 0}, set: []string{"slots-per-worker"}, wantErr: "--slots-per-worker 0"},
-		"negative gpus": {f: jobFlags{gpus: -1}, set: []string{"gpus"}, wantErr: "--gpus -1: use 0 or more"},
-		"empty image":   {f: jobFlags{workerImage: " "}, set: []string{"worker-image"}, wantErr: "--worker-image is empty"},
-		"empty runtime": {f: jobFlags{runtime: ""}, set: []string{"runtime"}, wantErr: "--runtime is empty"},
-		"env without =": {f: jobFlags{env: []string{"NOPE"}}, set: []string{"env"}, wantErr: `--env "NOPE": use KEY=VALUE`},
-		"bad selector":  {f: jobFlags{nodeSelector: []string{"gpu"}}, set: []string{"node-selector"}, wantErr: `--node-selector "gpu"`},
-		"bad resource":  {f: jobFlags{resources: []string{"amd.com/gpu"}}, set: []string{"resource"}, wantErr: `--resource "amd.com/gpu": use NAME=COUNT`},
+		"env from a Secret's key, or the key of the same name; it replaces a plain value": {
+			f:     jobFlags{envFromSecret: []string{"AWS_SECRET_ACCESS_KEY=s3-creds:secret-key", "TOKEN=api"}},
+			set:   []string{"env-from-secret"},
+			start: jobspec.Input{Env: []corev1.EnvVar{{Name: "TOKEN", Value: "plain"}}},
+			want: jobspec.Input{Env: []corev1.EnvVar{
+				{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "api"}, Key: "TOKEN"}}},
+				{Name: "AWS_SECRET_ACCESS_KEY", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "s3-creds"}, Key: "secret-key"}}},
+			}},
+		},
+		"env from a Secret without one":  {f: jobFlags{envFromSecret: []string{"TOKEN="}}, set: []string{"env-from-secret"}, wantErr: `--env-from-secret "TOKEN=": use KEY=SECRET or KEY=SECRET:SECRETKEY`},
+		"env from a Secret without KEY=": {f: jobFlags{envFromSecret: []string{"s3-creds"}}, set: []string{"env-from-secret"}, wantErr: `--env-from-secret "s3-creds": use KEY=SECRET`},
+		"zero slots":                     {f: jobFlags{slots: 0}, set: []string{"slots-per-worker"}, wantErr: "--slots-per-worker 0"},
+		"negative gpus":                  {f: jobFlags{gpus: -1}, set: []string{"gpus"}, wantErr: "--gpus -1: use 0 or more"},
+		"empty image":                    {f: jobFlags{workerImage: " "}, set: []string{"worker-image"}, wantErr: "--worker-image is empty"},
+		"empty runtime":                  {f: jobFlags{runtime: ""}, set: []string{"runtime"}, wantErr: "--runtime is empty"},
+		"env without =":                  {f: jobFlags{env: []string{"NOPE"}}, set: []string{"env"}, wantErr: `--env "NOPE": use KEY=VALUE`},
+		"bad selector":                   {f: jobFlags{nodeSelector: []string{"gpu"}}, set: []string{"node-selector"}, wantErr: `--node-selector "gpu"`},
+		"bad resource":                   {f: jobFlags{resources: []string{"amd.com/gpu"}}, set: []string{"resource"}, wantErr: `--resource "amd.com/gpu": use NAME=COUNT`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			got := tc.start
 			err := tc.f.input(&got, func(n string) bool { return contains(tc.set, n) })
+			if len(tc.f.warnings) > 0 {
+				t.Errorf("warnings %q, want none", tc.f.warnings)
+			}
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("err = %v, want it to contain %q", err, tc.wantErr)
@@ -304,5 +318,38 @@ func TestWatchRows(t *testing.T) {
 	fresh.print(&out, running, JobTable([]trainer.TrainJob{*running}, now).Rows[0])
 	if !strings.HasPrefix(out.String(), "NAME") || strings.Count(out.String(), "\n") != 2 {
 		t.Errorf("first watch row without a table: %q, want the header then the row", out.String())
+	}
+}
+
+// An --env value that looks like a secret is taken, with a warning that
+// names --env-from-secret; a plain value is not warned about.
+func TestEnvThatLooksLikeASecretIsWarnedAbout(t *testing.T) {
+	cases := map[string]struct {
+		env  string
+		warn bool
+	}{
+		"AWS secret key": {"AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", true},
+		"password":       {"DB_PASSWORD=hunter2hunter2", true},
+		"GitHub token":   {"GH=ghp_abcdefghijklmnopqrstuvwxyz0123456789", true},
+		"learning rate":  {"LR=0.1", false},
+		"a path":         {"DATA=/mnt/data/imagenet", false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			f := jobFlags{env: []string{tc.env}}
+			var in jobspec.Input
+			if err := f.input(&in, func(n string) bool { return n == "env" }); err != nil {
+				t.Fatal(err)
+			}
+			if len(in.Env) != 1 {
+				t.Fatalf("env %v, want the variable kept", in.Env)
+			}
+			if got := len(f.warnings) > 0; got != tc.warn {
+				t.Fatalf("warned %v (%q), want %v", got, f.warnings, tc.warn)
+			}
+			if tc.warn && !strings.Contains(f.warnings[0], "--env-from-secret "+strings.SplitN(tc.env, "=", 2)[0]+"=SECRET:KEY") {
+				t.Errorf("warning %q does not name --env-from-secret", f.warnings[0])
+			}
+		})
 	}
 }

@@ -45,6 +45,7 @@ func newCloneCommand(o *Options) *cobra.Command {
 			if err != nil {
 				return err
 			}
+			f.printWarnings(o.ErrOut)
 			if dash >= 0 && len(args) > dash {
 				job.TrainJob.Spec.Trainer.Command = args[dash:]
 			}

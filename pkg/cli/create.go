@@ -106,6 +106,7 @@ func (c *createOptions) run(cmd *cobra.Command, args []string) error {
 		if err := c.input(&in, cmd.Flags().Changed); err != nil {
 			return err
 		}
+		c.printWarnings(c.ErrOut)
 		if dash := cmd.ArgsLenAtDash(); dash >= 0 && len(args) > dash {
 			in.Command = args[dash:]
 		}

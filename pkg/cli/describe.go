@@ -113,6 +113,15 @@ func describe(ctx context.Context, cl *clients, name string, out io.Writer, now 
 		cmdline, _ := logs.String(strings.Join(append(append([]string{}, tj.Spec.Trainer.Command...), tj.Spec.Trainer.Args...), " "))
 		p("Command", "%s", cmdline)
 	}
+	if tj.Spec.Trainer != nil {
+		for i, e := range tj.Spec.Trainer.Env {
+			if i == 0 {
+				p("Env", "%s", describeEnv(e))
+			} else {
+				fmt.Fprintf(w, "\t%s\n", describeEnv(e))
+			}
+		}
+	}
 	_ = w.Flush()
 
 	fmt.Fprintln(out, "\nResources:")
@@ -231,4 +240,17 @@ func runtimeLabel(tj *trainer.TrainJob) string {
 		return fmt.Sprintf("%s (this job's own copy: TrainingRuntime %s, with its images and resources)", base, tj.Spec.RuntimeRef.Name)
 	}
 	return base
+}
+
+// describeEnv shows a variable as NAME=VALUE with the value redacted as
+// logs are, or where it comes from.
+func describeEnv(e corev1.EnvVar) string {
+	switch {
+	case e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil:
+		return fmt.Sprintf("%s from Secret %s, key %s", e.Name, e.ValueFrom.SecretKeyRef.Name, e.ValueFrom.SecretKeyRef.Key)
+	case e.ValueFrom != nil:
+		return e.Name + " from a reference (valueFrom)"
+	}
+	line, _ := logs.String(e.Name + "=" + e.Value)
+	return line
 }

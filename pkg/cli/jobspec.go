@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/jobspec"
+	"github.com/mpijob/mpijob/pkg/logs"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
@@ -31,6 +33,10 @@ type jobFlags struct {
 	gpus                               int64
 	cpu, memory, launcherCPU, launcher string
 	resources, env, nodeSelector       []string
+	envFromSecret                      []string
+	// warnings are what input found worth saying without refusing (an
+	// --env value that looks like a secret); create and clone print them.
+	warnings []string
 }
 
 func (f *jobFlags) add(fs *pflag.FlagSet, defaults bool) {
@@ -51,11 +57,12 @@ func (f *jobFlags) add(fs *pflag.FlagSet, defaults bool) {
 	fs.StringVar(&f.launcherCPU, "launcher-cpu", "", "CPU of the Launcher")
 	fs.StringVar(&f.launcher, "launcher-memory", "", "memory of the Launcher")
 	fs.StringArrayVar(&f.env, "env", nil, "environment variable of the Launcher, KEY=VALUE (repeatable; mpirun -x passes it to ranks)")
+	fs.StringArrayVar(&f.envFromSecret, "env-from-secret", nil, "environment variable read from a key of a Secret in the job's namespace, KEY=SECRET[:SECRETKEY] (SECRETKEY defaults to KEY; repeatable): the value stays out of the job, which every viewer reads")
 	fs.StringArrayVar(&f.nodeSelector, "node-selector", nil, "node label the Launcher and Workers need, key=value (repeatable)")
 	fs.StringVar(&f.queue, "queue", "", "Kueue LocalQueue to submit to (the job waits Queued until it fits whole)")
 }
 
-var jobFlagNames = []string{"workers", "slots-per-worker", "runtime", "image", "worker-image", "launcher-image", "gpus", "cpu", "memory", "resource", "launcher-cpu", "launcher-memory", "env", "node-selector", "queue"}
+var jobFlagNames = []string{"workers", "slots-per-worker", "runtime", "image", "worker-image", "launcher-image", "gpus", "cpu", "memory", "resource", "launcher-cpu", "launcher-memory", "env", "env-from-secret", "node-selector", "queue"}
 
 // input sets on in what the given flags say.
 func (f *jobFlags) input(in *jobspec.Input, changed func(string) bool) error {
@@ -127,7 +134,22 @@ func (f *jobFlags) input(in *jobspec.Input, changed func(string) bool) error {
 		if !ok || k == "" {
 			return usageErr("--env %q: use KEY=VALUE", kv)
 		}
-		in.Env = setEnvVar(in.Env, k, v)
+		in.Env = setEnvVar(in.Env, corev1.EnvVar{Name: k, Value: v})
+		if r := (logs.Redactor{}); r.Line(kv) != kv || r.Count > 0 {
+			f.warnings = append(f.warnings, fmt.Sprintf("--env %s: the value looks like a secret, and every viewer of the job reads it; put it in a Secret and use --env-from-secret %s=SECRET:KEY (kubectl create secret generic SECRET --from-literal=KEY=...)", k, k))
+		}
+	}
+	for _, kv := range f.envFromSecret {
+		k, ref, ok := strings.Cut(kv, "=")
+		secret, key, _ := strings.Cut(ref, ":")
+		if !ok || k == "" || secret == "" {
+			return usageErr("--env-from-secret %q: use KEY=SECRET or KEY=SECRET:SECRETKEY, e.g. AWS_SECRET_ACCESS_KEY=s3-credentials:secret-key", kv)
+		}
+		if key == "" {
+			key = k
+		}
+		in.Env = setEnvVar(in.Env, corev1.EnvVar{Name: k, ValueFrom: &corev1.EnvVarSource{
+			SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: secret}, Key: key}}})
 	}
 	if changed("node-selector") {
 		in.NodeSelector = map[string]string{}
@@ -145,15 +167,21 @@ func (f *jobFlags) input(in *jobspec.Input, changed func(string) bool) error {
 	return nil
 }
 
-func setEnvVar(env []corev1.EnvVar, k, v string) []corev1.EnvVar {
+func (f *jobFlags) printWarnings(w io.Writer) {
+	for _, msg := range f.warnings {
+		fmt.Fprintln(w, "Warning:", msg)
+	}
+}
+
+func setEnvVar(env []corev1.EnvVar, e corev1.EnvVar) []corev1.EnvVar {
 	out := append([]corev1.EnvVar(nil), env...)
 	for i := range out {
-		if out[i].Name == k {
-			out[i].Value = v
+		if out[i].Name == e.Name {
+			out[i] = e
 			return out
 		}
 	}
-	return append(out, corev1.EnvVar{Name: k, Value: v})
+	return append(out, e)
 }
 
 // flagOf names the flag (or argument) of a jobspec.Input field.

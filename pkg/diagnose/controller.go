@@ -542,7 +542,11 @@ func (r *Reconciler) queues() *queue.Snapshots {
 	r.queuesOnce.Do(func() {
 		if r.Queues == nil {
 			// Workloads and LocalQueues come from the manager's cache.
-			r.Queues = &queue.Snapshots{Reader: r.Client, TTL: queueSnapshotTTL, Visibility: r.Visibility,
+			var vis queue.PendingLister
+			if r.Visibility != nil {
+				vis = countedVisibility{r.Visibility}
+			}
+			r.Queues = &queue.Snapshots{Reader: r.Client, TTL: queueSnapshotTTL, Visibility: vis,
 				OnVisibilityError: func(err error) {
 					ctrl.Log.WithName("queue").Info("Kueue's visibility API does not answer; queue positions are computed from the Workloads until it does", "err", err.Error())
 				}}
@@ -585,4 +589,18 @@ func gpusOf(spec *corev1.PodSpec) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// countedVisibility counts requests to Kueue's visibility API by outcome
+// (mpijob_kueue_visibility_requests_total).
+type countedVisibility struct{ queue.PendingLister }
+
+func (c countedVisibility) PendingInClusterQueue(ctx context.Context, cq string) ([]queue.Pending, error) {
+	items, err := c.PendingLister.PendingInClusterQueue(ctx, cq)
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	metrics.KueueVisibilityRequests.WithLabelValues(outcome).Inc()
+	return items, err
 }

@@ -134,6 +134,9 @@ func Build(in Input, base *trainer.ClusterTrainingRuntime) (*Job, error) {
 		if errs := validation.IsEnvVarName(e.Name); len(errs) > 0 {
 			return nil, errorf("env", e.Name, "is not a valid variable name: use letters, digits, '_', '-' or '.', not starting with a digit")
 		}
+		if err := checkEnvSource(e); err != nil {
+			return nil, err
+		}
 	}
 	for k, v := range in.NodeSelector {
 		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
@@ -170,7 +173,7 @@ func Build(in Input, base *trainer.ClusterTrainingRuntime) (*Job, error) {
 		tr.Command = slices.Clone(in.Command)
 	}
 	for _, e := range in.Env {
-		tr.Env = setEnv(tr.Env, e.Name, e.Value)
+		tr.Env = setEnv(tr.Env, e)
 	}
 	if in.Queue != "" {
 		tj.Labels = map[string]string{queue.NameLabel: in.Queue}
@@ -384,12 +387,35 @@ func first(vs ...string) string {
 	return ""
 }
 
-func setEnv(env []corev1.EnvVar, k, v string) []corev1.EnvVar {
+func setEnv(env []corev1.EnvVar, e corev1.EnvVar) []corev1.EnvVar {
 	for i := range env {
-		if env[i].Name == k {
-			env[i].Value = v
+		if env[i].Name == e.Name {
+			env[i] = *e.DeepCopy()
 			return env
 		}
 	}
-	return append(env, corev1.EnvVar{Name: k, Value: v})
+	return append(env, *e.DeepCopy())
+}
+
+// checkEnvSource accepts a variable with a value, or one read from a key
+// of a Secret (env_from_secret / --env-from-secret): a secret's value then
+// never sits in the TrainJob, where every viewer of the job reads it.
+func checkEnvSource(e corev1.EnvVar) error {
+	if e.ValueFrom == nil {
+		return nil
+	}
+	ref := e.ValueFrom.SecretKeyRef
+	if ref == nil || e.ValueFrom.ConfigMapKeyRef != nil || e.ValueFrom.FieldRef != nil || e.ValueFrom.ResourceFieldRef != nil || e.ValueFrom.FileKeyRef != nil {
+		return errorf("env", e.Name, "takes a value or a Secret's key only (valueFrom.secretKeyRef), e.g. --env-from-secret %s=my-secret:key", e.Name)
+	}
+	if e.Value != "" {
+		return errorf("env", e.Name, "has both a value and a Secret's key: give one")
+	}
+	if errs := validation.IsDNS1123Subdomain(ref.Name); len(errs) > 0 {
+		return errorf("env_from_secret", e.Name+"="+ref.Name+":"+ref.Key, "names no valid Secret: use the Secret's name, lower-case letters, digits and '-', e.g. s3-credentials")
+	}
+	if errs := validation.IsConfigMapKey(ref.Key); len(errs) > 0 {
+		return errorf("env_from_secret", e.Name+"="+ref.Name+":"+ref.Key, "names no valid key of the Secret: use letters, digits, '-', '_' or '.', e.g. secret-key")
+	}
+	return nil
 }

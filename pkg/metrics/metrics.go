@@ -46,10 +46,17 @@ var (
 	WorkersReadyToLauncher = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: namespace, Name: "launcher_to_workers_ready_seconds", Help: "Time from every Worker placed until all are Ready and the Launcher runs.", Buckets: durationBuckets,
 	}, []string{"namespace", "runtime"})
+	// KueueVisibilityRequests counts the manager's requests to Kueue's
+	// visibility API for queue positions, by outcome ("ok" or "error"; on
+	// error the positions are computed from the Workloads).
+	KueueVisibilityRequests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "kueue_visibility_requests_total",
+		Help: "Requests to Kueue's visibility API for queue positions, by outcome (ok, error: positions computed from the Workloads instead).",
+	}, []string{"outcome"})
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(JobsCreated, JobsSucceeded, JobsFailed, JobDuration, TimeToStart, SchedulingWait, WorkersReadyToLauncher)
+	ctrlmetrics.Registry.MustRegister(JobsCreated, JobsSucceeded, JobsFailed, JobDuration, TimeToStart, SchedulingWait, WorkersReadyToLauncher, KueueVisibilityRequests)
 }
 
 // Transition records what a change of an MPI job from prev to next says.

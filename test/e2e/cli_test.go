@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -428,4 +429,35 @@ func TestLogsFollowRightAfterCreate(t *testing.T) {
 	if strings.Contains(r.out, "waiting to start") || strings.Contains(r.out, "ContainerCreating") {
 		t.Errorf("a kubelet error was printed as a log line:\n%s", r.out)
 	}
+}
+
+// --env-from-secret: the Launcher reads the Secret's key, the job holds
+// only the reference, describe names where the value comes from; a
+// secret-looking --env value is taken with a warning that names the flag.
+func TestCLIEnvFromSecret(t *testing.T) {
+	c := framework.Get(t)
+	ctx := context.Background()
+	ns := c.NewNamespace(t, "cli-secret")
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "api", Namespace: ns}, StringData: map[string]string{"token": "s3cr3t-value-42"}}
+	if err := c.Client.Create(ctx, secret); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, mpijob(t, "admin", ns, "create", "envsec", "--workers", "1", "--env-from-secret", "TOKEN=api:token",
+		"--", "sh", "-c", `test "$TOKEN" = s3cr3t-value-42 && echo token-ok`), 0, "created")
+	expect(t, mpijob(t, "admin", ns, "wait", "envsec", "--for=Succeeded", "--timeout", "3m"), 0)
+	expect(t, mpijob(t, "admin", ns, "logs", "envsec"), 0, "token-ok")
+	got := mpijob(t, "admin", ns, "get", "envsec", "-o", "json")
+	tj := &trainer.TrainJob{}
+	if err := json.Unmarshal([]byte(got.out), tj); err != nil {
+		t.Fatal(err)
+	}
+	want := []corev1.EnvVar{{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
+		LocalObjectReference: corev1.LocalObjectReference{Name: "api"}, Key: "token"}}}}
+	if diff := cmp.Diff(want, tj.Spec.Trainer.Env); diff != "" {
+		t.Errorf("the job should hold the Secret's reference, not its value (-want,+got):\n%s", diff)
+	}
+	expect(t, mpijob(t, "admin", ns, "describe", "envsec"), 0, "TOKEN from Secret api, key token")
+	expect(t, mpijob(t, "admin", ns, "create", "envsec-bad", "--workers", "1", "--env-from-secret", "TOKEN"), cli.ExitUsage, `--env-from-secret "TOKEN": use KEY=SECRET`)
+	expect(t, mpijob(t, "admin", ns, "create", "envplain", "--workers", "1", "--dry-run=server", "--env", "DB_PASSWORD=hunter2hunter2"), 0,
+		"Warning: --env DB_PASSWORD: the value looks like a secret", "--env-from-secret DB_PASSWORD=SECRET:KEY")
 }

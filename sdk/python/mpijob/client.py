@@ -17,6 +17,7 @@ import copy
 import difflib
 import re
 import time
+import warnings
 from datetime import datetime, timedelta, timezone
 from typing import Any, Iterable, Iterator, Optional, Sequence, Union
 
@@ -97,6 +98,7 @@ class MPIJobClient:
         dry_run: bool = False,
         worker_image: Optional[str] = None,
         launcher_image: Optional[str] = None,
+        env_from_secret: Optional[dict[str, str]] = None,
     ) -> MPIJob:
         """Create an MPI job: a Launcher that runs ``command`` (None: the runtime's)
         and ``workers`` Workers with ``slots_per_worker`` ranks each.
@@ -108,7 +110,11 @@ class MPIJobClient:
             ``amd.com/gpu``; a GPU count of 0 removes the runtime's), on every runtime
         :param launcher_resources: the Launcher's cpu and memory
             (images and resources go into a TrainingRuntime of the job's own, which the job owns)
-        :param env: the Launcher's environment (``mpirun -x NAME`` passes it to ranks)
+        :param env: the Launcher's environment (``mpirun -x NAME`` passes it to ranks); a value
+            that looks like a secret is taken with a warning: use ``env_from_secret`` for those
+        :param env_from_secret: variables read from a key of a Secret in the job's namespace,
+            ``{"AWS_SECRET_ACCESS_KEY": "s3-credentials:secret-key"}`` (``"SECRET"`` alone reads the
+            key of the variable's name): the value stays out of the job, which every viewer reads
         :param node_selector: node labels the Launcher and Workers need
         :param volumes: ``[{"name": "data", "mount_path": "/data", "pvc": "dataset"}]``
             (or ``"config_map": ...``, ``"empty_dir": {}``), mounted in the Launcher and Workers
@@ -128,6 +134,7 @@ class MPIJobClient:
             if v is not None and (not isinstance(v, str) or not v.strip()):
                 raise InvalidJobError(f"{f}={v!r}: give an image reference, e.g. ghcr.io/mpijob/openmpi:4.1", field=f)
         _check_str_map("env", env)
+        _warn_secret_looking(env)
         _check_str_map("node_selector", node_selector)
         vols = _volumes(volumes)
         inp = _jobspec.Input(
@@ -135,7 +142,7 @@ class MPIJobClient:
             image=image or "", worker_image=worker_image or "", launcher_image=launcher_image or "",
             command=list(command or []), resources_per_worker=_resources("resources_per_worker", resources_per_worker),
             launcher_resources=_resources("launcher_resources", launcher_resources),
-            env=[{"name": k, "value": v} for k, v in (env or {}).items()], node_selector=dict(node_selector or {}), queue=queue or "")
+            env=_env_list(env, env_from_secret), node_selector=dict(node_selector or {}), queue=queue or "")
         if slots_per_worker is not None:
             _check_int("slots_per_worker", slots_per_worker, 1)
         _build(inp, _offline_runtime(runtime))  # what needs no cluster is checked first
@@ -496,7 +503,7 @@ class MPIJobClient:
         """
         _check_name(new_name)
         allowed = {"command", "workers", "image", "worker_image", "launcher_image", "slots_per_worker", "resources_per_worker",
-                   "launcher_resources", "runtime", "env", "node_selector", "volumes", "queue", "dry_run"}
+                   "launcher_resources", "runtime", "env", "env_from_secret", "node_selector", "volumes", "queue", "dry_run"}
         unknown = set(overrides) - allowed
         if unknown:
             raise InvalidJobError(f"clone_job does not know {sorted(unknown)}: use {sorted(allowed)}", field=sorted(unknown)[0])
@@ -534,11 +541,13 @@ class MPIJobClient:
             inp.slots_per_worker = o["slots_per_worker"]
         if "runtime" in o:
             inp.runtime = o["runtime"]
-        if "env" in o:
-            _check_str_map("env", o["env"])
-            env = {e["name"]: e["value"] for e in inp.env}
-            env.update(o["env"])
-            inp.env = [{"name": k, "value": v} for k, v in env.items()]
+        if "env" in o or "env_from_secret" in o:
+            _check_str_map("env", o.get("env"))
+            _warn_secret_looking(o.get("env"))
+            merged = {e["name"]: e for e in inp.env}
+            for e in _env_list(o.get("env"), o.get("env_from_secret")):
+                merged[e["name"]] = e
+            inp.env = list(merged.values())
         for key in ("resources_per_worker", "launcher_resources"):
             if key in o:
                 merged = dict(getattr(inp, key) or {})
@@ -703,6 +712,30 @@ def _check_name(name: Any) -> None:
 def _check_int(field: str, v: Any, minimum: int) -> None:
     if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
         raise InvalidJobError(f"{field}={v!r}: use an integer of at least {minimum}", field=field)
+
+
+def _env_list(env: Optional[dict[str, str]], from_secret: Optional[dict[str, str]]) -> list[dict[str, Any]]:
+    """Variables with values, then variables read from Secrets (``NAME: "SECRET[:KEY]"``);
+    a name in both takes the Secret's."""
+    _check_str_map("env_from_secret", from_secret)
+    out: dict[str, dict[str, Any]] = {k: {"name": k, "value": v} for k, v in (env or {}).items()}
+    for k, ref in (from_secret or {}).items():
+        secret, _, key = ref.partition(":")
+        if not secret:
+            raise InvalidJobError(f"env_from_secret[{k!r}]={ref!r}: use 'SECRET' or 'SECRET:KEY', e.g. "
+                                  "{'AWS_SECRET_ACCESS_KEY': 's3-credentials:secret-key'}", field="env_from_secret")
+        out[k] = {"name": k, "valueFrom": {"secretKeyRef": {"name": secret, "key": key or k}}}
+    return list(out.values())
+
+
+def _warn_secret_looking(env: Optional[dict[str, str]]) -> None:
+    """Warn about an env value that looks like a secret (the redaction rules find one)."""
+    for k, v in (env or {}).items():
+        r = Redactor()
+        r.line(f"{k}={v}")
+        if r.count:
+            warnings.warn(f"env {k}: the value looks like a secret, and every viewer of the job reads it; put it in "
+                          f"a Secret and use env_from_secret={{{k!r}: 'SECRET:KEY'}}", UserWarning, stacklevel=3)
 
 
 def _check_str_map(field: str, m: Any) -> None:

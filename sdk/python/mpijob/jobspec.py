@@ -70,7 +70,7 @@ class Input:
     command: list[str] = field(default_factory=list)
     resources_per_worker: dict[str, str] = field(default_factory=dict)
     launcher_resources: dict[str, str] = field(default_factory=dict)
-    env: list[dict[str, str]] = field(default_factory=list)
+    env: list[dict[str, Any]] = field(default_factory=list)
     node_selector: dict[str, str] = field(default_factory=dict)
     queue: str = ""
 
@@ -183,6 +183,7 @@ def build(inp: Input, base: Optional[dict[str, Any]]) -> Job:
     for e in inp.env:
         if not _ENV_NAME.match(e.get("name", "")):
             raise _err("env", e.get("name", ""), "is not a valid variable name: use letters, digits, '_', '-' or '.', not starting with a digit")
+        _check_env_source(e)
     for k, v in (inp.node_selector or {}).items():
         if not _QUALIFIED.match(k):
             raise _err("node_selector", k, "is not a valid label key: use e.g. disktype or nvidia.com/gpu.product")
@@ -199,14 +200,15 @@ def build(inp: Input, base: Optional[dict[str, Any]]) -> Job:
         trainer["numProcPerNode"] = inp.slots_per_worker
     if inp.command:
         trainer["command"] = list(inp.command)
-    env: list[dict[str, str]] = []
+    env: list[dict[str, Any]] = []
     for e in inp.env:
-        for have in env:
+        var = _env_var(e)
+        for i, have in enumerate(env):
             if have["name"] == e["name"]:
-                have["value"] = e.get("value", "")
+                env[i] = var
                 break
         else:
-            env.append({"name": e["name"], "value": e.get("value", "")})
+            env.append(var)
     if env:
         trainer["env"] = env
     spec: dict[str, Any] = {"runtimeRef": {"apiGroup": GROUP, "kind": "ClusterTrainingRuntime", "name": base_name}, "trainer": trainer}
@@ -288,6 +290,38 @@ def runtime_not_seen(error: str) -> bool:
     return RUNTIME_NOT_SEEN_TEXT in error or _RUNTIME_NOT_SEEN_KUEUE.search(error) is not None
 
 
+def _env_var(e: dict[str, Any]) -> dict[str, Any]:
+    """A variable as the builder writes it: its value, or the Secret key it is read from."""
+    if e.get("valueFrom"):
+        return {"name": e["name"], "valueFrom": copy.deepcopy(e["valueFrom"])}
+    return {"name": e["name"], "value": e.get("value", "")}
+
+
+_CONFIG_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+
+
+def _check_env_source(e: dict[str, Any]) -> None:
+    """A variable has a value, or is read from a key of a Secret (env_from_secret): a
+    secret's value then never sits in the TrainJob, where every viewer reads it.
+    Mirror of Go's checkEnvSource."""
+    src = e.get("valueFrom")
+    if not src:
+        return
+    name = e["name"]
+    ref = src.get("secretKeyRef")
+    if not ref or set(src) - {"secretKeyRef"}:
+        raise _err("env", name, f"takes a value or a Secret's key only (valueFrom.secretKeyRef), e.g. --env-from-secret {name}=my-secret:key")
+    if e.get("value"):
+        raise _err("env", name, "has both a value and a Secret's key: give one")
+    secret, key = ref.get("name") or "", ref.get("key") or ""
+    if len(secret) > 253 or not _DNS_SUBDOMAIN.match(secret):
+        raise _err("env_from_secret", f"{name}={secret}:{key}",
+                   "names no valid Secret: use the Secret's name, lower-case letters, digits and '-', e.g. s3-credentials")
+    if len(key) > 253 or not _CONFIG_KEY.match(key):
+        raise _err("env_from_secret", f"{name}={secret}:{key}",
+                   "names no valid key of the Secret: use letters, digits, '-', '_' or '.', e.g. secret-key")
+
+
 def owner_reference(train_job: dict[str, Any]) -> dict[str, Any]:
     """The owner reference that makes a per-job runtime go with its TrainJob."""
     # No blockOwnerDeletion: Trainer keeps a finalizer on a runtime in use,
@@ -333,7 +367,7 @@ def input_of(tj: dict[str, Any], rt: Optional[dict[str, Any]], base: dict[str, A
     inp = Input(name=meta.get("name", ""), namespace=meta.get("namespace", ""), runtime=base["metadata"]["name"],
                 workers=max(nodes - 1, 1) if _launcher_as_node(base) else nodes,
                 slots_per_worker=tr.get("numProcPerNode") or 0, command=list(tr.get("command") or []),
-                env=[{"name": e["name"], "value": e.get("value", "")} for e in tr.get("env") or []],
+                env=[_env_var(e) for e in tr.get("env") or []],
                 image=tr.get("image") or "", queue=(meta.get("labels") or {}).get(QUEUE_LABEL, ""))
     if tr.get("resourcesPerNode"):
         r = tr["resourcesPerNode"]

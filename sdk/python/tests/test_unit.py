@@ -119,6 +119,10 @@ def test_namespace_from_context(offline_client):
     ({"resources_per_worker": {"memory": "lots"}}, "resources_per_worker"),
     ({"resources_per_worker": {"nvidia.com/gpu": -1}}, "resources_per_worker"),
     ({"env": {"A": 1}}, "env"),
+    ({"env_from_secret": {"TOKEN": ""}}, "env_from_secret"),
+    ({"env_from_secret": {"TOKEN": ":key"}}, "env_from_secret"),
+    ({"env_from_secret": {"TOKEN": "My_Secret:key"}}, "env_from_secret"),
+    ({"env_from_secret": ["TOKEN=api"]}, "env_from_secret"),
     ({"node_selector": ["zone=a"]}, "node_selector"),
     ({"volumes": [{"name": "data"}]}, "volumes"),
     ({"volumes": [{"name": "data", "mount_path": "/data"}]}, "volumes"),
@@ -284,3 +288,49 @@ def test_create_does_not_retry_other_refusals(monkeypatch):
         _offline_client(custom)._create(jobspec.Job(train_job=tj, runtime=rt), dry_run=False)
     assert "numNodes" in str(e.value)
     assert custom.calls == ["trainingruntimes", "trainjobs", "delete trainingruntimes"]
+
+
+class _RecordingCustom(_FlakyCustom):
+    """Serves the shipped runtimes and records the created objects."""
+
+    def __init__(self):
+        super().__init__(refusals=0)
+        self.created = {}
+
+    def get_cluster_custom_object(self, group, version, plural, name):
+        return yaml.safe_load((REPO / "config" / "runtimes" / f"{name}.yaml").read_text())
+
+    def create_namespaced_custom_object(self, group, version, namespace, plural, body, **kwargs):
+        self.created[plural] = body
+        return super().create_namespaced_custom_object(group, version, namespace, plural, body, **kwargs)
+
+
+def test_env_from_secret_keeps_the_value_out_of_the_job(monkeypatch):
+    custom = _RecordingCustom()
+    c = _offline_client(custom)
+    c.create_job("s3", ["mpirun", "train"], workers=2, env={"BUCKET": "data", "TOKEN": "plain"},
+                 env_from_secret={"AWS_SECRET_ACCESS_KEY": "s3-credentials:secret-key", "TOKEN": "api"})
+    assert custom.created["trainjobs"]["spec"]["trainer"]["env"] == [
+        {"name": "BUCKET", "value": "data"},
+        {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "api", "key": "TOKEN"}}},
+        {"name": "AWS_SECRET_ACCESS_KEY", "valueFrom": {"secretKeyRef": {"name": "s3-credentials", "key": "secret-key"}}},
+    ]
+
+
+@pytest.mark.parametrize("env,warn", [
+    ({"AWS_SECRET_ACCESS_KEY": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"}, True),
+    ({"DB_PASSWORD": "hunter2hunter2"}, True),
+    ({"LR": "0.1", "DATA": "/mnt/data/imagenet"}, False),
+])
+def test_env_that_looks_like_a_secret_is_warned_about(env, warn):
+    import warnings as w
+    custom = _RecordingCustom()
+    with w.catch_warnings(record=True) as caught:
+        w.simplefilter("always")
+        _offline_client(custom).create_job("j", ["mpirun", "train"], workers=1, env=env)
+    msgs = [str(x.message) for x in caught if issubclass(x.category, UserWarning)]
+    assert bool(msgs) == warn, msgs
+    if warn:
+        assert "env_from_secret" in msgs[0]
+    # The job is created either way, with the value as given.
+    assert {e["name"]: e["value"] for e in custom.created["trainjobs"]["spec"]["trainer"]["env"]} == env
