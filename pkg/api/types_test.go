@@ -1,6 +1,8 @@
 package api
 
 import (
+	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -95,29 +97,28 @@ func TestFinished(t *testing.T) {
 	}
 }
 
+// The vectors the Python SDK's is_job_object is tested with too.
 func TestIsJobObject(t *testing.T) {
-	cases := map[string]struct {
-		job, kind, name string
-		want            bool
-	}{
-		"the TrainJob":                        {"hello", "TrainJob", "hello", true},
-		"its JobSet":                          {"hello", "JobSet", "hello", true},
-		"its Worker Job":                      {"hello", "Job", "hello-node-0", true},
-		"its Launcher pod":                    {"hello", "Pod", "hello-launcher-0-0-x7k2p", true},
-		"a Worker pod":                        {"hello", "Pod", "hello-node-0-3-abcde", true},
-		"its Workload":                        {"hello", "Workload", "trainjob-hello-8f2k1", true},
-		"hello-4's TrainJob":                  {"hello", "TrainJob", "hello-4", false},
-		"hello-4's pod":                       {"hello", "Pod", "hello-4-node-0-0-abcde", false},
-		"hello-4's Job":                       {"hello", "Job", "hello-4-launcher-0", false},
-		"hello-4's Workload":                  {"hello", "Workload", "trainjob-hello-4-8f2k1", false},
-		"hello-launcher's pod is not hello's": {"hello", "Pod", "hello-launcher-node-0-0-abcde", false},
-		"a pod named like the job":            {"hello", "Pod", "hello", false},
-		"its NetworkPolicy":                   {"hello", "NetworkPolicy", "hello-mpi", true},
+	raw, err := os.ReadFile("testdata/job-objects.json")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if got := IsJobObject(tc.job, tc.kind, tc.name); got != tc.want {
-				t.Errorf("IsJobObject(%q, %q, %q) = %v, want %v", tc.job, tc.kind, tc.name, got, tc.want)
+	var f struct {
+		Vectors []struct {
+			Name, Job, Kind, Object string
+			Belongs                 bool
+		} `json:"vectors"`
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Vectors) < 10 {
+		t.Fatalf("%d vectors", len(f.Vectors))
+	}
+	for _, tc := range f.Vectors {
+		t.Run(tc.Name, func(t *testing.T) {
+			if got := IsJobObject(tc.Job, tc.Kind, tc.Object); got != tc.Belongs {
+				t.Errorf("IsJobObject(%q, %q, %q) = %v, want %v", tc.Job, tc.Kind, tc.Object, got, tc.Belongs)
 			}
 		})
 	}

@@ -21,10 +21,10 @@ from .errors import (
     WaitTimeoutError,
 )
 from .redact import Redactor, redact
-from .types import PHASES, JobStatus, LifecycleEvent, MPIJob, Runtime
+from .types import PHASES, JobEvent, JobStatus, LifecycleEvent, MPIJob, Runtime, is_job_object
 
 __all__ = [
-    "MPIJobClient", "MPIJob", "JobStatus", "Runtime", "LifecycleEvent", "PHASES",
+    "MPIJobClient", "MPIJob", "JobStatus", "Runtime", "LifecycleEvent", "JobEvent", "is_job_object", "PHASES",
     "MPIJobError", "InvalidJobError", "JobNotFoundError", "PermissionDeniedError", "QuotaExceededError",
     "JobFailedError", "WaitTimeoutError", "Redactor", "redact", "merge_logs",
 ]

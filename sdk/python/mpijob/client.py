@@ -45,11 +45,13 @@ from .types import (
     QUEUE_LABEL,
     STATUS_ANNOTATION,
     VERSION,
+    JobEvent,
     JobStatus,
     LifecycleEvent,
     MPIJob,
     Runtime,
     event_kind,
+    is_job_object,
 )
 
 _NAME = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
@@ -304,37 +306,85 @@ class MPIJobClient:
                                        f"it is {s.phase}: {s.message}", status=s)
             time.sleep(poll_interval)
 
-    def watch(self, name: str, timeout: float = 3600) -> Iterator[LifecycleEvent]:
-        """Yield the job's lifecycle events as they happen — submitted, queued,
-        scheduling, running, completed or failed — until it finishes or ``timeout`` seconds pass.
+    def watch(self, name: str, timeout: float = 3600, events: bool = True) -> Iterator[LifecycleEvent]:
+        """Yield the job's lifecycle as it happens until it finishes or ``timeout`` seconds pass:
+        submitted, then each phase the manager reports (queued, scheduling, running, completed,
+        failed) with its message, ``progress`` when the number of ready Workers changes, and
+        (``events=True``) each Kubernetes Event about the job's objects, as :meth:`get_events`.
 
         >>> for ev in client.watch("hello"):
         ...     print(ev.kind, ev.message)
         """
         job = self.get_job(name)
         yield LifecycleEvent("submitted", job.status.phase, f"job {name} on runtime {job.runtime}", job.status, _now())
-        last = None
+        last_phase, last_ready = None, None
+        seen: set[tuple[str, str, str, str, int]] = set()
+        status = job.status
         deadline = time.monotonic() + timeout
+
+        def new_events() -> Iterator[LifecycleEvent]:
+            if not events:
+                return
+            for e in self.get_events(name):
+                key = (e.kind, e.object, e.reason, e.message, e.count)
+                if key in seen:
+                    continue
+                seen.add(key)
+                yield LifecycleEvent("event", status.phase, f"{e.type} {e.reason} ({e.kind} {e.object}): {e.message}", status, e.time, event=e)
+
         while time.monotonic() < deadline:
             w = k8s_watch.Watch()
             try:
                 stream = w.stream(self._custom.list_namespaced_custom_object, GROUP, VERSION, self.namespace, "trainjobs",
                                   field_selector=f"metadata.name={name}",
-                                  timeout_seconds=max(1, min(60, int(deadline - time.monotonic()))))
+                                  timeout_seconds=max(1, min(5, int(deadline - time.monotonic()))))
                 for ev in stream:
                     if ev["type"] == "DELETED":
                         return
-                    s = JobStatus.from_trainjob(ev["object"])
-                    if s.phase != last:
-                        last = s.phase
-                        yield LifecycleEvent(event_kind(s.phase), s.phase, s.message, s, _now())
-                    if s.finished:
+                    status = JobStatus.from_trainjob(ev["object"])
+                    # Only what the manager said, and only with its words: no phase guessed
+                    # before it wrote one, no empty message.
+                    if status.from_manager and status.message and status.phase != last_phase:
+                        last_phase = status.phase
+                        yield LifecycleEvent(event_kind(status.phase), status.phase, status.message, status, _now())
+                    ready = (status.workers_ready, status.workers_total)
+                    if status.from_manager and not status.finished and status.workers_total and ready != last_ready:
+                        if last_ready is not None or status.workers_ready:
+                            yield LifecycleEvent("progress", status.phase, f"Workers ready {ready[0]}/{ready[1]}", status, _now())
+                        last_ready = ready
+                    if status.finished:
                         w.stop()
+                        yield from new_events()
                         return
             except ApiException as e:
                 raise from_api_exception(e, name) from None
             finally:
                 w.stop()
+            yield from new_events()
+
+    def get_events(self, name: str) -> list[JobEvent]:
+        """The Kubernetes Events of the job's own objects (the TrainJob, its JobSet, Jobs, pods
+        and Kueue Workload, matched by exact name: job ``hello`` never gets ``hello-4``'s),
+        oldest first, as ``kubectl mpijob events`` shows them.
+
+        >>> for e in client.get_events("hello"):
+        ...     print(e.type, e.reason, e.message)
+        """
+        try:
+            evs = self._core.list_namespaced_event(self.namespace).items
+        except ApiException as e:
+            raise from_api_exception(e, name) from None
+        out = []
+        for e in evs:
+            o = e.involved_object
+            if o is None or not is_job_object(name, o.kind or "", o.name or ""):
+                continue
+            out.append(JobEvent(type=e.type or "", reason=e.reason or "", message=e.message or "", kind=o.kind or "",
+                                object=o.name or "", time=e.last_timestamp or e.event_time or e.first_timestamp
+                                or (e.metadata.creation_timestamp if e.metadata else None), count=e.count or 1))
+        epoch = datetime.min.replace(tzinfo=timezone.utc)
+        out.sort(key=lambda x: x.time or epoch)
+        return out
 
     # -- logs ---------------------------------------------------------------
 

@@ -7,6 +7,7 @@ slots per worker, runtime, phase.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Optional
@@ -147,14 +148,19 @@ class LifecycleEvent:
     """One step of a job's life, as ``MPIJobClient.watch`` yields them.
 
     ``kind`` is one of submitted, queued, scheduling, running, completed,
-    failed (or suspended); ``status`` is the full status at that moment.
+    failed (or suspended); ``progress`` when the number of ready Workers
+    changes (``message`` "Workers ready 3/4"); ``event`` for a Kubernetes
+    Event about one of the job's objects (``event`` holds it). ``status`` is
+    the full status at that moment.
     """
 
     kind: str
     phase: str
     message: str
     status: JobStatus
-    time: datetime
+    time: Optional[datetime]
+    # For kind "event": the Kubernetes Event.
+    event: Optional["JobEvent"] = None
 
 
 def event_kind(phase: str) -> str:
@@ -164,3 +170,37 @@ def event_kind(phase: str) -> str:
         "Queued": "queued", "Running": "running", "Succeeded": "completed", "Failed": "failed",
         "Suspended": "suspended",
     }.get(phase, "scheduling")
+
+
+_CHILD_JOB = re.compile(r"^-(launcher|node)-\d+$")
+_CHILD_POD = re.compile(r"^-(launcher|node)-\d+-\d+-[a-z0-9]{5}$")
+_WORKLOAD = re.compile(r"^-[a-z0-9]{5}$")
+
+
+def is_job_object(job: str, kind: str, name: str) -> bool:
+    """Whether an object of ``kind`` named ``name`` belongs to MPI job ``job``, by the exact
+    names Trainer, JobSet, Kueue and mpijob give (a prefix match would give job ``hello`` the
+    events of ``hello-4``). Mirror of Go's ``api.IsJobObject``; both are tested with
+    ``pkg/api/testdata/job-objects.json``."""
+    if kind == "Workload":
+        return name.startswith("trainjob-" + job) and bool(_WORKLOAD.match(name[len("trainjob-" + job):]))
+    if kind in ("Job", "Pod"):
+        rx = _CHILD_JOB if kind == "Job" else _CHILD_POD
+        return name.startswith(job) and bool(rx.match(name[len(job):]))
+    if kind == "NetworkPolicy":
+        return name == job + "-mpi"
+    return name == job
+
+
+@dataclass
+class JobEvent:
+    """A Kubernetes Event about one of the job's objects (the TrainJob, its JobSet, Jobs,
+    pods, Workload), as ``MPIJobClient.get_events`` and ``watch`` give them."""
+
+    type: str  # Normal or Warning
+    reason: str
+    message: str
+    kind: str  # the object's kind
+    object: str  # the object's name
+    time: Optional[datetime]
+    count: int = 1

@@ -46,9 +46,15 @@ def test_real_mpi_job_end_to_end(kubeconfig_path):
     job = client.create_job(name, command=None, workers=2, slots_per_worker=2)
     assert (job.name, job.workers, job.slots_per_worker) == (name, 2, 2)
     try:
-        kinds = [ev.kind for ev in client.watch(name, timeout=180)]
+        evs = list(client.watch(name, timeout=180))
+        kinds = [ev.kind for ev in evs if ev.kind != "event"]
         assert kinds[0] == "submitted" and kinds[-1] == "completed", kinds
         assert "running" in kinds or "scheduling" in kinds, kinds
+        assert all(ev.message for ev in evs), [(ev.kind, ev.message) for ev in evs]
+        # The job's own Kubernetes Events, and only its own.
+        events = [ev.event for ev in evs if ev.kind == "event"]
+        assert events and all(e.object == name or e.object.startswith(name + "-") or e.object.startswith("trainjob-" + name) for e in events), events
+        assert {(e.kind, e.object, e.reason) for e in events} <= {(e.kind, e.object, e.reason) for e in client.get_events(name)}
         got = client.get_job(name)
         assert got.status.phase == "Succeeded" and got.status.creator == "dev-a"
         assert got.status.workers_total == 2

@@ -297,6 +297,9 @@ class _RecordingCustom(_FlakyCustom):
         super().__init__(refusals=0)
         self.created = {}
 
+    def list_namespaced_custom_object(self, *args, **kwargs):
+        raise AssertionError("watched through the Watch stand-in only")
+
     def get_cluster_custom_object(self, group, version, plural, name):
         return yaml.safe_load((REPO / "config" / "runtimes" / f"{name}.yaml").read_text())
 
@@ -334,3 +337,92 @@ def test_env_that_looks_like_a_secret_is_warned_about(env, warn):
         assert "env_from_secret" in msgs[0]
     # The job is created either way, with the value as given.
     assert {e["name"]: e["value"] for e in custom.created["trainjobs"]["spec"]["trainer"]["env"]} == env
+
+
+JOB_OBJECTS = json.loads((REPO / "pkg/api/testdata/job-objects.json").read_text())["vectors"]
+
+
+@pytest.mark.parametrize("v", JOB_OBJECTS, ids=[v["name"] for v in JOB_OBJECTS])
+def test_is_job_object_matches_the_cli(v):
+    # The vectors Go's api.IsJobObject is tested with (pkg/api/testdata).
+    from mpijob import is_job_object
+    assert is_job_object(v["job"], v["kind"], v["object"]) == v["belongs"]
+
+
+def _k8s_event(kind, name, reason, message, ts, type_="Normal", count=1):
+    from kubernetes import client as k
+    return k.CoreV1Event(involved_object=k.V1ObjectReference(kind=kind, name=name), reason=reason, message=message,
+                         type=type_, count=count, last_timestamp=ts, metadata=k.V1ObjectMeta(name=f"{name}.{reason}"))
+
+
+class _FakeCore:
+    def __init__(self, events):
+        self.events = events
+
+    def list_namespaced_event(self, namespace):
+        from kubernetes import client as k
+        return k.CoreV1EventList(items=list(self.events))
+
+
+def test_get_events_keeps_the_jobs_own_oldest_first():
+    t0 = datetime(2026, 11, 22, 10, 0, tzinfo=timezone.utc)
+    from datetime import timedelta
+    c = _offline_client(None)
+    c._core = _FakeCore([
+        _k8s_event("Pod", "hello-node-0-1-abcde", "Started", "Started container node", t0 + timedelta(seconds=5)),
+        _k8s_event("Pod", "hello-4-node-0-0-abcde", "Started", "not hello's", t0),
+        _k8s_event("TrainJob", "hello", "Running", "Running on 2 Workers.", t0 + timedelta(seconds=9)),
+        _k8s_event("Workload", "trainjob-hello-8f2k1", "QuotaReserved", "Quota reserved", t0 + timedelta(seconds=1)),
+        _k8s_event("TrainJob", "hello-4", "Running", "not hello's either", t0),
+    ])
+    got = [(e.kind, e.object, e.reason) for e in c.get_events("hello")]
+    assert got == [("Workload", "trainjob-hello-8f2k1", "QuotaReserved"), ("Pod", "hello-node-0-1-abcde", "Started"),
+                   ("TrainJob", "hello", "Running")]
+
+
+def _trainjob(status):
+    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+            "metadata": {"name": "hello", "namespace": "team-a", "annotations": {"mpijob.dev/status": json.dumps(status)} if status else {}},
+            "spec": {"runtimeRef": {"name": "mpi-openmpi", "kind": "ClusterTrainingRuntime"}, "trainer": {"numNodes": 2}}}
+
+
+class _FakeWatch:
+    """k8s_watch.Watch stand-in: the first stream yields the given TrainJob states."""
+    states: list = []
+
+    def stream(self, *args, **kwargs):
+        states, _FakeWatch.states = _FakeWatch.states, []
+        for st in states:
+            yield {"type": "MODIFIED", "object": _trainjob(st)}
+
+    def stop(self):
+        pass
+
+
+def test_watch_yields_phases_progress_and_events(monkeypatch):
+    t0 = datetime(2026, 11, 22, 10, 0, tzinfo=timezone.utc)
+    c = _offline_client(_RecordingCustom())
+    c._core = _FakeCore([_k8s_event("Pod", "hello-node-0-0-abcde", "Pulled", "image pulled", t0),
+                         _k8s_event("Pod", "hello-4-node-0-0-abcde", "Pulled", "not hello's", t0)])
+    monkeypatch.setattr(c, "get_job", lambda name: MPIJob.from_trainjob(_trainjob(None)))
+    _FakeWatch.states = [
+        None,  # the manager has not written yet: no phase guessed
+        {"phase": "Pending", "message": "", "workersTotal": 2},  # no message: not yielded
+        {"phase": "GangScheduling", "message": "Waiting for 1 Worker to be scheduled.", "workersReady": 0, "workersTotal": 2},
+        {"phase": "Starting", "message": "Workers are starting.", "workersReady": 1, "workersTotal": 2},
+        {"phase": "Starting", "message": "Workers are starting.", "workersReady": 1, "workersTotal": 2},  # nothing new
+        {"phase": "Running", "message": "Running on 2 Workers.", "workersReady": 2, "workersTotal": 2},
+        {"phase": "Succeeded", "message": "The Launcher completed.", "workersReady": 0, "workersTotal": 2},
+    ]
+    monkeypatch.setattr("mpijob.client.k8s_watch.Watch", _FakeWatch)
+    got = [(ev.kind, ev.message) for ev in c.watch("hello", timeout=30)]
+    assert got == [
+        ("submitted", "job hello on runtime mpi-openmpi"),
+        ("scheduling", "Waiting for 1 Worker to be scheduled."),
+        ("scheduling", "Workers are starting."),
+        ("progress", "Workers ready 1/2"),
+        ("running", "Running on 2 Workers."),
+        ("progress", "Workers ready 2/2"),
+        ("completed", "The Launcher completed."),
+        ("event", "Normal Pulled (Pod hello-node-0-0-abcde): image pulled"),
+    ]
