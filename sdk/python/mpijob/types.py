@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Optional
 
+from .nextsteps import sdk_words
+
 GROUP = "trainer.kubeflow.org"
 VERSION = "v1alpha1"
 STATUS_ANNOTATION = "mpijob.dev/status"
@@ -36,7 +38,9 @@ class JobStatus:
 
     ``from_manager`` is False when the manager has not written one (not
     installed, or not yet): the phase then comes from Trainer's conditions and
-    the details are empty.
+    the details are empty. ``next_steps`` are ranked, most likely first
+    (``next_step`` is the first); they name this SDK's calls, e.g.
+    ``client.get_logs("hello", worker="all")``, where the CLI shows its commands.
     """
 
     phase: str = "Pending"
@@ -70,9 +74,13 @@ class JobStatus:
         if raw:
             try:
                 s = json.loads(raw)
+                job = meta.get("name", "")
+                steps = list(s.get("nextSteps") or ([s["nextStep"]] if s.get("nextStep") else []))
                 return cls(
                     phase=s.get("phase", "Pending"), reason=s.get("reason", ""), message=s.get("message", ""),
-                    next_step=s.get("nextStep", ""), next_steps=list(s.get("nextSteps") or ([s["nextStep"]] if s.get("nextStep") else [])), launcher=s.get("launcher", ""),
+                    # The manager names the CLI's commands; Python users get this SDK's calls.
+                    next_step=sdk_words(s.get("nextStep", ""), job), next_steps=[sdk_words(x, job) for x in steps],
+                    launcher=s.get("launcher", ""),
                     workers_ready=s.get("workersReady", 0), workers_total=s.get("workersTotal", 0),
                     slots_per_worker=s.get("slotsPerWorker", 0), gpus_per_worker=s.get("gpusPerWorker", ""),
                     queue_position=s.get("queuePosition"),

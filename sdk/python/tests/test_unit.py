@@ -426,3 +426,29 @@ def test_watch_yields_phases_progress_and_events(monkeypatch):
         ("completed", "The Launcher completed."),
         ("event", "Normal Pulled (Pod hello-node-0-0-abcde): image pulled"),
     ]
+
+
+def test_next_steps_use_the_sdks_calls():
+    tj = _trainjob({"phase": "Failed", "reason": "WorkerOOMKilled", "message": "Worker 1 ran out of memory.",
+                    "nextStep": "Raise the memory per Worker: `kubectl mpijob clone NAME NEW --workers 2`.",
+                    "nextSteps": ["Raise the memory per Worker: `kubectl mpijob clone NAME NEW --workers 2`.",
+                                  "Read what the ranks printed: `kubectl mpijob logs NAME --all`.",
+                                  "Ask an administrator (`kubectl get localqueues` lists the queues)."]})
+    s = JobStatus.from_trainjob(tj)
+    assert s.next_step == 'Raise the memory per Worker: `client.clone_job("hello", "NEW", workers=2)`.'
+    assert s.next_steps[1:] == ['Read what the ranks printed: `client.get_logs("hello", worker="all")`.',
+                                "Ask an administrator (`kubectl get localqueues` lists the queues)."]
+
+
+def test_every_next_step_command_of_the_diagnosis_has_sdk_words():
+    # Drift check: each `kubectl mpijob VERB` the manager's diagnosis writes becomes an SDK call,
+    # except the verbs the SDK has no call for.
+    from mpijob.nextsteps import sdk_words
+    src = "\n".join(p.read_text() for p in (REPO / "pkg" / "diagnose").glob("*.go") if not p.name.endswith("_test.go"))
+    found = set(re.findall(r"kubectl mpijob ([a-z]+)", src))
+    assert {"logs", "clone", "describe", "events"} <= found, found
+    for verb in found - {"create", "list", "wait", "delete", "get"}:
+        cmd = "runtimes list" if verb == "runtimes" else verb + " NAME"
+        for text in (f"see `kubectl mpijob {cmd}`.", f"see kubectl mpijob {cmd}."):
+            out = sdk_words(text, "hello")
+            assert "kubectl mpijob" not in out and "client." in out, (verb, out)
