@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"github.com/mpijob/mpijob/pkg/runtimes"
 	"strings"
 	"testing"
 
@@ -10,8 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
+
+	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
 type jobW struct{ Job }
@@ -152,14 +152,6 @@ func TestValidateTrainJob(t *testing.T) {
 			}
 		})
 	}
-}
-
-func errStrings(errs field.ErrorList) []string {
-	var out []string
-	for _, e := range errs {
-		out = append(out, e.Error())
-	}
-	return out
 }
 
 func TestWarnings(t *testing.T) {

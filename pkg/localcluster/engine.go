@@ -206,7 +206,7 @@ func (c *Cluster) installKueueVisibility(ctx context.Context, cl client.Client, 
 		return false
 	})
 	if err != nil {
-		return fmt.Errorf("Kueue's visibility API (APIService v1beta2.visibility.kueue.x-k8s.io) is not Available: %w", err)
+		return fmt.Errorf("the APIService v1beta2.visibility.kueue.x-k8s.io (Kueue's visibility API) is not Available: %w", err)
 	}
 	return nil
 }

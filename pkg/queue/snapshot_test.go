@@ -187,7 +187,7 @@ func TestSnapshotsMissesAreBounded(t *testing.T) {
 // fakeVisibility answers as Kueue's visibility API: the pending Workloads
 // of a ClusterQueue in an order it chooses, and counts the requests.
 type fakeVisibility struct {
-	order    map[string][]string // ClusterQueue → "namespace/name", first first
+	order    map[string][]string // ClusterQueue → "namespace/name", in Kueue's order
 	err      error
 	requests int
 }

@@ -25,9 +25,10 @@ func TestVisibilityReadsEveryPage(t *testing.T) {
 		}
 		offset, _ := strconv.Atoi(r.URL.Query().Get("offset"))
 		n := 0
-		if offset == 0 {
+		switch offset {
+		case 0:
 			n = visibilityPage // a full page: there may be more
-		} else if offset == visibilityPage {
+		case visibilityPage:
 			n = 2
 		}
 		// As Kueue v0.19 writes them (name and namespace in metadata).

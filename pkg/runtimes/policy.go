@@ -194,7 +194,7 @@ func FormatToleration(t corev1.Toleration) string {
 	return s
 }
 
-// tolerates reports whether a pod's tolerations cover the taint a required
+// Tolerates reports whether a pod's tolerations cover the taint a required
 // toleration describes: the same key, the value (or any value with Exists),
 // and the effect (or every effect).
 func Tolerates(have []corev1.Toleration, want corev1.Toleration) bool {

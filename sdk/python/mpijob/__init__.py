@@ -24,8 +24,23 @@ from .redact import Redactor, redact
 from .types import PHASES, JobEvent, JobStatus, LifecycleEvent, MPIJob, Runtime, is_job_object
 
 __all__ = [
-    "MPIJobClient", "MPIJob", "JobStatus", "Runtime", "LifecycleEvent", "JobEvent", "is_job_object", "PHASES",
-    "MPIJobError", "InvalidJobError", "JobNotFoundError", "PermissionDeniedError", "QuotaExceededError",
-    "JobFailedError", "WaitTimeoutError", "Redactor", "redact", "merge_logs",
+    "PHASES",
+    "InvalidJobError",
+    "JobEvent",
+    "JobFailedError",
+    "JobNotFoundError",
+    "JobStatus",
+    "LifecycleEvent",
+    "MPIJob",
+    "MPIJobClient",
+    "MPIJobError",
+    "PermissionDeniedError",
+    "QuotaExceededError",
+    "Redactor",
+    "Runtime",
+    "WaitTimeoutError",
+    "is_job_object",
+    "merge_logs",
+    "redact",
 ]
 __version__ = "0.1.0"

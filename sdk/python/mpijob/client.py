@@ -13,13 +13,14 @@ A first job::
 
 from __future__ import annotations
 
-import copy
+import contextlib
 import difflib
 import re
 import time
 import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta, timezone
-from typing import Any, Iterable, Iterator, Optional, Sequence, Union
+from typing import Any
 
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
@@ -73,8 +74,8 @@ class MPIJobClient:
     In a pod, with no kubeconfig, it uses the pod's ServiceAccount.
     """
 
-    def __init__(self, namespace: Optional[str] = None, context: Optional[str] = None,
-                 config_file: Optional[str] = None):
+    def __init__(self, namespace: str | None = None, context: str | None = None,
+                 config_file: str | None = None):
         api_client, default_ns = _load_config(context, config_file)
         self.namespace = namespace or default_ns or "default"
         self._api = api_client
@@ -86,21 +87,21 @@ class MPIJobClient:
     def create_job(
         self,
         name: str,
-        command: Optional[Sequence[str]],
+        command: Sequence[str] | None,
         workers: int,
-        image: Optional[str] = None,
-        slots_per_worker: Optional[int] = None,
-        resources_per_worker: Optional[dict[str, Union[str, int]]] = None,
-        launcher_resources: Optional[dict[str, Union[str, int]]] = None,
+        image: str | None = None,
+        slots_per_worker: int | None = None,
+        resources_per_worker: dict[str, str | int] | None = None,
+        launcher_resources: dict[str, str | int] | None = None,
         runtime: str = "mpi-openmpi",
-        env: Optional[dict[str, str]] = None,
-        node_selector: Optional[dict[str, str]] = None,
-        volumes: Optional[Sequence[dict[str, Any]]] = None,
-        queue: Optional[str] = None,
+        env: dict[str, str] | None = None,
+        node_selector: dict[str, str] | None = None,
+        volumes: Sequence[dict[str, Any]] | None = None,
+        queue: str | None = None,
         dry_run: bool = False,
-        worker_image: Optional[str] = None,
-        launcher_image: Optional[str] = None,
-        env_from_secret: Optional[dict[str, str]] = None,
+        worker_image: str | None = None,
+        launcher_image: str | None = None,
+        env_from_secret: dict[str, str] | None = None,
     ) -> MPIJob:
         """Create an MPI job: a Launcher that runs ``command`` (None: the runtime's)
         and ``workers`` Workers with ``slots_per_worker`` ranks each.
@@ -129,9 +130,8 @@ class MPIJobClient:
         >>> client.create_job("train", ["mpirun", "python3", "train.py"], workers=4,
         ...                   runtime="mpi-openmpi-gpu", resources_per_worker={"nvidia.com/gpu": 8})
         """
-        if command is not None:
-            if isinstance(command, str) or not all(isinstance(c, str) for c in command) or not command:
-                raise InvalidJobError(f"command {command!r}: give a non-empty list of strings, e.g. ['mpirun', 'python3', 'train.py']", field="command")
+        if command is not None and (isinstance(command, str) or not all(isinstance(c, str) for c in command) or not command):
+            raise InvalidJobError(f"command {command!r}: give a non-empty list of strings, e.g. ['mpirun', 'python3', 'train.py']", field="command")
         for f, v in (("image", image), ("worker_image", worker_image), ("launcher_image", launcher_image)):
             if v is not None and (not isinstance(v, str) or not v.strip()):
                 raise InvalidJobError(f"{f}={v!r}: give an image reference, e.g. ghcr.io/mpijob/openmpi:4.1", field=f)
@@ -153,7 +153,7 @@ class MPIJobClient:
             job.train_job["spec"].setdefault("runtimePatches", []).append(_patch(None, vols))
         return self._create(job, dry_run)
 
-    def _create(self, job: "_jobspec.Job", dry_run: bool) -> MPIJob:
+    def _create(self, job: _jobspec.Job, dry_run: bool) -> MPIJob:
         """Create the per-job runtime (if any), then the TrainJob, then give the
         runtime to the TrainJob; a refused or dry-run job takes its runtime with it."""
         body, rt = job.train_job, job.runtime
@@ -171,12 +171,11 @@ class MPIJobClient:
             if dry_run:
                 self._delete_runtime(rt["metadata"]["name"])
             else:
-                try:
+                # On failure mpijob-manager gives the runtime to its job.
+                with contextlib.suppress(ApiException):
                     self._custom.patch_namespaced_custom_object(
                         GROUP, VERSION, self.namespace, "trainingruntimes", rt["metadata"]["name"],
                         {"metadata": {"ownerReferences": [_jobspec.owner_reference(obj)]}})
-                except ApiException:
-                    pass  # mpijob-manager gives it to its job
         return MPIJob.from_trainjob(obj)
 
     def _create_trainjob(self, body: dict[str, Any], kwargs: dict[str, Any], retry: bool) -> dict[str, Any]:
@@ -186,7 +185,8 @@ class MPIJobClient:
         delay = 0.1
         while True:
             try:
-                return self._custom.create_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainjobs", body, **kwargs)
+                created: dict[str, Any] = self._custom.create_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainjobs", body, **kwargs)
+                return created
             except ApiException as e:
                 if not (retry and _jobspec.runtime_not_seen(e.body or e.reason or "") and time.monotonic() < deadline):
                     raise
@@ -221,10 +221,8 @@ class MPIJobClient:
             time.sleep(0.5)
 
     def _delete_runtime(self, name: str) -> None:
-        try:
+        with contextlib.suppress(ApiException):
             self._custom.delete_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainingruntimes", name)
-        except ApiException:
-            pass
 
     # -- read -----------------------------------------------------------
 
@@ -237,7 +235,7 @@ class MPIJobClient:
         obj = self._get(name)
         return MPIJob.from_trainjob(obj, self._hosts_ranks(obj))
 
-    def list_jobs(self, runtime: Optional[str] = None, phase: Optional[str] = None) -> list[MPIJob]:
+    def list_jobs(self, runtime: str | None = None, phase: str | None = None) -> list[MPIJob]:
         """The namespace's MPI jobs, optionally only those on ``runtime`` or in ``phase``."""
         if phase is not None and phase not in PHASES:
             raise InvalidJobError(f"phase {phase!r}: use one of {', '.join(PHASES)}", field="phase")
@@ -374,23 +372,23 @@ class MPIJobClient:
             evs = self._core.list_namespaced_event(self.namespace).items
         except ApiException as e:
             raise from_api_exception(e, name) from None
-        out = []
-        for e in evs:
-            o = e.involved_object
+        out: list[JobEvent] = []
+        for ev in evs:
+            o = ev.involved_object
             if o is None or not is_job_object(name, o.kind or "", o.name or ""):
                 continue
-            out.append(JobEvent(type=e.type or "", reason=e.reason or "", message=e.message or "", kind=o.kind or "",
-                                object=o.name or "", time=e.last_timestamp or e.event_time or e.first_timestamp
-                                or (e.metadata.creation_timestamp if e.metadata else None), count=e.count or 1))
+            out.append(JobEvent(type=ev.type or "", reason=ev.reason or "", message=ev.message or "", kind=o.kind or "",
+                                object=o.name or "", time=ev.last_timestamp or ev.event_time or ev.first_timestamp
+                                or (ev.metadata.creation_timestamp if ev.metadata else None), count=ev.count or 1))
         epoch = datetime.min.replace(tzinfo=timezone.utc)
         out.sort(key=lambda x: x.time or epoch)
         return out
 
     # -- logs ---------------------------------------------------------------
 
-    def get_logs(self, name: str, worker: Union[None, int, str] = None, follow: bool = False,
-                 since: Union[None, int, timedelta] = None, until: Optional[datetime] = None,
-                 tail: Optional[int] = None, grep: Optional[str] = None, redact: bool = True) -> Union[str, Iterator[str]]:
+    def get_logs(self, name: str, worker: int | str | None = None, follow: bool = False,
+                 since: int | timedelta | None = None, until: datetime | None = None,
+                 tail: int | None = None, grep: str | None = None, redact: bool = True) -> str | Iterator[str]:
         """Logs of the Launcher (``worker=None``), one Worker (an index) or all of them merged by
         time (``worker="all"``, each line prefixed ``[launcher]`` / ``[worker-N]``).
 
@@ -434,7 +432,7 @@ class MPIJobClient:
         prefix = len(sources) > 1
         redactors = {label: Redactor() for label, _ in sources}
 
-        def render(label: str, raw: str) -> Optional[str]:
+        def render(label: str, raw: str) -> str | None:
             ts, _, text = raw.partition(" ")
             t = _parse_ts(ts)
             if t is None:
@@ -470,15 +468,15 @@ class MPIJobClient:
                 out.append(line)
         return "\n".join(out) + ("\n" if out else "")
 
-    def _follow(self, sources, kwargs, render) -> Iterator[str]:
+    def _follow(self, sources: list[tuple[str, Any]], kwargs: dict[str, Any], render: Callable[[str, str], str | None]) -> Iterator[str]:
         # One pod: stream it. Several: poll each in turn for new lines.
         if len(sources) == 1:
             label, pod = sources[0]
             resp = self._core.read_namespaced_pod_log(pod.metadata.name, self.namespace, follow=True,
                                                       _preload_content=False, **kwargs)
             for raw in resp.stream():
-                for l in raw.decode("utf-8", "replace").splitlines():
-                    line = render(label, l)
+                for text in raw.decode("utf-8", "replace").splitlines():
+                    line = render(label, text)
                     if line is not None:
                         yield line
             return
@@ -520,7 +518,7 @@ class MPIJobClient:
 
     # -- delete, clone --------------------------------------------------------
 
-    def delete_job(self, name: str, grace_period: Optional[int] = None, wait: bool = True, timeout: float = 120) -> None:
+    def delete_job(self, name: str, grace_period: int | None = None, wait: bool = True, timeout: float = 120) -> None:
         """Delete the job; with ``wait`` (default) return once its Launcher and Workers are gone."""
         body = k8s.V1DeleteOptions(propagation_policy="Foreground", grace_period_seconds=grace_period)
         try:
@@ -594,15 +592,15 @@ class MPIJobClient:
         if "env" in o or "env_from_secret" in o:
             _check_str_map("env", o.get("env"))
             _warn_secret_looking(o.get("env"))
-            merged = {e["name"]: e for e in inp.env}
-            for e in _env_list(o.get("env"), o.get("env_from_secret")):
-                merged[e["name"]] = e
-            inp.env = list(merged.values())
+            env_by_name = {var["name"]: var for var in inp.env}
+            for var in _env_list(o.get("env"), o.get("env_from_secret")):
+                env_by_name[var["name"]] = var
+            inp.env = list(env_by_name.values())
         for key in ("resources_per_worker", "launcher_resources"):
             if key in o:
-                merged = dict(getattr(inp, key) or {})
-                merged.update(_resources(key, o[key]))
-                setattr(inp, key, merged)
+                res = dict(getattr(inp, key) or {})
+                res.update(_resources(key, o[key]))
+                setattr(inp, key, res)
         if "node_selector" in o:
             _check_str_map("node_selector", o["node_selector"])
             inp.node_selector = dict(o["node_selector"] or {})
@@ -611,7 +609,7 @@ class MPIJobClient:
         job = _build(inp, self._runtime(inp.runtime))
         tj = job.train_job
         if "volumes" in o:
-            kept = [p for p in kept if p.get("manager") not in (PATCH_MANAGER,) + _jobspec.LEGACY_PATCH_MANAGERS]
+            kept = [p for p in kept if p.get("manager") not in (PATCH_MANAGER, *_jobspec.LEGACY_PATCH_MANAGERS)]
             vols = _volumes(o["volumes"])
             if vols:
                 kept.append(_patch(None, vols))
@@ -628,7 +626,7 @@ class MPIJobClient:
 
     # -- migration ----------------------------------------------------------
 
-    def convert_legacy(self, manifest: Union[str, dict[str, Any]]) -> dict[str, Any]:
+    def convert_legacy(self, manifest: str | dict[str, Any]) -> dict[str, Any]:
         """Convert a legacy ``kubeflow.org/v2beta1`` MPIJob (YAML text or dict) like
         ``kubectl mpijob convert``: returns ``{"trainJob": ..., "runtime": ... or None, "notes": [...]}``,
         each note ``{"field", "action" (mapped/changed/dropped), "detail"}``. ``runtime`` is the
@@ -642,16 +640,15 @@ class MPIJobClient:
 
     def _get(self, name: str) -> dict[str, Any]:
         try:
-            return self._custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainjobs", name)
+            obj: dict[str, Any] = self._custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainjobs", name)
+            return obj
         except ApiException as e:
             if e.status != 404:
                 raise from_api_exception(e, name) from None
         names = []
-        try:
+        with contextlib.suppress(ApiException):
             names = [o["metadata"]["name"] for o in
                      self._custom.list_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainjobs")["items"]]
-        except ApiException:
-            pass
         close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
         msg = f"MPI job {name!r} not found in namespace {self.namespace}"
         if close:
@@ -660,7 +657,7 @@ class MPIJobClient:
 
     def _runtime(self, name: str) -> dict[str, Any]:
         try:
-            rt = self._custom.get_cluster_custom_object(GROUP, VERSION, "clustertrainingruntimes", name)
+            rt: dict[str, Any] = self._custom.get_cluster_custom_object(GROUP, VERSION, "clustertrainingruntimes", name)
         except ApiException as e:
             if e.status != 404:
                 raise from_api_exception(e) from None
@@ -684,7 +681,7 @@ class MPIJobClient:
         except MPIJobError:
             return False
 
-    def _pods(self, name: str):
+    def _pods(self, name: str) -> tuple[list[Any], list[Any]]:
         try:
             pods = self._core.list_namespaced_pod(self.namespace, label_selector=f"{JOBSET_NAME}={name}").items
         except ApiException as e:
@@ -699,7 +696,7 @@ class MPIJobClient:
 def merge_logs(streams: Sequence[tuple[str, Sequence[str]]]) -> list[tuple[str, str]]:
     """Merge pod logs (lines that start with the kubelet's RFC 3339 time) by time; stable,
     and a line without a time stays after its stream's previous line."""
-    items = []
+    items: list[tuple[datetime, int, int, str, str]] = []
     for i, (label, lines) in enumerate(streams):
         last = datetime.min.replace(tzinfo=timezone.utc)
         for raw in lines:
@@ -711,7 +708,7 @@ def merge_logs(streams: Sequence[tuple[str, Sequence[str]]]) -> list[tuple[str, 
     return [(label, raw) for _, _, _, label, raw in items]
 
 
-def _parse_ts(ts: str) -> Optional[datetime]:
+def _parse_ts(ts: str) -> datetime | None:
     m = re.match(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$", ts)
     if not m:
         return None
@@ -724,7 +721,7 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-def _load_config(context: Optional[str], config_file: Optional[str]):
+def _load_config(context: str | None, config_file: str | None) -> tuple[Any, str | None]:
     try:
         cfg = k8s.Configuration()
         k8s_config.load_kube_config(config_file=config_file, context=context, client_configuration=cfg)
@@ -764,7 +761,7 @@ def _check_int(field: str, v: Any, minimum: int) -> None:
         raise InvalidJobError(f"{field}={v!r}: use an integer of at least {minimum}", field=field)
 
 
-def _env_list(env: Optional[dict[str, str]], from_secret: Optional[dict[str, str]]) -> list[dict[str, Any]]:
+def _env_list(env: dict[str, str] | None, from_secret: dict[str, str] | None) -> list[dict[str, Any]]:
     """Variables with values, then variables read from Secrets (``NAME: "SECRET[:KEY]"``);
     a name in both takes the Secret's."""
     _check_str_map("env_from_secret", from_secret)
@@ -778,7 +775,7 @@ def _env_list(env: Optional[dict[str, str]], from_secret: Optional[dict[str, str
     return list(out.values())
 
 
-def _warn_secret_looking(env: Optional[dict[str, str]]) -> None:
+def _warn_secret_looking(env: dict[str, str] | None) -> None:
     """Warn about an env value that looks like a secret (the redaction rules find one)."""
     for k, v in (env or {}).items():
         r = Redactor()
@@ -831,7 +828,7 @@ def _volumes(volumes: Any) -> list[tuple[dict[str, Any], dict[str, Any]]]:
     return out
 
 
-def _patch(node_selector: Optional[dict[str, str]], vols: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
+def _patch(node_selector: dict[str, str] | None, vols: list[tuple[dict[str, Any], dict[str, Any]]]) -> dict[str, Any]:
     spec: dict[str, Any] = {}
     if node_selector:
         spec["nodeSelector"] = dict(node_selector)
@@ -851,11 +848,11 @@ def _worker_image(rt: dict[str, Any]) -> str:
         if rj.get("name") == "node":
             for c in rj["template"]["spec"]["template"]["spec"].get("containers") or []:
                 if c.get("name") == "node":
-                    return c.get("image", "")
+                    return str(c.get("image", ""))
     return ""
 
 
-def _build(inp: "_jobspec.Input", base: dict[str, Any]) -> "_jobspec.Job":
+def _build(inp: _jobspec.Input, base: dict[str, Any]) -> _jobspec.Job:
     try:
         return _jobspec.build(inp, base)
     except _jobspec.BuildError as e:

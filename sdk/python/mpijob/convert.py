@@ -8,12 +8,16 @@ from __future__ import annotations
 
 import copy
 import re
-from typing import Any, Optional, Union
+from collections.abc import Callable
+from typing import Any
 
 import yaml
 
 from . import jobspec
 from .errors import InvalidJobError
+
+# note(field, action, detail) records what the conversion did with a field.
+Note = Callable[[str, str, str], None]
 
 GANG_TIMEOUT = "policy.mpijob.dev/gang-scheduling-timeout"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -26,10 +30,11 @@ def _err(field: str, problem: str, fix: str = "") -> InvalidJobError:
 
 
 def _node_container(pod: dict[str, Any]) -> dict[str, Any]:
-    for c in pod.get("containers") or []:
+    containers: list[dict[str, Any]] = pod.get("containers") or []
+    for c in containers:
         if c.get("name") == "node":
             return c
-    return pod["containers"][0]
+    return containers[0]
 
 
 def _has_gpu(c: dict[str, Any]) -> bool:
@@ -37,7 +42,7 @@ def _has_gpu(c: dict[str, Any]) -> bool:
     return any(k.endswith("/gpu") for part in ("limits", "requests") for k in (res.get(part) or {}))
 
 
-def convert(manifest: Union[str, dict[str, Any]], runtimes: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def convert(manifest: str | dict[str, Any], runtimes: dict[str, dict[str, Any]]) -> dict[str, Any]:
     """Convert one legacy MPIJob. ``runtimes`` maps runtime names to ClusterTrainingRuntime
     dicts (the shipped ones: mpi-openmpi, mpi-openmpi-gpu, mpi-intel, mpi-mpich)."""
     if isinstance(manifest, str):
@@ -167,8 +172,8 @@ def convert(manifest: Union[str, dict[str, Any]], runtimes: dict[str, dict[str, 
     # would give spec.trainer.image and resourcesPerNode to the Launcher alone.
     per_job = f"the job's runtime {name}"
     launcher_image = worker_image = ""
-    worker_res: Optional[dict[str, Any]] = None
-    launcher_res: Optional[dict[str, Any]] = None
+    worker_res: dict[str, Any] | None = None
+    launcher_res: dict[str, Any] | None = None
     if lc.get("image") and lc["image"] != base_image:
         launcher_image = lc["image"]
         note("Launcher image", "changed", f"→ the Launcher's image in {per_job}")
@@ -193,14 +198,14 @@ def convert(manifest: Union[str, dict[str, Any]], runtimes: dict[str, dict[str, 
             note("Worker resources", "changed", f"→ the Workers' resources in {per_job} (Trainer sets resourcesPerNode on the Launcher only)")
         # Trainer refuses environment in a patch of the node containers: the
         # Workers' variables join the Launcher's, which mpirun -x passes to the ranks.
-        for e in _env("Worker env", wc.get("env") or [], note):
-            if not any(x.get("name") == e.get("name") for x in tr.get("env") or []):
-                tr.setdefault("env", []).append(e)
-                note(f"Worker env {e['name']}", "changed",
-                     f"→ spec.trainer.env (the Launcher's: Trainer sets no Worker environment; pass it to the ranks with mpirun -x {e['name']})")
+        for var in _env("Worker env", wc.get("env") or [], note):
+            if not any(x.get("name") == var.get("name") for x in tr.get("env") or []):
+                tr.setdefault("env", []).append(var)
+                note(f"Worker env {var['name']}", "changed",
+                     f"→ spec.trainer.env (the Launcher's: Trainer sets no Worker environment; pass it to the ranks with mpirun -x {var['name']})")
             else:
-                note(f"Worker env {e['name']}", "dropped",
-                     f"the Launcher sets {e['name']} too; its value is kept (pass it to the ranks with mpirun -x {e['name']})")
+                note(f"Worker env {var['name']}", "dropped",
+                     f"the Launcher sets {var['name']} too; its value is kept (pass it to the ranks with mpirun -x {var['name']})")
         p = _pod_patch("node", "Worker", wpod_src, note)
         if p:
             patches.append(p)
@@ -274,7 +279,7 @@ def convert(manifest: Union[str, dict[str, Any]], runtimes: dict[str, dict[str, 
     if status.get("conditions") or status.get("startTime"):
         note("status", "dropped", "the legacy job's status does not carry over; the TrainJob starts fresh")
 
-    runtime: Optional[dict[str, Any]] = None
+    runtime: dict[str, Any] | None = None
     if launcher_image or worker_image or worker_res or launcher_res or gang_timeout:
         runtime = jobspec.derive(base, name, meta.get("namespace") or "", launcher_image, worker_image, {}, {})
         for rj in runtime["spec"]["template"]["spec"]["replicatedJobs"]:
@@ -324,12 +329,12 @@ def _int_field(spec: dict[str, Any], path: str) -> None:
         raise _err("spec", f"does not match the MPIJob schema: {path} is {cur!r}, not an integer")
 
 
-def _restart(policy: Optional[str], role: str, note) -> None:
+def _restart(policy: str | None, role: str, note: Note) -> None:
     if policy and policy != "Never":
         note(f"spec.mpiReplicaSpecs.{role}.restartPolicy", "changed", f"{policy} → Never: a failed {role} fails the job (a lost rank cannot rejoin)")
 
 
-def _has_resources(r: Optional[dict[str, Any]]) -> bool:
+def _has_resources(r: dict[str, Any] | None) -> bool:
     return bool(r and (r.get("requests") or r.get("limits")))
 
 
@@ -349,7 +354,7 @@ RESERVED_ENV = frozenset({"OMPI_MCA_orte_default_hostfile", "OMPI_MCA_plm_rsh_ar
                           "OMPI_MCA_orte_keep_fqdn_hostnames", "OMPI_MCA_orte_set_default_slots"})
 
 
-def _env(what: str, env: list[dict[str, Any]], note) -> list[dict[str, Any]]:
+def _env(what: str, env: list[dict[str, Any]], note: Note) -> list[dict[str, Any]]:
     out = []
     for e in env:
         if e.get("name") in RESERVED_ENV:
@@ -359,7 +364,7 @@ def _env(what: str, env: list[dict[str, Any]], note) -> list[dict[str, Any]]:
     return out
 
 
-def _pod_patch(rj: str, role: str, src: dict[str, Any], note) -> Optional[dict[str, Any]]:
+def _pod_patch(rj: str, role: str, src: dict[str, Any], note: Note) -> dict[str, Any] | None:
     """What a legacy pod template has beyond image, command, env and resources, as a runtime patch of ``rj``."""
     to = f"→ spec.runtimePatches (manager {PATCH_MANAGER})"
     ps: dict[str, Any] = {}

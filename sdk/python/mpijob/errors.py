@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Optional
+from typing import Any
 
 
 class MPIJobError(Exception):
@@ -24,7 +24,7 @@ class InvalidJobError(MPIJobError, ValueError):
     """A job setting is invalid; ``field`` names it (checked before any API call,
     or refused by the cluster's validation)."""
 
-    def __init__(self, message: str, field: Optional[str] = None):
+    def __init__(self, message: str, field: str | None = None):
         super().__init__(message)
         self.field = field
 
@@ -32,7 +32,7 @@ class InvalidJobError(MPIJobError, ValueError):
 class JobNotFoundError(MPIJobError, LookupError):
     """No MPI job of that name in the namespace; ``suggestion`` is a close name, if any."""
 
-    def __init__(self, message: str, name: str = "", suggestion: Optional[str] = None):
+    def __init__(self, message: str, name: str = "", suggestion: str | None = None):
         super().__init__(message)
         self.name = name
         self.suggestion = suggestion
@@ -53,10 +53,10 @@ class QuotaExceededError(MPIJobError):
     def __init__(self, message: str):
         super().__init__(message)
         m = re.search(r"requested (\S+) (\S+) \(.*?\), quota (\S+), in use (\S+?):", message)
-        self.requested: Optional[str] = m.group(1) if m else None
-        self.resource: Optional[str] = m.group(2) if m else None
-        self.quota: Optional[str] = m.group(3) if m else None
-        self.in_use: Optional[str] = m.group(4) if m else None
+        self.requested: str | None = m.group(1) if m else None
+        self.resource: str | None = m.group(2) if m else None
+        self.quota: str | None = m.group(3) if m else None
+        self.in_use: str | None = m.group(4) if m else None
 
 
 class JobFailedError(MPIJobError):

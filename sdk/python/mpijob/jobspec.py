@@ -17,7 +17,7 @@ import copy
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
-from typing import Any, Optional
+from typing import Any
 
 GROUP = "trainer.kubeflow.org"
 VERSION = "v1alpha1"
@@ -75,7 +75,7 @@ class Input:
     queue: str = ""
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Input":
+    def from_dict(cls, d: dict[str, Any]) -> Input:
         return cls(**{k: v for k, v in d.items() if v is not None})
 
 
@@ -84,7 +84,7 @@ class Job:
     """The objects of one job: the TrainJob, and its per-job runtime or None."""
 
     train_job: dict[str, Any]
-    runtime: Optional[dict[str, Any]] = None
+    runtime: dict[str, Any] | None = None
 
 
 def _err(f: str, v: Any, problem: str) -> BuildError:
@@ -95,7 +95,7 @@ def _launcher_as_node(base: dict[str, Any]) -> bool:
     return bool((((base.get("spec") or {}).get("mlPolicy") or {}).get("mpi") or {}).get("runLauncherAsNode"))
 
 
-def _is_mpi(base: Optional[dict[str, Any]]) -> bool:
+def _is_mpi(base: dict[str, Any] | None) -> bool:
     return bool(base and (((base.get("spec") or {}).get("mlPolicy") or {}).get("mpi") is not None))
 
 
@@ -103,7 +103,7 @@ def _example(k: str) -> str:
     return {"cpu": "4 or 500m", "memory": "16Gi or 300Mi", "ephemeral-storage": "16Gi or 300Mi"}.get(k, "1")
 
 
-def _quantity(v: str) -> Optional[Decimal]:
+def _quantity(v: str) -> Decimal | None:
     m = _QUANTITY.match(v.strip())
     if not m:
         return None
@@ -147,7 +147,7 @@ def _parse_resources(f: str, res: dict[str, Any], worker: bool) -> dict[str, str
     return out
 
 
-def _validate(inp: Input, base: Optional[dict[str, Any]]) -> None:
+def _validate(inp: Input, base: dict[str, Any] | None) -> None:
     n = inp.name
     if not n:
         raise _err("name", "", "is empty: give the job a name, e.g. hello")
@@ -169,7 +169,7 @@ def _validate(inp: Input, base: Optional[dict[str, Any]]) -> None:
         raise _err("command", " ".join(inp.command), "has an empty argument")
 
 
-def build(inp: Input, base: Optional[dict[str, Any]]) -> Job:
+def build(inp: Input, base: dict[str, Any] | None) -> Job:
     """Build the objects of one MPI job on ``base`` (a ClusterTrainingRuntime
     as a dict). Raises :class:`BuildError` naming the first bad field."""
     _validate(inp, base)
@@ -330,7 +330,7 @@ def owner_reference(train_job: dict[str, Any]) -> dict[str, Any]:
             "uid": train_job["metadata"]["uid"]}
 
 
-def _node_containers(spec: dict[str, Any]) -> tuple[Optional[dict[str, Any]], Optional[dict[str, Any]]]:
+def _node_containers(spec: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
     launcher = worker = None
     for rj in ((spec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []:
         for c in rj["template"]["spec"]["template"]["spec"].get("containers") or []:
@@ -358,7 +358,7 @@ def _changed(base: dict[str, Any], got: dict[str, Any]) -> dict[str, str]:
 LEGACY_PATCH_MANAGERS = ("mpijob.dev/kubectl-mpijob", "mpijob.dev/python-sdk")
 
 
-def input_of(tj: dict[str, Any], rt: Optional[dict[str, Any]], base: dict[str, Any]) -> tuple[Input, list[dict[str, Any]]]:
+def input_of(tj: dict[str, Any], rt: dict[str, Any] | None, base: dict[str, Any]) -> tuple[Input, list[dict[str, Any]]]:
     """Read back the Input of an existing job (mirror of Go's ``jobspec.InputOf``);
     runtime patches the builder does not write are returned to be kept."""
     meta, spec = tj.get("metadata") or {}, tj.get("spec") or {}
@@ -374,7 +374,7 @@ def input_of(tj: dict[str, Any], rt: Optional[dict[str, Any]], base: dict[str, A
         inp.resources_per_worker = {k: str(v) for side in ("requests", "limits") for k, v in (r.get(side) or {}).items()}
     kept = []
     for p in spec.get("runtimePatches") or []:
-        if p.get("manager") in (PATCH_MANAGER,) + LEGACY_PATCH_MANAGERS:
+        if p.get("manager") in (PATCH_MANAGER, *LEGACY_PATCH_MANAGERS):
             for rj in ((((p.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}).get("replicatedJobs") or []):
                 sel = (((rj.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec", {}).get("nodeSelector")
                 if sel:

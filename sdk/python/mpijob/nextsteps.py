@@ -56,7 +56,7 @@ def _call(job: str, verb: str, rest: str) -> str:
 def sdk_words(text: str, job: str = "") -> str:
     """``text`` with the CLI commands it names replaced by the SDK calls that do the same,
     for job ``job``."""
-    def sub(m: "re.Match[str]") -> str:
+    def sub(m: re.Match[str]) -> str:
         call = _call(job, m.group(2), m.group(3) or "")
         return f"`{call}`" if m.group(1) else call
     return _CLI.sub(sub, text)

@@ -48,7 +48,7 @@ class Redactor:
             if not any(h in lower for h in hints):
                 continue
 
-            def sub(m: "re.Match[str]", require: tuple[str, ...] = require) -> str:
+            def sub(m: re.Match[str], require: tuple[str, ...] = require) -> str:
                 if m.group(2) == MASK or (require and not _has_classes(m.group(2), require)):
                     return m.group(0)
                 self.count += 1

@@ -10,7 +10,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Optional
+from typing import Any
 
 from .nextsteps import sdk_words
 
@@ -26,7 +26,7 @@ FINISHED = ("Succeeded", "Failed")
 NEVER_STARTS = ("CannotStart", "PodsRefused")
 
 
-def _time(v: Optional[str]) -> Optional[datetime]:
+def _time(v: str | None) -> datetime | None:
     if not v:
         return None
     return datetime.fromisoformat(v.replace("Z", "+00:00"))
@@ -54,9 +54,9 @@ class JobStatus:
     slots_per_worker: int = 0
     #: What each Worker pod asks of GPUs: "2" (nvidia.com/gpu), "1 amd.com/gpu", "" for none.
     gpus_per_worker: str = ""
-    queue_position: Optional[int] = None
-    start_time: Optional[datetime] = None
-    completion_time: Optional[datetime] = None
+    queue_position: int | None = None
+    start_time: datetime | None = None
+    completion_time: datetime | None = None
     creator: str = ""
     from_manager: bool = True
 
@@ -66,7 +66,7 @@ class JobStatus:
         return self.phase in FINISHED
 
     @classmethod
-    def from_trainjob(cls, obj: dict[str, Any]) -> "JobStatus":
+    def from_trainjob(cls, obj: dict[str, Any]) -> JobStatus:
         meta = obj.get("metadata") or {}
         ann = meta.get("annotations") or {}
         creator = ann.get(CREATOR_ANNOTATION, "")
@@ -117,12 +117,12 @@ class MPIJob:
     workers: int
     slots_per_worker: int
     status: JobStatus
-    created: Optional[datetime] = None
-    queue: Optional[str] = None
+    created: datetime | None = None
+    queue: str | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
 
     @classmethod
-    def from_trainjob(cls, obj: dict[str, Any], launcher_hosts_ranks: bool = False) -> "MPIJob":
+    def from_trainjob(cls, obj: dict[str, Any], launcher_hosts_ranks: bool = False) -> MPIJob:
         meta = obj.get("metadata") or {}
         spec = obj.get("spec") or {}
         tr = spec.get("trainer") or {}
@@ -166,9 +166,9 @@ class LifecycleEvent:
     phase: str
     message: str
     status: JobStatus
-    time: Optional[datetime]
+    time: datetime | None
     # For kind "event": the Kubernetes Event.
-    event: Optional["JobEvent"] = None
+    event: JobEvent | None = None
 
 
 def event_kind(phase: str) -> str:
@@ -210,5 +210,5 @@ class JobEvent:
     message: str
     kind: str  # the object's kind
     object: str  # the object's name
-    time: Optional[datetime]
+    time: datetime | None
     count: int = 1

@@ -30,7 +30,7 @@ def test_reads_runtimes_without_errors_or_403(kubeconfig_path, caplog):
     with caplog.at_level(logging.WARNING, logger="kubeflow"):
         tc = _trainer(kubeconfig_path)
         runtimes = {r.name: r for r in tc.list_runtimes()}
-    assert SHIPPED <= set(runtimes), sorted(runtimes)
+    assert set(runtimes) >= SHIPPED, sorted(runtimes)
     assert not [r for r in caplog.records if "not available" in r.getMessage() or "403" in r.getMessage()], caplog.text
     for name in sorted(SHIPPED):
         rt = tc.get_runtime(name)

@@ -5,6 +5,7 @@ import pathlib
 import re
 import tempfile
 from datetime import datetime, timezone
+from typing import Any, ClassVar
 
 import pytest
 import yaml
@@ -16,7 +17,6 @@ from mpijob import (
     MPIJob,
     MPIJobClient,
     QuotaExceededError,
-    Redactor,
     merge_logs,
     redact,
 )
@@ -49,7 +49,7 @@ def test_merge_logs_by_time():
         ("worker-0", ["2026-11-22T10:00:00.200Z sshd up", "2026-11-22T10:00:00.400Z same time as launcher"]),
         ("worker-1", ["2026-11-22T10:00:00.050Z first"]),
     ])
-    assert [f"{l} | {r}" for l, r in got] == [
+    assert [f"{label} | {r}" for label, r in got] == [
         "worker-1 | 2026-11-22T10:00:00.050Z first",
         "launcher | 2026-11-22T10:00:00.100Z start",
         "worker-0 | 2026-11-22T10:00:00.200Z sshd up",
@@ -172,7 +172,7 @@ def test_convert_legacy_matches_the_cli(legacy):
     assert _normal(got) == _normal(want)
     # The report: "action  field  detail" lines, columns padded with spaces.
     report = legacy.with_suffix(".golden").read_text().split("# manifests\n")[0].splitlines()[1:]
-    want_notes = [dict(zip(("action", "field", "detail"), re.split(r"\s{2,}", line.strip(), maxsplit=2))) for line in report]
+    want_notes = [dict(zip(("action", "field", "detail"), re.split(r"\s{2,}", line.strip(), maxsplit=2), strict=False)) for line in report]
     assert res["notes"] == want_notes
 
 
@@ -388,7 +388,7 @@ def _trainjob(status):
 
 class _FakeWatch:
     """k8s_watch.Watch stand-in: the first stream yields the given TrainJob states."""
-    states: list = []
+    states: ClassVar[list[Any]] = []
 
     def stream(self, *args, **kwargs):
         states, _FakeWatch.states = _FakeWatch.states, []
