@@ -242,6 +242,8 @@ current-context: dev
 		{[]string{"get", "-o", "wid"}, ExitUsage, "-o wid: not an output format; use wide or one of json, yaml"},
 		{[]string{"runtimes", "list", "-o", "yaml"}, ExitUsage, "unknown shorthand flag: 'o'"},
 		{[]string{"--kubeconfig", kubeconfig, "--context", "nosuch", "get"}, ExitUsage, "--context nosuch: no such context in the kubeconfig"},
+		{[]string{"delete", "x", "--grace-period", "-2"}, ExitUsage, "--grace-period -2: use seconds, 0 or more"},
+		{[]string{"create", "x", "--workers", "1", "--env-from-secret", "TOKEN"}, ExitUsage, `--env-from-secret "TOKEN": use KEY=SECRET`},
 		{[]string{"version"}, ExitOK, ""},
 	} {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {

@@ -18,15 +18,20 @@ import (
 func newDeleteCommand(o *Options) *cobra.Command {
 	var waitPods bool
 	var timeout time.Duration
+	var grace int64
 	cmd := &cobra.Command{
 		Use:   "delete NAME...",
 		Short: "Delete MPI jobs and wait until their Launcher and Workers are gone",
 		Example: `  kubectl mpijob delete hello
-  kubectl mpijob delete a b c --wait=false`,
+  kubectl mpijob delete a b c --wait=false
+  kubectl mpijob delete stuck --grace-period 0   # a Launcher that ignores SIGTERM goes at once`,
 		ValidArgsFunction: o.completeJobs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 0 {
 				return usageErr("delete takes one or more job NAMEs")
+			}
+			if grace < -1 {
+				return usageErr("--grace-period %d: use seconds, 0 or more (0: at once), or -1 for each pod's own", grace)
 			}
 			cl, err := o.clients()
 			if err != nil {
@@ -46,6 +51,14 @@ func newDeleteCommand(o *Options) *cobra.Command {
 				if err := cl.Delete(ctx, tj, client.PropagationPolicy(metav1.DeletePropagationForeground)); err != nil && !apierrors.IsNotFound(err) {
 					return err
 				}
+				if grace >= 0 {
+					// The garbage collector deletes the pods with their own grace
+					// period; a second delete with a shorter one shortens it.
+					if err := cl.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace(tj.Namespace),
+						client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: tj.Name}, client.GracePeriodSeconds(grace)); err != nil && !apierrors.IsNotFound(err) {
+						return err
+					}
+				}
 				fmt.Fprintf(o.Out, "mpijob %s deleted\n", tj.Name)
 			}
 			if !waitPods {
@@ -61,6 +74,7 @@ func newDeleteCommand(o *Options) *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&waitPods, "wait", true, "wait until the job's pods are gone (--wait=false returns at once)")
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long to wait for the pods to go")
+	cmd.Flags().Int64Var(&grace, "grace-period", -1, "seconds the Launcher and Workers get to stop after SIGTERM (0: at once; -1: each pod's own, 30 s by default)")
 	return cmd
 }
 

@@ -461,3 +461,35 @@ func TestCLIEnvFromSecret(t *testing.T) {
 	expect(t, mpijob(t, "admin", ns, "create", "envplain", "--workers", "1", "--dry-run=server", "--env", "DB_PASSWORD=hunter2hunter2"), 0,
 		"Warning: --env DB_PASSWORD: the value looks like a secret", "--env-from-secret DB_PASSWORD=SECRET:KEY")
 }
+
+// delete --grace-period reaches the pods: a Launcher that ignores SIGTERM
+// (a shell as PID 1) gets the seconds asked for, not its own 30.
+func TestCLIDeleteGracePeriodReachesThePods(t *testing.T) {
+	c := framework.Get(t)
+	ctx := context.Background()
+	ns := c.NewNamespace(t, "cli-grace")
+	expect(t, mpijob(t, "admin", ns, "create", "stubborn", "--workers", "1", "--", "sh", "-c", `trap "" TERM; sleep 600`), 0)
+	expect(t, mpijob(t, "admin", ns, "wait", "stubborn", "--for=Running", "--timeout", "3m"), 0)
+	expect(t, mpijob(t, "admin", ns, "delete", "stubborn", "--grace-period", "-5"), cli.ExitUsage, "--grace-period -5")
+	var launcher corev1.Pod
+	for _, p := range c.JobPods(t, ns, "stubborn", "launcher") {
+		launcher = p
+	}
+	expect(t, mpijob(t, "admin", ns, "delete", "stubborn", "--grace-period", "2", "--wait=false"), 0, "deleted")
+	cur := &corev1.Pod{}
+	err := c.Client.Get(ctx, client.ObjectKeyFromObject(&launcher), cur)
+	switch {
+	case apierrors.IsNotFound(err):
+	case err != nil:
+		t.Fatal(err)
+	case cur.DeletionGracePeriodSeconds == nil || *cur.DeletionGracePeriodSeconds > 2:
+		t.Errorf("the Launcher pod is deleted with a grace period of %v s, want at most 2", cur.DeletionGracePeriodSeconds)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods := &corev1.PodList{}
+		err := c.Client.List(ctx, pods, client.InNamespace(ns))
+		return err == nil && len(pods.Items) == 0, err
+	}); err != nil {
+		t.Errorf("the job's pods are not gone: %v", err)
+	}
+}

@@ -12,6 +12,7 @@ reason, next step) comes from mpijob-manager::
 
 from .client import MPIJobClient, merge_logs
 from .errors import (
+    APIUnreachableError,
     InvalidJobError,
     JobFailedError,
     JobNotFoundError,
@@ -25,6 +26,7 @@ from .types import PHASES, JobEvent, JobStatus, LifecycleEvent, MPIJob, Runtime,
 
 __all__ = [
     "PHASES",
+    "APIUnreachableError",
     "InvalidJobError",
     "JobEvent",
     "JobFailedError",

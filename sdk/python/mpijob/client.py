@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
+import inspect
 import re
 import time
 import warnings
@@ -22,6 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import urllib3
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 from kubernetes import watch as k8s_watch
@@ -30,6 +33,7 @@ from kubernetes.client.rest import ApiException
 from . import convert as _convert
 from . import jobspec as _jobspec
 from .errors import (
+    APIUnreachableError,
     InvalidJobError,
     JobFailedError,
     JobNotFoundError,
@@ -278,10 +282,13 @@ class MPIJobClient:
 
         >>> client.wait_for_job("hello", phases=["Running"], timeout=120)
         """
-        wanted = set(phases)
+        # One phase may be given alone.
+        wanted = {phases} if isinstance(phases, str) else set(phases)
         for p in wanted:
             if p not in PHASES:
                 raise InvalidJobError(f"phases: {p!r} is not a phase; use {', '.join(PHASES)}", field="phases")
+        _check_seconds("timeout", timeout)
+        _check_seconds("poll_interval", poll_interval)
         deadline = time.monotonic() + timeout
         while True:
             obj = self._get(name)
@@ -387,12 +394,13 @@ class MPIJobClient:
     # -- logs ---------------------------------------------------------------
 
     def get_logs(self, name: str, worker: int | str | None = None, follow: bool = False,
-                 since: int | timedelta | None = None, until: datetime | None = None,
+                 since: int | str | timedelta | None = None, until: datetime | None = None,
                  tail: int | None = None, grep: str | None = None, redact: bool = True) -> str | Iterator[str]:
         """Logs of the Launcher (``worker=None``), one Worker (an index) or all of them merged by
         time (``worker="all"``, each line prefixed ``[launcher]`` / ``[worker-N]``).
 
-        ``since`` is seconds or a timedelta; ``until`` drops newer lines; ``grep`` is a regular
+        ``since`` is seconds, a timedelta or a duration such as ``"5m"`` or ``"1h30m"``; ``until``
+        (a datetime) drops newer lines; ``grep`` is a regular
         expression; secrets are redacted as ``kubectl mpijob logs`` does. With ``follow=True``
         it returns an iterator of lines that ends when the pods stop.
 
@@ -408,9 +416,9 @@ class MPIJobClient:
             _check_int("tail", tail, 0)
         since_s = None
         if since is not None:
-            since_s = int(since.total_seconds()) if isinstance(since, timedelta) else int(since)
-            if since_s <= 0:
-                raise InvalidJobError(f"since {since!r}: use a positive number of seconds or a timedelta", field="since")
+            since_s = _seconds("since", since)
+        if until is not None and not isinstance(until, datetime):
+            raise InvalidJobError(f"until={until!r}: use a datetime, e.g. datetime.now(timezone.utc) - timedelta(minutes=5)", field="until")
         if not (worker is None or worker == "all" or (isinstance(worker, int) and worker >= 0)):
             raise InvalidJobError(f"worker {worker!r}: use None (the Launcher), a Worker index, or 'all'", field="worker")
         obj = self._get(name)
@@ -519,7 +527,15 @@ class MPIJobClient:
     # -- delete, clone --------------------------------------------------------
 
     def delete_job(self, name: str, grace_period: int | None = None, wait: bool = True, timeout: float = 120) -> None:
-        """Delete the job; with ``wait`` (default) return once its Launcher and Workers are gone."""
+        """Delete the job; with ``wait`` (default) return once its Launcher and Workers are gone.
+
+        ``grace_period`` is the seconds the Launcher and Workers get to stop after SIGTERM
+        (0: at once; None: each pod's own, 30 s by default), as ``kubectl mpijob delete --grace-period``.
+        """
+        if grace_period is not None and (isinstance(grace_period, bool) or not isinstance(grace_period, int) or grace_period < 0):
+            raise InvalidJobError(f"grace_period={grace_period!r}: use whole seconds, 0 or more (0: at once), or None for each pod's own",
+                                  field="grace_period")
+        _check_seconds("timeout", timeout)
         body = k8s.V1DeleteOptions(propagation_policy="Foreground", grace_period_seconds=grace_period)
         try:
             self._custom.delete_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainjobs", name, body=body)
@@ -527,6 +543,15 @@ class MPIJobClient:
             if e.status == 404:
                 self._get(name)  # a "did you mean" error
             raise from_api_exception(e, name) from None
+        if grace_period is not None:
+            # The garbage collector deletes the pods with their own grace period;
+            # a second delete with a shorter one shortens it.
+            try:
+                self._core.delete_collection_namespaced_pod(self.namespace, label_selector=f"{JOBSET_NAME}={name}",
+                                                            grace_period_seconds=grace_period)
+            except ApiException as e:
+                if e.status != 404:
+                    raise from_api_exception(e, name) from None
         if not wait:
             return
         deadline = time.monotonic() + timeout
@@ -550,6 +575,10 @@ class MPIJobClient:
         >>> client.clone_job("hello", "hello-4", workers=4)
         """
         _check_name(new_name)
+        if "command" in overrides:
+            command = overrides["command"]
+            if isinstance(command, str) or not command or not all(isinstance(c, str) for c in command):
+                raise InvalidJobError(f"command {command!r}: give a non-empty list of strings, e.g. ['mpirun', 'python3', 'train.py']", field="command")
         allowed = {"command", "workers", "image", "worker_image", "launcher_image", "slots_per_worker", "resources_per_worker",
                    "launcher_resources", "runtime", "env", "env_from_secret", "node_selector", "volumes", "queue", "dry_run"}
         unknown = set(overrides) - allowed
@@ -693,6 +722,39 @@ class MPIJobClient:
         return launcher, workers
 
 
+def _unreachable(client: MPIJobClient, e: Exception) -> APIUnreachableError:
+    host = getattr(getattr(getattr(client, "_api", None), "configuration", None), "host", "") or "the API server"
+    reason = getattr(e, "reason", None) or e
+    return APIUnreachableError(f"cannot reach the Kubernetes API server at {host} ({type(reason).__name__}): check that the "
+                               "cluster runs and that your kubeconfig context points at it (kubectl config current-context)")
+
+
+def _reachable(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn a connection failure of ``fn`` (or of the iterator it returns) into APIUnreachableError."""
+    @functools.wraps(fn)
+    def wrapper(self: MPIJobClient, *args: Any, **kwargs: Any) -> Any:
+        try:
+            out = fn(self, *args, **kwargs)
+        except urllib3.exceptions.HTTPError as e:
+            raise _unreachable(self, e) from None
+        if inspect.isgenerator(out):
+            return _reachable_iter(self, out)
+        return out
+    return wrapper
+
+
+def _reachable_iter(client: MPIJobClient, it: Iterator[Any]) -> Iterator[Any]:
+    try:
+        yield from it
+    except urllib3.exceptions.HTTPError as e:
+        raise _unreachable(client, e) from None
+
+
+for _name, _fn in list(vars(MPIJobClient).items()):
+    if not _name.startswith("_") and callable(_fn):
+        setattr(MPIJobClient, _name, _reachable(_fn))
+
+
 def merge_logs(streams: Sequence[tuple[str, Sequence[str]]]) -> list[tuple[str, str]]:
     """Merge pod logs (lines that start with the kubelet's RFC 3339 time) by time; stable,
     and a line without a time stays after its stream's previous line."""
@@ -783,6 +845,30 @@ def _warn_secret_looking(env: dict[str, str] | None) -> None:
         if r.count:
             warnings.warn(f"env {k}: the value looks like a secret, and every viewer of the job reads it; put it in "
                           f"a Secret and use env_from_secret={{{k!r}: 'SECRET:KEY'}}", UserWarning, stacklevel=3)
+
+
+_DURATION = re.compile(r"^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$")
+
+
+def _seconds(field: str, v: Any) -> int:
+    """Seconds from an int, a timedelta or a duration such as "90s", "5m", "1h30m"."""
+    secs: int | None = None
+    if isinstance(v, timedelta):
+        secs = int(v.total_seconds())
+    elif isinstance(v, int) and not isinstance(v, bool):
+        secs = v
+    elif isinstance(v, str) and v and (m := _DURATION.match(v.strip())) and any(m.groups()):
+        h, mi, se = (int(x or 0) for x in m.groups())
+        secs = h * 3600 + mi * 60 + se
+    if secs is None or secs <= 0:
+        raise InvalidJobError(f"{field}={v!r}: use a positive number of seconds, a timedelta, or a duration such as '5m' or '1h30m'",
+                              field=field)
+    return secs
+
+
+def _check_seconds(field: str, v: Any) -> None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v <= 0:
+        raise InvalidJobError(f"{field}={v!r}: use a positive number of seconds", field=field)
 
 
 def _check_str_map(field: str, m: Any) -> None:

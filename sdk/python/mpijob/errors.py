@@ -76,6 +76,11 @@ class WaitTimeoutError(MPIJobError, TimeoutError):
         self.status = status
 
 
+class APIUnreachableError(MPIJobError, ConnectionError):
+    """The Kubernetes API server did not answer; the message names its address and
+    what to check (the cluster runs, the kubeconfig context)."""
+
+
 def from_api_exception(e: Any, name: str = "") -> MPIJobError:
     """Map a ``kubernetes.client.ApiException`` to a typed error."""
     status = getattr(e, "status", None)

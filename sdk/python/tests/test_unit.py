@@ -452,3 +452,69 @@ def test_every_next_step_command_of_the_diagnosis_has_sdk_words():
         for text in (f"see `kubectl mpijob {cmd}`.", f"see kubectl mpijob {cmd}."):
             out = sdk_words(text, "hello")
             assert "kubectl mpijob" not in out and "client." in out, (verb, out)
+
+
+@pytest.mark.parametrize("call,field", [
+    (lambda c: c.get_logs("a", until="2024-01-01"), "until"),
+    (lambda c: c.get_logs("a", since="5 min"), "since"),
+    (lambda c: c.get_logs("a", since=0), "since"),
+    (lambda c: c.get_logs("a", since=True), "since"),
+    (lambda c: c.wait_for_job("a", phases="Runing"), "phases"),
+    (lambda c: c.wait_for_job("a", timeout=-1), "timeout"),
+    (lambda c: c.delete_job("a", grace_period=-1), "grace_period"),
+    (lambda c: c.delete_job("a", grace_period="5"), "grace_period"),
+    (lambda c: c.delete_job("a", grace_period=True), "grace_period"),
+    (lambda c: c.clone_job("a", "b", command="echo hi"), "command"),
+    (lambda c: c.clone_job("a", "B"), "name"),
+], ids=["until-str", "since-words", "since-0", "since-bool", "phase-typo", "timeout-negative", "grace-negative",
+        "grace-str", "grace-bool", "clone-command-str", "clone-bad-name"])
+def test_bad_arguments_are_typed_errors_before_any_api_call(offline_client, call, field):
+    with pytest.raises(InvalidJobError) as e:
+        call(offline_client)
+    assert e.value.field == field, e.value
+
+
+@pytest.mark.parametrize("call", [
+    lambda c: c.get_job("a"),
+    lambda c: c.get_logs("a", since="5m"),
+    lambda c: c.wait_for_job("a", phases="Running", timeout=1),
+    lambda c: list(c.watch("a", timeout=1)),
+    lambda c: c.list_jobs(),
+], ids=["get", "logs", "wait", "watch", "list"])
+def test_an_unreachable_api_server_is_a_typed_error(offline_client, call):
+    from mpijob import APIUnreachableError
+    with pytest.raises(APIUnreachableError, match=r"https://127\.0\.0\.1:1.*kubeconfig context"):
+        call(offline_client)
+
+
+@pytest.mark.parametrize("since,want", [(90, 90), ("90s", 90), ("5m", 300), ("1h30m", 5400)])
+def test_since_takes_seconds_and_durations(since, want):
+    from mpijob.client import _seconds
+    assert _seconds("since", since) == want
+
+
+class _DeleteRecorder(_FlakyCustom):
+    def __init__(self):
+        super().__init__(refusals=0)
+        self.deleted = []
+
+    def delete_namespaced_custom_object(self, group, version, namespace, plural, name, body=None):
+        self.deleted.append((plural, name, body.grace_period_seconds))
+
+
+class _PodDeleter:
+    def __init__(self):
+        self.calls = []
+
+    def delete_collection_namespaced_pod(self, namespace, label_selector, grace_period_seconds):
+        self.calls.append((namespace, label_selector, grace_period_seconds))
+
+
+@pytest.mark.parametrize("grace,pods", [(0, [("team-a", "jobset.sigs.k8s.io/jobset-name=hello", 0)]), (5, [("team-a", "jobset.sigs.k8s.io/jobset-name=hello", 5)]), (None, [])])
+def test_delete_grace_period_reaches_the_pods(grace, pods):
+    custom, core = _DeleteRecorder(), _PodDeleter()
+    c = _offline_client(custom)
+    c._core = core
+    c.delete_job("hello", grace_period=grace, wait=False)
+    assert custom.deleted == [("trainjobs", "hello", grace)]
+    assert core.calls == pods
