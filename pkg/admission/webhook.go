@@ -11,6 +11,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -156,11 +157,7 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("failed to read ResourceQuotas of %s: %w", tj.Namespace, err))
 	}
 	if violations := CheckQuota(DemandOf(shape), quotas.Items); len(violations) > 0 {
-		msgs := make([]string, 0, len(violations))
-		for _, q := range violations {
-			msgs = append(msgs, q.Message())
-		}
-		return admission.Denied(fmt.Sprintf("MPI job %s does not fit the quota of namespace %s: %s", tj.Name, tj.Namespace, strings.Join(msgs, "; ")))
+		return denyQuota(tj, violations)
 	}
 	return admission.Allowed("").WithWarnings(Warnings(job)...)
 }
@@ -213,6 +210,28 @@ func DemandOf(s runtimes.Shape) Demand {
 // runtime, so typos get a suggestion without judging other frameworks.
 func looksMPI(name string, known []string) bool {
 	return strings.HasPrefix(name, "mpi") || suggest.Closest(name, known) != ""
+}
+
+// denyQuota refuses a job over quota: the sentence people read, and each
+// resource's numbers as a structured cause (api.QuotaCause) for programs.
+func denyQuota(tj *trainer.TrainJob, violations []QuotaViolation) admission.Response {
+	msgs := make([]string, 0, len(violations))
+	causes := make([]metav1.StatusCause, 0, len(violations))
+	for _, q := range violations {
+		msgs = append(msgs, q.Message())
+		causes = append(causes, api.QuotaCause{
+			Resource: displayName(q.Key), Requested: q.Requested.String(), Quota: q.Hard.String(), InUse: q.Used.String(),
+			ResourceQuota: q.Quota, MaxWorkers: q.MaxWorkers,
+		}.Cause(q.Key))
+	}
+	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{
+		Allowed: false,
+		Result: &metav1.Status{
+			Status: metav1.StatusFailure, Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden,
+			Message: fmt.Sprintf("MPI job %s does not fit the quota of namespace %s: %s", tj.Name, tj.Namespace, strings.Join(msgs, "; ")),
+			Details: &metav1.StatusDetails{Group: trainer.GroupVersion.Group, Kind: "trainjobs", Name: tj.Name, Causes: causes},
+		},
+	}}
 }
 
 func deny(tj *trainer.TrainJob, errs field.ErrorList) admission.Response {

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"flag"
 	"os"
@@ -13,8 +14,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/utils/ptr"
@@ -351,6 +355,40 @@ func TestEnvThatLooksLikeASecretIsWarnedAbout(t *testing.T) {
 			}
 			if tc.warn && !strings.Contains(f.warnings[0], "--env-from-secret "+strings.SplitN(tc.env, "=", 2)[0]+"=SECRET:KEY") {
 				t.Errorf("warning %q does not name --env-from-secret", f.warnings[0])
+			}
+		})
+	}
+}
+
+// Errors are classified from the API's structured Status: mpijob's quota
+// denial (the vector the SDK reads too), a validation error, RBAC.
+func TestExplainReadsTheStructuredStatus(t *testing.T) {
+	raw, err := os.ReadFile("../api/testdata/quota-denial.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var quota metav1.Status
+	if err := json.Unmarshal(raw, &quota); err != nil {
+		t.Fatal(err)
+	}
+	gk := schema.GroupKind{Group: "trainer.kubeflow.org", Kind: "TrainJob"}
+	cases := map[string]struct {
+		err  error
+		code int
+		msg  string
+	}{
+		"quota denial":   {&apierrors.StatusError{ErrStatus: quota}, ExitDenied, "the cluster refused the job: admission webhook"},
+		"invalid":        {apierrors.NewInvalid(gk, "x", field.ErrorList{field.Invalid(field.NewPath("spec", "trainer", "numNodes"), 0, "must be at least 1")}), ExitDenied, "spec.trainer.numNodes"},
+		"RBAC forbidden": {apierrors.NewForbidden(schema.GroupResource{Group: "trainer.kubeflow.org", Resource: "trainjobs"}, "x", errors.New(`User "dev-b" cannot create resource "trainjobs"`)), ExitForbidden, "permission denied"},
+		"other webhook":  {&apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden, Message: `admission webhook "vtrainjob.kb.io" denied the request: x`}}, ExitDenied, "vtrainjob.kb.io"},
+		"not found":      {apierrors.NewNotFound(schema.GroupResource{Resource: "trainjobs"}, "x"), ExitNotFound, "not found"},
+		"already exists": {apierrors.NewAlreadyExists(schema.GroupResource{Resource: "trainjobs"}, "x"), ExitUsage, "pick another name"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			code, msg := explain(tc.err, NewRootCommand(genericTestStreams()))
+			if code != tc.code || !strings.Contains(msg, tc.msg) {
+				t.Errorf("explain: %d %q, want %d containing %q", code, msg, tc.code, tc.msg)
 			}
 		})
 	}

@@ -18,6 +18,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+
+	"github.com/mpijob/mpijob/pkg/api"
 )
 
 // Exit codes, documented in docs/cli.md.
@@ -125,14 +127,18 @@ func explain(err error, root *cobra.Command) (int, string) {
 	if errors.As(err, &se) {
 		st := se.Status()
 		switch {
+		case len(api.QuotaCauses(st)) > 0:
+			// mpijob's quota denial: structured causes with the numbers.
+			return ExitDenied, "the cluster refused the job: " + st.Message
+		case apierrors.IsInvalid(err):
+			return ExitDenied, "the cluster refused the job: " + st.Message
 		case strings.Contains(st.Message, "admission webhook"):
-			// Admission denials (quota, policy) are shown as the webhook wrote them.
+			// Other webhooks' denials (Trainer's, Kueue's, a policy engine's)
+			// carry no structure of their own: shown as they wrote them.
 			return ExitDenied, "the cluster refused the job: " + st.Message
 		case apierrors.IsForbidden(err):
 			// RBAC: the API server's message names the user, verb and namespace.
 			return ExitForbidden, "permission denied: " + st.Message
-		case apierrors.IsInvalid(err):
-			return ExitDenied, "the cluster refused the job: " + st.Message
 		case apierrors.IsNotFound(err):
 			return ExitNotFound, st.Message
 		case apierrors.IsAlreadyExists(err):

@@ -12,7 +12,6 @@ these types so callers can branch on them::
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 
@@ -45,18 +44,23 @@ class PermissionDeniedError(MPIJobError, PermissionError):
 class QuotaExceededError(MPIJobError):
     """Admission refused the job: it does not fit the namespace's quota.
 
-    ``requested``, ``quota`` and ``in_use`` are the numbers of the first
-    resource over quota, and ``resource`` its name (for example
-    ``nvidia.com/gpu``); the message also says how to fit.
+    ``causes`` has one entry per resource over quota, read from the structured
+    Status mpijob's admission returns (``details.causes`` of type
+    ``mpijob.dev/QuotaExceeded``): ``resource`` (for example ``nvidia.com/gpu``),
+    ``requested``, ``quota``, ``in_use``, ``resource_quota`` and ``max_workers``
+    (the most Workers that would fit; -1: not even the Launcher). ``resource``,
+    ``requested``, ``quota`` and ``in_use`` are those of the first one. The
+    message also says how to fit.
     """
 
-    def __init__(self, message: str):
+    def __init__(self, message: str, causes: list[dict[str, Any]] | None = None):
         super().__init__(message)
-        m = re.search(r"requested (\S+) (\S+) \(.*?\), quota (\S+), in use (\S+?):", message)
-        self.requested: str | None = m.group(1) if m else None
-        self.resource: str | None = m.group(2) if m else None
-        self.quota: str | None = m.group(3) if m else None
-        self.in_use: str | None = m.group(4) if m else None
+        self.causes: list[dict[str, Any]] = causes or []
+        first = self.causes[0] if self.causes else {}
+        self.resource: str | None = first.get("resource")
+        self.requested: str | None = first.get("requested")
+        self.quota: str | None = first.get("quota")
+        self.in_use: str | None = first.get("in_use")
 
 
 class JobFailedError(MPIJobError):
@@ -76,6 +80,21 @@ class WaitTimeoutError(MPIJobError, TimeoutError):
         self.status = status
 
 
+# The cause type of mpijob's quota denial (Go: api.QuotaCauseType); its message is JSON.
+QUOTA_CAUSE = "mpijob.dev/QuotaExceeded"
+
+
+def _quota_cause(c: dict[str, Any]) -> dict[str, Any]:
+    try:
+        q = json.loads(c.get("message") or "")
+    except ValueError:
+        return {}
+    if not isinstance(q, dict):
+        return {}
+    return {"resource": q.get("resource"), "requested": q.get("requested"), "quota": q.get("quota"), "in_use": q.get("inUse"),
+            "resource_quota": q.get("resourceQuota"), "max_workers": q.get("maxWorkers"), "key": c.get("field")}
+
+
 class APIUnreachableError(MPIJobError, ConnectionError):
     """The Kubernetes API server did not answer; the message names its address and
     what to check (the cluster runs, the kubeconfig context)."""
@@ -86,14 +105,23 @@ def from_api_exception(e: Any, name: str = "") -> MPIJobError:
     status = getattr(e, "status", None)
     message = getattr(e, "reason", "") or str(e)
     body = getattr(e, "body", None)
+    st: dict[str, Any] = {}
     if body:
         try:
-            message = json.loads(body).get("message", message)
-        except (ValueError, AttributeError):
+            parsed = json.loads(body)
+            if isinstance(parsed, dict):
+                st = parsed
+                message = st.get("message", message)
+        except ValueError:
             message = str(body)
-    if "admission webhook" in message and "quota" in message:
-        return QuotaExceededError(message)
-    if "admission webhook" in message or status == 422:
+    causes = ((st.get("details") or {}).get("causes")) or []
+    quota = [_quota_cause(c) for c in causes if c.get("reason") == QUOTA_CAUSE]
+    if quota:
+        return QuotaExceededError(message, [q for q in quota if q])
+    if status == 422 or st.get("reason") == "Invalid":
+        return InvalidJobError(message, field=next((c.get("field") for c in causes if c.get("field")), None))
+    if "admission webhook" in message:
+        # Other webhooks' denials (Trainer's, Kueue's) carry no structure of their own.
         return InvalidJobError(message)
     if status == 403:
         return PermissionDeniedError(message)

@@ -80,15 +80,36 @@ def test_status_without_manager_reads_trainer_conditions():
 
 
 def test_quota_error_carries_the_numbers():
+    # The Status the API server returns for mpijob's quota denial: the vector the CLI's tests
+    # read too (pkg/api/testdata/quota-denial.json, written by pkg/admission's test).
     class E:
         status = 403
         reason = "Forbidden"
-        body = ('{"message": "admission webhook \\"validate.trainjob.mpijob.dev\\" denied the request: MPI job big does not fit '
-                'the quota of namespace team-a: requested 15 nvidia.com/gpu (4 workers × 3 + launcher 3), quota 8, in use 0: '
-                'use at most 1 workers or ask for a larger quota (ResourceQuota team-quota)"}')
+        body = (REPO / "pkg/api/testdata/quota-denial.json").read_text()
     err = from_api_exception(E())
     assert isinstance(err, QuotaExceededError)
-    assert (err.requested, err.resource, err.quota, err.in_use) == ("15", "nvidia.com/gpu", "8", "0")
+    assert [(c["resource"], c["requested"], c["quota"], c["in_use"], c["max_workers"]) for c in err.causes] == [
+        ("memory (limits)", "66048Mi", "64Gi", "0", 7), ("memory", "65664Mi", "64Gi", "0", 7), ("nvidia.com/gpu", "24", "8", "0", 2)]
+    assert (err.resource, err.requested, err.quota, err.in_use) == ("memory (limits)", "66048Mi", "64Gi", "0")
+
+
+def test_errors_are_classified_from_the_status_not_the_sentence():
+    class Invalid:
+        status = 422
+        reason = "Unprocessable Entity"
+        body = json.dumps({"kind": "Status", "status": "Failure", "reason": "Invalid", "code": 422,
+                           "message": "TrainJob.trainer.kubeflow.org \"x\" is invalid: spec.trainer.numNodes: Invalid value: 0",
+                           "details": {"causes": [{"reason": "FieldValueInvalid", "field": "spec.trainer.numNodes"}]}})
+    err = from_api_exception(Invalid())
+    assert isinstance(err, InvalidJobError) and err.field == "spec.trainer.numNodes"
+
+    class Sentence:
+        # A message that mentions quota but carries no quota cause is not a quota denial.
+        status = 403
+        reason = "Forbidden"
+        body = json.dumps({"kind": "Status", "reason": "Forbidden", "code": 403,
+                           "message": 'trainjobs is forbidden: User "dev-b" cannot create resource "trainjobs" (quota team)'})
+    assert not isinstance(from_api_exception(Sentence()), QuotaExceededError)
 
 
 @pytest.fixture
