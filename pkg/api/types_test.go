@@ -147,3 +147,26 @@ func TestJobEvents(t *testing.T) {
 		t.Errorf("JobEvents (-want,+got):\n%s", diff)
 	}
 }
+
+// The SDK types its phases and Launcher states as Literals: the words of
+// testdata/vocabulary.json, which must be these.
+func TestVocabularyFile(t *testing.T) {
+	raw, err := os.ReadFile("testdata/vocabulary.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Phases         []Phase         `json:"phases"`
+		LauncherStates []LauncherState `json:"launcherStates"`
+	}
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(Phases, got.Phases); diff != "" {
+		t.Errorf("phases (-Go,+file):\n%s", diff)
+	}
+	want := []LauncherState{LauncherNotCreated, LauncherPending, LauncherRunning, LauncherSucceeded, LauncherFailed, LauncherDeleted}
+	if diff := cmp.Diff(want, got.LauncherStates); diff != "" {
+		t.Errorf("Launcher states (-Go,+file):\n%s", diff)
+	}
+}

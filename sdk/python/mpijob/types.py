@@ -10,7 +10,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, get_args
 
 from .nextsteps import sdk_words
 
@@ -20,7 +20,15 @@ STATUS_ANNOTATION = "mpijob.dev/status"
 CREATOR_ANNOTATION = "mpijob.dev/creator"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
-PHASES = ("Pending", "Queued", "GangScheduling", "Starting", "Running", "Succeeded", "Failed", "Suspended")
+Phase = Literal["Pending", "Queued", "GangScheduling", "Starting", "Running", "Succeeded", "Failed", "Suspended"]
+"""A job's phase, the same words as ``kubectl mpijob`` and the dashboard (Go: api.Phase)."""
+PHASES: tuple[Phase, ...] = get_args(Phase)
+LauncherState = Literal["", "NotCreated", "Pending", "Running", "Succeeded", "Failed", "Deleted"]
+"""The Launcher's state in a job's status ("" before the manager wrote one; Go: api.LauncherState)."""
+LAUNCHER_STATES: tuple[LauncherState, ...] = get_args(LauncherState)
+EventKind = Literal["submitted", "queued", "scheduling", "running", "completed", "failed", "suspended", "progress", "event"]
+"""What a ``LifecycleEvent`` reports."""
+EVENT_KINDS: tuple[EventKind, ...] = get_args(EventKind)
 FINISHED = ("Succeeded", "Failed")
 # Reasons after which no wait helps: the job can never start as it is.
 NEVER_STARTS = ("CannotStart", "PodsRefused")
@@ -43,12 +51,12 @@ class JobStatus:
     ``client.get_logs("hello", worker="all")``, where the CLI shows its commands.
     """
 
-    phase: str = "Pending"
+    phase: Phase = "Pending"
     reason: str = ""
     message: str = ""
     next_step: str = ""
     next_steps: list[str] = field(default_factory=list)
-    launcher: str = ""
+    launcher: LauncherState = ""
     workers_ready: int = 0
     workers_total: int = 0
     slots_per_worker: int = 0
@@ -162,8 +170,8 @@ class LifecycleEvent:
     the full status at that moment.
     """
 
-    kind: str
-    phase: str
+    kind: EventKind
+    phase: Phase
     message: str
     status: JobStatus
     time: datetime | None
@@ -171,13 +179,16 @@ class LifecycleEvent:
     event: JobEvent | None = None
 
 
-def event_kind(phase: str) -> str:
+_KIND_OF_PHASE: dict[str, EventKind] = {
+    "Pending": "scheduling", "GangScheduling": "scheduling", "Starting": "scheduling",
+    "Queued": "queued", "Running": "running", "Succeeded": "completed", "Failed": "failed",
+    "Suspended": "suspended",
+}
+
+
+def event_kind(phase: str) -> EventKind:
     """The lifecycle kind of a phase."""
-    return {
-        "Pending": "scheduling", "GangScheduling": "scheduling", "Starting": "scheduling",
-        "Queued": "queued", "Running": "running", "Succeeded": "completed", "Failed": "failed",
-        "Suspended": "suspended",
-    }.get(phase, "scheduling")
+    return _KIND_OF_PHASE.get(phase, "scheduling")
 
 
 _CHILD_JOB = re.compile(r"^-(launcher|node)-\d+$")

@@ -539,3 +539,11 @@ def test_delete_grace_period_reaches_the_pods(grace, pods):
     c.delete_job("hello", grace_period=grace, wait=False)
     assert custom.deleted == [("trainjobs", "hello", grace)]
     assert core.calls == pods
+
+
+def test_phase_and_launcher_literals_are_gos_words():
+    # pkg/api/testdata/vocabulary.json is checked against Go's constants by pkg/api's tests.
+    from mpijob.types import LAUNCHER_STATES, PHASES
+    vocab = json.loads((REPO / "pkg/api/testdata/vocabulary.json").read_text())
+    assert list(PHASES) == vocab["phases"]
+    assert [s for s in LAUNCHER_STATES if s] == vocab["launcherStates"]
