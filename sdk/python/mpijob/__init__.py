@@ -10,7 +10,7 @@ reason, next step) comes from mpijob-manager::
     print(client.wait_for_job("hello").status.phase)
 """
 
-from .client import MPIJobClient, merge_logs
+from .client import MPIJobClient
 from .errors import (
     APIUnreachableError,
     InvalidJobError,
@@ -21,6 +21,7 @@ from .errors import (
     QuotaExceededError,
     WaitTimeoutError,
 )
+from .logs import merge_logs
 from .redact import Redactor, redact
 from .types import PHASES, JobEvent, JobStatus, LifecycleEvent, MPIJob, Runtime, is_job_object
 

@@ -12,13 +12,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal, get_args
 
+from .constants import CREATOR_ANNOTATION as CREATOR_ANNOTATION
+from .constants import GROUP as GROUP
+from .constants import QUEUE_LABEL as QUEUE_LABEL
+from .constants import STATUS_ANNOTATION as STATUS_ANNOTATION
+from .constants import VERSION as VERSION
 from .nextsteps import sdk_words
-
-GROUP = "trainer.kubeflow.org"
-VERSION = "v1alpha1"
-STATUS_ANNOTATION = "mpijob.dev/status"
-CREATOR_ANNOTATION = "mpijob.dev/creator"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 
 Phase = Literal["Pending", "Queued", "GangScheduling", "Starting", "Running", "Succeeded", "Failed", "Suspended"]
 """A job's phase, the same words as ``kubectl mpijob`` and the dashboard (Go: api.Phase)."""

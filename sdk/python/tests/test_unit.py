@@ -282,9 +282,12 @@ class _FlakyCustom:
         self.calls.append("delete " + args[3])
 
 
-def _offline_client(custom):
+def _offline_client(custom, core=None):
+    """A client whose backend talks to stand-ins of the official client's APIs."""
+    from mpijob.backend import KubernetesBackend
     c = MPIJobClient.__new__(MPIJobClient)
-    c.namespace, c._custom = "team-a", custom
+    c._backend = KubernetesBackend("team-a", custom, core)
+    c.namespace = "team-a"
     return c
 
 
@@ -389,7 +392,7 @@ def test_get_events_keeps_the_jobs_own_oldest_first():
     t0 = datetime(2026, 11, 22, 10, 0, tzinfo=timezone.utc)
     from datetime import timedelta
     c = _offline_client(None)
-    c._core = _FakeCore([
+    c._backend._core = _FakeCore([
         _k8s_event("Pod", "hello-node-0-1-abcde", "Started", "Started container node", t0 + timedelta(seconds=5)),
         _k8s_event("Pod", "hello-4-node-0-0-abcde", "Started", "not hello's", t0),
         _k8s_event("TrainJob", "hello", "Running", "Running on 2 Workers.", t0 + timedelta(seconds=9)),
@@ -423,7 +426,7 @@ class _FakeWatch:
 def test_watch_yields_phases_progress_and_events(monkeypatch):
     t0 = datetime(2026, 11, 22, 10, 0, tzinfo=timezone.utc)
     c = _offline_client(_RecordingCustom())
-    c._core = _FakeCore([_k8s_event("Pod", "hello-node-0-0-abcde", "Pulled", "image pulled", t0),
+    c._backend._core = _FakeCore([_k8s_event("Pod", "hello-node-0-0-abcde", "Pulled", "image pulled", t0),
                          _k8s_event("Pod", "hello-4-node-0-0-abcde", "Pulled", "not hello's", t0)])
     monkeypatch.setattr(c, "get_job", lambda name: MPIJob.from_trainjob(_trainjob(None)))
     _FakeWatch.states = [
@@ -435,7 +438,7 @@ def test_watch_yields_phases_progress_and_events(monkeypatch):
         {"phase": "Running", "message": "Running on 2 Workers.", "workersReady": 2, "workersTotal": 2},
         {"phase": "Succeeded", "message": "The Launcher completed.", "workersReady": 0, "workersTotal": 2},
     ]
-    monkeypatch.setattr("mpijob.client.k8s_watch.Watch", _FakeWatch)
+    monkeypatch.setattr("mpijob.backend.k8s_watch.Watch", _FakeWatch)
     got = [(ev.kind, ev.message) for ev in c.watch("hello", timeout=30)]
     assert got == [
         ("submitted", "job hello on runtime mpi-openmpi"),
@@ -510,8 +513,8 @@ def test_an_unreachable_api_server_is_a_typed_error(offline_client, call):
 
 @pytest.mark.parametrize("since,want", [(90, 90), ("90s", 90), ("5m", 300), ("1h30m", 5400)])
 def test_since_takes_seconds_and_durations(since, want):
-    from mpijob.client import _seconds
-    assert _seconds("since", since) == want
+    from mpijob.validation import seconds
+    assert seconds("since", since) == want
 
 
 class _DeleteRecorder(_FlakyCustom):
@@ -535,7 +538,7 @@ class _PodDeleter:
 def test_delete_grace_period_reaches_the_pods(grace, pods):
     custom, core = _DeleteRecorder(), _PodDeleter()
     c = _offline_client(custom)
-    c._core = core
+    c._backend._core = core
     c.delete_job("hello", grace_period=grace, wait=False)
     assert custom.deleted == [("trainjobs", "hello", grace)]
     assert core.calls == pods

@@ -1,0 +1,271 @@
+"""Every Kubernetes API call of the SDK, in one namespace (the Kubeflow SDK's
+"backend"): the facade, :class:`mpijob.MPIJobClient`, checks arguments and
+shapes results; this module talks to the API server and turns its errors into
+the SDK's typed errors (:func:`mpijob.errors.from_api_exception`)."""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from kubernetes import client as k8s
+from kubernetes import config as k8s_config
+from kubernetes import watch as k8s_watch
+from kubernetes.client.rest import ApiException
+
+from . import jobspec as _jobspec
+from .constants import COMPLETION_INDEX, GROUP, JOBSET_NAME, REPLICATED_JOB, VERSION
+from .errors import InvalidJobError, JobNotFoundError, MPIJobError, WaitTimeoutError, from_api_exception
+
+
+class KubernetesBackend:
+    """The API calls of one namespace; ``custom`` and ``core`` are the official client's
+    ``CustomObjectsApi`` and ``CoreV1Api`` (tests pass stand-ins)."""
+
+    def __init__(self, namespace: str, custom: Any, core: Any, api: Any = None):
+        self.namespace = namespace
+        self._custom = custom
+        self._core = core
+        self._api = api
+
+    @classmethod
+    def from_kubeconfig(cls, namespace: str | None, context: str | None, config_file: str | None) -> KubernetesBackend:
+        api_client, default_ns = load_config(context, config_file)
+        return cls(namespace or default_ns or "default", k8s.CustomObjectsApi(api_client), k8s.CoreV1Api(api_client), api_client)
+
+    @property
+    def host(self) -> str:
+        """The API server's address, for messages."""
+        return str(getattr(getattr(self._api, "configuration", None), "host", "") or "the API server")
+
+    # -- TrainJobs ------------------------------------------------------------
+
+    def get_trainjob(self, name: str) -> dict[str, Any]:
+        """The TrainJob ``name``; JobNotFoundError with a close name if there is one."""
+        try:
+            obj: dict[str, Any] = self._custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainjobs", name)
+            return obj
+        except ApiException as e:
+            if e.status != 404:
+                raise from_api_exception(e, name) from None
+        names: list[str] = []
+        with contextlib.suppress(ApiException):
+            names = [o["metadata"]["name"] for o in self.list_trainjobs()]
+        close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+        msg = f"MPI job {name!r} not found in namespace {self.namespace}"
+        if close:
+            msg += f": did you mean {close[0]!r}?"
+        raise JobNotFoundError(msg, name=name, suggestion=close[0] if close else None)
+
+    def trainjob_exists(self, name: str) -> bool:
+        try:
+            self._custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainjobs", name)
+            return True
+        except ApiException as e:
+            if e.status == 404:
+                return False
+            raise from_api_exception(e, name) from None
+
+    def list_trainjobs(self) -> list[dict[str, Any]]:
+        try:
+            items: list[dict[str, Any]] = self._custom.list_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainjobs")["items"]
+            return items
+        except ApiException as e:
+            raise from_api_exception(e) from None
+
+    def create_trainjob(self, body: dict[str, Any], dry_run: bool, retry: bool) -> dict[str, Any]:
+        """Create the TrainJob; right after its runtime (``retry``), try again for up to 10 s
+        while Trainer's or Kueue's webhook has not seen that runtime yet (their caches lag)."""
+        kwargs = {"dry_run": "All"} if dry_run else {}
+        deadline = time.monotonic() + 10
+        delay = 0.1
+        while True:
+            try:
+                created: dict[str, Any] = self._custom.create_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainjobs", body, **kwargs)
+                return created
+            except ApiException as e:
+                if not (retry and _jobspec.runtime_not_seen(e.body or e.reason or "") and time.monotonic() < deadline):
+                    raise from_api_exception(e, body["metadata"]["name"]) from None
+            time.sleep(delay)
+            delay = min(delay * 1.5, 1.0)
+
+    def delete_trainjob(self, name: str, grace_period: int | None) -> None:
+        body = k8s.V1DeleteOptions(propagation_policy="Foreground", grace_period_seconds=grace_period)
+        try:
+            self._custom.delete_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainjobs", name, body=body)
+        except ApiException as e:
+            if e.status == 404:
+                self.get_trainjob(name)  # a "did you mean" error
+            raise from_api_exception(e, name) from None
+
+    def watch_trainjob(self, name: str, timeout_seconds: int) -> Iterator[tuple[str, dict[str, Any]]]:
+        """(event type, TrainJob) as they happen, for up to ``timeout_seconds``."""
+        w = k8s_watch.Watch()
+        try:
+            for ev in w.stream(self._custom.list_namespaced_custom_object, GROUP, VERSION, self.namespace, "trainjobs",
+                               field_selector=f"metadata.name={name}", timeout_seconds=timeout_seconds):
+                yield ev["type"], ev["object"]
+        except ApiException as e:
+            raise from_api_exception(e, name) from None
+        finally:
+            w.stop()
+
+    # -- runtimes --------------------------------------------------------------
+
+    def cluster_runtime(self, name: str) -> dict[str, Any]:
+        """The MPI ClusterTrainingRuntime ``name``; InvalidJobError (field ``runtime``) naming
+        a close one when it does not exist, or when it is not an MPI runtime."""
+        try:
+            rt: dict[str, Any] = self._custom.get_cluster_custom_object(GROUP, VERSION, "clustertrainingruntimes", name)
+        except ApiException as e:
+            if e.status != 404:
+                raise from_api_exception(e) from None
+            names = []
+            with contextlib.suppress(MPIJobError):
+                names = [r["metadata"]["name"] for r in self.list_cluster_runtimes() if ((r.get("spec") or {}).get("mlPolicy") or {}).get("mpi")]
+            close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+            hint = f": did you mean {close[0]!r}?" if close else (f": MPI runtimes are {', '.join(names)}" if names else "")
+            raise InvalidJobError(f"runtime {name!r} does not exist{hint}", field="runtime") from None
+        if not ((rt.get("spec") or {}).get("mlPolicy") or {}).get("mpi"):
+            raise InvalidJobError(f"runtime {name!r} is not an MPI runtime (it has no MPI policy)", field="runtime")
+        return rt
+
+    def list_cluster_runtimes(self) -> list[dict[str, Any]]:
+        try:
+            items: list[dict[str, Any]] = self._custom.list_cluster_custom_object(GROUP, VERSION, "clustertrainingruntimes")["items"]
+            return items
+        except ApiException as e:
+            raise from_api_exception(e) from None
+
+    def job_runtime(self, name: str) -> dict[str, Any]:
+        """A job's own namespaced TrainingRuntime."""
+        try:
+            rt: dict[str, Any] = self._custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainingruntimes", name)
+            return rt
+        except ApiException as e:
+            raise from_api_exception(e, name) from None
+
+    def create_job_runtime(self, rt: dict[str, Any]) -> None:
+        """Create a job's own runtime; one left by an earlier job of the same name that is
+        gone is replaced, anything else of that name is refused."""
+        name = rt["metadata"]["name"]
+        rt["metadata"]["namespace"] = self.namespace
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                self._custom.create_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainingruntimes", rt)
+                return
+            except ApiException as e:
+                if e.status != 409:
+                    raise from_api_exception(e, name) from None
+            old = self.job_runtime(name)
+            if ((old.get("metadata") or {}).get("labels") or {}).get(_jobspec.JOB_LABEL) != name:
+                raise InvalidJobError(f"a TrainingRuntime named {name} already exists in namespace {self.namespace} and is not "
+                                      "this job's: give the job another name", field="name")
+            if self.trainjob_exists(name):
+                raise InvalidJobError(f"job {name} already exists in namespace {self.namespace}: pick another name or delete it first", field="name")
+            # A runtime left by an earlier job of this name that is gone: replace it.
+            self.delete_job_runtime(name)
+            if time.monotonic() > deadline:
+                raise WaitTimeoutError(f"the runtime {name} of an earlier job of this name is still being deleted; try again in a minute")
+            time.sleep(0.5)
+
+    def delete_job_runtime(self, name: str) -> None:
+        with contextlib.suppress(ApiException):
+            self._custom.delete_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainingruntimes", name)
+
+    def give_runtime_to(self, name: str, owner: dict[str, Any]) -> None:
+        """Make the TrainJob ``owner`` own its runtime; on failure mpijob-manager does it."""
+        with contextlib.suppress(ApiException):
+            self._custom.patch_namespaced_custom_object(
+                GROUP, VERSION, self.namespace, "trainingruntimes", name,
+                {"metadata": {"ownerReferences": [_jobspec.owner_reference(owner)]}})
+
+    # -- pods, logs, events ------------------------------------------------------
+
+    def job_pods(self, name: str) -> tuple[list[Any], list[Any]]:
+        """The job's Launcher pods (newest first) and Worker pods (by index)."""
+        try:
+            pods = self._core.list_namespaced_pod(self.namespace, label_selector=f"{JOBSET_NAME}={name}").items
+        except ApiException as e:
+            raise from_api_exception(e, name) from None
+        launcher = sorted((p for p in pods if p.metadata.labels.get(REPLICATED_JOB) == "launcher"),
+                          key=lambda p: p.metadata.creation_timestamp, reverse=True)
+        workers = sorted((p for p in pods if p.metadata.labels.get(REPLICATED_JOB) == "node"),
+                         key=lambda p: int(p.metadata.labels.get(COMPLETION_INDEX, "0")))
+        return launcher, workers
+
+    def delete_job_pods(self, name: str, grace_period: int) -> None:
+        try:
+            self._core.delete_collection_namespaced_pod(self.namespace, label_selector=f"{JOBSET_NAME}={name}",
+                                                        grace_period_seconds=grace_period)
+        except ApiException as e:
+            if e.status != 404:
+                raise from_api_exception(e, name) from None
+
+    def pod_log(self, pod: str, **kwargs: Any) -> str | None:
+        """The pod's log (None when the pod is gone)."""
+        try:
+            text: str = self._core.read_namespaced_pod_log(pod, self.namespace, **kwargs)
+            return text
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise from_api_exception(e) from None
+
+    def stream_pod_log(self, pod: str, **kwargs: Any) -> Iterator[str]:
+        """The pod's log lines as they come, until its container stops."""
+        try:
+            resp = self._core.read_namespaced_pod_log(pod, self.namespace, follow=True, _preload_content=False, **kwargs)
+        except ApiException as e:
+            raise from_api_exception(e) from None
+        for raw in resp.stream():
+            yield from raw.decode("utf-8", "replace").splitlines()
+
+    def pod_phase(self, pod: str) -> str | None:
+        """The pod's phase (None when it is gone)."""
+        try:
+            phase: str = self._core.read_namespaced_pod(pod, self.namespace).status.phase
+            return phase
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise from_api_exception(e) from None
+
+    def list_events(self) -> list[Any]:
+        try:
+            return list(self._core.list_namespaced_event(self.namespace).items)
+        except ApiException as e:
+            raise from_api_exception(e) from None
+
+
+def load_config(context: str | None, config_file: str | None) -> tuple[Any, str | None]:
+    """An API client from the kubeconfig (or the pod's ServiceAccount), and its namespace."""
+    try:
+        cfg = k8s.Configuration()
+        k8s_config.load_kube_config(config_file=config_file, context=context, client_configuration=cfg)
+        _, active = k8s_config.list_kube_config_contexts(config_file=config_file)
+        if context:
+            contexts, _ = k8s_config.list_kube_config_contexts(config_file=config_file)
+            active = next((c for c in contexts if c["name"] == context), active)
+        ns = (active or {}).get("context", {}).get("namespace")
+        return k8s.ApiClient(cfg), ns
+    except (k8s_config.ConfigException, FileNotFoundError, TypeError) as kube_err:
+        if context or config_file:
+            raise MPIJobError(f"cannot load kubeconfig (context={context!r}, config_file={config_file!r}): {kube_err}") from None
+        try:
+            cfg = k8s.Configuration()
+            k8s_config.load_incluster_config(client_configuration=cfg)
+        except k8s_config.ConfigException:
+            raise MPIJobError("no kubeconfig ($KUBECONFIG, ~/.kube/config) and not in a pod: "
+                              "pass config_file= or context=") from None
+        ns = None
+        try:
+            with open("/var/run/secrets/kubernetes.io/serviceaccount/namespace") as f:
+                ns = f.read().strip()
+        except OSError:
+            pass
+        return k8s.ApiClient(cfg), ns

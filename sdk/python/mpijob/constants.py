@@ -1,0 +1,18 @@
+"""Names the SDK shares with Trainer, JobSet, Kueue and mpijob-manager."""
+
+from __future__ import annotations
+
+from . import jobspec as _jobspec
+
+GROUP = "trainer.kubeflow.org"
+VERSION = "v1alpha1"
+STATUS_ANNOTATION = "mpijob.dev/status"
+CREATOR_ANNOTATION = "mpijob.dev/creator"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"
+REPLICATED_JOB = "jobset.sigs.k8s.io/replicatedjob-name"
+COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
+# The field manager of the runtime patches the SDK writes (volumes, node selector).
+PATCH_MANAGER = "mpijob.dev/python-sdk"
+# JobSet's Launcher pod name "<name>-launcher-0-0-xxxxx" fits 63 characters.
+MAX_NAME = _jobspec.MAX_NAME
