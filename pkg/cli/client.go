@@ -32,6 +32,9 @@ type clients struct {
 }
 
 func (o *Options) clients() (*clients, error) {
+	if o.ClientsFunc != nil {
+		return o.ClientsFunc()
+	}
 	cfg, err := o.Config.ToRESTConfig()
 	if err != nil {
 		return nil, err

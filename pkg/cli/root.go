@@ -72,6 +72,10 @@ func MainContext(ctx context.Context, args []string, streams genericiooptions.IO
 type Options struct {
 	genericiooptions.IOStreams
 	Config *genericclioptions.ConfigFlags
+	// ClientsFunc, when set, makes the API clients instead of the
+	// kubeconfig: the seam through which verbs are unit-tested with fake
+	// clients (see fakeOptions in the tests).
+	ClientsFunc func() (*clients, error)
 }
 
 // NewRootCommand builds the command tree.

@@ -1,0 +1,155 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	kfake "k8s.io/client-go/kubernetes/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+)
+
+// fakeOptions are Options whose API clients are fakes holding objs, in
+// namespace team-a (the client-getter seam, as kueuectl's
+// app/testing/fake.go); funcs intercept calls. It returns the streams'
+// buffers too.
+func fakeOptions(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) (*Options, *bytes.Buffer, *bytes.Buffer) {
+	t.Helper()
+	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithInterceptorFuncs(funcs).Build()
+	out, errOut := &bytes.Buffer{}, &bytes.Buffer{}
+	o := &Options{
+		IOStreams: genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: out, ErrOut: errOut},
+		Config:    genericclioptions.NewConfigFlags(false),
+		ClientsFunc: func() (*clients, error) {
+			return &clients{WithWatch: cl, cs: kfake.NewClientset(), namespace: "team-a"}, nil
+		},
+	}
+	return o, out, errOut
+}
+
+func fakeJob(name string) *trainer.TrainJob {
+	return &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a"},
+		Spec: trainer.TrainJobSpec{RuntimeRef: trainer.RuntimeRef{Name: "mpi-openmpi"}}}
+}
+
+func fakePod(job, role string, i int) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Name: job + "-" + role + "-0-" + string(rune('0'+i)) + "-abcde", Namespace: "team-a",
+		Labels: map[string]string{jobsetv1alpha2.JobSetNameKey: job, jobsetv1alpha2.ReplicatedJobNameKey: role},
+	}}
+}
+
+func TestDeleteVerb(t *testing.T) {
+	type call struct {
+		kind  string
+		grace int64
+	}
+	cases := map[string]struct {
+		names    []string
+		grace    int64
+		objs     []client.Object
+		code     int
+		msg      string
+		out      string
+		calls    []call
+		leftJobs []string
+	}{
+		"one job": {
+			names: []string{"a"}, grace: -1, objs: []client.Object{fakeJob("a"), fakeJob("b")},
+			out: "mpijob a deleted\n", calls: []call{{"TrainJob", -1}}, leftJobs: []string{"b"},
+		},
+		"a wrong name deletes nothing, with did-you-mean": {
+			names: []string{"a", "bb"}, grace: -1, objs: []client.Object{fakeJob("a"), fakeJob("b")},
+			code: ExitNotFound, msg: `MPI job "bb" not found in namespace team-a: did you mean "b"?`, leftJobs: []string{"a", "b"},
+		},
+		"a grace period reaches the pods": {
+			names: []string{"a"}, grace: 0, objs: []client.Object{fakeJob("a"), fakePod("a", "launcher", 0), fakePod("a", "node", 0)},
+			out: "mpijob a deleted\n", calls: []call{{"TrainJob", -1}, {"Pods", 0}},
+		},
+		"bad grace period": {names: []string{"a"}, grace: -2, code: ExitUsage, msg: "--grace-period -2: use seconds"},
+		"no name":          {grace: -1, code: ExitUsage, msg: "delete takes one or more job NAMEs"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var calls []call
+			o, out, _ := fakeOptions(t, interceptor.Funcs{
+				Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+					do := &client.DeleteOptions{}
+					do.ApplyOptions(opts)
+					if _, ok := obj.(*trainer.TrainJob); ok {
+						g := int64(-1)
+						if do.GracePeriodSeconds != nil {
+							g = *do.GracePeriodSeconds
+						}
+						calls = append(calls, call{"TrainJob", g})
+					}
+					return c.Delete(ctx, obj, opts...)
+				},
+				DeleteAllOf: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteAllOfOption) error {
+					do := &client.DeleteAllOfOptions{}
+					do.ApplyOptions(opts)
+					if do.LabelSelector.String() != jobsetv1alpha2.JobSetNameKey+"=a" {
+						t.Errorf("pods selected by %q, want the job's", do.LabelSelector)
+					}
+					calls = append(calls, call{"Pods", *do.GracePeriodSeconds})
+					return c.DeleteAllOf(ctx, obj, opts...)
+				},
+			}, tc.objs...)
+			d := &deleteOptions{Options: o, wait: true, timeout: 5 * time.Second, grace: tc.grace}
+			err := d.Complete(tc.names)
+			if err == nil {
+				err = d.Validate()
+			}
+			if err == nil {
+				err = d.Run(context.Background())
+			}
+			var ee *exitError
+			switch {
+			case tc.code == 0 && err != nil:
+				t.Fatalf("error %v", err)
+			case tc.code != 0 && (!errors.As(err, &ee) || ee.code != tc.code || !strings.Contains(ee.msg, tc.msg)):
+				t.Fatalf("error %v, want exit %d with %q", err, tc.code, tc.msg)
+			}
+			if diff := cmp.Diff(tc.out, out.String()); diff != "" {
+				t.Errorf("output (-want,+got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.calls, calls, cmp.AllowUnexported(call{})); diff != "" {
+				t.Errorf("delete calls (-want,+got):\n%s", diff)
+			}
+			if tc.code == ExitUsage {
+				return
+			}
+			cl, _ := o.clients()
+			l := &trainer.TrainJobList{}
+			if err := cl.List(context.Background(), l); err != nil {
+				t.Fatal(err)
+			}
+			var left []string
+			for _, j := range l.Items {
+				left = append(left, j.Name)
+			}
+			if diff := cmp.Diff(tc.leftJobs, left); diff != "" {
+				t.Errorf("jobs left (-want,+got):\n%s", diff)
+			}
+			if tc.grace >= 0 {
+				p := &corev1.Pod{}
+				if err := cl.Get(context.Background(), client.ObjectKeyFromObject(fakePod("a", "launcher", 0)), p); !apierrors.IsNotFound(err) {
+					t.Errorf("the Launcher pod is still there: %v", err)
+				}
+			}
+		})
+	}
+}
