@@ -15,8 +15,17 @@ import (
 	"github.com/mpijob/mpijob/pkg/queue"
 )
 
+// cloneOptions is `kubectl mpijob clone`.
+type cloneOptions struct {
+	*Options
+	jobFlags
+	src, name string
+	command   []string
+	changed   func(string) bool
+}
+
 func newCloneCommand(o *Options) *cobra.Command {
-	f := &jobFlags{}
+	c := &cloneOptions{Options: o}
 	cmd := &cobra.Command{
 		Use:   "clone NAME NEW [flags] [-- COMMAND ARGS...]",
 		Short: "Submit a copy of an MPI job with changes; the original is untouched",
@@ -24,42 +33,56 @@ func newCloneCommand(o *Options) *cobra.Command {
   kubectl mpijob clone train train-lr2 --env LR=0.02 -- mpirun -x LR python3 train.py`,
 		ValidArgsFunction: o.completeJobs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			dash := cmd.ArgsLenAtDash()
-			names := args
-			if dash >= 0 {
-				names = args[:dash]
-			}
-			if len(names) != 2 {
-				return usageErr("clone takes the job NAME and the NEW name: kubectl mpijob clone NAME NEW [flags]")
-			}
-			cl, err := o.clients()
-			if err != nil {
+			if err := c.Complete(args, cmd.ArgsLenAtDash(), cmd.Flags().Changed); err != nil {
 				return err
 			}
-			ctx := cmd.Context()
-			src, err := cl.job(ctx, names[0])
-			if err != nil {
-				return err
-			}
-			job, err := cl.cloneJob(ctx, src, names[1], f, cmd.Flags().Changed)
-			if err != nil {
-				return err
-			}
-			f.printWarnings(o.ErrOut)
-			if dash >= 0 && len(args) > dash {
-				job.TrainJob.Spec.Trainer.Command = args[dash:]
-			}
-			if err := cl.createJob(ctx, job, false); err != nil {
-				return err
-			}
-			tj := job.TrainJob
-			fmt.Fprintf(o.Out, "mpijob %s created in namespace %s (a clone of %s)\n", tj.Name, tj.Namespace, src.Name)
-			return nil
+			return c.Run(cmd.Context())
 		},
 	}
-	f.add(cmd.Flags(), false)
+	c.add(cmd.Flags(), false)
 	_ = cmd.RegisterFlagCompletionFunc("runtime", o.completeRuntimes)
 	return cmd
+}
+
+// Complete takes NAME, NEW and the command after --.
+func (c *cloneOptions) Complete(args []string, dash int, changed func(string) bool) error {
+	names := args
+	if dash >= 0 {
+		names = args[:dash]
+		c.command = args[dash:]
+	}
+	if len(names) != 2 {
+		return usageErr("clone takes the job NAME and the NEW name: kubectl mpijob clone NAME NEW [flags]")
+	}
+	c.src, c.name, c.changed = names[0], names[1], changed
+	return nil
+}
+
+// Run builds the copy from the source's Input with the flags applied and
+// creates it.
+func (c *cloneOptions) Run(ctx context.Context) error {
+	cl, err := c.clients()
+	if err != nil {
+		return err
+	}
+	src, err := cl.job(ctx, c.src)
+	if err != nil {
+		return err
+	}
+	job, err := cl.cloneJob(ctx, src, c.name, &c.jobFlags, c.changed)
+	if err != nil {
+		return err
+	}
+	c.printWarnings(c.ErrOut)
+	if len(c.command) > 0 {
+		job.TrainJob.Spec.Trainer.Command = c.command
+	}
+	if err := cl.createJob(ctx, job, false); err != nil {
+		return err
+	}
+	tj := job.TrainJob
+	fmt.Fprintf(c.Out, "mpijob %s created in namespace %s (a clone of %s)\n", tj.Name, tj.Namespace, src.Name)
+	return nil
 }
 
 // cloneJob builds a copy of src named name, with the flags' changes: the

@@ -17,33 +17,47 @@ import (
 	"github.com/mpijob/mpijob/pkg/api"
 )
 
+// eventsOptions is `kubectl mpijob events`.
+type eventsOptions struct {
+	*Options
+	name string
+	now  func() time.Time
+}
+
 func newEventsCommand(o *Options) *cobra.Command {
+	e := &eventsOptions{Options: o, now: time.Now}
 	return &cobra.Command{
 		Use:               "events NAME",
 		Short:             "Events of an MPI job, its JobSet, Jobs and pods, oldest first",
 		Args:              exactlyOneName("events"),
 		ValidArgsFunction: o.completeJobs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := o.clients()
-			if err != nil {
-				return err
-			}
-			tj, err := cl.job(cmd.Context(), args[0])
-			if err != nil {
-				return err
-			}
-			evs, err := jobEvents(cmd.Context(), cl, tj)
-			if err != nil {
-				return err
-			}
-			if len(evs) == 0 {
-				fmt.Fprintf(o.ErrOut, "No events for MPI job %s (events expire after an hour).\n", tj.Name)
-				return nil
-			}
-			printEvents(o.Out, evs, time.Now())
-			return nil
+			e.name = args[0]
+			return e.Run(cmd.Context())
 		},
 	}
+}
+
+// Run prints the job's own events (exact names), oldest first.
+func (e *eventsOptions) Run(ctx context.Context) error {
+	cl, err := e.clients()
+	if err != nil {
+		return err
+	}
+	tj, err := cl.job(ctx, e.name)
+	if err != nil {
+		return err
+	}
+	evs, err := jobEvents(ctx, cl, tj)
+	if err != nil {
+		return err
+	}
+	if len(evs) == 0 {
+		fmt.Fprintf(e.ErrOut, "No events for MPI job %s (events expire after an hour).\n", tj.Name)
+		return nil
+	}
+	printEvents(e.Out, evs, e.now())
+	return nil
 }
 
 // jobEvents are the events of the TrainJob and of its own objects, by

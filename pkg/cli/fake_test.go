@@ -153,3 +153,29 @@ func TestDeleteVerb(t *testing.T) {
 		})
 	}
 }
+
+// events through the verb: the job's own objects' events only, oldest first.
+func TestEventsVerb(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+	ev := func(name, kind, obj, reason string, at time.Duration) *corev1.Event {
+		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a"}, Type: corev1.EventTypeNormal, Reason: reason,
+			Message: reason + " of " + obj, InvolvedObject: corev1.ObjectReference{Kind: kind, Name: obj, Namespace: "team-a"},
+			LastTimestamp: metav1.NewTime(t0.Add(at))}
+	}
+	o, out, _ := fakeOptions(t, interceptor.Funcs{}, fakeJob("hello"), fakeJob("hello-4"),
+		ev("e1", "Pod", "hello-node-0-0-abcde", "Started", 5*time.Second),
+		ev("e2", "TrainJob", "hello-4", "Created", 0),
+		ev("e3", "TrainJob", "hello", "Created", time.Second),
+		ev("e4", "Pod", "hello-4-node-0-0-abcde", "Started", 2*time.Second))
+	e := &eventsOptions{Options: o, name: "hello", now: func() time.Time { return t0.Add(time.Minute) }}
+	if err := e.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := `  AGE  TYPE    REASON   OBJECT                    MESSAGE
+  59s  Normal  Created  trainjob/hello            Created of hello
+  55s  Normal  Started  pod/hello-node-0-0-abcde  Started of hello-node-0-0-abcde
+`
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("events (-want,+got):\n%s", diff)
+	}
+}

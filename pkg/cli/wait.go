@@ -13,9 +13,17 @@ import (
 	"github.com/mpijob/mpijob/pkg/api"
 )
 
+// waitOptions is `kubectl mpijob wait`.
+type waitOptions struct {
+	*Options
+	name     string
+	forPhase string
+	want     api.Phase
+	timeout  time.Duration
+}
+
 func newWaitCommand(o *Options) *cobra.Command {
-	var forPhase string
-	var timeout time.Duration
+	w := &waitOptions{Options: o}
 	cmd := &cobra.Command{
 		Use:   "wait NAME --for=PHASE [--timeout D]",
 		Short: "Wait until an MPI job reaches a phase; the exit code says how it ended",
@@ -30,22 +38,15 @@ printed; 7 the timeout passed; 3 no such job.`,
 		Args:              exactlyOneName("wait"),
 		ValidArgsFunction: o.completeJobs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			want, err := api.ParsePhase(forPhase)
-			if err != nil {
-				return usageErr("--for %q: %v", forPhase, err)
-			}
-			if timeout <= 0 {
-				return usageErr("--timeout %s: use a positive duration, e.g. 10m", timeout)
-			}
-			cl, err := o.clients()
-			if err != nil {
+			w.Complete(args)
+			if err := w.Validate(); err != nil {
 				return err
 			}
-			return waitFor(cmd.Context(), cl, o, args[0], want, timeout)
+			return w.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVar(&forPhase, "for", string(api.PhaseSucceeded), "phase to wait for: Running, Succeeded, Failed, ...")
-	cmd.Flags().DurationVar(&timeout, "timeout", 30*time.Minute, "give up after this long")
+	cmd.Flags().StringVar(&w.forPhase, "for", string(api.PhaseSucceeded), "phase to wait for: Running, Succeeded, Failed, ...")
+	cmd.Flags().DurationVar(&w.timeout, "timeout", 30*time.Minute, "give up after this long")
 	_ = cmd.RegisterFlagCompletionFunc("for", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		var out []string
 		for _, p := range api.Phases {
@@ -54,6 +55,31 @@ printed; 7 the timeout passed; 3 no such job.`,
 		return out, cobra.ShellCompDirectiveNoFileComp
 	})
 	return cmd
+}
+
+// Complete takes the job's name.
+func (w *waitOptions) Complete(args []string) { w.name = args[0] }
+
+// Validate checks --for and --timeout; no API call.
+func (w *waitOptions) Validate() error {
+	want, err := api.ParsePhase(w.forPhase)
+	if err != nil {
+		return usageErr("--for %q: %v", w.forPhase, err)
+	}
+	w.want = want
+	if w.timeout <= 0 {
+		return usageErr("--timeout %s: use a positive duration, e.g. 10m", w.timeout)
+	}
+	return nil
+}
+
+// Run waits; its error's exit code says how the job ended.
+func (w *waitOptions) Run(ctx context.Context) error {
+	cl, err := w.clients()
+	if err != nil {
+		return err
+	}
+	return waitFor(ctx, cl, w.Options, w.name, w.want, w.timeout)
 }
 
 func waitFor(ctx context.Context, cl *clients, o *Options, name string, want api.Phase, timeout time.Duration) error {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"strings"
@@ -10,8 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/mpijob/mpijob/pkg/api"
 )
@@ -25,7 +23,6 @@ func TestWaitExitCodes(t *testing.T) {
 		NextStep:  "Check the resource name example.com/fpga.",
 		NextSteps: []string{"Check the resource name example.com/fpga.", "Or ask an administrator."}}, time.Minute)
 	running := testJob("team-a", "slow", "mpi-openmpi", 1, &api.Status{Phase: api.PhaseRunning}, time.Minute)
-	cl := &clients{WithWatch: fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(&cannot, &running).Build(), namespace: "team-a"}
 	cases := map[string]struct {
 		name     string
 		want     api.Phase
@@ -33,6 +30,8 @@ func TestWaitExitCodes(t *testing.T) {
 		code     int
 		contains []string
 	}{
+		"a phase that is none: 2": {name: "slow", want: "Runing", timeout: time.Second, code: ExitUsage, contains: []string{`--for "Runing"`}},
+		"no timeout: 2":           {name: "slow", want: api.PhaseRunning, code: ExitUsage, contains: []string{"--timeout 0s"}},
 		"can never start: 6 with the next steps": {name: "fpga", want: api.PhaseRunning, timeout: 10 * time.Second, code: ExitOtherPhase,
 			contains: []string{"job fpga can never reach Running: CannotStart: The job can never start", "1. Check the resource name example.com/fpga.", "2. Or ask an administrator."}},
 		"waiting for its own phase is fine": {name: "fpga", want: api.PhaseQueued, timeout: 10 * time.Second},
@@ -41,9 +40,13 @@ func TestWaitExitCodes(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			var out, errOut bytes.Buffer
-			o := &Options{IOStreams: genericiooptions.IOStreams{Out: &out, ErrOut: &errOut}}
-			err := waitFor(context.Background(), cl, o, tc.name, tc.want, tc.timeout)
+			o, _, _ := fakeOptions(t, interceptor.Funcs{}, &cannot, &running)
+			w := &waitOptions{Options: o, forPhase: string(tc.want), timeout: tc.timeout}
+			w.Complete([]string{tc.name})
+			err := w.Validate()
+			if err == nil {
+				err = w.Run(context.Background())
+			}
 			if tc.code == 0 {
 				if err != nil {
 					t.Fatalf("err %v, want none", err)
