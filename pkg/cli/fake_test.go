@@ -85,7 +85,7 @@ func TestDeleteVerb(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var calls []call
-			o, out, _ := fakeOptions(t, interceptor.Funcs{
+			o, out, errOut := fakeOptions(t, interceptor.Funcs{
 				Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
 					do := &client.DeleteOptions{}
 					do.ApplyOptions(opts)
@@ -125,6 +125,9 @@ func TestDeleteVerb(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.out, out.String()); diff != "" {
 				t.Errorf("output (-want,+got):\n%s", diff)
+			}
+			if errOut.Len() > 0 {
+				t.Errorf("stderr: %s", errOut)
 			}
 			if diff := cmp.Diff(tc.calls, calls, cmp.AllowUnexported(call{})); diff != "" {
 				t.Errorf("delete calls (-want,+got):\n%s", diff)

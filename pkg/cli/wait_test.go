@@ -30,7 +30,7 @@ func TestWaitExitCodes(t *testing.T) {
 		code     int
 		contains []string
 	}{
-		"a phase that is none: 2": {name: "slow", want: "Runing", timeout: time.Second, code: ExitUsage, contains: []string{`--for "Runing"`}},
+		"a phase that is none: 2": {name: "slow", want: "Done", timeout: time.Second, code: ExitUsage, contains: []string{`--for "Done"`}},
 		"no timeout: 2":           {name: "slow", want: api.PhaseRunning, code: ExitUsage, contains: []string{"--timeout 0s"}},
 		"can never start: 6 with the next steps": {name: "fpga", want: api.PhaseRunning, timeout: 10 * time.Second, code: ExitOtherPhase,
 			contains: []string{"job fpga can never reach Running: CannotStart: The job can never start", "1. Check the resource name example.com/fpga.", "2. Or ask an administrator."}},
