@@ -20,20 +20,34 @@ import (
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
+// describeOptions is `kubectl mpijob describe`.
+type describeOptions struct {
+	*Options
+	name string
+	now  func() time.Time
+}
+
 func newDescribeCommand(o *Options) *cobra.Command {
+	d := &describeOptions{Options: o, now: time.Now}
 	return &cobra.Command{
 		Use:               "describe NAME",
 		Short:             "Show an MPI job: phase, diagnosis and next step, events, pods, resources, runtime",
 		Args:              exactlyOneName("describe"),
 		ValidArgsFunction: o.completeJobs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cl, err := o.clients()
-			if err != nil {
-				return err
-			}
-			return describe(cmd.Context(), cl, args[0], o.Out, time.Now())
+			d.name = args[0]
+			return d.Run(cmd.Context())
 		},
 	}
+}
+
+// Run prints the job.
+func (d *describeOptions) Run(ctx context.Context) error {
+	cl, err := d.clients()
+	if err != nil {
+		return err
+	}
+	return describe(ctx, cl, d.name, d.Out, d.now())
 }
 
 func exactlyOneName(verb string) cobra.PositionalArgs {

@@ -1,14 +1,14 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"strings"
 	"testing"
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mpijob/mpijob/config"
@@ -29,10 +29,21 @@ func TestDescribeRedactsTheCommand(t *testing.T) {
 	if err := yaml.UnmarshalStrict(raw, rt); err != nil {
 		t.Fatal(err)
 	}
-	cl := &clients{WithWatch: fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(&tj, rt).Build(), namespace: "team-a"}
-	var out bytes.Buffer
-	if err := describe(context.Background(), cl, "s3", &out, now); err != nil {
+	tj.Spec.Trainer.Env = []corev1.EnvVar{{Name: "DB_PASSWORD", Value: "hunter2hunter2"},
+		{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "api"}, Key: "token"}}}}
+	o, out, _ := fakeOptions(t, interceptor.Funcs{}, &tj, rt)
+	d := &describeOptions{Options: o, name: "s3", now: func() time.Time { return now }}
+	if err := d.Run(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+	// The environment: values redacted, a Secret's key named, never its value.
+	for _, want := range []string{"Env:", "DB_PASSWORD=[REDACTED]", "TOKEN from Secret api, key token"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("describe lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "hunter2") {
+		t.Errorf("describe prints a password:\n%s", out.String())
 	}
 	if strings.Contains(out.String(), "AKIAABCDEFGHIJKLMNOP") {
 		t.Errorf("describe prints the access key id:\n%s", out.String())
