@@ -23,12 +23,19 @@ import (
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
+// createOptions is `kubectl mpijob create`: Complete reads the arguments
+// and flags into a jobspec.Input (or the file), Validate checks what needs
+// no cluster, Run builds against the real runtime and creates.
 type createOptions struct {
 	*Options
 	jobFlags
 	file   string
 	dryRun string
 	output string
+
+	in        jobspec.Input
+	fromFlags bool
+	job       *jobspec.Job
 }
 
 func newCreateCommand(o *Options) *cobra.Command {
@@ -49,7 +56,13 @@ N Workers that host the ranks, with --slots-per-worker ranks each.`,
   kubectl mpijob create -f job.yaml`,
 		ValidArgsFunction: cobra.NoFileCompletions,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return c.run(cmd, args)
+			if err := c.Complete(args, cmd.ArgsLenAtDash(), cmd.Flags().Changed); err != nil {
+				return err
+			}
+			if err := c.Validate(); err != nil {
+				return err
+			}
+			return c.Run(cmd.Context())
 		},
 	}
 	c.add(cmd.Flags(), true)
@@ -61,27 +74,78 @@ N Workers that host the ranks, with --slots-per-worker ranks each.`,
 	return cmd
 }
 
-func (c *createOptions) run(cmd *cobra.Command, args []string) error {
+// Complete reads NAME, the command after -- and the job flags into an
+// Input, or the job from -f.
+func (c *createOptions) Complete(args []string, dash int, changed func(string) bool) error {
 	if c.dryRun != "none" && c.dryRun != "client" && c.dryRun != "server" {
 		return usageErr("--dry-run %q: use client or server", c.dryRun)
 	}
 	if c.output != "" && c.output != "yaml" && c.output != "json" {
 		return usageErr("--output %q: use yaml or json", c.output)
 	}
+	if c.file != "" {
+		if len(args) > 0 || anyFlag(changed, jobFlagNames...) {
+			return usageErr("-f takes the whole job from the file: give no NAME, COMMAND or job flags with it")
+		}
+		job, err := readJobFile(c.file, c.In)
+		if err != nil {
+			return err
+		}
+		c.job = job
+		return nil
+	}
+	if len(args) == 0 || dash == 0 {
+		return usageErr("give the job a NAME: kubectl mpijob create NAME --workers N [-- COMMAND ARGS...]")
+	}
+	name := args[0]
+	if dash > 1 || dash < 0 && len(args) > 1 {
+		return usageErr("unexpected arguments %q: put the command after --, e.g. create %s --workers 2 -- mpirun python3 train.py", args[1:], name)
+	}
+	if !changed("workers") {
+		return usageErr("--workers is required: how many Workers host the ranks, e.g. --workers 2")
+	}
+	c.fromFlags = true
+	c.in = jobspec.Input{Name: name, Runtime: c.runtime}
+	if err := c.input(&c.in, changed); err != nil {
+		return err
+	}
+	if dash >= 0 && len(args) > dash {
+		c.in.Command = args[dash:]
+	}
+	return nil
+}
+
+// Validate checks what needs no cluster: the job as built on a stand-in
+// runtime.
+func (c *createOptions) Validate() error {
+	if !c.fromFlags {
+		return nil
+	}
+	if _, err := jobspec.Build(c.in, offlineRuntime(c.in.Runtime)); err != nil {
+		return buildErr(err)
+	}
+	return nil
+}
+
+// Run builds the job on its runtime and creates it (or prints it, or has
+// the cluster check it).
+func (c *createOptions) Run(ctx context.Context) error {
 	cl, err := c.clients()
 	if err != nil {
 		return err
 	}
-	ctx := cmd.Context()
-	var job *jobspec.Job
-	if c.file != "" {
-		if len(args) > 0 || anyChanged(cmd, jobFlagNames...) {
-			return usageErr("-f takes the whole job from the file: give no NAME, COMMAND or job flags with it")
-		}
-		job, err = readJobFile(c.file, c.In)
+	job := c.job
+	if c.fromFlags {
+		c.printWarnings(c.ErrOut)
+		c.in.Namespace = cl.namespace
+		base, err := cl.clusterRuntime(ctx, c.in.Runtime)
 		if err != nil {
 			return err
 		}
+		if job, err = jobspec.Build(c.in, base); err != nil {
+			return buildErr(err)
+		}
+	} else {
 		tj := job.TrainJob
 		if tj.Namespace == "" || c.Config.Namespace != nil && *c.Config.Namespace != "" {
 			tj.Namespace = cl.namespace
@@ -90,36 +154,6 @@ func (c *createOptions) run(cmd *cobra.Command, args []string) error {
 			if job, err = cl.fitWorkers(ctx, job); err != nil {
 				return err
 			}
-		}
-	} else {
-		if len(args) == 0 || cmd.ArgsLenAtDash() == 0 {
-			return usageErr("give the job a NAME: kubectl mpijob create NAME --workers N [-- COMMAND ARGS...]")
-		}
-		name := args[0]
-		if dash := cmd.ArgsLenAtDash(); dash > 1 || dash < 0 && len(args) > 1 {
-			return usageErr("unexpected arguments %q: put the command after --, e.g. create %s --workers 2 -- mpirun python3 train.py", args[1:], name)
-		}
-		if !cmd.Flags().Changed("workers") {
-			return usageErr("--workers is required: how many Workers host the ranks, e.g. --workers 2")
-		}
-		in := jobspec.Input{Name: name, Namespace: cl.namespace, Runtime: c.runtime}
-		if err := c.input(&in, cmd.Flags().Changed); err != nil {
-			return err
-		}
-		c.printWarnings(c.ErrOut)
-		if dash := cmd.ArgsLenAtDash(); dash >= 0 && len(args) > dash {
-			in.Command = args[dash:]
-		}
-		// Check what needs no cluster before asking it anything.
-		if _, err := jobspec.Build(in, offlineRuntime(in.Runtime)); err != nil {
-			return buildErr(err)
-		}
-		base, err := cl.clusterRuntime(ctx, in.Runtime)
-		if err != nil {
-			return err
-		}
-		if job, err = jobspec.Build(in, base); err != nil {
-			return buildErr(err)
 		}
 	}
 	if c.dryRun == "client" {
@@ -317,9 +351,10 @@ func splitYAML(b []byte) ([][]byte, error) {
 	}
 }
 
-func anyChanged(cmd *cobra.Command, names ...string) bool {
+// anyFlag reports whether any of the named flags was set.
+func anyFlag(changed func(string) bool, names ...string) bool {
 	for _, n := range names {
-		if cmd.Flags().Changed(n) {
+		if changed(n) {
 			return true
 		}
 	}

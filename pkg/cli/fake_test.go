@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -20,6 +23,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mpijob/mpijob/config"
+	"github.com/mpijob/mpijob/pkg/jobspec"
 )
 
 // fakeOptions are Options whose API clients are fakes holding objs, in
@@ -180,5 +187,135 @@ func TestEventsVerb(t *testing.T) {
 `
 	if diff := cmp.Diff(want, out.String()); diff != "" {
 		t.Errorf("events (-want,+got):\n%s", diff)
+	}
+}
+
+func shippedRuntime(t *testing.T, name string) *trainer.ClusterTrainingRuntime {
+	t.Helper()
+	raw, err := config.Runtimes.ReadFile("runtimes/" + name + ".yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &trainer.ClusterTrainingRuntime{}
+	if err := yaml.UnmarshalStrict(raw, rt); err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
+// create through the verb on fakes: what it creates is jobspec.Build's job
+// for the same flags (per-job runtime owned by the TrainJob); a client dry
+// run prints and creates nothing; bad input exits 2 before any call.
+func TestCreateVerb(t *testing.T) {
+	base := shippedRuntime(t, "mpi-openmpi")
+	in := jobspec.Input{Name: "train", Namespace: "team-a", Runtime: "mpi-openmpi", Workers: 3, SlotsPerWorker: 2,
+		Image: "registry.example.com/train:1", ResourcesPerWorker: map[string]string{"cpu": "2", "memory": "4Gi"},
+		Command: []string{"mpirun", "python3", "train.py"}}
+	want, err := jobspec.Build(in, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flags := func(c *createOptions) {
+		c.workers, c.slots, c.image, c.cpu, c.memory, c.runtime = 3, 2, "registry.example.com/train:1", "2", "4Gi", "mpi-openmpi"
+	}
+	set := func(names ...string) func(string) bool {
+		return func(n string) bool { return slices.Contains(names, n) }
+	}
+	args := []string{"train", "mpirun", "python3", "train.py"}
+	jobSet := set("workers", "slots-per-worker", "image", "cpu", "memory")
+
+	t.Run("creates what the builder builds", func(t *testing.T) {
+		var creates []string
+		o, out, _ := fakeOptions(t, interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			creates = append(creates, fmt.Sprintf("%T", obj))
+			return c.Create(ctx, obj, opts...)
+		}}, base)
+		c := &createOptions{Options: o, dryRun: "none"}
+		flags(c)
+		if err := c.Complete(args, 1, jobSet); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff([]string{"*v1alpha1.TrainingRuntime", "*v1alpha1.TrainJob"}, creates); diff != "" {
+			t.Errorf("creates, in order (-want,+got):\n%s", diff)
+		}
+		cl, _ := o.clients()
+		tj, rt := &trainer.TrainJob{}, &trainer.TrainingRuntime{}
+		if err := cl.Get(context.Background(), client.ObjectKey{Namespace: "team-a", Name: "train"}, tj); err != nil {
+			t.Fatal(err)
+		}
+		if err := cl.Get(context.Background(), client.ObjectKey{Namespace: "team-a", Name: "train"}, rt); err != nil {
+			t.Fatal(err)
+		}
+		ignore := cmpopts.IgnoreFields(metav1.ObjectMeta{}, "ResourceVersion", "OwnerReferences", "UID", "CreationTimestamp")
+		if diff := cmp.Diff(want.TrainJob, tj, ignore, cmpopts.IgnoreFields(metav1.TypeMeta{}, "Kind", "APIVersion")); diff != "" {
+			t.Errorf("TrainJob (-built,+created):\n%s", diff)
+		}
+		if diff := cmp.Diff(want.Runtime, rt, ignore, cmpopts.IgnoreFields(metav1.TypeMeta{}, "Kind", "APIVersion")); diff != "" {
+			t.Errorf("per-job runtime (-built,+created):\n%s", diff)
+		}
+		if len(rt.OwnerReferences) != 1 || rt.OwnerReferences[0].Name != "train" || rt.OwnerReferences[0].Kind != "TrainJob" {
+			t.Errorf("the runtime is not owned by its job: %+v", rt.OwnerReferences)
+		}
+		if !strings.Contains(out.String(), "mpijob train created in namespace team-a") {
+			t.Errorf("output: %s", out)
+		}
+	})
+
+	t.Run("a client dry run prints JSON with apiVersion and kind and creates nothing", func(t *testing.T) {
+		o, out, _ := fakeOptions(t, interceptor.Funcs{Create: func(context.Context, client.WithWatch, client.Object, ...client.CreateOption) error {
+			t.Error("a client dry run created something")
+			return nil
+		}}, base)
+		c := &createOptions{Options: o, dryRun: "client", output: "json"}
+		flags(c)
+		if err := c.Complete(args, 1, jobSet); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range []string{`"apiVersion": "trainer.kubeflow.org/v1alpha1"`, `"kind": "TrainJob"`, `"kind": "TrainingRuntime"`} {
+			if !strings.Contains(out.String(), s) {
+				t.Errorf("output lacks %s:\n%s", s, out)
+			}
+		}
+	})
+
+	for name, tc := range map[string]struct {
+		args []string
+		dash int
+		set  func(string) bool
+		c    createOptions
+		msg  string
+	}{
+		"no NAME":            {args: nil, dash: -1, set: set("workers"), msg: "give the job a NAME"},
+		"no --workers":       {args: []string{"x"}, dash: -1, set: set(), msg: "--workers is required"},
+		"command without --": {args: []string{"x", "mpirun"}, dash: -1, set: set("workers"), msg: "put the command after --"},
+		"bad --dry-run":      {args: []string{"x"}, dash: -1, set: set("workers"), c: createOptions{dryRun: "maybe"}, msg: `--dry-run "maybe": use client or server`},
+		"bad -o":             {args: []string{"x"}, dash: -1, set: set("workers"), c: createOptions{dryRun: "none", output: "table"}, msg: `--output "table": use yaml or json`},
+		"bad memory":         {args: []string{"x"}, dash: -1, set: set("workers", "memory"), c: createOptions{dryRun: "none", jobFlags: jobFlags{workers: 1, memory: "lots"}}, msg: `--memory "lots"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			o, _, _ := fakeOptions(t, interceptor.Funcs{})
+			c := tc.c
+			c.Options = o
+			if c.dryRun == "" {
+				c.dryRun = "none"
+			}
+			err := c.Complete(tc.args, tc.dash, tc.set)
+			if err == nil {
+				err = c.Validate()
+			}
+			var ee *exitError
+			if !errors.As(err, &ee) || ee.code != ExitUsage || !strings.Contains(ee.msg, tc.msg) {
+				t.Errorf("error %v, want exit 2 with %q", err, tc.msg)
+			}
+		})
 	}
 }
