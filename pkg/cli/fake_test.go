@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mpijob/mpijob/config"
+	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/jobspec"
 )
 
@@ -315,6 +316,88 @@ func TestCreateVerb(t *testing.T) {
 			var ee *exitError
 			if !errors.As(err, &ee) || ee.code != ExitUsage || !strings.Contains(ee.msg, tc.msg) {
 				t.Errorf("error %v, want exit 2 with %q", err, tc.msg)
+			}
+		})
+	}
+}
+
+// get through the verb on fakes.
+func TestGetVerb(t *testing.T) {
+	a := testJob("team-a", "a", "mpi-openmpi", 2, &api.Status{Phase: api.PhaseRunning, WorkersReady: 2, WorkersTotal: 2}, time.Minute)
+	b := testJob("team-a", "b", "mpi-openmpi", 1, &api.Status{Phase: api.PhaseSucceeded, WorkersTotal: 1}, time.Hour)
+	other := testJob("team-b", "c", "mpi-openmpi", 1, nil, time.Hour)
+	for name, tc := range map[string]struct {
+		names  []string
+		output string
+		code   int
+		want   []string
+		absent []string
+	}{
+		"a table of the namespace": {want: []string{"NAME", "PHASE", "a", "Running", "b", "Succeeded"}, absent: []string{"team-b"}},
+		"names of a list":          {output: "name", want: []string{"trainjob.trainer.kubeflow.org/a\ntrainjob.trainer.kubeflow.org/b\n"}},
+		"one job as yaml":          {names: []string{"a"}, output: "yaml", want: []string{"apiVersion: trainer.kubeflow.org/v1alpha1", "kind: TrainJob", "name: a"}},
+		"a typo":                   {names: []string{"aa"}, code: ExitNotFound, want: []string{`MPI job "aa" not found in namespace team-a: did you mean "a"?`}},
+		"a bad -o":                 {output: "wid", code: ExitUsage, want: []string{"-o wid: not an output format"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			o, out, _ := fakeOptions(t, interceptor.Funcs{}, &a, &b, &other)
+			g := &getOptions{Options: o, print: genericclioptions.NewPrintFlags("").WithTypeSetter(scheme)}
+			g.print.OutputFormat = &tc.output
+			g.Complete(tc.names)
+			err := g.Validate()
+			if err == nil {
+				err = g.Run(context.Background())
+			}
+			got := out.String()
+			if tc.code != 0 {
+				var ee *exitError
+				if !errors.As(err, &ee) || ee.code != tc.code {
+					t.Fatalf("error %v, want exit %d", err, tc.code)
+				}
+				got = ee.msg
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("output lacks %q:\n%s", w, got)
+				}
+			}
+			for _, w := range tc.absent {
+				if strings.Contains(got, w) {
+					t.Errorf("output has %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
+
+// logs' flags are checked before any API call.
+func TestLogsValidate(t *testing.T) {
+	for name, tc := range map[string]struct {
+		l    logsOptions
+		set  bool
+		want string
+	}{
+		"all and worker":  {l: logsOptions{all: true, worker: 1}, set: true, want: "--all and --worker exclude each other"},
+		"negative worker": {l: logsOptions{worker: -2}, set: true, want: "--worker -2: use a Worker index"},
+		"bad grep":        {l: logsOptions{grep: "("}, want: `--grep "(" is not a regular expression`},
+		"negative since":  {l: logsOptions{since: -time.Minute}, want: "--since -1m0s: use a positive duration"},
+		"fine":            {l: logsOptions{worker: 1, grep: "rank [0-9]+"}, set: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := tc.l
+			l.Complete([]string{"hello"}, tc.set)
+			err := l.Validate()
+			if tc.want == "" {
+				if err != nil || l.re == nil && l.grep != "" {
+					t.Fatalf("error %v", err)
+				}
+				return
+			}
+			var ee *exitError
+			if !errors.As(err, &ee) || ee.code != ExitUsage || !strings.Contains(ee.msg, tc.want) {
+				t.Errorf("error %v, want exit 2 with %q", err, tc.want)
 			}
 		})
 	}

@@ -21,12 +21,14 @@ import (
 	"github.com/mpijob/mpijob/pkg/api"
 )
 
+// getOptions is `kubectl mpijob get`.
 type getOptions struct {
 	*Options
 	print         *genericclioptions.PrintFlags
 	allNamespaces bool
 	runtime       string
 	watch         bool
+	names         []string
 }
 
 func newGetCommand(o *Options) *cobra.Command {
@@ -41,7 +43,11 @@ func newGetCommand(o *Options) *cobra.Command {
   kubectl mpijob get -w`,
 		ValidArgsFunction: o.completeJobs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return g.run(cmd.Context(), args)
+			g.Complete(args)
+			if err := g.Validate(); err != nil {
+				return err
+			}
+			return g.Run(cmd.Context())
 		},
 	}
 	g.print.AddFlags(cmd)
@@ -60,13 +66,23 @@ func (g *getOptions) table() bool {
 	return g.print.OutputFormat == nil || *g.print.OutputFormat == "" || g.wide()
 }
 
-func (g *getOptions) run(ctx context.Context, names []string) error {
-	// A bad -o is a usage error, said before any API call.
+// Complete takes the job names (none: every job).
+func (g *getOptions) Complete(args []string) { g.names = args }
+
+// Validate checks -o: a bad format is a usage error, said before any API
+// call.
+func (g *getOptions) Validate() error {
 	if !g.table() {
 		if _, err := g.print.ToPrinter(); err != nil {
 			return usageErr("-o %s: not an output format; use wide or one of %s", *g.print.OutputFormat, strings.Join(g.print.AllowedFormats(), ", "))
 		}
 	}
+	return nil
+}
+
+// Run lists the jobs and prints them (then their changes, with -w).
+func (g *getOptions) Run(ctx context.Context) error {
+	names := g.names
 	cl, err := g.clients()
 	if err != nil {
 		return err

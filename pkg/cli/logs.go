@@ -20,6 +20,7 @@ import (
 	"github.com/mpijob/mpijob/pkg/logs"
 )
 
+// logsOptions is `kubectl mpijob logs`.
 type logsOptions struct {
 	*Options
 	worker         int
@@ -29,6 +30,10 @@ type logsOptions struct {
 	grep           string
 	timestamps     bool
 	showRedactions bool
+
+	name      string
+	workerSet bool
+	re        *regexp.Regexp
 }
 
 func newLogsCommand(o *Options) *cobra.Command {
@@ -52,7 +57,11 @@ rules are data (pkg/logs/redact-rules.json), shared with the Python SDK.`,
 		Args:              exactlyOneName("logs"),
 		ValidArgsFunction: o.completeJobs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			return l.run(cmd, args[0])
+			l.Complete(args, cmd.Flags().Changed("worker"))
+			if err := l.Validate(); err != nil {
+				return err
+			}
+			return l.Run(cmd.Context())
 		},
 	}
 	cmd.Flags().IntVar(&l.worker, "worker", -1, "the Worker with this index (0-based) instead of the Launcher")
@@ -72,21 +81,35 @@ type source struct {
 	pod   corev1.Pod
 }
 
-func (l *logsOptions) run(cmd *cobra.Command, name string) error {
-	if l.all && cmd.Flags().Changed("worker") {
+// Complete takes the job's name and whether --worker was given.
+func (l *logsOptions) Complete(args []string, workerSet bool) {
+	l.name, l.workerSet = args[0], workerSet
+}
+
+// Validate checks the flags; no API call.
+func (l *logsOptions) Validate() error {
+	if l.all && l.workerSet {
 		return usageErr("--all and --worker exclude each other")
 	}
-	var re *regexp.Regexp
+	if l.workerSet && l.worker < 0 {
+		return usageErr("--worker %d: use a Worker index, 0 or more", l.worker)
+	}
 	if l.grep != "" {
-		var err error
-		if re, err = regexp.Compile(l.grep); err != nil {
+		re, err := regexp.Compile(l.grep)
+		if err != nil {
 			return usageErr("--grep %q is not a regular expression: %v", l.grep, err)
 		}
+		l.re = re
 	}
 	if l.since < 0 {
 		return usageErr("--since %s: use a positive duration, e.g. 10m", l.since)
 	}
-	ctx := cmd.Context()
+	return nil
+}
+
+// Run prints the logs (and follows them with -f).
+func (l *logsOptions) Run(ctx context.Context) error {
+	name, re := l.name, l.re
 	cl, err := l.clients()
 	if err != nil {
 		return err
