@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -11,9 +12,17 @@ import (
 	"github.com/mpijob/mpijob/pkg/legacy"
 )
 
+// convertOptions is `kubectl mpijob convert`.
+type convertOptions struct {
+	*Options
+	file, output   string
+	apply, quiet   bool
+	namespaceGiven bool
+	data           []byte
+}
+
 func newConvertCommand(o *Options) *cobra.Command {
-	var file, output string
-	var apply, quiet bool
+	c := &convertOptions{Options: o}
 	cmd := &cobra.Command{
 		Use:   "convert -f legacy-mpijob.yaml [--apply]",
 		Short: "Convert a kubeflow.org/v2beta1 MPIJob into a TrainJob (and its own runtime when needed)",
@@ -34,72 +43,90 @@ as kubectl mpijob create does; so do "kubectl apply -n NS -f" and
   kubectl mpijob convert -f mpijob.yaml --apply -n team-a
   cat mpijob.yaml | kubectl mpijob convert -f - | kubectl mpijob create -f -`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if file == "" {
-				return usageErr("-f is required: the legacy MPIJob manifest (- for stdin)")
-			}
-			if output != "yaml" && output != "json" {
-				return usageErr("--output %q: use yaml or json", output)
-			}
-			var data []byte
-			var err error
-			if file == "-" {
-				data, err = io.ReadAll(o.In)
-			} else {
-				data, err = os.ReadFile(file)
-			}
-			if err != nil {
-				return usageErr("-f %s: %v", file, err)
-			}
-			res, err := legacy.Convert(data)
-			if err != nil {
-				return usageErr("-f %s cannot be converted: %v", file, err)
-			}
-			if !quiet {
-				fmt.Fprint(o.ErrOut, res.Report())
-			}
-			if apply {
-				return applyConverted(cmd, o, res)
-			}
-			if output == "json" {
-				b, err := jsonIndent(res)
-				if err != nil {
-					return err
-				}
-				_, err = o.Out.Write(b)
+			c.namespaceGiven = cmd.Flags().Changed("namespace")
+			if err := c.Validate(); err != nil {
 				return err
 			}
-			b, err := res.YAML()
-			if err != nil {
+			if err := c.Complete(); err != nil {
 				return err
 			}
-			_, err = o.Out.Write(b)
-			return err
+			return c.Run(cmd.Context())
 		},
 	}
-	cmd.Flags().StringVarP(&file, "filename", "f", "", "legacy MPIJob manifest (- for stdin)")
-	cmd.Flags().StringVarP(&output, "output", "o", "yaml", "yaml, or json (with the report inside)")
-	cmd.Flags().BoolVar(&apply, "apply", false, "create the job's runtime (if any) and the TrainJob in the namespace")
-	cmd.Flags().BoolVarP(&quiet, "quiet", "q", false, "no report on stderr")
+	cmd.Flags().StringVarP(&c.file, "filename", "f", "", "legacy MPIJob manifest (- for stdin)")
+	cmd.Flags().StringVarP(&c.output, "output", "o", "yaml", "yaml, or json (with the report inside)")
+	cmd.Flags().BoolVar(&c.apply, "apply", false, "create the job's runtime (if any) and the TrainJob in the namespace")
+	cmd.Flags().BoolVarP(&c.quiet, "quiet", "q", false, "no report on stderr")
 	return cmd
+}
+
+// Validate checks the flags; no file read, no API call.
+func (c *convertOptions) Validate() error {
+	if c.file == "" {
+		return usageErr("-f is required: the legacy MPIJob manifest (- for stdin)")
+	}
+	if c.output != "yaml" && c.output != "json" {
+		return usageErr("--output %q: use yaml or json", c.output)
+	}
+	return nil
+}
+
+// Complete reads the manifest.
+func (c *convertOptions) Complete() error {
+	var err error
+	if c.file == "-" {
+		c.data, err = io.ReadAll(c.In)
+	} else {
+		c.data, err = os.ReadFile(c.file)
+	}
+	if err != nil {
+		return usageErr("-f %s: %v", c.file, err)
+	}
+	return nil
+}
+
+// Run converts, then prints or applies.
+func (c *convertOptions) Run(ctx context.Context) error {
+	res, err := legacy.Convert(c.data)
+	if err != nil {
+		return usageErr("-f %s cannot be converted: %v", c.file, err)
+	}
+	if !c.quiet {
+		fmt.Fprint(c.ErrOut, res.Report())
+	}
+	if c.apply {
+		return c.applyConverted(ctx, res)
+	}
+	var b []byte
+	if c.output == "json" {
+		b, err = jsonIndent(res)
+	} else {
+		b, err = res.YAML()
+	}
+	if err != nil {
+		return err
+	}
+	_, err = c.Out.Write(b)
+	return err
 }
 
 // applyConverted creates the converted job as kubectl mpijob create does:
 // its runtime (if any) first, then the TrainJob, which then owns the
 // runtime; a refused TrainJob leaves nothing behind.
-func applyConverted(cmd *cobra.Command, o *Options, res *legacy.Result) error {
-	cl, err := o.clients()
+func (c *convertOptions) applyConverted(ctx context.Context, res *legacy.Result) error {
+	cl, err := c.clients()
 	if err != nil {
 		return err
 	}
-	if res.TrainJob.Namespace == "" || cmd.Flags().Changed("namespace") {
+	if res.TrainJob.Namespace == "" || c.namespaceGiven {
 		res.TrainJob.Namespace = cl.namespace
 	}
-	if err := cl.createJob(cmd.Context(), &jobspec.Job{TrainJob: res.TrainJob, Runtime: res.Runtime}, false); err != nil {
+	if err := cl.createJob(ctx, &jobspec.Job{TrainJob: res.TrainJob, Runtime: res.Runtime}, false); err != nil {
 		return err
 	}
 	if res.Runtime != nil {
-		fmt.Fprintf(o.Out, "runtime %s (the job's own) created in namespace %s\n", res.Runtime.Name, res.TrainJob.Namespace)
+		fmt.Fprintf(c.Out, "runtime %s (the job's own) created in namespace %s\n", res.Runtime.Name, res.TrainJob.Namespace)
 	}
-	fmt.Fprintf(o.Out, "mpijob %s created in namespace %s\n", res.TrainJob.Name, res.TrainJob.Namespace)
+	fmt.Fprintf(c.Out, "mpijob %s created in namespace %s\n", res.TrainJob.Name, res.TrainJob.Namespace)
 	return nil
 }

@@ -402,3 +402,47 @@ func TestLogsValidate(t *testing.T) {
 		})
 	}
 }
+
+// convert --apply on fakes: the job's own runtime (when the legacy job has
+// its own images or resources) and the TrainJob, in the namespace given.
+func TestConvertApplyVerb(t *testing.T) {
+	for name, tc := range map[string]struct {
+		file    string
+		creates []string
+	}{
+		"a legacy job with its own images: its runtime, then the TrainJob": {file: "../legacy/testdata/basic-cpu.yaml", creates: []string{"*v1alpha1.TrainingRuntime", "*v1alpha1.TrainJob"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var creates []string
+			o, out, errOut := fakeOptions(t, interceptor.Funcs{Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				creates = append(creates, fmt.Sprintf("%T", obj))
+				if obj.GetNamespace() != "team-a" {
+					t.Errorf("%T created in %q, want team-a", obj, obj.GetNamespace())
+				}
+				return c.Create(ctx, obj, opts...)
+			}})
+			c := &convertOptions{Options: o, file: tc.file, output: "yaml", apply: true, namespaceGiven: true}
+			if err := c.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Complete(); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.creates, creates); diff != "" {
+				t.Errorf("creates (-want,+got):\n%s", diff)
+			}
+			if !strings.Contains(out.String(), "created in namespace team-a") || !strings.Contains(errOut.String(), "mapped") {
+				t.Errorf("stdout %q, stderr %q: want the created objects and the report", out, errOut)
+			}
+		})
+	}
+	o, _, _ := fakeOptions(t, interceptor.Funcs{})
+	c := &convertOptions{Options: o, output: "toml"}
+	var ee *exitError
+	if err := c.Validate(); !errors.As(err, &ee) || ee.code != ExitUsage || !strings.Contains(ee.msg, "-f is required") {
+		t.Errorf("no -f: %v", err)
+	}
+}
