@@ -1,28 +1,33 @@
 package suggest
 
-import "testing"
+import (
+	"encoding/json"
+	"os"
+	"testing"
+)
 
+// The vectors the Python SDK's suggest.closest is tested with too.
 func TestClosest(t *testing.T) {
-	known := []string{"mpi-openmpi", "mpi-openmpi-gpu", "mpi-mpich", "mpi-deepspeed"}
-	cases := map[string]struct {
-		name string
-		want string
-	}{
-		"typo":             {name: "mpi-opnempi", want: "mpi-openmpi"},
-		"case":             {name: "MPI-MPICH", want: "mpi-mpich"},
-		"missing suffix":   {name: "mpi-openmpi-gp", want: "mpi-openmpi-gpu"},
-		"nothing close":    {name: "tensorflow", want: ""},
-		"no candidates":    {name: "x"},
-		"exact is closest": {name: "mpi-deepspeed", want: "mpi-deepspeed"},
+	raw, err := os.ReadFile("testdata/vectors.json")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			c := known
-			if name == "no candidates" {
-				c = nil
-			}
-			if got := Closest(tc.name, c); got != tc.want {
-				t.Errorf("Closest(%q) = %q, want %q", tc.name, got, tc.want)
+	var f struct {
+		Vectors []struct {
+			Name, Input, Want string
+			Candidates        []string
+		} `json:"vectors"`
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Vectors) < 8 {
+		t.Fatalf("%d vectors", len(f.Vectors))
+	}
+	for _, tc := range f.Vectors {
+		t.Run(tc.Name, func(t *testing.T) {
+			if got := Closest(tc.Input, tc.Candidates); got != tc.Want {
+				t.Errorf("Closest(%q, %q) = %q, want %q", tc.Input, tc.Candidates, got, tc.Want)
 			}
 		})
 	}

@@ -6,7 +6,6 @@ the SDK's typed errors (:func:`mpijob.errors.from_api_exception`)."""
 from __future__ import annotations
 
 import contextlib
-import difflib
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -19,6 +18,7 @@ from kubernetes.client.rest import ApiException
 from . import jobspec as _jobspec
 from .constants import COMPLETION_INDEX, GROUP, JOBSET_NAME, REPLICATED_JOB, VERSION
 from .errors import InvalidJobError, JobNotFoundError, MPIJobError, WaitTimeoutError, from_api_exception
+from .suggest import closest
 
 
 class KubernetesBackend:
@@ -54,11 +54,11 @@ class KubernetesBackend:
         names: list[str] = []
         with contextlib.suppress(ApiException):
             names = [o["metadata"]["name"] for o in self.list_trainjobs()]
-        close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+        close = closest(name, names)
         msg = f"MPI job {name!r} not found in namespace {self.namespace}"
         if close:
-            msg += f": did you mean {close[0]!r}?"
-        raise JobNotFoundError(msg, name=name, suggestion=close[0] if close else None)
+            msg += f": did you mean {close!r}?"
+        raise JobNotFoundError(msg, name=name, suggestion=close or None)
 
     def trainjob_exists(self, name: str) -> bool:
         try:
@@ -126,8 +126,8 @@ class KubernetesBackend:
             names = []
             with contextlib.suppress(MPIJobError):
                 names = [r["metadata"]["name"] for r in self.list_cluster_runtimes() if ((r.get("spec") or {}).get("mlPolicy") or {}).get("mpi")]
-            close = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
-            hint = f": did you mean {close[0]!r}?" if close else (f": MPI runtimes are {', '.join(names)}" if names else "")
+            close = closest(name, names)
+            hint = f": did you mean {close!r}?" if close else (f": MPI runtimes are {', '.join(names)}" if names else "")
             raise InvalidJobError(f"runtime {name!r} does not exist{hint}", field="runtime") from None
         if not ((rt.get("spec") or {}).get("mlPolicy") or {}).get("mpi"):
             raise InvalidJobError(f"runtime {name!r} is not an MPI runtime (it has no MPI policy)", field="runtime")

@@ -550,3 +550,13 @@ def test_phase_and_launcher_literals_are_gos_words():
     vocab = json.loads((REPO / "pkg/api/testdata/vocabulary.json").read_text())
     assert list(PHASES) == vocab["phases"]
     assert [s for s in LAUNCHER_STATES if s] == vocab["launcherStates"]
+
+
+SUGGEST = json.loads((REPO / "pkg/suggest/testdata/vectors.json").read_text())["vectors"]
+
+
+@pytest.mark.parametrize("v", SUGGEST, ids=[v["name"] for v in SUGGEST])
+def test_did_you_mean_matches_the_cli(v):
+    # The vectors Go's suggest.Closest is tested with.
+    from mpijob.suggest import closest
+    assert closest(v["input"], v["candidates"]) == v["want"]
