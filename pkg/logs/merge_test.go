@@ -1,31 +1,52 @@
 package logs
 
 import (
+	"encoding/json"
+	"os"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 )
 
+// The vectors the Python SDK's merge_logs is tested with too.
 func TestMerge(t *testing.T) {
-	got := Merge([]Stream{
-		{Label: "launcher", Lines: []string{"2026-11-22T10:00:00.100Z start", "2026-11-22T10:00:00.400Z rank 0 done", "continued"}},
-		{Label: "worker-0", Lines: []string{"2026-11-22T10:00:00.200Z sshd up", "2026-11-22T10:00:00.400Z same time as launcher"}},
-		{Label: "worker-1", Lines: []string{"2026-11-22T10:00:00.050Z first"}},
-	})
-	var lines []string
-	for _, l := range got {
-		lines = append(lines, l.Label+" | "+l.Raw)
+	raw, err := os.ReadFile("testdata/merge-vectors.json")
+	if err != nil {
+		t.Fatal(err)
 	}
-	want := []string{
-		"worker-1 | 2026-11-22T10:00:00.050Z first",
-		"launcher | 2026-11-22T10:00:00.100Z start",
-		"worker-0 | 2026-11-22T10:00:00.200Z sshd up",
-		"launcher | 2026-11-22T10:00:00.400Z rank 0 done",
-		// A line without a time stays after its stream's previous line.
-		"launcher | continued",
-		"worker-0 | 2026-11-22T10:00:00.400Z same time as launcher",
+	var f struct {
+		Vectors []struct {
+			Name    string
+			Streams [][2]json.RawMessage
+			Want    []string
+		} `json:"vectors"`
 	}
-	if diff := cmp.Diff(want, lines); diff != "" {
-		t.Errorf("Merge (-want,+got):\n%s", diff)
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Vectors) < 4 {
+		t.Fatalf("%d vectors", len(f.Vectors))
+	}
+	for _, tc := range f.Vectors {
+		t.Run(tc.Name, func(t *testing.T) {
+			var streams []Stream
+			for _, s := range tc.Streams {
+				var st Stream
+				if err := json.Unmarshal(s[0], &st.Label); err != nil {
+					t.Fatal(err)
+				}
+				if err := json.Unmarshal(s[1], &st.Lines); err != nil {
+					t.Fatal(err)
+				}
+				streams = append(streams, st)
+			}
+			var got []string
+			for _, l := range Merge(streams) {
+				got = append(got, l.Label+" | "+l.Raw)
+			}
+			if diff := cmp.Diff(tc.Want, got); diff != "" {
+				t.Errorf("Merge (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -8,27 +8,50 @@ from datetime import datetime, timezone
 
 
 def merge_logs(streams: Sequence[tuple[str, Sequence[str]]]) -> list[tuple[str, str]]:
-    """Merge pod logs (lines that start with the kubelet's RFC 3339 time) by time; stable,
-    and a line without a time stays after its stream's previous line."""
-    items: list[tuple[datetime, int, int, str, str]] = []
-    for i, (label, lines) in enumerate(streams):
-        last = datetime.min.replace(tzinfo=timezone.utc)
+    """Merge pod logs (lines that start with the kubelet's RFC 3339 time) by time, to the
+    nanosecond; stable, and a line without a time stays after its stream's previous line.
+    Mirror of Go's ``logs.Merge``; both are tested with ``pkg/logs/testdata/merge-vectors.json``."""
+    items: list[tuple[int, int, str, str]] = []
+    for label, lines in streams:
+        last = _BEFORE_ALL
         for raw in lines:
-            t = parse_ts(raw.partition(" ")[0])
-            if t is not None:
-                last = t
-            items.append((last, i, len(items), label, raw))
-    items.sort(key=lambda it: (it[0], it[2]))
-    return [(label, raw) for _, _, _, label, raw in items]
+            ns = _ns(raw.partition(" ")[0])
+            if ns is not None:
+                last = ns
+            items.append((last, len(items), label, raw))
+    items.sort(key=lambda it: (it[0], it[1]))
+    return [(label, raw) for _, _, label, raw in items]
+
+
+_TS = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$")
+_BEFORE_ALL = -(1 << 62)
+
+
+def _ns(ts: str) -> int | None:
+    """Nanoseconds since the epoch of a kubelet timestamp, or None."""
+    m = _TS.match(ts)
+    if not m:
+        return None
+    tz = "+00:00" if m.group(3) == "Z" else m.group(3)
+    try:
+        whole = datetime.fromisoformat(f"{m.group(1)}{tz}")
+    except ValueError:
+        return None
+    frac = (m.group(2) or ".")[1:10].ljust(9, "0")
+    return int(whole.timestamp()) * 1_000_000_000 + int(frac)
 
 
 def parse_ts(ts: str) -> datetime | None:
-    m = re.match(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d+)?(Z|[+-]\d\d:\d\d)$", ts)
+    """The time of a kubelet timestamp (to the microsecond), or None."""
+    m = _TS.match(ts)
     if not m:
         return None
     frac = (m.group(2) or ".0")[1:7].ljust(6, "0")
     tz = "+00:00" if m.group(3) == "Z" else m.group(3)
-    return datetime.fromisoformat(f"{m.group(1)}.{frac}{tz}")
+    try:
+        return datetime.fromisoformat(f"{m.group(1)}.{frac}{tz}")
+    except ValueError:
+        return None
 
 
 def now() -> datetime:

@@ -43,20 +43,14 @@ def test_sdk_ships_the_clis_redaction_rules():
         "copy pkg/logs/redact-rules.json to sdk/python/mpijob/"
 
 
-def test_merge_logs_by_time():
-    got = merge_logs([
-        ("launcher", ["2026-11-22T10:00:00.100Z start", "2026-11-22T10:00:00.400Z rank 0 done", "continued"]),
-        ("worker-0", ["2026-11-22T10:00:00.200Z sshd up", "2026-11-22T10:00:00.400Z same time as launcher"]),
-        ("worker-1", ["2026-11-22T10:00:00.050Z first"]),
-    ])
-    assert [f"{label} | {r}" for label, r in got] == [
-        "worker-1 | 2026-11-22T10:00:00.050Z first",
-        "launcher | 2026-11-22T10:00:00.100Z start",
-        "worker-0 | 2026-11-22T10:00:00.200Z sshd up",
-        "launcher | 2026-11-22T10:00:00.400Z rank 0 done",
-        "launcher | continued",
-        "worker-0 | 2026-11-22T10:00:00.400Z same time as launcher",
-    ]
+MERGE = json.loads((REPO / "pkg/logs/testdata/merge-vectors.json").read_text())["vectors"]
+
+
+@pytest.mark.parametrize("v", MERGE, ids=[v["name"] for v in MERGE])
+def test_merge_logs_matches_the_cli(v):
+    # The vectors Go's logs.Merge is tested with (pkg/logs/testdata).
+    got = merge_logs([(label, lines) for label, lines in v["streams"]])
+    assert [f"{label} | {r}" for label, r in got] == v["want"]
 
 
 def test_status_from_manager_annotation():
