@@ -66,22 +66,13 @@ func JobOf(tj *trainer.TrainJob) Job {
 		j.WorkersTotal = ptr.Deref(tr.NumNodes, 0)
 		j.SlotsPerWorker = ptr.Deref(tr.NumProcPerNode, 0)
 	}
-	st, ok, _ := api.ReadStatus(tj.Annotations)
+	// The manager's status, or the fallback the CLI and the SDK use too.
+	st, ok := api.StatusOf(tj)
 	j.MPI = ok || tj.Labels[api.BaseRuntimeLabel] != ""
 	if !ok {
-		j.Phase = api.PhasePending
-		for _, c := range tj.Status.Conditions {
-			if c.Status != metav1.ConditionTrue {
-				continue
-			}
-			switch c.Type {
-			case trainer.TrainJobComplete:
-				j.Phase = api.PhaseSucceeded
-			case trainer.TrainJobFailed:
-				j.Phase, j.Message = api.PhaseFailed, c.Message
-			case trainer.TrainJobSuspended:
-				j.Phase = api.PhaseSuspended
-			}
+		j.Phase, j.Message = st.Phase, st.Message
+		if st.CompletionTime != nil {
+			j.Finished = &st.CompletionTime.Time
 		}
 		return j
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -168,5 +169,38 @@ func TestVocabularyFile(t *testing.T) {
 	want := []LauncherState{LauncherNotCreated, LauncherPending, LauncherRunning, LauncherSucceeded, LauncherFailed, LauncherDeleted}
 	if diff := cmp.Diff(want, got.LauncherStates); diff != "" {
 		t.Errorf("Launcher states (-Go,+file):\n%s", diff)
+	}
+}
+
+// The fallback before the manager writes a status: the vectors the SDK is
+// tested with too.
+func TestStatusOfFallback(t *testing.T) {
+	raw, err := os.ReadFile("testdata/fallback-status.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Vectors []struct {
+			Name     string
+			TrainJob trainer.TrainJob `json:"trainJob"`
+			Want     Status
+		} `json:"vectors"`
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.Vectors) < 8 {
+		t.Fatalf("%d vectors", len(f.Vectors))
+	}
+	for _, tc := range f.Vectors {
+		t.Run(tc.Name, func(t *testing.T) {
+			got, fromManager := StatusOf(&tc.TrainJob)
+			if fromManager {
+				t.Fatal("fromManager without a valid status")
+			}
+			if diff := cmp.Diff(tc.Want, got); diff != "" {
+				t.Errorf("status (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -17,7 +17,6 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
-	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 	"github.com/mpijob/mpijob/pkg/suggest"
 )
@@ -144,34 +143,7 @@ func workerIndex(p corev1.Pod) string {
 // statusOf is the job's Status: mpijob-manager's when it wrote one, else a
 // coarse one from Trainer's conditions (ok false).
 func statusOf(tj *trainer.TrainJob) (api.Status, bool) {
-	if s, ok, err := api.ReadStatus(tj.Annotations); ok && err == nil {
-		return s, true
-	}
-	s := api.Status{Phase: api.PhasePending}
-	for _, c := range tj.Status.Conditions {
-		if c.Status != "True" {
-			continue
-		}
-		switch c.Type {
-		case trainer.TrainJobComplete:
-			s.Phase, s.CompletionTime = api.PhaseSucceeded, &c.LastTransitionTime
-		case trainer.TrainJobFailed:
-			s.Phase, s.CompletionTime, s.Message = api.PhaseFailed, &c.LastTransitionTime, c.Message
-		case trainer.TrainJobSuspended:
-			s.Phase = api.PhaseSuspended
-		}
-	}
-	if s.Phase == api.PhasePending && tj.Spec.Suspend != nil && *tj.Spec.Suspend {
-		s.Phase = api.PhaseSuspended
-		if _, queued := tj.Labels[queue.NameLabel]; queued {
-			// A queue holds suspended jobs until they fit.
-			s.Phase = api.PhaseQueued
-		}
-	}
-	if tj.Spec.Trainer != nil && tj.Spec.Trainer.NumNodes != nil {
-		s.WorkersTotal = *tj.Spec.Trainer.NumNodes
-	}
-	return s, false
+	return api.StatusOf(tj)
 }
 
 // complete lists the names list returns that start with toComplete, for

@@ -96,21 +96,24 @@ class JobStatus:
                 )
             except ValueError:
                 pass
+        # Until the manager writes one: Go's api.StatusOf, tested with the same vectors
+        # (pkg/api/testdata/fallback-status.json).
         st = cls(creator=creator, from_manager=False)
         spec = obj.get("spec") or {}
         st.workers_total = ((spec.get("trainer") or {}).get("numNodes")) or 0
-        if spec.get("suspend"):
-            # A queue holds suspended jobs until they fit.
-            st.phase = "Queued" if QUEUE_LABEL in (meta.get("labels") or {}) else "Suspended"
+        suspended = bool(spec.get("suspend"))
         for c in (obj.get("status") or {}).get("conditions") or []:
             if c.get("status") != "True":
                 continue
             if c.get("type") == "Complete":
-                st.phase, st.completion_time = "Succeeded", _time(c.get("lastTransitionTime"))
+                st.phase, st.completion_time, st.message = "Succeeded", _time(c.get("lastTransitionTime")), ""
             elif c.get("type") == "Failed":
                 st.phase, st.completion_time, st.message = "Failed", _time(c.get("lastTransitionTime")), c.get("message", "")
             elif c.get("type") == "Suspended":
-                st.phase = "Suspended"
+                suspended = True
+        if not st.finished and suspended:
+            # A queue holds suspended jobs until they fit.
+            st.phase = "Queued" if QUEUE_LABEL in (meta.get("labels") or {}) else "Suspended"
         return st
 
 

@@ -554,3 +554,17 @@ def test_did_you_mean_matches_the_cli(v):
     # The vectors Go's suggest.Closest is tested with.
     from mpijob.suggest import closest
     assert closest(v["input"], v["candidates"]) == v["want"]
+
+
+FALLBACK = json.loads((REPO / "pkg/api/testdata/fallback-status.json").read_text())["vectors"]
+
+
+@pytest.mark.parametrize("v", FALLBACK, ids=[v["name"] for v in FALLBACK])
+def test_fallback_status_matches_the_cli(v):
+    # The vectors Go's api.StatusOf is tested with (pkg/api/testdata).
+    s = JobStatus.from_trainjob(v["trainJob"])
+    want = v["want"]
+    assert not s.from_manager
+    assert (s.phase, s.message, s.workers_total) == (want["phase"], want.get("message", ""), want.get("workersTotal", 0))
+    got_done = s.completion_time.isoformat().replace("+00:00", "Z") if s.completion_time else None
+    assert got_done == want.get("completionTime")
