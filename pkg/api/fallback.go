@@ -2,6 +2,7 @@ package api
 
 import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // queueNameLabel is the label with which a job asks Kueue for a LocalQueue
@@ -26,9 +27,9 @@ func StatusOf(tj *trainer.TrainJob) (s Status, fromManager bool) {
 		}
 		switch c.Type {
 		case trainer.TrainJobComplete:
-			s.Phase, s.CompletionTime, s.Message = PhaseSucceeded, &c.LastTransitionTime, ""
+			s.Phase, s.CompletionTime, s.Message = PhaseSucceeded, timeOf(c.LastTransitionTime), ""
 		case trainer.TrainJobFailed:
-			s.Phase, s.CompletionTime, s.Message = PhaseFailed, &c.LastTransitionTime, c.Message
+			s.Phase, s.CompletionTime, s.Message = PhaseFailed, timeOf(c.LastTransitionTime), c.Message
 		case trainer.TrainJobSuspended:
 			suspended = true
 		}
@@ -44,4 +45,12 @@ func StatusOf(tj *trainer.TrainJob) (s Status, fromManager bool) {
 		s.WorkersTotal = *tj.Spec.Trainer.NumNodes
 	}
 	return s, false
+}
+
+// timeOf is t, or nil when it is unset.
+func timeOf(t metav1.Time) *metav1.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
