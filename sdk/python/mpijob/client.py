@@ -547,10 +547,11 @@ class MPIJobClient:
         ``kubectl mpijob convert``: returns ``{"trainJob": ..., "runtime": ... or None, "notes": [...]}``,
         each note ``{"field", "action" (mapped/changed/dropped), "detail"}``. ``runtime`` is the
         job's own namespaced TrainingRuntime (the legacy images and resources), to create before
-        the TrainJob; volumes and scheduling are in the TrainJob's ``runtimePatches``. The base
-        runtimes are read from the cluster. Raises :class:`InvalidJobError` naming the bad field.
+        the TrainJob; volumes and scheduling are in the TrainJob's ``runtimePatches``. It converts
+        against the shipped runtimes, as the CLI does, with no API call. Raises
+        :class:`InvalidJobError` naming the bad field.
         """
-        return _convert.convert(manifest, {r.name: r.raw for r in self.list_runtimes()})
+        return _convert.convert(manifest, _convert.shipped_runtimes())
 
     # -- helpers --------------------------------------------------------------
 

@@ -9,12 +9,25 @@ from __future__ import annotations
 import copy
 import re
 from collections.abc import Callable
+from importlib import resources
 from typing import Any
 
 import yaml
 
 from . import jobspec
 from .errors import InvalidJobError
+
+
+def shipped_runtimes() -> dict[str, dict[str, Any]]:
+    """The runtimes mpijob ships (config/runtimes, copied byte for byte into the package):
+    what the conversion derives the job's own runtime from, in the CLI as in the SDK."""
+    out: dict[str, dict[str, Any]] = {}
+    for f in sorted(resources.files("mpijob").joinpath("runtimes").iterdir(), key=lambda f: f.name):
+        if f.name.endswith(".yaml"):
+            rt = yaml.safe_load(f.read_text())
+            out[rt["metadata"]["name"]] = rt
+    return out
+
 
 # note(field, action, detail) records what the conversion did with a field.
 Note = Callable[[str, str, str], None]

@@ -37,6 +37,16 @@ def test_redact_matches_the_cli(v):
     assert n == v["count"]
 
 
+def test_sdk_ships_the_clis_runtimes():
+    # convert_legacy converts against these, as the CLI does against the embedded ones.
+    shipped = sorted((pathlib.Path(__file__).resolve().parents[1] / "mpijob" / "runtimes").glob("*.yaml"))
+    want = sorted((REPO / "config" / "runtimes").glob("mpi-*.yaml"))
+    assert [p.name for p in shipped] == [p.name for p in want], "copy config/runtimes/mpi-*.yaml to sdk/python/mpijob/runtimes/"
+    for a, b in zip(shipped, want, strict=True):
+        assert a.read_bytes() == b.read_bytes(), f"sdk/python/mpijob/runtimes/{a.name} differs from config/runtimes: copy it"
+    assert set(conv.shipped_runtimes()) == {p.stem for p in want}
+
+
 def test_sdk_ships_the_clis_redaction_rules():
     shipped = (pathlib.Path(__file__).resolve().parents[1] / "mpijob" / "redact-rules.json").read_bytes()
     assert shipped == (REPO / "pkg/logs/redact-rules.json").read_bytes(), \
