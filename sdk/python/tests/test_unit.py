@@ -578,3 +578,132 @@ def test_fallback_status_matches_the_cli(v):
     assert (s.phase, s.message, s.workers_total) == (want["phase"], want.get("message", ""), want.get("workersTotal", 0))
     got_done = s.completion_time.isoformat().replace("+00:00", "Z") if s.completion_time else None
     assert got_done == want.get("completionTime")
+
+
+class _Cluster:
+    """Stand-ins of CustomObjectsApi and CoreV1Api over a few objects in team-a: enough for
+    the public methods' mocked-API tests (no cluster)."""
+
+    def __init__(self, jobs=(), pods=(), logs=None):
+        self.jobs = {j["metadata"]["name"]: j for j in jobs}
+        self.runtimes = {n: yaml.safe_load((REPO / "config" / "runtimes" / f"{n}.yaml").read_text())
+                         for n in ("mpi-openmpi", "mpi-openmpi-gpu", "mpi-intel")}
+        self.pods, self.logs, self.created = list(pods), dict(logs or {}), []
+
+    # CustomObjectsApi
+    def get_namespaced_custom_object(self, group, version, namespace, plural, name):
+        from kubernetes.client.rest import ApiException
+        if plural == "trainjobs" and name in self.jobs:
+            return self.jobs[name]
+        raise ApiException(status=404, reason="Not Found")
+
+    def list_namespaced_custom_object(self, group, version, namespace, plural, **kwargs):
+        return {"items": list(self.jobs.values())}
+
+    def get_cluster_custom_object(self, group, version, plural, name):
+        from kubernetes.client.rest import ApiException
+        if name in self.runtimes:
+            return self.runtimes[name]
+        raise ApiException(status=404, reason="Not Found")
+
+    def list_cluster_custom_object(self, group, version, plural):
+        return {"items": list(self.runtimes.values())}
+
+    def create_namespaced_custom_object(self, group, version, namespace, plural, body, **kwargs):
+        self.created.append((plural, body))
+        return {**body, "metadata": {**body["metadata"], "uid": "u-" + body["metadata"]["name"]}}
+
+    def patch_namespaced_custom_object(self, *args):
+        pass
+
+    # CoreV1Api
+    def list_namespaced_pod(self, namespace, label_selector):
+        from kubernetes import client as k
+        job = label_selector.split("=", 1)[1]
+        return k.V1PodList(items=[p for p in self.pods if p.metadata.labels["jobset.sigs.k8s.io/jobset-name"] == job])
+
+    def read_namespaced_pod_log(self, name, namespace, **kwargs):
+        return self.logs[name]
+
+
+def _pod(job, role, index, created="2026-11-22T10:00:00Z"):
+    from kubernetes import client as k
+    return k.V1Pod(metadata=k.V1ObjectMeta(name=f"{job}-{role}-0-{index}-abcde", labels={
+        "jobset.sigs.k8s.io/jobset-name": job, "jobset.sigs.k8s.io/replicatedjob-name": role,
+        "batch.kubernetes.io/job-completion-index": str(index)}, creation_timestamp=datetime.fromisoformat(created.replace("Z", "+00:00"))))
+
+
+def _status_job(name, status, runtime="mpi-openmpi", labels=None):
+    tj = _trainjob(status)
+    tj["metadata"]["name"] = name
+    tj["spec"]["runtimeRef"]["name"] = runtime
+    if labels:
+        tj["metadata"]["labels"] = labels
+    return tj
+
+
+def test_get_and_list_jobs_and_runtimes_on_a_mocked_api():
+    cluster = _Cluster(jobs=[_status_job("a", {"phase": "Running", "message": "Running on 2 Workers.", "workersReady": 2, "workersTotal": 2}),
+                             _status_job("b", {"phase": "Failed", "reason": "WorkerOOMKilled", "message": "m"}, runtime="mpi-openmpi-gpu")])
+    c = _offline_client(cluster, cluster)
+    job = c.get_job("a")
+    assert (job.name, job.status.phase, job.status.workers_ready) == ("a", "Running", 2)
+    assert [j.name for j in c.list_jobs()] == ["a", "b"]
+    assert [j.name for j in c.list_jobs(phase="Failed")] == ["b"]
+    assert [j.name for j in c.list_jobs(runtime="mpi-openmpi")] == ["a"]
+    assert [r.name for r in c.list_runtimes()] == ["mpi-intel", "mpi-openmpi", "mpi-openmpi-gpu"]
+    from mpijob import JobNotFoundError
+    with pytest.raises(JobNotFoundError) as e:
+        c.get_job("aa")
+    assert e.value.suggestion == "a"
+    with pytest.raises(InvalidJobError) as e2:
+        c.create_job("x", None, workers=1, runtime="mpi-openmp")
+    assert e2.value.field == "runtime" and "did you mean 'mpi-openmpi'" in str(e2.value)
+
+
+def test_get_logs_merges_redacts_and_greps_on_a_mocked_api():
+    pods = [_pod("a", "launcher", 0), _pod("a", "node", 0), _pod("a", "node", 1)]
+    logs = {"a-launcher-0-0-abcde": "2026-11-22T10:00:00.300Z start password=hunter2\n2026-11-22T10:00:00.500Z rank 0 done\n",
+            "a-node-0-0-abcde": "2026-11-22T10:00:00.100Z sshd up\n",
+            "a-node-0-1-abcde": "2026-11-22T10:00:00.400Z rank 1 done\n"}
+    cluster = _Cluster(jobs=[_status_job("a", {"phase": "Succeeded", "message": "done"})], pods=pods, logs=logs)
+    c = _offline_client(cluster, cluster)
+    assert c.get_logs("a") == "start password=[REDACTED]\nrank 0 done\n"
+    assert c.get_logs("a", worker="all") == ("[worker-0] sshd up\n[launcher] start password=[REDACTED]\n"
+                                            "[worker-1] rank 1 done\n[launcher] rank 0 done\n")
+    assert c.get_logs("a", worker="all", grep=r"rank \d") == "[worker-1] rank 1 done\n[launcher] rank 0 done\n"
+    assert c.get_logs("a", worker=1) == "rank 1 done\n"
+    from mpijob import JobNotFoundError
+    with pytest.raises(JobNotFoundError, match="has 2 Worker pods"):
+        c.get_logs("a", worker=5)
+
+
+def test_wait_for_job_on_a_mocked_api(monkeypatch):
+    monkeypatch.setattr("time.sleep", lambda s: None)
+    from mpijob import JobFailedError
+    cluster = _Cluster(jobs=[_status_job("ok", {"phase": "Succeeded", "message": "done"}),
+                             _status_job("bad", {"phase": "Failed", "reason": "WorkerOOMKilled", "message": "Worker 1 ran out of memory.",
+                                                 "nextStep": "See `kubectl mpijob logs NAME --all`."})])
+    c = _offline_client(cluster, cluster)
+    assert c.wait_for_job("ok", timeout=5).status.phase == "Succeeded"
+    assert c.wait_for_job("ok", phases="Running", timeout=5).name == "ok"  # Running is passed on the way
+    with pytest.raises(JobFailedError) as e:
+        c.wait_for_job("bad", timeout=5)
+    assert "WorkerOOMKilled" in str(e.value) and 'client.get_logs("bad", worker="all")' in str(e.value)
+
+
+def test_clone_job_on_a_mocked_api():
+    cluster = _Cluster(jobs=[_status_job("hello", {"phase": "Succeeded", "message": "done"})])
+    c = _offline_client(cluster, cluster)
+    job = c.clone_job("hello", "hello-4", workers=4, env={"LR": "0.1"})
+    assert job.name == "hello-4"
+    plural, body = cluster.created[-1]
+    assert plural == "trainjobs" and body["spec"]["trainer"]["numNodes"] == 4
+    assert body["spec"]["trainer"]["env"] == [{"name": "LR", "value": "0.1"}]
+    assert "mpijob.dev/status" not in (body["metadata"].get("annotations") or {})
+
+
+def test_convert_legacy_needs_no_api():
+    c = _offline_client(None, None)  # any API call would fail
+    res = c.convert_legacy((REPO / "pkg/legacy/testdata/basic-cpu.yaml").read_text())
+    assert res["trainJob"]["kind"] == "TrainJob" and res["notes"]
