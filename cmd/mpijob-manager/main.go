@@ -94,12 +94,11 @@ func main() {
 		os.Exit(1)
 	}
 
-	decoder := admission.NewDecoder(scheme)
 	lookup := runtimes.RuntimeLookup{Client: mgr.GetClient()}
-	mgr.GetWebhookServer().Register(mpiadmission.MutatePath, &webhook.Admission{Handler: &mpiadmission.Mutator{Decoder: decoder, Runtimes: lookup}})
-	mgr.GetWebhookServer().Register(mpiadmission.ValidatePath, &webhook.Admission{Handler: &mpiadmission.Validator{
-		Decoder: decoder, Runtimes: lookup, Client: mgr.GetAPIReader(),
-	}})
+	mgr.GetWebhookServer().Register(mpiadmission.MutatePath, admission.WithDefaulter(scheme, &mpiadmission.Defaulter{Runtimes: lookup}))
+	mgr.GetWebhookServer().Register(mpiadmission.ValidatePath, admission.WithValidator(scheme, &mpiadmission.Validator{
+		Runtimes: lookup, Client: mgr.GetAPIReader(),
+	}))
 
 	logs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {

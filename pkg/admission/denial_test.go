@@ -24,11 +24,7 @@ func TestQuotaDenialIsStructured(t *testing.T) {
 	teamA := quota("team-quota", rl("requests.nvidia.com/gpu", "8", "requests.memory", "64Gi", "limits.memory", "64Gi"), rl())
 	violations := CheckQuota(gpuJob(8, "3"), []corev1.ResourceQuota{teamA})
 	tj := &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: "big", Namespace: "team-a"}}
-	resp := denyQuota(tj, violations)
-	if resp.Allowed || resp.Result == nil {
-		t.Fatalf("response %+v, want a denial", resp)
-	}
-	st := *resp.Result
+	st := quotaDenial(tj, violations).Status()
 	// What k8s.io/apiserver's webhook errors.ToStatusErr makes of it.
 	st.Message = `admission webhook "vtrainjob.mpijob.dev" denied the request: ` + st.Message
 	got := api.QuotaCauses(st)

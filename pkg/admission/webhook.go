@@ -30,101 +30,98 @@ const (
 	ValidatePath = "/validate-trainer-kubeflow-org-v1alpha1-trainjob"
 )
 
-// Mutator stamps the creator of a TrainJob. On create the annotation is
+// Defaulter stamps the creator of a TrainJob. On create the annotation is
 // the requesting user, whatever the request said; on update it keeps the
 // stored value, so nobody can forge or change it.
 //
 // It also refuses a TrainJob whose MPI runtime does not exist, with a
 // suggestion: mutating webhooks run before validating ones, so this answer
-// comes before Trainer's own "not found".
-type Mutator struct {
-	Decoder  admission.Decoder
+// comes before Trainer's own "not found". A bad progress-timeout
+// annotation is refused too.
+type Defaulter struct {
 	Runtimes runtimes.RuntimeLookup
 }
 
-// Handle implements admission.Handler.
-func (m *Mutator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	tj := &trainer.TrainJob{}
-	if err := m.Decoder.Decode(req, tj); err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
+var _ admission.Defaulter[*trainer.TrainJob] = (*Defaulter)(nil)
+
+// Default implements admission.Defaulter.
+func (d *Defaulter) Default(ctx context.Context, tj *trainer.TrainJob) error {
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil {
+		return apierrors.NewInternalError(err)
 	}
-	if req.Operation == admissionv1.Create && m.Runtimes.Client != nil {
-		if resp, denied := unknownRuntime(ctx, m.Runtimes, tj); denied {
-			return resp
+	if req.Operation == admissionv1.Create && d.Runtimes.Client != nil {
+		if err := unknownRuntime(ctx, d.Runtimes, tj); err != nil {
+			return err
 		}
 	}
-	want := req.UserInfo.Username
-	if _, err := runtimes.ParseProgressTimeout(tj.Annotations); err != nil {
-		return deny(tj, field.ErrorList{err})
+	if _, ferr := runtimes.ParseProgressTimeout(tj.Annotations); ferr != nil {
+		return invalid(tj, field.ErrorList{ferr})
 	}
+	want := req.UserInfo.Username
 	if req.Operation == admissionv1.Update {
 		old := &trainer.TrainJob{}
-		if err := m.Decoder.DecodeRaw(req.OldObject, old); err != nil {
-			return admission.Errored(http.StatusBadRequest, err)
+		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
+			return apierrors.NewBadRequest(fmt.Sprintf("the old TrainJob cannot be read: %v", err))
 		}
 		v, ok := old.Annotations[api.CreatorAnnotation]
 		if !ok {
-			return admission.Allowed("no creator recorded")
+			return nil // no creator recorded
 		}
 		want = v
-	}
-	if tj.Annotations[api.CreatorAnnotation] == want {
-		return admission.Allowed("")
 	}
 	if tj.Annotations == nil {
 		tj.Annotations = map[string]string{}
 	}
 	tj.Annotations[api.CreatorAnnotation] = want
-	raw, err := json.Marshal(tj)
-	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, err)
-	}
-	return admission.PatchResponseFromRaw(req.Object.Raw, raw)
+	return nil
 }
 
 // Validator admits MPI TrainJobs: validation, runtime policy, quota
 // pre-flight and warnings. Other TrainJobs pass untouched.
 type Validator struct {
-	Decoder  admission.Decoder
 	Runtimes runtimes.RuntimeLookup
 	// Client reads ResourceQuotas.
 	Client client.Reader
 }
 
-// Handle implements admission.Handler.
-func (v *Validator) Handle(ctx context.Context, req admission.Request) admission.Response {
-	tj := &trainer.TrainJob{}
-	if err := v.Decoder.Decode(req, tj); err != nil {
-		return admission.Errored(http.StatusBadRequest, err)
+var _ admission.Validator[*trainer.TrainJob] = (*Validator)(nil)
+
+// ValidateUpdate keeps the creator: it cannot change.
+func (v *Validator) ValidateUpdate(_ context.Context, old, tj *trainer.TrainJob) (admission.Warnings, error) {
+	if prev, ok := old.Annotations[api.CreatorAnnotation]; ok && tj.Annotations[api.CreatorAnnotation] != prev {
+		return nil, invalid(tj, field.ErrorList{field.Forbidden(field.NewPath("metadata", "annotations").Key(api.CreatorAnnotation),
+			fmt.Sprintf("the creator of a job cannot change (it is %q)", prev))})
 	}
+	return nil, nil
+}
+
+// ValidateDelete lets every deletion through.
+func (v *Validator) ValidateDelete(context.Context, *trainer.TrainJob) (admission.Warnings, error) {
+	return nil, nil
+}
+
+// ValidateCreate admits a new MPI job: its runtime (and, for a per-job
+// runtime, the cluster runtime it derives from), the runtime's policy, the
+// fields Trainer would not apply to the Workers, and the namespace's quota.
+func (v *Validator) ValidateCreate(ctx context.Context, tj *trainer.TrainJob) (admission.Warnings, error) {
 	if tj.Namespace == "" {
-		tj.Namespace = req.Namespace
-	}
-	if req.Operation == admissionv1.Update {
-		old := &trainer.TrainJob{}
-		if err := v.Decoder.DecodeRaw(req.OldObject, old); err != nil {
-			return admission.Errored(http.StatusBadRequest, err)
+		if req, err := admission.RequestFromContext(ctx); err == nil {
+			tj.Namespace = req.Namespace
 		}
-		if prev, ok := old.Annotations[api.CreatorAnnotation]; ok && tj.Annotations[api.CreatorAnnotation] != prev {
-			return deny(tj, field.ErrorList{field.Forbidden(field.NewPath("metadata", "annotations").Key(api.CreatorAnnotation),
-				fmt.Sprintf("the creator of a job cannot change (it is %q)", prev))})
-		}
-		return admission.Allowed("")
 	}
 	spec, annotations, found, err := v.Runtimes.Get(ctx, tj)
 	if err != nil {
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("failed to read runtime %s: %w", tj.Spec.RuntimeRef.Name, err))
+		return nil, apierrors.NewInternalError(fmt.Errorf("failed to read runtime %s: %w", tj.Spec.RuntimeRef.Name, err))
 	}
 	if found && !runtimes.IsMPI(spec) {
-		return admission.Allowed("not an MPI job")
+		return nil, nil // not an MPI job
 	}
 	job := Job{TrainJob: tj, RuntimeFound: found}
 	if !found {
-		if resp, denied := denyUnknownRuntime(ctx, v.Runtimes, tj); denied {
-			return resp
-		}
-		// Not ours to judge: Trainer answers for non-MPI runtimes.
-		return admission.Allowed("")
+		// Not ours to judge unless it looks like an MPI runtime: Trainer
+		// answers for the others.
+		return nil, denyUnknownRuntime(ctx, v.Runtimes, tj)
 	}
 	if ptr.Deref(tj.Spec.RuntimeRef.Kind, "") == trainer.TrainingRuntimeKind {
 		// A namespaced MPI runtime must be a per-job copy of a cluster
@@ -132,34 +129,34 @@ func (v *Validator) Handle(ctx context.Context, req admission.Request) admission
 		// TrainingRuntimes, and policy lives on ClusterTrainingRuntimes.
 		base, errs, err := v.perJobBase(ctx, tj, spec)
 		if err != nil {
-			return admission.Errored(http.StatusInternalServerError, err)
+			return nil, apierrors.NewInternalError(err)
 		}
 		if len(errs) > 0 {
-			return deny(tj, errs)
+			return nil, invalid(tj, errs)
 		}
 		job.BaseRuntime, annotations = base.Name, base.Annotations
 	}
 	policy, perrs := runtimes.ParsePolicy(annotations)
 	if len(perrs) > 0 {
-		return admission.Denied(fmt.Sprintf("runtime %s has an invalid policy, ask its administrator to fix it: %s", job.runtimeName(), perrs.ToAggregate().Error()))
+		return nil, denied(fmt.Sprintf("runtime %s has an invalid policy, ask its administrator to fix it: %s", job.runtimeName(), perrs.ToAggregate().Error()))
 	}
 	shape, err := runtimes.ShapeOf(tj, spec)
 	if err != nil {
-		return admission.Denied(err.Error())
+		return nil, denied(err.Error())
 	}
 	job.Workers, job.WorkerPod, job.LauncherPod = shape.Workers, &shape.WorkerPod, &shape.LauncherPod
 	job.LauncherAsNode = shape.LauncherAsNode
 	if errs := append(ValidateTrainJob(job, policy), ValidateWorkerFields(job)...); len(errs) > 0 {
-		return deny(tj, errs)
+		return nil, invalid(tj, errs)
 	}
 	quotas := &corev1.ResourceQuotaList{}
 	if err := v.Client.List(ctx, quotas, client.InNamespace(tj.Namespace)); err != nil {
-		return admission.Errored(http.StatusInternalServerError, fmt.Errorf("failed to read ResourceQuotas of %s: %w", tj.Namespace, err))
+		return nil, apierrors.NewInternalError(fmt.Errorf("failed to read ResourceQuotas of %s: %w", tj.Namespace, err))
 	}
 	if violations := CheckQuota(DemandOf(shape), quotas.Items); len(violations) > 0 {
-		return denyQuota(tj, violations)
+		return nil, quotaDenial(tj, violations)
 	}
-	return admission.Allowed("").WithWarnings(Warnings(job)...)
+	return Warnings(job), nil
 }
 
 // perJobBase checks the namespaced runtime of tj: it must be mpijob's
@@ -212,9 +209,9 @@ func looksMPI(name string, known []string) bool {
 	return strings.HasPrefix(name, "mpi") || suggest.Closest(name, known) != ""
 }
 
-// denyQuota refuses a job over quota: the sentence people read, and each
+// quotaDenial refuses a job over quota: the sentence people read, and each
 // resource's numbers as a structured cause (api.QuotaCause) for programs.
-func denyQuota(tj *trainer.TrainJob, violations []QuotaViolation) admission.Response {
+func quotaDenial(tj *trainer.TrainJob, violations []QuotaViolation) *apierrors.StatusError {
 	msgs := make([]string, 0, len(violations))
 	causes := make([]metav1.StatusCause, 0, len(violations))
 	for _, q := range violations {
@@ -224,40 +221,45 @@ func denyQuota(tj *trainer.TrainJob, violations []QuotaViolation) admission.Resp
 			ResourceQuota: q.Quota, MaxWorkers: q.MaxWorkers,
 		}.Cause(q.Key))
 	}
-	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{
-		Allowed: false,
-		Result: &metav1.Status{
-			Status: metav1.StatusFailure, Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden,
-			Message: fmt.Sprintf("MPI job %s does not fit the quota of namespace %s: %s", tj.Name, tj.Namespace, strings.Join(msgs, "; ")),
-			Details: &metav1.StatusDetails{Group: trainer.GroupVersion.Group, Kind: "trainjobs", Name: tj.Name, Causes: causes},
-		},
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden,
+		Message: fmt.Sprintf("MPI job %s does not fit the quota of namespace %s: %s", tj.Name, tj.Namespace, strings.Join(msgs, "; ")),
+		Details: &metav1.StatusDetails{Group: trainer.GroupVersion.Group, Kind: "trainjobs", Name: tj.Name, Causes: causes},
 	}}
 }
 
-func deny(tj *trainer.TrainJob, errs field.ErrorList) admission.Response {
-	err := apierrors.NewInvalid(schema.GroupKind{Group: trainer.GroupVersion.Group, Kind: trainer.TrainJobKind}, tj.Name, errs)
-	return admission.Response{AdmissionResponse: admissionv1.AdmissionResponse{
-		Allowed: false,
-		Result:  &err.ErrStatus,
+// invalid is a denial with the fields at fault (Reason Invalid, 422).
+func invalid(tj *trainer.TrainJob, errs field.ErrorList) *apierrors.StatusError {
+	return apierrors.NewInvalid(schema.GroupKind{Group: trainer.GroupVersion.Group, Kind: trainer.TrainJobKind}, tj.Name, errs)
+}
+
+// denied is a denial that concerns no field of the job (a runtime's
+// broken policy).
+func denied(msg string) *apierrors.StatusError {
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusForbidden, Reason: metav1.StatusReasonForbidden, Message: msg,
 	}}
 }
 
-// unknownRuntime denies a TrainJob whose runtime does not exist when the
+// unknownRuntime refuses a TrainJob whose runtime does not exist when the
 // name looks like an MPI runtime, suggesting the closest one.
-func unknownRuntime(ctx context.Context, l runtimes.RuntimeLookup, tj *trainer.TrainJob) (admission.Response, bool) {
+func unknownRuntime(ctx context.Context, l runtimes.RuntimeLookup, tj *trainer.TrainJob) error {
 	_, _, found, err := l.Get(ctx, tj)
 	if err != nil || found {
-		return admission.Response{}, false
+		return nil
 	}
 	return denyUnknownRuntime(ctx, l, tj)
 }
 
-// denyUnknownRuntime denies a TrainJob whose runtime is known not to exist
-// when its name looks like an MPI runtime.
-func denyUnknownRuntime(ctx context.Context, l runtimes.RuntimeLookup, tj *trainer.TrainJob) (admission.Response, bool) {
+// denyUnknownRuntime refuses a TrainJob whose runtime is known not to
+// exist when its name looks like an MPI runtime (nil otherwise).
+func denyUnknownRuntime(ctx context.Context, l runtimes.RuntimeLookup, tj *trainer.TrainJob) error {
 	known := l.MPIRuntimeNames(ctx)
 	if !looksMPI(tj.Spec.RuntimeRef.Name, known) {
-		return admission.Response{}, false
+		return nil
 	}
-	return deny(tj, ValidateTrainJob(Job{TrainJob: tj, KnownRuntimes: known}, runtimes.Policy{})), true
+	if errs := ValidateTrainJob(Job{TrainJob: tj, KnownRuntimes: known}, runtimes.Policy{}); len(errs) > 0 {
+		return invalid(tj, errs)
+	}
+	return nil
 }
