@@ -245,7 +245,11 @@ func denied(msg string) *apierrors.StatusError {
 // name looks like an MPI runtime, suggesting the closest one.
 func unknownRuntime(ctx context.Context, l runtimes.RuntimeLookup, tj *trainer.TrainJob) error {
 	_, _, found, err := l.Get(ctx, tj)
-	if err != nil || found {
+	if err != nil {
+		// The validating webhook reads the runtime again and says why.
+		return nil //nolint:nilerr // not this webhook's to refuse
+	}
+	if found {
 		return nil
 	}
 	return denyUnknownRuntime(ctx, l, tj)

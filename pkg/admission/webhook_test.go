@@ -37,10 +37,14 @@ func shipped(t *testing.T, name string) *trainer.ClusterTrainingRuntime {
 	return rt
 }
 
-func reqCtx(op admissionv1.Operation, user string, old *trainer.TrainJob) context.Context {
+func reqCtx(t *testing.T, op admissionv1.Operation, user string, old *trainer.TrainJob) context.Context {
+	t.Helper()
 	req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: op, Namespace: "team-a", UserInfo: authnv1.UserInfo{Username: user}}}
 	if old != nil {
-		raw, _ := json.Marshal(old)
+		raw, err := json.Marshal(old)
+		if err != nil {
+			t.Fatal(err)
+		}
 		req.OldObject = runtime.RawExtension{Raw: raw}
 	}
 	return admission.NewContextWithRequest(context.Background(), req)
@@ -57,7 +61,7 @@ func TestDefaulterStampsTheCreator(t *testing.T) {
 	d := &Defaulter{}
 	forged := tjOn("a", "mpi-openmpi", 1)
 	forged.Annotations = map[string]string{api.CreatorAnnotation: "someone-else"}
-	if err := d.Default(reqCtx(admissionv1.Create, "dev-a", nil), forged); err != nil {
+	if err := d.Default(reqCtx(t, admissionv1.Create, "dev-a", nil), forged); err != nil {
 		t.Fatal(err)
 	}
 	if got := forged.Annotations[api.CreatorAnnotation]; got != "dev-a" {
@@ -66,7 +70,7 @@ func TestDefaulterStampsTheCreator(t *testing.T) {
 	old := forged.DeepCopy()
 	upd := forged.DeepCopy()
 	upd.Annotations[api.CreatorAnnotation] = "dev-b"
-	if err := d.Default(reqCtx(admissionv1.Update, "dev-b", old), upd); err != nil {
+	if err := d.Default(reqCtx(t, admissionv1.Update, "dev-b", old), upd); err != nil {
 		t.Fatal(err)
 	}
 	if got := upd.Annotations[api.CreatorAnnotation]; got != "dev-a" {
@@ -75,7 +79,7 @@ func TestDefaulterStampsTheCreator(t *testing.T) {
 	bad := tjOn("b", "mpi-openmpi", 1)
 	bad.Annotations = map[string]string{runtimes.ProgressTimeoutAnnotation: "soon"}
 	var se *apierrors.StatusError
-	if err := d.Default(reqCtx(admissionv1.Create, "dev-a", nil), bad); !errors.As(err, &se) || !apierrors.IsInvalid(err) {
+	if err := d.Default(reqCtx(t, admissionv1.Create, "dev-a", nil), bad); !errors.As(err, &se) || !apierrors.IsInvalid(err) {
 		t.Errorf("a bad progress timeout: %v, want Invalid", err)
 	}
 }
@@ -104,7 +108,7 @@ func TestValidator(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := v.ValidateCreate(reqCtx(admissionv1.Create, "dev-a", nil), tc.tj)
+			_, err := v.ValidateCreate(reqCtx(t, admissionv1.Create, "dev-a", nil), tc.tj)
 			if tc.allowed {
 				if err != nil {
 					t.Fatalf("refused: %v", err)
