@@ -337,11 +337,15 @@ func TestGetVerb(t *testing.T) {
 		"names of a list":          {output: "name", want: []string{"trainjob.trainer.kubeflow.org/a\ntrainjob.trainer.kubeflow.org/b\n"}},
 		"one job as yaml":          {names: []string{"a"}, output: "yaml", want: []string{"apiVersion: trainer.kubeflow.org/v1alpha1", "kind: TrainJob", "name: a"}},
 		"a typo":                   {names: []string{"aa"}, code: ExitNotFound, want: []string{`MPI job "aa" not found in namespace team-a: did you mean "a"?`}},
-		"a bad -o":                 {output: "wid", code: ExitUsage, want: []string{"-o wid: not an output format"}},
+		"a bad -o":                 {output: "wid", code: ExitUsage, want: []string{"-o wid: not an output format", "custom-columns"}},
+		"custom columns (kubectl's printer)": {output: "custom-columns=NAME:.metadata.name,RUNTIME:.spec.runtimeRef.name",
+			want: []string{"NAME   RUNTIME\na      mpi-openmpi\nb      mpi-openmpi\n"}},
+		"custom columns without a spec": {output: "custom-columns=", code: ExitUsage, want: []string{"-o custom-columns="}},
+		"jsonpath":                      {output: "jsonpath={.items[*].metadata.name}", want: []string{"a b"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			o, out, _ := fakeOptions(t, interceptor.Funcs{}, &a, &b, &other)
-			g := &getOptions{Options: o, print: genericclioptions.NewPrintFlags("").WithTypeSetter(scheme)}
+			g := newGetOptions(o)
 			g.print.OutputFormat = &tc.output
 			g.Complete(tc.names)
 			err := g.Validate()

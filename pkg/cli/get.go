@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
+	kubectlget "k8s.io/kubectl/pkg/cmd/get"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
@@ -25,14 +26,19 @@ import (
 type getOptions struct {
 	*Options
 	print         *genericclioptions.PrintFlags
+	columns       *kubectlget.CustomColumnsPrintFlags
 	allNamespaces bool
 	runtime       string
 	watch         bool
 	names         []string
 }
 
+func newGetOptions(o *Options) *getOptions {
+	return &getOptions{Options: o, print: genericclioptions.NewPrintFlags("").WithTypeSetter(scheme), columns: kubectlget.NewCustomColumnsPrintFlags()}
+}
+
 func newGetCommand(o *Options) *cobra.Command {
-	g := &getOptions{Options: o, print: genericclioptions.NewPrintFlags("").WithTypeSetter(scheme)}
+	g := newGetOptions(o)
 	cmd := &cobra.Command{
 		Use:     "get [NAME...]",
 		Aliases: []string{"list", "ls"},
@@ -51,6 +57,14 @@ func newGetCommand(o *Options) *cobra.Command {
 		},
 	}
 	g.print.AddFlags(cmd)
+	// The table (default, and wide) is mpijob's own; custom columns are
+	// kubectl's printer.
+	out := cmd.Flags().Lookup("output")
+	out.Usage = "Output format. One of: (wide, " + strings.Join(append(g.print.AllowedFormats(), g.columns.AllowedFormats()...), ", ") +
+		"). The default is a table; wide adds columns; custom-columns=NAME:.metadata.name,RUNTIME:.spec.runtimeRef.name works as in kubectl get."
+	_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return append(append([]string{"wide"}, g.print.AllowedFormats()...), g.columns.AllowedFormats()...), cobra.ShellCompDirectiveNoFileComp
+	})
 	cmd.Flags().BoolVarP(&g.allNamespaces, "all-namespaces", "A", false, "list the jobs of every namespace")
 	cmd.Flags().StringVar(&g.runtime, "runtime", "", "only jobs on this runtime")
 	cmd.Flags().BoolVarP(&g.watch, "watch", "w", false, "after listing, print changes as they happen")
@@ -73,11 +87,27 @@ func (g *getOptions) Complete(args []string) { g.names = args }
 // call.
 func (g *getOptions) Validate() error {
 	if !g.table() {
-		if _, err := g.print.ToPrinter(); err != nil {
-			return usageErr("-o %s: not an output format; use wide or one of %s", *g.print.OutputFormat, strings.Join(g.print.AllowedFormats(), ", "))
+		if _, err := g.printer(); err != nil {
+			if strings.HasPrefix(*g.print.OutputFormat, "custom-columns") {
+				return usageErr("-o %s: %v", *g.print.OutputFormat, err)
+			}
+			return usageErr("-o %s: not an output format; use wide or one of %s", *g.print.OutputFormat,
+				strings.Join(append(g.print.AllowedFormats(), g.columns.AllowedFormats()...), ", "))
 		}
 	}
 	return nil
+}
+
+// printer is the printer of a format other than the table: kubectl's
+// custom columns, or cli-runtime's JSON, YAML, name and templates.
+func (g *getOptions) printer() (printers.ResourcePrinter, error) {
+	if f := *g.print.OutputFormat; strings.HasPrefix(f, "custom-columns") {
+		if g.print.TemplatePrinterFlags != nil && g.print.TemplatePrinterFlags.TemplateArgument != nil {
+			g.columns.TemplateArgument = *g.print.TemplatePrinterFlags.TemplateArgument
+		}
+		return g.columns.ToPrinter(f)
+	}
+	return g.print.ToPrinter()
 }
 
 // Run lists the jobs and prints them (then their changes, with -w).
@@ -108,7 +138,7 @@ func (g *getOptions) Run(ctx context.Context) error {
 		}
 	}
 	if !g.table() {
-		p, err := g.print.ToPrinter()
+		p, err := g.printer()
 		if err != nil {
 			return err
 		}
