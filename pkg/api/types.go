@@ -241,3 +241,18 @@ func JobEvents(job string, events []corev1.Event) []corev1.Event {
 	sort.SliceStable(out, func(i, j int) bool { return EventTime(out[i]).Before(EventTime(out[j])) })
 	return out
 }
+
+// PullFailed reports a container the kubelet cannot start because its
+// image cannot be pulled (or named, or is not there to run): the one image
+// pull rule of the diagnosis and `kubectl mpijob runtimes test`.
+func PullFailed(cs corev1.ContainerStatus) bool {
+	w := cs.State.Waiting
+	if w == nil {
+		return false
+	}
+	switch w.Reason {
+	case "ImagePullBackOff", "ErrImagePull", "InvalidImageName", "ErrImageNeverPull":
+		return true
+	}
+	return false
+}

@@ -204,3 +204,16 @@ func TestStatusOfFallback(t *testing.T) {
 		})
 	}
 }
+
+func TestPullFailed(t *testing.T) {
+	for reason, want := range map[string]bool{"ImagePullBackOff": true, "ErrImagePull": true, "InvalidImageName": true, "ErrImageNeverPull": true,
+		"ContainerCreating": false, "CrashLoopBackOff": false} {
+		cs := corev1.ContainerStatus{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason}}}
+		if got := PullFailed(cs); got != want {
+			t.Errorf("PullFailed(%s) = %v, want %v", reason, got, want)
+		}
+	}
+	if PullFailed(corev1.ContainerStatus{}) {
+		t.Error("a running container is not a pull failure")
+	}
+}

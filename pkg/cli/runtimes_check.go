@@ -155,8 +155,8 @@ func (o *observed) record(launcher, workers []corev1.Pod) {
 		o.pods.Insert(p.Name)
 		all := len(p.Status.ContainerStatuses) > 0
 		for _, c := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
-			if w := c.State.Waiting; w != nil && (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff" || w.Reason == "InvalidImageName") && o.pullFailure == "" {
-				o.pullFailure = fmt.Sprintf("pod %s: %s: %s", p.Name, w.Reason, w.Message)
+			if api.PullFailed(c) && o.pullFailure == "" {
+				o.pullFailure = fmt.Sprintf("pod %s: %s: %s", p.Name, c.State.Waiting.Reason, c.State.Waiting.Message)
 			}
 		}
 		for _, c := range p.Status.ContainerStatuses {

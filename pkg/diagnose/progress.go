@@ -202,10 +202,10 @@ func podsRefused(in Input) (reason, message, next string, ok bool) {
 func imagePull(pods []corev1.Pod) (reason, message, next string, ok bool) {
 	for _, p := range sortedByIndex(pods) {
 		for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
-			w := cs.State.Waiting
-			if w == nil || (w.Reason != "ImagePullBackOff" && w.Reason != "ErrImagePull" && w.Reason != "InvalidImageName" && w.Reason != "ErrImageNeverPull") {
+			if !api.PullFailed(cs) {
 				continue
 			}
+			w := cs.State.Waiting
 			who := workerName(p)
 			if p.Labels["jobset.sigs.k8s.io/replicatedjob-name"] == api.LauncherJob {
 				who = "The Launcher (pod " + p.Name + ")"
