@@ -4,11 +4,15 @@
 package main
 
 import (
+	"context"
 	"flag"
+	"math"
 	"os"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
@@ -37,7 +41,7 @@ import (
 func main() {
 	var (
 		metricsAddr, probeAddr, webhookHost, certDir, leaderNS string
-		webhookPort                                            int
+		webhookPort, maxWorkers                                int
 		leaderElect, metricsSecure                             bool
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "address of the metrics endpoint (HTTPS with authentication unless --metrics-secure=false); 0 disables it")
@@ -48,6 +52,7 @@ func main() {
 	flag.StringVar(&certDir, "webhook-cert-dir", "", "folder with tls.crt and tls.key for the webhook server")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so only one replica acts")
 	flag.StringVar(&leaderNS, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
+	flag.IntVar(&maxWorkers, "max-workers", 256, "most Workers (nodes) a TrainJob of any framework may ask for where its runtime's policy.mpijob.dev/max-workers says nothing; 0 lifts the cap")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -94,17 +99,32 @@ func main() {
 		os.Exit(1)
 	}
 
-	lookup := runtimes.RuntimeLookup{Client: mgr.GetClient()}
-	mgr.GetWebhookServer().Register(mpiadmission.MutatePath, admission.WithDefaulter(scheme, &mpiadmission.Defaulter{Runtimes: lookup}))
-	mgr.GetWebhookServer().Register(mpiadmission.ValidatePath, admission.WithValidator(scheme, &mpiadmission.Validator{
-		Runtimes: lookup, Client: mgr.GetAPIReader(),
-	}))
-
 	logs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		log.Error(err, "failed to create a clientset")
 		os.Exit(1)
 	}
+	// Only the manager may write a job's status: admission learns who the
+	// manager is from the API server itself.
+	self, err := logs.AuthenticationV1().SelfSubjectReviews().Create(context.Background(), &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	if err != nil {
+		log.Error(err, "failed to learn which user the manager acts as (SelfSubjectReview)")
+		os.Exit(1)
+	}
+	if maxWorkers < 0 || maxWorkers > math.MaxInt32 {
+		log.Error(nil, "--max-workers must be between 0 and 2147483647", "value", maxWorkers)
+		os.Exit(2)
+	}
+
+	lookup := runtimes.RuntimeLookup{Client: mgr.GetClient()}
+	hooks := mgr.GetWebhookServer()
+	hooks.Register(mpiadmission.MutatePath, admission.WithDefaulter(scheme, &mpiadmission.Defaulter{Runtimes: lookup}))
+	hooks.Register(mpiadmission.ValidatePath, admission.WithValidator(scheme, &mpiadmission.Validator{
+		Runtimes: lookup, Client: mgr.GetAPIReader(), MaxWorkers: int32(maxWorkers), Manager: self.Status.UserInfo.Username,
+	}))
+	hooks.Register(mpiadmission.ValidateClusterRuntimePath, admission.WithValidator(scheme, mpiadmission.ClusterRuntimeValidator{}))
+	hooks.Register(mpiadmission.ValidateRuntimePath, admission.WithValidator(scheme, mpiadmission.RuntimeValidator{Client: mgr.GetAPIReader()}))
+	log.Info("admission", "manager", self.Status.UserInfo.Username, "maxWorkers", maxWorkers)
 	// Free capacity counts every bound pod of the cluster: a cache of its
 	// own keeps them, stripped to their node, phase and resources.
 	capacity, err := cache.New(cfg, cache.Options{

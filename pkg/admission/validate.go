@@ -32,6 +32,15 @@ type Job struct {
 	BaseRuntime string
 	// LauncherAsNode is true when the runtime's Launcher hosts ranks.
 	LauncherAsNode bool
+	// ClusterMaxWorkers caps Workers where the runtime's policy sets no
+	// max-workers (0: no cap).
+	ClusterMaxWorkers int32
+}
+
+// clusterCapDetail explains the cluster-wide Worker cap.
+func clusterCapDetail(runtime string, limit int32) string {
+	return fmt.Sprintf("this cluster allows at most %d Workers per job (mpijob-manager --max-workers), and runtime %s sets no %s of its own: use at most %d Workers, or ask an administrator for a runtime whose %s allows more",
+		limit, runtime, runtimes.MaxWorkersAnnotation, limit, runtimes.MaxWorkersAnnotation)
 }
 
 func (j Job) runtimeName() string {
@@ -120,6 +129,8 @@ func ValidateTrainJob(j Job, p runtimes.Policy) field.ErrorList {
 	if p.MaxWorkers > 0 && j.Workers > p.MaxWorkers {
 		errs = append(errs, field.Invalid(spec.Child("trainer", "numNodes"), j.Workers,
 			fmt.Sprintf("runtime %s allows at most %d Workers per job (%s): use at most %d Workers", j.runtimeName(), p.MaxWorkers, runtimes.MaxWorkersAnnotation, p.MaxWorkers)))
+	} else if p.MaxWorkers == 0 && j.ClusterMaxWorkers > 0 && j.Workers > j.ClusterMaxWorkers {
+		errs = append(errs, field.Invalid(spec.Child("trainer", "numNodes"), j.Workers, clusterCapDetail(j.runtimeName(), j.ClusterMaxWorkers)))
 	}
 	if p.MaxGPUsPerWorker != nil && j.WorkerPod != nil {
 		req, lim := runtimes.PodDemand(j.WorkerPod)
@@ -150,10 +161,6 @@ func ValidateTrainJob(j Job, p runtimes.Policy) field.ErrorList {
 				errs = append(errs, field.Required(spec.Child("runtimePatches").Key(name).Child("tolerations"),
 					fmt.Sprintf("runtime %s requires every pod to tolerate %s (%s): add the toleration to the job or the runtime", j.runtimeName(), runtimes.FormatToleration(want), runtimes.RequiredTolerationsAnnotation)))
 			}
-		}
-		if p.PriorityClass != "" && pod.PriorityClassName != p.PriorityClass {
-			errs = append(errs, field.Invalid(spec.Child("runtimePatches").Key(name).Child("priorityClassName"), pod.PriorityClassName,
-				fmt.Sprintf("runtime %s requires priority class %s (%s)", j.runtimeName(), p.PriorityClass, runtimes.PriorityClassAnnotation)))
 		}
 	}
 	sort.SliceStable(errs, func(i, k int) bool { return errs[i].Field < errs[k].Field })

@@ -2,7 +2,6 @@ package admission
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -10,6 +9,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	admissionv1 "k8s.io/api/admission/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -30,9 +30,9 @@ const (
 	ValidatePath = "/validate-trainer-kubeflow-org-v1alpha1-trainjob"
 )
 
-// Defaulter stamps the creator of a TrainJob. On create the annotation is
-// the requesting user, whatever the request said; on update it keeps the
-// stored value, so nobody can forge or change it.
+// Defaulter stamps the creator of a new TrainJob: the requesting user.
+// A create that names another creator is refused (Forbidden), never
+// silently corrected; changes afterwards are the Validator's to refuse.
 //
 // It also refuses a TrainJob whose MPI runtime does not exist, with a
 // suggestion: mutating webhooks run before validating ones, so this answer
@@ -50,7 +50,10 @@ func (d *Defaulter) Default(ctx context.Context, tj *trainer.TrainJob) error {
 	if err != nil {
 		return apierrors.NewInternalError(err)
 	}
-	if req.Operation == admissionv1.Create && d.Runtimes.Client != nil {
+	if req.Operation != admissionv1.Create {
+		return nil
+	}
+	if d.Runtimes.Client != nil {
 		if err := unknownRuntime(ctx, d.Runtimes, tj); err != nil {
 			return err
 		}
@@ -58,42 +61,78 @@ func (d *Defaulter) Default(ctx context.Context, tj *trainer.TrainJob) error {
 	if _, ferr := runtimes.ParseProgressTimeout(tj.Annotations); ferr != nil {
 		return invalid(tj, field.ErrorList{ferr})
 	}
-	want := req.UserInfo.Username
-	if req.Operation == admissionv1.Update {
-		old := &trainer.TrainJob{}
-		if err := json.Unmarshal(req.OldObject.Raw, old); err != nil {
-			return apierrors.NewBadRequest(fmt.Sprintf("the old TrainJob cannot be read: %v", err))
-		}
-		v, ok := old.Annotations[api.CreatorAnnotation]
-		if !ok {
-			return nil // no creator recorded
-		}
-		want = v
+	user := req.UserInfo.Username
+	if v, ok := tj.Annotations[api.CreatorAnnotation]; ok && v != user {
+		return invalid(tj, field.ErrorList{field.Forbidden(annotationPath(api.CreatorAnnotation),
+			fmt.Sprintf("mpijob records who creates a job, and you are %q, not %q: remove this annotation (a copied job's YAML carries it; kubectl mpijob clone leaves it out)", user, v))})
 	}
 	if tj.Annotations == nil {
 		tj.Annotations = map[string]string{}
 	}
-	tj.Annotations[api.CreatorAnnotation] = want
+	tj.Annotations[api.CreatorAnnotation] = user
 	return nil
 }
 
 // Validator admits MPI TrainJobs: validation, runtime policy, quota
-// pre-flight and warnings. Other TrainJobs pass untouched.
+// pre-flight and warnings, on create and on every update that changes what
+// will run. It caps the Workers of every TrainJob, so no tenant can make
+// Trainer's controller build a JobSet of billions of pods. Only the
+// manager may write a job's Status.
 type Validator struct {
 	Runtimes runtimes.RuntimeLookup
 	// Client reads ResourceQuotas.
 	Client client.Reader
+	// MaxWorkers caps the Workers of a job whose runtime's policy sets no
+	// max-workers (0: no cap).
+	MaxWorkers int32
+	// Manager is the user mpijob-manager acts as: the only one that may
+	// write the status annotation.
+	Manager string
 }
 
 var _ admission.Validator[*trainer.TrainJob] = (*Validator)(nil)
 
-// ValidateUpdate keeps the creator: it cannot change.
-func (v *Validator) ValidateUpdate(_ context.Context, old, tj *trainer.TrainJob) (admission.Warnings, error) {
-	if prev, ok := old.Annotations[api.CreatorAnnotation]; ok && tj.Annotations[api.CreatorAnnotation] != prev {
-		return nil, invalid(tj, field.ErrorList{field.Forbidden(field.NewPath("metadata", "annotations").Key(api.CreatorAnnotation),
-			fmt.Sprintf("the creator of a job cannot change (it is %q)", prev))})
+// ValidateUpdate keeps the creator and the manager's Status, and admits
+// again every update that changes what will run: a new spec, or a job
+// being resumed. Suspending (Kueue evicting a job) is never refused: a
+// suspended job runs nothing, and it is judged again when it resumes.
+func (v *Validator) ValidateUpdate(ctx context.Context, old, tj *trainer.TrainJob) (admission.Warnings, error) {
+	var errs field.ErrorList
+	if prev, ok := old.Annotations[api.CreatorAnnotation]; ok {
+		if cur, ok := tj.Annotations[api.CreatorAnnotation]; !ok || cur != prev {
+			errs = append(errs, field.Forbidden(annotationPath(api.CreatorAnnotation),
+				fmt.Sprintf("the creator of a job cannot change or be removed (it is %q)", prev)))
+		}
 	}
-	return nil, nil
+	oldStatus, hadStatus := old.Annotations[api.StatusAnnotation]
+	newStatus, hasStatus := tj.Annotations[api.StatusAnnotation]
+	if (hadStatus != hasStatus || oldStatus != newStatus) && !v.isManager(ctx) {
+		errs = append(errs, statusForbidden())
+	}
+	if _, ferr := runtimes.ParseProgressTimeout(tj.Annotations); ferr != nil {
+		errs = append(errs, ferr)
+	}
+	if len(errs) > 0 {
+		return nil, invalid(tj, errs)
+	}
+	if tj.DeletionTimestamp != nil || !ChangesWhatRuns(old, tj) {
+		return nil, nil
+	}
+	return v.admit(ctx, tj, false)
+}
+
+// ChangesWhatRuns reports whether an update of a TrainJob can change the
+// pods it runs, now or when it resumes: a job being resumed, or a new
+// spec. Suspending is not: a suspended job runs nothing.
+func ChangesWhatRuns(old, tj *trainer.TrainJob) bool {
+	was, is := ptr.Deref(old.Spec.Suspend, false), ptr.Deref(tj.Spec.Suspend, false)
+	switch {
+	case is && !was:
+		return false
+	case was && !is:
+		return true
+	}
+	return !equality.Semantic.DeepEqual(old.Spec, tj.Spec)
 }
 
 // ValidateDelete lets every deletion through.
@@ -101,10 +140,36 @@ func (v *Validator) ValidateDelete(context.Context, *trainer.TrainJob) (admissio
 	return nil, nil
 }
 
-// ValidateCreate admits a new MPI job: its runtime (and, for a per-job
-// runtime, the cluster runtime it derives from), the runtime's policy, the
-// fields Trainer would not apply to the Workers, and the namespace's quota.
+// ValidateCreate admits a new job: see admit. A new job carries no Status
+// but the manager's.
 func (v *Validator) ValidateCreate(ctx context.Context, tj *trainer.TrainJob) (admission.Warnings, error) {
+	if _, ok := tj.Annotations[api.StatusAnnotation]; ok && !v.isManager(ctx) {
+		return nil, invalid(tj, field.ErrorList{statusForbidden()})
+	}
+	return v.admit(ctx, tj, true)
+}
+
+func statusForbidden() *field.Error {
+	return field.Forbidden(annotationPath(api.StatusAnnotation),
+		"only mpijob-manager writes a job's status (its diagnosis, shown by kubectl mpijob, the SDK and the dashboard): leave this annotation out, or as it is")
+}
+
+func annotationPath(key string) *field.Path {
+	return field.NewPath("metadata", "annotations").Key(key)
+}
+
+// isManager reports whether the request comes from mpijob-manager itself.
+func (v *Validator) isManager(ctx context.Context) bool {
+	req, err := admission.RequestFromContext(ctx)
+	return err == nil && v.Manager != "" && req.UserInfo.Username == v.Manager
+}
+
+// admit judges a job as it will run: its runtime (and, for a per-job
+// runtime, the cluster runtime it derives from), the Worker cap, the
+// runtime's policy, the fields Trainer would not apply to the Workers and,
+// for a new job, the namespace's quota. Jobs of other frameworks are only
+// held to the Worker cap.
+func (v *Validator) admit(ctx context.Context, tj *trainer.TrainJob, create bool) (admission.Warnings, error) {
 	if tj.Namespace == "" {
 		if req, err := admission.RequestFromContext(ctx); err == nil {
 			tj.Namespace = req.Namespace
@@ -115,9 +180,9 @@ func (v *Validator) ValidateCreate(ctx context.Context, tj *trainer.TrainJob) (a
 		return nil, apierrors.NewInternalError(fmt.Errorf("failed to read runtime %s: %w", tj.Spec.RuntimeRef.Name, err))
 	}
 	if found && !runtimes.IsMPI(spec) {
-		return nil, nil // not an MPI job
+		return nil, v.capOther(tj, spec, annotations)
 	}
-	job := Job{TrainJob: tj, RuntimeFound: found}
+	job := Job{TrainJob: tj, RuntimeFound: found, ClusterMaxWorkers: v.MaxWorkers}
 	if !found {
 		// Not ours to judge unless it looks like an MPI runtime: Trainer
 		// answers for the others.
@@ -149,6 +214,11 @@ func (v *Validator) ValidateCreate(ctx context.Context, tj *trainer.TrainJob) (a
 	if errs := append(ValidateTrainJob(job, policy), ValidateWorkerFields(job)...); len(errs) > 0 {
 		return nil, invalid(tj, errs)
 	}
+	if !create {
+		// Quota was checked when the job was created, and an admitted
+		// job's pods already count against it.
+		return Warnings(job), nil
+	}
 	quotas := &corev1.ResourceQuotaList{}
 	if err := v.Client.List(ctx, quotas, client.InNamespace(tj.Namespace)); err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("failed to read ResourceQuotas of %s: %w", tj.Namespace, err))
@@ -157,6 +227,30 @@ func (v *Validator) ValidateCreate(ctx context.Context, tj *trainer.TrainJob) (a
 		return nil, quotaDenial(tj, violations)
 	}
 	return Warnings(job), nil
+}
+
+// capOther holds a TrainJob of another framework to the Worker cap: the
+// engine is shared, whatever the framework.
+func (v *Validator) capOther(tj *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec, annotations map[string]string) error {
+	var workers int32
+	if spec.MLPolicy != nil && spec.MLPolicy.NumNodes != nil {
+		workers = *spec.MLPolicy.NumNodes
+	}
+	if tj.Spec.Trainer != nil && tj.Spec.Trainer.NumNodes != nil {
+		workers = *tj.Spec.Trainer.NumNodes
+	}
+	limit, own := v.MaxWorkers, false
+	if p, errs := runtimes.ParsePolicy(annotations); len(errs) == 0 && p.MaxWorkers > 0 {
+		limit, own = p.MaxWorkers, true
+	}
+	if limit == 0 || workers <= limit {
+		return nil
+	}
+	detail := clusterCapDetail(tj.Spec.RuntimeRef.Name, limit)
+	if own {
+		detail = fmt.Sprintf("runtime %s allows at most %d nodes per job (%s): use at most %d", tj.Spec.RuntimeRef.Name, limit, runtimes.MaxWorkersAnnotation, limit)
+	}
+	return invalid(tj, field.ErrorList{field.Invalid(field.NewPath("spec", "trainer", "numNodes"), workers, detail)})
 }
 
 // perJobBase checks the namespaced runtime of tj: it must be mpijob's

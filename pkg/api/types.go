@@ -164,8 +164,9 @@ type Status struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 }
 
-// ReadStatus decodes the Status from a TrainJob's annotations; ok is false
-// when the manager has not written one (it does not run, or not yet).
+// ReadStatus decodes the Status from a TrainJob's annotations, cleaned of
+// control characters (see CleanText); ok is false when the manager has
+// not written one (it does not run, or not yet).
 func ReadStatus(annotations map[string]string) (s Status, ok bool, err error) {
 	raw, found := annotations[StatusAnnotation]
 	if !found {
@@ -174,7 +175,7 @@ func ReadStatus(annotations map[string]string) (s Status, ok bool, err error) {
 	if err := json.Unmarshal([]byte(raw), &s); err != nil {
 		return Status{}, false, fmt.Errorf("annotation %s is not a valid mpijob status: %w", StatusAnnotation, err)
 	}
-	return s, true, nil
+	return s.Clean(), true, nil
 }
 
 // Encode renders s for StatusAnnotation.

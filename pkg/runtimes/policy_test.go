@@ -43,11 +43,24 @@ func TestParsePolicy(t *testing.T) {
 			annotations: map[string]string{
 				MaxWorkersAnnotation: "16", MaxGPUsPerWorkerAnnotation: "8", RequiredNodeSelectorAnnotation: "pool=gpu, zone=east",
 				RequiredTolerationsAnnotation: "dedicated=gpu:NoSchedule, pool",
-				PriorityClassAnnotation:       "training", GangTimeoutAnnotation: "10m", ProgressTimeoutAnnotation: "30m",
+				GangTimeoutAnnotation:         "10m", ProgressTimeoutAnnotation: "30m",
 			},
 			want: Policy{MaxWorkers: 16, MaxGPUsPerWorker: ptr.To(resource.MustParse("8")), RequiredNodeSelector: map[string]string{"pool": "gpu", "zone": "east"},
 				RequiredTolerations: []corev1.Toleration{dedicatedGPU, {Key: "pool", Operator: corev1.TolerationOpExists}},
-				PriorityClass:       "training", GangTimeout: 10 * time.Minute, ProgressTimeout: 30 * time.Minute},
+				GangTimeout:         10 * time.Minute, ProgressTimeout: 30 * time.Minute},
+		},
+		"a misspelled key is refused, with the closest policy": {
+			annotations: map[string]string{PolicyPrefix + "max-worker": "4", PolicyPrefix + "zzz": "1", "other.example.com/max-worker": "4"},
+			wantErrs: []string{
+				`metadata.annotations[policy.mpijob.dev/max-worker]: Unsupported value: "policy.mpijob.dev/max-worker": is not a policy of mpijob, so it would limit nothing: did you mean policy.mpijob.dev/max-workers?`,
+				`metadata.annotations[policy.mpijob.dev/zzz]: Unsupported value: "policy.mpijob.dev/zzz": is not a policy of mpijob, so it would limit nothing: the policies are policy.mpijob.dev/max-workers, policy.mpijob.dev/max-gpus-per-worker, policy.mpijob.dev/required-node-selector, policy.mpijob.dev/required-tolerations, policy.mpijob.dev/gang-scheduling-timeout, policy.mpijob.dev/progress-timeout`,
+			},
+		},
+		"priority-class, which no job could satisfy, is refused with the way out": {
+			annotations: map[string]string{PriorityClassAnnotation: "training"},
+			wantErrs: []string{
+				`metadata.annotations[policy.mpijob.dev/priority-class]: Invalid value: "training": is not a policy (no job could set a priority class, so it refused every job): remove it and set priorityClassName in the runtime's own pod templates, or give jobs Kueue priorities (label kueue.x-k8s.io/priority-class)`,
+			},
 		},
 		"bad values name the annotation, the value and the form": {
 			annotations: map[string]string{MaxWorkersAnnotation: "many", GangTimeoutAnnotation: "10", RequiredNodeSelectorAnnotation: "gpu", MaxGPUsPerWorkerAnnotation: "-1",

