@@ -123,7 +123,7 @@ func job(name, runtimeName string, numNodes int32, kwok bool) *trainer.TrainJob 
 		tj.Spec.Trainer.ResourcesPerNode = &corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": one}}
 		spec := &trainer.PodSpecPatch{
 			NodeSelector: map[string]string{"type": "kwok"},
-			Tolerations:  []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+			Tolerations:  []corev1.Toleration{{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
 		}
 		var rjobs []trainer.ReplicatedJobPatch
 		for _, n := range []string{"launcher", "node"} {

@@ -880,6 +880,7 @@ func TestNeverFits(t *testing.T) {
 	}
 	cases := map[string]struct {
 		worker  *podW
+		nodes   []corev1.Node // the cluster above when nil
 		reason  string
 		message string
 		first   string
@@ -891,6 +892,16 @@ func TestNeverFits(t *testing.T) {
 			reason:  ReasonCannotStart,
 			message: "The job can never start: no node could take a Worker even if the cluster were empty: 2 nodes carry taint kwok.x-k8s.io/node=fake:NoSchedule, which the Workers do not tolerate; 2 nodes have no nvidia.com/gpu.",
 			first:   "If the Workers belong on the nodes with taint kwok.x-k8s.io/node=fake:NoSchedule, use a runtime that tolerates it (`kubectl mpijob runtimes list`) or add the toleration in the job's runtimePatches.",
+		},
+		"CPU Workers sent to GPU nodes tainted as real GPU clusters do": {
+			worker: waitingWorker(func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"type": "gpu"} }),
+			nodes: []corev1.Node{
+				node("mpijob-node-1", cpu, map[string]string{"type": "real"}),
+				node("gpu-1", gpu, map[string]string{"type": "gpu"}, corev1.Taint{Key: "nvidia.com/gpu", Effect: corev1.TaintEffectNoSchedule}),
+			},
+			reason:  ReasonCannotStart,
+			message: "The job can never start: no node could take a Worker even if the cluster were empty: 1 node carries taint nvidia.com/gpu:NoSchedule, which the Workers do not tolerate; 1 node does not match the Workers' node selector type=gpu.",
+			first:   "The nodes with taint nvidia.com/gpu:NoSchedule are kept for pods that ask for nvidia.com/gpu (those are given the toleration): if the Workers need it, ask for it (--gpus N, or resources per Worker); otherwise they run elsewhere.",
 		},
 		"a node selector no node has": {
 			worker:  waitingWorker(func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"disktype": "ssd"} }),
@@ -926,7 +937,11 @@ func TestNeverFits(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := Diagnose(Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(worker("0").running(true), tc.worker), AllNodes: cluster, Now: t0})
+			nodes := cluster
+			if tc.nodes != nil {
+				nodes = tc.nodes
+			}
+			got := Diagnose(Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(worker("0").running(true), tc.worker), AllNodes: nodes, Now: t0})
 			if got.Reason != tc.reason {
 				t.Fatalf("reason %s (%q), want %s", got.Reason, got.Message, tc.reason)
 			}

@@ -34,6 +34,10 @@ func neverFits(in Input) (message, next string, ok bool) {
 	requests, _ := runtimes.PodDemand(&waiting.Spec)
 	affinity := nodeaffinity.GetRequiredNodeAffinity(waiting)
 	taints := map[string]int{}
+	// resourceTaints: taints named after a resource their node offers
+	// (nvidia.com/gpu:NoSchedule on GPU nodes), which the API server's
+	// ExtendedResourceToleration lets pods asking for it tolerate.
+	resourceTaints := map[string]corev1.ResourceName{}
 	var unmatched int
 	short := map[corev1.ResourceName]int{}
 	// offered: the most of each resource any node has; largest: the most
@@ -51,6 +55,9 @@ func neverFits(in Input) (message, next string, ok bool) {
 			return t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute
 		}, false); untolerated {
 			taints[taintString(t)]++
+			if _, offers := n.Status.Allocatable[corev1.ResourceName(t.Key)]; offers && strings.Contains(t.Key, "/") {
+				resourceTaints[taintString(t)] = corev1.ResourceName(t.Key)
+			}
 			continue
 		}
 		if match, err := affinity.Match(n); err != nil || !match {
@@ -80,6 +87,10 @@ func neverFits(in Input) (message, next string, ok bool) {
 	var why, steps []string
 	for _, t := range sortedKeys(taints) {
 		why = append(why, fmt.Sprintf("%s %s taint %s, which the Workers do not tolerate", plural(taints[t], "node", "nodes"), carryOrCarries(taints[t]), t))
+		if r, ok := resourceTaints[t]; ok {
+			steps = append(steps, fmt.Sprintf("The nodes with taint %s are kept for pods that ask for %s (those are given the toleration): if the Workers need it, ask for it (--gpus N, or resources per Worker); otherwise they run elsewhere.", t, r))
+			continue
+		}
 		steps = append(steps, fmt.Sprintf("If the Workers belong on the nodes with taint %s, use a runtime that tolerates it (`kubectl mpijob runtimes list`) or add the toleration in the job's runtimePatches.", t))
 	}
 	if unmatched > 0 {

@@ -57,8 +57,13 @@ const (
 	frontProxyClient = "front-proxy-client"
 	// kueueVisibilityService is the Service of Kueue's APIService.
 	kueueVisibilityService = "visibility-server"
-	kwokNodeTaintKey       = "kwok.x-k8s.io/node"
-	kwokNodeLabelType      = "type"
+	// kwokNodeAnnotation marks the nodes kwok manages.
+	kwokNodeAnnotation = "kwok.x-k8s.io/node"
+	// GPUTaintKey taints the GPU nodes as real GPU clusters do: with the
+	// API server's ExtendedResourceToleration plugin, pods that ask for
+	// nvidia.com/gpu tolerate it, and CPU pods stay off those nodes.
+	GPUTaintKey       = "nvidia.com/gpu"
+	kwokNodeLabelType = "type"
 )
 
 // Options select what Up starts and where it keeps its files.
@@ -117,6 +122,10 @@ func FindRepoRoot(dir string) (string, error) {
 
 // KubeconfigPath is the admin kubeconfig the cluster writes.
 func (o Options) KubeconfigPath() string { return filepath.Join(o.StateDir, "kubeconfig") }
+
+// AuditLogPath is the API server's audit log (JSON lines; policy in
+// config/audit/policy.yaml).
+func (o Options) AuditLogPath() string { return filepath.Join(o.logDir(), "audit.log") }
 
 // DashboardURL is where the local cluster's dashboard answers.
 var DashboardURL = fmt.Sprintf("http://127.0.0.1:%d", DashboardPort)

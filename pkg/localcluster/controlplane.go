@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -113,7 +114,11 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		"--kubelet-preferred-address-types=Hostname,InternalIP",
 		"--kubelet-client-certificate=" + p.path("apiserver-kubelet-client", "crt"),
 		"--kubelet-client-key=" + p.path("apiserver-kubelet-client", "key"),
-		"--enable-admission-plugins=NodeRestriction",
+		"--enable-admission-plugins=NodeRestriction,ExtendedResourceToleration",
+		// Who created, changed and deleted MPI jobs (config/audit).
+		"--audit-policy-file=" + filepath.Join(c.opts.RepoRoot, "config", "audit", "policy.yaml"),
+		"--audit-log-path=" + c.opts.AuditLogPath(),
+		"--audit-log-maxsize=100", "--audit-log-maxbackup=3", "--audit-log-format=json",
 		// The aggregation layer, for Kueue's visibility API. Extension API
 		// servers run as host processes, so the API server dials their
 		// endpoints directly instead of a Service's ClusterIP.

@@ -114,7 +114,7 @@ func (c *Cluster) startKwok(ctx context.Context) error {
 		"--kubeconfig=" + c.componentKubeconfig("admin"),
 		"-c", stages,
 		"--manage-all-nodes=false",
-		"--manage-nodes-with-annotation-selector=" + kwokNodeTaintKey + "=fake",
+		"--manage-nodes-with-annotation-selector=" + kwokNodeAnnotation + "=fake",
 		// With the default lease, fake nodes flap NotReady about every 55 s.
 		"--node-lease-duration-seconds=40",
 		fmt.Sprintf("--server-address=127.0.0.1:%d", kwokServerPort),
@@ -150,19 +150,21 @@ var KwokNodeCapacity = corev1.ResourceList{
 	"nvidia.com/gpu":      resource.MustParse("8"),
 }
 
-// kwokNode is a fake GPU node: labelled type=kwok and tainted so only pods
-// that tolerate it (and ask for it) land there.
+// kwokNode is a fake GPU node: labelled type=kwok and tainted
+// nvidia.com/gpu:NoSchedule as GPU nodes of real clusters are, so pods that
+// ask for GPUs land there (ExtendedResourceToleration gives them the
+// toleration) and CPU pods do not.
 func kwokNode(name string) *corev1.Node {
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        name,
-			Annotations: map[string]string{kwokNodeTaintKey: "fake", "node.alpha.kubernetes.io/ttl": "0"},
+			Annotations: map[string]string{kwokNodeAnnotation: "fake", "node.alpha.kubernetes.io/ttl": "0"},
 			Labels: map[string]string{
 				"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
 				kwokNodeLabelType: "kwok", "mpijob.dev/node-kind": "kwok", "nvidia.com/gpu.present": "true",
 			},
 		},
-		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: kwokNodeTaintKey, Value: "fake", Effect: corev1.TaintEffectNoSchedule}}},
+		Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: GPUTaintKey, Effect: corev1.TaintEffectNoSchedule}}},
 		Status: corev1.NodeStatus{
 			Capacity:    KwokNodeCapacity,
 			Allocatable: KwokNodeCapacity,

@@ -165,7 +165,7 @@ func TestKwokNode(t *testing.T) {
 	if got := n.Annotations["kwok.x-k8s.io/node"]; got != "fake" {
 		t.Errorf("annotation kwok.x-k8s.io/node = %q, want fake (kwok manages only annotated nodes)", got)
 	}
-	wantTaint := []corev1.Taint{{Key: "kwok.x-k8s.io/node", Value: "fake", Effect: corev1.TaintEffectNoSchedule}}
+	wantTaint := []corev1.Taint{{Key: "nvidia.com/gpu", Effect: corev1.TaintEffectNoSchedule}}
 	if diff := cmp.Diff(wantTaint, n.Spec.Taints); diff != "" {
 		t.Errorf("taints (-want,+got):\n%s", diff)
 	}

@@ -24,7 +24,7 @@ func (c *Cluster) Summary() string {
 		fmt.Fprintf(&b, "  %-28s pid %d\n", n, c.pids[n])
 	}
 	fmt.Fprintf(&b, `
-Nodes: %d real (%s), %d kwok GPU nodes (8 nvidia.com/gpu each, taint %s=fake:NoSchedule)
+Nodes: %d real (%s), %d kwok GPU nodes (8 nvidia.com/gpu each, taint %s:NoSchedule, tolerated by every pod that asks for GPUs)
 Users (kubeconfig contexts): admin (cluster-admin), dev-a (edit team-a), dev-b (edit team-b), viewer-a (view team-a)
 Dashboard: %s (log in as dev-a, dev-b or viewer-a; it acts as that user)
 
@@ -34,7 +34,7 @@ Use it:
   %s get trainjobs -A
   %s --context dev-a -n team-a get trainjobs
 Stop it: make dev-down
-`, c.opts.RealNodes, strings.Join(realNodeNames(c.opts.RealNodes), ", "), c.opts.KwokNodes, kwokNodeTaintKey,
+`, c.opts.RealNodes, strings.Join(realNodeNames(c.opts.RealNodes), ", "), c.opts.KwokNodes, GPUTaintKey,
 		DashboardURL, kc, c.opts.bin("kubectl"), c.opts.bin("kubectl"), c.opts.bin("kubectl"))
 	return b.String()
 }

@@ -158,3 +158,60 @@ func TestGPUWorkersOnKwokNodes(t *testing.T) {
 		t.Errorf("want one Launcher on a kwok node, got %d", len(launcher))
 	}
 }
+
+// The kwok GPU nodes are tainted nvidia.com/gpu:NoSchedule as real GPU
+// clusters are, and the API server's ExtendedResourceToleration gives the
+// toleration to pods that ask for GPUs: a tenant's GPU job places its
+// Workers there with no toleration written, and its CPU Launcher stays on a
+// real node.
+func TestGPUJobNeedsNoTolerationFromTheUser(t *testing.T) {
+	c := framework.Get(t)
+	name := framework.UniqueName("big")
+	expect(t, mpijob(t, "dev-a", "team-a", "create", name, "--runtime", "mpi-openmpi-gpu", "--workers", "2", "--gpus", "2", "--", "sleep", "600"), 0, "created in namespace team-a")
+	t.Cleanup(func() { mpijob(t, "dev-a", "team-a", "delete", name, "--wait=false") })
+	c.WaitForPods(t, "team-a", name, "node", 2, 2*time.Minute)
+	var workers []corev1.Pod
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		workers = c.JobPods(t, "team-a", name, "node")
+		placed := 0
+		for _, p := range workers {
+			if p.Spec.NodeName != "" {
+				placed++
+			}
+		}
+		if placed == 2 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(time.Second)
+	}
+	for _, p := range workers {
+		if !strings.HasPrefix(p.Spec.NodeName, "kwok-gpu-") {
+			t.Errorf("Worker %s placed on %q, want a GPU node", p.Name, p.Spec.NodeName)
+		}
+		if !tolerates(p.Spec.Tolerations, "nvidia.com/gpu") {
+			t.Errorf("Worker %s has no toleration of nvidia.com/gpu: %v", p.Name, p.Spec.Tolerations)
+		}
+	}
+	r := mpijob(t, "dev-a", "team-a", "get", name, "-o", "yaml")
+	if strings.Contains(r.out, "tolerations") {
+		t.Errorf("the job carries a toleration the user did not write:\n%s", r.out)
+	}
+	for _, p := range c.WaitForPods(t, "team-a", name, "launcher", 1, 2*time.Minute) {
+		if p.Spec.NodeName != "" && !strings.HasPrefix(p.Spec.NodeName, "mpijob-node-") {
+			t.Errorf("the CPU Launcher %s was placed on %q, want a real node", p.Name, p.Spec.NodeName)
+		}
+		if tolerates(p.Spec.Tolerations, "nvidia.com/gpu") {
+			t.Errorf("the CPU Launcher %s tolerates the GPU taint", p.Name)
+		}
+	}
+}
+
+func tolerates(tols []corev1.Toleration, key string) bool {
+	for _, t := range tols {
+		if t.Key == key && t.Effect == corev1.TaintEffectNoSchedule {
+			return true
+		}
+	}
+	return false
+}

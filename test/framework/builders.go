@@ -109,13 +109,16 @@ func ShippedRuntime(name string) *trainer.ClusterTrainingRuntime {
 	return rt
 }
 
+// GPUToleration tolerates the GPU nodes' taint: what the API server's
+// ExtendedResourceToleration gives pods that ask for GPUs, written out for
+// pods that do not (a CPU Launcher sent to the kwok nodes).
+var GPUToleration = corev1.Toleration{Key: "nvidia.com/gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}
+
 // OnKwokNodes sends the Launcher and the Workers to the fake kwok nodes.
 func (w *TrainJobWrapper) OnKwokNodes() *TrainJobWrapper {
 	spec := &trainer.PodSpecPatch{
 		NodeSelector: map[string]string{"type": "kwok"},
-		Tolerations: []corev1.Toleration{{
-			Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpEqual, Value: "fake", Effect: corev1.TaintEffectNoSchedule,
-		}},
+		Tolerations:  []corev1.Toleration{GPUToleration},
 	}
 	var rjobs []trainer.ReplicatedJobPatch
 	for _, name := range []string{"launcher", "node"} {

@@ -163,7 +163,7 @@ func TestRuntimePolicy(t *testing.T) {
 		rt.Annotations = map[string]string{
 			runtimes.MaxWorkersAnnotation:           "2",
 			runtimes.RequiredNodeSelectorAnnotation: "type=kwok",
-			runtimes.RequiredTolerationsAnnotation:  "kwok.x-k8s.io/node=fake:NoSchedule",
+			runtimes.RequiredTolerationsAnnotation:  "nvidia.com/gpu:NoSchedule",
 		}
 	})
 	deny := func(t *testing.T, job *trainer.TrainJob, want ...string) {
@@ -183,7 +183,7 @@ func TestRuntimePolicy(t *testing.T) {
 		"spec.trainer.numNodes: Invalid value: 3: runtime "+rt.Name+" allows at most 2 Workers per job (policy.mpijob.dev/max-workers): use at most 2 Workers")
 	deny(t, framework.MakeTrainJob("anywhere", ns, rt.Name).NumNodes(1).Obj(),
 		"spec.runtimePatches[node].nodeSelector[type]: Invalid value: \"\": runtime "+rt.Name+" requires nodeSelector type=kwok on every pod",
-		"spec.runtimePatches[node].tolerations: Required value: runtime "+rt.Name+" requires every pod to tolerate kwok.x-k8s.io/node=fake:NoSchedule (policy.mpijob.dev/required-tolerations)",
+		"spec.runtimePatches[node].tolerations: Required value: runtime "+rt.Name+" requires every pod to tolerate nvidia.com/gpu:NoSchedule (policy.mpijob.dev/required-tolerations)",
 		"spec.runtimePatches[launcher].tolerations")
 
 	running := framework.MakeTrainJob("running", ns, rt.Name).NumNodes(2).OnKwokNodes().HoldOnKwok().Obj()

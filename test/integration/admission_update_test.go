@@ -30,7 +30,7 @@ func TestAdmissionHoldsAfterCreation(t *testing.T) {
 	rt := c.CopyRuntime(t, "mpi-openmpi", "mpi-test-pinned", func(rt *trainer.ClusterTrainingRuntime) {
 		rt.Annotations = map[string]string{
 			runtimes.RequiredNodeSelectorAnnotation: "type=kwok",
-			runtimes.RequiredTolerationsAnnotation:  "kwok.x-k8s.io/node=fake:NoSchedule",
+			runtimes.RequiredTolerationsAnnotation:  "nvidia.com/gpu:NoSchedule",
 		}
 	})
 	// JSON patches of the job's first runtime patch (OnKwokNodes: the
@@ -54,7 +54,7 @@ func TestAdmissionHoldsAfterCreation(t *testing.T) {
 			err := c.Client.Patch(ctx, job.DeepCopy(), client.RawPatch(types.JSONPatchType, leave))
 			for _, want := range []string{
 				`spec.runtimePatches[node].nodeSelector[type]: Invalid value: "real": runtime ` + rt.Name + ` requires nodeSelector type=kwok on every pod`,
-				`spec.runtimePatches[node].tolerations: Required value: runtime ` + rt.Name + ` requires every pod to tolerate kwok.x-k8s.io/node=fake:NoSchedule`,
+				`spec.runtimePatches[node].tolerations: Required value: runtime ` + rt.Name + ` requires every pod to tolerate nvidia.com/gpu:NoSchedule`,
 			} {
 				if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), want) {
 					t.Errorf("editing the suspended job out of its policy: %v, want %q", err, want)

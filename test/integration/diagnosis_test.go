@@ -83,15 +83,16 @@ func TestDiagnosisOfRealFailures(t *testing.T) {
 			job: framework.MakeTrainJob("nossd", "", "mpi-openmpi").NumNodes(1).PatchWorkers(trainer.PodSpecPatch{
 				NodeSelector: map[string]string{"disktype": "ssd"}}),
 			wantReason:  diagnose.ReasonCannotStart,
-			wantMessage: []string{"The job can never start", "2 nodes do not match the Workers' node selector disktype=ssd", "16 nodes carry taint kwok.x-k8s.io/node=fake:NoSchedule"},
+			wantMessage: []string{"The job can never start", "2 nodes do not match the Workers' node selector disktype=ssd", "16 nodes carry taint nvidia.com/gpu:NoSchedule"},
 		},
-		"GPUs only on nodes whose taint the Workers do not tolerate": {
-			// The issue's case: 16 GPU nodes tainted, the 2 real ones
-			// without GPUs; the scheduler says "16 node(s) had untolerated
-			// taint(s), 2 Insufficient nvidia.com/gpu".
-			job:         framework.MakeTrainJob("tainted", "", "mpi-openmpi-gpu").NumNodes(1),
+		"CPU Workers sent to the GPU nodes, whose taint they do not tolerate": {
+			// The 16 GPU nodes are tainted nvidia.com/gpu:NoSchedule; only
+			// pods that ask for GPUs get the toleration (the API server's
+			// ExtendedResourceToleration).
+			job: framework.MakeTrainJob("tainted", "", "mpi-openmpi").NumNodes(1).PatchWorkers(trainer.PodSpecPatch{
+				NodeSelector: map[string]string{"type": "kwok"}}),
 			wantReason:  diagnose.ReasonCannotStart,
-			wantMessage: []string{"The job can never start", "16 nodes carry taint kwok.x-k8s.io/node=fake:NoSchedule, which the Workers do not tolerate", "2 nodes have no nvidia.com/gpu"},
+			wantMessage: []string{"The job can never start", "16 nodes carry taint nvidia.com/gpu:NoSchedule, which the Workers do not tolerate", "2 nodes do not match the Workers' node selector type=kwok"},
 		},
 		"a PersistentVolumeClaim that does not exist": {
 			job: framework.MakeTrainJob("noclaim", "", "mpi-openmpi").NumNodes(1).PatchWorkers(trainer.PodSpecPatch{

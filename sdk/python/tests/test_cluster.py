@@ -97,7 +97,7 @@ def test_oom_diagnosis_read_from_python(kubeconfig_path, namespace):
         {"name": rj, "template": {"spec": {"template": {
             "metadata": {"labels": {"kwok.mpijob.dev/fail": "OOMKilled"}} if rj == "node" else None,
             "spec": {"nodeSelector": {"type": "kwok"},
-                     "tolerations": [{"key": "kwok.x-k8s.io/node", "operator": "Equal", "value": "fake", "effect": "NoSchedule"}]}}}}}
+                     "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}}}}}
         for rj in ("launcher", "node")]}}}}
     # The Workers' memory goes into the job's own runtime, as create_job does it.
     job = jobspec.build(jobspec.Input(name="oom", namespace=namespace, runtime="mpi-openmpi-gpu", workers=2,
