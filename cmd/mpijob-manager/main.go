@@ -51,7 +51,7 @@ func main() {
 	flag.IntVar(&webhookPort, "webhook-port", 9443, "port of the webhook server")
 	flag.StringVar(&certDir, "webhook-cert-dir", "", "folder with tls.crt and tls.key for the webhook server")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so only one replica acts")
-	flag.StringVar(&leaderNS, "leader-election-namespace", "", "namespace of the leader election lease (default: the pod's)")
+	flag.StringVar(&leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease "+api.ManagerLeaseName+" (default: the pod's); clients read it to tell a stale status")
 	flag.IntVar(&maxWorkers, "max-workers", 256, "most Workers (nodes) a TrainJob of any framework may ask for where its runtime's policy.mpijob.dev/max-workers says nothing; 0 lifts the cap")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
@@ -83,9 +83,12 @@ func main() {
 		Metrics:                 metricsOpts,
 		HealthProbeBindAddress:  probeAddr,
 		LeaderElection:          leaderElect,
-		LeaderElectionID:        "mpijob-manager.mpijob.dev",
+		LeaderElectionID:        api.ManagerLeaseName,
 		LeaderElectionNamespace: leaderNS,
-		WebhookServer:           webhook.NewServer(webhook.Options{Host: webhookHost, Port: webhookPort, CertDir: certDir}),
+		// A replica that stops hands the Lease over at once, so the other
+		// one (or a restarted one) leads without waiting for it to expire.
+		LeaderElectionReleaseOnCancel: true,
+		WebhookServer:                 webhook.NewServer(webhook.Options{Host: webhookHost, Port: webhookPort, CertDir: certDir}),
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:  {Label: labels.NewSelector().Add(*jobsetPods)},
 			&corev1.Node{}: {Transform: diagnose.CapacityNode},
@@ -121,6 +124,7 @@ func main() {
 	hooks.Register(mpiadmission.MutatePath, admission.WithDefaulter(scheme, &mpiadmission.Defaulter{Runtimes: lookup}))
 	hooks.Register(mpiadmission.ValidatePath, admission.WithValidator(scheme, &mpiadmission.Validator{
 		Runtimes: lookup, Client: mgr.GetAPIReader(), MaxWorkers: int32(maxWorkers), Manager: self.Status.UserInfo.Username,
+		Pods: mgr.GetClient(),
 	}))
 	hooks.Register(mpiadmission.ValidateClusterRuntimePath, admission.WithValidator(scheme, mpiadmission.ClusterRuntimeValidator{}))
 	hooks.Register(mpiadmission.ValidateRuntimePath, admission.WithValidator(scheme, mpiadmission.RuntimeValidator{Client: mgr.GetAPIReader()}))

@@ -85,7 +85,7 @@ func (v RuntimeValidator) ValidateCreate(ctx context.Context, rt *trainer.Traini
 		return nil, nil
 	}
 	return nil, runtimeInvalid(rt.Name, field.ErrorList{field.Forbidden(field.NewPath("metadata", "labels").Key(api.JobLabel),
-		fmt.Sprintf("job %s exists already, and a job's own runtime is made before the job and never replaced: create a new job (kubectl mpijob clone %s NEW-NAME) instead", job, job))})
+		fmt.Sprintf("job %s already exists in namespace %s: pick another name, or delete it first (a job's own runtime is made before the job and never replaced under it)", job, ns))})
 }
 
 // ValidateUpdate implements admission.Validator.

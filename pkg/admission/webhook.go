@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/jobspec"
@@ -88,6 +89,11 @@ type Validator struct {
 	// Manager is the user mpijob-manager acts as: the only one that may
 	// write the status annotation.
 	Manager string
+	// Pods reads the pods of JobSets (the manager's cache), to refuse a
+	// new job while an earlier one of the same name still has pods: the
+	// new Launcher would reach the old Workers by their DNS names. Nil
+	// skips the check.
+	Pods client.Reader
 }
 
 var _ admission.Validator[*trainer.TrainJob] = (*Validator)(nil)
@@ -146,7 +152,44 @@ func (v *Validator) ValidateCreate(ctx context.Context, tj *trainer.TrainJob) (a
 	if _, ok := tj.Annotations[api.StatusAnnotation]; ok && !v.isManager(ctx) {
 		return nil, invalid(tj, field.ErrorList{statusForbidden()})
 	}
+	if err := v.earlierPods(ctx, tj); err != nil {
+		return nil, err
+	}
 	return v.admit(ctx, tj, true)
+}
+
+// earlierPods refuses a job whose name an earlier job's pods still carry
+// (they terminate after the job is deleted): JobSet names pods and their
+// DNS names after the job, so the new Launcher could reach the old
+// Workers.
+func (v *Validator) earlierPods(ctx context.Context, tj *trainer.TrainJob) error {
+	if v.Pods == nil || tj.Name == "" {
+		return nil
+	}
+	ns := tj.Namespace
+	if ns == "" {
+		if req, err := admission.RequestFromContext(ctx); err == nil {
+			ns = req.Namespace
+		}
+	}
+	existing := &trainer.TrainJob{}
+	if err := v.Pods.Get(ctx, client.ObjectKey{Namespace: ns, Name: tj.Name}, existing); err == nil && existing.DeletionTimestamp == nil {
+		return nil // the API server says it already exists
+	}
+	pods := &corev1.PodList{}
+	if err := v.Pods.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: tj.Name}); err != nil {
+		return apierrors.NewInternalError(fmt.Errorf("failed to look for pods of an earlier job %s: %w", tj.Name, err))
+	}
+	if len(pods.Items) == 0 {
+		return nil
+	}
+	return &apierrors.StatusError{ErrStatus: metav1.Status{
+		Status: metav1.StatusFailure, Code: http.StatusConflict, Reason: metav1.StatusReasonConflict,
+		Message: fmt.Sprintf("an earlier job named %s still has %d pod(s) in namespace %s (%s, ...), which a new job of that name would reach by their DNS names: "+
+			"wait until they are gone (kubectl get pods -n %s -l %s=%s) and try again, or pick another name",
+			tj.Name, len(pods.Items), ns, pods.Items[0].Name, ns, jobsetv1alpha2.JobSetNameKey, tj.Name),
+		Details: &metav1.StatusDetails{Group: trainer.GroupVersion.Group, Kind: "trainjobs", Name: tj.Name},
+	}}
 }
 
 func statusForbidden() *field.Error {

@@ -259,3 +259,20 @@ func TestValidateUpdate(t *testing.T) {
 		})
 	}
 }
+
+// A new job is refused while an earlier job of its name still has pods
+// (terminating after a delete): its Launcher would reach them by name.
+func TestEarlierPodsHoldTheName(t *testing.T) {
+	cpu := shipped(t, "mpi-openmpi")
+	old := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hello-node-0-0-abcde", Namespace: "team-a", Labels: map[string]string{"jobset.sigs.k8s.io/jobset-name": "hello"}}}
+	cl := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(cpu, old).Build()
+	v := &Validator{Runtimes: runtimes.RuntimeLookup{Client: cl}, Client: cl, Pods: cl}
+	_, err := v.ValidateCreate(reqCtx(t, admissionv1.Create, "dev-a", nil), tjOn("hello", "mpi-openmpi", 1))
+	want := "an earlier job named hello still has 1 pod(s) in namespace team-a (hello-node-0-0-abcde, ...), which a new job of that name would reach by their DNS names: wait until they are gone"
+	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), want) {
+		t.Errorf("a name whose earlier pods remain: %v, want Conflict with %q", err, want)
+	}
+	if _, err := v.ValidateCreate(reqCtx(t, admissionv1.Create, "dev-a", nil), tjOn("hello-2", "mpi-openmpi", 1)); err != nil {
+		t.Errorf("another name: %v", err)
+	}
+}

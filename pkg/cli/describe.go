@@ -87,6 +87,15 @@ func describe(ctx context.Context, cl *clients, name string, out io.Writer, now 
 		p("Queue", "%s", q)
 	}
 	p("Phase", "%s", s.Phase)
+	if fromManager {
+		var observed *time.Time
+		if s.ObservedTime != nil {
+			observed = &s.ObservedTime.Time
+		}
+		if note := cl.managerState(ctx).StaleNote(observed, now); note != "" {
+			p("Status", "%s", note)
+		}
+	}
 	if !fromManager {
 		p("Diagnosis", "none: mpijob-manager has not written a status for this job (is it installed?); phase from Trainer's conditions")
 	}

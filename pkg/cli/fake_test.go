@@ -13,12 +13,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	kfake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -448,5 +450,63 @@ func TestConvertApplyVerb(t *testing.T) {
 	var ee *exitError
 	if err := c.Validate(); !errors.As(err, &ee) || ee.code != ExitUsage || !strings.Contains(ee.msg, "-f is required") {
 		t.Errorf("no -f: %v", err)
+	}
+}
+
+// While no manager renews its Lease, get warns that the phases may be
+// stale and describe says how old the status is; a renewed Lease (or none,
+// or one the user may not read) claims nothing.
+func TestStaleStatusIsSaid(t *testing.T) {
+	observed := metav1.NewTime(time.Now().Add(-12 * time.Minute))
+	a := testJob("team-a", "a", "mpi-openmpi", 2, &api.Status{Phase: api.PhaseRunning, WorkersReady: 2, WorkersTotal: 2, ObservedTime: &observed}, time.Hour)
+	lease := func(renewed time.Duration, holder string) *coordinationv1.Lease {
+		return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: api.ManagerLeaseName, Namespace: api.ManagerLeaseNamespace},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: ptr.To[int32](15), RenewTime: &metav1.MicroTime{Time: time.Now().Add(-renewed)}}}
+	}
+	for name, tc := range map[string]struct {
+		lease    *coordinationv1.Lease
+		get      string
+		describe string
+	}{
+		"the manager runs": {lease: lease(time.Second, "m")},
+		"no Lease":         {},
+		"stopped 6 minutes ago": {lease: lease(6*time.Minute, "m"),
+			get:      "Warning: mpijob-manager is not running (its Lease was last renewed 6m ago): the phases shown are as it last saw them and may be stale.",
+			describe: "mpijob-manager is not running (its Lease was last renewed 6m ago): this status is as it saw the job 12m ago, and may be stale"},
+		"handed back": {lease: lease(10*time.Second, ""),
+			get:      "Warning: mpijob-manager is not running (its Lease was last renewed 10s ago)",
+			describe: "this status is as it saw the job 12m ago, and may be stale"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cs := kfake.NewClientset()
+			if tc.lease != nil {
+				cs = kfake.NewClientset(tc.lease)
+			}
+			o, out, errOut := fakeOptions(t, interceptor.Funcs{}, &a)
+			cl, _ := o.ClientsFunc()
+			cl.cs = cs
+			o.ClientsFunc = func() (*clients, error) { return cl, nil }
+			g := newGetOptions(o)
+			empty := ""
+			g.print.OutputFormat = &empty
+			g.Complete(nil)
+			if err := g.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			if err := g.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.TrimSpace(errOut.String()); (tc.get == "") != (got == "") || !strings.Contains(got, tc.get) {
+				t.Errorf("get warned %q, want %q", got, tc.get)
+			}
+			out.Reset()
+			if err := describe(context.Background(), cl, "a", out, time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			has := strings.Contains(out.String(), "Status:")
+			if (tc.describe == "") == has || (tc.describe != "" && !strings.Contains(out.String(), tc.describe)) {
+				t.Errorf("describe:\n%s\nwant a Status line %q", out.String(), tc.describe)
+			}
+		})
 	}
 }

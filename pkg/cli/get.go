@@ -172,6 +172,9 @@ func (g *getOptions) Run(ctx context.Context) error {
 		if err := tp.PrintObj(table, g.Out); err != nil {
 			return err
 		}
+		if note := cl.managerState(ctx).StaleListNote(now); note != "" {
+			fmt.Fprintf(g.ErrOut, "Warning: %s.\n", note)
+		}
 	}
 	if !g.watch {
 		return nil

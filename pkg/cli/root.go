@@ -136,6 +136,10 @@ func explain(err error, root *cobra.Command) (int, string) {
 			return ExitDenied, "the cluster refused the job: " + st.Message
 		case apierrors.IsInvalid(err):
 			return ExitDenied, "the cluster refused the job: " + st.Message
+		case strings.Contains(st.Message, "failed calling webhook") && strings.Contains(st.Message, ".mpijob.dev"):
+			// mpijob's webhooks are down: nothing is admitted unchecked.
+			return ExitError, "mpijob admission is unavailable, so no MPI job can be created or changed now (jobs already running are not affected): " +
+				"try again in a minute; if it lasts, ask an administrator to check mpijob-manager (kubectl -n mpijob-system get pods). The API server said: " + st.Message
 		case strings.Contains(st.Message, "admission webhook"):
 			// Other webhooks' denials (Trainer's, Kueue's, a policy engine's)
 			// carry no structure of their own: shown as they wrote them.

@@ -85,6 +85,7 @@ func (w *waitOptions) Run(ctx context.Context) error {
 func waitFor(ctx context.Context, cl *clients, o *Options, name string, want api.Phase, timeout time.Duration) error {
 	var last api.Status
 	var other error
+	warned := false
 	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
 		tj, err := cl.job(ctx, name)
 		if err != nil {
@@ -97,7 +98,17 @@ func waitFor(ctx context.Context, cl *clients, o *Options, name string, want api
 			// keep waiting; the timeout still ends it.
 			return false, nil
 		}
-		s, _ := statusOf(tj)
+		s, fromManager := statusOf(tj)
+		if !warned && fromManager {
+			warned = true
+			var observed *time.Time
+			if s.ObservedTime != nil {
+				observed = &s.ObservedTime.Time
+			}
+			if note := cl.managerState(ctx).StaleNote(observed, time.Now()); note != "" {
+				fmt.Fprintf(o.ErrOut, "Warning: %s; waiting for it to come back.\n", note)
+			}
+		}
 		if s.Phase != last.Phase {
 			fmt.Fprintf(o.ErrOut, "%s: %s\n", name, s.Phase)
 		}

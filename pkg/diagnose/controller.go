@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -209,7 +210,7 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 	}
 	// A Worker that stopped while the Launcher runs is gone at once: the
 	// kubelet's "Killing" Event still names its pod and node.
-	if launcherState(in) == api.LauncherRunning && int32(len(in.Workers)) < workersTotal(in) {
+	if ls := launcherState(in); (ls == api.LauncherRunning || ls == api.LauncherDeleted) && int32(len(in.Workers)) < workersTotal(in) {
 		in.Events = append(in.Events, r.jobEvents(ctx, tj, "Killing", "Pod")...)
 	}
 	// A failed job's pods may be gone (JobSet removes a failed job's
@@ -376,6 +377,7 @@ func finishedAsTrainerSays(s api.Status, tj *trainer.TrainJob) bool {
 // changed ignores LastTransitionTime, which only moves with the phase.
 func changed(a, b api.Status) bool {
 	a.LastTransitionTime, b.LastTransitionTime = nil, nil
+	a.ObservedTime, b.ObservedTime = nil, nil
 	ea, _ := a.Encode()
 	eb, _ := b.Encode()
 	return ea != eb
@@ -384,6 +386,8 @@ func changed(a, b api.Status) bool {
 // write applies the status annotation under the manager's field owner; it
 // is the only field the manager sets on a TrainJob.
 func (r *Reconciler) write(ctx context.Context, tj *trainer.TrainJob, s api.Status) error {
+	now := metav1.NewTime(r.now())
+	s.ObservedTime = &now
 	raw, err := s.Encode()
 	if err != nil {
 		return err

@@ -808,6 +808,11 @@ func TestWorkerLostWhileTheLauncherRuns(t *testing.T) {
 			phase: api.PhaseRunning, reason: ReasonWorkerEvicted,
 			message: "Worker 1 (pod hello-node-0-1 on node mpijob-node-2) was evicted through the API (a node drain) while the Launcher ran: MPI cannot go on without it, and its Job does not replace a Worker that stopped cleanly.",
 		},
+		"the Launcher gone in the same moment (JobSet ending the job)": {
+			in:    Input{TrainJob: job(2).obj(), JobSet: jobset(2), Launcher: pods(launcher().running(true).deleting()), Workers: pods(worker("0").running(true)), Events: []corev1.Event{killing}},
+			phase: api.PhaseRunning, reason: ReasonWorkerEvicted,
+			message: "Worker 1 (pod hello-node-0-1-x7bg2 on node mpijob-node-2) was deleted or evicted through the API (a node drain) while the Launcher ran: MPI cannot go on without it, and its Job does not replace a Worker that stopped cleanly.",
+		},
 		"gone: named from the kubelet's Killing Event": {
 			in:    Input{TrainJob: job(2).obj(), JobSet: jobset(2), Launcher: pods(running), Workers: pods(worker("0").running(true)), Events: []corev1.Event{killing}},
 			phase: api.PhaseRunning, reason: ReasonWorkerEvicted,

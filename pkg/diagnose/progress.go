@@ -34,7 +34,13 @@ func explainProgress(in Input, s api.Status) (api.Phase, string, string, string)
 		return phase, r, m, n
 	}
 	switch s.Launcher {
-	case api.LauncherRunning:
+	case api.LauncherRunning, api.LauncherDeleted:
+		// A Launcher gone in the same moment as a Worker was stopped by
+		// the Worker's loss (JobSet ends the job); one deleted on its own
+		// was said first and stays the news.
+		if p := in.Previous; s.Launcher == api.LauncherDeleted && p != nil && p.Reason == ReasonLauncherDeleted {
+			break
+		}
 		if m, n, ok := workerLost(in, s.WorkersTotal); ok {
 			if p := in.Previous; p != nil && p.Reason == ReasonWorkerEvicted && p.Phase == api.PhaseRunning {
 				// The first Worker lost is the news: the others stop

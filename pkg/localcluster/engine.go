@@ -563,6 +563,8 @@ func (c *Cluster) startManager(ctx context.Context) error {
 	args := []string{
 		"--kubeconfig=" + kubeconfig,
 		"--webhook-host=127.0.0.1", fmt.Sprintf("--webhook-port=%d", managerWebhookPort), "--webhook-cert-dir=" + certDir,
+		// As in a cluster: the Lease tells clients whether a manager runs.
+		"--leader-elect", "--leader-election-namespace=mpijob-system",
 		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", managerMetricsPort),
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", managerHealthPort),
 	}

@@ -11,6 +11,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
@@ -136,12 +137,51 @@ func TestPerJobRuntimeCannotChange(t *testing.T) {
 	second := rt.DeepCopy()
 	second.ObjectMeta = *rt.ObjectMeta.DeepCopy()
 	second.Name, second.ResourceVersion, second.UID, second.OwnerReferences, second.Finalizers, second.ManagedFields = rt.Name+"-2", "", "", nil, nil, nil
-	if err := devA.Create(ctx, second); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "job "+job.Name+" exists already") {
+	if err := devA.Create(ctx, second); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "job "+job.Name+" already exists in namespace team-a: pick another name") {
 		_ = c.Client.Delete(ctx, second)
 		t.Errorf("a second runtime for the existing job: %v, want Forbidden", err)
 	}
 	// Metadata the manager or the user may change still can.
 	if err := devA.Patch(ctx, rt.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"team.example.com/note":"x"}}}`))); err != nil {
 		t.Errorf("annotating the job's runtime: %v", err)
+	}
+}
+
+// A job's name is not reused while the pods of an earlier job of that name
+// still terminate: the new Launcher would reach the old Workers by their
+// DNS names. The create is refused with what to do, and works once they
+// are gone.
+func TestNameReuseWaitsForTheOldPods(t *testing.T) {
+	c := framework.Get(t)
+	ctx := context.Background()
+	ns := c.NewNamespace(t, "reuse")
+	// A Launcher that ignores SIGTERM keeps its pod Terminating for the
+	// grace period (30 s).
+	old := framework.MakeTrainJob("again", ns, "mpi-openmpi").NumNodes(1).Command("sh", "-c", "trap '' TERM; sleep 600").Obj()
+	if err := c.Client.Create(ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitForPods(t, ns, "again", "launcher", 1, 2*time.Minute)
+	c.WaitForStatus(t, ns, "again", 2*time.Minute, func(s api.Status) bool { return s.Launcher == api.LauncherRunning })
+	if err := c.Client.Delete(ctx, old, client.PropagationPolicy("Background")); err != nil {
+		t.Fatal(err)
+	}
+	again := framework.MakeTrainJob("again", ns, "mpi-openmpi").NumNodes(1).Obj()
+	var err error
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err = c.Client.Create(ctx, again.DeepCopy(), client.DryRunAll)
+		if !apierrors.IsAlreadyExists(err) || time.Now().After(deadline) {
+			break // the old TrainJob is gone
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), "an earlier job named again still has") || !strings.Contains(err.Error(), "wait until they are gone") {
+		t.Fatalf("creating a job while the earlier one's pods terminate: %v, want Conflict saying to wait", err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, time.Second, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		return c.Client.Create(ctx, again.DeepCopy(), client.DryRunAll) == nil, nil
+	}); err != nil {
+		t.Errorf("the name stays refused after the earlier pods were given 90 s to go")
 	}
 }

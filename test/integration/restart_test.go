@@ -3,18 +3,24 @@
 package integration
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	clicmd "github.com/mpijob/mpijob/pkg/cli"
 	"github.com/mpijob/mpijob/pkg/localcluster"
 	"github.com/mpijob/mpijob/test/framework"
 )
@@ -81,5 +87,85 @@ func TestManagerRestartMidJob(t *testing.T) {
 		if seen[reason] != 1 {
 			t.Errorf("Event %s reported %d times, want once (all: %v)", reason, seen[reason], seen)
 		}
+	}
+}
+
+// While mpijob-manager is down, the CLI says that a status may be stale
+// and how old it is, and creates are refused with "mpijob admission is
+// unavailable" (never admitted unchecked); once it is back, the status
+// continues where it was: lastTransitionTime is kept.
+func TestWhileTheManagerIsDown(t *testing.T) {
+	c := framework.Get(t)
+	if os.Getenv("MPIJOB_KUBECONFIG") != "" {
+		t.Skip("stops the local cluster's mpijob-manager; MPIJOB_KUBECONFIG points elsewhere")
+	}
+	ctx := context.Background()
+	ns := c.NewNamespace(t, "down")
+	job := framework.MakeTrainJob("held", ns, "mpi-openmpi").NumNodes(1).OnKwokNodes().HoldOnKwok().Obj()
+	if err := c.Client.Create(ctx, job); err != nil {
+		t.Fatal(err)
+	}
+	before := c.WaitForStatus(t, ns, "held", 2*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseRunning })
+	wd, _ := os.Getwd()
+	opts, err := localcluster.DefaultOptions(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restarted := false
+	restart := func() {
+		if restarted {
+			return
+		}
+		restarted = true
+		if err := localcluster.RestartProcess(opts, "mpijob-manager"); err != nil {
+			t.Errorf("restart: %v", err)
+		}
+		waitManagerReady(t)
+	}
+	if err := localcluster.StopProcess(opts, "mpijob-manager"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(restart)
+
+	cli := func(args ...string) (int, string) {
+		var out bytes.Buffer
+		code := clicmd.Main(append([]string{"--kubeconfig", c.Kubeconfig, "--context", "admin", "-n", ns}, args...),
+			genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &out})
+		return code, out.String()
+	}
+	code, out := cli("describe", "held")
+	if code != 0 || !strings.Contains(out, "mpijob-manager is not running (its Lease was last renewed") || !strings.Contains(out, "this status is as it saw the job") {
+		t.Errorf("describe while the manager is down (exit %d):\n%s\nwant the status called stale with its age", code, out)
+	}
+	code, out = cli("create", "refused", "--workers", "1")
+	if code == 0 || !strings.Contains(out, "mpijob admission is unavailable") {
+		t.Errorf("create while the manager is down: exit %d\n%s\nwant refused with \"mpijob admission is unavailable\"", code, out)
+	}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "refused"}, &trainer.TrainJob{}); !apierrors.IsNotFound(err) {
+		t.Errorf("a job was admitted while mpijob's webhooks were down: %v", err)
+	}
+	restart()
+	time.Sleep(5 * time.Second) // the manager looks at every job again
+	after := c.WaitForStatus(t, ns, "held", time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseRunning })
+	if before.LastTransitionTime == nil || after.LastTransitionTime == nil || !after.LastTransitionTime.Equal(before.LastTransitionTime) {
+		t.Errorf("lastTransitionTime %v before the manager stopped, %v after it came back: want it kept", before.LastTransitionTime, after.LastTransitionTime)
+	}
+	if code, out := cli("describe", "held"); strings.Contains(out, "not running") {
+		t.Errorf("describe after the manager came back (exit %d) still says it is not running:\n%s", code, out)
+	}
+}
+
+func waitManagerReady(t *testing.T) {
+	t.Helper()
+	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12}}}
+	if err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		resp, err := hc.Get(framework.ManagerHealthURL)
+		if err != nil {
+			return false, nil //nolint:nilerr // not up yet
+		}
+		_ = resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	}); err != nil {
+		t.Fatalf("mpijob-manager not ready after restart: %v", err)
 	}
 }

@@ -16,7 +16,15 @@ from kubernetes import watch as k8s_watch
 from kubernetes.client.rest import ApiException
 
 from . import jobspec as _jobspec
-from .constants import COMPLETION_INDEX, GROUP, JOBSET_NAME, REPLICATED_JOB, VERSION
+from .constants import (
+    COMPLETION_INDEX,
+    GROUP,
+    JOBSET_NAME,
+    MANAGER_LEASE_NAME,
+    MANAGER_LEASE_NAMESPACE,
+    REPLICATED_JOB,
+    VERSION,
+)
 from .errors import InvalidJobError, JobNotFoundError, MPIJobError, WaitTimeoutError, from_api_exception
 from .suggest import closest
 
@@ -35,6 +43,20 @@ class KubernetesBackend:
     def from_kubeconfig(cls, namespace: str | None, context: str | None, config_file: str | None) -> KubernetesBackend:
         api_client, default_ns = load_config(context, config_file)
         return cls(namespace or default_ns or "default", k8s.CustomObjectsApi(api_client), k8s.CoreV1Api(api_client), api_client)
+
+    def manager_lease(self) -> tuple[bool, dict[str, Any] | None]:
+        """(readable, spec) of mpijob-manager's Lease; (True, None) when there is none.
+        Unreadable (no API client, no permission) claims nothing."""
+        if self._api is None:
+            return False, None
+        try:
+            lease = k8s.CoordinationV1Api(self._api).read_namespaced_lease(MANAGER_LEASE_NAME, MANAGER_LEASE_NAMESPACE)
+        except ApiException as e:
+            return (e.status == 404), None
+        except Exception:  # an unreachable server claims nothing here
+            return False, None
+        d = self._api.sanitize_for_serialization(lease)
+        return True, (d.get("spec") or {}) if isinstance(d, dict) else {}
 
     @property
     def host(self) -> str:

@@ -52,6 +52,8 @@ from .types import (
     Runtime,
     event_kind,
     is_job_object,
+    manager_state,
+    stale_note,
 )
 
 
@@ -169,7 +171,20 @@ class MPIJobClient:
         Raises :class:`JobNotFoundError`, with a close name if there is one.
         """
         obj = self._get(name)
-        return MPIJob.from_trainjob(obj, self._hosts_ranks(obj))
+        return self._say_stale([MPIJob.from_trainjob(obj, self._hosts_ranks(obj))])[0]
+
+    def _say_stale(self, jobs: list[MPIJob]) -> list[MPIJob]:
+        """Fill ``status.stale_note`` from mpijob-manager's Lease: while no manager runs,
+        a status is as it last saw the job."""
+        readable, lease = self._backend.manager_lease()
+        if not readable or not jobs:
+            return jobs
+        now = datetime.now(timezone.utc)
+        running, since = manager_state(lease, now)
+        for j in jobs:
+            if j.status.from_manager:
+                j.status.stale_note = stale_note(running, since, j.status.observed_time, now)
+        return jobs
 
     def list_jobs(self, runtime: str | None = None, phase: str | None = None) -> list[MPIJob]:
         """The namespace's MPI jobs, optionally only those on ``runtime`` or in ``phase``."""
@@ -178,8 +193,8 @@ class MPIJobClient:
         items = self._backend.list_trainjobs()
         rank_hosts = {r.name: r.launcher_hosts_ranks for r in self._runtimes_safe()}
         jobs = [MPIJob.from_trainjob(o, rank_hosts.get((o.get("spec") or {}).get("runtimeRef", {}).get("name"), False)) for o in items]
-        return sorted((j for j in jobs if (runtime is None or j.runtime == runtime) and (phase is None or j.status.phase == phase)),
-                      key=lambda j: j.name)
+        return self._say_stale(sorted((j for j in jobs if (runtime is None or j.runtime == runtime) and (phase is None or j.status.phase == phase)),
+                                      key=lambda j: j.name))
 
     def list_runtimes(self) -> list[Runtime]:
         """The MPI runtimes of the cluster."""

@@ -7,6 +7,9 @@ from . import jobspec as _jobspec
 GROUP = "trainer.kubeflow.org"
 VERSION = "v1alpha1"
 STATUS_ANNOTATION = "mpijob.dev/status"
+#: mpijob-manager's leader-election Lease, readable by every signed-in user.
+MANAGER_LEASE_NAMESPACE = "mpijob-system"
+MANAGER_LEASE_NAME = "mpijob-manager.mpijob.dev"
 CREATOR_ANNOTATION = "mpijob.dev/creator"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 JOBSET_NAME = "jobset.sigs.k8s.io/jobset-name"

@@ -120,6 +120,10 @@ def from_api_exception(e: Any, name: str = "") -> MPIJobError:
         return QuotaExceededError(message, [q for q in quota if q])
     if status == 422 or st.get("reason") == "Invalid":
         return InvalidJobError(message, field=next((c.get("field") for c in causes if c.get("field")), None))
+    if "failed calling webhook" in message and ".mpijob.dev" in message:
+        return MPIJobError("mpijob admission is unavailable, so no MPI job can be created or changed now (jobs already "
+                           "running are not affected): try again in a minute; if it lasts, ask an administrator to check "
+                           "mpijob-manager (kubectl -n mpijob-system get pods). The API server said: " + message)
     if "admission webhook" in message:
         # Other webhooks' denials (Trainer's, Kueue's) carry no structure of their own.
         return InvalidJobError(message)

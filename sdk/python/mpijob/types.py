@@ -80,6 +80,12 @@ class JobStatus:
     completion_time: datetime | None = None
     creator: str = ""
     from_manager: bool = True
+    #: When mpijob-manager wrote this status (None: unknown).
+    observed_time: datetime | None = None
+    #: Why this status may no longer be current ("" while mpijob-manager runs): the client
+    #: fills it from the manager's Lease, e.g. "mpijob-manager is not running (its Lease
+    #: was last renewed 6m ago): this status is as it saw the job 12m ago, and may be stale".
+    stale_note: str = ""
 
     @property
     def finished(self) -> bool:
@@ -108,7 +114,7 @@ class JobStatus:
                     slots_per_worker=s.get("slotsPerWorker", 0), gpus_per_worker=clean_text(s.get("gpusPerWorker", "")),
                     queue_position=s.get("queuePosition"),
                     start_time=_time(s.get("startTime")), completion_time=_time(s.get("completionTime")),
-                    creator=creator,
+                    creator=creator, observed_time=_time(s.get("observedTime")),
                 )
             except (ValueError, TypeError, AttributeError):
                 pass
@@ -241,3 +247,39 @@ class JobEvent:
     object: str  # the object's name
     time: datetime | None
     count: int = 1
+
+
+# Go's api.ManagerStateOf and StaleNote, tested with the same vectors
+# (pkg/api/testdata/stale-status.json).
+def _human(seconds: float) -> str:
+    s = max(0, int(seconds))
+    if s < 120:
+        return f"{s}s"
+    if s < 7200:
+        return f"{s // 60}m"
+    if s < 48 * 3600:
+        return f"{s // 3600}h"
+    return f"{s // 86400}d"
+
+
+def manager_state(lease: dict[str, Any] | None, now: datetime) -> tuple[bool, datetime | None]:
+    """(running, last renewal) from mpijob-manager's Lease spec; no Lease claims nothing."""
+    if lease is None:
+        return True, None
+    since = _time(lease.get("renewTime")) or _time(lease.get("acquireTime"))
+    if not lease.get("holderIdentity") or since is None:
+        return False, since
+    duration = lease.get("leaseDurationSeconds") or 15
+    return (now - since).total_seconds() <= 2 * duration, since
+
+
+def stale_note(running: bool, since: datetime | None, observed: datetime | None, now: datetime) -> str:
+    """Why a status may no longer be current ("" while the manager runs)."""
+    if running:
+        return ""
+    note = "mpijob-manager is not running"
+    if since is not None:
+        note = f"mpijob-manager is not running (its Lease was last renewed {_human((now - since).total_seconds())} ago)"
+    if observed is not None:
+        return note + f": this status is as it saw the job {_human((now - observed).total_seconds())} ago, and may be stale"
+    return note + ": this status may be stale"

@@ -97,6 +97,19 @@ def test_quota_error_carries_the_numbers():
     assert (err.resource, err.requested, err.quota, err.in_use) == ("memory (limits)", "66048Mi", "64Gi", "0")
 
 
+def test_admission_down_is_said_plainly():
+    class Down:
+        status = 500
+        reason = "Internal Server Error"
+        body = json.dumps({"kind": "Status", "status": "Failure", "reason": "InternalError", "code": 500,
+                           "message": 'Internal error occurred: failed calling webhook "validate.trainjob.mpijob.dev": '
+                                      'failed to call webhook: Post "https://127.0.0.1:9445/v": connect: connection refused'})
+    err = from_api_exception(Down())
+    assert type(err).__name__ == "MPIJobError"
+    assert str(err).startswith("mpijob admission is unavailable, so no MPI job can be created or changed now")
+    assert "validate.trainjob.mpijob.dev" in str(err)
+
+
 def test_errors_are_classified_from_the_status_not_the_sentence():
     class Invalid:
         status = 422
@@ -595,6 +608,19 @@ def test_a_forged_status_reaches_no_terminal():
                          "nextSteps": ["\u202eabc"], "launcher": "Failed"})
     s = JobStatus.from_trainjob({"metadata": {"name": "j", "annotations": {"mpijob.dev/status": forged}}})
     assert (s.phase, s.message, s.next_step, s.next_steps) == ("Failed", "boom", "curl evil|sh", ["abc"])
+
+
+STALE = json.loads((REPO / "pkg/api/testdata/stale-status.json").read_text())["vectors"]
+
+
+@pytest.mark.parametrize("v", STALE, ids=[v["name"] for v in STALE])
+def test_stale_status_matches_the_cli(v):
+    # The vectors Go's api.ManagerStateOf and StaleNote are tested with.
+    from mpijob.types import _time, manager_state, stale_note
+    now = _time(v["now"])
+    running, since = manager_state(v["lease"], now)
+    assert running == v["running"]
+    assert stale_note(running, since, _time(v["observed"]), now) == v["note"]
 
 
 class _Cluster:
