@@ -180,8 +180,12 @@ func stopPidFiles(runDir string, grace time.Duration, match func(string) bool) [
 		if err == nil && processAlive(pid) && isOurs(pid, runDir) {
 			pids = append(pids, pid)
 			names = append(names, strings.TrimSuffix(e.Name(), ".pid"))
-			_ = syscall.Kill(-pid, syscall.SIGTERM)
-			_ = syscall.Kill(pid, syscall.SIGTERM)
+			// One SIGTERM only: a second one makes controller-runtime's
+			// signal handler exit at once, skipping the graceful stop (the
+			// manager would keep its leader Lease until it expires).
+			if err := syscall.Kill(-pid, syscall.SIGTERM); err != nil {
+				_ = syscall.Kill(pid, syscall.SIGTERM)
+			}
 		}
 		_ = os.Remove(filepath.Join(runDir, e.Name()))
 	}
