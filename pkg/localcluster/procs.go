@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -248,4 +249,64 @@ func StopProcess(opts Options, name string) error {
 	}
 	stopPidFiles(opts.runDir(), 10*time.Second, func(n string) bool { return n == name })
 	return nil
+}
+
+// StartReplica starts a second copy of process name (as it was started)
+// under the name replica, with every port flag (--webhook-port,
+// --metrics-bind-address, --health-probe-bind-address) moved by offset,
+// so both run side by side: a standby mpijob-manager waiting for the
+// leader Lease. StopProcess(opts, replica) stops it, and so does Down.
+// It returns the replica's health address (host:port).
+func StartReplica(opts Options, name, replica string, offset int) (string, error) {
+	if os.Geteuid() != 0 {
+		return "", ErrNotRoot
+	}
+	b, err := os.ReadFile(filepath.Join(opts.runDir(), name+".cmd"))
+	if err != nil {
+		return "", fmt.Errorf("no process %s in the local cluster: %w", name, err)
+	}
+	var spec procSpec
+	if err := json.Unmarshal(b, &spec); err != nil {
+		return "", fmt.Errorf("unreadable start record of %s: %w", name, err)
+	}
+	args, health, err := movePorts(spec.Args, offset)
+	if err != nil {
+		return "", err
+	}
+	c := &Cluster{opts: opts, pids: map[string]int{}}
+	return health, c.startProcess(replica, spec.Bin, args, spec.Env)
+}
+
+// movePorts moves the port of every port flag in args by offset and
+// returns the health probe's address.
+func movePorts(args []string, offset int) ([]string, string, error) {
+	out := make([]string, 0, len(args))
+	var health string
+	for _, a := range args {
+		flag, value, ok := strings.Cut(a, "=")
+		switch {
+		case ok && flag == "--webhook-port":
+			p, err := strconv.Atoi(value)
+			if err != nil {
+				return nil, "", fmt.Errorf("%s: %w", a, err)
+			}
+			a = fmt.Sprintf("%s=%d", flag, p+offset)
+		case ok && (flag == "--metrics-bind-address" || flag == "--health-probe-bind-address"):
+			host, port, err := net.SplitHostPort(value)
+			if err != nil {
+				return nil, "", fmt.Errorf("%s: %w", a, err)
+			}
+			p, err := strconv.Atoi(port)
+			if err != nil {
+				return nil, "", fmt.Errorf("%s: %w", a, err)
+			}
+			value = net.JoinHostPort(host, strconv.Itoa(p+offset))
+			a = flag + "=" + value
+			if flag == "--health-probe-bind-address" {
+				health = value
+			}
+		}
+		out = append(out, a)
+	}
+	return out, health, nil
 }
