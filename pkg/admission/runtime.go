@@ -67,12 +67,7 @@ func (v RuntimeValidator) ValidateCreate(ctx context.Context, rt *trainer.Traini
 	if !jobspec.IsDerived(rt.Labels) {
 		return nil, nil
 	}
-	ns := rt.Namespace
-	if ns == "" {
-		if req, err := admission.RequestFromContext(ctx); err == nil {
-			ns = req.Namespace
-		}
-	}
+	ns := namespaceOf(ctx, rt.Namespace)
 	job := rt.Labels[api.JobLabel]
 	tj := &trainer.TrainJob{}
 	err := v.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: job}, tj)

@@ -89,10 +89,10 @@ type Validator struct {
 	// Manager is the user mpijob-manager acts as: the only one that may
 	// write the status annotation.
 	Manager string
-	// Pods reads the pods of JobSets (the manager's cache), to refuse a
-	// new job while an earlier one of the same name still has pods: the
-	// new Launcher would reach the old Workers by their DNS names. Nil
-	// skips the check.
+	// Pods reads TrainJobs and the pods of JobSets (the manager's cache),
+	// to refuse a new job while an earlier one of the same name still has
+	// pods: the new Launcher would reach the old Workers by their DNS
+	// names. Nil skips the check.
 	Pods client.Reader
 }
 
@@ -166,12 +166,7 @@ func (v *Validator) earlierPods(ctx context.Context, tj *trainer.TrainJob) error
 	if v.Pods == nil || tj.Name == "" {
 		return nil
 	}
-	ns := tj.Namespace
-	if ns == "" {
-		if req, err := admission.RequestFromContext(ctx); err == nil {
-			ns = req.Namespace
-		}
-	}
+	ns := namespaceOf(ctx, tj.Namespace)
 	existing := &trainer.TrainJob{}
 	if err := v.Pods.Get(ctx, client.ObjectKey{Namespace: ns, Name: tj.Name}, existing); err == nil && existing.DeletionTimestamp == nil {
 		return nil // the API server says it already exists
@@ -201,6 +196,17 @@ func annotationPath(key string) *field.Path {
 	return field.NewPath("metadata", "annotations").Key(key)
 }
 
+// namespaceOf is ns, or the request's namespace when the object left it
+// empty (a create with the namespace only in the URL).
+func namespaceOf(ctx context.Context, ns string) string {
+	if ns == "" {
+		if req, err := admission.RequestFromContext(ctx); err == nil {
+			return req.Namespace
+		}
+	}
+	return ns
+}
+
 // isManager reports whether the request comes from mpijob-manager itself.
 func (v *Validator) isManager(ctx context.Context) bool {
 	req, err := admission.RequestFromContext(ctx)
@@ -213,11 +219,7 @@ func (v *Validator) isManager(ctx context.Context) bool {
 // for a new job, the namespace's quota. Jobs of other frameworks are only
 // held to the Worker cap.
 func (v *Validator) admit(ctx context.Context, tj *trainer.TrainJob, create bool) (admission.Warnings, error) {
-	if tj.Namespace == "" {
-		if req, err := admission.RequestFromContext(ctx); err == nil {
-			tj.Namespace = req.Namespace
-		}
-	}
+	tj.Namespace = namespaceOf(ctx, tj.Namespace)
 	spec, annotations, found, err := v.Runtimes.Get(ctx, tj)
 	if err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("failed to read runtime %s: %w", tj.Spec.RuntimeRef.Name, err))

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // ManagerState is what mpijob-manager's Lease says about whether the
@@ -47,8 +48,9 @@ func ManagerStateOf(lease *coordinationv1.Lease, now time.Time) ManagerState {
 }
 
 // StaleNote says why a status may no longer be current, or "" when the
-// manager runs. observed is when the status was written (nil: unknown).
-func (m ManagerState) StaleNote(observed *time.Time, now time.Time) string {
+// manager runs. observed is when the status was written
+// (Status.ObservedTime; nil: unknown).
+func (m ManagerState) StaleNote(observed *metav1.Time, now time.Time) string {
 	if m.Running {
 		return ""
 	}
@@ -57,7 +59,7 @@ func (m ManagerState) StaleNote(observed *time.Time, now time.Time) string {
 		note = fmt.Sprintf("mpijob-manager is not running (its Lease was last renewed %s ago)", HumanDuration(now.Sub(m.Since)))
 	}
 	if observed != nil && !observed.IsZero() {
-		return note + fmt.Sprintf(": this status is as it saw the job %s ago, and may be stale", HumanDuration(now.Sub(*observed)))
+		return note + fmt.Sprintf(": this status is as it saw the job %s ago, and may be stale", HumanDuration(now.Sub(observed.Time)))
 	}
 	return note + ": this status may be stale"
 }

@@ -263,7 +263,7 @@ func TestStaleStatusVectors(t *testing.T) {
 		Vectors []struct {
 			Name     string
 			Now      time.Time
-			Observed *time.Time
+			Observed *metav1.Time
 			Lease    *coordinationv1.LeaseSpec
 			Running  bool
 			Note     string

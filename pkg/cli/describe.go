@@ -88,11 +88,7 @@ func describe(ctx context.Context, cl *clients, name string, out io.Writer, now 
 	}
 	p("Phase", "%s", s.Phase)
 	if fromManager {
-		var observed *time.Time
-		if s.ObservedTime != nil {
-			observed = &s.ObservedTime.Time
-		}
-		if note := cl.managerState(ctx).StaleNote(observed, now); note != "" {
+		if note := cl.managerState(ctx).StaleNote(s.ObservedTime, now); note != "" {
 			p("Status", "%s", note)
 		}
 	}

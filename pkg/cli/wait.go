@@ -101,11 +101,7 @@ func waitFor(ctx context.Context, cl *clients, o *Options, name string, want api
 		s, fromManager := statusOf(tj)
 		if !warned && fromManager {
 			warned = true
-			var observed *time.Time
-			if s.ObservedTime != nil {
-				observed = &s.ObservedTime.Time
-			}
-			if note := cl.managerState(ctx).StaleNote(observed, time.Now()); note != "" {
+			if note := cl.managerState(ctx).StaleNote(s.ObservedTime, time.Now()); note != "" {
 				fmt.Fprintf(o.ErrOut, "Warning: %s; waiting for it to come back.\n", note)
 			}
 		}

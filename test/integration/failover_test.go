@@ -4,7 +4,6 @@ package integration
 
 import (
 	"context"
-	"net/http"
 	"os"
 	"testing"
 	"time"
@@ -54,16 +53,7 @@ func TestLeaderFailover(t *testing.T) {
 	// Stopping the standby last hands the Lease back to the cluster's own
 	// manager (restarted below).
 	t.Cleanup(func() { _ = localcluster.StopProcess(opts, "mpijob-manager-standby") })
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		resp, err := http.Get("http://" + health + "/healthz")
-		if err != nil {
-			return false, nil //nolint:nilerr // not up yet
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	}); err != nil {
-		t.Fatalf("the standby manager did not come up: %v", err)
-	}
+	waitHealthy(t, "http://"+health+"/healthz", "the standby mpijob-manager")
 	if h := holder(); h != leader {
 		t.Fatalf("the standby took the Lease from a running leader (%s → %s)", leader, h)
 	}

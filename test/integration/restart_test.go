@@ -49,17 +49,7 @@ func TestManagerRestartMidJob(t *testing.T) {
 	if err := localcluster.RestartProcess(opts, "mpijob-manager"); err != nil {
 		t.Fatalf("restart: %v", err)
 	}
-	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12}}}
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		resp, err := hc.Get(framework.ManagerHealthURL)
-		if err != nil {
-			return false, nil //nolint:nilerr // not up yet
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
-	}); err != nil {
-		t.Fatalf("mpijob-manager not ready after restart: %v", err)
-	}
+	waitManagerReady(t)
 
 	s := c.WaitForStatus(t, ns, "steady", 2*time.Minute, func(s api.Status) bool { return s.Phase.Finished() })
 	if s.Phase != api.PhaseSucceeded {
@@ -166,15 +156,21 @@ func TestWhileTheManagerIsDown(t *testing.T) {
 
 func waitManagerReady(t *testing.T) {
 	t.Helper()
+	waitHealthy(t, framework.ManagerHealthURL, "mpijob-manager after restart")
+}
+
+// waitHealthy waits up to a minute for url to answer 200 OK.
+func waitHealthy(t *testing.T, url, what string) {
+	t.Helper()
 	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12}}}
 	if err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		resp, err := hc.Get(framework.ManagerHealthURL)
+		resp, err := hc.Get(url)
 		if err != nil {
 			return false, nil //nolint:nilerr // not up yet
 		}
 		_ = resp.Body.Close()
 		return resp.StatusCode == http.StatusOK, nil
 	}); err != nil {
-		t.Fatalf("mpijob-manager not ready after restart: %v", err)
+		t.Fatalf("%s not ready: %v", what, err)
 	}
 }
