@@ -18,7 +18,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
-	"sigs.k8s.io/yaml"
 
 	"github.com/mpijob/mpijob/config"
 	"github.com/mpijob/mpijob/pkg/api"
@@ -27,12 +26,8 @@ import (
 
 func shipped(t testing.TB, name string) *trainer.ClusterTrainingRuntime {
 	t.Helper()
-	raw, err := config.Runtimes.ReadFile("runtimes/" + name + ".yaml")
+	rt, err := config.Runtime(name)
 	if err != nil {
-		t.Fatal(err)
-	}
-	rt := &trainer.ClusterTrainingRuntime{}
-	if err := yaml.UnmarshalStrict(raw, rt); err != nil {
 		t.Fatal(err)
 	}
 	return rt

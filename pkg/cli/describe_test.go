@@ -6,12 +6,9 @@ import (
 	"testing"
 	"time"
 
-	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/yaml"
 
-	"github.com/mpijob/mpijob/config"
 	"github.com/mpijob/mpijob/pkg/api"
 )
 
@@ -21,14 +18,7 @@ func TestDescribeRedactsTheCommand(t *testing.T) {
 	tj := testJob("team-a", "s3", "mpi-openmpi", 1, &api.Status{Phase: api.PhaseRunning}, time.Minute)
 	tj.Spec.Trainer.Command = []string{"sh", "-c"}
 	tj.Spec.Trainer.Args = []string{"AWS_ACCESS_KEY_ID=AKIAABCDEFGHIJKLMNOP aws s3 cp s3://b/x . && mpirun train"}
-	raw, err := config.Runtimes.ReadFile("runtimes/mpi-openmpi.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := &trainer.ClusterTrainingRuntime{}
-	if err := yaml.UnmarshalStrict(raw, rt); err != nil {
-		t.Fatal(err)
-	}
+	rt := shippedRuntime(t, "mpi-openmpi")
 	tj.Spec.Trainer.Env = []corev1.EnvVar{{Name: "DB_PASSWORD", Value: "hunter2hunter2"},
 		{Name: "TOKEN", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "api"}, Key: "token"}}}}
 	o, out, _ := fakeOptions(t, interceptor.Funcs{}, &tj, rt)

@@ -25,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
-	"sigs.k8s.io/yaml"
 
 	"github.com/mpijob/mpijob/config"
 	"github.com/mpijob/mpijob/pkg/api"
@@ -195,12 +194,8 @@ func TestEventsVerb(t *testing.T) {
 
 func shippedRuntime(t *testing.T, name string) *trainer.ClusterTrainingRuntime {
 	t.Helper()
-	raw, err := config.Runtimes.ReadFile("runtimes/" + name + ".yaml")
+	rt, err := config.Runtime(name)
 	if err != nil {
-		t.Fatal(err)
-	}
-	rt := &trainer.ClusterTrainingRuntime{}
-	if err := yaml.UnmarshalStrict(raw, rt); err != nil {
 		t.Fatal(err)
 	}
 	return rt

@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/mpijob/mpijob/config"
 )
@@ -34,12 +33,8 @@ type wantObjects struct {
 
 func baseRuntime(t *testing.T, name string) *trainer.ClusterTrainingRuntime {
 	t.Helper()
-	b, err := config.Runtimes.ReadFile("runtimes/" + name + ".yaml")
+	rt, err := config.Runtime(name)
 	if err != nil {
-		t.Fatalf("no shipped runtime %s: %v", name, err)
-	}
-	rt := &trainer.ClusterTrainingRuntime{}
-	if err := yaml.UnmarshalStrict(b, rt); err != nil {
 		t.Fatal(err)
 	}
 	return rt

@@ -12,7 +12,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io/fs"
 	"maps"
 	"slices"
 	"sort"
@@ -569,13 +568,9 @@ func nodeContainer(spec *corev1.PodSpec) *corev1.Container {
 
 // shippedRuntime reads a runtime of config/runtimes.
 func shippedRuntime(name string) (*trainer.ClusterTrainingRuntime, error) {
-	b, err := fs.ReadFile(config.Runtimes, "runtimes/"+name+".yaml")
+	rt, err := config.Runtime(name)
 	if err != nil {
-		return nil, fmt.Errorf("runtime %s is not shipped: %w", name, err)
-	}
-	rt := &trainer.ClusterTrainingRuntime{}
-	if err := yaml.Unmarshal(b, rt); err != nil {
-		return nil, fmt.Errorf("shipped runtime %s: %w", name, err)
+		return nil, err
 	}
 	if rt.Spec.MLPolicy == nil || rt.Spec.MLPolicy.MPI == nil || len(rt.Spec.Template.Spec.ReplicatedJobs) != 2 {
 		return nil, errors.New("shipped runtime " + name + " is not an MPI runtime with node and launcher")

@@ -1,7 +1,6 @@
 package runtimes
 
 import (
-	"os"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -10,19 +9,16 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
+
+	"github.com/mpijob/mpijob/config"
 )
 
 // loadRuntime reads one of the shipped runtimes, so the test follows them.
 func loadRuntime(t *testing.T, name string) *trainer.ClusterTrainingRuntime {
 	t.Helper()
-	b, err := os.ReadFile("../../config/runtimes/" + name + ".yaml")
+	rt, err := config.Runtime(name)
 	if err != nil {
 		t.Fatal(err)
-	}
-	rt := &trainer.ClusterTrainingRuntime{}
-	if err := yaml.UnmarshalStrict(b, rt); err != nil {
-		t.Fatalf("config/runtimes/%s.yaml: %v", name, err)
 	}
 	return rt
 }

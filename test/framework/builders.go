@@ -3,14 +3,11 @@
 package framework
 
 import (
-	"fmt"
-
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
 
 	"github.com/mpijob/mpijob/config"
 	"github.com/mpijob/mpijob/pkg/api"
@@ -98,12 +95,8 @@ func (w *TrainJobWrapper) Runtime() *trainer.TrainingRuntime { return w.runtime 
 
 // ShippedRuntime reads one of config/runtimes.
 func ShippedRuntime(name string) *trainer.ClusterTrainingRuntime {
-	b, err := config.Runtimes.ReadFile("runtimes/" + name + ".yaml")
+	rt, err := config.Runtime(name)
 	if err != nil {
-		panic(fmt.Sprintf("no shipped runtime %s: %v", name, err))
-	}
-	rt := &trainer.ClusterTrainingRuntime{}
-	if err := yaml.UnmarshalStrict(b, rt); err != nil {
 		panic(err)
 	}
 	return rt
