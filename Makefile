@@ -117,13 +117,18 @@ test-unit: ## Unit tests of pure packages.
 # The e2e and framework tests share one cluster: a running local cluster (or
 # the one MPIJOB_KUBECONFIG names) is reused and left running; otherwise one
 # is started for the run and stopped after it (KEEP_CLUSTER=1 keeps it).
+# Tests that stop mpijob-manager (restart, failover, manager down) run on
+# their own after the others: while it is down no MPI job can be created,
+# and the packages' tests otherwise run side by side.
+MANAGER_DOWN_TESTS := ^TestManagerDown
 .PHONY: test-e2e
 test-e2e: $(DEV) sdk-venv dashboard browser ## Integration and e2e tests (Go, then the Python SDK's) against the real local cluster.
 	@set -u; mkdir -p .cache; started=0; \
 	if [ -n "$${MPIJOB_KUBECONFIG:-}" ]; then echo "testing against $$MPIJOB_KUBECONFIG"; \
 	elif $(DEV) status >/dev/null 2>&1; then echo "reusing the running local cluster"; \
 	else $(DEV) up --detach || exit 1; started=1; fi; \
-	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v ./test/... 2>&1 | tee $(CURDIR)/.cache/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test.go)' ; rc=$${PIPESTATUS[0]}; \
+	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v -skip '$(MANAGER_DOWN_TESTS)' ./test/... 2>&1 | tee $(CURDIR)/.cache/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test.go)' ; rc=$${PIPESTATUS[0]}; \
+	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '$(MANAGER_DOWN_TESTS)' ./test/integration 2>&1 | tee -a $(CURDIR)/.cache/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test.go)' ; [ $${PIPESTATUS[0]} = 0 ] || rc=1; \
 	if [ $$rc != 0 ]; then awk -f hack/failed-tests.awk .cache/e2e.log; fi; \
 	(cd sdk/python && $(VENV)/bin/pytest -q -p no:cacheprovider -m cluster) || rc=1; \
 	if [ $$started = 1 ] && [ -z "$${KEEP_CLUSTER:-}" ]; then $(DEV) down; fi; exit $$rc

@@ -24,7 +24,7 @@ import (
 // back), no status is lost or goes backwards, and no transition's Event is
 // written twice. The local cluster runs the manager as host processes, so
 // this is failover between processes, not pods.
-func TestLeaderFailover(t *testing.T) {
+func TestManagerDownLeaderFailover(t *testing.T) {
 	c := framework.Get(t)
 	if os.Getenv("MPIJOB_KUBECONFIG") != "" {
 		t.Skip("starts and stops the local cluster's mpijob-manager; MPIJOB_KUBECONFIG points elsewhere")

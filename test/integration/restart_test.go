@@ -27,7 +27,7 @@ import (
 
 // mpijob-manager restarted while a job runs picks the job up where it was:
 // the job still ends Succeeded, and no transition is reported twice.
-func TestManagerRestartMidJob(t *testing.T) {
+func TestManagerDownRestartMidJob(t *testing.T) {
 	c := framework.Get(t)
 	if os.Getenv("MPIJOB_KUBECONFIG") != "" {
 		t.Skip("restarts the local cluster's mpijob-manager; MPIJOB_KUBECONFIG points elsewhere")
@@ -84,7 +84,7 @@ func TestManagerRestartMidJob(t *testing.T) {
 // and how old it is, and creates are refused with "mpijob admission is
 // unavailable" (never admitted unchecked); once it is back, the status
 // continues where it was: lastTransitionTime is kept.
-func TestWhileTheManagerIsDown(t *testing.T) {
+func TestManagerDownStaleStatusAndNoAdmission(t *testing.T) {
 	c := framework.Get(t)
 	if os.Getenv("MPIJOB_KUBECONFIG") != "" {
 		t.Skip("stops the local cluster's mpijob-manager; MPIJOB_KUBECONFIG points elsewhere")
