@@ -119,7 +119,7 @@ func main() {
 		os.Exit(2)
 	}
 
-	lookup := runtimes.RuntimeLookup{Client: mgr.GetClient()}
+	lookup := runtimes.RuntimeLookup{Client: mgr.GetClient(), Live: mgr.GetAPIReader()}
 	hooks := mgr.GetWebhookServer()
 	hooks.Register(mpiadmission.MutatePath, admission.WithDefaulter(scheme, &mpiadmission.Defaulter{Runtimes: lookup}))
 	hooks.Register(mpiadmission.ValidatePath, admission.WithValidator(scheme, &mpiadmission.Validator{

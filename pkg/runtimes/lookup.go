@@ -12,11 +12,23 @@ import (
 // RuntimeLookup finds the runtime a TrainJob references.
 type RuntimeLookup struct {
 	Client client.Reader
+	// Live, when set, is asked before "not found" is believed: Client is
+	// a cache, and a runtime created a moment ago (a job created right
+	// after its runtime) may not be in it yet.
+	Live client.Reader
 }
 
 // Get returns the runtime's spec and annotations; found is false when it
 // does not exist.
 func (l RuntimeLookup) Get(ctx context.Context, tj *trainer.TrainJob) (spec *trainer.TrainingRuntimeSpec, annotations map[string]string, found bool, err error) {
+	spec, annotations, found, err = l.get(ctx, l.Client, tj)
+	if err == nil && !found && l.Live != nil {
+		return l.get(ctx, l.Live, tj)
+	}
+	return spec, annotations, found, err
+}
+
+func (l RuntimeLookup) get(ctx context.Context, reader client.Reader, tj *trainer.TrainJob) (spec *trainer.TrainingRuntimeSpec, annotations map[string]string, found bool, err error) {
 	kind := trainer.ClusterTrainingRuntimeKind
 	if tj.Spec.RuntimeRef.Kind != nil {
 		kind = *tj.Spec.RuntimeRef.Kind
@@ -24,11 +36,11 @@ func (l RuntimeLookup) Get(ctx context.Context, tj *trainer.TrainJob) (spec *tra
 	switch kind {
 	case trainer.TrainingRuntimeKind:
 		rt := &trainer.TrainingRuntime{}
-		err = l.Client.Get(ctx, client.ObjectKey{Namespace: tj.Namespace, Name: tj.Spec.RuntimeRef.Name}, rt)
+		err = reader.Get(ctx, client.ObjectKey{Namespace: tj.Namespace, Name: tj.Spec.RuntimeRef.Name}, rt)
 		spec, annotations = &rt.Spec, rt.Annotations
 	default:
 		rt := &trainer.ClusterTrainingRuntime{}
-		err = l.Client.Get(ctx, client.ObjectKey{Name: tj.Spec.RuntimeRef.Name}, rt)
+		err = reader.Get(ctx, client.ObjectKey{Name: tj.Spec.RuntimeRef.Name}, rt)
 		spec, annotations = &rt.Spec, rt.Annotations
 	}
 	if apierrors.IsNotFound(err) {
