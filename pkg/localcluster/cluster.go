@@ -105,11 +105,17 @@ func (c *Cluster) Up(ctx context.Context) error {
 	}
 	done()
 
-	done = p.Step("starting %d real nodes (kubelet + containerd) and cluster DNS", c.opts.RealNodes)
+	done = p.Step("starting %d real nodes (kubelet + containerd), cluster DNS, kube-proxy and NetworkPolicy enforcement (kube-router)", c.opts.RealNodes)
 	if err := c.startNodes(ctx); err != nil {
 		return err
 	}
 	if err := c.startDNS(ctx); err != nil {
+		return err
+	}
+	if err := c.startKubeProxy(ctx); err != nil {
+		return err
+	}
+	if err := c.startNetworkPolicy(ctx); err != nil {
 		return err
 	}
 	done()
@@ -145,6 +151,9 @@ func (c *Cluster) startNodes(ctx context.Context) error {
 		return err
 	}
 	if err := ensureBridge(); err != nil {
+		return err
+	}
+	if err := ensureBridgeNetfilter(); err != nil {
 		return err
 	}
 	var hosts []string
@@ -263,6 +272,7 @@ func Down(ctx context.Context, opts Options, out io.Writer) error {
 	for i := 1; i <= 8; i++ {
 		removeCgroupTree(nodeName(i))
 	}
+	cleanupNetwork(opts)
 	deleteBridge()
 	if err := setHostsLines(nil); err != nil {
 		return fmt.Errorf("failed to remove node names from /etc/hosts: %w", err)

@@ -39,7 +39,10 @@ const (
 	kueueHealthPort  = 9454
 	// kueueVisibilityPort serves Kueue's visibility API on the host's
 	// address, where the API server's aggregation layer reaches it.
-	kueueVisibilityPort = 9455
+	kueueVisibilityPort  = 9455
+	kubeRouterHealthPort = 9456
+	kubeProxyHealthPort  = 9457
+	kubeProxyMetricsPort = 9458
 
 	// bridgeName is the Linux bridge every real node's pods attach to.
 	bridgeName = "mpijob0"

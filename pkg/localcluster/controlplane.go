@@ -100,7 +100,9 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 	args := []string{
 		"--etcd-servers=" + fmt.Sprintf("http://127.0.0.1:%d", etcdClientPort),
 		"--secure-port=" + strconv.Itoa(APIServerPort),
-		"--bind-address=127.0.0.1",
+		// All addresses: pods reach the API through the kubernetes
+		// Service (10.96.0.1 -> the host's address, by kube-proxy).
+		"--bind-address=0.0.0.0",
 		"--advertise-address=" + c.hostIP,
 		"--tls-cert-file=" + p.path("apiserver", "crt"),
 		"--tls-private-key-file=" + p.path("apiserver", "key"),

@@ -15,7 +15,7 @@ import (
 // debianPackages are what the real nodes and the image builder need.
 var debianPackages = []string{
 	"containerd", "runc", "containernetworking-plugins", "debootstrap", "iproute2",
-	"iptables", "mount", "util-linux", "gcc", "libc6-dev",
+	"iptables", "ipset", "mount", "util-linux", "gcc", "libc6-dev",
 }
 
 // preflight checks what the cluster needs from this machine and fails with
@@ -51,6 +51,9 @@ var clusterPorts = []portUse{
 	{fmt.Sprintf("127.0.0.1:%d", managerMetricsPort), "mpijob-manager metrics"},
 	{fmt.Sprintf("127.0.0.1:%d", managerHealthPort), "mpijob-manager health"},
 	{fmt.Sprintf("127.0.0.1:%d", DashboardPort), "mpijob-dashboard"},
+	{fmt.Sprintf("127.0.0.1:%d", kubeRouterHealthPort), "kube-router health"},
+	{fmt.Sprintf("127.0.0.1:%d", kubeProxyHealthPort), "kube-proxy health"},
+	{fmt.Sprintf("127.0.0.1:%d", kubeProxyMetricsPort), "kube-proxy metrics"},
 	{"127.0.0.1:10257", "kube-controller-manager"},
 	{"127.0.0.1:10259", "kube-scheduler"},
 }

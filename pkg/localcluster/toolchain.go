@@ -37,8 +37,9 @@ func toolModules() []toolModule {
 				"k8s.io/kubernetes/cmd/kube-scheduler",
 				"k8s.io/kubernetes/cmd/kubelet",
 				"k8s.io/kubernetes/cmd/kubectl",
+				"k8s.io/kubernetes/cmd/kube-proxy",
 			},
-			Outputs: []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kubectl"},
+			Outputs: []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kubectl", "kube-proxy"},
 			LDFlags: "-s -w -X k8s.io/component-base/version.gitVersion=" + KubernetesVersion +
 				" -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=36",
 		},
@@ -51,6 +52,12 @@ func toolModules() []toolModule {
 		},
 		{Dir: "kueue", Packages: []string{"sigs.k8s.io/kueue/cmd/kueue"}, Outputs: []string{"kueue"}, LDFlags: "-s -w"},
 		{Dir: "kwok", Packages: []string{"sigs.k8s.io/kwok/cmd/kwok"}, Outputs: []string{"kwok"}, LDFlags: "-s -w"},
+		{
+			Dir:      "kube-router",
+			Packages: []string{"github.com/cloudnativelabs/kube-router/v2/cmd/kube-router"},
+			Outputs:  []string{"kube-router"},
+			LDFlags:  "-s -w",
+		},
 		{Dir: "coredns", Packages: []string{"github.com/coredns/coredns"}, Outputs: []string{"coredns"}, LDFlags: "-s -w"},
 	}
 }

@@ -27,8 +27,8 @@ import (
 )
 
 // Every MPI job gets a NetworkPolicy admitting only its own pods, owned by
-// the job; the opt-out annotation prevents it. (The local cluster's bridge
-// network stores NetworkPolicies but does not enforce them.)
+// the job; the opt-out annotation prevents it. (isolation_test.go proves
+// the local cluster enforces it on real pods.)
 func TestNetworkPolicyPerJob(t *testing.T) {
 	c := framework.Get(t)
 	ctx := context.Background()
