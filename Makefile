@@ -145,6 +145,11 @@ bench-manager: ## mpijob-manager overhead and 500 x 8 scale (needs a running loc
 bench-admission: ## Latency that admission webhooks add (needs a running local cluster).
 	$(GO) run ./bench/admission
 
+.PHONY: bench-burst
+bench-burst: ## 500 TrainJob creates from 20 clients through admission, then again with mpijob-manager killed mid-burst: latency and outcomes (needs a running local cluster, root).
+	$(GO) run ./bench/burst
+	$(GO) run ./bench/burst -kill
+
 .PHONY: bench-dashboard
 bench-dashboard: dashboard browser ## Dashboard with 1,000 jobs: list API p95, first paint in Chromium, a change in the open page (needs a running local cluster).
 	$(GO) run ./bench/dashboard

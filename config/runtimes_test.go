@@ -137,7 +137,8 @@ func TestRuntimesShape(t *testing.T) {
 func TestHydraRuntimesDeriveHostfile(t *testing.T) {
 	rt := loadRuntimes(t)["mpi-intel"]
 	spec := rt.Spec.Template.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec
-	if len(spec.InitContainers) != 1 || !strings.Contains(strings.Join(spec.InitContainers[0].Command, " "), "s/ slots=/:/") {
+	hydra := initContainer(spec, "hydra-hostfile")
+	if hydra == nil || !strings.Contains(strings.Join(hydra.Command, " "), "s/ slots=/:/") {
 		t.Fatalf("mpi-intel Launcher needs the hydra-hostfile init step, got %+v", spec.InitContainers)
 	}
 	env := map[string]string{}
@@ -180,4 +181,41 @@ func jobNames(rjs []jobsetv1alpha2.ReplicatedJob) []string {
 		out = append(out, r.Name)
 	}
 	return out
+}
+
+// TestLaunchersWaitForWorkers checks that every runtime's Launcher waits,
+// before mpirun, until each Worker's sshd in Trainer's hostfile answers: a
+// new pod's DNS record and the NetworkPolicy rules that admit it follow its
+// creation, and mpirun fails at once against a Worker it cannot reach.
+func TestLaunchersWaitForWorkers(t *testing.T) {
+	for name, rt := range loadRuntimes(t) {
+		t.Run(name, func(t *testing.T) {
+			spec := rt.Spec.Template.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec
+			if len(spec.InitContainers) == 0 || spec.InitContainers[0].Name != "wait-for-workers" {
+				t.Fatalf("the Launcher's first init container must be wait-for-workers, got %+v", spec.InitContainers)
+			}
+			w := spec.InitContainers[0]
+			script := strings.Join(w.Command, " ")
+			for _, want := range []string{"/etc/mpi/hostfile", "/dev/tcp/$h/2222", "exit 1"} {
+				if !strings.Contains(script, want) {
+					t.Errorf("wait-for-workers script lacks %q", want)
+				}
+			}
+			if len(w.VolumeMounts) != 1 || w.VolumeMounts[0].Name != "mpi-hostfile" || w.VolumeMounts[0].MountPath != "/etc/mpi" {
+				t.Errorf("wait-for-workers must mount Trainer's hostfile volume mpi-hostfile at /etc/mpi, got %+v", w.VolumeMounts)
+			}
+			if w.SecurityContext == nil || w.SecurityContext.AllowPrivilegeEscalation == nil || *w.SecurityContext.AllowPrivilegeEscalation {
+				t.Errorf("wait-for-workers must run under the restricted Pod Security level")
+			}
+		})
+	}
+}
+
+func initContainer(spec corev1.PodSpec, name string) *corev1.Container {
+	for i := range spec.InitContainers {
+		if spec.InitContainers[i].Name == name {
+			return &spec.InitContainers[i]
+		}
+	}
+	return nil
 }

@@ -44,6 +44,9 @@ type QuotaViolation struct {
 	// Workers is the job's Worker count; MaxWorkers the most that would fit
 	// (-1 when even the Launcher alone does not fit).
 	Workers, MaxWorkers int64
+	// Queued is set for a job that Kueue queues: it waits for what other
+	// jobs use, so it is refused only when it is larger than the whole quota.
+	Queued bool
 }
 
 // Message is the denial a person reads, with the numbers and a way out:
@@ -61,6 +64,10 @@ func (v QuotaViolation) Message() string {
 		way = fmt.Sprintf("use at most %d workers or ask for a larger quota", v.MaxWorkers)
 	case v.MaxWorkers == 0 && !v.PerWorker.IsZero():
 		way = "free some of the quota (other jobs use it) or ask for a larger quota"
+	}
+	if v.Queued {
+		return fmt.Sprintf("requested %s %s (%s), quota %s: more than the whole quota, so it could never start (queued jobs wait only for what other jobs use): %s (ResourceQuota %s)",
+			v.Requested.String(), name, breakdown, v.Hard.String(), way, v.Quota)
 	}
 	return fmt.Sprintf("requested %s %s (%s), quota %s, in use %s: %s (ResourceQuota %s)",
 		v.Requested.String(), name, breakdown, v.Hard.String(), v.Used.String(), way, v.Quota)
@@ -87,6 +94,19 @@ func displayName(key string) string {
 // returns every line it would exceed, sorted by quota and key. A job that
 // exactly fills a quota fits.
 func CheckQuota(d Demand, quotas []corev1.ResourceQuota) []QuotaViolation {
+	return checkQuota(d, quotas, false)
+}
+
+// CheckQuotaQueued is CheckQuota for a job that Kueue queues (it has a
+// LocalQueue): Kueue admits a queued job only when its ClusterQueue, sized
+// to the namespace's quota, has room for the whole job, so what other jobs
+// use never refuses it: it waits Queued. Only a job larger than the whole
+// quota, which could never start, is refused.
+func CheckQuotaQueued(d Demand, quotas []corev1.ResourceQuota) []QuotaViolation {
+	return checkQuota(d, quotas, true)
+}
+
+func checkQuota(d Demand, quotas []corev1.ResourceQuota, queued bool) []QuotaViolation {
 	var out []QuotaViolation
 	for _, q := range quotas {
 		if len(q.Spec.Scopes) > 0 || q.Spec.ScopeSelector != nil {
@@ -100,6 +120,9 @@ func CheckQuota(d Demand, quotas []corev1.ResourceQuota) []QuotaViolation {
 				continue
 			}
 			used := q.Status.Used[key]
+			if queued {
+				used = resource.Quantity{}
+			}
 			requested := mul(perWorker, d.Workers)
 			requested.Add(launcher)
 			total := used.DeepCopy()
@@ -110,7 +133,7 @@ func CheckQuota(d Demand, quotas []corev1.ResourceQuota) []QuotaViolation {
 			out = append(out, QuotaViolation{
 				Quota: q.Name, Key: string(key), Requested: requested, Hard: hard, Used: used,
 				PerWorker: perWorker, Launcher: launcher, Workers: d.Workers,
-				MaxWorkers: maxWorkers(hard, used, launcher, perWorker),
+				MaxWorkers: maxWorkers(hard, used, launcher, perWorker), Queued: queued,
 			})
 		}
 	}

@@ -32,6 +32,8 @@ func TestCheckQuota(t *testing.T) {
 	cases := map[string]struct {
 		demand Demand
 		quotas []corev1.ResourceQuota
+		// queued checks as for a job Kueue queues (CheckQuotaQueued).
+		queued bool
 		want   []string
 	}{
 		"the issue's example: 4 workers × 3 GPUs against 8": {
@@ -68,6 +70,15 @@ func TestCheckQuota(t *testing.T) {
 			demand: gpuJob(4, "3"),
 			quotas: []corev1.ResourceQuota{{ObjectMeta: metav1.ObjectMeta{Name: "s"}, Spec: corev1.ResourceQuotaSpec{Hard: rl("requests.nvidia.com/gpu", "1"), Scopes: []corev1.ResourceQuotaScope{corev1.ResourceQuotaScopeBestEffort}}}},
 		},
+		"queued: what other jobs use does not refuse it, it waits Queued": {
+			demand: gpuJob(4, "2"), queued: true,
+			quotas: []corev1.ResourceQuota{quota("q", rl("requests.nvidia.com/gpu", "8"), rl("requests.nvidia.com/gpu", "8"))},
+		},
+		"queued: larger than the whole quota is refused, whatever is in use": {
+			demand: gpuJob(4, "3"), queued: true,
+			quotas: []corev1.ResourceQuota{quota("q", rl("requests.nvidia.com/gpu", "8"), rl("requests.nvidia.com/gpu", "5"))},
+			want: []string{"requested 12 nvidia.com/gpu (4 workers × 3), quota 8: more than the whole quota, so it could never start (queued jobs wait only for what other jobs use): use at most 2 workers or ask for a larger quota (ResourceQuota q)"},
+		},
 		"resources the job does not ask for": {
 			demand: gpuJob(2, "1"), quotas: []corev1.ResourceQuota{quota("storage", rl("requests.storage", "1Gi", "count/secrets", "1"), rl())},
 		},
@@ -75,7 +86,11 @@ func TestCheckQuota(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			var got []string
-			for _, v := range CheckQuota(tc.demand, tc.quotas) {
+			check := CheckQuota
+			if tc.queued {
+				check = CheckQuotaQueued
+			}
+			for _, v := range check(tc.demand, tc.quotas) {
 				got = append(got, v.Message())
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {

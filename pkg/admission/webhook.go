@@ -21,6 +21,7 @@ import (
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/jobspec"
+	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 	"github.com/mpijob/mpijob/pkg/suggest"
 )
@@ -268,7 +269,13 @@ func (v *Validator) admit(ctx context.Context, tj *trainer.TrainJob, create bool
 	if err := v.Client.List(ctx, quotas, client.InNamespace(tj.Namespace)); err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("failed to read ResourceQuotas of %s: %w", tj.Namespace, err))
 	}
-	if violations := CheckQuota(DemandOf(shape), quotas.Items); len(violations) > 0 {
+	check := CheckQuota
+	if tj.Labels[queue.NameLabel] != "" {
+		// Kueue's own webhook has set the namespace's default LocalQueue
+		// by now (mutating webhooks run first).
+		check = CheckQuotaQueued
+	}
+	if violations := check(DemandOf(shape), quotas.Items); len(violations) > 0 {
 		return nil, quotaDenial(tj, violations)
 	}
 	return Warnings(job), nil

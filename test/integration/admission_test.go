@@ -39,7 +39,9 @@ func TestAdmission(t *testing.T) {
 			job: framework.MakeTrainJob("too-big", "team-a", "mpi-openmpi-gpu").NumNodes(5).GPUsPerWorker(3),
 			wantDenied: []string{
 				"does not fit the quota of namespace team-a",
-				"requested 15 nvidia.com/gpu (5 workers × 3), quota 8, in use 0: use at most 2 workers or ask for a larger quota",
+				// team-a's jobs go to its LocalQueue "default" (Kueue defaults
+				// it), so only a job larger than the whole quota is refused.
+				"requested 15 nvidia.com/gpu (5 workers × 3), quota 8: more than the whole quota, so it could never start (queued jobs wait only for what other jobs use): use at most 2 workers or ask for a larger quota",
 			},
 		},
 		"a job that exactly fits is admitted": {
