@@ -77,7 +77,7 @@ func TestCheckQuota(t *testing.T) {
 		"queued: larger than the whole quota is refused, whatever is in use": {
 			demand: gpuJob(4, "3"), queued: true,
 			quotas: []corev1.ResourceQuota{quota("q", rl("requests.nvidia.com/gpu", "8"), rl("requests.nvidia.com/gpu", "5"))},
-			want: []string{"requested 12 nvidia.com/gpu (4 workers × 3), quota 8: more than the whole quota, so it could never start (queued jobs wait only for what other jobs use): use at most 2 workers or ask for a larger quota (ResourceQuota q)"},
+			want:   []string{"requested 12 nvidia.com/gpu (4 workers × 3), quota 8: more than the whole quota, so it could never start (queued jobs wait only for what other jobs use): use at most 2 workers or ask for a larger quota (ResourceQuota q)"},
 		},
 		"resources the job does not ask for": {
 			demand: gpuJob(2, "1"), quotas: []corev1.ResourceQuota{quota("storage", rl("requests.storage", "1Gi", "count/secrets", "1"), rl())},

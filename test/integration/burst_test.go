@@ -1,0 +1,194 @@
+//go:build e2e
+
+package integration
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mpijob/mpijob/pkg/localcluster"
+	"github.com/mpijob/mpijob/test/framework"
+)
+
+// 500 TrainJob creates from 20 concurrent clients as dev-a through the API
+// server and mpijob's webhooks: every create is admitted or denied with a
+// reason, and the namespace then holds exactly the admitted jobs (none
+// lost, none duplicated, no invalid one let through). bench/burst measures
+// the same burst's latency.
+func TestCreateBurstAccountsForEveryCreate(t *testing.T) {
+	c := framework.Get(t)
+	ns := burstNamespace(t, c)
+	outcomes := createBurst(t, c, ns, 500, 20, nil)
+	if outcomes["admitted"] != 450 || outcomes["denied: Invalid spec.trainer.numProcPerNode"] != 50 {
+		t.Errorf("outcomes %v, want 450 admitted and the 50 invalid ones denied with their field", outcomes)
+	}
+}
+
+// The same burst with mpijob-manager killed (SIGKILL) a quarter in and
+// started again: creates that meet no webhook are refused (failurePolicy
+// Fail), never admitted unvalidated, and still none is lost or duplicated.
+func TestManagerDownDuringCreateBurst(t *testing.T) {
+	c := framework.Get(t)
+	wd, _ := os.Getwd()
+	opts, err := localcluster.DefaultOptions(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := burstNamespace(t, c)
+	outcomes := createBurst(t, c, ns, 500, 20, func() {
+		pid, err := localcluster.ProcessPID(opts, "mpijob-manager")
+		if err != nil {
+			t.Errorf("mpijob-manager: %v", err)
+			return
+		}
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+		time.Sleep(2 * time.Second)
+		if err := localcluster.RestartProcess(opts, "mpijob-manager"); err != nil {
+			t.Errorf("restart mpijob-manager: %v", err)
+		}
+	})
+	unavailable := 0
+	for k, n := range outcomes {
+		if strings.HasPrefix(k, "denied: webhook unavailable") {
+			unavailable += n
+		}
+	}
+	if unavailable == 0 {
+		t.Errorf("no create met the killed webhook (outcomes %v): the kill came too late to test anything", outcomes)
+	}
+	waitManagerReady(t)
+}
+
+func burstNamespace(t *testing.T, c *framework.Cluster) string {
+	t.Helper()
+	ns := c.NewNamespace(t, "burst")
+	if err := c.Client.Create(context.Background(), &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "dev-a-edit", Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "edit"},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "dev-a"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
+// createBurst creates n suspended MPI TrainJobs (1 in 10 with 0 slots per
+// worker, invalid on purpose) as dev-a from clients goroutines, calls
+// during (if set) a quarter in, checks that the namespace holds exactly the
+// admitted ones, and returns the count of each outcome.
+func createBurst(t *testing.T, c *framework.Cluster, ns string, n, clients int, during func()) map[string]int {
+	t.Helper()
+	ctx := context.Background()
+	devA := c.As(t, "dev-a")
+	// RBAC reaches the authorizer in a moment.
+	if err := waitAllowed(ctx, devA, ns); err != nil {
+		t.Fatal(err)
+	}
+	outcome := make([]string, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				slots := int32(1)
+				if i%10 == 9 {
+					slots = 0
+				}
+				err := devA.Create(ctx, &trainer.TrainJob{
+					ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("job-%04d", i), Namespace: ns},
+					Spec: trainer.TrainJobSpec{
+						RuntimeRef: trainer.RuntimeRef{Name: "mpi-openmpi"},
+						Suspend:    ptr.To(true),
+						Trainer:    &trainer.Trainer{NumNodes: ptr.To[int32](2), NumProcPerNode: ptr.To(slots)},
+					},
+				})
+				outcome[i] = classifyCreate(err)
+			}
+		}()
+	}
+	var dwg sync.WaitGroup
+	for i := range n {
+		if during != nil && i == n/4 {
+			dwg.Add(1)
+			go func() { defer dwg.Done(); during() }()
+		}
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	dwg.Wait()
+
+	list := &trainer.TrainJobList{}
+	if err := c.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	there := map[string]bool{}
+	for _, tj := range list.Items {
+		there[tj.Name] = true
+	}
+	counts := map[string]int{}
+	for i, o := range outcome {
+		counts[o]++
+		name := fmt.Sprintf("job-%04d", i)
+		switch {
+		case strings.HasPrefix(o, "error:"):
+			t.Errorf("%s: neither admitted nor denied with a reason: %s", name, o)
+		case o == "admitted" && !there[name]:
+			t.Errorf("%s was admitted but is not there (lost)", name)
+		case o == "admitted" && i%10 == 9:
+			t.Errorf("%s has 0 slots per worker and was admitted", name)
+		case o != "admitted" && there[name]:
+			t.Errorf("%s was refused (%s) but is there", name, o)
+		}
+	}
+	if len(list.Items) != counts["admitted"] {
+		t.Errorf("%d TrainJobs in %s, %d admitted", len(list.Items), ns, counts["admitted"])
+	}
+	t.Logf("%d creates from %d clients: %v", n, clients, counts)
+	return counts
+}
+
+func classifyCreate(err error) string {
+	if err == nil {
+		return "admitted"
+	}
+	if _, rest, ok := strings.Cut(err.Error(), "failed calling webhook \""); ok {
+		hook, _, _ := strings.Cut(rest, "\"")
+		return "denied: webhook unavailable (" + hook + ")"
+	}
+	if st, ok := err.(apierrors.APIStatus); ok {
+		s := st.Status()
+		what := string(s.Reason)
+		if s.Details != nil && len(s.Details.Causes) > 0 {
+			what += " " + s.Details.Causes[0].Field
+		}
+		return "denied: " + what
+	}
+	return "error: " + err.Error()
+}
+
+func waitAllowed(ctx context.Context, cl client.Client, ns string) error {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		err := cl.List(ctx, &trainer.TrainJobList{}, client.InNamespace(ns))
+		if err == nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
