@@ -12,6 +12,7 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	authzv1 "k8s.io/api/authorization/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -48,8 +49,10 @@ type Job struct {
 	Started        *time.Time        `json:"started,omitempty"`
 	Finished       *time.Time        `json:"finished,omitempty"`
 	Transitioned   *time.Time        `json:"transitioned,omitempty"`
-	Suspended      bool              `json:"suspended"`
-	Deleting       bool              `json:"deleting,omitempty"`
+	// Observed is when mpijob-manager last wrote this status.
+	Observed  *time.Time `json:"observed,omitempty"`
+	Suspended bool       `json:"suspended"`
+	Deleting  bool       `json:"deleting,omitempty"`
 }
 
 // JobOf turns a TrainJob into its row.
@@ -90,6 +93,9 @@ func JobOf(tj *trainer.TrainJob) Job {
 	}
 	if st.LastTransitionTime != nil {
 		j.Transitioned = &st.LastTransitionTime.Time
+	}
+	if st.ObservedTime != nil {
+		j.Observed = &st.ObservedTime.Time
 	}
 	return j
 }
@@ -274,6 +280,9 @@ type Detail struct {
 	// RuntimeKind is ClusterTrainingRuntime, or TrainingRuntime for a
 	// per-job runtime.
 	RuntimeKind string `json:"runtimeKind"`
+	// StaleNote says, while mpijob-manager is not running, that the status
+	// may be stale and how old it is (the CLI's and the SDK's words).
+	StaleNote string `json:"staleNote,omitempty"`
 }
 
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request, c *userClients) {
@@ -295,6 +304,9 @@ func (s *Server) detailOf(ctx context.Context, c *userClients, ns, name string) 
 		return nil, err
 	}
 	d := &Detail{Job: JobOf(tj), RuntimeKind: ptr.Deref(tj.Spec.RuntimeRef.Kind, trainer.ClusterTrainingRuntimeKind)}
+	if st, ok := api.StatusOf(tj); ok {
+		d.StaleNote = c.managerState(ctx).StaleNote(st.ObservedTime, time.Now())
+	}
 	pods, err := c.jobPods(ctx, ns, name)
 	if err != nil && !apierrors.IsForbidden(err) {
 		return nil, err
@@ -528,4 +540,33 @@ func (c *userClients) mpiRuntimes(ctx context.Context) map[string]bool {
 	}
 	c.rtNames, c.rtRead = out, time.Now()
 	return out
+}
+
+// Manager is what mpijob-manager's Lease says: whether the statuses shown
+// are current.
+type Manager struct {
+	Running bool       `json:"running"`
+	Since   *time.Time `json:"since,omitempty"`
+	// Note is the banner while it is not running ("" when it runs).
+	Note string `json:"note,omitempty"`
+}
+
+func (s *Server) manager(w http.ResponseWriter, r *http.Request, c *userClients) {
+	m := c.managerState(r.Context())
+	out := Manager{Running: m.Running, Note: m.StaleListNote(time.Now())}
+	if !m.Since.IsZero() {
+		out.Since = &m.Since
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// managerState reads mpijob-manager's Lease as the user (every signed-in
+// user may, config/rbac/aggregate/manager-lease.yaml). When it cannot be
+// read, nothing is claimed: Running.
+func (c *userClients) managerState(ctx context.Context) api.ManagerState {
+	lease := &coordinationv1.Lease{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: api.ManagerLeaseNamespace, Name: api.ManagerLeaseName}, lease); err != nil {
+		return api.ManagerState{Running: true}
+	}
+	return api.ManagerStateOf(lease, time.Now())
 }

@@ -91,6 +91,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/logout", s.logout)
 	mux.HandleFunc("GET /api/whoami", s.authed(s.whoami))
 	mux.HandleFunc("GET /api/namespaces", s.authed(s.namespaces))
+	mux.HandleFunc("GET /api/manager", s.authed(s.manager))
 	mux.HandleFunc("GET /api/jobs", s.authed(s.listJobs))
 	mux.HandleFunc("GET /api/jobs/{ns}/{name}", s.authed(s.getJob))
 	mux.HandleFunc("DELETE /api/jobs/{ns}/{name}", s.authed(s.deleteJob))

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -14,9 +15,12 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
@@ -96,6 +100,14 @@ func TestManagerDownStaleStatusAndNoAdmission(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := c.WaitForStatus(t, ns, "held", 2*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseRunning })
+	// dev-a looks at the job in the dashboard too.
+	if err := c.Client.Create(ctx, &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "dev-a-view", Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "view"},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "dev-a"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
 	wd, _ := os.Getwd()
 	opts, err := localcluster.DefaultOptions(wd)
 	if err != nil {
@@ -136,6 +148,13 @@ func TestManagerDownStaleStatusAndNoAdmission(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "mpijob-manager is not running (its Lease was last renewed") || !strings.Contains(out, "this status is as it saw the job") {
 		t.Errorf("describe while the manager is down (exit %d):\n%s\nwant the status called stale with its age", code, out)
 	}
+	// The dashboard says so too: a banner on every page, the note on the job.
+	if body := dashboardGet(t, c, "dev-a", "/api/manager"); !strings.Contains(body, `"running":false`) || !strings.Contains(body, "mpijob-manager is not running (its Lease was last renewed") {
+		t.Errorf("dashboard /api/manager while the manager is down: %s", body)
+	}
+	if body := dashboardGet(t, c, "dev-a", "/api/jobs/"+ns+"/held"); !strings.Contains(body, "this status is as it saw the job") {
+		t.Errorf("dashboard job detail while the manager is down has no stale note: %.300s", body)
+	}
 	code, out = cli("create", "refused", "--workers", "1")
 	if code == 0 || !strings.Contains(out, "mpijob admission is unavailable") {
 		t.Errorf("create while the manager is down: exit %d\n%s\nwant refused with \"mpijob admission is unavailable\"", code, out)
@@ -152,6 +171,35 @@ func TestManagerDownStaleStatusAndNoAdmission(t *testing.T) {
 	if code, out := cli("describe", "held"); strings.Contains(out, "not running") {
 		t.Errorf("describe after the manager came back (exit %d) still says it is not running:\n%s", code, out)
 	}
+	if body := dashboardGet(t, c, "dev-a", "/api/manager"); !strings.Contains(body, `"running":true`) {
+		t.Errorf("dashboard /api/manager after the manager came back: %s", body)
+	}
+}
+
+// dashboardGet calls the local cluster's dashboard API as user (with the
+// user's token from the kubeconfig) and returns the body.
+func dashboardGet(t *testing.T, c *framework.Cluster, user, path string) string {
+	t.Helper()
+	raw, err := clientcmd.LoadFromFile(c.Kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, ok := raw.AuthInfos[user]
+	if !ok || a.Token == "" {
+		t.Skipf("kubeconfig has no token user %s", user)
+	}
+	req, err := http.NewRequest(http.MethodGet, localcluster.DashboardURL+path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+a.Token)
+	resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatalf("dashboard %s: %v", path, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
 }
 
 func waitManagerReady(t *testing.T) {

@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'react';
 import {
+  Alert,
   Brand,
   Button,
   Masthead,
@@ -12,6 +13,7 @@ import {
   ToolbarItem,
 } from '@patternfly/react-core';
 import { api } from './api';
+import type { Manager } from './types';
 import { JobsPage } from './JobsPage';
 import { JobPage } from './JobPage';
 import { LoginPage } from './LoginPage';
@@ -32,10 +34,32 @@ function useLocation() {
   return loc;
 }
 
+/** Polls mpijob-manager's state: while it is not running, the phases shown are as it last saw them. */
+function useManagerNote(enabled: boolean) {
+  const [note, setNote] = useState('');
+  useEffect(() => {
+    if (!enabled) return;
+    let live = true;
+    const poll = () =>
+      api<Manager>('/api/manager').then(
+        (m) => live && setNote(m.running ? '' : m.note ?? ''),
+        () => undefined,
+      );
+    poll();
+    const id = window.setInterval(poll, 10000);
+    return () => {
+      live = false;
+      window.clearInterval(id);
+    };
+  }, [enabled]);
+  return note;
+}
+
 export function App() {
   const loc = useLocation();
   const url = new URL(loc, window.location.origin);
   const [user, setUser] = useState('');
+  const managerNote = useManagerNote(url.pathname !== '/login');
   useEffect(() => {
     if (url.pathname === '/login') return;
     api<{ user: string }>('/api/whoami').then((r) => setUser(r.user), () => undefined);
@@ -75,6 +99,7 @@ export function App() {
   );
   return (
     <Page masthead={masthead}>
+      {managerNote && <Alert variant="warning" isInline title={managerNote} data-testid="manager-down" />}
       {m ? (
         <JobPage namespace={decodeURIComponent(m[1])} name={decodeURIComponent(m[2])} tab={url.searchParams.get('tab') ?? 'overview'} />
       ) : (

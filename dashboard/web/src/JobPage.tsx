@@ -97,6 +97,7 @@ export function JobPage({ namespace, name, tab }: { namespace: string; name: str
       <PageSection>
         {gone && <Alert variant="danger" isInline title={gone} data-testid="gone"><Button variant="link" isInline onClick={() => navigate('/')}>Back to the job list</Button></Alert>}
         {error && <Alert variant="danger" isInline title={error} style={{ marginBottom: 12 }} />}
+        {detail?.staleNote && <Alert variant="warning" isInline title={detail.staleNote} style={{ marginBottom: 12 }} data-testid="stale" />}
         {!detail && !gone ? (
           <Spinner aria-label="Loading the job" />
         ) : detail ? (

@@ -62,6 +62,8 @@ export interface Resources {
 export interface Detail {
   job: Job;
   pods: Pod[];
+  /** While mpijob-manager is not running: the status may be stale, and how old it is. */
+  staleNote?: string;
   resources?: Resources;
   yaml: string;
   runtimeKind: string;
@@ -82,4 +84,11 @@ export interface Namespace {
   canPatch: boolean;
   canCreate: boolean;
   canLogs: boolean;
+}
+
+/** What mpijob-manager's Lease says (GET /api/manager). */
+export interface Manager {
+  running: boolean;
+  since?: string;
+  note?: string;
 }
