@@ -9,16 +9,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/pkg/logs"
 	"github.com/mpijob/mpijob/pkg/runtimes"
@@ -233,85 +229,15 @@ func (c *clients) clusterRuntime(ctx context.Context, name string) (*trainer.Clu
 	return rt, nil
 }
 
-// createJob creates a job's objects: its per-job runtime first (Trainer
-// refuses a TrainJob whose runtime is missing), then the TrainJob, then
-// the runtime is owned by the TrainJob. A failed or dry-run TrainJob takes
-// its runtime with it; a runtime whose owner could not be set is adopted
-// (or removed) by mpijob-manager.
+// createJob creates a job's objects (jobspec.Create); a name that is
+// taken is a usage error.
 func (c *clients) createJob(ctx context.Context, job *jobspec.Job, serverDryRun bool) error {
-	tj, rt := job.TrainJob, job.Runtime
-	var opts []client.CreateOption
-	if serverDryRun {
-		opts = append(opts, client.DryRunAll)
+	err := jobspec.Create(ctx, c, job, serverDryRun)
+	var taken *jobspec.NameTakenError
+	if errors.As(err, &taken) {
+		return usageErr("%s", taken.Error())
 	}
-	if rt == nil {
-		return c.Create(ctx, tj, opts...)
-	}
-	rt.Namespace = tj.Namespace
-	if err := c.createRuntime(ctx, rt); err != nil {
-		return err
-	}
-	cleanup := func() {
-		_ = c.Delete(context.WithoutCancel(ctx), rt, client.PropagationPolicy("Background"))
-	}
-	if err := jobspec.CreateTrainJob(ctx, c, tj, opts...); err != nil {
-		cleanup()
-		return err
-	}
-	if serverDryRun {
-		cleanup()
-		return nil
-	}
-	patch := client.MergeFrom(rt.DeepCopy())
-	rt.OwnerReferences = jobspec.Owned(rt, tj)
-	if err := c.Patch(ctx, rt, patch); err != nil {
-		return fmt.Errorf("job %s was created, but its runtime %s could not be given to it (mpijob-manager will): %w", tj.Name, rt.Name, err)
-	}
-	return nil
-}
-
-// createRuntime creates a per-job runtime. One left behind by an earlier
-// job of the same name that is gone (or by a client that stopped half-way)
-// is replaced; anyone else's TrainingRuntime of that name is not touched.
-func (c *clients) createRuntime(ctx context.Context, rt *trainer.TrainingRuntime) error {
-	err := c.Create(ctx, rt)
-	if !apierrors.IsAlreadyExists(err) {
-		return err
-	}
-	old := &trainer.TrainingRuntime{}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(rt), old); err != nil {
-		return err
-	}
-	if old.Labels[api.JobLabel] != rt.Name {
-		return usageErr("a TrainingRuntime named %s already exists in namespace %s and is not this job's: give the job another name", rt.Name, rt.Namespace)
-	}
-	tj := &trainer.TrainJob{}
-	err = c.Get(ctx, types.NamespacedName{Namespace: rt.Namespace, Name: rt.Name}, tj)
-	if err == nil && tj.DeletionTimestamp == nil {
-		return usageErr("MPI job %s already exists in namespace %s: pick another name, or `kubectl mpijob delete` it first", rt.Name, rt.Namespace)
-	}
-	if err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	if err := c.Delete(ctx, old, client.Preconditions{UID: &old.UID}); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	// The old one may still be going (garbage collection of a job just
-	// deleted): wait for it a little.
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		err := c.Create(ctx, rt.DeepCopy())
-		if !apierrors.IsAlreadyExists(err) || time.Now().After(deadline) {
-			if err == nil {
-				return c.Get(ctx, client.ObjectKeyFromObject(rt), rt)
-			}
-			return err
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
-	}
+	return err
 }
 
 func describeResources(rl corev1.ResourceList) string {

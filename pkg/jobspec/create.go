@@ -2,13 +2,18 @@ package jobspec
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"strings"
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mpijob/mpijob/pkg/api"
 )
 
 // RuntimeNotSeenText is what Trainer's TrainJob webhook says when it does
@@ -51,3 +56,90 @@ func CreateTrainJob(ctx context.Context, c client.Client, tj *trainer.TrainJob, 
 	}
 	return last
 }
+
+// Create creates a job's objects: its per-job runtime first (Trainer
+// refuses a TrainJob whose runtime is missing), then the TrainJob, then
+// the runtime is owned by the TrainJob. A failed or dry-run TrainJob takes
+// its runtime with it; a runtime whose owner could not be set is adopted
+// (or removed) by mpijob-manager.
+func Create(ctx context.Context, c client.Client, job *Job, serverDryRun bool) error {
+	tj, rt := job.TrainJob, job.Runtime
+	var opts []client.CreateOption
+	if serverDryRun {
+		opts = append(opts, client.DryRunAll)
+	}
+	if rt == nil {
+		return c.Create(ctx, tj, opts...)
+	}
+	rt.Namespace = tj.Namespace
+	if err := createRuntime(ctx, c, rt); err != nil {
+		return err
+	}
+	cleanup := func() {
+		_ = c.Delete(context.WithoutCancel(ctx), rt, client.PropagationPolicy("Background"))
+	}
+	if err := CreateTrainJob(ctx, c, tj, opts...); err != nil {
+		cleanup()
+		return err
+	}
+	if serverDryRun {
+		cleanup()
+		return nil
+	}
+	patch := client.MergeFrom(rt.DeepCopy())
+	rt.OwnerReferences = Owned(rt, tj)
+	if err := c.Patch(ctx, rt, patch); err != nil {
+		return fmt.Errorf("job %s was created, but its runtime %s could not be given to it (mpijob-manager will): %w", tj.Name, rt.Name, err)
+	}
+	return nil
+}
+
+// createRuntime creates a per-job runtime. One left behind by an earlier
+// job of the same name that is gone (or by a client that stopped half-way)
+// is replaced; anyone else's TrainingRuntime of that name is not touched.
+func createRuntime(ctx context.Context, c client.Client, rt *trainer.TrainingRuntime) error {
+	err := c.Create(ctx, rt)
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	old := &trainer.TrainingRuntime{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(rt), old); err != nil {
+		return err
+	}
+	if old.Labels[api.JobLabel] != rt.Name {
+		return &NameTakenError{Msg: fmt.Sprintf("a TrainingRuntime named %s already exists in namespace %s and is not this job's: give the job another name", rt.Name, rt.Namespace)}
+	}
+	tj := &trainer.TrainJob{}
+	err = c.Get(ctx, types.NamespacedName{Namespace: rt.Namespace, Name: rt.Name}, tj)
+	if err == nil && tj.DeletionTimestamp == nil {
+		return &NameTakenError{Msg: fmt.Sprintf("MPI job %s already exists in namespace %s: pick another name, or delete it first", rt.Name, rt.Namespace)}
+	}
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if err := c.Delete(ctx, old, client.Preconditions{UID: &old.UID}); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	// The old one may still be going (garbage collection of a job just
+	// deleted): wait for it a little.
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		err := c.Create(ctx, rt.DeepCopy())
+		if !apierrors.IsAlreadyExists(err) || time.Now().After(deadline) {
+			if err == nil {
+				return c.Get(ctx, client.ObjectKeyFromObject(rt), rt)
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// NameTakenError says a job's name is taken: by a running job, or by a
+// TrainingRuntime that is not the job's.
+type NameTakenError struct{ Msg string }
+
+func (e *NameTakenError) Error() string { return e.Msg }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -182,8 +183,33 @@ func (c *Cluster) startKubelet(n realNode) error {
 		"--node-labels=" + strings.Join([]string{"mpijob.dev/node-kind=real", "kubernetes.io/os=linux"}, ","),
 		"--v=1",
 	}
-	return c.startProcess("kubelet-"+n.name, c.opts.bin("kubelet"), args, nil)
+	// Every kubelet binds the device plugin socket at the same fixed path
+	// (/var/lib/kubelet/device-plugins/kubelet.sock, not under --root-dir),
+	// removing what is there first: two starting at once can both fail
+	// with "address already in use" and exit. Start them one at a time,
+	// each once the previous one has bound it.
+	kubeletStart.Lock()
+	defer kubeletStart.Unlock()
+	started := time.Now()
+	if err := c.startProcess("kubelet-"+n.name, c.opts.bin("kubelet"), args, nil); err != nil {
+		return err
+	}
+	for deadline := started.Add(15 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if fi, err := os.Stat(devicePluginSocket); err == nil && !fi.ModTime().Before(started.Truncate(time.Second)) {
+			return nil
+		}
+		if err := c.checkAlive("kubelet-" + n.name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
+
+// devicePluginSocket is where every kubelet serves device plugins.
+const devicePluginSocket = "/var/lib/kubelet/device-plugins/kubelet.sock"
+
+// kubeletStart serializes kubelet starts (see startKubelet).
+var kubeletStart sync.Mutex
 
 // waitNodesReady waits until every real node reports Ready.
 func (c *Cluster) waitNodesReady(ctx context.Context) error {
