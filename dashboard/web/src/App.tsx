@@ -14,11 +14,12 @@ import {
 } from '@patternfly/react-core';
 import { api } from './api';
 import type { Manager } from './types';
+import { CreatePage } from './CreatePage';
 import { JobsPage } from './JobsPage';
 import { JobPage } from './JobPage';
 import { LoginPage } from './LoginPage';
 
-/** Client-side routes: "/", "/jobs/NS/NAME[?tab=logs]", "/login". */
+/** Client-side routes: "/", "/create", "/jobs/NS/NAME[?tab=logs]", "/login". */
 export function navigate(to: string) {
   window.history.pushState({}, '', to);
   window.dispatchEvent(new PopStateEvent('popstate'));
@@ -100,7 +101,9 @@ export function App() {
   return (
     <Page masthead={masthead}>
       {managerNote && <Alert variant="warning" isInline title={managerNote} data-testid="manager-down" />}
-      {m ? (
+      {url.pathname === '/create' ? (
+        <CreatePage />
+      ) : m ? (
         <JobPage namespace={decodeURIComponent(m[1])} name={decodeURIComponent(m[2])} tab={url.searchParams.get('tab') ?? 'overview'} />
       ) : (
         <JobsPage />

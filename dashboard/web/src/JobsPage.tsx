@@ -107,7 +107,12 @@ export function JobsPage() {
     <>
       {problem && <Alert className="mpi-banner" variant="warning" isInline title={problem} data-testid="banner" />}
       <PageSection>
-        <Title headingLevel="h1">Training jobs</Title>
+        <div style={{ display: 'flex', alignItems: 'center' }}>
+          <Title headingLevel="h1">Training jobs</Title>
+          {(namespaces ?? []).some((n) => n.canCreate) && (
+            <Button variant="primary" style={{ marginLeft: 'auto' }} onClick={() => navigate('/create')} data-testid="create">Create MPI job</Button>
+          )}
+        </div>
       </PageSection>
       <PageSection>
         {error && <Alert variant="danger" isInline title={error} style={{ marginBottom: 12 }} />}

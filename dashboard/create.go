@@ -1,0 +1,364 @@
+package dashboard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mpijob/mpijob/pkg/admission"
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobspec"
+	"github.com/mpijob/mpijob/pkg/queue"
+	"github.com/mpijob/mpijob/pkg/runtimes"
+	"github.com/mpijob/mpijob/pkg/suggest"
+)
+
+// The create wizard builds jobs with the same builder as `kubectl mpijob
+// create` and the SDK (pkg/jobspec): the same inputs give the same objects.
+
+// RuntimeInfo is one MPI runtime as the wizard's picker shows it.
+type RuntimeInfo struct {
+	Name        string `json:"name"`
+	MPI         string `json:"mpi,omitempty"`
+	Description string `json:"description,omitempty"`
+	// LauncherImage and WorkerImage are the runtime's images.
+	LauncherImage string `json:"launcherImage,omitempty"`
+	WorkerImage   string `json:"workerImage,omitempty"`
+	// LauncherHostsRanks: the Launcher is a Worker too (no Launcher sizes).
+	LauncherHostsRanks bool `json:"launcherHostsRanks"`
+	// Workers and SlotsPerWorker are the runtime's defaults.
+	Workers        int32 `json:"workers"`
+	SlotsPerWorker int32 `json:"slotsPerWorker"`
+	// WorkerRequests and LauncherRequests are the runtime's sizes.
+	WorkerRequests   map[string]string `json:"workerRequests,omitempty"`
+	LauncherRequests map[string]string `json:"launcherRequests,omitempty"`
+	// Command is the Launcher's default command.
+	Command []string `json:"command,omitempty"`
+	// Policy is the runtime's policy.mpijob.dev/* annotations.
+	Policy map[string]string `json:"policy,omitempty"`
+}
+
+func (s *Server) listRuntimes(w http.ResponseWriter, r *http.Request, c *userClients) {
+	l := &trainer.ClusterTrainingRuntimeList{}
+	if err := c.List(r.Context(), l); err != nil {
+		s.apiError(w, err)
+		return
+	}
+	out := []RuntimeInfo{}
+	for i := range l.Items {
+		if info, ok := runtimeInfo(&l.Items[i]); ok {
+			out = append(out, info)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	writeJSON(w, http.StatusOK, map[string]any{"runtimes": out})
+}
+
+// runtimeInfo describes an MPI runtime (false for other frameworks').
+func runtimeInfo(rt *trainer.ClusterTrainingRuntime) (RuntimeInfo, bool) {
+	if !runtimes.IsMPI(&rt.Spec) {
+		return RuntimeInfo{}, false
+	}
+	info := RuntimeInfo{
+		Name: rt.Name, MPI: rt.Annotations["mpijob.dev/mpi-implementation"], Description: rt.Annotations["mpijob.dev/description"],
+		LauncherHostsRanks: runtimes.LauncherAsNode(&rt.Spec), Workers: 1, Policy: map[string]string{},
+	}
+	for k, v := range rt.Annotations {
+		if strings.HasPrefix(k, runtimes.PolicyPrefix) {
+			info.Policy[strings.TrimPrefix(k, runtimes.PolicyPrefix)] = v
+		}
+	}
+	shape, err := runtimes.ShapeOf(&trainer.TrainJob{}, &rt.Spec)
+	if err != nil {
+		return info, true
+	}
+	info.SlotsPerWorker = shape.SlotsPerWorker
+	if c := nodeContainer(&shape.WorkerPod); c != nil {
+		info.WorkerImage, info.WorkerRequests = c.Image, strs(c.Resources.Requests)
+		for name, q := range c.Resources.Limits {
+			if isGPU(name) {
+				info.WorkerRequests[string(name)] = q.String()
+			}
+		}
+	}
+	if c := nodeContainer(&shape.LauncherPod); c != nil {
+		info.LauncherImage, info.LauncherRequests, info.Command = c.Image, strs(c.Resources.Requests), c.Command
+	}
+	return info, true
+}
+
+func nodeContainer(p *corev1.PodSpec) *corev1.Container {
+	for i := range p.Containers {
+		if p.Containers[i].Name == "node" {
+			return &p.Containers[i]
+		}
+	}
+	return nil
+}
+
+func isGPU(name corev1.ResourceName) bool { return strings.HasSuffix(string(name), "/gpu") }
+
+// FieldError is a bad value the wizard shows next to its field: field is
+// jobspec.Input's JSON name ("resources_per_worker.nvidia.com/gpu" for
+// one resource).
+type FieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// CreateAnswer is the answer to a create or a dry run.
+type CreateAnswer struct {
+	Name      string `json:"name,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	// YAML is what was (or would be) created: the TrainJob, and its
+	// per-job TrainingRuntime when it has one.
+	YAML   string       `json:"yaml,omitempty"`
+	Error  string       `json:"error,omitempty"`
+	Fields []FieldError `json:"fields,omitempty"`
+	// DryRun is true when nothing was created.
+	DryRun bool `json:"dryRun"`
+}
+
+// createJob builds a job from the wizard's inputs and creates it as the
+// user, or only asks the API server (admission included) with ?dryRun=true.
+func (s *Server) createJob(w http.ResponseWriter, r *http.Request, c *userClients) {
+	ns := r.PathValue("ns")
+	dry := r.URL.Query().Get("dryRun") == "true"
+	job, bad := s.buildJob(w, r, c, ns)
+	if bad {
+		return
+	}
+	ans := CreateAnswer{Name: job.TrainJob.Name, Namespace: ns, YAML: jobYAML(job), DryRun: dry}
+	if err := jobspec.Create(r.Context(), c, job, dry); err != nil {
+		var taken *jobspec.NameTakenError
+		if errors.As(err, &taken) {
+			writeJSON(w, http.StatusConflict, CreateAnswer{Error: taken.Error(), Fields: []FieldError{{Field: "name", Message: taken.Error()}}})
+			return
+		}
+		var st apierrors.APIStatus
+		if !errors.As(err, &st) || st.Status().Code == 0 {
+			s.apiError(w, err)
+			return
+		}
+		writeJSON(w, int(st.Status().Code), CreateAnswer{Error: api.CleanText(st.Status().Message), Fields: causeFields(st.Status().Details)})
+		return
+	}
+	code := http.StatusCreated
+	if dry {
+		code = http.StatusOK
+	}
+	writeJSON(w, code, ans)
+}
+
+// buildJob reads the inputs and builds the job; on bad input it answers
+// (400 or 422, naming the field) and returns bad.
+func (s *Server) buildJob(w http.ResponseWriter, r *http.Request, c *userClients, ns string) (job *jobspec.Job, bad bool) {
+	var in jobspec.Input
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<20))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		writeJSON(w, http.StatusBadRequest, CreateAnswer{Error: "the job's inputs are not valid JSON: " + err.Error()})
+		return nil, true
+	}
+	in.Namespace = ns
+	if in.Runtime == "" {
+		in.Runtime = jobspec.DefaultRuntime
+	}
+	base := &trainer.ClusterTrainingRuntime{}
+	if err := c.Get(r.Context(), client.ObjectKey{Name: in.Runtime}, base); err != nil {
+		if !apierrors.IsNotFound(err) {
+			s.apiError(w, err)
+			return nil, true
+		}
+		msg := fmt.Sprintf("no runtime %q", in.Runtime)
+		if near := suggest.Closest(in.Runtime, runtimes.RuntimeLookup{Client: c}.MPIRuntimeNames(r.Context())); near != "" {
+			msg += fmt.Sprintf("; did you mean %q?", near)
+		}
+		writeJSON(w, http.StatusUnprocessableEntity, CreateAnswer{Error: msg, Fields: []FieldError{{Field: "runtime", Message: msg}}})
+		return nil, true
+	}
+	job, err := jobspec.Build(in, base)
+	if err != nil {
+		var e *jobspec.Error
+		if errors.As(err, &e) {
+			writeJSON(w, http.StatusUnprocessableEntity, CreateAnswer{Error: e.Error(), Fields: []FieldError{{Field: e.Field, Message: e.Error()}}})
+			return nil, true
+		}
+		writeError(w, http.StatusUnprocessableEntity, err.Error())
+		return nil, true
+	}
+	return job, false
+}
+
+// jobYAML is the job's objects as YAML documents, runtime first.
+func jobYAML(job *jobspec.Job) string {
+	var docs []string
+	if job.Runtime != nil {
+		rt := job.Runtime.DeepCopy()
+		rt.APIVersion, rt.Kind = trainer.GroupVersion.String(), trainer.TrainingRuntimeKind
+		if b, err := yaml.Marshal(rt); err == nil {
+			docs = append(docs, string(b))
+		}
+	}
+	if b, err := yaml.Marshal(job.TrainJob); err == nil {
+		docs = append(docs, string(b))
+	}
+	return strings.Join(docs, "---\n")
+}
+
+// causeFields maps the API server's causes (admission's field paths and
+// quota lines) to the wizard's fields.
+func causeFields(d *metav1.StatusDetails) []FieldError {
+	if d == nil {
+		return nil
+	}
+	var out []FieldError
+	for _, cause := range d.Causes {
+		msg := cause.Message
+		if cause.Type == api.QuotaCauseType {
+			msg = "over the namespace's quota"
+			var q api.QuotaCause
+			if json.Unmarshal([]byte(cause.Message), &q) == nil {
+				msg = fmt.Sprintf("requested %s %s, quota %s, in use %s (ResourceQuota %s)", q.Requested, q.Resource, q.Quota, q.InUse, q.ResourceQuota)
+			}
+		}
+		out = append(out, FieldError{Field: wizardField(cause.Field), Message: api.CleanText(msg)})
+	}
+	return out
+}
+
+// wizardField turns a field path of the API (or a quota line) into the
+// wizard's field name.
+func wizardField(path string) string {
+	switch {
+	case path == "metadata.name":
+		return "name"
+	case path == "spec.trainer.numNodes", path == "pods", path == "count/pods":
+		return "workers"
+	case path == "spec.trainer.numProcPerNode":
+		return "slots_per_worker"
+	case path == "spec.trainer.command":
+		return "command"
+	case path == "spec.trainer.image":
+		return "image"
+	case path == "spec.runtimeRef.name":
+		return "runtime"
+	case strings.Contains(path, queue.NameLabel):
+		return "queue"
+	case strings.HasPrefix(path, "metadata.labels["+api.JobLabel), strings.HasPrefix(path, "metadata.annotations"):
+		return "name"
+	case strings.HasPrefix(path, "requests."), strings.HasPrefix(path, "limits."):
+		res := strings.TrimPrefix(strings.TrimPrefix(path, "requests."), "limits.")
+		return "resources_per_worker." + res
+	case path == "cpu", path == "memory":
+		return "resources_per_worker." + path
+	}
+	return path
+}
+
+// QuotaLine is one line of a namespace's quota as the job would use it.
+type QuotaLine struct {
+	Quota     string `json:"quota"`
+	Resource  string `json:"resource"`
+	Requested string `json:"requested"`
+	Hard      string `json:"hard"`
+	Used      string `json:"used"`
+}
+
+// QuotaCheck is the live quota check of the wizard: the numbers of the
+// admission pre-flight (the same function, admission.CheckQuota or
+// CheckQuotaQueued for a job Kueue queues), before the user submits.
+type QuotaCheck struct {
+	Fits   bool         `json:"fits"`
+	Queued bool         `json:"queued"`
+	Lines  []QuotaLine  `json:"lines"`
+	Fields []FieldError `json:"fields,omitempty"`
+	Error  string       `json:"error,omitempty"`
+}
+
+func (s *Server) quotaCheck(w http.ResponseWriter, r *http.Request, c *userClients) {
+	ns := r.PathValue("ns")
+	job, bad := s.buildJob(w, r, c, ns)
+	if bad {
+		return
+	}
+	var spec *trainer.TrainingRuntimeSpec
+	if job.Runtime != nil {
+		spec = &job.Runtime.Spec
+	} else {
+		base := &trainer.ClusterTrainingRuntime{}
+		if err := c.Get(r.Context(), client.ObjectKey{Name: job.TrainJob.Spec.RuntimeRef.Name}, base); err != nil {
+			s.apiError(w, err)
+			return
+		}
+		spec = &base.Spec
+	}
+	shape, err := runtimes.ShapeOf(job.TrainJob, spec)
+	if err != nil {
+		writeJSON(w, http.StatusUnprocessableEntity, QuotaCheck{Error: err.Error()})
+		return
+	}
+	quotas := &corev1.ResourceQuotaList{}
+	if err := c.List(r.Context(), quotas, client.InNamespace(ns)); err != nil {
+		if apierrors.IsForbidden(err) {
+			// Without the right to read quotas the check cannot be made;
+			// admission still makes it.
+			writeJSON(w, http.StatusOK, QuotaCheck{Fits: true, Error: "you may not read the quotas of " + ns + ": admission checks them when you create the job"})
+			return
+		}
+		s.apiError(w, err)
+		return
+	}
+	queued := job.TrainJob.Labels[queue.NameLabel] != "" || c.hasDefaultQueue(r.Context(), ns)
+	demand := admission.DemandOf(shape)
+	check := admission.CheckQuota
+	if queued {
+		check = admission.CheckQuotaQueued
+	}
+	violations := check(demand, quotas.Items)
+	out := QuotaCheck{Fits: len(violations) == 0, Queued: queued, Lines: quotaLines(demand, quotas.Items)}
+	for _, v := range violations {
+		out.Fields = append(out.Fields, FieldError{Field: wizardField(v.Key), Message: v.Message()})
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// quotaLines is every quota line the job asks for, with its numbers.
+func quotaLines(d admission.Demand, quotas []corev1.ResourceQuota) []QuotaLine {
+	total := d.TotalRequests()
+	var out []QuotaLine
+	for _, q := range quotas {
+		for key, hard := range q.Spec.Hard {
+			res := corev1.ResourceName(strings.TrimPrefix(string(key), "requests."))
+			want, ok := total[res]
+			if !ok || strings.HasPrefix(string(key), "limits.") {
+				continue
+			}
+			used := q.Status.Used[key]
+			out = append(out, QuotaLine{Quota: q.Name, Resource: string(res), Requested: want.String(), Hard: hard.String(), Used: used.String()})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Quota+out[i].Resource < out[j].Quota+out[j].Resource })
+	return out
+}
+
+// hasDefaultQueue reports whether ns has a Kueue LocalQueue "default",
+// which Kueue gives every new job without a queue.
+func (c *userClients) hasDefaultQueue(ctx context.Context, ns string) bool {
+	lq := &unstructured.Unstructured{}
+	lq.SetAPIVersion("kueue.x-k8s.io/v1beta2")
+	lq.SetKind("LocalQueue")
+	return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "default"}, lq) == nil
+}

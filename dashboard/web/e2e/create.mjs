@@ -1,0 +1,114 @@
+// Browser test of the create wizard against the real local cluster,
+// driving Debian's chromium through playwright-core.
+// test/e2e/dashboard_create_test.go runs it with:
+//   DASHBOARD_URL  the dashboard
+//   JOB            name of the job to create in team-a (it must Succeed)
+//   SHOTS          folder for screenshots
+//   CHROMIUM       the browser (default /usr/bin/chromium)
+import { chromium } from 'playwright-core';
+import { mkdirSync } from 'node:fs';
+
+const url = process.env.DASHBOARD_URL;
+const job = process.env.JOB;
+const shots = process.env.SHOTS ?? '.';
+mkdirSync(shots, { recursive: true });
+
+const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
+const failures = [];
+function check(cond, msg) {
+  if (!cond) failures.push(msg);
+  console.log(`${cond ? 'ok  ' : 'FAIL'} ${msg}`);
+}
+async function step(name, fn) {
+  try {
+    await fn();
+  } catch (e) {
+    check(false, `${name}: ${e.message.split('\n')[0]}`);
+  }
+}
+async function login(user) {
+  const ctx = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
+  const page = await ctx.newPage();
+  await page.goto(url + '/');
+  await page.waitForURL(/\/login/);
+  await page.getByLabel('User').selectOption(user);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.waitForURL((u) => !u.pathname.startsWith('/login'));
+  return { ctx, page };
+}
+const next = (page) => page.getByRole('button', { name: 'Next', exact: true });
+
+await step('dev-a creates a job through the wizard', async () => {
+  const { ctx, page } = await login('dev-a');
+  await page.getByTestId('create').click();
+  await page.waitForURL(/\/create$/);
+
+  // Basics: the name is checked as it is typed.
+  await page.getByLabel('Name', { exact: true }).fill('Bad_Name');
+  await page.locator('#name-error').waitFor();
+  check((await page.locator('#name-error').textContent()).includes('DNS label'), 'a bad name shows its error next to the field');
+  check(await next(page).isDisabled(), 'Next is disabled while the name is bad');
+  await page.screenshot({ path: `${shots}/wizard-basics-error.png` });
+  await page.getByLabel('Name', { exact: true }).fill(job);
+  check(!(await next(page).isDisabled()), 'a good name enables Next');
+  await next(page).click();
+
+  // Configuration: 0 Workers is refused before submit.
+  await page.getByLabel('Workers', { exact: true }).fill('0');
+  await page.locator('#workers-error').waitFor();
+  check((await page.locator('#workers-error').textContent()).includes('at least 1 Worker'), '0 Workers shows its error next to the field');
+  check(await next(page).isDisabled(), 'Next is disabled with 0 Workers');
+  await page.screenshot({ path: `${shots}/wizard-configuration-error.png` });
+  await page.getByLabel('Workers', { exact: true }).fill('2');
+  check((await page.getByTestId('runtime-info').textContent()).includes('ghcr.io/mpijob/openmpi:4.1'), "the runtime picker shows the runtime's image");
+  await next(page).click();
+
+  // Resources: more GPUs than team-a's quota (8), before submit.
+  await page.getByLabel('GPUs per Worker').selectOption('8');
+  await page.locator('#gpus-error').waitFor({ timeout: 10000 });
+  const gpuErr = await page.locator('#gpus-error').textContent();
+  check(gpuErr.includes('requested 16 nvidia.com/gpu') && gpuErr.includes('quota 8'), `more GPUs than the quota shows the pre-flight's numbers next to GPUs (${gpuErr})`);
+  check(await next(page).isDisabled(), 'Next is disabled over quota');
+  await page.screenshot({ path: `${shots}/wizard-resources-quota.png` });
+  await page.getByLabel('GPUs per Worker').selectOption('0');
+  await page.getByTestId('quota').filter({ hasText: 'Fits' }).waitFor({ timeout: 10000 });
+  check(true, 'the quota check says the job fits once the GPUs are gone');
+  await next(page).click();
+
+  // Review: the summary, a dry run, the YAML, then Create.
+  const summary = await page.getByTestId('summary').textContent();
+  check(summary.startsWith('2 Workers × 1 slot = 2 ranks'), `the review sums the job up (${summary})`);
+  await page.getByTestId('dry-run-ok').waitFor({ timeout: 15000 });
+  check(true, 'the dry run (admission included) accepts the job');
+  await page.getByRole('button', { name: 'View YAML' }).click();
+  await page.waitForTimeout(500); // the section's opening animation, for the screenshot
+  check((await page.locator('pre').first().textContent()).includes('kind: TrainJob'), 'View YAML shows the TrainJob');
+  await page.screenshot({ path: `${shots}/wizard-review.png`, fullPage: true });
+  await page.getByRole('button', { name: 'Create', exact: true }).click();
+  await page.waitForURL(new RegExp(`/jobs/team-a/${job}$`), { timeout: 15000 });
+  check(true, 'Create opens the new job');
+  // The phase badge in the page header (the phase stepper below names
+  // every phase, Succeeded included, at all times).
+  const first = await page.getByTestId('phase').first().getAttribute('data-phase');
+  check(first !== 'Succeeded', `the new job is ${first} when its page opens`);
+  await page.locator('[data-testid="phase"][data-phase="Succeeded"]').waitFor({ timeout: 180000 });
+  check(true, 'the job created by the wizard Succeeds on the real nodes');
+  await page.screenshot({ path: `${shots}/wizard-created-job.png` });
+  await ctx.close();
+});
+
+await step('viewer-a cannot create', async () => {
+  const { ctx, page } = await login('viewer-a');
+  await page.getByRole('heading', { name: 'Training jobs' }).waitFor();
+  check((await page.getByTestId('create').count()) === 0, 'viewer-a sees no Create');
+  await page.goto(url + '/create');
+  await page.getByTestId('no-create').waitFor();
+  check(true, 'the wizard tells viewer-a they may not create jobs');
+  await ctx.close();
+});
+
+await browser.close();
+if (failures.length) {
+  console.log(`\n${failures.length} wizard check(s) failed`);
+  process.exit(1);
+}

@@ -1,0 +1,376 @@
+import { useEffect, useMemo, useRef, useState } from 'react';
+import {
+  Alert,
+  Breadcrumb,
+  BreadcrumbItem,
+  Button,
+  CodeBlock,
+  CodeBlockCode,
+  ExpandableSection,
+  Form,
+  FormGroup,
+  FormHelperText,
+  FormSelect,
+  FormSelectOption,
+  HelperText,
+  HelperTextItem,
+  NumberInput,
+  PageSection,
+  Slider,
+  TextArea,
+  TextInput,
+  Title,
+  Wizard,
+  WizardStep,
+} from '@patternfly/react-core';
+import { api, ApiError } from './api';
+import { navigate } from './App';
+import {
+  emptyForm,
+  envError,
+  Form as JobForm,
+  nameError,
+  nodeSelectorOf,
+  quantityError,
+  RuntimeInfo,
+  summary,
+  toInput,
+  workersError,
+} from './createForm';
+import type { Namespace } from './types';
+
+interface FieldError {
+  field: string;
+  message: string;
+}
+interface CreateAnswer {
+  name?: string;
+  namespace?: string;
+  yaml?: string;
+  error?: string;
+  fields?: FieldError[];
+}
+interface QuotaLine {
+  quota: string;
+  resource: string;
+  requested: string;
+  hard: string;
+  used: string;
+}
+interface QuotaCheck {
+  fits: boolean;
+  queued: boolean;
+  lines: QuotaLine[];
+  fields?: FieldError[];
+  error?: string;
+}
+
+/** Contextual help of each field, in the product's words. */
+const help = {
+  name: 'A DNS label: lower-case letters, digits and "-", at most 44 characters. The Launcher and Workers are named after it.',
+  namespace: 'The project (namespace) the job runs in: its quota and queue apply.',
+  runtime: 'The MPI runtime: its MPI flavour, images and shape. Your image and resources replace its own on every Worker.',
+  image: 'Image of the Launcher and every Worker (default: the runtime’s). It must run sshd on port 2222 as the runtime’s images do.',
+  command: 'What the Launcher runs, one argument per line; e.g. "mpirun" then "python3 /app/train.py". Empty: the runtime’s test program.',
+  workers: 'Workers: the pods that host the ranks, besides the Launcher.',
+  slots: 'Slots per worker: number of MPI processes per Worker; typically the number of GPUs per Worker.',
+  env: 'Environment of the Launcher; mpirun -x NAME passes a variable to the ranks.',
+  cpu: 'CPU per Worker, request and limit, e.g. 4 or 500m.',
+  memory: 'Memory per Worker, request and limit, e.g. 16Gi.',
+  gpus: 'nvidia.com/gpu per Worker; GPU Workers go to the GPU nodes by themselves.',
+  launcher: 'The Launcher runs mpirun and hosts no ranks: it rarely needs much.',
+  queue: 'Kueue LocalQueue: the job waits Queued until all of it fits. In a namespace with a LocalQueue "default", jobs go there anyway.',
+  nodeSelector: 'Node labels the Launcher and Workers need, key=value, one per line.',
+};
+
+export function CreatePage() {
+  const [form, setForm] = useState<JobForm>(emptyForm);
+  const [namespaces, setNamespaces] = useState<Namespace[] | null>(null);
+  const [rts, setRts] = useState<RuntimeInfo[]>([]);
+  const [serverErrors, setServerErrors] = useState<FieldError[]>([]);
+  const [answer, setAnswer] = useState<CreateAnswer | null>(null);
+  const [quota, setQuota] = useState<QuotaCheck | null>(null);
+  const [problem, setProblem] = useState('');
+  const [creating, setCreating] = useState(false);
+  const set = (patch: Partial<JobForm>) => {
+    setForm((f) => ({ ...f, ...patch }));
+    setServerErrors([]);
+    setAnswer(null);
+  };
+
+  useEffect(() => {
+    api<{ namespaces: Namespace[] }>('/api/namespaces').then(
+      (r) => {
+        const can = r.namespaces.filter((n) => n.canCreate);
+        setNamespaces(can);
+        if (can.length) setForm((f) => (f.namespace ? f : { ...f, namespace: can[0].name }));
+      },
+      (e: ApiError) => setProblem(e.message),
+    );
+    api<{ runtimes: RuntimeInfo[] }>('/api/runtimes').then((r) => setRts(r.runtimes), (e: ApiError) => setProblem(e.message));
+  }, []);
+
+  const rt = rts.find((r) => r.name === form.runtime);
+  const maxWorkers = rt?.policy?.['max-workers'] ? Number(rt.policy['max-workers']) : undefined;
+
+  // Checks made as the user types; the server's answers (builder,
+  // admission, quota) come on top, by field.
+  const local: Record<string, string> = {
+    name: nameError(form.name),
+    workers: workersError(form.workers, maxWorkers),
+    'resources_per_worker.cpu': quantityError(form.cpu, '4 or 500m'),
+    'resources_per_worker.memory': quantityError(form.memory, '16Gi'),
+    'launcher_resources.cpu': quantityError(form.launcherCpu, '500m'),
+    'launcher_resources.memory': quantityError(form.launcherMemory, '1Gi'),
+    env: envError(form.env),
+    slots_per_worker: form.slotsPerWorker < 0 ? 'Use 1 or more (MPI ranks per Worker), or 0 for the runtime’s.' : '',
+  };
+  try {
+    nodeSelectorOf(form.nodeSelector);
+  } catch (e) {
+    local.node_selector = `${(e as Error).message}: write one label per line as key=value.`;
+  }
+  const quotaErrors = quota?.fields ?? [];
+  const errorOf = (field: string) =>
+    local[field] || serverErrors.find((e) => e.field === field || e.field.startsWith(field + '.'))?.message || quotaErrors.find((e) => e.field === field)?.message || '';
+  const basicsOK = !local.name && !!form.namespace;
+  const configOK = !local.workers && !local.slots_per_worker && !local.env;
+  const resourcesOK = !Object.keys(local).some((k) => k.includes('resources') && local[k]) && quotaErrors.length === 0;
+
+  // The live quota check: the admission pre-flight's numbers, as the form
+  // changes (debounced).
+  const input = useMemo(() => toInput(form), [form]);
+  const seq = useRef(0);
+  useEffect(() => {
+    if (!form.namespace || local.name || local.workers) return;
+    const n = ++seq.current;
+    const t = window.setTimeout(() => {
+      api<QuotaCheck>(`/api/jobs/${encodeURIComponent(form.namespace)}/quota-check`, { method: 'POST', body: JSON.stringify(input), headers: { 'Content-Type': 'application/json' } }).then(
+        (q) => n === seq.current && setQuota(q),
+        (e: ApiError) => n === seq.current && setQuota({ fits: false, queued: false, lines: [], error: e.message }),
+      );
+    }, 400);
+    return () => window.clearTimeout(t);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [input, form.namespace]);
+
+  // The Review step: a server-side dry run (admission included).
+  const dryRun = async () => {
+    setAnswer(null);
+    const r = await post(form.namespace, input, true);
+    setAnswer(r);
+    setServerErrors(r.fields ?? []);
+  };
+  const create = async () => {
+    setCreating(true);
+    const r = await post(form.namespace, input, false);
+    setCreating(false);
+    if (r.error) {
+      setAnswer(r);
+      setServerErrors(r.fields ?? []);
+      return;
+    }
+    navigate(`/jobs/${encodeURIComponent(form.namespace)}/${encodeURIComponent(form.name)}`);
+  };
+
+  if (namespaces && namespaces.length === 0) {
+    return (
+      <PageSection>
+        <Alert variant="info" isInline title="You may not create jobs in any namespace." data-testid="no-create">
+          Ask for the edit role in a project to create MPI jobs there.
+        </Alert>
+      </PageSection>
+    );
+  }
+
+  const field = (id: string, label: string, helpText: string, control: React.ReactNode, errField = id) => {
+    const err = errorOf(errField);
+    return (
+      <FormGroup label={label} fieldId={id}>
+        {control}
+        <FormHelperText>
+          <HelperText>
+            {err ? (
+              <HelperTextItem variant="error" id={`${id}-error`}>{err}</HelperTextItem>
+            ) : (
+              <HelperTextItem>{helpText}</HelperTextItem>
+            )}
+          </HelperText>
+        </FormHelperText>
+      </FormGroup>
+    );
+  };
+  const invalid = (f: string) => (errorOf(f) ? 'error' : 'default');
+
+  return (
+    <>
+      <PageSection>
+        <Breadcrumb>
+          <BreadcrumbItem to="/" onClick={(e) => { e.preventDefault(); navigate('/'); }}>Training jobs</BreadcrumbItem>
+          <BreadcrumbItem isActive>Create MPI job</BreadcrumbItem>
+        </Breadcrumb>
+        <Title headingLevel="h1" style={{ marginTop: 12 }}>Create MPI job</Title>
+        {problem && <Alert variant="danger" isInline title={problem} />}
+      </PageSection>
+      <PageSection>
+        <Wizard height={640} onClose={() => navigate('/')} onSave={create} navAriaLabel="Create MPI job steps">
+          <WizardStep name="Basics" id="basics" footer={{ isNextDisabled: !basicsOK }}>
+            <Form onSubmit={(e) => e.preventDefault()}>
+              {field('name', 'Name', help.name,
+                <TextInput id="name" aria-label="Name" value={form.name} validated={form.name && invalid('name') === 'error' ? 'error' : 'default'} onChange={(_, v) => set({ name: v })} />)}
+              {field('namespace', 'Namespace', help.namespace,
+                <FormSelect id="namespace" aria-label="Namespace" value={form.namespace} onChange={(_, v) => set({ namespace: v })}>
+                  {(namespaces ?? []).map((n) => <FormSelectOption key={n.name} value={n.name} label={n.name} />)}
+                </FormSelect>)}
+            </Form>
+          </WizardStep>
+          <WizardStep name="Configuration" id="configuration" footer={{ isNextDisabled: !configOK }}>
+            <Form onSubmit={(e) => e.preventDefault()}>
+              {field('runtime', 'Runtime', help.runtime,
+                <FormSelect id="runtime" aria-label="Runtime" value={form.runtime} onChange={(_, v) => set({ runtime: v, slotsPerWorker: 0 })}>
+                  {rts.map((r) => <FormSelectOption key={r.name} value={r.name} label={`${r.name}${r.mpi ? ` (${r.mpi})` : ''}`} />)}
+                </FormSelect>)}
+              {rt && (
+                <div data-testid="runtime-info" style={{ fontSize: 14, color: 'var(--pf-t--global--text--color--subtle)' }}>
+                  {rt.description ? `${rt.description.replace(/\.?$/, '.')} ` : ''}Image {rt.workerImage}; {rt.slotsPerWorker} {rt.slotsPerWorker === 1 ? 'slot' : 'slots'} per Worker by default
+                  {rt.policy && Object.keys(rt.policy).length > 0 ? `; policy: ${Object.entries(rt.policy).map(([k, v]) => `${k} ${v}`).join(', ')}` : ''}.
+                </div>
+              )}
+              {field('image', 'Image', help.image,
+                <TextInput id="image" aria-label="Image" placeholder={rt?.workerImage ?? ''} value={form.image} validated={invalid('image')} onChange={(_, v) => set({ image: v })} />)}
+              {field('command', 'Command and arguments', help.command,
+                <TextArea id="command" aria-label="Command and arguments" placeholder={(rt?.command ?? []).join('\n')} value={form.command} validated={invalid('command')} onChange={(_, v) => set({ command: v })} autoResize />)}
+              {field('workers', 'Workers', help.workers,
+                <div style={{ display: 'flex', gap: 16, alignItems: 'center' }}>
+                  <Slider style={{ flex: 1 }} min={1} max={64} value={Math.min(Math.max(form.workers, 1), 64)} onChange={(_, v) => set({ workers: Math.round(v) })} aria-label="Workers slider" />
+                  <NumberInput id="workers" value={form.workers} min={0} inputAriaLabel="Workers" minusBtnAriaLabel="fewer Workers" plusBtnAriaLabel="more Workers"
+                    validated={invalid('workers')}
+                    onMinus={() => set({ workers: form.workers - 1 })} onPlus={() => set({ workers: form.workers + 1 })}
+                    onChange={(e) => set({ workers: Number((e.target as HTMLInputElement).value) })} />
+                </div>)}
+              {field('slots', 'Slots per worker', help.slots,
+                <NumberInput id="slots" value={form.slotsPerWorker || rt?.slotsPerWorker || 1} min={1} inputAriaLabel="Slots per worker" minusBtnAriaLabel="fewer slots" plusBtnAriaLabel="more slots"
+                  validated={invalid('slots_per_worker')}
+                  onMinus={() => set({ slotsPerWorker: (form.slotsPerWorker || rt?.slotsPerWorker || 1) - 1 })}
+                  onPlus={() => set({ slotsPerWorker: (form.slotsPerWorker || rt?.slotsPerWorker || 1) + 1 })}
+                  onChange={(e) => set({ slotsPerWorker: Number((e.target as HTMLInputElement).value) })} />, 'slots_per_worker')}
+              {field('env', 'Environment variables', help.env,
+                <div>
+                  {form.env.map((e, i) => (
+                    <div key={i} style={{ display: 'flex', gap: 8, marginBottom: 4 }}>
+                      <TextInput aria-label={`Variable ${i + 1} name`} placeholder="NAME" value={e.name} onChange={(_, v) => set({ env: form.env.map((x, j) => (j === i ? { ...x, name: v } : x)) })} />
+                      <TextInput aria-label={`Variable ${i + 1} value`} placeholder="value" value={e.value} onChange={(_, v) => set({ env: form.env.map((x, j) => (j === i ? { ...x, value: v } : x)) })} />
+                      <Button variant="plain" aria-label={`Remove variable ${i + 1}`} onClick={() => set({ env: form.env.filter((_, j) => j !== i) })}>✕</Button>
+                    </div>
+                  ))}
+                  <Button variant="link" isInline onClick={() => set({ env: [...form.env, { name: '', value: '' }] })}>Add variable</Button>
+                </div>)}
+            </Form>
+          </WizardStep>
+          <WizardStep name="Resources" id="resources" footer={{ isNextDisabled: !resourcesOK }}>
+            <Form onSubmit={(e) => e.preventDefault()}>
+              {field('cpu', 'CPU per Worker', help.cpu,
+                <TextInput id="cpu" aria-label="CPU per Worker" placeholder={rt?.workerRequests?.cpu ?? ''} value={form.cpu} validated={invalid('resources_per_worker.cpu')} onChange={(_, v) => set({ cpu: v })} />, 'resources_per_worker.cpu')}
+              {field('memory', 'Memory per Worker', help.memory,
+                <TextInput id="memory" aria-label="Memory per Worker" placeholder={rt?.workerRequests?.memory ?? ''} value={form.memory} validated={invalid('resources_per_worker.memory')} onChange={(_, v) => set({ memory: v })} />, 'resources_per_worker.memory')}
+              {field('gpus', 'GPUs per Worker', help.gpus,
+                <FormSelect id="gpus" aria-label="GPUs per Worker" value={String(form.gpus)} validated={invalid('resources_per_worker.nvidia.com/gpu')} onChange={(_, v) => set({ gpus: Number(v) })}>
+                  {[0, 1, 2, 4, 8].map((g) => <FormSelectOption key={g} value={String(g)} label={g === 0 ? (rt?.workerRequests?.['nvidia.com/gpu'] ? `the runtime’s (${rt.workerRequests['nvidia.com/gpu']})` : '0') : String(g)} />)}
+                </FormSelect>, 'resources_per_worker.nvidia.com/gpu')}
+              {!rt?.launcherHostsRanks && (
+                <>
+                  {field('launcher-cpu', 'Launcher CPU', help.launcher,
+                    <TextInput id="launcher-cpu" aria-label="Launcher CPU" placeholder={rt?.launcherRequests?.cpu ?? ''} value={form.launcherCpu} validated={invalid('launcher_resources.cpu')} onChange={(_, v) => set({ launcherCpu: v })} />, 'launcher_resources.cpu')}
+                  {field('launcher-memory', 'Launcher memory', help.launcher,
+                    <TextInput id="launcher-memory" aria-label="Launcher memory" placeholder={rt?.launcherRequests?.memory ?? ''} value={form.launcherMemory} validated={invalid('launcher_resources.memory')} onChange={(_, v) => set({ launcherMemory: v })} />, 'launcher_resources.memory')}
+                </>
+              )}
+              <QuotaPanel quota={quota} />
+              <ExpandableSection toggleText="Advanced" data-testid="advanced">
+                {field('queue', 'Queue', help.queue,
+                  <TextInput id="queue" aria-label="Queue" value={form.queue} validated={invalid('queue')} onChange={(_, v) => set({ queue: v })} />)}
+                {field('node-selector', 'Node selector', help.nodeSelector,
+                  <TextArea id="node-selector" aria-label="Node selector" value={form.nodeSelector} validated={invalid('node_selector')} onChange={(_, v) => set({ nodeSelector: v })} />, 'node_selector')}
+              </ExpandableSection>
+            </Form>
+          </WizardStep>
+          <WizardStep name="Review" id="review" footer={{ nextButtonText: creating ? 'Creating…' : 'Create', isNextDisabled: creating || !basicsOK || !configOK || !resourcesOK || !answer || !!answer.error }}>
+            <Review form={form} rt={rt} answer={answer} onCheck={dryRun} />
+          </WizardStep>
+        </Wizard>
+      </PageSection>
+    </>
+  );
+}
+
+async function post(ns: string, input: Record<string, unknown>, dry: boolean): Promise<CreateAnswer> {
+  const res = await fetch(`/api/jobs/${encodeURIComponent(ns)}${dry ? '?dryRun=true' : ''}`, {
+    method: 'POST',
+    credentials: 'same-origin',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify(input),
+  }).catch(() => null);
+  if (!res) return { error: 'The dashboard cannot be reached: check your connection.' };
+  const body = (await res.json().catch(() => ({}))) as CreateAnswer;
+  if (!res.ok && !body.error) body.error = `${res.status} ${res.statusText}`;
+  return body;
+}
+
+function QuotaPanel({ quota }: { quota: QuotaCheck | null }) {
+  if (!quota) return null;
+  if (quota.error) return <Alert variant="info" isInline title={quota.error} data-testid="quota" />;
+  const title = quota.fits
+    ? quota.lines.length
+      ? `Fits the namespace's quota${quota.queued ? ' (Kueue admits it whole when the quota in use allows)' : ''}.`
+      : 'The namespace has no quota on what this job asks for.'
+    : 'Over the namespace’s quota: this job would be refused.';
+  return (
+    <Alert variant={quota.fits ? 'success' : 'danger'} isInline title={title} data-testid="quota">
+      {quota.lines.length > 0 && (
+        <table style={{ marginTop: 8 }}>
+          <thead>
+            <tr><th style={{ textAlign: 'left', paddingRight: 16 }}>Resource</th><th style={{ paddingRight: 16 }}>Requested</th><th style={{ paddingRight: 16 }}>In use</th><th>Quota</th></tr>
+          </thead>
+          <tbody>
+            {quota.lines.map((l) => (
+              <tr key={l.quota + l.resource}><td style={{ paddingRight: 16 }}>{l.resource}</td><td>{l.requested}</td><td>{l.used}</td><td>{l.hard} ({l.quota})</td></tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {(quota.fields ?? []).map((f) => <div key={f.field}>{f.message}</div>)}
+    </Alert>
+  );
+}
+
+function Review({ form, rt, answer, onCheck }: { form: JobForm; rt?: RuntimeInfo; answer: CreateAnswer | null; onCheck: () => void }) {
+  useEffect(() => {
+    onCheck();
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, []);
+  return (
+    <div>
+      <Title headingLevel="h2">{form.name} in {form.namespace}</Title>
+      <p data-testid="summary" style={{ fontSize: 18, margin: '12px 0' }}>{summary(form, rt)}</p>
+      <ul style={{ marginBottom: 12 }}>
+        <li>Runtime {form.runtime}{rt?.mpi ? ` (${rt.mpi})` : ''}</li>
+        <li>Image {form.image || `${rt?.workerImage ?? 'the runtime’s'} (the runtime’s)`}</li>
+        <li>Command {form.command.trim() ? form.command.split('\n').filter((l) => l.trim()).join(' ') : 'the runtime’s'}</li>
+        {form.queue && <li>Queue {form.queue}</li>}
+      </ul>
+      {!answer && <Alert variant="info" isInline title="Checking the job with the cluster (dry run, admission included)…" />}
+      {answer?.error && (
+        <Alert variant="danger" isInline title="The cluster would refuse this job" data-testid="dry-run-error">
+          {answer.error}
+          {(answer.fields ?? []).map((f) => <div key={f.field}>{f.field}: {f.message}</div>)}
+        </Alert>
+      )}
+      {answer && !answer.error && <Alert variant="success" isInline title="The cluster accepts this job (dry run)." data-testid="dry-run-ok" />}
+      {answer?.yaml && (
+        <ExpandableSection toggleText="View YAML" style={{ marginTop: 12 }}>
+          <CodeBlock><CodeBlockCode>{answer.yaml}</CodeBlockCode></CodeBlock>
+        </ExpandableSection>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,165 @@
+// The create wizard's form: what the user types, the checks made as they
+// type, the builder's input (jobspec.Input, the same JSON as the SDK's
+// shared test vectors) and the plain-language summary of the Review step.
+
+export interface EnvVar {
+  name: string;
+  value: string;
+}
+
+export interface Form {
+  name: string;
+  namespace: string;
+  runtime: string;
+  image: string;
+  /** Command and arguments, one per line (empty: the runtime's). */
+  command: string;
+  workers: number;
+  /** 0: the runtime's. */
+  slotsPerWorker: number;
+  env: EnvVar[];
+  cpu: string;
+  memory: string;
+  gpus: number;
+  launcherCpu: string;
+  launcherMemory: string;
+  queue: string;
+  /** Node labels, key=value, one per line. */
+  nodeSelector: string;
+}
+
+export const emptyForm: Form = {
+  name: '',
+  namespace: '',
+  runtime: 'mpi-openmpi',
+  image: '',
+  command: '',
+  workers: 2,
+  slotsPerWorker: 0,
+  env: [],
+  cpu: '',
+  memory: '',
+  gpus: 0,
+  launcherCpu: '',
+  launcherMemory: '',
+  queue: '',
+  nodeSelector: '',
+};
+
+/** The longest job name: the Launcher's pod names add to it (api.MaxJobNameLength). */
+export const maxNameLength = 44;
+
+/** nameError checks a job name as the API server and the builder do. */
+export function nameError(name: string): string {
+  if (name === '') return 'Name the job.';
+  if (name.length > maxNameLength) return `Use at most ${maxNameLength} characters (${name.length} now): the Launcher's and Workers' pod names add to it.`;
+  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(name)) {
+    return 'Use lower-case letters, digits and "-", starting and ending with a letter or digit (a DNS label).';
+  }
+  return '';
+}
+
+/** workersError checks the Worker count against the runtime's policy. */
+export function workersError(workers: number, max?: number): string {
+  if (!Number.isInteger(workers) || workers < 1) return 'A job needs at least 1 Worker.';
+  if (max && workers > max) return `The runtime allows at most ${max} Workers (policy max-workers).`;
+  return '';
+}
+
+const quantity = /^([0-9]+(\.[0-9]+)?)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$/;
+
+/** quantityError checks a resource quantity ("" = the runtime's). */
+export function quantityError(v: string, example: string): string {
+  if (v === '' || quantity.test(v.trim())) return '';
+  return `"${v}" is not a quantity: use e.g. ${example}.`;
+}
+
+/** envError checks the environment variables' names. */
+export function envError(env: EnvVar[]): string {
+  for (const e of env) {
+    if (e.name === '' && e.value === '') continue;
+    if (!/^[-._a-zA-Z][-._a-zA-Z0-9]*$/.test(e.name)) return `"${e.name}" is not a valid variable name: use letters, digits, "_", "-" or ".", not starting with a digit.`;
+  }
+  return '';
+}
+
+/** nodeSelectorOf reads "key=value" lines; it throws on a line without "=". */
+export function nodeSelectorOf(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    if (!line) continue;
+    const i = line.indexOf('=');
+    if (i <= 0) throw new Error(`"${line}" is not key=value`);
+    out[line.slice(0, i).trim()] = line.slice(i + 1).trim();
+  }
+  return out;
+}
+
+/** toInput is the builder's input (jobspec.Input) for the form. */
+export function toInput(f: Form): Record<string, unknown> {
+  const input: Record<string, unknown> = { name: f.name, runtime: f.runtime, workers: f.workers };
+  if (f.slotsPerWorker > 0) input.slots_per_worker = f.slotsPerWorker;
+  if (f.image.trim()) input.image = f.image.trim();
+  const command = f.command.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  if (command.length) input.command = command;
+  const worker: Record<string, string> = {};
+  if (f.cpu.trim()) worker.cpu = f.cpu.trim();
+  if (f.memory.trim()) worker.memory = f.memory.trim();
+  if (f.gpus > 0) worker['nvidia.com/gpu'] = String(f.gpus);
+  if (Object.keys(worker).length) input.resources_per_worker = worker;
+  const launcher: Record<string, string> = {};
+  if (f.launcherCpu.trim()) launcher.cpu = f.launcherCpu.trim();
+  if (f.launcherMemory.trim()) launcher.memory = f.launcherMemory.trim();
+  if (Object.keys(launcher).length) input.launcher_resources = launcher;
+  const env = f.env.filter((e) => e.name !== '');
+  if (env.length) input.env = env.map((e) => ({ name: e.name, value: e.value }));
+  if (f.queue.trim()) input.queue = f.queue.trim();
+  try {
+    const sel = nodeSelectorOf(f.nodeSelector);
+    if (Object.keys(sel).length) input.node_selector = sel;
+  } catch {
+    // shown next to the field; the builder is not asked
+  }
+  return input;
+}
+
+/** A runtime as GET /api/runtimes describes it. */
+export interface RuntimeInfo {
+  name: string;
+  mpi?: string;
+  description?: string;
+  launcherImage?: string;
+  workerImage?: string;
+  launcherHostsRanks: boolean;
+  workers: number;
+  slotsPerWorker: number;
+  workerRequests?: Record<string, string>;
+  launcherRequests?: Record<string, string>;
+  command?: string[];
+  policy?: Record<string, string>;
+}
+
+/** summary is the Review step's sentence: "4 Workers × 2 slots = 8 ranks, 8 CPUs, 32Gi, 4 GPUs". */
+export function summary(f: Form, rt?: RuntimeInfo): string {
+  const slots = f.slotsPerWorker > 0 ? f.slotsPerWorker : rt?.slotsPerWorker || 1;
+  const parts = [`${f.workers} ${f.workers === 1 ? 'Worker' : 'Workers'} × ${slots} ${slots === 1 ? 'slot' : 'slots'} = ${f.workers * slots} ${f.workers * slots === 1 ? 'rank' : 'ranks'}`];
+  const cpu = f.cpu.trim() || rt?.workerRequests?.cpu;
+  if (cpu) parts.push(`${times(f.workers, cpu)} CPUs`);
+  const mem = f.memory.trim() || rt?.workerRequests?.memory;
+  if (mem) parts.push(times(f.workers, mem));
+  const gpuDefault = Number(rt?.workerRequests?.['nvidia.com/gpu'] ?? 0);
+  const gpus = f.gpus > 0 ? f.gpus : gpuDefault;
+  parts.push(`${f.workers * gpus} ${f.workers * gpus === 1 ? 'GPU' : 'GPUs'}`);
+  return parts.join(', ');
+}
+
+/** times multiplies a quantity ("500m", "8Gi", "4") by n, keeping its unit. */
+export function times(n: number, q: string): string {
+  const m = q.trim().match(quantity);
+  if (!m) return `${n} × ${q}`;
+  const v = Number(m[1]) * n;
+  const unit = m[3] ?? '';
+  if (unit === 'm' && v % 1000 === 0) return String(v / 1000);
+  return `${Number.isInteger(v) ? v : v.toFixed(2)}${unit}`;
+}

@@ -1,0 +1,198 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mpijob/mpijob/test/framework"
+)
+
+// post sends body as JSON with the user's token.
+func post(t *testing.T, url, token string, body any) apiResult {
+	t.Helper()
+	b, err := json.Marshal(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+	out, _ := io.ReadAll(resp.Body)
+	return apiResult{code: resp.StatusCode, body: string(out)}
+}
+
+// docs splits a YAML stream into its objects.
+func docs(t *testing.T, s string) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	for _, d := range strings.Split("\n"+s, "\n---\n") {
+		if strings.TrimSpace(d) == "" {
+			continue
+		}
+		m := map[string]any{}
+		if err := yaml.Unmarshal([]byte(d), &m); err != nil {
+			t.Fatalf("bad YAML document: %v\n%s", err, d)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// The wizard and `kubectl mpijob create` build with the same builder: the
+// same inputs give the same objects (a per-job runtime with the job's
+// image and resources, and the TrainJob).
+func TestDashboardBuildsWhatTheCLIBuilds(t *testing.T) {
+	ts, tokens := dashboardServer(t)
+	cases := map[string]struct {
+		input map[string]any
+		flags []string
+	}{
+		"runtime as it is": {
+			input: map[string]any{"name": "golden-plain", "runtime": "mpi-openmpi", "workers": 3, "slots_per_worker": 2},
+			flags: []string{"create", "golden-plain", "--workers", "3", "--slots-per-worker", "2", "--dry-run=client", "-o", "yaml"},
+		},
+		"own resources, env, queue and command": {
+			input: map[string]any{
+				"name": "golden-sized", "runtime": "mpi-openmpi", "workers": 2,
+				"resources_per_worker": map[string]string{"cpu": "500m", "memory": "300Mi"},
+				"launcher_resources":   map[string]string{"cpu": "200m", "memory": "256Mi"},
+				"env":                  []map[string]string{{"name": "NCCL_DEBUG", "value": "INFO"}},
+				"queue":                "default",
+				"command":              []string{"mpirun", "/usr/local/bin/mpi-hello"},
+			},
+			flags: []string{"create", "golden-sized", "--workers", "2", "--cpu", "500m", "--memory", "300Mi",
+				"--launcher-cpu", "200m", "--launcher-memory", "256Mi", "--env", "NCCL_DEBUG=INFO", "--queue", "default",
+				"--dry-run=client", "-o", "yaml", "--", "mpirun", "/usr/local/bin/mpi-hello"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := post(t, ts.URL+"/api/jobs/team-a?dryRun=true", tokens["dev-a"], tc.input)
+			wantAPI(t, r, http.StatusOK)
+			var ans struct{ YAML string }
+			if err := json.Unmarshal([]byte(r.body), &ans); err != nil {
+				t.Fatal(err)
+			}
+			cli := mpijob(t, "dev-a", "team-a", tc.flags...)
+			expect(t, cli, 0)
+			if diff := cmp.Diff(docs(t, cli.out), docs(t, ans.YAML)); diff != "" {
+				t.Errorf("dashboard's job differs from the CLI's (-cli +dashboard):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Bad input is refused by the API with the field named, and nothing is
+// created; the quota check gives the admission pre-flight's numbers.
+func TestDashboardCreateAPIRefusesBadInput(t *testing.T) {
+	ts, tokens := dashboardServer(t)
+	c := framework.Get(t)
+	cases := map[string]struct {
+		path  string
+		input map[string]any
+		code  int
+		want  []string
+	}{
+		"bad name": {
+			path: "/api/jobs/team-a", input: map[string]any{"name": "Bad_Name", "workers": 1},
+			code: http.StatusUnprocessableEntity, want: []string{`"field":"name"`},
+		},
+		"0 Workers": {
+			path: "/api/jobs/team-a", input: map[string]any{"name": "zero", "workers": 0},
+			code: http.StatusUnprocessableEntity, want: []string{`"field":"workers"`, "at least 1 Worker"},
+		},
+		"a runtime typo": {
+			path: "/api/jobs/team-a", input: map[string]any{"name": "typo", "runtime": "mpi-opnempi", "workers": 1},
+			code: http.StatusUnprocessableEntity, want: []string{`"field":"runtime"`, `did you mean \"mpi-openmpi\"`},
+		},
+		"an unknown input": {
+			path: "/api/jobs/team-a", input: map[string]any{"name": "x", "workers": 1, "wokers": 2},
+			code: http.StatusBadRequest, want: []string{`unknown field \"wokers\"`},
+		},
+		"more GPUs than the quota, by admission": {
+			path: "/api/jobs/team-a", input: map[string]any{"name": "greedy", "runtime": "mpi-openmpi-gpu", "workers": 3, "resources_per_worker": map[string]string{"nvidia.com/gpu": "4"}},
+			code: http.StatusForbidden, want: []string{`"field":"resources_per_worker.nvidia.com/gpu"`, "requested 12 nvidia.com/gpu"},
+		},
+		"more GPUs than the quota, before submit": {
+			path: "/api/jobs/team-a/quota-check", input: map[string]any{"name": "greedy", "runtime": "mpi-openmpi-gpu", "workers": 3, "resources_per_worker": map[string]string{"nvidia.com/gpu": "4"}},
+			code: http.StatusOK, want: []string{`"fits":false`, `"field":"resources_per_worker.nvidia.com/gpu"`, "requested 12 nvidia.com/gpu (3 workers × 4), quota 8"},
+		},
+		"viewer-a may not create": {
+			path: "/api/jobs/team-a", input: map[string]any{"name": "viewed", "workers": 1},
+			code: http.StatusForbidden, want: []string{"forbidden"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			user := "dev-a"
+			if strings.HasPrefix(name, "viewer-a") {
+				user = "viewer-a"
+			}
+			wantAPI(t, post(t, ts.URL+tc.path, tokens[user], tc.input), tc.code, tc.want...)
+			if n, _ := tc.input["name"].(string); n != "" {
+				err := c.Client.Get(context.Background(), client.ObjectKey{Namespace: "team-a", Name: n}, &trainer.TrainJob{})
+				if err == nil {
+					t.Errorf("job %s was created", n)
+				}
+			}
+		})
+	}
+}
+
+// The wizard in the browser: dev-a creates a job that Succeeds on the real
+// nodes; a bad name, 0 Workers and more GPUs than the quota are shown next
+// to their fields before submit, and nothing is created; viewer-a has no
+// Create.
+func TestDashboardCreateWizardInTheBrowser(t *testing.T) {
+	ts, _ := dashboardServer(t)
+	c := framework.Get(t)
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := filepath.Join(root, "dashboard", "web")
+	job := framework.UniqueName("wizard")
+	t.Cleanup(func() { mpijob(t, "dev-a", "team-a", "delete", job, "--wait=false") })
+	shots := filepath.Join(root, ".cache", "dashboard-screenshots")
+	cmd := exec.Command("node", "e2e/create.mjs")
+	cmd.Dir = web
+	cmd.Env = append(os.Environ(), "DASHBOARD_URL="+ts.URL, "JOB="+job, "SHOTS="+shots)
+	out, err := cmd.CombinedOutput()
+	t.Logf("browser test:\n%s", out)
+	if err != nil {
+		t.Fatalf("wizard checks failed (%v); screenshots in %s", err, shots)
+	}
+	// Only the job the wizard submitted exists.
+	l := &trainer.TrainJobList{}
+	if err := c.Client.List(context.Background(), l, client.InNamespace("team-a")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tj := range l.Items {
+		if strings.HasPrefix(strings.ToLower(tj.Name), "bad") {
+			t.Errorf("a job with a bad name got created: %s", tj.Name)
+		}
+	}
+}
