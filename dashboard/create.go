@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -361,4 +362,71 @@ func (c *userClients) hasDefaultQueue(ctx context.Context, ns string) bool {
 	lq.SetAPIVersion("kueue.x-k8s.io/v1beta2")
 	lq.SetKind("LocalQueue")
 	return c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "default"}, lq) == nil
+}
+
+// CloneSource is what the wizard starts from to clone a job: the inputs
+// that build the same job (jobspec.InputOf, as `kubectl mpijob clone`), and
+// what the wizard cannot carry.
+type CloneSource struct {
+	Input jobspec.Input `json:"input"`
+	// NotCarried names what the source has that the wizard's inputs do not
+	// (runtime patches for volumes or tolerations): `kubectl mpijob clone`
+	// keeps them.
+	NotCarried []string `json:"notCarried,omitempty"`
+	// WorkerMemoryLimit and LauncherMemoryLimit are the memory limits the
+	// source's pods had, for "Edit and resubmit" after an OOM kill.
+	WorkerMemoryLimit   string `json:"workerMemoryLimit,omitempty"`
+	LauncherMemoryLimit string `json:"launcherMemoryLimit,omitempty"`
+	Reason              string `json:"reason,omitempty"`
+}
+
+func (s *Server) jobInput(w http.ResponseWriter, r *http.Request, c *userClients) {
+	ctx := r.Context()
+	src := &trainer.TrainJob{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: r.PathValue("ns"), Name: r.PathValue("name")}, src); err != nil {
+		s.apiError(w, err)
+		return
+	}
+	var rt *trainer.TrainingRuntime
+	if ptr.Deref(src.Spec.RuntimeRef.Kind, "") == trainer.TrainingRuntimeKind {
+		rt = &trainer.TrainingRuntime{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: src.Namespace, Name: src.Spec.RuntimeRef.Name}, rt); err != nil {
+			s.apiError(w, err)
+			return
+		}
+		if !jobspec.IsDerived(rt.Labels) {
+			writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf("job %s runs on the namespace's own TrainingRuntime %s, which the wizard does not edit: copy its YAML instead", src.Name, rt.Name))
+			return
+		}
+	}
+	base := &trainer.ClusterTrainingRuntime{}
+	if err := c.Get(ctx, client.ObjectKey{Name: api.RuntimeOf(src.Labels, src.Spec.RuntimeRef.Name)}, base); err != nil {
+		s.apiError(w, err)
+		return
+	}
+	in, kept := jobspec.InputOf(src, rt, base)
+	out := CloneSource{Input: in}
+	for _, p := range kept {
+		out.NotCarried = append(out.NotCarried, "runtime patch of "+p.Manager)
+	}
+	spec := &base.Spec
+	if rt != nil {
+		spec = &rt.Spec
+	}
+	if shape, err := runtimes.ShapeOf(src, spec); err == nil {
+		if ct := nodeContainer(&shape.WorkerPod); ct != nil {
+			if q, ok := ct.Resources.Limits[corev1.ResourceMemory]; ok {
+				out.WorkerMemoryLimit = q.String()
+			}
+		}
+		if ct := nodeContainer(&shape.LauncherPod); ct != nil {
+			if q, ok := ct.Resources.Limits[corev1.ResourceMemory]; ok {
+				out.LauncherMemoryLimit = q.String()
+			}
+		}
+	}
+	if st, ok := api.StatusOf(src); ok {
+		out.Reason = st.Reason
+	}
+	writeJSON(w, http.StatusOK, out)
 }

@@ -95,6 +95,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/runtimes", s.authed(s.listRuntimes))
 	mux.HandleFunc("POST /api/jobs/{ns}", s.authed(s.createJob))
 	mux.HandleFunc("POST /api/jobs/{ns}/quota-check", s.authed(s.quotaCheck))
+	mux.HandleFunc("GET /api/jobs/{ns}/{name}/input", s.authed(s.jobInput))
 	mux.HandleFunc("GET /api/jobs", s.authed(s.listJobs))
 	mux.HandleFunc("GET /api/jobs/{ns}/{name}", s.authed(s.getJob))
 	mux.HandleFunc("DELETE /api/jobs/{ns}/{name}", s.authed(s.deleteJob))

@@ -13,12 +13,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/test/framework"
 )
 
@@ -175,11 +177,19 @@ func TestDashboardCreateWizardInTheBrowser(t *testing.T) {
 	}
 	web := filepath.Join(root, "dashboard", "web")
 	job := framework.UniqueName("wizard")
-	t.Cleanup(func() { mpijob(t, "dev-a", "team-a", "delete", job, "--wait=false") })
+	// A job whose Worker the node killed for memory (kwok's OOM stage).
+	oom := framework.UniqueName("oom")
+	t.Cleanup(func() { mpijob(t, "dev-a", "team-a", "delete", job, job+"-2", oom, "--wait=false") })
+	if err := c.As(t, "dev-a").Create(context.Background(), framework.MakeTrainJob(oom, "team-a", "mpi-openmpi").NumNodes(1).OnKwokNodes().FailWorkersOnKwok("OOMKilled").Obj()); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitForStatus(t, "team-a", oom, 2*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseFailed && s.Reason == "WorkerOOMKilled" })
 	shots := filepath.Join(root, ".cache", "dashboard-screenshots")
 	cmd := exec.Command("node", "e2e/create.mjs")
 	cmd.Dir = web
-	cmd.Env = append(os.Environ(), "DASHBOARD_URL="+ts.URL, "JOB="+job, "SHOTS="+shots)
+	cmd.Env = append(os.Environ(), "DASHBOARD_URL="+ts.URL, "JOB="+job, "SHOTS="+shots,
+		// mpi-openmpi's Workers have a 1Gi memory limit.
+		"OOM_JOB="+oom, "OOM_MEMORY=2Gi")
 	out, err := cmd.CombinedOutput()
 	t.Logf("browser test:\n%s", out)
 	if err != nil {

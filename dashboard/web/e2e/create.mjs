@@ -2,7 +2,10 @@
 // driving Debian's chromium through playwright-core.
 // test/e2e/dashboard_create_test.go runs it with:
 //   DASHBOARD_URL  the dashboard
-//   JOB            name of the job to create in team-a (it must Succeed)
+//   JOB            name of the job to create in team-a (it must Succeed);
+//                  its clone, JOB-2 with 3 Workers, must Succeed too
+//   OOM_JOB        team-a job that failed WorkerOOMKilled
+//   OOM_MEMORY     the memory per Worker its "Edit and resubmit" must offer
 //   SHOTS          folder for screenshots
 //   CHROMIUM       the browser (default /usr/bin/chromium)
 import { chromium } from 'playwright-core';
@@ -60,6 +63,9 @@ await step('dev-a creates a job through the wizard', async () => {
   check(await next(page).isDisabled(), 'Next is disabled with 0 Workers');
   await page.screenshot({ path: `${shots}/wizard-configuration-error.png` });
   await page.getByLabel('Workers', { exact: true }).fill('2');
+  // The GPU runtime with its GPUs removed: CPU Workers with no one-per-node
+  // rule, so the clone's 3 Workers fit the 2 real nodes.
+  await page.getByLabel('Runtime', { exact: true }).selectOption('mpi-openmpi-gpu');
   check((await page.getByTestId('runtime-info').textContent()).includes('ghcr.io/mpijob/openmpi:4.1'), "the runtime picker shows the runtime's image");
   await next(page).click();
 
@@ -73,6 +79,7 @@ await step('dev-a creates a job through the wizard', async () => {
   await page.getByLabel('GPUs per Worker').selectOption('0');
   await page.getByTestId('quota').filter({ hasText: 'Fits' }).waitFor({ timeout: 10000 });
   check(true, 'the quota check says the job fits once the GPUs are gone');
+  check((await page.locator('#gpus-error').count()) === 0, 'the GPU error goes with them');
   await next(page).click();
 
   // Review: the summary, a dry run, the YAML, then Create.
@@ -94,6 +101,41 @@ await step('dev-a creates a job through the wizard', async () => {
   await page.locator('[data-testid="phase"][data-phase="Succeeded"]').waitFor({ timeout: 180000 });
   check(true, 'the job created by the wizard Succeeds on the real nodes');
   await page.screenshot({ path: `${shots}/wizard-created-job.png` });
+
+  // Clone with 3 Workers.
+  await page.getByTestId('clone').click();
+  await page.waitForURL(/\/create\?from=/);
+  await page.getByTestId('origin').waitFor();
+  await page.waitForFunction((n) => document.querySelector('#name')?.value === n, `${job}-2`);
+  check(true, `Clone opens the wizard filled from ${job}, named ${job}-2`);
+  await next(page).click();
+  check((await page.getByLabel('Runtime', { exact: true }).inputValue()) === 'mpi-openmpi-gpu', 'the clone keeps the runtime');
+  await page.getByLabel('Workers', { exact: true }).fill('3');
+  await next(page).click();
+  check((await page.getByLabel('GPUs per Worker').inputValue()) === '0', 'the clone keeps the GPUs removed');
+  await next(page).click();
+  await page.getByTestId('dry-run-ok').waitFor({ timeout: 15000 });
+  check((await page.getByTestId('summary').textContent()).startsWith('3 Workers'), 'the clone has 3 Workers');
+  await page.getByRole('button', { name: 'Create', exact: true }).click();
+  await page.waitForURL(new RegExp(`/jobs/team-a/${job}-2$`), { timeout: 15000 });
+  await page.locator('[data-testid="phase"][data-phase="Succeeded"]').waitFor({ timeout: 180000 });
+  check(true, 'the clone with 3 Workers Succeeds');
+  await ctx.close();
+});
+
+await step('dev-a edits and resubmits a job killed for memory', async () => {
+  const { ctx, page } = await login('dev-a');
+  await page.goto(`${url}/jobs/team-a/${process.env.OOM_JOB}`);
+  await page.getByTestId('resubmit').click();
+  await page.getByTestId('origin').waitFor();
+  const origin = await page.getByTestId('origin').textContent();
+  check(origin.includes(`to ${process.env.OOM_MEMORY}`), `Edit and resubmit says what it changed (${origin})`);
+  await page.getByLabel('Name', { exact: true }).waitFor();
+  await next(page).click();
+  await next(page).click();
+  const mem = await page.getByLabel('Memory per Worker').inputValue();
+  check(mem === process.env.OOM_MEMORY, `the memory per Worker is raised to ${process.env.OOM_MEMORY} (got ${mem})`);
+  await page.screenshot({ path: `${shots}/wizard-resubmit-oom.png` });
   await ctx.close();
 });
 

@@ -19,7 +19,7 @@ import { JobsPage } from './JobsPage';
 import { JobPage } from './JobPage';
 import { LoginPage } from './LoginPage';
 
-/** Client-side routes: "/", "/create", "/jobs/NS/NAME[?tab=logs]", "/login". */
+/** Client-side routes: "/", "/create[?from=NS/NAME[&resubmit=true]]", "/jobs/NS/NAME[?tab=logs]", "/login". */
 export function navigate(to: string) {
   window.history.pushState({}, '', to);
   window.dispatchEvent(new PopStateEvent('popstate'));
@@ -102,7 +102,7 @@ export function App() {
     <Page masthead={masthead}>
       {managerNote && <Alert variant="warning" isInline title={managerNote} data-testid="manager-down" />}
       {url.pathname === '/create' ? (
-        <CreatePage />
+        <CreatePage from={url.searchParams.get('from') ?? ''} resubmit={url.searchParams.get('resubmit') === 'true'} />
       ) : m ? (
         <JobPage namespace={decodeURIComponent(m[1])} name={decodeURIComponent(m[2])} tab={url.searchParams.get('tab') ?? 'overview'} />
       ) : (

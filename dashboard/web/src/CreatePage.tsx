@@ -26,7 +26,11 @@ import {
 import { api, ApiError } from './api';
 import { navigate } from './App';
 import {
+  CloneSource,
+  cloneName,
   emptyForm,
+  fromInput,
+  resubmitFix,
   envError,
   Form as JobForm,
   nameError,
@@ -83,8 +87,10 @@ const help = {
   nodeSelector: 'Node labels the Launcher and Workers need, key=value, one per line.',
 };
 
-export function CreatePage() {
+/** The wizard; from ("NS/NAME") clones that job, resubmit applies its failure's fix. */
+export function CreatePage({ from = '', resubmit = false }: { from?: string; resubmit?: boolean }) {
   const [form, setForm] = useState<JobForm>(emptyForm);
+  const [origin, setOrigin] = useState('');
   const [namespaces, setNamespaces] = useState<Namespace[] | null>(null);
   const [rts, setRts] = useState<RuntimeInfo[]>([]);
   const [serverErrors, setServerErrors] = useState<FieldError[]>([]);
@@ -103,11 +109,26 @@ export function CreatePage() {
       (r) => {
         const can = r.namespaces.filter((n) => n.canCreate);
         setNamespaces(can);
-        if (can.length) setForm((f) => (f.namespace ? f : { ...f, namespace: can[0].name }));
+        if (can.length && !from) setForm((f) => (f.namespace ? f : { ...f, namespace: can[0].name }));
       },
       (e: ApiError) => setProblem(e.message),
     );
     api<{ runtimes: RuntimeInfo[] }>('/api/runtimes').then((r) => setRts(r.runtimes), (e: ApiError) => setProblem(e.message));
+    const [ns, name] = from.split('/');
+    if (ns && name) {
+      api<CloneSource>(`/api/jobs/${encodeURIComponent(ns)}/${encodeURIComponent(name)}/input`).then(
+        (src) => {
+          let f = { ...fromInput(src.input, ns), name: cloneName(name) };
+          let why = '';
+          if (resubmit) [f, why] = resubmitFix(f, src);
+          setForm(f);
+          const lost = src.notCarried?.length ? ` Not carried (kubectl mpijob clone keeps them): ${src.notCarried.join(', ')}.` : '';
+          setOrigin(`${resubmit ? 'Resubmitting' : 'Cloned from'} ${ns}/${name}.${why ? ' ' + why : ''}${lost}`);
+        },
+        (e: ApiError) => setProblem(`Cannot clone ${from}: ${e.message}`),
+      );
+    }
+    // eslint-disable-next-line react-hooks/exhaustive-deps
   }, []);
 
   const rt = rts.find((r) => r.name === form.runtime);
@@ -207,10 +228,11 @@ export function CreatePage() {
       <PageSection>
         <Breadcrumb>
           <BreadcrumbItem to="/" onClick={(e) => { e.preventDefault(); navigate('/'); }}>Training jobs</BreadcrumbItem>
-          <BreadcrumbItem isActive>Create MPI job</BreadcrumbItem>
+          <BreadcrumbItem isActive>{from ? (resubmit ? 'Edit and resubmit' : 'Clone') : 'Create MPI job'}</BreadcrumbItem>
         </Breadcrumb>
-        <Title headingLevel="h1" style={{ marginTop: 12 }}>Create MPI job</Title>
+        <Title headingLevel="h1" style={{ marginTop: 12 }}>{from ? (resubmit ? `Edit and resubmit ${from}` : `Clone ${from}`) : 'Create MPI job'}</Title>
         {problem && <Alert variant="danger" isInline title={problem} />}
+        {origin && <Alert variant="info" isInline title={origin} data-testid="origin" style={{ marginTop: 12 }} />}
       </PageSection>
       <PageSection>
         <Wizard height={640} onClose={() => navigate('/')} onSave={create} navAriaLabel="Create MPI job steps">
@@ -275,7 +297,12 @@ export function CreatePage() {
                 <TextInput id="memory" aria-label="Memory per Worker" placeholder={rt?.workerRequests?.memory ?? ''} value={form.memory} validated={invalid('resources_per_worker.memory')} onChange={(_, v) => set({ memory: v })} />, 'resources_per_worker.memory')}
               {field('gpus', 'GPUs per Worker', help.gpus,
                 <FormSelect id="gpus" aria-label="GPUs per Worker" value={String(form.gpus)} validated={invalid('resources_per_worker.nvidia.com/gpu')} onChange={(_, v) => set({ gpus: Number(v) })}>
-                  {[0, 1, 2, 4, 8].map((g) => <FormSelectOption key={g} value={String(g)} label={g === 0 ? (rt?.workerRequests?.['nvidia.com/gpu'] ? `the runtime’s (${rt.workerRequests['nvidia.com/gpu']})` : '0') : String(g)} />)}
+                  {rt?.workerRequests?.['nvidia.com/gpu'] ? (
+                    [<FormSelectOption key="-1" value="-1" label={`the runtime’s (${rt.workerRequests['nvidia.com/gpu']})`} />, <FormSelectOption key="0" value="0" label="0 (none)" />]
+                  ) : (
+                    <FormSelectOption key="-1" value="-1" label="0" />
+                  )}
+                  {[1, 2, 4, 8].map((g) => <FormSelectOption key={g} value={String(g)} label={String(g)} />)}
                 </FormSelect>, 'resources_per_worker.nvidia.com/gpu')}
               {!rt?.launcherHostsRanks && (
                 <>

@@ -86,6 +86,10 @@ export function JobPage({ namespace, name, tab }: { namespace: string; name: str
           {job && <PhaseBadge phase={job.phase} queuePosition={job.queuePosition} />}
           {job && (
             <Flex style={{ marginLeft: 'auto' }}>
+              {job.phase === 'Failed' && (
+                <Button variant="primary" onClick={() => navigate(`/create?from=${encodeURIComponent(namespace)}/${encodeURIComponent(name)}&resubmit=true`)} data-testid="resubmit">Edit and resubmit</Button>
+              )}
+              <Button variant="secondary" onClick={() => navigate(`/create?from=${encodeURIComponent(namespace)}/${encodeURIComponent(name)}`)} data-testid="clone">Clone</Button>
               {!job.phase.match(/Succeeded|Failed/) && (
                 <Button variant="secondary" onClick={() => act(job.suspended ? 'resume' : 'suspend')}>{job.suspended ? 'Resume' : 'Suspend'}</Button>
               )}

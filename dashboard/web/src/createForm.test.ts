@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { emptyForm, envError, nameError, nodeSelectorOf, quantityError, summary, times, toInput, workersError } from './createForm';
+import { cloneName, emptyForm, envError, fromInput, nameError, nodeSelectorOf, quantityError, resubmitFix, summary, times, toInput, workersError } from './createForm';
 
 describe('nameError', () => {
   it.each([
@@ -36,6 +36,10 @@ describe('quantityError and envError', () => {
 });
 
 describe('toInput', () => {
+  it('0 GPUs removes the runtime\'s, the default sends nothing', () => {
+    expect(toInput({ ...emptyForm, name: 'j', gpus: 0 }).resources_per_worker).toEqual({ 'nvidia.com/gpu': '0' });
+    expect(toInput({ ...emptyForm, name: 'j' }).resources_per_worker).toBeUndefined();
+  });
   it('gives the builder only what the user set', () => {
     expect(toInput({ ...emptyForm, name: 'j', workers: 3 })).toEqual({ name: 'j', runtime: 'mpi-openmpi', workers: 3 });
   });
@@ -68,5 +72,25 @@ describe('summary', () => {
     expect(times(10, '100m')).toBe('1');
     expect(times(3, '1.5')).toBe('4.50');
     expect(times(2, '16Gi')).toBe('32Gi');
+  });
+});
+
+describe('clone', () => {
+  it('fromInput is the inverse of toInput', () => {
+    const f = { ...emptyForm, name: 'j', namespace: 'team-a', workers: 4, slotsPerWorker: 2, image: 'reg/x:1', command: 'mpirun\npython3 t.py', cpu: '2', memory: '8Gi', gpus: 1, launcherCpu: '500m', launcherMemory: '1Gi', env: [{ name: 'A', value: '1' }], queue: 'default', nodeSelector: 'disktype=ssd' };
+    expect(fromInput(toInput(f), 'team-a')).toEqual(f);
+  });
+  it('cloneName', () => {
+    expect(cloneName('train')).toBe('train-2');
+    expect(cloneName('train-2')).toBe('train-3');
+    expect(cloneName('n'.repeat(44))).toBe('n'.repeat(42) + '-2');
+  });
+  it('resubmitFix doubles the memory that was too little', () => {
+    const [f, why] = resubmitFix({ ...emptyForm, memory: '' }, { input: {}, reason: 'WorkerOOMKilled', workerMemoryLimit: '1Gi' });
+    expect(f.memory).toBe('2Gi');
+    expect(why).toContain('from 1Gi to 2Gi');
+    const [g] = resubmitFix({ ...emptyForm, launcherMemory: '300Mi' }, { input: {}, reason: 'LauncherOOMKilled' });
+    expect(g.launcherMemory).toBe('600Mi');
+    expect(resubmitFix(emptyForm, { input: {}, reason: 'ProgramError' })[1]).toBe('');
   });
 });

@@ -20,6 +20,7 @@ export interface Form {
   env: EnvVar[];
   cpu: string;
   memory: string;
+  /** nvidia.com/gpu per Worker; -1: the runtime's (0 removes the runtime's GPUs). */
   gpus: number;
   launcherCpu: string;
   launcherMemory: string;
@@ -39,7 +40,7 @@ export const emptyForm: Form = {
   env: [],
   cpu: '',
   memory: '',
-  gpus: 0,
+  gpus: -1,
   launcherCpu: '',
   launcherMemory: '',
   queue: '',
@@ -106,7 +107,7 @@ export function toInput(f: Form): Record<string, unknown> {
   const worker: Record<string, string> = {};
   if (f.cpu.trim()) worker.cpu = f.cpu.trim();
   if (f.memory.trim()) worker.memory = f.memory.trim();
-  if (f.gpus > 0) worker['nvidia.com/gpu'] = String(f.gpus);
+  if (f.gpus >= 0) worker['nvidia.com/gpu'] = String(f.gpus);
   if (Object.keys(worker).length) input.resources_per_worker = worker;
   const launcher: Record<string, string> = {};
   if (f.launcherCpu.trim()) launcher.cpu = f.launcherCpu.trim();
@@ -149,7 +150,7 @@ export function summary(f: Form, rt?: RuntimeInfo): string {
   const mem = f.memory.trim() || rt?.workerRequests?.memory;
   if (mem) parts.push(times(f.workers, mem));
   const gpuDefault = Number(rt?.workerRequests?.['nvidia.com/gpu'] ?? 0);
-  const gpus = f.gpus > 0 ? f.gpus : gpuDefault;
+  const gpus = f.gpus >= 0 ? f.gpus : gpuDefault;
   parts.push(`${f.workers * gpus} ${f.workers * gpus === 1 ? 'GPU' : 'GPUs'}`);
   return parts.join(', ');
 }
@@ -162,4 +163,70 @@ export function times(n: number, q: string): string {
   const unit = m[3] ?? '';
   if (unit === 'm' && v % 1000 === 0) return String(v / 1000);
   return `${Number.isInteger(v) ? v : v.toFixed(2)}${unit}`;
+}
+
+/** What GET /api/jobs/NS/NAME/input answers: the inputs that build the job again. */
+export interface CloneSource {
+  input: Record<string, unknown>;
+  notCarried?: string[];
+  workerMemoryLimit?: string;
+  launcherMemoryLimit?: string;
+  reason?: string;
+}
+
+/** fromInput fills the form from a job's inputs (the inverse of toInput). */
+export function fromInput(input: Record<string, unknown>, namespace: string): Form {
+  const res = (input.resources_per_worker ?? {}) as Record<string, string>;
+  const launcher = (input.launcher_resources ?? {}) as Record<string, string>;
+  const sel = (input.node_selector ?? {}) as Record<string, string>;
+  return {
+    ...emptyForm,
+    name: String(input.name ?? ''),
+    namespace,
+    runtime: String(input.runtime ?? emptyForm.runtime),
+    image: String(input.image ?? input.worker_image ?? ''),
+    command: ((input.command ?? []) as string[]).join('\n'),
+    workers: Number(input.workers ?? 1),
+    slotsPerWorker: Number(input.slots_per_worker ?? 0),
+    env: ((input.env ?? []) as { name: string; value?: string }[]).map((e) => ({ name: e.name, value: e.value ?? '' })),
+    cpu: res.cpu ?? '',
+    memory: res.memory ?? '',
+    gpus: res['nvidia.com/gpu'] !== undefined ? Number(res['nvidia.com/gpu']) : -1,
+    launcherCpu: launcher.cpu ?? '',
+    launcherMemory: launcher.memory ?? '',
+    queue: String(input.queue ?? ''),
+    nodeSelector: Object.entries(sel).map(([k, v]) => `${k}=${v}`).join('\n'),
+  };
+}
+
+/** cloneName suggests a name for a copy: NAME-2, NAME-3, ... within the length limit. */
+export function cloneName(name: string): string {
+  const m = name.match(/^(.*)-(\d+)$/);
+  const [stem, n] = m ? [m[1], Number(m[2]) + 1] : [name, 2];
+  const suffix = `-${n}`;
+  return stem.slice(0, maxNameLength - suffix.length).replace(/-+$/, '') + suffix;
+}
+
+/**
+ * resubmitFix is the change "Edit and resubmit" applies for a failure's
+ * reason: after an OOM kill, twice the memory that was too little. It
+ * returns the changed form and a sentence saying what changed ("" when the
+ * reason has no fix of its own).
+ */
+export function resubmitFix(f: Form, src: CloneSource): [Form, string] {
+  switch (src.reason) {
+    case 'WorkerOOMKilled': {
+      const was = f.memory || src.workerMemoryLimit;
+      if (!was) return [f, ''];
+      const memory = times(2, was);
+      return [{ ...f, memory }, `Memory per Worker raised from ${was} to ${memory}: a Worker was killed for using more than its limit.`];
+    }
+    case 'LauncherOOMKilled': {
+      const was = f.launcherMemory || src.launcherMemoryLimit;
+      if (!was) return [f, ''];
+      const launcherMemory = times(2, was);
+      return [{ ...f, launcherMemory }, `Launcher memory raised from ${was} to ${launcherMemory}: the Launcher was killed for using more than its limit.`];
+    }
+  }
+  return [f, ''];
 }
