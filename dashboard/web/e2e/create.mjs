@@ -135,6 +135,8 @@ await step('dev-a edits and resubmits a job killed for memory', async () => {
   await next(page).click();
   const mem = await page.getByLabel('Memory per Worker').inputValue();
   check(mem === process.env.OOM_MEMORY, `the memory per Worker is raised to ${process.env.OOM_MEMORY} (got ${mem})`);
+  await page.getByTestId('quota').filter({ hasText: 'Fits' }).waitFor({ timeout: 10000 });
+  check(!(await next(page).isDisabled()), 'the raised memory fits the quota and the resubmit can go on');
   await page.screenshot({ path: `${shots}/wizard-resubmit-oom.png` });
   await ctx.close();
 });
