@@ -59,6 +59,8 @@ type Server struct {
 	Namespaces func(ctx context.Context) ([]string, error)
 	// Log receives request errors.
 	Log *slog.Logger
+	// tests are the Test runtime runs.
+	tests runtimeTests
 
 	mu      sync.Mutex
 	clients map[string]*userClients
@@ -93,6 +95,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/namespaces", s.authed(s.namespaces))
 	mux.HandleFunc("GET /api/manager", s.authed(s.manager))
 	mux.HandleFunc("GET /api/runtimes", s.authed(s.listRuntimes))
+	mux.HandleFunc("POST /api/runtimes", s.authed(s.createRuntime))
+	mux.HandleFunc("POST /api/runtimes/{name}/test", s.authed(s.testRuntime))
+	mux.HandleFunc("GET /api/runtime-tests/{id}", s.authed(s.runtimeTest))
 	mux.HandleFunc("POST /api/jobs/{ns}", s.authed(s.createJob))
 	mux.HandleFunc("POST /api/jobs/{ns}/quota-check", s.authed(s.quotaCheck))
 	mux.HandleFunc("GET /api/jobs/{ns}/{name}/input", s.authed(s.jobInput))

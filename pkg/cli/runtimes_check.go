@@ -3,22 +3,15 @@ package cli
 import (
 	"context"
 	"fmt"
-	"strings"
 	"text/tabwriter"
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/rand"
-	"k8s.io/apimachinery/pkg/util/sets"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/runtimes"
+	"github.com/mpijob/mpijob/pkg/runtimetest"
 )
 
 // runtimesTestOptions is `kubectl mpijob runtimes test`.
@@ -73,144 +66,35 @@ func (r *runtimesTestOptions) Run(ctx context.Context) error {
 	return runtimeTest(ctx, r.Options, cl, r.name, r.timeout, r.keep)
 }
 
-type check struct {
-	name, result, detail string
-}
-
 func runtimeTest(ctx context.Context, o *Options, cl *clients, name string, timeout time.Duration, keep bool) error {
-	spec, _, err := cl.runtimeSpec(ctx, "", name, trainer.ClusterTrainingRuntimeKind)
+	if _, _, err := cl.runtimeSpec(ctx, "", name, trainer.ClusterTrainingRuntimeKind); err != nil {
+		return err
+	}
+	rt := &trainer.ClusterTrainingRuntime{}
+	if err := cl.Get(ctx, client.ObjectKey{Name: name}, rt); err != nil {
+		return err
+	}
+	if !runtimes.IsMPI(&rt.Spec) {
+		return usageErr("runtime %s is not an MPI runtime", name)
+	}
+	started := false
+	p, err := runtimetest.Run(ctx, cl, cl.namespace, rt, runtimetest.Options{Timeout: timeout, Keep: keep, Progress: func(p runtimetest.Progress) {
+		if !started {
+			started = true
+			fmt.Fprintf(o.ErrOut, "testing runtime %s with job %s/%s (1 Launcher + 2 Workers)...\n", name, p.Namespace, p.Job)
+		}
+	}})
 	if err != nil {
 		return err
 	}
-	if !runtimes.IsMPI(spec) {
-		return usageErr("runtime %s is not an MPI runtime", name)
-	}
-	tj := &trainer.TrainJob{}
-	tj.Name, tj.Namespace = "rt-test-"+rand.String(5), cl.namespace
-	tj.Spec.RuntimeRef = trainer.RuntimeRef{Name: name, APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(trainer.ClusterTrainingRuntimeKind)}
-	nodes := int32(2)
-	if runtimes.LauncherAsNode(spec) {
-		nodes = 3
-	}
-	tj.Spec.Trainer = &trainer.Trainer{NumNodes: ptr.To(nodes)}
-	if err := cl.Create(ctx, tj); err != nil {
-		return err
-	}
-	fmt.Fprintf(o.ErrOut, "testing runtime %s with job %s/%s (1 Launcher + 2 Workers)...\n", name, tj.Namespace, tj.Name)
-	if !keep {
-		defer func() {
-			_ = cl.Delete(context.Background(), tj, client.PropagationPolicy(metav1.DeletePropagationBackground))
-		}()
-	}
-	var (
-		s   api.Status
-		obs observed
-	)
-	_ = wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
-		cur, err := cl.job(ctx, tj.Name)
-		if err != nil {
-			return false, err
-		}
-		s, _ = statusOf(cur)
-		// Pods are watched while the job runs: once it finishes, JobSet
-		// stops the Workers, so what they showed must be recorded before.
-		launcher, workers, err := cl.pods(ctx, tj)
-		if err != nil {
-			return false, err
-		}
-		obs.record(launcher, workers)
-		return s.Phase.Finished() || obs.pullFailure != "", nil
-	})
-	checks := []check{obs.imageCheck(), obs.sshCheck(2, s.Phase), spawnCheck(s)}
 	w := tabwriter.NewWriter(o.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "CHECK\tRESULT\tDETAIL")
-	failed := false
-	for _, c := range checks {
-		fmt.Fprintf(w, "%s\t%s\t%s\n", c.name, c.result, c.detail)
-		failed = failed || c.result == "FAIL"
+	for _, c := range p.Checks {
+		fmt.Fprintf(w, "%s\t%s\t%s\n", c.Name, c.Result, c.Detail)
 	}
 	_ = w.Flush()
-	if failed || !s.Phase.Finished() {
-		return &exitError{code: ExitOtherPhase, msg: fmt.Sprintf("runtime %s failed its test (job %s is %s): kubectl mpijob describe %s", name, tj.Name, s.Phase, tj.Name)}
+	if p.Failed() {
+		return &exitError{code: ExitOtherPhase, msg: fmt.Sprintf("runtime %s failed its test (job %s is %s): kubectl mpijob describe %s", name, p.Job, p.Phase, p.Job)}
 	}
 	return nil
-}
-
-// observed is what the pods of a runtime test showed at any time while the
-// job ran.
-type observed struct {
-	pods        sets.Set[string] // every pod seen
-	started     sets.Set[string] // pods whose containers all started their images
-	sshReady    sets.Set[string] // Workers whose sshd passed its readiness probe
-	pullFailure string           // the first image pull failure seen
-	notStarted  string           // a pod and image not started yet, at the last look
-}
-
-func (o *observed) record(launcher, workers []corev1.Pod) {
-	if o.pods == nil {
-		o.pods, o.started, o.sshReady = sets.New[string](), sets.New[string](), sets.New[string]()
-	}
-	o.notStarted = ""
-	for _, p := range append(launcher, workers...) {
-		o.pods.Insert(p.Name)
-		all := len(p.Status.ContainerStatuses) > 0
-		for _, c := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
-			if api.PullFailed(c) && o.pullFailure == "" {
-				o.pullFailure = fmt.Sprintf("pod %s: %s: %s", p.Name, c.State.Waiting.Reason, c.State.Waiting.Message)
-			}
-		}
-		for _, c := range p.Status.ContainerStatuses {
-			if c.ImageID == "" && c.State.Running == nil && c.State.Terminated == nil {
-				all = false
-				if !o.started.Has(p.Name) {
-					o.notStarted = fmt.Sprintf("pod %s never started %s", p.Name, c.Image)
-				}
-			}
-		}
-		if all {
-			o.started.Insert(p.Name)
-		}
-	}
-	for _, p := range workers {
-		for _, c := range p.Status.ContainerStatuses {
-			if c.Ready {
-				o.sshReady.Insert(p.Name)
-			}
-		}
-	}
-}
-
-func (o *observed) imageCheck() check {
-	switch {
-	case o.pullFailure != "":
-		return check{"image pull", "FAIL", o.pullFailure}
-	case o.pods.Len() == 0:
-		return check{"image pull", "FAIL", "no pod was created"}
-	case o.started.Len() < o.pods.Len() && o.notStarted != "":
-		return check{"image pull", "FAIL", o.notStarted}
-	}
-	return check{"image pull", "PASS", fmt.Sprintf("%d pods started their images", o.started.Len())}
-}
-
-func (o *observed) sshCheck(want int, phase api.Phase) check {
-	n := o.sshReady.Len()
-	if n < want && phase == api.PhaseSucceeded {
-		// Too quick to be seen Ready between two looks, but mpirun on the
-		// Launcher reached every Worker over SSH with the job's key.
-		return check{"SSH key mount", "PASS", "the Launcher's mpirun logged in to every Worker with the job's key"}
-	}
-	if n < want {
-		return check{"SSH key mount", "FAIL", fmt.Sprintf("%d of %d Workers' sshd came up with the job's key", n, want)}
-	}
-	return check{"SSH key mount", "PASS", fmt.Sprintf("%d Workers' sshd accepted connections with the job's key", o.sshReady.Len())}
-}
-
-func spawnCheck(s api.Status) check {
-	switch s.Phase {
-	case api.PhaseSucceeded:
-		return check{"MPI spawn", "PASS", "the Launcher's mpirun ran ranks on the Workers and exited 0"}
-	case api.PhaseFailed:
-		return check{"MPI spawn", "FAIL", strings.TrimSpace(s.Reason + ": " + s.Message)}
-	}
-	return check{"MPI spawn", "FAIL", fmt.Sprintf("the job is still %s: %s", s.Phase, s.Message)}
 }

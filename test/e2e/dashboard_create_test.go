@@ -17,9 +17,15 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"github.com/mpijob/mpijob/dashboard"
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/test/framework"
 )
@@ -205,4 +211,75 @@ func TestDashboardCreateWizardInTheBrowser(t *testing.T) {
 			t.Errorf("a job with a bad name got created: %s", tj.Name)
 		}
 	}
+}
+
+// The runtimes page: Test runtime (the checks of `kubectl mpijob runtimes
+// test`, live) passes on a shipped runtime and fails the image pull check,
+// naming the image, on a runtime whose image cannot be pulled.
+func TestDashboardRuntimesTestInTheBrowser(t *testing.T) {
+	c := framework.Get(t)
+	ts, _ := dashboardServer(t, dashboard.LoginUser{Name: "admin", Token: clusterAdminToken(t, c)})
+	const image = "registry.invalid/mpijob/broken:1"
+	brokenRT := c.CopyRuntime(t, "mpi-openmpi", "broken", func(rt *trainer.ClusterTrainingRuntime) {
+		for i := range rt.Spec.Template.Spec.ReplicatedJobs {
+			pod := &rt.Spec.Template.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
+			for j := range pod.Containers {
+				pod.Containers[j].Image = image
+			}
+		}
+	})
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	newRT := framework.UniqueName("small")
+	t.Cleanup(func() {
+		_ = c.Client.Delete(context.Background(), &trainer.ClusterTrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: newRT}})
+	})
+	cmd := exec.Command("node", "e2e/runtimes.mjs")
+	cmd.Dir = filepath.Join(root, "dashboard", "web")
+	cmd.Env = append(os.Environ(), "DASHBOARD_URL="+ts.URL, "BROKEN_RUNTIME="+brokenRT.Name, "BROKEN_IMAGE="+image, "NEW_RUNTIME="+newRT,
+		"SHOTS="+filepath.Join(root, ".cache", "dashboard-screenshots"))
+	out, err := cmd.CombinedOutput()
+	t.Logf("browser test:\n%s", out)
+	if err != nil {
+		t.Fatalf("runtime page checks failed (%v)", err)
+	}
+	// What admin made is a runtime like any other, with its policy.
+	got := &trainer.ClusterTrainingRuntime{}
+	if err := c.Client.Get(context.Background(), client.ObjectKey{Name: newRT}, got); err != nil {
+		t.Fatalf("runtime %s made in the dashboard: %v", newRT, err)
+	}
+	if got.Annotations["policy.mpijob.dev/max-workers"] != "4" || got.Annotations["mpijob.dev/description"] != "OpenMPI for small jobs" {
+		t.Errorf("runtime %s annotations %v, want max-workers 4 and its description", newRT, got.Annotations)
+	}
+}
+
+// clusterAdminToken is a token of a ServiceAccount bound to cluster-admin,
+// for the dashboard's administrator pages (the local cluster's own admin
+// user logs in with a client certificate, which a login page cannot take).
+func clusterAdminToken(t *testing.T, c *framework.Cluster) string {
+	t.Helper()
+	ctx := context.Background()
+	ns := c.NewNamespace(t, "platform-admin")
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "platform-admin", Namespace: ns}}
+	if err := c.Client.Create(ctx, sa); err != nil {
+		t.Fatal(err)
+	}
+	crb := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "mpijob-test-" + ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "cluster-admin"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: sa.Name, Namespace: ns}},
+	}
+	if err := c.Client.Create(ctx, crb); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), crb) })
+	tr, err := c.Clientset.CoreV1().ServiceAccounts(ns).CreateToken(ctx, sa.Name, &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tr.Status.Token
 }

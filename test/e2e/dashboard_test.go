@@ -29,7 +29,7 @@ import (
 
 // dashboardServer runs the dashboard in-process against the test cluster,
 // offering the kubeconfig's token users, and returns it with their tokens.
-func dashboardServer(t *testing.T) (*httptest.Server, map[string]string) {
+func dashboardServer(t *testing.T, extra ...dashboard.LoginUser) (*httptest.Server, map[string]string) {
 	t.Helper()
 	c := framework.Get(t)
 	raw, err := clientcmd.LoadFromFile(c.Kubeconfig)
@@ -45,6 +45,10 @@ func dashboardServer(t *testing.T) (*httptest.Server, map[string]string) {
 		}
 		tokens[u] = a.Token
 		srv.Users = append(srv.Users, dashboard.LoginUser{Name: u, Token: a.Token})
+	}
+	for _, u := range extra {
+		tokens[u.Name] = u.Token
+		srv.Users = append(srv.Users, u)
 	}
 	cs, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {

@@ -16,9 +16,11 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/localcluster"
 	"github.com/mpijob/mpijob/test/framework"
 )
@@ -32,6 +34,7 @@ func TestCreateBurstAccountsForEveryCreate(t *testing.T) {
 	c := framework.Get(t)
 	ns := burstNamespace(t, c)
 	outcomes := createBurst(t, c, ns, 500, 20, nil)
+	defer drain(t, c, ns)
 	if outcomes["admitted"] != 450 || outcomes["denied: Invalid spec.trainer.numProcPerNode"] != 50 {
 		t.Errorf("outcomes %v, want 450 admitted and the 50 invalid ones denied with their field", outcomes)
 	}
@@ -48,6 +51,14 @@ func TestManagerDownDuringCreateBurst(t *testing.T) {
 		t.Fatal(err)
 	}
 	ns := burstNamespace(t, c)
+	holder := func() string {
+		l, err := c.Clientset.CoordinationV1().Leases(api.ManagerLeaseNamespace).Get(context.Background(), api.ManagerLeaseName, metav1.GetOptions{})
+		if err != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+	killed := holder()
 	outcomes := createBurst(t, c, ns, 500, 20, func() {
 		pid, err := localcluster.ProcessPID(opts, "mpijob-manager")
 		if err != nil {
@@ -60,6 +71,7 @@ func TestManagerDownDuringCreateBurst(t *testing.T) {
 			t.Errorf("restart mpijob-manager: %v", err)
 		}
 	})
+	defer drain(t, c, ns)
 	unavailable := 0
 	for k, n := range outcomes {
 		if strings.HasPrefix(k, "denied: webhook unavailable") {
@@ -70,6 +82,37 @@ func TestManagerDownDuringCreateBurst(t *testing.T) {
 		t.Errorf("no create met the killed webhook (outcomes %v): the kill came too late to test anything", outcomes)
 	}
 	waitManagerReady(t)
+	// A killed leader keeps its Lease until it expires: the restarted
+	// manager leads (writes statuses) only then. The tests after this one
+	// need a leading manager.
+	err = wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
+		h := holder()
+		return h != "" && h != killed, nil
+	})
+	if err != nil {
+		t.Errorf("the restarted mpijob-manager does not lead a minute after the kill (Lease holder %q)", holder())
+	}
+}
+
+// drain deletes the burst's jobs and waits until they are gone, so the
+// hundreds of them do not load the manager while the next tests run.
+func drain(t *testing.T, c *framework.Cluster, ns string) {
+	t.Helper()
+	ctx := context.Background()
+	if err := c.Client.DeleteAllOf(ctx, &trainer.TrainJob{}, client.InNamespace(ns)); err != nil {
+		t.Errorf("delete the burst's jobs: %v", err)
+		return
+	}
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		l := &trainer.TrainJobList{}
+		if err := c.Client.List(ctx, l, client.InNamespace(ns)); err != nil {
+			return false, nil //nolint:nilerr // keep polling
+		}
+		return len(l.Items) == 0, nil
+	})
+	if err != nil {
+		t.Errorf("the burst's jobs in %s are not gone after 3m", ns)
+	}
 }
 
 func burstNamespace(t *testing.T, c *framework.Cluster) string {

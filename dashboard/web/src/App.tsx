@@ -16,10 +16,11 @@ import { api } from './api';
 import type { Manager } from './types';
 import { CreatePage } from './CreatePage';
 import { JobsPage } from './JobsPage';
+import { RuntimesPage } from './RuntimesPage';
 import { JobPage } from './JobPage';
 import { LoginPage } from './LoginPage';
 
-/** Client-side routes: "/", "/create[?from=NS/NAME[&resubmit=true]]", "/jobs/NS/NAME[?tab=logs]", "/login". */
+/** Client-side routes: "/", "/runtimes", "/create[?from=NS/NAME[&resubmit=true]]", "/jobs/NS/NAME[?tab=logs]", "/login". */
 export function navigate(to: string) {
   window.history.pushState({}, '', to);
   window.dispatchEvent(new PopStateEvent('popstate'));
@@ -87,6 +88,12 @@ export function App() {
       <MastheadContent>
         <Toolbar isFullHeight>
           <ToolbarContent>
+            <ToolbarItem>
+              <Button variant="link" onClick={() => navigate('/')}>Training jobs</Button>
+            </ToolbarItem>
+            <ToolbarItem>
+              <Button variant="link" onClick={() => navigate('/runtimes')} data-testid="nav-runtimes">Runtimes</Button>
+            </ToolbarItem>
             <ToolbarItem align={{ default: 'alignEnd' }}>
               <span data-testid="user">{user}</span>
             </ToolbarItem>
@@ -101,7 +108,9 @@ export function App() {
   return (
     <Page masthead={masthead}>
       {managerNote && <Alert variant="warning" isInline title={managerNote} data-testid="manager-down" />}
-      {url.pathname === '/create' ? (
+      {url.pathname === '/runtimes' ? (
+        <RuntimesPage />
+      ) : url.pathname === '/create' ? (
         <CreatePage from={url.searchParams.get('from') ?? ''} resubmit={url.searchParams.get('resubmit') === 'true'} />
       ) : m ? (
         <JobPage namespace={decodeURIComponent(m[1])} name={decodeURIComponent(m[2])} tab={url.searchParams.get('tab') ?? 'overview'} />

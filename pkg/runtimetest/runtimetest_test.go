@@ -1,4 +1,4 @@
-package cli
+package runtimetest
 
 import (
 	"testing"
@@ -26,12 +26,12 @@ var (
 // The checks of `runtimes test` are judged on everything the pods showed
 // while the job ran, not on the last look (when JobSet may already have
 // stopped the Workers).
-func TestRuntimeTestChecks(t *testing.T) {
+func TestChecks(t *testing.T) {
 	type look struct{ launcher, workers []corev1.Pod }
 	cases := map[string]struct {
 		looks []look
 		phase api.Phase
-		want  []check
+		want  []Check
 	}{
 		"Workers seen Ready, stopped after success": {
 			looks: []look{
@@ -40,48 +40,48 @@ func TestRuntimeTestChecks(t *testing.T) {
 				{launcher: []corev1.Pod{testPod("l", runningNode)}, workers: []corev1.Pod{testPod("w-0", stoppedNode), testPod("w-1", stoppedNode)}},
 			},
 			phase: api.PhaseSucceeded,
-			want: []check{
-				{"image pull", "PASS", "3 pods started their images"},
-				{"SSH key mount", "PASS", "2 Workers' sshd accepted connections with the job's key"},
+			want: []Check{
+				{"image pull", Pass, "3 pods started their images"},
+				{"SSH key mount", Pass, "2 Workers' sshd accepted connections with the job's key"},
 			},
 		},
 		"success too quick to see Ready": {
 			looks: []look{{launcher: []corev1.Pod{testPod("l", stoppedNode)}, workers: []corev1.Pod{testPod("w-0", stoppedNode), testPod("w-1", stoppedNode)}}},
 			phase: api.PhaseSucceeded,
-			want: []check{
-				{"image pull", "PASS", "3 pods started their images"},
-				{"SSH key mount", "PASS", "the Launcher's mpirun logged in to every Worker with the job's key"},
+			want: []Check{
+				{"image pull", Pass, "3 pods started their images"},
+				{"SSH key mount", Pass, "the Launcher's mpirun logged in to every Worker with the job's key"},
 			},
 		},
 		"image cannot be pulled": {
 			looks: []look{{workers: []corev1.Pod{testPod("w-0", backOff), testPod("w-1", creating)}}},
 			phase: api.PhasePending,
-			want: []check{
-				{"image pull", "FAIL", "pod w-0: ImagePullBackOff: Back-off pulling image"},
-				{"SSH key mount", "FAIL", "0 of 2 Workers' sshd came up with the job's key"},
+			want: []Check{
+				{"image pull", Fail, "pod w-0: ImagePullBackOff: Back-off pulling image"},
+				{"SSH key mount", Fail, "0 of 2 Workers' sshd came up with the job's key"},
 			},
 		},
 		"one Worker never Ready": {
 			looks: []look{{workers: []corev1.Pod{testPod("w-0", readyNode), testPod("w-1", runningNode)}}},
 			phase: api.PhaseFailed,
-			want: []check{
-				{"image pull", "PASS", "2 pods started their images"},
-				{"SSH key mount", "FAIL", "1 of 2 Workers' sshd came up with the job's key"},
+			want: []Check{
+				{"image pull", Pass, "2 pods started their images"},
+				{"SSH key mount", Fail, "1 of 2 Workers' sshd came up with the job's key"},
 			},
 		},
 		"a pod still creating at the end": {
 			looks: []look{{workers: []corev1.Pod{testPod("w-0", readyNode), testPod("w-1", creating)}}},
 			phase: api.PhaseStarting,
-			want: []check{
-				{"image pull", "FAIL", "pod w-1 never started img"},
-				{"SSH key mount", "FAIL", "1 of 2 Workers' sshd came up with the job's key"},
+			want: []Check{
+				{"image pull", Fail, "pod w-1 never started img"},
+				{"SSH key mount", Fail, "1 of 2 Workers' sshd came up with the job's key"},
 			},
 		},
 		"no pod at all": {
 			phase: api.PhasePending,
-			want: []check{
-				{"image pull", "FAIL", "no pod was created"},
-				{"SSH key mount", "FAIL", "0 of 2 Workers' sshd came up with the job's key"},
+			want: []Check{
+				{"image pull", Fail, "no pod was created"},
+				{"SSH key mount", Fail, "0 of 2 Workers' sshd came up with the job's key"},
 			},
 		},
 	}
@@ -91,8 +91,8 @@ func TestRuntimeTestChecks(t *testing.T) {
 			for _, l := range tc.looks {
 				o.record(l.launcher, l.workers)
 			}
-			got := []check{o.imageCheck(), o.sshCheck(2, tc.phase)}
-			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(check{})); diff != "" {
+			got := []Check{o.imageCheck(), o.sshCheck(2, tc.phase)}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("checks (-want,+got):\n%s", diff)
 			}
 		})

@@ -1,0 +1,243 @@
+// Package runtimetest checks an MPI runtime by running it: a job of 1
+// Launcher and 2 Workers with the runtime's own test program, watched for
+// three checks (image pull, SSH key mount, MPI spawn). `kubectl mpijob
+// runtimes test` and the dashboard's Test runtime both run it.
+package runtimetest
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/runtimes"
+)
+
+// Results of a check.
+const (
+	Pass    = "PASS"
+	Fail    = "FAIL"
+	Running = "RUNNING"
+)
+
+// Check is one check's result: PASS, FAIL or RUNNING (not decided yet).
+type Check struct {
+	Name   string `json:"name"`
+	Result string `json:"result"`
+	Detail string `json:"detail"`
+}
+
+// Progress is where a test stands.
+type Progress struct {
+	// Job is the test job's name, in Namespace.
+	Job       string    `json:"job"`
+	Namespace string    `json:"namespace"`
+	Phase     api.Phase `json:"phase,omitempty"`
+	Checks    []Check   `json:"checks"`
+	// Done is set once the checks are final.
+	Done bool `json:"done"`
+}
+
+// Failed reports whether a check failed or the job did not finish.
+func (p Progress) Failed() bool {
+	for _, c := range p.Checks {
+		if c.Result != Pass {
+			return true
+		}
+	}
+	return !p.Phase.Finished()
+}
+
+// Options of a test run.
+type Options struct {
+	// Timeout bounds the whole test.
+	Timeout time.Duration
+	// Keep leaves the test job for inspection.
+	Keep bool
+	// Progress, if set, is called at every look with the checks so far.
+	Progress func(Progress)
+}
+
+// Run tests the ClusterTrainingRuntime rt with a job in namespace ns,
+// created with c (the user's rights), and returns the final checks. The job
+// is deleted at the end unless o.Keep.
+func Run(ctx context.Context, c client.Client, ns string, rt *trainer.ClusterTrainingRuntime, o Options) (Progress, error) {
+	if !runtimes.IsMPI(&rt.Spec) {
+		return Progress{}, fmt.Errorf("runtime %s is not an MPI runtime", rt.Name)
+	}
+	tj := &trainer.TrainJob{}
+	tj.Name, tj.Namespace = "rt-test-"+rand.String(5), ns
+	tj.Spec.RuntimeRef = trainer.RuntimeRef{Name: rt.Name, APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(trainer.ClusterTrainingRuntimeKind)}
+	nodes := int32(2)
+	if runtimes.LauncherAsNode(&rt.Spec) {
+		nodes = 3
+	}
+	tj.Spec.Trainer = &trainer.Trainer{NumNodes: ptr.To(nodes)}
+	if err := c.Create(ctx, tj); err != nil {
+		return Progress{}, err
+	}
+	if !o.Keep {
+		defer func() {
+			_ = c.Delete(context.WithoutCancel(ctx), tj, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		}()
+	}
+	p := Progress{Job: tj.Name, Namespace: ns}
+	var (
+		obs  observed
+		last api.Status
+	)
+	report := func() {
+		if o.Progress != nil {
+			o.Progress(p)
+		}
+	}
+	p.Checks = obs.live(last)
+	report()
+	_ = wait.PollUntilContextTimeout(ctx, time.Second, o.Timeout, true, func(ctx context.Context) (bool, error) {
+		cur := &trainer.TrainJob{}
+		if err := c.Get(ctx, client.ObjectKeyFromObject(tj), cur); err != nil {
+			return false, err
+		}
+		s, _ := api.StatusOf(cur)
+		p.Phase, last = s.Phase, s
+		// Pods are watched while the job runs: once it finishes, JobSet
+		// stops the Workers, so what they showed must be recorded before.
+		launcher, workers, err := pods(ctx, c, tj)
+		if err != nil {
+			return false, err
+		}
+		obs.record(launcher, workers)
+		p.Checks = obs.live(s)
+		report()
+		return s.Phase.Finished() || obs.pullFailure != "", nil
+	})
+	p.Checks = []Check{obs.imageCheck(), obs.sshCheck(2, p.Phase), spawnCheck(last)}
+	p.Done = true
+	report()
+	return p, nil
+}
+
+func pods(ctx context.Context, c client.Client, tj *trainer.TrainJob) (launcher, workers []corev1.Pod, err error) {
+	l := &corev1.PodList{}
+	if err := c.List(ctx, l, client.InNamespace(tj.Namespace), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: tj.Name}); err != nil {
+		return nil, nil, err
+	}
+	for _, p := range l.Items {
+		switch p.Labels[jobsetv1alpha2.ReplicatedJobNameKey] {
+		case api.LauncherJob:
+			launcher = append(launcher, p)
+		case api.WorkerJob:
+			workers = append(workers, p)
+		}
+	}
+	sort.Slice(workers, func(i, j int) bool { return workers[i].Name < workers[j].Name })
+	return launcher, workers, nil
+}
+
+// live is the checks while the job runs: decided ones, and RUNNING.
+func (o *observed) live(s api.Status) []Check {
+	img := Check{"image pull", Running, "waiting for the pods to start their images"}
+	if o.pods != nil && (o.pullFailure != "" || (o.pods.Len() > 0 && o.started.Len() == o.pods.Len() && o.pods.Len() >= 3)) {
+		img = o.imageCheck()
+	}
+	ssh := Check{"SSH key mount", Running, "waiting for the Workers' sshd"}
+	if o.sshReady != nil && o.sshReady.Len() >= 2 {
+		ssh = o.sshCheck(2, s.Phase)
+	}
+	spawn := Check{"MPI spawn", Running, "waiting for the Launcher's mpirun"}
+	if s.Phase.Finished() {
+		spawn = spawnCheck(s)
+	}
+	return []Check{img, ssh, spawn}
+}
+
+// observed is what the pods of a runtime test showed at any time while the
+// job ran.
+type observed struct {
+	pods        sets.Set[string] // every pod seen
+	started     sets.Set[string] // pods whose containers all started their images
+	sshReady    sets.Set[string] // Workers whose sshd passed its readiness probe
+	pullFailure string           // the first image pull failure seen
+	notStarted  string           // a pod and image not started yet, at the last look
+}
+
+func (o *observed) record(launcher, workers []corev1.Pod) {
+	if o.pods == nil {
+		o.pods, o.started, o.sshReady = sets.New[string](), sets.New[string](), sets.New[string]()
+	}
+	o.notStarted = ""
+	for _, p := range append(launcher, workers...) {
+		o.pods.Insert(p.Name)
+		all := len(p.Status.ContainerStatuses) > 0
+		for _, c := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+			if api.PullFailed(c) && o.pullFailure == "" {
+				o.pullFailure = fmt.Sprintf("pod %s: %s: %s", p.Name, c.State.Waiting.Reason, c.State.Waiting.Message)
+			}
+		}
+		for _, c := range p.Status.ContainerStatuses {
+			if c.ImageID == "" && c.State.Running == nil && c.State.Terminated == nil {
+				all = false
+				if !o.started.Has(p.Name) {
+					o.notStarted = fmt.Sprintf("pod %s never started %s", p.Name, c.Image)
+				}
+			}
+		}
+		if all {
+			o.started.Insert(p.Name)
+		}
+	}
+	for _, p := range workers {
+		for _, c := range p.Status.ContainerStatuses {
+			if c.Ready {
+				o.sshReady.Insert(p.Name)
+			}
+		}
+	}
+}
+
+func (o *observed) imageCheck() Check {
+	switch {
+	case o.pullFailure != "":
+		return Check{"image pull", Fail, o.pullFailure}
+	case o.pods.Len() == 0:
+		return Check{"image pull", Fail, "no pod was created"}
+	case o.started.Len() < o.pods.Len() && o.notStarted != "":
+		return Check{"image pull", Fail, o.notStarted}
+	}
+	return Check{"image pull", Pass, fmt.Sprintf("%d pods started their images", o.started.Len())}
+}
+
+func (o *observed) sshCheck(want int, phase api.Phase) Check {
+	n := o.sshReady.Len()
+	if n < want && phase == api.PhaseSucceeded {
+		// Too quick to be seen Ready between two looks, but mpirun on the
+		// Launcher reached every Worker over SSH with the job's key.
+		return Check{"SSH key mount", Pass, "the Launcher's mpirun logged in to every Worker with the job's key"}
+	}
+	if n < want {
+		return Check{"SSH key mount", Fail, fmt.Sprintf("%d of %d Workers' sshd came up with the job's key", n, want)}
+	}
+	return Check{"SSH key mount", Pass, fmt.Sprintf("%d Workers' sshd accepted connections with the job's key", o.sshReady.Len())}
+}
+
+func spawnCheck(s api.Status) Check {
+	switch s.Phase {
+	case api.PhaseSucceeded:
+		return Check{"MPI spawn", Pass, "the Launcher's mpirun ran ranks on the Workers and exited 0"}
+	case api.PhaseFailed:
+		return Check{"MPI spawn", Fail, strings.TrimSpace(s.Reason + ": " + s.Message)}
+	}
+	return Check{"MPI spawn", Fail, fmt.Sprintf("the job is still %s: %s", s.Phase, s.Message)}
+}
