@@ -50,9 +50,11 @@ type Job struct {
 	Finished       *time.Time        `json:"finished,omitempty"`
 	Transitioned   *time.Time        `json:"transitioned,omitempty"`
 	// Observed is when mpijob-manager last wrote this status.
-	Observed  *time.Time `json:"observed,omitempty"`
-	Suspended bool       `json:"suspended"`
-	Deleting  bool       `json:"deleting,omitempty"`
+	Observed *time.Time `json:"observed,omitempty"`
+	// Estimate is a queued job's estimated start (estimateStarts).
+	Estimate  *Estimate `json:"estimate,omitempty"`
+	Suspended bool      `json:"suspended"`
+	Deleting  bool      `json:"deleting,omitempty"`
 }
 
 // JobOf turns a TrainJob into its row.
@@ -194,6 +196,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, c *userClients
 		s.apiError(w, err)
 		return
 	}
+	estimateStarts(jobs, time.Now())
 	writeJSON(w, http.StatusOK, map[string]any{"jobs": jobs})
 }
 
@@ -306,6 +309,14 @@ func (s *Server) detailOf(ctx context.Context, c *userClients, ns, name string) 
 	d := &Detail{Job: JobOf(tj), RuntimeKind: ptr.Deref(tj.Spec.RuntimeRef.Kind, trainer.ClusterTrainingRuntimeKind)}
 	if st, ok := api.StatusOf(tj); ok {
 		d.StaleNote = c.managerState(ctx).StaleNote(st.ObservedTime, time.Now())
+	}
+	if d.Job.Phase == api.PhaseQueued {
+		// The estimate needs the namespace's finished jobs.
+		if jobs, err := s.jobsOf(ctx, c, ns); err == nil {
+			jobs = append(jobs, d.Job)
+			estimateStarts(jobs, time.Now())
+			d.Job.Estimate = jobs[len(jobs)-1].Estimate
+		}
 	}
 	pods, err := c.jobPods(ctx, ns, name)
 	if err != nil && !apierrors.IsForbidden(err) {

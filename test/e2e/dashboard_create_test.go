@@ -21,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -282,4 +283,51 @@ func clusterAdminToken(t *testing.T, c *framework.Cluster) string {
 		t.Fatal(err)
 	}
 	return tr.Status.Token
+}
+
+// A queued job's page gives an estimated start and says how it was
+// worked out: its queue position times the median run of the namespace's
+// finished jobs.
+func TestDashboardEstimatesQueuedStart(t *testing.T) {
+	ts, tokens := dashboardServer(t)
+	c := framework.Get(t)
+	ctx := context.Background()
+	ns := c.NewNamespace(t, "estimate")
+	cq := framework.UniqueName("mpi-test-cq")
+	// Room for one job at a time: a Launcher and a Worker of 100m each.
+	for _, d := range []string{
+		`{"apiVersion":"kueue.x-k8s.io/v1beta2","kind":"ClusterQueue","metadata":{"name":"` + cq + `"},"spec":{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"` + ns + `"}},"resourceGroups":[{"coveredResources":["cpu","memory"],"flavors":[{"name":"default-flavor","resources":[{"name":"cpu","nominalQuota":"300m"},{"name":"memory","nominalQuota":"10Gi"}]}]}]}}`,
+		`{"apiVersion":"kueue.x-k8s.io/v1beta2","kind":"LocalQueue","metadata":{"name":"q","namespace":"` + ns + `"},"spec":{"clusterQueue":"` + cq + `"}}`,
+		`{"apiVersion":"rbac.authorization.k8s.io/v1","kind":"RoleBinding","metadata":{"name":"dev-a-edit","namespace":"` + ns + `"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"ClusterRole","name":"edit"},"subjects":[{"apiGroup":"rbac.authorization.k8s.io","kind":"User","name":"dev-a"}]}`,
+	} {
+		u := &unstructured.Unstructured{}
+		if err := u.UnmarshalJSON([]byte(d)); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Client.Create(ctx, u); err != nil {
+			t.Fatalf("create %s: %v", u.GetKind(), err)
+		}
+		if u.GetKind() == "ClusterQueue" {
+			t.Cleanup(func() { _ = c.Client.Delete(context.Background(), u) })
+		}
+	}
+	// One job that ran (the basis), one that holds the queue, one waiting.
+	done := framework.MakeTrainJob("done", ns, "mpi-openmpi").NumNodes(1).Queue("q").Obj()
+	if err := c.Client.Create(ctx, done); err != nil {
+		t.Fatal(err)
+	}
+	c.WaitForStatus(t, ns, "done", 3*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseSucceeded && s.StartTime != nil })
+	for _, j := range []*trainer.TrainJob{
+		framework.MakeTrainJob("holder", ns, "mpi-openmpi").NumNodes(1).Queue("q").Command("sleep", "300").Obj(),
+		framework.MakeTrainJob("waiting", ns, "mpi-openmpi").NumNodes(1).Queue("q").Obj(),
+	} {
+		if err := c.Client.Create(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.WaitForStatus(t, ns, "waiting", 2*time.Minute, func(s api.Status) bool {
+		return s.Phase == api.PhaseQueued && s.QueuePosition != nil
+	})
+	r := call(t, http.MethodGet, ts.URL+"/api/jobs/"+ns+"/waiting", tokens["dev-a"])
+	wantAPI(t, r, http.StatusOK, `"estimate":{"start":`, "position 1 ×", "the median run of the last 1 finished job in "+ns)
 }

@@ -32,7 +32,7 @@ import { Table, Tbody, Td, Th, Thead, Tr } from '@patternfly/react-table';
 import { ClusterIcon, DownloadIcon } from '@patternfly/react-icons';
 import { navigate } from './App';
 import { api } from './api';
-import { age, runTime } from './format';
+import { age, runTime, startsIn } from './format';
 import { useNow } from './JobsPage';
 import { LogViewer } from './LogViewer';
 import { PhaseBadge } from './PhaseBadge';
@@ -198,6 +198,12 @@ function Overview({ detail, now }: { detail: Detail; now: number }) {
           </CardTitle>
           <CardBody>
             <p>{j.message}</p>
+            {j.estimate && (
+              <p data-testid="estimate" style={{ marginTop: 8 }}>
+                {startsIn(j.estimate.start) ? <><strong>Estimated start: {startsIn(j.estimate.start)}</strong> </> : <strong>No start estimate: </strong>}
+                ({j.estimate.basis}).
+              </p>
+            )}
             {j.nextStep && (
               <>
                 <Title headingLevel="h4" style={{ marginTop: 8 }}>Next steps, most likely fix first</Title>

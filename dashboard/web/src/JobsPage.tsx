@@ -23,7 +23,7 @@ import {
 import { Table, Tbody, Td, Th, Thead, Tr, type ThProps } from '@patternfly/react-table';
 import { ClusterIcon } from '@patternfly/react-icons';
 import { api } from './api';
-import { age, runTime } from './format';
+import { age, runTime, startsIn } from './format';
 import { navigate } from './App';
 import { PhaseBadge } from './PhaseBadge';
 import type { Job, Namespace, Phase } from './types';
@@ -190,6 +190,7 @@ export function JobsPage() {
                     <Td dataLabel="Namespace">{j.namespace}</Td>
                     <Td dataLabel="Phase">
                       <PhaseBadge phase={j.phase} queuePosition={j.queuePosition} />
+                      {j.estimate && startsIn(j.estimate.start) && <div style={{ fontSize: 12 }} title={j.estimate.basis}>starts {startsIn(j.estimate.start)}</div>}
                     </Td>
                     <Td dataLabel="Runtime">{j.runtime}</Td>
                     <Td dataLabel="Workers ready">{j.workersReady}/{j.workersTotal}</Td>

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { age, cap, compileSearch, duration, highlight, phaseLabel, runTime } from './format';
+import { age, cap, compileSearch, duration, highlight, phaseLabel, runTime, startsIn } from './format';
 
 describe('duration', () => {
   it.each([
@@ -49,4 +49,16 @@ describe('cap', () => {
 describe('phaseLabel', () => {
   it('shows the queue position', () => expect(phaseLabel('Queued', 2)).toBe('Queued (#2)'));
   it('spells gang scheduling', () => expect(phaseLabel('GangScheduling')).toBe('Gang scheduling'));
+});
+
+describe('startsIn', () => {
+  const now = Date.parse('2026-11-23T12:00:00Z');
+  it.each([
+    ['2026-11-23T12:00:10Z', 'any moment now'],
+    ['2026-11-23T12:01:30Z', 'in about 90s'],
+    ['2026-11-23T12:25:00Z', 'in about 25m'],
+    ['2026-11-23T15:00:00Z', 'in about 3h'],
+    [undefined, ''],
+    ['0001-01-01T00:00:00Z', ''],
+  ])('%s', (start, want) => expect(startsIn(start, now)).toBe(want));
 });

@@ -67,3 +67,13 @@ export function phaseLabel(phase: string, queuePosition?: number): string {
   if (phase === 'GangScheduling') return 'Gang scheduling';
   return phase;
 }
+
+/** startsIn says when an estimated start is, from now: "in about 5m", "any moment now". */
+export function startsIn(start: string | undefined, now = Date.now()): string {
+  if (!start || start.startsWith('0001-')) return '';
+  const s = Math.round((new Date(start).getTime() - now) / 1000);
+  if (s <= 30) return 'any moment now';
+  if (s < 120) return `in about ${s}s`;
+  if (s < 7200) return `in about ${Math.round(s / 60)}m`;
+  return `in about ${Math.round(s / 3600)}h`;
+}

@@ -10,6 +10,8 @@ export type Phase =
   | 'Suspended';
 
 export interface Job {
+  /** A queued job's estimated start, and how it was worked out. */
+  estimate?: { start?: string; basis: string };
   name: string;
   namespace: string;
   runtime: string;
