@@ -57,6 +57,11 @@ type Server struct {
 	// namespaces themselves (names only); each is then checked with the
 	// user's own SelfSubjectAccessReview. Nil: only what the user lists.
 	Namespaces func(ctx context.Context) ([]string, error)
+	// PrometheusURL is the Prometheus that scrapes the kubelets and
+	// mpijob-manager, for the Metrics tab; empty: no metrics.
+	PrometheusURL string
+	// ScrapeInterval is how often that Prometheus scrapes (default 15 s).
+	ScrapeInterval time.Duration
 	// Log receives request errors.
 	Log *slog.Logger
 	// tests are the Test runtime runs.
@@ -108,6 +113,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/jobs/{ns}/{name}/resume", s.authed(s.suspendJob(false)))
 	mux.HandleFunc("GET /api/jobs/{ns}/{name}/events", s.authed(s.jobEvents))
 	mux.HandleFunc("GET /api/jobs/{ns}/{name}/logs", s.authed(s.jobLogs))
+	mux.HandleFunc("GET /api/jobs/{ns}/{name}/metrics", s.authed(s.jobMetrics))
 	mux.HandleFunc("GET /api/stream", s.authed(s.stream))
 	mux.HandleFunc("GET /api/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"sort"
@@ -26,22 +27,35 @@ import (
 func main() {
 	var listen, kubeconfig, namespacesContext string
 	var offerUsers bool
+	var promURL string
+	var scrape time.Duration
 	flag.StringVar(&listen, "listen", "127.0.0.1:9090", "address to serve on")
 	flag.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig for the API server's address and CA (empty: in-cluster); users' own tokens are used for every call")
 	flag.BoolVar(&offerUsers, "offer-kubeconfig-users", false, "offer the kubeconfig's token users on a login page (the local cluster)")
 	flag.StringVar(&namespacesContext, "namespaces-context", "", "kubeconfig context that lists namespace names for users who may not list namespaces (empty: in-cluster service account; \"-\": none)")
+	flag.StringVar(&promURL, "prometheus-url", "", "Prometheus that scrapes the kubelets' resource metrics and mpijob-manager, for the job page's Metrics tab (empty: no Metrics tab data)")
+	flag.DurationVar(&scrape, "prometheus-scrape-interval", 15*time.Second, "how often that Prometheus scrapes (the finest step of a chart)")
 	flag.Parse()
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := run(listen, kubeconfig, namespacesContext, offerUsers, log); err != nil {
+	if err := run(listen, kubeconfig, namespacesContext, offerUsers, log, promURL, scrape); err != nil {
 		fmt.Fprintln(os.Stderr, "mpijob-dashboard:", err)
 		os.Exit(1)
 	}
 }
 
-func run(listen, kubeconfig, nsContext string, offerUsers bool, log *slog.Logger) error {
+func run(listen, kubeconfig, nsContext string, offerUsers bool, log *slog.Logger, promURL string, scrape time.Duration) error {
 	var base *rest.Config
 	var err error
-	srv := &dashboard.Server{Log: log}
+	if promURL != "" {
+		u, perr := url.Parse(promURL)
+		if perr != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("--prometheus-url %q is not an http(s) URL: give Prometheus's address, for example http://prometheus.monitoring.svc:9090", promURL)
+		}
+	}
+	if scrape < time.Second {
+		return fmt.Errorf("--prometheus-scrape-interval %s is too short: give the scrape interval of that Prometheus, for example 15s", scrape)
+	}
+	srv := &dashboard.Server{Log: log, PrometheusURL: promURL, ScrapeInterval: scrape}
 	if kubeconfig == "" {
 		if base, err = rest.InClusterConfig(); err != nil {
 			return fmt.Errorf("not in a cluster and no --kubeconfig: %w", err)

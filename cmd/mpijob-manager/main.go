@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -32,6 +33,7 @@ import (
 	mpiadmission "github.com/mpijob/mpijob/pkg/admission"
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/diagnose"
+	"github.com/mpijob/mpijob/pkg/metrics"
 	"github.com/mpijob/mpijob/pkg/netpol"
 	"github.com/mpijob/mpijob/pkg/perjob"
 	"github.com/mpijob/mpijob/pkg/queue"
@@ -41,11 +43,13 @@ import (
 func main() {
 	var (
 		metricsAddr, probeAddr, webhookHost, certDir, leaderNS string
+		metricsCertDir                                         string
 		webhookPort, maxWorkers                                int
 		leaderElect, metricsSecure                             bool
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "address of the metrics endpoint (HTTPS with authentication unless --metrics-secure=false); 0 disables it")
 	flag.BoolVar(&metricsSecure, "metrics-secure", true, "serve metrics over HTTPS and require an authorized token")
+	flag.StringVar(&metricsCertDir, "metrics-cert-dir", "", "folder with tls.crt and tls.key for the metrics endpoint (empty: a self-signed certificate made at start)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.StringVar(&webhookHost, "webhook-host", "", "address the webhook server binds")
 	flag.IntVar(&webhookPort, "webhook-port", 9443, "port of the webhook server")
@@ -67,7 +71,7 @@ func main() {
 		}
 	}
 	cfg := ctrl.GetConfigOrDie()
-	metricsOpts := metricsserver.Options{BindAddress: metricsAddr, SecureServing: metricsSecure}
+	metricsOpts := metricsserver.Options{BindAddress: metricsAddr, SecureServing: metricsSecure, CertDir: metricsCertDir}
 	if metricsSecure {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
@@ -163,6 +167,11 @@ func main() {
 		log.Error(err, "failed to set up the per-job runtime controller")
 		os.Exit(1)
 	}
+
+	// Every MPI job's phase and its pods' roles at each scrape, from the
+	// cache (the leader only): the series dashboards and recording rules
+	// join with the kubelets' container metrics.
+	ctrlmetrics.Registry.MustRegister(metrics.JobsCollector{Reader: mgr.GetClient(), Elected: mgr.Elected()})
 
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		log.Error(err, "failed to add the health check")

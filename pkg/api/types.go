@@ -74,6 +74,21 @@ const (
 	NodeContainer = "node"
 )
 
+// The roles of an MPI job's pods, in the project's words.
+const (
+	RoleLauncher = "Launcher"
+	RoleWorker   = "Worker"
+)
+
+// PodRole is the role of a pod of replicated job replicatedJob: the
+// Launcher's, or a Worker's (every other replicated job of an MPI runtime).
+func PodRole(replicatedJob string) string {
+	if replicatedJob == LauncherJob {
+		return RoleLauncher
+	}
+	return RoleWorker
+}
+
 // Phase is where an MPI job is in its life.
 type Phase string
 

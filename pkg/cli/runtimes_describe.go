@@ -55,10 +55,7 @@ func (r *runtimesDescribeOptions) Run(ctx context.Context) error {
 	fmt.Fprintf(w, "Default slots per worker:\t%d\n", ptr.Deref(spec.MLPolicy.MPI.NumProcPerNode, 1))
 	fmt.Fprintf(w, "SSH keys at:\t%s\n", ptr.Deref(spec.MLPolicy.MPI.SSHAuthMountPath, "-"))
 	for _, rj := range spec.Template.Spec.ReplicatedJobs {
-		role := "Worker"
-		if rj.Name == api.LauncherJob {
-			role = "Launcher"
-		}
+		role := api.PodRole(rj.Name)
 		pod := rj.Template.Spec.Template.Spec
 		for _, c := range pod.Containers {
 			if c.Name != "node" {

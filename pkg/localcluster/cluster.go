@@ -140,6 +140,12 @@ func (c *Cluster) Up(ctx context.Context) error {
 	}
 	done()
 
+	done = p.Step("starting Prometheus %s (scraping the kubelets and mpijob-manager) on %s", PrometheusVersion, PrometheusURL)
+	if err := c.startPrometheus(ctx); err != nil {
+		return err
+	}
+	done()
+
 	if err := c.waitNodesReady(ctx); err != nil {
 		return fmt.Errorf("real nodes did not become Ready: %w", err)
 	}

@@ -17,6 +17,10 @@ const (
 	TrainerVersion    = "v2.3.0"
 	JobSetVersion     = "v0.12.0"
 	KueueVersion      = "v0.19.2"
+	// PrometheusModuleVersion is github.com/prometheus/prometheus's module
+	// version; module v0.3MM.P is Prometheus release PrometheusVersion 3.MM.P.
+	PrometheusModuleVersion = "v0.315.0"
+	PrometheusVersion       = "3.15.0"
 )
 
 // Fixed addresses of the local cluster. They are loopback-only, so nothing
@@ -43,6 +47,8 @@ const (
 	kubeRouterHealthPort = 9456
 	kubeProxyHealthPort  = 9457
 	kubeProxyMetricsPort = 9458
+	// PrometheusPort serves the local cluster's Prometheus on 127.0.0.1.
+	PrometheusPort = 9459
 
 	// bridgeName is the Linux bridge every real node's pods attach to.
 	bridgeName = "mpijob0"

@@ -526,6 +526,7 @@ func (c *Cluster) startDashboard(ctx context.Context) error {
 	args := []string{
 		"--kubeconfig=" + c.opts.KubeconfigPath(), "--offer-kubeconfig-users", "--namespaces-context=admin",
 		fmt.Sprintf("--listen=127.0.0.1:%d", DashboardPort),
+		"--prometheus-url=" + PrometheusURL, "--prometheus-scrape-interval=" + ScrapeInterval.String(),
 	}
 	if err := c.startProcess("mpijob-dashboard", bin, args, nil); err != nil {
 		return err
@@ -565,7 +566,7 @@ func (c *Cluster) startManager(ctx context.Context) error {
 		"--webhook-host=127.0.0.1", fmt.Sprintf("--webhook-port=%d", managerWebhookPort), "--webhook-cert-dir=" + certDir,
 		// As in a cluster: the Lease tells clients whether a manager runs.
 		"--leader-elect", "--leader-election-namespace=mpijob-system",
-		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", managerMetricsPort),
+		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", managerMetricsPort), "--metrics-cert-dir=" + certDir,
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", managerHealthPort),
 	}
 	if err := c.startProcess("mpijob-manager", bin, args, nil); err != nil {

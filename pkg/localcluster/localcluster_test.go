@@ -29,6 +29,7 @@ func TestPinsMatchToolchain(t *testing.T) {
 		"trainer":    {"controllers", "github.com/kubeflow/trainer/v2", TrainerVersion},
 		"jobset":     {"controllers", "sigs.k8s.io/jobset", JobSetVersion},
 		"kueue":      {"kueue", "sigs.k8s.io/kueue", KueueVersion},
+		"prometheus": {"prometheus", "github.com/prometheus/prometheus", PrometheusModuleVersion},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

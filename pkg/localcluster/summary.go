@@ -27,6 +27,7 @@ func (c *Cluster) Summary() string {
 Nodes: %d real (%s), %d kwok GPU nodes (8 nvidia.com/gpu each, taint %s:NoSchedule, tolerated by every pod that asks for GPUs)
 Users (kubeconfig contexts): admin (cluster-admin), dev-a (edit team-a), dev-b (edit team-b), viewer-a (view team-a)
 Dashboard: %s (log in as dev-a, dev-b or viewer-a; it acts as that user)
+Prometheus: %s (kubelets' container metrics and mpijob-manager every %s; recording rules from config/monitoring)
 
 Use it:
   export KUBECONFIG=%s
@@ -35,7 +36,7 @@ Use it:
   %s --context dev-a -n team-a get trainjobs
 Stop it: make dev-down
 `, c.opts.RealNodes, strings.Join(realNodeNames(c.opts.RealNodes), ", "), c.opts.KwokNodes, GPUTaintKey,
-		DashboardURL, kc, c.opts.bin("kubectl"), c.opts.bin("kubectl"), c.opts.bin("kubectl"))
+		DashboardURL, PrometheusURL, ScrapeInterval, kc, c.opts.bin("kubectl"), c.opts.bin("kubectl"), c.opts.bin("kubectl"))
 	return b.String()
 }
 

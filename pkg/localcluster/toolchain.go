@@ -25,6 +25,8 @@ type toolModule struct {
 	Outputs []string
 	// LDFlags are passed to go build.
 	LDFlags string
+	// Tags are go build tags (comma-separated).
+	Tags string
 }
 
 func toolModules() []toolModule {
@@ -59,6 +61,16 @@ func toolModules() []toolModule {
 			LDFlags:  "-s -w",
 		},
 		{Dir: "coredns", Packages: []string{"github.com/coredns/coredns"}, Outputs: []string{"coredns"}, LDFlags: "-s -w"},
+		{
+			// The metrics store: scrape targets are written by the local
+			// cluster (file and static configs), so every cloud service
+			// discovery is left out of the build (upstream's remove_all_sd).
+			Dir:      "prometheus",
+			Packages: []string{"github.com/prometheus/prometheus/cmd/prometheus"},
+			Outputs:  []string{"prometheus"},
+			LDFlags:  "-s -w -X github.com/prometheus/common/version.Version=" + PrometheusVersion,
+			Tags:     "remove_all_sd",
+		},
 	}
 }
 
@@ -79,6 +91,9 @@ func (m toolModule) stamp(root string) (string, error) {
 	sort.Strings(names)
 	h := sha256.New()
 	fmt.Fprintf(h, "%s\n%s\n%s\n", runtime.Version(), m.LDFlags, strings.Join(m.Packages, " "))
+	if m.Tags != "" {
+		fmt.Fprintf(h, "tags %s\n", m.Tags)
+	}
 	for _, n := range names {
 		b, err := os.ReadFile(filepath.Join(dir, n))
 		if err != nil {
@@ -143,7 +158,11 @@ func (m toolModule) build(ctx context.Context, opts Options, bin string) error {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
-	args := append([]string{"build", "-buildvcs=false", "-ldflags", m.LDFlags, "-o", tmp + "/"}, m.Packages...)
+	args := []string{"build", "-buildvcs=false", "-ldflags", m.LDFlags, "-o", tmp + "/"}
+	if m.Tags != "" {
+		args = append(args, "-tags", m.Tags)
+	}
+	args = append(args, m.Packages...)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = filepath.Join(opts.RepoRoot, "hack", "toolchain", m.Dir)
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")

@@ -1,0 +1,128 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mpijob/mpijob/pkg/manifests"
+)
+
+// PrometheusURL is the local cluster's Prometheus (loopback only).
+var PrometheusURL = fmt.Sprintf("http://127.0.0.1:%d", PrometheusPort)
+
+// ScrapeInterval is how often the local Prometheus scrapes: short, so a
+// job of a minute has a dozen points.
+const ScrapeInterval = 5 * time.Second
+
+// startPrometheus starts the metrics store: Prometheus, built from its Go
+// module, scraping every real node's kubelet (/metrics/resource: CPU and
+// memory per container) and mpijob-manager, as the ServiceAccount of
+// config/monitoring with that folder's recording rules.
+func (c *Cluster) startPrometheus(ctx context.Context) error {
+	cl, err := c.newClient()
+	if err != nil {
+		return err
+	}
+	objs, err := manifests.ParseFiles(filepath.Join(c.opts.RepoRoot, "config", "monitoring", "rbac.yaml"))
+	if err != nil {
+		return err
+	}
+	if err := manifests.Apply(ctx, cl, fieldOwner, objs); err != nil {
+		return err
+	}
+	dir := c.opts.path("prometheus")
+	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+		return err
+	}
+	tr, err := c.clientset.CoreV1().ServiceAccounts("mpijob-monitoring").CreateToken(ctx, "prometheus", &authenticationv1.TokenRequest{
+		Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](7 * 24 * 3600)},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return fmt.Errorf("failed to get a token for Prometheus (ServiceAccount mpijob-monitoring/prometheus): %w", err)
+	}
+	token := filepath.Join(dir, "token")
+	if err := os.WriteFile(token, []byte(tr.Status.Token), 0o600); err != nil {
+		return err
+	}
+	var nodes []string
+	for i := 1; i <= c.opts.RealNodes; i++ {
+		nodes = append(nodes, nodeName(i))
+	}
+	cfg, err := prometheusConfig(prometheusTargets{
+		Nodes: nodes, Manager: fmt.Sprintf("127.0.0.1:%d", managerMetricsPort),
+		CA: c.pki.path("ca", "crt"), TokenFile: token,
+		Rules: filepath.Join(c.opts.RepoRoot, "config", "monitoring", "recording-rules.yaml"),
+	})
+	if err != nil {
+		return err
+	}
+	cfgPath := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
+		return err
+	}
+	args := []string{
+		"--config.file=" + cfgPath,
+		"--storage.tsdb.path=" + filepath.Join(dir, "data"),
+		"--storage.tsdb.retention.time=2d",
+		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", PrometheusPort),
+		"--log.level=warn",
+	}
+	if err := c.startProcess("prometheus", c.opts.bin("prometheus"), args, nil); err != nil {
+		return err
+	}
+	return c.waitFor(ctx, "prometheus", 60*time.Second, func(ctx context.Context) bool {
+		return httpOK(ctx, PrometheusURL+"/-/ready")
+	})
+}
+
+// prometheusTargets is what the local Prometheus scrapes and with what.
+type prometheusTargets struct {
+	// Nodes are the real nodes' names (their kubelets serve on :10250
+	// with a certificate for that name).
+	Nodes []string
+	// Manager is mpijob-manager's metrics address (HTTPS).
+	Manager string
+	// CA verifies the kubelets and the manager; TokenFile authenticates.
+	CA, TokenFile string
+	// Rules is the recording rules file.
+	Rules string
+}
+
+// prometheusConfig renders the local Prometheus's configuration.
+func prometheusConfig(t prometheusTargets) ([]byte, error) {
+	type static struct {
+		Targets []string          `json:"targets"`
+		Labels  map[string]string `json:"labels,omitempty"`
+	}
+	auth := map[string]any{"credentials_file": t.TokenFile}
+	tlsCfg := map[string]any{"ca_file": t.CA}
+	var kubelets []static
+	for _, n := range t.Nodes {
+		kubelets = append(kubelets, static{Targets: []string{n + ":10250"}, Labels: map[string]string{"node": n}})
+	}
+	interval := ScrapeInterval.String()
+	cfg := map[string]any{
+		"global":     map[string]any{"scrape_interval": interval, "evaluation_interval": interval},
+		"rule_files": []string{t.Rules},
+		"scrape_configs": []map[string]any{
+			{
+				"job_name": "kubelet-resource", "scheme": "https", "metrics_path": "/metrics/resource",
+				"authorization": auth, "tls_config": tlsCfg, "static_configs": kubelets,
+			},
+			{
+				"job_name": "mpijob-manager", "scheme": "https", "metrics_path": "/metrics",
+				"authorization": auth, "tls_config": tlsCfg,
+				"static_configs": []static{{Targets: []string{t.Manager}}},
+			},
+		},
+	}
+	return yaml.Marshal(cfg)
+}

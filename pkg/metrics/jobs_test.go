@@ -1,0 +1,75 @@
+package metrics
+
+import (
+	"strings"
+	"testing"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/mpijob/mpijob/pkg/api"
+)
+
+func jobPod(ns, job, rj, name string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{
+		jobsetv1alpha2.JobSetNameKey: job, jobsetv1alpha2.ReplicatedJobNameKey: rj,
+	}}}
+}
+
+func trainJob(ns, name, status string) *trainer.TrainJob {
+	tj := &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	if status != "" {
+		tj.Annotations = map[string]string{api.StatusAnnotation: status}
+	}
+	return tj
+}
+
+// Every MPI job is one phase series; its pods carry their roles; a
+// TrainJob without the manager's status (not an MPI job, or not seen yet)
+// is left out, and so are pods of other namespaces' same-named jobs.
+func TestJobsCollector(t *testing.T) {
+	c := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(
+		trainJob("team-a", "hello", `{"phase":"Running","launcher":"Running"}`),
+		trainJob("team-a", "done", `{"phase":"Succeeded","launcher":"Succeeded"}`),
+		trainJob("team-a", "torch", ""),
+		jobPod("team-a", "hello", "launcher", "hello-launcher-0-0-abcde"),
+		jobPod("team-a", "hello", "node", "hello-node-0-0-fghij"),
+		jobPod("team-a", "hello", "node", "hello-node-0-1-klmno"),
+		jobPod("team-b", "hello", "node", "hello-node-0-0-zzzzz"),
+	).Build()
+	got := JobsCollector{Reader: c}
+	want := `
+# HELP mpijob_job_phase 1 for each MPI job, labelled with its current phase (the phase of mpijob.dev/status).
+# TYPE mpijob_job_phase gauge
+mpijob_job_phase{namespace="team-a",phase="Running",trainjob="hello"} 1
+mpijob_job_phase{namespace="team-a",phase="Succeeded",trainjob="done"} 1
+# HELP mpijob_job_pod_info 1 for each pod of an MPI job, with its role (Launcher or Worker): join it with the kubelets' container metrics on namespace and pod.
+# TYPE mpijob_job_pod_info gauge
+mpijob_job_pod_info{namespace="team-a",pod="hello-launcher-0-0-abcde",role="Launcher",trainjob="hello"} 1
+mpijob_job_pod_info{namespace="team-a",pod="hello-node-0-0-fghij",role="Worker",trainjob="hello"} 1
+mpijob_job_pod_info{namespace="team-a",pod="hello-node-0-1-klmno",role="Worker",trainjob="hello"} 1
+`
+	if err := testutil.CollectAndCompare(got, strings.NewReader(want)); err != nil {
+		t.Error(err)
+	}
+}
+
+// A replica that does not lead reports nothing, so two replicas never
+// report one job twice; once elected it reports.
+func TestJobsCollectorOnlyWhenLeading(t *testing.T) {
+	c := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(
+		trainJob("team-a", "hello", `{"phase":"Running","launcher":"Running"}`)).Build()
+	elected := make(chan struct{})
+	col := JobsCollector{Reader: c, Elected: elected}
+	if n := testutil.CollectAndCount(col); n != 0 {
+		t.Errorf("a standby replica reported %d series, want 0", n)
+	}
+	close(elected)
+	if n := testutil.CollectAndCount(col, "mpijob_job_phase"); n != 1 {
+		t.Errorf("the leader reported %d phase series, want 1", n)
+	}
+}
