@@ -1,4 +1,4 @@
-import { useRef, useState } from 'react';
+import { lazy, Suspense, useRef, useState } from 'react';
 import {
   Alert,
   Breadcrumb,
@@ -38,6 +38,9 @@ import { LogViewer } from './LogViewer';
 import { PhaseBadge } from './PhaseBadge';
 import type { Detail, Job, KEvent, Pod } from './types';
 import { useStream } from './useStream';
+
+// The charts library is loaded with the Metrics tab, not with every page.
+const MetricsTab = lazy(() => import('./MetricsTab').then((m) => ({ default: m.MetricsTab })));
 
 export function JobPage({ namespace, name, tab }: { namespace: string; name: string; tab: string }) {
   const [detail, setDetail] = useState<Detail | null>(null);
@@ -114,6 +117,11 @@ export function JobPage({ namespace, name, tab }: { namespace: string; name: str
             </Tab>
             <Tab eventKey="logs" title={<TabTitleText>Logs</TabTitleText>}>
               <LogViewer namespace={namespace} name={name} pods={detail.pods} target={target} onTarget={setTarget} />
+            </Tab>
+            <Tab eventKey="metrics" title={<TabTitleText>Metrics</TabTitleText>} data-testid="metrics-tab">
+              <Suspense fallback={<Spinner aria-label="Loading the charts" />}>
+                <MetricsTab namespace={namespace} name={name} phase={detail.job.phase} />
+              </Suspense>
             </Tab>
             <Tab eventKey="events" title={<TabTitleText>Events</TabTitleText>}>
               <Events events={events} />

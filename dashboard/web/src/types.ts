@@ -94,3 +94,27 @@ export interface Manager {
   since?: string;
   note?: string;
 }
+
+/** A job's resource use over its life (GET /api/jobs/{ns}/{name}/metrics). */
+export interface Metrics {
+  start: string;
+  end: string;
+  step: number;
+  series: MetricSeries[];
+  phases: PhaseBand[];
+  how: string;
+}
+
+export interface MetricSeries {
+  metric: 'cpu' | 'memory' | 'gpu';
+  pod: string;
+  role: 'Launcher' | 'Worker';
+  /** [unix seconds, value] */
+  points: [number, number][];
+}
+
+export interface PhaseBand {
+  phase: Phase;
+  start: string;
+  end: string;
+}
