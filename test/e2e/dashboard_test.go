@@ -37,7 +37,7 @@ func dashboardServer(t *testing.T, extra ...dashboard.LoginUser) (*httptest.Serv
 		t.Fatal(err)
 	}
 	tokens := map[string]string{}
-	srv := &dashboard.Server{Base: c.Config}
+	srv := &dashboard.Server{Base: c.Config, PrometheusURL: framework.PrometheusURL(), ScrapeInterval: localcluster.ScrapeInterval}
 	for _, u := range []string{"dev-a", "dev-b", "viewer-a"} {
 		a, ok := raw.AuthInfos[u]
 		if !ok || a.Token == "" {

@@ -414,3 +414,16 @@ func (c *Cluster) WaitForWarningEvent(t testing.TB, ns, reason string, timeout t
 		t.Errorf("no Warning Event %s in %s within %s: %v", reason, ns, timeout, err)
 	}
 }
+
+// PrometheusURL is MPIJOB_PROMETHEUS_URL, or the local cluster's
+// Prometheus; empty when MPIJOB_KUBECONFIG names another cluster and no
+// Prometheus is given.
+func PrometheusURL() string {
+	if u := os.Getenv("MPIJOB_PROMETHEUS_URL"); u != "" {
+		return u
+	}
+	if os.Getenv("MPIJOB_KUBECONFIG") != "" {
+		return ""
+	}
+	return localcluster.PrometheusURL
+}
