@@ -71,7 +71,13 @@ func TestMetricsOverTime(t *testing.T) {
 	})
 
 	job := framework.UniqueName("metrics")
-	t.Cleanup(func() { mpijob(t, "dev-a", "team-a", "delete", job, "--wait=false") })
+	// A failure too, so the failure panels have something to show when
+	// this test runs alone (kwok's OOM stage: no real node's time).
+	failed := framework.UniqueName("metrics-oom")
+	t.Cleanup(func() { mpijob(t, "dev-a", "team-a", "delete", job, failed, "--wait=false") })
+	if err := c.As(t, "dev-a").Create(ctx, framework.MakeTrainJob(failed, "team-a", "mpi-openmpi").NumNodes(1).OnKwokNodes().FailWorkersOnKwok("OOMKilled").Obj()); err != nil {
+		t.Fatal(err)
+	}
 	tj := framework.MakeTrainJob(job, "team-a", "mpi-openmpi").NumNodes(2).Command("mpirun", "python3", "-c", busyRank).Obj()
 	if err := c.As(t, "dev-a").Create(ctx, tj); err != nil {
 		t.Fatal(err)
