@@ -85,7 +85,7 @@ func roleOfPod(job, pod string) string {
 func metricsRange(created time.Time, finished *time.Time, now time.Time, scrape time.Duration) (start, end time.Time, step time.Duration) {
 	start, end = created, now
 	if finished != nil && finished.Before(now) {
-		end = finished.Add(2 * scrape)
+		end = finished.Add(3 * scrape)
 		if end.After(now) {
 			end = now
 		}
@@ -265,7 +265,25 @@ func (s *Server) metricsOf(ctx context.Context, prom promv1.API, tj *trainer.Tra
 	if len(out.Phases) == 0 {
 		out.Phases = statusBands(tj.CreationTimestamp.Time, st, end)
 	}
+	out.Phases = endWith(out.Phases, st, end)
 	return out, nil
+}
+
+// endWith makes a finished job's bands end in its final phase from its
+// completion time, as its status says, when Prometheus has not scraped
+// that phase yet (it ended less than a scrape ago).
+func endWith(bands []PhaseBand, st api.Status, end time.Time) []PhaseBand {
+	n := len(bands)
+	if st.CompletionTime == nil || n == 0 || bands[n-1].Phase == st.Phase {
+		return bands
+	}
+	done := st.CompletionTime.Time
+	if done.After(bands[n-1].Start) && done.Before(end) {
+		bands[n-1].End = done
+	} else {
+		done = bands[n-1].End
+	}
+	return append(bands, PhaseBand{Phase: st.Phase, Start: done, End: end})
 }
 
 func (s *Server) scrapeInterval() time.Duration {

@@ -57,9 +57,9 @@ func TestMetricsRange(t *testing.T) {
 		step       time.Duration
 	}{
 		"a running job ends now; short jobs at the scrape interval": {nil, t0.Add(time.Minute), t0, t0.Add(time.Minute), 5 * time.Second},
-		"a finished job ends two scrapes after it finished":         {at(time.Minute), t0.Add(time.Hour), t0, t0.Add(70 * time.Second), 5 * time.Second},
+		"a finished job ends three scrapes after it finished":       {at(time.Minute), t0.Add(time.Hour), t0, t0.Add(75 * time.Second), 5 * time.Second},
 		"a job that just finished ends now":                         {at(time.Minute), t0.Add(62 * time.Second), t0, t0.Add(62 * time.Second), 5 * time.Second},
-		"a long job has about 240 points":                           {at(4 * time.Hour), t0.Add(5 * time.Hour), t0, t0.Add(4*time.Hour + 10*time.Second), 61 * time.Second},
+		"a long job has about 240 points":                           {at(4 * time.Hour), t0.Add(5 * time.Hour), t0, t0.Add(4*time.Hour + 15*time.Second), 61 * time.Second},
 		"a job created this instant still has a range":              {nil, t0, t0, t0.Add(5 * time.Second), 5 * time.Second},
 	}
 	for name, tc := range cases {
@@ -143,3 +143,24 @@ func TestMatrixSeries(t *testing.T) {
 }
 
 func nan() float64 { return math.NaN() }
+
+// A job that ended less than a scrape ago ends in its final phase, from
+// the status's completion time; bands that already end so are kept.
+func TestEndWith(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }
+	done := metav1.NewTime(at(50))
+	running := []PhaseBand{{api.PhasePending, at(0), at(10)}, {api.PhaseRunning, at(10), at(60)}}
+	got := endWith(append([]PhaseBand(nil), running...), api.Status{Phase: api.PhaseSucceeded, CompletionTime: &done}, at(60))
+	want := []PhaseBand{{api.PhasePending, at(0), at(10)}, {api.PhaseRunning, at(10), at(50)}, {api.PhaseSucceeded, at(50), at(60)}}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("bands (-want +got):\n%s", d)
+	}
+	ended := []PhaseBand{{api.PhaseRunning, at(10), at(50)}, {api.PhaseSucceeded, at(50), at(60)}}
+	if d := cmp.Diff(ended, endWith(append([]PhaseBand(nil), ended...), api.Status{Phase: api.PhaseSucceeded, CompletionTime: &done}, at(60))); d != "" {
+		t.Errorf("bands already ending Succeeded changed (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(running, endWith(append([]PhaseBand(nil), running...), api.Status{Phase: api.PhaseRunning}, at(60))); d != "" {
+		t.Errorf("a running job's bands changed (-want +got):\n%s", d)
+	}
+}
