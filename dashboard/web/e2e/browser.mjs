@@ -7,8 +7,8 @@
 //   BIG_JOB        team-a job (NAME) whose Launcher prints 100 MB
 //   SHOTS          folder for screenshots
 //   CHROMIUM       the browser (default /usr/bin/chromium)
-import { chromium } from 'playwright-core';
-import { readFileSync, mkdirSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
+import { harness } from './harness.mjs';
 import { createRequire } from 'node:module';
 
 const require = createRequire(import.meta.url);
@@ -17,33 +17,9 @@ const running = process.env.RUNNING_JOB;
 const failed = process.env.FAILED_JOB;
 const big = process.env.BIG_JOB;
 const shots = process.env.SHOTS ?? '.';
-mkdirSync(shots, { recursive: true });
 const axeSource = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
 
-const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
-const failures = [];
-function check(cond, msg) {
-  if (!cond) failures.push(msg);
-  console.log(`${cond ? 'ok  ' : 'FAIL'} ${msg}`);
-}
-async function step(name, fn) {
-  try {
-    await fn();
-  } catch (e) {
-    check(false, `${name}: ${e.message.split('\n')[0]}`);
-  }
-}
-
-async function login(user) {
-  const ctx = await browser.newContext({ viewport: { width: 1400, height: 900 } });
-  const page = await ctx.newPage();
-  await page.goto(url + '/');
-  await page.waitForURL(/\/login/);
-  await page.getByLabel('User').selectOption(user);
-  await page.getByRole('button', { name: 'Log in' }).click();
-  await page.waitForURL((u) => !u.pathname.startsWith('/login'));
-  return { ctx, page };
-}
+const { browser, check, step, login, finish } = await harness({ viewport: { width: 1400, height: 900 } });
 
 async function axe(page, what) {
   await page.addScriptTag({ content: axeSource });
@@ -168,8 +144,4 @@ await step('expired session', async () => {
   await ctx.close();
 });
 
-await browser.close();
-if (failures.length) {
-  console.log(`\n${failures.length} browser check(s) failed`);
-  process.exit(1);
-}
+await finish('browser');

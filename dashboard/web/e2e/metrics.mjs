@@ -5,36 +5,12 @@
 //   DASHBOARD_URL  the dashboard
 //   JOB            a finished job of dev-a in team-a with 2 Workers
 //   SHOTS          folder for screenshots
-import { chromium } from 'playwright-core';
-import { mkdirSync } from 'node:fs';
+import { harness } from './harness.mjs';
 
 const url = process.env.DASHBOARD_URL;
 const job = process.env.JOB;
 const shots = process.env.SHOTS ?? '.';
-mkdirSync(shots, { recursive: true });
-const browser = await chromium.launch({ executablePath: process.env.CHROMIUM ?? '/usr/bin/chromium', args: ['--no-sandbox'] });
-const failures = [];
-function check(cond, msg) {
-  if (!cond) failures.push(msg);
-  console.log(`${cond ? 'ok  ' : 'FAIL'} ${msg}`);
-}
-async function step(name, fn) {
-  try {
-    await fn();
-  } catch (e) {
-    check(false, `${name}: ${e.message.split('\n')[0]}`);
-  }
-}
-async function login(user) {
-  const ctx = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
-  const page = await ctx.newPage();
-  await page.goto(url + '/');
-  await page.waitForURL(/\/login/);
-  await page.getByLabel('User').selectOption(user);
-  await page.getByRole('button', { name: 'Log in' }).click();
-  await page.waitForURL((u) => !u.pathname.startsWith('/login'));
-  return { ctx, page };
-}
+const { check, step, login, finish } = await harness();
 
 await step('dev-a opens the Metrics tab', async () => {
   const { ctx, page } = await login('dev-a');
@@ -69,8 +45,4 @@ await step('dev-b sees no metrics of team-a', async () => {
   await ctx.close();
 });
 
-await browser.close();
-if (failures.length) {
-  console.log(`${failures.length} check(s) failed`);
-  process.exit(1);
-}
+await finish('Metrics tab');
