@@ -30,16 +30,19 @@ func trainJob(ns, name, status string) *trainer.TrainJob {
 
 // Every MPI job is one phase series; its pods carry their roles; a
 // TrainJob without the manager's status (not an MPI job, or not seen yet)
-// is left out, and so are pods of other namespaces' same-named jobs.
+// is left out with its pods; a same-named job of another namespace has
+// only its own pods.
 func TestJobsCollector(t *testing.T) {
 	c := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(
 		trainJob("team-a", "hello", `{"phase":"Running","launcher":"Running"}`),
 		trainJob("team-a", "done", `{"phase":"Succeeded","launcher":"Succeeded"}`),
 		trainJob("team-a", "torch", ""),
+		trainJob("team-b", "hello", `{"phase":"Queued","launcher":"Pending"}`),
 		jobPod("team-a", "hello", "launcher", "hello-launcher-0-0-abcde"),
 		jobPod("team-a", "hello", "node", "hello-node-0-0-fghij"),
 		jobPod("team-a", "hello", "node", "hello-node-0-1-klmno"),
 		jobPod("team-b", "hello", "node", "hello-node-0-0-zzzzz"),
+		jobPod("team-a", "torch", "node", "torch-node-0-0-yyyyy"),
 	).Build()
 	got := JobsCollector{Reader: c}
 	want := `
@@ -47,11 +50,13 @@ func TestJobsCollector(t *testing.T) {
 # TYPE mpijob_job_phase gauge
 mpijob_job_phase{namespace="team-a",phase="Running",trainjob="hello"} 1
 mpijob_job_phase{namespace="team-a",phase="Succeeded",trainjob="done"} 1
+mpijob_job_phase{namespace="team-b",phase="Queued",trainjob="hello"} 1
 # HELP mpijob_job_pod_info 1 for each pod of an MPI job, with its role (Launcher or Worker): join it with the kubelets' container metrics on namespace and pod.
 # TYPE mpijob_job_pod_info gauge
 mpijob_job_pod_info{namespace="team-a",pod="hello-launcher-0-0-abcde",role="Launcher",trainjob="hello"} 1
 mpijob_job_pod_info{namespace="team-a",pod="hello-node-0-0-fghij",role="Worker",trainjob="hello"} 1
 mpijob_job_pod_info{namespace="team-a",pod="hello-node-0-1-klmno",role="Worker",trainjob="hello"} 1
+mpijob_job_pod_info{namespace="team-b",pod="hello-node-0-0-zzzzz",role="Worker",trainjob="hello"} 1
 `
 	if err := testutil.CollectAndCompare(got, strings.NewReader(want)); err != nil {
 		t.Error(err)
