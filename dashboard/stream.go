@@ -88,6 +88,10 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *userClients) 
 			go s.watchLoop(ctx, c, list.DeepCopyObject().(client.ObjectList), n, notify, errs)
 		}
 	}
+	// denied: the user may not see the job, and was told so; the watches
+	// of its pods and events then fail with Forbidden too, which is no
+	// passing problem to report as "retrying".
+	denied := false
 	push := func() bool {
 		if job == "" {
 			jobs, err := s.jobsOf(ctx, c, ns)
@@ -101,6 +105,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *userClients) 
 			return send("gone", map[string]any{"error": fmt.Sprintf("MPI job %s does not exist in namespace %s (it may have been deleted)", job, ns)})
 		}
 		if apierrors.IsForbidden(err) {
+			denied = true
 			return send("denied", map[string]any{"error": fmt.Sprintf("You (%s) may not see MPI job %s in namespace %s: %s", c.user, job, ns, reason(err))})
 		}
 		if err != nil {
@@ -125,6 +130,9 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *userClients) 
 		case <-ctx.Done():
 			return
 		case err := <-errs:
+			if denied && apierrors.IsForbidden(err) {
+				continue
+			}
 			if !send("problem", map[string]any{"error": "live updates paused: " + reason(err) + "; retrying"}) {
 				return
 			}

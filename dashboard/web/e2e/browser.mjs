@@ -119,6 +119,8 @@ await step('dev-b', async () => {
   await page.goto(`${url}/jobs/team-a/${running}`);
   await page.getByText(/forbidden|cannot/i).first().waitFor({ timeout: 20_000 });
   check(true, "a direct URL to team-a's job tells dev-b it is forbidden");
+  await page.waitForTimeout(3000);
+  check((await page.getByTestId('banner').count()) === 0, 'no "live updates paused" banner for a job dev-b may not see (the denial says it all)');
   await page.screenshot({ path: `${shots}/forbidden.png` });
   await ctx.close();
 });
@@ -128,6 +130,13 @@ await step('viewer-a', async () => {
   const { ctx, page } = await login('viewer-a');
   await page.getByTestId(`job-${failed}`).waitFor({ timeout: 20_000 });
   check((await page.getByRole('button', { name: /^Delete/ }).count()) === 0, 'viewer-a sees no Delete');
+  // The job page offers viewer-a no action it may not take.
+  await page.goto(`${url}/jobs/team-a/${failed}`);
+  await page.getByRole('tab', { name: 'Overview' }).waitFor({ timeout: 20_000 });
+  await page.waitForTimeout(1000);
+  for (const name of ['Delete', 'Suspend', 'Clone', 'Edit and resubmit']) {
+    check((await page.getByRole('button', { name, exact: true }).count()) === 0, `viewer-a's job page has no ${name}`);
+  }
   await ctx.close();
 });
 

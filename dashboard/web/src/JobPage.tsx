@@ -1,4 +1,4 @@
-import { lazy, Suspense, useRef, useState } from 'react';
+import { lazy, Suspense, useEffect, useRef, useState } from 'react';
 import {
   Alert,
   Breadcrumb,
@@ -36,7 +36,7 @@ import { age, runTime, startsIn } from './format';
 import { useNow } from './JobsPage';
 import { LogViewer } from './LogViewer';
 import { PhaseBadge } from './PhaseBadge';
-import type { Detail, Job, KEvent, Pod } from './types';
+import type { Detail, Job, KEvent, Namespace, Pod } from './types';
 import { useStream } from './useStream';
 
 // The charts library is loaded with the Metrics tab, not with every page.
@@ -74,6 +74,14 @@ export function JobPage({ namespace, name, tab }: { namespace: string; name: str
     }
   };
   const job = detail?.job;
+  // The same access the job list uses: actions the user may not take are
+  // not offered (Clone and resubmit need create rights somewhere).
+  const [access, setAccess] = useState<Namespace[]>([]);
+  useEffect(() => {
+    api<{ namespaces: Namespace[] }>('/api/namespaces').then((r) => setAccess(r.namespaces ?? []), () => undefined);
+  }, []);
+  const here = access.find((n) => n.name === namespace);
+  const canCreate = access.some((n) => n.canCreate);
 
   return (
     <>
@@ -89,14 +97,16 @@ export function JobPage({ namespace, name, tab }: { namespace: string; name: str
           {job && <PhaseBadge phase={job.phase} queuePosition={job.queuePosition} />}
           {job && (
             <Flex style={{ marginLeft: 'auto' }}>
-              {job.phase === 'Failed' && (
+              {job.phase === 'Failed' && canCreate && (
                 <Button variant="primary" onClick={() => navigate(`/create?from=${encodeURIComponent(namespace)}/${encodeURIComponent(name)}&resubmit=true`)} data-testid="resubmit">Edit and resubmit</Button>
               )}
-              <Button variant="secondary" onClick={() => navigate(`/create?from=${encodeURIComponent(namespace)}/${encodeURIComponent(name)}`)} data-testid="clone">Clone</Button>
-              {!job.phase.match(/Succeeded|Failed/) && (
+              {canCreate && (
+                <Button variant="secondary" onClick={() => navigate(`/create?from=${encodeURIComponent(namespace)}/${encodeURIComponent(name)}`)} data-testid="clone">Clone</Button>
+              )}
+              {here?.canPatch && !job.phase.match(/Succeeded|Failed/) && (
                 <Button variant="secondary" onClick={() => act(job.suspended ? 'resume' : 'suspend')}>{job.suspended ? 'Resume' : 'Suspend'}</Button>
               )}
-              <Button variant="danger" onClick={() => act('delete')}>Delete</Button>
+              {here?.canDelete && <Button variant="danger" onClick={() => act('delete')}>Delete</Button>}
             </Flex>
           )}
         </Flex>
