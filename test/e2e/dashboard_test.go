@@ -77,12 +77,22 @@ type apiResult struct {
 
 func call(t *testing.T, method, url, token string) apiResult {
 	t.Helper()
-	req, err := http.NewRequest(method, url, nil)
+	return do(t, method, url, token, nil)
+}
+
+// do sends a request with the user's token (none when empty) and a JSON
+// body when body is not nil.
+func do(t *testing.T, method, url, token string, body io.Reader) apiResult {
+	t.Helper()
+	req, err := http.NewRequest(method, url, body)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
