@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/runtimes"
@@ -119,26 +118,7 @@ func (c *clients) unknownRuntime(ctx context.Context, name string, err error) er
 
 // pods returns the Launcher and Worker pods of a job, Workers by index.
 func (c *clients) pods(ctx context.Context, tj *trainer.TrainJob) (launcher, workers []corev1.Pod, err error) {
-	l := &corev1.PodList{}
-	if err := c.List(ctx, l, client.InNamespace(tj.Namespace), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: tj.Name}); err != nil {
-		return nil, nil, err
-	}
-	for _, p := range l.Items {
-		switch p.Labels[jobsetv1alpha2.ReplicatedJobNameKey] {
-		case api.LauncherJob:
-			launcher = append(launcher, p)
-		case api.WorkerJob:
-			workers = append(workers, p)
-		}
-	}
-	sort.Slice(workers, func(i, j int) bool { return workerIndex(workers[i]) < workerIndex(workers[j]) })
-	sort.Slice(launcher, func(i, j int) bool { return launcher[i].CreationTimestamp.After(launcher[j].CreationTimestamp.Time) })
-	return launcher, workers, nil
-}
-
-func workerIndex(p corev1.Pod) string {
-	i := p.Labels["batch.kubernetes.io/job-completion-index"]
-	return fmt.Sprintf("%6s", i)
+	return runtimes.JobPods(ctx, c, tj)
 }
 
 // statusOf is the job's Status: mpijob-manager's when it wrote one, else a

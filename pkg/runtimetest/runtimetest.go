@@ -7,7 +7,6 @@ package runtimetest
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strings"
 	"time"
 
@@ -19,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/runtimes"
@@ -114,7 +112,7 @@ func Run(ctx context.Context, c client.Client, ns string, rt *trainer.ClusterTra
 		p.Phase, last = s.Phase, s
 		// Pods are watched while the job runs: once it finishes, JobSet
 		// stops the Workers, so what they showed must be recorded before.
-		launcher, workers, err := pods(ctx, c, tj)
+		launcher, workers, err := runtimes.JobPods(ctx, c, tj)
 		if err != nil {
 			return false, err
 		}
@@ -127,23 +125,6 @@ func Run(ctx context.Context, c client.Client, ns string, rt *trainer.ClusterTra
 	p.Done = true
 	report()
 	return p, nil
-}
-
-func pods(ctx context.Context, c client.Client, tj *trainer.TrainJob) (launcher, workers []corev1.Pod, err error) {
-	l := &corev1.PodList{}
-	if err := c.List(ctx, l, client.InNamespace(tj.Namespace), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: tj.Name}); err != nil {
-		return nil, nil, err
-	}
-	for _, p := range l.Items {
-		switch p.Labels[jobsetv1alpha2.ReplicatedJobNameKey] {
-		case api.LauncherJob:
-			launcher = append(launcher, p)
-		case api.WorkerJob:
-			workers = append(workers, p)
-		}
-	}
-	sort.Slice(workers, func(i, j int) bool { return workers[i].Name < workers[j].Name })
-	return launcher, workers, nil
 }
 
 // live is the checks while the job runs: decided ones, and RUNNING.
