@@ -5,10 +5,12 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -67,7 +69,7 @@ func TestMetricsOverTime(t *testing.T) {
 			}
 			jobs[string(a.Labels["job"])] = true
 		}
-		return jobs["kubelet-resource"] && jobs["mpijob-manager"], "targets up: " + strings.Join(keys(jobs), ", ")
+		return jobs["kubelet-resource"] && jobs["mpijob-manager"], "targets up: " + strings.Join(slices.Sorted(maps.Keys(jobs)), ", ")
 	})
 
 	job := framework.UniqueName("metrics")
@@ -232,14 +234,6 @@ func maxValue(points [][2]float64) float64 {
 		m = max(m, p[1])
 	}
 	return m
-}
-
-func keys(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
 }
 
 // waitFor polls cond every 2 s until it holds, failing with its last word.
