@@ -3,6 +3,7 @@
 package config_test
 
 import (
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -29,7 +30,6 @@ func TestDefaultBuilds(t *testing.T) {
 	}
 	sort.Strings(got)
 	want := []string{
-		"Certificate/mpijob-webhook-cert",
 		"ClusterRole/mpijob-dashboard",
 		"ClusterRole/mpijob-edit",
 		"ClusterRole/mpijob-manager",
@@ -49,16 +49,18 @@ func TestDefaultBuilds(t *testing.T) {
 		"ClusterTrainingRuntime/mpi-openmpi5",
 		"Deployment/mpijob-dashboard",
 		"Deployment/mpijob-manager",
-		"Issuer/mpijob-selfsigned",
 		"MutatingWebhookConfiguration/mpijob-mutating-webhook-configuration",
 		"Namespace/mpijob-system",
 		"PodDisruptionBudget/mpijob-manager",
 		"Role/mpijob-kubeflow-trainer-public",
+		"Role/mpijob-manager-cert",
 		"Role/mpijob-manager-leader-election",
 		"Role/mpijob-manager-lease-reader",
 		"RoleBinding/mpijob-kubeflow-trainer-public",
+		"RoleBinding/mpijob-manager-cert",
 		"RoleBinding/mpijob-manager-leader-election",
 		"RoleBinding/mpijob-manager-lease-reader",
+		"Secret/mpijob-webhook-cert",
 		"Service/mpijob-dashboard",
 		"Service/mpijob-metrics",
 		"Service/mpijob-webhook-service",
@@ -72,9 +74,9 @@ func TestDefaultBuilds(t *testing.T) {
 }
 
 // TestManagerDeployment checks the release's manager: Pod Security
-// restricted, leader election on, its webhook certificate mounted where the
-// flag says, and webhook configurations that reach its Service with a CA
-// cert-manager injects.
+// restricted, leader election on, its certificate's Secret mounted where
+// the flag says, and webhook configurations that reach its Service, with
+// no cert-manager annotation (the manager writes its own CA).
 func TestManagerDeployment(t *testing.T) {
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
 	res, err := k.Run(filesys.MakeFsOnDisk(), "default")
@@ -99,8 +101,8 @@ func TestManagerDeployment(t *testing.T) {
 			}
 		case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
 			hooks++
-			if got := r.GetAnnotations()["cert-manager.io/inject-ca-from"]; got != "mpijob-system/mpijob-webhook-cert" {
-				t.Errorf("%s: inject-ca-from = %q", r.GetName(), got)
+			if got, ok := r.GetAnnotations()["cert-manager.io/inject-ca-from"]; ok {
+				t.Errorf("%s: config/default has inject-ca-from %q; only config/certmanager should", r.GetName(), got)
 			}
 			for _, h := range m["webhooks"].([]any) {
 				svc := h.(map[string]any)["clientConfig"].(map[string]any)["service"].(map[string]any)
@@ -138,6 +140,70 @@ func TestManagerDeployment(t *testing.T) {
 	}
 	if tpl.Spec.ServiceAccountName != "mpijob-manager" {
 		t.Errorf("serviceAccountName = %q", tpl.Spec.ServiceAccountName)
+	}
+	if v := tpl.Spec.Volumes; len(v) != 1 || v[0].Secret == nil || v[0].Secret.SecretName != "mpijob-webhook-cert" {
+		t.Errorf("volumes = %+v, want the Secret mpijob-webhook-cert", v)
+	}
+	if strings.Contains(args, "--cert-management=false") {
+		t.Errorf("config/default's manager does not manage its certificate: %q", args)
+	}
+	if dep.Spec.Replicas == nil || *dep.Spec.Replicas != 2 {
+		t.Errorf("replicas = %v, want 2", dep.Spec.Replicas)
+	}
+}
+
+// TestCertManagerOverlay: config/certmanager is config/default with a
+// cert-manager Certificate for both Services' names, the manager's own
+// certificate management off, and cert-manager's CA injection on both
+// webhook configurations.
+func TestCertManagerOverlay(t *testing.T) {
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	res, err := k.Run(filesys.MakeFsOnDisk(), "certmanager")
+	if err != nil {
+		t.Fatalf("kustomize build config/certmanager: %v", err)
+	}
+	hooks, certs := 0, 0
+	for _, r := range res.Resources() {
+		m, err := r.Map()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch r.GetKind() {
+		case "Deployment":
+			if r.GetName() != "mpijob-manager" {
+				continue
+			}
+			dep := appsv1.Deployment{}
+			if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &dep); err != nil {
+				t.Fatal(err)
+			}
+			if args := strings.Join(dep.Spec.Template.Spec.Containers[0].Args, " "); !strings.Contains(args, "--cert-management=false") {
+				t.Errorf("manager args %q lack --cert-management=false", args)
+			}
+		case "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration":
+			hooks++
+			if got := r.GetAnnotations()["cert-manager.io/inject-ca-from"]; got != "mpijob-system/mpijob-webhook-cert" {
+				t.Errorf("%s: inject-ca-from = %q", r.GetName(), got)
+			}
+		case "Certificate":
+			certs++
+			spec := m["spec"].(map[string]any)
+			var names []string
+			for _, n := range spec["dnsNames"].([]any) {
+				names = append(names, n.(string))
+			}
+			for _, want := range []string{"mpijob-webhook-service.mpijob-system.svc", "mpijob-metrics.mpijob-system.svc"} {
+				if !slices.Contains(names, want) {
+					t.Errorf("Certificate dnsNames %v lack %s", names, want)
+				}
+			}
+			if spec["secretName"] != "mpijob-webhook-cert" {
+				t.Errorf("Certificate secretName = %v", spec["secretName"])
+			}
+		}
+	}
+	if hooks != 2 || certs != 1 {
+		t.Errorf("config/certmanager: %d webhook configurations and %d Certificates, want 2 and 1", hooks, certs)
 	}
 }
 

@@ -4,10 +4,10 @@
 // one: admitted, or denied with its reason; then it lists what the cluster
 // holds, so a job lost (admitted, not there) or duplicated (there, never
 // admitted) shows. One in ten jobs is invalid on purpose (0 slots per
-// worker) and must be denied with the field. With -kill, mpijob-manager is
-// killed (SIGKILL) a quarter into the burst and started again: creates meet
-// a webhook that does not answer and must be refused, never let through
-// unvalidated. It prints admission latency (p50/p99) and an outcomes table.
+// worker) and must be denied with the field. With -kill, the leading
+// mpijob-manager pod is killed (grace 0) a quarter into the burst: the
+// other replica keeps serving, creates that meet the dead pod must be
+// refused, never let through unvalidated, and the Deployment replaces it. It prints admission latency (p50/p99) and an outcomes table.
 //
 //	go run ./bench/burst [-n 500] [-clients 20] [-kill]
 package main
@@ -17,12 +17,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net/http"
+
 	"os"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
+
 	"text/tabwriter"
 	"time"
 
@@ -33,6 +33,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -45,7 +46,7 @@ import (
 func main() {
 	n := flag.Int("n", 500, "TrainJob creates")
 	clients := flag.Int("clients", 20, "concurrent clients")
-	kill := flag.Bool("kill", false, "kill mpijob-manager a quarter into the burst and start it again")
+	kill := flag.Bool("kill", false, "kill the leading mpijob-manager pod a quarter into the burst")
 	flag.Parse()
 	if err := run(*n, *clients, *kill); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
@@ -117,7 +118,7 @@ func run(n, clients int, kill bool) error {
 			go func() {
 				defer close(killDone)
 				killedAt = time.Since(start)
-				killErr = killManager(opts)
+				killErr = killManager(ctx, opts, admin)
 				backAt = time.Since(start)
 			}()
 		}
@@ -166,7 +167,7 @@ func run(n, clients int, kill bool) error {
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "%d TrainJob creates from %d clients as dev-a (1 in 10 invalid on purpose), %s in all (%.0f/s)", n, clients, total.Round(time.Millisecond), float64(n)/total.Seconds())
 	if kill {
-		fmt.Fprintf(w, "; mpijob-manager killed at %s, serving again at %s", killedAt.Round(time.Millisecond), backAt.Round(time.Millisecond))
+		fmt.Fprintf(w, "; leading mpijob-manager pod killed at %s, 2 replicas Ready again at %s", killedAt.Round(time.Millisecond), backAt.Round(time.Millisecond))
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "\nadmission latency\tcount\tp50\tp99\tmax\t")
@@ -253,37 +254,27 @@ func webhookName(msg string) string {
 	return name
 }
 
-// killManager kills mpijob-manager with SIGKILL and starts it again as it
-// was started, then waits for its webhook to answer.
-func killManager(opts localcluster.Options) error {
-	pid, err := localcluster.ProcessPID(opts, "mpijob-manager")
+// killManager kills the leading mpijob-manager pod at once (grace 0) and
+// waits until the Deployment runs two Ready replicas again; the other
+// replica serves the webhooks meanwhile.
+func killManager(ctx context.Context, opts localcluster.Options, admin client.Client) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", opts.KubeconfigPath())
 	if err != nil {
 		return err
 	}
-	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
 		return err
 	}
-	time.Sleep(2 * time.Second)
-	if err := localcluster.RestartProcess(opts, "mpijob-manager"); err != nil {
+	leader, err := localcluster.ManagerLeader(ctx, cs)
+	if err != nil || leader == "" {
+		return fmt.Errorf("no mpijob-manager pod leads (%v)", err)
+	}
+	if err := localcluster.DeleteManagerPod(ctx, admin, leader, localcluster.GraceNow); err != nil {
 		return err
 	}
-	// Serving again when its readiness check (webhook server started) passes.
-	deadline := time.Now().Add(time.Minute)
-	for time.Now().Before(deadline) {
-		resp, err := http.Get(managerReadyz)
-		if err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("mpijob-manager not ready a minute after its restart (%s)", managerReadyz)
+	return localcluster.WaitRollout(ctx, admin, localcluster.ManagerNamespace, localcluster.ManagerDeployment, 3*time.Minute)
 }
-
-// managerReadyz is the local cluster's mpijob-manager readiness check.
-const managerReadyz = "http://127.0.0.1:9453/readyz"
 
 func newClient(opts localcluster.Options, user string) (client.Client, error) {
 	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: opts.KubeconfigPath()}

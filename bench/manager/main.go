@@ -260,12 +260,12 @@ func (b *bench) disableManager(ctx context.Context) ([]*unstructured.Unstructure
 	if webhooksOnly {
 		return saved, nil
 	}
-	return saved, localcluster.StopProcess(b.opts, "mpijob-manager")
+	return saved, localcluster.ScaleManager(ctx, b.cl, 0, 3*time.Minute)
 }
 
 func (b *bench) enableManager(ctx context.Context, saved []*unstructured.Unstructured, ns string) error {
 	if !webhooksOnly {
-		if err := localcluster.RestartProcess(b.opts, "mpijob-manager"); err != nil {
+		if err := localcluster.ScaleManager(ctx, b.cl, 2, 3*time.Minute); err != nil {
 			return err
 		}
 	}
@@ -346,7 +346,7 @@ func cpuAndMemory(pid int) (cpu time.Duration, rss, peak int64, err error) {
 }
 
 func (b *bench) scale(ctx context.Context, jobs, workers int) error {
-	pid, err := localcluster.ProcessPID(b.opts, "mpijob-manager")
+	pid, err := b.leaderPID(ctx)
 	if err != nil {
 		return err
 	}
@@ -436,7 +436,7 @@ func ratio(a, b time.Duration) float64 { return 100 * (float64(a)/float64(b) - 1
 // diagnosis looks at every waiting job every 15 s) and the Workload List
 // calls the API server served in that minute.
 func (b *bench) queued(ctx context.Context, counts []int) error {
-	pid, err := localcluster.ProcessPID(b.opts, "mpijob-manager")
+	pid, err := b.leaderPID(ctx)
 	if err != nil {
 		return err
 	}
@@ -588,14 +588,20 @@ func (b *bench) apiserverCounts(ctx context.Context) (workloadLists, visibilityG
 			return 0, 0, err
 		}
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, framework.ManagerMetricsURL, nil)
+	leader, err := localcluster.ManagerLeader(ctx, cs)
+	if err != nil {
+		return 0, 0, err
+	}
+	url, tlsCfg, err := localcluster.ManagerMetrics(ctx, b.cl, leader)
+	if err != nil {
+		return 0, 0, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return 0, 0, err
 	}
 	req.Header.Set("Authorization", "Bearer "+b.scrapeToken)
-	// The local cluster's own CA signed the manager's certificate; this
-	// bench only reads a counter on this machine.
-	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg}}
 	resp, err := hc.Do(req)
 	if err != nil {
 		return 0, 0, err
@@ -640,4 +646,21 @@ func (b *bench) metricsToken(ctx context.Context, cs kubernetes.Interface) (stri
 	// RBAC reaches the manager's authorizer within a moment.
 	time.Sleep(2 * time.Second)
 	return tr.Status.Token, nil
+}
+
+// leaderPID is the process, on this machine, of the manager pod that leads
+// (the one that runs the controllers).
+func (b *bench) leaderPID(ctx context.Context) (int, error) {
+	cs, err := kubernetes.NewForConfig(b.restCfg)
+	if err != nil {
+		return 0, err
+	}
+	leader, err := localcluster.ManagerLeader(ctx, cs)
+	if err != nil {
+		return 0, err
+	}
+	if leader == "" {
+		return 0, fmt.Errorf("no mpijob-manager pod leads")
+	}
+	return localcluster.ManagerPID(leader)
 }

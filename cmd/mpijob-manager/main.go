@@ -5,8 +5,11 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"errors"
 	"flag"
 	"math"
+	"net/http"
 	"os"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -32,6 +35,7 @@ import (
 
 	mpiadmission "github.com/mpijob/mpijob/pkg/admission"
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/certs"
 	"github.com/mpijob/mpijob/pkg/diagnose"
 	"github.com/mpijob/mpijob/pkg/metrics"
 	"github.com/mpijob/mpijob/pkg/netpol"
@@ -43,17 +47,20 @@ import (
 func main() {
 	var (
 		metricsAddr, probeAddr, webhookHost, certDir, leaderNS string
-		metricsCertDir                                         string
+		certSecret, webhookService, metricsService             string
 		webhookPort, maxWorkers                                int
-		leaderElect, metricsSecure                             bool
+		leaderElect, metricsSecure, certManagement             bool
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "address of the metrics endpoint (HTTPS with authentication unless --metrics-secure=false); 0 disables it")
 	flag.BoolVar(&metricsSecure, "metrics-secure", true, "serve metrics over HTTPS and require an authorized token")
-	flag.StringVar(&metricsCertDir, "metrics-cert-dir", "", "folder with tls.crt and tls.key for the metrics endpoint (empty: a self-signed certificate made at start)")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 	flag.StringVar(&webhookHost, "webhook-host", "", "address the webhook server binds")
 	flag.IntVar(&webhookPort, "webhook-port", 9443, "port of the webhook server")
-	flag.StringVar(&certDir, "webhook-cert-dir", "", "folder with tls.crt and tls.key for the webhook server")
+	flag.StringVar(&certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "folder with tls.crt and tls.key (the Secret --webhook-cert-secret mounted) for the webhook server and the metrics endpoint")
+	flag.BoolVar(&certManagement, "cert-management", true, "make and rotate the serving certificate in the Secret --webhook-cert-secret and write its CA into mpijob's webhook configurations (cert-controller); false when cert-manager or OpenShift's service CA provides both")
+	flag.StringVar(&certSecret, "webhook-cert-secret", certs.SecretName, "Secret in the manager's namespace that holds the serving certificate")
+	flag.StringVar(&webhookService, "webhook-service", certs.WebhookServiceName, "Service the API server calls the webhooks through (the certificate names it)")
+	flag.StringVar(&metricsService, "metrics-service", certs.MetricsServiceName, "Service Prometheus scrapes the metrics through (the certificate names it too); empty for none")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so only one replica acts")
 	flag.StringVar(&leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease "+api.ManagerLeaseName+" (default: the pod's); clients read it to tell a stale status")
 	flag.IntVar(&maxWorkers, "max-workers", 256, "most Workers (nodes) a TrainJob of any framework may ask for where its runtime's policy.mpijob.dev/max-workers says nothing; 0 lifts the cap")
@@ -71,7 +78,11 @@ func main() {
 		}
 	}
 	cfg := ctrl.GetConfigOrDie()
-	metricsOpts := metricsserver.Options{BindAddress: metricsAddr, SecureServing: metricsSecure, CertDir: metricsCertDir}
+	// The metrics endpoint serves the webhook's certificate (it names the
+	// metrics Service too) once it is mounted.
+	var metricsCert certs.Lazy
+	metricsOpts := metricsserver.Options{BindAddress: metricsAddr, SecureServing: metricsSecure,
+		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = metricsCert.GetCertificate }}}
 	if metricsSecure {
 		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
@@ -124,14 +135,42 @@ func main() {
 	}
 
 	lookup := runtimes.RuntimeLookup{Client: mgr.GetClient(), Live: mgr.GetAPIReader()}
-	hooks := mgr.GetWebhookServer()
-	hooks.Register(mpiadmission.MutatePath, admission.WithDefaulter(scheme, &mpiadmission.Defaulter{Runtimes: lookup}))
-	hooks.Register(mpiadmission.ValidatePath, admission.WithValidator(scheme, &mpiadmission.Validator{
-		Runtimes: lookup, Client: mgr.GetAPIReader(), MaxWorkers: int32(maxWorkers), Manager: self.Status.UserInfo.Username,
-		Pods: mgr.GetClient(),
-	}))
-	hooks.Register(mpiadmission.ValidateClusterRuntimePath, admission.WithValidator(scheme, mpiadmission.ClusterRuntimeValidator{}))
-	hooks.Register(mpiadmission.ValidateRuntimePath, admission.WithValidator(scheme, mpiadmission.RuntimeValidator{Client: mgr.GetAPIReader()}))
+	// The webhooks are served once the serving certificate is there: made
+	// by cert-controller's rotator (every replica runs it), or, with
+	// --cert-management=false, provided by cert-manager or the platform.
+	certsReady := make(chan struct{})
+	if certManagement {
+		if err := certs.Manage(mgr, certs.Config{
+			Namespace: certs.Namespace(), SecretName: certSecret, WebhookServiceName: webhookService,
+			MetricsServiceName: metricsService, CertDir: certDir,
+		}, certsReady); err != nil {
+			log.Error(err, "failed to set up certificate rotation")
+			os.Exit(1)
+		}
+	} else {
+		close(certsReady)
+	}
+	ctx := ctrl.SetupSignalHandler()
+	go func() {
+		select {
+		case <-certsReady:
+		case <-ctx.Done():
+			return
+		}
+		log.Info("serving certificate ready", "dir", certDir)
+		if err := metricsCert.Load(ctx, certDir); err != nil {
+			log.Error(err, "failed to load the serving certificate", "dir", certDir)
+			os.Exit(1)
+		}
+		hooks := mgr.GetWebhookServer()
+		hooks.Register(mpiadmission.MutatePath, admission.WithDefaulter(scheme, &mpiadmission.Defaulter{Runtimes: lookup}))
+		hooks.Register(mpiadmission.ValidatePath, admission.WithValidator(scheme, &mpiadmission.Validator{
+			Runtimes: lookup, Client: mgr.GetAPIReader(), MaxWorkers: int32(maxWorkers), Manager: self.Status.UserInfo.Username,
+			Pods: mgr.GetClient(),
+		}))
+		hooks.Register(mpiadmission.ValidateClusterRuntimePath, admission.WithValidator(scheme, mpiadmission.ClusterRuntimeValidator{}))
+		hooks.Register(mpiadmission.ValidateRuntimePath, admission.WithValidator(scheme, mpiadmission.RuntimeValidator{Client: mgr.GetAPIReader()}))
+	}()
 	log.Info("admission", "manager", self.Status.UserInfo.Username, "maxWorkers", maxWorkers)
 	// Free capacity counts every bound pod of the cluster: a cache of its
 	// own keeps them, stripped to their node, phase and resources.
@@ -177,12 +216,21 @@ func main() {
 		log.Error(err, "failed to add the health check")
 		os.Exit(1)
 	}
-	if err := mgr.AddReadyzCheck("readyz", mgr.GetWebhookServer().StartedChecker()); err != nil {
+	// Ready once the webhooks answer, so a rollout or a Service never sends
+	// admission requests to a replica still waiting for its certificate.
+	if err := mgr.AddReadyzCheck("readyz", func(req *http.Request) error {
+		select {
+		case <-certsReady:
+			return mgr.GetWebhookServer().StartedChecker()(req)
+		default:
+			return errors.New("the serving certificate is not ready")
+		}
+	}); err != nil {
 		log.Error(err, "failed to add the readiness check")
 		os.Exit(1)
 	}
 	log.Info("starting mpijob-manager")
-	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+	if err := mgr.Start(ctx); err != nil {
 		log.Error(err, "manager stopped")
 		os.Exit(1)
 	}

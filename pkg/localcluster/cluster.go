@@ -29,6 +29,10 @@ type Cluster struct {
 	restCfg   *rest.Config
 	clientset kubernetes.Interface
 	client    client.Client
+	// projectRefs and projectTars are the images of mpijob-manager and
+	// mpijob-dashboard built from this checkout (BuildProjectImages).
+	projectRefs map[string]string
+	projectTars []string
 }
 
 // New returns a Cluster for opts that reports progress to out.
@@ -76,6 +80,11 @@ func (c *Cluster) Up(ctx context.Context) error {
 			return err
 		}
 	}
+	refs, tars, err := BuildProjectImages(ctx, c.opts, p)
+	if err != nil {
+		return err
+	}
+	c.projectRefs, c.projectTars = refs, tars
 	ip, err := hostIP()
 	if err != nil {
 		return err
@@ -134,7 +143,7 @@ func (c *Cluster) Up(ctx context.Context) error {
 	}
 	done()
 
-	done = p.Step("installing mpijob runtimes, users, namespaces and quotas")
+	done = p.Step("installing mpijob (config/default: mpijob-manager ×2 with its webhooks, mpijob-dashboard, runtimes, roles), then users, namespaces and quotas")
 	if err := c.installProject(ctx); err != nil {
 		return err
 	}

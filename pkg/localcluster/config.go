@@ -34,9 +34,6 @@ const (
 	trainerHealthPort  = 9451
 	jobsetHealthPort   = 9452
 	kwokServerPort     = 10247
-	managerWebhookPort = 9445
-	managerMetricsPort = 9446
-	managerHealthPort  = 9453
 	// DashboardPort serves mpijob-dashboard on 127.0.0.1.
 	DashboardPort    = 9090
 	kueueWebhookPort = 9447

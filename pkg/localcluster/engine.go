@@ -133,6 +133,15 @@ func (c *Cluster) installEngine(ctx context.Context) error {
 	if err := c.installKueueVisibility(ctx, cl, dirs["sigs.k8s.io/kueue"]); err != nil {
 		return err
 	}
+	// What Trainer's own install creates (its namespace and public
+	// ConfigMap), which config/default's roles refer to.
+	objs, err := manifests.ParseFiles(filepath.Join(c.opts.RepoRoot, "config", "dev", "trainer-public.yaml"))
+	if err != nil {
+		return err
+	}
+	if err := manifests.Apply(ctx, cl, fieldOwner, objs); err != nil {
+		return err
+	}
 	ca := c.pki.caPEM
 	for _, s := range webhookSources {
 		objs, err := manifests.ParseFiles(filepath.Join(dirs[s.mod], s.file))
@@ -465,42 +474,23 @@ func (c *Cluster) waitHealthy(ctx context.Context, name string, port int) error 
 	})
 }
 
-// installProject applies mpijob's own manifests (the aggregated roles, the
-// MPI runtimes, the development users, namespaces and quotas) and starts
-// mpijob-manager, built from this checkout, with its webhooks.
+// installProject installs mpijob as a user does (config/default: roles,
+// runtimes, the mpijob-manager and mpijob-dashboard Deployments with the
+// images built from this checkout, webhooks through their Service), then
+// the development users, namespaces and quotas (config/dev), and starts
+// the development dashboard on the host.
 func (c *Cluster) installProject(ctx context.Context) error {
+	if err := c.importProjectImages(ctx, c.projectTars); err != nil {
+		return err
+	}
+	if err := c.installRelease(ctx, c.projectRefs); err != nil {
+		return err
+	}
 	cl, err := c.newClient()
 	if err != nil {
 		return err
 	}
-	objs, err := manifests.ParseFiles(filepath.Join(c.opts.RepoRoot, "config", "rbac", "manager"))
-	if err != nil {
-		return err
-	}
-	if err := manifests.Apply(ctx, cl, fieldOwner, objs); err != nil {
-		return err
-	}
-	if err := c.startManager(ctx); err != nil {
-		return err
-	}
-	objs, err = manifests.ParseFiles(filepath.Join(c.opts.RepoRoot, "config", "webhook", "manifests.yaml"))
-	if err != nil {
-		return err
-	}
-	for _, o := range objs {
-		if err := repointWebhooks(o, "", managerWebhookPort, c.pki.caPEM); err != nil {
-			return err
-		}
-	}
-	if err := manifests.Apply(ctx, cl, fieldOwner, objs); err != nil {
-		return err
-	}
-	// One apply, so the namespaces of all three come first.
-	var dirs []string
-	for _, dir := range []string{"config/rbac/aggregate", "config/runtimes", "config/dev"} {
-		dirs = append(dirs, filepath.Join(c.opts.RepoRoot, dir))
-	}
-	objs, err = manifests.ParseFiles(dirs...)
+	objs, err := manifests.ParseFiles(filepath.Join(c.opts.RepoRoot, "config", "dev"))
 	if err != nil {
 		return err
 	}
@@ -540,39 +530,6 @@ func (c *Cluster) startDashboard(ctx context.Context) error {
 		_ = resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
-}
-
-// startManager builds mpijob-manager from this checkout (incremental, so
-// the cluster always runs the code being developed) and starts it.
-func (c *Cluster) startManager(ctx context.Context) error {
-	bin := c.opts.bin("mpijob-manager")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/mpijob-manager")
-	cmd.Dir = c.opts.RepoRoot
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("failed to build mpijob-manager: %w\n%s", err, out)
-	}
-	certDir := c.opts.path("manager-certs")
-	if err := c.writeWebhookCerts(certDir); err != nil {
-		return err
-	}
-	// The manager acts as its ServiceAccount, with config/rbac/manager's
-	// role only, as it would in a cluster.
-	kubeconfig, err := c.serviceAccountKubeconfig(ctx, "mpijob-system", "mpijob-manager")
-	if err != nil {
-		return err
-	}
-	args := []string{
-		"--kubeconfig=" + kubeconfig,
-		"--webhook-host=127.0.0.1", fmt.Sprintf("--webhook-port=%d", managerWebhookPort), "--webhook-cert-dir=" + certDir,
-		// As in a cluster: the Lease tells clients whether a manager runs.
-		"--leader-elect", "--leader-election-namespace=mpijob-system",
-		fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", managerMetricsPort), "--metrics-cert-dir=" + certDir,
-		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", managerHealthPort),
-	}
-	if err := c.startProcess("mpijob-manager", bin, args, nil); err != nil {
-		return err
-	}
-	return c.waitHealthy(ctx, "mpijob-manager", managerHealthPort)
 }
 
 // serviceAccountKubeconfig writes a kubeconfig that authenticates as a

@@ -277,18 +277,3 @@ func TestCheckPortsNamesTheBusyPort(t *testing.T) {
 		t.Errorf("error is not one line: %q", err)
 	}
 }
-
-func TestMovePorts(t *testing.T) {
-	got, health, err := movePorts([]string{"--kubeconfig=/k", "--webhook-port=9445", "--metrics-bind-address=127.0.0.1:9446",
-		"--health-probe-bind-address=127.0.0.1:9453", "--leader-elect"}, 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{"--kubeconfig=/k", "--webhook-port=9545", "--metrics-bind-address=127.0.0.1:9546", "--health-probe-bind-address=127.0.0.1:9553", "--leader-elect"}
-	if diff := cmp.Diff(want, got); diff != "" || health != "127.0.0.1:9553" {
-		t.Errorf("args (-want,+got):\n%s\nhealth %q", diff, health)
-	}
-	if _, _, err := movePorts([]string{"--webhook-port=x"}, 1); err == nil {
-		t.Error("a bad port was moved")
-	}
-}

@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/yaml"
 
+	"github.com/mpijob/mpijob/pkg/certs"
 	"github.com/mpijob/mpijob/pkg/manifests"
 )
 
@@ -24,7 +25,8 @@ const ScrapeInterval = 5 * time.Second
 
 // startPrometheus starts the metrics store: Prometheus, built from its Go
 // module, scraping every real node's kubelet (/metrics/resource: CPU and
-// memory per container) and mpijob-manager, as the ServiceAccount of
+// memory per container) and each mpijob-manager pod (found through the
+// API, as a Prometheus in the cluster finds them), as the ServiceAccount of
 // config/monitoring with that folder's recording rules.
 func (c *Cluster) startPrometheus(ctx context.Context) error {
 	cl, err := c.newClient()
@@ -56,8 +58,22 @@ func (c *Cluster) startPrometheus(ctx context.Context) error {
 	for i := 1; i <= c.opts.RealNodes; i++ {
 		nodes = append(nodes, nodeName(i))
 	}
+	// The manager's certificate comes from its own CA (its rotator's, in
+	// the Secret the pods mount); the pods are found through the API.
+	sec, err := c.clientset.CoreV1().Secrets(ManagerNamespace).Get(ctx, certs.SecretName, metav1.GetOptions{})
+	if err != nil {
+		return fmt.Errorf("failed to read mpijob-manager's CA (Secret %s/%s): %w", ManagerNamespace, certs.SecretName, err)
+	}
+	managerCA := filepath.Join(dir, "mpijob-manager-ca.crt")
+	if err := os.WriteFile(managerCA, sec.Data["ca.crt"], 0o644); err != nil {
+		return err
+	}
+	kubeconfig, err := c.serviceAccountKubeconfig(ctx, "mpijob-monitoring", "prometheus")
+	if err != nil {
+		return err
+	}
 	cfg, err := prometheusConfig(prometheusTargets{
-		Nodes: nodes, Manager: fmt.Sprintf("127.0.0.1:%d", managerMetricsPort),
+		Nodes: nodes, ManagerCA: managerCA, Kubeconfig: kubeconfig,
 		CA: c.pki.path("ca", "crt"), TokenFile: token,
 		Rules: filepath.Join(c.opts.RepoRoot, "config", "monitoring", "recording-rules.yaml"),
 	})
@@ -83,14 +99,19 @@ func (c *Cluster) startPrometheus(ctx context.Context) error {
 	})
 }
 
+// managerMetricsName is the name mpijob-manager's certificate has for its
+// metrics: the Service's.
+var managerMetricsName = certs.MetricsServiceName + "." + ManagerNamespace + ".svc"
+
 // prometheusTargets is what the local Prometheus scrapes and with what.
 type prometheusTargets struct {
 	// Nodes are the real nodes' names (their kubelets serve on :10250
 	// with a certificate for that name).
 	Nodes []string
-	// Manager is mpijob-manager's metrics address (HTTPS).
-	Manager string
-	// CA verifies the kubelets and the manager; TokenFile authenticates.
+	// ManagerCA verifies mpijob-manager's certificate (its own CA);
+	// Kubeconfig is how Prometheus finds the manager pods.
+	ManagerCA, Kubeconfig string
+	// CA verifies the kubelets; TokenFile authenticates.
 	CA, TokenFile string
 	// Rules is the recording rules file.
 	Rules string
@@ -117,10 +138,21 @@ func prometheusConfig(t prometheusTargets) ([]byte, error) {
 				"job_name": "kubelet-resource", "scheme": "https", "metrics_path": "/metrics/resource",
 				"authorization": auth, "tls_config": tlsCfg, "static_configs": kubelets,
 			},
+			// Every replica of the Deployment, by pod IP and the port named
+			// metrics; the certificate names the metrics Service.
 			{
 				"job_name": "mpijob-manager", "scheme": "https", "metrics_path": "/metrics",
-				"authorization": auth, "tls_config": tlsCfg,
-				"static_configs": []static{{Targets: []string{t.Manager}}},
+				"authorization": auth,
+				"tls_config":    map[string]any{"ca_file": t.ManagerCA, "server_name": managerMetricsName},
+				"kubernetes_sd_configs": []map[string]any{{
+					"role": "pod", "kubeconfig_file": t.Kubeconfig,
+					"namespaces": map[string]any{"names": []string{ManagerNamespace}},
+					"selectors":  []map[string]any{{"role": "pod", "label": "app.kubernetes.io/name=" + ManagerDeployment}},
+				}},
+				"relabel_configs": []map[string]any{
+					{"source_labels": []string{"__meta_kubernetes_pod_container_port_name"}, "regex": "metrics", "action": "keep"},
+					{"source_labels": []string{"__meta_kubernetes_pod_name"}, "target_label": "manager_pod"},
+				},
 			},
 		},
 	}

@@ -8,11 +8,13 @@ import (
 )
 
 // The local Prometheus scrapes every real node's kubelet resource metrics
-// and the manager, both over TLS checked against the cluster CA, with the
-// ServiceAccount token, and loads the recording rules.
+// (TLS checked against the cluster CA) and each manager pod it finds
+// through the API (TLS checked against the manager's own CA and the
+// metrics Service's name), with the ServiceAccount token, and loads the
+// recording rules.
 func TestPrometheusConfig(t *testing.T) {
 	b, err := prometheusConfig(prometheusTargets{
-		Nodes: []string{"mpijob-node-1", "mpijob-node-2"}, Manager: "127.0.0.1:9446",
+		Nodes: []string{"mpijob-node-1", "mpijob-node-2"}, ManagerCA: "/s/prometheus/mpijob-manager-ca.crt", Kubeconfig: "/s/prometheus.kubeconfig",
 		CA: "/s/pki/ca.crt", TokenFile: "/s/prometheus/token", Rules: "/repo/config/monitoring/recording-rules.yaml",
 	})
 	if err != nil {
@@ -22,13 +24,27 @@ func TestPrometheusConfig(t *testing.T) {
 		Targets []string          `json:"targets"`
 		Labels  map[string]string `json:"labels"`
 	}
+	type sd struct {
+		Role           string              `json:"role"`
+		KubeconfigFile string              `json:"kubeconfig_file"`
+		Namespaces     map[string][]string `json:"namespaces"`
+		Selectors      []map[string]string `json:"selectors"`
+	}
+	type relabel struct {
+		SourceLabels []string `json:"source_labels"`
+		Regex        string   `json:"regex,omitempty"`
+		Action       string   `json:"action,omitempty"`
+		TargetLabel  string   `json:"target_label,omitempty"`
+	}
 	type scrape struct {
-		JobName       string            `json:"job_name"`
-		Scheme        string            `json:"scheme"`
-		MetricsPath   string            `json:"metrics_path"`
-		Authorization map[string]string `json:"authorization"`
-		TLSConfig     map[string]string `json:"tls_config"`
-		StaticConfigs []static          `json:"static_configs"`
+		JobName        string            `json:"job_name"`
+		Scheme         string            `json:"scheme"`
+		MetricsPath    string            `json:"metrics_path"`
+		Authorization  map[string]string `json:"authorization"`
+		TLSConfig      map[string]string `json:"tls_config"`
+		StaticConfigs  []static          `json:"static_configs"`
+		KubernetesSD   []sd              `json:"kubernetes_sd_configs"`
+		RelabelConfigs []relabel         `json:"relabel_configs"`
 	}
 	var got struct {
 		Global        map[string]string `json:"global"`
@@ -45,7 +61,18 @@ func TestPrometheusConfig(t *testing.T) {
 			{Targets: []string{"mpijob-node-1:10250"}, Labels: map[string]string{"node": "mpijob-node-1"}},
 			{Targets: []string{"mpijob-node-2:10250"}, Labels: map[string]string{"node": "mpijob-node-2"}},
 		}},
-		{JobName: "mpijob-manager", Scheme: "https", MetricsPath: "/metrics", Authorization: auth, TLSConfig: ca, StaticConfigs: []static{{Targets: []string{"127.0.0.1:9446"}}}},
+		{
+			JobName: "mpijob-manager", Scheme: "https", MetricsPath: "/metrics", Authorization: auth,
+			TLSConfig: map[string]string{"ca_file": "/s/prometheus/mpijob-manager-ca.crt", "server_name": "mpijob-metrics.mpijob-system.svc"},
+			KubernetesSD: []sd{{
+				Role: "pod", KubeconfigFile: "/s/prometheus.kubeconfig", Namespaces: map[string][]string{"names": {"mpijob-system"}},
+				Selectors: []map[string]string{{"role": "pod", "label": "app.kubernetes.io/name=mpijob-manager"}},
+			}},
+			RelabelConfigs: []relabel{
+				{SourceLabels: []string{"__meta_kubernetes_pod_container_port_name"}, Regex: "metrics", Action: "keep"},
+				{SourceLabels: []string{"__meta_kubernetes_pod_name"}, TargetLabel: "manager_pod"},
+			},
+		},
 	}
 	if d := cmp.Diff(want, got.ScrapeConfigs); d != "" {
 		t.Errorf("scrape configs (-want +got):\n%s", d)

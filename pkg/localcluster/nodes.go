@@ -132,6 +132,10 @@ evictionHard:
   nodefs.inodesFree: "1%%"
 maxPods: 110
 nodeStatusUpdateFrequency: 10s
+# Pods are synced every 10 s (default 1 m), so a Secret's new content (the
+# certificate mpijob-manager's rotator writes at first install) reaches
+# its volume within seconds.
+syncFrequency: 10s
 enforceNodeAllocatable: [pods]
 `, n.addr, n.addr, p.path("ca", "crt"), p.path(n.name+"-serving", "crt"), p.path(n.name+"-serving", "key"),
 		n.cgroupRoot(), DNSAddress, clusterDomain, n.socket(), filepath.Join(n.state, "pod-logs"))

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,26 +60,6 @@ type procSpec struct {
 	Bin  string   `json:"bin"`
 	Args []string `json:"args"`
 	Env  []string `json:"env,omitempty"`
-}
-
-// RestartProcess stops one process of the running cluster (SIGTERM, then
-// SIGKILL after 10 s) and starts it again as it was started. Tests use it
-// to restart mpijob-manager mid-job.
-func RestartProcess(opts Options, name string) error {
-	if os.Geteuid() != 0 {
-		return ErrNotRoot
-	}
-	b, err := os.ReadFile(filepath.Join(opts.runDir(), name+".cmd"))
-	if err != nil {
-		return fmt.Errorf("no process %s in the local cluster: %w", name, err)
-	}
-	var spec procSpec
-	if err := json.Unmarshal(b, &spec); err != nil {
-		return fmt.Errorf("unreadable start record of %s: %w", name, err)
-	}
-	stopPidFiles(opts.runDir(), 10*time.Second, func(n string) bool { return n == name })
-	c := &Cluster{opts: opts, pids: map[string]int{}}
-	return c.startProcess(name, spec.Bin, spec.Args, spec.Env)
 }
 
 // processAlive reports whether pid runs and is not a zombie.
@@ -224,89 +203,3 @@ func isOurs(pid int, runDir string) bool {
 
 // ErrNotRoot says the local cluster needs root.
 var ErrNotRoot = errors.New("the local cluster runs kubelets and containerd and must run as root: run it with sudo (or as root in a VM/container with cgroups)")
-
-// ProcessPID returns the pid of one process of the running cluster.
-func ProcessPID(opts Options, name string) (int, error) {
-	b, err := os.ReadFile(filepath.Join(opts.runDir(), name+".pid"))
-	if err != nil {
-		return 0, fmt.Errorf("no process %s in the local cluster: %w", name, err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || !processAlive(pid) {
-		return 0, fmt.Errorf("process %s of the local cluster is not running", name)
-	}
-	return pid, nil
-}
-
-// StopProcess stops one process of the running cluster (SIGTERM, then
-// SIGKILL after 10 s); RestartProcess starts it again.
-func StopProcess(opts Options, name string) error {
-	if os.Geteuid() != 0 {
-		return ErrNotRoot
-	}
-	if _, err := os.Stat(filepath.Join(opts.runDir(), name+".cmd")); err != nil {
-		return fmt.Errorf("no process %s in the local cluster: %w", name, err)
-	}
-	stopPidFiles(opts.runDir(), 10*time.Second, func(n string) bool { return n == name })
-	return nil
-}
-
-// StartReplica starts a second copy of process name (as it was started)
-// under the name replica, with every port flag (--webhook-port,
-// --metrics-bind-address, --health-probe-bind-address) moved by offset,
-// so both run side by side: a standby mpijob-manager waiting for the
-// leader Lease. StopProcess(opts, replica) stops it, and so does Down.
-// It returns the replica's health address (host:port).
-func StartReplica(opts Options, name, replica string, offset int) (string, error) {
-	if os.Geteuid() != 0 {
-		return "", ErrNotRoot
-	}
-	b, err := os.ReadFile(filepath.Join(opts.runDir(), name+".cmd"))
-	if err != nil {
-		return "", fmt.Errorf("no process %s in the local cluster: %w", name, err)
-	}
-	var spec procSpec
-	if err := json.Unmarshal(b, &spec); err != nil {
-		return "", fmt.Errorf("unreadable start record of %s: %w", name, err)
-	}
-	args, health, err := movePorts(spec.Args, offset)
-	if err != nil {
-		return "", err
-	}
-	c := &Cluster{opts: opts, pids: map[string]int{}}
-	return health, c.startProcess(replica, spec.Bin, args, spec.Env)
-}
-
-// movePorts moves the port of every port flag in args by offset and
-// returns the health probe's address.
-func movePorts(args []string, offset int) ([]string, string, error) {
-	out := make([]string, 0, len(args))
-	var health string
-	for _, a := range args {
-		flag, value, ok := strings.Cut(a, "=")
-		switch {
-		case ok && flag == "--webhook-port":
-			p, err := strconv.Atoi(value)
-			if err != nil {
-				return nil, "", fmt.Errorf("%s: %w", a, err)
-			}
-			a = fmt.Sprintf("%s=%d", flag, p+offset)
-		case ok && (flag == "--metrics-bind-address" || flag == "--health-probe-bind-address"):
-			host, port, err := net.SplitHostPort(value)
-			if err != nil {
-				return nil, "", fmt.Errorf("%s: %w", a, err)
-			}
-			p, err := strconv.Atoi(port)
-			if err != nil {
-				return nil, "", fmt.Errorf("%s: %w", a, err)
-			}
-			value = net.JoinHostPort(host, strconv.Itoa(p+offset))
-			a = flag + "=" + value
-			if flag == "--health-probe-bind-address" {
-				health = value
-			}
-		}
-		out = append(out, a)
-	}
-	return out, health, nil
-}

@@ -69,7 +69,7 @@ func toolModules() []toolModule {
 			Packages: []string{"github.com/prometheus/prometheus/cmd/prometheus"},
 			Outputs:  []string{"prometheus"},
 			LDFlags:  "-s -w -X github.com/prometheus/common/version.Version=" + PrometheusVersion,
-			Tags:     "remove_all_sd",
+			Tags:     "remove_all_sd,enable_kubernetes_sd",
 		},
 	}
 }

@@ -1,10 +1,12 @@
 package manifests
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
 func TestParse(t *testing.T) {
@@ -89,5 +91,76 @@ metadata: {name: team-a}
 	}
 	if diff := cmp.Diff([]string{"Namespace", "LocalQueue", "ConfigMap"}, got); diff != "" {
 		t.Errorf("InstallOrder (-want,+got):\n%s", diff)
+	}
+}
+
+func TestSetImages(t *testing.T) {
+	dep := func(images ...string) string {
+		var cs strings.Builder
+		for i, img := range images {
+			fmt.Fprintf(&cs, "      - {name: c%d, image: %q}\n", i, img)
+		}
+		return "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: d, namespace: n}\nspec:\n  template:\n    spec:\n      containers:\n" + cs.String()
+	}
+	images := map[string]string{"ghcr.io/mpijob/mpijob-manager": "ghcr.io/mpijob/mpijob-manager:dev-1", "localhost:5000/x": "localhost:5000/x:2"}
+	cases := map[string]struct {
+		in    string
+		want  []string
+		wantN int
+	}{
+		"tag replaced": {in: dep("ghcr.io/mpijob/mpijob-manager:v0.1.0"), want: []string{"ghcr.io/mpijob/mpijob-manager:dev-1"}, wantN: 1},
+		"digest replaced": {in: dep("ghcr.io/mpijob/mpijob-manager@sha256:abc"), want: []string{"ghcr.io/mpijob/mpijob-manager:dev-1"}, wantN: 1},
+		"registry port is not a tag": {in: dep("localhost:5000/x"), want: []string{"localhost:5000/x:2"}, wantN: 1},
+		"other images kept": {
+			in:   dep("ghcr.io/mpijob/mpijob-manager-other:v1", "ghcr.io/mpijob/mpijob-manager:v0.1.0"),
+			want: []string{"ghcr.io/mpijob/mpijob-manager-other:v1", "ghcr.io/mpijob/mpijob-manager:dev-1"}, wantN: 1,
+		},
+		"not a Deployment": {in: "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - {name: c, image: ghcr.io/mpijob/mpijob-manager:v0.1.0}\n", wantN: 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs, err := Parse(strings.NewReader(tc.in), "in.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := SetImages(objs, images)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if n != tc.wantN {
+				t.Errorf("replaced %d, want %d", n, tc.wantN)
+			}
+			if tc.want == nil {
+				return
+			}
+			cs, _, _ := unstructured.NestedSlice(objs[0].Object, "spec", "template", "spec", "containers")
+			var got []string
+			for _, c := range cs {
+				got = append(got, c.(map[string]any)["image"].(string))
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("images (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestKustomizeInstallOrder(t *testing.T) {
+	objs, err := Kustomize("../../config/default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := objs[len(objs)-1].GetKind()
+	if !strings.HasSuffix(last, "WebhookConfiguration") || objs[0].GetKind() != "Namespace" {
+		t.Errorf("config/default's order starts with %s and ends with %s; want Namespace first and the webhook configurations last", objs[0].GetKind(), last)
+	}
+	// What kustomize builds takes an image override (its numbers are JSON
+	// numbers, which unstructured's deep copy needs).
+	n, err := SetImages(objs, map[string]string{"ghcr.io/mpijob/mpijob-manager": "m:1", "ghcr.io/mpijob/mpijob-dashboard": "d:1"})
+	if err != nil || n != 2 {
+		t.Errorf("SetImages on config/default replaced %d images (err %v), want the manager's and the dashboard's", n, err)
+	}
+	if _, err := Kustomize("../../config/nosuch"); err == nil || !strings.Contains(err.Error(), "config/nosuch") {
+		t.Errorf("a missing folder: err = %v, want one naming it", err)
 	}
 }

@@ -326,16 +326,10 @@ func (c *Cluster) WaitForPods(t testing.TB, ns, trainJob, replicatedJob string, 
 	return placed
 }
 
-// ManagerMetricsURL is where the local cluster's mpijob-manager serves metrics.
-const ManagerMetricsURL = "https://127.0.0.1:9446/metrics"
-
 // UniqueName returns prefix plus a random suffix, for objects in shared
 // namespaces (team-a): reusing a TrainJob name while the last job's pods
 // still terminate lets the new Launcher reach the old Workers.
 func UniqueName(prefix string) string { return prefix + "-" + utilrand.String(5) }
-
-// ManagerHealthURL is the local cluster's mpijob-manager readiness endpoint.
-const ManagerHealthURL = "http://127.0.0.1:9453/readyz"
 
 // CopyRuntime creates a copy of the ClusterTrainingRuntime base (its
 // labels and spec, no annotations), changed by mutate, under a unique name

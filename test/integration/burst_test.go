@@ -8,7 +8,6 @@ import (
 	"os"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -20,7 +19,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/localcluster"
 	"github.com/mpijob/mpijob/test/framework"
 )
@@ -40,35 +38,25 @@ func TestCreateBurstAccountsForEveryCreate(t *testing.T) {
 	}
 }
 
-// The same burst with mpijob-manager killed (SIGKILL) a quarter in and
-// started again: creates that meet no webhook are refused (failurePolicy
-// Fail), never admitted unvalidated, and still none is lost or duplicated.
+// The same burst with the leading mpijob-manager pod killed (grace 0) a
+// quarter in: the other replica keeps serving the webhooks, creates that
+// met the killed pod are refused (failurePolicy Fail), never admitted
+// unvalidated, and still none is lost or duplicated; the Deployment
+// replaces the pod and a replica leads again.
 func TestManagerDownDuringCreateBurst(t *testing.T) {
 	c := framework.Get(t)
-	wd, _ := os.Getwd()
-	opts, err := localcluster.DefaultOptions(wd)
-	if err != nil {
-		t.Fatal(err)
+	if os.Getenv("MPIJOB_KUBECONFIG") != "" {
+		t.Skip("kills a mpijob-manager pod of the local cluster; MPIJOB_KUBECONFIG points elsewhere")
 	}
+	ctx := context.Background()
 	ns := burstNamespace(t, c)
-	holder := func() string {
-		l, err := c.Clientset.CoordinationV1().Leases(api.ManagerLeaseNamespace).Get(context.Background(), api.ManagerLeaseName, metav1.GetOptions{})
-		if err != nil || l.Spec.HolderIdentity == nil {
-			return ""
-		}
-		return *l.Spec.HolderIdentity
+	killed, err := localcluster.ManagerLeader(ctx, c.Clientset)
+	if err != nil || killed == "" {
+		t.Fatalf("no mpijob-manager pod leads (%v)", err)
 	}
-	killed := holder()
 	outcomes := createBurst(t, c, ns, 500, 20, func() {
-		pid, err := localcluster.ProcessPID(opts, "mpijob-manager")
-		if err != nil {
-			t.Errorf("mpijob-manager: %v", err)
-			return
-		}
-		_ = syscall.Kill(pid, syscall.SIGKILL)
-		time.Sleep(2 * time.Second)
-		if err := localcluster.RestartProcess(opts, "mpijob-manager"); err != nil {
-			t.Errorf("restart mpijob-manager: %v", err)
+		if err := localcluster.DeleteManagerPod(ctx, c.Client, killed, localcluster.GraceNow); err != nil {
+			t.Errorf("kill manager pod %s: %v", killed, err)
 		}
 	})
 	defer drain(t, c, ns)
@@ -78,19 +66,16 @@ func TestManagerDownDuringCreateBurst(t *testing.T) {
 			unavailable += n
 		}
 	}
-	if unavailable == 0 {
-		t.Errorf("no create met the killed webhook (outcomes %v): the kill came too late to test anything", outcomes)
+	t.Logf("with pod %s killed during the burst: %d creates met no webhook and were refused; outcomes %v", killed, unavailable, outcomes)
+	// One manager alone refuses everything from the kill until it is back
+	// (100 of 450 admitted when it ran as one process); the second replica
+	// keeps most of the burst admitted.
+	if outcomes["admitted"] < 225 {
+		t.Errorf("only %d of 450 valid creates admitted (%d refused for an unavailable webhook): the other replica did not keep serving", outcomes["admitted"], unavailable)
 	}
-	waitManagerReady(t)
-	// A killed leader keeps its Lease until it expires: the restarted
-	// manager leads (writes statuses) only then. The tests after this one
-	// need a leading manager.
-	err = wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		h := holder()
-		return h != "" && h != killed, nil
-	})
-	if err != nil {
-		t.Errorf("the restarted mpijob-manager does not lead a minute after the kill (Lease holder %q)", holder())
+	waitManagerReady(t, c)
+	if leader, _ := localcluster.ManagerLeader(ctx, c.Clientset); leader == killed {
+		t.Errorf("the killed pod %s still holds the Lease", killed)
 	}
 }
 

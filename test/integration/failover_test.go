@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,44 +17,24 @@ import (
 	"github.com/mpijob/mpijob/test/framework"
 )
 
-// Leader failover: a standby mpijob-manager (a second process with the
-// same identity, other ports) takes over when the leader stops while jobs
-// start and finish. The Lease changes hands at once (the leader hands it
-// back), no status is lost or goes backwards, and no transition's Event is
-// written twice. The local cluster runs the manager as host processes, so
-// this is failover between processes, not pods.
+// Leader failover: the leading mpijob-manager pod is deleted while jobs
+// start and finish; the other replica of the Deployment takes over within
+// the lease duration, no status is lost or goes backwards, and no
+// transition's Event is written twice. The Deployment then brings back a
+// second replica.
 func TestManagerDownLeaderFailover(t *testing.T) {
 	c := framework.Get(t)
 	if os.Getenv("MPIJOB_KUBECONFIG") != "" {
-		t.Skip("starts and stops the local cluster's mpijob-manager; MPIJOB_KUBECONFIG points elsewhere")
+		t.Skip("deletes the local cluster's mpijob-manager pods; MPIJOB_KUBECONFIG points elsewhere")
 	}
 	ctx := context.Background()
-	wd, _ := os.Getwd()
-	opts, err := localcluster.DefaultOptions(wd)
-	if err != nil {
-		t.Fatal(err)
+	leader, err := localcluster.ManagerLeader(ctx, c.Clientset)
+	if err != nil || leader == "" {
+		t.Fatalf("no mpijob-manager pod holds the Lease (%v)", err)
 	}
-	holder := func() string {
-		l, err := c.Clientset.CoordinationV1().Leases(api.ManagerLeaseNamespace).Get(ctx, api.ManagerLeaseName, metav1.GetOptions{})
-		if err != nil || l.Spec.HolderIdentity == nil {
-			return ""
-		}
-		return *l.Spec.HolderIdentity
-	}
-	leader := holder()
-	if leader == "" {
-		t.Fatal("mpijob-manager holds no Lease")
-	}
-	health, err := localcluster.StartReplica(opts, "mpijob-manager", "mpijob-manager-standby", 100)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Stopping the standby last hands the Lease back to the cluster's own
-	// manager (restarted below).
-	t.Cleanup(func() { _ = localcluster.StopProcess(opts, "mpijob-manager-standby") })
-	waitHealthy(t, "http://"+health+"/healthz", "the standby mpijob-manager")
-	if h := holder(); h != leader {
-		t.Fatalf("the standby took the Lease from a running leader (%s → %s)", leader, h)
+	pods, err := localcluster.ManagerPods(ctx, c.Client)
+	if err != nil || len(pods) != 2 {
+		t.Fatalf("want 2 mpijob-manager pods, got %d (%v)", len(pods), err)
 	}
 
 	ns := c.NewNamespace(t, "failover")
@@ -71,27 +50,23 @@ func TestManagerDownLeaderFailover(t *testing.T) {
 	c.WaitForStatus(t, ns, "steady", 2*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseRunning })
 
 	stopped := time.Now()
-	if err := localcluster.StopProcess(opts, "mpijob-manager"); err != nil {
+	if err := localcluster.DeleteManagerPod(ctx, c.Client, leader, nil); err != nil {
 		t.Fatal(err)
 	}
 	var newLeader string
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		newLeader = holder()
+		newLeader, _ = localcluster.ManagerLeader(ctx, c.Clientset)
 		return newLeader != "" && newLeader != leader, nil
 	}); err != nil {
 		t.Fatalf("no manager took over within 30 s (Lease holder %q)", newLeader)
 	}
 	took := time.Since(stopped)
-	t.Logf("failover: the standby led %s after the leader was stopped (lease duration 15 s)", took.Round(10*time.Millisecond))
+	t.Logf("failover: pod %s led %s after the leading pod %s was deleted (lease duration 15 s)", newLeader, took.Round(10*time.Millisecond), leader)
 	if took > 15*time.Second {
 		t.Errorf("failover took %s, longer than the lease duration", took)
 	}
-	// The cluster's own manager comes back as the standby (its webhooks
-	// serve again; the API server calls only its port).
-	if err := localcluster.RestartProcess(opts, "mpijob-manager"); err != nil {
-		t.Fatal(err)
-	}
-	waitManagerReady(t)
+	// The Deployment brings a second replica back.
+	waitManagerReady(t, c)
 
 	for _, name := range jobs {
 		s := c.WaitForStatus(t, ns, name, 2*time.Minute, func(s api.Status) bool { return s.Phase.Finished() })

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/localcluster"
 	"github.com/mpijob/mpijob/test/framework"
 )
 
@@ -87,7 +88,6 @@ func TestNetworkPolicyPerJob(t *testing.T) {
 func TestMetricsNeedAuthorization(t *testing.T) {
 	c := framework.Get(t)
 	ctx := context.Background()
-	url := framework.ManagerMetricsURL
 	ns := c.NewNamespace(t, "metrics")
 
 	// A job the manager has seen, so the counters exist.
@@ -119,6 +119,16 @@ func TestMetricsNeedAuthorization(t *testing.T) {
 	}
 	denied := token(t, c, ns, "nobody")
 
+	// The leading replica counts the jobs; its certificate is checked
+	// against the manager's own CA under the metrics Service's name.
+	leader, err := localcluster.ManagerLeader(ctx, c.Clientset)
+	if err != nil || leader == "" {
+		t.Fatalf("no mpijob-manager pod leads (%v)", err)
+	}
+	url, tlsCfg, err := localcluster.ManagerMetrics(ctx, c.Client, leader)
+	if err != nil {
+		t.Fatal(err)
+	}
 	cases := map[string]struct {
 		token    string
 		wantCode int
@@ -135,7 +145,7 @@ func TestMetricsNeedAuthorization(t *testing.T) {
 			var body string
 			// Authorization caches and RBAC propagation take a moment.
 			_ = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 20*time.Second, true, func(context.Context) (bool, error) {
-				code, body = scrape(t, url, tc.token)
+				code, body = scrape(t, url, tlsCfg, tc.token)
 				return code == tc.wantCode && strings.Contains(body, tc.wantBody), nil
 			})
 			if code != tc.wantCode {
@@ -158,10 +168,9 @@ func token(t *testing.T, c *framework.Cluster, ns, sa string) string {
 	return tr.Status.Token
 }
 
-func scrape(t *testing.T, url, token string) (int, string) {
+func scrape(t *testing.T, url string, tlsCfg *tls.Config, token string) (int, string) {
 	t.Helper()
-	// The manager's serving certificate is self-signed by controller-runtime.
-	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} //nolint:gosec // test of a local self-signed endpoint
+	hc := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: tlsCfg}}
 	req, err := http.NewRequest(http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)

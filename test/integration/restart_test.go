@@ -5,7 +5,6 @@ package integration
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"io"
 	"net/http"
 	"os"
@@ -45,15 +44,10 @@ func TestManagerDownRestartMidJob(t *testing.T) {
 	}
 	c.WaitForStatus(t, ns, "steady", 2*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseRunning })
 
-	wd, _ := os.Getwd()
-	opts, err := localcluster.DefaultOptions(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := localcluster.RestartProcess(opts, "mpijob-manager"); err != nil {
-		t.Fatalf("restart: %v", err)
-	}
-	waitManagerReady(t)
+	// Both replicas go and come back (a restart of the whole Deployment).
+	scaleManager(t, c, 0)
+	scaleManager(t, c, 2)
+	waitManagerReady(t, c)
 
 	s := c.WaitForStatus(t, ns, "steady", 2*time.Minute, func(s api.Status) bool { return s.Phase.Finished() })
 	if s.Phase != api.PhaseSucceeded {
@@ -108,25 +102,17 @@ func TestManagerDownStaleStatusAndNoAdmission(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	wd, _ := os.Getwd()
-	opts, err := localcluster.DefaultOptions(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
 	restarted := false
 	restart := func() {
 		if restarted {
 			return
 		}
 		restarted = true
-		if err := localcluster.RestartProcess(opts, "mpijob-manager"); err != nil {
-			t.Errorf("restart: %v", err)
-		}
-		waitManagerReady(t)
+		scaleManager(t, c, 2)
+		waitManagerReady(t, c)
 	}
-	if err := localcluster.StopProcess(opts, "mpijob-manager"); err != nil {
-		t.Fatal(err)
-	}
+	// Both replicas gone: no webhook answers, no controller runs.
+	scaleManager(t, c, 0)
 	t.Cleanup(restart)
 
 	cli := func(args ...string) (int, string) {
@@ -202,23 +188,38 @@ func dashboardGet(t *testing.T, c *framework.Cluster, user, path string) string 
 	return string(b)
 }
 
-func waitManagerReady(t *testing.T) {
+// scaleManager scales the mpijob-manager Deployment and waits for it.
+func scaleManager(t *testing.T, c *framework.Cluster, replicas int32) {
 	t.Helper()
-	waitHealthy(t, framework.ManagerHealthURL, "mpijob-manager after restart")
+	if err := localcluster.ScaleManager(context.Background(), c.Client, replicas, 3*time.Minute); err != nil {
+		t.Fatal(err)
+	}
 }
 
-// waitHealthy waits up to a minute for url to answer 200 OK.
-func waitHealthy(t *testing.T, url, what string) {
+// waitManagerReady waits until the Deployment runs both replicas, Ready
+// (their webhooks answer), and one of them leads.
+func waitManagerReady(t *testing.T, c *framework.Cluster) {
 	t.Helper()
-	hc := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{MinVersion: tls.VersionTLS12}}}
-	if err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, time.Minute, true, func(context.Context) (bool, error) {
-		resp, err := hc.Get(url)
-		if err != nil {
-			return false, nil //nolint:nilerr // not up yet
+	ctx := context.Background()
+	if err := localcluster.WaitRollout(ctx, c.Client, localcluster.ManagerNamespace, localcluster.ManagerDeployment, 3*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		leader, _ := localcluster.ManagerLeader(ctx, c.Clientset)
+		if leader == "" {
+			return false, nil
 		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK, nil
+		pods, err := localcluster.ManagerPods(ctx, c.Client)
+		if err != nil {
+			return false, nil //nolint:nilerr // keep polling
+		}
+		for _, p := range pods {
+			if p.Name == leader {
+				return true, nil
+			}
+		}
+		return false, nil
 	}); err != nil {
-		t.Fatalf("%s not ready: %v", what, err)
+		t.Fatal("no running mpijob-manager pod leads a minute after the rollout")
 	}
 }

@@ -1,0 +1,289 @@
+package localcluster
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mpijob/mpijob/pkg/manifests"
+)
+
+// ManagerNamespace is where the release install runs mpijob-manager and
+// mpijob-dashboard.
+const ManagerNamespace = "mpijob-system"
+
+// ManagerDeployment and DashboardDeployment are the release's Deployments.
+const (
+	ManagerDeployment   = "mpijob-manager"
+	DashboardDeployment = "mpijob-dashboard"
+)
+
+// projectImage is an image of mpijob's own, built from this checkout: a
+// static binary and the CA certificates, nothing else.
+type projectImage struct {
+	// Name is the binary and the image's last path element.
+	Name string
+	// Package is what `go build` builds.
+	Package string
+	// Repository is the image name config/default uses (the tag differs).
+	Repository string
+}
+
+var projectImages = []projectImage{
+	{Name: "mpijob-manager", Package: "./cmd/mpijob-manager", Repository: "ghcr.io/mpijob/mpijob-manager"},
+	{Name: "mpijob-dashboard", Package: "./cmd/mpijob-dashboard", Repository: "ghcr.io/mpijob/mpijob-dashboard"},
+}
+
+// caCertificates is Debian's bundle (package ca-certificates), copied into
+// the project's images so their binaries can verify what they call.
+const caCertificates = "/etc/ssl/certs/ca-certificates.crt"
+
+// nonRootUser is the images' user (numeric, for runAsNonRoot).
+const nonRootUser = "65532:65532"
+
+// BuildProjectImages builds mpijob-manager and mpijob-dashboard from this
+// checkout (the dashboard with the front end `make dashboard` built) as
+// OCI image tars with go-containerregistry, and returns, for each image
+// repository of config/default, the reference to run instead: the tag is
+// dev-<hash of the image's files>, so a rebuild of unchanged code reuses
+// the image and a change rolls the Deployment.
+func BuildProjectImages(ctx context.Context, opts Options, p *Progress) (map[string]string, []string, error) {
+	refs := map[string]string{}
+	var tars []string
+	for _, im := range projectImages {
+		done := p.Step("building image %s from this checkout", im.Repository)
+		ref, tar, err := buildProjectImage(ctx, opts, im)
+		if err != nil {
+			return nil, nil, err
+		}
+		done()
+		refs[im.Repository] = ref
+		tars = append(tars, tar)
+	}
+	return refs, tars, nil
+}
+
+func buildProjectImage(ctx context.Context, opts Options, im projectImage) (string, string, error) {
+	work := filepath.Join(imagesDir(opts), "work", im.Name)
+	_ = os.RemoveAll(work)
+	rootfs := filepath.Join(work, "rootfs")
+	if err := os.MkdirAll(filepath.Join(rootfs, "etc", "ssl", "certs"), 0o755); err != nil {
+		return "", "", err
+	}
+	defer func() { _ = os.RemoveAll(work) }()
+	bin := filepath.Join(rootfs, im.Name)
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, im.Package)
+	cmd.Dir = opts.RepoRoot
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", "", fmt.Errorf("failed to build %s (static): %w\n%s", im.Name, err, out)
+	}
+	if err := copyFile(caCertificates, filepath.Join(rootfs, caCertificates), 0o644); err != nil {
+		return "", "", fmt.Errorf("failed to copy %s into image %s (Debian package ca-certificates): %w", caCertificates, im.Name, err)
+	}
+	passwd := "root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"
+	if err := os.WriteFile(filepath.Join(rootfs, "etc", "passwd"), []byte(passwd), 0o644); err != nil {
+		return "", "", err
+	}
+	h := sha256.New()
+	for _, f := range []string{bin, filepath.Join(rootfs, caCertificates), filepath.Join(rootfs, "etc", "passwd")} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return "", "", err
+		}
+		h.Write(b)
+	}
+	hash := hex.EncodeToString(h.Sum(nil))[:12]
+	ref := im.Repository + ":dev-" + hash
+	dir := filepath.Join(imagesDir(opts), "project")
+	out := filepath.Join(dir, im.Name+"-"+hash+".tar")
+	if _, err := os.Stat(out); err == nil {
+		return ref, out, nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", err
+	}
+	// Only the newest build of each image is kept.
+	old, _ := filepath.Glob(filepath.Join(dir, im.Name+"-*.tar"))
+	for _, o := range old {
+		_ = os.Remove(o)
+	}
+	cfg := v1.Config{
+		Entrypoint: []string{"/" + im.Name},
+		User:       nonRootUser,
+		Env:        []string{"PATH=/", "SSL_CERT_FILE=" + caCertificates},
+		Labels:     map[string]string{"org.opencontainers.image.source": "mpijob " + im.Package},
+	}
+	if err := writeImage(rootfs, work+"-layer.tar", ref, cfg, out); err != nil {
+		return "", "", fmt.Errorf("failed to write image %s: %w", ref, err)
+	}
+	return ref, out, nil
+}
+
+// importProjectImages imports the project's image tars into every real
+// node's containerd (each tar once per node's content store).
+func (c *Cluster) importProjectImages(ctx context.Context, tars []string) error {
+	for i := 1; i <= c.opts.RealNodes; i++ {
+		n := c.realNode(i)
+		for _, t := range tars {
+			marker := filepath.Join(n.store, ".imported-"+filepath.Base(t))
+			if _, err := os.Stat(marker); err == nil {
+				continue
+			}
+			if err := run(ctx, "ctr", "--address", n.socket(), "-n", "k8s.io", "images", "import", "--platform", "linux/amd64", t); err != nil {
+				return fmt.Errorf("failed to import %s into %s: %w", t, n.name, err)
+			}
+			if err := os.WriteFile(marker, nil, 0o644); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// installRelease installs mpijob as a user does, `kubectl apply
+// --server-side -k config/default`, with the images just built, and waits
+// until both manager replicas serve the webhooks with their own
+// certificate and the dashboard answers.
+func (c *Cluster) installRelease(ctx context.Context, refs map[string]string) error {
+	cl, err := c.newClient()
+	if err != nil {
+		return err
+	}
+	objs, err := manifests.Kustomize(filepath.Join(c.opts.RepoRoot, "config", "default"))
+	if err != nil {
+		return err
+	}
+	if n, err := manifests.SetImages(objs, refs); err != nil {
+		return err
+	} else if n != len(refs) {
+		return fmt.Errorf("config/default: %d of the %d images built here are used by its Deployments", n, len(refs))
+	}
+	if err := manifests.Apply(ctx, cl, fieldOwner, objs); err != nil {
+		return err
+	}
+	return c.waitRelease(ctx, cl)
+}
+
+// waitRelease waits for the rollout of both Deployments and for the
+// manager's CA in its webhook configurations.
+func (c *Cluster) waitRelease(ctx context.Context, cl client.Client) error {
+	for _, name := range []string{ManagerDeployment, DashboardDeployment} {
+		if err := WaitRollout(ctx, cl, ManagerNamespace, name, 3*time.Minute); err != nil {
+			return fmt.Errorf("%w (kubectl -n %s describe deployment %s; kubectl -n %s logs deploy/%s)", err, ManagerNamespace, name, ManagerNamespace, name)
+		}
+	}
+	err := c.waitFor(ctx, "", 60*time.Second, func(ctx context.Context) bool {
+		m := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		v := &admissionregistrationv1.ValidatingWebhookConfiguration{}
+		if cl.Get(ctx, client.ObjectKey{Name: "mpijob-mutating-webhook-configuration"}, m) != nil ||
+			cl.Get(ctx, client.ObjectKey{Name: "mpijob-validating-webhook-configuration"}, v) != nil {
+			return false
+		}
+		for _, h := range m.Webhooks {
+			if len(h.ClientConfig.CABundle) == 0 {
+				return false
+			}
+		}
+		for _, h := range v.Webhooks {
+			if len(h.ClientConfig.CABundle) == 0 {
+				return false
+			}
+		}
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("mpijob-manager did not write its CA into mpijob's webhook configurations within 60s (kubectl -n %s logs deploy/%s): %w", ManagerNamespace, ManagerDeployment, err)
+	}
+	return nil
+}
+
+// loadRunning connects c to the running cluster (for Reload).
+func (c *Cluster) loadRunning() error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.opts.KubeconfigPath())
+	if err != nil {
+		return fmt.Errorf("the local cluster's kubeconfig is unreadable: %w", err)
+	}
+	c.restCfg = cfg
+	return nil
+}
+
+// WaitRollout waits until Deployment ns/name runs its current template on
+// every replica, all Ready, and no old pod is left.
+func WaitRollout(ctx context.Context, cl client.Client, ns, name string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	last := "not found"
+	for {
+		d := &appsv1.Deployment{}
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d); err == nil {
+			want := int32(1)
+			if d.Spec.Replicas != nil {
+				want = *d.Spec.Replicas
+			}
+			s := d.Status
+			if s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.ReadyReplicas == want &&
+				s.AvailableReplicas == want && s.Replicas == want {
+				return nil
+			}
+			last = fmt.Sprintf("%d of %d replicas updated, %d ready, %d in all", s.UpdatedReplicas, want, s.ReadyReplicas, s.Replicas)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("Deployment %s/%s did not roll out in %s: %s", ns, name, timeout, last)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+// Reload is the developer's inner loop on a running local cluster: it
+// rebuilds the mpijob-manager and mpijob-dashboard images from this
+// checkout, imports them into the nodes and applies config/default again
+// with them, so both Deployments roll to the new code (one replica at a
+// time: the webhooks stay served) without restarting the cluster or
+// touching its jobs. Unchanged code keeps its image and nothing rolls.
+func Reload(ctx context.Context, opts Options, out io.Writer) error {
+	if ok, msg := Status(ctx, opts); !ok {
+		return fmt.Errorf("%s", msg)
+	}
+	c := New(opts, out)
+	if err := c.loadRunning(); err != nil {
+		return err
+	}
+	refs, tars, err := BuildProjectImages(ctx, opts, c.progress)
+	if err != nil {
+		return err
+	}
+	done := c.progress.Step("importing %s into the nodes", strings.Join(sortedValues(refs), ", "))
+	if err := c.importProjectImages(ctx, tars); err != nil {
+		return err
+	}
+	done()
+	done = c.progress.Step("applying config/default and rolling mpijob-manager and mpijob-dashboard")
+	if err := c.installRelease(ctx, refs); err != nil {
+		return err
+	}
+	done()
+	return nil
+}
+
+func sortedValues(m map[string]string) []string {
+	var vs []string
+	for _, k := range sortedKeys(m) {
+		vs = append(vs, m[k])
+	}
+	return vs
+}
