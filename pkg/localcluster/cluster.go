@@ -47,6 +47,9 @@ type stateFile struct {
 	Ready      bool      `json:"ready"`
 	// OwnerPID is the mpijob-dev process that started the cluster.
 	OwnerPID int `json:"ownerPID"`
+	// CacheDir is the cache the cluster was started with (its nodes'
+	// content stores live there), whatever a later shell names.
+	CacheDir string `json:"cacheDir"`
 }
 
 // OwnedBy reports whether the running cluster was started by process pid. A
@@ -236,7 +239,7 @@ func leftovers(opts Options) bool {
 }
 
 func (c *Cluster) writeState(ready bool) error {
-	b, err := json.MarshalIndent(stateFile{StartedAt: time.Now(), Kubeconfig: c.opts.KubeconfigPath(), Ready: ready, OwnerPID: os.Getpid()}, "", "  ")
+	b, err := json.MarshalIndent(stateFile{StartedAt: time.Now(), Kubeconfig: c.opts.KubeconfigPath(), Ready: ready, OwnerPID: os.Getpid(), CacheDir: c.opts.CacheDir}, "", "  ")
 	if err != nil {
 		return err
 	}

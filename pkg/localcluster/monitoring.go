@@ -8,8 +8,10 @@ import (
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mpijob/mpijob/pkg/certs"
@@ -60,12 +62,8 @@ func (c *Cluster) startPrometheus(ctx context.Context) error {
 	}
 	// The manager's certificate comes from its own CA (its rotator's, in
 	// the Secret the pods mount); the pods are found through the API.
-	sec, err := c.clientset.CoreV1().Secrets(ManagerNamespace).Get(ctx, certs.SecretName, metav1.GetOptions{})
+	managerCA, err := c.writeManagerCA(ctx)
 	if err != nil {
-		return fmt.Errorf("failed to read mpijob-manager's CA (Secret %s/%s): %w", ManagerNamespace, certs.SecretName, err)
-	}
-	managerCA := filepath.Join(dir, "mpijob-manager-ca.crt")
-	if err := os.WriteFile(managerCA, sec.Data["ca.crt"], 0o644); err != nil {
 		return err
 	}
 	kubeconfig, err := c.serviceAccountKubeconfig(ctx, "mpijob-monitoring", "prometheus")
@@ -157,4 +155,23 @@ func prometheusConfig(t prometheusTargets) ([]byte, error) {
 		},
 	}
 	return yaml.Marshal(cfg)
+}
+
+// writeManagerCA copies the CA of mpijob-manager's certificate (from the
+// Secret its rotator keeps) to where Prometheus reads it; Reload writes it
+// again, as a reinstall makes a new CA (Prometheus re-reads the file).
+func (c *Cluster) writeManagerCA(ctx context.Context) (string, error) {
+	cl, err := c.newClient()
+	if err != nil {
+		return "", err
+	}
+	sec := &corev1.Secret{}
+	if err := cl.Get(ctx, client.ObjectKey{Namespace: ManagerNamespace, Name: certs.SecretName}, sec); err != nil {
+		return "", fmt.Errorf("failed to read mpijob-manager's CA (Secret %s/%s): %w", ManagerNamespace, certs.SecretName, err)
+	}
+	path := filepath.Join(c.opts.path("prometheus"), "mpijob-manager-ca.crt")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", err
+	}
+	return path, os.WriteFile(path, sec.Data["ca.crt"], 0o644)
 }

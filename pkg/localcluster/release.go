@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -172,10 +174,24 @@ func (c *Cluster) installRelease(ctx context.Context, refs map[string]string) er
 	} else if n != len(refs) {
 		return fmt.Errorf("config/default: %d of the %d images built here are used by its Deployments", n, len(refs))
 	}
-	if err := manifests.Apply(ctx, cl, fieldOwner, objs); err != nil {
+	// The runtimes come last, once the manager serves the webhook that
+	// validates them: a reinstall over webhook configurations left behind
+	// (their Service has no endpoints yet) would be refused otherwise.
+	var runtimes, rest []*unstructured.Unstructured
+	for _, o := range objs {
+		if o.GetKind() == "ClusterTrainingRuntime" {
+			runtimes = append(runtimes, o)
+		} else {
+			rest = append(rest, o)
+		}
+	}
+	if err := manifests.Apply(ctx, cl, fieldOwner, rest); err != nil {
 		return err
 	}
-	return c.waitRelease(ctx, cl)
+	if err := c.waitRelease(ctx, cl); err != nil {
+		return err
+	}
+	return manifests.Apply(ctx, cl, fieldOwner, runtimes)
 }
 
 // waitRelease waits for the rollout of both Deployments and for the
@@ -259,6 +275,12 @@ func Reload(ctx context.Context, opts Options, out io.Writer) error {
 	if ok, msg := Status(ctx, opts); !ok {
 		return fmt.Errorf("%s", msg)
 	}
+	if b, err := os.ReadFile(filepath.Join(opts.StateDir, "state.json")); err == nil {
+		var st stateFile
+		if json.Unmarshal(b, &st) == nil && st.CacheDir != "" {
+			opts.CacheDir = st.CacheDir
+		}
+	}
 	c := New(opts, out)
 	if err := c.loadRunning(); err != nil {
 		return err
@@ -274,6 +296,10 @@ func Reload(ctx context.Context, opts Options, out io.Writer) error {
 	done()
 	done = c.progress.Step("applying config/default and rolling mpijob-manager and mpijob-dashboard")
 	if err := c.installRelease(ctx, refs); err != nil {
+		return err
+	}
+	// A reinstall (after `kubectl delete -k config/default`) makes a new CA.
+	if _, err := c.writeManagerCA(ctx); err != nil {
 		return err
 	}
 	done()

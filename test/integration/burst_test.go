@@ -204,6 +204,8 @@ func classifyCreate(err error) string {
 		what := string(s.Reason)
 		if s.Details != nil && len(s.Details.Causes) > 0 {
 			what += " " + s.Details.Causes[0].Field
+		} else if len(s.Message) > 0 {
+			what += ": " + s.Message[:min(len(s.Message), 100)]
 		}
 		return "denied: " + what
 	}
