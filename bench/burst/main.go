@@ -267,8 +267,11 @@ func killManager(ctx context.Context, opts localcluster.Options, admin client.Cl
 		return err
 	}
 	leader, err := localcluster.ManagerLeader(ctx, cs)
-	if err != nil || leader == "" {
-		return fmt.Errorf("no mpijob-manager pod leads (%v)", err)
+	if err != nil {
+		return err
+	}
+	if leader == "" {
+		return errors.New("no mpijob-manager pod leads")
 	}
 	if err := localcluster.DeleteManagerPod(ctx, admin, leader, localcluster.GraceNow); err != nil {
 		return err

@@ -259,7 +259,7 @@ func WaitRollout(ctx context.Context, cl client.Client, ns, name string, timeout
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("Deployment %s/%s did not roll out in %s: %s", ns, name, timeout, last)
+			return fmt.Errorf("the Deployment %s/%s did not roll out in %s: %s", ns, name, timeout, last)
 		case <-time.After(500 * time.Millisecond):
 		}
 	}

@@ -43,7 +43,7 @@ func SetImages(objs []*unstructured.Unstructured, images map[string]string) (int
 		for _, field := range []string{"containers", "initContainers"} {
 			cs, found, err := unstructured.NestedSlice(o.Object, "spec", "template", "spec", field)
 			if err != nil {
-				return n, fmt.Errorf("Deployment %s: %w", objectName(o), err)
+				return n, fmt.Errorf("the Deployment %s: %w", objectName(o), err)
 			}
 			if !found {
 				continue

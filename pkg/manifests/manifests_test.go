@@ -108,8 +108,8 @@ func TestSetImages(t *testing.T) {
 		want  []string
 		wantN int
 	}{
-		"tag replaced": {in: dep("ghcr.io/mpijob/mpijob-manager:v0.1.0"), want: []string{"ghcr.io/mpijob/mpijob-manager:dev-1"}, wantN: 1},
-		"digest replaced": {in: dep("ghcr.io/mpijob/mpijob-manager@sha256:abc"), want: []string{"ghcr.io/mpijob/mpijob-manager:dev-1"}, wantN: 1},
+		"tag replaced":               {in: dep("ghcr.io/mpijob/mpijob-manager:v0.1.0"), want: []string{"ghcr.io/mpijob/mpijob-manager:dev-1"}, wantN: 1},
+		"digest replaced":            {in: dep("ghcr.io/mpijob/mpijob-manager@sha256:abc"), want: []string{"ghcr.io/mpijob/mpijob-manager:dev-1"}, wantN: 1},
 		"registry port is not a tag": {in: dep("localhost:5000/x"), want: []string{"localhost:5000/x:2"}, wantN: 1},
 		"other images kept": {
 			in:   dep("ghcr.io/mpijob/mpijob-manager-other:v1", "ghcr.io/mpijob/mpijob-manager:v0.1.0"),

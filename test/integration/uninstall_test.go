@@ -135,7 +135,7 @@ func TestManagerDownUninstallAndReinstall(t *testing.T) {
 	// The garbage collector deletes it once its owner is gone.
 	_ = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: rtName}, rt)
-		return err != nil || rt.DeletionTimestamp != nil, nil
+		return err != nil || rt.DeletionTimestamp != nil, nil //nolint:nilerr // gone counts as done
 	})
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: rtName}, rt); err != nil || rt.DeletionTimestamp == nil {
 		t.Errorf("per-job runtime %s after its job was deleted without mpijob: err %v, deleting %v; want it Terminating (docs/admin.md)", rtName, err, rt.DeletionTimestamp)

@@ -109,6 +109,13 @@ def test_admission_down_is_said_plainly():
     assert str(err).startswith("mpijob admission is unavailable, so no MPI job can be created or changed now")
     assert "validate.trainjob.mpijob.dev" in str(err)
 
+    class NoPods(Down):
+        body = json.dumps({"kind": "Status", "status": "Failure", "reason": "InternalError", "code": 500,
+                           "message": 'Internal error occurred: failed calling webhook "creator.trainjob.mpijob.dev": '
+                                      'failed to call webhook: Post "https://mpijob-webhook-service.mpijob-system.svc:443/m?timeout=10s": '
+                                      'no endpoints available for service "mpijob-webhook-service"'})
+    assert str(from_api_exception(NoPods())).startswith("mpijob admission is unavailable")
+
 
 def test_errors_are_classified_from_the_status_not_the_sentence():
     class Invalid:
