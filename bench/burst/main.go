@@ -239,6 +239,8 @@ func classify(err error) string {
 		what := string(s.Reason)
 		if d := s.Details; d != nil && len(d.Causes) > 0 {
 			what += " " + d.Causes[0].Field
+		} else if s.Message != "" {
+			what += ": " + s.Message[:min(len(s.Message), 90)]
 		}
 		return "denied: " + what
 	}
@@ -275,6 +277,22 @@ func killManager(ctx context.Context, opts localcluster.Options, admin client.Cl
 	}
 	if err := localcluster.DeleteManagerPod(ctx, admin, leader, localcluster.GraceNow); err != nil {
 		return err
+	}
+	// The Deployment's status still counts the killed pod for a moment:
+	// wait for its replacement first.
+	for {
+		pods, err := localcluster.ManagerPods(ctx, admin)
+		if err != nil {
+			return err
+		}
+		replaced := len(pods) == 2
+		for _, p := range pods {
+			replaced = replaced && p.Name != leader
+		}
+		if replaced {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	return localcluster.WaitRollout(ctx, admin, localcluster.ManagerNamespace, localcluster.ManagerDeployment, 3*time.Minute)
 }
