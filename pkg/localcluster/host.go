@@ -16,6 +16,8 @@ import (
 var debianPackages = []string{
 	"containerd", "runc", "containernetworking-plugins", "debootstrap", "iproute2",
 	"iptables", "ipset", "mount", "util-linux", "gcc", "libc6-dev",
+	// The CA bundle copied into the mpijob-manager and dashboard images.
+	"ca-certificates",
 }
 
 // preflight checks what the cluster needs from this machine and fails with
