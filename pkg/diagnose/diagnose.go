@@ -131,6 +131,9 @@ func Diagnose(in Input) api.Status {
 	switch {
 	case condTrue(tj, trainer.TrainJobComplete):
 		s.Phase = api.PhaseSucceeded
+		// Every Worker ran to the end, whether or not JobSet has already
+		// removed their pods when the job is seen Complete.
+		s.WorkersReady = s.WorkersTotal
 		s.CompletionTime = condTime(tj, trainer.TrainJobComplete)
 		s.Message = fmt.Sprintf("The job finished successfully on %s.", plural(int(s.WorkersTotal), "Worker", "Workers"))
 	case condTrue(tj, trainer.TrainJobFailed):

@@ -255,6 +255,17 @@ func TestDiagnose(t *testing.T) {
 			want: api.Status{Phase: api.PhaseSucceeded, Launcher: api.LauncherSucceeded, WorkersTotal: 2, WorkersReady: 2,
 				StartTime: ptr.To(metav1.NewTime(t0)), CompletionTime: ptr.To(metav1.NewTime(t0)), Message: "The job finished successfully on 2 Workers."},
 		},
+		"Launcher done, Workers stopped, job not yet Complete: still Running, never back to Pending": {
+			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Launcher: pods(launcher().terminated("Completed", 0))},
+			want: api.Status{Phase: api.PhaseRunning, Launcher: api.LauncherSucceeded, WorkersTotal: 2, StartTime: ptr.To(metav1.NewTime(t0)),
+				Message: "The Launcher finished; Trainer is completing the job."},
+		},
+		"Succeeded after JobSet removed the Workers: still every Worker counted": {
+			in: Input{TrainJob: job(2).cond(trainer.TrainJobComplete, "JobSetCompleted", "").obj(), JobSet: jobset(2),
+				Launcher: pods(launcher().terminated("Completed", 0))},
+			want: api.Status{Phase: api.PhaseSucceeded, Launcher: api.LauncherSucceeded, WorkersTotal: 2, WorkersReady: 2,
+				StartTime: ptr.To(metav1.NewTime(t0)), CompletionTime: ptr.To(metav1.NewTime(t0)), Message: "The job finished successfully on 2 Workers."},
+		},
 		"Worker OOMKilled names the Worker and its limit": {
 			next: []string{"Give each Worker more memory (a higher memory limit per worker) or run fewer slots per worker."},
 			in: Input{TrainJob: job(4).cond(trainer.TrainJobFailed, "JobSetFailed", "jobset failed").obj(), JobSet: jobset(4),

@@ -58,6 +58,11 @@ func explainProgress(in Input, s api.Status) (api.Phase, string, string, string)
 			return api.PhaseRunning, ReasonWorkerEvicted, p.Message, ranked(append([]string{p.NextStep}, p.NextSteps[min(1, len(p.NextSteps)):]...)...)
 		}
 		return api.PhaseRunning, ReasonLauncherFailed, "The Launcher failed; Trainer is finishing the job.", ""
+	case api.LauncherSucceeded:
+		// The Launcher ran, so every Worker had been placed: Workers gone
+		// now were stopped by the job's success (JobSet ends the others
+		// before Trainer marks the job Complete), not waiting to be placed.
+		return api.PhaseRunning, "", "The Launcher finished; Trainer is completing the job.", ""
 	}
 	if waiting := unscheduled(in.Workers); waiting > 0 || int32(len(in.Workers)) < s.WorkersTotal {
 		if waiting == 0 {

@@ -29,7 +29,7 @@ await step('dev-a creates a job through the wizard', async () => {
   check(await next(page).isDisabled(), 'Next is disabled while the name is bad');
   await page.screenshot({ path: `${shots}/wizard-basics-error.png` });
   await page.getByLabel('Name', { exact: true }).fill(job);
-  check(!(await next(page).isDisabled()), 'a good name enables Next');
+  check(await enabledSoon(next(page)), 'a good name enables Next');
   await next(page).click();
 
   // Configuration: 0 Workers is refused before submit.
@@ -112,7 +112,7 @@ await step('dev-a edits and resubmits a job killed for memory', async () => {
   const mem = await page.getByLabel('Memory per Worker').inputValue();
   check(mem === process.env.OOM_MEMORY, `the memory per Worker is raised to ${process.env.OOM_MEMORY} (got ${mem})`);
   await page.getByTestId('quota').filter({ hasText: 'Fits' }).waitFor({ timeout: 10000 });
-  check(!(await next(page).isDisabled()), 'the raised memory fits the quota and the resubmit can go on');
+  check(await enabledSoon(next(page)), 'the raised memory fits the quota and the resubmit can go on');
   await page.screenshot({ path: `${shots}/wizard-resubmit-oom.png` });
   await ctx.close();
 });
@@ -128,3 +128,14 @@ await step('viewer-a cannot create', async () => {
 });
 
 await finish('wizard');
+
+// enabledSoon waits up to 5 s for a button to become enabled: the wizard
+// re-validates after each keystroke (and asks the server about quota), so a
+// loaded machine may take a moment to re-render.
+async function enabledSoon(locator) {
+  for (let i = 0; i < 50; i++) {
+    if (!(await locator.isDisabled())) return true;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return false;
+}
