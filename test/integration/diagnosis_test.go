@@ -121,8 +121,19 @@ func TestDiagnosisOfRealFailures(t *testing.T) {
 			if err := framework.Submit(context.Background(), c.Client, job, tc.job.Runtime()); err != nil {
 				t.Fatal(err)
 			}
+			// The diagnosis may name the reason before it knows all of the
+			// why (a Worker is unscheduled before the scheduler has said
+			// why): wait for the whole message.
 			s := c.WaitForStatus(t, ns, job.Name, 3*time.Minute, func(s api.Status) bool {
-				return (tc.wantPhase == "" || s.Phase == tc.wantPhase) && s.Reason == tc.wantReason
+				if (tc.wantPhase != "" && s.Phase != tc.wantPhase) || s.Reason != tc.wantReason {
+					return false
+				}
+				for _, want := range tc.wantMessage {
+					if !strings.Contains(s.Message, want) {
+						return false
+					}
+				}
+				return true
 			})
 			for _, want := range tc.wantMessage {
 				if !strings.Contains(s.Message, want) {
