@@ -33,6 +33,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -280,19 +281,19 @@ func killManager(ctx context.Context, opts localcluster.Options, admin client.Cl
 	}
 	// The Deployment's status still counts the killed pod for a moment:
 	// wait for its replacement first.
-	for {
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		pods, err := localcluster.ManagerPods(ctx, admin)
 		if err != nil {
-			return err
+			return false, err
 		}
 		replaced := len(pods) == 2
 		for _, p := range pods {
 			replaced = replaced && p.Name != leader
 		}
-		if replaced {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
+		return replaced, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the killed pod %s is not replaced: %w", leader, err)
 	}
 	return localcluster.WaitRollout(ctx, admin, localcluster.ManagerNamespace, localcluster.ManagerDeployment, 3*time.Minute)
 }

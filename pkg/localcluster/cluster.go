@@ -56,12 +56,22 @@ type stateFile struct {
 // foreground `make dev` whose cluster a later run replaced must not stop
 // the newer one on Ctrl-C.
 func OwnedBy(opts Options, pid int) bool {
+	s, err := readState(opts)
+	return err == nil && s.OwnerPID == pid
+}
+
+// readState reads the running cluster's record; it fails when there is
+// none. A record that does not decode reads as empty (no owner, no cache).
+func readState(opts Options) (stateFile, error) {
+	var s stateFile
 	b, err := os.ReadFile(filepath.Join(opts.StateDir, "state.json"))
 	if err != nil {
-		return false
+		return s, err
 	}
-	var s stateFile
-	return json.Unmarshal(b, &s) == nil && s.OwnerPID == pid
+	if json.Unmarshal(b, &s) != nil {
+		s = stateFile{}
+	}
+	return s, nil
 }
 
 // Up builds what is missing and starts the whole cluster. A cluster left
@@ -336,12 +346,10 @@ func killStrays(opts Options) {
 
 // Status says whether the local cluster runs and answers.
 func Status(ctx context.Context, opts Options) (bool, string) {
-	b, err := os.ReadFile(filepath.Join(opts.StateDir, "state.json"))
+	s, err := readState(opts)
 	if err != nil {
 		return false, "the local cluster is not running: start it with `make dev`"
 	}
-	var s stateFile
-	_ = json.Unmarshal(b, &s)
 	cfg, err := clientcmd.BuildConfigFromFlags("", opts.KubeconfigPath())
 	if err != nil {
 		return false, fmt.Sprintf("the local cluster's kubeconfig is unreadable: %v", err)

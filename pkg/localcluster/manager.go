@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -73,19 +74,14 @@ func ScaleManager(ctx context.Context, cl client.Client, replicas int32, timeout
 	if replicas > 0 {
 		return WaitRollout(ctx, cl, ManagerNamespace, ManagerDeployment, timeout)
 	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	for {
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		l := &corev1.PodList{}
-		if err := cl.List(ctx, l, client.InNamespace(ManagerNamespace), managerSelector); err == nil && len(l.Items) == 0 {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("manager pods still exist %s after scaling to 0", timeout)
-		case <-time.After(200 * time.Millisecond):
-		}
+		return cl.List(ctx, l, client.InNamespace(ManagerNamespace), managerSelector) == nil && len(l.Items) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("manager pods still exist %s after scaling to 0", timeout)
 	}
+	return nil
 }
 
 // DeleteManagerPod deletes one manager pod; grace 0 kills it at once.

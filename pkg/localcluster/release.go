@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -17,7 +16,9 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/manifests"
@@ -240,29 +241,22 @@ func (c *Cluster) loadRunning() error {
 // WaitRollout waits until Deployment ns/name runs its current template on
 // every replica, all Ready, and no old pod is left.
 func WaitRollout(ctx context.Context, cl client.Client, ns, name string, timeout time.Duration) error {
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
 	last := "not found"
-	for {
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		d := &appsv1.Deployment{}
-		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d); err == nil {
-			want := int32(1)
-			if d.Spec.Replicas != nil {
-				want = *d.Spec.Replicas
-			}
-			s := d.Status
-			if s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.ReadyReplicas == want &&
-				s.AvailableReplicas == want && s.Replicas == want {
-				return nil
-			}
-			last = fmt.Sprintf("%d of %d replicas updated, %d ready, %d in all", s.UpdatedReplicas, want, s.ReadyReplicas, s.Replicas)
+		if err := cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d); err != nil {
+			return false, nil //nolint:nilerr // not there yet: keep polling
 		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the Deployment %s/%s did not roll out in %s: %s", ns, name, timeout, last)
-		case <-time.After(500 * time.Millisecond):
-		}
+		want := ptr.Deref(d.Spec.Replicas, 1)
+		s := d.Status
+		last = fmt.Sprintf("%d of %d replicas updated, %d ready, %d in all", s.UpdatedReplicas, want, s.ReadyReplicas, s.Replicas)
+		return s.ObservedGeneration >= d.Generation && s.UpdatedReplicas == want && s.ReadyReplicas == want &&
+			s.AvailableReplicas == want && s.Replicas == want, nil
+	})
+	if err != nil {
+		return fmt.Errorf("the Deployment %s/%s did not roll out in %s: %s", ns, name, timeout, last)
 	}
+	return nil
 }
 
 // Reload is the developer's inner loop on a running local cluster: it
@@ -275,11 +269,8 @@ func Reload(ctx context.Context, opts Options, out io.Writer) error {
 	if ok, msg := Status(ctx, opts); !ok {
 		return fmt.Errorf("%s", msg)
 	}
-	if b, err := os.ReadFile(filepath.Join(opts.StateDir, "state.json")); err == nil {
-		var st stateFile
-		if json.Unmarshal(b, &st) == nil && st.CacheDir != "" {
-			opts.CacheDir = st.CacheDir
-		}
+	if st, err := readState(opts); err == nil && st.CacheDir != "" {
+		opts.CacheDir = st.CacheDir
 	}
 	c := New(opts, out)
 	if err := c.loadRunning(); err != nil {
