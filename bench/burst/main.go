@@ -35,6 +35,7 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/kubectl/pkg/util/podutils"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -286,9 +287,11 @@ func killManager(ctx context.Context, opts localcluster.Options, admin client.Cl
 		if err != nil {
 			return false, err
 		}
+		// Both pods Ready, neither the killed one: the Deployment's own
+		// status still counts the killed pod Ready for a moment.
 		replaced := len(pods) == 2
 		for _, p := range pods {
-			replaced = replaced && p.Name != leader
+			replaced = replaced && p.Name != leader && podutils.IsPodReady(&p)
 		}
 		return replaced, nil
 	})
@@ -323,3 +326,4 @@ func pct(sorted []time.Duration, p int) time.Duration {
 	}
 	return sorted[i].Round(100 * time.Microsecond)
 }
+
