@@ -86,6 +86,11 @@ docs: sdk-venv ## Regenerate docs/cli.md from the commands and docs/sdk.md from 
 	$(GO) run ./cmd/kubectl-mpijob docs --output docs/cli.md
 	$(VENV)/bin/python sdk/python/tools/gendoc.py docs/sdk.md
 
+REGISTRY ?=
+.PHONY: images
+images: $(DEV) dashboard ## Build every MPI image (OpenMPI 4 and 5, MPICH, Intel MPI) into the cache and the running cluster; with REGISTRY=quay.io/team also push them and mpijob's own, and write config/registry.
+	$(DEV) images --all $(if $(REGISTRY),--push $(REGISTRY) --overlay config/registry)
+
 .PHONY: toolchain
 toolchain: $(DEV) ## Build the pinned cluster toolchain and MPI images into the cache.
 	$(DEV) build

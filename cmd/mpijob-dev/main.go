@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -30,7 +31,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newUpCmd(), newDownCmd(), newStatusCmd(), newBuildCmd(), newReloadCmd())
+	root.AddCommand(newUpCmd(), newDownCmd(), newStatusCmd(), newBuildCmd(), newReloadCmd(), newImagesCmd())
 	return root
 }
 
@@ -181,5 +182,85 @@ func newBuildCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&skipImages, "skip-images", false, "build only the toolchain")
+	return cmd
+}
+
+func newImagesCmd() *cobra.Command {
+	var all bool
+	var push, overlay string
+	cmd := &cobra.Command{
+		Use:   "images [NAME...]",
+		Short: "Build MPI images (and import them into the running local cluster), or push them to your registry",
+		Long: `Build the named MPI images, or every one with --all, cached by their inputs.
+When the local cluster runs, each is imported into its nodes, so jobs on the
+runtime that uses it start. make dev builds only openmpi and mpich; the other
+flavours are built here, once.
+
+With --push REGISTRY every image (and mpijob-manager's and mpijob-dashboard's)
+goes to your registry as REGISTRY/NAME:TAG, and --overlay DIR writes a
+kustomization over config/default that installs from there, pinned by digest.`,
+		Example: `  mpijob-dev images openmpi5 intel
+  mpijob-dev images --all
+  mpijob-dev images --all --push quay.io/my-team --overlay config/registry`,
+		ValidArgs: localcluster.ImageNames(),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			opts, err := options()
+			if err != nil {
+				return err
+			}
+			if os.Geteuid() != 0 {
+				return localcluster.ErrNotRoot
+			}
+			imgs, err := localcluster.SelectImages(args, all)
+			if err != nil {
+				return err
+			}
+			if overlay != "" && push == "" {
+				return errors.New("--overlay needs --push REGISTRY: the overlay points at the pushed images")
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			out := cmd.OutOrStdout()
+			if push == "" {
+				return localcluster.EnsureImages(ctx, opts, out, imgs, "asked for by mpijob-dev images")
+			}
+			if err := localcluster.ValidRegistry(push); err != nil {
+				return err
+			}
+			pushed, err := localcluster.PushImages(ctx, opts, out, imgs, push, all)
+			if err != nil {
+				return err
+			}
+			for _, p := range pushed {
+				fmt.Fprintf(out, "%-44s -> %s\n", p.Ref, p.To)
+			}
+			if overlay == "" {
+				return nil
+			}
+			abs, err := filepath.Abs(overlay)
+			if err != nil {
+				return err
+			}
+			base, err := filepath.Rel(abs, filepath.Join(opts.RepoRoot, "config", "default"))
+			if err != nil {
+				return err
+			}
+			b, err := localcluster.RegistryOverlay(base, pushed)
+			if err != nil {
+				return err
+			}
+			if err := os.MkdirAll(abs, 0o755); err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(abs, "kustomization.yaml"), b, 0o644); err != nil {
+				return err
+			}
+			fmt.Fprintf(out, "\nwrote %s; install mpijob from your registry with\n  kubectl apply --server-side -k %s\n", filepath.Join(overlay, "kustomization.yaml"), overlay)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&all, "all", false, "every MPI image")
+	cmd.Flags().StringVar(&push, "push", "", "push to this registry and path, e.g. quay.io/my-team (credentials from docker or podman login)")
+	cmd.Flags().StringVar(&overlay, "overlay", "", "with --push: write a kustomization over config/default that installs from the registry into this folder")
 	return cmd
 }

@@ -193,9 +193,6 @@ func convert(job *mpiv2.MPIJob) (*Result, error) {
 		return nil, &Error{Field: "spec.mpiImplementation", Problem: fmt.Sprintf("%q is unknown", impl), Fix: "use OpenMPI, Intel or MPICH"}
 	}
 	c.note("spec.mpiImplementation", Mapped, "%s → runtime %s", impl, runtimeName)
-	if launcherAsWorker && runtimeName != "mpi-openmpi-gpu" {
-		return nil, &Error{Field: "spec.runLauncherAsWorker", Problem: fmt.Sprintf("is not supported with %s", impl), Fix: "mpijob's Launcher hosts ranks only with OpenMPI (mpi-openmpi-gpu)"}
-	}
 	base, err := shippedRuntime(runtimeName)
 	if err != nil {
 		return nil, err
@@ -216,22 +213,20 @@ func convert(job *mpiv2.MPIJob) (*Result, error) {
 	c.note("metadata", Mapped, "name, namespace, labels and annotations kept")
 
 	// Workers and slots.
-	if separateLauncher {
+	switch {
+	case separateLauncher && launcherAsWorker:
+		tj.Spec.Trainer.NumNodes = ptr.To(workers + 1)
+		c.note("spec.mpiReplicaSpecs.Worker.replicas", Changed, "%d + the Launcher (runLauncherAsWorker) → spec.trainer.numNodes %d: on %s the Launcher hosts no ranks, so one more Worker keeps the number of rank hosts", workers, workers+1, runtimeName)
+	case separateLauncher:
 		tj.Spec.Trainer.NumNodes = ptr.To(workers)
 		c.note("spec.mpiReplicaSpecs.Worker.replicas", Mapped, "%d → spec.trainer.numNodes %d", workers, workers)
-	} else {
+	case launcherAsWorker:
 		tj.Spec.Trainer.NumNodes = ptr.To(workers + 1)
-		if launcherAsWorker {
-			c.note("spec.mpiReplicaSpecs.Worker.replicas", Mapped, "%d + the Launcher (runLauncherAsWorker) → spec.trainer.numNodes %d", workers, workers+1)
-		} else {
-			c.note("spec.mpiReplicaSpecs.Worker.replicas", Changed, "%d → spec.trainer.numNodes %d: on %s the Launcher hosts ranks too (one more rank host than before)", workers, workers+1, runtimeName)
-		}
-	}
-	if launcherAsWorker && separateLauncher {
-		tj.Spec.Trainer.NumNodes = ptr.To(workers + 1)
-		c.note("spec.runLauncherAsWorker", Changed, "mpijob's Launcher hosts no ranks: %d Workers instead of %d + the Launcher, the same number of rank hosts", workers+1, workers)
-	} else if launcherAsWorker {
+		c.note("spec.mpiReplicaSpecs.Worker.replicas", Mapped, "%d + the Launcher (runLauncherAsWorker) → spec.trainer.numNodes %d", workers, workers+1)
 		c.note("spec.runLauncherAsWorker", Mapped, "runtime %s runs the Launcher as a rank host", runtimeName)
+	default:
+		tj.Spec.Trainer.NumNodes = ptr.To(workers + 1)
+		c.note("spec.mpiReplicaSpecs.Worker.replicas", Changed, "%d → spec.trainer.numNodes %d: on %s the Launcher hosts ranks too (one more rank host than before)", workers, workers+1, runtimeName)
 	}
 	slots := ptr.Deref(spec.SlotsPerWorker, 1)
 	tj.Spec.Trainer.NumProcPerNode = ptr.To(slots)

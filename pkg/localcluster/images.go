@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -26,23 +27,45 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
-// Image is an MPI image the local cluster builds from Debian packages and
-// imports into every real node, under the name the runtimes reference.
+// Image is an MPI image the local cluster builds from Debian packages (and,
+// where Debian has no package, pinned wheels from PyPI) and imports into
+// every real node, under the name the runtimes reference.
 type Image struct {
+	// Name is the short name `mpijob-dev images NAME` and the tests use.
+	Name string
 	// Ref is the image reference pods use (imagePullPolicy IfNotPresent).
 	Ref string
 	// Dir is the folder under images/ with its Containerfile.
 	Dir string
+	// Suite is the Debian release the image is made from (default bookworm).
+	Suite string
 	// Packages are installed into the image.
 	Packages []string
 	// BuildPackages compile mpi-hello; they stay out of the image.
 	BuildPackages []string
+	// Setup runs in the image (and in the throw-away build copy) after the
+	// packages, as root: a virtual environment with pinned wheels, say.
+	Setup string
+	// BuildSetup runs in the build copy only, after Setup (headers, wrappers).
+	BuildSetup string
 	// MPICC compiles mpi-hello against this image's MPI.
 	MPICC string
 	// Env is the image's environment.
 	Env []string
 	// Files are copied from images/ (key) to the image (value), mode 0755.
 	Files map[string]string
+	// OnDemand images are not built by `make dev`: `make images`, the
+	// local cluster's image builder (when a pod first asks for one) and the
+	// tests that need them build them, once, cached by their inputs.
+	OnDemand bool
+}
+
+// suite is the Debian release the image is made from.
+func (im Image) suite() string {
+	if im.Suite == "" {
+		return debianSuite
+	}
+	return im.Suite
 }
 
 // debianSuite and debianMirror are where debootstrap and apt take packages.
@@ -57,23 +80,78 @@ const (
 
 var basePackages = []string{"openssh-server", "openssh-client", "python3", "python3-mpi4py", "ca-certificates", "procps", "iproute2"}
 
+// Pinned wheels of the Intel MPI image: the Intel MPI runtime (Hydra,
+// mpiexec.hydra, libmpi.so.12, libfabric) and its headers and compiler
+// wrappers, as Intel publishes them on PyPI, and mpi4py's binary wheel,
+// which loads the MPI library it finds at run time. 2021.18.1 is the newest
+// impi-rt that carries its own libfabric: 2021.19.0 requires a libfabric
+// wheel that PyPI does not have.
+const (
+	impiVersion   = "2021.18.1"
+	mpi4pyVersion = "4.1.2"
+	intelVenv     = "/opt/intel-mpi"
+)
+
 // Images are the MPI images; their Containerfiles in images/ describe the
 // same content for people who build with a container engine.
 var Images = []Image{
 	{
-		Ref: "ghcr.io/mpijob/openmpi:4.1", Dir: "openmpi",
+		Name: "openmpi", Ref: "ghcr.io/mpijob/openmpi:4.1", Dir: "openmpi",
 		Packages: []string{"openmpi-bin"}, BuildPackages: []string{"gcc", "libc6-dev", "libopenmpi-dev"}, MPICC: "mpicc.openmpi",
 		Env: []string{"OMPI_MCA_btl=tcp,self", "OMPI_MCA_btl_tcp_if_include=eth0", "OMPI_MCA_oob_tcp_if_include=eth0"},
 	},
 	{
-		Ref: "ghcr.io/mpijob/mpich:4.0", Dir: "mpich",
+		Name: "mpich", Ref: "ghcr.io/mpijob/mpich:4.0", Dir: "mpich",
 		Packages: []string{"mpich"}, BuildPackages: []string{"gcc", "libc6-dev", "libmpich-dev"}, MPICC: "mpicc.mpich",
-		Files: map[string]string{"mpich/mpijob-mpiexec": "/usr/local/bin/mpijob-mpiexec"},
+		Files: map[string]string{"common/mpijob-mpiexec": "/usr/local/bin/mpijob-mpiexec"},
 		// Debian's MPICH runs over UCX; its shared-memory transports hang in
 		// MPI_Finalize in pods without CAP_SYS_PTRACE. TCP works everywhere;
 		// set UCX_TLS for a fast fabric.
 		Env: []string{"UCX_TLS=tcp,self"},
 	},
+	{
+		// OpenMPI 5 (PRRTE) from Debian trixie; the mpi-openmpi5 runtime
+		// points PRRTE at Trainer's hostfile.
+		Name: "openmpi5", Ref: "ghcr.io/mpijob/openmpi5:5.0", Dir: "openmpi5", Suite: "trixie", OnDemand: true,
+		Packages: []string{"openmpi-bin"}, BuildPackages: []string{"gcc", "libc6-dev", "libopenmpi-dev"}, MPICC: "mpicc.openmpi",
+		Env: []string{"OMPI_MCA_btl=tcp,self", "OMPI_MCA_btl_tcp_if_include=eth0", "PRTE_MCA_prte_if_include=eth0"},
+	},
+	{
+		// Intel MPI from Intel's wheels (impi-rt), in a virtual environment
+		// first on PATH; Debian's OpenMPI-built python3-mpi4py stays out of it.
+		Name: "intel", Ref: "ghcr.io/mpijob/intel-mpi:2021.18", Dir: "intel", OnDemand: true,
+		Packages:      []string{"python3-venv"},
+		BuildPackages: []string{"gcc", "libc6-dev"},
+		Setup:         fmt.Sprintf("python3 -m venv %[1]s\n%[1]s/bin/pip install -q --no-cache-dir impi-rt==%[2]s mpi4py==%[3]s\n", intelVenv, impiVersion, mpi4pyVersion),
+		BuildSetup:    fmt.Sprintf("%s/bin/pip install -q --no-cache-dir impi-devel==%s\n", intelVenv, impiVersion),
+		MPICC:         intelVenv + "/bin/mpicc",
+		Env: []string{
+			"PATH=" + intelVenv + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+			"I_MPI_ROOT=" + intelVenv, "LD_LIBRARY_PATH=" + intelVenv + "/lib",
+			// TCP through libfabric: pods have no RDMA devices.
+			"FI_PROVIDER=tcp", "I_MPI_FABRICS=shm:ofi", "I_MPI_HYDRA_IFACE=eth0", "FI_TCP_IFACE=eth0",
+		},
+		Files: map[string]string{"common/mpijob-mpiexec": "/usr/local/bin/mpijob-mpiexec"},
+	},
+}
+
+// ImageNamed returns the image with short name or reference n.
+func ImageNamed(n string) (Image, bool) {
+	for _, im := range Images {
+		if im.Name == n || im.Ref == n {
+			return im, true
+		}
+	}
+	return Image{}, false
+}
+
+// ImageNames lists the images' short names.
+func ImageNames() []string {
+	var out []string
+	for _, im := range Images {
+		out = append(out, im.Name)
+	}
+	return out
 }
 
 func imagesDir(opts Options) string { return filepath.Join(opts.CacheDir, "images") }
@@ -96,72 +174,136 @@ func imageHash(opts Options, parts ...string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:12], nil
 }
 
-// imageTars returns the tar of every image the nodes import, pause first.
-func imageTars(opts Options) ([]string, error) {
+// tar returns where image im's build is kept: its name carries a hash of
+// everything that decides its content, so a changed input means a new build.
+func (im Image) tar(opts Options) (string, error) {
+	parts := append(append(append([]string{im.Ref, imageFormat}, basePackages...), im.Packages...), im.Env...)
+	// Added fields count only where set, so older images keep their hash.
+	if im.Suite != "" {
+		parts = append(parts, "suite "+im.Suite)
+	}
+	if im.Setup != "" || im.BuildSetup != "" {
+		parts = append(parts, "setup "+im.Setup, "build-setup "+im.BuildSetup, "mpicc "+im.MPICC)
+	}
+	for _, src := range sortedKeys(im.Files) {
+		b, err := os.ReadFile(filepath.Join(opts.RepoRoot, "images", src))
+		if err != nil {
+			return "", err
+		}
+		parts = append(parts, src, im.Files[src], string(b))
+	}
+	h, err := imageHash(opts, parts...)
+	if err != nil {
+		return "", err
+	}
+	return im.tarPath(opts, h), nil
+}
+
+func pauseTar(opts Options) (string, error) {
 	h, err := imageHash(opts, "pause", imageFormat)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(imagesDir(opts), "pause-"+h+".tar"), nil
+}
+
+// imageTars returns the tar of every image the nodes import, pause first:
+// the images `make dev` builds, and the on-demand ones already built.
+func imageTars(opts Options) ([]string, error) {
+	pause, err := pauseTar(opts)
 	if err != nil {
 		return nil, err
 	}
-	tars := []string{filepath.Join(imagesDir(opts), "pause-"+h+".tar")}
+	tars := []string{pause}
 	for _, im := range Images {
-		parts := append(append(append([]string{im.Ref, imageFormat}, basePackages...), im.Packages...), im.Env...)
-		for _, src := range sortedKeys(im.Files) {
-			b, err := os.ReadFile(filepath.Join(opts.RepoRoot, "images", src))
-			if err != nil {
-				return nil, err
-			}
-			parts = append(parts, src, im.Files[src], string(b))
-		}
-		h, err := imageHash(opts, parts...)
+		t, err := im.tar(opts)
 		if err != nil {
 			return nil, err
 		}
-		tars = append(tars, im.tarPath(opts, h))
+		if im.OnDemand && !fileExists(t) {
+			continue
+		}
+		tars = append(tars, t)
 	}
 	return tars, nil
 }
 
-// BuildImages builds the pause image and the MPI images that are missing.
+// BuildImages builds the pause image and the MPI images `make dev` needs
+// (not the on-demand ones) that are missing.
 func BuildImages(ctx context.Context, opts Options, p *Progress) error {
+	var eager []Image
+	for _, im := range Images {
+		if !im.OnDemand {
+			eager = append(eager, im)
+		}
+	}
+	_, err := BuildImagesOf(ctx, opts, p, eager, "")
+	return err
+}
+
+// BuildImagesOf builds the pause image and each of imgs that is missing,
+// saying why (when why is set), and returns their tars in order.
+func BuildImagesOf(ctx context.Context, opts Options, p *Progress, imgs []Image, why string) ([]string, error) {
 	// debootstrap and the C compiler come from Debian packages: a fresh
 	// machine gets them here too, not only on `up`.
 	if err := installPackages(ctx, p); err != nil {
-		return err
-	}
-	tars, err := imageTars(opts)
-	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := os.MkdirAll(imagesDir(opts), 0o755); err != nil {
-		return err
+		return nil, err
 	}
-	if _, err := os.Stat(tars[0]); err != nil {
+	// One build at a time per cache: `make images`, the tests and `up`
+	// may ask for the same image at once.
+	unlock, err := lockFile(filepath.Join(imagesDir(opts), ".lock"))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	pause, err := pauseTar(opts)
+	if err != nil {
+		return nil, err
+	}
+	if !fileExists(pause) {
 		done := p.Step("building the pause image (static C binary)")
-		if err := buildPause(ctx, opts, tars[0]); err != nil {
-			return err
+		if err := buildPause(ctx, opts, pause); err != nil {
+			return nil, err
 		}
 		done()
 	}
+	tars := make([]string, len(imgs))
 	var todo []int
-	for i := range Images {
-		if _, err := os.Stat(tars[i+1]); err != nil {
+	for i, im := range imgs {
+		if tars[i], err = im.tar(opts); err != nil {
+			return nil, err
+		}
+		if !fileExists(tars[i]) {
 			todo = append(todo, i)
 		}
 	}
-	if len(todo) == 0 {
-		return nil
-	}
-	baseHash, err := imageHash(opts, append([]string{"base"}, basePackages...)...)
-	if err != nil {
-		return err
-	}
-	base := filepath.Join(imagesDir(opts), "rootfs", "base-"+baseHash)
-	if _, err := os.Stat(filepath.Join(base, "etc", "os-release")); err != nil {
-		done := p.Step("debootstrap %s and install %s (first build takes minutes)", debianSuite, strings.Join(basePackages, " "))
-		if err := buildBase(ctx, base); err != nil {
-			return err
+	// One base root filesystem per Debian release, shared by its images.
+	bases := map[string]string{}
+	for _, i := range todo {
+		suite := imgs[i].suite()
+		if _, ok := bases[suite]; ok {
+			continue
 		}
-		done()
+		key := []string{"base"}
+		if suite != debianSuite {
+			key = append(key, suite)
+		}
+		baseHash, err := imageHash(opts, append(key, basePackages...)...)
+		if err != nil {
+			return nil, err
+		}
+		base := filepath.Join(imagesDir(opts), "rootfs", "base-"+suite+"-"+baseHash)
+		if !fileExists(filepath.Join(base, "etc", "os-release")) {
+			done := p.Step("debootstrap %s and install %s (first build takes minutes)", suite, strings.Join(basePackages, " "))
+			if err := buildBase(ctx, suite, base); err != nil {
+				return nil, err
+			}
+			done()
+		}
+		bases[suite] = base
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(todo))
@@ -169,9 +311,17 @@ func BuildImages(ctx context.Context, opts Options, p *Progress) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			im := Images[i]
-			done := p.Step("building image %s (%s)", im.Ref, strings.Join(im.Packages, " "))
-			if err := buildImage(ctx, opts, base, im, tars[i+1]); err != nil {
+			im := imgs[i]
+			what := strings.Join(im.Packages, " ")
+			if im.Setup != "" {
+				what += " + pinned wheels"
+			}
+			msg := fmt.Sprintf("building image %s from Debian %s (%s)", im.Ref, im.suite(), what)
+			if why != "" {
+				msg += ": " + why
+			}
+			done := p.Step("%s", msg)
+			if err := buildImage(ctx, opts, bases[im.suite()], im, tars[i]); err != nil {
 				errs[k] = fmt.Errorf("failed to build image %s: %w", im.Ref, err)
 				return
 			}
@@ -181,10 +331,24 @@ func BuildImages(ctx context.Context, opts Options, p *Progress) error {
 	wg.Wait()
 	for _, err := range errs {
 		if err != nil {
-			return err
+			return nil, err
 		}
 	}
-	return nil
+	return tars, nil
+}
+
+// lockFile takes an exclusive lock on path, waiting for it, and returns
+// what releases it.
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("failed to lock %s: %w", path, err)
+	}
+	return func() { _ = f.Close() }, nil
 }
 
 func run(ctx context.Context, name string, args ...string) error {
@@ -201,11 +365,19 @@ func run(ctx context.Context, name string, args ...string) error {
 	return nil
 }
 
-// chroot runs a shell script inside rootfs with /proc mounted and the host's
-// resolver, so apt can reach the Debian mirror.
+// chroot runs a shell script inside rootfs with /proc mounted, the host's
+// resolver and the host's CA bundle (in /tmp, for pip behind a TLS-inspecting
+// proxy; removed after), in a clean environment: the host's SSL_CERT_FILE,
+// PIP_* and the like name files that do not exist inside.
 func chroot(ctx context.Context, rootfs, script string) error {
 	if err := copyFile("/etc/resolv.conf", filepath.Join(rootfs, "etc", "resolv.conf"), 0o644); err != nil {
 		return err
+	}
+	hostCA := filepath.Join(rootfs, "tmp", "host-ca.crt")
+	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "DEBIAN_FRONTEND=noninteractive", "LC_ALL=C", "PIP_DISABLE_PIP_VERSION_CHECK=1"}
+	if err := copyFile(caCertificates, hostCA, 0o644); err == nil {
+		env = append(env, "PIP_CERT=/tmp/host-ca.crt")
+		defer func() { _ = os.Remove(hostCA) }()
 	}
 	procDir := filepath.Join(rootfs, "proc")
 	_ = os.MkdirAll(procDir, 0o755)
@@ -213,7 +385,17 @@ func chroot(ctx context.Context, rootfs, script string) error {
 		return fmt.Errorf("failed to mount /proc in %s: %w", rootfs, err)
 	}
 	defer func() { _ = unmount(procDir) }()
-	return run(ctx, "chroot", rootfs, "/bin/sh", "-ec", script)
+	cmd := exec.CommandContext(ctx, "chroot", rootfs, "/bin/sh", "-ec", script)
+	cmd.Env = env
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		tail := string(out)
+		if len(tail) > 3000 {
+			tail = "..." + tail[len(tail)-3000:]
+		}
+		return fmt.Errorf("in %s: %w\n%s", filepath.Base(rootfs), err, tail)
+	}
+	return nil
 }
 
 const aptInstall = `cat > /usr/sbin/policy-rc.d <<'X'
@@ -230,13 +412,13 @@ rm -rf /var/lib/apt/lists/* /usr/sbin/policy-rc.d /var/cache/debconf/*-old /var/
 : > /etc/resolv.conf
 `
 
-func buildBase(ctx context.Context, base string) error {
+func buildBase(ctx context.Context, suite, base string) error {
 	tmp := base + ".tmp"
 	_ = os.RemoveAll(tmp)
 	if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {
 		return err
 	}
-	if err := run(ctx, "debootstrap", "--variant=minbase", debianSuite, tmp, debianMirror); err != nil {
+	if err := run(ctx, "debootstrap", "--variant=minbase", suite, tmp, debianMirror); err != nil {
 		return err
 	}
 	script := fmt.Sprintf(aptInstall, strings.Join(basePackages, " ")) + `
@@ -267,12 +449,13 @@ func buildImage(ctx context.Context, opts Options, base string, im Image, out st
 		return err
 	}
 	script := fmt.Sprintf(aptInstall, strings.Join(append(append([]string{}, im.Packages...), im.BuildPackages...), " ")) +
+		im.Setup + im.BuildSetup +
 		fmt.Sprintf("%s -O2 -o /tmp/mpi-hello /tmp/mpi-hello.c\n", im.MPICC)
 	if err := chroot(ctx, build, script); err != nil {
 		return err
 	}
 
-	script = fmt.Sprintf(aptInstall, strings.Join(im.Packages, " ")) + aptClean
+	script = fmt.Sprintf(aptInstall, strings.Join(im.Packages, " ")) + im.Setup + aptClean
 	if err := chroot(ctx, root, script); err != nil {
 		return err
 	}
@@ -299,11 +482,21 @@ func buildImage(ctx context.Context, opts Options, base string, im Image, out st
 	cfg := v1.Config{
 		User:       "1000",
 		WorkingDir: "/home/mpiuser",
-		Env:        append([]string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/home/mpiuser"}, im.Env...),
+		Env:        imageEnv(im.Env),
 		Cmd:        []string{"/bin/bash"},
 		Labels:     map[string]string{"org.opencontainers.image.source": "mpijob images/" + im.Dir},
 	}
 	return writeImage(root, filepath.Join(work, im.Dir+"-layer.tar"), im.Ref, cfg, out)
+}
+
+// imageEnv is an image's environment: HOME, PATH (unless env sets its own)
+// and env.
+func imageEnv(env []string) []string {
+	out := []string{"HOME=/home/mpiuser"}
+	if !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "PATH=") }) {
+		out = append(out, "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	}
+	return append(out, env...)
 }
 
 func buildPause(ctx context.Context, opts Options, out string) error {

@@ -249,6 +249,35 @@ func (c *Cluster) describePods(ns string) string {
 	return b.String()
 }
 
+// EnsureImages builds the named MPI images (localcluster.Images) that the
+// local cluster does not build at start, and imports them into its nodes,
+// once: the first test that needs a flavour pays for its build. Against
+// another cluster (MPIJOB_KUBECONFIG) the images must already be there.
+func (c *Cluster) EnsureImages(t testing.TB, names ...string) {
+	t.Helper()
+	if os.Getenv("MPIJOB_KUBECONFIG") != "" {
+		return
+	}
+	imgs, err := localcluster.SelectImages(names, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts, err := localcluster.DefaultOptions(Dir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := localcluster.EnsureImages(context.Background(), opts, testWriter{t}, imgs, "needed by "+t.Name()); err != nil {
+		t.Fatalf("failed to build or import images %v: %v", names, err)
+	}
+}
+
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(b), "\n"))
+	return len(b), nil
+}
+
 // JobPods lists the pods of a TrainJob's replicated job ("launcher" or "node").
 func (c *Cluster) JobPods(t testing.TB, ns, trainJob, replicatedJob string) []corev1.Pod {
 	t.Helper()

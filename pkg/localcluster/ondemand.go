@@ -1,0 +1,216 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"sigs.k8s.io/yaml"
+)
+
+// SelectImages returns the images named (short names or references), or
+// every image with all; an unknown name is an error that lists the known.
+func SelectImages(names []string, all bool) ([]Image, error) {
+	if all {
+		return Images, nil
+	}
+	if len(names) == 0 {
+		return nil, fmt.Errorf("name an image (%s) or use --all", strings.Join(ImageNames(), ", "))
+	}
+	var out []Image
+	for _, n := range names {
+		im, ok := ImageNamed(n)
+		if !ok {
+			return nil, fmt.Errorf("unknown image %q: the images are %s", n, strings.Join(ImageNames(), ", "))
+		}
+		out = append(out, im)
+	}
+	return out, nil
+}
+
+// EnsureImages builds each of imgs that is missing (saying why) and, when
+// the local cluster runs, imports it into every real node, so pods that
+// reference it start. It is what a first use of an on-demand image runs.
+func EnsureImages(ctx context.Context, opts Options, out io.Writer, imgs []Image, why string) error {
+	if st, err := readState(opts); err == nil && st.CacheDir != "" {
+		opts.CacheDir = st.CacheDir
+	}
+	c := New(opts, out)
+	if _, err := BuildImagesOf(ctx, opts, c.progress, imgs, why); err != nil {
+		return err
+	}
+	if ok, _ := Status(ctx, opts); !ok {
+		return nil
+	}
+	for i := 1; i <= opts.RealNodes; i++ {
+		if err := c.importImages(ctx, c.realNode(i)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Pushed is one image pushed to a registry.
+type Pushed struct {
+	// Ref is the name the runtimes and config/default use.
+	Ref string
+	// To is where it went, by digest.
+	To string
+}
+
+// PushImages builds imgs (and the mpijob-manager and mpijob-dashboard
+// images) and pushes each to registry, named by the last part of its
+// repository and its tag (ghcr.io/mpijob/openmpi:4.1 → REGISTRY/openmpi:4.1).
+// Credentials come from the Docker config, as docker and podman keep them.
+func PushImages(ctx context.Context, opts Options, out io.Writer, imgs []Image, registry string, withProject bool) ([]Pushed, error) {
+	if err := ValidRegistry(registry); err != nil {
+		return nil, err
+	}
+	p := NewProgress(out)
+	tars, err := BuildImagesOf(ctx, opts, p, imgs, "to push to "+registry)
+	if err != nil {
+		return nil, err
+	}
+	refs := map[string]string{}
+	for i, im := range imgs {
+		refs[im.Ref] = tars[i]
+	}
+	if withProject {
+		prefs, ptars, err := BuildProjectImages(ctx, opts, p)
+		if err != nil {
+			return nil, err
+		}
+		for i, pi := range projectImages {
+			refs[prefs[pi.Repository]] = ptars[i]
+		}
+	}
+	var pushed []Pushed
+	for _, ref := range sortedKeys(refs) {
+		dst, err := PushTarget(ref, registry)
+		if err != nil {
+			return nil, err
+		}
+		done := p.Step("pushing %s to %s", ref, dst)
+		img, err := imageFromTar(refs[ref])
+		if err != nil {
+			return nil, fmt.Errorf("failed to read the build of %s: %w", ref, err)
+		}
+		tag, err := name.NewTag(dst)
+		if err != nil {
+			return nil, err
+		}
+		if err := remote.Write(tag, img, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+			return nil, fmt.Errorf("failed to push %s to %s (log in with `docker login %s` or `podman login`, or check REGISTRY): %w", ref, dst, tag.RegistryStr(), err)
+		}
+		d, err := img.Digest()
+		if err != nil {
+			return nil, err
+		}
+		pushed = append(pushed, Pushed{Ref: ref, To: tag.Context().Name() + "@" + d.String()})
+		done()
+	}
+	return pushed, nil
+}
+
+// ValidRegistry checks a REGISTRY value: a host (with an optional port) and
+// an optional path, with no tag or digest.
+func ValidRegistry(registry string) error {
+	bad := fmt.Errorf("REGISTRY %q is not a registry and path: give a host and optional path, for example quay.io/my-team or registry.internal:5000/mpi", registry)
+	if registry == "" || strings.ContainsAny(registry, "@ ") {
+		return bad
+	}
+	if _, err := name.NewRepository(strings.TrimSuffix(registry, "/")+"/x", name.StrictValidation); err != nil {
+		return bad
+	}
+	host := strings.SplitN(registry, "/", 2)[0]
+	if !strings.ContainsAny(host, ".:") && host != "localhost" {
+		return fmt.Errorf("REGISTRY %q starts with %q, which is not a registry host: give one such as quay.io/%s", registry, host, registry)
+	}
+	return nil
+}
+
+// PushTarget is where ref goes in registry: the last part of its
+// repository and its tag, under registry.
+func PushTarget(ref, registry string) (string, error) {
+	t, err := name.NewTag(ref)
+	if err != nil {
+		return "", err
+	}
+	repo := t.RepositoryStr()
+	if i := strings.LastIndex(repo, "/"); i >= 0 {
+		repo = repo[i+1:]
+	}
+	return strings.TrimSuffix(registry, "/") + "/" + repo + ":" + t.TagStr(), nil
+}
+
+// imageFromTar reads the one image of an OCI layout tar that writeImage made.
+func imageFromTar(tarPath string) (v1.Image, error) {
+	dir, err := os.MkdirTemp("", "mpijob-push-")
+	if err != nil {
+		return nil, err
+	}
+	// The layout's blobs are read lazily by the push, so the folder stays
+	// until the process ends; it is removed on the next call's cleanup.
+	if err := run(context.Background(), "tar", "-xf", tarPath, "-C", dir); err != nil {
+		return nil, err
+	}
+	idx, err := layout.ImageIndexFromPath(dir)
+	if err != nil {
+		return nil, err
+	}
+	m, err := idx.IndexManifest()
+	if err != nil {
+		return nil, err
+	}
+	if len(m.Manifests) != 1 {
+		return nil, fmt.Errorf("%s holds %d images, want 1", tarPath, len(m.Manifests))
+	}
+	return idx.Image(m.Manifests[0].Digest)
+}
+
+// RegistryOverlay is a kustomization over base (a path relative to where it
+// is written) that points every pushed image at its registry copy, by
+// digest: the one place an administrator changes to install from their own
+// registry.
+func RegistryOverlay(base string, pushed []Pushed) ([]byte, error) {
+	type image struct {
+		Name    string `json:"name"`
+		NewName string `json:"newName"`
+		Digest  string `json:"digest"`
+	}
+	k := struct {
+		APIVersion string   `json:"apiVersion"`
+		Kind       string   `json:"kind"`
+		Resources  []string `json:"resources"`
+		Images     []image  `json:"images"`
+	}{APIVersion: "kustomize.config.k8s.io/v1beta1", Kind: "Kustomization", Resources: []string{base}}
+	sort.Slice(pushed, func(i, j int) bool { return pushed[i].Ref < pushed[j].Ref })
+	for _, p := range pushed {
+		from, err := name.NewTag(p.Ref)
+		if err != nil {
+			return nil, err
+		}
+		to, err := name.NewDigest(p.To)
+		if err != nil {
+			return nil, err
+		}
+		// kustomize matches an image by its name without the tag.
+		k.Images = append(k.Images, image{Name: from.Context().Name(), NewName: to.Context().Name(), Digest: to.DigestStr()})
+	}
+	b, err := yaml.Marshal(k)
+	if err != nil {
+		return nil, err
+	}
+	head := "# Written by `make images REGISTRY=...`: mpijob's release (config/default)\n" +
+		"# with every image taken from your registry, pinned by digest. Install with\n" +
+		"#   kubectl apply --server-side -k " + "<this folder>\n"
+	return append([]byte(head), b...), nil
+}
