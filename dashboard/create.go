@@ -495,7 +495,7 @@ func (s *Server) testRuntime(w http.ResponseWriter, r *http.Request, c *userClie
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 		defer cancel()
-		_, err := runtimetest.Run(ctx, c, req.Namespace, rt, runtimetest.Options{Timeout: 5 * time.Minute, Progress: func(p runtimetest.Progress) {
+		_, err := runtimetest.Run(ctx, c, req.Namespace, rt, runtimetest.Options{Timeout: 5 * time.Minute, Log: c.podLog, Progress: func(p runtimetest.Progress) {
 			t.mu.Lock()
 			run.progress = p
 			t.mu.Unlock()

@@ -136,6 +136,13 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients)
 	wg.Wait()
 }
 
+// podLog reads a pod's log (its first container) as the user, up to 1 MiB.
+func (c *userClients) podLog(ctx context.Context, ns, pod string) (string, error) {
+	limit := int64(1 << 20)
+	b, err := c.cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{LimitBytes: &limit}).DoRaw(ctx)
+	return string(b), err
+}
+
 func (c *userClients) podLines(ctx context.Context, ns, pod string, opts *corev1.PodLogOptions) ([]string, error) {
 	b, err := c.cs.CoreV1().Pods(ns).GetLogs(pod, opts).DoRaw(ctx)
 	if err != nil {

@@ -214,3 +214,10 @@ func (c *clients) managerState(ctx context.Context) api.ManagerState {
 	}
 	return api.ManagerStateOf(lease, time.Now())
 }
+
+// podLog reads a pod's log (its first container), up to 1 MiB.
+func (cl *clients) podLog(ctx context.Context, ns, pod string) (string, error) {
+	limit := int64(1 << 20)
+	b, err := cl.cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{LimitBytes: &limit}).DoRaw(ctx)
+	return string(b), err
+}

@@ -78,7 +78,7 @@ func runtimeTest(ctx context.Context, o *Options, cl *clients, name string, time
 		return usageErr("runtime %s is not an MPI runtime", name)
 	}
 	started := false
-	p, err := runtimetest.Run(ctx, cl, cl.namespace, rt, runtimetest.Options{Timeout: timeout, Keep: keep, Progress: func(p runtimetest.Progress) {
+	p, err := runtimetest.Run(ctx, cl, cl.namespace, rt, runtimetest.Options{Timeout: timeout, Keep: keep, Log: cl.podLog, Progress: func(p runtimetest.Progress) {
 		if !started {
 			started = true
 			fmt.Fprintf(o.ErrOut, "testing runtime %s with job %s/%s (1 Launcher + 2 Workers)...\n", name, p.Namespace, p.Job)

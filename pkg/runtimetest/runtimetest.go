@@ -28,6 +28,9 @@ const (
 	Pass    = "PASS"
 	Fail    = "FAIL"
 	Running = "RUNNING"
+	// Skip is a check that does not apply: the runtime's command prints no
+	// rank placement to check.
+	Skip = "SKIP"
 )
 
 // Check is one check's result: PASS, FAIL or RUNNING (not decided yet).
@@ -51,7 +54,7 @@ type Progress struct {
 // Failed reports whether a check failed or the job did not finish.
 func (p Progress) Failed() bool {
 	for _, c := range p.Checks {
-		if c.Result != Pass {
+		if c.Result != Pass && c.Result != Skip {
 			return true
 		}
 	}
@@ -66,6 +69,9 @@ type Options struct {
 	Keep bool
 	// Progress, if set, is called at every look with the checks so far.
 	Progress func(Progress)
+	// Log, if set, reads a pod's log (as the user): the Launcher's tells
+	// where the ranks ran ("rank placement").
+	Log func(ctx context.Context, ns, pod string) (string, error)
 }
 
 // Run tests the ClusterTrainingRuntime rt with a job in namespace ns,
@@ -122,6 +128,9 @@ func Run(ctx context.Context, c client.Client, ns string, rt *trainer.ClusterTra
 		return s.Phase.Finished() || obs.pullFailure != "", nil
 	})
 	p.Checks = []Check{obs.imageCheck(), obs.sshCheck(2, p.Phase), spawnCheck(last)}
+	if o.Log != nil && p.Phase == api.PhaseSucceeded {
+		p.Checks = append(p.Checks, obs.placementCheck(ctx, o.Log, rt, ns))
+	}
 	p.Done = true
 	report()
 	return p, nil
@@ -152,11 +161,44 @@ type observed struct {
 	sshReady    sets.Set[string] // Workers whose sshd passed its readiness probe
 	pullFailure string           // the first image pull failure seen
 	notStarted  string           // a pod and image not started yet, at the last look
+	launcher    corev1.Pod       // the Launcher, as last seen
+	workerHosts sets.Set[string] // the Workers' host names
+}
+
+// placementCheck reads the Launcher's log: where mpi-hello's ranks say
+// they ran must be the Workers, one rank per slot, none on a Launcher that
+// hosts no ranks (OpenMPI 5 without Trainer's hostfile runs them all there).
+func (o *observed) placementCheck(ctx context.Context, readLog func(context.Context, string, string) (string, error), rt *trainer.ClusterTrainingRuntime, ns string) Check {
+	const name = "rank placement"
+	if o.launcher.Name == "" {
+		return Check{name, Fail, "the Launcher pod was not seen"}
+	}
+	log, err := readLog(ctx, ns, o.launcher.Name)
+	if err != nil {
+		return Check{name, Fail, fmt.Sprintf("cannot read the Launcher's log: %v", err)}
+	}
+	pl := ParsePlacement(log)
+	if len(pl.Hosts) == 0 {
+		return Check{name, Skip, "the runtime's command prints no \"mpi-hello: rank R of N on HOST\" lines to check"}
+	}
+	slots := 1
+	if mpi := rt.Spec.MLPolicy; mpi != nil && mpi.MPI != nil && mpi.MPI.NumProcPerNode != nil {
+		slots = int(*mpi.MPI.NumProcPerNode)
+	}
+	hosts := sets.List(o.workerHosts)
+	launcher := o.launcher.Spec.Hostname
+	if runtimes.LauncherAsNode(&rt.Spec) {
+		hosts, launcher = append(hosts, launcher), ""
+	}
+	if err := pl.Check(hosts, launcher, slots); err != nil {
+		return Check{name, Fail, err.Error()}
+	}
+	return Check{name, Pass, fmt.Sprintf("%d ranks ran on the job's %d rank hosts, %d on each", len(pl.Hosts), len(hosts), slots)}
 }
 
 func (o *observed) record(launcher, workers []corev1.Pod) {
 	if o.pods == nil {
-		o.pods, o.started, o.sshReady = sets.New[string](), sets.New[string](), sets.New[string]()
+		o.pods, o.started, o.sshReady, o.workerHosts = sets.New[string](), sets.New[string](), sets.New[string](), sets.New[string]()
 	}
 	o.notStarted = ""
 	for _, p := range append(launcher, workers...) {
@@ -179,7 +221,11 @@ func (o *observed) record(launcher, workers []corev1.Pod) {
 			o.started.Insert(p.Name)
 		}
 	}
+	if len(launcher) > 0 {
+		o.launcher = launcher[0]
+	}
 	for _, p := range workers {
+		o.workerHosts.Insert(p.Spec.Hostname)
 		for _, c := range p.Status.ContainerStatuses {
 			if c.Ready {
 				o.sshReady.Insert(p.Name)

@@ -24,7 +24,7 @@ import type { Namespace } from './types';
 
 interface Check {
   name: string;
-  result: 'PASS' | 'FAIL' | 'RUNNING';
+  result: 'PASS' | 'FAIL' | 'RUNNING' | 'SKIP';
   detail: string;
 }
 interface Progress {
