@@ -46,8 +46,13 @@ type Image struct {
 	// Setup runs in the image (and in the throw-away build copy) after the
 	// packages, as root: a virtual environment with pinned wheels, say.
 	Setup string
-	// BuildSetup runs in the build copy only, after Setup (headers, wrappers).
+	// BuildSetup runs in the build copy only, after Setup (headers,
+	// wrappers, compiling wheels into /tmp/wheels).
 	BuildSetup string
+	// Install runs in the image only, after Setup, with the build copy's
+	// /tmp/wheels in /tmp/wheels (removed after): wheels compiled there
+	// install here without their compilers.
+	Install string
 	// MPICC compiles mpi-hello against this image's MPI.
 	MPICC string
 	// Env is the image's environment.
@@ -78,6 +83,28 @@ const (
 	imageFormat = "oci-layout"
 )
 
+// cPrograms are compiled against each image's MPI into /usr/local/bin
+// (sources in images/common).
+var cPrograms = []string{"mpi-hello", "mpi-allreduce-bench"}
+
+// examples are the reference training programs every image carries in
+// /opt/mpijob/examples (examples/training in the repository).
+var examples = map[string]string{
+	"../examples/training/digits_mpi4py.py": "/opt/mpijob/examples/digits_mpi4py.py",
+}
+
+// withExamples adds the examples (and extra) to an image's files.
+func withExamples(extra map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range examples {
+		out[k] = v
+	}
+	for k, v := range extra {
+		out[k] = v
+	}
+	return out
+}
+
 var basePackages = []string{"openssh-server", "openssh-client", "python3", "python3-mpi4py", "ca-certificates", "procps", "iproute2"}
 
 // Pinned wheels of the Intel MPI image: the Intel MPI runtime (Hydra,
@@ -90,6 +117,15 @@ const (
 	impiVersion   = "2021.18.1"
 	mpi4pyVersion = "4.1.2"
 	intelVenv     = "/opt/intel-mpi"
+	// numpy and scikit-learn for the examples in the Intel MPI image (the
+	// Debian images take python3-sklearn).
+	numpyVersion   = "2.3.5"
+	sklearnVersion = "1.7.2"
+
+	horovodVersion   = "0.28.1"
+	horovodVenv      = "/opt/horovod"
+	deepspeedVersion = "0.19.8"
+	deepspeedVenv    = "/opt/deepspeed"
 )
 
 // Images are the MPI images; their Containerfiles in images/ describe the
@@ -97,13 +133,14 @@ const (
 var Images = []Image{
 	{
 		Name: "openmpi", Ref: "ghcr.io/mpijob/openmpi:4.1", Dir: "openmpi",
-		Packages: []string{"openmpi-bin"}, BuildPackages: []string{"gcc", "libc6-dev", "libopenmpi-dev"}, MPICC: "mpicc.openmpi",
-		Env: []string{"OMPI_MCA_btl=tcp,self", "OMPI_MCA_btl_tcp_if_include=eth0", "OMPI_MCA_oob_tcp_if_include=eth0"},
+		Packages: []string{"openmpi-bin", "python3-sklearn"}, BuildPackages: []string{"gcc", "libc6-dev", "libopenmpi-dev"}, MPICC: "mpicc.openmpi",
+		Env:   []string{"OMPI_MCA_btl=tcp,self", "OMPI_MCA_btl_tcp_if_include=eth0", "OMPI_MCA_oob_tcp_if_include=eth0"},
+		Files: withExamples(nil),
 	},
 	{
 		Name: "mpich", Ref: "ghcr.io/mpijob/mpich:4.0", Dir: "mpich",
-		Packages: []string{"mpich"}, BuildPackages: []string{"gcc", "libc6-dev", "libmpich-dev"}, MPICC: "mpicc.mpich",
-		Files: map[string]string{"common/mpijob-mpiexec": "/usr/local/bin/mpijob-mpiexec"},
+		Packages: []string{"mpich", "python3-sklearn"}, BuildPackages: []string{"gcc", "libc6-dev", "libmpich-dev"}, MPICC: "mpicc.mpich",
+		Files: withExamples(map[string]string{"common/mpijob-mpiexec": "/usr/local/bin/mpijob-mpiexec"}),
 		// Debian's MPICH runs over UCX; its shared-memory transports hang in
 		// MPI_Finalize in pods without CAP_SYS_PTRACE. TCP works everywhere;
 		// set UCX_TLS for a fast fabric.
@@ -113,8 +150,9 @@ var Images = []Image{
 		// OpenMPI 5 (PRRTE) from Debian trixie; the mpi-openmpi5 runtime
 		// points PRRTE at Trainer's hostfile.
 		Name: "openmpi5", Ref: "ghcr.io/mpijob/openmpi5:5.0", Dir: "openmpi5", Suite: "trixie", OnDemand: true,
-		Packages: []string{"openmpi-bin"}, BuildPackages: []string{"gcc", "libc6-dev", "libopenmpi-dev"}, MPICC: "mpicc.openmpi",
-		Env: []string{"OMPI_MCA_btl=tcp,self", "OMPI_MCA_btl_tcp_if_include=eth0", "PRTE_MCA_prte_if_include=eth0"},
+		Packages: []string{"openmpi-bin", "python3-sklearn"}, BuildPackages: []string{"gcc", "libc6-dev", "libopenmpi-dev"}, MPICC: "mpicc.openmpi",
+		Env:   []string{"OMPI_MCA_btl=tcp,self", "OMPI_MCA_btl_tcp_if_include=eth0", "PRTE_MCA_prte_if_include=eth0"},
+		Files: withExamples(nil),
 	},
 	{
 		// Intel MPI from Intel's wheels (impi-rt), in a virtual environment
@@ -122,16 +160,57 @@ var Images = []Image{
 		Name: "intel", Ref: "ghcr.io/mpijob/intel-mpi:2021.18", Dir: "intel", OnDemand: true,
 		Packages:      []string{"python3-venv"},
 		BuildPackages: []string{"gcc", "libc6-dev"},
-		Setup:         fmt.Sprintf("python3 -m venv %[1]s\n%[1]s/bin/pip install -q --no-cache-dir impi-rt==%[2]s mpi4py==%[3]s\n", intelVenv, impiVersion, mpi4pyVersion),
-		BuildSetup:    fmt.Sprintf("%s/bin/pip install -q --no-cache-dir impi-devel==%s\n", intelVenv, impiVersion),
-		MPICC:         intelVenv + "/bin/mpicc",
+		Setup: fmt.Sprintf("python3 -m venv %[1]s\n%[1]s/bin/pip install -q --no-cache-dir impi-rt==%[2]s mpi4py==%[3]s numpy==%[4]s scikit-learn==%[5]s\n",
+			intelVenv, impiVersion, mpi4pyVersion, numpyVersion, sklearnVersion),
+		BuildSetup: fmt.Sprintf("%s/bin/pip install -q --no-cache-dir impi-devel==%s\n", intelVenv, impiVersion),
+		MPICC:      intelVenv + "/bin/mpicc",
 		Env: []string{
 			"PATH=" + intelVenv + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 			"I_MPI_ROOT=" + intelVenv, "LD_LIBRARY_PATH=" + intelVenv + "/lib",
 			// TCP through libfabric: pods have no RDMA devices.
 			"FI_PROVIDER=tcp", "I_MPI_FABRICS=shm:ofi", "I_MPI_HYDRA_IFACE=eth0", "FI_TCP_IFACE=eth0",
 		},
-		Files: map[string]string{"common/mpijob-mpiexec": "/usr/local/bin/mpijob-mpiexec"},
+		Files: withExamples(map[string]string{"common/mpijob-mpiexec": "/usr/local/bin/mpijob-mpiexec"}),
+	},
+	{
+		// Horovod built against Debian's CPU PyTorch and OpenMPI 4.1: the
+		// wheel is compiled in the build copy and installed without the
+		// compilers.
+		Name: "horovod", Ref: "ghcr.io/mpijob/horovod:0.28", Dir: "horovod", OnDemand: true,
+		Packages:      []string{"openmpi-bin", "python3-torch", "python3-sklearn", "python3-venv"},
+		BuildPackages: []string{"gcc", "g++", "make", "cmake", "libc6-dev", "libopenmpi-dev", "libtorch-dev", "pybind11-dev", "python3-dev", "python3-setuptools"},
+		Setup:         fmt.Sprintf("python3 -m venv --system-site-packages %s\n", horovodVenv),
+		BuildSetup: fmt.Sprintf("HOROVOD_WITH_MPI=1 HOROVOD_WITH_PYTORCH=1 HOROVOD_WITHOUT_TENSORFLOW=1 HOROVOD_WITHOUT_MXNET=1 HOROVOD_WITHOUT_GLOO=1 HOROVOD_CPU_OPERATIONS=MPI MAKEFLAGS=-j2 "+
+			"%s/bin/pip wheel -q --no-cache-dir --no-deps --no-build-isolation -w /tmp/wheels horovod==%s\n", horovodVenv, horovodVersion),
+		Install: fmt.Sprintf("%s/bin/pip install -q --no-cache-dir /tmp/wheels/horovod-*.whl\n", horovodVenv),
+		MPICC:   "mpicc.openmpi",
+		Env: []string{
+			"PATH=" + horovodVenv + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+			"OMPI_MCA_btl=tcp,self", "OMPI_MCA_btl_tcp_if_include=eth0", "OMPI_MCA_oob_tcp_if_include=eth0",
+		},
+		Files: withExamples(map[string]string{"../examples/training/digits_horovod.py": "/opt/mpijob/examples/digits_horovod.py"}),
+	},
+	{
+		// DeepSpeed on Debian trixie's CPU PyTorch 2.6 and OpenMPI 5: mpirun
+		// starts the ranks, DeepSpeed finds them through MPI and talks gloo.
+		Name: "deepspeed", Ref: "ghcr.io/mpijob/deepspeed:0.19", Dir: "deepspeed", Suite: "trixie", OnDemand: true,
+		Packages: []string{"openmpi-bin", "python3-torch", "python3-sklearn", "python3-venv"},
+		// DeepSpeed's CPU collectives JIT-compile a shared-memory op at every
+		// start unless the wheel carries it: compile it here, with the
+		// PyTorch headers, and install the wheel without the compilers.
+		BuildPackages: []string{"gcc", "g++", "libc6-dev", "libopenmpi-dev", "libtorch-dev", "pybind11-dev", "python3-dev", "python3-setuptools"},
+		Setup:         fmt.Sprintf("python3 -m venv --system-site-packages %s\n", deepspeedVenv),
+		BuildSetup: fmt.Sprintf("DS_BUILD_OPS=0 DS_BUILD_SHM_COMM=1 DS_ACCELERATOR=cpu MAX_JOBS=2 "+
+			"%s/bin/pip wheel -q --no-cache-dir --no-deps --no-build-isolation -w /tmp/wheels deepspeed==%s\n", deepspeedVenv, deepspeedVersion),
+		Install: fmt.Sprintf("%s/bin/pip install -q --no-cache-dir /tmp/wheels/deepspeed-*.whl\n", deepspeedVenv),
+		MPICC:   "mpicc.openmpi",
+		Env: []string{
+			"PATH=" + deepspeedVenv + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+			"OMPI_MCA_btl=tcp,self", "OMPI_MCA_btl_tcp_if_include=eth0", "PRTE_MCA_prte_if_include=eth0",
+			// Debian's PyTorch has no libuv: torch.distributed's store must not ask for it.
+			"DS_ACCELERATOR=cpu", "USE_LIBUV=0",
+		},
+		Files: withExamples(map[string]string{"../examples/training/digits_deepspeed.py": "/opt/mpijob/examples/digits_deepspeed.py"}),
 	},
 }
 
@@ -164,7 +243,7 @@ func (im Image) tarPath(opts Options, hash string) string {
 func imageHash(opts Options, parts ...string) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s %s %s\n", imageRecipeVersion, debianSuite, strings.Join(parts, "\n"))
-	for _, f := range []string{"common/mpi-hello.c", "common/sshd_config", "common/ssh_config", "pause/pause.c"} {
+	for _, f := range []string{"common/mpi-hello.c", "common/mpi-allreduce-bench.c", "common/sshd_config", "common/ssh_config", "pause/pause.c"} {
 		b, err := os.ReadFile(filepath.Join(opts.RepoRoot, "images", f))
 		if err != nil {
 			return "", err
@@ -182,8 +261,8 @@ func (im Image) tar(opts Options) (string, error) {
 	if im.Suite != "" {
 		parts = append(parts, "suite "+im.Suite)
 	}
-	if im.Setup != "" || im.BuildSetup != "" {
-		parts = append(parts, "setup "+im.Setup, "build-setup "+im.BuildSetup, "mpicc "+im.MPICC)
+	if im.Setup != "" || im.BuildSetup != "" || im.Install != "" {
+		parts = append(parts, "setup "+im.Setup, "build-setup "+im.BuildSetup, "install "+im.Install, "mpicc "+im.MPICC)
 	}
 	for _, src := range sortedKeys(im.Files) {
 		b, err := os.ReadFile(filepath.Join(opts.RepoRoot, "images", src))
@@ -444,23 +523,32 @@ func buildImage(ctx context.Context, opts Options, base string, im Image, out st
 	}
 	defer func() { _ = os.RemoveAll(build); _ = os.RemoveAll(root) }()
 
-	// Compile mpi-hello in a throw-away copy with the compiler and headers.
-	if err := copyFile(filepath.Join(opts.RepoRoot, "images", "common", "mpi-hello.c"), filepath.Join(build, "tmp", "mpi-hello.c"), 0o644); err != nil {
-		return err
+	// Compile mpi-hello and mpi-allreduce-bench in a throw-away copy with
+	// the compiler and headers.
+	for _, prog := range cPrograms {
+		if err := copyFile(filepath.Join(opts.RepoRoot, "images", "common", prog+".c"), filepath.Join(build, "tmp", prog+".c"), 0o644); err != nil {
+			return err
+		}
 	}
 	script := fmt.Sprintf(aptInstall, strings.Join(append(append([]string{}, im.Packages...), im.BuildPackages...), " ")) +
 		im.Setup + im.BuildSetup +
-		fmt.Sprintf("%s -O2 -o /tmp/mpi-hello /tmp/mpi-hello.c\n", im.MPICC)
+		fmt.Sprintf("for p in %s; do %s -O2 -o /tmp/$p /tmp/$p.c; done\n", strings.Join(cPrograms, " "), im.MPICC)
 	if err := chroot(ctx, build, script); err != nil {
 		return err
 	}
 
-	script = fmt.Sprintf(aptInstall, strings.Join(im.Packages, " ")) + im.Setup + aptClean
+	if wheels := filepath.Join(build, "tmp", "wheels"); fileExists(wheels) {
+		if err := run(ctx, "cp", "-a", wheels, filepath.Join(root, "tmp", "wheels")); err != nil {
+			return err
+		}
+	}
+	script = fmt.Sprintf(aptInstall, strings.Join(im.Packages, " ")) + im.Setup + im.Install + "rm -rf /tmp/wheels\n" + aptClean
 	if err := chroot(ctx, root, script); err != nil {
 		return err
 	}
 	files := map[string]string{
 		filepath.Join(build, "tmp", "mpi-hello"):                        filepath.Join(root, "usr", "local", "bin", "mpi-hello"),
+		filepath.Join(build, "tmp", "mpi-allreduce-bench"):              filepath.Join(root, "usr", "local", "bin", "mpi-allreduce-bench"),
 		filepath.Join(opts.RepoRoot, "images", "common", "sshd_config"): filepath.Join(root, "home", "mpiuser", ".sshd_config"),
 		filepath.Join(opts.RepoRoot, "images", "common", "ssh_config"):  filepath.Join(root, "etc", "ssh", "ssh_config.d", "mpi.conf"),
 	}

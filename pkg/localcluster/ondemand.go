@@ -127,12 +127,12 @@ func ValidRegistry(registry string) error {
 	if registry == "" || strings.ContainsAny(registry, "@ ") {
 		return bad
 	}
-	if _, err := name.NewRepository(strings.TrimSuffix(registry, "/")+"/x", name.StrictValidation); err != nil {
-		return bad
-	}
 	host := strings.SplitN(registry, "/", 2)[0]
 	if !strings.ContainsAny(host, ".:") && host != "localhost" {
 		return fmt.Errorf("REGISTRY %q starts with %q, which is not a registry host: give one such as quay.io/%s", registry, host, registry)
+	}
+	if _, err := name.NewRepository(strings.TrimSuffix(registry, "/")+"/x", name.StrictValidation); err != nil {
+		return bad
 	}
 	return nil
 }

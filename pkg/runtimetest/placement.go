@@ -8,9 +8,10 @@ import (
 	"strings"
 )
 
-// helloLine is what every rank of the images' mpi-hello prints:
-// "mpi-hello: rank R of N on HOST".
-var helloLine = regexp.MustCompile(`mpi-hello: rank (\d+) of (\d+) on (\S+)`)
+// helloLine is the placement line every rank of the images' programs
+// prints (mpi-hello, the examples): "rank R of N on HOST", anywhere in a line.
+// Any program can print it to have its placement checked.
+var helloLine = regexp.MustCompile(`\brank (\d+) of (\d+) on (\S+)`)
 
 // Placement is where a job's ranks ran, read from mpi-hello's output.
 type Placement struct {
@@ -20,7 +21,7 @@ type Placement struct {
 	Hosts map[int]string
 }
 
-// ParsePlacement reads mpi-hello's lines from a Launcher log. Lines may
+// ParsePlacement reads the ranks' placement lines from a Launcher log. Lines may
 // carry a prefix (a rank tag, a timestamp).
 func ParsePlacement(log string) Placement {
 	p := Placement{Hosts: map[int]string{}}
@@ -41,7 +42,7 @@ func ParsePlacement(log string) Placement {
 func (p Placement) Check(workers []string, launcher string, slots int) error {
 	want := slots * len(workers)
 	if len(p.Hosts) == 0 {
-		return fmt.Errorf("no rank reported where it ran (no \"mpi-hello: rank R of N on HOST\" line in the Launcher's log)")
+		return fmt.Errorf("no rank reported where it ran (no \"rank R of N on HOST\" line in the Launcher's log)")
 	}
 	if p.Size != want {
 		return fmt.Errorf("the ranks report a world of %d, want %d (%d Workers × %d slots)", p.Size, want, len(workers), slots)

@@ -179,7 +179,7 @@ func (o *observed) placementCheck(ctx context.Context, readLog func(context.Cont
 	}
 	pl := ParsePlacement(log)
 	if len(pl.Hosts) == 0 {
-		return Check{name, Skip, "the runtime's command prints no \"mpi-hello: rank R of N on HOST\" lines to check"}
+		return Check{name, Skip, "the runtime's command prints no \"rank R of N on HOST\" lines to check"}
 	}
 	slots := 1
 	if mpi := rt.Spec.MLPolicy; mpi != nil && mpi.MPI != nil && mpi.MPI.NumProcPerNode != nil {
