@@ -155,6 +155,10 @@ bench-burst: ## 500 TrainJob creates from 20 clients through admission, then aga
 	$(GO) run ./bench/burst
 	$(GO) run ./bench/burst -kill
 
+.PHONY: bench-dataplane
+bench-dataplane: ## Allreduce latency and bandwidth of every MPI flavour, pods on the two nodes vs the same ranks on the host, and MPI start-up over 32 packed Workers (needs a running local cluster, root).
+	$(GO) run ./bench/dataplane
+
 .PHONY: bench-dashboard
 bench-dashboard: dashboard browser ## Dashboard with 1,000 jobs: list API p95, first paint in Chromium, a change in the open page (needs a running local cluster).
 	$(GO) run ./bench/dashboard

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"sort"
 	"strings"
 
@@ -213,4 +214,26 @@ func RegistryOverlay(base string, pushed []Pushed) ([]byte, error) {
 		"# with every image taken from your registry, pinned by digest. Install with\n" +
 		"#   kubectl apply --server-side -k " + "<this folder>\n"
 	return append([]byte(head), b...), nil
+}
+
+// RunOnHost runs args in image ref as a process of the host itself: a
+// container on real node 1's containerd with the host's network, as the
+// image's user. Benchmarks use it for the same program's figure without the
+// pod network in between.
+func RunOnHost(ctx context.Context, opts Options, ref string, env []string, args ...string) (string, error) {
+	if st, err := readState(opts); err == nil && st.CacheDir != "" {
+		opts.CacheDir = st.CacheDir
+	}
+	n := New(opts, io.Discard).realNode(1)
+	id := fmt.Sprintf("mpijob-host-%d", os.Getpid())
+	cmdArgs := []string{"--address", n.socket(), "-n", "k8s.io", "run", "--rm", "--net-host"}
+	for _, e := range env {
+		cmdArgs = append(cmdArgs, "--env", e)
+	}
+	cmdArgs = append(append(cmdArgs, ref, id), args...)
+	out, err := exec.CommandContext(ctx, "ctr", cmdArgs...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("ctr run %s %s: %w\n%s", ref, strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
 }

@@ -5,6 +5,8 @@ package integration
 import (
 	"context"
 	"fmt"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -14,19 +16,24 @@ import (
 	"github.com/mpijob/mpijob/test/framework"
 )
 
-// Every shipped CPU runtime runs its image's mpi-hello on 2 Workers × 2
-// slots of the two real nodes, and the ranks really ran on the Workers: each
-// rank names its host, each Worker hosts two ranks and none ran on the
-// Launcher (upstream Trainer loses this silently for OpenMPI 5,
-// kubeflow/trainer#4028). The images that `make dev` does not build are
-// built here on first use.
-func TestEveryFlavourSpreadsRanksOverWorkers(t *testing.T) {
+// Every shipped CPU runtime runs on 2 Workers × 2 slots of the two real
+// nodes: its image's mpi-hello, then its reference training workload (the
+// digits examples: mpi4py + NumPy, Horovod, DeepSpeed). The ranks really ran
+// on the Workers (each rank names its host, each Worker hosts two ranks,
+// none ran on the Launcher: upstream Trainer loses this silently for
+// OpenMPI 5, kubeflow/trainer#4028) and the workload reaches a test
+// accuracy of 0.95, measured by the job. The images that `make dev` does not
+// build are built here on first use.
+func TestEveryFlavourSpreadsRanksAndTrains(t *testing.T) {
 	c := framework.Get(t)
-	flavours := []struct{ runtime, image string }{
-		{"mpi-openmpi", "openmpi"},
-		{"mpi-mpich", "mpich"},
-		{"mpi-openmpi5", "openmpi5"},
-		{"mpi-intel", "intel"},
+	const digits = "python3 /opt/mpijob/examples/digits_mpi4py.py"
+	flavours := []struct{ runtime, image, command string }{
+		{"mpi-openmpi", "openmpi", "mpirun /usr/local/bin/mpi-hello && mpirun " + digits},
+		{"mpi-mpich", "mpich", "mpijob-mpiexec /usr/local/bin/mpi-hello && mpijob-mpiexec " + digits},
+		{"mpi-openmpi5", "openmpi5", "mpirun /usr/local/bin/mpi-hello && mpirun " + digits},
+		{"mpi-intel", "intel", "mpijob-mpiexec /usr/local/bin/mpi-hello && mpijob-mpiexec " + digits},
+		{"mpi-horovod", "horovod", "mpirun /usr/local/bin/mpi-hello && mpirun python3 /opt/mpijob/examples/digits_horovod.py"},
+		{"mpi-deepspeed", "deepspeed", "mpirun /usr/local/bin/mpi-hello && mpirun python3 /opt/mpijob/examples/digits_deepspeed.py"},
 	}
 	var images []string
 	for _, f := range flavours {
@@ -34,15 +41,19 @@ func TestEveryFlavourSpreadsRanksOverWorkers(t *testing.T) {
 	}
 	c.EnsureImages(t, images...)
 	ns := c.NewNamespace(t, "flavours")
+	// Two jobs at a time: four ranks each share the machine's two cores.
+	slots := make(chan struct{}, 2)
 	for _, f := range flavours {
 		t.Run(f.runtime, func(t *testing.T) {
 			t.Parallel()
+			slots <- struct{}{}
+			defer func() { <-slots }()
 			name := strings.TrimPrefix(f.runtime, "mpi-")
-			job := framework.MakeTrainJob(name, ns, f.runtime).NumNodes(2).SlotsPerWorker(2).Obj()
+			job := framework.MakeTrainJob(name, ns, f.runtime).NumNodes(2).SlotsPerWorker(2).Command("bash", "-c", f.command).Obj()
 			if err := c.Client.Create(context.Background(), job); err != nil {
 				t.Fatal(err)
 			}
-			c.WaitForTrainJob(t, ns, name, 4*time.Minute, "Complete")
+			c.WaitForTrainJob(t, ns, name, 8*time.Minute, "Complete")
 			launcher := c.JobPods(t, ns, name, "launcher")
 			workers := c.JobPods(t, ns, name, "node")
 			if len(launcher) != 1 || len(workers) != 2 {
@@ -59,9 +70,30 @@ func TestEveryFlavourSpreadsRanksOverWorkers(t *testing.T) {
 			if !strings.Contains(log, "allreduce over 4 ranks ok") {
 				t.Errorf("%s: no allreduce result in the Launcher's log:\n%s", f.runtime, log)
 			}
+			acc, ok := finalAccuracy(log)
+			if !ok {
+				t.Fatalf("%s: the workload printed no final test accuracy:\n%s", f.runtime, log)
+			}
+			t.Logf("%s: test accuracy %.4f", f.runtime, acc)
+			if acc < 0.95 {
+				t.Errorf("%s: test accuracy %.4f, want at least 0.95", f.runtime, acc)
+			}
 		})
 	}
 }
+
+// finalAccuracy is the accuracy of the examples' last line,
+// "test accuracy A on N digits after ...".
+func finalAccuracy(log string) (float64, bool) {
+	m := finalAccuracyLine.FindAllStringSubmatch(log, -1)
+	if len(m) == 0 {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(m[len(m)-1][1], 64)
+	return v, err == nil
+}
+
+var finalAccuracyLine = regexp.MustCompile(`test accuracy ([0-9.]+) on \d+ digits after`)
 
 // MPICH over TCP must not hang in MPI_Finalize: one job runs mpi-hello 20
 // times across 2 Workers × 2 slots, each run bounded at 60 s.
