@@ -31,7 +31,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newUpCmd(), newDownCmd(), newStatusCmd(), newBuildCmd(), newReloadCmd(), newImagesCmd())
+	root.AddCommand(newUpCmd(), newDownCmd(), newStatusCmd(), newBuildCmd(), newReloadCmd(), newImagesCmd(), newImageBuilderCmd())
 	return root
 }
 
@@ -263,4 +263,23 @@ kustomization over config/default that installs from there, pinned by digest.`,
 	cmd.Flags().StringVar(&push, "push", "", "push to this registry and path, e.g. quay.io/my-team (credentials from docker or podman login)")
 	cmd.Flags().StringVar(&overlay, "overlay", "", "with --push: write a kustomization over config/default that installs from the registry into this folder")
 	return cmd
+}
+
+// newImageBuilderCmd is the local cluster's on-demand image builder, which
+// `up` starts beside the cluster (hidden: not for people).
+func newImageBuilderCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "image-builder",
+		Short:  "Build the MPI images that pods of the running local cluster ask for",
+		Hidden: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts, err := options()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return localcluster.ServeImages(ctx, opts, cmd.OutOrStdout())
+		},
+	}
 }

@@ -171,7 +171,15 @@ func (c *Cluster) Up(ctx context.Context) error {
 	if err := c.waitNodesReady(ctx); err != nil {
 		return fmt.Errorf("real nodes did not become Ready: %w", err)
 	}
-	return c.writeState(true)
+	if err := c.writeState(true); err != nil {
+		return err
+	}
+	if c.opts.SkipImages {
+		return nil
+	}
+	// The other MPI flavours' images are built when a pod first asks for
+	// one (or by `make images`), not here.
+	return c.startImageBuilder()
 }
 
 func (c *Cluster) startNodes(ctx context.Context) error {

@@ -1,6 +1,7 @@
 package localcluster
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 )
@@ -151,5 +153,59 @@ func TestRegistryOverlayRewritesEveryRuntimeImage(t *testing.T) {
 	}
 	if n < 20 {
 		t.Errorf("only %d images in config/default through the overlay", n)
+	}
+}
+
+// A pod on a real node that refers to an on-demand image its node has not
+// imported asks for a build; once the node's marker for the current build
+// is there, or on a kwok node, or for an image make dev builds, it does not.
+func TestOnDemandWanted(t *testing.T) {
+	root, err := FindRepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{RepoRoot: root, CacheDir: t.TempDir(), RealNodes: 2}
+	intel, _ := ImageNamed("intel")
+	openmpi, _ := ImageNamed("openmpi")
+	pod := func(node string, images ...string) *corev1.Pod {
+		p := &corev1.Pod{Spec: corev1.PodSpec{NodeName: node}}
+		p.Spec.InitContainers = []corev1.Container{{Image: images[0]}}
+		for _, im := range images[1:] {
+			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Image: im})
+		}
+		return p
+	}
+	names := func(imgs []Image) []string {
+		var out []string
+		for _, im := range imgs {
+			out = append(out, im.Name)
+		}
+		return out
+	}
+	if got := names(OnDemandWanted(opts, pod(nodeName(1), intel.Ref, intel.Ref))); !cmp.Equal(got, []string{"intel"}) {
+		t.Errorf("a pod with the Intel image on node 1 wants %v, want [intel]", got)
+	}
+	if got := OnDemandWanted(opts, pod(nodeName(1), openmpi.Ref, openmpi.Ref)); len(got) != 0 {
+		t.Errorf("make dev's own image is wanted: %v", names(got))
+	}
+	if got := OnDemandWanted(opts, pod("kwok-node-0", intel.Ref, intel.Ref)); len(got) != 0 {
+		t.Errorf("a kwok pod wants %v", names(got))
+	}
+	tar, err := intel.tar(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	store := New(opts, io.Discard).realNode(1).store
+	if err := os.MkdirAll(store, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(store, ".imported-"+filepath.Base(tar)), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if got := OnDemandWanted(opts, pod(nodeName(1), intel.Ref, intel.Ref)); len(got) != 0 {
+		t.Errorf("node 1 holds the Intel image, still wanted: %v", names(got))
+	}
+	if got := names(OnDemandWanted(opts, pod(nodeName(2), intel.Ref, intel.Ref))); !cmp.Equal(got, []string{"intel"}) {
+		t.Errorf("node 2 lacks the Intel image; wanted %v, want [intel]", got)
 	}
 }

@@ -1,0 +1,181 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/util/workqueue"
+)
+
+// imageBuilderProcess is the host process that builds on-demand images
+// when a pod on a real node first asks for one.
+const imageBuilderProcess = "image-builder"
+
+// startImageBuilder runs `mpijob-dev image-builder` beside the cluster.
+func (c *Cluster) startImageBuilder() error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	return c.startProcess(imageBuilderProcess, self, []string{"image-builder"}, []string{"MPIJOB_CACHE_DIR=" + c.opts.CacheDir})
+}
+
+// OnDemandWanted returns the on-demand images pod refers to that node's
+// containerd does not hold yet (no import marker for their current build).
+func OnDemandWanted(opts Options, pod *corev1.Pod) []Image {
+	idx := -1
+	for i := 1; i <= opts.RealNodes; i++ {
+		if pod.Spec.NodeName == nodeName(i) {
+			idx = i
+		}
+	}
+	if idx < 0 {
+		return nil
+	}
+	store := New(opts, io.Discard).realNode(idx).store
+	refs := sets.New[string]()
+	for _, ct := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		refs.Insert(ct.Image)
+	}
+	var out []Image
+	for _, im := range Images {
+		if !im.OnDemand || !refs.Has(im.Ref) {
+			continue
+		}
+		tar, err := im.tar(opts)
+		if err != nil || !fileExists(filepath.Join(store, ".imported-"+filepath.Base(tar))) {
+			out = append(out, im)
+		}
+	}
+	return out
+}
+
+// ServeImages watches the pods of the real nodes and, when one refers to an
+// on-demand image its node lacks, builds the image (once, cached by its
+// inputs) and imports it into every real node, telling the pod in Events
+// what it waits for. The kubelet's next pull retry then starts it (its
+// back-off grows to at most 5 minutes). It runs until ctx ends.
+func ServeImages(ctx context.Context, opts Options, out io.Writer) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", opts.KubeconfigPath())
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]())
+	defer queue.ShutDown()
+	var mu sync.Mutex
+	waiting := map[string][]*corev1.Pod{} // image name → pods told about it
+	onPod := func(obj any) {
+		pod, ok := obj.(*corev1.Pod)
+		if !ok || pod.Status.Phase != corev1.PodPending {
+			return
+		}
+		for _, im := range OnDemandWanted(opts, pod) {
+			mu.Lock()
+			waiting[im.Name] = append(waiting[im.Name], pod)
+			mu.Unlock()
+			queue.Add(im.Name)
+		}
+	}
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	inf := factory.Core().V1().Pods().Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    onPod,
+		UpdateFunc: func(_, obj any) { onPod(obj) },
+	}); err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	fmt.Fprintln(out, "image-builder: watching pods for on-demand images:", strings.Join(onDemandNames(), ", "))
+	go func() {
+		<-ctx.Done()
+		queue.ShutDown()
+	}()
+	for {
+		name, quit := queue.Get()
+		if quit {
+			return nil
+		}
+		im, _ := ImageNamed(name)
+		mu.Lock()
+		pods := waiting[name]
+		delete(waiting, name)
+		mu.Unlock()
+		// A pod that arrived while an earlier build of this image ran has
+		// nothing left to wait for.
+		var still []*corev1.Pod
+		for _, p := range pods {
+			if len(OnDemandWanted(opts, p)) > 0 {
+				still = append(still, p)
+			}
+		}
+		if len(still) == 0 {
+			queue.Done(name)
+			continue
+		}
+		why := fmt.Sprintf("pod %s/%s uses it", still[0].Namespace, still[0].Name)
+		tell(ctx, cs, still, corev1.EventTypeNormal, "BuildingImage",
+			fmt.Sprintf("The local cluster builds %s for its first use (a few minutes; `make images` builds every image ahead). The pod starts at the kubelet's next pull after the import.", im.Ref))
+		began := time.Now()
+		err := EnsureImages(ctx, opts, out, []Image{im}, why)
+		if err != nil {
+			fmt.Fprintf(out, "image-builder: %v\n", err)
+			tell(ctx, cs, still, corev1.EventTypeWarning, "ImageBuildFailed",
+				fmt.Sprintf("The local cluster could not build %s: %s (log: .local/logs/%s.log; retried with back-off).", im.Ref, firstLine(err.Error()), imageBuilderProcess))
+			queue.AddRateLimited(name)
+		} else {
+			tell(ctx, cs, still, corev1.EventTypeNormal, "ImageBuilt",
+				fmt.Sprintf("%s was built and imported into every node in %s.", im.Ref, time.Since(began).Round(time.Second)))
+			queue.Forget(name)
+		}
+		queue.Done(name)
+	}
+}
+
+func onDemandNames() []string {
+	var out []string
+	for _, im := range Images {
+		if im.OnDemand {
+			out = append(out, im.Name)
+		}
+	}
+	return out
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// tell records an Event on each pod, as the local cluster's image builder.
+func tell(ctx context.Context, cs kubernetes.Interface, pods []*corev1.Pod, typ, reason, msg string) {
+	now := metav1.NewTime(time.Now())
+	for _, p := range pods {
+		ev := &corev1.Event{
+			ObjectMeta:     metav1.ObjectMeta{GenerateName: p.Name + ".", Namespace: p.Namespace},
+			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID, APIVersion: "v1"},
+			Reason:         reason, Message: msg, Type: typ,
+			Source:         corev1.EventSource{Component: "mpijob-dev-image-builder"},
+			FirstTimestamp: now, LastTimestamp: now, Count: 1,
+		}
+		_, _ = cs.CoreV1().Events(p.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+	}
+}
