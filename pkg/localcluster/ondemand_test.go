@@ -47,7 +47,7 @@ func TestSelectImages(t *testing.T) {
 		wantErr string
 	}{
 		"short names":         {names: []string{"openmpi5", "intel"}, want: []string{"openmpi5", "intel"}},
-		"a reference":         {names: []string{"ghcr.io/mpijob/mpich:4.0"}, want: []string{"mpich"}},
+		"a reference":         {names: []string{"ghcr.io/mpijob/mpich:5.0"}, want: []string{"mpich"}},
 		"all":                 {all: true, want: ImageNames()},
 		"nothing named":       {wantErr: "name an image (openmpi, mpich, openmpi5, intel, horovod, deepspeed) or use --all"},
 		"a typo lists images": {names: []string{"openmpi6"}, wantErr: `unknown image "openmpi6": the images are openmpi, mpich, openmpi5, intel, horovod, deepspeed`},

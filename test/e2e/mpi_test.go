@@ -29,10 +29,7 @@ func TestMPIAcrossRealNodes(t *testing.T) {
 		command []string
 	}{
 		"OpenMPI": {runtime: "mpi-openmpi", command: []string{"mpirun", "/usr/local/bin/mpi-hello"}},
-		// MPICH runs and prints every rank, but Debian's MPICH 4.0.2 over
-		// UCX's TCP transport hangs in MPI_Finalize in about 1 run of 5
-		// (openucx/ucx#8738), so it is not part of the suite until the
-		// image moves off that transport: see config/runtimes/mpi-mpich.yaml.
+		"MPICH":   {runtime: "mpi-mpich", command: []string{"mpijob-mpiexec", "/usr/local/bin/mpi-hello"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

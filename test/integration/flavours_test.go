@@ -132,7 +132,7 @@ func TestLegacyLauncherAsWorkerConvertsAndRuns(t *testing.T) {
 	c.EnsureImages(t, "mpich", "intel")
 	ns := c.NewNamespace(t, "legacy-law")
 	for _, f := range []struct{ impl, image string }{
-		{"MPICH", "ghcr.io/mpijob/mpich:4.0"},
+		{"MPICH", "ghcr.io/mpijob/mpich:5.0"},
 		{"Intel", "ghcr.io/mpijob/intel-mpi:2021.18"},
 	} {
 		t.Run(f.impl, func(t *testing.T) {
