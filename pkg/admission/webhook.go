@@ -293,7 +293,13 @@ func (v *Validator) capOther(tj *trainer.TrainJob, spec *trainer.TrainingRuntime
 	}
 	limit, own := v.MaxWorkers, false
 	if p, errs := runtimes.ParsePolicy(annotations); len(errs) == 0 && p.MaxWorkers > 0 {
-		limit, own = p.MaxWorkers, true
+		// Only a ClusterTrainingRuntime, which only administrators write,
+		// may raise the cluster's cap; a namespaced runtime is the
+		// tenant's own, and its policy may only lower it.
+		namespaced := ptr.Deref(tj.Spec.RuntimeRef.Kind, "") == trainer.TrainingRuntimeKind
+		if !namespaced || v.MaxWorkers == 0 || p.MaxWorkers < v.MaxWorkers {
+			limit, own = p.MaxWorkers, true
+		}
 	}
 	if limit == 0 || workers <= limit {
 		return nil

@@ -98,9 +98,21 @@ func TestValidator(t *testing.T) {
 		Status: corev1.ResourceQuotaStatus{Hard: corev1.ResourceList{"requests.nvidia.com/gpu": resource.MustParse("8")}, Used: corev1.ResourceList{}}}
 	torch := &trainer.ClusterTrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: "torch-distributed"},
 		Spec: trainer.TrainingRuntimeSpec{MLPolicy: &trainer.MLPolicy{NumNodes: ptr.To[int32](1)}}}
+	// A tenant's own runtime of another framework, whose policy tries to
+	// lift the cluster's cap, and one that lowers it.
+	tenantWide := &trainer.TrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: "torch-mine", Namespace: "team-a",
+		Annotations: map[string]string{runtimes.MaxWorkersAnnotation: "2147483647"}},
+		Spec: trainer.TrainingRuntimeSpec{MLPolicy: &trainer.MLPolicy{NumNodes: ptr.To[int32](1)}}}
+	tenantNarrow := tenantWide.DeepCopy()
+	tenantNarrow.Name, tenantNarrow.Annotations[runtimes.MaxWorkersAnnotation] = "torch-small", "4"
+	onTenant := func(name, rt string, n int32) *trainer.TrainJob {
+		tj := tjOn(name, rt, n)
+		tj.Spec.RuntimeRef.Kind = ptr.To(trainer.TrainingRuntimeKind)
+		return tj
+	}
 	wide := cpu.DeepCopy()
 	wide.Name, wide.Annotations[runtimes.MaxWorkersAnnotation] = "mpi-wide", "512"
-	cl := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(gpu, cpu, wide, quota, torch).Build()
+	cl := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(gpu, cpu, wide, quota, torch, tenantWide, tenantNarrow).Build()
 	v := &Validator{Runtimes: runtimes.RuntimeLookup{Client: cl}, Client: cl, MaxWorkers: 256}
 	other := tjOn("torch", "torch-distributed", 2)
 	cases := map[string]struct {
@@ -121,6 +133,12 @@ func TestValidator(t *testing.T) {
 		"a runtime's policy is the cap":     {tj: tjOn("wider", "mpi-wide", 513), reason: metav1.StatusReasonInvalid, msg: "runtime mpi-wide allows at most 512 Workers per job"},
 		"another framework is capped too": {tj: tjOn("torch-huge", "torch-distributed", 2147483647), reason: metav1.StatusReasonInvalid,
 			msg: "this cluster allows at most 256 Workers per job"},
+		"a tenant's runtime cannot lift the cluster's cap": {tj: onTenant("lift", "torch-mine", 2147483647), reason: metav1.StatusReasonInvalid,
+			msg: "this cluster allows at most 256 Workers per job"},
+		"a tenant's runtime cannot lift it by one":  {tj: onTenant("lift1", "torch-mine", 257), reason: metav1.StatusReasonInvalid, msg: "at most 256"},
+		"a tenant's runtime within the cluster cap": {tj: onTenant("fine", "torch-mine", 256), allowed: true},
+		"a tenant's runtime may lower the cap": {tj: onTenant("low", "torch-small", 5), reason: metav1.StatusReasonInvalid,
+			msg: "runtime torch-small allows at most 4 nodes per job"},
 		"a status written by a tenant": {tj: withAnnotations(tjOn("forged", "mpi-openmpi", 1), api.StatusAnnotation, `{"phase":"Failed"}`), reason: metav1.StatusReasonInvalid,
 			msg: "metadata.annotations[mpijob.dev/status]: Forbidden: only mpijob-manager writes a job's status"},
 	}

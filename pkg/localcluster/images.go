@@ -192,7 +192,7 @@ var Images = []Image{
 		// compilers.
 		Name: "horovod", Ref: "ghcr.io/mpijob/horovod:0.28", Dir: "horovod", OnDemand: true,
 		Packages:      []string{"openmpi-bin", "python3-torch", "python3-sklearn", "python3-venv"},
-		BuildPackages: []string{"gcc", "g++", "make", "cmake", "libc6-dev", "libopenmpi-dev", "libtorch-dev", "pybind11-dev", "python3-dev", "python3-setuptools"},
+		BuildPackages: []string{"gcc", "g++", "make", "cmake", "libc6-dev", "libopenmpi-dev", "libtorch-dev", "pybind11-dev", "python3-dev", "python3-setuptools", "python3-wheel"},
 		Setup:         fmt.Sprintf("python3 -m venv --system-site-packages %s\n", horovodVenv),
 		BuildSetup: fmt.Sprintf("HOROVOD_WITH_MPI=1 HOROVOD_WITH_PYTORCH=1 HOROVOD_WITHOUT_TENSORFLOW=1 HOROVOD_WITHOUT_MXNET=1 HOROVOD_WITHOUT_GLOO=1 HOROVOD_CPU_OPERATIONS=MPI MAKEFLAGS=-j2 "+
 			"%s/bin/pip wheel -q --no-cache-dir --no-deps --no-build-isolation -w /tmp/wheels horovod==%s\n", horovodVenv, horovodVersion),

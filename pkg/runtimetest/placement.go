@@ -44,6 +44,16 @@ func (p Placement) Check(workers []string, launcher string, slots int) error {
 	if len(p.Hosts) == 0 {
 		return fmt.Errorf("no rank reported where it ran (no \"rank R of N on HOST\" line in the Launcher's log)")
 	}
+	per := map[string][]int{}
+	for r, h := range p.Hosts {
+		per[h] = append(per[h], r)
+	}
+	// Ranks on the Launcher first: it is the cause, a wrong world size its
+	// consequence.
+	if rs := per[launcher]; len(rs) > 0 {
+		slices.Sort(rs)
+		return fmt.Errorf("%d of %d ranks ran on the Launcher %s (ranks %v), not on the Workers: the MPI launcher did not read Trainer's hostfile", len(rs), p.Size, launcher, rs)
+	}
 	if p.Size != want {
 		return fmt.Errorf("the ranks report a world of %d, want %d (%d Workers × %d slots)", p.Size, want, len(workers), slots)
 	}
@@ -55,14 +65,6 @@ func (p Placement) Check(workers []string, launcher string, slots int) error {
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("ranks %s did not report", strings.Join(missing, ", "))
-	}
-	per := map[string][]int{}
-	for r, h := range p.Hosts {
-		per[h] = append(per[h], r)
-	}
-	if rs := per[launcher]; len(rs) > 0 {
-		slices.Sort(rs)
-		return fmt.Errorf("%d of %d ranks ran on the Launcher %s (ranks %v), not on the Workers: the MPI launcher did not read Trainer's hostfile", len(rs), want, launcher, rs)
 	}
 	for h, rs := range per {
 		if !slices.Contains(workers, h) {

@@ -227,20 +227,42 @@ func TestCLIImageAndResourcesOnEveryWorker(t *testing.T) {
 }
 
 // `runtimes test` runs a 1 Launcher + 2 Worker job on a runtime and reports
-// image pull, SSH key mount and MPI spawn as separate checks; a runtime
-// whose image cannot be pulled fails the first check with exit code 6.
+// image pull, SSH key mount, MPI spawn and rank placement as separate
+// checks; a runtime whose image cannot be pulled fails the first check with
+// exit code 6, one whose ranks all run on the Launcher the last.
 func TestCLIRuntimesTest(t *testing.T) {
 	c := framework.Get(t)
 	ns := c.NewNamespace(t, "cli-rt")
-	expect(t, mpijob(t, "admin", ns, "runtimes", "test", "mpi-openmpi", "--timeout", "3m"), 0,
-		"image pull", "SSH key mount", "MPI spawn", "PASS")
+	// Every shipped CPU runtime passes, ranks on the Workers; the images
+	// `make dev` does not build are built first.
+	c.EnsureImages(t, "openmpi5", "intel", "horovod", "deepspeed")
+	for _, rt := range []string{"mpi-openmpi", "mpi-mpich", "mpi-openmpi5", "mpi-intel", "mpi-horovod", "mpi-deepspeed"} {
+		r := mpijob(t, "admin", ns, "runtimes", "test", rt, "--timeout", "4m")
+		expect(t, r, 0, "image pull", "SSH key mount", "MPI spawn")
+		if !regexp.MustCompile(`rank placement\s+PASS\s+2 ranks ran on the job's 2 rank hosts, 1 on each`).MatchString(r.out) {
+			t.Errorf("runtimes test %s: no passing rank placement check:\n%s", rt, r.out)
+		}
+	}
+	// OpenMPI 5 without the PRRTE variables runs every rank on the
+	// Launcher and exits 0 (kubeflow/trainer#4028): the placement check
+	// catches it.
+	noHostfile := c.CopyRuntime(t, "mpi-openmpi5", "mpi-test-no-prrte", func(rt *trainer.ClusterTrainingRuntime) {
+		for i := range rt.Spec.Template.Spec.ReplicatedJobs {
+			spec := &rt.Spec.Template.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
+			for j := range spec.Containers {
+				spec.Containers[j].Env = nil
+			}
+		}
+	})
+	r := mpijob(t, "admin", ns, "runtimes", "test", noHostfile.Name, "--timeout", "4m")
+	expect(t, r, cli.ExitOtherPhase, "MPI spawn", "rank placement", "FAIL", "ranks ran on the Launcher")
 	broken := c.CopyRuntime(t, "mpi-openmpi", "mpi-test-broken", func(rt *trainer.ClusterTrainingRuntime) {
 		for i := range rt.Spec.Template.Spec.ReplicatedJobs {
 			spec := &rt.Spec.Template.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
 			spec.Containers[0].Image = "registry.invalid/none:1"
 		}
 	})
-	r := mpijob(t, "admin", ns, "runtimes", "test", broken.Name, "--timeout", "40s")
+	r = mpijob(t, "admin", ns, "runtimes", "test", broken.Name, "--timeout", "40s")
 	expect(t, r, cli.ExitOtherPhase, "image pull", "FAIL")
 	expect(t, mpijob(t, "admin", ns, "runtimes", "describe", "mpi-openmpi"), 0, "Launcher image:", "ghcr.io/mpijob/openmpi:4.1", "Worker command:")
 	expect(t, mpijob(t, "admin", ns, "runtimes", "describe", "mpi-openmpl"), cli.ExitNotFound, `did you mean "mpi-openmpi"`)

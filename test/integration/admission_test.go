@@ -10,6 +10,7 @@ import (
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -17,9 +18,12 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/localcluster"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 	"github.com/mpijob/mpijob/test/framework"
 )
@@ -255,4 +259,63 @@ func trySetPolicy(ctx context.Context, cl client.Client, rt *trainer.ClusterTrai
 		cur.Annotations[key] = value
 		return cl.Update(ctx, cur)
 	})
+}
+
+// A tenant's own TrainingRuntime cannot lift the cluster's Worker cap
+// (mpijob-manager --max-workers): dev-a makes a runtime of another
+// framework in team-a whose policy allows 2147483647 nodes, and a job on it
+// asking for that many is refused at the cap; a policy below the cap binds.
+func TestTenantRuntimeCannotLiftTheWorkerCap(t *testing.T) {
+	c := framework.Get(t)
+	ctx := context.Background()
+	devA := c.As(t, "dev-a")
+	name := framework.UniqueName("torch-wide")
+	rt := &trainer.TrainingRuntime{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a", Annotations: map[string]string{runtimes.MaxWorkersAnnotation: "2147483647"}},
+		Spec: trainer.TrainingRuntimeSpec{
+			MLPolicy: &trainer.MLPolicy{NumNodes: ptr.To[int32](1), MLPolicySource: trainer.MLPolicySource{Torch: &trainer.TorchMLPolicySource{}}},
+			Template: trainer.JobSetTemplateSpec{Spec: jobsetv1alpha2.JobSetSpec{ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{
+				Name: "node",
+				Template: batchv1.JobTemplateSpec{
+					ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}},
+					Spec: batchv1.JobSpec{Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+						RestartPolicy: corev1.RestartPolicyNever,
+						Containers:    []corev1.Container{{Name: "node", Image: localcluster.UserImage, Command: []string{"true"}}},
+					}}},
+				},
+			}}}},
+		},
+	}
+	if err := devA.Create(ctx, rt); err != nil {
+		t.Fatalf("dev-a cannot make a TrainingRuntime of another framework in team-a: %v", err)
+	}
+	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), rt) })
+	job := func(n int32) *trainer.TrainJob {
+		return &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: framework.UniqueName("lift"), Namespace: "team-a"},
+			Spec: trainer.TrainJobSpec{
+				RuntimeRef: trainer.RuntimeRef{Name: name, APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(trainer.TrainingRuntimeKind)},
+				Trainer:    &trainer.Trainer{NumNodes: ptr.To(n)},
+			}}
+	}
+	err := devA.Create(ctx, job(2147483647), client.DryRunAll)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "this cluster allows at most") {
+		t.Fatalf("a job of 2147483647 nodes on dev-a's runtime: %v, want Invalid at the cluster's cap", err)
+	}
+	// Lowering binds.
+	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur := &trainer.TrainingRuntime{}
+		if err := devA.Get(ctx, client.ObjectKeyFromObject(rt), cur); err != nil {
+			return err
+		}
+		cur.Annotations[runtimes.MaxWorkersAnnotation] = "2"
+		return devA.Update(ctx, cur)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := devA.Create(ctx, job(3), client.DryRunAll)
+		return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "allows at most 2 nodes per job"), nil
+	}); err != nil {
+		t.Fatalf("a 3-node job on a runtime that allows 2 is still admitted")
+	}
 }
