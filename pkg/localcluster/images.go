@@ -275,6 +275,9 @@ func (im Image) tar(opts Options) (string, error) {
 	if im.Suite != "" {
 		parts = append(parts, "suite "+im.Suite)
 	}
+	if sshEnv(im.Env) != "" {
+		parts = append(parts, "sshd-setenv")
+	}
 	if im.Setup != "" || im.BuildSetup != "" || im.Install != "" {
 		parts = append(parts, "setup "+im.Setup, "build-setup "+im.BuildSetup, "install "+im.Install, "mpicc "+im.MPICC)
 	}
@@ -576,6 +579,19 @@ func buildImage(ctx context.Context, opts Options, base string, im Image, out st
 			return err
 		}
 	}
+	if env := sshEnv(im.Env); env != "" {
+		f, err := os.OpenFile(filepath.Join(root, "home", "mpiuser", ".sshd_config"), os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return err
+		}
+		_, err = f.WriteString(env)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
 	if err := os.Chown(filepath.Join(root, "home", "mpiuser", ".sshd_config"), 1000, 1000); err != nil {
 		return err
 	}
@@ -587,6 +603,24 @@ func buildImage(ctx context.Context, opts Options, base string, im Image, out st
 		Labels:     map[string]string{"org.opencontainers.image.source": "mpijob images/" + im.Dir},
 	}
 	return writeImage(root, filepath.Join(work, im.Dir+"-layer.tar"), im.Ref, cfg, out)
+}
+
+// sshEnv is what an image whose environment puts its own PATH first (a
+// virtual environment with its MPI and Python packages) adds to its
+// sshd_config: the same environment for sessions over SSH, in which
+// OpenMPI's orted and Hydra's proxies start the ranks. Without it a rank's
+// python3 is the system's, without the image's packages. Other images add
+// nothing.
+func sshEnv(env []string) string {
+	if !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "PATH=") }) {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("# The image's environment for sessions over SSH, where the ranks start.\n")
+	for _, e := range env {
+		fmt.Fprintf(&b, "SetEnv %s\n", e)
+	}
+	return b.String()
 }
 
 // imageEnv is an image's environment: HOME, PATH (unless env sets its own)

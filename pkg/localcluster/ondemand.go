@@ -2,12 +2,14 @@ package localcluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
@@ -51,12 +53,18 @@ func EnsureImages(ctx context.Context, opts Options, out io.Writer, imgs []Image
 	if ok, _ := Status(ctx, opts); !ok {
 		return nil
 	}
+	// Both nodes import side by side: an import is mostly unpacking.
+	errs := make([]error, opts.RealNodes)
+	var wg sync.WaitGroup
 	for i := 1; i <= opts.RealNodes; i++ {
-		if err := c.importImages(ctx, c.realNode(i)); err != nil {
-			return err
-		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i-1] = c.importImages(ctx, c.realNode(i))
+		}()
 	}
-	return nil
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // Pushed is one image pushed to a registry.

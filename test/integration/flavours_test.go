@@ -53,18 +53,18 @@ func TestEveryFlavourSpreadsRanksAndTrains(t *testing.T) {
 			if err := c.Client.Create(context.Background(), job); err != nil {
 				t.Fatal(err)
 			}
-			c.WaitForTrainJob(t, ns, name, 8*time.Minute, "Complete")
+			end := c.WaitForTrainJob(t, ns, name, 8*time.Minute, "Complete", "Failed")
 			launcher := c.JobPods(t, ns, name, "launcher")
-			workers := c.JobPods(t, ns, name, "node")
-			if len(launcher) != 1 || len(workers) != 2 {
-				t.Fatalf("want 1 Launcher and 2 Worker pods, got %d and %d", len(launcher), len(workers))
+			if len(launcher) != 1 {
+				t.Fatalf("job %s; want 1 Launcher pod, got %d", end, len(launcher))
 			}
 			log := c.PodLog(t, ns, launcher[0].Name)
-			hosts := []string{workers[0].Spec.Hostname, workers[1].Spec.Hostname}
-			if workers[0].Spec.NodeName == workers[1].Spec.NodeName {
-				t.Errorf("both Workers ran on node %s; the runtime spreads them over nodes", workers[0].Spec.NodeName)
+			if end != "Complete" {
+				t.Fatalf("%s: the job %s; Launcher log:\n%s", f.runtime, end, log)
 			}
-			if err := runtimetest.ParsePlacement(log).Check(hosts, launcher[0].Spec.Hostname, 2); err != nil {
+			// JobSet removes the Workers once the job completes; their host
+			// names are JobSet's: JOB-node-0-INDEX.
+			if err := runtimetest.ParsePlacement(log).Check(workerHosts(name, 2), launcher[0].Spec.Hostname, 2); err != nil {
 				t.Fatalf("%s: %v\nLauncher log:\n%s", f.runtime, err, log)
 			}
 			if !strings.Contains(log, "allreduce over 4 ranks ok") {
@@ -80,6 +80,15 @@ func TestEveryFlavourSpreadsRanksAndTrains(t *testing.T) {
 			}
 		})
 	}
+}
+
+// workerHosts are the host names JobSet gives a job's n Workers.
+func workerHosts(job string, n int) []string {
+	var out []string
+	for i := range n {
+		out = append(out, fmt.Sprintf("%s-node-0-%d", job, i))
+	}
+	return out
 }
 
 // finalAccuracy is the accuracy of the examples' last line,
@@ -174,18 +183,18 @@ spec:
 			if err := framework.Submit(context.Background(), c.Client, res.TrainJob, res.Runtime); err != nil {
 				t.Fatal(err)
 			}
-			c.WaitForTrainJob(t, ns, name, 4*time.Minute, "Complete")
-			launcher := c.JobPods(t, ns, name, "launcher")
-			workers := c.JobPods(t, ns, name, "node")
-			if len(launcher) != 1 || len(workers) != 3 {
-				t.Fatalf("want 1 Launcher and 3 Workers (2 + one for the Launcher's ranks), got %d and %d", len(launcher), len(workers))
+			if end := c.WaitForTrainJob(t, ns, name, 4*time.Minute, "Complete", "Failed"); end != "Complete" {
+				t.Fatalf("the converted %s job %s:\n%s", f.impl, end, c.PodLog(t, ns, c.JobPods(t, ns, name, "launcher")[0].Name))
 			}
-			var hosts []string
-			for _, w := range workers {
-				hosts = append(hosts, w.Spec.Hostname)
+			if n := *res.TrainJob.Spec.Trainer.NumNodes; n != 3 {
+				t.Fatalf("converted to %d Workers, want 3 (2 + one for the Launcher's ranks)", n)
+			}
+			launcher := c.JobPods(t, ns, name, "launcher")
+			if len(launcher) != 1 {
+				t.Fatalf("want 1 Launcher pod, got %d", len(launcher))
 			}
 			log := c.PodLog(t, ns, launcher[0].Name)
-			if err := runtimetest.ParsePlacement(log).Check(hosts, launcher[0].Spec.Hostname, 1); err != nil {
+			if err := runtimetest.ParsePlacement(log).Check(workerHosts(name, 3), launcher[0].Spec.Hostname, 1); err != nil {
 				t.Fatalf("%s: %v\nLauncher log:\n%s", f.impl, err, log)
 			}
 		})
