@@ -216,8 +216,8 @@ func (c *clients) managerState(ctx context.Context) api.ManagerState {
 }
 
 // podLog reads a pod's log (its first container), up to 1 MiB.
-func (cl *clients) podLog(ctx context.Context, ns, pod string) (string, error) {
+func (c *clients) podLog(ctx context.Context, ns, pod string) (string, error) {
 	limit := int64(1 << 20)
-	b, err := cl.cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{LimitBytes: &limit}).DoRaw(ctx)
+	b, err := c.cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{LimitBytes: &limit}).DoRaw(ctx)
 	return string(b), err
 }

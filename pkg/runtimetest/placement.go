@@ -74,7 +74,7 @@ func (p Placement) Check(workers []string, launcher string, slots int) error {
 	}
 	for _, w := range workers {
 		if got := len(per[w]); got != slots {
-			return fmt.Errorf("Worker %s hosts %d ranks, want %d (one per slot)", w, got, slots)
+			return fmt.Errorf("the Worker %s hosts %d ranks, want %d (one per slot)", w, got, slots)
 		}
 	}
 	return nil

@@ -37,7 +37,7 @@ func TestPlacementCheck(t *testing.T) {
 		},
 		"all ranks on one Worker": {
 			log:     "mpi-hello: rank 0 of 4 on j-node-0-0\nmpi-hello: rank 1 of 4 on j-node-0-0\nmpi-hello: rank 2 of 4 on j-node-0-0\nmpi-hello: rank 3 of 4 on j-node-0-0\n",
-			wantErr: "Worker j-node-0-0 hosts 4 ranks, want 2",
+			wantErr: "the Worker j-node-0-0 hosts 4 ranks, want 2",
 		},
 		"a rank missing": {
 			log:     "mpi-hello: rank 0 of 4 on j-node-0-0\nmpi-hello: rank 1 of 4 on j-node-0-0\nmpi-hello: rank 3 of 4 on j-node-0-1\n",
