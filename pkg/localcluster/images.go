@@ -154,8 +154,11 @@ var Images = []Image{
 		MPICC: mpichVenv + "/bin/mpicc",
 		Env: []string{
 			"PATH=" + mpichVenv + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-			// TCP through libfabric: pods have no RDMA devices.
-			"MPIR_CVAR_CH4_NETMOD=ofi", "FI_PROVIDER=tcp", "FI_TCP_IFACE=eth0",
+			// TCP through libfabric: pods have no RDMA devices. Ranks on one
+			// Worker talk over it too: MPICH's shared-memory path moves
+			// large messages with process_vm_readv, which needs
+			// CAP_SYS_PTRACE (a 38 KB MPI_Bcast failed without it).
+			"MPIR_CVAR_CH4_NETMOD=ofi", "FI_PROVIDER=tcp", "FI_TCP_IFACE=eth0", "MPIR_CVAR_NOLOCAL=1",
 		},
 		Files: withExamples(map[string]string{"common/mpijob-mpiexec": "/usr/local/bin/mpijob-mpiexec"}),
 	},
@@ -276,7 +279,7 @@ func (im Image) tar(opts Options) (string, error) {
 		parts = append(parts, "suite "+im.Suite)
 	}
 	if sshEnv(im.Env) != "" {
-		parts = append(parts, "sshd-setenv")
+		parts = append(parts, "sshd-setenv-one-line")
 	}
 	if im.Setup != "" || im.BuildSetup != "" || im.Install != "" {
 		parts = append(parts, "setup "+im.Setup, "build-setup "+im.BuildSetup, "install "+im.Install, "mpicc "+im.MPICC)
@@ -421,6 +424,7 @@ func BuildImagesOf(ctx context.Context, opts Options, p *Progress, imgs []Image,
 				errs[k] = fmt.Errorf("failed to build image %s: %w", im.Ref, err)
 				return
 			}
+			pruneOldBuilds(opts, im, tars[i])
 			done()
 		}()
 	}
@@ -429,6 +433,19 @@ func BuildImagesOf(ctx context.Context, opts Options, p *Progress, imgs []Image,
 		return nil, err
 	}
 	return tars, nil
+}
+
+// pruneOldBuilds removes the earlier builds of im (tars under an older
+// hash of its inputs): an image is hundreds of MB, and the disk it fills is
+// the one the nodes' kubelets watch for pressure.
+func pruneOldBuilds(opts Options, im Image, current string) {
+	old, _ := filepath.Glob(filepath.Join(imagesDir(opts), im.Dir+"-*.tar"))
+	for _, t := range old {
+		rest := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(t), im.Dir+"-"), ".tar")
+		if t != current && len(rest) == 12 && !strings.Contains(rest, "-") {
+			_ = os.Remove(t)
+		}
+	}
 }
 
 // lockFile takes an exclusive lock on path, waiting for it, and returns
@@ -615,12 +632,8 @@ func sshEnv(env []string) string {
 	if !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "PATH=") }) {
 		return ""
 	}
-	var b strings.Builder
-	b.WriteString("# The image's environment for sessions over SSH, where the ranks start.\n")
-	for _, e := range env {
-		fmt.Fprintf(&b, "SetEnv %s\n", e)
-	}
-	return b.String()
+	// sshd takes the first SetEnv line only: every variable goes on it.
+	return "# The image's environment for sessions over SSH, where the ranks start.\nSetEnv " + strings.Join(env, " ") + "\n"
 }
 
 // imageEnv is an image's environment: HOME, PATH (unless env sets its own)

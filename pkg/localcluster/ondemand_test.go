@@ -209,3 +209,29 @@ func TestOnDemandWanted(t *testing.T) {
 		t.Errorf("node 2 lacks the Intel image; wanted %v, want [intel]", got)
 	}
 }
+
+// A new build of an image removes its earlier builds, and nothing of the
+// other images (openmpi's prune leaves openmpi5 alone).
+func TestPruneOldBuilds(t *testing.T) {
+	opts := Options{CacheDir: t.TempDir()}
+	dir := imagesDir(opts)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files := []string{"openmpi-aaaaaaaaaaaa.tar", "openmpi-bbbbbbbbbbbb.tar", "openmpi5-cccccccccccc.tar", "openmpi-bbbbbbbbbbbb.tar.tmp"}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	im, _ := ImageNamed("openmpi")
+	pruneOldBuilds(opts, im, filepath.Join(dir, "openmpi-bbbbbbbbbbbb.tar"))
+	var left []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if diff := cmp.Diff([]string{"openmpi-bbbbbbbbbbbb.tar", "openmpi-bbbbbbbbbbbb.tar.tmp", "openmpi5-cccccccccccc.tar"}, left); diff != "" {
+		t.Errorf("left (-want,+got):\n%s", diff)
+	}
+}
