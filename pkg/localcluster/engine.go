@@ -480,7 +480,7 @@ func (c *Cluster) waitHealthy(ctx context.Context, name string, port int) error 
 // the development users, namespaces and quotas (config/dev), and starts
 // the development dashboard on the host.
 func (c *Cluster) installProject(ctx context.Context) error {
-	if err := c.importProjectImages(ctx, c.projectTars); err != nil {
+	if err := c.importProjectImages(ctx, c.projectTars, c.projectRefs); err != nil {
 		return err
 	}
 	if err := c.installRelease(ctx, c.projectRefs); err != nil {

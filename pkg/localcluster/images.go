@@ -26,6 +26,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // Image is an MPI image the local cluster builds from Debian packages (and,
@@ -802,19 +803,18 @@ func (c *Cluster) importImages(ctx context.Context, n realNode) error {
 	if err != nil {
 		return err
 	}
+	refs, err := tarRefs(c.opts)
+	if err != nil {
+		return err
+	}
+	present, err := presentRefs(ctx, n)
+	if err != nil {
+		return err
+	}
 	for _, t := range tars {
-		marker := filepath.Join(n.store, ".imported-"+filepath.Base(t))
-		if _, err := os.Stat(marker); err == nil {
-			continue
-		}
-		done := c.progress.Step("importing %s into %s", filepath.Base(t), n.name)
-		if err := run(ctx, "ctr", "--address", n.socket(), "-n", "k8s.io", "images", "import", "--platform", "linux/amd64", t); err != nil {
-			return fmt.Errorf("failed to import %s into %s: %w", t, n.name, err)
-		}
-		if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		if err := c.importTar(ctx, n, t, refs[t], present); err != nil {
 			return err
 		}
-		done()
 	}
 	// A second name for the OpenMPI image stands in for a user's own image
 	// (kubectl mpijob create --image UserImage), so tests see an image that
@@ -823,6 +823,52 @@ func (c *Cluster) importImages(ctx context.Context, n realNode) error {
 		return fmt.Errorf("failed to tag %s as %s on %s: %w", Images[0].Ref, UserImage, n.name, err)
 	}
 	return nil
+}
+
+// importTar imports tar (image ref) into node n's containerd unless n
+// holds that exact build: its import marker is there and the image is
+// still in the store (the kubelet deletes unused images under disk
+// pressure, and the marker alone would then lie).
+func (c *Cluster) importTar(ctx context.Context, n realNode, tar, ref string, present sets.Set[string]) error {
+	marker := filepath.Join(n.store, ".imported-"+filepath.Base(tar))
+	if fileExists(marker) && (ref == "" || present.Has(ref)) {
+		return nil
+	}
+	done := c.progress.Step("importing %s into %s", filepath.Base(tar), n.name)
+	if err := run(ctx, "ctr", "--address", n.socket(), "-n", "k8s.io", "images", "import", "--platform", "linux/amd64", tar); err != nil {
+		return fmt.Errorf("failed to import %s into %s: %w", tar, n.name, err)
+	}
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		return err
+	}
+	done()
+	return nil
+}
+
+// presentRefs lists the image names node n's containerd holds.
+func presentRefs(ctx context.Context, n realNode) (sets.Set[string], error) {
+	out, err := exec.CommandContext(ctx, "ctr", "--address", n.socket(), "-n", "k8s.io", "images", "ls", "-q").Output()
+	if err != nil {
+		return nil, fmt.Errorf("failed to list the images of %s: %w", n.name, err)
+	}
+	return sets.New(strings.Fields(string(out))...), nil
+}
+
+// tarRefs maps each image tar, built or not, to its image name.
+func tarRefs(opts Options) (map[string]string, error) {
+	pause, err := pauseTar(opts)
+	if err != nil {
+		return nil, err
+	}
+	refs := map[string]string{pause: pauseImage}
+	for _, im := range Images {
+		t, err := im.tar(opts)
+		if err != nil {
+			return nil, err
+		}
+		refs[t] = im.Ref
+	}
+	return refs, nil
 }
 
 // UserImage is the local cluster's stand-in for a user's own image: the

@@ -136,20 +136,18 @@ func buildProjectImage(ctx context.Context, opts Options, im projectImage) (stri
 	return ref, out, nil
 }
 
-// importProjectImages imports the project's image tars into every real
-// node's containerd (each tar once per node's content store).
-func (c *Cluster) importProjectImages(ctx context.Context, tars []string) error {
+// importProjectImages imports the project's image tars (in the order of
+// projectImages, named by refs) into every real node's containerd, each
+// tar once per node's content store.
+func (c *Cluster) importProjectImages(ctx context.Context, tars []string, refs map[string]string) error {
 	for i := 1; i <= c.opts.RealNodes; i++ {
 		n := c.realNode(i)
-		for _, t := range tars {
-			marker := filepath.Join(n.store, ".imported-"+filepath.Base(t))
-			if _, err := os.Stat(marker); err == nil {
-				continue
-			}
-			if err := run(ctx, "ctr", "--address", n.socket(), "-n", "k8s.io", "images", "import", "--platform", "linux/amd64", t); err != nil {
-				return fmt.Errorf("failed to import %s into %s: %w", t, n.name, err)
-			}
-			if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		present, err := presentRefs(ctx, n)
+		if err != nil {
+			return err
+		}
+		for k, t := range tars {
+			if err := c.importTar(ctx, n, t, refs[projectImages[k].Repository], present); err != nil {
 				return err
 			}
 		}
@@ -281,7 +279,7 @@ func Reload(ctx context.Context, opts Options, out io.Writer) error {
 		return err
 	}
 	done := c.progress.Step("importing %s into the nodes", strings.Join(sortedValues(refs), ", "))
-	if err := c.importProjectImages(ctx, tars); err != nil {
+	if err := c.importProjectImages(ctx, tars, refs); err != nil {
 		return err
 	}
 	done()
