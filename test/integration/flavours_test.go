@@ -134,8 +134,8 @@ echo "mpich runs ok: $ok of 20"`
 }
 
 // Legacy MPIJobs with runLauncherAsWorker on MPICH and Intel MPI convert
-// (one more Worker stands in for the Launcher's ranks) and run: every rank
-// of the legacy job's 2 Workers + Launcher lands on one of the 3 Workers.
+// (one more Worker stands in for the Launcher's ranks) and run: the ranks
+// of the legacy job's Worker + Launcher land on the 2 Workers, one per node.
 func TestLegacyLauncherAsWorkerConvertsAndRuns(t *testing.T) {
 	c := framework.Get(t)
 	c.EnsureImages(t, "mpich", "intel")
@@ -165,7 +165,7 @@ spec:
             image: IMAGE
             command: ["mpijob-mpiexec", "/usr/local/bin/mpi-hello"]
     Worker:
-      replicas: 2
+      replicas: 1
       template:
         spec:
           containers:
@@ -186,15 +186,15 @@ spec:
 			if end := c.WaitForTrainJob(t, ns, name, 4*time.Minute, "Complete", "Failed"); end != "Complete" {
 				t.Fatalf("the converted %s job %s:\n%s", f.impl, end, c.PodLog(t, ns, c.JobPods(t, ns, name, "launcher")[0].Name))
 			}
-			if n := *res.TrainJob.Spec.Trainer.NumNodes; n != 3 {
-				t.Fatalf("converted to %d Workers, want 3 (2 + one for the Launcher's ranks)", n)
+			if n := *res.TrainJob.Spec.Trainer.NumNodes; n != 2 {
+				t.Fatalf("converted to %d Workers, want 2 (1 + one for the Launcher's ranks)", n)
 			}
 			launcher := c.JobPods(t, ns, name, "launcher")
 			if len(launcher) != 1 {
 				t.Fatalf("want 1 Launcher pod, got %d", len(launcher))
 			}
 			log := c.PodLog(t, ns, launcher[0].Name)
-			if err := runtimetest.ParsePlacement(log).Check(workerHosts(name, 3), launcher[0].Spec.Hostname, 1); err != nil {
+			if err := runtimetest.ParsePlacement(log).Check(workerHosts(name, 2), launcher[0].Spec.Hostname, 1); err != nil {
 				t.Fatalf("%s: %v\nLauncher log:\n%s", f.impl, err, log)
 			}
 		})
