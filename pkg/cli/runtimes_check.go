@@ -26,11 +26,13 @@ func newRuntimesTestCommand(o *Options) *cobra.Command {
 	r := &runtimesTestOptions{Options: o}
 	cmd := &cobra.Command{
 		Use:   "test NAME",
-		Short: "Run a 1 Launcher + 2 Worker job on a runtime and check image pull, SSH keys and MPI spawn",
-		Long: `Run the runtime's own test program with 2 Workers and report three checks:
+		Short: "Run a 1 Launcher + 2 Worker job on a runtime and check image pull, SSH keys, MPI spawn and rank placement",
+		Long: `Run the runtime's own test program with 2 Workers and report four checks:
 image pull (every pod got its image), SSH key mount (every Worker's sshd,
-which reads the job's key, is Ready) and MPI spawn (the Launcher's mpirun
-started ranks on the Workers and exited 0). The test job is deleted after.`,
+which reads the job's key, is Ready), MPI spawn (the Launcher's mpirun
+exited 0) and rank placement (every rank printed "rank R of N on HOST" from
+a Worker, one per slot, none from the Launcher; SKIP when the runtime's
+program prints no such line). The test job is deleted after.`,
 		Args:              exactlyOneName("runtimes test"),
 		ValidArgsFunction: o.completeRuntimes,
 		RunE: func(cmd *cobra.Command, args []string) error {
