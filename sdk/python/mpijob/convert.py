@@ -132,8 +132,6 @@ def convert(manifest: str | dict[str, Any], runtimes: dict[str, dict[str, Any]])
     else:
         raise _err("spec.mpiImplementation", f"{impl!r} is unknown", "use OpenMPI, Intel or MPICH")
     note("spec.mpiImplementation", "mapped", f"{impl} → runtime {rt_name}")
-    if as_worker and rt_name != "mpi-openmpi-gpu":
-        raise _err("spec.runLauncherAsWorker", f"is not supported with {impl}", "mpijob's Launcher hosts ranks only with OpenMPI (mpi-openmpi-gpu)")
     if rt_name not in runtimes:
         raise _err("runtime", f"{rt_name} is not installed", "install mpijob's runtimes (config/runtimes)")
     base = runtimes[rt_name]
@@ -151,22 +149,22 @@ def convert(manifest: str | dict[str, Any], runtimes: dict[str, dict[str, Any]])
     }
     tr = tj["spec"]["trainer"]
     note("metadata", "mapped", "name, namespace, labels and annotations kept")
-    if separate:
+    if separate and as_worker:
+        tr["numNodes"] = workers + 1
+        note("spec.mpiReplicaSpecs.Worker.replicas", "changed",
+             f"{workers} + the Launcher (runLauncherAsWorker) → spec.trainer.numNodes {workers + 1}: "
+             f"on {rt_name} the Launcher hosts no ranks, so one more Worker keeps the number of rank hosts")
+    elif separate:
         tr["numNodes"] = workers
         note("spec.mpiReplicaSpecs.Worker.replicas", "mapped", f"{workers} → spec.trainer.numNodes {workers}")
+    elif as_worker:
+        tr["numNodes"] = workers + 1
+        note("spec.mpiReplicaSpecs.Worker.replicas", "mapped", f"{workers} + the Launcher (runLauncherAsWorker) → spec.trainer.numNodes {workers + 1}")
+        note("spec.runLauncherAsWorker", "mapped", f"runtime {rt_name} runs the Launcher as a rank host")
     else:
         tr["numNodes"] = workers + 1
-        if as_worker:
-            note("spec.mpiReplicaSpecs.Worker.replicas", "mapped", f"{workers} + the Launcher (runLauncherAsWorker) → spec.trainer.numNodes {workers + 1}")
-        else:
-            note("spec.mpiReplicaSpecs.Worker.replicas", "changed",
-                 f"{workers} → spec.trainer.numNodes {workers + 1}: on {rt_name} the Launcher hosts ranks too (one more rank host than before)")
-    if as_worker and separate:
-        tr["numNodes"] = workers + 1
-        note("spec.runLauncherAsWorker", "changed",
-             f"mpijob's Launcher hosts no ranks: {workers + 1} Workers instead of {workers} + the Launcher, the same number of rank hosts")
-    elif as_worker:
-        note("spec.runLauncherAsWorker", "mapped", f"runtime {rt_name} runs the Launcher as a rank host")
+        note("spec.mpiReplicaSpecs.Worker.replicas", "changed",
+             f"{workers} → spec.trainer.numNodes {workers + 1}: on {rt_name} the Launcher hosts ranks too (one more rank host than before)")
     slots = spec.get("slotsPerWorker") or 1
     tr["numProcPerNode"] = slots
     note("spec.slotsPerWorker", "mapped", f"{slots} → spec.trainer.numProcPerNode")
