@@ -50,13 +50,22 @@ func OnDemandWanted(opts Options, pod *corev1.Pod) []Image {
 	for _, ct := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
 		refs.Insert(ct.Image)
 	}
+	// An image the kubelet failed to pull is wanted even where the import
+	// marker says it is there: the kubelet deletes unused images under disk
+	// pressure.
+	failed := sets.New[string]()
+	for _, st := range append(append([]corev1.ContainerStatus{}, pod.Status.InitContainerStatuses...), pod.Status.ContainerStatuses...) {
+		if w := st.State.Waiting; w != nil && (w.Reason == "ErrImagePull" || w.Reason == "ImagePullBackOff") {
+			failed.Insert(st.Image)
+		}
+	}
 	var out []Image
 	for _, im := range Images {
 		if !im.OnDemand || !refs.Has(im.Ref) {
 			continue
 		}
 		tar, err := im.tar(opts)
-		if err != nil || !fileExists(filepath.Join(store, ".imported-"+filepath.Base(tar))) {
+		if err != nil || failed.Has(im.Ref) || !fileExists(filepath.Join(store, ".imported-"+filepath.Base(tar))) {
 			out = append(out, im)
 		}
 	}
@@ -107,6 +116,7 @@ func ServeImages(ctx context.Context, opts Options, out io.Writer) error {
 		<-ctx.Done()
 		queue.ShutDown()
 	}()
+	served := map[string]time.Time{} // image name → when it was last imported
 	for {
 		name, quit := queue.Get()
 		if quit {
@@ -118,10 +128,12 @@ func ServeImages(ctx context.Context, opts Options, out io.Writer) error {
 		delete(waiting, name)
 		mu.Unlock()
 		// A pod that arrived while an earlier build of this image ran has
-		// nothing left to wait for.
+		// nothing left to wait for; nor has one whose pull failed before a
+		// recent import (its kubelet retries on its own back-off).
+		recent := time.Since(served[name]) < 5*time.Minute
 		var still []*corev1.Pod
 		for _, p := range pods {
-			if len(OnDemandWanted(opts, p)) > 0 {
+			if len(OnDemandWanted(opts, p)) > 0 && (!recent || !importedOn(opts, p, im)) {
 				still = append(still, p)
 			}
 		}
@@ -142,10 +154,23 @@ func ServeImages(ctx context.Context, opts Options, out io.Writer) error {
 		} else {
 			tell(ctx, cs, still, corev1.EventTypeNormal, "ImageBuilt",
 				fmt.Sprintf("%s was built and imported into every node in %s.", im.Ref, time.Since(began).Round(time.Second)))
+			served[name] = time.Now()
 			queue.Forget(name)
 		}
 		queue.Done(name)
 	}
+}
+
+// importedOn reports whether the node of pod has im's import marker.
+func importedOn(opts Options, pod *corev1.Pod, im Image) bool {
+	for i := 1; i <= opts.RealNodes; i++ {
+		if pod.Spec.NodeName != nodeName(i) {
+			continue
+		}
+		tar, err := im.tar(opts)
+		return err == nil && fileExists(filepath.Join(New(opts, io.Discard).realNode(i).store, ".imported-"+filepath.Base(tar)))
+	}
+	return false
 }
 
 func onDemandNames() []string {

@@ -205,6 +205,11 @@ func TestOnDemandWanted(t *testing.T) {
 	if got := OnDemandWanted(opts, pod(nodeName(1), intel.Ref, intel.Ref)); len(got) != 0 {
 		t.Errorf("node 1 holds the Intel image, still wanted: %v", names(got))
 	}
+	failing := pod(nodeName(1), intel.Ref, intel.Ref)
+	failing.Status.ContainerStatuses = []corev1.ContainerStatus{{Image: intel.Ref, State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}}}
+	if got := names(OnDemandWanted(opts, failing)); !cmp.Equal(got, []string{"intel"}) {
+		t.Errorf("a pod on node 1 that cannot pull the Intel image (deleted under disk pressure) wants %v, want [intel]", got)
+	}
 	if got := names(OnDemandWanted(opts, pod(nodeName(2), intel.Ref, intel.Ref))); !cmp.Equal(got, []string{"intel"}) {
 		t.Errorf("node 2 lacks the Intel image; wanted %v, want [intel]", got)
 	}
