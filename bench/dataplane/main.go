@@ -58,8 +58,10 @@ var flavours = map[string]flavour{
 		local: []string{"mpirun", "-np", "2", "--mca", "btl", "tcp,self"}},
 	"mpich": {image: "mpich", runtime: "mpi-mpich", launch: []string{"mpijob-mpiexec"},
 		local: []string{"mpiexec.hydra", "-launcher", "fork", "-n", "2"}},
+	// OpenMPI 5's TCP BTL will not pair two ranks over one address of one
+	// host: on the host they use the loopback device.
 	"openmpi5": {image: "openmpi5", runtime: "mpi-openmpi5", launch: []string{"mpirun"},
-		local: []string{"mpirun", "-np", "2", "--mca", "btl", "tcp,self"}},
+		local: []string{"mpirun", "-np", "2", "--mca", "btl", "tcp,self", "--mca", "btl_tcp_if_include", "lo"}},
 	"intel": {image: "intel", runtime: "mpi-intel", launch: []string{"mpijob-mpiexec"},
 		local: []string{"mpiexec.hydra", "-launcher", "fork", "-n", "2"}, localEnv: []string{"I_MPI_FABRICS=ofi"}},
 }
