@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -36,16 +35,10 @@ func (c *Cluster) startImageBuilder() error {
 // OnDemandWanted returns the on-demand images pod refers to that node's
 // containerd does not hold yet (no import marker for their current build).
 func OnDemandWanted(opts Options, pod *corev1.Pod) []Image {
-	idx := -1
-	for i := 1; i <= opts.RealNodes; i++ {
-		if pod.Spec.NodeName == nodeName(i) {
-			idx = i
-		}
-	}
-	if idx < 0 {
+	n, ok := nodeOf(opts, pod)
+	if !ok {
 		return nil
 	}
-	store := New(opts, io.Discard).realNode(idx).store
 	refs := sets.New[string]()
 	for _, ct := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
 		refs.Insert(ct.Image)
@@ -65,7 +58,7 @@ func OnDemandWanted(opts Options, pod *corev1.Pod) []Image {
 			continue
 		}
 		tar, err := im.tar(opts)
-		if err != nil || failed.Has(im.Ref) || !fileExists(filepath.Join(store, ".imported-"+filepath.Base(tar))) {
+		if err != nil || failed.Has(im.Ref) || !fileExists(n.importMarker(tar)) {
 			out = append(out, im)
 		}
 	}
@@ -163,14 +156,22 @@ func ServeImages(ctx context.Context, opts Options, out io.Writer) error {
 
 // importedOn reports whether the node of pod has im's import marker.
 func importedOn(opts Options, pod *corev1.Pod, im Image) bool {
-	for i := 1; i <= opts.RealNodes; i++ {
-		if pod.Spec.NodeName != nodeName(i) {
-			continue
-		}
-		tar, err := im.tar(opts)
-		return err == nil && fileExists(filepath.Join(New(opts, io.Discard).realNode(i).store, ".imported-"+filepath.Base(tar)))
+	n, ok := nodeOf(opts, pod)
+	if !ok {
+		return false
 	}
-	return false
+	tar, err := im.tar(opts)
+	return err == nil && fileExists(n.importMarker(tar))
+}
+
+// nodeOf is the real node pod runs on; false for a kwok node or none.
+func nodeOf(opts Options, pod *corev1.Pod) (realNode, bool) {
+	for i := 1; i <= opts.RealNodes; i++ {
+		if pod.Spec.NodeName == nodeName(i) {
+			return New(opts, io.Discard).realNode(i), true
+		}
+	}
+	return realNode{}, false
 }
 
 func onDemandNames() []string {

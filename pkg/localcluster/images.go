@@ -830,7 +830,7 @@ func (c *Cluster) importImages(ctx context.Context, n realNode) error {
 // still in the store (the kubelet deletes unused images under disk
 // pressure, and the marker alone would then lie).
 func (c *Cluster) importTar(ctx context.Context, n realNode, tar, ref string, present sets.Set[string]) error {
-	marker := filepath.Join(n.store, ".imported-"+filepath.Base(tar))
+	marker := n.importMarker(tar)
 	if fileExists(marker) && (ref == "" || present.Has(ref)) {
 		return nil
 	}
@@ -843,6 +843,11 @@ func (c *Cluster) importTar(ctx context.Context, n realNode, tar, ref string, pr
 	}
 	done()
 	return nil
+}
+
+// importMarker is the file that says node n imported this build (tar).
+func (n realNode) importMarker(tar string) string {
+	return filepath.Join(n.store, ".imported-"+filepath.Base(tar))
 }
 
 // presentRefs lists the image names node n's containerd holds.

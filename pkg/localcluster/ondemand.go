@@ -43,9 +43,7 @@ func SelectImages(names []string, all bool) ([]Image, error) {
 // the local cluster runs, imports it into every real node, so pods that
 // reference it start. It is what a first use of an on-demand image runs.
 func EnsureImages(ctx context.Context, opts Options, out io.Writer, imgs []Image, why string) error {
-	if st, err := readState(opts); err == nil && st.CacheDir != "" {
-		opts.CacheDir = st.CacheDir
-	}
+	opts = runningCacheDir(opts)
 	c := New(opts, out)
 	if _, err := BuildImagesOf(ctx, opts, c.progress, imgs, why); err != nil {
 		return err
@@ -108,20 +106,13 @@ func PushImages(ctx context.Context, opts Options, out io.Writer, imgs []Image, 
 			return nil, err
 		}
 		done := p.Step("pushing %s to %s", ref, dst)
-		img, err := imageFromTar(refs[ref])
-		if err != nil {
-			return nil, fmt.Errorf("failed to read the build of %s: %w", ref, err)
-		}
 		tag, err := name.NewTag(dst)
 		if err != nil {
 			return nil, err
 		}
-		if err := remote.Write(tag, img, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
-			return nil, fmt.Errorf("failed to push %s to %s (log in with `docker login %s` or `podman login`, or check REGISTRY): %w", ref, dst, tag.RegistryStr(), err)
-		}
-		d, err := img.Digest()
+		d, err := pushTar(ctx, refs[ref], tag)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("failed to push %s to %s (log in with `docker login %s` or `podman login`, or check REGISTRY): %w", ref, dst, tag.RegistryStr(), err)
 		}
 		pushed = append(pushed, Pushed{Ref: ref, To: tag.Context().Name() + "@" + d.String()})
 		done()
@@ -160,29 +151,37 @@ func PushTarget(ref, registry string) (string, error) {
 	return strings.TrimSuffix(registry, "/") + "/" + repo + ":" + t.TagStr(), nil
 }
 
-// imageFromTar reads the one image of an OCI layout tar that writeImage made.
-func imageFromTar(tarPath string) (v1.Image, error) {
+// pushTar pushes the one image of an OCI layout tar that writeImage made to
+// tag and returns its digest. The layout is unpacked into a temporary
+// folder, removed once the push (which reads its blobs lazily) is done.
+func pushTar(ctx context.Context, tarPath string, tag name.Tag) (v1.Hash, error) {
 	dir, err := os.MkdirTemp("", "mpijob-push-")
 	if err != nil {
-		return nil, err
+		return v1.Hash{}, err
 	}
-	// The layout's blobs are read lazily by the push, so the folder stays
-	// until the process ends; it is removed on the next call's cleanup.
-	if err := run(context.Background(), "tar", "-xf", tarPath, "-C", dir); err != nil {
-		return nil, err
+	defer func() { _ = os.RemoveAll(dir) }()
+	if err := run(ctx, "tar", "-xf", tarPath, "-C", dir); err != nil {
+		return v1.Hash{}, err
 	}
 	idx, err := layout.ImageIndexFromPath(dir)
 	if err != nil {
-		return nil, err
+		return v1.Hash{}, err
 	}
 	m, err := idx.IndexManifest()
 	if err != nil {
-		return nil, err
+		return v1.Hash{}, err
 	}
 	if len(m.Manifests) != 1 {
-		return nil, fmt.Errorf("%s holds %d images, want 1", tarPath, len(m.Manifests))
+		return v1.Hash{}, fmt.Errorf("%s holds %d images, want 1", tarPath, len(m.Manifests))
 	}
-	return idx.Image(m.Manifests[0].Digest)
+	img, err := idx.Image(m.Manifests[0].Digest)
+	if err != nil {
+		return v1.Hash{}, err
+	}
+	if err := remote.Write(tag, img, remote.WithContext(ctx), remote.WithAuthFromKeychain(authn.DefaultKeychain)); err != nil {
+		return v1.Hash{}, err
+	}
+	return img.Digest()
 }
 
 // RegistryOverlay is a kustomization over base (a path relative to where it
@@ -229,10 +228,7 @@ func RegistryOverlay(base string, pushed []Pushed) ([]byte, error) {
 // image's user. Benchmarks use it for the same program's figure without the
 // pod network in between.
 func RunOnHost(ctx context.Context, opts Options, ref string, env []string, args ...string) (string, error) {
-	if st, err := readState(opts); err == nil && st.CacheDir != "" {
-		opts.CacheDir = st.CacheDir
-	}
-	n := New(opts, io.Discard).realNode(1)
+	n := New(runningCacheDir(opts), io.Discard).realNode(1)
 	id := fmt.Sprintf("mpijob-host-%d", os.Getpid())
 	cmdArgs := []string{"--address", n.socket(), "-n", "k8s.io", "run", "--rm", "--net-host"}
 	for _, e := range env {

@@ -1,7 +1,9 @@
 package localcluster
 
 import (
+	"context"
 	"io"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +11,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/name"
+	"github.com/google/go-containerregistry/pkg/registry"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
@@ -199,7 +204,7 @@ func TestOnDemandWanted(t *testing.T) {
 	if err := os.MkdirAll(store, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(store, ".imported-"+filepath.Base(tar)), nil, 0o644); err != nil {
+	if err := os.WriteFile(New(opts, io.Discard).realNode(1).importMarker(tar), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
 	if got := OnDemandWanted(opts, pod(nodeName(1), intel.Ref, intel.Ref)); len(got) != 0 {
@@ -238,5 +243,46 @@ func TestPruneOldBuilds(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"openmpi-bbbbbbbbbbbb.tar", "openmpi-bbbbbbbbbbbb.tar.tmp", "openmpi5-cccccccccccc.tar"}, left); diff != "" {
 		t.Errorf("left (-want,+got):\n%s", diff)
+	}
+}
+
+// pushTar pushes an image tar that writeImage made to a real registry
+// server (go-containerregistry's, on loopback), which then serves it by the
+// digest pushTar returns, and leaves no unpacked layout behind.
+func TestPushTarToARegistry(t *testing.T) {
+	root := t.TempDir()
+	if err := os.WriteFile(filepath.Join(root, "hello"), []byte("hi\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tarPath := filepath.Join(t.TempDir(), "img.tar")
+	if err := writeImage(root, tarPath+".layer", "ghcr.io/mpijob/test:1.0", v1.Config{User: "1000"}, tarPath); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(registry.New())
+	defer srv.Close()
+	host := strings.TrimPrefix(srv.URL, "http://")
+	dst, err := PushTarget("ghcr.io/mpijob/test:1.0", host+"/team")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tag, err := name.NewTag(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "mpijob-push-*"))
+	d, err := pushTar(context.Background(), tarPath, tag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := remote.Image(tag.Context().Digest(d.String()))
+	if err != nil {
+		t.Fatalf("the registry does not serve %s@%s: %v", tag.Context(), d, err)
+	}
+	if gd, _ := got.Digest(); gd != d {
+		t.Errorf("served digest %s, pushed %s", gd, d)
+	}
+	after, _ := filepath.Glob(filepath.Join(os.TempDir(), "mpijob-push-*"))
+	if len(after) > len(before) {
+		t.Errorf("pushTar left its unpacked layout: %v", after)
 	}
 }

@@ -257,6 +257,16 @@ func WaitRollout(ctx context.Context, cl client.Client, ns, name string, timeout
 	return nil
 }
 
+// runningCacheDir is opts with the cache folder the running cluster was
+// started with (its nodes' stores live there), when one runs: a shell with
+// another MPIJOB_CACHE_DIR still finds them.
+func runningCacheDir(opts Options) Options {
+	if st, err := readState(opts); err == nil && st.CacheDir != "" {
+		opts.CacheDir = st.CacheDir
+	}
+	return opts
+}
+
 // Reload is the developer's inner loop on a running local cluster: it
 // rebuilds the mpijob-manager and mpijob-dashboard images from this
 // checkout, imports them into the nodes and applies config/default again
@@ -267,9 +277,7 @@ func Reload(ctx context.Context, opts Options, out io.Writer) error {
 	if ok, msg := Status(ctx, opts); !ok {
 		return fmt.Errorf("%s", msg)
 	}
-	if st, err := readState(opts); err == nil && st.CacheDir != "" {
-		opts.CacheDir = st.CacheDir
-	}
+	opts = runningCacheDir(opts)
 	c := New(opts, out)
 	if err := c.loadRunning(); err != nil {
 		return err
