@@ -108,7 +108,7 @@ test-web: web-deps ## The dashboard front end's component tests (vitest) and typ
 sdk-venv: ## Install the Python SDK as a user would (pip install ./sdk/python) into a virtualenv in the cache.
 	@$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { echo "installing python3-venv"; apt-get install -y -q python3-venv >/dev/null; }
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/pip install -q --disable-pip-version-check --cache-dir $(CACHE_DIR)/pip --upgrade "./sdk/python[test,lint]"
+	$(VENV)/bin/pip install -q --disable-pip-version-check --cache-dir $(CACHE_DIR)/pip --upgrade "./sdk/python[test,lint,s3,notebook]"
 
 .PHONY: test-sdk-unit
 test-sdk-unit: sdk-venv ## Python SDK unit tests (no cluster).
@@ -176,7 +176,7 @@ verify: $(GOLANGCI_LINT) sdk-venv ## gofmt, go vet, golangci-lint, go.mod tidy; 
 	$(GOLANGCI_LINT) run --build-tags e2e ./...
 	$(GO) mod tidy -diff
 	@for d in hack/toolchain/*/; do (cd $$d && $(GO) mod tidy -diff >/dev/null) || { echo "$$d is not tidy: run go mod tidy there"; exit 1; }; done
-	cd sdk/python && $(VENV)/bin/ruff check --no-cache . && $(VENV)/bin/mypy --cache-dir=/dev/null
+	cd sdk/python && $(VENV)/bin/ruff check --no-cache . ../../examples && $(VENV)/bin/mypy --cache-dir=/dev/null
 
 $(GOLANGCI_LINT):
 	@mkdir -p $(dir $@)

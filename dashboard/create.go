@@ -207,6 +207,17 @@ func (s *Server) buildJob(w http.ResponseWriter, r *http.Request, c *userClients
 		writeError(w, http.StatusUnprocessableEntity, err.Error())
 		return nil, true
 	}
+	// Data connections and PVCs are read as the user: one that is missing
+	// or lacks a key is said before anything is created.
+	if err := jobspec.CheckStorage(r.Context(), c, ns, in); err != nil {
+		var e *jobspec.Error
+		if errors.As(err, &e) {
+			writeJSON(w, http.StatusUnprocessableEntity, CreateAnswer{Error: e.Error(), Fields: []FieldError{{Field: e.Field, Message: e.Error()}}})
+			return nil, true
+		}
+		s.apiError(w, err)
+		return nil, true
+	}
 	return job, false
 }
 

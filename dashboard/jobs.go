@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/progress"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
@@ -55,6 +56,8 @@ type Job struct {
 	Estimate  *Estimate `json:"estimate,omitempty"`
 	Suspended bool      `json:"suspended"`
 	Deleting  bool      `json:"deleting,omitempty"`
+	// Progress is the last progress the ranks reported (nil: none).
+	Progress *progress.TrainerStatus `json:"progress,omitempty"`
 }
 
 // JobOf turns a TrainJob into its row.
@@ -66,6 +69,9 @@ func JobOf(tj *trainer.TrainJob) Job {
 		Created:   tj.CreationTimestamp.Time,
 		Suspended: ptr.Deref(tj.Spec.Suspend, false),
 		Deleting:  tj.DeletionTimestamp != nil,
+	}
+	if p, ok := progress.Read(tj.Annotations); ok {
+		j.Progress = &p
 	}
 	if tr := tj.Spec.Trainer; tr != nil {
 		j.WorkersTotal = ptr.Deref(tr.NumNodes, 0)

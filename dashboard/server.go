@@ -114,6 +114,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/jobs/{ns}/{name}/events", s.authed(s.jobEvents))
 	mux.HandleFunc("GET /api/jobs/{ns}/{name}/logs", s.authed(s.jobLogs))
 	mux.HandleFunc("GET /api/jobs/{ns}/{name}/metrics", s.authed(s.jobMetrics))
+	mux.HandleFunc("GET /api/jobs/{ns}/{name}/progress", s.authed(s.jobProgress))
+	mux.HandleFunc("GET /api/jobs/{ns}/{name}/artifacts", s.authed(s.jobArtifacts))
+	mux.HandleFunc("GET /api/jobs/{ns}/{name}/artifacts/{file...}", s.authed(s.jobArtifact))
+	mux.HandleFunc("GET /api/namespaces/{ns}/data-connections", s.authed(s.dataConnections))
 	mux.HandleFunc("GET /api/stream", s.authed(s.stream))
 	mux.HandleFunc("GET /api/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {

@@ -40,6 +40,7 @@ import (
 	"github.com/mpijob/mpijob/pkg/metrics"
 	"github.com/mpijob/mpijob/pkg/netpol"
 	"github.com/mpijob/mpijob/pkg/perjob"
+	progresscontroller "github.com/mpijob/mpijob/pkg/progress/controller"
 	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
@@ -194,6 +195,13 @@ func main() {
 		Recorder:   mgr.GetEventRecorder(api.FieldManager), Runtimes: lookup,
 	}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "failed to set up the diagnosis controller")
+		os.Exit(1)
+	}
+
+	// Training progress the ranks print, published where OpenShift AI's
+	// training views read it.
+	if err := (&progresscontroller.Reconciler{Client: mgr.GetClient(), Logs: logs, Runtimes: lookup}).SetupWithManager(mgr); err != nil {
+		log.Error(err, "failed to set up the progress controller")
 		os.Exit(1)
 	}
 

@@ -21,10 +21,10 @@ import time
 
 os.environ.setdefault("DS_ACCELERATOR", "cpu")
 
-import deepspeed  # noqa: E402
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from sklearn.datasets import load_digits  # noqa: E402
+import deepspeed
+import numpy as np
+import torch
+from sklearn.datasets import load_digits
 
 
 def main(argv: list[str]) -> int:

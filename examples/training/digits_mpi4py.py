@@ -12,13 +12,21 @@ Run it as an MPI job (every mpijob image ships it):
     kubectl mpijob create digits --workers 2 --slots-per-worker 2 -- \\
         mpirun python3 /opt/mpijob/examples/digits_mpi4py.py
 
-Rank 0 prints the test accuracy ("test accuracy 0.9xxx") and, with
---output DIR, writes the model (model.npz) and metrics.json there.
+Rank 0 prints the test accuracy ("test accuracy 0.9xxx"), a progress report
+per epoch (docs/progress.md) and, with --output, writes the model
+(model.npz) and metrics.json there: a folder, file:///path or
+s3://BUCKET/PREFIX/. --output from-env takes $MPIJOB_OUTPUT_URI, which a job
+with a data connection or a PVC has (s3://BUCKET/JOB/ on the first data
+connection). --data reads the digits from a location instead of
+scikit-learn's copy (the local cluster's buckets hold it at
+s3://BUCKET/datasets/digits/digits.csv.gz).
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
+import io
 import json
 import os
 import socket
@@ -27,7 +35,9 @@ import time
 
 import numpy as np
 from mpi4py import MPI
-from sklearn.datasets import load_digits
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mpijob_io
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -37,9 +47,26 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--lr", type=float, default=0.1)
     p.add_argument("--hidden", type=int, default=64)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--output", default="", help="folder for model.npz and metrics.json (rank 0)")
+    p.add_argument("--output", default="", help="folder for model.npz and metrics.json (rank 0): a path, file:///path, s3://BUCKET/PREFIX/, or from-env ($MPIJOB_OUTPUT_URI)")
+    p.add_argument("--data", default="", help="digits.csv.gz to learn from: a path, file:///path or s3://BUCKET/KEY (default: scikit-learn's copy)")
     p.add_argument("--min-accuracy", type=float, default=0.0, help="exit 3 when the test accuracy is lower")
     return p.parse_args(argv)
+
+
+def load(uri: str) -> tuple[np.ndarray, np.ndarray]:
+    """The digits as 8x8 pixel rows scaled to [0, 1], and their labels."""
+    if not uri:
+        from sklearn.datasets import load_digits
+
+        d = load_digits()
+        return d.data / 16.0, d.target
+    raw = mpijob_io.read(uri)
+    if uri.endswith(".gz"):
+        raw = gzip.decompress(raw)
+    table = np.loadtxt(io.BytesIO(raw), delimiter=",")
+    if table.ndim != 2 or table.shape[1] != 65:
+        raise ValueError(f"{uri}: expected rows of 64 pixels and a label (scikit-learn's digits.csv.gz), got shape {table.shape}")
+    return table[:, :64] / 16.0, table[:, 64].astype(int)
 
 
 def split(n: int, seed: int, test_fraction: float = 0.2) -> tuple[np.ndarray, np.ndarray]:
@@ -87,8 +114,14 @@ def main(argv: list[str]) -> int:
     rank, size = comm.Get_rank(), comm.Get_size()
     print(f"rank {rank} of {size} on {socket.gethostname()}", flush=True)
 
-    digits = load_digits()
-    x, y = digits.data / 16.0, digits.target
+    output = os.environ.get("MPIJOB_OUTPUT_URI", "") if args.output == "from-env" else args.output
+    if args.output == "from-env" and not output:
+        print("--output from-env: $MPIJOB_OUTPUT_URI is not set (the job has no data connection or PVC)", file=sys.stderr, flush=True)
+        return 2
+    x, y = None, None
+    if rank == 0:  # one rank reads the data; the others get it over MPI
+        x, y = load(args.data)
+    x, y = comm.bcast((x, y), root=0)
     train, test = split(len(y), args.seed)
     params = init(np.random.default_rng(args.seed), x.shape[1], args.hidden, 10)
     names = sorted(params)
@@ -121,22 +154,27 @@ def main(argv: list[str]) -> int:
             acc = accuracy(params, x[test], y[test])
             elapsed = time.monotonic() - start
             eta = elapsed / epoch * (args.epochs - epoch)
+            loss = total_loss / len(train)
             print(
-                f"epoch {epoch}/{args.epochs} loss {total_loss / len(train):.4f} "
+                f"epoch {epoch}/{args.epochs} loss {loss:.4f} "
                 f"test accuracy {acc:.4f} elapsed {elapsed:.1f}s eta {eta:.1f}s",
                 flush=True,
             )
+            mpijob_io.progress(epoch=epoch, total_epochs=args.epochs, loss=round(loss, 6), accuracy=round(acc, 6), eta_seconds=round(eta, 1))
 
     if rank != 0:
         return 0
     acc = accuracy(params, x[test], y[test])
     seconds = time.monotonic() - start
     print(f"test accuracy {acc:.4f} on {len(test)} digits after {args.epochs} epochs, {size} ranks, {seconds:.1f}s", flush=True)
-    if args.output:
-        os.makedirs(args.output, exist_ok=True)
-        np.savez(os.path.join(args.output, "model.npz"), **params)
-        with open(os.path.join(args.output, "metrics.json"), "w") as f:
-            json.dump({"accuracy": acc, "epochs": args.epochs, "ranks": size, "seconds": seconds, "seed": args.seed}, f)
+    if output:
+        buf = io.BytesIO()
+        np.savez(buf, **params)
+        where = mpijob_io.write(output, "model.npz", buf.getvalue())
+        metrics = {"accuracy": acc, "epochs": args.epochs, "ranks": size, "seconds": round(seconds, 3), "seed": args.seed,
+                   "test_indices_seed": args.seed, "hidden": args.hidden, "data": args.data or "sklearn"}
+        mpijob_io.write(output, "metrics.json", json.dumps(metrics, indent=2).encode())
+        print(f"model and metrics written to {where.rsplit('/', 1)[0]}/", flush=True)
     if acc < args.min_accuracy:
         print(f"test accuracy {acc:.4f} is below --min-accuracy {args.min_accuracy}", file=sys.stderr, flush=True)
         return 3

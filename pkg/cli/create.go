@@ -145,6 +145,11 @@ func (c *createOptions) Run(ctx context.Context) error {
 		if job, err = jobspec.Build(c.in, base); err != nil {
 			return buildErr(err)
 		}
+		if c.dryRun != "client" {
+			if err := jobspec.CheckStorage(ctx, cl, cl.namespace, c.in); err != nil {
+				return buildErr(err)
+			}
+		}
 	} else {
 		tj := job.TrainJob
 		if tj.Namespace == "" || c.Config.Namespace != nil && *c.Config.Namespace != "" {

@@ -15,7 +15,10 @@ import (
 
 	"github.com/mpijob/mpijob/pkg/admission"
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/dataconn"
+	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/pkg/logs"
+	"github.com/mpijob/mpijob/pkg/progress"
 	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
@@ -120,6 +123,42 @@ func describe(ctx context.Context, cl *clients, name string, out io.Writer, now 
 		slots = *tj.Spec.Trainer.NumProcPerNode
 	}
 	p("Slots per worker", "%d", max(slots, 1))
+	if pr, ok := progress.Read(tj.Annotations); ok {
+		line := pr.Short()
+		if left := pr.EstimatedRemainingTimeSummary; left != "" && left != "complete" {
+			line += ", about " + left + " left"
+		}
+		p("Progress", "%s", orDash(line))
+		var ms []string
+		for _, m := range pr.Metrics() {
+			ms = append(ms, fmt.Sprintf("%s %.4g", m, pr.TrainMetrics[m]))
+		}
+		if len(ms) > 0 {
+			p("Metrics", "%s", strings.Join(ms, ", "))
+		}
+		if pr.LastUpdatedTime != "" {
+			p("Progress updated", "%s", pr.LastUpdatedTime)
+		}
+	}
+	if spec != nil {
+		if conns, pvcs := jobspec.StorageOf(spec); len(conns) > 0 || len(pvcs) > 0 {
+			if len(conns) > 0 {
+				p("Data connections", "%s (keys from their Secrets)", strings.Join(conns, ", "))
+			}
+			for i, pv := range pvcs {
+				k := "PVCs"
+				if i > 0 {
+					k = ""
+				}
+				if k == "" {
+					fmt.Fprintf(w, "\t%s at %s\n", pv.Claim, dataconn.MountPathOf(pv))
+				} else {
+					p(k, "%s at %s", pv.Claim, dataconn.MountPathOf(pv))
+				}
+			}
+			p("Artifacts", "kubectl mpijob artifacts %s -n %s", tj.Name, tj.Namespace)
+		}
+	}
 	if s.StartTime != nil {
 		p("Started", "%s", s.StartTime.UTC().Format(time.RFC3339))
 	}

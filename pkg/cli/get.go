@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/progress"
 )
 
 // getOptions is `kubectl mpijob get`.
@@ -168,6 +170,10 @@ func (g *getOptions) Run(ctx context.Context) error {
 	tp := printers.NewTablePrinter(printers.PrintOptions{Wide: g.wide(), WithNamespace: g.allNamespaces})
 	now := time.Now()
 	table := JobTable(jobs, now)
+	if g.watch {
+		// Progress moves while a job runs: a watch always has the column.
+		table = jobTable(jobs, now)
+	}
 	if len(jobs) > 0 {
 		if err := tp.PrintObj(table, g.Out); err != nil {
 			return err
@@ -197,7 +203,7 @@ func (g *getOptions) watchJobs(ctx context.Context, cl *clients, opts []client.L
 		if len(filterJobs([]trainer.TrainJob{*tj}, names, g.runtime)) == 0 {
 			continue
 		}
-		rows.print(g.Out, tj, JobTable([]trainer.TrainJob{*tj}, time.Now()).Rows[0])
+		rows.print(g.Out, tj, jobTable([]trainer.TrainJob{*tj}, time.Now()).Rows[0])
 	}
 	return nil
 }
@@ -232,14 +238,33 @@ func contains(list []string, s string) bool {
 }
 
 // JobTable renders jobs as the table get prints: NAME, RUNTIME, PHASE,
-// WORKERS (ready/total), AGE, DURATION, and with -o wide SLOTS, GPUS,
-// CREATOR, REASON.
+// WORKERS (ready/total), PROGRESS (only when some job reports progress, so
+// jobs that report none look as they always did), AGE, DURATION, and with
+// -o wide SLOTS, GPUS, CREATOR, REASON.
 func JobTable(jobs []trainer.TrainJob, now time.Time) *metav1.Table {
+	t := jobTable(jobs, now)
+	for _, r := range t.Rows {
+		if r.Cells[progressColumn] != "-" {
+			return t
+		}
+	}
+	t.ColumnDefinitions = slices.Delete(t.ColumnDefinitions, progressColumn, progressColumn+1)
+	for i := range t.Rows {
+		t.Rows[i].Cells = slices.Delete(t.Rows[i].Cells, progressColumn, progressColumn+1)
+	}
+	return t
+}
+
+// progressColumn is the PROGRESS column's index.
+const progressColumn = 4
+
+func jobTable(jobs []trainer.TrainJob, now time.Time) *metav1.Table {
 	t := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
 		{Name: "Name", Type: "string", Format: "name"},
 		{Name: "Runtime", Type: "string"},
 		{Name: "Phase", Type: "string"},
 		{Name: "Workers", Type: "string"},
+		{Name: "Progress", Type: "string"},
 		{Name: "Age", Type: "string"},
 		{Name: "Duration", Type: "string"},
 		{Name: "Slots", Type: "integer", Priority: 1},
@@ -280,13 +305,23 @@ func JobTable(jobs []trainer.TrainJob, now time.Time) *metav1.Table {
 			creator = "-"
 		}
 		row := metav1.TableRow{
-			Cells: []any{j.Name, api.RuntimeOf(j.Labels, j.Spec.RuntimeRef.Name), phase, workers,
+			Cells: []any{j.Name, api.RuntimeOf(j.Labels, j.Spec.RuntimeRef.Name), phase, workers, progressOf(j),
 				duration.HumanDuration(now.Sub(j.CreationTimestamp.Time)), jobDuration(s, now), int64(slots), gpus, creator, reason},
 			Object: runtime.RawExtension{Object: j},
 		}
 		t.Rows = append(t.Rows, row)
 	}
 	return t
+}
+
+// progressOf is the job's last progress report, short ("-": none).
+func progressOf(j *trainer.TrainJob) string {
+	if p, ok := progress.Read(j.Annotations); ok {
+		if s := p.Short(); s != "" {
+			return s
+		}
+	}
+	return "-"
 }
 
 func jobDuration(s api.Status, now time.Time) string {

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mpijob/mpijob/pkg/dataconn"
 	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/pkg/logs"
 	"github.com/mpijob/mpijob/pkg/runtimes"
@@ -23,13 +24,13 @@ import (
 // jobFlags are the job settings create and clone share; they fill a
 // jobspec.Input, the same the SDK and the dashboard build jobs from.
 type jobFlags struct {
-	workers, slots                     int32
-	runtime, queue                     string
-	image, workerImage, launcherImage  string
-	gpus                               int64
-	cpu, memory, launcherCPU, launcher string
-	resources, env, nodeSelector       []string
-	envFromSecret                      []string
+	workers, slots                       int32
+	runtime, queue                       string
+	image, workerImage, launcherImage    string
+	gpus                                 int64
+	cpu, memory, launcherCPU, launcher   string
+	resources, env, nodeSelector         []string
+	envFromSecret, dataConnections, pvcs []string
 	// warnings are what input found worth saying without refusing (an
 	// --env value that looks like a secret); create and clone print them.
 	warnings []string
@@ -56,9 +57,11 @@ func (f *jobFlags) add(fs *pflag.FlagSet, defaults bool) {
 	fs.StringArrayVar(&f.envFromSecret, "env-from-secret", nil, "environment variable read from a key of a Secret in the job's namespace, KEY=SECRET[:SECRETKEY] (SECRETKEY defaults to KEY; repeatable): the value stays out of the job, which every viewer reads")
 	fs.StringArrayVar(&f.nodeSelector, "node-selector", nil, "node label the Launcher and Workers need, key=value (repeatable)")
 	fs.StringVar(&f.queue, "queue", "", "Kueue LocalQueue to submit to (the job waits Queued until it fits whole)")
+	fs.StringArrayVar(&f.dataConnections, "data-connection", nil, "S3 data connection (an OpenShift AI connection Secret in the job's namespace) whose keys reach the Launcher and every Worker as Secret references; the first one's as AWS_*, and artifacts go to s3://BUCKET/NAME/ (repeatable)")
+	fs.StringArrayVar(&f.pvcs, "pvc", nil, "PersistentVolumeClaim to mount on the Launcher and every Worker, CLAIM[:PATH] (PATH defaults to /mnt/CLAIM; repeatable)")
 }
 
-var jobFlagNames = []string{"workers", "slots-per-worker", "runtime", "image", "worker-image", "launcher-image", "gpus", "cpu", "memory", "resource", "launcher-cpu", "launcher-memory", "env", "env-from-secret", "node-selector", "queue"}
+var jobFlagNames = []string{"workers", "slots-per-worker", "runtime", "image", "worker-image", "launcher-image", "gpus", "cpu", "memory", "resource", "launcher-cpu", "launcher-memory", "env", "env-from-secret", "node-selector", "queue", "data-connection", "pvc"}
 
 // input sets on in what the given flags say.
 func (f *jobFlags) input(in *jobspec.Input, changed func(string) bool) error {
@@ -160,6 +163,25 @@ func (f *jobFlags) input(in *jobspec.Input, changed func(string) bool) error {
 	if changed("queue") {
 		in.Queue = f.queue
 	}
+	if changed("data-connection") {
+		in.DataConnections = nil
+		for _, c := range f.dataConnections {
+			if strings.TrimSpace(c) == "" {
+				return usageErr("--data-connection is empty: name a data connection, e.g. --data-connection local-s3 (kubectl get secrets -l %s=true)", dataconn.DashboardLabel)
+			}
+			in.DataConnections = append(in.DataConnections, c)
+		}
+	}
+	if changed("pvc") {
+		in.PVCs = nil
+		for _, v := range f.pvcs {
+			claim, path, _ := strings.Cut(v, ":")
+			if claim == "" {
+				return usageErr("--pvc %q: use CLAIM or CLAIM:/mount/path, e.g. --pvc results:/mnt/results", v)
+			}
+			in.PVCs = append(in.PVCs, dataconn.PVC{Claim: claim, MountPath: path})
+		}
+	}
 	return nil
 }
 
@@ -188,6 +210,10 @@ func flagOf(field string) string {
 		return "NAME"
 	case "command":
 		return "COMMAND"
+	case "data_connections":
+		return "--data-connection"
+	case "pvcs":
+		return "--pvc"
 	case "resources_per_worker":
 		switch name {
 		case "cpu", "memory":

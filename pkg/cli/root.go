@@ -115,6 +115,7 @@ Use it as "kubectl mpijob", "oc mpijob" or on its own.`,
 		newConvertCommand(o),
 		newRuntimesCommand(o),
 		newEventsCommand(o),
+		newArtifactsCommand(o),
 		newDocsCommand(o),
 		newVersionCommand(o),
 	)

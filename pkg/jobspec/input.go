@@ -2,6 +2,7 @@ package jobspec
 
 import (
 	"maps"
+	"slices"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -10,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/dataconn"
 	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
@@ -65,6 +67,7 @@ func InputOf(tj *trainer.TrainJob, rt *trainer.TrainingRuntime, base *trainer.Cl
 		}
 		in.ResourcesPerWorker = changed(baseWorker.Resources, worker.Resources)
 	}
+	in.DataConnections, in.PVCs = StorageOf(&rt.Spec)
 	if launcher != nil && baseLauncher != nil {
 		if launcher.Image != baseLauncher.Image {
 			in.LauncherImage = launcher.Image
@@ -77,6 +80,42 @@ func InputOf(tj *trainer.TrainJob, rt *trainer.TrainingRuntime, base *trainer.Cl
 		in.Image, in.LauncherImage, in.WorkerImage = in.LauncherImage, "", ""
 	}
 	return in, kept
+}
+
+// StorageOf reads back the data connections and PVCs of a job's runtime.
+func StorageOf(spec *trainer.TrainingRuntimeSpec) ([]string, []dataconn.PVC) {
+	_, worker := nodeContainers(spec)
+	if worker == nil {
+		return nil, nil
+	}
+	return dataconn.ConnectionsOf(worker.Env), pvcsOf(spec, worker)
+}
+
+// pvcsOf reads back the PVCs of a per-job runtime: the node container's
+// mounts of the Worker pod's PersistentVolumeClaim volumes that
+// dataconn.Volumes names.
+func pvcsOf(spec *trainer.TrainingRuntimeSpec, worker *corev1.Container) []dataconn.PVC {
+	var out []dataconn.PVC
+	for _, rj := range spec.Template.Spec.ReplicatedJobs {
+		if rj.Name != api.WorkerJob {
+			continue
+		}
+		for _, v := range rj.Template.Spec.Template.Spec.Volumes {
+			if v.PersistentVolumeClaim == nil || v.Name != dataconn.VolumeName(v.PersistentVolumeClaim.ClaimName) {
+				continue
+			}
+			for _, m := range worker.VolumeMounts {
+				if m.Name == v.Name {
+					p := dataconn.PVC{Claim: v.PersistentVolumeClaim.ClaimName}
+					if m.MountPath != dataconn.DefaultMountPath(p.Claim) {
+						p.MountPath = m.MountPath
+					}
+					out = append(out, p)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // Owned returns rt's owner references with tj added, so Kubernetes
@@ -103,8 +142,9 @@ func IsDerived(labels map[string]string) bool {
 }
 
 // Normalize returns the spec of a per-job runtime with its node
-// containers' images and resources set back to base's: equal to base.Spec
-// exactly when the runtime changes nothing else. Admission uses it so a
+// containers' images and resources set back to base's, and the data
+// connections' variables and the PVCs' volumes the builder adds taken out:
+// equal to base.Spec exactly when the runtime changes nothing else. Admission uses it so a
 // per-job runtime cannot carry anything its base's policy would not allow.
 func Normalize(spec *trainer.TrainingRuntimeSpec, base *trainer.TrainingRuntimeSpec) *trainer.TrainingRuntimeSpec {
 	out := spec.DeepCopy()
@@ -118,11 +158,29 @@ func Normalize(spec *trainer.TrainingRuntimeSpec, base *trainer.TrainingRuntimeS
 		if from == nil {
 			continue
 		}
-		for c := range rj.Template.Spec.Template.Spec.Containers {
-			ct := &rj.Template.Spec.Template.Spec.Containers[c]
+		pod := &rj.Template.Spec.Template.Spec
+		removed := map[string]bool{}
+		pod.Volumes = slices.DeleteFunc(pod.Volumes, func(v corev1.Volume) bool {
+			pvc := v.PersistentVolumeClaim != nil && v.Name == dataconn.VolumeName(v.PersistentVolumeClaim.ClaimName)
+			removed[v.Name] = pvc
+			return pvc
+		})
+		if len(pod.Volumes) == 0 {
+			pod.Volumes = nil
+		}
+		for c := range pod.Containers {
+			ct := &pod.Containers[c]
 			if ct.Name == api.NodeContainer {
 				ct.Image = from.Image
 				ct.Resources = *from.Resources.DeepCopy()
+				ct.Env = slices.DeleteFunc(ct.Env, dataconn.IsJobEnv)
+				ct.VolumeMounts = slices.DeleteFunc(ct.VolumeMounts, func(m corev1.VolumeMount) bool { return removed[m.Name] })
+				if len(ct.Env) == 0 {
+					ct.Env = nil
+				}
+				if len(ct.VolumeMounts) == 0 {
+					ct.VolumeMounts = nil
+				}
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/dataconn"
 	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
@@ -59,6 +60,14 @@ type Input struct {
 	NodeSelector map[string]string `json:"node_selector,omitempty"`
 	// Queue is the Kueue LocalQueue ("": none).
 	Queue string `json:"queue,omitempty"`
+	// DataConnections are OpenShift AI S3 connections (Secrets in the
+	// job's namespace) whose keys reach the Launcher and every Worker as
+	// references to the Secret; the first one's as the plain AWS_* names,
+	// and the job's artifacts go to its bucket (dataconn.Env).
+	DataConnections []string `json:"data_connections,omitempty"`
+	// PVCs are PersistentVolumeClaims mounted on the Launcher and every
+	// Worker.
+	PVCs []dataconn.PVC `json:"pvcs,omitempty"`
 }
 
 // Job is everything one MPI job needs: the TrainJob, and a per-job
@@ -151,6 +160,9 @@ func Build(in Input, base *trainer.ClusterTrainingRuntime) (*Job, error) {
 			return nil, errorf("queue", in.Queue, "is not a valid LocalQueue name: use lower-case letters, digits, '-' and '.'")
 		}
 	}
+	if err := validateStorage(in); err != nil {
+		return nil, err
+	}
 
 	tj := &trainer.TrainJob{
 		TypeMeta:   metav1.TypeMeta{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind},
@@ -183,12 +195,16 @@ func Build(in Input, base *trainer.ClusterTrainingRuntime) (*Job, error) {
 	}
 	launcherImage := first(in.LauncherImage, in.Image)
 	workerImage := first(in.WorkerImage, in.Image)
-	if launcherImage == "" && workerImage == "" && len(worker) == 0 && len(launcher) == 0 {
+	storage := len(in.DataConnections) > 0 || len(in.PVCs) > 0
+	if launcherImage == "" && workerImage == "" && len(worker) == 0 && len(launcher) == 0 && !storage {
 		return &Job{TrainJob: tj}, nil
 	}
+	vols, mounts := dataconn.Volumes(in.PVCs)
 	rt := Derive(base, in.Name, in.Namespace, Overrides{
 		LauncherImage: launcherImage, WorkerImage: workerImage,
 		Worker: worker, Launcher: launcher,
+		Env:     dataconn.Env(in.Name, in.DataConnections, in.PVCs),
+		Volumes: vols, Mounts: mounts,
 	})
 	tj.Spec.RuntimeRef = trainer.RuntimeRef{Name: rt.Name, APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(trainer.TrainingRuntimeKind)}
 	if tj.Labels == nil {
@@ -203,6 +219,11 @@ func Build(in Input, base *trainer.ClusterTrainingRuntime) (*Job, error) {
 type Overrides struct {
 	LauncherImage, WorkerImage string
 	Worker, Launcher           corev1.ResourceList
+	// Env, Volumes and Mounts carry data connections and PVCs to the
+	// Launcher and every Worker (dataconn.Env, dataconn.Volumes).
+	Env     []corev1.EnvVar
+	Volumes []corev1.Volume
+	Mounts  []corev1.VolumeMount
 }
 
 // Derive makes the per-job TrainingRuntime of job name in namespace: base
@@ -251,6 +272,7 @@ func Derive(base *trainer.ClusterTrainingRuntime, job, namespace string, o Overr
 			continue
 		}
 		pod := &rj.Template.Spec.Template.Spec
+		pod.Volumes = append(pod.Volumes, o.Volumes...)
 		for c := range pod.Containers {
 			if pod.Containers[c].Name != api.NodeContainer {
 				continue
@@ -259,6 +281,10 @@ func Derive(base *trainer.ClusterTrainingRuntime, job, namespace string, o Overr
 				pod.Containers[c].Image = image
 			}
 			SetResources(&pod.Containers[c].Resources, res)
+			for _, e := range o.Env {
+				pod.Containers[c].Env = setEnv(pod.Containers[c].Env, e)
+			}
+			pod.Containers[c].VolumeMounts = append(pod.Containers[c].VolumeMounts, o.Mounts...)
 		}
 	}
 	return rt
@@ -395,6 +421,40 @@ func setEnv(env []corev1.EnvVar, e corev1.EnvVar) []corev1.EnvVar {
 		}
 	}
 	return append(env, *e.DeepCopy())
+}
+
+// validateStorage checks the data connections and PVCs a job names (their
+// existence and keys are the cluster's to say: CheckStorage).
+func validateStorage(in Input) error {
+	seen := map[string]bool{}
+	for _, c := range in.DataConnections {
+		if errs := validation.IsDNS1123Subdomain(c); len(errs) > 0 {
+			return errorf("data_connections", c, "is not a data connection name: use the connection's Secret name, lower-case letters, digits, '-' and '.' (kubectl get secrets -l %s=true)", dataconn.DashboardLabel)
+		}
+		if seen[c] {
+			return errorf("data_connections", c, "is named twice: name each data connection once")
+		}
+		seen[c] = true
+	}
+	mounts := map[string]bool{}
+	claims := map[string]bool{}
+	for _, p := range in.PVCs {
+		v := p.Claim
+		if p.MountPath != "" {
+			v += ":" + p.MountPath
+		}
+		if msg := dataconn.ValidatePVC(p); msg != "" {
+			return errorf("pvcs", v, "%s", msg)
+		}
+		if claims[p.Claim] {
+			return errorf("pvcs", v, "claim %s is named twice: mount each PVC once", p.Claim)
+		}
+		if mp := dataconn.MountPathOf(p); mounts[mp] {
+			return errorf("pvcs", v, "mount path %s is taken by another PVC: give each its own path", mp)
+		}
+		claims[p.Claim], mounts[dataconn.MountPathOf(p)] = true, true
+	}
+	return nil
 }
 
 // checkEnvSource accepts a variable with a value, or one read from a key

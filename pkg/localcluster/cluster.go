@@ -162,6 +162,12 @@ func (c *Cluster) Up(ctx context.Context) error {
 	}
 	done()
 
+	done = p.Step("starting the S3 object store (versitygw %s) on %s: a bucket, an account and the data connection %s per tenant namespace, the digits dataset in each bucket", VersityGWVersion, S3Endpoint, DataConnectionName)
+	if err := c.startS3(ctx); err != nil {
+		return err
+	}
+	done()
+
 	done = p.Step("starting Prometheus %s (scraping the kubelets and mpijob-manager) on %s", PrometheusVersion, PrometheusURL)
 	if err := c.startPrometheus(ctx); err != nil {
 		return err
@@ -322,7 +328,7 @@ func Down(ctx context.Context, opts Options, out io.Writer) error {
 	// Its parents too, when nothing else lives there.
 	_ = os.Remove(filepath.Dir(kueueMetricsCertDir))
 	_ = os.Remove(filepath.Dir(filepath.Dir(kueueMetricsCertDir)))
-	for _, d := range []string{"nodes", "etcd", "run", "trainer-tmp"} {
+	for _, d := range []string{"nodes", "etcd", "run", "trainer-tmp", "s3"} {
 		if err := os.RemoveAll(filepath.Join(opts.StateDir, d)); err != nil {
 			return fmt.Errorf("failed to remove %s: %w", filepath.Join(opts.StateDir, d), err)
 		}

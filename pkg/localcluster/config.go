@@ -21,6 +21,9 @@ const (
 	// version; module v0.3MM.P is Prometheus release PrometheusVersion 3.MM.P.
 	PrometheusModuleVersion = "v0.315.0"
 	PrometheusVersion       = "3.15.0"
+	// VersityGWVersion is the S3-compatible object store (versitygw, a
+	// gateway that keeps objects in a POSIX directory).
+	VersityGWVersion = "v1.8.0"
 )
 
 // Fixed addresses of the local cluster. They are loopback-only, so nothing
@@ -46,6 +49,11 @@ const (
 	kubeProxyMetricsPort = 9458
 	// PrometheusPort serves the local cluster's Prometheus on 127.0.0.1.
 	PrometheusPort = 9459
+	// S3Port serves the object store on DNSAddress (the pod network's
+	// bridge): pods and this machine reach it at the same address.
+	S3Port = 9460
+	// s3AdminPort is the object store's admin API (loopback only).
+	s3AdminPort = 9461
 
 	// bridgeName is the Linux bridge every real node's pods attach to.
 	bridgeName = "mpijob0"

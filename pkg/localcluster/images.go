@@ -93,6 +93,8 @@ var cPrograms = []string{"mpi-hello", "mpi-allreduce-bench"}
 // /opt/mpijob/examples (examples/training in the repository).
 var examples = map[string]string{
 	"../examples/training/digits_mpi4py.py": "/opt/mpijob/examples/digits_mpi4py.py",
+	"../examples/training/digits_torch.py":  "/opt/mpijob/examples/digits_torch.py",
+	"../examples/training/mpijob_io.py":     "/opt/mpijob/examples/mpijob_io.py",
 }
 
 // withExamples adds the examples (and extra) to an image's files.
@@ -123,6 +125,9 @@ const (
 	// packages come from PyPI (the others take Debian's python3-sklearn).
 	numpyVersion   = "2.3.5"
 	sklearnVersion = "1.7.2"
+	// boto3 reads and writes the examples' data and artifacts on S3 data
+	// connections (Debian's python3-boto3 elsewhere).
+	boto3Version = "1.44.5"
 
 	mpichVersion = "5.0.2"
 	mpichVenv    = "/opt/mpich"
@@ -138,7 +143,7 @@ const (
 var Images = []Image{
 	{
 		Name: "openmpi", Ref: "ghcr.io/mpijob/openmpi:4.1", Dir: "openmpi",
-		Packages: []string{"openmpi-bin", "python3-sklearn"}, BuildPackages: []string{"gcc", "libc6-dev", "libopenmpi-dev"}, MPICC: "mpicc.openmpi",
+		Packages: []string{"openmpi-bin", "python3-sklearn", "python3-torch", "python3-boto3"}, BuildPackages: []string{"gcc", "libc6-dev", "libopenmpi-dev"}, MPICC: "mpicc.openmpi",
 		Env:   []string{"OMPI_MCA_btl=tcp,self", "OMPI_MCA_btl_tcp_if_include=eth0", "OMPI_MCA_oob_tcp_if_include=eth0"},
 		Files: withExamples(nil),
 	},
@@ -150,8 +155,8 @@ var Images = []Image{
 		Name: "mpich", Ref: "ghcr.io/mpijob/mpich:5.0", Dir: "mpich",
 		Packages:      []string{"python3-venv"},
 		BuildPackages: []string{"gcc", "libc6-dev"},
-		Setup: fmt.Sprintf("python3 -m venv %[1]s\n%[1]s/bin/pip install -q --no-cache-dir mpich==%[2]s mpi4py==%[3]s numpy==%[4]s scikit-learn==%[5]s\n",
-			mpichVenv, mpichVersion, mpi4pyVersion, numpyVersion, sklearnVersion),
+		Setup: fmt.Sprintf("python3 -m venv %[1]s\n%[1]s/bin/pip install -q --no-cache-dir mpich==%[2]s mpi4py==%[3]s numpy==%[4]s scikit-learn==%[5]s boto3==%[6]s\n",
+			mpichVenv, mpichVersion, mpi4pyVersion, numpyVersion, sklearnVersion, boto3Version),
 		MPICC: mpichVenv + "/bin/mpicc",
 		Env: []string{
 			"PATH=" + mpichVenv + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -167,7 +172,7 @@ var Images = []Image{
 		// OpenMPI 5 (PRRTE) from Debian trixie; the mpi-openmpi5 runtime
 		// points PRRTE at Trainer's hostfile.
 		Name: "openmpi5", Ref: "ghcr.io/mpijob/openmpi5:5.0", Dir: "openmpi5", Suite: "trixie", OnDemand: true,
-		Packages: []string{"openmpi-bin", "python3-sklearn"}, BuildPackages: []string{"gcc", "libc6-dev", "libopenmpi-dev"}, MPICC: "mpicc.openmpi",
+		Packages: []string{"openmpi-bin", "python3-sklearn", "python3-torch", "python3-boto3"}, BuildPackages: []string{"gcc", "libc6-dev", "libopenmpi-dev"}, MPICC: "mpicc.openmpi",
 		Env:   []string{"OMPI_MCA_btl=tcp,self", "OMPI_MCA_btl_tcp_if_include=eth0", "PRTE_MCA_prte_if_include=eth0"},
 		Files: withExamples(nil),
 	},
@@ -177,8 +182,8 @@ var Images = []Image{
 		Name: "intel", Ref: "ghcr.io/mpijob/intel-mpi:2021.18", Dir: "intel", OnDemand: true,
 		Packages:      []string{"python3-venv"},
 		BuildPackages: []string{"gcc", "libc6-dev"},
-		Setup: fmt.Sprintf("python3 -m venv %[1]s\n%[1]s/bin/pip install -q --no-cache-dir impi-rt==%[2]s mpi4py==%[3]s numpy==%[4]s scikit-learn==%[5]s\n",
-			intelVenv, impiVersion, mpi4pyVersion, numpyVersion, sklearnVersion),
+		Setup: fmt.Sprintf("python3 -m venv %[1]s\n%[1]s/bin/pip install -q --no-cache-dir impi-rt==%[2]s mpi4py==%[3]s numpy==%[4]s scikit-learn==%[5]s boto3==%[6]s\n",
+			intelVenv, impiVersion, mpi4pyVersion, numpyVersion, sklearnVersion, boto3Version),
 		BuildSetup: fmt.Sprintf("%s/bin/pip install -q --no-cache-dir impi-devel==%s\n", intelVenv, impiVersion),
 		// Intel's wrapper finds mpi.h through I_MPI_ROOT.
 		MPICC: "I_MPI_ROOT=" + intelVenv + " " + intelVenv + "/bin/mpicc",
@@ -195,7 +200,7 @@ var Images = []Image{
 		// wheel is compiled in the build copy and installed without the
 		// compilers.
 		Name: "horovod", Ref: "ghcr.io/mpijob/horovod:0.28", Dir: "horovod", OnDemand: true,
-		Packages:      []string{"openmpi-bin", "python3-torch", "python3-sklearn", "python3-venv"},
+		Packages:      []string{"openmpi-bin", "python3-torch", "python3-sklearn", "python3-boto3", "python3-venv"},
 		BuildPackages: []string{"gcc", "g++", "make", "cmake", "libc6-dev", "libopenmpi-dev", "libtorch-dev", "pybind11-dev", "python3-dev", "python3-setuptools", "python3-wheel"},
 		Setup:         fmt.Sprintf("python3 -m venv --system-site-packages %s\n", horovodVenv),
 		BuildSetup: fmt.Sprintf("HOROVOD_WITH_MPI=1 HOROVOD_WITH_PYTORCH=1 HOROVOD_WITHOUT_TENSORFLOW=1 HOROVOD_WITHOUT_MXNET=1 HOROVOD_WITHOUT_GLOO=1 HOROVOD_CPU_OPERATIONS=MPI MAKEFLAGS=-j2 "+
@@ -212,7 +217,7 @@ var Images = []Image{
 		// DeepSpeed on Debian trixie's CPU PyTorch 2.6 and OpenMPI 5: mpirun
 		// starts the ranks, DeepSpeed finds them through MPI and talks gloo.
 		Name: "deepspeed", Ref: "ghcr.io/mpijob/deepspeed:0.19", Dir: "deepspeed", Suite: "trixie", OnDemand: true,
-		Packages: []string{"openmpi-bin", "python3-torch", "python3-sklearn", "python3-venv"},
+		Packages: []string{"openmpi-bin", "python3-torch", "python3-sklearn", "python3-boto3", "python3-venv"},
 		// DeepSpeed's CPU collectives JIT-compile a shared-memory op at every
 		// start unless the wheel carries it: compile it here, with the
 		// PyTorch headers, and install the wheel without the compilers.

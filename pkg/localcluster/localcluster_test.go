@@ -30,6 +30,7 @@ func TestPinsMatchToolchain(t *testing.T) {
 		"jobset":     {"controllers", "sigs.k8s.io/jobset", JobSetVersion},
 		"kueue":      {"kueue", "sigs.k8s.io/kueue", KueueVersion},
 		"prometheus": {"prometheus", "github.com/prometheus/prometheus", PrometheusModuleVersion},
+		"s3":         {"s3", "github.com/versity/versitygw", VersityGWVersion},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -71,6 +71,14 @@ func toolModules() []toolModule {
 			LDFlags:  "-s -w -X github.com/prometheus/common/version.Version=" + PrometheusVersion,
 			Tags:     "remove_all_sd,enable_kubernetes_sd",
 		},
+		{
+			// The S3-compatible object store behind the local cluster's
+			// data connections.
+			Dir:      "s3",
+			Packages: []string{"github.com/versity/versitygw/cmd/versitygw"},
+			Outputs:  []string{"versitygw"},
+			LDFlags:  "-s -w",
+		},
 	}
 }
 

@@ -4,6 +4,7 @@ import {
   Breadcrumb,
   BreadcrumbItem,
   Button,
+  Checkbox,
   CodeBlock,
   CodeBlockCode,
   ExpandableSection,
@@ -85,6 +86,8 @@ const help = {
   launcher: 'The Launcher runs mpirun and hosts no ranks: it rarely needs much.',
   queue: 'Kueue LocalQueue: the job waits Queued until all of it fits. In a namespace with a LocalQueue "default", jobs go there anyway.',
   nodeSelector: 'Node labels the Launcher and Workers need, key=value, one per line.',
+  dataConnections: 'S3 data connections of the project: their keys reach the Launcher and every Worker as Secret references, never as values. The first one’s keys are AWS_*, and the job’s artifacts go to s3://BUCKET/NAME/ ($MPIJOB_OUTPUT_URI).',
+  pvcs: 'PersistentVolumeClaims mounted on the Launcher and every Worker, claim or claim:/mount/path (default /mnt/claim), one per line.',
 };
 
 /** The wizard; from ("NS/NAME") clones that job, resubmit applies its failure's fix. */
@@ -103,6 +106,18 @@ export function CreatePage({ from = '', resubmit = false }: { from?: string; res
     setServerErrors([]);
     setAnswer(null);
   };
+
+  const [connections, setConnections] = useState<{ names: string[]; message?: string } | null>(null);
+  useEffect(() => {
+    if (!form.namespace) return;
+    let stop = false;
+    setConnections(null);
+    api<{ connections: string[]; message?: string }>(`/api/namespaces/${encodeURIComponent(form.namespace)}/data-connections`).then(
+      (r) => { if (!stop) setConnections({ names: r.connections, message: r.message }); },
+      (e: ApiError) => { if (!stop) setConnections({ names: [], message: e.message }); },
+    );
+    return () => { stop = true; };
+  }, [form.namespace]);
 
   useEffect(() => {
     api<{ namespaces: Namespace[] }>('/api/namespaces').then(
@@ -276,6 +291,21 @@ export function CreatePage({ from = '', resubmit = false }: { from?: string; res
                   onMinus={() => set({ slotsPerWorker: (form.slotsPerWorker || rt?.slotsPerWorker || 1) - 1 })}
                   onPlus={() => set({ slotsPerWorker: (form.slotsPerWorker || rt?.slotsPerWorker || 1) + 1 })}
                   onChange={(e) => set({ slotsPerWorker: Number((e.target as HTMLInputElement).value) })} />, 'slots_per_worker')}
+              {field('data-connections', 'Data connections', help.dataConnections,
+                <div data-testid="data-connections">
+                  {connections === null ? (
+                    <span>Loading the project’s data connections…</span>
+                  ) : connections.names.length === 0 ? (
+                    <span data-testid="no-data-connections">{connections.message || `Project ${form.namespace} has no S3 data connection.`}</span>
+                  ) : (
+                    connections.names.map((c) => (
+                      <Checkbox key={c} id={`dc-${c}`} label={c} isChecked={form.dataConnections.includes(c)}
+                        onChange={(_e, on) => set({ dataConnections: on ? [...form.dataConnections, c] : form.dataConnections.filter((x) => x !== c) })} />
+                    ))
+                  )}
+                </div>, 'data_connections')}
+              {field('pvcs', 'PersistentVolumeClaims', help.pvcs,
+                <TextArea id="pvcs" aria-label="PersistentVolumeClaims" placeholder="results:/mnt/results" value={form.pvcs} validated={invalid('pvcs')} onChange={(_, v) => set({ pvcs: v })} />, 'pvcs')}
               {field('env', 'Environment variables', help.env,
                 <div>
                   {form.env.map((e, i) => (
@@ -384,6 +414,8 @@ function Review({ form, rt, answer, onCheck }: { form: JobForm; rt?: RuntimeInfo
         <li>Image {form.image || `${rt?.workerImage ?? 'the runtime’s'} (the runtime’s)`}</li>
         <li>Command {form.command.trim() ? form.command.split('\n').filter((l) => l.trim()).join(' ') : 'the runtime’s'}</li>
         {form.queue && <li>Queue {form.queue}</li>}
+        {form.dataConnections.length > 0 && <li data-testid="review-data-connections">Data connections {form.dataConnections.join(', ')} (artifacts to s3://BUCKET/{form.name}/)</li>}
+        {form.pvcs.trim() && <li>PVCs {form.pvcs.split('\n').filter((l) => l.trim()).join(', ')}</li>}
       </ul>
       {!answer && <Alert variant="info" isInline title="Checking the job with the cluster (dry run, admission included)…" />}
       {answer?.error && (

@@ -8,6 +8,7 @@ import {
   CardBody,
   CardTitle,
   ClipboardCopy,
+  Content,
   DescriptionList,
   DescriptionListDescription,
   DescriptionListGroup,
@@ -34,13 +35,16 @@ import { navigate } from './App';
 import { api } from './api';
 import { age, runTime, startsIn } from './format';
 import { useNow } from './JobsPage';
+import { ArtifactsTab } from './ArtifactsTab';
 import { LogViewer } from './LogViewer';
+import { progressText } from './progress';
 import { PhaseBadge } from './PhaseBadge';
 import type { Detail, Job, KEvent, Namespace, Pod } from './types';
 import { useStream } from './useStream';
 
 // The charts library is loaded with the Metrics tab, not with every page.
 const MetricsTab = lazy(() => import('./MetricsTab').then((m) => ({ default: m.MetricsTab })));
+const TrainingTab = lazy(() => import('./TrainingTab').then((m) => ({ default: m.TrainingTab })));
 
 export function JobPage({ namespace, name, tab }: { namespace: string; name: string; tab: string }) {
   const [detail, setDetail] = useState<Detail | null>(null);
@@ -133,6 +137,14 @@ export function JobPage({ namespace, name, tab }: { namespace: string; name: str
                 <MetricsTab namespace={namespace} name={name} phase={detail.job.phase} />
               </Suspense>
             </Tab>
+            <Tab eventKey="training" title={<TabTitleText>Training</TabTitleText>} data-testid="training-tab">
+              <Suspense fallback={<Spinner aria-label="Loading the charts" />}>
+                <TrainingTab namespace={namespace} name={name} phase={detail.job.phase} status={detail.job.progress} />
+              </Suspense>
+            </Tab>
+            <Tab eventKey="artifacts" title={<TabTitleText>Artifacts</TabTitleText>} data-testid="artifacts-tab">
+              <ArtifactsTab namespace={namespace} name={name} now={now} />
+            </Tab>
             <Tab eventKey="events" title={<TabTitleText>Events</TabTitleText>}>
               <Events events={events} />
             </Tab>
@@ -196,6 +208,11 @@ function Overview({ detail, now }: { detail: Detail; now: number }) {
   const r = detail.resources;
   return (
     <Flex direction={{ default: 'column' }} gap={{ default: 'gapMd' }} style={{ marginTop: 16 }}>
+      {j.progress && progressText(j.progress) && (
+        <Content component="p" data-testid="overview-progress">
+          <b>Training:</b> {progressText(j.progress)}
+        </Content>
+      )}
       <ProgressStepper aria-label="Phase timeline">
         {steps.map(([title, phase, time], i) => {
           const idx = ORDER.indexOf(phase);

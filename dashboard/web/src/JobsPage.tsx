@@ -24,6 +24,7 @@ import { Table, Tbody, Td, Th, Thead, Tr, type ThProps } from '@patternfly/react
 import { ClusterIcon } from '@patternfly/react-icons';
 import { api } from './api';
 import { age, runTime, startsIn } from './format';
+import { progressText } from './progress';
 import { navigate } from './App';
 import { PhaseBadge } from './PhaseBadge';
 import type { Job, Namespace, Phase } from './types';
@@ -87,6 +88,7 @@ export function JobsPage() {
     return list;
   }, [jobs, name, runtime, phase, sort]);
   const pageRows = shown.slice((page - 1) * perPage, page * perPage);
+  const withProgress = pageRows.some((j) => progressText(j.progress) !== '');
   const sortBy = (key: SortKey, index: number): ThProps['sort'] => ({
     sortBy: { index: ['name', 'namespace', 'phase', 'created'].indexOf(sort.key), direction: sort.asc ? 'asc' : 'desc' },
     onSort: (_e, _i, direction) => setSort({ key, asc: direction === 'asc' }),
@@ -160,6 +162,7 @@ export function JobsPage() {
           </EmptyState>
         ) : (
           <Table aria-label="Training jobs" variant="compact" data-testid="jobs">
+            {/* The Progress column shows only when some job reports progress: jobs that report none look as they always did. */}
             <Thead>
               <Tr>
                 <Th sort={sortBy('name', 0)}>Name</Th>
@@ -167,6 +170,7 @@ export function JobsPage() {
                 <Th sort={sortBy('phase', 2)}>Phase</Th>
                 <Th>Runtime</Th>
                 <Th>Workers ready</Th>
+                {withProgress && <Th>Progress</Th>}
                 <Th>Creator</Th>
                 <Th sort={sortBy('created', 3)}>Age</Th>
                 <Th>Duration</Th>
@@ -194,6 +198,7 @@ export function JobsPage() {
                     </Td>
                     <Td dataLabel="Runtime">{j.runtime}</Td>
                     <Td dataLabel="Workers ready">{j.workersReady}/{j.workersTotal}</Td>
+                    {withProgress && <Td dataLabel="Progress" data-testid={`progress-${j.name}`}>{progressText(j.progress) || '-'}</Td>}
                     <Td dataLabel="Creator">{j.creator ?? '-'}</Td>
                     <Td dataLabel="Age">{age(j.created, now)}</Td>
                     <Td dataLabel="Duration">{runTime(j.started, j.finished, now)}</Td>

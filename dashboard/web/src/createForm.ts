@@ -27,6 +27,10 @@ export interface Form {
   queue: string;
   /** Node labels, key=value, one per line. */
   nodeSelector: string;
+  /** S3 data connections of the namespace the job gets (the first one's keys as AWS_*). */
+  dataConnections: string[];
+  /** PersistentVolumeClaims, claim or claim:/mount/path, one per line. */
+  pvcs: string;
 }
 
 export const emptyForm: Form = {
@@ -45,6 +49,8 @@ export const emptyForm: Form = {
   launcherMemory: '',
   queue: '',
   nodeSelector: '',
+  dataConnections: [],
+  pvcs: '',
 };
 
 /** The longest job name: the Launcher's pod names add to it (api.MaxJobNameLength). */
@@ -116,6 +122,9 @@ export function toInput(f: Form): Record<string, unknown> {
   const env = f.env.filter((e) => e.name !== '');
   if (env.length) input.env = env.map((e) => ({ name: e.name, value: e.value }));
   if (f.queue.trim()) input.queue = f.queue.trim();
+  if (f.dataConnections.length) input.data_connections = [...f.dataConnections];
+  const pvcs = pvcsOf(f.pvcs);
+  if (pvcs.length) input.pvcs = pvcs;
   try {
     const sel = nodeSelectorOf(f.nodeSelector);
     if (Object.keys(sel).length) input.node_selector = sel;
@@ -196,7 +205,21 @@ export function fromInput(input: Record<string, unknown>, namespace: string): Fo
     launcherMemory: launcher.memory ?? '',
     queue: String(input.queue ?? ''),
     nodeSelector: Object.entries(sel).map(([k, v]) => `${k}=${v}`).join('\n'),
+    dataConnections: ((input.data_connections ?? []) as string[]).slice(),
+    pvcs: ((input.pvcs ?? []) as { claim: string; mount_path?: string }[]).map((p) => (p.mount_path ? `${p.claim}:${p.mount_path}` : p.claim)).join('\n'),
   };
+}
+
+/** pvcsOf reads the PVC lines (claim or claim:/mount/path) into the builder's form. */
+export function pvcsOf(text: string): { claim: string; mount_path?: string }[] {
+  return text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '')
+    .map((l) => {
+      const i = l.indexOf(':');
+      return i < 0 ? { claim: l } : { claim: l.slice(0, i), mount_path: l.slice(i + 1) };
+    });
 }
 
 /** cloneName suggests a name for a copy: NAME-2, NAME-3, ... within the length limit. */

@@ -33,6 +33,41 @@ export interface Job {
   transitioned?: string;
   suspended: boolean;
   deleting?: boolean;
+  /** The last progress the ranks reported (OpenShift AI's trainerStatus); absent when none. */
+  progress?: TrainerStatus;
+}
+
+/** A job's progress as mpijob-manager publishes it (annotation trainer.opendatahub.io/trainerStatus). */
+export interface TrainerStatus {
+  progressPercentage?: number | null;
+  estimatedRemainingSeconds?: number;
+  estimatedRemainingTimeSummary?: string;
+  currentStep?: number;
+  totalSteps?: number;
+  currentEpoch?: number;
+  totalEpochs?: number;
+  trainMetrics?: Record<string, number>;
+  lastUpdatedTime?: string;
+}
+
+/** One progress report read from the Launcher's log (docs/progress.md). */
+export interface ProgressPoint {
+  time?: string;
+  epoch?: number;
+  total_epochs?: number;
+  step?: number;
+  total_steps?: number;
+  loss?: number;
+  accuracy?: number;
+  eta_seconds?: number;
+  metrics?: Record<string, number>;
+}
+
+export interface ArtifactList {
+  connection?: string;
+  uri?: string;
+  objects: { name: string; size: number; lastModified: string }[];
+  message?: string;
 }
 
 export interface Pod {

@@ -206,6 +206,44 @@ class KubernetesBackend:
                 GROUP, VERSION, self.namespace, "trainingruntimes", name,
                 {"metadata": {"ownerReferences": [_jobspec.owner_reference(owner)]}})
 
+    # -- data connections and PVCs ----------------------------------------------
+
+    def get_secret(self, name: str) -> dict[str, Any] | None:
+        """A Secret with its data decoded (None when there is none); read as the user."""
+        import base64
+
+        try:
+            s = self._core.read_namespaced_secret(name, self.namespace)
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise from_api_exception(e, name) from None
+        data = {k: base64.b64decode(v).decode("utf-8", "replace") for k, v in (s.data or {}).items()}
+        return {"metadata": {"name": name, "labels": s.metadata.labels or {}, "annotations": s.metadata.annotations or {}}, "data": data}
+
+    def list_connections(self) -> list[str]:
+        """The namespace's S3 data connections, by name."""
+        from . import dataconn
+
+        try:
+            items = self._core.list_namespaced_secret(self.namespace, label_selector=f"{dataconn.DASHBOARD_LABEL}=true").items
+        except ApiException:
+            return []
+        return sorted(s.metadata.name for s in items
+                      if dataconn.is_connection(s.metadata.labels or {}, s.metadata.annotations or {})
+                      and dataconn.type_of(s.metadata.annotations or {}) == dataconn.TYPE_S3)
+
+    def pvc_exists(self, name: str) -> bool:
+        try:
+            self._core.read_namespaced_persistent_volume_claim(name, self.namespace)
+            return True
+        except ApiException as e:
+            if e.status == 404:
+                return False
+            if e.status == 403:
+                return True  # reading claims is not needed to use one: the pods will say
+            raise from_api_exception(e, name) from None
+
     # -- pods, logs, events ------------------------------------------------------
 
     def job_pods(self, name: str) -> tuple[list[Any], list[Any]]:

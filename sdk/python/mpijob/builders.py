@@ -43,7 +43,10 @@ def build(inp: _jobspec.Input, base: dict[str, Any]) -> _jobspec.Job:
     try:
         return _jobspec.build(inp, base)
     except _jobspec.BuildError as e:
-        raise InvalidJobError(str(e), field=e.field.split(".", 1)[0]) from None
+        # The builder names Input's fields; create_job's arguments for these are singular.
+        arg = {"data_connections": "data_connection", "pvcs": "pvc"}.get(e.field, e.field.split(".", 1)[0])
+        msg = str(e).replace(e.field, arg, 1) if arg != e.field else str(e)
+        raise InvalidJobError(msg, field=arg) from None
 
 
 def offline_runtime(name: str) -> dict[str, Any]:

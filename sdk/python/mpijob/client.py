@@ -25,8 +25,10 @@ import urllib3
 
 from . import builders as _b
 from . import convert as _convert
+from . import dataconn as _dataconn
 from . import jobspec as _jobspec
 from . import logs as _logs
+from . import progress as _progress
 from . import validation as _v
 from .backend import KubernetesBackend
 from .constants import PATCH_MANAGER
@@ -39,6 +41,7 @@ from .errors import (
     WaitTimeoutError,
 )
 from .redact import Redactor
+from .suggest import closest
 from .types import (
     CREATOR_ANNOTATION,
     NEVER_STARTS,
@@ -92,6 +95,8 @@ class MPIJobClient:
         worker_image: str | None = None,
         launcher_image: str | None = None,
         env_from_secret: dict[str, str] | None = None,
+        data_connection: str | Sequence[str] | None = None,
+        pvc: str | Sequence[str] | None = None,
     ) -> MPIJob:
         """Create an MPI job: a Launcher that runs ``command`` (None: the runtime's)
         and ``workers`` Workers with ``slots_per_worker`` ranks each.
@@ -112,6 +117,12 @@ class MPIJobClient:
         :param volumes: ``[{"name": "data", "mount_path": "/data", "pvc": "dataset"}]``
             (or ``"config_map": ...``, ``"empty_dir": {}``), mounted in the Launcher and Workers
         :param queue: Kueue LocalQueue: the job waits Queued until it fits whole
+        :param data_connection: an S3 data connection (OpenShift AI connection Secret in the
+            namespace), or several: their keys reach the Launcher and every Worker as Secret
+            references (the first one's as ``AWS_*``), and ``$MPIJOB_OUTPUT_URI`` is
+            ``s3://BUCKET/NAME/``, where :meth:`get_artifacts` reads
+        :param pvc: a PersistentVolumeClaim (``"claim"`` or ``"claim:/mount/path"``, default
+            ``/mnt/claim``), or several, mounted on the Launcher and every Worker
         :param dry_run: let the cluster check the job (admission and quota included) without creating it
 
         Raises :class:`InvalidJobError` naming the argument (before any API call for bad settings),
@@ -134,14 +145,74 @@ class MPIJobClient:
             image=image or "", worker_image=worker_image or "", launcher_image=launcher_image or "",
             command=list(command or []), resources_per_worker=_v.resources("resources_per_worker", resources_per_worker),
             launcher_resources=_v.resources("launcher_resources", launcher_resources),
-            env=_v.env_list(env, env_from_secret), node_selector=dict(node_selector or {}), queue=queue or "")
+            env=_v.env_list(env, env_from_secret), node_selector=dict(node_selector or {}), queue=queue or "",
+            data_connections=_v.names("data_connection", data_connection), pvcs=[_dataconn.PVC.parse(p) for p in _v.names("pvc", pvc)])
         if slots_per_worker is not None:
             _v.check_int("slots_per_worker", slots_per_worker, 1)
         _b.build(inp, _b.offline_runtime(runtime))  # what needs no cluster is checked first
         job = _b.build(inp, self._runtime(runtime))
+        self._check_storage(inp)
         if vols:
             job.train_job["spec"].setdefault("runtimePatches", []).append(_b.patch(None, vols))
         return self._create(job, dry_run)
+
+    def _check_storage(self, inp: _jobspec.Input) -> None:
+        """Mirror of Go's ``jobspec.CheckStorage``: every data connection exists, is an
+        S3 connection and has the keys a job needs; every PVC exists. Nothing is created
+        before this passes."""
+        for name in inp.data_connections:
+            secret = self._backend.get_secret(name)
+            problem = _dataconn.check(name, secret)
+            if problem is None:
+                continue
+            hint = ""
+            if secret is None:
+                names = self._backend.list_connections()
+                close = closest(name, names)
+                hint = f" (did you mean {close}?)" if close else (f" (this namespace has: {', '.join(names)})" if names else "")
+            raise InvalidJobError(f"data_connection {name!r}: " + (f"key {problem.key} " if problem.key else "") + problem.problem + hint,
+                                  field="data_connection")
+        for p in inp.pvcs:
+            if not self._backend.pvc_exists(p.claim):
+                raise InvalidJobError(f"pvc {p.claim!r}: no such PersistentVolumeClaim in namespace {self.namespace}: create it first "
+                                      "(kubectl get pvc lists them)", field="pvc")
+
+    def get_progress(self, name: str) -> list[_progress.Report]:
+        """Every progress report the job's ranks printed so far, oldest first, with the
+        time each was logged (read from the Launcher's log; empty when none)."""
+        self._get(name)
+        launchers, _ = self._pods(name)
+        if not launchers:
+            return []
+        log = self._backend.pod_log(launchers[0].metadata.name, container="node", timestamps=True)
+        return _progress.parse_log(log or "")
+
+    def get_artifacts(self, name: str, download_dir: str | None = None, files: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        """What job ``name`` wrote under ``s3://BUCKET/NAME/`` on its first data connection:
+        ``[{"name": "model.npz", "size": 1234, "last_modified": datetime, "uri": ...}]``.
+        With ``download_dir``, download them (or only ``files``) there; each gets a ``"path"``.
+
+        The connection's Secret is read as you. Needs boto3 (``pip install 'mpijob[s3]'``).
+        Raises :class:`InvalidJobError` when the job has no data connection or a file is not there,
+        :class:`MPIJobError` naming the connection when the store refuses.
+        """
+        from . import artifacts as _artifacts
+
+        obj = self._get(name)
+        rt_ref = (obj.get("spec") or {}).get("runtimeRef") or {}
+        conns: list[str] = []
+        if rt_ref.get("kind") == "TrainingRuntime":
+            _, worker = _jobspec._node_containers(self._backend.job_runtime(rt_ref["name"])["spec"])
+            conns = _dataconn.connections_of((worker or {}).get("env") or [])
+        if not conns:
+            raise InvalidJobError(f"job {name} has no data connection, so it has no artifacts to list: create it with "
+                                  f"data_connection= and have it write to ${_dataconn.OUTPUT_ENV}", field="name")
+        secret = self._backend.get_secret(conns[0])
+        problem = _dataconn.check(conns[0], secret)
+        if problem is not None:
+            raise InvalidJobError(str(problem), field="data_connection")
+        assert secret is not None
+        return _artifacts.list_and_download(conns[0], secret["data"], name, download_dir, list(files or []))
 
     def _create(self, job: _jobspec.Job, dry_run: bool) -> MPIJob:
         """Create the per-job runtime (if any), then the TrainJob, then give the

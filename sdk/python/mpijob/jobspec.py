@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from . import dataconn
+
 GROUP = "trainer.kubeflow.org"
 VERSION = "v1alpha1"
 PATCH_MANAGER = "mpijob.dev/job-builder"
@@ -73,10 +75,15 @@ class Input:
     env: list[dict[str, Any]] = field(default_factory=list)
     node_selector: dict[str, str] = field(default_factory=dict)
     queue: str = ""
+    data_connections: list[str] = field(default_factory=list)
+    pvcs: list[dataconn.PVC] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Input:
-        return cls(**{k: v for k, v in d.items() if v is not None})
+        kw = {k: v for k, v in d.items() if v is not None}
+        if "pvcs" in kw:
+            kw["pvcs"] = [dataconn.PVC.parse(p) for p in kw["pvcs"]]
+        return cls(**kw)
 
 
 @dataclass
@@ -191,6 +198,7 @@ def build(inp: Input, base: dict[str, Any] | None) -> Job:
             raise _err("node_selector", f"{k}={v}", "is not a valid label value: use at most 63 letters, digits, '-', '_' or '.'")
     if inp.queue and (len(inp.queue) > 253 or not _DNS_SUBDOMAIN.match(inp.queue)):
         raise _err("queue", inp.queue, "is not a valid LocalQueue name: use lower-case letters, digits, '-' and '.'")
+    _validate_storage(inp)
 
     meta: dict[str, Any] = {"name": inp.name}
     if inp.namespace:
@@ -219,16 +227,44 @@ def build(inp: Input, base: dict[str, Any] | None) -> Job:
     tj = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "TrainJob", "metadata": meta, "spec": spec}
     launcher_image = inp.launcher_image or inp.image
     worker_image = inp.worker_image or inp.image
-    if not (launcher_image or worker_image or worker or launcher):
+    storage = bool(inp.data_connections or inp.pvcs)
+    if not (launcher_image or worker_image or worker or launcher or storage):
         return Job(tj)
-    rt = derive(base, inp.name, inp.namespace, launcher_image, worker_image, worker, launcher)
+    rt = derive(base, inp.name, inp.namespace, launcher_image, worker_image, worker, launcher,
+                env=dataconn.env(inp.name, list(inp.data_connections), list(inp.pvcs)), pvcs=list(inp.pvcs))
     spec["runtimeRef"] = {"apiGroup": GROUP, "kind": "TrainingRuntime", "name": inp.name}
     meta.setdefault("labels", {})[BASE_RUNTIME_LABEL] = base_name
     return Job(tj, rt)
 
 
+def _validate_storage(inp: Input) -> None:
+    seen: set[str] = set()
+    for c in inp.data_connections:
+        if not isinstance(c, str) or len(c) > 253 or not _DNS_SUBDOMAIN.match(c):
+            raise _err("data_connections", c, "is not a data connection name: use the connection's Secret name, lower-case letters, digits, '-' and '.' "
+                                              f"(kubectl get secrets -l {dataconn.DASHBOARD_LABEL}=true)")
+        if c in seen:
+            raise _err("data_connections", c, "is named twice: name each data connection once")
+        seen.add(c)
+    mounts: set[str] = set()
+    claims: set[str] = set()
+    for p in inp.pvcs:
+        v = p.claim + (":" + p.mount_path if p.mount_path else "")
+        msg = dataconn.validate_pvc(p)
+        if msg:
+            raise _err("pvcs", v, msg)
+        if p.claim in claims:
+            raise _err("pvcs", v, f"claim {p.claim} is named twice: mount each PVC once")
+        mp = dataconn.mount_path_of(p)
+        if mp in mounts:
+            raise _err("pvcs", v, f"mount path {mp} is taken by another PVC: give each its own path")
+        claims.add(p.claim)
+        mounts.add(mp)
+
+
 def derive(base: dict[str, Any], job: str, namespace: str, launcher_image: str, worker_image: str,
-           worker: dict[str, str], launcher: dict[str, str]) -> dict[str, Any]:
+           worker: dict[str, str], launcher: dict[str, str], env: list[dict[str, Any]] | None = None,
+           pvcs: list[dataconn.PVC] | None = None) -> dict[str, Any]:
     """The per-job TrainingRuntime: ``base`` with the node containers' images and resources changed."""
     base_meta = base.get("metadata") or {}
     labels = {JOB_LABEL: job, BASE_RUNTIME_LABEL: base_meta["name"]}
@@ -251,12 +287,26 @@ def derive(base: dict[str, Any], job: str, namespace: str, launcher_image: str, 
             image, res = worker_image, worker
         else:
             continue
-        for c in rj["template"]["spec"]["template"]["spec"]["containers"]:
+        pod = rj["template"]["spec"]["template"]["spec"]
+        vols, mounts = dataconn.volumes(pvcs or [])
+        if vols:
+            pod["volumes"] = (pod.get("volumes") or []) + vols
+        for c in pod["containers"]:
             if c.get("name") != "node":
                 continue
             if image:
                 c["image"] = image
             set_resources(c.setdefault("resources", {}), res)
+            for e in env or []:
+                have = c.setdefault("env", [])
+                for i, h in enumerate(have):
+                    if h["name"] == e["name"]:
+                        have[i] = copy.deepcopy(e)
+                        break
+                else:
+                    have.append(copy.deepcopy(e))
+            if mounts:
+                c["volumeMounts"] = (c.get("volumeMounts") or []) + mounts
     return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "TrainingRuntime", "metadata": meta, "spec": spec}
 
 
@@ -389,6 +439,9 @@ def input_of(tj: dict[str, Any], rt: dict[str, Any] | None, base: dict[str, Any]
         return inp, kept
     bl, bw = _node_containers(base["spec"])
     gl, gw = _node_containers(rt["spec"])
+    if gw:
+        inp.data_connections = dataconn.connections_of(gw.get("env") or [])
+        inp.pvcs = _pvcs_of(rt["spec"], gw)
     if gw and bw:
         if gw.get("image") != bw.get("image"):
             inp.worker_image = gw.get("image", "")
@@ -401,3 +454,21 @@ def input_of(tj: dict[str, Any], rt: dict[str, Any] | None, base: dict[str, Any]
     if inp.launcher_image and inp.launcher_image == inp.worker_image:
         inp.image, inp.launcher_image, inp.worker_image = inp.launcher_image, "", ""
     return inp, kept
+
+
+def _pvcs_of(spec: dict[str, Any], worker: dict[str, Any]) -> list[dataconn.PVC]:
+    out = []
+    for rj in spec["template"]["spec"]["replicatedJobs"]:
+        if rj["name"] != "node":
+            continue
+        for v in rj["template"]["spec"]["template"]["spec"].get("volumes") or []:
+            pvc = v.get("persistentVolumeClaim")
+            if not pvc or v["name"] != dataconn.volume_name(pvc["claimName"]):
+                continue
+            for m in worker.get("volumeMounts") or []:
+                if m["name"] == v["name"]:
+                    p = dataconn.PVC(claim=pvc["claimName"])
+                    if m["mountPath"] != dataconn.default_mount_path(p.claim):
+                        p.mount_path = m["mountPath"]
+                    out.append(p)
+    return out

@@ -18,6 +18,7 @@ from .constants import QUEUE_LABEL as QUEUE_LABEL
 from .constants import STATUS_ANNOTATION as STATUS_ANNOTATION
 from .constants import VERSION as VERSION
 from .nextsteps import sdk_words
+from .progress import Progress
 
 Phase = Literal["Pending", "Queued", "GangScheduling", "Starting", "Running", "Succeeded", "Failed", "Suspended"]
 """A job's phase, the same words as ``kubectl mpijob`` and the dashboard (Go: api.Phase)."""
@@ -152,6 +153,8 @@ class MPIJob:
     created: datetime | None = None
     queue: str | None = None
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: The last progress the job's ranks reported (mpijob.progress), None when they report none.
+    progress: Progress | None = None
 
     @classmethod
     def from_trainjob(cls, obj: dict[str, Any], launcher_hosts_ranks: bool = False) -> MPIJob:
@@ -168,6 +171,7 @@ class MPIJob:
             slots_per_worker=tr.get("numProcPerNode") or status.slots_per_worker or 1,
             status=status, created=_time(meta.get("creationTimestamp")),
             queue=(meta.get("labels") or {}).get(QUEUE_LABEL), raw=obj,
+            progress=Progress.from_annotations(meta.get("annotations")),
         )
 
 

@@ -73,6 +73,16 @@ def check_seconds(field: str, v: Any) -> None:
         raise InvalidJobError(f"{field}={v!r}: use a positive number of seconds", field=field)
 
 
+def names(field: str, v: Any) -> list[str]:
+    """One name or a list of names (data connections, PVCs)."""
+    if v is None:
+        return []
+    items = [v] if isinstance(v, str) else v
+    if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) and i.strip() for i in items):
+        raise InvalidJobError(f"{field}={v!r}: give a name or a list of names, e.g. {field}=\"local-s3\"", field=field)
+    return list(items)
+
+
 def check_str_map(field: str, m: Any) -> None:
     if m is None:
         return

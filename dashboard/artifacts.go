@@ -1,0 +1,156 @@
+package dashboard
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"path"
+	"strconv"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/artifacts"
+	"github.com/mpijob/mpijob/pkg/jobspec"
+	"github.com/mpijob/mpijob/pkg/progress"
+)
+
+// Artifacts is what the Artifacts tab shows.
+type Artifacts struct {
+	// Connection and URI say where the artifacts are; Objects are they.
+	Connection string             `json:"connection,omitempty"`
+	URI        string             `json:"uri,omitempty"`
+	Objects    []artifacts.Object `json:"objects"`
+	// Message says why there are none to show (no data connection, ...).
+	Message string `json:"message,omitempty"`
+	// Error is set when they cannot be read (the store refused, ...).
+	Error string `json:"error,omitempty"`
+}
+
+// jobArtifacts lists what the job wrote to its data connection, reading
+// the connection's Secret as the user.
+func (s *Server) jobArtifacts(w http.ResponseWriter, r *http.Request, c *userClients) {
+	st, ok := s.openStore(w, r, c)
+	if !ok {
+		return
+	}
+	if st == nil {
+		return
+	}
+	objs, err := st.List(r.Context())
+	if err != nil {
+		writeJSON(w, http.StatusBadGateway, Artifacts{Connection: st.Connection, URI: st.URI, Objects: []artifacts.Object{}, Message: err.Error(), Error: err.Error()})
+		return
+	}
+	if objs == nil {
+		objs = []artifacts.Object{}
+	}
+	writeJSON(w, http.StatusOK, Artifacts{Connection: st.Connection, URI: st.URI, Objects: objs})
+}
+
+// jobArtifact downloads one artifact.
+func (s *Server) jobArtifact(w http.ResponseWriter, r *http.Request, c *userClients) {
+	st, ok := s.openStore(w, r, c)
+	if !ok || st == nil {
+		return
+	}
+	name := r.PathValue("file")
+	body, size, err := st.Open(r.Context(), name)
+	if err != nil {
+		writeError(w, http.StatusNotFound, err.Error())
+		return
+	}
+	defer func() { _ = body.Close() }()
+	ct := mime.TypeByExtension(path.Ext(name))
+	if ct == "" {
+		ct = "application/octet-stream"
+	}
+	w.Header().Set("Content-Type", ct)
+	w.Header().Set("Content-Length", strconv.FormatInt(size, 10))
+	w.Header().Set("Content-Disposition", fmt.Sprintf("attachment; filename=%q", path.Base(name)))
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	_, _ = io.Copy(w, body)
+}
+
+// openStore finds the job's store; on a job without a data connection it
+// answers with the reason (and a nil store).
+func (s *Server) openStore(w http.ResponseWriter, r *http.Request, c *userClients) (*artifacts.Store, bool) {
+	ns, name := r.PathValue("ns"), r.PathValue("name")
+	tj := &trainer.TrainJob{}
+	if err := c.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
+		if apierrors.IsNotFound(err) {
+			writeError(w, http.StatusNotFound, fmt.Sprintf("MPI job %s does not exist in namespace %s", name, ns))
+			return nil, false
+		}
+		s.apiError(w, err)
+		return nil, false
+	}
+	st, err := artifacts.Open(r.Context(), c, tj)
+	if errors.Is(err, artifacts.ErrNoStorage) {
+		writeJSON(w, http.StatusOK, Artifacts{Objects: []artifacts.Object{}, Message: err.Error()})
+		return nil, true
+	}
+	if err != nil {
+		writeJSON(w, http.StatusForbidden, Artifacts{Objects: []artifacts.Object{}, Message: err.Error(), Error: err.Error()})
+		return nil, false
+	}
+	return st, true
+}
+
+// ProgressHistory is every progress report of a job so far, for the
+// loss and accuracy charts.
+type ProgressHistory struct {
+	Points []progress.Point `json:"points"`
+}
+
+// jobProgress reads every progress report from the Launcher's log, as the
+// user.
+func (s *Server) jobProgress(w http.ResponseWriter, r *http.Request, c *userClients) {
+	ns, name := r.PathValue("ns"), r.PathValue("name")
+	pods := &corev1.PodList{}
+	if err := c.List(r.Context(), pods, client.InNamespace(ns), client.MatchingLabels{
+		jobsetv1alpha2.JobSetNameKey: name, jobsetv1alpha2.ReplicatedJobNameKey: api.LauncherJob,
+	}); err != nil {
+		s.apiError(w, err)
+		return
+	}
+	out := ProgressHistory{Points: []progress.Point{}}
+	var newest *corev1.Pod
+	for i := range pods.Items {
+		if p := &pods.Items[i]; newest == nil || p.CreationTimestamp.After(newest.CreationTimestamp.Time) {
+			newest = p
+		}
+	}
+	if newest != nil {
+		limit := int64(8 << 20)
+		b, err := c.cs.CoreV1().Pods(ns).GetLogs(newest.Name, &corev1.PodLogOptions{Container: api.NodeContainer, Timestamps: true, LimitBytes: &limit}).DoRaw(r.Context())
+		if err == nil {
+			out.Points = append(out.Points, progress.All(string(b))...)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// dataConnections lists the namespace's S3 data connections for the
+// wizard, read as the user (names only: never a key's value).
+func (s *Server) dataConnections(w http.ResponseWriter, r *http.Request, c *userClients) {
+	names, err := jobspec.Connections(r.Context(), c, r.PathValue("ns"))
+	if err != nil {
+		if apierrors.IsForbidden(err) {
+			writeJSON(w, http.StatusOK, map[string]any{"connections": []string{}, "message": "you may not list Secrets in this namespace, so its data connections are not shown"})
+			return
+		}
+		s.apiError(w, err)
+		return
+	}
+	if names == nil {
+		names = []string{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"connections": names})
+}

@@ -1,0 +1,61 @@
+import { useEffect, useState } from 'react';
+import { Alert, Button, Content, Spinner } from '@patternfly/react-core';
+import { Table, Tbody, Td, Th, Thead, Tr } from '@patternfly/react-table';
+import { api } from './api';
+import { age } from './format';
+import { bytes } from './progress';
+import type { ArtifactList } from './types';
+
+// The Artifacts tab: what the job wrote under s3://BUCKET/JOB/ on its first
+// data connection (its $MPIJOB_OUTPUT_URI), read as the user; each can be
+// downloaded.
+export function ArtifactsTab({ namespace, name, now }: { namespace: string; name: string; now: number }) {
+  const [list, setList] = useState<ArtifactList | null>(null);
+  const [error, setError] = useState('');
+  const [tick, setTick] = useState(0);
+  const base = `/api/jobs/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}/artifacts`;
+  useEffect(() => {
+    let stop = false;
+    api<ArtifactList>(base)
+      .then((r) => { if (!stop) { setList(r); setError(''); } })
+      .catch((e: Error) => { if (!stop) setError(e.message); });
+    return () => { stop = true; };
+  }, [base, tick]);
+
+  if (error) return <Alert variant="warning" isInline title="The artifacts cannot be read" data-testid="artifacts-error" style={{ marginTop: 16 }}>{error}</Alert>;
+  if (!list) return <Spinner aria-label="Loading the artifacts" />;
+  if (list.message && list.objects.length === 0 && !list.uri) {
+    return <Content component="p" style={{ marginTop: 16 }} data-testid="artifacts-none">{list.message}</Content>;
+  }
+  return (
+    <div style={{ marginTop: 16 }} data-testid="artifacts">
+      <Content component="p">
+        {list.uri} on data connection <b>{list.connection}</b>{' '}
+        <Button variant="link" isInline onClick={() => setTick((t) => t + 1)}>Refresh</Button>
+      </Content>
+      {list.objects.length === 0 ? (
+        <Content component="p" data-testid="artifacts-empty">No artifacts yet: the job writes them to $MPIJOB_OUTPUT_URI.</Content>
+      ) : (
+        <Table aria-label="Artifacts" variant="compact">
+          <Thead>
+            <Tr><Th>Name</Th><Th>Size</Th><Th>Age</Th><Th screenReaderText="Download" /></Tr>
+          </Thead>
+          <Tbody>
+            {list.objects.map((o) => (
+              <Tr key={o.name} data-testid={`artifact-${o.name}`}>
+                <Td dataLabel="Name">{o.name}</Td>
+                <Td dataLabel="Size">{bytes(o.size)}</Td>
+                <Td dataLabel="Age">{age(o.lastModified, now)}</Td>
+                <Td dataLabel="Download">
+                  <Button component="a" variant="link" isInline href={`${base}/${o.name.split('/').map(encodeURIComponent).join('/')}`} download>
+                    Download
+                  </Button>
+                </Td>
+              </Tr>
+            ))}
+          </Tbody>
+        </Table>
+      )}
+    </div>
+  );
+}

@@ -1,0 +1,99 @@
+"""Data in, model out and progress for the reference workloads.
+
+Every mpijob image ships this file next to the examples
+(/opt/mpijob/examples). It has no dependency beyond the standard library,
+except boto3 for s3:// locations (every image has it).
+
+- ``progress(...)`` prints one progress report in the documented line
+  format (docs/progress.md): ``MPIJOB_PROGRESS {"epoch": 3, ...}``.
+  mpijob-manager reads it from the Launcher's log; the Python SDK's
+  ``mpijob.progress`` writes the same line.
+- ``read(uri)`` reads a file from ``s3://BUCKET/KEY`` (the job's data
+  connection: AWS_* variables), ``file:///path`` or a plain path.
+- ``write(uri, name, data)`` writes an artifact under a folder URI, e.g.
+  ``$MPIJOB_OUTPUT_URI`` (``s3://BUCKET/JOB/`` on the job's first data
+  connection, a folder on its first PVC).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from typing import Any
+from urllib.parse import urlparse
+
+PREFIX = "MPIJOB_PROGRESS "
+FIELDS = ("epoch", "total_epochs", "step", "total_steps", "loss", "accuracy", "eta_seconds")
+
+
+def progress(out: Any = None, **fields: Any) -> str:
+    """Print one progress report; unknown fields go under "metrics"."""
+    report: dict[str, Any] = {}
+    metrics: dict[str, float] = {}
+    for k, v in fields.items():
+        if v is None:
+            continue
+        if isinstance(v, float) and not math.isfinite(v):
+            v = str(v)  # NaN or inf: JSON has no number for it
+        if k in FIELDS:
+            report[k] = v
+        else:
+            metrics[k] = v
+    if metrics:
+        report["metrics"] = metrics
+    line = PREFIX + json.dumps(report, separators=(", ", ": "), sort_keys=False)
+    print(line, file=out or sys.stdout, flush=True)
+    return line
+
+
+def _s3():
+    import boto3  # only s3:// needs it
+
+    endpoint = os.environ.get("AWS_S3_ENDPOINT") or None
+    return boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        region_name=os.environ.get("AWS_DEFAULT_REGION") or "us-east-1",
+        aws_access_key_id=os.environ.get("AWS_ACCESS_KEY_ID"),
+        aws_secret_access_key=os.environ.get("AWS_SECRET_ACCESS_KEY"),
+    )
+
+
+def _split(uri: str) -> tuple[str, str, str]:
+    u = urlparse(uri)
+    if u.scheme == "s3":
+        return "s3", u.netloc, u.path.lstrip("/")
+    if u.scheme == "file":
+        return "file", "", u.path
+    if u.scheme:
+        raise ValueError(f"{uri}: use s3://BUCKET/KEY, file:///path or a path")
+    return "file", "", uri
+
+
+def read(uri: str) -> bytes:
+    """The bytes at uri; a clear error names the location when it fails."""
+    kind, bucket, key = _split(uri)
+    if kind == "file":
+        with open(key, "rb") as f:
+            return f.read()
+    try:
+        return _s3().get_object(Bucket=bucket, Key=key)["Body"].read()
+    except Exception as e:  # botocore's errors say what the store said
+        raise OSError(f"cannot read {uri} from {os.environ.get('AWS_S3_ENDPOINT', 'AWS S3')}: {e}") from e
+
+
+def write(folder: str, name: str, data: bytes) -> str:
+    """Write data as folder/name; returns the object's URI."""
+    kind, bucket, key = _split(folder.rstrip("/") + "/" + name)
+    if kind == "file":
+        os.makedirs(os.path.dirname(key), exist_ok=True)
+        with open(key, "wb") as f:
+            f.write(data)
+        return key
+    try:
+        _s3().put_object(Bucket=bucket, Key=key, Body=data)
+    except Exception as e:
+        raise OSError(f"cannot write s3://{bucket}/{key} to {os.environ.get('AWS_S3_ENDPOINT', 'AWS S3')}: {e}") from e
+    return f"s3://{bucket}/{key}"

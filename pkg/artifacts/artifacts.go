@@ -1,0 +1,166 @@
+// Package artifacts reads what an MPI job wrote to its first data
+// connection: the objects under s3://BUCKET/JOB/ (the job's
+// MPIJOB_OUTPUT_URI). It reads the connection's Secret with the caller's
+// client, so the CLI and the dashboard read as the user: who cannot read
+// the Secret cannot read the artifacts.
+package artifacts
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"path"
+	"sort"
+	"strings"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mpijob/mpijob/pkg/dataconn"
+	"github.com/mpijob/mpijob/pkg/jobspec"
+)
+
+// Object is one artifact.
+type Object struct {
+	// Name is the object's key under the job's prefix, e.g. model.npz.
+	Name         string    `json:"name"`
+	Size         int64     `json:"size"`
+	LastModified time.Time `json:"lastModified"`
+}
+
+// Store is where one job's artifacts are.
+type Store struct {
+	// Connection is the data connection's name; URI is s3://BUCKET/JOB/.
+	Connection, URI string
+	Endpoint        string
+	bucket, prefix  string
+	client          *minio.Client
+}
+
+// ErrNoStorage says a job has no data connection to read artifacts from.
+var ErrNoStorage = errors.New("no data connection")
+
+// Open finds the store of job tj: the first data connection of its
+// runtime, read with c (the user's client).
+func Open(ctx context.Context, c client.Reader, tj *trainer.TrainJob) (*Store, error) {
+	conns, pvcs, err := storageOfJob(ctx, c, tj)
+	if err != nil {
+		return nil, err
+	}
+	if len(conns) == 0 {
+		if len(pvcs) > 0 {
+			p := pvcs[0]
+			return nil, fmt.Errorf("%w: MPI job %s wrote its artifacts to PVC %s (%s/%s/ in its pods); mount the claim to read them", ErrNoStorage, tj.Name, p.Claim, dataconn.MountPathOf(p), tj.Name)
+		}
+		return nil, fmt.Errorf("%w: MPI job %s has no data connection, so it has no artifacts to list; create the job with --data-connection NAME (SDK: data_connection=) and have it write to $%s", ErrNoStorage, tj.Name, dataconn.OutputEnv)
+	}
+	name := conns[0]
+	s := &corev1.Secret{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: tj.Namespace, Name: name}, s); err != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, fmt.Errorf("data connection %s of MPI job %s is gone from namespace %s: recreate it to read the artifacts", name, tj.Name, tj.Namespace)
+		case apierrors.IsForbidden(err):
+			return nil, fmt.Errorf("you may not read data connection %s (Secret %s/%s), so you cannot read the artifacts of MPI job %s: ask for a role that reads Secrets in %s", name, tj.Namespace, name, tj.Name, tj.Namespace)
+		}
+		return nil, fmt.Errorf("failed to read data connection %s/%s: %w", tj.Namespace, name, err)
+	}
+	if p := dataconn.Check(name, s.Labels, s.Annotations, s.Data); p != nil {
+		return nil, p
+	}
+	return New(name, s.Data, tj.Name)
+}
+
+// New is the store of job on a connection's keys.
+func New(connection string, data map[string][]byte, job string) (*Store, error) {
+	ep := strings.TrimSpace(string(data[dataconn.Endpoint]))
+	u, err := url.Parse(ep)
+	if err != nil || u.Host == "" {
+		return nil, &dataconn.Problem{Connection: connection, Key: dataconn.Endpoint, Problem: fmt.Sprintf("%q is not an endpoint URL", ep)}
+	}
+	region := strings.TrimSpace(string(data[dataconn.Region]))
+	if region == "" {
+		region = "us-east-1"
+	}
+	mc, err := minio.New(u.Host, &minio.Options{
+		Creds:  credentials.NewStaticV4(strings.TrimSpace(string(data[dataconn.AccessKeyID])), strings.TrimSpace(string(data[dataconn.SecretAccessKey])), ""),
+		Secure: u.Scheme == "https", Region: region,
+	})
+	if err != nil {
+		return nil, err
+	}
+	bucket := strings.TrimSpace(string(data[dataconn.Bucket]))
+	return &Store{
+		Connection: connection, Endpoint: ep, bucket: bucket, prefix: job + "/",
+		URI: "s3://" + bucket + "/" + job + "/", client: mc,
+	}, nil
+}
+
+// List lists the artifacts, by name.
+func (s *Store) List(ctx context.Context) ([]Object, error) {
+	var out []Object
+	for o := range s.client.ListObjects(ctx, s.bucket, minio.ListObjectsOptions{Prefix: s.prefix, Recursive: true}) {
+		if o.Err != nil {
+			return nil, s.explain(o.Err)
+		}
+		out = append(out, Object{Name: strings.TrimPrefix(o.Key, s.prefix), Size: o.Size, LastModified: o.LastModified})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+// Open reads one artifact by name.
+func (s *Store) Open(ctx context.Context, name string) (io.ReadCloser, int64, error) {
+	clean := path.Clean("/" + name)[1:]
+	if clean == "" || clean != name {
+		return nil, 0, fmt.Errorf("artifact %q: name an artifact as the list shows it, e.g. model.npz", name)
+	}
+	obj, err := s.client.GetObject(ctx, s.bucket, s.prefix+clean, minio.GetObjectOptions{})
+	if err != nil {
+		return nil, 0, s.explain(err)
+	}
+	st, err := obj.Stat()
+	if err != nil {
+		_ = obj.Close()
+		if minio.ToErrorResponse(err).Code == "NoSuchKey" {
+			return nil, 0, fmt.Errorf("artifact %q is not in %s: list them with kubectl mpijob artifacts", name, s.URI)
+		}
+		return nil, 0, s.explain(err)
+	}
+	return obj, st.Size, nil
+}
+
+// explain turns the store's error into one that names the connection.
+func (s *Store) explain(err error) error {
+	r := minio.ToErrorResponse(err)
+	switch r.Code {
+	case "NoSuchBucket":
+		return fmt.Errorf("data connection %s: bucket %s does not exist at %s: fix AWS_S3_BUCKET in the connection", s.Connection, s.bucket, s.Endpoint)
+	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch":
+		return fmt.Errorf("data connection %s: %s refused the keys for bucket %s (%s): fix AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the connection", s.Connection, s.Endpoint, s.bucket, r.Code)
+	case "":
+		return fmt.Errorf("data connection %s: cannot reach %s: %v (check AWS_S3_ENDPOINT in the connection)", s.Connection, s.Endpoint, err)
+	}
+	return fmt.Errorf("data connection %s: %s: %s", s.Connection, s.Endpoint, r.Message)
+}
+
+// storageOfJob reads the data connections and PVCs of tj's runtime.
+func storageOfJob(ctx context.Context, c client.Reader, tj *trainer.TrainJob) ([]string, []dataconn.PVC, error) {
+	if ptr.Deref(tj.Spec.RuntimeRef.Kind, "") != trainer.TrainingRuntimeKind {
+		return nil, nil, nil
+	}
+	rt := &trainer.TrainingRuntime{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: tj.Namespace, Name: tj.Spec.RuntimeRef.Name}, rt); err != nil {
+		return nil, nil, fmt.Errorf("failed to read the runtime of MPI job %s: %w", tj.Name, err)
+	}
+	conns, pvcs := jobspec.StorageOf(&rt.Spec)
+	return conns, pvcs, nil
+}

@@ -1,0 +1,180 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/mpijob/mpijob/pkg/artifacts"
+)
+
+// artifactsOptions is `kubectl mpijob artifacts`.
+type artifactsOptions struct {
+	*Options
+	name     string
+	download string
+	only     []string
+	now      func() time.Time
+	// open finds a job's store (artifacts.Open; a fake in unit tests).
+	open func(ctx context.Context, cl *clients, name string) (store, error)
+}
+
+// store is what the verb needs of an artifacts.Store.
+type store interface {
+	List(ctx context.Context) ([]artifacts.Object, error)
+	Open(ctx context.Context, name string) (io.ReadCloser, int64, error)
+}
+
+func newArtifactsCommand(o *Options) *cobra.Command {
+	a := &artifactsOptions{Options: o, now: time.Now, open: openStore}
+	cmd := &cobra.Command{
+		Use:   "artifacts NAME",
+		Short: "List or download what an MPI job wrote to its data connection (s3://BUCKET/NAME/)",
+		Long: "List the artifacts an MPI job wrote under s3://BUCKET/NAME/ on its first data connection (its $MPIJOB_OUTPUT_URI), " +
+			"reading the connection's Secret as you: who cannot read the Secret cannot read the artifacts. " +
+			"With --download DIR, download them (or the ones named with --file) into DIR.",
+		Example: "  kubectl mpijob artifacts digits\n  kubectl mpijob artifacts digits --download ./digits-model\n  kubectl mpijob artifacts digits --download . --file metrics.json",
+		Args:              exactlyOneName("artifacts"),
+		ValidArgsFunction: o.completeJobs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			a.name = args[0]
+			if len(a.only) > 0 && a.download == "" {
+				return usageErr("--file %s: give --download DIR too, e.g. --download . --file %s", a.only[0], a.only[0])
+			}
+			return a.Run(cmd.Context())
+		},
+	}
+	cmd.Flags().StringVar(&a.download, "download", "", "download the artifacts into this folder (made if missing)")
+	cmd.Flags().StringArrayVar(&a.only, "file", nil, "with --download, only this artifact (repeatable)")
+	return cmd
+}
+
+func openStore(ctx context.Context, cl *clients, name string) (store, error) {
+	tj, err := cl.job(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	s, err := artifacts.Open(ctx, cl, tj)
+	if errors.Is(err, artifacts.ErrNoStorage) {
+		return nil, usageErr("%s", err.Error())
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Run lists the artifacts, or downloads them.
+func (a *artifactsOptions) Run(ctx context.Context) error {
+	cl, err := a.clients()
+	if err != nil {
+		return err
+	}
+	s, err := a.open(ctx, cl, a.name)
+	if err != nil {
+		return err
+	}
+	objs, err := s.List(ctx)
+	if err != nil {
+		return err
+	}
+	where := a.name
+	if st, ok := s.(*artifacts.Store); ok {
+		where = st.URI
+	}
+	if len(objs) == 0 {
+		fmt.Fprintf(a.ErrOut, "No artifacts in %s yet: the job writes them to $MPIJOB_OUTPUT_URI (e.g. --output from-env in the examples).\n", where)
+		return nil
+	}
+	if a.download == "" {
+		w := tabwriter.NewWriter(a.Out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "NAME\tSIZE\tAGE")
+		for _, o := range objs {
+			fmt.Fprintf(w, "%s\t%s\t%s\n", o.Name, humanBytes(o.Size), duration.HumanDuration(a.now().Sub(o.LastModified)))
+		}
+		return w.Flush()
+	}
+	want := map[string]bool{}
+	for _, f := range a.only {
+		want[f] = true
+	}
+	var picked []artifacts.Object
+	for _, o := range objs {
+		if len(want) == 0 || want[o.Name] {
+			picked = append(picked, o)
+			delete(want, o.Name)
+		}
+	}
+	if len(want) > 0 {
+		missing := slices.Sorted(maps.Keys(want))
+		return usageErr("--file %s: %s has no such artifact; it has %s", missing[0], where, names(objs))
+	}
+	for i, o := range picked {
+		dst := filepath.Join(a.download, filepath.FromSlash(o.Name))
+		if err := a.fetch(ctx, s, o.Name, dst); err != nil {
+			return err
+		}
+		fmt.Fprintf(a.Out, "[%d/%d] %s (%s) -> %s\n", i+1, len(picked), o.Name, humanBytes(o.Size), dst)
+	}
+	return nil
+}
+
+// fetch writes one artifact to dst through a temporary file, so an
+// interrupted download leaves no half file under the artifact's name.
+func (a *artifactsOptions) fetch(ctx context.Context, s store, name, dst string) error {
+	r, _, err := s.Open(ctx, name)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = r.Close() }()
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dst), ".download-*")
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(tmp, r); err != nil {
+		_ = tmp.Close()
+		_ = os.Remove(tmp.Name())
+		return fmt.Errorf("failed to download %s: %w", name, err)
+	}
+	if err := tmp.Close(); err != nil {
+		_ = os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), dst)
+}
+
+func names(objs []artifacts.Object) string {
+	out := ""
+	for i, o := range objs {
+		if i > 0 {
+			out += ", "
+		}
+		out += o.Name
+	}
+	return out
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,181 @@
+// Package controller publishes a running MPI job's progress: the last
+// progress report in the Launcher's log becomes the TrainJob annotation
+// OpenShift AI's training views read (progress.Annotation). It lives apart
+// from package progress so the CLI and the dashboard read progress without
+// controller-runtime's flags.
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/progress"
+	"github.com/mpijob/mpijob/pkg/runtimes"
+)
+
+// FieldManager owns the progress annotation: a field owner of its own, so
+// applying it never touches the status annotation the diagnosis applies.
+const FieldManager = "mpijob.dev/progress"
+
+// Interval is how often a running job's Launcher log is read for progress.
+const Interval = 10 * time.Second
+
+// tailLines bounds each read of the Launcher's log.
+const tailLines = 200
+
+// Reconciler publishes the progress a running MPI job's ranks print: it
+// reads the last lines of the Launcher's log every Interval (gather), takes
+// the last progress report (decide) and applies the annotation when it
+// changed (apply). A job that prints none gets no annotation.
+type Reconciler struct {
+	Client   client.Client
+	Logs     kubernetes.Interface
+	Runtimes runtimes.RuntimeLookup
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+
+	mu sync.Mutex
+	// finished are the jobs whose final progress is written.
+	finished map[types.UID]bool
+}
+
+// SetupWithManager registers the controller; it watches TrainJobs only
+// and polls the running ones.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	r.finished = map[types.UID]bool{}
+	return ctrl.NewControllerManagedBy(mgr).Named("progress").For(&trainer.TrainJob{}).Complete(r)
+}
+
+// Reconcile implements reconcile.Reconciler.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	tj := &trainer.TrainJob{}
+	if err := r.Client.Get(ctx, req.NamespacedName, tj); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	r.mu.Lock()
+	done := r.finished[tj.UID]
+	r.mu.Unlock()
+	if done || tj.DeletionTimestamp != nil {
+		return ctrl.Result{}, nil
+	}
+	spec, _, found, err := r.Runtimes.Get(ctx, tj)
+	if err != nil || !found || !runtimes.IsMPI(spec) {
+		return ctrl.Result{}, err
+	}
+	complete := meta.IsStatusConditionTrue(tj.Status.Conditions, trainer.TrainJobComplete)
+	failed := meta.IsStatusConditionTrue(tj.Status.Conditions, trainer.TrainJobFailed)
+	launcher, err := r.launcher(ctx, tj)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if launcher == nil || launcher.Status.Phase == corev1.PodPending {
+		if complete || failed {
+			r.markFinished(tj.UID)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{RequeueAfter: Interval}, nil
+	}
+	log, err := r.Logs.CoreV1().Pods(launcher.Namespace).GetLogs(launcher.Name, &corev1.PodLogOptions{
+		Container: api.NodeContainer, TailLines: ptr.To[int64](tailLines),
+	}).DoRaw(ctx)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).V(1).Info("cannot read the Launcher's log for progress", "pod", launcher.Name, "err", err.Error())
+		if complete || failed {
+			r.markFinished(tj.UID)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{RequeueAfter: Interval}, nil
+	}
+	if p, ok := progress.Last(string(log)); ok {
+		if err := r.write(ctx, tj, progress.Status(p, r.now(), complete)); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if complete || failed {
+		r.markFinished(tj.UID)
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{RequeueAfter: Interval}, nil
+}
+
+func (r *Reconciler) markFinished(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.finished[uid] = true
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Now != nil {
+		return r.Now()
+	}
+	return time.Now()
+}
+
+// launcher is the job's newest Launcher pod, or nil.
+func (r *Reconciler) launcher(ctx context.Context, tj *trainer.TrainJob) (*corev1.Pod, error) {
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(tj.Namespace), client.MatchingLabels{
+		jobsetv1alpha2.JobSetNameKey: tj.Name, jobsetv1alpha2.ReplicatedJobNameKey: api.LauncherJob,
+	}); err != nil {
+		return nil, err
+	}
+	var newest *corev1.Pod
+	for i := range pods.Items {
+		p := &pods.Items[i]
+		if newest == nil || p.CreationTimestamp.After(newest.CreationTimestamp.Time) {
+			newest = p
+		}
+	}
+	return newest, nil
+}
+
+// write applies the annotation when its content (all but the time) changed.
+func (r *Reconciler) write(ctx context.Context, tj *trainer.TrainJob, s progress.TrainerStatus) error {
+	if old, ok := progress.Read(tj.Annotations); ok {
+		old.LastUpdatedTime, s.LastUpdatedTime = "", ""
+		if same(old, s) {
+			return nil
+		}
+		s.LastUpdatedTime = r.now().UTC().Format(time.RFC3339)
+	}
+	raw, err := json.Marshal(s)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(trainer.GroupVersion.String())
+	u.SetKind(trainer.TrainJobKind)
+	u.SetNamespace(tj.Namespace)
+	u.SetName(tj.Name)
+	u.SetUID(tj.UID)
+	u.SetAnnotations(map[string]string{progress.Annotation: string(raw)})
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil
+		}
+		return fmt.Errorf("failed to write the progress of %s/%s: %w", tj.Namespace, tj.Name, err)
+	}
+	return nil
+}
+
+func same(a, b progress.TrainerStatus) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb)
+}

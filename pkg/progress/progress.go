@@ -1,0 +1,278 @@
+// Package progress is a training job's progress: the line a rank prints
+// (`MPIJOB_PROGRESS {"epoch": 3, "total_epochs": 20, "loss": 0.31, ...}`,
+// docs/progress.md), and what mpijob-manager makes of the last one: the
+// TrainJob annotation trainer.opendatahub.io/trainerStatus, in the format
+// OpenShift AI's training views read. Pure; the controller reads the
+// Launcher's log and writes the annotation.
+//
+// The line format is shared with the Python SDK (mpijob.progress) and the
+// examples' helper; testdata/vectors.json holds the cases all three test.
+package progress
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Prefix starts every progress line.
+const Prefix = "MPIJOB_PROGRESS "
+
+// Annotation is where the manager publishes a job's last progress, in
+// OpenShift AI's format (TrainerStatus): its dashboard's training job views
+// read this annotation, not Trainer's status.trainerStatus.
+const Annotation = "trainer.opendatahub.io/trainerStatus"
+
+// Report is one progress line: where training is, and how it goes. Every
+// field is optional; a report needs an epoch or a step.
+type Report struct {
+	Epoch       *float64 `json:"epoch,omitempty"`
+	TotalEpochs *float64 `json:"total_epochs,omitempty"`
+	Step        *float64 `json:"step,omitempty"`
+	TotalSteps  *float64 `json:"total_steps,omitempty"`
+	Loss        *float64 `json:"loss,omitempty"`
+	Accuracy    *float64 `json:"accuracy,omitempty"`
+	ETASeconds  *float64 `json:"eta_seconds,omitempty"`
+	// Metrics are other numbers the program reports (learning rate, ...).
+	Metrics map[string]float64 `json:"metrics,omitempty"`
+}
+
+// Parse reads one log line. A line that is not a progress report, or one
+// that does not decode, is not one (ok false): a program's output never
+// breaks the job's view.
+func Parse(line string) (Report, bool) {
+	line = strings.TrimRight(line, "\r\n")
+	i := strings.Index(line, Prefix)
+	if i < 0 {
+		return Report{}, false
+	}
+	var raw map[string]any
+	if err := json.Unmarshal([]byte(strings.TrimSpace(line[i+len(Prefix):])), &raw); err != nil {
+		return Report{}, false
+	}
+	var r Report
+	num := func(k string) *float64 {
+		v, ok := raw[k].(float64)
+		if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
+			return nil
+		}
+		return &v
+	}
+	r.Epoch, r.TotalEpochs = num("epoch"), num("total_epochs")
+	r.Step, r.TotalSteps = num("step"), num("total_steps")
+	r.Loss, r.Accuracy, r.ETASeconds = num("loss"), num("accuracy"), num("eta_seconds")
+	if m, ok := raw["metrics"].(map[string]any); ok {
+		for k, v := range m {
+			if f, ok := v.(float64); ok && k != "" {
+				if r.Metrics == nil {
+					r.Metrics = map[string]float64{}
+				}
+				r.Metrics[k] = f
+			}
+		}
+	}
+	if r.Epoch == nil && r.Step == nil {
+		return Report{}, false
+	}
+	return r, true
+}
+
+// Point is a report with the time its line was logged (zero when the log
+// had no timestamps).
+type Point struct {
+	Time time.Time `json:"time,omitempty"`
+	Report
+}
+
+// All reads every report of a log, in order. Lines may start with the
+// kubelet's RFC 3339 timestamp (PodLogOptions.Timestamps).
+func All(log string) []Point {
+	var out []Point
+	for _, line := range strings.Split(log, "\n") {
+		if !strings.Contains(line, Prefix) {
+			continue
+		}
+		var t time.Time
+		if ts, rest, ok := strings.Cut(line, " "); ok {
+			if parsed, err := time.Parse(time.RFC3339Nano, ts); err == nil {
+				t, line = parsed, rest
+			}
+		}
+		if r, ok := Parse(line); ok {
+			out = append(out, Point{Time: t, Report: r})
+		}
+	}
+	return out
+}
+
+// Last is the last report of a log.
+func Last(log string) (Point, bool) {
+	all := All(log)
+	if len(all) == 0 {
+		return Point{}, false
+	}
+	return all[len(all)-1], true
+}
+
+// Percent is how far a report is: by steps when it has them, else by
+// epochs; nil when it has no total.
+func (r Report) Percent() *int32 {
+	var done, total *float64
+	switch {
+	case r.Step != nil && r.TotalSteps != nil && *r.TotalSteps > 0:
+		done, total = r.Step, r.TotalSteps
+	case r.Epoch != nil && r.TotalEpochs != nil && *r.TotalEpochs > 0:
+		done, total = r.Epoch, r.TotalEpochs
+	default:
+		return nil
+	}
+	p := int32(math.Floor(100 * *done / *total))
+	p = max(0, min(100, p))
+	return &p
+}
+
+// TrainerStatus is OpenShift AI's progress of a training job, as its
+// controller writes it in the trainer.opendatahub.io/trainerStatus
+// annotation and its dashboard reads it.
+type TrainerStatus struct {
+	ProgressPercentage            *int32             `json:"progressPercentage"`
+	EstimatedRemainingSeconds     *int32             `json:"estimatedRemainingSeconds,omitempty"`
+	EstimatedRemainingTimeSummary string             `json:"estimatedRemainingTimeSummary,omitempty"`
+	CurrentStep                   *int64             `json:"currentStep,omitempty"`
+	TotalSteps                    *int64             `json:"totalSteps,omitempty"`
+	CurrentEpoch                  *float64           `json:"currentEpoch,omitempty"`
+	TotalEpochs                   *int64             `json:"totalEpochs,omitempty"`
+	TrainMetrics                  map[string]float64 `json:"trainMetrics,omitempty"`
+	LastUpdatedTime               string             `json:"lastUpdatedTime,omitempty"`
+}
+
+// Status turns the last report into the annotation's value at time now;
+// finished says the job completed (100 %, nothing remaining).
+func Status(p Point, now time.Time, finished bool) TrainerStatus {
+	r := p.Report
+	s := TrainerStatus{ProgressPercentage: r.Percent(), LastUpdatedTime: now.UTC().Format(time.RFC3339)}
+	if r.ETASeconds != nil {
+		eta := int32(math.Round(max(0, *r.ETASeconds)))
+		s.EstimatedRemainingSeconds = &eta
+		s.EstimatedRemainingTimeSummary = Summary(time.Duration(eta) * time.Second)
+	}
+	toInt := func(f *float64) *int64 {
+		if f == nil {
+			return nil
+		}
+		v := int64(math.Round(*f))
+		return &v
+	}
+	s.CurrentStep, s.TotalSteps = toInt(r.Step), toInt(r.TotalSteps)
+	s.CurrentEpoch, s.TotalEpochs = r.Epoch, toInt(r.TotalEpochs)
+	m := map[string]float64{}
+	for k, v := range r.Metrics {
+		m[k] = v
+	}
+	if r.Loss != nil {
+		m["loss"] = *r.Loss
+	}
+	if r.Accuracy != nil {
+		m["accuracy"] = *r.Accuracy
+	}
+	if len(m) > 0 {
+		s.TrainMetrics = m
+	}
+	if finished {
+		hundred, zero := int32(100), int32(0)
+		s.ProgressPercentage, s.EstimatedRemainingSeconds, s.EstimatedRemainingTimeSummary = &hundred, &zero, "complete"
+	}
+	return s
+}
+
+// Summary says a remaining time as OpenShift AI does: "1 hour 1 minute",
+// "5 minutes", "40 seconds".
+func Summary(d time.Duration) string {
+	if d <= 0 {
+		return "complete"
+	}
+	h, m, s := int(d.Hours()), int(d.Minutes())%60, int(d.Seconds())%60
+	unit := func(n int, name string) string {
+		if n == 1 {
+			return "1 " + name
+		}
+		return fmt.Sprintf("%d %ss", n, name)
+	}
+	switch {
+	case h > 0 && m > 0:
+		return unit(h, "hour") + " " + unit(m, "minute")
+	case h > 0:
+		return unit(h, "hour")
+	case m > 0:
+		return unit(m, "minute")
+	}
+	return unit(s, "second")
+}
+
+// Read decodes the annotation's value; ok is false when there is none or
+// it does not decode.
+func Read(annotations map[string]string) (TrainerStatus, bool) {
+	v, ok := annotations[Annotation]
+	if !ok || v == "" {
+		return TrainerStatus{}, false
+	}
+	var s TrainerStatus
+	if err := json.Unmarshal([]byte(v), &s); err != nil {
+		return TrainerStatus{}, false
+	}
+	return s, true
+}
+
+// Short is the progress as the PROGRESS column shows it: "45% epoch 9/20",
+// "24% step 120/500", "epoch 3", or "" when there is none.
+func (s TrainerStatus) Short() string {
+	var parts []string
+	if s.ProgressPercentage != nil {
+		parts = append(parts, fmt.Sprintf("%d%%", *s.ProgressPercentage))
+	}
+	switch {
+	case s.CurrentStep != nil && s.TotalSteps != nil:
+		parts = append(parts, fmt.Sprintf("step %d/%d", *s.CurrentStep, *s.TotalSteps))
+	case s.CurrentEpoch != nil && s.TotalEpochs != nil:
+		parts = append(parts, fmt.Sprintf("epoch %s/%d", trim(*s.CurrentEpoch), *s.TotalEpochs))
+	case s.CurrentEpoch != nil:
+		parts = append(parts, "epoch "+trim(*s.CurrentEpoch))
+	case s.CurrentStep != nil:
+		parts = append(parts, fmt.Sprintf("step %d", *s.CurrentStep))
+	}
+	return strings.Join(parts, " ")
+}
+
+// Metrics lists the metrics by name, loss and accuracy first.
+func (s TrainerStatus) Metrics() []string {
+	var names []string
+	for k := range s.TrainMetrics {
+		names = append(names, k)
+	}
+	rank := func(k string) int {
+		switch k {
+		case "loss":
+			return 0
+		case "accuracy":
+			return 1
+		}
+		return 2
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if rank(names[i]) != rank(names[j]) {
+			return rank(names[i]) < rank(names[j])
+		}
+		return names[i] < names[j]
+	})
+	return names
+}
+
+func trim(f float64) string {
+	if f == math.Trunc(f) {
+		return fmt.Sprintf("%d", int64(f))
+	}
+	return fmt.Sprintf("%.2f", f)
+}

@@ -1,0 +1,178 @@
+"""Data connections, mirrored from Go's ``pkg/dataconn``: OpenShift AI's S3
+connection Secrets and the PVCs a job mounts. Pure: it checks a Secret a
+caller read and says which variables and volumes carry a connection into a
+job's pods, always as references to the Secret, never as its values.
+
+Both sides are checked against ``pkg/dataconn/testdata/connections.json``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlparse
+
+DASHBOARD_LABEL = "opendatahub.io/dashboard"
+CONNECTION_TYPE_ANNOTATION = "opendatahub.io/connection-type"
+CONNECTION_TYPE_REF_ANNOTATION = "opendatahub.io/connection-type-ref"
+TYPE_S3 = "s3"
+
+ACCESS_KEY_ID = "AWS_ACCESS_KEY_ID"
+SECRET_ACCESS_KEY = "AWS_SECRET_ACCESS_KEY"
+REGION = "AWS_DEFAULT_REGION"
+ENDPOINT = "AWS_S3_ENDPOINT"
+BUCKET = "AWS_S3_BUCKET"
+#: The keys of an S3 connection, in the order jobs get them.
+KEYS = (ACCESS_KEY_ID, SECRET_ACCESS_KEY, REGION, ENDPOINT, BUCKET)
+#: The keys a job needs; a missing region means us-east-1.
+REQUIRED = (ACCESS_KEY_ID, SECRET_ACCESS_KEY, ENDPOINT, BUCKET)
+
+CONNECTIONS_ENV = "MPIJOB_DATA_CONNECTIONS"
+JOB_NAME_ENV = "MPIJOB_JOB_NAME"
+OUTPUT_ENV = "MPIJOB_OUTPUT_URI"
+FORWARD_ENV = "OMPI_MCA_mca_base_env_list"
+
+_DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
+
+
+@dataclass
+class PVC:
+    """A PersistentVolumeClaim mounted on the Launcher and every Worker."""
+
+    claim: str
+    mount_path: str = ""
+
+    @classmethod
+    def parse(cls, v: Any) -> PVC:
+        """``"claim"``, ``"claim:/path"``, a dict or a PVC."""
+        if isinstance(v, PVC):
+            return v
+        if isinstance(v, dict):
+            return cls(claim=v.get("claim", ""), mount_path=v.get("mount_path", ""))
+        claim, _, path = str(v).partition(":")
+        return cls(claim=claim, mount_path=path)
+
+    def to_dict(self) -> dict[str, str]:
+        d = {"claim": self.claim}
+        if self.mount_path:
+            d["mount_path"] = self.mount_path
+        return d
+
+
+class ConnectionProblem(ValueError):
+    """What keeps a Secret from serving as a data connection."""
+
+    def __init__(self, connection: str, key: str, problem: str):
+        self.connection, self.key, self.problem = connection, key, problem
+        where = f"data connection {connection!r}" + (f", key {key}" if key else "")
+        super().__init__(f"{where}: {problem}")
+
+
+def default_mount_path(claim: str) -> str:
+    return "/mnt/" + claim
+
+
+def mount_path_of(p: PVC) -> str:
+    return p.mount_path or default_mount_path(p.claim)
+
+
+def volume_name(claim: str) -> str:
+    n = "pvc-" + claim
+    return n[:63].rstrip("-.") if len(n) > 63 else n
+
+
+def is_connection(labels: dict[str, str], annotations: dict[str, str]) -> bool:
+    return (labels or {}).get(DASHBOARD_LABEL) == "true" and bool(
+        (annotations or {}).get(CONNECTION_TYPE_ANNOTATION) or (annotations or {}).get(CONNECTION_TYPE_REF_ANNOTATION))
+
+
+def type_of(annotations: dict[str, str]) -> str:
+    a = annotations or {}
+    return a.get(CONNECTION_TYPE_ANNOTATION) or a.get(CONNECTION_TYPE_REF_ANNOTATION) or ""
+
+
+def check(name: str, secret: dict[str, Any] | None) -> ConnectionProblem | None:
+    """Mirror of Go's ``dataconn.Check``: ``secret`` is the Secret as read
+    (``data`` base64-decoded to str), or None when there is none."""
+    if secret is None:
+        return ConnectionProblem(name, "", f"no such data connection in this namespace: list them with kubectl get secrets -l {DASHBOARD_LABEL}=true")
+    meta = secret.get("metadata") or {}
+    labels, annotations = meta.get("labels") or {}, meta.get("annotations") or {}
+    data = secret.get("data") or {}
+    if not is_connection(labels, annotations):
+        return ConnectionProblem(name, "", f"this Secret is not a data connection (label {DASHBOARD_LABEL}=true and annotation "
+                                           f"{CONNECTION_TYPE_ANNOTATION}={TYPE_S3}): create the connection in the dashboard, or add the label and the annotation")
+    t = type_of(annotations)
+    if t != TYPE_S3:
+        return ConnectionProblem(name, "", f'is a "{t}" connection; jobs take S3 connections (type {TYPE_S3})')
+    for k in REQUIRED:
+        if not str(data.get(k) or "").strip():
+            return ConnectionProblem(name, k, f"is missing or empty: add it to the connection (edit it in the dashboard, or kubectl edit secret {name})")
+    ep = str(data[ENDPOINT]).strip()
+    u = urlparse(ep)
+    if u.scheme not in ("http", "https") or not u.netloc:
+        return ConnectionProblem(name, ENDPOINT, f'"{ep}" is not an endpoint URL: use e.g. https://s3.us-east-1.amazonaws.com or http://minio.storage.svc:9000')
+    b = str(data[BUCKET]).strip()
+    if len(b) < 3 or len(b) > 63 or not _DNS_NAME.match(b):
+        return ConnectionProblem(name, BUCKET, f"\"{b}\" is not a bucket name: use 3 to 63 lower-case letters, digits, '-' and '.'")
+    return None
+
+
+def env_prefix(name: str, first: bool) -> str:
+    return "" if first else name.upper().replace("-", "_").replace(".", "_") + "_"
+
+
+def env(job: str, connections: list[str], pvcs: list[PVC]) -> list[dict[str, Any]]:
+    """Mirror of Go's ``dataconn.Env``."""
+    if not connections and not pvcs:
+        return []
+    out: list[dict[str, Any]] = []
+    forward: list[str] = []
+    for i, c in enumerate(connections):
+        prefix = env_prefix(c, i == 0)
+        for k in KEYS:
+            ref: dict[str, Any] = {"name": c, "key": k}
+            if k not in REQUIRED:
+                ref["optional"] = True
+            out.append({"name": prefix + k, "valueFrom": {"secretKeyRef": ref}})
+            forward.append(prefix + k)
+    if connections:
+        out.append({"name": CONNECTIONS_ENV, "value": ",".join(connections)})
+        forward.append(CONNECTIONS_ENV)
+    out.append({"name": JOB_NAME_ENV, "value": job})
+    forward.append(JOB_NAME_ENV)
+    output = ""
+    if connections:
+        output = f"s3://$({BUCKET})/{job}/"
+    elif pvcs:
+        output = f"file://{mount_path_of(pvcs[0])}/{job}/"
+    out.append({"name": OUTPUT_ENV, "value": output})
+    forward.append(OUTPUT_ENV)
+    out.append({"name": FORWARD_ENV, "value": ";".join(forward)})
+    return out
+
+
+def volumes(pvcs: list[PVC]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    vols = [{"name": volume_name(p.claim), "persistentVolumeClaim": {"claimName": p.claim}} for p in pvcs]
+    mounts = [{"name": volume_name(p.claim), "mountPath": mount_path_of(p)} for p in pvcs]
+    return vols, mounts
+
+
+def validate_pvc(p: PVC) -> str:
+    if not p.claim or len(p.claim) > 253 or not _DNS_NAME.match(p.claim):
+        return "is not a PersistentVolumeClaim name: use lower-case letters, digits, '-' and '.'"
+    mp = mount_path_of(p)
+    if not mp.startswith("/") or ":" in mp or ".." in mp:
+        return f'mount path "{mp}" must be an absolute path without \':\' or \'..\', e.g. /mnt/data'
+    for reserved in ("/home/mpiuser", "/proc", "/dev", "/sys", "/usr", "/bin", "/lib", "/etc"):
+        if mp == reserved or mp.startswith(reserved + "/"):
+            return f'mount path "{mp}" would hide {reserved}, which the MPI runtime needs: use a path under /mnt'
+    return ""
+
+
+def connections_of(env_list: list[dict[str, Any]]) -> list[str]:
+    for e in env_list or []:
+        if e.get("name") == CONNECTIONS_ENV and not e.get("valueFrom") and e.get("value"):
+            return str(e["value"]).split(",")
+    return []

@@ -1,0 +1,176 @@
+"""Training progress: the line a rank prints, and reading it back.
+
+A training script reports progress with one line per report, from any rank
+(rank 0 is enough)::
+
+    from mpijob.progress import report
+    report(epoch=3, total_epochs=20, loss=0.31, accuracy=0.90, eta_seconds=120)
+    # prints: MPIJOB_PROGRESS {"epoch": 3, "total_epochs": 20, "loss": 0.31, ...}
+
+The format is documented (docs/progress.md) so any language can print it:
+the prefix ``MPIJOB_PROGRESS`` and a JSON object with ``epoch`` or ``step``,
+optionally ``total_epochs``, ``total_steps``, ``loss``, ``accuracy``,
+``eta_seconds`` and other numbers under ``metrics``. mpijob-manager reads
+the last one from the Launcher's log and publishes it on the TrainJob
+(annotation ``trainer.opendatahub.io/trainerStatus``, OpenShift AI's format);
+``MPIJobClient.get_job`` returns it as ``status.progress`` and
+``MPIJobClient.get_progress`` every report so far.
+
+Shared with Go (``pkg/progress``): ``pkg/progress/testdata/vectors.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import IO, Any
+
+PREFIX = "MPIJOB_PROGRESS "
+ANNOTATION = "trainer.opendatahub.io/trainerStatus"
+FIELDS = ("epoch", "total_epochs", "step", "total_steps", "loss", "accuracy", "eta_seconds")
+
+
+def format_report(**fields: Any) -> str:
+    """The progress line for ``fields``; names outside :data:`FIELDS` go under ``metrics``."""
+    rep: dict[str, Any] = {}
+    metrics: dict[str, Any] = {}
+    for k, v in fields.items():
+        if v is None:
+            continue
+        if isinstance(v, float) and not math.isfinite(v):
+            v = str(v)  # JSON has no NaN: the reader leaves it out
+        (rep if k in FIELDS else metrics)[k] = v
+    if "epoch" not in rep and "step" not in rep:
+        raise ValueError("a progress report needs epoch= or step=")
+    if metrics:
+        rep["metrics"] = metrics
+    return PREFIX + json.dumps(rep, separators=(", ", ": "))
+
+
+def report(out: IO[str] | None = None, **fields: Any) -> str:
+    """Print one progress report (flushed at once) and return the line."""
+    line = format_report(**fields)
+    stream = out or sys.stdout
+    print(line, file=stream, flush=True)
+    return line
+
+
+@dataclass
+class Report:
+    """One progress report, as read from a log (``time``: when it was logged, if known)."""
+
+    epoch: float | None = None
+    total_epochs: float | None = None
+    step: float | None = None
+    total_steps: float | None = None
+    loss: float | None = None
+    accuracy: float | None = None
+    eta_seconds: float | None = None
+    metrics: dict[str, float] = field(default_factory=dict)
+    time: datetime | None = None
+
+    @property
+    def percent(self) -> int | None:
+        """How far, by steps when there are totals of them, else by epochs."""
+        if self.step is not None and self.total_steps:
+            done, total = self.step, self.total_steps
+        elif self.epoch is not None and self.total_epochs:
+            done, total = self.epoch, self.total_epochs
+        else:
+            return None
+        return max(0, min(100, math.floor(100 * done / total)))
+
+
+def _num(v: Any) -> float | None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    return float(v) if math.isfinite(v) else None
+
+
+def parse(line: str) -> Report | None:
+    """The report on one log line, or None (a line that does not decode is not one)."""
+    line = line.rstrip("\r\n")
+    i = line.find(PREFIX)
+    if i < 0:
+        return None
+    try:
+        raw = json.loads(line[i + len(PREFIX):].strip())
+    except ValueError:
+        return None
+    if not isinstance(raw, dict):
+        return None
+    r = Report(epoch=_num(raw.get("epoch")), total_epochs=_num(raw.get("total_epochs")), step=_num(raw.get("step")),
+               total_steps=_num(raw.get("total_steps")), loss=_num(raw.get("loss")), accuracy=_num(raw.get("accuracy")),
+               eta_seconds=_num(raw.get("eta_seconds")))
+    m = raw.get("metrics")
+    if isinstance(m, dict):
+        r.metrics = {k: float(v) for k, v in m.items() if k and _num(v) is not None}
+    if r.epoch is None and r.step is None:
+        return None
+    return r
+
+
+def parse_log(log: str) -> list[Report]:
+    """Every report of a log, in order; lines may start with an RFC 3339 timestamp."""
+    out = []
+    for line in log.splitlines():
+        if PREFIX not in line:
+            continue
+        when = None
+        head, _, rest = line.partition(" ")
+        if head[:4].isdigit() and "T" in head:
+            try:
+                when = datetime.fromisoformat(head.replace("Z", "+00:00"))
+                line = rest
+            except ValueError:
+                pass
+        r = parse(line)
+        if r is not None:
+            r.time = when
+            out.append(r)
+    return out
+
+
+@dataclass
+class Progress:
+    """A job's last progress as mpijob-manager published it (OpenShift AI's trainerStatus)."""
+
+    percent: int | None = None
+    epoch: float | None = None
+    total_epochs: int | None = None
+    step: int | None = None
+    total_steps: int | None = None
+    eta_seconds: int | None = None
+    eta: str = ""
+    metrics: dict[str, float] = field(default_factory=dict)
+    updated: str = ""
+
+    @classmethod
+    def from_annotations(cls, annotations: dict[str, str] | None) -> Progress | None:
+        raw = (annotations or {}).get(ANNOTATION)
+        if not raw:
+            return None
+        try:
+            s = json.loads(raw)
+        except ValueError:
+            return None
+        if not isinstance(s, dict):
+            return None
+        return cls(percent=s.get("progressPercentage"), epoch=s.get("currentEpoch"), total_epochs=s.get("totalEpochs"),
+                   step=s.get("currentStep"), total_steps=s.get("totalSteps"), eta_seconds=s.get("estimatedRemainingSeconds"),
+                   eta=s.get("estimatedRemainingTimeSummary") or "", metrics=dict(s.get("trainMetrics") or {}),
+                   updated=s.get("lastUpdatedTime") or "")
+
+    def __str__(self) -> str:
+        parts = []
+        if self.percent is not None:
+            parts.append(f"{self.percent}%")
+        if self.step is not None and self.total_steps is not None:
+            parts.append(f"step {self.step}/{self.total_steps}")
+        elif self.epoch is not None and self.total_epochs is not None:
+            e = int(self.epoch) if float(self.epoch).is_integer() else self.epoch
+            parts.append(f"epoch {e}/{self.total_epochs}")
+        return " ".join(parts)
