@@ -172,7 +172,9 @@ def main(argv: list[str]) -> int:
         np.savez(buf, **params)
         where = mpijob_io.write(output, "model.npz", buf.getvalue())
         metrics = {"accuracy": acc, "epochs": args.epochs, "ranks": size, "seconds": round(seconds, 3), "seed": args.seed,
-                   "test_indices_seed": args.seed, "hidden": args.hidden, "data": args.data or "sklearn"}
+                   "hidden": args.hidden, "data": args.data or "sklearn",
+                   # The test split, so the model can be scored again outside the job.
+                   "test_indices": [int(i) for i in test]}
         mpijob_io.write(output, "metrics.json", json.dumps(metrics, indent=2).encode())
         print(f"model and metrics written to {where.rsplit('/', 1)[0]}/", flush=True)
     if acc < args.min_accuracy:

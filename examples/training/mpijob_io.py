@@ -50,10 +50,13 @@ def progress(out: Any = None, **fields: Any) -> str:
 
 def _s3():
     import boto3  # only s3:// needs it
+    from botocore.config import Config
 
     endpoint = os.environ.get("AWS_S3_ENDPOINT") or None
     return boto3.client(
         "s3",
+        # An endpoint that does not answer fails in seconds, not minutes.
+        config=Config(connect_timeout=5, read_timeout=60, retries={"max_attempts": 3}),
         endpoint_url=endpoint,
         region_name=os.environ.get("AWS_DEFAULT_REGION") or "us-east-1",
         aws_access_key_id=os.environ.get("AWS_ACCESS_KEY_ID"),
@@ -72,6 +75,25 @@ def _split(uri: str) -> tuple[str, str, str]:
     return "file", "", uri
 
 
+def _where() -> str:
+    """The data connection as the job has it, for error messages."""
+    conns = os.environ.get("MPIJOB_DATA_CONNECTIONS", "")
+    name = conns.split(",")[0] if conns else "(none: the job has no data connection)"
+    return f"data connection {name}, AWS_S3_ENDPOINT={os.environ.get('AWS_S3_ENDPOINT', '(unset)')}"
+
+
+def _explain(action: str, uri: str, e: Exception) -> OSError:
+    code = getattr(e, "response", {}).get("Error", {}).get("Code", "") if hasattr(e, "response") else ""
+    fix = {
+        "NoSuchBucket": "the bucket does not exist: fix AWS_S3_BUCKET in the connection",
+        "NoSuchKey": "no such object: check the path",
+        "AccessDenied": "the store refused the keys: fix AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the connection",
+        "InvalidAccessKeyId": "the store does not know AWS_ACCESS_KEY_ID: fix it in the connection",
+        "SignatureDoesNotMatch": "AWS_SECRET_ACCESS_KEY is wrong: fix it in the connection",
+    }.get(code, code or "check AWS_S3_ENDPOINT in the connection")
+    return OSError(f"cannot {action} {uri} ({_where()}): {fix}: {e}")
+
+
 def read(uri: str) -> bytes:
     """The bytes at uri; a clear error names the location when it fails."""
     kind, bucket, key = _split(uri)
@@ -79,9 +101,10 @@ def read(uri: str) -> bytes:
         with open(key, "rb") as f:
             return f.read()
     try:
-        return _s3().get_object(Bucket=bucket, Key=key)["Body"].read()
+        body: bytes = _s3().get_object(Bucket=bucket, Key=key)["Body"].read()
+        return body
     except Exception as e:  # botocore's errors say what the store said
-        raise OSError(f"cannot read {uri} from {os.environ.get('AWS_S3_ENDPOINT', 'AWS S3')}: {e}") from e
+        raise _explain("read", uri, e) from e
 
 
 def write(folder: str, name: str, data: bytes) -> str:
@@ -95,5 +118,5 @@ def write(folder: str, name: str, data: bytes) -> str:
     try:
         _s3().put_object(Bucket=bucket, Key=key, Body=data)
     except Exception as e:
-        raise OSError(f"cannot write s3://{bucket}/{key} to {os.environ.get('AWS_S3_ENDPOINT', 'AWS S3')}: {e}") from e
+        raise _explain("write", f"s3://{bucket}/{key}", e) from e
     return f"s3://{bucket}/{key}"

@@ -147,7 +147,7 @@ func (s *Store) explain(err error) error {
 	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch":
 		return fmt.Errorf("data connection %s: %s refused the keys for bucket %s (%s): fix AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the connection", s.Connection, s.Endpoint, s.bucket, r.Code)
 	case "":
-		return fmt.Errorf("data connection %s: cannot reach %s: %v (check AWS_S3_ENDPOINT in the connection)", s.Connection, s.Endpoint, err)
+		return fmt.Errorf("data connection %s: cannot reach %s (check AWS_S3_ENDPOINT in the connection): %w", s.Connection, s.Endpoint, err)
 	}
 	return fmt.Errorf("data connection %s: %s: %s", s.Connection, s.Endpoint, r.Message)
 }

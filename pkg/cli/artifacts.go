@@ -43,7 +43,7 @@ func newArtifactsCommand(o *Options) *cobra.Command {
 		Long: "List the artifacts an MPI job wrote under s3://BUCKET/NAME/ on its first data connection (its $MPIJOB_OUTPUT_URI), " +
 			"reading the connection's Secret as you: who cannot read the Secret cannot read the artifacts. " +
 			"With --download DIR, download them (or the ones named with --file) into DIR.",
-		Example: "  kubectl mpijob artifacts digits\n  kubectl mpijob artifacts digits --download ./digits-model\n  kubectl mpijob artifacts digits --download . --file metrics.json",
+		Example:           "  kubectl mpijob artifacts digits\n  kubectl mpijob artifacts digits --download ./digits-model\n  kubectl mpijob artifacts digits --download . --file metrics.json",
 		Args:              exactlyOneName("artifacts"),
 		ValidArgsFunction: o.completeJobs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -110,7 +110,7 @@ func (a *artifactsOptions) Run(ctx context.Context) error {
 	}
 	var picked []artifacts.Object
 	for _, o := range objs {
-		if len(want) == 0 || want[o.Name] {
+		if len(a.only) == 0 || want[o.Name] {
 			picked = append(picked, o)
 			delete(want, o.Name)
 		}

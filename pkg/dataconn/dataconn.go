@@ -110,12 +110,14 @@ func TypeOf(annotations map[string]string) string {
 
 var dnsName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$`)
 
-// Check says what keeps the Secret named name (nil: there is none in the
-// namespace) from serving a job as an S3 data connection.
+// Missing is the problem of a connection with no Secret in the namespace.
+func Missing(name string) *Problem {
+	return &Problem{Connection: name, Problem: "no such data connection in this namespace: list them with kubectl get secrets -l " + DashboardLabel + "=true"}
+}
+
+// Check says what keeps the Secret named name, with these labels,
+// annotations and data, from serving a job as an S3 data connection.
 func Check(name string, labels, annotations map[string]string, data map[string][]byte) *Problem {
-	if data == nil && labels == nil && annotations == nil {
-		return &Problem{Connection: name, Problem: "no such data connection in this namespace: list them with kubectl get secrets -l " + DashboardLabel + "=true"}
-	}
 	if !IsConnection(labels, annotations) {
 		return &Problem{Connection: name, Problem: fmt.Sprintf("this Secret is not a data connection (label %s=true and annotation %s=%s): create the connection in the dashboard, or add the label and the annotation", DashboardLabel, ConnectionTypeAnnotation, TypeS3)}
 	}

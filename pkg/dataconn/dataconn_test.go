@@ -38,7 +38,7 @@ func TestCheckVectors(t *testing.T) {
 		t.Run(tc.Name, func(t *testing.T) {
 			var got *Problem
 			if tc.Secret == nil {
-				got = Check(tc.Connection, nil, nil, nil)
+				got = Missing(tc.Connection)
 			} else {
 				data := map[string][]byte{}
 				for k, s := range tc.Secret.Data {
@@ -114,7 +114,7 @@ func TestValidatePVC(t *testing.T) {
 		"hides ssh keys":     {PVC{Claim: "data", MountPath: "/home/mpiuser"}, false},
 		"hides the hostfile": {PVC{Claim: "data", MountPath: "/etc/mpi"}, false},
 		"bad claim":          {PVC{Claim: "Data_1"}, false},
-		"dot dot":            {PVC{Claim: "d", MountPath: "/mnt/../etc"}, false},
+		"parent folder":      {PVC{Claim: "d", MountPath: "/mnt/../etc"}, false},
 	}
 	for name, tc := range cases {
 		if got := ValidatePVC(tc.p) == ""; got != tc.ok {

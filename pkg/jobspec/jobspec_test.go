@@ -11,8 +11,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mpijob/mpijob/config"
+	"github.com/mpijob/mpijob/pkg/dataconn"
 )
 
 var update = flag.Bool("update", false, "rewrite the want parts of testdata/vectors")
@@ -155,5 +157,37 @@ func TestInputOfRoundTrip(t *testing.T) {
 				t.Errorf("Normalize of a built runtime differs from its base")
 			}
 		})
+	}
+}
+
+// Admission holds a per-job runtime to its base: the data connections'
+// references and the PVCs the builder adds are set aside, anything else
+// still differs.
+func TestNormalizeSetsStorageAside(t *testing.T) {
+	base := baseRuntime(t, "mpi-openmpi")
+	job, err := Build(Input{Name: "digits", Namespace: "team-a", Runtime: "mpi-openmpi", Workers: 2,
+		DataConnections: []string{"local-s3", "archive"}, PVCs: []dataconn.PVC{{Claim: "results"}}}, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !SameSpec(Normalize(&job.Runtime.Spec, &base.Spec), &base.Spec) {
+		t.Error("a runtime with data connections and a PVC does not normalize to its base")
+	}
+	sneaky := job.Runtime.Spec.DeepCopy()
+	for i := range sneaky.Template.Spec.ReplicatedJobs {
+		pod := &sneaky.Template.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
+		for c := range pod.Containers {
+			pod.Containers[c].Env = append(pod.Containers[c].Env, corev1.EnvVar{Name: "SSH_KEY", ValueFrom: &corev1.EnvVarSource{
+				SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "other-job-ssh"}, Key: "ssh-privatekey"}}})
+		}
+	}
+	if SameSpec(Normalize(sneaky, &base.Spec), &base.Spec) {
+		t.Error("a runtime with a reference to another Secret's key normalizes to its base")
+	}
+	hostPath := job.Runtime.Spec.DeepCopy()
+	pod := &hostPath.Template.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec
+	pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "pvc-root", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}})
+	if SameSpec(Normalize(hostPath, &base.Spec), &base.Spec) {
+		t.Error("a runtime with a hostPath volume named like a PVC normalizes to its base")
 	}
 }

@@ -23,7 +23,7 @@ func CheckStorage(ctx context.Context, c client.Reader, ns string, in Input) err
 		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s)
 		switch {
 		case apierrors.IsNotFound(err):
-			p := dataconn.Check(name, nil, nil, nil)
+			p := dataconn.Missing(name)
 			return errorf("data_connections", name, "%s%s", p.Problem, didYouMean(ctx, c, ns, name))
 		case apierrors.IsForbidden(err):
 			return errorf("data_connections", name, "you may not read Secrets in namespace %s, so the connection cannot be checked or used: ask for a role that reads them (e.g. edit)", ns)

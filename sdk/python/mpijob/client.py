@@ -326,7 +326,8 @@ class MPIJobClient:
     def watch(self, name: str, timeout: float = 3600, events: bool = True) -> Iterator[LifecycleEvent]:
         """Yield the job's lifecycle as it happens until it finishes or ``timeout`` seconds pass:
         submitted, then each phase the manager reports (queued, scheduling, running, completed,
-        failed) with its message, ``progress`` when the number of ready Workers changes, and
+        failed) with its message, ``progress`` when the number of ready Workers changes or the
+        ranks report training progress ("training 45% epoch 9/20 (accuracy 0.91, loss 0.31)"), and
         (``events=True``) each Kubernetes Event about the job's objects, as :meth:`get_events`.
 
         >>> for ev in client.watch("hello"):
@@ -335,6 +336,7 @@ class MPIJobClient:
         job = self.get_job(name)
         yield LifecycleEvent("submitted", job.status.phase, f"job {name} on runtime {job.runtime}", job.status, _logs.now())
         last_phase, last_ready = None, None
+        last_training = ""
         seen: set[tuple[str, str, str, str, int]] = set()
         status = job.status
         deadline = time.monotonic() + timeout
@@ -364,6 +366,12 @@ class MPIJobClient:
                     if last_ready is not None or status.workers_ready:
                         yield LifecycleEvent("progress", status.phase, f"Workers ready {ready[0]}/{ready[1]}", status, _logs.now())
                     last_ready = ready
+                # Training progress the ranks report (mpijob.progress), as the manager publishes it.
+                trained = _progress.Progress.from_annotations((obj.get("metadata") or {}).get("annotations"))
+                if trained is not None and str(trained) and str(trained) != last_training:
+                    last_training = str(trained)
+                    metrics = ", ".join(f"{k} {v:.4g}" for k, v in sorted(trained.metrics.items()))
+                    yield LifecycleEvent("progress", status.phase, f"training {trained}" + (f" ({metrics})" if metrics else ""), status, _logs.now())
                 if status.finished:
                     yield from new_events()
                     return
