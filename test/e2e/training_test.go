@@ -31,6 +31,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/dataconn"
 	"github.com/mpijob/mpijob/pkg/localcluster"
 	"github.com/mpijob/mpijob/pkg/progress"
@@ -138,7 +139,7 @@ func TestDigitsFromS3ToModel(t *testing.T) {
 		if strings.Contains(string(raw), secret) {
 			t.Error("the job's runtime holds the secret access key")
 		}
-		if !strings.Contains(string(raw), `"secretKeyRef":{"key":"AWS_SECRET_ACCESS_KEY","name":"local-s3"}`) {
+		if !strings.Contains(string(raw), `"secretKeyRef":{"name":"local-s3","key":"AWS_SECRET_ACCESS_KEY"}`) {
 			t.Errorf("the job's runtime has no reference to the connection's key:\n%s", raw)
 		}
 	})
@@ -265,6 +266,11 @@ func TestDataConnectionMistakes(t *testing.T) {
 			if !strings.Contains(r.out, want) {
 				t.Errorf("the failed job's log does not say %q:\n%s", want, r.out)
 			}
+		}
+		// The diagnosis quotes the program's error: the connection and the key.
+		st := c.WaitForStatus(t, ns, name, time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseFailed })
+		if !strings.Contains(st.Message, conn) || !strings.Contains(st.Message, "AWS_S3_BUCKET") {
+			t.Errorf("the diagnosis does not name the connection and the key: %q", st.Message)
 		}
 	})
 }

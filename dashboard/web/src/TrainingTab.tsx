@@ -76,14 +76,14 @@ function SeriesChart({ s }: { s: Series }) {
     <Card isCompact data-testid={`chart-${s.name}`} data-points={s.data.length}>
       <CardTitle>{titles[s.name]} by {s.x}</CardTitle>
       <CardBody>
-        <div style={{ height: 240 }}>
+        <div style={{ height: 260 }}>
           <Chart
             ariaTitle={`${titles[s.name]} by ${s.x}`}
             containerComponent={<ChartVoronoiContainer labels={({ datum }: { datum: { x: number; y: number } }) => `${s.x} ${datum.x}: ${datum.y.toPrecision(4)}`} constrainToVisibleArea />}
             domain={{ y: [0, top] }}
-            height={240}
+            height={260}
             width={900}
-            padding={{ top: 10, bottom: 50, left: 80, right: 40 }}
+            padding={{ top: 10, bottom: 70, left: 80, right: 40 }}
             themeColor={ChartThemeColor.multiUnordered}
           >
             <ChartAxis label={s.x} tickFormat={(t: number) => String(t)} fixLabelOverlap />
