@@ -292,7 +292,7 @@ func TestSameAccuracyOnOneTwoFourRanks(t *testing.T) {
 	}
 	for _, r := range runs {
 		expect(t, mpijob(t, "admin", ns, "create", r.name, "--workers", strconv.Itoa(r.workers), "--slots-per-worker", strconv.Itoa(r.slots), "--memory", "2Gi", "--",
-			"mpirun", "python3", "/opt/mpijob/examples/"+r.script, "--seed", "7"), 0)
+			"mpirun", "python3", "/opt/mpijob/examples/"+r.script, "--seed", "7", "--epochs", "30"), 0)
 	}
 	var wg sync.WaitGroup
 	for _, r := range runs {
