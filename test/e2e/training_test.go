@@ -5,6 +5,7 @@ package e2e
 import (
 	"archive/zip"
 	"bufio"
+	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/binary"
@@ -12,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -428,4 +430,73 @@ func score(t *testing.T, m map[string][]float64, x [][]float64, y []int, test []
 		}
 	}
 	return float64(right) / float64(len(test))
+}
+
+// The same script, the same seed, the same data connection: the same
+// accuracy whether the job comes from the CLI, a YAML file, the dashboard's
+// API (the wizard's) or the Python SDK.
+func TestSameAccuracyFromEveryInterface(t *testing.T) {
+	c := framework.Get(t)
+	const ns, user = "team-a", "dev-a"
+	cmdline := []string{"mpirun", "python3", "/opt/mpijob/examples/digits_mpi4py.py",
+		"--data", "s3://$(AWS_S3_BUCKET)/" + localcluster.DigitsDatasetKey, "--seed", "3", "--epochs", "20"}
+	names := map[string]string{}
+	for _, via := range []string{"cli", "yaml", "dashboard", "sdk"} {
+		names[via] = framework.UniqueName("same-" + via)
+	}
+	t.Cleanup(func() {
+		for _, n := range names {
+			mpijob(t, user, ns, "delete", n, "--wait=false")
+		}
+	})
+	expect(t, mpijob(t, user, ns, append([]string{"create", names["cli"], "--workers", "1", "--data-connection", localcluster.DataConnectionName, "--"}, cmdline...)...), 0)
+
+	r := mpijob(t, user, ns, append([]string{"create", names["yaml"], "--workers", "1", "--data-connection", localcluster.DataConnectionName, "--dry-run=client", "-o", "yaml", "--"}, cmdline...)...)
+	expect(t, r, 0)
+	file := filepath.Join(t.TempDir(), "job.yaml")
+	if err := os.WriteFile(file, []byte(r.out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, mpijob(t, user, ns, "create", "-f", file), 0)
+
+	ts, tokens := dashboardServer(t)
+	body, _ := json.Marshal(map[string]any{"name": names["dashboard"], "runtime": "mpi-openmpi", "workers": 1,
+		"command": cmdline, "data_connections": []string{localcluster.DataConnectionName}})
+	if res := do(t, http.MethodPost, ts.URL+"/api/jobs/"+ns, tokens[user], bytes.NewReader(body)); res.code != http.StatusCreated {
+		t.Fatalf("the dashboard refused the job: %d %s", res.code, res.body)
+	}
+
+	wd, _ := os.Getwd()
+	opts, err := localcluster.DefaultOptions(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	py := filepath.Join(opts.CacheDir, "sdk-venv", "bin", "python")
+	script := `import json, sys
+from mpijob import MPIJobClient
+name, kubeconfig, command = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+MPIJobClient(namespace="team-a", context="dev-a", config_file=kubeconfig).create_job(name, command, workers=1, data_connection="local-s3")`
+	cmdJSON, _ := json.Marshal(cmdline)
+	if out, err := exec.Command(py, "-c", script, names["sdk"], c.Kubeconfig, string(cmdJSON)).CombinedOutput(); err != nil {
+		t.Fatalf("the SDK did not create the job (%v): %s (make sdk-venv installs it)", err, out)
+	}
+
+	accs := map[string]float64{}
+	for via, n := range names {
+		c.WaitForTrainJob(t, ns, n, 8*time.Minute, trainer.TrainJobComplete, trainer.TrainJobFailed)
+		acc, ranks, _ := finalAccuracy(t, user, ns, n)
+		if ranks != 1 {
+			t.Errorf("%s: %d ranks, want 1", via, ranks)
+		}
+		accs[via] = acc
+	}
+	t.Logf("accuracy by interface: %v", accs)
+	for via, acc := range accs {
+		if acc != accs["cli"] {
+			t.Errorf("the job made through %s reached %.4f, through the CLI %.4f", via, acc, accs["cli"])
+		}
+		if acc < 0.9 {
+			t.Errorf("%s: accuracy %.4f after 20 epochs, want >= 0.9", via, acc)
+		}
+	}
 }
