@@ -500,3 +500,31 @@ MPIJobClient(namespace="team-a", context="dev-a", config_file=kubeconfig).create
 		}
 	}
 }
+
+// Data in from the connection and the model out on every MPI flavour whose
+// image has mpi4py: the connection's variables reach the ranks on the
+// Workers (OpenMPI through OMPI_MCA_mca_base_env_list, Hydra by passing the
+// environment).
+func TestDataConnectionOnEveryMPIFlavour(t *testing.T) {
+	c := framework.Get(t)
+	c.EnsureImages(t, "openmpi5", "intel", "mpich")
+	const ns, user = "team-a", "dev-a"
+	for _, f := range []struct{ runtime, launch string }{
+		{"mpi-openmpi5", "mpirun"}, {"mpi-intel", "mpijob-mpiexec"}, {"mpi-mpich", "mpijob-mpiexec"},
+	} {
+		t.Run(f.runtime, func(t *testing.T) {
+			t.Parallel()
+			name := framework.UniqueName("dc-" + strings.TrimPrefix(f.runtime, "mpi-"))
+			expect(t, mpijob(t, user, ns, "create", name, "--runtime", f.runtime, "--workers", "2", "--data-connection", localcluster.DataConnectionName, "--",
+				f.launch, "python3", "/opt/mpijob/examples/digits_mpi4py.py", "--data", "s3://$(AWS_S3_BUCKET)/"+localcluster.DigitsDatasetKey,
+				"--output", "from-env", "--epochs", "10"), 0)
+			t.Cleanup(func() { mpijob(t, user, ns, "delete", name, "--wait=false") })
+			c.WaitForTrainJob(t, ns, name, 8*time.Minute, trainer.TrainJobComplete, trainer.TrainJobFailed)
+			acc, ranks, _ := finalAccuracy(t, user, ns, name)
+			if ranks != 2 || acc < 0.9 {
+				t.Errorf("%s: accuracy %.4f on %d ranks, want >= 0.9 on 2", f.runtime, acc, ranks)
+			}
+			expect(t, mpijob(t, user, ns, "artifacts", name), 0, "model.npz", "metrics.json")
+		})
+	}
+}
