@@ -460,8 +460,11 @@ func TestSameAccuracyFromEveryInterface(t *testing.T) {
 	expect(t, mpijob(t, user, ns, "create", "-f", file), 0)
 
 	ts, tokens := dashboardServer(t)
-	body, _ := json.Marshal(map[string]any{"name": names["dashboard"], "runtime": "mpi-openmpi", "workers": 1,
+	body, err := json.Marshal(map[string]any{"name": names["dashboard"], "runtime": "mpi-openmpi", "workers": 1,
 		"command": cmdline, "data_connections": []string{localcluster.DataConnectionName}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if res := do(t, http.MethodPost, ts.URL+"/api/jobs/"+ns, tokens[user], bytes.NewReader(body)); res.code != http.StatusCreated {
 		t.Fatalf("the dashboard refused the job: %d %s", res.code, res.body)
 	}
@@ -476,7 +479,10 @@ func TestSameAccuracyFromEveryInterface(t *testing.T) {
 from mpijob import MPIJobClient
 name, kubeconfig, command = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 MPIJobClient(namespace="team-a", context="dev-a", config_file=kubeconfig).create_job(name, command, workers=1, data_connection="local-s3")`
-	cmdJSON, _ := json.Marshal(cmdline)
+	cmdJSON, err := json.Marshal(cmdline)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if out, err := exec.Command(py, "-c", script, names["sdk"], c.Kubeconfig, string(cmdJSON)).CombinedOutput(); err != nil {
 		t.Fatalf("the SDK did not create the job (%v): %s (make sdk-venv installs it)", err, out)
 	}
