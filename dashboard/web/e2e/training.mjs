@@ -67,6 +67,7 @@ await step('the wizard offers the project\'s data connections', async () => {
   await page.getByTestId('data-connections').waitFor({ timeout: 15000 });
   await page.getByLabel('local-s3').waitFor({ timeout: 15000 });
   check((await page.getByLabel('local-s3').count()) === 1, 'local-s3 is offered');
+  await page.getByTestId('data-connections').scrollIntoViewIfNeeded();
   await page.screenshot({ path: `${shots}/create-data-connections.png`, fullPage: true });
   await ctx.close();
 });
