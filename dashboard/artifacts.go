@@ -1,7 +1,6 @@
 package dashboard
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -92,7 +91,7 @@ func (s *Server) openStore(w http.ResponseWriter, r *http.Request, c *userClient
 		return nil, false
 	}
 	st, err := artifacts.Open(r.Context(), c, tj)
-	if errors.Is(err, artifacts.ErrNoStorage) {
+	if artifacts.IsNoStorage(err) {
 		writeJSON(w, http.StatusOK, Artifacts{Objects: []artifacts.Object{}, Message: err.Error()})
 		return nil, true
 	}

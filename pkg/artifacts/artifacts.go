@@ -45,8 +45,17 @@ type Store struct {
 	client          *minio.Client
 }
 
-// ErrNoStorage says a job has no data connection to read artifacts from.
-var ErrNoStorage = errors.New("no data connection")
+// NoStorageError says a job has no data connection to read artifacts
+// from, and where its artifacts are instead.
+type NoStorageError struct{ Msg string }
+
+func (e *NoStorageError) Error() string { return e.Msg }
+
+// IsNoStorage reports a NoStorageError.
+func IsNoStorage(err error) bool {
+	var e *NoStorageError
+	return errors.As(err, &e)
+}
 
 // Open finds the store of job tj: the first data connection of its
 // runtime, read with c (the user's client).
@@ -58,9 +67,9 @@ func Open(ctx context.Context, c client.Reader, tj *trainer.TrainJob) (*Store, e
 	if len(conns) == 0 {
 		if len(pvcs) > 0 {
 			p := pvcs[0]
-			return nil, fmt.Errorf("%w: MPI job %s wrote its artifacts to PVC %s (%s/%s/ in its pods); mount the claim to read them", ErrNoStorage, tj.Name, p.Claim, dataconn.MountPathOf(p), tj.Name)
+			return nil, &NoStorageError{Msg: fmt.Sprintf("MPI job %s has no data connection: it wrote its artifacts to PVC %s (%s/%s/ in its pods); mount the claim in a pod to read them", tj.Name, p.Claim, dataconn.MountPathOf(p), tj.Name)}
 		}
-		return nil, fmt.Errorf("%w: MPI job %s has no data connection, so it has no artifacts to list; create the job with --data-connection NAME (SDK: data_connection=) and have it write to $%s", ErrNoStorage, tj.Name, dataconn.OutputEnv)
+		return nil, &NoStorageError{Msg: fmt.Sprintf("MPI job %s has no data connection, so it has no artifacts to list; create the job with --data-connection NAME (SDK: data_connection=) and have it write to $%s", tj.Name, dataconn.OutputEnv)}
 	}
 	name := conns[0]
 	s := &corev1.Secret{}

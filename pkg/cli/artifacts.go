@@ -2,7 +2,6 @@ package cli
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -65,7 +64,7 @@ func openStore(ctx context.Context, cl *clients, name string) (store, error) {
 		return nil, err
 	}
 	s, err := artifacts.Open(ctx, cl, tj)
-	if errors.Is(err, artifacts.ErrNoStorage) {
+	if artifacts.IsNoStorage(err) {
 		return nil, usageErr("%s", err.Error())
 	}
 	if err != nil {

@@ -162,8 +162,11 @@ func (c *Cluster) Up(ctx context.Context) error {
 	}
 	done()
 
-	done = p.Step("starting the S3 object store (versitygw %s) on %s: a bucket, an account and the data connection %s per tenant namespace, the digits dataset in each bucket", VersityGWVersion, S3Endpoint, DataConnectionName)
+	done = p.Step("starting the S3 object store (versitygw %s) on %s: a bucket, an account and the data connection %s per tenant namespace, the digits dataset in each bucket; a ReadWriteMany claim %s per tenant namespace", VersityGWVersion, S3Endpoint, DataConnectionName, SharedClaim)
 	if err := c.startS3(ctx); err != nil {
+		return err
+	}
+	if err := c.startSharedVolumes(ctx); err != nil {
 		return err
 	}
 	done()
@@ -328,7 +331,7 @@ func Down(ctx context.Context, opts Options, out io.Writer) error {
 	// Its parents too, when nothing else lives there.
 	_ = os.Remove(filepath.Dir(kueueMetricsCertDir))
 	_ = os.Remove(filepath.Dir(filepath.Dir(kueueMetricsCertDir)))
-	for _, d := range []string{"nodes", "etcd", "run", "trainer-tmp", "s3"} {
+	for _, d := range []string{"nodes", "etcd", "run", "trainer-tmp", "s3", "volumes"} {
 		if err := os.RemoveAll(filepath.Join(opts.StateDir, d)); err != nil {
 			return fmt.Errorf("failed to remove %s: %w", filepath.Join(opts.StateDir, d), err)
 		}

@@ -534,3 +534,27 @@ func TestDataConnectionOnEveryMPIFlavour(t *testing.T) {
 		})
 	}
 }
+
+// A PVC in and out: one job writes its model to the tenant's shared claim
+// (its $MPIJOB_OUTPUT_URI is file:///mnt/shared-data/JOB/ without a data
+// connection), a second job mounts the same claim elsewhere and reads it.
+func TestPVCInAndOut(t *testing.T) {
+	c := framework.Get(t)
+	const ns, user = "team-a", "dev-a"
+	writer, reader := framework.UniqueName("pvc-out"), framework.UniqueName("pvc-in")
+	t.Cleanup(func() { mpijob(t, user, ns, "delete", writer, reader, "--wait=false") })
+	expect(t, mpijob(t, user, ns, "create", writer, "--workers", "2", "--pvc", localcluster.SharedClaim, "--",
+		"mpirun", "python3", "/opt/mpijob/examples/digits_mpi4py.py", "--output", "from-env", "--epochs", "10"), 0)
+	c.WaitForTrainJob(t, ns, writer, 8*time.Minute, trainer.TrainJobComplete, trainer.TrainJobFailed)
+	acc, _, _ := finalAccuracy(t, user, ns, writer)
+	expect(t, mpijob(t, user, ns, "logs", writer), 0, "model and metrics written to /mnt/"+localcluster.SharedClaim+"/"+writer+"/")
+	expect(t, mpijob(t, user, ns, "artifacts", writer), 2, "wrote its artifacts to PVC "+localcluster.SharedClaim)
+
+	expect(t, mpijob(t, user, ns, "create", reader, "--workers", "1", "--pvc", localcluster.SharedClaim+":/mnt/in", "--",
+		"python3", "-c", fmt.Sprintf(`import json; m = json.load(open("/mnt/in/%s/metrics.json")); print("read accuracy %%.4f" %% m["accuracy"])`, writer)), 0)
+	c.WaitForTrainJob(t, ns, reader, 5*time.Minute, trainer.TrainJobComplete, trainer.TrainJobFailed)
+	expect(t, mpijob(t, user, ns, "logs", reader), 0, fmt.Sprintf("read accuracy %.4f", acc))
+
+	expect(t, mpijob(t, user, ns, "create", framework.UniqueName("pvc-bad"), "--workers", "1", "--pvc", "no-such-claim"), 2,
+		`--pvc "no-such-claim": no such PersistentVolumeClaim in namespace team-a`)
+}
