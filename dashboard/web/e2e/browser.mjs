@@ -25,7 +25,9 @@ async function axe(page, what) {
   await page.addScriptTag({ content: axeSource });
   const res = await page.evaluate(async () => await window.axe.run(document, { resultTypes: ['violations'] }));
   const bad = res.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  check(bad.length === 0, `axe: no serious or critical violations on ${what}${bad.length ? ': ' + bad.map((v) => `${v.id} (${v.nodes.length})`).join(', ') : ''}`);
+  // A violation names its elements, so a failure says what to fix.
+  const where = (v) => v.nodes.map((n) => `${n.target.join(' ')}: ${n.html.slice(0, 120)}`).join('; ');
+  check(bad.length === 0, `axe: no serious or critical violations on ${what}${bad.length ? ': ' + bad.map((v) => `${v.id} (${v.nodes.length}: ${where(v)})`).join(', ') : ''}`);
 }
 
 // A 100 MB log, followed: streamed and capped, and the tab stays responsive.

@@ -176,7 +176,7 @@ export function LogViewer({ namespace, name, pods, target, onTarget }: {
       </Toolbar>
       {(search.error || podRe.error) && <Alert variant="warning" isInline title={`Search ${search.error ?? podRe.error}`} />}
       {error && <Alert variant="info" isInline title={error} />}
-      <pre className="mpi-log" ref={box} data-testid="log" tabIndex={0} aria-label="Log">
+      <pre className="mpi-log" ref={box} data-testid="log" tabIndex={0} role="region" aria-label="Log">
         {matching.length > DRAWN && `… ${matching.length - DRAWN} earlier lines not drawn; search or download to see them\n`}
         {drawn.map((l, i) => (
           <span key={i}>
