@@ -11,13 +11,14 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/artifacts"
 	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/pkg/progress"
+	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
 // Artifacts is what the Artifacts tab shows.
@@ -112,23 +113,15 @@ type ProgressHistory struct {
 // user.
 func (s *Server) jobProgress(w http.ResponseWriter, r *http.Request, c *userClients) {
 	ns, name := r.PathValue("ns"), r.PathValue("name")
-	pods := &corev1.PodList{}
-	if err := c.List(r.Context(), pods, client.InNamespace(ns), client.MatchingLabels{
-		jobsetv1alpha2.JobSetNameKey: name, jobsetv1alpha2.ReplicatedJobNameKey: api.LauncherJob,
-	}); err != nil {
+	launchers, _, err := runtimes.JobPods(r.Context(), c, &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+	if err != nil {
 		s.apiError(w, err)
 		return
 	}
 	out := ProgressHistory{Points: []progress.Point{}}
-	var newest *corev1.Pod
-	for i := range pods.Items {
-		if p := &pods.Items[i]; newest == nil || p.CreationTimestamp.After(newest.CreationTimestamp.Time) {
-			newest = p
-		}
-	}
-	if newest != nil {
+	if len(launchers) > 0 { // the newest first
 		limit := int64(8 << 20)
-		b, err := c.cs.CoreV1().Pods(ns).GetLogs(newest.Name, &corev1.PodLogOptions{Container: api.NodeContainer, Timestamps: true, LimitBytes: &limit}).DoRaw(r.Context())
+		b, err := c.cs.CoreV1().Pods(ns).GetLogs(launchers[0].Name, &corev1.PodLogOptions{Container: api.NodeContainer, Timestamps: true, LimitBytes: &limit}).DoRaw(r.Context())
 		if err == nil {
 			out.Points = append(out.Points, progress.All(string(b))...)
 		}

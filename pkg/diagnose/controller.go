@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -392,13 +391,7 @@ func (r *Reconciler) write(ctx context.Context, tj *trainer.TrainJob, s api.Stat
 	if err != nil {
 		return err
 	}
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(trainer.GroupVersion.String())
-	u.SetKind(trainer.TrainJobKind)
-	u.SetNamespace(tj.Namespace)
-	u.SetName(tj.Name)
-	u.SetUID(tj.UID)
-	u.SetAnnotations(map[string]string{api.StatusAnnotation: raw})
+	u := api.AnnotationOf(tj, api.StatusAnnotation, raw)
 	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("failed to write the status of %s/%s: %w", tj.Namespace, tj.Name, err)
 	}

@@ -17,13 +17,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/progress"
@@ -81,9 +79,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	complete := meta.IsStatusConditionTrue(tj.Status.Conditions, trainer.TrainJobComplete)
 	failed := meta.IsStatusConditionTrue(tj.Status.Conditions, trainer.TrainJobFailed)
-	launcher, err := r.launcher(ctx, tj)
+	launchers, _, err := runtimes.JobPods(ctx, r.Client, tj)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	var launcher *corev1.Pod
+	if len(launchers) > 0 {
+		launcher = &launchers[0] // the newest
 	}
 	if launcher == nil || launcher.Status.Phase == corev1.PodPending {
 		if complete || failed {
@@ -128,24 +130,6 @@ func (r *Reconciler) now() time.Time {
 	return time.Now()
 }
 
-// launcher is the job's newest Launcher pod, or nil.
-func (r *Reconciler) launcher(ctx context.Context, tj *trainer.TrainJob) (*corev1.Pod, error) {
-	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.InNamespace(tj.Namespace), client.MatchingLabels{
-		jobsetv1alpha2.JobSetNameKey: tj.Name, jobsetv1alpha2.ReplicatedJobNameKey: api.LauncherJob,
-	}); err != nil {
-		return nil, err
-	}
-	var newest *corev1.Pod
-	for i := range pods.Items {
-		p := &pods.Items[i]
-		if newest == nil || p.CreationTimestamp.After(newest.CreationTimestamp.Time) {
-			newest = p
-		}
-	}
-	return newest, nil
-}
-
 // write applies the annotation when its content (all but the time) changed.
 func (r *Reconciler) write(ctx context.Context, tj *trainer.TrainJob, s progress.TrainerStatus) error {
 	if old, ok := progress.Read(tj.Annotations); ok {
@@ -159,13 +143,7 @@ func (r *Reconciler) write(ctx context.Context, tj *trainer.TrainJob, s progress
 	if err != nil {
 		return err
 	}
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(trainer.GroupVersion.String())
-	u.SetKind(trainer.TrainJobKind)
-	u.SetNamespace(tj.Namespace)
-	u.SetName(tj.Name)
-	u.SetUID(tj.UID)
-	u.SetAnnotations(map[string]string{progress.Annotation: string(raw)})
+	u := api.AnnotationOf(tj, progress.Annotation, string(raw))
 	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
 			return nil
