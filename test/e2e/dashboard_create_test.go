@@ -7,9 +7,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -165,11 +162,6 @@ func TestDashboardCreateAPIRefusesBadInput(t *testing.T) {
 func TestDashboardCreateWizardInTheBrowser(t *testing.T) {
 	ts, _ := dashboardServer(t)
 	c := framework.Get(t)
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	web := filepath.Join(root, "dashboard", "web")
 	job := framework.UniqueName("wizard")
 	// A job whose Worker the node killed for memory (kwok's OOM stage).
 	oom := framework.UniqueName("oom")
@@ -178,17 +170,9 @@ func TestDashboardCreateWizardInTheBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.WaitForStatus(t, "team-a", oom, 2*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseFailed && s.Reason == "WorkerOOMKilled" })
-	shots := filepath.Join(root, ".cache", "dashboard-screenshots")
-	cmd := exec.Command("node", "e2e/create.mjs")
-	cmd.Dir = web
-	cmd.Env = append(os.Environ(), "DASHBOARD_URL="+ts.URL, "JOB="+job, "SHOTS="+shots,
+	browserCheck(t, "create.mjs", ts.URL, "wizard checks", "JOB="+job,
 		// mpi-openmpi's Workers have a 1Gi memory limit.
 		"OOM_JOB="+oom, "OOM_MEMORY=2Gi")
-	out, err := cmd.CombinedOutput()
-	t.Logf("browser test:\n%s", out)
-	if err != nil {
-		t.Fatalf("wizard checks failed (%v); screenshots in %s", err, shots)
-	}
 	// Only the job the wizard submitted exists.
 	l := &trainer.TrainJobList{}
 	if err := c.Client.List(context.Background(), l, client.InNamespace("team-a")); err != nil {
@@ -216,23 +200,11 @@ func TestDashboardRuntimesTestInTheBrowser(t *testing.T) {
 			}
 		}
 	})
-	root, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
 	newRT := framework.UniqueName("small")
 	t.Cleanup(func() {
 		_ = c.Client.Delete(context.Background(), &trainer.ClusterTrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: newRT}})
 	})
-	cmd := exec.Command("node", "e2e/runtimes.mjs")
-	cmd.Dir = filepath.Join(root, "dashboard", "web")
-	cmd.Env = append(os.Environ(), "DASHBOARD_URL="+ts.URL, "BROKEN_RUNTIME="+brokenRT.Name, "BROKEN_IMAGE="+image, "NEW_RUNTIME="+newRT,
-		"SHOTS="+filepath.Join(root, ".cache", "dashboard-screenshots"))
-	out, err := cmd.CombinedOutput()
-	t.Logf("browser test:\n%s", out)
-	if err != nil {
-		t.Fatalf("runtime page checks failed (%v)", err)
-	}
+	browserCheck(t, "runtimes.mjs", ts.URL, "runtime page checks", "BROKEN_RUNTIME="+brokenRT.Name, "BROKEN_IMAGE="+image, "NEW_RUNTIME="+newRT)
 	// What admin made is a runtime like any other, with its policy.
 	got := &trainer.ClusterTrainingRuntime{}
 	if err := c.Client.Get(context.Background(), client.ObjectKey{Name: newRT}, got); err != nil {

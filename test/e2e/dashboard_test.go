@@ -238,14 +238,28 @@ func TestDashboardInTheBrowser(t *testing.T) {
 		"sh", "-c", `sleep 10; for i in $(seq 100); do yes "rank 0 filler line of a very chatty training program, step 0123456789" | head -c 1048576; sleep 1; done; sleep 30`), 0, "created")
 	t.Cleanup(func() { mpijob(t, "dev-a", "team-a", "delete", running, failed, big, "--wait=false") })
 
+	shots := browserCheck(t, "browser.mjs", ts.URL, "browser checks", "RUNNING_JOB="+running, "FAILED_JOB="+failed, "BIG_JOB="+big, "CHROMIUM="+chromium)
+	fmt.Fprintf(os.Stderr, "dashboard screenshots: %s\n", shots)
+}
+
+// browserCheck runs the Playwright script dashboard/web/e2e/SCRIPT against
+// the dashboard at url with env, logs its report and fails the test (what
+// names the checks) when one of them failed. Screenshots go to
+// .cache/dashboard-screenshots, whose path it returns.
+func browserCheck(t *testing.T, script, url, what string, env ...string) string {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
 	shots := filepath.Join(root, ".cache", "dashboard-screenshots")
-	cmd := exec.Command("node", "e2e/browser.mjs")
-	cmd.Dir = web
-	cmd.Env = append(os.Environ(), "DASHBOARD_URL="+ts.URL, "RUNNING_JOB="+running, "FAILED_JOB="+failed, "BIG_JOB="+big, "SHOTS="+shots, "CHROMIUM="+chromium)
+	cmd := exec.Command("node", filepath.Join("e2e", script))
+	cmd.Dir = filepath.Join(root, "dashboard", "web")
+	cmd.Env = append(append(os.Environ(), "DASHBOARD_URL="+url, "SHOTS="+shots), env...)
 	out, err := cmd.CombinedOutput()
 	t.Logf("browser test:\n%s", out)
 	if err != nil {
-		t.Fatalf("browser checks failed (%v); screenshots in %s", err, shots)
+		t.Fatalf("%s failed (%v); screenshots in %s", what, err, shots)
 	}
-	fmt.Fprintf(os.Stderr, "dashboard screenshots: %s\n", shots)
+	return shots
 }

@@ -8,7 +8,6 @@ import (
 	"maps"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -184,15 +183,7 @@ func TestMetricsOverTime(t *testing.T) {
 		}
 	}
 
-	shots := filepath.Join(root, ".cache", "dashboard-screenshots")
-	cmd := exec.Command("node", "e2e/metrics.mjs")
-	cmd.Dir = filepath.Join(root, "dashboard", "web")
-	cmd.Env = append(os.Environ(), "DASHBOARD_URL="+ts.URL, "JOB="+job, "SHOTS="+shots)
-	out, err := cmd.CombinedOutput()
-	t.Logf("browser test:\n%s", out)
-	if err != nil {
-		t.Fatalf("Metrics tab checks failed (%v); screenshots in %s", err, shots)
-	}
+	browserCheck(t, "metrics.mjs", ts.URL, "Metrics tab checks", "JOB="+job)
 }
 
 // samples counts the samples a range query returns.

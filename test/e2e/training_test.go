@@ -172,19 +172,7 @@ func TestDigitsFromS3ToModel(t *testing.T) {
 
 	t.Run("the dashboard shows it", func(t *testing.T) {
 		ts, _ := dashboardServer(t)
-		root, err := filepath.Abs("../..")
-		if err != nil {
-			t.Fatal(err)
-		}
-		shots := filepath.Join(root, ".cache", "dashboard-screenshots")
-		cmd := exec.Command("node", "e2e/training.mjs")
-		cmd.Dir = filepath.Join(root, "dashboard", "web")
-		cmd.Env = append(os.Environ(), "DASHBOARD_URL="+ts.URL, "JOB="+name, "SHOTS="+shots)
-		out, err := cmd.CombinedOutput()
-		t.Logf("browser test:\n%s", out)
-		if err != nil {
-			t.Fatalf("Training and Artifacts tab checks failed (%v); screenshots in %s", err, shots)
-		}
+		browserCheck(t, "training.mjs", ts.URL, "Training and Artifacts tab checks", "JOB="+name)
 	})
 
 	t.Run("another tenant reads none of it", func(t *testing.T) {
