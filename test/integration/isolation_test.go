@@ -234,10 +234,20 @@ func waitRunning(t *testing.T, c *framework.Cluster, ns, name string) *corev1.Po
 
 // canConnect reports whether pod (as cluster admin, through kubectl exec)
 // can open a TCP connection to host:port within 3 seconds.
+//
+// A DNS name is resolved first, inside the pod, with a resolver's own
+// timeout (a lost UDP answer costs glibc 5 s), then the TCP connect gets 3 s:
+// a slow DNS answer must not read as a blocked port. A name that does not
+// resolve fails the test, since then neither answer would mean anything.
 func canConnect(t *testing.T, c *framework.Cluster, ns, pod, host string, port int) bool {
 	t.Helper()
-	out, err := c.Kubectl(t, "admin", ns, "", "exec", pod, "--", "bash", "-c",
-		fmt.Sprintf("timeout 3 bash -c 'echo > /dev/tcp/%s/%d' && echo REACHED", host, port))
+	script := fmt.Sprintf(`ip=$(timeout 15 getent ahostsv4 %[1]s | awk 'NR==1{print $1}')
+[ -n "$ip" ] || { echo "UNRESOLVED %[1]s"; exit 2; }
+timeout 3 bash -c "echo > /dev/tcp/$ip/%[2]d" && echo REACHED`, host, port)
+	out, err := c.Kubectl(t, "admin", ns, "", "exec", pod, "--", "bash", "-c", script)
+	if strings.Contains(out, "UNRESOLVED") {
+		t.Fatalf("pod %s/%s cannot resolve %s: %s", ns, pod, host, out)
+	}
 	return err == nil && strings.Contains(out, "REACHED")
 }
 
