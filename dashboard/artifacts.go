@@ -23,8 +23,10 @@ import (
 
 // Artifacts is what the Artifacts tab shows.
 type Artifacts struct {
-	// Connection and URI say where the artifacts are; Objects are they.
+	// Connection or Claim, and URI, say where the artifacts are; Objects
+	// are they.
 	Connection string             `json:"connection,omitempty"`
+	Claim      string             `json:"claim,omitempty"`
 	URI        string             `json:"uri,omitempty"`
 	Objects    []artifacts.Object `json:"objects"`
 	// Message says why there are none to show (no data connection, ...).
@@ -33,25 +35,25 @@ type Artifacts struct {
 	Error string `json:"error,omitempty"`
 }
 
-// jobArtifacts lists what the job wrote to its data connection, reading
-// the connection's Secret as the user.
+// jobArtifacts lists what the job wrote to its data connection (reading
+// the connection's Secret as the user) or its PVC (through a reader pod
+// the user starts).
 func (s *Server) jobArtifacts(w http.ResponseWriter, r *http.Request, c *userClients) {
 	st, ok := s.openStore(w, r, c)
-	if !ok {
+	if !ok || st == nil {
 		return
 	}
-	if st == nil {
-		return
-	}
+	defer func() { _ = st.Close() }()
+	loc := st.Location()
 	objs, err := st.List(r.Context())
 	if err != nil {
-		writeJSON(w, http.StatusBadGateway, Artifacts{Connection: st.Connection, URI: st.URI, Objects: []artifacts.Object{}, Message: err.Error(), Error: err.Error()})
+		writeJSON(w, http.StatusBadGateway, Artifacts{Connection: loc.Connection, Claim: loc.Claim, URI: loc.URI, Objects: []artifacts.Object{}, Message: err.Error(), Error: err.Error()})
 		return
 	}
 	if objs == nil {
 		objs = []artifacts.Object{}
 	}
-	writeJSON(w, http.StatusOK, Artifacts{Connection: st.Connection, URI: st.URI, Objects: objs})
+	writeJSON(w, http.StatusOK, Artifacts{Connection: loc.Connection, Claim: loc.Claim, URI: loc.URI, Objects: objs})
 }
 
 // jobArtifact downloads one artifact.
@@ -60,6 +62,7 @@ func (s *Server) jobArtifact(w http.ResponseWriter, r *http.Request, c *userClie
 	if !ok || st == nil {
 		return
 	}
+	defer func() { _ = st.Close() }()
 	name := r.PathValue("file")
 	body, size, err := st.Open(r.Context(), name)
 	if err != nil {
@@ -80,7 +83,7 @@ func (s *Server) jobArtifact(w http.ResponseWriter, r *http.Request, c *userClie
 
 // openStore finds the job's store; on a job without a data connection it
 // answers with the reason (and a nil store).
-func (s *Server) openStore(w http.ResponseWriter, r *http.Request, c *userClients) (*artifacts.Store, bool) {
+func (s *Server) openStore(w http.ResponseWriter, r *http.Request, c *userClients) (artifacts.Source, bool) {
 	ns, name := r.PathValue("ns"), r.PathValue("name")
 	tj := &trainer.TrainJob{}
 	if err := c.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
@@ -91,7 +94,7 @@ func (s *Server) openStore(w http.ResponseWriter, r *http.Request, c *userClient
 		s.apiError(w, err)
 		return nil, false
 	}
-	st, err := artifacts.Open(r.Context(), c, tj)
+	st, err := artifacts.Open(r.Context(), c, c.cfg, tj)
 	if artifacts.IsNoStorage(err) {
 		writeJSON(w, http.StatusOK, Artifacts{Objects: []artifacts.Object{}, Message: err.Error()})
 		return nil, true

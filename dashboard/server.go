@@ -77,6 +77,7 @@ type userClients struct {
 	client.WithWatch
 	token   string
 	cs      kubernetes.Interface
+	cfg     *rest.Config // for exec (a PVC's artifacts)
 	user    string
 	groups  []string
 	checked time.Time
@@ -236,7 +237,7 @@ func (s *Server) clientsFor(ctx context.Context, token string) (*userClients, er
 		s.mu.Unlock()
 		return nil, err
 	}
-	c = &userClients{WithWatch: cl, token: token, cs: cs, user: rev.Status.UserInfo.Username, groups: rev.Status.UserInfo.Groups, checked: time.Now()}
+	c = &userClients{WithWatch: cl, token: token, cs: cs, cfg: cfg, user: rev.Status.UserInfo.Username, groups: rev.Status.UserInfo.Groups, checked: time.Now()}
 	s.mu.Lock()
 	if len(s.clients) > 1000 {
 		s.clients = map[string]*userClients{}

@@ -1,8 +1,9 @@
-// Package artifacts reads what an MPI job wrote to its first data
-// connection: the objects under s3://BUCKET/JOB/ (the job's
-// MPIJOB_OUTPUT_URI). It reads the connection's Secret with the caller's
-// client, so the CLI and the dashboard read as the user: who cannot read
-// the Secret cannot read the artifacts.
+// Package artifacts reads what an MPI job wrote to its $MPIJOB_OUTPUT_URI:
+// the objects under s3://BUCKET/JOB/ on its first data connection, or the
+// files under /mnt/CLAIM/JOB/ on its PVC. Everything is read with the
+// caller's client, so the CLI and the dashboard read as the user: who
+// cannot read the connection's Secret cannot read the objects, and who
+// cannot start a pod that mounts the claim cannot read the files.
 package artifacts
 
 import (
@@ -21,9 +22,11 @@ import (
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/dataconn"
 	"github.com/mpijob/mpijob/pkg/jobspec"
 )
@@ -57,19 +60,46 @@ func IsNoStorage(err error) bool {
 	return errors.As(err, &e)
 }
 
-// Open finds the store of job tj: the first data connection of its
-// runtime, read with c (the user's client).
-func Open(ctx context.Context, c client.Reader, tj *trainer.TrainJob) (*Store, error) {
-	conns, pvcs, err := storageOfJob(ctx, c, tj)
+// Source is where one job's artifacts are: an S3 prefix (Store) or a
+// folder on a PVC (PVCStore).
+type Source interface {
+	// List lists the artifacts, by name.
+	List(ctx context.Context) ([]Object, error)
+	// Open reads one artifact, named as List shows it.
+	Open(ctx context.Context, name string) (io.ReadCloser, int64, error)
+	// Location says where they are.
+	Location() Location
+	// Close lets go of what reading took (a PVC's reader pod).
+	Close() error
+}
+
+// Location says where a job's artifacts are: on a data connection or a
+// PVC, at URI (s3://BUCKET/JOB/ or pvc://CLAIM/JOB/).
+type Location struct {
+	Connection string `json:"connection,omitempty"`
+	Claim      string `json:"claim,omitempty"`
+	URI        string `json:"uri"`
+}
+
+// Open finds where job tj wrote its artifacts, as its $MPIJOB_OUTPUT_URI
+// says: the first data connection of its runtime, read with c (the user's
+// client), or else its first PVC, read through a pod that c creates and
+// cfg execs into (cfg nil: PVCs cannot be read).
+func Open(ctx context.Context, c client.Client, cfg *rest.Config, tj *trainer.TrainJob) (Source, error) {
+	rt, err := runtimeOfJob(ctx, c, tj)
 	if err != nil {
 		return nil, err
 	}
+	var conns []string
+	var pvcs []dataconn.PVC
+	if rt != nil {
+		conns, pvcs = jobspec.StorageOf(&rt.Spec)
+	}
 	if len(conns) == 0 {
 		if len(pvcs) > 0 {
-			p := pvcs[0]
-			return nil, &NoStorageError{Msg: fmt.Sprintf("MPI job %s has no data connection: it wrote its artifacts to PVC %s (%s/%s/ in its pods); mount the claim in a pod to read them", tj.Name, p.Claim, dataconn.MountPathOf(p), tj.Name)}
+			return NewPVC(c, cfg, tj, pvcs[0], readerTemplate(&rt.Spec))
 		}
-		return nil, &NoStorageError{Msg: fmt.Sprintf("MPI job %s has no data connection, so it has no artifacts to list; create the job with --data-connection NAME (SDK: data_connection=) and have it write to $%s", tj.Name, dataconn.OutputEnv)}
+		return nil, &NoStorageError{Msg: fmt.Sprintf("MPI job %s has no data connection or PVC, so it has no artifacts to list; create the job with --data-connection NAME or --pvc CLAIM (SDK: data_connection= or pvc=) and have it write to $%s", tj.Name, dataconn.OutputEnv)}
 	}
 	name := conns[0]
 	s := &corev1.Secret{}
@@ -112,6 +142,12 @@ func New(connection string, data map[string][]byte, job string) (*Store, error) 
 		URI: "s3://" + bucket + "/" + job + "/", client: mc,
 	}, nil
 }
+
+// Location says where the artifacts are.
+func (s *Store) Location() Location { return Location{Connection: s.Connection, URI: s.URI} }
+
+// Close has nothing to let go of.
+func (s *Store) Close() error { return nil }
 
 // List lists the artifacts, by name.
 func (s *Store) List(ctx context.Context) ([]Object, error) {
@@ -161,15 +197,34 @@ func (s *Store) explain(err error) error {
 	return fmt.Errorf("data connection %s: %s: %s", s.Connection, s.Endpoint, r.Message)
 }
 
-// storageOfJob reads the data connections and PVCs of tj's runtime.
-func storageOfJob(ctx context.Context, c client.Reader, tj *trainer.TrainJob) ([]string, []dataconn.PVC, error) {
+// runtimeOfJob reads tj's per-job runtime (nil for a cluster runtime,
+// which has no storage).
+func runtimeOfJob(ctx context.Context, c client.Reader, tj *trainer.TrainJob) (*trainer.TrainingRuntime, error) {
 	if ptr.Deref(tj.Spec.RuntimeRef.Kind, "") != trainer.TrainingRuntimeKind {
-		return nil, nil, nil
+		return nil, nil
 	}
 	rt := &trainer.TrainingRuntime{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: tj.Namespace, Name: tj.Spec.RuntimeRef.Name}, rt); err != nil {
-		return nil, nil, fmt.Errorf("failed to read the runtime of MPI job %s: %w", tj.Name, err)
+		return nil, fmt.Errorf("failed to read the runtime of MPI job %s: %w", tj.Name, err)
 	}
-	conns, pvcs := jobspec.StorageOf(&rt.Spec)
-	return conns, pvcs, nil
+	return rt, nil
+}
+
+// readerTemplate is the pod spec a PVC reader borrows from: the
+// Launcher's (a CPU pod), else the Worker's.
+func readerTemplate(spec *trainer.TrainingRuntimeSpec) *corev1.PodSpec {
+	var out *corev1.PodSpec
+	for i := range spec.Template.Spec.ReplicatedJobs {
+		rj := &spec.Template.Spec.ReplicatedJobs[i]
+		switch rj.Name {
+		case api.LauncherJob:
+			return &rj.Template.Spec.Template.Spec
+		case api.WorkerJob:
+			out = &rj.Template.Spec.Template.Spec
+		}
+	}
+	if out == nil {
+		out = &corev1.PodSpec{}
+	}
+	return out
 }

@@ -25,22 +25,18 @@ type artifactsOptions struct {
 	only     []string
 	now      func() time.Time
 	// open finds a job's store (artifacts.Open; a fake in unit tests).
-	open func(ctx context.Context, cl *clients, name string) (store, error)
-}
-
-// store is what the verb needs of an artifacts.Store.
-type store interface {
-	List(ctx context.Context) ([]artifacts.Object, error)
-	Open(ctx context.Context, name string) (io.ReadCloser, int64, error)
+	open func(ctx context.Context, cl *clients, name string, progress io.Writer) (artifacts.Source, error)
 }
 
 func newArtifactsCommand(o *Options) *cobra.Command {
 	a := &artifactsOptions{Options: o, now: time.Now, open: openStore}
 	cmd := &cobra.Command{
 		Use:   "artifacts NAME",
-		Short: "List or download what an MPI job wrote to its data connection (s3://BUCKET/NAME/)",
-		Long: "List the artifacts an MPI job wrote under s3://BUCKET/NAME/ on its first data connection (its $MPIJOB_OUTPUT_URI), " +
-			"reading the connection's Secret as you: who cannot read the Secret cannot read the artifacts. " +
+		Short: "List or download what an MPI job wrote to its data connection (s3://BUCKET/NAME/) or PVC",
+		Long: "List the artifacts an MPI job wrote to its $MPIJOB_OUTPUT_URI: under s3://BUCKET/NAME/ on its first data connection, " +
+			"reading the connection's Secret as you (who cannot read the Secret cannot read the artifacts), or else under " +
+			"/mnt/CLAIM/NAME/ on its first PVC, through a short-lived pod that you start and that mounts the claim read-only " +
+			"(it needs the right to create pods and pods/exec, and is deleted when done). " +
 			"With --download DIR, download them (or the ones named with --file) into DIR.",
 		Example:           "  kubectl mpijob artifacts digits\n  kubectl mpijob artifacts digits --download ./digits-model\n  kubectl mpijob artifacts digits --download . --file metrics.json",
 		Args:              exactlyOneName("artifacts"),
@@ -58,17 +54,20 @@ func newArtifactsCommand(o *Options) *cobra.Command {
 	return cmd
 }
 
-func openStore(ctx context.Context, cl *clients, name string) (store, error) {
+func openStore(ctx context.Context, cl *clients, name string, progress io.Writer) (artifacts.Source, error) {
 	tj, err := cl.job(ctx, name)
 	if err != nil {
 		return nil, err
 	}
-	s, err := artifacts.Open(ctx, cl, tj)
+	s, err := artifacts.Open(ctx, cl, cl.cfg, tj)
 	if artifacts.IsNoStorage(err) {
 		return nil, usageErr("%s", err.Error())
 	}
 	if err != nil {
 		return nil, err
+	}
+	if p, ok := s.(*artifacts.PVCStore); ok {
+		p.Progress = progress
 	}
 	return s, nil
 }
@@ -79,18 +78,20 @@ func (a *artifactsOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s, err := a.open(ctx, cl, a.name)
+	s, err := a.open(ctx, cl, a.name, a.ErrOut)
 	if err != nil {
 		return err
 	}
+	defer func() {
+		if err := s.Close(); err != nil {
+			fmt.Fprintf(a.ErrOut, "Warning: %v\n", err)
+		}
+	}()
 	objs, err := s.List(ctx)
 	if err != nil {
 		return err
 	}
-	where := a.name
-	if st, ok := s.(*artifacts.Store); ok {
-		where = st.URI
-	}
+	where := s.Location().URI
 	if len(objs) == 0 {
 		fmt.Fprintf(a.ErrOut, "No artifacts in %s yet: the job writes them to $MPIJOB_OUTPUT_URI (e.g. --output from-env in the examples).\n", where)
 		return nil
@@ -130,7 +131,7 @@ func (a *artifactsOptions) Run(ctx context.Context) error {
 
 // fetch writes one artifact to dst through a temporary file, so an
 // interrupted download leaves no half file under the artifact's name.
-func (a *artifactsOptions) fetch(ctx context.Context, s store, name, dst string) error {
+func (a *artifactsOptions) fetch(ctx context.Context, s artifacts.Source, name, dst string) error {
 	r, _, err := s.Open(ctx, name)
 	if err != nil {
 		return err

@@ -28,6 +28,8 @@ type clients struct {
 	client.WithWatch
 	cs        kubernetes.Interface
 	namespace string
+	// cfg is the user's REST config, for exec (nil in unit tests).
+	cfg *rest.Config
 }
 
 func (o *Options) clients() (*clients, error) {
@@ -54,7 +56,7 @@ func (o *Options) clients() (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &clients{WithWatch: cl, cs: cs, namespace: ns}, nil
+	return &clients{WithWatch: cl, cs: cs, namespace: ns, cfg: cfg}, nil
 }
 
 // job gets an MPI job by name; a missing name gets "did you mean".

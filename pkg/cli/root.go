@@ -146,7 +146,11 @@ func explain(err error, root *cobra.Command) (int, string) {
 			// carry no structure of their own: shown as they wrote them.
 			return ExitDenied, "the cluster refused the job: " + st.Message
 		case apierrors.IsForbidden(err):
-			// RBAC: the API server's message names the user, verb and namespace.
+			// RBAC: the API server's message names the user, verb and
+			// namespace; what wrapped it says what it was for.
+			if msg := err.Error(); msg != st.Message {
+				return ExitForbidden, "permission denied: " + msg
+			}
 			return ExitForbidden, "permission denied: " + st.Message
 		case apierrors.IsNotFound(err):
 			return ExitNotFound, st.Message

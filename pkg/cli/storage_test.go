@@ -122,9 +122,15 @@ func TestCreateWithDataConnection(t *testing.T) {
 }
 
 type fakeStore struct {
-	objs  []artifacts.Object
-	files map[string]string
+	objs   []artifacts.Object
+	files  map[string]string
+	closed bool
 }
+
+func (f *fakeStore) Location() artifacts.Location {
+	return artifacts.Location{Connection: "local-s3", URI: "s3://team-a/digits/"}
+}
+func (f *fakeStore) Close() error { f.closed = true; return nil }
 
 func (f *fakeStore) List(context.Context) ([]artifacts.Object, error) { return f.objs, nil }
 func (f *fakeStore) Open(_ context.Context, name string) (io.ReadCloser, int64, error) {
@@ -144,7 +150,7 @@ func TestArtifactsVerb(t *testing.T) {
 	run := func(t *testing.T, a *artifactsOptions) error {
 		t.Helper()
 		a.now = func() time.Time { return now }
-		a.open = func(context.Context, *clients, string) (store, error) { return st, nil }
+		a.open = func(context.Context, *clients, string, io.Writer) (artifacts.Source, error) { return st, nil }
 		return a.Run(context.Background())
 	}
 	t.Run("lists", func(t *testing.T) {
@@ -156,6 +162,9 @@ func TestArtifactsVerb(t *testing.T) {
 			if !strings.Contains(out.String(), w) {
 				t.Errorf("output lacks %q:\n%s", w, out)
 			}
+		}
+		if !st.closed {
+			t.Error("the store was not closed (a PVC's reader pod would be left behind)")
 		}
 	})
 	t.Run("downloads one file", func(t *testing.T) {
@@ -179,7 +188,7 @@ func TestArtifactsVerb(t *testing.T) {
 		o, _, _ := fakeOptions(t, interceptor.Funcs{})
 		err := run(t, &artifactsOptions{Options: o, name: "digits", download: t.TempDir(), only: []string{"model.pt"}})
 		var ee *exitError
-		if !errors.As(err, &ee) || !strings.Contains(ee.msg, "--file model.pt: digits has no such artifact; it has metrics.json, model.npz") {
+		if !errors.As(err, &ee) || !strings.Contains(ee.msg, "--file model.pt: s3://team-a/digits/ has no such artifact; it has metrics.json, model.npz") {
 			t.Errorf("error %v", err)
 		}
 	})
@@ -188,7 +197,7 @@ func TestArtifactsVerb(t *testing.T) {
 		a := &artifactsOptions{Options: o, name: "hello", open: openStore}
 		err := a.Run(context.Background())
 		var ee *exitError
-		if !errors.As(err, &ee) || !strings.Contains(ee.msg, "MPI job hello has no data connection") {
+		if !errors.As(err, &ee) || !strings.Contains(ee.msg, "MPI job hello has no data connection or PVC") {
 			t.Errorf("error %v", err)
 		}
 	})

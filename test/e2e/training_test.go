@@ -34,6 +34,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/artifacts"
 	"github.com/mpijob/mpijob/pkg/dataconn"
 	"github.com/mpijob/mpijob/pkg/localcluster"
 	"github.com/mpijob/mpijob/pkg/progress"
@@ -58,10 +59,11 @@ func finalAccuracy(t *testing.T, user, ns, name string) (acc float64, ranks int,
 	return acc, ranks, seconds
 }
 
-// connectionOf reads a data connection's keys (as the admin: for checks
-// made outside the product).
-func connectionOf(t *testing.T, ns, name string) map[string]string {
+// connectionOf reads the keys of the namespace's local-s3 data connection
+// (as the admin: for checks made outside the product).
+func connectionOf(t *testing.T, ns string) map[string]string {
 	t.Helper()
+	name := localcluster.DataConnectionName
 	s := &corev1.Secret{}
 	if err := framework.Get(t).Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
 		t.Fatalf("data connection %s/%s: %v", ns, name, err)
@@ -92,7 +94,7 @@ func s3Client(t *testing.T, keys map[string]string) *minio.Client {
 func TestDigitsFromS3ToModel(t *testing.T) {
 	c := framework.Get(t)
 	const ns, user = "team-a", "dev-a"
-	keys := connectionOf(t, ns, localcluster.DataConnectionName)
+	keys := connectionOf(t, ns)
 	name := framework.UniqueName("digits")
 	r := mpijob(t, user, ns, "create", name, "--workers", "2", "--slots-per-worker", "2", "--data-connection", localcluster.DataConnectionName, "--",
 		"mpirun", "python3", "/opt/mpijob/examples/digits_mpi4py.py",
@@ -182,7 +184,7 @@ func TestDigitsFromS3ToModel(t *testing.T) {
 		if r := mpijob(t, "viewer-a", ns, "artifacts", name); r.code == 0 || !strings.Contains(r.out+r.errOut, "may not read data connection") {
 			t.Errorf("viewer-a, who cannot read Secrets, listed the artifacts (exit %d):\n%s%s", r.code, r.out, r.errOut)
 		}
-		other := connectionOf(t, "team-b", localcluster.DataConnectionName)
+		other := connectionOf(t, "team-b")
 		mc := s3Client(t, other)
 		for o := range mc.ListObjects(context.Background(), keys[dataconn.Bucket], minio.ListObjectsOptions{Prefix: name + "/"}) {
 			if o.Err == nil {
@@ -214,7 +216,7 @@ func TestDataConnectionMistakes(t *testing.T) {
 			`--data-connection "local-s4": no such data connection`, "did you mean local-s3?")
 		noRuntime(t)
 	})
-	keys := connectionOf(t, ns, localcluster.DataConnectionName)
+	keys := connectionOf(t, ns)
 	mk := func(t *testing.T, conn string, data map[string]string) {
 		t.Helper()
 		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: conn, Namespace: ns,
@@ -536,7 +538,55 @@ func TestPVCInAndOut(t *testing.T) {
 	c.WaitForTrainJob(t, ns, writer, 8*time.Minute, trainer.TrainJobComplete, trainer.TrainJobFailed)
 	acc, _, _ := finalAccuracy(t, user, ns, writer)
 	expect(t, mpijob(t, user, ns, "logs", writer), 0, "model and metrics written to /mnt/"+localcluster.SharedClaim+"/"+writer+"/")
-	expect(t, mpijob(t, user, ns, "artifacts", writer), 2, "wrote its artifacts to PVC "+localcluster.SharedClaim)
+	t.Run("artifacts reads the claim through a reader pod, as the user", func(t *testing.T) {
+		r := mpijob(t, user, ns, "artifacts", writer)
+		expect(t, r, 0, "model.npz", "metrics.json")
+		if !strings.Contains(r.errOut, "Starting a pod that mounts PVC "+localcluster.SharedClaim+" read-only") {
+			t.Errorf("artifacts did not say it starts a reader pod:\n%s", r.errOut)
+		}
+		dir := t.TempDir()
+		expect(t, mpijob(t, user, ns, "artifacts", writer, "--download", dir), 0, "[2/2]")
+		var metrics struct {
+			Accuracy    float64 `json:"accuracy"`
+			TestIndices []int   `json:"test_indices"`
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "metrics.json"))
+		if err != nil || json.Unmarshal(b, &metrics) != nil || len(metrics.TestIndices) != 360 {
+			t.Fatalf("metrics.json from the claim: %v\n%s", err, b)
+		}
+		keys := connectionOf(t, ns)
+		x, y := readDigits(t, s3Client(t, keys), keys[dataconn.Bucket])
+		got := score(t, readNPZ(t, filepath.Join(dir, "model.npz")), x, y, metrics.TestIndices)
+		t.Logf("accuracy in the job %.4f (log %.4f), the model from the claim scores %.4f here", metrics.Accuracy, acc, got)
+		if math.Abs(got-metrics.Accuracy) > 0.5/360 || math.Abs(got-acc) > 0.5/360+1e-4 {
+			t.Errorf("the model downloaded from PVC %s scores %.4f, the job said %.4f", localcluster.SharedClaim, got, metrics.Accuracy)
+		}
+		expect(t, mpijob(t, user, ns, "artifacts", writer, "--download", dir, "--file", "model.pt"), 2,
+			"--file model.pt: pvc://"+localcluster.SharedClaim+"/"+writer+"/ has no such artifact; it has metrics.json, model.npz")
+
+		// The dashboard lists them as the user too.
+		ts, tokens := dashboardServer(t)
+		res := call(t, "GET", ts.URL+"/api/jobs/"+ns+"/"+writer+"/artifacts", tokens[user])
+		wantAPI(t, res, 200, `"claim":"`+localcluster.SharedClaim+`"`, `"name":"model.npz"`, `"uri":"pvc://`)
+		dl := call(t, "GET", ts.URL+"/api/jobs/"+ns+"/"+writer+"/artifacts/metrics.json", tokens[user])
+		if dl.code != 200 || dl.body != string(b) {
+			t.Errorf("the dashboard's download of metrics.json: HTTP %d, %d bytes, want the %d bytes the CLI got", dl.code, len(dl.body), len(b))
+		}
+
+		// viewer-a may read the job but not start pods: a clear refusal.
+		expect(t, mpijob(t, "viewer-a", ns, "artifacts", writer), 4, "reading a claim takes a short-lived pod", "pods/exec", `User "viewer-a" cannot create resource "pods"`)
+		// Every reader pod is gone (deleted when done; owned by the job).
+		err = wait.PollUntilContextTimeout(context.Background(), time.Second, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			pods := &corev1.PodList{}
+			if err := c.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{artifacts.ReaderLabel: writer}); err != nil {
+				return false, err
+			}
+			return len(pods.Items) == 0, nil
+		})
+		if err != nil {
+			t.Errorf("reader pods of %s are left behind: %v", writer, err)
+		}
+	})
 
 	expect(t, mpijob(t, user, ns, "create", reader, "--workers", "1", "--pvc", localcluster.SharedClaim+":/mnt/in", "--",
 		"python3", "-c", fmt.Sprintf(`import json; m = json.load(open("/mnt/in/%s/metrics.json")); print("read accuracy %%.4f" %% m["accuracy"])`, writer)), 0)

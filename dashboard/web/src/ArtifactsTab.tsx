@@ -6,8 +6,9 @@ import { age } from './format';
 import { bytes } from './progress';
 import type { ArtifactList } from './types';
 
-// The Artifacts tab: what the job wrote under s3://BUCKET/JOB/ on its first
-// data connection (its $MPIJOB_OUTPUT_URI), read as the user; each can be
+// The Artifacts tab: what the job wrote to its $MPIJOB_OUTPUT_URI, under
+// s3://BUCKET/JOB/ on its first data connection or under /mnt/CLAIM/JOB/ on
+// its PVC (read through a short-lived pod), read as the user; each can be
 // downloaded.
 export function ArtifactsTab({ namespace, name, now }: { namespace: string; name: string; now: number }) {
   const [list, setList] = useState<ArtifactList | null>(null);
@@ -30,7 +31,8 @@ export function ArtifactsTab({ namespace, name, now }: { namespace: string; name
   return (
     <div style={{ marginTop: 16 }} data-testid="artifacts">
       <Content component="p">
-        {list.uri} on data connection <b>{list.connection}</b>{' '}
+        {list.uri}{' '}
+        {list.claim ? <>on PVC <b>{list.claim}</b>, read through a short-lived pod that mounts it read-only</> : <>on data connection <b>{list.connection}</b></>}{' '}
         <Button variant="link" isInline onClick={() => setTick((t) => t + 1)}>Refresh</Button>
       </Content>
       {list.objects.length === 0 ? (

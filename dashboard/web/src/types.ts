@@ -65,6 +65,7 @@ export interface ProgressPoint {
 
 export interface ArtifactList {
   connection?: string;
+  claim?: string;
   uri?: string;
   objects: { name: string; size: number; lastModified: string }[];
   message?: string;

@@ -1,12 +1,27 @@
-"""Reading a job's artifacts from its data connection (``s3://BUCKET/JOB/``) with boto3."""
+"""Reading a job's artifacts: from its data connection (``s3://BUCKET/JOB/``) with boto3, or
+from its PVC (``/mnt/CLAIM/JOB/``) through a short-lived reader pod, as pkg/artifacts does
+(the reader's spec and the listing format are checked against pkg/artifacts/testdata/reader.json)."""
 
 from __future__ import annotations
 
+import base64
+import copy
+import datetime
 import os
 import posixpath
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from .errors import InvalidJobError, MPIJobError
+from . import dataconn as _dataconn
+from .errors import InvalidJobError, MPIJobError, PermissionDeniedError
+
+#: Marks the short-lived pods that read a job's artifacts off a PVC; its value is the job's name.
+READER_LABEL = "mpijob.dev/artifacts-reader"
+#: A reader its caller never deleted ends on its own after this many seconds.
+READER_LIFETIME = 600
+
+_LIST_SCRIPT = """[ -d "$1" ] || exit 0; cd "$1" && find . -type f -printf '%s %T@ %P\\0'"""
 
 
 def _client(data: dict[str, str]) -> Any:
@@ -68,6 +83,177 @@ def list_and_download(connection: str, data: dict[str, str], job: str, download_
             if os.path.exists(tmp):
                 os.remove(tmp)
             raise _explain(connection, data, e) from None
+        os.replace(tmp, dst)
+        o["path"] = dst
+    return picked
+
+
+def reader_template(spec: dict[str, Any]) -> dict[str, Any]:
+    """The pod spec a PVC reader borrows from: the Launcher's (a CPU pod), else the Worker's."""
+    out: dict[str, Any] = {}
+    for rj in ((spec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []:
+        pod = rj["template"]["spec"]["template"]["spec"]
+        if rj["name"] == "launcher":
+            return dict(pod)
+        if rj["name"] == "node":
+            out = pod
+    return dict(out)
+
+
+def reader_pod_spec(template: dict[str, Any], claim: str, mount: str) -> dict[str, Any]:
+    """The pod spec of a reader of ``claim`` mounted at ``mount``: the template's image, security
+    context, node selector and tolerations, the claim read-only, small resources, a sleep that ends."""
+    template = copy.deepcopy(template)
+    image, csc = "", None
+    for c in template.get("containers") or []:
+        if c.get("name") == "node" or not image:
+            image, csc = c.get("image", ""), c.get("securityContext")
+    if csc is None:
+        csc = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
+    csc["readOnlyRootFilesystem"] = True
+    psc = template.get("securityContext") or {"runAsNonRoot": True, "seccompProfile": {"type": "RuntimeDefault"}}
+    vol = _dataconn.volume_name(claim)
+    out: dict[str, Any] = {
+        "restartPolicy": "Never",
+        "terminationGracePeriodSeconds": 0,
+        "activeDeadlineSeconds": READER_LIFETIME + 60,
+        "automountServiceAccountToken": False,
+        "enableServiceLinks": False,
+        "securityContext": psc,
+        "containers": [{
+            "name": "reader", "image": image, "imagePullPolicy": "IfNotPresent",
+            "command": ["sleep", str(READER_LIFETIME)],
+            "securityContext": csc,
+            "volumeMounts": [{"name": vol, "mountPath": mount, "readOnly": True}],
+            "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}, "limits": {"cpu": "1", "memory": "256Mi"}},
+        }],
+        "volumes": [{"name": vol, "persistentVolumeClaim": {"claimName": claim, "readOnly": True}}],
+    }
+    for k in ("nodeSelector", "tolerations", "imagePullSecrets"):
+        if template.get(k):
+            out[k] = template[k]
+    return out
+
+
+def parse_find(out: str) -> list[dict[str, Any]]:
+    """find's ``SIZE MTIME PATH\\0`` records, sorted by name."""
+    objs: list[dict[str, Any]] = []
+    for rec in out.split("\x00"):
+        if not rec:
+            continue
+        f = rec.split(" ", 2)
+        if len(f) != 3:
+            raise MPIJobError(f"unexpected listing line {rec!r}")
+        try:
+            size, secs = int(f[0]), float(f[1])
+        except ValueError:
+            raise MPIJobError(f"unexpected listing line {rec!r}") from None
+        objs.append({"name": f[2], "size": size,
+                     "last_modified": datetime.datetime.fromtimestamp(secs, datetime.timezone.utc)})
+    objs.sort(key=lambda o: o["name"])
+    return objs
+
+
+class PVCReader:
+    """A reader pod for ``claim``, started as the user, owned by the TrainJob, deleted on close."""
+
+    def __init__(self, backend: Any, tj: dict[str, Any], template: dict[str, Any], pvc: _dataconn.PVC,
+                 say: Callable[[str], None] | None = None):
+        self.backend, self.tj, self.pvc, self.say = backend, tj, pvc, say
+        mount = _dataconn.mount_path_of(pvc)
+        self.dir = posixpath.join(mount, tj["metadata"]["name"])
+        self.uri = f"pvc://{pvc.claim}/{tj['metadata']['name']}/"
+        self.spec = reader_pod_spec(template, pvc.claim, mount)
+        self.pod = ""
+
+    def __enter__(self) -> PVCReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.pod:
+            self.backend.delete_pod(self.pod)
+            self.pod = ""
+
+    def _start(self) -> str:
+        if self.pod:
+            return self.pod
+        job = self.tj["metadata"]["name"]
+        if self.say:
+            self.say(f"Starting a pod that mounts PVC {self.pvc.claim} read-only to read the artifacts of job {job} ...")
+        body = {
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"generateName": f"{job}-artifacts-", "labels": {READER_LABEL: job},
+                         "ownerReferences": [{"apiVersion": self.tj["apiVersion"], "kind": self.tj["kind"],
+                                              "name": job, "uid": self.tj["metadata"].get("uid", "")}]},
+            "spec": self.spec,
+        }
+        try:
+            self.pod = self.backend.create_pod(body)
+        except PermissionDeniedError as e:
+            raise PermissionDeniedError(
+                f"job {job} wrote its artifacts to PVC {self.pvc.claim}, and reading a claim takes a short-lived pod "
+                f"that mounts it read-only, which you may not create here: ask for a role that creates pods and "
+                f"pods/exec (edit has both): {e}") from None
+        deadline, why = time.monotonic() + 120, "Pending"
+        while time.monotonic() < deadline:
+            phase, why = self.backend.pod_state(self.pod)
+            if phase == "Running":
+                return self.pod
+            if phase in ("Failed", "Succeeded"):
+                break
+            time.sleep(0.3)
+        raise MPIJobError(f"the pod {self.pod} that reads PVC {self.pvc.claim} did not start within 2m: {why}")
+
+    def list(self) -> list[dict[str, Any]]:
+        out = "".join(self.backend.exec_pod(self._start(), "reader", ["sh", "-c", _LIST_SCRIPT, "list", self.dir]))
+        objs = parse_find(out)
+        for o in objs:
+            o["uri"] = self.uri + o["name"]
+        return objs
+
+    def download(self, name: str, dst: str) -> None:
+        """Copy one file (named as list() shows it) to ``dst``, through base64 (exec's channel is text)."""
+        with open(dst, "wb") as f:
+            for chunk in _b64_stream(self.backend.exec_pod(self._start(), "reader", ["base64", "-w0", "--", posixpath.join(self.dir, name)])):
+                f.write(chunk)
+
+
+def _b64_stream(chunks: Iterator[str]) -> Iterator[bytes]:
+    rest = ""
+    for c in chunks:
+        rest += c.strip()
+        cut = len(rest) - len(rest) % 4
+        if cut:
+            yield base64.b64decode(rest[:cut])
+            rest = rest[cut:]
+    if rest:
+        yield base64.b64decode(rest)
+
+
+def list_and_download_pvc(reader: PVCReader, download_dir: str | None, files: list[str]) -> list[dict[str, Any]]:
+    out = reader.list()
+    if download_dir is None:
+        if files:
+            raise InvalidJobError("files= needs download_dir= too", field="files")
+        return out
+    have = {o["name"] for o in out}
+    missing = [f for f in files if f not in have]
+    if missing:
+        raise InvalidJobError(f"files {missing!r}: {reader.uri} has no such artifact; it has {sorted(have)}", field="files")
+    picked = [o for o in out if not files or o["name"] in files]
+    for o in picked:
+        rel = posixpath.normpath(o["name"])
+        if rel.startswith("../") or rel.startswith("/"):
+            continue  # never write outside download_dir
+        dst = os.path.join(download_dir, *rel.split("/"))
+        os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
+        tmp = dst + ".part"
+        try:
+            reader.download(o["name"], tmp)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise
         os.replace(tmp, dst)
         o["path"] = dst
     return picked

@@ -244,6 +244,60 @@ class KubernetesBackend:
                 return True  # reading claims is not needed to use one: the pods will say
             raise from_api_exception(e, name) from None
 
+    # -- a PVC's reader pod ------------------------------------------------------
+
+    def create_pod(self, body: dict[str, Any]) -> str:
+        """Create a pod as the user; its name."""
+        try:
+            pod = self._core.create_namespaced_pod(self.namespace, body)
+        except ApiException as e:
+            raise from_api_exception(e, body["metadata"].get("generateName", "")) from None
+        name: str = pod.metadata.name
+        return name
+
+    def pod_state(self, pod: str) -> tuple[str, str]:
+        """The pod's phase, and why it waits when it is Pending."""
+        try:
+            p = self._core.read_namespaced_pod(pod, self.namespace)
+        except ApiException as e:
+            raise from_api_exception(e, pod) from None
+        why = "Pending"
+        for cs in p.status.container_statuses or []:
+            w = cs.state.waiting if cs.state else None
+            if w is not None and w.reason and w.reason != "ContainerCreating":
+                return p.status.phase, f"{w.reason}: {w.message or ''}".strip()
+        for c in p.status.conditions or []:
+            if c.type == "PodScheduled" and c.status == "False":
+                why = f"{c.reason}: {c.message or ''}".strip()
+        return p.status.phase, why
+
+    def delete_pod(self, pod: str) -> None:
+        with contextlib.suppress(ApiException):
+            self._core.delete_namespaced_pod(pod, self.namespace, grace_period_seconds=0)
+
+    def exec_pod(self, pod: str, container: str, command: list[str]) -> Iterator[str]:
+        """Run ``command`` in the pod, yielding its stdout as it comes; a non-zero exit
+        raises :class:`MPIJobError` with its stderr."""
+        from kubernetes.stream import stream
+
+        try:
+            resp = stream(self._core.connect_get_namespaced_pod_exec, pod, self.namespace, container=container,
+                          command=command, stderr=True, stdin=False, stdout=True, tty=False, _preload_content=False)
+        except ApiException as e:
+            raise from_api_exception(e, pod) from None
+        err: list[str] = []
+        try:
+            while resp.is_open():
+                resp.update(timeout=1)
+                if resp.peek_stdout():
+                    yield resp.read_stdout()
+                if resp.peek_stderr():
+                    err.append(resp.read_stderr())
+            if resp.returncode:
+                raise MPIJobError(f"{' '.join(command[:2])} in pod {pod} failed: {''.join(err).strip()}")
+        finally:
+            resp.close()
+
     # -- pods, logs, events ------------------------------------------------------
 
     def job_pods(self, name: str) -> tuple[list[Any], list[Any]]:

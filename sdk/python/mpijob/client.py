@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import logging
 import re
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -58,6 +59,8 @@ from .types import (
     manager_state,
     stale_note,
 )
+
+_log = logging.getLogger("mpijob")
 
 
 class MPIJobClient:
@@ -188,25 +191,37 @@ class MPIJobClient:
         return _progress.parse_log(log or "")
 
     def get_artifacts(self, name: str, download_dir: str | None = None, files: Sequence[str] | None = None) -> list[dict[str, Any]]:
-        """What job ``name`` wrote under ``s3://BUCKET/NAME/`` on its first data connection:
+        """What job ``name`` wrote to its ``$MPIJOB_OUTPUT_URI``:
         ``[{"name": "model.npz", "size": 1234, "last_modified": datetime, "uri": ...}]``.
         With ``download_dir``, download them (or only ``files``) there; each gets a ``"path"``.
 
-        The connection's Secret is read as you. Needs boto3 (``pip install 'mpijob[s3]'``).
-        Raises :class:`InvalidJobError` when the job has no data connection or a file is not there,
-        :class:`MPIJobError` naming the connection when the store refuses.
+        On a data connection, the objects under ``s3://BUCKET/NAME/``: the connection's Secret
+        is read as you, and boto3 is needed (``pip install 'mpijob[s3]'``). On a PVC (a job with
+        ``pvc=`` and no data connection), the files under ``/mnt/CLAIM/NAME/``, read through a
+        short-lived pod that you start (it mounts the claim read-only and is deleted when done;
+        it needs the right to create pods and pods/exec).
+        Raises :class:`InvalidJobError` when the job has neither or a file is not there,
+        :class:`MPIJobError` naming the connection or claim when reading fails.
         """
         from . import artifacts as _artifacts
 
         obj = self._get(name)
         rt_ref = (obj.get("spec") or {}).get("runtimeRef") or {}
         conns: list[str] = []
+        pvcs: list[_dataconn.PVC] = []
+        spec: dict[str, Any] = {}
         if rt_ref.get("kind") == "TrainingRuntime":
-            _, worker = _jobspec._node_containers(self._backend.job_runtime(rt_ref["name"])["spec"])
+            spec = self._backend.job_runtime(rt_ref["name"])["spec"]
+            _, worker = _jobspec._node_containers(spec)
             conns = _dataconn.connections_of((worker or {}).get("env") or [])
+            pvcs = _jobspec._pvcs_of(spec, worker or {})
+        if not conns and pvcs:
+            with _artifacts.PVCReader(self._backend, obj, _artifacts.reader_template(spec), pvcs[0],
+                                      say=_log.info) as reader:
+                return _artifacts.list_and_download_pvc(reader, download_dir, list(files or []))
         if not conns:
-            raise InvalidJobError(f"job {name} has no data connection, so it has no artifacts to list: create it with "
-                                  f"data_connection= and have it write to ${_dataconn.OUTPUT_ENV}", field="name")
+            raise InvalidJobError(f"job {name} has no data connection or PVC, so it has no artifacts to list: create it "
+                                  f"with data_connection= or pvc= and have it write to ${_dataconn.OUTPUT_ENV}", field="name")
         secret = self._backend.get_secret(conns[0])
         problem = _dataconn.check(conns[0], secret)
         if problem is not None:

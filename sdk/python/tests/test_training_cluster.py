@@ -1,8 +1,10 @@
 """Real training through the SDK on the local cluster and its S3 store:
 data connections, progress, artifacts, and the notebook run headless."""
 
+import hashlib
 import os
 import pathlib
+import re
 import time
 import uuid
 
@@ -94,3 +96,37 @@ def test_notebook_runs_headless(kubeconfig_path, tmp_path):
     out = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert "Succeeded" in out and "accuracy in the job" in out, out
     assert (tmp_path / env["MPIJOB_NOTEBOOK_JOB"] / "loss.png").stat().st_size > 1000
+
+
+def test_sdk_reads_artifacts_off_a_pvc(client, tmp_path, kubeconfig_path):
+    """A job with pvc= and no data connection writes to file:///mnt/CLAIM/JOB/; get_artifacts
+    reads it through a reader pod it starts as the user and deletes, byte for byte."""
+    name = unique("sdk-pvc")
+    write = ('set -e; d="${MPIJOB_OUTPUT_URI#file://}"; mkdir -p "$d/sub"; '
+             'head -c 70000 /dev/urandom > "$d/sub/blob.bin"; sha256sum "$d/sub/blob.bin"; echo done > "$d/done.txt"')
+    client.create_job(name, ["sh", "-c", write], workers=1, pvc="shared-data")
+    try:
+        job = client.wait_for_job(name, timeout=300)
+        assert job.status.phase == "Succeeded", job.status
+        digest = re.search(r"\b([0-9a-f]{64})\b", client.get_logs(name)).group(1)
+        arts = client.get_artifacts(name)
+        assert [(a["name"], a["size"]) for a in arts] == [("done.txt", 5), ("sub/blob.bin", 70000)]
+        assert arts[0]["uri"] == f"pvc://shared-data/{name}/done.txt"
+        got = client.get_artifacts(name, download_dir=str(tmp_path), files=["sub/blob.bin"])
+        assert hashlib.sha256((tmp_path / "sub" / "blob.bin").read_bytes()).hexdigest() == digest
+        assert [a["path"] for a in got] == [str(tmp_path / "sub" / "blob.bin")]
+        viewer = MPIJobClient(namespace="team-a", context="viewer-a", config_file=kubeconfig_path)
+        with pytest.raises(PermissionError, match="reading a claim takes a short-lived pod"):
+            viewer.get_artifacts(name)
+        left = [p for p in _reader_pods(kubeconfig_path, name) if p.metadata.deletion_timestamp is None]
+        assert left == [], "reader pods left behind"
+    finally:
+        client.delete_job(name)
+
+
+def _reader_pods(kubeconfig_path, job):
+    from kubernetes import client as k8s
+    from kubernetes import config as k8s_config
+
+    api = k8s.CoreV1Api(k8s_config.new_client_from_config(config_file=kubeconfig_path, context="admin"))
+    return api.list_namespaced_pod("team-a", label_selector=f"mpijob.dev/artifacts-reader={job}").items
