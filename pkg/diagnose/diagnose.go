@@ -200,12 +200,30 @@ func Diagnose(in Input) api.Status {
 	default:
 		s.Phase, s.Reason, s.Message, s.NextStep = explainProgress(in, s)
 	}
+	// Commands in next steps name this job, ready to paste.
+	s.NextStep = nameCommands(s.NextStep, tj.Name)
 	// A rule gives ranked next steps one per line, most likely fix first.
 	if steps := strings.Split(s.NextStep, "\n"); len(steps) > 1 {
 		s.NextStep, s.NextSteps = steps[0], steps
 	}
 	s.LastTransitionTime = transitionTime(in, s.Phase)
 	return s
+}
+
+// jobCommand is a `kubectl mpijob VERB NAME [NEW]` of a rule's next step.
+var jobCommand = regexp.MustCompile(`(kubectl mpijob [a-z]+) NAME( NEW)?\b`)
+
+// nameCommands fills the job's name into the commands rules write with
+// NAME, and a new name (JOB-2) for a clone's NEW.
+func nameCommands(text, job string) string {
+	return jobCommand.ReplaceAllStringFunc(text, func(m string) string {
+		sub := jobCommand.FindStringSubmatch(m)
+		out := sub[1] + " " + job
+		if sub[2] != "" {
+			out += " " + job + "-2"
+		}
+		return out
+	})
 }
 
 // ranked joins next steps, most likely fix first, as rules return them.

@@ -73,6 +73,11 @@ func launcher() *podW {
 	return p
 }
 
+func (w *podW) unschedulable(msg string) *podW {
+	w.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: msg}}
+	return w
+}
+
 func (w *podW) on(node string) {
 	w.Spec.NodeName = node
 	w.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}
@@ -207,6 +212,16 @@ func TestDiagnose(t *testing.T) {
 			in:   Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(worker("0").running(true), worker("1").running(false))},
 			want: api.Status{Phase: api.PhaseStarting, Reason: ReasonWorkersNotReady, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1, Message: "Waiting for Workers to be Ready: 1 of 2 Ready."},
 		},
+		"Workers Ready, the Launcher on a taint it does not tolerate": {
+			next: []string{
+				"The scheduler names what keeps the Launcher off the nodes (a taint it does not tolerate, a node selector, affinity, room): give the runtime's Launcher template the tolerations or node selector the nodes need, or ask an administrator; `kubectl mpijob describe hello` shows the Launcher pod.",
+				"Delete the job while it waits (`kubectl mpijob delete hello`): its Workers hold their resources until the Launcher runs.",
+			},
+			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(worker("0").running(true), worker("1").running(true)),
+				Launcher: pods(launcher().unschedulable("0/3 nodes are available: 3 node(s) had untolerated taint {dedicated: infra}."))},
+			want: api.Status{Phase: api.PhaseStarting, Reason: ReasonUnschedulable, Launcher: api.LauncherPending, WorkersTotal: 2, WorkersReady: 2,
+				Message: "All Workers are Ready, but the Launcher cannot be scheduled: 0/3 nodes are available: 3 node(s) had untolerated taint {dedicated: infra}."},
+		},
 		"Running": {
 			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(worker("0").running(true), worker("1").running(true)),
 				Launcher: pods(launcher().running(false))},
@@ -322,7 +337,7 @@ func TestDiagnose(t *testing.T) {
 				Message: "Rank 1 on Worker 1 (hello-node-0-1) crashed on signal 11 (Segmentation fault)."},
 		},
 		"launcher exit code without a known cause": {
-			next: []string{"Read the Launcher log (`kubectl mpijob logs NAME`) for the program's own error."},
+			next: []string{"Read the Launcher log (`kubectl mpijob logs hello`) for the program's own error."},
 			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2), Launcher: pods(launcher().terminated("Error", 3)),
 				LauncherLog: "Traceback (most recent call last):\nValueError: bad input"},
 			want: api.Status{Phase: api.PhaseFailed, Reason: ReasonLauncherFailed, Launcher: api.LauncherFailed, WorkersTotal: 2,
@@ -338,7 +353,7 @@ func TestDiagnose(t *testing.T) {
 				Message: "The Launcher (pod hello-launcher-0-0) was killed (exit code 137) when node mpijob-node-1 ran out of memory: the node's out-of-memory killer chose process mpirun. The Launcher has no memory limit, so what it uses is not reserved for it."},
 		},
 		"launcher killed, another node's OOM is not its cause": {
-			next: []string{"Set the Launcher's memory request and limit to what it uses (--launcher-memory), so the scheduler reserves it.", "Ask an administrator whether node mpijob-node-1 ran out of memory (its SystemOOM events).", "Read the Launcher log (`kubectl mpijob logs NAME`) for what it did last.", "Resubmit the job (`kubectl mpijob clone`)."},
+			next: []string{"Set the Launcher's memory request and limit to what it uses (--launcher-memory), so the scheduler reserves it.", "Ask an administrator whether node mpijob-node-1 ran out of memory (its SystemOOM events).", "Read the Launcher log (`kubectl mpijob logs hello`) for what it did last.", "Resubmit the job (`kubectl mpijob clone`)."},
 			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2), Launcher: pods(launcher().terminated("Error", 137)),
 				Events: []corev1.Event{{Reason: "SystemOOM", Type: corev1.EventTypeWarning, InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "mpijob-node-2"},
 					Message: "System OOM encountered, victim process: python, pid: 1", LastTimestamp: metav1.NewTime(t0)}}},
@@ -806,7 +821,7 @@ func TestWorkerLostWhileTheLauncherRuns(t *testing.T) {
 	evictedPod.Status.Conditions = append(evictedPod.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI"})
 	killing := corev1.Event{Reason: "Killing", InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "hello-node-0-1-x7bg2"}, Source: corev1.EventSource{Host: "mpijob-node-2"}}
 	steps := []string{
-		"Resubmit the job (`kubectl mpijob clone NAME NEW`); delete this one, its Launcher and other Workers hold their resources until mpirun gives up.",
+		"Resubmit the job (`kubectl mpijob clone hello hello-2`); delete this one, its Launcher and other Workers hold their resources until mpirun gives up.",
 		"Ask an administrator to drain nodes only when no MPI job runs there, or to protect running Workers with a PodDisruptionBudget."}
 	cases := map[string]struct {
 		in      Input
@@ -1117,5 +1132,29 @@ func TestCapacityPodKeepsWhatFreeCapacityNeeds(t *testing.T) {
 	node := &corev1.Node{Status: corev1.NodeStatus{Images: []corev1.ContainerImage{{Names: []string{"a"}}}}}
 	if n, _ := CapacityNode(node); len(n.(*corev1.Node).Status.Images) != 0 {
 		t.Error("the node's image list was kept")
+	}
+}
+
+func TestNameCommands(t *testing.T) {
+	cases := map[string]struct{ in, want string }{
+		"clone gets the job and a new name": {
+			in:   "Use fewer Workers: kubectl mpijob clone NAME NEW --workers 4.",
+			want: "Use fewer Workers: kubectl mpijob clone pm-13485 pm-13485-2 --workers 4.",
+		},
+		"logs in backticks, a placeholder flag value stays": {
+			in:   "Read it (`kubectl mpijob logs NAME --worker N`).\nThen `kubectl mpijob events NAME`.",
+			want: "Read it (`kubectl mpijob logs pm-13485 --worker N`).\nThen `kubectl mpijob events pm-13485`.",
+		},
+		"other commands and words are left alone": {
+			in:   "Check NAME in `kubectl get localqueues`; kubectl mpijob describe NAMESPACE is not a job.",
+			want: "Check NAME in `kubectl get localqueues`; kubectl mpijob describe NAMESPACE is not a job.",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, nameCommands(tc.in, "pm-13485")); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
 	}
 }

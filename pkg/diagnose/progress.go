@@ -134,6 +134,12 @@ func explainProgress(in Input, s api.Status) (api.Phase, string, string, string)
 		return api.PhaseRunning, ReasonLauncherDeleted, "The Launcher pod was deleted while the Workers run.",
 			"The job cannot finish without its Launcher: delete it and resubmit (`kubectl mpijob clone`)."
 	default:
+		if sched := launcherUnschedulable(in); sched != "" {
+			return api.PhaseStarting, ReasonUnschedulable,
+				fmt.Sprintf("All Workers are Ready, but the Launcher cannot be scheduled: %s.", sched),
+				ranked("The scheduler names what keeps the Launcher off the nodes (a taint it does not tolerate, a node selector, affinity, room): give the runtime's Launcher template the tolerations or node selector the nodes need, or ask an administrator; `kubectl mpijob describe NAME` shows the Launcher pod.",
+					"Delete the job while it waits (`kubectl mpijob delete NAME`): its Workers hold their resources until the Launcher runs.")
+		}
 		return api.PhaseStarting, ReasonLauncherNotStarted, "All Workers are Ready; the Launcher is starting.", ""
 	}
 }
@@ -249,6 +255,19 @@ func unscheduled(pods []corev1.Pod) int {
 		}
 	}
 	return n
+}
+
+// launcherUnschedulable is the scheduler's word on a Launcher it could
+// not place ("" while it is placed or not yet tried).
+func launcherUnschedulable(in Input) string {
+	if len(in.Launcher) == 0 {
+		return ""
+	}
+	p := newest(in.Launcher)
+	if p.Spec.NodeName != "" || p.Status.Phase != corev1.PodPending {
+		return ""
+	}
+	return schedulerMessage([]corev1.Pod{*p})
 }
 
 // unschedulable counts the pods the scheduler tried and failed to place.

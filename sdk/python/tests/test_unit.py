@@ -502,6 +502,15 @@ def test_every_next_step_command_of_the_diagnosis_has_sdk_words():
             assert "kubectl mpijob" not in out and "client." in out, (verb, out)
 
 
+def test_next_steps_that_name_the_job_become_calls_on_it():
+    # The manager now names the job in its commands (clone pm-13485 pm-13485-2), not NAME NEW.
+    from mpijob.nextsteps import sdk_words
+    assert sdk_words("Use fewer: kubectl mpijob clone pm-13485 pm-13485-2 --workers 4.", "pm-13485") == \
+        'Use fewer: client.clone_job("pm-13485", "pm-13485-2", workers=4).'
+    assert sdk_words("Read it (`kubectl mpijob logs pm-13485 --worker N`).", "pm-13485") == \
+        'Read it (`client.get_logs("pm-13485", worker=N)`).'
+
+
 @pytest.mark.parametrize("call,field", [
     (lambda c: c.get_logs("a", until="2024-01-01"), "until"),
     (lambda c: c.get_logs("a", since="5 min"), "since"),
