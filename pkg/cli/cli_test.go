@@ -397,3 +397,38 @@ func TestExplainReadsTheStructuredStatus(t *testing.T) {
 		})
 	}
 }
+
+// --rank keeps what the selected ranks printed, exactly, and says why
+// nothing matched.
+func TestRankFilter(t *testing.T) {
+	sel, err := logs.ParseSelection("1-2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &lineFilter{ranks: sel}
+	var out bytes.Buffer
+	for _, raw := range []string{
+		"2026-11-22T10:00:01Z [1,0]<stdout>:step 1 rank 0",
+		"2026-11-22T10:00:02Z [1,1]<stdout>:step 1 [rank 1]",
+		"2026-11-22T10:00:03Z mpirun noticed that process rank 2 exited",
+		"2026-11-22T10:00:04Z [1,2]<stderr>:RuntimeError: boom",
+		"2026-11-22T10:00:05Z [1,3]<stdout>:step 2 rank 3",
+	} {
+		f.print(&out, logs.NewLine("launcher", raw))
+	}
+	want := "[1,1]<stdout>:step 1 [rank 1]\n[1,2]<stderr>:RuntimeError: boom\n"
+	if diff := cmp.Diff(want, out.String()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	none, _ := logs.ParseSelection("7")
+	g := &lineFilter{ranks: none}
+	g.print(&out, logs.NewLine("launcher", "2026-11-22T10:00:01Z [1,0]<stdout>:a"))
+	g.print(&out, logs.NewLine("launcher", "2026-11-22T10:00:01Z [1,1]<stdout>:b"))
+	g.print(&out, logs.NewLine("launcher", "2026-11-22T10:00:01Z [1,3]<stdout>:c"))
+	if got := g.noRankLines("hello", "7"); got != "No line from rank 7 in job hello's log; ranks that printed: 0-1,3." {
+		t.Errorf("noRankLines = %q", got)
+	}
+	if got := (&lineFilter{ranks: none}).noRankLines("hello", "7"); !strings.Contains(got, "its runtime does not tag the ranks' output") {
+		t.Errorf("noRankLines without tags = %q", got)
+	}
+}

@@ -380,11 +380,16 @@ func TestLogsValidate(t *testing.T) {
 		set  bool
 		want string
 	}{
-		"all and worker":  {l: logsOptions{all: true, worker: 1}, set: true, want: "--all and --worker exclude each other"},
-		"negative worker": {l: logsOptions{worker: -2}, set: true, want: "--worker -2: use a Worker index"},
-		"bad grep":        {l: logsOptions{grep: "("}, want: `--grep "(" is not a regular expression`},
-		"negative since":  {l: logsOptions{since: -time.Minute}, want: "--since -1m0s: use a positive duration"},
-		"fine":            {l: logsOptions{worker: 1, grep: "rank [0-9]+"}, set: true},
+		"all and worker":   {l: logsOptions{all: true, worker: 1}, set: true, want: "--all and --worker exclude each other"},
+		"negative worker":  {l: logsOptions{worker: -2}, set: true, want: "--worker -2: use a Worker index"},
+		"bad grep":         {l: logsOptions{grep: "("}, want: `--grep "(" is not a regular expression`},
+		"negative since":   {l: logsOptions{since: -time.Minute}, want: "--since -1m0s: use a positive duration"},
+		"fine":             {l: logsOptions{worker: 1, grep: "rank [0-9]+"}, set: true},
+		"rank with worker": {l: logsOptions{worker: 1, rank: "2"}, set: true, want: "--rank 2: the ranks' output is in the Launcher's log, so --rank goes without --all and --worker"},
+		"rank with all":    {l: logsOptions{all: true, rank: "0-3"}, want: "--rank 0-3: the ranks' output is in the Launcher's log"},
+		"rank typo":        {l: logsOptions{rank: "0-three"}, want: `--rank "0-three": 0-three: give a rank number, a range like 0-3, or a list like 0,2,5-7`},
+		"rank backwards":   {l: logsOptions{rank: "3-1"}, want: `--rank "3-1": 3-1: a range goes from low to high, e.g. 1-3`},
+		"ranks":            {l: logsOptions{rank: "0,2-3"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			l := tc.l

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -28,12 +30,14 @@ type logsOptions struct {
 	since          time.Duration
 	tail           int64
 	grep           string
+	rank           string
 	timestamps     bool
 	showRedactions bool
 
 	name      string
 	workerSet bool
 	re        *regexp.Regexp
+	ranks     logs.Selection
 }
 
 func newLogsCommand(o *Options) *cobra.Command {
@@ -43,7 +47,10 @@ func newLogsCommand(o *Options) *cobra.Command {
 		Short: "Logs of the Launcher (default), one Worker, or all merged by time",
 		Long: `Print the logs of an MPI job: the Launcher's by default, one Worker's with
 --worker N, or with --all the Launcher's and every Worker's merged by time,
-each line prefixed [launcher] or [worker-N].
+each line prefixed [launcher] or [worker-N]. With --rank, only what the
+selected ranks printed (3, 0-3 or 0,2,5-7): mpirun forwards every rank's
+output to the Launcher, and the OpenMPI 4.1 runtimes tag each line with its
+rank, [1,RANK]<stdout>:TEXT.
 
 Secrets are redacted: PEM blocks; bearer and basic authorization; AWS key
 ids and secret keys; GitHub, Hugging Face, Slack, OpenAI and GitLab tokens;
@@ -52,6 +59,8 @@ of password=, passphrase:, token=, secret=, api_key= style settings. The
 rules are data (pkg/logs/redact-rules.json), shared with the Python SDK.`,
 		Example: `  kubectl mpijob logs hello
   kubectl mpijob logs hello --all --grep 'rank [0-9]+'
+  kubectl mpijob logs hello --rank 2
+  kubectl mpijob logs hello --rank 0-3 --grep loss
   kubectl mpijob logs hello --worker 1 --since 10m --tail 100
   kubectl mpijob logs hello --all -f`,
 		Args:              exactlyOneName("logs"),
@@ -70,6 +79,7 @@ rules are data (pkg/logs/redact-rules.json), shared with the Python SDK.`,
 	cmd.Flags().DurationVar(&l.since, "since", 0, "only lines newer than this, e.g. 10m")
 	cmd.Flags().Int64Var(&l.tail, "tail", -1, "only the last N lines of each pod")
 	cmd.Flags().StringVar(&l.grep, "grep", "", "only lines matching this regular expression")
+	cmd.Flags().StringVar(&l.rank, "rank", "", "only what these ranks printed: 3, 0-3 or 0,2,5-7 (from the Launcher's log)")
 	cmd.Flags().BoolVar(&l.timestamps, "timestamps", false, "prefix each line with its time")
 	cmd.Flags().BoolVar(&l.showRedactions, "show-redactions", false, "say on stderr how many secrets were redacted")
 	return cmd
@@ -103,6 +113,16 @@ func (l *logsOptions) Validate() error {
 	}
 	if l.since < 0 {
 		return usageErr("--since %s: use a positive duration, e.g. 10m", l.since)
+	}
+	if l.rank != "" {
+		if l.all || l.workerSet {
+			return usageErr("--rank %s: the ranks' output is in the Launcher's log, so --rank goes without --all and --worker", l.rank)
+		}
+		sel, err := logs.ParseSelection(l.rank)
+		if err != nil {
+			return usageErr("--rank %q: %v", l.rank, err)
+		}
+		l.ranks = sel
 	}
 	return nil
 }
@@ -157,7 +177,7 @@ func (l *logsOptions) Run(ctx context.Context) error {
 		opts.TailLines = ptr.To(l.tail)
 	}
 	prefix := len(sources) > 1
-	f := &lineFilter{grep: re, timestamps: l.timestamps, prefix: prefix}
+	f := &lineFilter{grep: re, timestamps: l.timestamps, prefix: prefix, ranks: l.ranks}
 	if l.follow {
 		err = l.followAll(ctx, cl, sources, opts, f)
 	} else {
@@ -175,6 +195,9 @@ func (l *logsOptions) Run(ctx context.Context) error {
 		for _, line := range logs.Merge(streams) {
 			f.print(l.Out, line)
 		}
+	}
+	if l.ranks != nil && f.printed == 0 {
+		fmt.Fprintln(l.ErrOut, f.noRankLines(name, l.rank))
 	}
 	if l.showRedactions {
 		fmt.Fprintf(l.ErrOut, "%d secret(s) redacted\n", f.redacted())
@@ -246,8 +269,44 @@ type lineFilter struct {
 	grep       *regexp.Regexp
 	timestamps bool
 	prefix     bool
-	mu         sync.Mutex
-	redactors  map[string]*logs.Redactor
+	// ranks keeps only these ranks' lines; seen and printed count.
+	ranks     logs.Selection
+	seen      map[int]bool
+	printed   int
+	mu        sync.Mutex
+	redactors map[string]*logs.Redactor
+}
+
+// noRankLines says why --rank printed nothing.
+func (f *lineFilter) noRankLines(job, spec string) string {
+	if len(f.seen) == 0 {
+		return fmt.Sprintf("No line of job %s's Launcher log carries a rank: its runtime does not tag the ranks' output "+
+			"(the OpenMPI 4.1 runtimes do; with OpenMPI 5 add --output tag to mpirun), or no rank has printed yet.", job)
+	}
+	seen := make([]int, 0, len(f.seen))
+	for r := range f.seen {
+		seen = append(seen, r)
+	}
+	sort.Ints(seen)
+	return fmt.Sprintf("No line from rank %s in job %s's log; ranks that printed: %s.", spec, job, rankList(seen))
+}
+
+// rankList writes ranks compactly: 0-3,7.
+func rankList(rs []int) string {
+	var parts []string
+	for i := 0; i < len(rs); {
+		j := i
+		for j+1 < len(rs) && rs[j+1] == rs[j]+1 {
+			j++
+		}
+		if j > i {
+			parts = append(parts, fmt.Sprintf("%d-%d", rs[i], rs[j]))
+		} else {
+			parts = append(parts, strconv.Itoa(rs[i]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
 }
 
 func (f *lineFilter) print(w io.Writer, l logs.Line) {
@@ -261,10 +320,24 @@ func (f *lineFilter) print(w io.Writer, l logs.Line) {
 		r = &logs.Redactor{}
 		f.redactors[l.Label] = r
 	}
+	if f.ranks != nil {
+		t, ok := logs.SplitRank(l.Text)
+		if !ok {
+			return
+		}
+		if f.seen == nil {
+			f.seen = map[int]bool{}
+		}
+		f.seen[t.Rank] = true
+		if !f.ranks[t.Rank] {
+			return
+		}
+	}
 	text := r.Line(l.Text)
 	if f.grep != nil && !f.grep.MatchString(text) {
 		return
 	}
+	f.printed++
 	var b strings.Builder
 	if f.timestamps && l.Stamp != "" {
 		b.WriteString(l.Stamp + " ")

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"k8s.io/utils/ptr"
+
+	"github.com/mpijob/mpijob/pkg/logs"
 )
 
 // Reasons read from the program's and MPI's own words in the Launcher log.
@@ -193,7 +195,7 @@ var rankFailedRules = []logRule{
 		re: regexp.MustCompile(`(?s)Process name: \[\[\d+,\d+\],(\d+)\]\s+Exit code:\s+(\d+)`),
 		explain: func(m []string, in Input) (string, string, string) {
 			msg := fmt.Sprintf("Rank %s (%s) exited with code %s, the first rank to fail, so mpirun stopped the job.", m[1], rankWorker(in, m[1]), m[2])
-			if last := lastWords(in.LauncherLog); last != "" {
+			if last := lastWords(in.LauncherLog, m[1]); last != "" {
 				msg += fmt.Sprintf(" Its last output: %q.", last)
 			}
 			return ReasonRankFailed, msg,
@@ -214,7 +216,7 @@ var rankFailedRules = []logRule{
 				code = strconv.Itoa(int(c))
 			}
 			msg := fmt.Sprintf("A rank exited with code %s, so mpirun stopped the job (mpirun did not say which rank).", code)
-			if last := lastWords(in.LauncherLog); last != "" {
+			if last := lastWords(in.LauncherLog, ""); last != "" {
 				msg += fmt.Sprintf(" The last output before: %q.", last)
 			}
 			return ReasonRankFailed, msg,
@@ -303,13 +305,15 @@ func rankWorker(in Input, rank string) string {
 }
 
 // lastWords is the last line the program printed before mpirun's first
-// banner.
-func lastWords(log string) string {
+// banner: rank's own last line (of its stderr, if it wrote any) when the
+// runtime tags lines with ranks and rank printed any, else the last line
+// of any rank; without its rank tag.
+func lastWords(log, rank string) string {
 	// mpirun forwards the ranks' output while it prints its own banners
 	// (dashed lines around its text): the rank's last line may come before
 	// or after them, so every banner is left out, not only what follows
 	// the first.
-	var last string
+	var last, own, ownErr string
 	inBanner := false
 	for _, line := range strings.Split(log, "\n") {
 		l := strings.TrimSpace(line)
@@ -317,8 +321,27 @@ func lastWords(log string) string {
 		case bannerStart.MatchString(l):
 			inBanner = !inBanner
 		case !inBanner && l != "":
+			if t, ok := logs.SplitRank(l); ok {
+				if msg := strings.TrimSpace(t.Message); msg != "" {
+					last = msg
+					if strconv.Itoa(t.Rank) == rank {
+						own = msg
+						if t.Stream == "stderr" {
+							ownErr = msg
+						}
+					}
+				}
+				continue
+			}
 			last = l
 		}
+	}
+	// The rank's error output says more than its last progress line.
+	switch {
+	case ownErr != "":
+		last = ownErr
+	case own != "":
+		last = own
 	}
 	return trimMessage(last, 200)
 }

@@ -17,7 +17,9 @@ import (
 	"github.com/mpijob/mpijob/test/framework"
 )
 
-var rankLine = regexp.MustCompile(`(?m)^mpi-hello: rank (\d+) of (\d+) on (\S+)$`)
+// rankLine is mpi-hello's line, after the rank tag mpirun puts before it
+// where the runtime asks for one ([1,RANK]<stdout>:, OpenMPI 4.1).
+var rankLine = regexp.MustCompile(`(?m)^(?:\[\d+,(\d+)\]<stdout>:)?mpi-hello: rank (\d+) of (\d+) on (\S+)$`)
 
 // A real MPI program runs across the two real nodes, for each MPI
 // implementation: upstream Trainer V2 turns the TrainJob into a JobSet, the
@@ -83,8 +85,12 @@ func runOnRealNodes(t *testing.T, runtime string, command []string) {
 	hosts := map[string]bool{}
 	seen := map[string]bool{}
 	for _, m := range ranks {
+		tag, m := m[1], m[1:]
 		if m[2] != "2" {
 			t.Errorf("rank %s reports world size %s, want 2", m[1], m[2])
+		}
+		if runtime == "mpi-openmpi" && tag != m[1] {
+			t.Errorf("rank %s's line is tagged with rank %q, want the runtime to tag it [1,%s]<stdout>:", m[1], tag, m[1])
 		}
 		seen[m[1]] = true
 		hosts[m[3]] = true

@@ -1,0 +1,93 @@
+package logs
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// rankTag is the tag mpirun puts before each line of a rank's output when
+// the runtime asks it to (OpenMPI 4.1: [JOBID,RANK]<stdout>:TEXT; OpenMPI
+// 5 adds a space after the colon).
+var rankTag = regexp.MustCompile(`^\[\d+,(\d+)\]<(stdout|stderr|stddiag)>: ?`)
+
+// Tagged is a line split at its rank tag.
+type Tagged struct {
+	Rank int
+	// Stream is stdout or stderr (stddiag for MPI's own diagnostics).
+	Stream string
+	// Message is what the rank printed, exactly.
+	Message string
+}
+
+// SplitRank reads the rank tag of a log line's text (time already cut);
+// ok is false for a line without one (mpirun's own output, a runtime that
+// does not tag).
+func SplitRank(text string) (Tagged, bool) {
+	m := rankTag.FindStringSubmatchIndex(text)
+	if m == nil {
+		return Tagged{}, false
+	}
+	r, err := strconv.Atoi(text[m[2]:m[3]])
+	if err != nil {
+		return Tagged{}, false
+	}
+	return Tagged{Rank: r, Stream: text[m[4]:m[5]], Message: text[m[1]:]}, true
+}
+
+// MaxSelection bounds a rank selection's size.
+const MaxSelection = 65536
+
+const selectionHelp = "give a rank number, a range like 0-3, or a list like 0,2,5-7"
+
+// Selection is a set of ranks: 3, 0-3, 0,2,5-7.
+type Selection map[int]bool
+
+// ParseSelection reads a rank selection.
+func ParseSelection(spec string) (Selection, error) {
+	if strings.TrimSpace(spec) == "" {
+		return nil, fmt.Errorf("%s", selectionHelp)
+	}
+	out := Selection{}
+	for _, part := range strings.Split(spec, ",") {
+		part = strings.TrimSpace(part)
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, errA := strconv.Atoi(lo)
+		b := a
+		var errB error
+		if isRange {
+			b, errB = strconv.Atoi(hi)
+		}
+		if errA != nil || errB != nil || a < 0 || b < 0 {
+			return nil, fmt.Errorf("%s: %s", part, selectionHelp)
+		}
+		if b < a {
+			return nil, fmt.Errorf("%s: a range goes from low to high, e.g. %d-%d", part, b, a)
+		}
+		if b-a+1+len(out) > MaxSelection {
+			return nil, fmt.Errorf("%s: at most %d ranks in a selection", part, MaxSelection)
+		}
+		for r := a; r <= b; r++ {
+			out[r] = true
+		}
+	}
+	return out, nil
+}
+
+// Ranks lists the selection in order.
+func (s Selection) Ranks() []int {
+	out := make([]int, 0, len(s))
+	for r := range s {
+		out = append(out, r)
+	}
+	sort.Ints(out)
+	return out
+}
+
+// Has reports whether a line's text (time cut) is from a selected rank.
+func (s Selection) Has(text string) bool {
+	t, ok := SplitRank(text)
+	return ok && s[t.Rank]
+}

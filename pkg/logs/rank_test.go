@@ -1,0 +1,75 @@
+package logs
+
+import (
+	"encoding/json"
+	"os"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+type rankVectors struct {
+	Lines []struct {
+		Name    string `json:"name"`
+		Text    string `json:"text"`
+		Rank    *int   `json:"rank"`
+		Stream  string `json:"stream"`
+		Message string `json:"message"`
+	} `json:"lines"`
+	Selections []struct {
+		Spec  string `json:"spec"`
+		Ranks []int  `json:"ranks"`
+		Error string `json:"error"`
+	} `json:"selections"`
+}
+
+func loadRankVectors(t *testing.T) rankVectors {
+	t.Helper()
+	b, err := os.ReadFile("testdata/rank-vectors.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v rankVectors
+	if err := json.Unmarshal(b, &v); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+func TestSplitRank(t *testing.T) {
+	for _, tc := range loadRankVectors(t).Lines {
+		t.Run(tc.Name, func(t *testing.T) {
+			got, ok := SplitRank(tc.Text)
+			if tc.Rank == nil {
+				if ok {
+					t.Fatalf("SplitRank(%q) = %+v, want no rank", tc.Text, got)
+				}
+				return
+			}
+			want := Tagged{Rank: *tc.Rank, Stream: tc.Stream, Message: tc.Message}
+			if diff := cmp.Diff(want, got); diff != "" || !ok {
+				t.Errorf("SplitRank(%q) ok=%v (-want +got):\n%s", tc.Text, ok, diff)
+			}
+		})
+	}
+}
+
+func TestParseSelection(t *testing.T) {
+	for _, tc := range loadRankVectors(t).Selections {
+		t.Run(tc.Spec, func(t *testing.T) {
+			got, err := ParseSelection(tc.Spec)
+			if tc.Error != "" {
+				if err == nil || err.Error() != tc.Error {
+					t.Fatalf("error %v, want %q", err, tc.Error)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.Ranks, got.Ranks()); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
