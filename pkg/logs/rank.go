@@ -10,8 +10,9 @@ import (
 
 // rankTag is the tag mpirun puts before each line of a rank's output when
 // the runtime asks it to (OpenMPI 4.1: [JOBID,RANK]<stdout>:TEXT; OpenMPI
-// 5 adds a space after the colon).
-var rankTag = regexp.MustCompile(`^\[\d+,(\d+)\]<(stdout|stderr|stddiag)>: ?`)
+// 5's --output tag adds a space after the colon, which stays part of the
+// message: a line's own leading spaces are never taken).
+var rankTag = regexp.MustCompile(`^\[\d+,(\d+)\]<(stdout|stderr|stddiag)>:`)
 
 // Tagged is a line split at its rank tag.
 type Tagged struct {

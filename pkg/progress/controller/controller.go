@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/diagnose"
 	"github.com/mpijob/mpijob/pkg/progress"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
@@ -31,6 +32,10 @@ import (
 // FieldManager owns the progress annotation: a field owner of its own, so
 // applying it never touches the status annotation the diagnosis applies.
 const FieldManager = "mpijob.dev/progress"
+
+// RankFailureFieldManager owns the rank-failure annotation (an apply under
+// FieldManager without the progress annotation would remove it).
+const RankFailureFieldManager = "mpijob.dev/rank-failure"
 
 // Interval is how often a running job's Launcher log is read for progress.
 const Interval = 10 * time.Second
@@ -41,7 +46,10 @@ const tailLines = 200
 // Reconciler publishes the progress a running MPI job's ranks print: it
 // reads the last lines of the Launcher's log every Interval (gather), takes
 // the last progress report (decide) and applies the annotation when it
-// changed (apply). A job that prints none gets no annotation.
+// changed (apply). A job that prints none gets no annotation. From the same
+// read it notes a rank that failed while the job runs on
+// (api.RankFailureAnnotation, once it has run on for
+// diagnose.RankFailureGrace), which the diagnosis names.
 type Reconciler struct {
 	Client   client.Client
 	Logs     kubernetes.Interface
@@ -95,7 +103,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{RequeueAfter: Interval}, nil
 	}
 	log, err := r.Logs.CoreV1().Pods(launcher.Namespace).GetLogs(launcher.Name, &corev1.PodLogOptions{
-		Container: api.NodeContainer, TailLines: ptr.To[int64](tailLines),
+		Container: api.NodeContainer, TailLines: ptr.To[int64](tailLines), Timestamps: true,
 	}).DoRaw(ctx)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).V(1).Info("cannot read the Launcher's log for progress", "pod", launcher.Name, "err", err.Error())
@@ -114,7 +122,32 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.markFinished(tj.UID)
 		return ctrl.Result{}, nil
 	}
+	if f := diagnose.FindRankFailure(string(log)); f != nil && r.now().Sub(f.At.Time) >= diagnose.RankFailureGrace {
+		if err := r.writeRankFailure(ctx, tj, f); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	return ctrl.Result{RequeueAfter: Interval}, nil
+}
+
+// writeRankFailure applies the rank-failure annotation when it is new.
+func (r *Reconciler) writeRankFailure(ctx context.Context, tj *trainer.TrainJob, f *api.RankFailure) error {
+	if old, err := api.ReadRankFailure(tj.Annotations); err == nil && old != nil && equality.Semantic.DeepEqual(old, f) {
+		return nil
+	}
+	raw, err := f.Encode()
+	if err != nil {
+		return err
+	}
+	u := api.AnnotationOf(tj, api.RankFailureAnnotation, raw)
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(RankFailureFieldManager), client.ForceOwnership); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil
+		}
+		return fmt.Errorf("failed to note the failed rank of %s/%s: %w", tj.Namespace, tj.Name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("a rank failed while the job runs on", "error", f.Error)
+	return nil
 }
 
 func (r *Reconciler) markFinished(uid types.UID) {

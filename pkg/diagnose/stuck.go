@@ -1,0 +1,142 @@
+package diagnose
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/logs"
+)
+
+// ReasonRankFailedOthersWaiting is a running job whose rank failed (raised,
+// or timed out in a collective) and went silent, but the job keeps
+// running: the other ranks wait for it, forever.
+const ReasonRankFailedOthersWaiting = "RankFailedOthersWaiting"
+
+// RankFailureGrace is how long a job must keep running after a rank's
+// error before it is called stuck: mpirun stops a job whose rank exits
+// without finalizing MPI within seconds.
+const RankFailureGrace = 15 * time.Second
+
+var (
+	tracebackStart = "Traceback (most recent call last):"
+	// chained exceptions continue a traceback.
+	tracebackChain = regexp.MustCompile(`^(During handling of the above exception|The above exception was the direct cause)`)
+	// collectiveTimeout: a collective that gave up waiting for a peer.
+	collectiveTimeout = regexp.MustCompile(`Watchdog caught collective operation timeout|NCCL communicator was aborted|Timed out waiting \d+ms for (?:send|recv) operation`)
+)
+
+// FindRankFailure reads a running Launcher's log (lines led by the
+// kubelet's timestamps; ranks' lines tagged where the runtime tags them)
+// for the first rank that failed and then printed nothing more: a Python
+// traceback that ends in its exception line, or a collective's timeout.
+// Without rank tags it only counts a failure that is the log's last
+// output. nil when there is none.
+func FindRankFailure(log string) *api.RankFailure {
+	type open struct {
+		lines []string
+		done  bool
+		at    time.Time
+	}
+	byRank := map[int]*open{}
+	var order []int
+	var failed []*api.RankFailure
+	for _, raw := range strings.Split(strings.TrimRight(log, "\n"), "\n") {
+		l := logs.NewLine("", raw)
+		rank, text := -1, l.Text
+		if t, ok := logs.SplitRank(l.Text); ok {
+			rank, text = t.Rank, t.Message
+		}
+		cur := byRank[rank]
+		switch {
+		case strings.HasPrefix(strings.TrimSpace(text), tracebackStart):
+			if cur == nil {
+				order = append(order, rank)
+			}
+			byRank[rank] = &open{lines: []string{text}}
+		case cur != nil && !cur.done:
+			cur.lines = append(cur.lines, text)
+			if len(cur.lines) > 50 {
+				cur.lines = cur.lines[len(cur.lines)-50:]
+			}
+			trimmed := strings.TrimSpace(text)
+			if trimmed != "" && !strings.HasPrefix(text, " ") && !strings.HasPrefix(text, "\t") && !tracebackChain.MatchString(trimmed) {
+				cur.done, cur.at = true, l.Time
+			}
+		case cur != nil && cur.done && strings.TrimSpace(text) != "" && !tracebackChain.MatchString(strings.TrimSpace(text)):
+			// The rank printed on after its error: it handled it. (Without
+			// rank tags every line counts, so only a traceback that is the
+			// log's last output is a failure.)
+			delete(byRank, rank)
+		case collectiveTimeout.MatchString(text):
+			f := &api.RankFailure{Error: strings.TrimSpace(text), Lines: []string{text}, At: metav1.NewTime(l.Time)}
+			if rank >= 0 {
+				f.Rank = ptr.To(rank)
+			}
+			failed = append(failed, f)
+		}
+	}
+	for _, rank := range order {
+		cur := byRank[rank]
+		if cur == nil || !cur.done {
+			continue
+		}
+		f := &api.RankFailure{Error: strings.TrimSpace(cur.lines[len(cur.lines)-1]), Lines: lastN(cur.lines, 6), At: metav1.NewTime(cur.at)}
+		if rank >= 0 {
+			f.Rank = ptr.To(rank)
+		}
+		failed = append(failed, f)
+	}
+	var first *api.RankFailure
+	for _, f := range failed {
+		if first == nil || f.At.Before(&first.At) {
+			first = f
+		}
+	}
+	return first
+}
+
+func lastN(lines []string, n int) []string {
+	var out []string
+	for _, l := range lines {
+		if strings.TrimSpace(l) != "" {
+			out = append(out, l)
+		}
+	}
+	if len(out) > n {
+		out = out[len(out)-n:]
+	}
+	return out
+}
+
+// rankFailedOthersWaiting explains a running job whose rank failed while
+// the others wait for it (the manager read it from the Launcher's log).
+func rankFailedOthersWaiting(in Input) (message, next string, ok bool) {
+	if in.TrainJob == nil {
+		return "", "", false
+	}
+	f, err := api.ReadRankFailure(in.TrainJob.Annotations)
+	if err != nil || f == nil {
+		return "", "", false
+	}
+	who, read := "A rank", "Read the ranks' output (`kubectl mpijob logs NAME`) for the error."
+	if f.Rank != nil {
+		r := fmt.Sprint(*f.Rank)
+		who = fmt.Sprintf("Rank %s (%s)", r, rankWorker(in, r))
+		read = fmt.Sprintf("Read rank %s's output (`kubectl mpijob logs NAME --rank %s`) for the whole error.", r, r)
+	}
+	msg := fmt.Sprintf("%s failed at %s with %q and printed nothing since, but the job keeps running: the other ranks are waiting for it in a collective and will wait for as long as the job runs.",
+		who, f.At.UTC().Format(time.RFC3339), trimMessage(f.Error, 200))
+	if len(f.Lines) > 1 {
+		msg += fmt.Sprintf(" Its last lines: %q.", trimMessage(strings.Join(f.Lines, " | "), 400))
+	}
+	return msg, ranked(
+		"Run Python programs as `python -m mpi4py script.py` (mpirun python -m mpi4py ...): one rank's uncaught exception then aborts every rank, and the job fails with the error instead of hanging.",
+		"Delete the job (`kubectl mpijob delete NAME`) or suspend it (`kubectl patch trainjob NAME --type merge -p '{\"spec\":{\"suspend\":true}}'`): it holds its Workers while the other ranks wait.",
+		read), true
+}

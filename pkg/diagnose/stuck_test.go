@@ -1,0 +1,117 @@
+package diagnose
+
+import (
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/mpijob/mpijob/pkg/api"
+)
+
+func TestFindRankFailure(t *testing.T) {
+	captured, err := os.ReadFile("testdata/running-logs/mpi4py-rank1-raised.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(s string) metav1.Time {
+		tm, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return metav1.NewTime(tm)
+	}
+	for name, tc := range map[string]struct {
+		log  string
+		want *api.RankFailure
+	}{
+		"a real mpi4py job whose rank 1 raised (captured on the local cluster)": {
+			log: string(captured),
+			want: &api.RankFailure{Rank: ptr.To(1), Error: "ZeroDivisionError: division by zero", At: at("2026-11-23T21:35:55.892379012Z"),
+				Lines: []string{"Traceback (most recent call last):", `  File "<string>", line 1, in <module>`, "ZeroDivisionError: division by zero"}},
+		},
+		"the first rank to fail is named, its chained exception's last line is the error": {
+			log: `2026-11-23T10:00:01Z [1,3]<stderr>:Traceback (most recent call last):
+2026-11-23T10:00:01Z [1,3]<stderr>:  File "train.py", line 9, in step
+2026-11-23T10:00:01Z [1,3]<stderr>:KeyError: 'x'
+2026-11-23T10:00:01Z [1,3]<stderr>:
+2026-11-23T10:00:01Z [1,3]<stderr>:During handling of the above exception, another exception occurred:
+2026-11-23T10:00:01Z [1,3]<stderr>:
+2026-11-23T10:00:02Z [1,3]<stderr>:Traceback (most recent call last):
+2026-11-23T10:00:02Z [1,3]<stderr>:  File "train.py", line 11, in step
+2026-11-23T10:00:02Z [1,3]<stderr>:RuntimeError: bad batch
+2026-11-23T10:00:05Z [1,0]<stderr>:Traceback (most recent call last):
+2026-11-23T10:00:05Z [1,0]<stderr>:RuntimeError: later
+2026-11-23T10:00:06Z [1,1]<stdout>:still waiting`,
+			want: &api.RankFailure{Rank: ptr.To(3), Error: "RuntimeError: bad batch", At: at("2026-11-23T10:00:02Z"),
+				Lines: []string{"Traceback (most recent call last):", `  File "train.py", line 11, in step`, "RuntimeError: bad batch"}},
+		},
+		"a rank that printed on after its traceback handled it": {
+			log: `2026-11-23T10:00:01Z [1,2]<stderr>:Traceback (most recent call last):
+2026-11-23T10:00:01Z [1,2]<stderr>:  File "train.py", line 9, in load
+2026-11-23T10:00:01Z [1,2]<stderr>:FileNotFoundError: cache.bin
+2026-11-23T10:00:02Z [1,2]<stdout>:rebuilding the cache
+`,
+		},
+		"a traceback still being printed is not yet a failure": {
+			log: "2026-11-23T10:00:01Z [1,2]<stderr>:Traceback (most recent call last):\n2026-11-23T10:00:01Z [1,2]<stderr>:  File \"train.py\", line 9, in load\n",
+		},
+		"untagged: a traceback that is the log's last output": {
+			log: "2026-11-23T10:00:01Z step 1\n2026-11-23T10:00:02Z Traceback (most recent call last):\n2026-11-23T10:00:02Z   File \"x.py\", line 1\n2026-11-23T10:00:02Z ValueError: nope\n",
+			want: &api.RankFailure{Error: "ValueError: nope", At: at("2026-11-23T10:00:02Z"),
+				Lines: []string{"Traceback (most recent call last):", `  File "x.py", line 1`, "ValueError: nope"}},
+		},
+		"untagged: output after the traceback (another rank, or it was handled)": {
+			log: "2026-11-23T10:00:02Z Traceback (most recent call last):\n2026-11-23T10:00:02Z ValueError: nope\n2026-11-23T10:00:09Z step 2\n",
+		},
+		"an NCCL collective timeout": {
+			log: "2026-11-23T10:10:00Z [1,5]<stderr>:[rank5]:[E ProcessGroupNCCL.cpp:616] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.\n",
+			want: &api.RankFailure{Rank: ptr.To(5), Error: "[rank5]:[E ProcessGroupNCCL.cpp:616] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out.", At: at("2026-11-23T10:10:00Z"),
+				Lines: []string{"[rank5]:[E ProcessGroupNCCL.cpp:616] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for 600000 milliseconds before timing out."}},
+		},
+		"a healthy log": {log: "2026-11-23T10:00:01Z [1,0]<stdout>:epoch 1 loss 0.5\n"},
+		"an empty log":  {log: ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, FindRankFailure(tc.log)); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A running job with a rank failure says so, with ranked next steps; the
+// same job without one runs on.
+func TestRankFailedOthersWaiting(t *testing.T) {
+	tj := job(2).obj()
+	raw, _ := api.RankFailure{Rank: ptr.To(1), Error: "ZeroDivisionError: division by zero", At: metav1.NewTime(t0),
+		Lines: []string{"Traceback (most recent call last):", "ZeroDivisionError: division by zero"}}.Encode()
+	tj.Annotations = map[string]string{api.RankFailureAnnotation: raw}
+	in := Input{TrainJob: tj, JobSet: jobset(2), Workers: pods(worker("0").running(true), worker("1").running(true)),
+		Launcher: pods(launcher().running(false)), SlotsPerWorker: 1, Now: t0.Add(time.Minute)}
+	s := Diagnose(in)
+	if s.Phase != api.PhaseRunning || s.Reason != ReasonRankFailedOthersWaiting {
+		t.Fatalf("phase %s reason %s, want Running %s", s.Phase, s.Reason, ReasonRankFailedOthersWaiting)
+	}
+	for _, want := range []string{"Rank 1 (Worker 0) failed at ", `"ZeroDivisionError: division by zero"`, "the other ranks are waiting for it"} {
+		if !strings.Contains(s.Message, want) {
+			t.Errorf("message %q lacks %q", s.Message, want)
+		}
+	}
+	if len(s.NextSteps) != 3 || !strings.Contains(s.NextSteps[0], "python -m mpi4py") || !strings.Contains(s.NextSteps[1], "kubectl mpijob delete hello") ||
+		!strings.Contains(s.NextSteps[2], "kubectl mpijob logs hello --rank 1") {
+		t.Errorf("next steps %q", s.NextSteps)
+	}
+	if !warning(s) {
+		t.Error("not a warning")
+	}
+	// Finished jobs say how they ended, not that they wait.
+	tj.Status.Conditions = append(tj.Status.Conditions, metav1.Condition{Type: "Failed", Status: metav1.ConditionTrue, Reason: "x", Message: "y"})
+	if s := Diagnose(in); s.Reason == ReasonRankFailedOthersWaiting {
+		t.Errorf("a failed job still says %s", s.Reason)
+	}
+}

@@ -1,0 +1,97 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/diagnose"
+	"github.com/mpijob/mpijob/test/framework"
+)
+
+// stuckProgram is the most common MPI hang: rank 1 raises, mpi4py
+// finalizes it cleanly, and rank 0 waits in a barrier for ever.
+const stuckProgram = `from mpi4py import MPI
+import time
+r = MPI.COMM_WORLD.Get_rank()
+print("rank", r, "up", flush=True)
+time.sleep(2)
+if r == 1:
+    raise RuntimeError("rank one cannot go on")
+MPI.COMM_WORLD.Barrier()
+print("never printed")`
+
+// Which rank said it, and which rank is stuck: the OpenMPI runtime tags
+// every line with its rank, logs --rank selects them, and a rank that
+// raised while the others wait is named within a minute, with the fix.
+func TestStuckRankIsNamed(t *testing.T) {
+	c := framework.Get(t)
+	const ns, user = "team-a", "dev-a"
+	name := framework.UniqueName("stuck")
+	t.Cleanup(func() { mpijob(t, user, ns, "delete", name, "--wait=false") })
+	expect(t, mpijob(t, user, ns, "create", name, "--workers", "2", "--", "mpirun", "python3", "-c", stuckProgram), 0)
+
+	running := c.WaitForStatus(t, ns, name, 4*time.Minute, func(s api.Status) bool {
+		if s.Phase.Finished() {
+			t.Fatalf("the job ended (%s %s: %s); want it to hang", s.Phase, s.Reason, s.Message)
+		}
+		return s.Phase == api.PhaseRunning
+	})
+	t.Logf("running: %s", running.Message)
+	start := time.Now()
+	s := c.WaitForStatus(t, ns, name, 2*time.Minute, func(s api.Status) bool {
+		if s.Phase.Finished() {
+			t.Fatalf("the job ended (%s %s: %s); want it to hang", s.Phase, s.Reason, s.Message)
+		}
+		return s.Reason == diagnose.ReasonRankFailedOthersWaiting
+	})
+	t.Logf("named after %s running: %s", time.Since(start).Round(time.Second), s.Message)
+	for _, want := range []string{"Rank 1 (Worker 1) failed at ", `"RuntimeError: rank one cannot go on"`, "the other ranks are waiting for it"} {
+		if !strings.Contains(s.Message, want) {
+			t.Errorf("message lacks %q: %s", want, s.Message)
+		}
+	}
+	if len(s.NextSteps) != 3 || !strings.Contains(s.NextSteps[0], "python -m mpi4py") ||
+		!strings.Contains(s.NextSteps[1], "kubectl mpijob delete "+name) || !strings.Contains(s.NextSteps[2], "kubectl mpijob logs "+name+" --rank 1") {
+		t.Errorf("next steps: %q", s.NextSteps)
+	}
+	if s.Phase != api.PhaseRunning {
+		t.Errorf("phase %s, want Running (the job does hang)", s.Phase)
+	}
+
+	t.Run("logs --rank selects the ranks", func(t *testing.T) {
+		r := mpijob(t, user, ns, "logs", name, "--rank", "1")
+		expect(t, r, 0, "[1,1]<stdout>:rank 1 up", "[1,1]<stderr>:RuntimeError: rank one cannot go on")
+		if strings.Contains(r.out, "[1,0]") {
+			t.Errorf("--rank 1 printed rank 0's lines:\n%s", r.out)
+		}
+		r = mpijob(t, user, ns, "logs", name, "--rank", "0-1")
+		expect(t, r, 0, "[1,0]<stdout>:rank 0 up", "[1,1]<stdout>:rank 1 up")
+		r = mpijob(t, user, ns, "logs", name, "--rank", "5")
+		expect(t, r, 0, "No line from rank 5 in job "+name+"'s log; ranks that printed: 0-1.")
+		expect(t, mpijob(t, user, ns, "logs", name, "--rank", "one"), 2, `--rank "one": one: give a rank number`)
+	})
+
+	t.Run("a tenant cannot forge it", func(t *testing.T) {
+		out, err := c.Kubectl(t, user, ns, "", "annotate", "trainjob", name, api.RankFailureAnnotation+`={"rank":0,"error":"x"}`, "--overwrite")
+		if err == nil || !strings.Contains(out, "only mpijob-manager writes which rank of a job failed") {
+			t.Errorf("dev-a rewrote the rank failure (%v): %s", err, out)
+		}
+	})
+
+	// The first next step works: python -m mpi4py turns the hang into a
+	// failure that names the rank.
+	t.Run("python -m mpi4py fails the job instead", func(t *testing.T) {
+		fixed := framework.UniqueName("unstuck")
+		t.Cleanup(func() { mpijob(t, user, ns, "delete", fixed, "--wait=false") })
+		expect(t, mpijob(t, user, ns, "create", fixed, "--workers", "2", "--", "mpirun", "python3", "-m", "mpi4py", "-c", stuckProgram), 0)
+		s := c.WaitForStatus(t, ns, fixed, 4*time.Minute, func(s api.Status) bool { return s.Phase.Finished() })
+		if s.Phase != api.PhaseFailed || !strings.Contains(s.Message, "rank 1") && !strings.Contains(s.Message, "Rank 1") {
+			t.Errorf("with python -m mpi4py: %s %s: %s", s.Phase, s.Reason, s.Message)
+		}
+		t.Logf("with python -m mpi4py: %s: %s", s.Reason, s.Message)
+	})
+}
