@@ -133,10 +133,14 @@ func rankFailedOthersWaiting(in Input) (message, next string, ok bool) {
 	msg := fmt.Sprintf("%s failed at %s with %q and printed nothing since, but the job keeps running: the other ranks are waiting for it in a collective and will wait for as long as the job runs.",
 		who, f.At.UTC().Format(time.RFC3339), trimMessage(f.Error, 200))
 	if len(f.Lines) > 1 {
-		msg += fmt.Sprintf(" Its last lines: %q.", trimMessage(strings.Join(f.Lines, " | "), 400))
+		trimmed := make([]string, 0, len(f.Lines))
+		for _, l := range f.Lines {
+			trimmed = append(trimmed, strings.TrimSpace(l))
+		}
+		msg += " Its last lines: " + strings.TrimSuffix(trimMessage(strings.Join(trimmed, " | "), 400), ".") + "."
 	}
 	return msg, ranked(
 		"Run Python programs as `python -m mpi4py script.py` (mpirun python -m mpi4py ...): one rank's uncaught exception then aborts every rank, and the job fails with the error instead of hanging.",
-		"Delete the job (`kubectl mpijob delete NAME`) or suspend it (`kubectl patch trainjob NAME --type merge -p '{\"spec\":{\"suspend\":true}}'`): it holds its Workers while the other ranks wait.",
+		fmt.Sprintf("Delete the job (`kubectl mpijob delete NAME`) or suspend it (`kubectl patch trainjob %s --type merge -p '{\"spec\":{\"suspend\":true}}'`): it holds its Workers while the other ranks wait.", in.TrainJob.Name),
 		read), true
 }

@@ -75,6 +75,11 @@ func TestStuckRankIsNamed(t *testing.T) {
 		expect(t, mpijob(t, user, ns, "logs", name, "--rank", "one"), 2, `--rank "one": one: give a rank number`)
 	})
 
+	t.Run("the dashboard names it and filters by rank", func(t *testing.T) {
+		ts, _ := dashboardServer(t)
+		browserCheck(t, "ranks.mjs", ts.URL, "rank facet checks", "JOB="+name)
+	})
+
 	t.Run("a tenant cannot forge it", func(t *testing.T) {
 		out, err := c.Kubectl(t, user, ns, "", "annotate", "trainjob", name, api.RankFailureAnnotation+`={"rank":0,"error":"x"}`, "--overwrite")
 		if err == nil || !strings.Contains(out, "only mpijob-manager writes which rank of a job failed") {

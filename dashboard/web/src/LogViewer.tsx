@@ -14,6 +14,7 @@ import {
 } from '@patternfly/react-core';
 import { DownloadIcon } from '@patternfly/react-icons';
 import { cap, compileSearch, highlight } from './format';
+import { lineRank, parseSelection } from './ranks';
 import type { Pod } from './types';
 
 /** Lines kept in the browser; older ones are dropped (a 100 MB log must not freeze the tab). */
@@ -41,6 +42,7 @@ export function LogViewer({ namespace, name, pods, target, onTarget }: {
   const [query, setQuery] = useState('');
   const [only, setOnly] = useState(false);
   const [podFilter, setPodFilter] = useState('');
+  const [rankSpec, setRankSpec] = useState('');
   const [since, setSince] = useState('');
   const [follow, setFollow] = useState(true);
   const [done, setDone] = useState(false);
@@ -109,12 +111,24 @@ export function LogViewer({ namespace, name, pods, target, onTarget }: {
 
   const search = compileSearch(query);
   const podRe = compileSearch(podFilter);
+  // The rank facet: real ranks, read from the tags mpirun puts before each
+  // rank's line ([1,RANK]<stdout>:), not a pattern over the text.
+  const ranks = useMemo((): { set: Set<number> | null; error?: string } => {
+    if (rankSpec.trim() === '') return { set: null };
+    try {
+      return { set: parseSelection(rankSpec) };
+    } catch (e) {
+      return { set: null, error: (e as Error).message };
+    }
+  }, [rankSpec]);
+  const tagged = useMemo(() => lines.some((l) => lineRank(l) !== null), [lines]);
   const matching = useMemo(() => {
     let out = lines;
+    if (ranks.set) out = out.filter((l) => { const r = lineRank(l); return r !== null && ranks.set!.has(r); });
     if (podRe.re) out = out.filter((l) => { podRe.re!.lastIndex = 0; return podRe.re!.test(l); });
     if (only && search.re) out = out.filter((l) => { search.re!.lastIndex = 0; return search.re!.test(l); });
     return out;
-  }, [lines, only, query, podFilter]);
+  }, [lines, only, query, podFilter, ranks]);
   const drawn = matching.slice(-DRAWN);
   const matches = useMemo(() => {
     if (!search.re) return 0;
@@ -150,7 +164,13 @@ export function LogViewer({ namespace, name, pods, target, onTarget }: {
             <Switch id="only" label="Only matching lines" isChecked={only} onChange={(_e, v) => setOnly(v)} />
           </ToolbarItem>
           <ToolbarItem>
-            <TextInput aria-label="Filter by rank or pod" placeholder="Rank or pod, e.g. rank 3|worker-1" value={podFilter} onChange={(_e, v) => setPodFilter(v)} validated={podRe.error ? 'error' : 'default'} />
+            <label htmlFor="rank-filter" style={{ marginRight: 8 }}>Ranks</label>
+          </ToolbarItem>
+          <ToolbarItem>
+            <TextInput id="rank-filter" placeholder="e.g. 3, 0-3 or 0,2,5-7" value={rankSpec} onChange={(_e, v) => setRankSpec(v)} validated={ranks.error ? 'error' : 'default'} data-testid="rank-filter" />
+          </ToolbarItem>
+          <ToolbarItem>
+            <TextInput aria-label="Filter lines (regular expression)" placeholder="Filter, e.g. worker-1|loss" value={podFilter} onChange={(_e, v) => setPodFilter(v)} validated={podRe.error ? 'error' : 'default'} />
           </ToolbarItem>
           <ToolbarItem>
             <FormSelect aria-label="Time range" value={since} onChange={(_e, v) => setSince(v)}>
@@ -175,6 +195,11 @@ export function LogViewer({ namespace, name, pods, target, onTarget }: {
         </ToolbarContent>
       </Toolbar>
       {(search.error || podRe.error) && <Alert variant="warning" isInline title={`Search ${search.error ?? podRe.error}`} />}
+      {ranks.error && <Alert variant="warning" isInline title={`Ranks ${rankSpec.trim()}: ${ranks.error}`} data-testid="rank-error" />}
+      {ranks.set && !tagged && lines.length > 0 && (
+        <Alert variant="info" isInline data-testid="rank-untagged"
+          title="No line carries a rank: this job's runtime does not tag the ranks' output (the OpenMPI 4.1 runtimes do; with OpenMPI 5 add --output tag to mpirun)." />
+      )}
       {error && <Alert variant="info" isInline title={error} />}
       <pre className="mpi-log" ref={box} data-testid="log" tabIndex={0} role="region" aria-label="Log">
         {matching.length > DRAWN && `… ${matching.length - DRAWN} earlier lines not drawn; search or download to see them\n`}

@@ -417,9 +417,14 @@ class MPIJobClient:
 
     def get_logs(self, name: str, worker: int | str | None = None, follow: bool = False,
                  since: int | str | timedelta | None = None, until: datetime | None = None,
-                 tail: int | None = None, grep: str | None = None, redact: bool = True) -> str | Iterator[str]:
+                 tail: int | None = None, grep: str | None = None, redact: bool = True,
+                 rank: int | str | None = None) -> str | Iterator[str]:
         """Logs of the Launcher (``worker=None``), one Worker (an index) or all of them merged by
         time (``worker="all"``, each line prefixed ``[launcher]`` / ``[worker-N]``).
+
+        ``rank`` keeps only what those ranks printed: ``2``, ``"0-3"`` or ``"0,2,5-7"``. mpirun
+        forwards every rank's output to the Launcher, and the OpenMPI 4.1 runtimes tag each line
+        with its rank (``[1,RANK]<stdout>:TEXT``), so it goes with ``worker=None``.
 
         ``since`` is seconds, a timedelta or a duration such as ``"5m"`` or ``"1h30m"``; ``until``
         (a datetime) drops newer lines; ``grep`` is a regular
@@ -443,6 +448,17 @@ class MPIJobClient:
             raise InvalidJobError(f"until={until!r}: use a datetime, e.g. datetime.now(timezone.utc) - timedelta(minutes=5)", field="until")
         if not (worker is None or worker == "all" or (isinstance(worker, int) and worker >= 0)):
             raise InvalidJobError(f"worker {worker!r}: use None (the Launcher), a Worker index, or 'all'", field="worker")
+        ranks: set[int] | None = None
+        if rank is not None:
+            if isinstance(rank, bool) or not isinstance(rank, (int, str)):
+                raise InvalidJobError(f"rank={rank!r}: give a rank number, a range like '0-3', or a list like '0,2,5-7'", field="rank")
+            if worker is not None:
+                raise InvalidJobError(f"rank={rank!r}: the ranks' output is in the Launcher's log, so rank= goes with worker=None",
+                                      field="rank")
+            try:
+                ranks = _logs.parse_selection(str(rank))
+            except ValueError as e:
+                raise InvalidJobError(f"rank={rank!r}: {e}", field="rank") from None
         obj = self._get(name)
         launcher, workers = self._pods(name)
         if worker is None:
@@ -469,6 +485,10 @@ class MPIJobClient:
                 text = raw
             if until is not None and t is not None and t > until.astimezone(timezone.utc):
                 return None
+            if ranks is not None:
+                tagged = _logs.split_rank(text)
+                if tagged is None or tagged[0] not in ranks:
+                    return None
             if redact:
                 text = redactors[label].line(text)
             if rx is not None and not rx.search(text):

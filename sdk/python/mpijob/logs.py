@@ -56,3 +56,39 @@ def parse_ts(ts: str) -> datetime | None:
 
 def now() -> datetime:
     return datetime.now(timezone.utc)
+
+
+# The tag mpirun puts before each line of a rank's output (OpenMPI 4.1's orte_tag_output):
+# [JOBID,RANK]<stdout>:TEXT. Same rule as pkg/logs (pkg/logs/testdata/rank-vectors.json).
+_RANK_TAG = re.compile(r"^\[\d+,(\d+)\]<(stdout|stderr|stddiag)>:")
+MAX_SELECTION = 65536
+_SELECTION_HELP = "give a rank number, a range like 0-3, or a list like 0,2,5-7"
+
+
+def split_rank(text: str) -> tuple[int, str, str] | None:
+    """``(rank, stream, message)`` of a tagged line (time already cut), else None."""
+    m = _RANK_TAG.match(text)
+    if m is None:
+        return None
+    return int(m.group(1)), m.group(2), text[m.end():]
+
+
+def parse_selection(spec: str) -> set[int]:
+    """A rank selection: ``3``, ``0-3``, ``0,2,5-7``; ValueError says what is wrong."""
+    if not spec.strip():
+        raise ValueError(_SELECTION_HELP)
+    out: set[int] = set()
+    for part in spec.split(","):
+        part = part.strip()
+        lo, dash, hi = part.partition("-")
+        if not lo.isdigit() or (dash and not hi.isdigit()):
+            raise ValueError(f"{part}: {_SELECTION_HELP}")
+        a = int(lo)
+        b = int(hi) if dash else a
+        if b < a:
+            raise ValueError(f"{part}: a range goes from low to high, e.g. {b}-{a}")
+        if b - a + 1 + len(out) > MAX_SELECTION:
+            raise ValueError(f"{part}: at most {MAX_SELECTION} ranks in a selection")
+        out.update(range(a, b + 1))
+    return out
+

@@ -737,6 +737,47 @@ def test_get_logs_merges_redacts_and_greps_on_a_mocked_api():
         c.get_logs("a", worker=5)
 
 
+RANK_VECTORS = json.loads((REPO / "pkg/logs/testdata/rank-vectors.json").read_text())
+
+
+@pytest.mark.parametrize("v", RANK_VECTORS["lines"], ids=lambda v: v["name"])
+def test_rank_tags_as_go_reads_them(v):
+    from mpijob import logs as lg
+    got = lg.split_rank(v["text"])
+    assert got == (None if v["rank"] is None else (v["rank"], v["stream"], v["message"]))
+
+
+@pytest.mark.parametrize("v", RANK_VECTORS["selections"], ids=lambda v: v["spec"] or "empty")
+def test_rank_selections_as_go_reads_them(v):
+    from mpijob import logs as lg
+    if "error" in v:
+        with pytest.raises(ValueError) as e:
+            lg.parse_selection(v["spec"])
+        assert str(e.value) == v["error"]
+    else:
+        assert sorted(lg.parse_selection(v["spec"])) == v["ranks"]
+
+
+def test_get_logs_by_rank_on_a_mocked_api(offline_client):
+    pods = [_pod("a", "launcher", 0), _pod("a", "node", 0)]
+    logs = {"a-launcher-0-0-abcde": ("2026-11-22T10:00:00.100Z [1,0]<stdout>:rank 0 up\n"
+                                     "2026-11-22T10:00:00.200Z [1,1]<stdout>:[rank 1] up\n"
+                                     "2026-11-22T10:00:00.300Z mpirun: a line of its own\n"
+                                     "2026-11-22T10:00:00.400Z [1,2]<stderr>:RuntimeError: token=abc123\n")}
+    cluster = _Cluster(jobs=[_status_job("a", {"phase": "Running", "message": "m"})], pods=pods, logs=logs)
+    c = _offline_client(cluster, cluster)
+    assert c.get_logs("a", rank=1) == "[1,1]<stdout>:[rank 1] up\n"
+    assert c.get_logs("a", rank="1-2") == "[1,1]<stdout>:[rank 1] up\n[1,2]<stderr>:RuntimeError: token=[REDACTED]\n"
+    assert c.get_logs("a", rank="7") == ""
+    with pytest.raises(InvalidJobError) as e:
+        c.get_logs("a", rank="one")
+    assert e.value.field == "rank" and "give a rank number" in str(e.value)
+    with pytest.raises(InvalidJobError, match="goes with worker=None"):
+        c.get_logs("a", rank=1, worker="all")
+    with pytest.raises(InvalidJobError, match="rank=True"):
+        offline_client.get_logs("a", rank=True)
+
+
 def test_wait_for_job_on_a_mocked_api(monkeypatch):
     monkeypatch.setattr("time.sleep", lambda s: None)
     from mpijob import JobFailedError
