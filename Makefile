@@ -84,7 +84,7 @@ browser:
 .PHONY: docs
 docs: sdk-venv ## Regenerate docs/cli.md from the commands and docs/sdk.md from the SDK's docstrings.
 	$(GO) run ./cmd/kubectl-mpijob docs --output docs/cli.md
-	$(VENV)/bin/python sdk/python/tools/gendoc.py docs/sdk.md
+	PYTHONPATH=sdk/python $(VENV)/bin/python sdk/python/tools/gendoc.py docs/sdk.md
 
 REGISTRY ?=
 .PHONY: images
