@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/logs"
 )
 
 // logRule translates one kind of MPI error in the Launcher's log.
@@ -113,9 +114,11 @@ func explainFailure(in Input) (reason, message, next string) {
 			return r, m, n
 		}
 	}
+	// The rules read the program's and mpirun's words: rank tags out.
+	text := logs.StripRanks(in.LauncherLog)
 	for _, rules := range [][]logRule{programRules, logRules, rankFailedRules} {
 		for _, rule := range rules {
-			if m := rule.re.FindStringSubmatch(in.LauncherLog); m != nil {
+			if m := rule.re.FindStringSubmatch(text); m != nil {
 				return rule.explain(m, in)
 			}
 		}

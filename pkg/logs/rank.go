@@ -92,3 +92,19 @@ func (s Selection) Has(text string) bool {
 	t, ok := SplitRank(text)
 	return ok && s[t.Rank]
 }
+
+// StripRanks removes the rank tag from every tagged line of log, leaving
+// what each rank printed (and untagged lines) as they are: for rules that
+// read a program's own output, such as a traceback.
+func StripRanks(log string) string {
+	if !strings.Contains(log, "]<std") {
+		return log
+	}
+	lines := strings.Split(log, "\n")
+	for i, l := range lines {
+		if t, ok := SplitRank(l); ok {
+			lines[i] = t.Message
+		}
+	}
+	return strings.Join(lines, "\n")
+}

@@ -62,9 +62,13 @@ def test_real_mpi_job_end_to_end(kubeconfig_path):
         hosts = set(re.findall(r"rank \d of 4 on (\S+)", logs))
         assert len(hosts) == 2, logs  # ranks on both Workers, one per real node
         assert "allreduce over 4 ranks ok" in logs
-        # mpirun forwards the ranks' lines in any order: 4 rank lines and the allreduce line.
+        # mpirun forwards the ranks' lines in any order: 4 rank lines and the allreduce line,
+        # each tagged with the rank that printed it (the OpenMPI runtime's orte_tag_output).
         followed = list(client.get_logs(name, follow=True, tail=10))
-        assert len(followed) == 5 and "mpi-hello: allreduce over 4 ranks ok (sum 6)" in followed, followed
+        assert len(followed) == 5 and "[1,0]<stdout>:mpi-hello: allreduce over 4 ranks ok (sum 6)" in followed, followed
+        assert sorted(line.split("]")[0] for line in followed if "rank " in line and " of 4 on " in line) == \
+            ["[1,0", "[1,1", "[1,2", "[1,3"], followed
+        assert client.get_logs(name, rank=2).count("mpi-hello: rank 2 of 4 on ") == 1
         merged = client.get_logs(name, worker="all", grep="allreduce")
         assert merged.strip().endswith("allreduce over 4 ranks ok (sum 6)") and "rank 0" not in merged
         assert name in [j.name for j in client.list_jobs(phase="Succeeded")]
