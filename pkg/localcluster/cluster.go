@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -85,6 +86,7 @@ func (c *Cluster) Up(ctx context.Context) error {
 	if err := installPackages(ctx, p); err != nil {
 		return err
 	}
+	c.freeDiskForNodes(p)
 	if err := BuildToolchain(ctx, c.opts, p); err != nil {
 		return err
 	}
@@ -189,6 +191,36 @@ func (c *Cluster) Up(ctx context.Context) error {
 	// The other MPI flavours' images are built when a pod first asks for
 	// one (or by `make images`), not here.
 	return c.startImageBuilder()
+}
+
+// minFreeForNodes is the free disk below which Up starts the nodes with
+// empty image stores: a store keeps what containerd unpacked on earlier
+// runs, and under disk pressure the kubelet deletes images, the pause
+// image included, so pods stop starting.
+const minFreeForNodes = 20 << 30
+
+// freeDiskForNodes removes the nodes' image stores (kept between runs so
+// a warm start imports nothing) when the disk is short of minFreeForNodes;
+// the images are imported again from the image cache.
+func (c *Cluster) freeDiskForNodes(p *Progress) {
+	dir := filepath.Join(c.opts.CacheDir, "nodes")
+	if _, err := os.Stat(dir); err != nil {
+		return
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(c.opts.CacheDir, &st); err != nil {
+		return
+	}
+	free := st.Bavail * uint64(st.Bsize)
+	if free >= minFreeForNodes {
+		return
+	}
+	done := p.Step("freeing disk (%.1f GiB free, under %d GiB): the nodes' image stores go, their images are imported again", float64(free)/(1<<30), minFreeForNodes>>30)
+	_ = os.RemoveAll(dir)
+	if err := syscall.Statfs(c.opts.CacheDir, &st); err == nil {
+		p.Infof("%.1f GiB free now", float64(st.Bavail*uint64(st.Bsize))/(1<<30))
+	}
+	done()
 }
 
 func (c *Cluster) startNodes(ctx context.Context) error {
