@@ -2,6 +2,7 @@ package dashboard
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"sort"
@@ -23,6 +24,7 @@ import (
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/progress"
+	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
@@ -70,6 +72,13 @@ func JobOf(tj *trainer.TrainJob) Job {
 		Suspended: ptr.Deref(tj.Spec.Suspend, false),
 		Deleting:  tj.DeletionTimestamp != nil,
 	}
+	// Kueue keeps every job it manages suspended until it admits it: such
+	// a job is suspended by its user only when the diagnosis says so (its
+	// Workload is inactive).
+	kueue := tj.Labels[queue.NameLabel] != ""
+	if kueue {
+		j.Suspended = false
+	}
 	if p, ok := progress.Read(tj.Annotations); ok {
 		j.Progress = &p
 	}
@@ -88,6 +97,9 @@ func JobOf(tj *trainer.TrainJob) Job {
 		return j
 	}
 	j.Phase, j.Reason, j.Message, j.NextStep, j.NextSteps = st.Phase, st.Reason, st.Message, st.NextStep, st.NextSteps
+	if kueue {
+		j.Suspended = st.Phase == api.PhaseSuspended
+	}
 	j.QueuePosition, j.Launcher = st.QueuePosition, st.Launcher
 	j.WorkersReady, j.WorkersTotal = st.WorkersReady, st.WorkersTotal
 	if st.SlotsPerWorker > 0 {
@@ -492,7 +504,28 @@ func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request, c *userClient
 
 func (s *Server) suspendJob(suspend bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, c *userClients) {
-		tj := &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: r.PathValue("ns"), Name: r.PathValue("name")}}
+		tj := &trainer.TrainJob{}
+		if err := c.Get(r.Context(), client.ObjectKey{Namespace: r.PathValue("ns"), Name: r.PathValue("name")}, tj); err != nil {
+			s.apiError(w, err)
+			return
+		}
+		if tj.Labels[queue.NameLabel] != "" {
+			// Kueue turns spec.suspend back on a job it manages (and the
+			// program then starts over): suspend and resume go through its
+			// Workload's spec.active, as the user.
+			if _, err := queue.SetActive(r.Context(), c, tj.Namespace, tj.UID, !suspend); err != nil {
+				if errors.Is(err, queue.ErrNoWorkload) {
+					writeError(w, http.StatusConflict, err.Error())
+					return
+				}
+				s.apiError(w, err)
+				return
+			}
+			j := JobOf(tj)
+			j.Suspended = suspend
+			writeJSON(w, http.StatusOK, j)
+			return
+		}
 		patch := fmt.Sprintf(`{"spec":{"suspend":%t}}`, suspend)
 		if err := c.Patch(r.Context(), tj, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
 			s.apiError(w, err)

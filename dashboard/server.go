@@ -10,6 +10,7 @@ package dashboard
 
 import (
 	"context"
+	"crypto/sha256"
 	"embed"
 	"encoding/json"
 	"errors"
@@ -35,7 +36,8 @@ import (
 //go:embed all:web/dist
 var webFS embed.FS
 
-// SessionCookie holds the token of a user who logged in on the login page.
+// SessionCookie holds the opaque id of the session of a user who logged in
+// on the login page (the token itself stays in the dashboard).
 const SessionCookie = "mpijob_session"
 
 var scheme = api.NewScheme()
@@ -67,8 +69,14 @@ type Server struct {
 	// tests are the Test runtime runs.
 	tests runtimeTests
 
+	sessions sessions
+
 	mu      sync.Mutex
 	clients map[string]*userClients
+	// refused remembers tokens the API server refused, so a flood of
+	// bogus tokens costs one review each per refusedFor, not one per
+	// request.
+	refused map[[32]byte]time.Time
 	caches  map[cacheKey]*jobCache
 	janitor sync.Once
 }
@@ -125,16 +133,7 @@ func (s *Server) Handler() http.Handler {
 		writeError(w, http.StatusNotFound, "no such API: "+r.Method+" "+r.URL.Path)
 	})
 	mux.Handle("/", s.static())
-	return securityHeaders(mux)
-}
-
-func securityHeaders(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		w.Header().Set("X-Frame-Options", "DENY")
-		w.Header().Set("Referrer-Policy", "no-referrer")
-		h.ServeHTTP(w, r)
-	})
+	return guard(mux)
 }
 
 // static serves the embedded front end; unknown paths get index.html (the
@@ -169,18 +168,20 @@ func (s *Server) static() http.Handler {
 }
 
 // tokenOf finds the user's token: a Bearer header, an OAuth proxy's
-// forwarded token, or the session cookie.
-func tokenOf(r *http.Request) string {
+// forwarded token, or the token of the session the cookie names. expired
+// is true for a cookie whose session is unknown or over.
+func (s *Server) tokenOf(r *http.Request) (token string, expired bool) {
 	if h := r.Header.Get("Authorization"); strings.HasPrefix(h, "Bearer ") {
-		return strings.TrimSpace(strings.TrimPrefix(h, "Bearer "))
+		return strings.TrimSpace(strings.TrimPrefix(h, "Bearer ")), false
 	}
 	if t := r.Header.Get("X-Forwarded-Access-Token"); t != "" {
-		return t
+		return t, false
 	}
-	if c, err := r.Cookie(SessionCookie); err == nil {
-		return c.Value
+	if c, err := r.Cookie(SessionCookie); err == nil && c.Value != "" {
+		t, ok := s.sessions.token(c.Value, time.Now())
+		return t, !ok
 	}
-	return ""
+	return "", false
 }
 
 type handlerFunc func(w http.ResponseWriter, r *http.Request, c *userClients)
@@ -189,7 +190,11 @@ type handlerFunc func(w http.ResponseWriter, r *http.Request, c *userClients)
 // missing, invalid or expired.
 func (s *Server) authed(h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		token := tokenOf(r)
+		token, expired := s.tokenOf(r)
+		if expired {
+			writeError(w, http.StatusUnauthorized, "your session has expired or the token is not valid: log in again")
+			return
+		}
 		if token == "" {
 			writeError(w, http.StatusUnauthorized, "not logged in: log in, or send Authorization: Bearer <token>")
 			return
@@ -215,9 +220,14 @@ func (s *Server) clientsFor(ctx context.Context, token string) (*userClients, er
 		s.clients = map[string]*userClients{}
 	}
 	c, ok := s.clients[token]
+	sum := sha256.Sum256([]byte(token))
+	refusedAt, refused := s.refused[sum]
 	s.mu.Unlock()
 	if ok && time.Since(c.checked) < time.Minute {
 		return c, nil
+	}
+	if refused && time.Since(refusedAt) < refusedFor {
+		return nil, errRefusedToken
 	}
 	cfg := rest.AnonymousClientConfig(s.Base)
 	cfg.BearerToken = token
@@ -234,6 +244,12 @@ func (s *Server) clientsFor(ctx context.Context, token string) (*userClients, er
 	if err != nil {
 		s.mu.Lock()
 		delete(s.clients, token)
+		if apierrors.IsUnauthorized(err) {
+			if s.refused == nil || len(s.refused) >= refusedMax {
+				s.refused = map[[32]byte]time.Time{}
+			}
+			s.refused[sum] = time.Now()
+		}
 		s.mu.Unlock()
 		return nil, err
 	}
@@ -246,6 +262,15 @@ func (s *Server) clientsFor(ctx context.Context, token string) (*userClients, er
 	s.mu.Unlock()
 	return c, nil
 }
+
+// A refused token is answered from memory for refusedFor; at most
+// refusedMax are remembered (the map starts again when full).
+const (
+	refusedFor = 10 * time.Second
+	refusedMax = 4096
+)
+
+var errRefusedToken = apierrors.NewUnauthorized("the token was refused moments ago")
 
 func (s *Server) loginUsers(w http.ResponseWriter, _ *http.Request) {
 	out := []LoginUser{}
@@ -285,11 +310,21 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.apiError(w, err)
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: token, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
+	id, err := s.sessions.start(token, time.Now())
+	if err != nil {
+		writeError(w, http.StatusInternalServerError, "cannot start a session: "+err.Error())
+		return
+	}
+	// The cookie holds an opaque session id; the token stays here.
+	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: id, Path: "/", MaxAge: int(SessionLifetime.Seconds()),
+		HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: secureRequest(r)})
 	writeJSON(w, http.StatusOK, map[string]any{"user": c.user})
 }
 
-func (s *Server) logout(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) logout(w http.ResponseWriter, r *http.Request) {
+	if c, err := r.Cookie(SessionCookie); err == nil {
+		s.sessions.end(c.Value)
+	}
 	http.SetCookie(w, &http.Cookie{Name: SessionCookie, Value: "", Path: "/", MaxAge: -1, HttpOnly: true, SameSite: http.SameSiteStrictMode})
 	writeJSON(w, http.StatusOK, map[string]any{})
 }

@@ -55,6 +55,12 @@ func run(listen, kubeconfig, nsContext string, offerUsers bool, log *slog.Logger
 	if scrape < time.Second {
 		return fmt.Errorf("--prometheus-scrape-interval %s is too short: give the scrape interval of that Prometheus, for example 15s", scrape)
 	}
+	if offerUsers {
+		if err := dashboard.CheckLocalLogin(listen); err != nil {
+			return err
+		}
+		log.Warn("the login page offers the kubeconfig's users with no credential: for this machine only (it serves on a loopback address); in a cluster use an OAuth proxy", "listen", listen)
+	}
 	srv := &dashboard.Server{Log: log, PrometheusURL: promURL, ScrapeInterval: scrape}
 	if kubeconfig == "" {
 		if base, err = rest.InClusterConfig(); err != nil {

@@ -171,6 +171,7 @@ func main() {
 		}))
 		hooks.Register(mpiadmission.ValidateClusterRuntimePath, admission.WithValidator(scheme, mpiadmission.ClusterRuntimeValidator{}))
 		hooks.Register(mpiadmission.ValidateRuntimePath, admission.WithValidator(scheme, mpiadmission.RuntimeValidator{Client: mgr.GetAPIReader()}))
+		hooks.Register(mpiadmission.ValidateWorkloadPath, &admission.Webhook{Handler: mpiadmission.WorkloadActiveOnly{}})
 	}()
 	log.Info("admission", "manager", self.Status.UserInfo.Username, "maxWorkers", maxWorkers)
 	// Free capacity counts every bound pod of the cluster: a cache of its

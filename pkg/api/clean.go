@@ -1,6 +1,8 @@
 package api
 
 import (
+	"bytes"
+	"io"
 	"regexp"
 	"strings"
 )
@@ -44,4 +46,22 @@ func (s Status) Clean() Status {
 		s.NextSteps = steps
 	}
 	return s
+}
+
+// CleanWriter writes through to w with CleanText applied to each write:
+// what a verb prints (a tenant's Event, an env value, a status) cannot act
+// on the terminal. A sequence split across two writes loses its ESC,
+// which is all it needs to stay inert.
+func CleanWriter(w io.Writer) io.Writer { return cleanWriter{w} }
+
+type cleanWriter struct{ w io.Writer }
+
+func (c cleanWriter) Write(p []byte) (int, error) {
+	if !bytes.ContainsFunc(p, isSuspect) {
+		return c.w.Write(p)
+	}
+	if _, err := io.WriteString(c.w, CleanText(string(p))); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

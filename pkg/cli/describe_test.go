@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/mpijob/mpijob/pkg/api"
@@ -44,5 +45,34 @@ func TestDescribeRedactsTheCommand(t *testing.T) {
 	// Limits as well as requests (the runtime's Worker: 100m/128Mi, 1/1Gi).
 	if !strings.Contains(out.String(), "1 × requests cpu=100m,memory=128Mi; limits cpu=1,memory=1Gi") {
 		t.Errorf("describe lacks the Workers' requests and limits:\n%s", out.String())
+	}
+}
+
+// Nothing a tenant put in the cluster acts on the terminal: an Event's
+// escape codes and an env value's, printed by events and describe.
+func TestVerbsPrintNoTerminalEscapes(t *testing.T) {
+	tj := testJob("team-a", "esc", "mpi-mpich", 1, &api.Status{Phase: api.PhaseRunning}, time.Minute)
+	tj.Spec.Trainer.Env = []corev1.EnvVar{{Name: "GREETING", Value: "hi\x1b]0;pwned\x07\x1b[2J\x1b[31mred\rhidden"}}
+	forged := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "forged", Namespace: "team-a"}, Type: corev1.EventTypeWarning,
+		Reason: "Diagnosed\x1b[8m", Message: "all fine\x1b[1A\x1b[2Kreally\u202etxt.exe",
+		InvolvedObject: corev1.ObjectReference{Kind: "TrainJob", Name: "esc", Namespace: "team-a"}, LastTimestamp: metav1.NewTime(now)}
+	for _, args := range [][]string{{"describe", "esc"}, {"events", "esc"}} {
+		t.Run(args[0], func(t *testing.T) {
+			o, out, errOut := fakeOptions(t, interceptor.Funcs{}, &tj, shippedRuntime(t, "mpi-mpich"), forged)
+			root := newRoot(o)
+			root.SetArgs(args)
+			if err := root.ExecuteContext(context.Background()); err != nil {
+				t.Fatalf("%v: %v\n%s", args, err, errOut)
+			}
+			if i := strings.IndexFunc(out.String(), func(r rune) bool {
+				return r == 0x1b || r == '\r' || r == 0x07 || r == 0x202e
+			}); i >= 0 {
+				t.Errorf("%v prints a control character at %d: %q", args, i, out.String())
+			}
+			want := map[string]string{"describe": "GREETING=hiredhidden", "events": "all finereallytxt.exe"}[args[0]]
+			if !strings.Contains(out.String(), want) {
+				t.Errorf("%v lacks the cleaned text:\n%s", args, out.String())
+			}
+		})
 	}
 }

@@ -333,7 +333,7 @@ func (f *lineFilter) print(w io.Writer, l logs.Line) {
 			return
 		}
 	}
-	text := r.Line(l.Text)
+	text := r.Line(logs.Shown(l.Text))
 	if f.grep != nil && !f.grep.MatchString(text) {
 		return
 	}

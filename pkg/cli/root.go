@@ -64,7 +64,7 @@ func MainContext(ctx context.Context, args []string, streams genericiooptions.IO
 		return ExitOK
 	}
 	code, msg := explain(err, root)
-	fmt.Fprintln(streams.ErrOut, "error: "+msg)
+	fmt.Fprintln(api.CleanWriter(streams.ErrOut), "error: "+msg)
 	return code
 }
 
@@ -80,7 +80,16 @@ type Options struct {
 
 // NewRootCommand builds the command tree.
 func NewRootCommand(streams genericiooptions.IOStreams) *cobra.Command {
-	o := &Options{IOStreams: streams, Config: genericclioptions.NewConfigFlags(true)}
+	return newRoot(&Options{IOStreams: streams, Config: genericclioptions.NewConfigFlags(true)})
+}
+
+// newRoot builds the command tree over o (the tests' seam: o may hold fake
+// clients).
+func newRoot(o *Options) *cobra.Command {
+	// Everything printed passes through CleanText: Events, env values,
+	// statuses and logs come from the cluster, where a tenant may have put
+	// escape sequences that recolour the terminal or hide a line.
+	o.Out, o.ErrOut = api.CleanWriter(o.Out), api.CleanWriter(o.ErrOut)
 	root := &cobra.Command{
 		Use: "kubectl-mpijob",
 		// kubectl runs the plugin: help and usage say "kubectl mpijob".

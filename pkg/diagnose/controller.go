@@ -243,7 +243,7 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 		log.V(1).Info("cannot read the job's queue", "err", err)
 	} else if q != nil {
 		in.Queue = &Queue{Name: q.Queue, Admitted: q.Admitted, Position: q.Position, Pending: q.Pending, Message: strings.TrimSuffix(q.Message, "."),
-			EvictedPodsReadyTimeout: q.EvictedPodsReadyTimeout}
+			EvictedPodsReadyTimeout: q.EvictedPodsReadyTimeout, Workload: q.Workload, Inactive: q.Inactive}
 	}
 	if p, errs := runtimes.ParsePolicy(runtimeAnnotations); len(errs) == 0 {
 		in.GangTimeout, in.ProgressTimeout = p.GangTimeout, p.ProgressTimeout

@@ -15,6 +15,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/logs"
 	"github.com/mpijob/mpijob/pkg/queue"
 )
 
@@ -69,6 +70,10 @@ type Queue struct {
 	// EvictedPodsReadyTimeout: Kueue stopped the job's pods after its
 	// waitForPodsReady timeout and queued it again.
 	EvictedPodsReadyTimeout bool
+	// Workload names the job's Kueue Workload; Inactive says its
+	// spec.active is false: the job was suspended through Kueue.
+	Workload string
+	Inactive bool
 }
 
 // Input is everything the diagnosis looks at.
@@ -141,7 +146,13 @@ func Diagnose(in Input) api.Status {
 		s.CompletionTime = condTime(tj, trainer.TrainJobFailed)
 		s.Reason, s.Message, s.NextStep = explainFailure(in)
 	case tj.Spec.Suspend != nil && *tj.Spec.Suspend:
-		if in.Queue != nil && !in.Queue.Admitted && missingQueue.MatchString(in.Queue.Message) {
+		if in.Queue != nil && in.Queue.Inactive {
+			// Suspended the way Kueue honours: its Workload is inactive,
+			// so Kueue neither queues it nor resumes it.
+			s.Phase, s.Reason = api.PhaseSuspended, ReasonSuspended
+			s.Message = fmt.Sprintf("The job is suspended: its Kueue Workload %s is inactive, so no pods run and it does not queue (suspended by a user, or by Kueue after too many requeues).", in.Queue.Workload)
+			s.NextStep = fmt.Sprintf("Resume it with Resume in the dashboard, or `kubectl -n %s patch workload %s --type=merge -p '{\"spec\":{\"active\":true}}'`: it queues again and starts when %s admits it.", tj.Namespace, in.Queue.Workload, in.Queue.Name)
+		} else if in.Queue != nil && !in.Queue.Admitted && missingQueue.MatchString(in.Queue.Message) {
 			lq := in.Queue.Name[strings.LastIndex(in.Queue.Name, "/")+1:]
 			s.Phase, s.Reason = api.PhaseQueued, ReasonCannotStart
 			s.Message = fmt.Sprintf("The job can never start: its LocalQueue %s does not exist in namespace %s.", lq, tj.Namespace)
@@ -207,6 +218,23 @@ func Diagnose(in Input) api.Status {
 		s.NextStep, s.NextSteps = steps[0], steps
 	}
 	s.LastTransitionTime = transitionTime(in, s.Phase)
+	return redactStatus(s)
+}
+
+// redactStatus hides the secrets a program printed: the diagnosis quotes
+// the Launcher's log, a container's termination message and Events, and
+// whatever it writes reaches the status annotation, the Warning Event,
+// describe, the SDK and the dashboard. The rules are the logs' own.
+func redactStatus(s api.Status) api.Status {
+	s.Message, _ = logs.String(s.Message)
+	s.NextStep, _ = logs.String(s.NextStep)
+	if len(s.NextSteps) > 0 {
+		steps := make([]string, len(s.NextSteps))
+		for i, st := range s.NextSteps {
+			steps[i], _ = logs.String(st)
+		}
+		s.NextSteps = steps
+	}
 	return s
 }
 

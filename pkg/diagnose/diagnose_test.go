@@ -366,6 +366,12 @@ func TestDiagnose(t *testing.T) {
 			in:   Input{TrainJob: job(2).suspend().obj()},
 			want: api.Status{Phase: api.PhaseSuspended, Reason: ReasonSuspended, Launcher: api.LauncherNotCreated, WorkersTotal: 2, Message: "The job is suspended: no pods run."},
 		},
+		"suspended through Kueue: its Workload is inactive": {
+			next: []string{"Resume it with Resume in the dashboard, or `kubectl -n ns patch workload trainjob-hello-1a2b3 --type=merge -p '{\"spec\":{\"active\":true}}'`: it queues again and starts when team-a/default admits it."},
+			in:   Input{TrainJob: job(2).suspend().obj(), Queue: &Queue{Name: "team-a/default", Workload: "trainjob-hello-1a2b3", Inactive: true, Message: "The workload is deactivated"}},
+			want: api.Status{Phase: api.PhaseSuspended, Reason: ReasonSuspended, Launcher: api.LauncherNotCreated, WorkersTotal: 2,
+				Message: "The job is suspended: its Kueue Workload trainjob-hello-1a2b3 is inactive, so no pods run and it does not queue (suspended by a user, or by Kueue after too many requeues)."},
+		},
 		"admitted by the queue, not yet resumed": {
 			next: []string{"Nothing to do: the Launcher and Workers are being created."},
 			in:   Input{TrainJob: job(2).suspend().obj(), Queue: &Queue{Name: "team-a/default", Admitted: true}},
@@ -593,8 +599,10 @@ func TestLauncherLogVectors(t *testing.T) {
 		Workers, Slots int32
 		Reason         string
 		Contains       []string
-		FirstStep      string `json:"first_step"`
-		Steps          int
+		// Absent are secrets the log holds that no text may repeat.
+		Absent    []string
+		FirstStep string `json:"first_step"`
+		Steps     int
 	}
 	if err := json.Unmarshal(b, &vectors); err != nil {
 		t.Fatal(err)
@@ -618,6 +626,12 @@ func TestLauncherLogVectors(t *testing.T) {
 			for _, c := range v.Contains {
 				if !strings.Contains(got.Message, c) {
 					t.Errorf("message %q lacks %q", got.Message, c)
+				}
+			}
+			all, _ := json.Marshal(got)
+			for _, secret := range v.Absent {
+				if strings.Contains(string(all), secret) {
+					t.Errorf("the status repeats the secret %q: %s", secret, all)
 				}
 			}
 			if len(got.NextSteps) != v.Steps || got.NextStep != got.NextSteps[0] {

@@ -67,7 +67,7 @@ var programRules = []logRule{
 				where = fmt.Sprintf(" at %s:%s", last[1], last[2])
 			}
 			return ReasonProgramError,
-				fmt.Sprintf("The program raised %s%s on %s.", strings.TrimSpace(m[2]), where, rankOf(in)),
+				fmt.Sprintf("The program raised %s%s on %s.", strings.TrimSpace(m[2]), where, tracebackRankOf(in)),
 				ranked(
 					"Fix the error in the program"+where+"; the whole traceback is in `kubectl mpijob logs NAME --all`.",
 					"Reproduce it on one Worker first: kubectl mpijob clone NAME NEW --workers 1.")
@@ -279,6 +279,18 @@ func shape(in Input) (workers, slots int) {
 		slots = int(ptr.Deref(tr.NumProcPerNode, 1))
 	}
 	return max(workers, 1), max(slots, 1)
+}
+
+// tracebackRankOf names the rank that printed the first traceback, read
+// from its rank tag, else the rank mpirun reported (rankOf).
+func tracebackRankOf(in Input) string {
+	for _, line := range strings.Split(in.LauncherLog, "\n") {
+		if t, ok := logs.SplitRank(line); ok && strings.HasPrefix(strings.TrimSpace(t.Message), "Traceback (most recent call last):") {
+			r := strconv.Itoa(t.Rank)
+			return fmt.Sprintf("rank %s (%s)", r, rankWorker(in, r))
+		}
+	}
+	return rankOf(in)
 }
 
 // rankOf names the failed rank when mpirun reported it.

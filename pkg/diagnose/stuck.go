@@ -98,6 +98,15 @@ func FindRankFailure(log string) *api.RankFailure {
 			first = f
 		}
 	}
+	if first != nil {
+		// The failure is written to the TrainJob and quoted by every
+		// interface: a secret the program printed is hidden first.
+		r := &logs.Redactor{}
+		first.Error = (&logs.Redactor{}).Line(first.Error)
+		for i, l := range first.Lines {
+			first.Lines[i] = r.Line(l)
+		}
+	}
 	return first
 }
 

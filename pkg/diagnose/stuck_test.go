@@ -50,6 +50,16 @@ func TestFindRankFailure(t *testing.T) {
 			want: &api.RankFailure{Rank: ptr.To(3), Error: "RuntimeError: bad batch", At: at("2026-11-23T10:00:02Z"),
 				Lines: []string{"Traceback (most recent call last):", `  File "train.py", line 11, in step`, "RuntimeError: bad batch"}},
 		},
+		"a secret in the error is hidden before it is written anywhere": {
+			log: `2026-11-23T10:00:01Z [1,1]<stderr>:Traceback (most recent call last):
+2026-11-23T10:00:01Z [1,1]<stderr>:  File "train.py", line 9, in connect
+2026-11-23T10:00:01Z [1,1]<stderr>:    db = connect("postgres://trainer:s3cretPassw0rd@db:5432/runs", token="hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789")
+2026-11-23T10:00:01Z [1,1]<stderr>:OperationalError: cannot reach postgres://trainer:s3cretPassw0rd@db:5432/runs`,
+			want: &api.RankFailure{Rank: ptr.To(1), Error: "OperationalError: cannot reach postgres://trainer:[REDACTED]@db:5432/runs", At: at("2026-11-23T10:00:01Z"),
+				Lines: []string{"Traceback (most recent call last):", `  File "train.py", line 9, in connect`,
+					`    db = connect("postgres://trainer:[REDACTED]@db:5432/runs", token="[REDACTED]")`,
+					"OperationalError: cannot reach postgres://trainer:[REDACTED]@db:5432/runs"}},
+		},
 		"a rank that printed on after its traceback handled it": {
 			log: `2026-11-23T10:00:01Z [1,2]<stderr>:Traceback (most recent call last):
 2026-11-23T10:00:01Z [1,2]<stderr>:  File "train.py", line 9, in load

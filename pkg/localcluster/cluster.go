@@ -197,7 +197,7 @@ func (c *Cluster) Up(ctx context.Context) error {
 // empty image stores: a store keeps what containerd unpacked on earlier
 // runs, and under disk pressure the kubelet deletes images, the pause
 // image included, so pods stop starting.
-const minFreeForNodes = 20 << 30
+const minFreeForNodes = 12 << 30
 
 // freeDiskForNodes removes the nodes' image stores (kept between runs so
 // a warm start imports nothing) when the disk is short of minFreeForNodes;

@@ -130,6 +130,9 @@ evictionHard:
   nodefs.available: "1%%"
   imagefs.available: "1%%"
   nodefs.inodesFree: "1%%"
+# Disk pressure on a developer's machine passes as soon as space is freed
+# (the default holds the taint for 5 minutes).
+evictionPressureTransitionPeriod: 30s
 maxPods: 110
 nodeStatusUpdateFrequency: 10s
 # Pods are synced every 10 s (default 1 m), so a Secret's new content (the

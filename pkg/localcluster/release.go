@@ -15,6 +15,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
@@ -252,9 +253,51 @@ func WaitRollout(ctx context.Context, cl client.Client, ns, name string, timeout
 			s.AvailableReplicas == want && s.Replicas == want, nil
 	})
 	if err != nil {
-		return fmt.Errorf("the Deployment %s/%s did not roll out in %s: %s", ns, name, timeout, last)
+		why := ""
+		d := &appsv1.Deployment{}
+		if cl.Get(context.WithoutCancel(ctx), client.ObjectKey{Namespace: ns, Name: name}, d) == nil && d.Spec.Selector != nil {
+			pods := &corev1.PodList{}
+			if cl.List(context.WithoutCancel(ctx), pods, client.InNamespace(ns), client.MatchingLabels(d.Spec.Selector.MatchLabels)) == nil {
+				why = notReadyWhy(pods.Items)
+			}
+		}
+		return fmt.Errorf("the Deployment %s/%s did not roll out in %s: %s%s", ns, name, timeout, last, why)
 	}
 	return nil
+}
+
+// notReadyWhy says, for the first pod that is not Ready, what holds it:
+// the scheduler's message (a node's disk pressure, say) or its
+// container's waiting or terminated reason.
+func notReadyWhy(pods []corev1.Pod) string {
+	for _, p := range pods {
+		ready := false
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+				ready = true
+			}
+		}
+		if ready {
+			continue
+		}
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+				return fmt.Sprintf("; pod %s is not scheduled: %s", p.Name, c.Message)
+			}
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			switch {
+			case cs.State.Waiting != nil:
+				return fmt.Sprintf("; pod %s container %s is waiting: %s %s", p.Name, cs.Name, cs.State.Waiting.Reason, cs.State.Waiting.Message)
+			case cs.State.Terminated != nil:
+				return fmt.Sprintf("; pod %s container %s ended: %s (exit %d), see kubectl -n %s logs %s", p.Name, cs.Name, cs.State.Terminated.Reason, cs.State.Terminated.ExitCode, p.Namespace, p.Name)
+			case cs.RestartCount > 0:
+				return fmt.Sprintf("; pod %s container %s restarted %d times, see kubectl -n %s logs %s --previous", p.Name, cs.Name, cs.RestartCount, p.Namespace, p.Name)
+			}
+		}
+		return fmt.Sprintf("; pod %s is %s and not Ready", p.Name, p.Status.Phase)
+	}
+	return ""
 }
 
 // runningCacheDir is opts with the cache folder the running cluster was
@@ -272,7 +315,8 @@ func runningCacheDir(opts Options) Options {
 // checkout, imports them into the nodes and applies config/default again
 // with them, so both Deployments roll to the new code (one replica at a
 // time: the webhooks stay served) without restarting the cluster or
-// touching its jobs. Unchanged code keeps its image and nothing rolls.
+// touching its jobs. Unchanged code keeps its image and nothing rolls. The
+// host dashboard at DashboardURL is rebuilt and restarted.
 func Reload(ctx context.Context, opts Options, out io.Writer) error {
 	if ok, msg := Status(ctx, opts); !ok {
 		return fmt.Errorf("%s", msg)
@@ -297,6 +341,14 @@ func Reload(ctx context.Context, opts Options, out io.Writer) error {
 	}
 	// A reinstall (after `kubectl delete -k config/default`) makes a new CA.
 	if _, err := c.writeManagerCA(ctx); err != nil {
+		return err
+	}
+	done()
+	// The dashboard people open (DashboardURL) is a host process: it is
+	// rebuilt and restarted too, or it would keep serving the old code.
+	done = c.progress.Step("restarting the dashboard at %s with this checkout", DashboardURL)
+	stopPidFiles(opts.runDir(), 5*time.Second, func(name string) bool { return name == "mpijob-dashboard" })
+	if err := c.startDashboard(ctx); err != nil {
 		return err
 	}
 	done()

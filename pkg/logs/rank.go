@@ -108,3 +108,20 @@ func StripRanks(log string) string {
 	}
 	return strings.Join(lines, "\n")
 }
+
+// Shown is what a terminal shows of a line with carriage returns in it (a
+// progress bar redrawn in place): its last non-empty part. The CLI prints
+// that, since it drops the carriage returns a tenant could use to hide
+// text behind other text.
+func Shown(line string) string {
+	if !strings.Contains(line, "\r") {
+		return line
+	}
+	parts := strings.Split(line, "\r")
+	for i := len(parts) - 1; i >= 0; i-- {
+		if parts[i] != "" {
+			return parts[i]
+		}
+	}
+	return ""
+}

@@ -73,3 +73,17 @@ func TestParseSelection(t *testing.T) {
 		})
 	}
 }
+
+func TestShown(t *testing.T) {
+	for in, want := range map[string]string{
+		"epoch 1 loss 0.5":                      "epoch 1 loss 0.5",
+		" 10%|#    |\r 50%|##   |\r100%|#####|": "100%|#####|",
+		"a line that ends with CRLF\r":          "a line that ends with CRLF",
+		"rm -rf /important\rls -l            ":  "ls -l            ",
+		"\r":                                    "",
+	} {
+		if got := Shown(in); got != want {
+			t.Errorf("Shown(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -31,12 +31,13 @@ type rule struct {
 	require []string
 }
 
-var rules = mustRules(RulesJSON)
+var rules, pemMaxLines = mustRules(RulesJSON)
 
-func mustRules(b []byte) []rule {
+func mustRules(b []byte) ([]rule, int) {
 	var doc struct {
-		Mask  string `json:"mask"`
-		Rules []struct {
+		Mask        string `json:"mask"`
+		PEMMaxLines int    `json:"pemMaxLines"`
+		Rules       []struct {
 			Name, Pattern string
 			Hints         []string
 			Require       []string
@@ -56,7 +57,10 @@ func mustRules(b []byte) []rule {
 		}
 		out = append(out, rule{hints: r.Hints, re: re, require: r.Require})
 	}
-	return out
+	if doc.PEMMaxLines <= 0 {
+		panic("redact-rules.json: pemMaxLines must be positive")
+	}
+	return out, doc.PEMMaxLines
 }
 
 // hasClasses reports whether s has a character of each class named.
@@ -92,7 +96,8 @@ func hinted(lower string, hints []string) bool {
 // Redactor hides secrets line by line; it remembers whether it is inside a
 // PEM block, so feed it a stream's lines in order.
 type Redactor struct {
-	inPEM bool
+	inPEM    bool
+	pemLines int
 	// Count is how many secrets were hidden so far.
 	Count int
 }
@@ -102,13 +107,20 @@ func (r *Redactor) Line(line string) string {
 	if r.inPEM {
 		if strings.Contains(line, "-----END ") {
 			r.inPEM = false
+			return Mask
 		}
-		return Mask
+		// A block with no END (a truncated key) hides only what still
+		// looks like its body, and at most pemMaxLines lines.
+		r.pemLines++
+		if r.pemLines <= pemMaxLines && pemBody(line) {
+			return Mask
+		}
+		r.inPEM = false
 	}
 	if i := strings.Index(line, "-----BEGIN "); i >= 0 && strings.Contains(line[i:], "PRIVATE KEY") || i >= 0 && strings.Contains(line[i:], "CERTIFICATE") {
 		r.Count++
 		if !strings.Contains(line[i+11:], "-----END ") {
-			r.inPEM = true
+			r.inPEM, r.pemLines = true, 0
 		}
 		return line[:i] + Mask
 	}
@@ -128,6 +140,14 @@ func (r *Redactor) Line(line string) string {
 		})
 	}
 	return line
+}
+
+// pemBody reports whether line may be part of a PEM block's body: base64
+// (no spaces, whatever prefix a rank tag adds) or an encrypted key's
+// Proc-Type and DEK-Info headers.
+func pemBody(line string) bool {
+	t := strings.TrimSpace(line)
+	return !strings.ContainsAny(t, " \t") || strings.Contains(t, "Proc-Type:") || strings.Contains(t, "DEK-Info:")
 }
 
 // String masks the secrets of a whole text.

@@ -9,6 +9,8 @@ package queue
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sort"
 	"time"
 
@@ -54,10 +56,13 @@ type Workload struct {
 	// EvictedPodsReadyTimeout: Kueue evicted it because its pods were not
 	// all Ready within waitForPodsReady's timeout; it queues again.
 	EvictedPodsReadyTimeout bool
+	// Inactive: spec.active is false; the job is suspended (by its user, or
+	// by Kueue when it gave up on it) and does not queue.
+	Inactive bool
 }
 
 // Pending reports whether the Workload waits for quota.
-func (w Workload) Pending() bool { return !w.Admitted && !w.Finished }
+func (w Workload) Pending() bool { return !w.Admitted && !w.Finished && !w.Inactive }
 
 func (w Workload) orderTime() time.Time {
 	if !w.Requeued.IsZero() {
@@ -94,6 +99,9 @@ func Position(all []Workload, mine Workload, clusterQueueOf map[string]string) i
 func FromUnstructured(u *unstructured.Unstructured) Workload {
 	w := Workload{Namespace: u.GetNamespace(), Name: u.GetName(), Created: u.GetCreationTimestamp().Time}
 	w.Queue, _, _ = unstructured.NestedString(u.Object, "spec", "queueName")
+	if active, found, _ := unstructured.NestedBool(u.Object, "spec", "active"); found && !active {
+		w.Inactive = true
+	}
 	switch p, _, _ := unstructured.NestedFieldNoCopy(u.Object, "spec", "priority"); p := p.(type) {
 	case int64:
 		w.Priority = int32(p)
@@ -158,6 +166,10 @@ type State struct {
 	// EvictedPodsReadyTimeout: Kueue stopped the job's pods because they
 	// were not all Ready in time (waitForPodsReady) and requeued it.
 	EvictedPodsReadyTimeout bool
+	// Workload is the name of the job's Workload; Inactive says its
+	// spec.active is false (the job is suspended through Kueue).
+	Workload string
+	Inactive bool
 }
 
 // Lookup returns the queue state of the job with the given labels and UID,
@@ -188,6 +200,7 @@ func Lookup(ctx context.Context, r client.Reader, namespace string, labels map[s
 	}
 	mine := wls[0]
 	st.Admitted, st.Message, st.EvictedPodsReadyTimeout = mine.Admitted, mine.Message, mine.EvictedPodsReadyTimeout
+	st.Workload, st.Inactive = mine.Name, mine.Inactive
 	if !mine.Pending() {
 		return st, nil
 	}
@@ -230,4 +243,26 @@ func clusterQueues(ctx context.Context, r client.Reader) (map[string]string, err
 		cqOf[lq.GetNamespace()+"/"+lq.GetName()] = cq
 	}
 	return cqOf, nil
+}
+
+// ErrNoWorkload says Kueue has not made the job's Workload (yet).
+var ErrNoWorkload = errors.New("the job's Kueue Workload does not exist yet: try again in a few seconds")
+
+// SetActive suspends (active false) or resumes (true) the Kueue-managed
+// job with uid the way Kueue honours, through its Workload's spec.active,
+// with c's credentials (the user's: mpijob-edit grants the patch, and
+// mpijob's admission lets people change that field only). It returns the
+// Workload's name.
+func SetActive(ctx context.Context, c client.Client, namespace string, uid types.UID, active bool) (string, error) {
+	wls := &unstructured.UnstructuredList{}
+	wls.SetGroupVersionKind(workloadList)
+	if err := c.List(ctx, wls, client.InNamespace(namespace), client.MatchingLabels{jobUIDLabel: string(uid)}); err != nil {
+		return "", err
+	}
+	if len(wls.Items) == 0 {
+		return "", ErrNoWorkload
+	}
+	wl := &wls.Items[0]
+	patch := fmt.Sprintf(`{"spec":{"active":%t}}`, active)
+	return wl.GetName(), c.Patch(ctx, wl, client.RawPatch(types.MergePatchType, []byte(patch)))
 }

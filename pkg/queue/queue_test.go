@@ -99,3 +99,32 @@ status:
 		t.Error("a Workload without reserved quota must be pending")
 	}
 }
+
+// A Workload whose spec.active is false is suspended through Kueue: not
+// pending (Kueue does not queue it), and the job's State says so.
+func TestInactiveWorkload(t *testing.T) {
+	const doc = `
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata:
+  name: trainjob-paused-1a2b3
+  namespace: team-a
+  labels:
+    kueue.x-k8s.io/job-uid: "5678"
+spec:
+  active: false
+  queueName: default
+`
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	w := FromUnstructured(u)
+	if !w.Inactive || w.Pending() {
+		t.Errorf("inactive %v, pending %v; want an inactive Workload that does not wait for quota", w.Inactive, w.Pending())
+	}
+	u.Object["spec"].(map[string]any)["active"] = true
+	if w := FromUnstructured(u); w.Inactive || !w.Pending() {
+		t.Errorf("active: true read as inactive %v, pending %v", w.Inactive, w.Pending())
+	}
+}

@@ -94,7 +94,8 @@ func TestStuckRankIsNamed(t *testing.T) {
 		t.Cleanup(func() { mpijob(t, user, ns, "delete", fixed, "--wait=false") })
 		expect(t, mpijob(t, user, ns, "create", fixed, "--workers", "2", "--", "mpirun", "python3", "-m", "mpi4py", "-c", stuckProgram), 0)
 		s := c.WaitForStatus(t, ns, fixed, 4*time.Minute, func(s api.Status) bool { return s.Phase.Finished() })
-		if s.Phase != api.PhaseFailed || !strings.Contains(s.Message, "rank 1") && !strings.Contains(s.Message, "Rank 1") {
+		if s.Phase != api.PhaseFailed || s.Reason != diagnose.ReasonProgramError || !strings.Contains(s.Message, "RuntimeError: rank one cannot go on") ||
+			!strings.Contains(s.Message, "rank 1 (Worker 1)") {
 			t.Errorf("with python -m mpi4py: %s %s: %s", s.Phase, s.Reason, s.Message)
 		}
 		t.Logf("with python -m mpi4py: %s: %s", s.Reason, s.Message)

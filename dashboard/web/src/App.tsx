@@ -13,6 +13,7 @@ import {
   ToolbarItem,
 } from '@patternfly/react-core';
 import { api } from './api';
+import { reasonText, safeNext } from './login';
 import type { Manager } from './types';
 import { CreatePage } from './CreatePage';
 import { JobsPage } from './JobsPage';
@@ -68,7 +69,12 @@ export function App() {
   }, [url.pathname]);
 
   if (url.pathname === '/login') {
-    return <LoginPage reason={url.searchParams.get('reason') ?? ''} next={url.searchParams.get('next') ?? '/'} />;
+    return (
+      <LoginPage
+        reason={reasonText(url.searchParams.get('reason') ?? '')}
+        next={safeNext(url.searchParams.get('next') ?? '/', window.location.origin)}
+      />
+    );
   }
   const m = url.pathname.match(/^\/jobs\/([^/]+)\/([^/]+)\/?$/);
   const logout = async () => {

@@ -10,6 +10,7 @@ import {
   LoginPage as PFLogin,
   TextInput,
 } from '@patternfly/react-core';
+import { safeNext } from './login';
 
 /** The local cluster's login: pick one of its users, or paste a token. */
 export function LoginPage({ reason, next }: { reason: string; next: string }) {
@@ -41,7 +42,7 @@ export function LoginPage({ reason, next }: { reason: string; next: string }) {
       setError(body.error ?? `Login failed (${res.status}).`);
       return;
     }
-    window.location.assign(next.startsWith('/') && !next.startsWith('//') ? next : '/');
+    window.location.assign(safeNext(next, window.location.origin));
   };
   return (
     <PFLogin loginTitle="Log in to the mpijob dashboard" loginSubtitle="You act as this user: the cluster's permissions apply.">

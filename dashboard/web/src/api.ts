@@ -10,7 +10,8 @@ export class ApiError extends Error {
   }
 }
 
-export function toLogin(reason: string) {
+/** Sends the user to the login page; reason is a code of LOGIN_REASONS. */
+export function toLogin(reason: '' | 'expired') {
   const here = window.location.pathname + window.location.search;
   if (window.location.pathname !== '/login') {
     const why = reason ? `reason=${encodeURIComponent(reason)}&` : '';
@@ -28,7 +29,7 @@ export async function api<T>(path: string, init?: RequestInit): Promise<T> {
   const body = await res.json().catch(() => ({}));
   if (res.status === 401) {
     // A first visit is no warning; an expired or refused session is.
-    toLogin(String(body.error ?? '').startsWith('not logged in') ? '' : body.error ?? '');
+    toLogin(String(body.error ?? '').startsWith('not logged in') ? '' : 'expired');
     throw new ApiError(401, body.error ?? 'not logged in');
   }
   if (!res.ok) {

@@ -33,7 +33,7 @@ export function useStream(url: string | null, handlers: Record<string, (data: an
         if (res.status === 401) {
           es.close();
           const why = String((await res.json()).error ?? '');
-          toLogin(why.startsWith('not logged in') ? '' : why);
+          toLogin(why.startsWith('not logged in') ? '' : 'expired');
         }
       } catch {
         /* still down: EventSource keeps retrying */

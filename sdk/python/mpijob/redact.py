@@ -24,6 +24,16 @@ def _has_classes(text: str, classes: tuple[str, ...]) -> bool:
     return all(any(_CLASSES[c](ch) for ch in text) for c in classes)
 
 
+_PEM_MAX_LINES: int = _DOC["pemMaxLines"]
+
+
+def _pem_body(text: str) -> bool:
+    """Whether a line may be part of a PEM block's body: base64 (no spaces,
+    whatever prefix a rank tag adds) or an encrypted key's headers."""
+    t = text.strip()
+    return (" " not in t and "\t" not in t) or "Proc-Type:" in t or "DEK-Info:" in t
+
+
 class Redactor:
     """Masks secrets line by line; remembers PEM blocks across lines.
     ``count`` is the number of secrets hidden so far."""
@@ -31,17 +41,24 @@ class Redactor:
     def __init__(self) -> None:
         self.count = 0
         self._in_pem = False
+        self._pem_lines = 0
 
     def line(self, text: str) -> str:
         if self._in_pem:
             if "-----END " in text:
                 self._in_pem = False
-            return MASK
+                return MASK
+            # A block with no END (a truncated key) hides only what still
+            # looks like its body, and at most pemMaxLines lines.
+            self._pem_lines += 1
+            if self._pem_lines <= _PEM_MAX_LINES and _pem_body(text):
+                return MASK
+            self._in_pem = False
         i = text.find("-----BEGIN ")
         if i >= 0 and ("PRIVATE KEY" in text[i:] or "CERTIFICATE" in text[i:]):
             self.count += 1
             if "-----END " not in text[i + 11:]:
-                self._in_pem = True
+                self._in_pem, self._pem_lines = True, 0
             return text[:i] + MASK
         lower = text.lower()
         for hints, rx, require in _RULES:
