@@ -163,6 +163,10 @@ bench-dataplane: ## Allreduce latency and bandwidth of every MPI flavour, pods o
 bench-dashboard: dashboard browser ## Dashboard with 1,000 jobs: list API p95, first paint in Chromium, a change in the open page (needs a running local cluster).
 	$(GO) run ./bench/dashboard
 
+.PHONY: bench-dashboard-logs
+bench-dashboard-logs: ## Dashboard peak memory with 30 readers of a 10-pod job's merged log: streamed (now) vs whole logs (before), in one run.
+	$(GO) test ./dashboard -run '^$$' -bench MergedLogsMemory -benchtime 1x
+
 .PHONY: bench-cluster
 bench-cluster: ## Measure the local cluster (start, MPI jobs, memory, teardown); needs root and no running cluster.
 	$(GO) run ./bench/cluster

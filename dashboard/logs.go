@@ -96,22 +96,28 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients)
 		}
 	}
 	if !opts.Follow && len(chosen) > 1 {
-		// Merged by time, as kubectl mpijob logs --all.
-		var streams []logs.Stream
+		// Merged by time, as kubectl mpijob logs --all, while the pods'
+		// logs stream in: one line per pod is held, never a whole log.
+		var readers []logs.Reader
 		for _, p := range chosen {
-			lines, err := c.podLines(r.Context(), ns, p.Name, opts)
-			if err != nil && !apierrors.IsBadRequest(err) {
-				s.Log.Info("cannot read a pod's log", "pod", p.Name, "err", err)
+			rc, err := c.cs.CoreV1().Pods(ns).GetLogs(p.Name, opts).Stream(r.Context())
+			if err != nil {
+				if !apierrors.IsBadRequest(err) {
+					s.Log.Info("cannot read a pod's log", "pod", p.Name, "err", err)
+				}
+				continue
 			}
-			streams = append(streams, logs.Stream{Label: labelOf(p), Lines: lines})
+			defer func() { _ = rc.Close() }()
+			readers = append(readers, logs.Reader{Label: labelOf(p), R: rc})
 		}
 		red := map[string]*logs.Redactor{}
-		for _, l := range logs.Merge(streams) {
+		_ = logs.MergeReaders(readers, func(l logs.Line) error {
 			if red[l.Label] == nil {
 				red[l.Label] = &logs.Redactor{}
 			}
 			write(l.Label, render(l, red[l.Label], keepTime))
-		}
+			return r.Context().Err()
+		})
 		return
 	}
 	var wg sync.WaitGroup
@@ -141,18 +147,6 @@ func (c *userClients) podLog(ctx context.Context, ns, pod string) (string, error
 	limit := int64(1 << 20)
 	b, err := c.cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{LimitBytes: &limit}).DoRaw(ctx)
 	return string(b), err
-}
-
-func (c *userClients) podLines(ctx context.Context, ns, pod string, opts *corev1.PodLogOptions) ([]string, error) {
-	b, err := c.cs.CoreV1().Pods(ns).GetLogs(pod, opts).DoRaw(ctx)
-	if err != nil {
-		return nil, err
-	}
-	text := strings.TrimRight(string(b), "\n")
-	if text == "" {
-		return nil, nil
-	}
-	return strings.Split(text, "\n"), nil
 }
 
 func render(l logs.Line, red *logs.Redactor, keepTime bool) string {

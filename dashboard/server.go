@@ -70,6 +70,7 @@ type Server struct {
 	tests runtimeTests
 
 	sessions sessions
+	limits   streamLimits
 
 	mu      sync.Mutex
 	clients map[string]*userClients
@@ -121,13 +122,13 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/jobs/{ns}/{name}/suspend", s.authed(s.suspendJob(true)))
 	mux.HandleFunc("POST /api/jobs/{ns}/{name}/resume", s.authed(s.suspendJob(false)))
 	mux.HandleFunc("GET /api/jobs/{ns}/{name}/events", s.authed(s.jobEvents))
-	mux.HandleFunc("GET /api/jobs/{ns}/{name}/logs", s.authed(s.jobLogs))
+	mux.HandleFunc("GET /api/jobs/{ns}/{name}/logs", s.authed(s.limited("log streams", MaxLogStreamsPerUser, s.jobLogs)))
 	mux.HandleFunc("GET /api/jobs/{ns}/{name}/metrics", s.authed(s.jobMetrics))
 	mux.HandleFunc("GET /api/jobs/{ns}/{name}/progress", s.authed(s.jobProgress))
 	mux.HandleFunc("GET /api/jobs/{ns}/{name}/artifacts", s.authed(s.jobArtifacts))
 	mux.HandleFunc("GET /api/jobs/{ns}/{name}/artifacts/{file...}", s.authed(s.jobArtifact))
 	mux.HandleFunc("GET /api/namespaces/{ns}/data-connections", s.authed(s.dataConnections))
-	mux.HandleFunc("GET /api/stream", s.authed(s.stream))
+	mux.HandleFunc("GET /api/stream", s.authed(s.limited("live-update streams", MaxEventStreamsPerUser, s.stream)))
 	mux.HandleFunc("GET /api/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("/api/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, "no such API: "+r.Method+" "+r.URL.Path)

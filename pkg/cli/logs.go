@@ -181,20 +181,23 @@ func (l *logsOptions) Run(ctx context.Context) error {
 	if l.follow {
 		err = l.followAll(ctx, cl, sources, opts, f)
 	} else {
-		var streams []logs.Stream
+		// Merged while the logs stream in: one line per pod is held.
+		var readers []logs.Reader
 		for _, s := range sources {
-			lines, err := readLog(ctx, cl, s.pod, opts)
+			rc, err := cl.cs.CoreV1().Pods(s.pod.Namespace).GetLogs(s.pod.Name, opts).Stream(ctx)
 			if apierrors.IsNotFound(err) && len(sources) > 1 {
 				continue // the pod went away meanwhile (Workers end with the job)
 			}
 			if err != nil {
-				return err
+				return fmt.Errorf("logs of pod %s: %w", s.pod.Name, err)
 			}
-			streams = append(streams, logs.Stream{Label: s.label, Lines: lines})
+			defer func() { _ = rc.Close() }()
+			readers = append(readers, logs.Reader{Label: s.label, R: rc})
 		}
-		for _, line := range logs.Merge(streams) {
+		err = logs.MergeReaders(readers, func(line logs.Line) error {
 			f.print(l.Out, line)
-		}
+			return nil
+		})
 	}
 	if l.ranks != nil && f.printed == 0 {
 		fmt.Fprintln(l.ErrOut, f.noRankLines(name, l.rank))
@@ -203,21 +206,6 @@ func (l *logsOptions) Run(ctx context.Context) error {
 		fmt.Fprintf(l.ErrOut, "%d secret(s) redacted\n", f.redacted())
 	}
 	return err
-}
-
-func readLog(ctx context.Context, cl *clients, pod corev1.Pod, opts *corev1.PodLogOptions) ([]string, error) {
-	rc, err := cl.cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, opts).Stream(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("logs of pod %s: %w", pod.Name, err)
-	}
-	defer func() { _ = rc.Close() }()
-	var lines []string
-	sc := bufio.NewScanner(rc)
-	sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
-	for sc.Scan() {
-		lines = append(lines, sc.Text())
-	}
-	return lines, sc.Err()
 }
 
 func (l *logsOptions) followAll(ctx context.Context, cl *clients, sources []source, opts *corev1.PodLogOptions, f *lineFilter) error {
