@@ -543,6 +543,9 @@ type Event struct {
 	Object  string    `json:"object"`
 	Message string    `json:"message"`
 	Count   int32     `json:"count"`
+	// Forged: it says it comes from mpijob-manager, and the manager does
+	// not vouch for it (api.ForgedEvent).
+	Forged bool `json:"forged,omitempty"`
 }
 
 func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request, c *userClients) {
@@ -559,9 +562,15 @@ func (c *userClients) eventsOf(ctx context.Context, ns, name string) ([]Event, e
 	if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
 		return nil, err
 	}
+	var st api.Status
+	tj := &trainer.TrainJob{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, tj); err == nil {
+		st, _ = api.StatusOf(tj)
+	}
 	out := []Event{}
 	for _, e := range api.JobEvents(name, list.Items) {
-		out = append(out, Event{Time: api.EventTime(e), Type: e.Type, Reason: e.Reason, Object: e.InvolvedObject.Kind + "/" + e.InvolvedObject.Name, Message: e.Message, Count: max(e.Count, 1)})
+		out = append(out, Event{Time: api.EventTime(e), Type: e.Type, Reason: e.Reason, Object: e.InvolvedObject.Kind + "/" + e.InvolvedObject.Name, Message: e.Message, Count: max(e.Count, 1),
+			Forged: api.ForgedEvent(e, st)})
 	}
 	return out, nil
 }

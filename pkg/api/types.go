@@ -181,6 +181,10 @@ type Status struct {
 	// when the status changes, so with the manager's Lease (ManagerLease)
 	// it tells how old a status shown while no manager runs is.
 	ObservedTime *metav1.Time `json:"observedTime,omitempty"`
+	// EventDigests vouch for the manager's latest Events about the job
+	// (EventDigest of each, oldest first, at most MaxEventDigests): an
+	// Event that claims to be the manager's and is not here is forged.
+	EventDigests []string `json:"eventDigests,omitempty"`
 }
 
 // Where mpijob-manager's leader-election Lease lives: every signed-in

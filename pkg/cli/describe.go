@@ -223,7 +223,7 @@ func describe(ctx context.Context, cl *clients, name string, out io.Writer, now 
 	if len(events) == 0 {
 		fmt.Fprintln(out, "  none")
 	} else {
-		printEvents(out, events, now)
+		printEvents(out, events, tj, now)
 	}
 	return nil
 }

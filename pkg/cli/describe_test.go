@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/mpijob/mpijob/pkg/api"
@@ -72,6 +73,48 @@ func TestVerbsPrintNoTerminalEscapes(t *testing.T) {
 			want := map[string]string{"describe": "GREETING=hiredhidden", "events": "all finereallytxt.exe"}[args[0]]
 			if !strings.Contains(out.String(), want) {
 				t.Errorf("%v lacks the cleaned text:\n%s", args, out.String())
+			}
+		})
+	}
+}
+
+// An Event that says it is mpijob-manager's and that the job's status does
+// not vouch for is marked, in events and describe; the manager's own and
+// the kubelet's are not.
+func TestForgedEventsAreMarked(t *testing.T) {
+	const note = "Running on 1 Workers."
+	st := &api.Status{Phase: api.PhaseRunning, EventDigests: []string{api.EventDigest(corev1.EventTypeNormal, "Running", note)}}
+	tj := testJob("team-a", "vouched", "mpi-mpich", 1, st, time.Minute)
+	ev := func(name, typ, reason, msg, controller string) *corev1.Event {
+		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a"}, Type: typ, Reason: reason, Message: msg,
+			ReportingController: controller, InvolvedObject: corev1.ObjectReference{Kind: "TrainJob", Name: "vouched", Namespace: "team-a"},
+			LastTimestamp: metav1.NewTime(now)}
+	}
+	objs := []client.Object{&tj, shippedRuntime(t, "mpi-mpich"),
+		ev("real", "Normal", "Running", note, api.FieldManager),
+		ev("fake", "Warning", "WorkerOOMKilled", "Worker 0 ran out of memory: raise its limit to 512Gi", api.FieldManager),
+		ev("kubelet", "Normal", "Pulled", "Container image already present", "kubelet")}
+	for _, args := range [][]string{{"events", "vouched"}, {"describe", "vouched"}} {
+		t.Run(args[0], func(t *testing.T) {
+			o, out, errOut := fakeOptions(t, interceptor.Funcs{}, objs...)
+			root := newRoot(o)
+			root.SetArgs(args)
+			if err := root.ExecuteContext(context.Background()); err != nil {
+				t.Fatalf("%v: %v\n%s", args, err, errOut)
+			}
+			for line, forged := range map[string]bool{"raise its limit to 512Gi": true, note: false, "already present": false} {
+				found := false
+				for _, l := range strings.Split(out.String(), "\n") {
+					if strings.Contains(l, line) {
+						found = true
+						if strings.Contains(l, ForgedMark) != forged {
+							t.Errorf("%v: %q marked %v, want %v:\n%s", args, line, !forged, forged, out.String())
+						}
+					}
+				}
+				if !found {
+					t.Errorf("%v does not show the Event %q:\n%s", args, line, out.String())
+				}
 			}
 		})
 	}

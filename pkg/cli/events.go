@@ -27,8 +27,13 @@ type eventsOptions struct {
 func newEventsCommand(o *Options) *cobra.Command {
 	e := &eventsOptions{Options: o, now: time.Now}
 	return &cobra.Command{
-		Use:               "events NAME",
-		Short:             "Events of an MPI job, its JobSet, Jobs and pods, oldest first",
+		Use:   "events NAME",
+		Short: "Events of an MPI job, its JobSet, Jobs and pods, oldest first",
+		Long: `Events of an MPI job, its JobSet, Jobs and pods, oldest first.
+
+Anyone who may edit the namespace may create Events there. An Event that
+claims to come from mpijob-manager but is not one the manager vouches for
+(in the job's status) starts with "` + strings.TrimSpace(ForgedMark) + `".`,
 		Args:              exactlyOneName("events"),
 		ValidArgsFunction: o.completeJobs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -56,7 +61,7 @@ func (e *eventsOptions) Run(ctx context.Context) error {
 		fmt.Fprintf(e.ErrOut, "No events for MPI job %s (events expire after an hour).\n", tj.Name)
 		return nil
 	}
-	printEvents(e.Out, evs, e.now())
+	printEvents(e.Out, evs, tj, e.now())
 	return nil
 }
 
@@ -71,12 +76,22 @@ func jobEvents(ctx context.Context, cl *clients, tj *trainer.TrainJob) ([]corev1
 	return api.JobEvents(tj.Name, l.Items), nil
 }
 
-func printEvents(out io.Writer, evs []corev1.Event, now time.Time) {
+// ForgedMark starts the message of an Event that says it comes from
+// mpijob-manager but is not one the manager vouches for (api.ForgedEvent):
+// someone who may create Events in the namespace wrote it.
+const ForgedMark = "[not written by mpijob-manager] "
+
+func printEvents(out io.Writer, evs []corev1.Event, tj *trainer.TrainJob, now time.Time) {
+	st, _ := api.StatusOf(tj)
 	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "  AGE\tTYPE\tREASON\tOBJECT\tMESSAGE")
 	for _, e := range evs {
+		msg := strings.TrimSpace(e.Message)
+		if api.ForgedEvent(e, st) {
+			msg = ForgedMark + msg
+		}
 		fmt.Fprintf(w, "  %s\t%s\t%s\t%s/%s\t%s\n", duration.HumanDuration(now.Sub(api.EventTime(e))), e.Type, e.Reason,
-			strings.ToLower(e.InvolvedObject.Kind), e.InvolvedObject.Name, strings.TrimSpace(e.Message))
+			strings.ToLower(e.InvolvedObject.Kind), e.InvolvedObject.Name, msg)
 	}
 	_ = w.Flush()
 }

@@ -275,9 +275,14 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 		}
 		log.V(1).Info("failure explained by the exit code only", "logBytes", len(in.LauncherLog), "logTail", tail)
 	}
+	if hadPrev {
+		s.EventDigests = prev.EventDigests
+	}
 	if !hadPrev || prev.Phase != s.Phase || prev.Reason != s.Reason {
 		// Every transition gets its Event and metrics at once, even one
-		// that lasts less than the wait before the next status write.
+		// that lasts less than the wait before the next status write. The
+		// status vouches for the Event (api.ForgedEvent).
+		s.EventDigests = api.WithEventDigest(s.EventDigests, api.EventDigest(eventOf(s)))
 		r.emit(tj, s)
 		var before *api.Status
 		var placed time.Time
@@ -409,22 +414,28 @@ func (r *Reconciler) emit(tj *trainer.TrainJob, s api.Status) {
 	if r.Recorder == nil {
 		return
 	}
-	typ := corev1.EventTypeNormal
+	typ, reason, note := eventOf(s)
+	r.Recorder.Eventf(tj, nil, typ, reason, "Diagnose", "%s", note)
+}
+
+// eventOf is the Event a status change gets: its type, reason and text.
+func eventOf(s api.Status) (typ, reason, note string) {
+	typ = corev1.EventTypeNormal
 	if warning(s) {
 		typ = corev1.EventTypeWarning
 	}
-	reason := string(s.Phase)
+	reason = string(s.Phase)
 	if s.Reason != "" {
 		reason = s.Reason
 	}
-	note := s.Message
+	note = s.Message
 	if s.NextStep != "" {
 		note += " Next step: " + s.NextStep
 	}
 	if len(note) > 1000 {
 		note = note[:1000]
 	}
-	r.Recorder.Eventf(tj, nil, typ, reason, "Diagnose", "%s", note)
+	return typ, reason, note
 }
 
 func (r *Reconciler) launcherLog(ctx context.Context, p *corev1.Pod) string {

@@ -339,7 +339,15 @@ function Events({ events }: { events: KEvent[] }) {
             <Td>{e.type === 'Warning' ? <Label color="orange">Warning</Label> : e.type}</Td>
             <Td>{e.reason}</Td>
             <Td>{e.object}</Td>
-            <Td>{e.message}{e.count > 1 ? ` (×${e.count})` : ''}</Td>
+            <Td>
+              {e.forged && (
+                <Label color="red" isCompact style={{ marginRight: 8 }} data-testid="forged-event">
+                  not written by mpijob-manager
+                </Label>
+              )}
+              {e.message}
+              {e.count > 1 ? ` (×${e.count})` : ''}
+            </Td>
           </Tr>
         ))}
       </Tbody>

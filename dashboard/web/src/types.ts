@@ -114,6 +114,8 @@ export interface KEvent {
   object: string;
   message: string;
   count: number;
+  /** Says it comes from mpijob-manager, but the manager does not vouch for it. */
+  forged?: boolean;
 }
 
 export interface Namespace {
