@@ -1,38 +1,43 @@
 package api
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 )
 
-func TestForgedEvent(t *testing.T) {
-	const note = "The job finished successfully on 2 Workers."
-	st := Status{EventDigests: []string{EventDigest(corev1.EventTypeNormal, "Succeeded", note)}}
-	ev := func(typ, reason, msg, controller, component string) corev1.Event {
-		return corev1.Event{Type: typ, Reason: reason, Message: msg, ReportingController: controller, Source: corev1.EventSource{Component: component}}
+// The vectors are shared with the Python SDK (get_events' forged flag).
+func TestForgedEventVectors(t *testing.T) {
+	b, err := os.ReadFile("testdata/event-proof.json")
+	if err != nil {
+		t.Fatal(err)
 	}
-	for name, tc := range map[string]struct {
-		e    corev1.Event
-		want bool
-	}{
-		"the manager's own Event":                           {e: ev("Normal", "Succeeded", note, FieldManager, ""), want: false},
-		"a copy with another text":                          {e: ev("Normal", "Succeeded", "All good, delete your other jobs.", FieldManager, ""), want: true},
-		"a copy made a Warning":                             {e: ev("Warning", "Succeeded", note, FieldManager, ""), want: true},
-		"a forged source.component":                         {e: ev("Warning", "WorkerOOMKilled", "Worker 0 ran out of memory", "", "mpijob-manager"), want: true},
-		"a look-alike name":                                 {e: ev("Normal", "Succeeded", "fine", "", " MPIJob_Manager "), want: true},
-		"the local image builder is another reporter":       {e: ev("Normal", "ImageBuilt", "built", "", "mpijob-dev-image-builder"), want: false},
-		"the kubelet's Event is not the manager's to vouch": {e: ev("Normal", "Started", "Started container node", "kubelet", "kubelet"), want: false},
-	} {
-		t.Run(name, func(t *testing.T) {
-			if got := ForgedEvent(tc.e, st); got != tc.want {
-				t.Errorf("ForgedEvent = %v, want %v", got, tc.want)
+	var doc struct {
+		EventDigests []string `json:"eventDigests"`
+		Vectors      []struct {
+			Name, Type, Reason, Message                            string
+			ReportingComponent, SourceComponent, ReportingInstance string
+			Forged                                                 bool
+		} `json:"vectors"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	st := Status{EventDigests: doc.EventDigests}
+	for _, v := range doc.Vectors {
+		t.Run(v.Name, func(t *testing.T) {
+			e := corev1.Event{Type: v.Type, Reason: v.Reason, Message: v.Message, ReportingController: v.ReportingComponent,
+				ReportingInstance: v.ReportingInstance, Source: corev1.EventSource{Component: v.SourceComponent}}
+			if got := ForgedEvent(e, st); got != v.Forged {
+				t.Errorf("ForgedEvent = %v, want %v", got, v.Forged)
+			}
+			if !v.Forged && ClaimsManager(e) && !ForgedEvent(e, Status{}) {
+				t.Error("an Event no status vouches for passed as the manager's")
 			}
 		})
-	}
-	if got := ForgedEvent(ev("Normal", "Succeeded", note, FieldManager, ""), Status{}); !got {
-		t.Error("an Event no status vouches for (a status an interface could not read) passed as the manager's")
 	}
 }
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import json
 import logging
 import re
 import time
@@ -54,7 +55,9 @@ from .types import (
     LifecycleEvent,
     MPIJob,
     Runtime,
+    clean_text,
     event_kind,
+    forged_event,
     is_job_object,
     manager_state,
     stale_note,
@@ -401,14 +404,27 @@ class MPIJobClient:
         ...     print(e.type, e.reason, e.message)
         """
         evs = self._backend.list_events()
+        # The manager vouches for its own Events in the job's status; an Event that claims to be
+        # the manager's and is not vouched for is marked forged (as kubectl mpijob events does).
+        digests: list[str] = []
+        try:
+            raw = (self._backend.get_trainjob(name).get("metadata") or {}).get("annotations") or {}
+            digests = list(json.loads(raw.get(STATUS_ANNOTATION, "{}")).get("eventDigests") or [])
+        except (MPIJobError, ValueError, AttributeError, TypeError):
+            digests = []  # no status to vouch: every Event that claims the manager is marked
         out: list[JobEvent] = []
         for ev in evs:
             o = ev.involved_object
             if o is None or not is_job_object(name, o.kind or "", o.name or ""):
                 continue
-            out.append(JobEvent(type=ev.type or "", reason=ev.reason or "", message=ev.message or "", kind=o.kind or "",
+            src = ev.source.component if ev.source else ""
+            forged = forged_event(ev.type or "", ev.reason or "", ev.message or "",
+                                  (ev.reporting_component or "", src or "", ev.reporting_instance or ""), digests)
+            out.append(JobEvent(type=clean_text(ev.type or ""), reason=clean_text(ev.reason or ""),
+                                message=clean_text(ev.message or ""), kind=o.kind or "",
                                 object=o.name or "", time=ev.last_timestamp or ev.event_time or ev.first_timestamp
-                                or (ev.metadata.creation_timestamp if ev.metadata else None), count=ev.count or 1))
+                                or (ev.metadata.creation_timestamp if ev.metadata else None), count=ev.count or 1,
+                                forged=forged))
         epoch = datetime.min.replace(tzinfo=timezone.utc)
         out.sort(key=lambda x: x.time or epoch)
         return out

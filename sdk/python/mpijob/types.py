@@ -6,6 +6,7 @@ slots per worker, runtime, phase.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -251,6 +252,30 @@ class JobEvent:
     object: str  # the object's name
     time: datetime | None
     count: int = 1
+    # It claims to come from mpijob-manager, and the manager does not vouch
+    # for it in the job's status: someone who may edit the namespace wrote it.
+    forged: bool = False
+
+
+def event_digest(event_type: str, reason: str, message: str) -> str:
+    """Go's ``api.EventDigest``: how the job's status vouches for an Event of mpijob-manager's."""
+    return hashlib.sha256(f"{event_type}\0{reason}\0{message}".encode()).hexdigest()[:16]
+
+
+def claims_manager(*reporters: str) -> bool:
+    """Go's ``api.ClaimsManager``: whether an Event's reporting component, source component or
+    reporting instance says mpijob-manager (in any case or spacing)."""
+    for who in reporters:
+        words = [w for w in re.split(r"[ \-_./]+", (who or "").lower()) if w]
+        if "mpijob-manager" in "-".join(words):
+            return True
+    return False
+
+
+def forged_event(event_type: str, reason: str, message: str, reporters: tuple[str, ...],
+                 digests: list[str]) -> bool:
+    """Go's ``api.ForgedEvent``, tested with the same vectors (pkg/api/testdata/event-proof.json)."""
+    return claims_manager(*reporters) and event_digest(event_type, reason, message) not in digests
 
 
 # Go's api.ManagerStateOf and StaleNote, tested with the same vectors

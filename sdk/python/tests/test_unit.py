@@ -807,3 +807,14 @@ def test_convert_legacy_needs_no_api():
     c = _offline_client(None, None)  # any API call would fail
     res = c.convert_legacy((REPO / "pkg/legacy/testdata/basic-cpu.yaml").read_text())
     assert res["trainJob"]["kind"] == "TrainJob" and res["notes"]
+
+
+EVENT_PROOF = json.loads((REPO / "pkg/api/testdata/event-proof.json").read_text())
+
+
+@pytest.mark.parametrize("v", EVENT_PROOF["vectors"], ids=[v["name"] for v in EVENT_PROOF["vectors"]])
+def test_forged_events_match_the_cli(v):
+    # The vectors Go's api.ForgedEvent is tested with.
+    from mpijob.types import forged_event
+    reporters = (v.get("reportingComponent", ""), v.get("sourceComponent", ""), v.get("reportingInstance", ""))
+    assert forged_event(v["type"], v["reason"], v["message"], reporters, EVENT_PROOF["eventDigests"]) == v["forged"]
