@@ -66,19 +66,16 @@ type Job struct {
 func JobOf(tj *trainer.TrainJob) Job {
 	j := Job{
 		Name: tj.Name, Namespace: tj.Namespace,
-		Runtime:   api.RuntimeOf(tj.Labels, tj.Spec.RuntimeRef.Name),
-		Creator:   tj.Annotations[api.CreatorAnnotation],
-		Created:   tj.CreationTimestamp.Time,
-		Suspended: ptr.Deref(tj.Spec.Suspend, false),
-		Deleting:  tj.DeletionTimestamp != nil,
+		Runtime:  api.RuntimeOf(tj.Labels, tj.Spec.RuntimeRef.Name),
+		Creator:  tj.Annotations[api.CreatorAnnotation],
+		Created:  tj.CreationTimestamp.Time,
+		Deleting: tj.DeletionTimestamp != nil,
 	}
 	// Kueue keeps every job it manages suspended until it admits it: such
 	// a job is suspended by its user only when the diagnosis says so (its
-	// Workload is inactive).
+	// Workload is inactive), below.
 	kueue := tj.Labels[queue.NameLabel] != ""
-	if kueue {
-		j.Suspended = false
-	}
+	j.Suspended = !kueue && ptr.Deref(tj.Spec.Suspend, false)
 	if p, ok := progress.Read(tj.Annotations); ok {
 		j.Progress = &p
 	}
@@ -304,6 +301,9 @@ type Detail struct {
 	// StaleNote says, while mpijob-manager is not running, that the status
 	// may be stale and how old it is (the CLI's and the SDK's words).
 	StaleNote string `json:"staleNote,omitempty"`
+	// status is the manager's status of the job, which vouches for its
+	// Events (eventsWith).
+	status api.Status
 }
 
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request, c *userClients) {
@@ -326,6 +326,7 @@ func (s *Server) detailOf(ctx context.Context, c *userClients, ns, name string) 
 	}
 	d := &Detail{Job: JobOf(tj), RuntimeKind: ptr.Deref(tj.Spec.RuntimeRef.Kind, trainer.ClusterTrainingRuntimeKind)}
 	if st, ok := api.StatusOf(tj); ok {
+		d.status = st
 		d.StaleNote = c.managerState(ctx).StaleNote(st.ObservedTime, time.Now())
 	}
 	if d.Job.Phase == api.PhaseQueued {
@@ -558,14 +559,19 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request, c *userClient
 }
 
 func (c *userClients) eventsOf(ctx context.Context, ns, name string) ([]Event, error) {
-	list := &corev1.EventList{}
-	if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
-		return nil, err
-	}
 	var st api.Status
 	tj := &trainer.TrainJob{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, tj); err == nil {
 		st, _ = api.StatusOf(tj)
+	}
+	return c.eventsWith(ctx, ns, name, st)
+}
+
+// eventsWith is eventsOf for a job whose status st is already read.
+func (c *userClients) eventsWith(ctx context.Context, ns, name string, st api.Status) ([]Event, error) {
+	list := &corev1.EventList{}
+	if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
+		return nil, err
 	}
 	out := []Event{}
 	for _, e := range api.JobEvents(name, list.Items) {

@@ -114,7 +114,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *userClients) 
 		if !send("job", d) {
 			return false
 		}
-		evs, err := c.eventsOf(ctx, ns, job)
+		evs, err := c.eventsWith(ctx, ns, job, d.status)
 		if err == nil {
 			return send("events", map[string]any{"events": evs})
 		}

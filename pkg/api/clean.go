@@ -36,12 +36,19 @@ func isSuspect(r rune) bool {
 func (s Status) Clean() Status {
 	s.Phase = Phase(CleanText(string(s.Phase)))
 	s.Launcher = LauncherState(CleanText(string(s.Launcher)))
-	s.Reason, s.Message, s.NextStep = CleanText(s.Reason), CleanText(s.Message), CleanText(s.NextStep)
+	s.Reason = CleanText(s.Reason)
 	s.GPUsPerWorker = CleanText(s.GPUsPerWorker)
+	return s.MapProse(CleanText)
+}
+
+// MapProse is s with f applied to its prose, the texts that quote what a
+// job's pods said: Message, NextStep and each of NextSteps.
+func (s Status) MapProse(f func(string) string) Status {
+	s.Message, s.NextStep = f(s.Message), f(s.NextStep)
 	if s.NextSteps != nil {
 		steps := make([]string, len(s.NextSteps))
 		for i, x := range s.NextSteps {
-			steps[i] = CleanText(x)
+			steps[i] = f(x)
 		}
 		s.NextSteps = steps
 	}

@@ -226,16 +226,10 @@ func Diagnose(in Input) api.Status {
 // whatever it writes reaches the status annotation, the Warning Event,
 // describe, the SDK and the dashboard. The rules are the logs' own.
 func redactStatus(s api.Status) api.Status {
-	s.Message, _ = logs.String(s.Message)
-	s.NextStep, _ = logs.String(s.NextStep)
-	if len(s.NextSteps) > 0 {
-		steps := make([]string, len(s.NextSteps))
-		for i, st := range s.NextSteps {
-			steps[i], _ = logs.String(st)
-		}
-		s.NextSteps = steps
-	}
-	return s
+	return s.MapProse(func(t string) string {
+		masked, _ := logs.String(t)
+		return masked
+	})
 }
 
 // jobCommand is a `kubectl mpijob VERB NAME [NEW]` of a rule's next step.

@@ -172,6 +172,12 @@ type State struct {
 	Inactive bool
 }
 
+// of fills in what st says of the job's own Workload w.
+func (st *State) of(w Workload) {
+	st.Admitted, st.Message, st.EvictedPodsReadyTimeout = w.Admitted, w.Message, w.EvictedPodsReadyTimeout
+	st.Workload, st.Inactive = w.Name, w.Inactive
+}
+
 // Lookup returns the queue state of the job with the given labels and UID,
 // or nil when the job names no queue or Kueue is not installed.
 func Lookup(ctx context.Context, r client.Reader, namespace string, labels map[string]string, uid types.UID) (*State, error) {
@@ -199,8 +205,7 @@ func Lookup(ctx context.Context, r client.Reader, namespace string, labels map[s
 		return st, nil
 	}
 	mine := wls[0]
-	st.Admitted, st.Message, st.EvictedPodsReadyTimeout = mine.Admitted, mine.Message, mine.EvictedPodsReadyTimeout
-	st.Workload, st.Inactive = mine.Name, mine.Inactive
+	st.of(mine)
 	if !mine.Pending() {
 		return st, nil
 	}
@@ -254,15 +259,17 @@ var ErrNoWorkload = errors.New("the job's Kueue Workload does not exist yet: try
 // mpijob's admission lets people change that field only). It returns the
 // Workload's name.
 func SetActive(ctx context.Context, c client.Client, namespace string, uid types.UID, active bool) (string, error) {
-	wls := &unstructured.UnstructuredList{}
-	wls.SetGroupVersionKind(workloadList)
-	if err := c.List(ctx, wls, client.InNamespace(namespace), client.MatchingLabels{jobUIDLabel: string(uid)}); err != nil {
+	wls, err := listWorkloads(ctx, c, client.InNamespace(namespace), client.MatchingLabels{jobUIDLabel: string(uid)})
+	if err != nil {
 		return "", err
 	}
-	if len(wls.Items) == 0 {
+	if len(wls) == 0 {
 		return "", ErrNoWorkload
 	}
-	wl := &wls.Items[0]
+	wl := &unstructured.Unstructured{}
+	wl.SetGroupVersionKind(workloadList.GroupVersion().WithKind("Workload"))
+	wl.SetNamespace(namespace)
+	wl.SetName(wls[0].Name)
 	patch := fmt.Sprintf(`{"spec":{"active":%t}}`, active)
 	return wl.GetName(), c.Patch(ctx, wl, client.RawPatch(types.MergePatchType, []byte(patch)))
 }

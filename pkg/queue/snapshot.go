@@ -91,8 +91,7 @@ func (s *Snapshots) Lookup(ctx context.Context, namespace string, labels map[str
 		}
 		return st, nil
 	}
-	st.Admitted, st.Message, st.EvictedPodsReadyTimeout = mine.Admitted, mine.Message, mine.EvictedPodsReadyTimeout
-	st.Workload, st.Inactive = mine.Name, mine.Inactive
+	st.of(mine)
 	if mine.Pending() {
 		key := mine.Namespace + "/" + mine.Name
 		st.Position, st.Pending = snap.position[key], snap.pending[key]
