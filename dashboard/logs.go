@@ -10,11 +10,14 @@ import (
 	"strings"
 	"sync"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/logs"
+	"github.com/mpijob/mpijob/pkg/logstore"
 )
 
 // maxLogBytes caps one pod's log the server sends (the browser keeps less).
@@ -64,6 +67,9 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients)
 		if target == "all" || target == label {
 			chosen = append(chosen, p)
 		}
+	}
+	if len(chosen) == 0 && s.storedLogs(w, r, c, ns, name, target, opts, keepTime) {
+		return
 	}
 	if len(chosen) == 0 {
 		var have []string
@@ -140,6 +146,86 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients)
 		}()
 	}
 	wg.Wait()
+}
+
+// storedLogs answers a log whose pods are gone from the log store, read
+// as the user through logs.mpijob.dev, when the cluster keeps one: the
+// Launcher's, a Worker's, or all of them merged as the live ones are. The
+// X-Mpijob-Log-Source header says so; false when there is no store (or
+// nothing the user may read there), for the caller to say why.
+func (s *Server) storedLogs(w http.ResponseWriter, r *http.Request, c *userClients, ns, name, target string, opts *corev1.PodLogOptions, keepTime bool) bool {
+	store := logstore.NewReader(c.cs)
+	if store == nil || !store.Available(r.Context()) {
+		return false
+	}
+	tj := &trainer.TrainJob{}
+	if err := c.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
+		return false
+	}
+	var wanted []logstore.Query
+	var labels []string
+	switch {
+	case target == "launcher":
+		wanted, labels = []logstore.Query{{Role: "launcher", Index: -1}}, []string{"launcher"}
+	case target == "all":
+		wanted, labels = []logstore.Query{{Role: "launcher", Index: -1}}, []string{"launcher"}
+		n := int32(0)
+		if tj.Spec.Trainer != nil && tj.Spec.Trainer.NumNodes != nil {
+			n = *tj.Spec.Trainer.NumNodes
+		}
+		for i := 0; i < int(n); i++ {
+			wanted = append(wanted, logstore.Query{Role: "worker", Index: i})
+			labels = append(labels, fmt.Sprintf("worker-%d", i))
+		}
+	case strings.HasPrefix(target, "worker-"):
+		i, err := strconv.Atoi(strings.TrimPrefix(target, "worker-"))
+		if err != nil || i < 0 {
+			return false
+		}
+		wanted, labels = []logstore.Query{{Role: "worker", Index: i}}, []string{target}
+	default:
+		return false
+	}
+	var readers []logs.Reader
+	for i, q := range wanted {
+		if opts.SinceSeconds != nil {
+			q.SinceSeconds = *opts.SinceSeconds
+		}
+		rc, err := store.Open(r.Context(), ns, name, q)
+		if err != nil {
+			if i == 0 {
+				s.apiError(w, err)
+				return true
+			}
+			continue
+		}
+		defer func() { _ = rc.Close() }()
+		var rd io.Reader = rc
+		if opts.TailLines != nil {
+			lines, err := logstore.Tail(rc, *opts.TailLines)
+			if err != nil {
+				continue
+			}
+			rd = strings.NewReader(strings.Join(lines, "\n") + "\n")
+		}
+		readers = append(readers, logs.Reader{Label: labels[i], R: rd})
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set(logstore.SourceHeader, logstore.SourceStore)
+	red := map[string]*logs.Redactor{}
+	_ = logs.MergeReaders(readers, func(l logs.Line) error {
+		if red[l.Label] == nil {
+			red[l.Label] = &logs.Redactor{}
+		}
+		if target == "all" {
+			_, _ = io.WriteString(w, "["+l.Label+"] ")
+		}
+		_, _ = io.WriteString(w, render(l, red[l.Label], keepTime)+"\n")
+		return r.Context().Err()
+	})
+	return true
 }
 
 // podLog reads a pod's log (its first container) as the user, up to 1 MiB.

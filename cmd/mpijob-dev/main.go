@@ -31,7 +31,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newUpCmd(), newDownCmd(), newStatusCmd(), newBuildCmd(), newReloadCmd(), newImagesCmd(), newImageBuilderCmd())
+	root.AddCommand(newUpCmd(), newDownCmd(), newStatusCmd(), newBuildCmd(), newReloadCmd(), newImagesCmd(), newImageBuilderCmd(), newLogCollectorCmd())
 	return root
 }
 
@@ -263,6 +263,25 @@ kustomization over config/default that installs from there, pinned by digest.`,
 	cmd.Flags().StringVar(&push, "push", "", "push to this registry and path, e.g. quay.io/my-team (credentials from docker or podman login)")
 	cmd.Flags().StringVar(&overlay, "overlay", "", "with --push: write a kustomization over config/default that installs from the registry into this folder")
 	return cmd
+}
+
+// newLogCollectorCmd is the local cluster's log collector and the log
+// store's gateway, which `up` starts beside the cluster (hidden).
+func newLogCollectorCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:    "log-collector",
+		Short:  "Read the real nodes' pod logs into the log store and serve the store to mpijob-manager",
+		Hidden: true,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			opts, err := options()
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return localcluster.ServeLogs(ctx, opts, cmd.OutOrStdout())
+		},
+	}
 }
 
 // newImageBuilderCmd is the local cluster's on-demand image builder, which

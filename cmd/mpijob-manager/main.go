@@ -49,7 +49,7 @@ func main() {
 	var (
 		metricsAddr, probeAddr, webhookHost, certDir, leaderNS string
 		certSecret, webhookService, metricsService             string
-		webhookPort, maxWorkers                                int
+		webhookPort, maxWorkers, logAPIPort                    int
 		leaderElect, metricsSecure, certManagement             bool
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "address of the metrics endpoint (HTTPS with authentication unless --metrics-secure=false); 0 disables it")
@@ -65,6 +65,7 @@ func main() {
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so only one replica acts")
 	flag.StringVar(&leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease "+api.ManagerLeaseName+" (default: the pod's); clients read it to tell a stale status")
 	flag.IntVar(&maxWorkers, "max-workers", 256, "most Workers (nodes) a TrainJob of any framework may ask for where its runtime's policy.mpijob.dev/max-workers says nothing; 0 lifts the cap")
+	flag.IntVar(&logAPIPort, "log-api-port", 8444, "port of the log store's read API (logs.mpijob.dev, an aggregated API), served when the environment sets "+logStoreURLEnv)
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
@@ -141,10 +142,14 @@ func main() {
 	// --cert-management=false, provided by cert-manager or the platform.
 	certsReady := make(chan struct{})
 	if certManagement {
-		if err := certs.Manage(mgr, certs.Config{
+		cc := certs.Config{
 			Namespace: certs.Namespace(), SecretName: certSecret, WebhookServiceName: webhookService,
-			MetricsServiceName: metricsService, CertDir: certDir,
-		}, certsReady); err != nil {
+			MetricsServiceName: metricsService, LogsServiceName: certs.LogsServiceName, CertDir: certDir,
+		}
+		if os.Getenv(logStoreURLEnv) != "" {
+			cc.LogsAPIService = certs.LogsAPIServiceName
+		}
+		if err := certs.Manage(mgr, cc, certsReady); err != nil {
 			log.Error(err, "failed to set up certificate rotation")
 			os.Exit(1)
 		}
@@ -173,6 +178,10 @@ func main() {
 		hooks.Register(mpiadmission.ValidateRuntimePath, admission.WithValidator(scheme, mpiadmission.RuntimeValidator{Client: mgr.GetAPIReader()}))
 		hooks.Register(mpiadmission.ValidateWorkloadPath, &admission.Webhook{Handler: mpiadmission.WorkloadActiveOnly{}})
 	}()
+	if err := addLogAPI(mgr, logs, &metricsCert, certsReady, logAPIPort); err != nil {
+		log.Error(err, "failed to set up the log store's read API")
+		os.Exit(1)
+	}
 	log.Info("admission", "manager", self.Status.UserInfo.Username, "maxWorkers", maxWorkers)
 	// Free capacity counts every bound pod of the cluster: a cache of its
 	// own keeps them, stripped to their node, phase and resources.

@@ -26,9 +26,14 @@ import (
 // Names of what the release manifests (config/manager, config/webhook)
 // install; the flags of mpijob-manager default to them.
 const (
-	SecretName            = "mpijob-webhook-cert"
-	WebhookServiceName    = "mpijob-webhook-service"
-	MetricsServiceName    = "mpijob-metrics"
+	SecretName         = "mpijob-webhook-cert"
+	WebhookServiceName = "mpijob-webhook-service"
+	MetricsServiceName = "mpijob-metrics"
+	// LogsServiceName is the Service of the log store's read API
+	// (logs.mpijob.dev, an aggregated API), served when a store is set.
+	LogsServiceName = "mpijob-logs"
+	// LogsAPIServiceName is that API's APIService (config/logstore).
+	LogsAPIServiceName    = "v1alpha1.logs.mpijob.dev"
 	MutatingWebhookName   = "mpijob-mutating-webhook-configuration"
 	ValidatingWebhookName = "mpijob-validating-webhook-configuration"
 	DefaultNamespace      = "mpijob-system"
@@ -54,7 +59,11 @@ type Config struct {
 	SecretName         string
 	WebhookServiceName string
 	MetricsServiceName string
-	CertDir            string
+	// LogsServiceName, when set, is named by the certificate too, and
+	// LogsAPIService gets the CA.
+	LogsServiceName string
+	LogsAPIService  string
+	CertDir         string
 }
 
 // DNSNames are the names the serving certificate is valid for: the
@@ -62,7 +71,7 @@ type Config struct {
 // (what Prometheus checks), each as name.namespace.svc.
 func (c Config) DNSNames() []string {
 	var names []string
-	for _, svc := range []string{c.WebhookServiceName, c.MetricsServiceName} {
+	for _, svc := range []string{c.WebhookServiceName, c.MetricsServiceName, c.LogsServiceName} {
 		if svc != "" {
 			names = append(names, fmt.Sprintf("%s.%s.svc", svc, c.Namespace))
 		}
@@ -79,18 +88,22 @@ func Manage(mgr ctrl.Manager, cfg Config, ready chan struct{}) error {
 	if len(names) == 0 {
 		return errors.New("certs: no webhook Service name")
 	}
+	hooks := []rotator.WebhookInfo{
+		{Type: rotator.Validating, Name: ValidatingWebhookName},
+		{Type: rotator.Mutating, Name: MutatingWebhookName},
+	}
+	if cfg.LogsAPIService != "" {
+		hooks = append(hooks, rotator.WebhookInfo{Type: rotator.APIService, Name: cfg.LogsAPIService})
+	}
 	return rotator.AddRotator(mgr, &rotator.CertRotator{
-		SecretKey:      types.NamespacedName{Namespace: cfg.Namespace, Name: cfg.SecretName},
-		CertDir:        cfg.CertDir,
-		CAName:         "mpijob-ca",
-		CAOrganization: "mpijob",
-		DNSName:        names[0],
-		ExtraDNSNames:  names[1:],
-		IsReady:        ready,
-		Webhooks: []rotator.WebhookInfo{
-			{Type: rotator.Validating, Name: ValidatingWebhookName},
-			{Type: rotator.Mutating, Name: MutatingWebhookName},
-		},
+		SecretKey:             types.NamespacedName{Namespace: cfg.Namespace, Name: cfg.SecretName},
+		CertDir:               cfg.CertDir,
+		CAName:                "mpijob-ca",
+		CAOrganization:        "mpijob",
+		DNSName:               names[0],
+		ExtraDNSNames:         names[1:],
+		IsReady:               ready,
+		Webhooks:              hooks,
 		RequireLeaderElection: false,
 		FieldOwner:            "mpijob-manager",
 	})

@@ -17,6 +17,10 @@ func TestDNSNames(t *testing.T) {
 			cfg:  Config{Namespace: "mpijob-system", WebhookServiceName: WebhookServiceName, MetricsServiceName: MetricsServiceName},
 			want: []string{"mpijob-webhook-service.mpijob-system.svc", "mpijob-metrics.mpijob-system.svc"},
 		},
+		"with the log store's API": {
+			cfg:  Config{Namespace: "mpijob-system", WebhookServiceName: WebhookServiceName, MetricsServiceName: MetricsServiceName, LogsServiceName: LogsServiceName},
+			want: []string{"mpijob-webhook-service.mpijob-system.svc", "mpijob-metrics.mpijob-system.svc", "mpijob-logs.mpijob-system.svc"},
+		},
 		"no metrics Service": {
 			cfg:  Config{Namespace: "ops", WebhookServiceName: "hooks"},
 			want: []string{"hooks.ops.svc"},

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/logstore"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 	"github.com/mpijob/mpijob/pkg/suggest"
 )
@@ -30,6 +31,8 @@ type clients struct {
 	namespace string
 	// cfg is the user's REST config, for exec (nil in unit tests).
 	cfg *rest.Config
+	// store reads the log store's API as the user (nil: none).
+	store logstore.Reader
 }
 
 func (o *Options) clients() (*clients, error) {
@@ -56,7 +59,7 @@ func (o *Options) clients() (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &clients{WithWatch: cl, cs: cs, namespace: ns, cfg: cfg}, nil
+	return &clients{WithWatch: cl, cs: cs, namespace: ns, cfg: cfg, store: logstore.NewReader(cs)}, nil
 }
 
 // job gets an MPI job by name; a missing name gets "did you mean".

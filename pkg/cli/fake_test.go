@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +18,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	kfake "k8s.io/client-go/kubernetes/fake"
@@ -29,6 +31,7 @@ import (
 	"github.com/mpijob/mpijob/config"
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/jobspec"
+	"github.com/mpijob/mpijob/pkg/logstore"
 )
 
 // fakeOptions are Options whose API clients are fakes holding objs, in
@@ -390,6 +393,9 @@ func TestLogsValidate(t *testing.T) {
 		"rank typo":        {l: logsOptions{rank: "0-three"}, want: `--rank "0-three": 0-three: give a rank number, a range like 0-3, or a list like 0,2,5-7`},
 		"rank backwards":   {l: logsOptions{rank: "3-1"}, want: `--rank "3-1": 3-1: a range goes from low to high, e.g. 1-3`},
 		"ranks":            {l: logsOptions{rank: "0,2-3"}},
+		"source typo":      {l: logsOptions{source: "stor"}, want: `--source "stor": use auto, pods or store`},
+		"store and follow": {l: logsOptions{source: "store", follow: true}, want: "--source store reads what is stored and ends: drop --follow"},
+		"store":            {l: logsOptions{source: "store"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			l := tc.l
@@ -506,6 +512,131 @@ func TestStaleStatusIsSaid(t *testing.T) {
 			has := strings.Contains(out.String(), "Status:")
 			if (tc.describe == "") == has || (tc.describe != "" && !strings.Contains(out.String(), tc.describe)) {
 				t.Errorf("describe:\n%s\nwant a Status line %q", out.String(), tc.describe)
+			}
+		})
+	}
+}
+
+// fakeLogStore is the log store's read API as the CLI sees it: stored lines
+// per role and index, and the queries asked.
+type fakeLogStore struct {
+	lines   map[string]string // "launcher" or "worker-N" → "TIME TEXT" lines
+	asked   []logstore.Query
+	refuse  bool
+	missing bool
+}
+
+func (f *fakeLogStore) Available(context.Context) bool { return !f.missing }
+
+func (f *fakeLogStore) Open(_ context.Context, ns, job string, q logstore.Query) (io.ReadCloser, error) {
+	f.asked = append(f.asked, q)
+	if f.refuse {
+		return nil, apierrors.NewForbidden(schema.GroupResource{Group: "logs.mpijob.dev", Resource: "trainjobs/log"}, job, errors.New("dev-b cannot read pods/log in team-a"))
+	}
+	key := q.Role
+	if q.Role == "worker" {
+		key = fmt.Sprintf("worker-%d", q.Index)
+	}
+	var keep []string
+	for _, l := range strings.Split(strings.TrimSpace(f.lines[key]), "\n") {
+		if l == "" {
+			continue
+		}
+		ts, _, _ := strings.Cut(l, " ")
+		if t, err := time.Parse(time.RFC3339Nano, ts); err == nil && !q.End.IsZero() && !t.Before(q.End) {
+			continue
+		}
+		keep = append(keep, l)
+	}
+	return io.NopCloser(strings.NewReader(strings.Join(keep, "\n") + "\n")), nil
+}
+
+// A finished job whose pods are gone: logs read the store, say so, and
+// keep --all's labels, --rank and --tail; no store, or a refusal, says so.
+func TestLogsFromTheStore(t *testing.T) {
+	done := fakeJob("pi")
+	done.Spec.Trainer = &trainer.Trainer{NumNodes: ptr.To[int32](2)}
+	done.Status.Conditions = []metav1.Condition{{Type: trainer.TrainJobComplete, Status: metav1.ConditionTrue, Reason: "Done"}}
+	stored := map[string]string{
+		"launcher": "2026-11-24T06:00:00.1Z [1,0]<stdout>:rank 0 of 2 on pi-node-0-0\n2026-11-24T06:00:00.3Z [1,1]<stdout>:rank 1 of 2 on pi-node-0-1\n2026-11-24T06:00:01Z done",
+		"worker-0": "2026-11-24T06:00:00.2Z sshd started",
+		"worker-1": "2026-11-24T06:00:00.25Z sshd started too",
+	}
+	cases := map[string]struct {
+		args     []string
+		store    *fakeLogStore
+		wantOut  string
+		wantErr  string
+		wantNote string
+	}{
+		"the Launcher's stored lines": {
+			args: []string{"pi"}, store: &fakeLogStore{lines: stored},
+			wantOut:  "[1,0]<stdout>:rank 0 of 2 on pi-node-0-0\n[1,1]<stdout>:rank 1 of 2 on pi-node-0-1\ndone\n",
+			wantNote: "Lines of launcher come from the log store: the pod is gone",
+		},
+		"all, merged by time with labels": {
+			args: []string{"pi", "--all"}, store: &fakeLogStore{lines: stored},
+			wantOut:  "[launcher] [1,0]<stdout>:rank 0 of 2 on pi-node-0-0\n[worker-0] sshd started\n[worker-1] sshd started too\n[launcher] [1,1]<stdout>:rank 1 of 2 on pi-node-0-1\n[launcher] done\n",
+			wantNote: "Lines of launcher, worker-0, worker-1 come from the log store",
+		},
+		"one rank": {
+			args: []string{"pi", "--rank", "1"}, store: &fakeLogStore{lines: stored},
+			wantOut: "[1,1]<stdout>:rank 1 of 2 on pi-node-0-1\n",
+		},
+		"tail": {
+			args: []string{"pi", "--tail", "1"}, store: &fakeLogStore{lines: stored},
+			wantOut: "done\n",
+		},
+		"one Worker": {
+			args: []string{"pi", "--worker", "1"}, store: &fakeLogStore{lines: stored},
+			wantOut: "sshd started too\n",
+		},
+		"a Worker the job never had": {
+			args: []string{"pi", "--worker", "5"}, store: &fakeLogStore{lines: stored},
+			wantErr: "--worker 5: job pi has 2 Workers (0 to 1)",
+		},
+		"no store": {
+			args: []string{"pi"}, store: &fakeLogStore{missing: true},
+			wantErr: "job pi has no Launcher pod (phase Succeeded), and this cluster keeps no log store to read once pods are gone",
+		},
+		"store asked, none there": {
+			args: []string{"pi", "--source", "store"}, store: &fakeLogStore{missing: true},
+			wantErr: "--source store: this cluster keeps no log store",
+		},
+		"pods only": {
+			args: []string{"pi", "--source", "pods"}, store: &fakeLogStore{lines: stored},
+			wantErr: "job pi has no Launcher pod (phase Succeeded), and this cluster keeps no log store",
+		},
+		"refused": {
+			args: []string{"pi"}, store: &fakeLogStore{lines: stored, refuse: true},
+			wantErr: "the log store refused to show launcher of job pi",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			o, out, errOut := fakeOptions(t, interceptor.Funcs{}, done.DeepCopy())
+			cl, _ := o.ClientsFunc()
+			cl.store = tc.store
+			o.ClientsFunc = func() (*clients, error) { return cl, nil }
+			cmd := newRoot(o)
+			cmd.SetArgs(append([]string{"logs"}, tc.args...))
+			cmd.SetOut(out)
+			cmd.SetErr(errOut)
+			err := cmd.Execute()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("error %v (stderr %s)", err, errOut)
+			}
+			if diff := cmp.Diff(tc.wantOut, out.String()); diff != "" {
+				t.Errorf("stdout (-want,+got):\n%s", diff)
+			}
+			if !strings.Contains(errOut.String(), tc.wantNote) {
+				t.Errorf("stderr %q, want %q", errOut, tc.wantNote)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -19,7 +20,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/utils/ptr"
 
+	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/logs"
+	"github.com/mpijob/mpijob/pkg/logstore"
 )
 
 // logsOptions is `kubectl mpijob logs`.
@@ -33,6 +36,7 @@ type logsOptions struct {
 	rank           string
 	timestamps     bool
 	showRedactions bool
+	source         string
 
 	name      string
 	workerSet bool
@@ -52,6 +56,13 @@ selected ranks printed (3, 0-3 or 0,2,5-7): mpirun forwards every rank's
 output to the Launcher, and the OpenMPI 4.1 runtimes tag each line with its
 rank, [1,RANK]<stdout>:TEXT.
 
+Lines outlive the pods where the cluster keeps a log store (the local
+cluster does: config/logstore): once a Worker's or the Launcher's pod is
+gone, or the kubelet rotated the beginning of a long log away, the lines
+come from the store, and a note on stderr says which. --source pods or
+--source store reads only one of them. Reading the store takes the same
+right as reading the pods' logs.
+
 Secrets are redacted: PEM blocks; bearer and basic authorization; AWS key
 ids and secret keys; GitHub, Hugging Face, Slack, OpenAI and GitLab tokens;
 JWTs; credentials in URLs; --password and mysql -p values; and the values
@@ -62,7 +73,8 @@ rules are data (pkg/logs/redact-rules.json), shared with the Python SDK.`,
   kubectl mpijob logs hello --rank 2
   kubectl mpijob logs hello --rank 0-3 --grep loss
   kubectl mpijob logs hello --worker 1 --since 10m --tail 100
-  kubectl mpijob logs hello --all -f`,
+  kubectl mpijob logs hello --all -f
+  kubectl mpijob logs hello --all --source store`,
 		Args:              exactlyOneName("logs"),
 		ValidArgsFunction: o.completeJobs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -82,13 +94,26 @@ rules are data (pkg/logs/redact-rules.json), shared with the Python SDK.`,
 	cmd.Flags().StringVar(&l.rank, "rank", "", "only what these ranks printed: 3, 0-3 or 0,2,5-7 (from the Launcher's log)")
 	cmd.Flags().BoolVar(&l.timestamps, "timestamps", false, "prefix each line with its time")
 	cmd.Flags().BoolVar(&l.showRedactions, "show-redactions", false, "say on stderr how many secrets were redacted")
+	cmd.Flags().StringVar(&l.source, "source", sourceAuto, "where lines come from: auto (the pods, and the log store for pods that are gone and lines the kubelet rotated away), pods, or store")
 	return cmd
 }
 
-// source is one pod's log with its label.
+// Values of --source.
+const (
+	sourceAuto  = "auto"
+	sourcePods  = "pods"
+	sourceStore = "store"
+)
+
+// source is one log asked for: a pod's, or, when the pod is gone, the log
+// store's lines of its role and index.
 type source struct {
 	label string
 	pod   corev1.Pod
+	// gone: no pod; the lines come from the store.
+	gone  bool
+	role  string
+	index int
 }
 
 // Complete takes the job's name and whether --worker was given.
@@ -114,6 +139,17 @@ func (l *logsOptions) Validate() error {
 	if l.since < 0 {
 		return usageErr("--since %s: use a positive duration, e.g. 10m", l.since)
 	}
+	if l.source == "" {
+		l.source = sourceAuto
+	}
+	switch l.source {
+	case sourceAuto, sourcePods, sourceStore:
+	default:
+		return usageErr("--source %q: use auto, pods or store", l.source)
+	}
+	if l.source == sourceStore && l.follow {
+		return usageErr("--source store reads what is stored and ends: drop --follow")
+	}
 	if l.rank != "" {
 		if l.all || l.workerSet {
 			return usageErr("--rank %s: the ranks' output is in the Launcher's log, so --rank goes without --all and --worker", l.rank)
@@ -138,7 +174,12 @@ func (l *logsOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	sources, err := l.sources(ctx, cl, tj)
+	store := l.storeOf(ctx, cl)
+	if l.source == sourceStore && store == nil {
+		return &exitError{code: ExitNotFound, msg: "--source store: this cluster keeps no log store (the logs.mpijob.dev API is not served); " +
+			"an administrator installs one with config/logstore (docs/admin.md), or read the pods with --source pods"}
+	}
+	sources, err := l.sources(ctx, cl, tj, store != nil)
 	// Right after create, the pods do not exist yet: --follow waits for
 	// them (saying so once) until the job starts, finishes or can never
 	// start.
@@ -164,7 +205,7 @@ func (l *logsOptions) Run(ctx context.Context) error {
 		if tj, err = cl.job(ctx, name); err != nil {
 			return err
 		}
-		sources, err = l.sources(ctx, cl, tj)
+		sources, err = l.sources(ctx, cl, tj, store != nil)
 	}
 	if err != nil {
 		return err
@@ -178,12 +219,35 @@ func (l *logsOptions) Run(ctx context.Context) error {
 	}
 	prefix := len(sources) > 1
 	f := &lineFilter{grep: re, timestamps: l.timestamps, prefix: prefix, ranks: l.ranks}
-	if l.follow {
-		err = l.followAll(ctx, cl, sources, opts, f)
+	var live, gone []source
+	for _, s := range sources {
+		if s.gone {
+			gone = append(gone, s)
+		} else {
+			live = append(live, s)
+		}
+	}
+	if l.follow && len(live) > 0 {
+		if len(gone) > 0 {
+			fmt.Fprintf(l.ErrOut, "Following the live pods only; %s: pod gone, its lines are in the log store (run without -f).\n", labels(gone))
+		}
+		err = l.followAll(ctx, cl, live, opts, f)
 	} else {
+		if len(gone) > 0 {
+			fmt.Fprintf(l.ErrOut, "%s from the log store: %s.\n", linesOf(gone), goneWhy(l.source))
+		}
 		// Merged while the logs stream in: one line per pod is held.
 		var readers []logs.Reader
+		var stitched []*stitch
 		for _, s := range sources {
+			if s.gone {
+				r, err := l.openStored(ctx, store, tj.Namespace, name, s, time.Time{})
+				if err != nil {
+					return err
+				}
+				readers = append(readers, logs.Reader{Label: s.label, R: r})
+				continue
+			}
 			rc, err := cl.cs.CoreV1().Pods(s.pod.Namespace).GetLogs(s.pod.Name, opts).Stream(ctx)
 			if apierrors.IsNotFound(err) && len(sources) > 1 {
 				continue // the pod went away meanwhile (Workers end with the job)
@@ -192,12 +256,29 @@ func (l *logsOptions) Run(ctx context.Context) error {
 				return fmt.Errorf("logs of pod %s: %w", s.pod.Name, err)
 			}
 			defer func() { _ = rc.Close() }()
-			readers = append(readers, logs.Reader{Label: s.label, R: rc})
+			var r io.Reader = rc
+			// The kubelet serves a pod's current log file only: lines it
+			// rotated away come from the store, before the first it serves.
+			if store != nil && l.source == sourceAuto && l.tail < 0 {
+				st := &stitch{label: s.label}
+				stitched = append(stitched, st)
+				s := s
+				r = st.reader(rc, func(end time.Time) (io.Reader, error) {
+					return l.openStored(ctx, store, tj.Namespace, name, s, end)
+				})
+			}
+			readers = append(readers, logs.Reader{Label: s.label, R: r})
 		}
 		err = logs.MergeReaders(readers, func(line logs.Line) error {
 			f.print(l.Out, line)
 			return nil
 		})
+		for _, st := range stitched {
+			if st.stored > 0 {
+				fmt.Fprintf(l.ErrOut, "The first %d lines of %s (before %s) come from the log store: the kubelet rotated them out of the pod's log.\n",
+					st.stored, st.label, st.first.Local().Format("15:04:05"))
+			}
+		}
 	}
 	if l.ranks != nil && f.printed == 0 {
 		fmt.Fprintln(l.ErrOut, f.noRankLines(name, l.rank))
@@ -206,6 +287,125 @@ func (l *logsOptions) Run(ctx context.Context) error {
 		fmt.Fprintf(l.ErrOut, "%d secret(s) redacted\n", f.redacted())
 	}
 	return err
+}
+
+// storeOf is the log store's reader when the cluster serves one and
+// --source allows it; nil otherwise.
+func (l *logsOptions) storeOf(ctx context.Context, cl *clients) logstore.Reader {
+	if l.source == sourcePods || cl.store == nil || !cl.store.Available(ctx) {
+		return nil
+	}
+	return cl.store
+}
+
+// openStored streams what the store keeps of a source (its role and
+// index), with --since and --tail applied; end, when given, bounds it.
+func (l *logsOptions) openStored(ctx context.Context, store logstore.Reader, ns, job string, s source, end time.Time) (io.Reader, error) {
+	q := logstore.Query{Role: s.role, Index: s.index}
+	if s.role == api.LauncherJob {
+		q.Index = -1
+	}
+	if l.since > 0 {
+		q.SinceSeconds = int64(l.since.Seconds())
+	}
+	q.End = end
+	rc, err := store.Open(ctx, ns, job, q)
+	if err != nil {
+		if logstore.IsForbidden(err) {
+			return nil, fmt.Errorf("the log store refused to show %s of job %s: %w", s.label, job, err)
+		}
+		return nil, fmt.Errorf("reading %s of job %s from the log store: %w", s.label, job, err)
+	}
+	if l.tail < 0 || !end.IsZero() {
+		return closeAtEOF{rc}, nil
+	}
+	defer func() { _ = rc.Close() }()
+	lines, err := logstore.Tail(rc, l.tail)
+	if err != nil {
+		return nil, err
+	}
+	if len(lines) == 0 {
+		return strings.NewReader(""), nil
+	}
+	return strings.NewReader(strings.Join(lines, "\n") + "\n"), nil
+}
+
+// closeAtEOF closes a stream once it is read to its end.
+type closeAtEOF struct{ rc io.ReadCloser }
+
+func (c closeAtEOF) Read(p []byte) (int, error) {
+	n, err := c.rc.Read(p)
+	if err != nil {
+		_ = c.rc.Close()
+	}
+	return n, err
+}
+
+// stitch puts the store's lines of a pod that come before the first
+// line the kubelet still serves ahead of the live ones.
+type stitch struct {
+	label  string
+	stored int
+	first  time.Time
+}
+
+func (st *stitch) reader(live io.Reader, before func(end time.Time) (io.Reader, error)) io.Reader {
+	br := bufio.NewReaderSize(live, 64<<10)
+	first, err := br.ReadString('\n')
+	if first == "" {
+		if err != nil && !errors.Is(err, io.EOF) {
+			return io.MultiReader(strings.NewReader(first), errReader{err})
+		}
+		return strings.NewReader("")
+	}
+	line := logs.NewLine(st.label, strings.TrimSuffix(first, "\n"))
+	if line.Stamp == "" {
+		return io.MultiReader(strings.NewReader(first), br)
+	}
+	st.first = line.Time
+	old, err := before(line.Time)
+	if err != nil {
+		// The live log still reads; say what the store said once.
+		return io.MultiReader(strings.NewReader(line.Time.Format(time.RFC3339Nano)+" [mpijob] the log store could not be read: "+err.Error()+"\n"), strings.NewReader(first), br)
+	}
+	return io.MultiReader(&counting{r: old, n: &st.stored}, strings.NewReader(first), br)
+}
+
+// counting counts the lines read through it.
+type counting struct {
+	r io.Reader
+	n *int
+}
+
+func (c *counting) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	*c.n += bytes.Count(p[:n], []byte{'\n'})
+	return n, err
+}
+
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) { return 0, e.err }
+
+// labels lists sources' labels: "worker-0, worker-1".
+func labels(ss []source) string {
+	var out []string
+	for _, s := range ss {
+		out = append(out, s.label)
+	}
+	return strings.Join(out, ", ")
+}
+
+// linesOf says whose lines come from the store.
+func linesOf(ss []source) string {
+	return "Lines of " + labels(ss) + " come"
+}
+
+func goneWhy(source string) string {
+	if source == sourceStore {
+		return "asked with --source store"
+	}
+	return "the pod is gone (JobSet removes a finished job's pods)"
 }
 
 func (l *logsOptions) followAll(ctx context.Context, cl *clients, sources []source, opts *corev1.PodLogOptions, f *lineFilter) error {
@@ -348,39 +548,91 @@ func (f *lineFilter) redacted() int {
 	return n
 }
 
-// sources picks the pods whose logs are asked for; an exitError with
-// ExitNotFound when they do not exist (yet).
-func (l *logsOptions) sources(ctx context.Context, cl *clients, tj *trainer.TrainJob) ([]source, error) {
+// sources picks the logs asked for: each pod's, or with a log store the
+// store's for a pod that is gone; an exitError with ExitNotFound when
+// there is neither (yet).
+func (l *logsOptions) sources(ctx context.Context, cl *clients, tj *trainer.TrainJob, stored bool) ([]source, error) {
 	name := tj.Name
 	launcher, workers, err := cl.pods(ctx, tj)
 	if err != nil {
 		return nil, err
 	}
+	s, _ := statusOf(tj)
+	forced := l.source == sourceStore
+	launcherSrc := func() (source, bool) {
+		if len(launcher) > 0 && !forced {
+			return source{label: "launcher", pod: launcher[0], role: api.LauncherJob, index: -1}, true
+		}
+		// A job that has run (its pods were there) left its lines in the
+		// store; one that never started has none.
+		if stored && (s.Phase.Finished() || forced) {
+			return source{label: "launcher", gone: true, role: api.LauncherJob, index: -1}, true
+		}
+		return source{}, false
+	}
+	byIndex := map[int]corev1.Pod{}
+	for i, w := range workers {
+		idx, err := strconv.Atoi(w.Labels["batch.kubernetes.io/job-completion-index"])
+		if err != nil {
+			idx = i
+		}
+		byIndex[idx] = w
+	}
+	workerSrc := func(i int) (source, bool) {
+		label := fmt.Sprintf("worker-%d", i)
+		if p, ok := byIndex[i]; ok && !forced {
+			return source{label: label, pod: p, role: "worker", index: i}, true
+		}
+		if stored && (s.Phase.Finished() || forced || len(launcher) > 0) {
+			return source{label: label, gone: true, role: "worker", index: i}, true
+		}
+		return source{}, false
+	}
+	total := int(s.WorkersTotal)
+	for idx := range byIndex {
+		if idx+1 > total {
+			total = idx + 1
+		}
+	}
 	var sources []source
 	switch {
 	case l.all:
-		if len(launcher) > 0 {
-			sources = append(sources, source{"launcher", launcher[0]})
+		if src, ok := launcherSrc(); ok {
+			sources = append(sources, src)
 		}
-		for i, w := range workers {
-			sources = append(sources, source{fmt.Sprintf("worker-%d", i), w})
+		for i := 0; i < total; i++ {
+			if src, ok := workerSrc(i); ok {
+				sources = append(sources, src)
+			}
 		}
 	case l.worker >= 0:
-		if l.worker >= len(workers) {
-			return nil, &exitError{code: ExitNotFound, msg: fmt.Sprintf("--worker %d: job %s has %d Worker pods (0 to %d)", l.worker, name, len(workers), len(workers)-1)}
+		if l.worker >= total {
+			return nil, &exitError{code: ExitNotFound, msg: fmt.Sprintf("--worker %d: job %s has %d Workers (0 to %d)", l.worker, name, total, total-1)}
 		}
-		sources = append(sources, source{fmt.Sprintf("worker-%d", l.worker), workers[l.worker]})
+		src, ok := workerSrc(l.worker)
+		if !ok {
+			return nil, &exitError{code: ExitNotFound, msg: fmt.Sprintf("--worker %d: job %s has no pod for Worker %d (phase %s)%s", l.worker, name, l.worker, s.Phase, noStoreHint(stored))}
+		}
+		sources = append(sources, src)
 	default:
-		if len(launcher) == 0 {
-			s, _ := statusOf(tj)
-			return nil, &exitError{code: ExitNotFound, msg: fmt.Sprintf("job %s has no Launcher pod yet (phase %s): try --all, or kubectl mpijob describe %s", name, s.Phase, name)}
+		src, ok := launcherSrc()
+		if !ok {
+			return nil, &exitError{code: ExitNotFound, msg: fmt.Sprintf("job %s has no Launcher pod (phase %s)%s: try --all, or kubectl mpijob describe %s", name, s.Phase, noStoreHint(stored), name)}
 		}
-		sources = append(sources, source{"launcher", launcher[0]})
+		sources = append(sources, src)
 	}
 	if len(sources) == 0 {
 		return nil, &exitError{code: ExitNotFound, msg: fmt.Sprintf("job %s has no pods yet: kubectl mpijob describe %s", name, name)}
 	}
 	return sources, nil
+}
+
+// noStoreHint says why a gone pod's lines are not shown.
+func noStoreHint(stored bool) string {
+	if stored {
+		return ""
+	}
+	return ", and this cluster keeps no log store to read once pods are gone"
 }
 
 // notStartedYet reports the API server's answer for a container that has

@@ -158,6 +158,12 @@ func (c *Cluster) Up(ctx context.Context) error {
 	}
 	done()
 
+	done = p.Step("starting the log store (Grafana Loki %s, built from its Go module) and its collector of the nodes' pod logs", LokiVersion)
+	if err := c.startLogStore(ctx); err != nil {
+		return err
+	}
+	done()
+
 	done = p.Step("installing mpijob (config/default: mpijob-manager ×2 with its webhooks, mpijob-dashboard, runtimes, roles), then users, namespaces and quotas")
 	if err := c.installProject(ctx); err != nil {
 		return err

@@ -54,6 +54,8 @@ var clusterPorts = []portUse{
 	{fmt.Sprintf("127.0.0.1:%d", kubeProxyHealthPort), "kube-proxy health"},
 	{fmt.Sprintf("127.0.0.1:%d", kubeProxyMetricsPort), "kube-proxy metrics"},
 	{fmt.Sprintf("127.0.0.1:%d", PrometheusPort), "Prometheus"},
+	{fmt.Sprintf("127.0.0.1:%d", lokiPort), "Loki"},
+	{fmt.Sprintf("127.0.0.1:%d", lokiGRPCPort), "Loki gRPC"},
 	{"127.0.0.1:10257", "kube-controller-manager"},
 	{"127.0.0.1:10259", "kube-scheduler"},
 }

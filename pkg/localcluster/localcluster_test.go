@@ -31,6 +31,7 @@ func TestPinsMatchToolchain(t *testing.T) {
 		"kueue":      {"kueue", "sigs.k8s.io/kueue", KueueVersion},
 		"prometheus": {"prometheus", "github.com/prometheus/prometheus", PrometheusModuleVersion},
 		"s3":         {"s3", "github.com/versity/versitygw", VersityGWVersion},
+		"loki":       {"loki", "github.com/grafana/loki/v3", "v" + LokiVersion},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -174,6 +174,16 @@ func (c *Cluster) installRelease(ctx context.Context, refs map[string]string) er
 	} else if n != len(refs) {
 		return fmt.Errorf("config/default: %d of the %d images built here are used by its Deployments", n, len(refs))
 	}
+	// The log store's read API (the local cluster runs the store), and the
+	// Secret that names the store, before the manager's pods start.
+	logAPI, err := manifests.Kustomize(filepath.Join(c.opts.RepoRoot, "config", "logstore"))
+	if err != nil {
+		return err
+	}
+	objs = append(objs, logAPI...)
+	if err := c.writeLogStoreSecret(ctx); err != nil {
+		return fmt.Errorf("the log store's Secret: %w", err)
+	}
 	// The runtimes come last, once the manager serves the webhook that
 	// validates them: a reinstall over webhook configurations left behind
 	// (their Service has no endpoints yet) would be refused otherwise.

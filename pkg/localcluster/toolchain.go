@@ -79,6 +79,14 @@ func toolModules() []toolModule {
 			Outputs:  []string{"versitygw"},
 			LDFlags:  "-s -w",
 		},
+		{
+			// The log store the Launcher's and Workers' logs outlive their
+			// pods in (pkg/logstore).
+			Dir:      "loki",
+			Packages: []string{"github.com/grafana/loki/v3/cmd/loki"},
+			Outputs:  []string{"loki"},
+			LDFlags:  "-s -w -X github.com/grafana/loki/v3/pkg/util/build.Version=" + LokiVersion,
+		},
 	}
 }
 

@@ -75,9 +75,15 @@ func TestManagerDownUninstallAndReinstall(t *testing.T) {
 	t.Cleanup(reinstall)
 
 	// As a user would: kubectl, no namespace flag (config/default names
-	// its own), waiting until everything is gone.
+	// its own), waiting until everything is gone; the log store's read API
+	// first (docs/admin.md, Uninstalling), or its APIService would point
+	// at a manager that is gone.
+	cmd := exec.Command(opts.Kubectl(), "--kubeconfig", c.Kubeconfig, "--context", "admin", "delete", "-k", filepath.Join(opts.RepoRoot, "config", "logstore"), "--ignore-not-found")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kubectl delete -k config/logstore --ignore-not-found: %v\n%s", err, out)
+	}
 	start := time.Now()
-	cmd := exec.Command(opts.Kubectl(), "--kubeconfig", c.Kubeconfig, "--context", "admin", "delete", "-k", filepath.Join(opts.RepoRoot, "config", "default"), "--ignore-not-found")
+	cmd = exec.Command(opts.Kubectl(), "--kubeconfig", c.Kubeconfig, "--context", "admin", "delete", "-k", filepath.Join(opts.RepoRoot, "config", "default"), "--ignore-not-found")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("kubectl delete -k config/default --ignore-not-found: %v\n%s", err, out)
 	}

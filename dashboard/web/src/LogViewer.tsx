@@ -39,6 +39,7 @@ export function LogViewer({ namespace, name, pods, target, onTarget }: {
   const [lines, setLines] = useState<string[]>([]);
   const [dropped, setDropped] = useState(0);
   const [error, setError] = useState('');
+  const [stored, setStored] = useState(false);
   const [query, setQuery] = useState('');
   const [only, setOnly] = useState(false);
   const [podFilter, setPodFilter] = useState('');
@@ -66,6 +67,7 @@ export function LogViewer({ namespace, name, pods, target, onTarget }: {
     setLines([]);
     setDropped(0);
     setError('');
+    setStored(false);
     setDone(false);
     const flush = () => {
       raf = 0;
@@ -85,6 +87,7 @@ export function LogViewer({ namespace, name, pods, target, onTarget }: {
         setError(body.error ?? `Logs are not available (${res.status}).`);
         return;
       }
+      setStored(res.headers.get('X-Mpijob-Log-Source') === 'log store');
       const reader = res.body.getReader();
       const dec = new TextDecoder();
       for (;;) {
@@ -201,6 +204,10 @@ export function LogViewer({ namespace, name, pods, target, onTarget }: {
           title="No line carries a rank: this job's runtime does not tag the ranks' output (the OpenMPI 4.1 runtimes do; with OpenMPI 5 add --output tag to mpirun)." />
       )}
       {error && <Alert variant="info" isInline title={error} />}
+      {stored && (
+        <Alert variant="info" isInline data-testid="log-source-store"
+          title="From the log store: the pods of this job are gone, and these are the lines kept for them." />
+      )}
       <pre className="mpi-log" ref={box} data-testid="log" tabIndex={0} role="region" aria-label="Log">
         {matching.length > DRAWN && `… ${matching.length - DRAWN} earlier lines not drawn; search or download to see them\n`}
         {drawn.map((l, i) => (

@@ -20,6 +20,7 @@ from .constants import (
     COMPLETION_INDEX,
     GROUP,
     JOBSET_NAME,
+    LOG_STORE_GROUP_VERSION,
     MANAGER_LEASE_NAME,
     MANAGER_LEASE_NAMESPACE,
     REPLICATED_JOB,
@@ -329,6 +330,38 @@ class KubernetesBackend:
             if e.status == 404:
                 return None
             raise from_api_exception(e) from None
+
+    # -- the log store (logs.mpijob.dev, served by mpijob-manager) -------------
+
+    def log_store_available(self) -> bool:
+        """Whether the cluster serves the log store's read API (config/logstore)."""
+        if self._api is None:
+            return False
+        try:
+            _, status, _ = self._api.call_api(f"/apis/{LOG_STORE_GROUP_VERSION}", "GET", auth_settings=["BearerToken"],
+                                              _preload_content=False, _request_timeout=10)
+        except ApiException:
+            return False
+        return bool(200 <= status < 300)
+
+    def stored_log(self, job: str, role: str, index: int | None = None, since_seconds: int | None = None,
+                   end: str | None = None) -> str:
+        """A job's lines of one role (and Worker index) kept in the log store, "TIME TEXT" per
+        line in time order, read as the user; ``end`` (RFC 3339) bounds them, exclusive."""
+        query: list[tuple[str, Any]] = [("role", role)]
+        if index is not None and role == "worker":
+            query.append(("index", str(index)))
+        if since_seconds:
+            query.append(("sinceSeconds", str(since_seconds)))
+        if end:
+            query.append(("end", end))
+        path = f"/apis/{LOG_STORE_GROUP_VERSION}/namespaces/{self.namespace}/trainjobs/{job}/log"
+        try:
+            resp = self._api.call_api(path, "GET", query_params=query, auth_settings=["BearerToken"],
+                                      _preload_content=False, _return_http_data_only=True)
+        except ApiException as e:
+            raise from_api_exception(e, job) from None
+        return str(resp.data.decode("utf-8", "replace"))
 
     def stream_pod_log(self, pod: str, **kwargs: Any) -> Iterator[str]:
         """The pod's log lines as they come, until its container stops."""

@@ -33,7 +33,7 @@ from . import logs as _logs
 from . import progress as _progress
 from . import validation as _v
 from .backend import KubernetesBackend
-from .constants import PATCH_MANAGER
+from .constants import COMPLETION_INDEX, PATCH_MANAGER
 from .errors import (
     APIUnreachableError,
     InvalidJobError,
@@ -80,6 +80,9 @@ class MPIJobClient:
                  config_file: str | None = None):
         self._backend = KubernetesBackend.from_kubeconfig(namespace, context, config_file)
         self.namespace = self._backend.namespace
+        # Where get_logs' last call read each pod's lines: "pod", "log store" or
+        # "log store, then pod".
+        self.last_log_sources: dict[str, str] = {}
 
     # -- create ---------------------------------------------------------
 
@@ -434,7 +437,7 @@ class MPIJobClient:
     def get_logs(self, name: str, worker: int | str | None = None, follow: bool = False,
                  since: int | str | timedelta | None = None, until: datetime | None = None,
                  tail: int | None = None, grep: str | None = None, redact: bool = True,
-                 rank: int | str | None = None) -> str | Iterator[str]:
+                 rank: int | str | None = None, source: str = "auto") -> str | Iterator[str]:
         """Logs of the Launcher (``worker=None``), one Worker (an index) or all of them merged by
         time (``worker="all"``, each line prefixed ``[launcher]`` / ``[worker-N]``).
 
@@ -446,6 +449,13 @@ class MPIJobClient:
         (a datetime) drops newer lines; ``grep`` is a regular
         expression; secrets are redacted as ``kubectl mpijob logs`` does. With ``follow=True``
         it returns an iterator of lines that ends when the pods stop.
+
+        Where the cluster keeps a log store (``config/logstore``; the local cluster does), lines
+        outlive the pods: ``source="auto"`` reads the store for a pod that is gone and for the lines
+        the kubelet rotated out of a long log; ``"pods"`` or ``"store"`` reads only one of them.
+        ``client.last_log_sources`` then says where each pod's lines came from (``"pod"``,
+        ``"log store"`` or ``"log store, then pod"``). Reading the store takes the same right as
+        reading the pods' logs.
 
         >>> print(client.get_logs("hello", worker="all", grep=r"rank \\d"))
         """
@@ -475,24 +485,62 @@ class MPIJobClient:
                 ranks = _logs.parse_selection(str(rank))
             except ValueError as e:
                 raise InvalidJobError(f"rank={rank!r}: {e}", field="rank") from None
+        if source not in ("auto", "pods", "store"):
+            raise InvalidJobError(f"source={source!r}: use 'auto', 'pods' or 'store'", field="source")
+        if source == "store" and follow:
+            raise InvalidJobError("source='store' reads what is stored and ends: drop follow=True", field="source")
         obj = self._get(name)
         launcher, workers = self._pods(name)
+        status = JobStatus.from_trainjob(obj)
+        store = source != "pods" and self._backend.log_store_available()
+        if source == "store" and not store:
+            raise JobNotFoundError("source='store': this cluster keeps no log store (the logs.mpijob.dev API is not served); "
+                                   "an administrator installs one with config/logstore, or read the pods with source='pods'", name=name)
+        forced = source == "store"
+        no_store = "" if store else ", and this cluster keeps no log store to read once pods are gone"
+        by_index: dict[int, Any] = {}
+        for i, p in enumerate(workers):
+            try:
+                by_index[int((p.metadata.labels or {}).get(COMPLETION_INDEX, i))] = p
+            except (TypeError, ValueError):
+                by_index[i] = p
+        total = max([int(((obj.get("spec") or {}).get("trainer") or {}).get("numNodes") or 0)] + [i + 1 for i in by_index])
+
+        def launcher_src() -> _Source | None:
+            if launcher and not forced:
+                return _Source("launcher", launcher[0], "launcher", None)
+            if store and (status.finished or forced):
+                return _Source("launcher", None, "launcher", None)
+            return None
+
+        def worker_src(i: int) -> _Source | None:
+            if i in by_index and not forced:
+                return _Source(f"worker-{i}", by_index[i], "worker", i)
+            if store and (status.finished or forced or bool(launcher)):
+                return _Source(f"worker-{i}", None, "worker", i)
+            return None
+
+        sources: list[_Source] = []
         if worker is None:
-            if not launcher:
-                raise JobNotFoundError(f"job {name} has no Launcher pod yet (phase {JobStatus.from_trainjob(obj).phase}); "
-                                       "try worker='all'", name=name)
-            sources = [("launcher", launcher[0])]
+            src = launcher_src()
+            if src is None:
+                raise JobNotFoundError(f"job {name} has no Launcher pod (phase {status.phase}){no_store}; try worker='all'", name=name)
+            sources = [src]
         elif worker == "all":
-            sources = ([("launcher", launcher[0])] if launcher else []) + [(f"worker-{i}", p) for i, p in enumerate(workers)]
+            sources = [s for s in [launcher_src()] + [worker_src(i) for i in range(total)] if s is not None]
         else:
             assert isinstance(worker, int)
-            if worker >= len(workers):
-                raise JobNotFoundError(f"worker {worker}: job {name} has {len(workers)} Worker pods", name=name)
-            sources = [(f"worker-{worker}", workers[worker])]
+            if worker >= total:
+                raise JobNotFoundError(f"worker {worker}: job {name} has {total} Workers (0 to {total - 1})", name=name)
+            src = worker_src(worker)
+            if src is None:
+                raise JobNotFoundError(f"worker {worker}: job {name} has no pod for Worker {worker} (phase {status.phase}){no_store}",
+                                       name=name)
+            sources = [src]
         if not sources:
             raise JobNotFoundError(f"job {name} has no pods yet", name=name)
         prefix = len(sources) > 1
-        redactors = {label: Redactor() for label, _ in sources}
+        redactors = {s.label: Redactor() for s in sources}
 
         def render(label: str, raw: str) -> str | None:
             ts, _, text = raw.partition(" ")
@@ -516,16 +564,41 @@ class MPIJobClient:
             kwargs["since_seconds"] = since_s
         if tail is not None:
             kwargs["tail_lines"] = tail
-        if follow:
-            return self._follow(sources, kwargs, render)
+        live = [(s.label, s.pod) for s in sources if s.pod is not None]
+        self.last_log_sources = {s.label: ("pod" if s.pod is not None else "log store") for s in sources}
+        if follow and live:
+            if len(live) < len(sources):
+                _log.info("following the live pods only; %s: pod gone, its lines are in the log store",
+                          ", ".join(s.label for s in sources if s.pod is None))
+            return self._follow(live, kwargs, render)
         streams = []
-        for label, pod in sources:
-            text = self._backend.pod_log(pod.metadata.name, **kwargs)
-            if text is None:
+        for src in sources:
+            if src.pod is None:
+                lines = self._backend.stored_log(name, src.role, src.index, since_seconds=since_s).splitlines()
+                if tail is not None:
+                    lines = lines[-tail:] if tail else []
+                _log.info("lines of %s come from the log store: %s", src.label,
+                          "asked with source='store'" if forced else "the pod is gone")
+                streams.append((src.label, lines))
+                continue
+            live_text = self._backend.pod_log(src.pod.metadata.name, **kwargs)
+            if live_text is None:
                 if len(sources) > 1:
                     continue  # the pod went away meanwhile (Workers end with the job)
-                raise JobNotFoundError(f"job {name}: its {label} pod {pod.metadata.name} is gone", name=name)
-            streams.append((label, text.splitlines()))
+                raise JobNotFoundError(f"job {name}: its {src.label} pod {src.pod.metadata.name} is gone", name=name)
+            lines = live_text.splitlines()
+            # The kubelet serves a pod's current log file only: the lines it rotated away come
+            # from the store, before the first line it serves.
+            if store and source == "auto" and tail is None and lines:
+                first = lines[0].partition(" ")[0]
+                if _logs.parse_ts(first) is not None:
+                    older = self._backend.stored_log(name, src.role, src.index, since_seconds=since_s, end=first).splitlines()
+                    if older:
+                        _log.info("the first %d lines of %s come from the log store: the kubelet rotated them out of "
+                                  "the pod's log", len(older), src.label)
+                        self.last_log_sources[src.label] = "log store, then pod"
+                        lines = older + lines
+            streams.append((src.label, lines))
         out = []
         for label, raw in _logs.merge_logs(streams):
             line = render(label, raw)
@@ -720,6 +793,13 @@ class MPIJobClient:
 
     def _pods(self, name: str) -> tuple[list[Any], list[Any]]:
         return self._backend.job_pods(name)
+
+
+class _Source:
+    """One log asked for: a pod's, or (``pod`` None) the log store's lines of its role and index."""
+
+    def __init__(self, label: str, pod: Any, role: str, index: int | None):
+        self.label, self.pod, self.role, self.index = label, pod, role, index
 
 
 def _unreachable(client: MPIJobClient, e: Exception) -> APIUnreachableError:

@@ -19,3 +19,6 @@ COMPLETION_INDEX = "batch.kubernetes.io/job-completion-index"
 PATCH_MANAGER = "mpijob.dev/python-sdk"
 # JobSet's Launcher pod name "<name>-launcher-0-0-xxxxx" fits 63 characters.
 MAX_NAME = _jobspec.MAX_NAME
+
+# The log store's read API that mpijob-manager serves (pkg/logstore, config/logstore).
+LOG_STORE_GROUP_VERSION = "logs.mpijob.dev/v1alpha1"

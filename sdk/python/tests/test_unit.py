@@ -733,8 +733,68 @@ def test_get_logs_merges_redacts_and_greps_on_a_mocked_api():
     assert c.get_logs("a", worker="all", grep=r"rank \d") == "[worker-1] rank 1 done\n[launcher] rank 0 done\n"
     assert c.get_logs("a", worker=1) == "rank 1 done\n"
     from mpijob import JobNotFoundError
-    with pytest.raises(JobNotFoundError, match="has 2 Worker pods"):
+    with pytest.raises(JobNotFoundError, match=r"has 2 Workers \(0 to 1\)"):
         c.get_logs("a", worker=5)
+    assert c.last_log_sources == {"worker-1": "pod"}
+
+
+def _store_client(cluster, stored):
+    """An offline client whose cluster keeps a log store holding ``stored`` (label → lines)."""
+    from mpijob.backend import KubernetesBackend
+
+    class StoreBackend(KubernetesBackend):
+        def log_store_available(self):
+            return stored is not None
+
+        def stored_log(self, job, role, index=None, since_seconds=None, end=None):
+            label = "launcher" if role == "launcher" else f"worker-{index}"
+            lines = [ln for ln in stored.get(label, "").splitlines() if end is None or ln.split(" ")[0] < end]
+            return "".join(ln + "\n" for ln in lines)
+
+    c = MPIJobClient.__new__(MPIJobClient)
+    c._backend = StoreBackend("team-a", cluster, cluster)
+    c.namespace = "team-a"
+    return c
+
+
+def test_get_logs_reads_the_log_store_once_pods_are_gone():
+    from mpijob import JobNotFoundError
+    job = _status_job("a", {"phase": "Succeeded", "message": "done"})
+    job["spec"]["trainer"] = {"numNodes": 2}
+    stored = {"launcher": "2026-11-22T10:00:00.300Z [1,0]<stdout>:start password=hunter2\n2026-11-22T10:00:00.500Z [1,1]<stdout>:rank 1 done",
+              "worker-0": "2026-11-22T10:00:00.100Z sshd up",
+              "worker-1": "2026-11-22T10:00:00.400Z sshd up too"}
+    c = _store_client(_Cluster(jobs=[job], pods=[], logs={}), stored)
+    assert c.get_logs("a") == "[1,0]<stdout>:start password=[REDACTED]\n[1,1]<stdout>:rank 1 done\n"
+    assert c.last_log_sources == {"launcher": "log store"}
+    assert c.get_logs("a", worker="all") == ("[worker-0] sshd up\n[launcher] [1,0]<stdout>:start password=[REDACTED]\n"
+                                            "[worker-1] sshd up too\n[launcher] [1,1]<stdout>:rank 1 done\n")
+    assert c.get_logs("a", rank=1) == "[1,1]<stdout>:rank 1 done\n"
+    assert c.get_logs("a", tail=1) == "[1,1]<stdout>:rank 1 done\n"
+    assert c.get_logs("a", worker=1) == "sshd up too\n"
+    with pytest.raises(JobNotFoundError, match="keeps no log store"):
+        c.get_logs("a", source="pods")
+    with pytest.raises(InvalidJobError) as e:
+        c.get_logs("a", source="stor")
+    assert e.value.field == "source" and "use 'auto', 'pods' or 'store'" in str(e.value)
+    with pytest.raises(InvalidJobError, match="drop follow=True"):
+        c.get_logs("a", source="store", follow=True)
+    nostore = _store_client(_Cluster(jobs=[job], pods=[], logs={}), None)
+    with pytest.raises(JobNotFoundError, match="this cluster keeps no log store to read once pods are gone"):
+        nostore.get_logs("a")
+    with pytest.raises(JobNotFoundError, match="source='store': this cluster keeps no log store"):
+        nostore.get_logs("a", source="store")
+
+
+def test_get_logs_puts_rotated_lines_from_the_store_first():
+    pods = [_pod("a", "launcher", 0)]
+    logs = {"a-launcher-0-0-abcde": "2026-11-22T10:00:05.000Z still here\n"}
+    stored = {"launcher": "2026-11-22T10:00:00.000Z rotated away\n2026-11-22T10:00:05.000Z still here"}
+    c = _store_client(_Cluster(jobs=[_status_job("a", {"phase": "Running", "message": "m"})], pods=pods, logs=logs), stored)
+    assert c.get_logs("a") == "rotated away\nstill here\n"
+    assert c.last_log_sources == {"launcher": "log store, then pod"}
+    assert c.get_logs("a", source="pods") == "still here\n"
+    assert c.get_logs("a", tail=1) == "still here\n"
 
 
 RANK_VECTORS = json.loads((REPO / "pkg/logs/testdata/rank-vectors.json").read_text())

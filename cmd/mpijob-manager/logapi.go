@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/mpijob/mpijob/pkg/certs"
+	"github.com/mpijob/mpijob/pkg/logstore"
+)
+
+// The log store mpijob-manager reads jobs' logs from (the Secret
+// mpijob-log-store, optional, sets both): Loki's URL, or a gateway's in
+// front of it, and the bearer token it takes.
+const (
+	logStoreURLEnv   = "MPIJOB_LOG_STORE_URL"
+	logStoreTokenEnv = "MPIJOB_LOG_STORE_TOKEN"
+)
+
+// logAPI serves logs.mpijob.dev on every replica (not only the leader).
+type logAPI struct {
+	api   *logstore.API
+	kube  kubernetes.Interface
+	cert  *certs.Lazy
+	ready <-chan struct{}
+	port  int
+}
+
+func (l *logAPI) NeedLeaderElection() bool { return false }
+
+// Start reads the API server's front-proxy settings (again every five
+// minutes, as they rotate), waits for the serving certificate and serves.
+func (l *logAPI) Start(ctx context.Context) error {
+	log := ctrl.Log.WithName("log-api")
+	for {
+		rh, err := logstore.LoadRequestHeader(ctx, l.kube)
+		if err == nil {
+			l.api.Header.Store(rh)
+			break
+		}
+		log.Error(err, "waiting for the API server's front-proxy settings")
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(10 * time.Second):
+		}
+	}
+	go func() {
+		t := time.NewTicker(5 * time.Minute)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if rh, err := logstore.LoadRequestHeader(ctx, l.kube); err == nil {
+					l.api.Header.Store(rh)
+				}
+			}
+		}
+	}()
+	select {
+	case <-l.ready:
+	case <-ctx.Done():
+		return nil
+	}
+	srv := &http.Server{
+		Handler:           l.api,
+		TLSConfig:         logstore.TLSConfig(l.cert.GetCertificate),
+		ReadHeaderTimeout: 10 * time.Second,
+	}
+	ln, err := net.Listen("tcp", fmt.Sprintf(":%d", l.port))
+	if err != nil {
+		return err
+	}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	log.Info("serving the log store's read API", "port", l.port, "store", l.api.Store.URL)
+	if err := srv.ServeTLS(ln, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// addLogAPI adds the log store's read API when the environment names a
+// store; without one, nothing is served and `kubectl mpijob logs` reads
+// the pods only.
+func addLogAPI(mgr ctrl.Manager, kube kubernetes.Interface, cert *certs.Lazy, ready <-chan struct{}, port int) error {
+	url := strings.TrimSpace(os.Getenv(logStoreURLEnv))
+	if url == "" {
+		ctrl.Log.WithName("log-api").Info("no log store (" + logStoreURLEnv + " is unset): jobs' logs are read from their pods only")
+		return nil
+	}
+	if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
+		return fmt.Errorf("%s=%q: give the store's URL, e.g. http://loki.logging.svc:3100", logStoreURLEnv, url)
+	}
+	store := &logstore.Client{URL: url, Token: strings.TrimSpace(os.Getenv(logStoreTokenEnv)), HTTP: &http.Client{Timeout: 2 * time.Minute}}
+	return mgr.Add(&logAPI{api: &logstore.API{Store: store, Kube: kube}, kube: kube, cert: cert, ready: ready, port: port})
+}

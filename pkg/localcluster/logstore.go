@@ -1,0 +1,343 @@
+package localcluster
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/mpijob/mpijob/pkg/logstore"
+)
+
+// The log store: Grafana Loki (LokiVersion, built from its Go module)
+// on loopback, and the log collector, a host process that reads both real
+// nodes' pod logs into it and serves the store to mpijob-manager on the
+// pod network's bridge behind a bearer token (as OpenShift's LokiStack
+// gateway does), so no tenant's pod can query it.
+const (
+	LokiVersion = "3.7.8"
+	// lokiPort and lokiGRPCPort are Loki's, on 127.0.0.1.
+	lokiPort     = 9462
+	lokiGRPCPort = 9463
+	// LogStorePort is the token-checking gateway on DNSAddress.
+	LogStorePort = 9464
+	// LogStoreSecret is the Secret in mpijob-system that tells
+	// mpijob-manager the store's URL and token (config/manager reads it).
+	LogStoreSecret = "mpijob-log-store"
+	// DefaultLogRetention is how long the store keeps lines unless
+	// MPIJOB_LOG_RETENTION says otherwise.
+	DefaultLogRetention = 24 * time.Hour
+	// logCollectorProcess is the host process `mpijob-dev log-collector`.
+	logCollectorProcess = "log-collector"
+)
+
+// LokiURL is the store as this machine reaches it.
+var LokiURL = fmt.Sprintf("http://127.0.0.1:%d", lokiPort)
+
+// LogStoreURL is the store as mpijob-manager's pods reach it.
+var LogStoreURL = fmt.Sprintf("http://%s:%d", DNSAddress, LogStorePort)
+
+// LogRetention is the store's retention: MPIJOB_LOG_RETENTION (a Go
+// duration of at least 24h), else DefaultLogRetention.
+func LogRetention() (time.Duration, error) {
+	v := strings.TrimSpace(os.Getenv("MPIJOB_LOG_RETENTION"))
+	if v == "" {
+		return DefaultLogRetention, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < 24*time.Hour || d%time.Hour != 0 {
+		return 0, fmt.Errorf("MPIJOB_LOG_RETENTION=%q: give whole hours of at least 24h, e.g. 72h", v)
+	}
+	return d, nil
+}
+
+// lokiConfig renders Loki's configuration: one process, files under dir,
+// one tenant per namespace, lines kept for retention.
+func lokiConfig(dir string, retention time.Duration) string {
+	return fmt.Sprintf(`# Written by mpijob-dev: the local cluster's log store.
+auth_enabled: true
+server:
+  http_listen_address: 127.0.0.1
+  http_listen_port: %d
+  grpc_listen_address: 127.0.0.1
+  grpc_listen_port: %d
+  grpc_server_max_recv_msg_size: 16777216
+  grpc_server_max_send_msg_size: 16777216
+  log_level: warn
+common:
+  instance_addr: 127.0.0.1
+  path_prefix: %[3]s
+  replication_factor: 1
+  ring:
+    kvstore:
+      store: inmemory
+  storage:
+    filesystem:
+      chunks_directory: %[3]s/chunks
+      rules_directory: %[3]s/rules
+schema_config:
+  configs:
+  - from: "2024-01-01"
+    store: tsdb
+    object_store: filesystem
+    schema: v13
+    index:
+      prefix: index_
+      period: 24h
+limits_config:
+  retention_period: %[4]dh
+  allow_structured_metadata: true
+  max_entries_limit_per_query: %[5]d
+  reject_old_samples: false
+  ingestion_rate_mb: 64
+  ingestion_burst_size_mb: 128
+  per_stream_rate_limit: 32MB
+  per_stream_rate_limit_burst: 64MB
+compactor:
+  working_directory: %[3]s/compactor
+  retention_enabled: true
+  delete_request_store: filesystem
+  compaction_interval: 10m
+ingester:
+  chunk_idle_period: 5m
+  max_chunk_age: 1h
+analytics:
+  reporting_enabled: false
+`, lokiPort, lokiGRPCPort, dir, int(retention.Hours()), logstore.PageSize)
+}
+
+// startLogStore starts Loki and the collector, and writes the Secret that
+// points mpijob-manager at the store.
+func (c *Cluster) startLogStore(ctx context.Context) error {
+	retention, err := LogRetention()
+	if err != nil {
+		return err
+	}
+	dir := c.opts.path("loki")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	cfg := filepath.Join(dir, "loki.yaml")
+	if err := os.WriteFile(cfg, []byte(lokiConfig(dir, retention)), 0o644); err != nil {
+		return err
+	}
+	if err := c.startProcess("loki", c.opts.bin("loki"), []string{"-config.file=" + cfg}, nil); err != nil {
+		return err
+	}
+	if err := c.waitFor(ctx, "loki", 120*time.Second, func(ctx context.Context) bool {
+		return httpOK(ctx, LokiURL+"/ready")
+	}); err != nil {
+		return err
+	}
+	token, err := randomHex(32)
+	if err != nil {
+		return err
+	}
+	tokenFile := filepath.Join(dir, "gateway-token")
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	if err := c.startProcess(logCollectorProcess, self, []string{logCollectorProcess}, []string{"MPIJOB_CACHE_DIR=" + c.opts.CacheDir}); err != nil {
+		return err
+	}
+	if err := c.waitFor(ctx, logCollectorProcess, 60*time.Second, func(ctx context.Context) bool {
+		return httpOK(ctx, LogStoreURL+"/ready")
+	}); err != nil {
+		return err
+	}
+	return c.writeLogStoreSecret(ctx)
+}
+
+// writeLogStoreSecret writes the Secret that points mpijob-manager at the
+// store (its namespace too, if it is not there yet: the manager's pods
+// read the Secret when they start). An uninstall (kubectl delete -k
+// config/default) removes it with the namespace; a reinstall writes it
+// again. Nothing happens where the store was never started.
+func (c *Cluster) writeLogStoreSecret(ctx context.Context) error {
+	token, err := os.ReadFile(c.opts.path("loki", "gateway-token"))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if c.clientset == nil {
+		cs, err := kubernetes.NewForConfig(c.restCfg)
+		if err != nil {
+			return err
+		}
+		c.clientset = cs
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ManagerNamespace}}
+	if _, err := c.clientset.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	sec := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: LogStoreSecret, Namespace: ManagerNamespace},
+		StringData: map[string]string{"url": LogStoreURL, "token": strings.TrimSpace(string(token))},
+	}
+	if _, err := c.clientset.CoreV1().Secrets(ManagerNamespace).Create(ctx, sec, metav1.CreateOptions{}); err != nil {
+		if !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		if _, err := c.clientset.CoreV1().Secrets(ManagerNamespace).Update(ctx, sec, metav1.UpdateOptions{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ServeLogs is `mpijob-dev log-collector`: it reads every real node's pod
+// logs into Loki and serves Loki on the bridge to callers with the token.
+func ServeLogs(ctx context.Context, opts Options, out io.Writer) error {
+	token, err := os.ReadFile(opts.path("loki", "gateway-token"))
+	if err != nil {
+		return fmt.Errorf("the log store's token: %w", err)
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", opts.KubeconfigPath())
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	// Pods of JobSets only; each one seen is remembered by UID (an hour
+	// after it is gone) for the lines it still has to send.
+	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.LabelSelector = jobsetv1alpha2.JobSetNameKey
+	}))
+	inf := factory.Core().V1().Pods().Informer()
+	var mu sync.Mutex
+	known := map[string]logstore.Target{}
+	remember := func(obj any) {
+		p, ok := obj.(*corev1.Pod)
+		if !ok {
+			return
+		}
+		t, mpi := logstore.FromPod(logstore.Target{Namespace: p.Namespace, Pod: p.Name, UID: string(p.UID)}, p)
+		if mpi {
+			mu.Lock()
+			known[string(p.UID)] = t
+			mu.Unlock()
+		}
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: remember, UpdateFunc: func(_, o any) { remember(o) }}); err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+
+	dirs := map[string]string{}
+	c := New(opts, io.Discard)
+	for i := 1; i <= opts.RealNodes; i++ {
+		n := c.realNode(i)
+		dirs[filepath.Join(n.state, "pod-logs")] = n.name
+	}
+	col := &logstore.Collector{
+		Dirs:      dirs,
+		Store:     &logstore.Client{URL: LokiURL, HTTP: &http.Client{Timeout: time.Minute}},
+		Positions: opts.path("loki", "positions.json"),
+		Log:       out,
+		Pod: func(ns, name, uid string) (logstore.Target, bool, bool) {
+			mu.Lock()
+			t, ok := known[uid]
+			mu.Unlock()
+			if ok {
+				return t, true, true
+			}
+			return logstore.Target{}, false, false
+		},
+	}
+	target, _ := url.Parse(LokiURL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	want := "Bearer " + strings.TrimSpace(string(token))
+	srv := &http.Server{
+		Addr:              fmt.Sprintf("%s:%d", DNSAddress, LogStorePort),
+		ReadHeaderTimeout: 10 * time.Second,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/ready" {
+				_, _ = w.Write([]byte("ready"))
+				return
+			}
+			if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte(want)) != 1 {
+				http.Error(w, "the log store takes mpijob-manager's token (Secret mpijob-system/"+LogStoreSecret+")", http.StatusUnauthorized)
+				return
+			}
+			// Reads only: the collector writes on loopback.
+			if r.Method != http.MethodGet || !strings.HasPrefix(r.URL.Path, "/loki/api/v1/") {
+				http.Error(w, "only Loki's read API is served here", http.StatusForbidden)
+				return
+			}
+			r.Header.Del("Authorization")
+			proxy.ServeHTTP(w, r)
+		}),
+	}
+	ln, err := net.Listen("tcp", srv.Addr)
+	if err != nil {
+		return err
+	}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			fmt.Fprintf(out, "log-collector: gateway: %v\n", err)
+		}
+	}()
+	fmt.Fprintf(out, "log-collector: reading %d nodes' pod logs into %s; the store's read API on %s\n", len(dirs), LokiURL, LogStoreURL)
+	// Forget pods gone for an hour.
+	go func() {
+		t := time.NewTicker(10 * time.Minute)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				mu.Lock()
+				for uid := range known {
+					if _, exists, _ := inf.GetIndexer().GetByKey(known[uid].Namespace + "/" + known[uid].Pod); !exists && !podDirExists(dirs, known[uid]) {
+						delete(known, uid)
+					}
+				}
+				mu.Unlock()
+			}
+		}
+	}()
+	return col.Run(ctx)
+}
+
+// podDirExists reports whether a node still has the pod's log folder.
+func podDirExists(dirs map[string]string, t logstore.Target) bool {
+	for d := range dirs {
+		if fileExists(filepath.Join(d, t.Namespace+"_"+t.Pod+"_"+t.UID)) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,409 @@
+package logstore
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mpijob/mpijob/pkg/logs"
+)
+
+// Collector reads the kubelets' container log files of MPI jobs' pods and
+// pushes their lines to the store. It follows the kubelet's rotation
+// (0.log renamed to 0.log.TIME, a new 0.log) by file identity, so a line
+// written just before a rotation is not lost, and it remembers how far it
+// read each file across restarts.
+type Collector struct {
+	// Dirs maps each node's pod log folder (the kubelet's podLogsDir,
+	// /var/log/pods on a real node) to the node's name.
+	Dirs  map[string]string
+	Store *Client
+	// Pod resolves a pod of a log folder to its target (job, role and
+	// index); false when the pod belongs to no MPI job. When the pod is
+	// gone already, the collector reads its name instead.
+	Pod func(ns, name, uid string) (Target, bool, bool)
+	// Positions is the file the read offsets are kept in.
+	Positions string
+	// Interval between two passes (default 1 s).
+	Interval time.Duration
+	// MaxRead bounds the bytes read from one file in one pass (default
+	// 8 MiB), so one chatty rank does not hold the others back.
+	MaxRead int64
+	Log     io.Writer
+
+	mu    sync.Mutex
+	files map[string]*tailed // by device:inode
+}
+
+// tailed is one log file being read.
+type tailed struct {
+	Path   string `json:"path"`
+	Offset int64  `json:"offset"`
+	// Partial is a CRI partial line (P) waiting for its end.
+	Partial string `json:"partial,omitempty"`
+	PartAt  int64  `json:"partAt,omitempty"`
+	// Last is the time given to the last line sent: lines that share a
+	// time (the runtime stamps a burst alike) get a nanosecond each after
+	// it, so the store keeps their order and no two are taken for one.
+	Last   int64 `json:"last,omitempty"`
+	target Target
+	seen   bool
+}
+
+// logFile is a kubelet's container log: N.log, or N.log.TIME once
+// rotated (compressed ones, .gz, are older still and were read before).
+var logFile = regexp.MustCompile(`^(\d+)\.log(\.(\d{8}-\d{6}))?$`)
+
+// Run collects until ctx ends.
+func (c *Collector) Run(ctx context.Context) error {
+	if c.Interval == 0 {
+		c.Interval = time.Second
+	}
+	c.load()
+	t := time.NewTicker(c.Interval)
+	defer t.Stop()
+	for {
+		if err := c.Pass(ctx); err != nil && ctx.Err() == nil {
+			c.logf("log collector: %v", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+func (c *Collector) logf(format string, args ...any) {
+	if c.Log != nil {
+		fmt.Fprintf(c.Log, format+"\n", args...)
+	}
+}
+
+func (c *Collector) load() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.files = map[string]*tailed{}
+	b, err := os.ReadFile(c.Positions)
+	if err != nil {
+		return
+	}
+	if err := json.Unmarshal(b, &c.files); err != nil {
+		c.logf("log collector: ignoring unreadable positions %s: %v", c.Positions, err)
+		c.files = map[string]*tailed{}
+	}
+}
+
+func (c *Collector) save() error {
+	if c.Positions == "" {
+		return nil
+	}
+	b, err := json.Marshal(c.files)
+	if err != nil {
+		return err
+	}
+	tmp := c.Positions + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, c.Positions)
+}
+
+// found is a log file of a pass, in the order to read it.
+type found struct {
+	path   string
+	id     string
+	target Target
+	order  string
+}
+
+// Pass reads what every log file gained since the last pass and stores it.
+func (c *Collector) Pass(ctx context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.files == nil {
+		c.files = map[string]*tailed{}
+	}
+	if c.MaxRead == 0 {
+		c.MaxRead = 8 << 20
+	}
+	var all []found
+	for dir, node := range c.Dirs {
+		pods, err := os.ReadDir(dir)
+		if err != nil {
+			if os.IsNotExist(err) {
+				continue
+			}
+			return err
+		}
+		for _, pd := range pods {
+			ns, pod, uid, ok := ParsePodDir(pd.Name())
+			if !ok {
+				continue
+			}
+			t := Target{Namespace: ns, Pod: pod, UID: uid, Node: node}
+			if c.Pod != nil {
+				got, mpi, known := c.Pod(ns, pod, uid)
+				if known && !mpi {
+					continue
+				}
+				if known {
+					got.Namespace, got.Pod, got.UID, got.Node = ns, pod, uid, node
+					t = got
+				} else if t, ok = FromName(t); !ok {
+					continue
+				}
+			} else if t, ok = FromName(t); !ok {
+				continue
+			}
+			containers, _ := os.ReadDir(filepath.Join(dir, pd.Name()))
+			for _, cd := range containers {
+				if !cd.IsDir() {
+					continue
+				}
+				tc := t
+				tc.Container = cd.Name()
+				tc.Init = slices.Contains(t.inits, cd.Name())
+				files, _ := os.ReadDir(filepath.Join(dir, pd.Name(), cd.Name()))
+				for _, f := range files {
+					m := logFile.FindStringSubmatch(f.Name())
+					if m == nil {
+						continue
+					}
+					p := filepath.Join(dir, pd.Name(), cd.Name(), f.Name())
+					var st syscall.Stat_t
+					if err := syscall.Stat(p, &st); err != nil {
+						continue
+					}
+					// Rotated files (with a time) before the live one, and
+					// a restart's 1.log after 0.log.
+					n, _ := strconv.Atoi(m[1])
+					order := fmt.Sprintf("%s/%08d/%s", p[:len(p)-len(f.Name())], n, "1"+m[3])
+					if m[3] == "" {
+						order = fmt.Sprintf("%s/%08d/%s", p[:len(p)-len(f.Name())], n, "2")
+					}
+					all = append(all, found{path: p, id: fmt.Sprintf("%d:%d", st.Dev, st.Ino), target: tc, order: order})
+				}
+			}
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].order < all[j].order })
+	for _, f := range c.files {
+		f.seen = false
+	}
+	batches := map[string]map[string]*PushStream{} // tenant → stream key → lines
+	type advance struct {
+		f                    *tailed
+		offset, partAt, last int64
+		partial, path        string
+	}
+	moves := map[string][]advance{} // tenant → files read
+	lastOf := map[string]int64{}    // stream → last time sent, this pass
+	for _, fd := range all {
+		if tf := c.files[fd.id]; tf != nil && tf.Last > lastOf[streamKey(fd)] {
+			lastOf[streamKey(fd)] = tf.Last
+		}
+	}
+	for _, fd := range all {
+		tf := c.files[fd.id]
+		// A file seen under another name is the same one renamed by a
+		// rotation (0.log → 0.log.TIME); any other name means the inode
+		// was reused by a new file.
+		if tf != nil && tf.Path != fd.path && !strings.HasPrefix(fd.path, tf.Path+".") {
+			tf = nil
+		}
+		if tf == nil {
+			tf = &tailed{Path: fd.path}
+			c.files[fd.id] = tf
+		}
+		tf.seen, tf.target = true, fd.target
+		// Lines of a rotated file and of its successor are one stream: the
+		// successor's times start after the old file's last.
+		if tf.Last == 0 {
+			tf.Last = lastOf[streamKey(fd)]
+		}
+		entries, off, partial, partAt, last, err := c.read(fd.path, tf)
+		if err != nil {
+			c.logf("log collector: %s: %v", fd.path, err)
+			continue
+		}
+		tenant := fd.target.Namespace
+		moves[tenant] = append(moves[tenant], advance{f: tf, offset: off, partial: partial, partAt: partAt, last: last, path: fd.path})
+		if last > lastOf[streamKey(fd)] {
+			lastOf[streamKey(fd)] = last
+		}
+		if len(entries) == 0 {
+			continue
+		}
+		labels := fd.target.Labels()
+		key := fmt.Sprint(labels)
+		if batches[tenant] == nil {
+			batches[tenant] = map[string]*PushStream{}
+		}
+		s := batches[tenant][key]
+		if s == nil {
+			s = &PushStream{Labels: labels}
+			batches[tenant][key] = s
+		}
+		s.Entries = append(s.Entries, entries...)
+	}
+	tenants := make([]string, 0, len(moves))
+	for t := range moves {
+		tenants = append(tenants, t)
+	}
+	sort.Strings(tenants)
+	var failed error
+	for _, tenant := range tenants {
+		var streams []PushStream
+		for _, s := range batches[tenant] {
+			streams = append(streams, *s)
+		}
+		if err := c.pushAll(ctx, tenant, streams); err != nil {
+			var refused *RefusedError
+			if !errors.As(err, &refused) {
+				// The store is down or busy: this tenant's files do not
+				// advance, and the next pass sends their lines again.
+				// Other tenants' lines go on.
+				failed = err
+				continue
+			}
+			// The store refuses these lines for good (too old, too long):
+			// sending them again would hold the tenant's logs back for ever.
+			c.logf("log collector: dropped lines of namespace %s the store refused: %v", tenant, err)
+		}
+		for _, m := range moves[tenant] {
+			m.f.Offset, m.f.Partial, m.f.PartAt, m.f.Last, m.f.Path = m.offset, m.partial, m.partAt, m.last, m.path
+		}
+	}
+	// Files gone from disk were read to their end before the kubelet
+	// removed them (or never will be): forget them.
+	for id, f := range c.files {
+		if !f.seen {
+			delete(c.files, id)
+		}
+	}
+	if err := c.save(); err != nil {
+		return err
+	}
+	return failed
+}
+
+// pushAll sends a tenant's streams in pushes of at most ~1 MiB (Loki's
+// gRPC limit between its parts is 4 MiB by default).
+func (c *Collector) pushAll(ctx context.Context, tenant string, streams []PushStream) error {
+	const most = 1 << 20
+	var batch []PushStream
+	size := 0
+	for _, s := range streams {
+		for len(s.Entries) > 0 {
+			n, sz := 0, 0
+			for n < len(s.Entries) && size+sz < most {
+				sz += len(s.Entries[n].Line) + 64
+				n++
+			}
+			batch = append(batch, PushStream{Labels: s.Labels, Entries: s.Entries[:n]})
+			size += sz
+			s.Entries = s.Entries[n:]
+			if size >= most {
+				if err := c.Store.Push(ctx, tenant, batch); err != nil {
+					return err
+				}
+				batch, size = nil, 0
+			}
+		}
+	}
+	if len(batch) > 0 {
+		return c.Store.Push(ctx, tenant, batch)
+	}
+	return nil
+}
+
+// read returns the complete lines of path after tf's offset, and the
+// offset after the last one.
+func (c *Collector) read(path string, tf *tailed) ([]Entry, int64, string, int64, int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, tf.Offset, tf.Partial, tf.PartAt, tf.Last, err
+	}
+	defer func() { _ = f.Close() }()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, tf.Offset, tf.Partial, tf.PartAt, tf.Last, err
+	}
+	off := tf.Offset
+	if st.Size() < off {
+		// Truncated (copytruncate): start again.
+		off = 0
+	}
+	n := st.Size() - off
+	if n <= 0 {
+		return nil, off, tf.Partial, tf.PartAt, tf.Last, nil
+	}
+	if n > c.MaxRead {
+		n = c.MaxRead
+	}
+	buf := make([]byte, n)
+	if _, err := f.ReadAt(buf, off); err != nil && err != io.EOF {
+		return nil, tf.Offset, tf.Partial, tf.PartAt, tf.Last, err
+	}
+	var out []Entry
+	partial, partAt, last := tf.Partial, tf.PartAt, tf.Last
+	start := 0
+	for i, b := range buf {
+		if b != '\n' {
+			continue
+		}
+		line := string(buf[start:i])
+		start = i + 1
+		cl, err := ParseCRI(line)
+		if err != nil {
+			continue
+		}
+		if cl.Partial {
+			if partial == "" {
+				partAt = cl.Time.UnixNano()
+			}
+			partial += cl.Message
+			continue
+		}
+		msg := cl.Message
+		at := cl.Time
+		if partial != "" {
+			msg, at = partial+msg, time.Unix(0, partAt).UTC()
+			partial, partAt = "", 0
+		}
+		if at.UnixNano() <= last {
+			at = time.Unix(0, last+1).UTC()
+		}
+		last = at.UnixNano()
+		e := Entry{Time: at, Line: msg, Meta: map[string]string{MetaStream: cl.Stream}}
+		if tag, ok := logs.SplitRank(msg); ok {
+			e.Meta[MetaRank] = strconv.Itoa(tag.Rank)
+		}
+		out = append(out, e)
+	}
+	if start == 0 && int64(len(buf)) == c.MaxRead {
+		// A line longer than MaxRead: its start is dropped rather than
+		// holding the file back for ever.
+		start = len(buf)
+	}
+	return out, off + int64(start), partial, partAt, last, nil
+}
+
+// streamKey is the stream a log file's lines go to: its pod and
+// container (a rotated file and its successor share one).
+func streamKey(f found) string {
+	return f.target.Namespace + "/" + f.target.Pod + "/" + f.target.UID + "/" + f.target.Container
+}

@@ -1,0 +1,518 @@
+package logstore
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func TestParseCRI(t *testing.T) {
+	cases := map[string]struct {
+		in      string
+		want    CRILine
+		wantErr bool
+	}{
+		"full line": {
+			in:   "2026-11-24T06:00:00.123456789Z stdout F [1,3]<stdout>:loss 0.5",
+			want: CRILine{Time: time.Date(2026, 11, 24, 6, 0, 0, 123456789, time.UTC), Stream: "stdout", Message: "[1,3]<stdout>:loss 0.5"},
+		},
+		"partial": {
+			in:   "2026-11-24T06:00:00Z stderr P part one",
+			want: CRILine{Time: time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC), Stream: "stderr", Partial: true, Message: "part one"},
+		},
+		"empty message": {
+			in:   "2026-11-24T06:00:00Z stdout F",
+			want: CRILine{Time: time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC), Stream: "stdout"},
+		},
+		"spaces kept": {
+			in:   "2026-11-24T06:00:00Z stdout F   indented  ",
+			want: CRILine{Time: time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC), Stream: "stdout", Message: "  indented  "},
+		},
+		"no time":    {in: "stdout F hello", wantErr: true},
+		"bad stream": {in: "2026-11-24T06:00:00Z stdin F x", wantErr: true},
+		"bad tag":    {in: "2026-11-24T06:00:00Z stdout X x", wantErr: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := ParseCRI(tc.in)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("err = %v, wantErr %v", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" && !tc.wantErr {
+				t.Errorf("(-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestTargets(t *testing.T) {
+	cases := map[string]struct {
+		pod    *corev1.Pod
+		name   string
+		want   Target
+		wantOK bool
+	}{
+		"launcher from labels": {
+			pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
+				"jobset.sigs.k8s.io/jobset-name": "pi", "jobset.sigs.k8s.io/replicatedjob-name": "launcher", "batch.kubernetes.io/job-completion-index": "0",
+			}}, Spec: corev1.PodSpec{NodeName: "n1"}},
+			want: Target{Job: "pi", Role: "launcher", Index: 0, Node: "n1"}, wantOK: true,
+		},
+		"worker 3 from labels": {
+			pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
+				"jobset.sigs.k8s.io/jobset-name": "pi", "jobset.sigs.k8s.io/replicatedjob-name": "node", "batch.kubernetes.io/job-completion-index": "3",
+			}}},
+			want: Target{Job: "pi", Role: "node", Index: 3}, wantOK: true,
+		},
+		"another JobSet's role": {
+			pod: &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
+				"jobset.sigs.k8s.io/jobset-name": "x", "jobset.sigs.k8s.io/replicatedjob-name": "driver",
+			}}},
+		},
+		"no JobSet": {pod: &corev1.Pod{}},
+		"worker from the name": {
+			name: "my-job-node-0-12-abcde",
+			want: Target{Pod: "my-job-node-0-12-abcde", Job: "my-job", Role: "node", Index: 12}, wantOK: true,
+		},
+		"launcher from the name": {
+			name: "a-launcher-0-0-x9z8y",
+			want: Target{Pod: "a-launcher-0-0-x9z8y", Job: "a", Role: "launcher", Index: 0}, wantOK: true,
+		},
+		"other pod's name": {name: "coredns-7d8f9-abcde", want: Target{Pod: "coredns-7d8f9-abcde"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got Target
+			var ok bool
+			if tc.pod != nil {
+				got, ok = FromPod(Target{}, tc.pod)
+			} else {
+				got, ok = FromName(Target{Pod: tc.name})
+			}
+			if ok != tc.wantOK {
+				t.Fatalf("ok = %v, want %v", ok, tc.wantOK)
+			}
+			if !ok {
+				return
+			}
+			got.inits = nil
+			if diff := cmp.Diff(tc.want, got, cmpTarget); diff != "" {
+				t.Errorf("(-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+var cmpTarget = cmp.AllowUnexported(Target{})
+
+func TestParsePodDir(t *testing.T) {
+	ns, pod, uid, ok := ParsePodDir("team-a_pi-node-0-1-abcde_2fa9b250-11e8-493f-95cd-bb69882b042b")
+	if !ok || ns != "team-a" || pod != "pi-node-0-1-abcde" || uid != "2fa9b250-11e8-493f-95cd-bb69882b042b" {
+		t.Errorf("got %q %q %q %v", ns, pod, uid, ok)
+	}
+	if _, _, _, ok := ParsePodDir("not-a-pod-dir"); ok {
+		t.Error("parsed a name without namespace and UID")
+	}
+}
+
+func TestSelectorLogQL(t *testing.T) {
+	cases := map[string]struct {
+		sel  Selector
+		want string
+	}{
+		"whole job":   {Selector{Namespace: "team-a", Job: "pi", Index: -1}, `{namespace="team-a", trainjob="pi", init=""}`},
+		"launcher":    {Selector{Namespace: "team-a", Job: "pi", Role: "launcher", Index: -1}, `{namespace="team-a", trainjob="pi", role="launcher", init=""}`},
+		"worker 2":    {Selector{Namespace: "team-a", Job: "pi", Role: "node", Index: 2}, `{namespace="team-a", trainjob="pi", role="node", index="2", init=""}`},
+		"init too":    {Selector{Namespace: "n", Job: "j", Index: -1, Init: true}, `{namespace="n", trainjob="j"}`},
+		"quotes kept": {Selector{Namespace: "n", Job: `j"x`, Index: -1, Init: true}, `{namespace="n", trainjob="j\"x"}`},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := tc.sel.LogQL(); got != tc.want {
+				t.Errorf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestParseQuery(t *testing.T) {
+	now := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
+	cases := map[string]struct {
+		q       map[string][]string
+		want    Selector
+		start   time.Time
+		wantErr string
+	}{
+		"defaults":      {q: nil, want: Selector{Namespace: "ns", Job: "j", Index: -1}, start: now.Add(-30 * 24 * time.Hour)},
+		"worker 3":      {q: map[string][]string{"role": {"worker"}, "index": {"3"}}, want: Selector{Namespace: "ns", Job: "j", Role: "node", Index: 3}, start: now.Add(-30 * 24 * time.Hour)},
+		"since":         {q: map[string][]string{"sinceSeconds": {"600"}}, want: Selector{Namespace: "ns", Job: "j", Index: -1}, start: now.Add(-10 * time.Minute)},
+		"role typo":     {q: map[string][]string{"role": {"lancher"}}, wantErr: `role "lancher": use launcher or worker`},
+		"index alone":   {q: map[string][]string{"index": {"1"}}, wantErr: `index "1": give it with role=worker`},
+		"bad index":     {q: map[string][]string{"role": {"worker"}, "index": {"-1"}}, wantErr: `index "-1": use a Worker index`},
+		"bad since":     {q: map[string][]string{"sinceSeconds": {"ten"}}, wantErr: `sinceSeconds "ten": use a positive number`},
+		"bad end":       {q: map[string][]string{"end": {"yesterday"}}, wantErr: `end "yesterday": use an RFC 3339 time`},
+		"end before it": {q: map[string][]string{"start": {"2026-11-24T11:00:00Z"}, "end": {"2026-11-24T10:00:00Z"}}, wantErr: "is not before end"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sel, start, _, err := ParseQuery("ns", "j", tc.q, now)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, sel); diff != "" {
+				t.Errorf("selector (-want,+got):\n%s", diff)
+			}
+			if !start.Equal(tc.start) {
+				t.Errorf("start = %s, want %s", start, tc.start)
+			}
+		})
+	}
+}
+
+// fakeLoki keeps pushed lines per tenant and answers query_range over
+// them (label equality matchers only), as Loki does for these selectors.
+type fakeLoki struct {
+	mu      sync.Mutex
+	entries map[string][]Entry // tenant → lines
+	pushes  int
+	fail    bool
+	// failTenant fails that tenant's pushes (503); refuseTenant refuses
+	// them (400).
+	failTenant, refuseTenant string
+}
+
+func (f *fakeLoki) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	tenant := r.Header.Get("X-Scope-OrgID")
+	switch r.URL.Path {
+	case "/loki/api/v1/push":
+		if f.fail || tenant == f.failTenant {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		if tenant == f.refuseTenant {
+			http.Error(w, "entry too far behind", http.StatusBadRequest)
+			return
+		}
+		var body struct {
+			Streams []struct {
+				Stream map[string]string   `json:"stream"`
+				Values [][]json.RawMessage `json:"values"`
+			} `json:"streams"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&body); err != nil {
+			http.Error(w, err.Error(), 400)
+			return
+		}
+		f.pushes++
+		if f.entries == nil {
+			f.entries = map[string][]Entry{}
+		}
+		for _, s := range body.Streams {
+			for _, v := range s.Values {
+				var ts, line string
+				_ = json.Unmarshal(v[0], &ts)
+				_ = json.Unmarshal(v[1], &line)
+				ns, _ := strconv.ParseInt(ts, 10, 64)
+				e := Entry{Time: time.Unix(0, ns).UTC(), Line: line, Labels: s.Stream}
+				if len(v) > 2 {
+					_ = json.Unmarshal(v[2], &e.Meta)
+				}
+				f.entries[tenant] = append(f.entries[tenant], e)
+			}
+		}
+		w.WriteHeader(http.StatusNoContent)
+	case "/loki/api/v1/query_range":
+		q := r.URL.Query()
+		matchers := parseMatchers(q.Get("query"))
+		start, _ := strconv.ParseInt(q.Get("start"), 10, 64)
+		end, _ := strconv.ParseInt(q.Get("end"), 10, 64)
+		limit, _ := strconv.Atoi(q.Get("limit"))
+		var hits []Entry
+		for _, e := range f.entries[tenant] {
+			if e.Time.UnixNano() < start || e.Time.UnixNano() >= end || !matches(matchers, e.Labels) {
+				continue
+			}
+			hits = append(hits, e)
+		}
+		sort.SliceStable(hits, func(i, j int) bool { return hits[i].Time.Before(hits[j].Time) })
+		if len(hits) > limit {
+			hits = hits[:limit]
+		}
+		type result struct {
+			Stream map[string]string `json:"stream"`
+			Values [][]string        `json:"values"`
+		}
+		byStream := map[string]*result{}
+		var order []string
+		for _, e := range hits {
+			k := fmt.Sprint(e.Labels)
+			if byStream[k] == nil {
+				byStream[k] = &result{Stream: e.Labels}
+				order = append(order, k)
+			}
+			byStream[k].Values = append(byStream[k].Values, []string{strconv.FormatInt(e.Time.UnixNano(), 10), e.Line})
+		}
+		var res []result
+		for _, k := range order {
+			res = append(res, *byStream[k])
+		}
+		if err := json.NewEncoder(w).Encode(map[string]any{"status": "success", "data": map[string]any{"resultType": "streams", "result": res}}); err != nil {
+			return
+		}
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func parseMatchers(q string) map[string]string {
+	out := map[string]string{}
+	q = strings.Trim(q, "{}")
+	for _, part := range strings.Split(q, ", ") {
+		k, v, _ := strings.Cut(part, "=")
+		uq, _ := strconv.Unquote(v)
+		out[k] = uq
+	}
+	return out
+}
+
+func matches(m, labels map[string]string) bool {
+	for k, v := range m {
+		if labels[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+func criLine(t time.Time, stream, flag, msg string) string {
+	return fmt.Sprintf("%s %s %s %s\n", t.Format(time.RFC3339Nano), stream, flag, msg)
+}
+
+// The collector reads a pod's log across the kubelet's rotation (rename,
+// new file) without losing or repeating a line, joins partial lines,
+// tags ranks, skips pods of no MPI job, and retries after the store
+// failed.
+func TestCollectorFollowsRotation(t *testing.T) {
+	loki := &fakeLoki{}
+	srv := httptest.NewServer(loki)
+	defer srv.Close()
+	root := t.TempDir()
+	podDir := filepath.Join(root, "team-a_pi-launcher-0-0-abcde_2fa9b250-11e8-493f-95cd-bb69882b042b", "node")
+	other := filepath.Join(root, "kube-system_coredns-1-abcde_3fa9b250-11e8-493f-95cd-bb69882b042b", "coredns")
+	for _, d := range []string{podDir, other} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t0 := time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC)
+	live := filepath.Join(podDir, "0.log")
+	write := func(path string, lines ...string) {
+		f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range lines {
+			_, _ = f.WriteString(l)
+		}
+		_ = f.Close()
+	}
+	write(filepath.Join(other, "0.log"), criLine(t0, "stdout", "F", "dns"))
+	write(live, criLine(t0, "stdout", "F", "[1,0]<stdout>:rank 0 of 2"), criLine(t0, "stdout", "P", "long "))
+	c := &Collector{
+		Dirs:      map[string]string{root: "node-1"},
+		Store:     &Client{URL: srv.URL},
+		Positions: filepath.Join(t.TempDir(), "positions.json"),
+	}
+	ctx := context.Background()
+	if err := c.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// The partial line's end, a line, then rotation: the old file gets one
+	// more line after the rename, and the new one starts.
+	write(live, criLine(t0.Add(2*time.Millisecond), "stdout", "F", "line"), criLine(t0.Add(3*time.Millisecond), "stderr", "F", "[1,1]<stderr>:oops"))
+	if err := os.Rename(live, live+".20261124-060001"); err != nil {
+		t.Fatal(err)
+	}
+	write(live+".20261124-060001", criLine(t0.Add(4*time.Millisecond), "stdout", "F", "last of the old file"))
+	write(live, criLine(t0.Add(5*time.Millisecond), "stdout", "F", "first of the new file"))
+	loki.fail = true
+	if err := c.Pass(ctx); err == nil {
+		t.Fatal("a pass while the store fails: no error")
+	}
+	loki.fail = false
+	if err := c.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	// A restarted collector (positions from its file) sends nothing twice.
+	c2 := &Collector{Dirs: c.Dirs, Store: c.Store, Positions: c.Positions}
+	c2.load()
+	if err := c2.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range loki.entries["team-a"] {
+		got = append(got, fmt.Sprintf("%s|%s|%s|%s", e.Line, e.Meta[MetaRank], e.Meta[MetaStream], e.Labels[LabelRole]))
+	}
+	want := []string{
+		"[1,0]<stdout>:rank 0 of 2|0|stdout|launcher",
+		"long line||stdout|launcher",
+		"[1,1]<stderr>:oops|1|stderr|launcher",
+		"last of the old file||stdout|launcher",
+		"first of the new file||stdout|launcher",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("stored lines (-want,+got):\n%s", diff)
+	}
+	// Lines stamped alike (a burst) get a nanosecond each, in order.
+	for i, e := range loki.entries["team-a"][1:] {
+		if !e.Time.After(loki.entries["team-a"][i].Time) {
+			t.Errorf("line %d's time %s is not after line %d's %s", i+1, e.Time, i, loki.entries["team-a"][i].Time)
+		}
+	}
+	if got := loki.entries["team-a"][1].Time; !got.Equal(t0.Add(time.Nanosecond)) {
+		t.Errorf("the second line stamped %s got %s, want one nanosecond after", t0, got)
+	}
+	if n := len(loki.entries["kube-system"]); n != 0 {
+		t.Errorf("%d lines of a pod of no MPI job were stored", n)
+	}
+	e := loki.entries["team-a"][0]
+	wantLabels := map[string]string{"namespace": "team-a", "trainjob": "pi", "role": "launcher", "index": "0", "pod": "pi-launcher-0-0-abcde", "container": "node", "node": "node-1"}
+	if diff := cmp.Diff(wantLabels, e.Labels); diff != "" {
+		t.Errorf("labels (-want,+got):\n%s", diff)
+	}
+}
+
+// Range pages through more lines than one answer holds, equal times
+// included, each line once and in order.
+func TestRangePages(t *testing.T) {
+	loki := &fakeLoki{entries: map[string][]Entry{}}
+	t0 := time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC)
+	labels := map[string]string{"namespace": "n", "trainjob": "j"}
+	n := PageSize*2 + 17
+	for i := 0; i < n; i++ {
+		// Three lines share each time.
+		loki.entries["n"] = append(loki.entries["n"], Entry{Time: t0.Add(time.Duration(i/3) * time.Microsecond), Line: fmt.Sprintf("line %d", i), Labels: labels})
+	}
+	srv := httptest.NewServer(loki)
+	defer srv.Close()
+	c := &Client{URL: srv.URL}
+	var got []string
+	err := c.Range(context.Background(), "n", `{namespace="n", trainjob="j"}`, t0, t0.Add(time.Hour), func(e Entry) error {
+		got = append(got, e.Line)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != n {
+		t.Fatalf("got %d lines, want %d", len(got), n)
+	}
+	for i, l := range got {
+		if l != fmt.Sprintf("line %d", i) {
+			t.Fatalf("line %d is %q", i, l)
+		}
+	}
+}
+
+// The read API answers only through the API server's front proxy, only
+// to a user allowed to read the pods' logs, and in the kubelet's format.
+func TestAPIRefusesWithoutFrontProxy(t *testing.T) {
+	a := &API{Store: &Client{URL: "http://127.0.0.1:1"}}
+	a.Header.Store(&RequestHeader{UsernameHeaders: []string{"X-Remote-User"}})
+	srv := httptest.NewServer(a)
+	defer srv.Close()
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+Path("team-a", "pi"), nil)
+	req.Header.Set("X-Remote-User", "dev-b")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized || !strings.Contains(string(b), "only the Kubernetes API server may call this API") {
+		t.Errorf("a direct call claiming a user: %d %s", resp.StatusCode, b)
+	}
+	for path, want := range map[string]int{
+		"/apis/logs.mpijob.dev/v1alpha1":                          http.StatusOK,
+		"/apis/logs.mpijob.dev/v1alpha1/namespaces/a/trainjobs/b": http.StatusNotFound,
+	} {
+		resp, err := http.Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s: %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+}
+
+func TestTail(t *testing.T) {
+	for n, want := range map[int64][]string{-1: {"a", "b", "c"}, 0: nil, 2: {"b", "c"}, 5: {"a", "b", "c"}} {
+		got, err := Tail(strings.NewReader("a\nb\nc\n"), n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("Tail %d (-want,+got):\n%s", n, diff)
+		}
+	}
+}
+
+// A tenant whose pushes fail holds back only its own lines; lines the
+// store refuses for good are dropped, not sent for ever.
+func TestCollectorTenantsApart(t *testing.T) {
+	loki := &fakeLoki{failTenant: "team-b", refuseTenant: "team-c"}
+	srv := httptest.NewServer(loki)
+	defer srv.Close()
+	root := t.TempDir()
+	t0 := time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC)
+	for _, ns := range []string{"team-a", "team-b", "team-c"} {
+		d := filepath.Join(root, ns+"_pi-launcher-0-0-abcde_2fa9b250-11e8-493f-95cd-bb69882b042b", "node")
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "0.log"), []byte(criLine(t0, "stdout", "F", "hello from "+ns)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := &Collector{Dirs: map[string]string{root: "n1"}, Store: &Client{URL: srv.URL}}
+	if err := c.Pass(context.Background()); err == nil {
+		t.Error("team-b's failed push: no error")
+	}
+	loki.failTenant, loki.refuseTenant = "", ""
+	if err := c.Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for ns, es := range loki.entries {
+		got[ns] = len(es)
+	}
+	// team-a once, team-b once (on the second pass), team-c dropped.
+	if diff := cmp.Diff(map[string]int{"team-a": 1, "team-b": 1}, got); diff != "" {
+		t.Errorf("lines stored per tenant (-want,+got):\n%s", diff)
+	}
+}

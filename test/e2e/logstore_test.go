@@ -1,0 +1,219 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/cli-runtime/pkg/genericiooptions"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/cli"
+	"github.com/mpijob/mpijob/pkg/localcluster"
+	"github.com/mpijob/mpijob/pkg/logstore"
+	"github.com/mpijob/mpijob/test/framework"
+)
+
+// bigLogLines is how many numbered lines rank 0 prints: with mpirun's
+// rank tag and the kubelet's prefix, the Launcher's log passes the
+// kubelet's rotation size (10 MiB) well before the job ends.
+const bigLogLines = 110000
+
+// bigLogProgram prints the numbered lines, waits for the kubelet to
+// rotate the Launcher's log (it checks every 10 s), and prints one more.
+var bigLogProgram = fmt.Sprintf(`from mpi4py import MPI
+import sys, time
+r = MPI.COMM_WORLD.Get_rank()
+# Into the Worker container's own log (its sshd's stdout), as a rank's
+# tool that logs to the container would.
+with open("/proc/1/fd/1", "w") as w:
+    w.write("rank %%d wrote this on its Worker\n" %% r)
+if r == 1:
+    print("rank 1 says password=hunter2", flush=True)
+if r == 0:
+    pad = "x" * 88
+    for i in range(%d):
+        sys.stdout.write("line %%06d %%s\n" %% (i, pad))
+    sys.stdout.flush()
+MPI.COMM_WORLD.Barrier()
+time.sleep(30)
+if r == 0:
+    print("after rotation", flush=True)
+`, bigLogLines)
+
+// quiet runs kubectl-mpijob without logging its (large) stdout.
+func quiet(t *testing.T, args ...string) result {
+	const ns = "team-a"
+	const user = "dev-a"
+	t.Helper()
+	c := framework.Get(t)
+	var out, errOut bytes.Buffer
+	full := append([]string{"--kubeconfig", c.Kubeconfig, "--context", user, "-n", ns}, args...)
+	code := cli.Main(full, genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut})
+	t.Logf("kubectl mpijob %s → exit %d, %d bytes of stdout\n%s", strings.Join(args, " "), code, out.Len(), errOut.String())
+	return result{code: code, out: out.String(), errOut: errOut.String()}
+}
+
+var numbered = regexp.MustCompile(`line (\d{6}) x`)
+
+// allNumbered checks that out holds every numbered line once, in order.
+// mpirun tags each chunk it reads from a rank, so a line split across two
+// reads carries the tag twice ("line 0000[1,0]<stdout>:90 x"): as the
+// Launcher printed it, which the store keeps; the check reads past that.
+func allNumbered(t *testing.T, out string) {
+	t.Helper()
+	next := 0
+	for _, m := range numbered.FindAllStringSubmatch(strings.ReplaceAll(out, "[1,0]<stdout>:", ""), -1) {
+		n, _ := strconv.Atoi(m[1])
+		if n != next {
+			t.Fatalf("line %d follows line %d: lines lost, repeated or out of order", n, next-1)
+		}
+		next++
+	}
+	if next != bigLogLines {
+		t.Fatalf("%d of the %d numbered lines", next, bigLogLines)
+	}
+}
+
+// Logs outlive the pods: a Launcher log larger than the kubelet's
+// rotation size reads whole (the rotated lines from the store, then the
+// pod's), and once every pod is gone the store serves the Launcher's and
+// the Workers' lines, with ranks, redacted, to the job's own tenant only.
+func TestLogsOutliveThePods(t *testing.T) {
+	c := framework.Get(t)
+	const ns, user = "team-a", "dev-a"
+	name := framework.UniqueName("keep")
+	t.Cleanup(func() { mpijob(t, user, ns, "delete", name, "--wait=false") })
+	expect(t, mpijob(t, user, ns, "create", name, "--workers", "2", "--", "mpirun", "python3", "-c", bigLogProgram), 0)
+	s := c.WaitForStatus(t, ns, name, 6*time.Minute, func(s api.Status) bool { return s.Phase.Finished() })
+	if s.Phase != api.PhaseSucceeded {
+		t.Fatalf("job %s: %s %s: %s", name, s.Phase, s.Reason, s.Message)
+	}
+	// The collector reads every second; give it a moment for the last lines.
+	time.Sleep(5 * time.Second)
+
+	t.Run("the kubelet rotated the Launcher's log", func(t *testing.T) {
+		r := quiet(t, "logs", name, "--source", "pods")
+		expect(t, r, 0, "after rotation")
+		if strings.Contains(r.out, "line 000000 ") {
+			t.Fatalf("the pod's log still starts at the first line: the kubelet did not rotate it, so this test proves nothing")
+		}
+	})
+
+	t.Run("the whole log, rotated lines from the store first", func(t *testing.T) {
+		r := quiet(t, "logs", name)
+		expect(t, r, 0, "after rotation", "come from the log store: the kubelet rotated them out of the pod's log")
+		allNumbered(t, r.out)
+	})
+
+	// Every pod of the job goes, as when JobSet cleans up or a node is
+	// drained.
+	if err := c.Client.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace(ns),
+		client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: name}, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 2*time.Minute, "the job's pods to be gone", func() (bool, string) {
+		pods := &corev1.PodList{}
+		if err := c.Client.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: name}); err != nil {
+			return false, err.Error()
+		}
+		return len(pods.Items) == 0, fmt.Sprintf("%d pods left", len(pods.Items))
+	})
+
+	t.Run("the Launcher's lines from the store once its pod is gone", func(t *testing.T) {
+		r := quiet(t, "logs", name)
+		expect(t, r, 0, "after rotation", "Lines of launcher come from the log store: the pod is gone")
+		allNumbered(t, r.out)
+		if strings.Contains(r.out, "hunter2") || !strings.Contains(r.out, "password=[REDACTED]") {
+			t.Errorf("the stored line with a password is not redacted")
+		}
+	})
+	t.Run("ranks, Workers and --all from the store", func(t *testing.T) {
+		r := mpijob(t, user, ns, "logs", name, "--rank", "1")
+		expect(t, r, 0, "[1,1]<stdout>:rank 1 says password=[REDACTED]")
+		if strings.Contains(r.out, "[1,0]") {
+			t.Errorf("--rank 1 printed rank 0's lines")
+		}
+		for i := 0; i < 2; i++ {
+			r := mpijob(t, user, ns, "logs", name, "--worker", strconv.Itoa(i))
+			expect(t, r, 0, "Lines of worker-"+strconv.Itoa(i)+" come from the log store", "wrote this on its Worker")
+		}
+		r = quiet(t, "logs", name, "--all", "--tail", "3")
+		expect(t, r, 0, "Lines of launcher, worker-0, worker-1 come from the log store", "[launcher] [1,0]<stdout>:after rotation")
+	})
+	t.Run("a viewer of the namespace reads them; another tenant does not", func(t *testing.T) {
+		r := mpijob(t, "viewer-a", ns, "logs", name, "--rank", "1")
+		expect(t, r, 0, "[1,1]<stdout>:rank 1 says")
+		path := logstore.Path(ns, name)
+		out, err := c.Kubectl(t, "dev-b", "", "", "get", "--raw", path)
+		if err == nil || !strings.Contains(out+err.Error(), "Forbidden") && !strings.Contains(out+err.Error(), "forbidden") {
+			t.Errorf("dev-b read team-a's stored log: %v\n%.300s", err, out)
+		}
+		if strings.Contains(out, "line 000000") {
+			t.Errorf("dev-b got team-a's lines")
+		}
+		// The store itself takes only mpijob-manager's token.
+		for _, url := range []string{
+			localcluster.LogStoreURL + "/loki/api/v1/query_range?query=" + `%7Bnamespace%3D%22team-a%22%7D`,
+			localcluster.LogStoreURL + "/loki/api/v1/push",
+		} {
+			req, _ := http.NewRequest(http.MethodGet, url, nil)
+			req.Header.Set("X-Scope-OrgID", "team-a")
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			if resp.StatusCode != http.StatusUnauthorized || strings.Contains(string(b), "line 0") {
+				t.Errorf("GET %s without the token: %s %.200s", url, resp.Status, b)
+			}
+		}
+	})
+	t.Run("the dashboard shows the stored log and says so", func(t *testing.T) {
+		ts, tokens := dashboardServer(t)
+		req, _ := http.NewRequest(http.MethodGet, ts.URL+"/api/jobs/"+ns+"/"+name+"/logs?target=all&tail=5", nil)
+		req.Header.Set("Authorization", "Bearer "+tokens["dev-a"])
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), "[launcher] [1,0]<stdout>:after rotation") || !strings.Contains(string(b), "[worker-1] ") {
+			t.Errorf("dashboard logs of a job whose pods are gone: %s\n%.500s", resp.Status, b)
+		}
+		if got := resp.Header.Get(logstore.SourceHeader); got != logstore.SourceStore {
+			t.Errorf("%s: %q, want %q", logstore.SourceHeader, got, logstore.SourceStore)
+		}
+		r := call(t, http.MethodGet, ts.URL+"/api/jobs/"+ns+"/"+name+"/logs?target=launcher", tokens["dev-b"])
+		if r.code == http.StatusOK && strings.Contains(r.body, "line 0") {
+			t.Errorf("dev-b read team-a's stored log through the dashboard")
+		}
+	})
+	t.Run("the store keeps 24 hours", func(t *testing.T) {
+		resp, err := http.Get(localcluster.LokiURL + "/config")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		for _, want := range []string{"retention_enabled: true", "retention_period: 1d"} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("Loki's configuration lacks %q", want)
+			}
+		}
+	})
+}
