@@ -301,9 +301,44 @@ type Detail struct {
 	// StaleNote says, while mpijob-manager is not running, that the status
 	// may be stale and how old it is (the CLI's and the SDK's words).
 	StaleNote string `json:"staleNote,omitempty"`
+	// History is the job's transitions as its status kept them: what its
+	// Events said, after the cluster's Events expired.
+	History []api.Transition `json:"history,omitempty"`
 	// status is the manager's status of the job, which vouches for its
 	// Events (eventsWith).
 	status api.Status
+}
+
+// gonePods are the Launcher and Workers the status recorded that have no
+// pod now (JobSet removed them): grey, red where they failed, with their
+// last state.
+func gonePods(live []Pod, recorded []api.PodRecord) []Pod {
+	var out []Pod
+	for _, r := range recorded {
+		role := r.Role
+		present := false
+		for _, p := range live {
+			if p.Role == role && p.Index == int(r.Index) {
+				present = true
+			}
+		}
+		if present {
+			continue
+		}
+		health := "grey"
+		if failedState(r.State) {
+			health = "red"
+		}
+		out = append(out, Pod{Name: r.Pod, Role: role, Index: int(r.Index), Node: r.Node, Phase: "Gone", Restarts: r.Restarts,
+			State: r.State + " (pod gone)", Health: health})
+	}
+	return out
+}
+
+// failedState tells a recorded state that ended badly: a non-zero exit,
+// or a kill.
+func failedState(s string) bool {
+	return (strings.Contains(s, "(exit ") && !strings.Contains(s, "(exit 0)")) || strings.HasPrefix(s, "OOMKilled") || s == "Failed"
 }
 
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request, c *userClients) {
@@ -341,7 +376,8 @@ func (s *Server) detailOf(ctx context.Context, c *userClients, ns, name string) 
 	if err != nil && !apierrors.IsForbidden(err) {
 		return nil, err
 	}
-	d.Pods = pods
+	d.Pods = append(pods, gonePods(pods, d.status.Pods)...)
+	d.History = d.status.History
 	if spec, _, found, err := (runtimes.RuntimeLookup{Client: c}).Get(ctx, tj); err == nil && found {
 		d.Job.MPI = d.Job.MPI || runtimes.IsMPI(spec)
 		if shape, err := runtimes.ShapeOf(tj, spec); err == nil {

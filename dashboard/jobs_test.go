@@ -134,3 +134,21 @@ func TestResourcesSummary(t *testing.T) {
 		t.Errorf("resourcesOf (-want,+got):\n%s", diff)
 	}
 }
+
+// A finished job whose pods JobSet removed: the status's records stand in
+// for them, red where they failed.
+func TestGonePods(t *testing.T) {
+	live := []Pod{{Name: "pm-launcher-0-0-a", Role: "launcher", Index: 0, Phase: "Succeeded"}}
+	recorded := []api.PodRecord{
+		{Role: "launcher", Pod: "pm-launcher-0-0-a", State: "Completed (exit 0)"},
+		{Role: "worker", Index: 0, Pod: "pm-node-0-0-b", Node: "n1", State: "Completed (exit 0)", Gone: true},
+		{Role: "worker", Index: 1, Pod: "pm-node-0-1-c", Node: "n2", State: "OOMKilled (exit 137)", Restarts: 1, Gone: true},
+	}
+	want := []Pod{
+		{Name: "pm-node-0-0-b", Role: "worker", Index: 0, Node: "n1", Phase: "Gone", State: "Completed (exit 0) (pod gone)", Health: "grey"},
+		{Name: "pm-node-0-1-c", Role: "worker", Index: 1, Node: "n2", Phase: "Gone", Restarts: 1, State: "OOMKilled (exit 137) (pod gone)", Health: "red"},
+	}
+	if diff := cmp.Diff(want, gonePods(live, recorded)); diff != "" {
+		t.Errorf("(-want,+got):\n%s", diff)
+	}
+}

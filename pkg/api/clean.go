@@ -52,6 +52,22 @@ func (s Status) MapProse(f func(string) string) Status {
 		}
 		s.NextSteps = steps
 	}
+	if s.History != nil {
+		h := make([]Transition, len(s.History))
+		for i, t := range s.History {
+			t.Message = f(t.Message)
+			h[i] = t
+		}
+		s.History = h
+	}
+	if s.Pods != nil {
+		pods := make([]PodRecord, len(s.Pods))
+		for i, p := range s.Pods {
+			p.State = f(p.State)
+			pods[i] = p
+		}
+		s.Pods = pods
+	}
 	return s
 }
 

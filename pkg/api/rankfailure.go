@@ -25,8 +25,12 @@ type RankFailure struct {
 	Error string `json:"error"`
 	// Lines are the error's last lines, as the rank printed them.
 	Lines []string `json:"lines,omitempty"`
-	// At is when the rank printed the error.
+	// At is when the rank printed the error (for a silent rank: its last
+	// line).
 	At metav1.Time `json:"at"`
+	// Silent is a rank that stopped printing while the others print on
+	// (the runtime's progress check): Error is then its last line.
+	Silent bool `json:"silent,omitempty"`
 }
 
 // ReadRankFailure decodes a RankFailure from a TrainJob's annotations.

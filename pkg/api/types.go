@@ -185,6 +185,47 @@ type Status struct {
 	// (EventDigest of each, oldest first, at most MaxEventDigests): an
 	// Event that claims to be the manager's and is not here is forged.
 	EventDigests []string `json:"eventDigests,omitempty"`
+	// Pods are the job's Launcher and Workers as the manager last saw
+	// them, kept after JobSet removes them (a post-mortem): at most
+	// MaxPodRecords, the Launcher first, then Workers by index.
+	Pods []PodRecord `json:"pods,omitempty"`
+	// History is the job's transitions (phase and reason), oldest first,
+	// at most MaxHistory: what its Events said, kept after the cluster's
+	// Events expire (an hour by default).
+	History []Transition `json:"history,omitempty"`
+}
+
+// MaxPodRecords and MaxHistory bound what a status keeps of its pods and
+// transitions (an annotation holds at most 256 KiB with the others).
+const (
+	MaxPodRecords = 65
+	MaxHistory    = 20
+)
+
+// PodRecord is one of a job's pods as the manager last saw it.
+type PodRecord struct {
+	// Role is launcher or worker.
+	Role string `json:"role"`
+	// Index is the Worker's index (0 for the Launcher).
+	Index int32  `json:"index"`
+	Pod   string `json:"pod"`
+	Node  string `json:"node,omitempty"`
+	// State is the pod's state in words: Running, Completed (exit 0),
+	// OOMKilled (exit 137), Pending: Unschedulable, ...
+	State    string `json:"state"`
+	Restarts int32  `json:"restarts,omitempty"`
+	// Gone is true when the manager saw the pod removed while the job
+	// ran; State is then its last state. (A finished job's status is not
+	// written again: its pods' records are as the job ended.)
+	Gone bool `json:"gone,omitempty"`
+}
+
+// Transition is a change of a job's phase or reason.
+type Transition struct {
+	Time    metav1.Time `json:"time"`
+	Phase   Phase       `json:"phase"`
+	Reason  string      `json:"reason,omitempty"`
+	Message string      `json:"message,omitempty"`
 }
 
 // Where mpijob-manager's leader-election Lease lives: every signed-in

@@ -3,6 +3,7 @@ package api
 import (
 	"encoding/json"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -286,5 +287,60 @@ func TestStaleStatusVectors(t *testing.T) {
 				t.Errorf("note (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestRecordPods(t *testing.T) {
+	t0 := metav1.NewTime(time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC))
+	pod := func(idx, name, node string, created metav1.Time, st corev1.PodStatus) corev1.Pod {
+		return corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: created,
+			Labels: map[string]string{"batch.kubernetes.io/job-completion-index": idx}}, Spec: corev1.PodSpec{NodeName: node}, Status: st}
+	}
+	running := corev1.PodStatus{Phase: corev1.PodRunning}
+	oom := corev1.PodStatus{Phase: corev1.PodFailed, ContainerStatuses: []corev1.ContainerStatus{{RestartCount: 1,
+		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}}}}}
+	cases := map[string]struct {
+		prev              []PodRecord
+		launcher, workers []corev1.Pod
+		want              []PodRecord
+	}{
+		"pods now, Launcher first, Workers by index": {
+			launcher: []corev1.Pod{pod("0", "l", "n1", t0, running)},
+			workers:  []corev1.Pod{pod("1", "w1", "n2", t0, oom), pod("0", "w0", "n1", t0, running)},
+			want: []PodRecord{{Role: "launcher", Pod: "l", Node: "n1", State: "Running"},
+				{Role: "worker", Index: 0, Pod: "w0", Node: "n1", State: "Running"},
+				{Role: "worker", Index: 1, Pod: "w1", Node: "n2", State: "OOMKilled (exit 137)", Restarts: 1}},
+		},
+		"a pod gone keeps its last record": {
+			prev:     []PodRecord{{Role: "launcher", Pod: "l", State: "Completed (exit 0)"}, {Role: "worker", Index: 1, Pod: "w1", State: "Running"}},
+			launcher: []corev1.Pod{pod("0", "l", "n1", t0, running)},
+			want: []PodRecord{{Role: "launcher", Pod: "l", Node: "n1", State: "Running"},
+				{Role: "worker", Index: 1, Pod: "w1", State: "Running", Gone: true}},
+		},
+		"a restarted Launcher: the newest pod": {
+			launcher: []corev1.Pod{pod("0", "new", "n2", metav1.NewTime(t0.Add(time.Minute)), running), pod("0", "old", "n1", t0, oom)},
+			want:     []PodRecord{{Role: "launcher", Pod: "new", Node: "n2", State: "Running"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, RecordPods(tc.prev, tc.launcher, tc.workers)); diff != "" {
+				t.Errorf("(-want,+got):\n%s", diff)
+			}
+		})
+	}
+	var many []corev1.Pod
+	for i := 0; i < 100; i++ {
+		many = append(many, pod(strconv.Itoa(i), "w", "n", t0, running))
+	}
+	if got := RecordPods(nil, nil, many); len(got) != MaxPodRecords || got[len(got)-1].Index != MaxPodRecords-1 {
+		t.Errorf("100 Workers: %d records, last index %d; want the first %d", len(got), got[len(got)-1].Index, MaxPodRecords)
+	}
+	var h []Transition
+	for i := 0; i < 30; i++ {
+		h = WithTransition(h, Transition{Phase: PhaseRunning, Message: strconv.Itoa(i)})
+	}
+	if len(h) != MaxHistory || h[0].Message != "10" || h[len(h)-1].Message != "29" {
+		t.Errorf("history of 30 transitions: %d kept, from %q to %q", len(h), h[0].Message, h[len(h)-1].Message)
 	}
 }

@@ -205,9 +205,20 @@ func describe(ctx context.Context, cl *clients, name string, out io.Writer, now 
 	}
 
 	fmt.Fprintln(out, "\nPods:")
-	if len(launcher)+len(workers) == 0 {
+	switch {
+	case len(launcher)+len(workers) == 0 && len(s.Pods) > 0:
+		// A post-mortem: JobSet removed them; the status kept them.
+		fmt.Fprintln(out, "  gone; as mpijob-manager last saw them:")
+		w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "  ROLE\tPOD\tNODE\tSTATE\tRESTARTS")
+		for _, r := range s.Pods {
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%d\n", recordLabel(r), r.Pod, orDash(r.Node), r.State, r.Restarts)
+		}
+		_ = w.Flush()
+		fmt.Fprintf(out, "  (their logs: kubectl mpijob logs %s --all)\n", tj.Name)
+	case len(launcher)+len(workers) == 0:
 		fmt.Fprintln(out, "  none yet")
-	} else {
+	default:
 		w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "  ROLE\tPOD\tNODE\tSTATE\tRESTARTS")
 		for _, pod := range launcher {
@@ -220,12 +231,31 @@ func describe(ctx context.Context, cl *clients, name string, out io.Writer, now 
 	}
 
 	fmt.Fprintln(out, "\nEvents:")
-	if len(events) == 0 {
+	switch {
+	case len(events) == 0 && len(s.History) > 0:
+		// The cluster's Events expire (an hour by default): the status
+		// kept the job's transitions.
+		fmt.Fprintln(out, "  none left in the cluster (Events expire); the job's transitions as its status kept them:")
+		w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "  AGE\tPHASE\tREASON\tMESSAGE")
+		for _, t := range s.History {
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\n", duration.HumanDuration(now.Sub(t.Time.Time)), t.Phase, orDash(t.Reason), t.Message)
+		}
+		_ = w.Flush()
+	case len(events) == 0:
 		fmt.Fprintln(out, "  none")
-	} else {
+	default:
 		printEvents(out, events, tj, now)
 	}
 	return nil
+}
+
+// recordLabel names a recorded pod as the live table does.
+func recordLabel(r api.PodRecord) string {
+	if r.Role == "launcher" {
+		return "launcher"
+	}
+	return fmt.Sprintf("worker-%d", r.Index)
 }
 
 func policyLines(p runtimes.Policy) []string {
@@ -269,24 +299,7 @@ func restarts(p *corev1.Pod) int32 {
 
 // podState is the pod's phase, with the reason of a waiting or ended
 // container.
-func podState(p *corev1.Pod) string {
-	for _, c := range p.Status.ContainerStatuses {
-		if c.State.Waiting != nil && c.State.Waiting.Reason != "" {
-			return c.State.Waiting.Reason
-		}
-		if t := c.State.Terminated; t != nil {
-			return fmt.Sprintf("%s (exit %d)", t.Reason, t.ExitCode)
-		}
-	}
-	if p.Status.Phase == corev1.PodPending {
-		for _, c := range p.Status.Conditions {
-			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
-				return "Pending: " + c.Reason
-			}
-		}
-	}
-	return string(p.Status.Phase)
-}
+func podState(p *corev1.Pod) string { return api.PodState(p) }
 
 // runtimeLabel names the runtime the user chose, and the per-job copy.
 func runtimeLabel(tj *trainer.TrainJob) string {

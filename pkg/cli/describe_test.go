@@ -119,3 +119,36 @@ func TestForgedEventsAreMarked(t *testing.T) {
 		})
 	}
 }
+
+// A post-mortem: the job's pods are gone and its Events expired; describe
+// shows the pods and transitions its status kept.
+func TestDescribeAfterThePodsAndEventsAreGone(t *testing.T) {
+	st := &api.Status{Phase: api.PhaseFailed, Reason: "WorkerOOMKilled", Message: "Worker 1 was killed: out of memory.",
+		Pods: []api.PodRecord{
+			{Role: "launcher", Pod: "pm-launcher-0-0-abcde", Node: "node-1", State: "Error (exit 1)", Gone: true},
+			{Role: "worker", Index: 1, Pod: "pm-node-0-1-fghij", Node: "node-2", State: "OOMKilled (exit 137)", Restarts: 2, Gone: true},
+		},
+		History: []api.Transition{
+			{Time: metav1.NewTime(now.Add(-3 * time.Hour)), Phase: api.PhaseRunning, Message: "Running on 2 Workers."},
+			{Time: metav1.NewTime(now.Add(-2 * time.Hour)), Phase: api.PhaseFailed, Reason: "WorkerOOMKilled", Message: "Worker 1 was killed: out of memory."},
+		}}
+	tj := testJob("team-a", "pm", "mpi-openmpi", 2, st, 3*time.Hour)
+	o, out, _ := fakeOptions(t, interceptor.Funcs{}, &tj, shippedRuntime(t, "mpi-openmpi"))
+	d := &describeOptions{Options: o, name: "pm", now: func() time.Time { return now }}
+	if err := d.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"gone; as mpijob-manager last saw them:",
+		"worker-1  pm-node-0-1-fghij",
+		"OOMKilled (exit 137)",
+		"(their logs: kubectl mpijob logs pm --all)",
+		"none left in the cluster (Events expire); the job's transitions as its status kept them:",
+		"3h    Running  -                Running on 2 Workers.",
+		"120m  Failed   WorkerOOMKilled  Worker 1 was killed: out of memory.",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("describe lacks %q:\n%s", want, out.String())
+		}
+	}
+}

@@ -53,8 +53,9 @@ func newLogsCommand(o *Options) *cobra.Command {
 --worker N, or with --all the Launcher's and every Worker's merged by time,
 each line prefixed [launcher] or [worker-N]. With --rank, only what the
 selected ranks printed (3, 0-3 or 0,2,5-7): mpirun forwards every rank's
-output to the Launcher, and the OpenMPI 4.1 runtimes tag each line with its
-rank, [1,RANK]<stdout>:TEXT.
+output to the Launcher, and the runtimes tag each line with its rank:
+[1,RANK]<stdout>:TEXT on OpenMPI 4.1, [0,RANK]<stdio>:TEXT on MPICH and
+Intel MPI (mpijob-mpiexec); with OpenMPI 5 add --output tag to mpirun.
 
 Lines outlive the pods where the cluster keeps a log store (the local
 cluster does: config/logstore): once a Worker's or the Launcher's pod is
@@ -469,7 +470,7 @@ type lineFilter struct {
 func (f *lineFilter) noRankLines(job, spec string) string {
 	if len(f.seen) == 0 {
 		return fmt.Sprintf("No line of job %s's Launcher log carries a rank: its runtime does not tag the ranks' output "+
-			"(the OpenMPI 4.1 runtimes do; with OpenMPI 5 add --output tag to mpirun), or no rank has printed yet.", job)
+			"(the OpenMPI 4.1, MPICH and Intel MPI runtimes do; with OpenMPI 5 add --output tag to mpirun), or no rank has printed yet.", job)
 	}
 	seen := make([]int, 0, len(f.seen))
 	for r := range f.seen {

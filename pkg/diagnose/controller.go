@@ -276,9 +276,17 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 		log.V(1).Info("failure explained by the exit code only", "logBytes", len(in.LauncherLog), "logTail", tail)
 	}
 	if hadPrev {
-		s.EventDigests = prev.EventDigests
+		s.EventDigests, s.History = prev.EventDigests, prev.History
 	}
+	// The pods as seen now, and those gone since as last seen: what the
+	// job's post-mortem shows once JobSet removed them.
+	var prevPods []api.PodRecord
+	if hadPrev {
+		prevPods = prev.Pods
+	}
+	s.Pods = api.RecordPods(prevPods, in.Launcher, in.Workers)
 	if !hadPrev || prev.Phase != s.Phase || prev.Reason != s.Reason {
+		s.History = api.WithTransition(s.History, api.Transition{Time: metav1.NewTime(in.Now), Phase: s.Phase, Reason: s.Reason, Message: s.Message})
 		// Every transition gets its Event and metrics at once, even one
 		// that lasts less than the wait before the next status write. The
 		// status vouches for the Event (api.ForgedEvent).
@@ -406,7 +414,8 @@ func (r *Reconciler) write(ctx context.Context, tj *trainer.TrainJob, s api.Stat
 // warning statuses ask for a person's attention.
 func warning(s api.Status) bool {
 	return s.Phase == api.PhaseFailed || s.Reason == ReasonImagePullFailed || s.Reason == ReasonQuotaExceeded || s.Reason == ReasonGangSchedulingTimeout ||
-		s.Reason == ReasonPodsRefused || s.Reason == ReasonCannotStart || s.Reason == ReasonNoProgress || s.Reason == ReasonRankFailedOthersWaiting
+		s.Reason == ReasonPodsRefused || s.Reason == ReasonCannotStart || s.Reason == ReasonNoProgress || s.Reason == ReasonRankFailedOthersWaiting ||
+		s.Reason == ReasonRankSilent
 }
 
 // emit records the transition as an Event on the TrainJob.

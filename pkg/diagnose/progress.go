@@ -128,6 +128,9 @@ func explainProgress(in Input, s api.Status) (api.Phase, string, string, string)
 			if m, n, ok := rankFailedOthersWaiting(in); ok {
 				return api.PhaseRunning, ReasonRankFailedOthersWaiting, m, n
 			}
+			if m, n, ok := rankSilent(in); ok {
+				return api.PhaseRunning, ReasonRankSilent, m, n
+			}
 		}
 		if m, n, ok := noProgress(in, s); ok {
 			return api.PhaseRunning, ReasonNoProgress, m, n

@@ -18,6 +18,69 @@ import (
 // running: the other ranks wait for it, forever.
 const ReasonRankFailedOthersWaiting = "RankFailedOthersWaiting"
 
+// ReasonRankSilent is a running job, under the runtime's progress check,
+// whose rank stopped printing while the other ranks print on: stuck in a
+// deadlock, a hung read, or waiting for a peer that never answers.
+const ReasonRankSilent = "RankSilent"
+
+// silentRankMinLines is how many lines a rank must have printed to count
+// as one that prints (a rank that says hello once and leaves the talking
+// to rank 0 is not silent).
+const silentRankMinLines = 3
+
+// FindSilentRank reads a running Launcher's log (timestamped, ranks
+// tagged) for a rank that printed at least silentRankMinLines lines and
+// then nothing for longer than timeout, while another such rank printed
+// within timeout. The one silent longest; nil when none.
+func FindSilentRank(log string, timeout time.Duration, now time.Time) *api.RankFailure {
+	if timeout <= 0 {
+		return nil
+	}
+	type seen struct {
+		n    int
+		last time.Time
+		line string
+	}
+	byRank := map[int]*seen{}
+	for _, raw := range strings.Split(strings.TrimRight(log, "\n"), "\n") {
+		l := logs.NewLine("", raw)
+		t, ok := logs.SplitRank(l.Text)
+		if !ok || l.Stamp == "" {
+			continue
+		}
+		s := byRank[t.Rank]
+		if s == nil {
+			s = &seen{}
+			byRank[t.Rank] = s
+		}
+		s.n++
+		s.last = l.Time
+		if strings.TrimSpace(t.Message) != "" {
+			s.line = t.Message
+		}
+	}
+	var silent *int
+	alive := false
+	for r, s := range byRank {
+		if s.n < silentRankMinLines {
+			continue
+		}
+		if now.Sub(s.last) <= timeout {
+			alive = true
+			continue
+		}
+		if silent == nil || s.last.Before(byRank[*silent].last) {
+			silent = ptr.To(r)
+		}
+	}
+	if silent == nil || !alive {
+		return nil
+	}
+	s := byRank[*silent]
+	line := (&logs.Redactor{}).Line(s.line)
+	return &api.RankFailure{Rank: silent, Error: line, Lines: []string{line}, At: metav1.NewTime(s.last), Silent: true}
+}
+
 // RankFailureGrace is how long a job must keep running after a rank's
 // error before it is called stuck: mpirun stops a job whose rank exits
 // without finalizing MPI within seconds.
@@ -130,7 +193,7 @@ func rankFailedOthersWaiting(in Input) (message, next string, ok bool) {
 		return "", "", false
 	}
 	f, err := api.ReadRankFailure(in.TrainJob.Annotations)
-	if err != nil || f == nil {
+	if err != nil || f == nil || f.Silent {
 		return "", "", false
 	}
 	who, read := "A rank", "Read the ranks' output (`kubectl mpijob logs NAME`) for the error."
@@ -152,4 +215,24 @@ func rankFailedOthersWaiting(in Input) (message, next string, ok bool) {
 		"Run Python programs as `python -m mpi4py script.py` (mpirun python -m mpi4py ...): one rank's uncaught exception then aborts every rank, and the job fails with the error instead of hanging.",
 		fmt.Sprintf("Delete the job (`kubectl mpijob delete NAME`) or suspend it (`kubectl patch trainjob %s --type merge -p '{\"spec\":{\"suspend\":true}}'`): it holds its Workers while the other ranks wait.", in.TrainJob.Name),
 		read), true
+}
+
+// rankSilent explains a running job whose rank went silent while the
+// others print on (the manager read it from the Launcher's log).
+func rankSilent(in Input) (message, next string, ok bool) {
+	if in.TrainJob == nil {
+		return "", "", false
+	}
+	f, err := api.ReadRankFailure(in.TrainJob.Annotations)
+	if err != nil || f == nil || !f.Silent || f.Rank == nil {
+		return "", "", false
+	}
+	r := fmt.Sprint(*f.Rank)
+	since := in.Now.Sub(f.At.Time).Round(time.Second)
+	msg := fmt.Sprintf("Rank %s (%s) has printed nothing for %s while the other ranks print on (the runtime's progress check allows %s): it may be stuck in a deadlock, a hung read or a wait for a peer. Its last line: %q.",
+		r, rankWorker(in, r), since, in.ProgressTimeout, trimMessage(f.Error, 200))
+	return msg, ranked(
+		fmt.Sprintf("Read what rank %s printed last (`kubectl mpijob logs NAME --rank %s`) and look at the rank's process on its Worker (`kubectl exec` into it; `py-spy dump --pid PID` for Python).", r, r),
+		fmt.Sprintf("Delete the job (`kubectl mpijob delete NAME`) or suspend it (`kubectl patch trainjob %s --type merge -p '{\"spec\":{\"suspend\":true}}'`): it holds its Workers while rank %s is stuck.", in.TrainJob.Name, r),
+		"If the rank is only quiet (it works without printing), have every rank print its progress, or raise the runtime's policy.mpijob.dev/progress-timeout."), true
 }

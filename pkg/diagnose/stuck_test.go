@@ -125,3 +125,73 @@ func TestRankFailedOthersWaiting(t *testing.T) {
 		t.Errorf("a failed job still says %s", s.Reason)
 	}
 }
+
+func TestFindSilentRank(t *testing.T) {
+	now := time.Date(2026, 11, 24, 7, 0, 0, 0, time.UTC)
+	// lines writes rank r's lines at the given seconds before now.
+	lines := func(r string, secsAgo ...int) string {
+		var b strings.Builder
+		for _, s := range secsAgo {
+			b.WriteString(now.Add(-time.Duration(s)*time.Second).Format(time.RFC3339Nano) + " [1," + r + "]<stdout>:step at -" + time.Duration(s*int(time.Second)).String() + "\n")
+		}
+		return b.String()
+	}
+	hydra := func(r string, secsAgo ...int) string {
+		return strings.ReplaceAll(lines(r, secsAgo...), "[1,"+r+"]<stdout>:", "[0,"+r+"]<stdio>:")
+	}
+	for name, tc := range map[string]struct {
+		log     string
+		timeout time.Duration
+		want    *int
+	}{
+		"rank 1 stopped while rank 0 prints on":                      {log: lines("1", 300, 290, 280) + lines("0", 300, 150, 5), timeout: time.Minute, want: ptr.To(1)},
+		"through Hydra's tags too":                                   {log: hydra("1", 300, 290, 280) + hydra("0", 300, 150, 5), timeout: time.Minute, want: ptr.To(1)},
+		"the longest silent of two":                                  {log: lines("2", 200, 190, 180) + lines("1", 300, 290, 280) + lines("0", 30, 20, 5), timeout: time.Minute, want: ptr.To(1)},
+		"every rank printing":                                        {log: lines("1", 30, 20, 10) + lines("0", 30, 20, 5), timeout: time.Minute},
+		"all silent is the Launcher's progress check, not a rank's":  {log: lines("1", 300, 290, 280) + lines("0", 300, 290, 200), timeout: time.Minute},
+		"a rank that said hello once and left the talking to rank 0": {log: lines("1", 600) + lines("0", 600, 300, 5), timeout: time.Minute},
+		"no progress check":                                          {log: lines("1", 300, 290, 280) + lines("0", 300, 150, 5)},
+		"untagged lines":                                             {log: strings.ReplaceAll(lines("1", 300, 290, 280)+lines("0", 300, 150, 5), "[1,", "["), timeout: time.Minute},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := FindSilentRank(tc.log, tc.timeout, now)
+			if tc.want == nil {
+				if got != nil {
+					t.Fatalf("got rank %v silent, want none", *got.Rank)
+				}
+				return
+			}
+			if got == nil || got.Rank == nil || *got.Rank != *tc.want || !got.Silent {
+				t.Fatalf("got %+v, want rank %d silent", got, *tc.want)
+			}
+			if !strings.HasPrefix(got.Error, "step at -") {
+				t.Errorf("its last line %q", got.Error)
+			}
+		})
+	}
+}
+
+// A silent rank is diagnosed with its Worker and ranked next steps; a
+// traceback's failure keeps its own reason.
+func TestRankSilentDiagnosis(t *testing.T) {
+	tj := job(2).obj()
+	raw, _ := api.RankFailure{Rank: ptr.To(1), Error: "step 41 loss 0.2", Lines: []string{"step 41 loss 0.2"}, At: metav1.NewTime(t0), Silent: true}.Encode()
+	tj.Annotations = map[string]string{api.RankFailureAnnotation: raw}
+	in := Input{TrainJob: tj, JobSet: jobset(2), Workers: pods(worker("0").running(true), worker("1").running(true)),
+		Launcher: pods(launcher().running(false)), SlotsPerWorker: 1, Now: t0.Add(5 * time.Minute), ProgressTimeout: 2 * time.Minute}
+	s := Diagnose(in)
+	if s.Phase != api.PhaseRunning || s.Reason != ReasonRankSilent {
+		t.Fatalf("phase %s reason %s (%s), want Running %s", s.Phase, s.Reason, s.Message, ReasonRankSilent)
+	}
+	for _, want := range []string{"Rank 1 (Worker 0) has printed nothing for 5m0s while the other ranks print on", "allows 2m0s", `"step 41 loss 0.2"`} {
+		if !strings.Contains(s.Message, want) {
+			t.Errorf("message lacks %q: %s", want, s.Message)
+		}
+	}
+	if len(s.NextSteps) != 3 || !strings.Contains(s.NextSteps[0], "kubectl mpijob logs hello --rank 1") || !strings.Contains(s.NextSteps[1], "kubectl mpijob delete hello") {
+		t.Errorf("next steps %q", s.NextSteps)
+	}
+	if !warning(s) {
+		t.Error("not a warning")
+	}
+}

@@ -12,12 +12,13 @@ import (
 // the runtime asks it to (OpenMPI 4.1: [JOBID,RANK]<stdout>:TEXT; OpenMPI
 // 5's --output tag adds a space after the colon, which stays part of the
 // message: a line's own leading spaces are never taken).
-var rankTag = regexp.MustCompile(`^\[\d+,(\d+)\]<(stdout|stderr|stddiag)>:`)
+var rankTag = regexp.MustCompile(`^\[\d+,(\d+)\]<(stdout|stderr|stddiag|stdio)>:`)
 
 // Tagged is a line split at its rank tag.
 type Tagged struct {
 	Rank int
-	// Stream is stdout or stderr (stddiag for MPI's own diagnostics).
+	// Stream is stdout or stderr (stddiag for MPI's own diagnostics;
+	// stdio where Hydra tagged it, which does not tell the two apart).
 	Stream string
 	// Message is what the rank printed, exactly.
 	Message string

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -152,6 +153,26 @@ func TestLogsOutliveThePods(t *testing.T) {
 		}
 		r = quiet(t, "logs", name, "--all", "--tail", "3")
 		expect(t, r, 0, "Lines of launcher, worker-0, worker-1 come from the log store", "[launcher] [1,0]<stdout>:after rotation")
+	})
+	t.Run("the post-mortem: pods and transitions kept in the status", func(t *testing.T) {
+		r := mpijob(t, user, ns, "describe", name)
+		expect(t, r, 0, "gone; as mpijob-manager last saw them:", "worker-1", "launcher  "+name+"-launcher-", "Completed (exit 0)", "(their logs: kubectl mpijob logs "+name+" --all)")
+		st := c.WaitForStatus(t, ns, name, time.Second, func(api.Status) bool { return true })
+		var phases []string
+		for _, h := range st.History {
+			phases = append(phases, string(h.Phase))
+		}
+		if len(st.History) < 2 || st.History[len(st.History)-1].Phase != api.PhaseSucceeded || !slices.Contains(phases, string(api.PhaseRunning)) {
+			t.Errorf("the status's history %v, want Running then Succeeded last", phases)
+		}
+		if len(st.Pods) != 3 {
+			t.Errorf("the status keeps %d pods, want the Launcher and 2 Workers: %+v", len(st.Pods), st.Pods)
+		}
+		for _, p := range st.Pods {
+			if p.Node == "" || p.State == "" || p.Pod == "" {
+				t.Errorf("recorded pod %+v: want its name, node and last state", p)
+			}
+		}
 	})
 	t.Run("a viewer of the namespace reads them; another tenant does not", func(t *testing.T) {
 		r := mpijob(t, "viewer-a", ns, "logs", name, "--rank", "1")

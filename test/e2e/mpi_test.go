@@ -21,7 +21,7 @@ import (
 
 // rankLine is mpi-hello's line, after the rank tag mpirun puts before it
 // where the runtime asks for one ([1,RANK]<stdout>:, OpenMPI 4.1).
-var rankLine = regexp.MustCompile(`(?m)^(?:\[\d+,(\d+)\]<stdout>:)?mpi-hello: rank (\d+) of (\d+) on (\S+)$`)
+var rankLine = regexp.MustCompile(`(?m)^(?:\[\d+,(\d+)\]<(?:stdout|stdio)>:)?mpi-hello: rank (\d+) of (\d+) on (\S+)$`)
 
 // A real MPI program runs across the two real nodes, for each MPI
 // implementation: upstream Trainer V2 turns the TrainJob into a JobSet, the

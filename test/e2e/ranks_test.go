@@ -3,12 +3,16 @@
 package e2e
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/diagnose"
+	"github.com/mpijob/mpijob/pkg/runtimes"
 	"github.com/mpijob/mpijob/test/framework"
 )
 
@@ -100,4 +104,80 @@ func TestStuckRankIsNamed(t *testing.T) {
 		}
 		t.Logf("with python -m mpi4py: %s: %s", s.Reason, s.Message)
 	})
+}
+
+// silentProgram: rank 1 prints three lines and then hangs without a word
+// (a deadlock, a stuck read), while rank 0 prints on.
+const silentProgram = `from mpi4py import MPI
+import time
+r = MPI.COMM_WORLD.Get_rank()
+for i in range(300):
+    if r == 1 and i >= 3:
+        time.sleep(600)
+    print("rank", r, "step", i, flush=True)
+    time.sleep(1)`
+
+// A rank that goes silent while the others print on is named, under the
+// progress check, and the job keeps its phase (it does hang).
+func TestSilentRankIsNamed(t *testing.T) {
+	c := framework.Get(t)
+	const ns = "team-a"
+	name := framework.UniqueName("silent")
+	w := framework.MakeTrainJob(name, ns, "mpi-openmpi").NumNodes(2).Command("mpirun", "python3", "-c", silentProgram)
+	w.Annotations = map[string]string{runtimes.ProgressTimeoutAnnotation: "20s"}
+	if err := framework.SubmitW(context.Background(), c.As(t, "dev-a"), w); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mpijob(t, "dev-a", ns, "delete", name, "--wait=false") })
+	c.WaitForStatus(t, ns, name, 4*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseRunning })
+	start := time.Now()
+	s := c.WaitForStatus(t, ns, name, 2*time.Minute, func(s api.Status) bool {
+		if s.Phase.Finished() {
+			t.Fatalf("the job ended (%s %s: %s); want it to run on", s.Phase, s.Reason, s.Message)
+		}
+		return s.Reason == diagnose.ReasonRankSilent
+	})
+	t.Logf("named %s after Running: %s", time.Since(start).Round(time.Second), s.Message)
+	for _, want := range []string{"Rank 1 (Worker ", "has printed nothing for ", `"rank 1 step 2"`} {
+		if !strings.Contains(s.Message, want) {
+			t.Errorf("message lacks %q: %s", want, s.Message)
+		}
+	}
+	if len(s.NextSteps) != 3 || !strings.Contains(s.NextSteps[0], "kubectl mpijob logs "+name+" --rank 1") {
+		t.Errorf("next steps: %q", s.NextSteps)
+	}
+}
+
+// A Launcher the scheduler cannot place (here: only the kwok nodes match
+// its node selector, and it does not tolerate their GPU taint) is
+// diagnosed as such, with the scheduler's words, not as "starting".
+func TestLauncherUnschedulableIsNamed(t *testing.T) {
+	c := framework.Get(t)
+	const ns = "team-a"
+	name := framework.UniqueName("noplace")
+	w := framework.MakeTrainJob(name, ns, "mpi-openmpi").NumNodes(1).Command("mpirun", "/usr/local/bin/mpi-hello")
+	w.Spec.RuntimePatches = append(w.Spec.RuntimePatches, trainer.RuntimePatch{
+		Manager: "mpijob.dev/e2e",
+		TrainingRuntimeSpec: &trainer.TrainingRuntimeSpecPatch{Template: &trainer.JobSetTemplatePatch{Spec: &trainer.JobSetSpecPatch{
+			ReplicatedJobs: []trainer.ReplicatedJobPatch{{Name: "launcher", Template: &trainer.JobTemplatePatch{Spec: &trainer.JobSpecPatch{
+				Template: &trainer.PodTemplatePatch{Spec: &trainer.PodSpecPatch{NodeSelector: map[string]string{"type": "kwok"}}}}}}},
+		}}},
+	})
+	if err := framework.SubmitW(context.Background(), c.As(t, "dev-a"), w); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mpijob(t, "dev-a", ns, "delete", name, "--wait=false") })
+	s := c.WaitForStatus(t, ns, name, 4*time.Minute, func(s api.Status) bool {
+		if s.Phase.Finished() || s.Phase == api.PhaseRunning {
+			t.Fatalf("the job got to %s (%s); its Launcher cannot be placed", s.Phase, s.Message)
+		}
+		return s.Reason == diagnose.ReasonUnschedulable
+	})
+	for _, want := range []string{"the Launcher cannot be scheduled", "untolerated taint"} {
+		if !strings.Contains(s.Message, want) {
+			t.Errorf("message lacks %q: %s", want, s.Message)
+		}
+	}
+	r := mpijob(t, "dev-a", ns, "describe", name)
+	expect(t, r, 0, "Unschedulable", "untolerated taint")
 }

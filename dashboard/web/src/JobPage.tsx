@@ -39,7 +39,7 @@ import { ArtifactsTab } from './ArtifactsTab';
 import { LogViewer } from './LogViewer';
 import { progressText } from './progress';
 import { PhaseBadge } from './PhaseBadge';
-import type { Detail, Job, KEvent, Namespace, Pod } from './types';
+import type { Detail, Job, KEvent, Namespace, Pod, Transition } from './types';
 import { useStream } from './useStream';
 
 // The charts library is loaded with the Metrics tab, not with every page.
@@ -146,7 +146,7 @@ export function JobPage({ namespace, name, tab }: { namespace: string; name: str
               <ArtifactsTab namespace={namespace} name={name} now={now} />
             </Tab>
             <Tab eventKey="events" title={<TabTitleText>Events</TabTitleText>}>
-              <Events events={events} />
+              <Events events={events} history={detail.history} />
             </Tab>
             <Tab eventKey="yaml" title={<TabTitleText>YAML</TabTitleText>}>
               <Yaml name={name} yaml={detail.yaml} />
@@ -319,7 +319,35 @@ export function withGone(pods: Pod[], job: Job): Pod[] {
   return out;
 }
 
-function Events({ events }: { events: KEvent[] }) {
+function Events({ events, history }: { events: KEvent[]; history?: Transition[] }) {
+  if (events.length === 0 && history && history.length > 0) {
+    return (
+      <>
+        <Alert variant="info" isInline style={{ marginTop: 12 }} data-testid="history-note"
+          title="No Events are left in the cluster (they expire); these are the job's transitions as its status kept them." />
+        <Table aria-label="Transitions" variant="compact" data-testid="history">
+          <Thead>
+            <Tr>
+              <Th>Time</Th>
+              <Th>Phase</Th>
+              <Th>Reason</Th>
+              <Th>Message</Th>
+            </Tr>
+          </Thead>
+          <Tbody>
+            {history.map((t, i) => (
+              <Tr key={i}>
+                <Td>{new Date(t.time).toLocaleString()}</Td>
+                <Td>{t.phase}</Td>
+                <Td>{t.reason ?? '-'}</Td>
+                <Td>{t.message}</Td>
+              </Tr>
+            ))}
+          </Tbody>
+        </Table>
+      </>
+    );
+  }
   if (events.length === 0) return <p style={{ marginTop: 12 }}>No events.</p>;
   return (
     <Table aria-label="Events" variant="compact" data-testid="events">

@@ -201,7 +201,7 @@ export function LogViewer({ namespace, name, pods, target, onTarget }: {
       {ranks.error && <Alert variant="warning" isInline title={`Ranks ${rankSpec.trim()}: ${ranks.error}`} data-testid="rank-error" />}
       {ranks.set && !tagged && lines.length > 0 && (
         <Alert variant="info" isInline data-testid="rank-untagged"
-          title="No line carries a rank: this job's runtime does not tag the ranks' output (the OpenMPI 4.1 runtimes do; with OpenMPI 5 add --output tag to mpirun)." />
+          title="No line carries a rank: this job's runtime does not tag the ranks' output (the OpenMPI 4.1, MPICH and Intel MPI runtimes do; with OpenMPI 5 add --output tag to mpirun)." />
       )}
       {error && <Alert variant="info" isInline title={error} />}
       {stored && (

@@ -2,8 +2,8 @@
 // pkg/logs (rank.go) and the SDK (mpijob.logs), checked against the shared
 // vectors in pkg/logs/testdata/rank-vectors.json.
 
-/** The tag mpirun puts before a rank's line (OpenMPI 4.1's orte_tag_output): [JOBID,RANK]<stdout>:TEXT. */
-const RANK_TAG = /^\[\d+,(\d+)\]<(stdout|stderr|stddiag)>:/;
+/** The tag mpirun puts before a rank's line (OpenMPI 4.1's orte_tag_output): [JOBID,RANK]<stdout>:TEXT; mpijob-mpiexec's Hydra: [PG,RANK]<stdio>:TEXT. */
+const RANK_TAG = /^\[\d+,(\d+)\]<(stdout|stderr|stddiag|stdio)>:/;
 /** The label the merged view ("All") puts before each line. */
 const LABEL = /^\[(?:launcher|worker-\d+)\] /;
 export const MAX_SELECTION = 65536;

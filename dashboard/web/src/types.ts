@@ -102,9 +102,18 @@ export interface Detail {
   pods: Pod[];
   /** While mpijob-manager is not running: the status may be stale, and how old it is. */
   staleNote?: string;
+  /** The job's transitions as its status kept them (after the cluster's Events expire). */
+  history?: Transition[];
   resources?: Resources;
   yaml: string;
   runtimeKind: string;
+}
+
+export interface Transition {
+  time: string;
+  phase: string;
+  reason?: string;
+  message?: string;
 }
 
 export interface KEvent {

@@ -81,9 +81,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if done || tj.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
-	spec, _, found, err := r.Runtimes.Get(ctx, tj)
+	spec, runtimeAnnotations, found, err := r.Runtimes.Get(ctx, tj)
 	if err != nil || !found || !runtimes.IsMPI(spec) {
 		return ctrl.Result{}, err
+	}
+	// The runtime's progress check (the job's own setting wins) also
+	// watches each rank: one that stops printing while the others print on.
+	var progressTimeout time.Duration
+	if p, errs := runtimes.ParsePolicy(runtimeAnnotations); len(errs) == 0 {
+		progressTimeout = p.ProgressTimeout
+	}
+	if d, err := runtimes.ParseProgressTimeout(tj.Annotations); err == nil && d > 0 {
+		progressTimeout = d
 	}
 	complete := meta.IsStatusConditionTrue(tj.Status.Conditions, trainer.TrainJobComplete)
 	failed := meta.IsStatusConditionTrue(tj.Status.Conditions, trainer.TrainJobFailed)
@@ -126,8 +135,37 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.writeRankFailure(ctx, tj, f); err != nil {
 			return ctrl.Result{}, err
 		}
+		return ctrl.Result{RequeueAfter: Interval}, nil
+	}
+	old, _ := api.ReadRankFailure(tj.Annotations)
+	if old != nil && !old.Silent {
+		return ctrl.Result{RequeueAfter: Interval}, nil
+	}
+	if f := diagnose.FindSilentRank(string(log), progressTimeout, r.now()); f != nil {
+		if err := r.writeRankFailure(ctx, tj, f); err != nil {
+			return ctrl.Result{}, err
+		}
+	} else if old != nil {
+		// The rank printed again: it was only slow.
+		if err := r.clearRankFailure(ctx, tj); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	return ctrl.Result{RequeueAfter: Interval}, nil
+}
+
+// clearRankFailure removes a silent rank's annotation once it prints
+// again (applying no annotations under the same field owner drops it).
+func (r *Reconciler) clearRankFailure(ctx context.Context, tj *trainer.TrainJob) error {
+	u := api.AnnotationOf(tj, api.RankFailureAnnotation, "")
+	u.SetAnnotations(nil)
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(RankFailureFieldManager), client.ForceOwnership); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil
+		}
+		return fmt.Errorf("failed to clear the silent rank of %s/%s: %w", tj.Namespace, tj.Name, err)
+	}
+	return nil
 }
 
 // writeRankFailure applies the rank-failure annotation when it is new.

@@ -23,7 +23,7 @@ from .errors import (
 )
 from .logs import merge_logs
 from .redact import Redactor, redact
-from .types import PHASES, JobEvent, JobStatus, LifecycleEvent, MPIJob, Runtime, is_job_object
+from .types import PHASES, JobEvent, JobStatus, LifecycleEvent, MPIJob, PodRecord, Runtime, Transition, is_job_object
 
 __all__ = [
     "PHASES",
@@ -38,9 +38,11 @@ __all__ = [
     "MPIJobClient",
     "MPIJobError",
     "PermissionDeniedError",
+    "PodRecord",
     "QuotaExceededError",
     "Redactor",
     "Runtime",
+    "Transition",
     "WaitTimeoutError",
     "is_job_object",
     "merge_logs",

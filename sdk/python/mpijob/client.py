@@ -442,8 +442,9 @@ class MPIJobClient:
         time (``worker="all"``, each line prefixed ``[launcher]`` / ``[worker-N]``).
 
         ``rank`` keeps only what those ranks printed: ``2``, ``"0-3"`` or ``"0,2,5-7"``. mpirun
-        forwards every rank's output to the Launcher, and the OpenMPI 4.1 runtimes tag each line
-        with its rank (``[1,RANK]<stdout>:TEXT``), so it goes with ``worker=None``.
+        forwards every rank's output to the Launcher, and the runtimes tag each line with its rank
+        (``[1,RANK]<stdout>:TEXT`` on OpenMPI 4.1, ``[0,RANK]<stdio>:TEXT`` on MPICH and Intel MPI), so
+        it goes with ``worker=None``.
 
         ``since`` is seconds, a timedelta or a duration such as ``"5m"`` or ``"1h30m"``; ``until``
         (a datetime) drops newer lines; ``grep`` is a regular

@@ -60,7 +60,7 @@ def now() -> datetime:
 
 # The tag mpirun puts before each line of a rank's output (OpenMPI 4.1's orte_tag_output):
 # [JOBID,RANK]<stdout>:TEXT. Same rule as pkg/logs (pkg/logs/testdata/rank-vectors.json).
-_RANK_TAG = re.compile(r"^\[\d+,(\d+)\]<(stdout|stderr|stddiag)>:")
+_RANK_TAG = re.compile(r"^\[\d+,(\d+)\]<(stdout|stderr|stddiag|stdio)>:")
 MAX_SELECTION = 65536
 _SELECTION_HELP = "give a rank number, a range like 0-3, or a list like 0,2,5-7"
 

@@ -56,6 +56,31 @@ def clean_text(s: Any) -> str:
 
 
 @dataclass
+class PodRecord:
+    """One of a job's pods as mpijob-manager last saw it (kept after the pod is gone)."""
+
+    role: str  # "launcher" or "worker"
+    index: int
+    pod: str
+    node: str = ""
+    #: In words: "Running", "Completed (exit 0)", "OOMKilled (exit 137)", "Pending: Unschedulable".
+    state: str = ""
+    restarts: int = 0
+    #: True once the pod was removed; ``state`` is its last.
+    gone: bool = False
+
+
+@dataclass
+class Transition:
+    """A change of a job's phase or reason, as the job's status kept it (the cluster's Events expire)."""
+
+    time: datetime | None
+    phase: str
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass
 class JobStatus:
     """What mpijob-manager says about a job (annotation ``mpijob.dev/status``).
 
@@ -88,6 +113,10 @@ class JobStatus:
     #: fills it from the manager's Lease, e.g. "mpijob-manager is not running (its Lease
     #: was last renewed 6m ago): this status is as it saw the job 12m ago, and may be stale".
     stale_note: str = ""
+    #: The Launcher and Workers as the manager last saw them, kept once JobSet removed them.
+    pods: list[PodRecord] = field(default_factory=list)
+    #: The job's transitions (oldest first, the latest 20), kept after its Events expire.
+    history: list[Transition] = field(default_factory=list)
 
     @property
     def finished(self) -> bool:
@@ -117,6 +146,13 @@ class JobStatus:
                     queue_position=s.get("queuePosition"),
                     start_time=_time(s.get("startTime")), completion_time=_time(s.get("completionTime")),
                     creator=creator, observed_time=_time(s.get("observedTime")),
+                    pods=[PodRecord(role=clean_text(p.get("role", "")), index=int(p.get("index", 0)), pod=clean_text(p.get("pod", "")),
+                                    node=clean_text(p.get("node", "")), state=clean_text(p.get("state", "")),
+                                    restarts=int(p.get("restarts", 0)), gone=bool(p.get("gone", False)))
+                          for p in s.get("pods") or []],
+                    history=[Transition(time=_time(t.get("time")), phase=clean_text(t.get("phase", "")),
+                                        reason=clean_text(t.get("reason", "")), message=clean_text(t.get("message", "")))
+                             for t in s.get("history") or []],
                 )
             except (ValueError, TypeError, AttributeError):
                 pass

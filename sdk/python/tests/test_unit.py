@@ -878,3 +878,19 @@ def test_forged_events_match_the_cli(v):
     from mpijob.types import forged_event
     reporters = (v.get("reportingComponent", ""), v.get("sourceComponent", ""), v.get("reportingInstance", ""))
     assert forged_event(v["type"], v["reason"], v["message"], reporters, EVENT_PROOF["eventDigests"]) == v["forged"]
+
+
+def test_status_keeps_pods_and_transitions_after_they_are_gone():
+    from mpijob import JobStatus
+    s = {"phase": "Failed", "reason": "WorkerOOMKilled", "message": "Worker 1 was killed.",
+         "pods": [{"role": "launcher", "index": 0, "pod": "pm-launcher-0-0-a", "node": "n1", "state": "Error (exit 1)", "gone": True},
+                  {"role": "worker", "index": 1, "pod": "pm-node-0-1-b", "state": "OOMKilled (exit 137)", "restarts": 2, "gone": True}],
+         "history": [{"time": "2026-11-24T06:00:00Z", "phase": "Running", "message": "Running on 2 Workers."},
+                     {"time": "2026-11-24T06:05:00Z", "phase": "Failed", "reason": "WorkerOOMKilled", "message": "Worker 1 was \x1b[31mkilled."}]}
+    obj = {"metadata": {"name": "pm", "annotations": {"mpijob.dev/status": json.dumps(s)}}}
+    st = JobStatus.from_trainjob(obj)
+    assert [(p.role, p.index, p.state, p.restarts, p.gone) for p in st.pods] == [
+        ("launcher", 0, "Error (exit 1)", 0, True), ("worker", 1, "OOMKilled (exit 137)", 2, True)]
+    assert [(t.phase, t.reason) for t in st.history] == [("Running", ""), ("Failed", "WorkerOOMKilled")]
+    assert st.history[0].time is not None and st.history[0].time.hour == 6
+    assert "\x1b" not in st.history[1].message

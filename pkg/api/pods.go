@@ -1,0 +1,107 @@
+package api
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PodState says a pod's state in words, as describe and the dashboard
+// show it: a waiting container's reason, a terminated one's reason and
+// exit code, the scheduler's reason while Pending, or the phase.
+func PodState(p *corev1.Pod) string {
+	for _, c := range p.Status.ContainerStatuses {
+		if c.State.Waiting != nil && c.State.Waiting.Reason != "" {
+			return c.State.Waiting.Reason
+		}
+		if t := c.State.Terminated; t != nil {
+			return fmt.Sprintf("%s (exit %d)", t.Reason, t.ExitCode)
+		}
+	}
+	if p.Status.Phase == corev1.PodPending {
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionFalse {
+				return "Pending: " + c.Reason
+			}
+		}
+	}
+	return string(p.Status.Phase)
+}
+
+// PodRestarts sums a pod's container restarts.
+func PodRestarts(p *corev1.Pod) int32 {
+	var n int32
+	for _, c := range p.Status.ContainerStatuses {
+		n += c.RestartCount
+	}
+	return n
+}
+
+// RecordPods is what a status keeps of a job's pods: those there now, and
+// for a Launcher or Worker no longer there, its last record, marked gone.
+// The newest Launcher and each Worker index once; Launcher first.
+func RecordPods(prev []PodRecord, launcher, workers []corev1.Pod) []PodRecord {
+	type key struct {
+		role  string
+		index int32
+	}
+	now := map[key]PodRecord{}
+	created := map[key]metav1.Time{}
+	add := func(role string, p *corev1.Pod) {
+		idx := int32(0)
+		if role == "worker" {
+			if i, err := strconv.Atoi(p.Labels["batch.kubernetes.io/job-completion-index"]); err == nil {
+				idx = int32(i)
+			}
+		}
+		k := key{role, idx}
+		// A restarted Launcher or Worker: the newest pod stands for it.
+		if t, ok := created[k]; ok && p.CreationTimestamp.Before(&t) {
+			return
+		}
+		created[k] = p.CreationTimestamp
+		now[k] = PodRecord{Role: role, Index: idx, Pod: p.Name, Node: p.Spec.NodeName, State: PodState(p), Restarts: PodRestarts(p)}
+	}
+	for i := range launcher {
+		add("launcher", &launcher[i])
+	}
+	for i := range workers {
+		add("worker", &workers[i])
+	}
+	for _, r := range prev {
+		k := key{r.Role, r.Index}
+		if _, ok := now[k]; !ok {
+			r.Gone = true
+			now[k] = r
+		}
+	}
+	out := make([]PodRecord, 0, len(now))
+	for _, r := range now {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Role != out[j].Role {
+			return out[i].Role == "launcher"
+		}
+		return out[i].Index < out[j].Index
+	})
+	if len(out) > MaxPodRecords {
+		out = out[:MaxPodRecords]
+	}
+	return out
+}
+
+// WithTransition appends a transition, keeping the latest MaxHistory.
+func WithTransition(h []Transition, t Transition) []Transition {
+	if len(t.Message) > 300 {
+		t.Message = t.Message[:297] + "..."
+	}
+	h = append(append([]Transition(nil), h...), t)
+	if len(h) > MaxHistory {
+		h = h[len(h)-MaxHistory:]
+	}
+	return h
+}
