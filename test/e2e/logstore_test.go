@@ -43,6 +43,10 @@ with open("/proc/1/fd/1", "w") as w:
     w.write("rank %%d wrote this on its Worker\n" %% r)
 if r == 1:
     print("rank 1 says password=hunter2", flush=True)
+# rank 0's flood after rank 1's line: mpirun would put a line of rank 1
+# in the middle of one of rank 0's that it read in two parts.
+MPI.COMM_WORLD.Barrier()
+time.sleep(1)
 if r == 0:
     pad = "x" * 88
     for i in range(%d):

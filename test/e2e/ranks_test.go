@@ -171,7 +171,8 @@ func TestLauncherUnschedulableIsNamed(t *testing.T) {
 		if s.Phase.Finished() || s.Phase == api.PhaseRunning {
 			t.Fatalf("the job got to %s (%s); its Launcher cannot be placed", s.Phase, s.Message)
 		}
-		return s.Reason == diagnose.ReasonUnschedulable
+		// (Workers waiting a moment for the scheduler say Unschedulable too.)
+		return s.Reason == diagnose.ReasonUnschedulable && strings.Contains(s.Message, "Launcher")
 	})
 	for _, want := range []string{"the Launcher cannot be scheduled", "untolerated taint"} {
 		if !strings.Contains(s.Message, want) {
