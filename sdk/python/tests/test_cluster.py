@@ -207,3 +207,35 @@ def test_follow_all_pods(kubeconfig_path, namespace):
     client.wait_for_job("tick", phases=["Running"], timeout=120)
     lines = list(client.get_logs("tick", worker="all", follow=True, grep="^tick"))
     assert lines == [f"[launcher] tick {i}" for i in range(1, 6)], lines
+
+
+def test_logs_from_the_store_once_the_pods_are_gone(kubeconfig_path):
+    """The job's pods go (as JobSet removes them, or a drain): get_logs reads the log store as
+    the user, says so, and the status keeps the pods and transitions; dev-b reads none of it."""
+    client = MPIJobClient(namespace="team-a", context="dev-a", config_file=kubeconfig_path)
+    name = unique("sdk-kept")
+    client.create_job(name, command=None, workers=2, slots_per_worker=2)
+    try:
+        client.wait_for_job(name, timeout=240)
+        live = client.get_logs(name)
+        assert "allreduce over 4 ranks ok" in live and client.last_log_sources == {"launcher": "pod"}
+        time.sleep(3)  # the collector reads the nodes' log files every second
+        admin = k8s.CoreV1Api(k8s_config.new_client_from_config(config_file=kubeconfig_path, context="admin"))
+        admin.delete_collection_namespaced_pod("team-a", label_selector=f"jobset.sigs.k8s.io/jobset-name={name}", grace_period_seconds=0)
+        for _ in range(60):
+            if not admin.list_namespaced_pod("team-a", label_selector=f"jobset.sigs.k8s.io/jobset-name={name}").items:
+                break
+            time.sleep(1)
+        stored = client.get_logs(name)
+        assert client.last_log_sources == {"launcher": "log store"}
+        assert sorted(re.findall(r"\[1,(\d)\]<stdout>:mpi-hello: rank \d of 4 on", stored)) == ["0", "1", "2", "3"], stored
+        assert client.get_logs(name, rank=3).count("mpi-hello: rank 3 of 4 on ") == 1
+        assert set(client.last_log_sources.values()) == {"log store"}
+        st = client.get_job(name).status
+        assert [(p.role, p.index) for p in st.pods] == [("launcher", 0), ("worker", 0), ("worker", 1)], st.pods
+        assert st.history and st.history[-1].phase == "Succeeded", st.history
+        other = MPIJobClient(namespace="team-a", context="dev-b", config_file=kubeconfig_path)
+        with pytest.raises(PermissionDeniedError):
+            other.get_logs(name, source="store")
+    finally:
+        client.delete_job(name)
