@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/logs"
 	"github.com/mpijob/mpijob/pkg/logstore"
 )
@@ -68,7 +69,7 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients)
 			chosen = append(chosen, p)
 		}
 	}
-	if len(chosen) == 0 && s.storedLogs(w, r, c, ns, name, target, opts, keepTime) {
+	if len(chosen) == 0 && s.storedLogs(w, r, c, ns, name, target, pods, opts, keepTime) {
 		return
 	}
 	if len(chosen) == 0 {
@@ -153,7 +154,7 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients)
 // Launcher's, a Worker's, or all of them merged as the live ones are. The
 // X-Mpijob-Log-Source header says so; false when there is no store (or
 // nothing the user may read there), for the caller to say why.
-func (s *Server) storedLogs(w http.ResponseWriter, r *http.Request, c *userClients, ns, name, target string, opts *corev1.PodLogOptions, keepTime bool) bool {
+func (s *Server) storedLogs(w http.ResponseWriter, r *http.Request, c *userClients, ns, name, target string, pods []Pod, opts *corev1.PodLogOptions, keepTime bool) bool {
 	store := logstore.NewReader(c.cs)
 	if store == nil || !store.Available(r.Context()) {
 		return false
@@ -162,6 +163,21 @@ func (s *Server) storedLogs(w http.ResponseWriter, r *http.Request, c *userClien
 	if err := c.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
 		return false
 	}
+	// As the CLI does: a finished job's pods are read from the store, and
+	// a running job's Workers that are gone while its Launcher runs; not a
+	// job that has not started, nor a Worker the job never had.
+	st, _ := api.StatusOf(tj)
+	hasLauncher := false
+	for _, p := range pods {
+		hasLauncher = hasLauncher || p.Role == "launcher"
+	}
+	if !st.Phase.Finished() && (!strings.HasPrefix(target, "worker-") || !hasLauncher) {
+		return false
+	}
+	n := int32(0)
+	if tj.Spec.Trainer != nil && tj.Spec.Trainer.NumNodes != nil {
+		n = *tj.Spec.Trainer.NumNodes
+	}
 	var wanted []logstore.Query
 	var labels []string
 	switch {
@@ -169,17 +185,13 @@ func (s *Server) storedLogs(w http.ResponseWriter, r *http.Request, c *userClien
 		wanted, labels = []logstore.Query{{Role: "launcher", Index: -1}}, []string{"launcher"}
 	case target == "all":
 		wanted, labels = []logstore.Query{{Role: "launcher", Index: -1}}, []string{"launcher"}
-		n := int32(0)
-		if tj.Spec.Trainer != nil && tj.Spec.Trainer.NumNodes != nil {
-			n = *tj.Spec.Trainer.NumNodes
-		}
 		for i := 0; i < int(n); i++ {
 			wanted = append(wanted, logstore.Query{Role: "worker", Index: i})
 			labels = append(labels, fmt.Sprintf("worker-%d", i))
 		}
 	case strings.HasPrefix(target, "worker-"):
 		i, err := strconv.Atoi(strings.TrimPrefix(target, "worker-"))
-		if err != nil || i < 0 {
+		if err != nil || i < 0 || int32(i) >= n {
 			return false
 		}
 		wanted, labels = []logstore.Query{{Role: "worker", Index: i}}, []string{target}

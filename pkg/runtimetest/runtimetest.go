@@ -12,6 +12,7 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/apimachinery/pkg/util/sets"
@@ -112,7 +113,12 @@ func Run(ctx context.Context, c client.Client, ns string, rt *trainer.ClusterTra
 	_ = wait.PollUntilContextTimeout(ctx, time.Second, o.Timeout, true, func(ctx context.Context) (bool, error) {
 		cur := &trainer.TrainJob{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(tj), cur); err != nil {
-			return false, err
+			// A busy API server's timeout or throttling is not the
+			// runtime's failure: ask again at the next tick.
+			if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err) {
+				return false, err
+			}
+			return false, nil
 		}
 		s, _ := api.StatusOf(cur)
 		p.Phase, last = s.Phase, s
@@ -120,7 +126,7 @@ func Run(ctx context.Context, c client.Client, ns string, rt *trainer.ClusterTra
 		// stops the Workers, so what they showed must be recorded before.
 		launcher, workers, err := runtimes.JobPods(ctx, c, tj)
 		if err != nil {
-			return false, err
+			return false, nil //nolint:nilerr // as above: the next tick lists them again
 		}
 		obs.record(launcher, workers)
 		p.Checks = obs.live(s)
