@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -265,12 +266,12 @@ kustomization over config/default that installs from there, pinned by digest.`,
 	return cmd
 }
 
-// newLogCollectorCmd is the local cluster's log collector and the log
-// store's gateway, which `up` starts beside the cluster (hidden).
-func newLogCollectorCmd() *cobra.Command {
+// hostProcessCmd is one of the host processes `up` starts beside the
+// cluster (hidden: not for people): serve runs until SIGINT or SIGTERM.
+func hostProcessCmd(use, short string, serve func(context.Context, localcluster.Options, io.Writer) error) *cobra.Command {
 	return &cobra.Command{
-		Use:    "log-collector",
-		Short:  "Read the real nodes' pod logs into the log store and serve the store to mpijob-manager",
+		Use:    use,
+		Short:  short,
 		Hidden: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts, err := options()
@@ -279,26 +280,18 @@ func newLogCollectorCmd() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			return localcluster.ServeLogs(ctx, opts, cmd.OutOrStdout())
+			return serve(ctx, opts, cmd.OutOrStdout())
 		},
 	}
 }
 
-// newImageBuilderCmd is the local cluster's on-demand image builder, which
-// `up` starts beside the cluster (hidden: not for people).
+// newLogCollectorCmd is the local cluster's log collector and the log
+// store's gateway.
+func newLogCollectorCmd() *cobra.Command {
+	return hostProcessCmd("log-collector", "Read the real nodes' pod logs into the log store and serve the store to mpijob-manager", localcluster.ServeLogs)
+}
+
+// newImageBuilderCmd is the local cluster's on-demand image builder.
 func newImageBuilderCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:    "image-builder",
-		Short:  "Build the MPI images that pods of the running local cluster ask for",
-		Hidden: true,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			opts, err := options()
-			if err != nil {
-				return err
-			}
-			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-			defer stop()
-			return localcluster.ServeImages(ctx, opts, cmd.OutOrStdout())
-		},
-	}
+	return hostProcessCmd("image-builder", "Build the MPI images that pods of the running local cluster ask for", localcluster.ServeImages)
 }

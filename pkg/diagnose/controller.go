@@ -279,12 +279,9 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 		s.EventDigests, s.History = prev.EventDigests, prev.History
 	}
 	// The pods as seen now, and those gone since as last seen: what the
-	// job's post-mortem shows once JobSet removed them.
-	var prevPods []api.PodRecord
-	if hadPrev {
-		prevPods = prev.Pods
-	}
-	s.Pods = api.RecordPods(prevPods, in.Launcher, in.Workers)
+	// job's post-mortem shows once JobSet removed them (prev is empty
+	// without a previous status).
+	s.Pods = api.RecordPods(prev.Pods, in.Launcher, in.Workers)
 	if !hadPrev || prev.Phase != s.Phase || prev.Reason != s.Reason {
 		s.History = api.WithTransition(s.History, api.Transition{Time: metav1.NewTime(in.Now), Phase: s.Phase, Reason: s.Reason, Message: s.Message})
 		// Every transition gets its Event and metrics at once, even one

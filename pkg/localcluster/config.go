@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // Pinned versions of the engine the local cluster runs. The authoritative
@@ -150,6 +153,16 @@ const PauseImage = "registry.k8s.io/pause:3.10.1"
 
 // Kubectl is the kubectl built for the local cluster.
 func (o Options) Kubectl() string { return o.bin("kubectl") }
+
+// clientset is the running cluster's admin client (its kubeconfig), for
+// the host processes that watch it.
+func (o Options) clientset() (kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", o.KubeconfigPath())
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
+}
 
 func (o Options) binDir() string         { return filepath.Join(o.CacheDir, "bin") }
 func (o Options) bin(name string) string { return filepath.Join(o.binDir(), name) }

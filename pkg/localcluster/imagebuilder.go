@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/workqueue"
 )
 
@@ -71,11 +70,7 @@ func OnDemandWanted(opts Options, pod *corev1.Pod) []Image {
 // what it waits for. The kubelet's next pull retry then starts it (its
 // back-off grows to at most 5 minutes). It runs until ctx ends.
 func ServeImages(ctx context.Context, opts Options, out io.Writer) error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", opts.KubeconfigPath())
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cs, err := opts.clientset()
 	if err != nil {
 		return err
 	}

@@ -19,10 +19,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/logstore"
@@ -217,16 +217,13 @@ func ServeLogs(ctx context.Context, opts Options, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("the log store's token: %w", err)
 	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", opts.KubeconfigPath())
+	cs, err := opts.clientset()
 	if err != nil {
 		return err
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return err
-	}
-	// Pods of JobSets only; each one seen is remembered by UID (an hour
-	// after it is gone) for the lines it still has to send.
+	// Pods of JobSets only; each one seen is remembered by UID, after it
+	// is gone too, while its node keeps its log folder (the lines it still
+	// has to send).
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = jobsetv1alpha2.JobSetNameKey
 	}))
@@ -310,25 +307,16 @@ func ServeLogs(ctx context.Context, opts Options, out io.Writer) error {
 		}
 	}()
 	fmt.Fprintf(out, "log-collector: reading %d nodes' pod logs into %s; the store's read API on %s\n", len(dirs), LokiURL, LogStoreURL)
-	// Forget pods gone for an hour.
-	go func() {
-		t := time.NewTicker(10 * time.Minute)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				mu.Lock()
-				for uid := range known {
-					if _, exists, _ := inf.GetIndexer().GetByKey(known[uid].Namespace + "/" + known[uid].Pod); !exists && !podDirExists(dirs, known[uid]) {
-						delete(known, uid)
-					}
-				}
-				mu.Unlock()
+	// Forget pods gone (no pod, no log folder), every ten minutes.
+	go wait.UntilWithContext(ctx, func(context.Context) {
+		mu.Lock()
+		defer mu.Unlock()
+		for uid, t := range known {
+			if _, exists, _ := inf.GetIndexer().GetByKey(t.Namespace + "/" + t.Pod); !exists && !podDirExists(dirs, t) {
+				delete(known, uid)
 			}
 		}
-	}()
+	}, 10*time.Minute)
 	return col.Run(ctx)
 }
 

@@ -57,9 +57,8 @@ type tailed struct {
 	// Last is the time given to the last line sent: lines that share a
 	// time (the runtime stamps a burst alike) get a nanosecond each after
 	// it, so the store keeps their order and no two are taken for one.
-	Last   int64 `json:"last,omitempty"`
-	target Target
-	seen   bool
+	Last int64 `json:"last,omitempty"`
+	seen bool
 }
 
 // logFile is a kubelet's container log: N.log, or N.log.TIME once
@@ -228,7 +227,7 @@ func (c *Collector) Pass(ctx context.Context) error {
 			tf = &tailed{Path: fd.path}
 			c.files[fd.id] = tf
 		}
-		tf.seen, tf.target = true, fd.target
+		tf.seen = true
 		// Lines of a rotated file and of its successor are one stream: the
 		// successor's times start after the old file's last.
 		if tf.Last == 0 {

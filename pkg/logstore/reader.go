@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -83,9 +82,6 @@ func (a APIReader) Open(ctx context.Context, ns, job string, q Query) (io.ReadCl
 	}
 	return rc, nil
 }
-
-// IsForbidden reports a refusal of the read API.
-func IsForbidden(err error) bool { return apierrors.IsForbidden(err) }
 
 // Tail keeps the last n lines of r (all when n < 0).
 func Tail(r io.Reader, n int64) ([]string, error) {

@@ -40,13 +40,19 @@ type result struct {
 // (a kubeconfig context) in namespace ns.
 func mpijob(t *testing.T, user, ns string, args ...string) result {
 	t.Helper()
+	r := runCLI(t, user, ns, args...)
+	t.Logf("kubectl mpijob %s → exit %d\n%s%s", strings.Join(args, " "), r.code, r.out, r.errOut)
+	return r
+}
+
+// runCLI runs kubectl-mpijob in-process as user in ns, logging nothing.
+func runCLI(t *testing.T, user, ns string, args ...string) result {
+	t.Helper()
 	c := framework.Get(t)
 	var out, errOut bytes.Buffer
 	full := append([]string{"--kubeconfig", c.Kubeconfig, "--context", user, "-n", ns}, args...)
 	code := cli.Main(full, genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut})
-	r := result{code: code, out: out.String(), errOut: errOut.String()}
-	t.Logf("kubectl mpijob %s → exit %d\n%s%s", strings.Join(args, " "), code, r.out, r.errOut)
-	return r
+	return result{code: code, out: out.String(), errOut: errOut.String()}
 }
 
 func expect(t *testing.T, r result, code int, contains ...string) {

@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -16,12 +15,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
-	"github.com/mpijob/mpijob/pkg/cli"
 	"github.com/mpijob/mpijob/pkg/localcluster"
 	"github.com/mpijob/mpijob/pkg/logstore"
 	"github.com/mpijob/mpijob/test/framework"
@@ -58,17 +55,13 @@ if r == 0:
     print("after rotation", flush=True)
 `, bigLogLines)
 
-// quiet runs kubectl-mpijob without logging its (large) stdout.
+// quiet runs kubectl-mpijob as dev-a in team-a, logging its stderr and
+// the size of its (large) stdout.
 func quiet(t *testing.T, args ...string) result {
-	const ns = "team-a"
-	const user = "dev-a"
 	t.Helper()
-	c := framework.Get(t)
-	var out, errOut bytes.Buffer
-	full := append([]string{"--kubeconfig", c.Kubeconfig, "--context", user, "-n", ns}, args...)
-	code := cli.Main(full, genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut})
-	t.Logf("kubectl mpijob %s → exit %d, %d bytes of stdout\n%s", strings.Join(args, " "), code, out.Len(), errOut.String())
-	return result{code: code, out: out.String(), errOut: errOut.String()}
+	r := runCLI(t, "dev-a", "team-a", args...)
+	t.Logf("kubectl mpijob %s → exit %d, %d bytes of stdout\n%s", strings.Join(args, " "), r.code, len(r.out), r.errOut)
+	return r
 }
 
 var numbered = regexp.MustCompile(`line (\d{6}) x`)
