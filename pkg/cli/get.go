@@ -11,6 +11,7 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/progress"
+	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
 // getOptions is `kubectl mpijob get`.
@@ -335,16 +337,15 @@ func jobDuration(s api.Status, now time.Time) string {
 	return duration.HumanDuration(end.Sub(s.StartTime.Time))
 }
 
+// gpusOf is what the job's own resourcesPerNode asks of GPUs, in the
+// wording of runtimes.GPUsOf ("-": none), for a job the manager has not
+// described yet.
 func gpusOf(j *trainer.TrainJob) string {
 	if j.Spec.Trainer == nil || j.Spec.Trainer.ResourcesPerNode == nil {
 		return "-"
 	}
-	r := j.Spec.Trainer.ResourcesPerNode
-	if q, ok := r.Limits["nvidia.com/gpu"]; ok {
-		return q.String()
-	}
-	if q, ok := r.Requests["nvidia.com/gpu"]; ok {
-		return q.String()
+	if g := runtimes.GPUsOf(&corev1.PodSpec{Containers: []corev1.Container{{Resources: *j.Spec.Trainer.ResourcesPerNode}}}); g != "" {
+		return g
 	}
 	return "-"
 }

@@ -30,13 +30,8 @@ import (
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
-// How often a job that waits is looked at again even when nothing it
-// watches changed, so the waiting message stays fresh.
-const (
-	waitingRefresh = 15 * time.Second
-	runningRefresh = time.Minute
-	logTailLines   = 200
-)
+// logTailLines is how much of a failed Launcher's log the diagnosis reads.
+const logTailLines = 200
 
 // Reconciler keeps the mpijob Status of every MPI TrainJob.
 type Reconciler struct {
@@ -134,64 +129,75 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return r.reconcile(ctx, tj)
 }
 
+// reconcile is gather → decide → apply: gather reads what the job's
+// diagnosis needs, decide (pure) turns it into a Plan, apply carries the
+// Plan out.
 func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.Result, error) {
-	log := ctrl.LoggerFrom(ctx)
-	spec, runtimeAnnotations, found, err := r.Runtimes.Get(ctx, tj)
+	k, ok, err := r.recallJob(ctx, tj)
+	if err != nil || !ok {
+		return ctrl.Result{}, err
+	}
+	now := r.now()
+	if p, done := settled(tj, k, now); done {
+		return r.apply(ctx, tj, k, now, p)
+	}
+	in, err := r.gather(ctx, tj, k, now)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if !found || !runtimes.IsMPI(spec) {
-		return ctrl.Result{}, nil
-	}
-	onObject, hadOnObject, err := api.ReadStatus(tj.Annotations)
-	if err != nil {
-		log.V(2).Info("ignoring unreadable previous status", "err", err)
-	}
-	mem, remembered := r.recall(tj)
-	prev, hadPrev := onObject, hadOnObject
-	written, hadWritten := onObject, hadOnObject
-	if remembered {
-		prev, hadPrev = mem.diagnosed, true
-		if mem.written != nil {
-			written, hadWritten = *mem.written, true
+	p := decide(tj, k, in)
+	if generic(p.Status) {
+		tail := in.LauncherLog
+		if len(tail) > 300 {
+			tail = tail[len(tail)-300:]
 		}
+		ctrl.LoggerFrom(ctx).V(1).Info("failure explained by the exit code only", "logBytes", len(in.LauncherLog), "logTail", tail)
 	}
-	// Only the manager writes the status (admission refuses everyone
-	// else); one that differs from what it last wrote is put back.
-	forged := remembered && mem.written != nil && (!hadOnObject || changed(onObject, *mem.written))
-	in := Input{TrainJob: tj, Now: r.now()}
-	if shape, err := runtimes.ShapeOf(tj, spec); err == nil {
+	return r.apply(ctx, tj, k, now, p)
+}
+
+// recallJob reads the job's runtime, the status on the object and what
+// the manager remembers of it; ok is false for a job that is not an MPI
+// job (nothing to do).
+func (r *Reconciler) recallJob(ctx context.Context, tj *trainer.TrainJob) (k known, ok bool, err error) {
+	spec, runtimeAnnotations, found, err := r.Runtimes.Get(ctx, tj)
+	if err != nil || !found || !runtimes.IsMPI(spec) {
+		return known{}, false, err
+	}
+	k = known{spec: spec, runtimeAnnotations: runtimeAnnotations}
+	k.onObject, k.hadOnObject, err = api.ReadStatus(tj.Annotations)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).V(2).Info("ignoring unreadable previous status", "err", err)
+	}
+	k.mem, k.remembered = r.recall(tj)
+	return k, true, nil
+}
+
+// gather reads everything Diagnose looks at. Costly reads (Events, logs,
+// free capacity) happen only when a rule needs them.
+func (r *Reconciler) gather(ctx context.Context, tj *trainer.TrainJob, k known, now time.Time) (Input, error) {
+	log := ctrl.LoggerFrom(ctx)
+	in := Input{TrainJob: tj, Now: now}
+	if shape, err := runtimes.ShapeOf(tj, k.spec); err == nil {
 		for _, c := range shape.WorkerPod.Containers {
 			if c.Name == api.NodeContainer {
 				in.WorkerImage = c.Image
 			}
 		}
-		in.SlotsPerWorker, in.GPUsPerWorker = shape.SlotsPerWorker, gpusOf(&shape.WorkerPod)
+		in.SlotsPerWorker, in.GPUsPerWorker = shape.SlotsPerWorker, runtimes.GPUsOf(&shape.WorkerPod)
 	}
-	if hadPrev {
+	if prev, ok := k.previous(); ok {
 		in.Previous = &prev
-		if hadWritten && finishedAsTrainerSays(written, tj) {
-			// Finished jobs stay finished: nothing a child does changes
-			// them. A failure explained only generically (the Launcher's
-			// log could not be read yet, on a busy node) is looked at again
-			// for a short while.
-			if !generic(written) || written.CompletionTime == nil || in.Now.Sub(written.CompletionTime.Time) > regenericWindow {
-				if forged {
-					return ctrl.Result{}, r.write(ctx, tj, written)
-				}
-				return ctrl.Result{}, nil
-			}
-		}
 	}
 	js := &jobsetv1alpha2.JobSet{}
 	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(tj), js); err == nil {
 		in.JobSet = js
 	} else if !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, err
+		return in, err
 	}
 	pods := &corev1.PodList{}
 	if err := r.Client.List(ctx, pods, client.InNamespace(tj.Namespace), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: tj.Name}); err != nil {
-		return ctrl.Result{}, err
+		return in, err
 	}
 	for _, p := range pods.Items {
 		switch p.Labels[jobsetv1alpha2.ReplicatedJobNameKey] {
@@ -245,7 +251,7 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 		in.Queue = &Queue{Name: q.Queue, Admitted: q.Admitted, Position: q.Position, Pending: q.Pending, Message: strings.TrimSuffix(q.Message, "."),
 			EvictedPodsReadyTimeout: q.EvictedPodsReadyTimeout, Workload: q.Workload, Inactive: q.Inactive}
 	}
-	if p, errs := runtimes.ParsePolicy(runtimeAnnotations); len(errs) == 0 {
+	if p, errs := runtimes.ParsePolicy(k.runtimeAnnotations); len(errs) == 0 {
 		in.GangTimeout, in.ProgressTimeout = p.GangTimeout, p.ProgressTimeout
 	}
 	if d, err := runtimes.ParseProgressTimeout(tj.Annotations); err == nil && d > 0 {
@@ -256,111 +262,44 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 	if in.ProgressTimeout > 0 && launcherState(in) == api.LauncherRunning {
 		in.LastOutput, in.LastLine = r.lastOutput(ctx, newest(in.Launcher))
 	}
+	return in, nil
+}
 
-	s := Diagnose(in)
-	if releaseOnTimeout(tj, s) {
+// apply carries out p: it writes the status first, then remembers what was
+// diagnosed and written, emits the transition's Event and metrics, and
+// last suspends the job when p says so. A failed write changes nothing,
+// so the next round sees the same transition again and reports it then.
+func (r *Reconciler) apply(ctx context.Context, tj *trainer.TrainJob, k known, now time.Time, p Plan) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	mem := k.mem
+	if p.Write {
+		if err := r.write(ctx, tj, p.Status); err != nil {
+			return ctrl.Result{}, err
+		}
+		s := p.Status
+		mem.written, mem.wroteAt = &s, now
+	}
+	if p.Remember {
+		mem.diagnosed = p.Status
+		r.store(tj, mem)
+	}
+	if t := p.Transition; t != nil {
+		if r.Recorder != nil {
+			r.Recorder.Eventf(tj, nil, t.Event.Type, t.Event.Reason, "Diagnose", "%s", t.Event.Note)
+		}
+		metrics.Transition(tj.Namespace, api.RuntimeOf(tj.Labels, tj.Spec.RuntimeRef.Name), t.Before, p.Status, tj.CreationTimestamp.Time, t.Placed, now)
+		log.V(1).Info("status", "phase", p.Status.Phase, "reason", p.Status.Reason)
+	}
+	if p.Suspend {
 		// The Workers that were placed hold their nodes while the rest
-		// cannot be placed: suspending the job stops them. Kueue-managed
-		// jobs are left to Kueue (waitForPodsReady evicts and requeues).
+		// cannot be placed: suspending the job stops them.
 		patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}},"spec":{"suspend":true}}`, api.SuspendedByAnnotation, api.SuspendedByGangTimeout))
 		if err := r.Client.Patch(ctx, tj, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(api.FieldManager)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("failed to suspend %s/%s after its gang-scheduling timeout: %w", tj.Namespace, tj.Name, err)
 		}
-		log.Info("suspended after the gang-scheduling timeout", "message", s.Message)
+		log.Info("suspended after the gang-scheduling timeout", "message", p.Status.Message)
 	}
-	if generic(s) {
-		tail := in.LauncherLog
-		if len(tail) > 300 {
-			tail = tail[len(tail)-300:]
-		}
-		log.V(1).Info("failure explained by the exit code only", "logBytes", len(in.LauncherLog), "logTail", tail)
-	}
-	if hadPrev {
-		s.EventDigests, s.History = prev.EventDigests, prev.History
-	}
-	// The pods as seen now, and those gone since as last seen: what the
-	// job's post-mortem shows once JobSet removed them (prev is empty
-	// without a previous status).
-	s.Pods = api.RecordPods(prev.Pods, in.Launcher, in.Workers)
-	if !hadPrev || prev.Phase != s.Phase || prev.Reason != s.Reason {
-		s.History = api.WithTransition(s.History, api.Transition{Time: metav1.NewTime(in.Now), Phase: s.Phase, Reason: s.Reason, Message: s.Message})
-		// Every transition gets its Event and metrics at once, even one
-		// that lasts less than the wait before the next status write. The
-		// status vouches for the Event (api.ForgedEvent).
-		s.EventDigests = api.WithEventDigest(s.EventDigests, api.EventDigest(eventOf(s)))
-		r.emit(tj, s)
-		var before *api.Status
-		var placed time.Time
-		if hadPrev {
-			before = &prev
-			if prev.Phase == api.PhaseStarting && prev.LastTransitionTime != nil {
-				placed = prev.LastTransitionTime.Time
-			}
-		}
-		metrics.Transition(tj.Namespace, api.RuntimeOf(tj.Labels, tj.Spec.RuntimeRef.Name), before, s, tj.CreationTimestamp.Time, placed, in.Now)
-		log.V(1).Info("status", "phase", s.Phase, "reason", s.Reason)
-	}
-	mem.diagnosed = s
-	var requeue time.Duration
-	if !hadWritten || changed(written, s) || forged {
-		if wait := writeDelay(mem, s, in.Now); wait > 0 {
-			requeue = wait
-		} else {
-			if err := r.write(ctx, tj, s); err != nil {
-				r.store(tj, mem)
-				return ctrl.Result{}, err
-			}
-			mem.written, mem.wroteAt = &s, in.Now
-		}
-	}
-	r.store(tj, mem)
-	switch {
-	case requeue > 0:
-		return ctrl.Result{RequeueAfter: requeue}, nil
-	case generic(s) && s.CompletionTime != nil && in.Now.Sub(s.CompletionTime.Time) < regenericWindow:
-		// Read the Launcher's log again shortly.
-		return ctrl.Result{RequeueAfter: 5 * time.Second}, nil
-	case s.Phase.Finished():
-		return ctrl.Result{}, nil
-	case s.Phase == api.PhaseRunning && in.ProgressTimeout > 0 && s.Reason == "":
-		// Look again when the timeout would pass without new output.
-		next := runningRefresh
-		if since := quietSince(in, s); since != nil {
-			next = min(runningRefresh, max(time.Second, in.ProgressTimeout-in.Now.Sub(*since)+time.Second))
-		}
-		return ctrl.Result{RequeueAfter: next}, nil
-	case s.Phase == api.PhaseRunning:
-		return ctrl.Result{RequeueAfter: runningRefresh}, nil
-	default:
-		return ctrl.Result{RequeueAfter: waitingRefresh}, nil
-	}
-}
-
-// statusCoalesce is the shortest time between two status writes of a job,
-// and between the manager first seeing a job and its first write, unless
-// the news is urgent. A job that starts normally passes through Pending,
-// Starting and Running within a second or two while the control plane is
-// busiest creating its pods; each write of the status is a TrainJob update
-// that Trainer's webhooks and controller process too. Transitions still get
-// their Event at once; the annotation catches up within statusCoalesce.
-const statusCoalesce = time.Second
-
-// writeDelay is how long to wait before writing s (0: write now).
-func writeDelay(mem memory, s api.Status, now time.Time) time.Duration {
-	if urgent(s) {
-		return 0
-	}
-	since := mem.wroteAt
-	if since.IsZero() {
-		since = mem.firstSeen
-	}
-	return statusCoalesce - now.Sub(since)
-}
-
-// urgent statuses are written at once: the end of a job and anything that
-// asks for a person's attention.
-func urgent(s api.Status) bool {
-	return s.Phase.Finished() || s.Phase == api.PhaseFailed || warning(s)
+	return ctrl.Result{RequeueAfter: p.Requeue}, nil
 }
 
 func (r *Reconciler) now() time.Time {
@@ -368,28 +307,6 @@ func (r *Reconciler) now() time.Time {
 		return r.Now()
 	}
 	return time.Now()
-}
-
-// finishedAsTrainerSays reports whether s is a final phase that agrees
-// with Trainer's own condition: Succeeded with Complete, Failed with
-// Failed. A final status Trainer does not back is diagnosed again.
-func finishedAsTrainerSays(s api.Status, tj *trainer.TrainJob) bool {
-	switch s.Phase {
-	case api.PhaseSucceeded:
-		return condTrue(tj, trainer.TrainJobComplete)
-	case api.PhaseFailed:
-		return condTrue(tj, trainer.TrainJobFailed)
-	}
-	return false
-}
-
-// changed ignores LastTransitionTime, which only moves with the phase.
-func changed(a, b api.Status) bool {
-	a.LastTransitionTime, b.LastTransitionTime = nil, nil
-	a.ObservedTime, b.ObservedTime = nil, nil
-	ea, _ := a.Encode()
-	eb, _ := b.Encode()
-	return ea != eb
 }
 
 // write applies the status annotation under the manager's field owner; it
@@ -406,42 +323,6 @@ func (r *Reconciler) write(ctx context.Context, tj *trainer.TrainJob, s api.Stat
 		return fmt.Errorf("failed to write the status of %s/%s: %w", tj.Namespace, tj.Name, err)
 	}
 	return nil
-}
-
-// warning statuses ask for a person's attention.
-func warning(s api.Status) bool {
-	return s.Phase == api.PhaseFailed || s.Reason == ReasonImagePullFailed || s.Reason == ReasonQuotaExceeded || s.Reason == ReasonGangSchedulingTimeout ||
-		s.Reason == ReasonPodsRefused || s.Reason == ReasonCannotStart || s.Reason == ReasonNoProgress || s.Reason == ReasonRankFailedOthersWaiting ||
-		s.Reason == ReasonRankSilent
-}
-
-// emit records the transition as an Event on the TrainJob.
-func (r *Reconciler) emit(tj *trainer.TrainJob, s api.Status) {
-	if r.Recorder == nil {
-		return
-	}
-	typ, reason, note := eventOf(s)
-	r.Recorder.Eventf(tj, nil, typ, reason, "Diagnose", "%s", note)
-}
-
-// eventOf is the Event a status change gets: its type, reason and text.
-func eventOf(s api.Status) (typ, reason, note string) {
-	typ = corev1.EventTypeNormal
-	if warning(s) {
-		typ = corev1.EventTypeWarning
-	}
-	reason = string(s.Phase)
-	if s.Reason != "" {
-		reason = s.Reason
-	}
-	note = s.Message
-	if s.NextStep != "" {
-		note += " Next step: " + s.NextStep
-	}
-	if len(note) > 1000 {
-		note = note[:1000]
-	}
-	return typ, reason, note
 }
 
 func (r *Reconciler) launcherLog(ctx context.Context, p *corev1.Pod) string {
@@ -461,15 +342,6 @@ func (r *Reconciler) launcherLog(ctx context.Context, p *corev1.Pod) string {
 		}
 	}
 	return ""
-}
-
-// regenericWindow is how long after a job failed a generic explanation
-// is looked at again.
-const regenericWindow = time.Minute
-
-// generic reports a failure explained only by its exit code.
-func generic(s api.Status) bool {
-	return s.Phase == api.PhaseFailed && (s.Reason == ReasonLauncherFailed || s.Reason == ReasonFailed)
 }
 
 // freeCapacity is every schedulable node's allocatable minus the requests
@@ -537,15 +409,6 @@ func nodeIsReady(n *corev1.Node) bool {
 	return false
 }
 
-// releaseOnTimeout reports a job past its gang-scheduling timeout that
-// holds placed Workers and is not managed by Kueue: it is suspended.
-func releaseOnTimeout(tj *trainer.TrainJob, s api.Status) bool {
-	if s.Reason != ReasonGangSchedulingTimeout || s.Phase != api.PhaseGangScheduling || tj.Labels[queue.NameLabel] != "" {
-		return false
-	}
-	return tj.Spec.Suspend == nil || !*tj.Spec.Suspend
-}
-
 // lastOutput reads the time and text of the Launcher's last log line.
 func (r *Reconciler) lastOutput(ctx context.Context, p *corev1.Pod) (*time.Time, string) {
 	if r.Logs == nil || p == nil {
@@ -603,25 +466,6 @@ func (r *Reconciler) jobEvents(ctx context.Context, tj *trainer.TrainJob, reason
 		}
 	}
 	return out
-}
-
-// gpusOf says what a pod asks of GPUs: "2" (nvidia.com/gpu), "1
-// amd.com/gpu" for another resource named */gpu, "" for none.
-func gpusOf(spec *corev1.PodSpec) string {
-	requests, _ := runtimes.PodDemand(spec)
-	var parts []string
-	for _, name := range sortedKeys(requests) {
-		q := requests[name]
-		if q.IsZero() || !strings.HasSuffix(string(name), "/gpu") {
-			continue
-		}
-		if name == "nvidia.com/gpu" {
-			parts = append([]string{q.String()}, parts...)
-		} else {
-			parts = append(parts, q.String()+" "+string(name))
-		}
-	}
-	return strings.Join(parts, ", ")
 }
 
 // countedVisibility counts requests to Kueue's visibility API by outcome

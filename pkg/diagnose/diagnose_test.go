@@ -1105,11 +1105,11 @@ func TestSlotsAndGPUsFromTheRuntime(t *testing.T) {
 	}
 	spec := &corev1.PodSpec{Containers: []corev1.Container{{Name: "node", Resources: corev1.ResourceRequirements{
 		Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("2"), "amd.com/gpu": resource.MustParse("1"), corev1.ResourceCPU: resource.MustParse("4")}}}}}
-	if got := gpusOf(spec); got != "2, 1 amd.com/gpu" {
-		t.Errorf("gpusOf = %q, want %q", got, "2, 1 amd.com/gpu")
+	if got := runtimes.GPUsOf(spec); got != "2, 1 amd.com/gpu" {
+		t.Errorf("GPUsOf = %q, want %q", got, "2, 1 amd.com/gpu")
 	}
-	if got := gpusOf(&corev1.PodSpec{Containers: []corev1.Container{{Name: "node"}}}); got != "" {
-		t.Errorf("gpusOf without GPUs = %q, want empty", got)
+	if got := runtimes.GPUsOf(&corev1.PodSpec{Containers: []corev1.Container{{Name: "node"}}}); got != "" {
+		t.Errorf("GPUsOf without GPUs = %q, want empty", got)
 	}
 }
 

@@ -1,6 +1,9 @@
 package runtimes
 
 import (
+	"sort"
+	"strings"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -28,4 +31,29 @@ func addTo(l corev1.ResourceList, name corev1.ResourceName, q resource.Quantity)
 	cur := l[name]
 	cur.Add(q)
 	l[name] = cur
+}
+
+// GPUsOf says what a pod asks of GPUs, the one wording every interface
+// shows: "2" (nvidia.com/gpu), "1 amd.com/gpu" for another resource named
+// */gpu, both joined with ", ", and "" for none.
+func GPUsOf(spec *corev1.PodSpec) string {
+	requests, _ := PodDemand(spec)
+	names := make([]string, 0, len(requests))
+	for name := range requests {
+		names = append(names, string(name))
+	}
+	sort.Strings(names)
+	var parts []string
+	for _, name := range names {
+		q := requests[corev1.ResourceName(name)]
+		if q.IsZero() || !strings.HasSuffix(name, "/gpu") {
+			continue
+		}
+		if name == "nvidia.com/gpu" {
+			parts = append([]string{q.String()}, parts...)
+		} else {
+			parts = append(parts, q.String()+" "+name)
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -1,0 +1,220 @@
+package diagnose
+
+import (
+	"context"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/runtimes"
+)
+
+// openMPIRuntime is the runtime the project ships (config/runtimes).
+func openMPIRuntime(t *testing.T) *trainer.ClusterTrainingRuntime {
+	t.Helper()
+	b, err := os.ReadFile("../../config/runtimes/mpi-openmpi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &trainer.ClusterTrainingRuntime{}
+	if err := yaml.Unmarshal(b, rt); err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
+// cluster is a fake API server with one MPI job "hello" of 2 Workers, its
+// JobSet and running pods, and a Reconciler over it with a clock the test
+// moves.
+type cluster struct {
+	client   client.WithWatch
+	recorder *events.FakeRecorder
+	r        *Reconciler
+	now      time.Time
+	key      types.NamespacedName
+}
+
+func newCluster(t *testing.T, tj *trainer.TrainJob, objs ...client.Object) *cluster {
+	t.Helper()
+	rt := openMPIRuntime(t)
+	tj.Spec.RuntimeRef = trainer.RuntimeRef{Name: rt.Name}
+	tj.CreationTimestamp = metav1.NewTime(t0.Add(-time.Minute))
+	js := jobset(2)
+	js.Name, js.Namespace = tj.Name, tj.Namespace
+	js.OwnerReferences = []metav1.OwnerReference{{APIVersion: trainer.GroupVersion.String(), Kind: "TrainJob", Name: tj.Name, Controller: ptr.To(true)}}
+	objs = append(objs, rt, tj, js)
+	c := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(objs...).Build()
+	cl := &cluster{client: c, recorder: events.NewFakeRecorder(20), now: t0, key: client.ObjectKeyFromObject(tj)}
+	cl.r = &Reconciler{Client: c, Reader: c, Logs: kubefake.NewClientset(), Recorder: cl.recorder,
+		Runtimes: runtimes.RuntimeLookup{Client: c}, Now: func() time.Time { return cl.now }}
+	return cl
+}
+
+// jobPod makes a pod of the job's JobSet in the fake API server.
+func jobPod(tj *trainer.TrainJob, w *podW) *corev1.Pod {
+	p := w.DeepCopy()
+	p.Namespace = tj.Namespace
+	p.Labels[jobsetv1alpha2.JobSetNameKey] = tj.Name
+	return p
+}
+
+func (c *cluster) reconcile(t *testing.T) ctrl.Result {
+	t.Helper()
+	res, err := c.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: c.key})
+	if err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	return res
+}
+
+// status is the status annotation on the job (ok false: none).
+func (c *cluster) status(t *testing.T) (api.Status, bool) {
+	t.Helper()
+	tj := &trainer.TrainJob{}
+	if err := c.client.Get(context.Background(), c.key, tj); err != nil {
+		t.Fatal(err)
+	}
+	s, ok, err := api.ReadStatus(tj.Annotations)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, ok
+}
+
+func (c *cluster) events() []string {
+	var out []string
+	for {
+		select {
+		case e := <-c.recorder.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+// A running job: the Event at once, the status a second later, then
+// nothing new; a status someone else wrote is put back; a deleted job is
+// forgotten.
+func TestReconcileRunningJob(t *testing.T) {
+	tj := job(2).obj()
+	c := newCluster(t, tj,
+		jobPod(tj, launcher().running(true)), jobPod(tj, worker("0").running(true)), jobPod(tj, worker("1").running(true)))
+
+	res := c.reconcile(t)
+	if res.RequeueAfter != statusCoalesce {
+		t.Errorf("first round: RequeueAfter = %v, want %v (the status waits a second)", res.RequeueAfter, statusCoalesce)
+	}
+	if _, ok := c.status(t); ok {
+		t.Errorf("first round wrote the status; it should wait %v", statusCoalesce)
+	}
+	if ev := c.events(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Normal Running") {
+		t.Errorf("first round's Events = %q, want one Normal Running", ev)
+	}
+
+	c.now = c.now.Add(2 * time.Second)
+	res = c.reconcile(t)
+	s, ok := c.status(t)
+	if !ok || s.Phase != api.PhaseRunning || s.WorkersReady != 2 || len(s.Pods) != 3 || len(s.History) != 1 {
+		t.Fatalf("second round's status = %+v (written %v), want Running with 2 Workers ready, 3 pods and 1 transition", s, ok)
+	}
+	if res.RequeueAfter != runningRefresh {
+		t.Errorf("second round: RequeueAfter = %v, want %v", res.RequeueAfter, runningRefresh)
+	}
+	if ev := c.events(); len(ev) != 0 {
+		t.Errorf("second round emitted %q; the transition had its Event already", ev)
+	}
+
+	// Someone else writes the status: the manager puts its own back.
+	forged := api.Status{Phase: api.PhaseSucceeded}
+	raw, _ := forged.Encode()
+	patch := []byte(`{"metadata":{"annotations":{"` + api.StatusAnnotation + `":` + strconv.Quote(raw) + `}}}`)
+	if err := c.client.Patch(context.Background(), &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: c.key.Name, Namespace: c.key.Namespace}},
+		client.RawPatch(types.MergePatchType, patch)); err != nil {
+		t.Fatal(err)
+	}
+	c.now = c.now.Add(2 * time.Second)
+	c.reconcile(t)
+	if s, _ := c.status(t); s.Phase != api.PhaseRunning {
+		t.Errorf("after a forged status the phase on the job is %s, want Running put back", s.Phase)
+	}
+
+	if err := c.client.Delete(context.Background(), tj); err != nil {
+		t.Fatal(err)
+	}
+	c.reconcile(t)
+	if _, ok := c.r.seen[c.key]; ok {
+		t.Errorf("the manager still remembers a deleted job")
+	}
+}
+
+// A job past its gang-scheduling timeout with a Worker placed is
+// suspended; the status says why before the job is suspended.
+func TestReconcileSuspendsAfterTheGangTimeout(t *testing.T) {
+	tj := job(2).obj()
+	tj.Annotations = map[string]string{}
+	prev := api.Status{Phase: api.PhaseGangScheduling, Reason: ReasonUnschedulable, WorkersTotal: 2,
+		LastTransitionTime: ptr.To(metav1.NewTime(t0.Add(-10 * time.Minute)))}
+	raw, _ := prev.Encode()
+	tj.Annotations[api.StatusAnnotation] = raw
+	c := newCluster(t, tj, jobPod(tj, worker("0").running(true)), jobPod(tj, worker("1")))
+	rt := &trainer.ClusterTrainingRuntime{}
+	if err := c.client.Get(context.Background(), client.ObjectKey{Name: tj.Spec.RuntimeRef.Name}, rt); err != nil {
+		t.Fatal(err)
+	}
+	rt.Annotations[runtimes.GangTimeoutAnnotation] = "5m"
+	if err := c.client.Update(context.Background(), rt); err != nil {
+		t.Fatal(err)
+	}
+
+	c.reconcile(t)
+	got := &trainer.TrainJob{}
+	if err := c.client.Get(context.Background(), c.key, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.Suspend == nil || !*got.Spec.Suspend || got.Annotations[api.SuspendedByAnnotation] != api.SuspendedByGangTimeout {
+		t.Errorf("suspend = %v, %s = %q; want the job suspended by the gang-scheduling timeout",
+			got.Spec.Suspend, api.SuspendedByAnnotation, got.Annotations[api.SuspendedByAnnotation])
+	}
+	if s, _ := c.status(t); s.Reason != ReasonGangSchedulingTimeout {
+		t.Errorf("status reason = %q, want %s", s.Reason, ReasonGangSchedulingTimeout)
+	}
+	if ev := c.events(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning "+ReasonGangSchedulingTimeout) {
+		t.Errorf("Events = %q, want one Warning %s", ev, ReasonGangSchedulingTimeout)
+	}
+}
+
+// A job whose runtime is not an MPI runtime, or is gone, is left alone.
+func TestReconcileLeavesOtherJobsAlone(t *testing.T) {
+	tj := job(2).obj()
+	c := newCluster(t, tj)
+	tj2 := job(2).obj()
+	tj2.Name = "torch"
+	tj2.Spec.RuntimeRef = trainer.RuntimeRef{Name: "torch-distributed"}
+	if err := c.client.Create(context.Background(), tj2); err != nil {
+		t.Fatal(err)
+	}
+	c.key = client.ObjectKeyFromObject(tj2)
+	if res := c.reconcile(t); res.RequeueAfter != 0 {
+		t.Errorf("a job without an MPI runtime is requeued after %v", res.RequeueAfter)
+	}
+	if _, ok := c.status(t); ok || len(c.events()) != 0 {
+		t.Errorf("a job without an MPI runtime got a status or an Event")
+	}
+}

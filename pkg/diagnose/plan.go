@@ -1,0 +1,271 @@
+package diagnose
+
+import (
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/queue"
+)
+
+// How often a job is looked at again even when nothing it watches changed:
+// a job that waits keeps its waiting message fresh, a running one is
+// checked for progress.
+const (
+	waitingRefresh = 15 * time.Second
+	runningRefresh = time.Minute
+	// regenericWindow is how long after a job failed a failure explained
+	// only by its exit code is looked at again (the Launcher's log may not
+	// have been readable yet on a busy node).
+	regenericWindow = time.Minute
+	// regenericRetry is how soon such a job is looked at again.
+	regenericRetry = 5 * time.Second
+)
+
+// Plan is what one round of the diagnosis does to a job: decide makes it
+// from what gather read, apply carries it out.
+type Plan struct {
+	// Status is the job's status as diagnosed now.
+	Status api.Status
+	// Write: write Status to the TrainJob now (else it waits for the next
+	// round, or is already there).
+	Write bool
+	// Remember: keep Status as the last diagnosed (false for a finished
+	// job, whose status is only ever put back).
+	Remember bool
+	// Transition is set when the phase or the reason changed: the Event
+	// and the metrics it gets.
+	Transition *Transition
+	// Suspend: the job is past its gang-scheduling timeout and holds
+	// Workers that were placed; suspending it frees their nodes.
+	Suspend bool
+	// Requeue is when to look again though nothing changed (0: only when
+	// something the job watches changes).
+	Requeue time.Duration
+}
+
+// Transition is a change of phase or reason.
+type Transition struct {
+	Event Event
+	// Before is the status before it (nil: the job's first).
+	Before *api.Status
+	// Placed is when the job began Starting, for the time-to-start metric.
+	Placed time.Time
+}
+
+// Event is the Kubernetes Event a transition gets on the TrainJob.
+type Event struct{ Type, Reason, Note string }
+
+// known is what the manager knows of a job before it reads the job's
+// children: its runtime, the status on the object and its own memory.
+type known struct {
+	spec               *trainer.TrainingRuntimeSpec
+	runtimeAnnotations map[string]string
+	onObject           api.Status
+	hadOnObject        bool
+	mem                memory
+	remembered         bool
+}
+
+// previous is the status last diagnosed: remembered, else the one on the
+// object (the cache lags behind our own writes).
+func (k known) previous() (api.Status, bool) {
+	if k.remembered {
+		return k.mem.diagnosed, true
+	}
+	return k.onObject, k.hadOnObject
+}
+
+// written is the status last written: remembered since the manager
+// started, else the one on the object.
+func (k known) written() (api.Status, bool) {
+	if k.remembered && k.mem.written != nil {
+		return *k.mem.written, true
+	}
+	return k.onObject, k.hadOnObject
+}
+
+// forged reports a status on the object that differs from what the
+// manager last wrote. Only the manager writes it (admission refuses
+// everyone else); one that differs is put back.
+func (k known) forged() bool {
+	return k.remembered && k.mem.written != nil && (!k.hadOnObject || changed(k.onObject, *k.mem.written))
+}
+
+// settled reports a job that finished as Trainer says: nothing a child does
+// changes it, so its children are not read. The plan only puts a forged
+// status back. A failure explained only generically is looked at again
+// for regenericWindow.
+func settled(tj *trainer.TrainJob, k known, now time.Time) (Plan, bool) {
+	written, ok := k.written()
+	if _, hadPrev := k.previous(); !hadPrev || !ok || !finishedAsTrainerSays(written, tj) {
+		return Plan{}, false
+	}
+	if generic(written) && written.CompletionTime != nil && now.Sub(written.CompletionTime.Time) <= regenericWindow {
+		return Plan{}, false
+	}
+	return Plan{Status: written, Write: k.forged()}, true
+}
+
+// decide diagnoses the job from what gather read and says what to do:
+// what to write and when, the transition's Event and metrics, whether to
+// suspend, when to look again. It reads nothing and writes nothing.
+func decide(tj *trainer.TrainJob, k known, in Input) Plan {
+	prev, hadPrev := k.previous()
+	written, hadWritten := k.written()
+	s := Diagnose(in)
+	if hadPrev {
+		s.EventDigests, s.History = prev.EventDigests, prev.History
+	}
+	// The pods as seen now, and those gone since as last seen: what the
+	// job's post-mortem shows once JobSet removed them.
+	if hadPrev {
+		s.Pods = api.RecordPods(prev.Pods, in.Launcher, in.Workers)
+	} else {
+		s.Pods = api.RecordPods(nil, in.Launcher, in.Workers)
+	}
+	p := Plan{Remember: true, Suspend: releaseOnTimeout(tj, s)}
+	if !hadPrev || prev.Phase != s.Phase || prev.Reason != s.Reason {
+		s.History = api.WithTransition(s.History, api.Transition{Time: metav1.NewTime(in.Now), Phase: s.Phase, Reason: s.Reason, Message: s.Message})
+		// Every transition gets its Event and metrics at once, even one
+		// that lasts less than the wait before the next status write. The
+		// status vouches for the Event (api.ForgedEvent).
+		ev := eventOf(s)
+		s.EventDigests = api.WithEventDigest(s.EventDigests, api.EventDigest(ev.Type, ev.Reason, ev.Note))
+		t := &Transition{Event: ev}
+		if hadPrev {
+			before := prev
+			t.Before = &before
+			if prev.Phase == api.PhaseStarting && prev.LastTransitionTime != nil {
+				t.Placed = prev.LastTransitionTime.Time
+			}
+		}
+		p.Transition = t
+	}
+	p.Status = s
+	if !hadWritten || changed(written, s) || k.forged() {
+		if wait := writeDelay(k.mem, s, in.Now); wait > 0 {
+			p.Requeue = wait
+		} else {
+			p.Write = true
+		}
+	}
+	if p.Requeue == 0 {
+		p.Requeue = nextLook(in, s)
+	}
+	return p
+}
+
+// nextLook is when to look at a job again though nothing it watches
+// changed (0: never).
+func nextLook(in Input, s api.Status) time.Duration {
+	switch {
+	case generic(s) && s.CompletionTime != nil && in.Now.Sub(s.CompletionTime.Time) < regenericWindow:
+		// Read the Launcher's log again shortly.
+		return regenericRetry
+	case s.Phase.Finished():
+		return 0
+	case s.Phase == api.PhaseRunning && in.ProgressTimeout > 0 && s.Reason == "":
+		// Look again when the timeout would pass without new output.
+		next := runningRefresh
+		if since := quietSince(in, s); since != nil {
+			next = min(runningRefresh, max(time.Second, in.ProgressTimeout-in.Now.Sub(*since)+time.Second))
+		}
+		return next
+	case s.Phase == api.PhaseRunning:
+		return runningRefresh
+	default:
+		return waitingRefresh
+	}
+}
+
+// statusCoalesce is the shortest time between two status writes of a job,
+// and between the manager first seeing a job and its first write, unless
+// the news is urgent. A job that starts normally passes through Pending,
+// Starting and Running within a second or two while the control plane is
+// busiest creating its pods; each write of the status is a TrainJob update
+// that Trainer's webhooks and controller process too. Transitions still get
+// their Event at once; the annotation catches up within statusCoalesce.
+const statusCoalesce = time.Second
+
+// writeDelay is how long to wait before writing s (0: write now).
+func writeDelay(mem memory, s api.Status, now time.Time) time.Duration {
+	if urgent(s) {
+		return 0
+	}
+	since := mem.wroteAt
+	if since.IsZero() {
+		since = mem.firstSeen
+	}
+	return statusCoalesce - now.Sub(since)
+}
+
+// urgent statuses are written at once: the end of a job and anything that
+// asks for a person's attention.
+func urgent(s api.Status) bool {
+	return s.Phase.Finished() || s.Phase == api.PhaseFailed || warning(s)
+}
+
+// finishedAsTrainerSays reports whether s is a final phase that agrees
+// with Trainer's own condition: Succeeded with Complete, Failed with
+// Failed. A final status Trainer does not back is diagnosed again.
+func finishedAsTrainerSays(s api.Status, tj *trainer.TrainJob) bool {
+	switch s.Phase {
+	case api.PhaseSucceeded:
+		return condTrue(tj, trainer.TrainJobComplete)
+	case api.PhaseFailed:
+		return condTrue(tj, trainer.TrainJobFailed)
+	}
+	return false
+}
+
+// changed ignores LastTransitionTime, which only moves with the phase.
+func changed(a, b api.Status) bool {
+	a.LastTransitionTime, b.LastTransitionTime = nil, nil
+	a.ObservedTime, b.ObservedTime = nil, nil
+	ea, _ := a.Encode()
+	eb, _ := b.Encode()
+	return ea != eb
+}
+
+// warning statuses ask for a person's attention.
+func warning(s api.Status) bool {
+	return s.Phase == api.PhaseFailed || s.Reason == ReasonImagePullFailed || s.Reason == ReasonQuotaExceeded || s.Reason == ReasonGangSchedulingTimeout ||
+		s.Reason == ReasonPodsRefused || s.Reason == ReasonCannotStart || s.Reason == ReasonNoProgress || s.Reason == ReasonRankFailedOthersWaiting ||
+		s.Reason == ReasonRankSilent
+}
+
+// eventOf is the Event a status change gets: its type, reason and text.
+func eventOf(s api.Status) Event {
+	e := Event{Type: corev1.EventTypeNormal, Reason: string(s.Phase), Note: s.Message}
+	if warning(s) {
+		e.Type = corev1.EventTypeWarning
+	}
+	if s.Reason != "" {
+		e.Reason = s.Reason
+	}
+	if s.NextStep != "" {
+		e.Note += " Next step: " + s.NextStep
+	}
+	if len(e.Note) > 1000 {
+		e.Note = e.Note[:1000]
+	}
+	return e
+}
+
+// generic reports a failure explained only by its exit code.
+func generic(s api.Status) bool {
+	return s.Phase == api.PhaseFailed && (s.Reason == ReasonLauncherFailed || s.Reason == ReasonFailed)
+}
+
+// releaseOnTimeout reports a job past its gang-scheduling timeout that
+// holds placed Workers and is not managed by Kueue: it is suspended.
+func releaseOnTimeout(tj *trainer.TrainJob, s api.Status) bool {
+	if s.Reason != ReasonGangSchedulingTimeout || s.Phase != api.PhaseGangScheduling || tj.Labels[queue.NameLabel] != "" {
+		return false
+	}
+	return tj.Spec.Suspend == nil || !*tj.Spec.Suspend
+}
