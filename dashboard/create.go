@@ -26,6 +26,7 @@ import (
 	"github.com/mpijob/mpijob/pkg/admission"
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/jobspec"
+	"github.com/mpijob/mpijob/pkg/jobview"
 	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 	"github.com/mpijob/mpijob/pkg/runtimetest"
@@ -94,7 +95,7 @@ func runtimeInfo(rt *trainer.ClusterTrainingRuntime) (RuntimeInfo, bool) {
 	}
 	info.SlotsPerWorker = shape.SlotsPerWorker
 	if c := nodeContainer(&shape.WorkerPod); c != nil {
-		info.WorkerImage, info.WorkerRequests = c.Image, strs(c.Resources.Requests)
+		info.WorkerImage, info.WorkerRequests = c.Image, jobview.Quantities(c.Resources.Requests)
 		for name, q := range c.Resources.Limits {
 			if isGPU(name) {
 				info.WorkerRequests[string(name)] = q.String()
@@ -102,7 +103,7 @@ func runtimeInfo(rt *trainer.ClusterTrainingRuntime) (RuntimeInfo, bool) {
 		}
 	}
 	if c := nodeContainer(&shape.LauncherPod); c != nil {
-		info.LauncherImage, info.LauncherRequests, info.Command = c.Image, strs(c.Resources.Requests), c.Command
+		info.LauncherImage, info.LauncherRequests, info.Command = c.Image, jobview.Quantities(c.Resources.Requests), c.Command
 	}
 	return info, true
 }

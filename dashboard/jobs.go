@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -16,106 +14,16 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mpijob/mpijob/pkg/api"
-	"github.com/mpijob/mpijob/pkg/progress"
+	"github.com/mpijob/mpijob/pkg/jobview"
 	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
-
-// Job is one row of the Training jobs page: the manager's Status in the
-// same words as the CLI and the SDK.
-type Job struct {
-	Name      string `json:"name"`
-	Namespace string `json:"namespace"`
-	// Runtime is the runtime the user chose (the base of a per-job runtime).
-	Runtime string `json:"runtime"`
-	// MPI is true for jobs on an MPI runtime (those mpijob-manager reports on).
-	MPI            bool              `json:"mpi"`
-	Phase          api.Phase         `json:"phase"`
-	Reason         string            `json:"reason,omitempty"`
-	Message        string            `json:"message,omitempty"`
-	NextStep       string            `json:"nextStep,omitempty"`
-	NextSteps      []string          `json:"nextSteps,omitempty"`
-	QueuePosition  *int32            `json:"queuePosition,omitempty"`
-	Launcher       api.LauncherState `json:"launcher,omitempty"`
-	WorkersReady   int32             `json:"workersReady"`
-	WorkersTotal   int32             `json:"workersTotal"`
-	SlotsPerWorker int32             `json:"slotsPerWorker"`
-	Creator        string            `json:"creator,omitempty"`
-	Created        time.Time         `json:"created"`
-	Started        *time.Time        `json:"started,omitempty"`
-	Finished       *time.Time        `json:"finished,omitempty"`
-	Transitioned   *time.Time        `json:"transitioned,omitempty"`
-	// Observed is when mpijob-manager last wrote this status.
-	Observed *time.Time `json:"observed,omitempty"`
-	// Estimate is a queued job's estimated start (estimateStarts).
-	Estimate  *Estimate `json:"estimate,omitempty"`
-	Suspended bool      `json:"suspended"`
-	Deleting  bool      `json:"deleting,omitempty"`
-	// Progress is the last progress the ranks reported (nil: none).
-	Progress *progress.TrainerStatus `json:"progress,omitempty"`
-}
-
-// JobOf turns a TrainJob into its row.
-func JobOf(tj *trainer.TrainJob) Job {
-	j := Job{
-		Name: tj.Name, Namespace: tj.Namespace,
-		Runtime:  api.RuntimeOf(tj.Labels, tj.Spec.RuntimeRef.Name),
-		Creator:  tj.Annotations[api.CreatorAnnotation],
-		Created:  tj.CreationTimestamp.Time,
-		Deleting: tj.DeletionTimestamp != nil,
-	}
-	// Kueue keeps every job it manages suspended until it admits it: such
-	// a job is suspended by its user only when the diagnosis says so (its
-	// Workload is inactive), below.
-	kueue := tj.Labels[queue.NameLabel] != ""
-	j.Suspended = !kueue && ptr.Deref(tj.Spec.Suspend, false)
-	if p, ok := progress.Read(tj.Annotations); ok {
-		j.Progress = &p
-	}
-	if tr := tj.Spec.Trainer; tr != nil {
-		j.WorkersTotal = ptr.Deref(tr.NumNodes, 0)
-		j.SlotsPerWorker = ptr.Deref(tr.NumProcPerNode, 0)
-	}
-	// The manager's status, or the fallback the CLI and the SDK use too.
-	st, ok := api.StatusOf(tj)
-	j.MPI = ok || tj.Labels[api.BaseRuntimeLabel] != ""
-	if !ok {
-		j.Phase, j.Message = st.Phase, st.Message
-		if st.CompletionTime != nil {
-			j.Finished = &st.CompletionTime.Time
-		}
-		return j
-	}
-	j.Phase, j.Reason, j.Message, j.NextStep, j.NextSteps = st.Phase, st.Reason, st.Message, st.NextStep, st.NextSteps
-	if kueue {
-		j.Suspended = st.Phase == api.PhaseSuspended
-	}
-	j.QueuePosition, j.Launcher = st.QueuePosition, st.Launcher
-	j.WorkersReady, j.WorkersTotal = st.WorkersReady, st.WorkersTotal
-	if st.SlotsPerWorker > 0 {
-		j.SlotsPerWorker = st.SlotsPerWorker
-	}
-	if st.StartTime != nil {
-		j.Started = &st.StartTime.Time
-	}
-	if st.CompletionTime != nil {
-		j.Finished = &st.CompletionTime.Time
-	}
-	if st.LastTransitionTime != nil {
-		j.Transitioned = &st.LastTransitionTime.Time
-	}
-	if st.ObservedTime != nil {
-		j.Observed = &st.ObservedTime.Time
-	}
-	return j
-}
 
 // Namespace is a namespace the user may see jobs in, and what they may do.
 type Namespace struct {
@@ -211,12 +119,12 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, c *userClients
 		s.apiError(w, err)
 		return
 	}
-	estimateStarts(jobs, time.Now())
+	jobview.EstimateStarts(jobs, time.Now())
 	writeJSON(w, http.StatusOK, map[string]any{"jobs": jobs})
 }
 
 // jobsOf lists the jobs of ns ("" = every namespace the user may see).
-func (s *Server) jobsOf(ctx context.Context, c *userClients, ns string) ([]Job, error) {
+func (s *Server) jobsOf(ctx context.Context, c *userClients, ns string) ([]jobview.Job, error) {
 	var nss []string
 	if ns != "" {
 		nss = []string{ns}
@@ -232,7 +140,7 @@ func (s *Server) jobsOf(ctx context.Context, c *userClients, ns string) ([]Job, 
 		}
 	}
 	mpiRuntimes := c.mpiRuntimes(ctx)
-	jobs := []Job{}
+	jobs := []jobview.Job{}
 	for _, n := range nss {
 		cc, err := s.jobsCache(ctx, c, c.token, n)
 		if err != nil {
@@ -244,7 +152,7 @@ func (s *Server) jobsOf(ctx context.Context, c *userClients, ns string) ([]Job, 
 			return nil, err
 		}
 		for i := range list.Items {
-			j := JobOf(&list.Items[i])
+			j := jobview.JobOf(&list.Items[i])
 			j.MPI = j.MPI || mpiRuntimes[j.Runtime]
 			jobs = append(jobs, j)
 		}
@@ -258,43 +166,12 @@ func (s *Server) jobsOf(ctx context.Context, c *userClients, ns string) ([]Job, 
 	return jobs, nil
 }
 
-// Pod is one Launcher or Worker pod of a job.
-type Pod struct {
-	Name string `json:"name"`
-	// Role is "launcher" or "worker"; Index is the Worker's index.
-	Role     string     `json:"role"`
-	Index    int        `json:"index"`
-	Node     string     `json:"node,omitempty"`
-	Phase    string     `json:"phase"`
-	Ready    bool       `json:"ready"`
-	Restarts int32      `json:"restarts"`
-	State    string     `json:"state"`
-	Detail   string     `json:"detail,omitempty"`
-	Started  *time.Time `json:"started,omitempty"`
-	// Health is green (healthy), yellow (pending or starting), red
-	// (failed) or grey (gone).
-	Health string `json:"health"`
-	Image  string `json:"image,omitempty"`
-}
-
-// Resources summarizes what the job asks for.
-type Resources struct {
-	Workers        int32             `json:"workers"`
-	SlotsPerWorker int32             `json:"slotsPerWorker"`
-	Worker         map[string]string `json:"worker"`
-	Launcher       map[string]string `json:"launcher"`
-	Total          map[string]string `json:"total"`
-	Summary        string            `json:"summary"`
-	WorkerImage    string            `json:"workerImage,omitempty"`
-	LauncherImage  string            `json:"launcherImage,omitempty"`
-}
-
 // Detail is the job page.
 type Detail struct {
-	Job       Job        `json:"job"`
-	Pods      []Pod      `json:"pods"`
-	Resources *Resources `json:"resources,omitempty"`
-	YAML      string     `json:"yaml"`
+	Job       jobview.Job        `json:"job"`
+	Pods      []jobview.Pod      `json:"pods"`
+	Resources *jobview.Resources `json:"resources,omitempty"`
+	YAML      string             `json:"yaml"`
 	// RuntimeKind is ClusterTrainingRuntime, or TrainingRuntime for a
 	// per-job runtime.
 	RuntimeKind string `json:"runtimeKind"`
@@ -307,38 +184,6 @@ type Detail struct {
 	// status is the manager's status of the job, which vouches for its
 	// Events (eventsWith).
 	status api.Status
-}
-
-// gonePods are the Launcher and Workers the status recorded that have no
-// pod now (JobSet removed them): grey, red where they failed, with their
-// last state.
-func gonePods(live []Pod, recorded []api.PodRecord) []Pod {
-	var out []Pod
-	for _, r := range recorded {
-		role := r.Role
-		present := false
-		for _, p := range live {
-			if p.Role == role && p.Index == int(r.Index) {
-				present = true
-			}
-		}
-		if present {
-			continue
-		}
-		health := "grey"
-		if failedState(r.State) {
-			health = "red"
-		}
-		out = append(out, Pod{Name: r.Pod, Role: role, Index: int(r.Index), Node: r.Node, Phase: "Gone", Restarts: r.Restarts,
-			State: r.State + " (pod gone)", Health: health})
-	}
-	return out
-}
-
-// failedState tells a recorded state that ended badly: a non-zero exit,
-// or a kill.
-func failedState(s string) bool {
-	return (strings.Contains(s, "(exit ") && !strings.Contains(s, "(exit 0)")) || strings.HasPrefix(s, "OOMKilled") || s == "Failed"
 }
 
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request, c *userClients) {
@@ -359,7 +204,7 @@ func (s *Server) detailOf(ctx context.Context, c *userClients, ns, name string) 
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
 		return nil, err
 	}
-	d := &Detail{Job: JobOf(tj), RuntimeKind: ptr.Deref(tj.Spec.RuntimeRef.Kind, trainer.ClusterTrainingRuntimeKind)}
+	d := &Detail{Job: jobview.JobOf(tj), RuntimeKind: ptr.Deref(tj.Spec.RuntimeRef.Kind, trainer.ClusterTrainingRuntimeKind)}
 	if st, ok := api.StatusOf(tj); ok {
 		d.status = st
 		d.StaleNote = c.managerState(ctx).StaleNote(st.ObservedTime, time.Now())
@@ -368,7 +213,7 @@ func (s *Server) detailOf(ctx context.Context, c *userClients, ns, name string) 
 		// The estimate needs the namespace's finished jobs.
 		if jobs, err := s.jobsOf(ctx, c, ns); err == nil {
 			jobs = append(jobs, d.Job)
-			estimateStarts(jobs, time.Now())
+			jobview.EstimateStarts(jobs, time.Now())
 			d.Job.Estimate = jobs[len(jobs)-1].Estimate
 		}
 	}
@@ -376,12 +221,12 @@ func (s *Server) detailOf(ctx context.Context, c *userClients, ns, name string) 
 	if err != nil && !apierrors.IsForbidden(err) {
 		return nil, err
 	}
-	d.Pods = append(pods, gonePods(pods, d.status.Pods)...)
+	d.Pods = jobview.Pods(pods, d.status, d.Job.WorkersTotal)
 	d.History = d.status.History
 	if spec, _, found, err := (runtimes.RuntimeLookup{Client: c}).Get(ctx, tj); err == nil && found {
 		d.Job.MPI = d.Job.MPI || runtimes.IsMPI(spec)
 		if shape, err := runtimes.ShapeOf(tj, spec); err == nil {
-			d.Resources = resourcesOf(shape)
+			d.Resources = jobview.ResourcesOf(shape)
 		}
 	}
 	clean := tj.DeepCopy()
@@ -395,139 +240,12 @@ func (s *Server) detailOf(ctx context.Context, c *userClients, ns, name string) 
 	return d, nil
 }
 
-func (c *userClients) jobPods(ctx context.Context, ns, name string) ([]Pod, error) {
+func (c *userClients) jobPods(ctx context.Context, ns, name string) ([]corev1.Pod, error) {
 	list := &corev1.PodList{}
 	if err := c.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{"jobset.sigs.k8s.io/jobset-name": name}); err != nil {
 		return nil, err
 	}
-	out := []Pod{}
-	for i := range list.Items {
-		out = append(out, podOf(&list.Items[i]))
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Role != out[j].Role {
-			return out[i].Role == "launcher"
-		}
-		if out[i].Index != out[j].Index {
-			return out[i].Index < out[j].Index
-		}
-		return out[i].Name < out[j].Name
-	})
-	return out, nil
-}
-
-func podOf(p *corev1.Pod) Pod {
-	out := Pod{Name: p.Name, Role: "worker", Node: p.Spec.NodeName, Phase: string(p.Status.Phase), State: string(p.Status.Phase)}
-	if p.Labels["jobset.sigs.k8s.io/replicatedjob-name"] == api.LauncherJob {
-		out.Role = "launcher"
-	}
-	out.Index, _ = strconv.Atoi(p.Labels["batch.kubernetes.io/job-completion-index"])
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
-			out.Ready = true
-		}
-	}
-	if len(p.Spec.Containers) > 0 {
-		out.Image = p.Spec.Containers[0].Image
-	}
-	for _, cs := range p.Status.ContainerStatuses {
-		out.Restarts += cs.RestartCount
-		switch {
-		case cs.State.Waiting != nil:
-			out.State, out.Detail = cs.State.Waiting.Reason, cs.State.Waiting.Message
-		case cs.State.Terminated != nil:
-			t := cs.State.Terminated
-			out.State = fmt.Sprintf("%s (exit code %d)", t.Reason, t.ExitCode)
-			out.Detail = t.Message
-		case cs.State.Running != nil:
-			out.State = "Running"
-			out.Started = &cs.State.Running.StartedAt.Time
-		}
-	}
-	if p.Status.Reason != "" {
-		out.State, out.Detail = p.Status.Reason, p.Status.Message
-	}
-	switch {
-	case p.DeletionTimestamp != nil:
-		out.Health = "grey"
-	case p.Status.Phase == corev1.PodFailed || strings.Contains(out.State, "BackOff") || strings.Contains(out.State, "Err"):
-		out.Health = "red"
-	case p.Status.Phase == corev1.PodSucceeded || (p.Status.Phase == corev1.PodRunning && out.Ready):
-		out.Health = "green"
-	default:
-		out.Health = "yellow"
-	}
-	return out
-}
-
-func resourcesOf(s runtimes.Shape) *Resources {
-	wReq, wLim := runtimes.PodDemand(&s.WorkerPod)
-	lReq, lLim := runtimes.PodDemand(&s.LauncherPod)
-	pick := func(req, lim corev1.ResourceList) corev1.ResourceList {
-		out := corev1.ResourceList{}
-		for k, v := range lim {
-			out[k] = v
-		}
-		for k, v := range req {
-			out[k] = v
-		}
-		return out
-	}
-	worker, launcher := pick(wReq, wLim), pick(lReq, lLim)
-	total := corev1.ResourceList{}
-	for k, v := range worker {
-		q := v.DeepCopy()
-		q.Mul(int64(s.Workers))
-		total[k] = q
-	}
-	for k, v := range launcher {
-		if _, ok := total[k]; !ok {
-			total[k] = resource.Quantity{}
-		}
-		q := total[k]
-		q.Add(v)
-		total[k] = q
-	}
-	r := &Resources{Workers: s.Workers, SlotsPerWorker: s.SlotsPerWorker, Worker: strs(worker), Launcher: strs(launcher), Total: strs(total)}
-	gpus := resource.Quantity{}
-	for k, v := range worker {
-		if strings.HasSuffix(string(k), "/gpu") {
-			q := v.DeepCopy()
-			q.Mul(int64(s.Workers))
-			gpus.Add(q)
-		}
-	}
-	cpu, mem := worker[corev1.ResourceCPU], worker[corev1.ResourceMemory]
-	cpu.Mul(int64(s.Workers))
-	mem.Mul(int64(s.Workers))
-	r.Summary = fmt.Sprintf("%d %s × %d %s, %s CPUs, %s, %s GPUs", s.Workers, plural(int(s.Workers), "Worker", "Workers"), s.SlotsPerWorker,
-		plural(int(s.SlotsPerWorker), "slot", "slots"), cpu.String(), mem.String(), gpus.String())
-	for _, c := range s.WorkerPod.Containers {
-		if c.Name == api.NodeContainer {
-			r.WorkerImage = c.Image
-		}
-	}
-	for _, c := range s.LauncherPod.Containers {
-		if c.Name == api.NodeContainer {
-			r.LauncherImage = c.Image
-		}
-	}
-	return r
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
-func strs(rl corev1.ResourceList) map[string]string {
-	out := map[string]string{}
-	for k, v := range rl {
-		out[string(k)] = v.String()
-	}
-	return out
+	return list.Items, nil
 }
 
 func (s *Server) deleteJob(w http.ResponseWriter, r *http.Request, c *userClients) {
@@ -558,7 +276,7 @@ func (s *Server) suspendJob(suspend bool) handlerFunc {
 				s.apiError(w, err)
 				return
 			}
-			j := JobOf(tj)
+			j := jobview.JobOf(tj)
 			j.Suspended = suspend
 			writeJSON(w, http.StatusOK, j)
 			return
@@ -568,7 +286,7 @@ func (s *Server) suspendJob(suspend bool) handlerFunc {
 			s.apiError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, JobOf(tj))
+		writeJSON(w, http.StatusOK, jobview.JobOf(tj))
 	}
 }
 

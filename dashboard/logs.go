@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobview"
 	"github.com/mpijob/mpijob/pkg/logs"
 	"github.com/mpijob/mpijob/pkg/logstore"
 )
@@ -57,12 +58,16 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients)
 		opts.SinceSeconds = &n
 	}
 	keepTime := q.Get("timestamps") == "1"
-	pods, err := c.jobPods(r.Context(), ns, name)
+	live, err := c.jobPods(r.Context(), ns, name)
 	if err != nil {
 		s.apiError(w, err)
 		return
 	}
-	var chosen []Pod
+	pods := make([]jobview.Pod, 0, len(live))
+	for i := range live {
+		pods = append(pods, jobview.PodOf(&live[i]))
+	}
+	var chosen []jobview.Pod
 	for _, p := range pods {
 		label := labelOf(p)
 		if target == "all" || target == label {
@@ -154,7 +159,7 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients)
 // Launcher's, a Worker's, or all of them merged as the live ones are. The
 // X-Mpijob-Log-Source header says so; false when there is no store (or
 // nothing the user may read there), for the caller to say why.
-func (s *Server) storedLogs(w http.ResponseWriter, r *http.Request, c *userClients, ns, name, target string, pods []Pod, opts *corev1.PodLogOptions, keepTime bool) bool {
+func (s *Server) storedLogs(w http.ResponseWriter, r *http.Request, c *userClients, ns, name, target string, pods []jobview.Pod, opts *corev1.PodLogOptions, keepTime bool) bool {
 	store := logstore.NewReader(c.cs)
 	if store == nil || !store.Available(r.Context()) {
 		return false
@@ -256,7 +261,7 @@ func render(l logs.Line, red *logs.Redactor, keepTime bool) string {
 }
 
 // labelOf names a pod as the CLI's merged log does.
-func labelOf(p Pod) string {
+func labelOf(p jobview.Pod) string {
 	if p.Role == "launcher" {
 		return "launcher"
 	}

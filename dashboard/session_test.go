@@ -10,6 +10,8 @@ import (
 	"k8s.io/client-go/rest"
 )
 
+var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
 func TestSessions(t *testing.T) {
 	var ss sessions
 	now := t0

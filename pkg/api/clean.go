@@ -43,12 +43,13 @@ func (s Status) Clean() Status {
 
 // MapProse is s with f applied to its prose, the texts that quote what a
 // job's pods said: Message, NextStep, each of NextSteps, the transitions'
-// messages and the pods' states.
+// messages, the pods' states and the failed pods' reasons.
 func (s Status) MapProse(f func(string) string) Status {
 	s.Message, s.NextStep = f(s.Message), f(s.NextStep)
 	s.NextSteps = mapped(s.NextSteps, f)
 	s.History = mapped(s.History, func(t Transition) Transition { t.Message = f(t.Message); return t })
 	s.Pods = mapped(s.Pods, func(p PodRecord) PodRecord { p.State = f(p.State); return p })
+	s.Failed = mapped(s.Failed, func(p FailedPod) FailedPod { p.Reason = f(p.Reason); return p })
 	return s
 }
 

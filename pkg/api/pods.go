@@ -2,8 +2,10 @@ package api
 
 import (
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +15,11 @@ import (
 // show it: a waiting container's reason, a terminated one's reason and
 // exit code, the scheduler's reason while Pending, or the phase.
 func PodState(p *corev1.Pod) string {
+	if p.Status.Reason != "" {
+		// Evicted, NodeLost, ...: the pod's own reason says more than its
+		// containers' last state.
+		return p.Status.Reason
+	}
 	for _, c := range p.Status.ContainerStatuses {
 		if c.State.Waiting != nil && c.State.Waiting.Reason != "" {
 			return c.State.Waiting.Reason
@@ -29,6 +36,62 @@ func PodState(p *corev1.Pod) string {
 		}
 	}
 	return string(p.Status.Phase)
+}
+
+// FailedState tells a pod state in words (PodState) that ended badly: a
+// non-zero exit, a kill or an eviction.
+func FailedState(s string) bool {
+	return (strings.Contains(s, "(exit ") && !strings.Contains(s, "(exit 0)")) || strings.HasPrefix(s, "OOMKilled") ||
+		s == "Failed" || s == "Evicted"
+}
+
+// namedWorker finds the Worker a diagnosis names in its message ("Worker 3
+// (pod hello-node-0-3-x7k)", "Worker 3 (hello-node-0-3)"), else a Worker
+// pod's or host's name alone (Trainer names Worker i JOB-node-0-i).
+var (
+	namedWorker     = regexp.MustCompile(`\bWorker (\d+)\b`)
+	namedWorkerHost = regexp.MustCompile(`-node-\d+-(\d+)\b`)
+)
+
+// FailedPods are the pods of records that failed, and the one the
+// diagnosis names (named: the status warns or failed): the named pod gets
+// the status's reason, the others their last state.
+func FailedPods(records []PodRecord, named bool, reason, message string) []FailedPod {
+	role, index := "", int32(-1)
+	if named {
+		m := namedWorker.FindStringSubmatch(message)
+		if m == nil {
+			m = namedWorkerHost.FindStringSubmatch(message)
+		}
+		if m != nil {
+			if i, err := strconv.Atoi(m[1]); err == nil {
+				role, index = "worker", int32(i)
+			}
+		} else if strings.HasPrefix(message, "The Launcher") {
+			role, index = "launcher", 0
+		}
+	}
+	var out []FailedPod
+	found := false
+	for _, r := range records {
+		isNamed := r.Role == role && r.Index == index
+		if !isNamed && !FailedState(r.State) {
+			continue
+		}
+		f := FailedPod{Role: r.Role, Index: r.Index, Pod: r.Pod, Node: r.Node, Reason: r.State}
+		if isNamed {
+			found = true
+			if reason != "" {
+				f.Reason = reason
+			}
+		}
+		out = append(out, f)
+	}
+	if role != "" && !found {
+		// Named by an Event or a log line; no record of its pod.
+		out = append(out, FailedPod{Role: role, Index: index, Reason: reason})
+	}
+	return out
 }
 
 // PodRestarts sums a pod's container restarts.

@@ -189,6 +189,10 @@ type Status struct {
 	// them, kept after JobSet removes them (a post-mortem): at most
 	// MaxPodRecords, the Launcher first, then Workers by index.
 	Pods []PodRecord `json:"pods,omitempty"`
+	// Failed are the Launcher and Workers that failed: those whose last
+	// state ended badly, and the one the diagnosis names. Every interface
+	// reads them from here instead of from Message.
+	Failed []FailedPod `json:"failed,omitempty"`
 	// History is the job's transitions (phase and reason), oldest first,
 	// at most MaxHistory: what its Events said, kept after the cluster's
 	// Events expire (an hour by default).
@@ -218,6 +222,19 @@ type PodRecord struct {
 	// ran; State is then its last state. (A finished job's status is not
 	// written again: its pods' records are as the job ended.)
 	Gone bool `json:"gone,omitempty"`
+}
+
+// FailedPod is a Launcher or Worker that failed.
+type FailedPod struct {
+	// Role is launcher or worker.
+	Role string `json:"role"`
+	// Index is the Worker's index (0 for the Launcher).
+	Index int32  `json:"index"`
+	Pod   string `json:"pod,omitempty"`
+	Node  string `json:"node,omitempty"`
+	// Reason is the status's reason for the pod the diagnosis names, else
+	// the pod's last state in words ("Error (exit 1)").
+	Reason string `json:"reason"`
 }
 
 // Transition is a change of a job's phase or reason.

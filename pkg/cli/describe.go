@@ -17,6 +17,7 @@ import (
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/dataconn"
 	"github.com/mpijob/mpijob/pkg/jobspec"
+	"github.com/mpijob/mpijob/pkg/jobview"
 	"github.com/mpijob/mpijob/pkg/logs"
 	"github.com/mpijob/mpijob/pkg/progress"
 	"github.com/mpijob/mpijob/pkg/queue"
@@ -205,29 +206,39 @@ func describe(ctx context.Context, cl *clients, name string, out io.Writer, now 
 	}
 
 	fmt.Fprintln(out, "\nPods:")
-	switch {
-	case len(launcher)+len(workers) == 0 && len(s.Pods) > 0:
-		// A post-mortem: JobSet removed them; the status kept them.
-		fmt.Fprintln(out, "  gone; as mpijob-manager last saw them:")
-		w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(w, "  ROLE\tPOD\tNODE\tSTATE\tRESTARTS")
-		for _, r := range s.Pods {
-			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%d\n", recordLabel(r), r.Pod, orDash(r.Node), r.State, r.Restarts)
+	// The one view of the job's pods (pkg/jobview): those there now, and
+	// those JobSet removed as the status kept them.
+	pods := jobview.Pods(append(append([]corev1.Pod{}, launcher...), workers...), s, s.WorkersTotal)
+	gone := 0
+	for _, pod := range pods {
+		if pod.Gone {
+			gone++
 		}
-		_ = w.Flush()
-		fmt.Fprintf(out, "  (their logs: kubectl mpijob logs %s --all)\n", tj.Name)
-	case len(launcher)+len(workers) == 0:
+	}
+	switch {
+	case len(pods) == 0:
 		fmt.Fprintln(out, "  none yet")
 	default:
+		if gone == len(pods) {
+			// A post-mortem: JobSet removed them; the status kept them.
+			fmt.Fprintln(out, "  gone; as mpijob-manager last saw them:")
+		}
 		w = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "  ROLE\tPOD\tNODE\tSTATE\tRESTARTS")
-		for _, pod := range launcher {
-			fmt.Fprintf(w, "  launcher\t%s\t%s\t%s\t%d\n", pod.Name, orDash(pod.Spec.NodeName), api.PodState(&pod), api.PodRestarts(&pod))
-		}
-		for i, pod := range workers {
-			fmt.Fprintf(w, "  worker-%d\t%s\t%s\t%s\t%d\n", i, pod.Name, orDash(pod.Spec.NodeName), api.PodState(&pod), api.PodRestarts(&pod))
+		for _, pod := range pods {
+			fmt.Fprintf(w, "  %s\t%s\t%s\t%s\t%d\n", podLabel(pod.Role, pod.Index), pod.Name, orDash(pod.Node), pod.State, pod.Restarts)
 		}
 		_ = w.Flush()
+		if gone > 0 {
+			fmt.Fprintf(out, "  (their logs: kubectl mpijob logs %s --all)\n", tj.Name)
+		}
+	}
+	if len(s.Failed) > 0 {
+		var names []string
+		for _, f := range s.Failed {
+			names = append(names, fmt.Sprintf("%s (%s)", podLabel(f.Role, int(f.Index)), f.Reason))
+		}
+		fmt.Fprintf(out, "  Failed: %s\n", strings.Join(names, ", "))
 	}
 
 	fmt.Fprintln(out, "\nEvents:")
@@ -250,12 +261,13 @@ func describe(ctx context.Context, cl *clients, name string, out io.Writer, now 
 	return nil
 }
 
-// recordLabel names a recorded pod as the live table does.
-func recordLabel(r api.PodRecord) string {
-	if r.Role == "launcher" {
+// podLabel names a Launcher or Worker as logs --all does: launcher,
+// worker-N.
+func podLabel(role string, index int) string {
+	if role == "launcher" {
 		return "launcher"
 	}
-	return fmt.Sprintf("worker-%d", r.Index)
+	return fmt.Sprintf("worker-%d", index)
 }
 
 func policyLines(p runtimes.Policy) []string {

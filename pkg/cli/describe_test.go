@@ -128,6 +128,7 @@ func TestDescribeAfterThePodsAndEventsAreGone(t *testing.T) {
 			{Role: "launcher", Pod: "pm-launcher-0-0-abcde", Node: "node-1", State: "Error (exit 1)", Gone: true},
 			{Role: "worker", Index: 1, Pod: "pm-node-0-1-fghij", Node: "node-2", State: "OOMKilled (exit 137)", Restarts: 2, Gone: true},
 		},
+		Failed: []api.FailedPod{{Role: "launcher", Pod: "pm-launcher-0-0-abcde", Reason: "Error (exit 1)"}, {Role: "worker", Index: 1, Pod: "pm-node-0-1-fghij", Reason: "WorkerOOMKilled"}},
 		History: []api.Transition{
 			{Time: metav1.NewTime(now.Add(-3 * time.Hour)), Phase: api.PhaseRunning, Message: "Running on 2 Workers."},
 			{Time: metav1.NewTime(now.Add(-2 * time.Hour)), Phase: api.PhaseFailed, Reason: "WorkerOOMKilled", Message: "Worker 1 was killed: out of memory."},
@@ -141,7 +142,8 @@ func TestDescribeAfterThePodsAndEventsAreGone(t *testing.T) {
 	for _, want := range []string{
 		"gone; as mpijob-manager last saw them:",
 		"worker-1  pm-node-0-1-fghij",
-		"OOMKilled (exit 137)",
+		"OOMKilled (exit 137) (pod gone)",
+		"Failed: launcher (Error (exit 1)), worker-1 (WorkerOOMKilled)",
 		"(their logs: kubectl mpijob logs pm --all)",
 		"none left in the cluster (Events expire); the job's transitions as its status kept them:",
 		"3h    Running  -                Running on 2 Workers.",

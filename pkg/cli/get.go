@@ -11,7 +11,6 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/spf13/cobra"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
@@ -22,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobview"
 	"github.com/mpijob/mpijob/pkg/progress"
-	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
 // getOptions is `kubectl mpijob get`.
@@ -290,19 +289,14 @@ func jobTable(jobs []trainer.TrainJob, now time.Time) *metav1.Table {
 		if s.Phase == api.PhaseQueued && s.QueuePosition != nil {
 			phase = fmt.Sprintf("Queued (#%d)", *s.QueuePosition)
 		}
-		slots := int32(1)
-		if s.SlotsPerWorker > 0 {
-			slots = s.SlotsPerWorker
-		} else if j.Spec.Trainer != nil && j.Spec.Trainer.NumProcPerNode != nil {
-			slots = *j.Spec.Trainer.NumProcPerNode
-		}
-		// What the Worker pods get, as the manager read it from the job's
-		// runtime; the job's own resourcesPerNode without a manager.
-		gpus := s.GPUsPerWorker
+		// The job as every interface shows it (pkg/jobview): slots and GPUs
+		// per Worker as the manager read them from the runtime, else the
+		// job's own; its creator.
+		v := jobview.JobOf(j)
+		slots, gpus, creator := max(v.SlotsPerWorker, 1), v.GPUsPerWorker, v.Creator
 		if gpus == "" {
-			gpus = gpusOf(j)
+			gpus = "-"
 		}
-		creator := j.Annotations[api.CreatorAnnotation]
 		if creator == "" {
 			creator = "-"
 		}
@@ -335,19 +329,6 @@ func jobDuration(s api.Status, now time.Time) string {
 		end = s.CompletionTime.Time
 	}
 	return duration.HumanDuration(end.Sub(s.StartTime.Time))
-}
-
-// gpusOf is what the job's own resourcesPerNode asks of GPUs, in the
-// wording of runtimes.GPUsOf ("-": none), for a job the manager has not
-// described yet.
-func gpusOf(j *trainer.TrainJob) string {
-	if j.Spec.Trainer == nil || j.Spec.Trainer.ResourcesPerNode == nil {
-		return "-"
-	}
-	if g := runtimes.GPUsOf(&corev1.PodSpec{Containers: []corev1.Container{{Resources: *j.Spec.Trainer.ResourcesPerNode}}}); g != "" {
-		return g
-	}
-	return "-"
 }
 
 // rowPrinter prints get -w's rows aligned with the table above them (the

@@ -127,6 +127,8 @@ func decide(tj *trainer.TrainJob, k known, in Input) Plan {
 	} else {
 		s.Pods = api.RecordPods(nil, in.Launcher, in.Workers)
 	}
+	// Which pods failed, structured, so no interface reads the message.
+	s.Failed = api.FailedPods(s.Pods, s.Phase == api.PhaseFailed || warning(s), s.Reason, s.Message)
 	p := Plan{Remember: true, Suspend: releaseOnTimeout(tj, s)}
 	if !hadPrev || prev.Phase != s.Phase || prev.Reason != s.Reason {
 		s.History = api.WithTransition(s.History, api.Transition{Time: metav1.NewTime(in.Now), Phase: s.Phase, Reason: s.Reason, Message: s.Message})

@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -28,10 +29,15 @@ type planView struct {
 	// Before is the phase before the transition ("" for the first).
 	Before api.Phase
 	Placed time.Time
+	// Failed are the failed pods, "role index reason".
+	Failed []string
 }
 
 func viewOf(p Plan) planView {
 	v := planView{Phase: p.Status.Phase, Reason: p.Status.Reason, Write: p.Write, Remember: p.Remember, Suspend: p.Suspend, Requeue: p.Requeue}
+	for _, f := range p.Status.Failed {
+		v.Failed = append(v.Failed, fmt.Sprintf("%s %d %s", f.Role, f.Index, f.Reason))
+	}
 	if t := p.Transition; t != nil {
 		v.Event = t.Event.Type + " " + t.Event.Reason
 		if t.Before != nil {
@@ -114,7 +120,8 @@ func TestDecide(t *testing.T) {
 			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "Failed", "").obj(), JobSet: jobset(2), Now: t0,
 				Launcher: pods(launcher().terminated("Error", 1)), Workers: pods(worker("0").running(true), worker("1").terminated("OOMKilled", 137))},
 			want: planView{Phase: api.PhaseFailed, Reason: ReasonWorkerOOMKilled, Write: true, Remember: true,
-				Event: "Warning " + ReasonWorkerOOMKilled, Before: api.PhaseRunning},
+				Event: "Warning " + ReasonWorkerOOMKilled, Before: api.PhaseRunning,
+				Failed: []string{"launcher 0 Error (exit 1)", "worker 1 " + ReasonWorkerOOMKilled}},
 		},
 		"a failure explained by its exit code only is read again shortly": {
 			tj:    job(2).cond(trainer.TrainJobFailed, "Failed", "").obj(),
@@ -122,7 +129,8 @@ func TestDecide(t *testing.T) {
 			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "Failed", "").obj(), JobSet: jobset(2), Now: t0,
 				Launcher: pods(launcher().terminated("Error", 3)), Workers: pods(worker("0").running(true), worker("1").running(true))},
 			want: planView{Phase: api.PhaseFailed, Reason: ReasonLauncherFailed, Write: true, Remember: true, Requeue: regenericRetry,
-				Event: "Warning " + ReasonLauncherFailed, Before: api.PhaseRunning},
+				Event: "Warning " + ReasonLauncherFailed, Before: api.PhaseRunning,
+				Failed: []string{"launcher 0 " + ReasonLauncherFailed}},
 		},
 		"past the gang timeout, not under Kueue: suspended to free the placed Workers": {
 			known: remembered(api.Status{Phase: api.PhaseGangScheduling, Reason: ReasonUnschedulable, LastTransitionTime: ptr.To(metav1.NewTime(t0.Add(-2 * time.Minute)))}, t0.Add(-time.Minute)),

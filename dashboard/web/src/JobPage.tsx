@@ -39,7 +39,7 @@ import { ArtifactsTab } from './ArtifactsTab';
 import { LogViewer } from './LogViewer';
 import { progressText } from './progress';
 import { PhaseBadge } from './PhaseBadge';
-import type { Detail, Job, KEvent, Namespace, Pod, Transition } from './types';
+import type { Detail, KEvent, Namespace, Pod, Transition } from './types';
 import { useStream } from './useStream';
 
 // The charts library is loaded with the Metrics tab, not with every page.
@@ -127,7 +127,7 @@ export function JobPage({ namespace, name, tab }: { namespace: string; name: str
               <Overview detail={detail} now={now} />
             </Tab>
             <Tab eventKey="topology" title={<TabTitleText>Topology</TabTitleText>}>
-              <Topology pods={withGone(detail.pods, detail.job)} onPod={setPod} />
+              <Topology pods={detail.pods} onPod={setPod} />
             </Tab>
             <Tab eventKey="logs" title={<TabTitleText>Logs</TabTitleText>}>
               <LogViewer namespace={namespace} name={name} pods={detail.pods} target={target} onTarget={setTarget} />
@@ -288,35 +288,6 @@ function Topology({ pods, onPod }: { pods: Pod[]; onPod: (p: Pod) => void }) {
       <p style={{ marginTop: 12 }}><small>Green: healthy · yellow: pending or starting · red: failed · grey: gone. Click a pod for its node, state, events and logs.</small></p>
     </div>
   );
-}
-
-/**
- * The pods to draw: those that exist, and grey stand-ins for the Launcher
- * and Workers of a finished job whose pods are gone (JobSet removes a
- * failed job's pods); the one the diagnosis names is drawn red.
- */
-export function withGone(pods: Pod[], job: Job): Pod[] {
-  const finished = job.phase === 'Succeeded' || job.phase === 'Failed';
-  if (!finished) return pods;
-  const gone = (role: 'launcher' | 'worker', index: number): Pod => ({
-    name: role === 'launcher' ? `${job.name}-launcher (gone)` : `${job.name}-node (Worker ${index}, gone)`,
-    role, index, phase: 'Gone', ready: false, restarts: 0, state: 'pod gone', health: 'grey',
-  });
-  const out = [...pods];
-  if (!pods.some((p) => p.role === 'launcher')) out.unshift(gone('launcher', 0));
-  for (let i = 0; i < job.workersTotal; i++) {
-    if (!pods.some((p) => p.role === 'worker' && p.index === i)) out.push(gone('worker', i));
-  }
-  if (job.phase === 'Failed' && job.message) {
-    const w = job.message.match(/-node-\d+-(\d+)-\S+/) ?? job.message.match(/^Worker (\d+)\b/);
-    const culprit = w ? out.find((p) => p.role === 'worker' && p.index === Number(w[1]) && p.health === 'grey')
-      : /^The Launcher/.test(job.message) ? out.find((p) => p.role === 'launcher' && p.health === 'grey') : undefined;
-    if (culprit) {
-      culprit.health = 'red';
-      culprit.state = `failed (pod gone): ${job.reason ?? 'see the diagnosis'}`;
-    }
-  }
-  return out;
 }
 
 function Events({ events, history }: { events: KEvent[]; history?: Transition[] }) {

@@ -33,6 +33,8 @@ export interface Job {
   transitioned?: string;
   suspended: boolean;
   deleting?: boolean;
+  /** The Launcher and Workers that failed, as the diagnosis names them (status.failed). */
+  failed?: FailedPod[];
   /** The last progress the ranks reported (OpenShift AI's trainerStatus); absent when none. */
   progress?: TrainerStatus;
 }
@@ -71,6 +73,14 @@ export interface ArtifactList {
   message?: string;
 }
 
+export interface FailedPod {
+  role: 'launcher' | 'worker';
+  index: number;
+  pod?: string;
+  node?: string;
+  reason: string;
+}
+
 export interface Pod {
   name: string;
   role: 'launcher' | 'worker';
@@ -84,6 +94,8 @@ export interface Pod {
   started?: string;
   health: 'green' | 'yellow' | 'red' | 'grey';
   image?: string;
+  /** The job no longer has this pod; state is its last, as the status kept it. */
+  gone?: boolean;
 }
 
 export interface Resources {

@@ -23,11 +23,12 @@ from .errors import (
 )
 from .logs import merge_logs
 from .redact import Redactor, redact
-from .types import PHASES, JobEvent, JobStatus, LifecycleEvent, MPIJob, PodRecord, Runtime, Transition, is_job_object
+from .types import PHASES, FailedPod, JobEvent, JobStatus, LifecycleEvent, MPIJob, PodRecord, Runtime, Transition, is_job_object
 
 __all__ = [
     "PHASES",
     "APIUnreachableError",
+    "FailedPod",
     "InvalidJobError",
     "JobEvent",
     "JobFailedError",

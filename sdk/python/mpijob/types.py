@@ -71,6 +71,19 @@ class PodRecord:
 
 
 @dataclass
+class FailedPod:
+    """A Launcher or Worker that failed, as mpijob-manager's diagnosis names it (``status.failed``)."""
+
+    role: str  # "launcher" or "worker"
+    index: int
+    #: The status's reason for the pod the diagnosis names ("WorkerOOMKilled"), else its last state
+    #: in words ("Error (exit 1)").
+    reason: str
+    pod: str = ""
+    node: str = ""
+
+
+@dataclass
 class Transition:
     """A change of a job's phase or reason, as the job's status kept it (the cluster's Events expire)."""
 
@@ -117,6 +130,8 @@ class JobStatus:
     pods: list[PodRecord] = field(default_factory=list)
     #: The job's transitions (oldest first, the latest 20), kept after its Events expire.
     history: list[Transition] = field(default_factory=list)
+    #: The Launcher and Workers that failed: read these instead of parsing ``message``.
+    failed: list[FailedPod] = field(default_factory=list)
 
     @property
     def finished(self) -> bool:
@@ -153,6 +168,10 @@ class JobStatus:
                     history=[Transition(time=_time(t.get("time")), phase=clean_text(t.get("phase", "")),
                                         reason=clean_text(t.get("reason", "")), message=clean_text(t.get("message", "")))
                              for t in s.get("history") or []],
+                    failed=[FailedPod(role=clean_text(f.get("role", "")), index=int(f.get("index", 0)),
+                                      reason=clean_text(f.get("reason", "")), pod=clean_text(f.get("pod", "")),
+                                      node=clean_text(f.get("node", "")))
+                            for f in s.get("failed") or []],
                 )
             except (ValueError, TypeError, AttributeError):
                 pass

@@ -1,4 +1,4 @@
-package dashboard
+package jobview
 
 import (
 	"fmt"
@@ -22,12 +22,12 @@ type Estimate struct {
 // typical run time is taken from.
 const recentFinished = 20
 
-// estimateStarts gives every Queued job with a queue position an estimated
+// EstimateStarts gives every Queued job with a queue position an estimated
 // start: its position times the median run time (start to finish) of the
 // latest finished jobs of its namespace. It is rough on purpose: it takes
 // the jobs ahead to run one after another and knows nothing of their sizes;
 // the basis says so.
-func estimateStarts(jobs []Job, now time.Time) {
+func EstimateStarts(jobs []Job, now time.Time) {
 	type run struct {
 		took     time.Duration
 		finished time.Time

@@ -1,4 +1,4 @@
-package dashboard
+package jobview
 
 import (
 	"testing"
@@ -93,7 +93,7 @@ func TestPodHealth(t *testing.T) {
 		"pending":            {in: pod(corev1.PodPending, false, nil), health: "yellow", state: "Pending", role: "worker", index: 1},
 		"failed": {in: pod(corev1.PodFailed, false, func(p *corev1.Pod) {
 			p.Status.ContainerStatuses = []corev1.ContainerStatus{{State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Reason: "OOMKilled", ExitCode: 137}}}}
-		}), health: "red", state: "OOMKilled (exit code 137)", role: "worker", index: 1},
+		}), health: "red", state: "OOMKilled (exit 137)", role: "worker", index: 1},
 		"image pull back-off": {in: pod(corev1.PodPending, false, func(p *corev1.Pod) {
 			p.Status.ContainerStatuses = []corev1.ContainerStatus{{State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ImagePullBackOff"}}}}
 		}), health: "red", state: "ImagePullBackOff", role: "worker", index: 1},
@@ -105,9 +105,9 @@ func TestPodHealth(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := podOf(tc.in)
+			got := PodOf(tc.in)
 			if got.Health != tc.health || got.State != tc.state || got.Role != tc.role || got.Index != tc.index {
-				t.Errorf("podOf = health %s, state %q, role %s, index %d; want %s, %q, %s, %d", got.Health, got.State, got.Role, got.Index, tc.health, tc.state, tc.role, tc.index)
+				t.Errorf("PodOf = health %s, state %q, role %s, index %d; want %s, %q, %s, %d", got.Health, got.State, got.Role, got.Index, tc.health, tc.state, tc.role, tc.index)
 			}
 		})
 	}
@@ -121,7 +121,7 @@ func TestResourcesSummary(t *testing.T) {
 		WorkerPod:   pod(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"), "nvidia.com/gpu": resource.MustParse("1")}),
 		LauncherPod: pod(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi")}),
 	}
-	got := resourcesOf(s)
+	got := ResourcesOf(s)
 	want := &Resources{
 		Workers: 2, SlotsPerWorker: 2,
 		Worker:      map[string]string{"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": "1"},
@@ -131,24 +131,6 @@ func TestResourcesSummary(t *testing.T) {
 		WorkerImage: "img:1", LauncherImage: "img:1",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("resourcesOf (-want,+got):\n%s", diff)
-	}
-}
-
-// A finished job whose pods JobSet removed: the status's records stand in
-// for them, red where they failed.
-func TestGonePods(t *testing.T) {
-	live := []Pod{{Name: "pm-launcher-0-0-a", Role: "launcher", Index: 0, Phase: "Succeeded"}}
-	recorded := []api.PodRecord{
-		{Role: "launcher", Pod: "pm-launcher-0-0-a", State: "Completed (exit 0)"},
-		{Role: "worker", Index: 0, Pod: "pm-node-0-0-b", Node: "n1", State: "Completed (exit 0)", Gone: true},
-		{Role: "worker", Index: 1, Pod: "pm-node-0-1-c", Node: "n2", State: "OOMKilled (exit 137)", Restarts: 1, Gone: true},
-	}
-	want := []Pod{
-		{Name: "pm-node-0-0-b", Role: "worker", Index: 0, Node: "n1", Phase: "Gone", State: "Completed (exit 0) (pod gone)", Health: "grey"},
-		{Name: "pm-node-0-1-c", Role: "worker", Index: 1, Node: "n2", Phase: "Gone", Restarts: 1, State: "OOMKilled (exit 137) (pod gone)", Health: "red"},
-	}
-	if diff := cmp.Diff(want, gonePods(live, recorded)); diff != "" {
-		t.Errorf("(-want,+got):\n%s", diff)
+		t.Errorf("ResourcesOf (-want,+got):\n%s", diff)
 	}
 }

@@ -1,4 +1,4 @@
-package dashboard
+package jobview
 
 import (
 	"testing"
@@ -49,7 +49,7 @@ func TestEstimateStarts(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			estimateStarts(tc.jobs, now)
+			EstimateStarts(tc.jobs, now)
 			got := tc.jobs[len(tc.jobs)-1].Estimate
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("estimate (-want,+got):\n%s", diff)
@@ -58,7 +58,7 @@ func TestEstimateStarts(t *testing.T) {
 	}
 	// Jobs that are not queued get none.
 	jobs := []Job{{Phase: api.PhaseRunning}, {Phase: api.PhaseQueued}}
-	estimateStarts(jobs, now)
+	EstimateStarts(jobs, now)
 	if jobs[0].Estimate != nil || jobs[1].Estimate != nil {
 		t.Errorf("estimates for jobs not queued or without a position: %+v", jobs)
 	}

@@ -1,0 +1,97 @@
+package jobview
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/runtimes"
+)
+
+// Resources summarizes what the job asks for.
+type Resources struct {
+	Workers        int32             `json:"workers"`
+	SlotsPerWorker int32             `json:"slotsPerWorker"`
+	Worker         map[string]string `json:"worker"`
+	Launcher       map[string]string `json:"launcher"`
+	Total          map[string]string `json:"total"`
+	Summary        string            `json:"summary"`
+	WorkerImage    string            `json:"workerImage,omitempty"`
+	LauncherImage  string            `json:"launcherImage,omitempty"`
+}
+
+// ResourcesOf is what a job of shape s asks for: per Worker, for the
+// Launcher, in total, and a one-line summary.
+func ResourcesOf(s runtimes.Shape) *Resources {
+	wReq, wLim := runtimes.PodDemand(&s.WorkerPod)
+	lReq, lLim := runtimes.PodDemand(&s.LauncherPod)
+	pick := func(req, lim corev1.ResourceList) corev1.ResourceList {
+		out := corev1.ResourceList{}
+		for k, v := range lim {
+			out[k] = v
+		}
+		for k, v := range req {
+			out[k] = v
+		}
+		return out
+	}
+	worker, launcher := pick(wReq, wLim), pick(lReq, lLim)
+	total := corev1.ResourceList{}
+	for k, v := range worker {
+		q := v.DeepCopy()
+		q.Mul(int64(s.Workers))
+		total[k] = q
+	}
+	for k, v := range launcher {
+		if _, ok := total[k]; !ok {
+			total[k] = resource.Quantity{}
+		}
+		q := total[k]
+		q.Add(v)
+		total[k] = q
+	}
+	r := &Resources{Workers: s.Workers, SlotsPerWorker: s.SlotsPerWorker, Worker: Quantities(worker), Launcher: Quantities(launcher), Total: Quantities(total)}
+	gpus := resource.Quantity{}
+	for k, v := range worker {
+		if strings.HasSuffix(string(k), "/gpu") {
+			q := v.DeepCopy()
+			q.Mul(int64(s.Workers))
+			gpus.Add(q)
+		}
+	}
+	cpu, mem := worker[corev1.ResourceCPU], worker[corev1.ResourceMemory]
+	cpu.Mul(int64(s.Workers))
+	mem.Mul(int64(s.Workers))
+	r.Summary = fmt.Sprintf("%d %s × %d %s, %s CPUs, %s, %s GPUs", s.Workers, plural(int(s.Workers), "Worker", "Workers"), s.SlotsPerWorker,
+		plural(int(s.SlotsPerWorker), "slot", "slots"), cpu.String(), mem.String(), gpus.String())
+	for _, c := range s.WorkerPod.Containers {
+		if c.Name == api.NodeContainer {
+			r.WorkerImage = c.Image
+		}
+	}
+	for _, c := range s.LauncherPod.Containers {
+		if c.Name == api.NodeContainer {
+			r.LauncherImage = c.Image
+		}
+	}
+	return r
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// Quantities is a resource list in words: "cpu": "500m".
+func Quantities(rl corev1.ResourceList) map[string]string {
+	out := map[string]string{}
+	for k, v := range rl {
+		out[string(k)] = v.String()
+	}
+	return out
+}
