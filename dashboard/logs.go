@@ -168,15 +168,18 @@ func (s *Server) storedLogs(w http.ResponseWriter, r *http.Request, c *userClien
 	if err := c.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
 		return false
 	}
-	// As the CLI does: a finished job's pods are read from the store, and
-	// a running job's Workers that are gone while its Launcher runs; not a
-	// job that has not started, nor a Worker the job never had.
+	// Where the CLI and the SDK read it too (jobview.LogFrom): a finished
+	// job's pods, and a running job's Workers that are gone while its
+	// Launcher runs; not a job that has not started.
 	st, _ := api.StatusOf(tj)
-	hasLauncher := false
+	where := jobview.LogWhere{Role: "launcher", Finished: st.Phase.Finished(), Store: true}
 	for _, p := range pods {
-		hasLauncher = hasLauncher || p.Role == "launcher"
+		where.LauncherLive = where.LauncherLive || p.Role == "launcher"
 	}
-	if !st.Phase.Finished() && (!strings.HasPrefix(target, "worker-") || !hasLauncher) {
+	if strings.HasPrefix(target, "worker-") {
+		where.Role = "worker"
+	}
+	if jobview.LogFrom(where) != jobview.LogStore {
 		return false
 	}
 	n := int32(0)

@@ -21,6 +21,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobview"
 	"github.com/mpijob/mpijob/pkg/logs"
 	"github.com/mpijob/mpijob/pkg/logstore"
 )
@@ -560,13 +561,16 @@ func (l *logsOptions) sources(ctx context.Context, cl *clients, tj *trainer.Trai
 	}
 	s, _ := statusOf(tj)
 	forced := l.source == sourceStore
+	// Where each log is read: the one rule the dashboard and the SDK
+	// follow too (jobview.LogFrom).
+	where := jobview.LogWhere{LauncherLive: len(launcher) > 0, Finished: s.Phase.Finished(), Store: stored, StoreOnly: forced}
 	launcherSrc := func() (source, bool) {
-		if len(launcher) > 0 && !forced {
+		w := where
+		w.Role, w.PodLive = "launcher", len(launcher) > 0
+		switch jobview.LogFrom(w) {
+		case jobview.LogPod:
 			return source{label: "launcher", pod: launcher[0], role: api.LauncherJob, index: -1}, true
-		}
-		// A job that has run (its pods were there) left its lines in the
-		// store; one that never started has none.
-		if stored && (s.Phase.Finished() || forced) {
+		case jobview.LogStore:
 			return source{label: "launcher", gone: true, role: api.LauncherJob, index: -1}, true
 		}
 		return source{}, false
@@ -581,10 +585,13 @@ func (l *logsOptions) sources(ctx context.Context, cl *clients, tj *trainer.Trai
 	}
 	workerSrc := func(i int) (source, bool) {
 		label := fmt.Sprintf("worker-%d", i)
-		if p, ok := byIndex[i]; ok && !forced {
+		p, live := byIndex[i]
+		w := where
+		w.Role, w.PodLive = "worker", live
+		switch jobview.LogFrom(w) {
+		case jobview.LogPod:
 			return source{label: label, pod: p, role: "worker", index: i}, true
-		}
-		if stored && (s.Phase.Finished() || forced || len(launcher) > 0) {
+		case jobview.LogStore:
 			return source{label: label, gone: true, role: "worker", index: i}, true
 		}
 		return source{}, false

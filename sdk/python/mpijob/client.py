@@ -507,19 +507,22 @@ class MPIJobClient:
                 by_index[i] = p
         total = max([int(((obj.get("spec") or {}).get("trainer") or {}).get("numNodes") or 0)] + [i + 1 for i in by_index])
 
+        # Where each log is read: the CLI's and the dashboard's rule (logs.log_from).
+        def where(role: str, live: bool) -> str:
+            return _logs.log_from(role, pod_live=live, launcher_live=bool(launcher), finished=status.finished, store=store,
+                            store_only=forced)
+
         def launcher_src() -> _Source | None:
-            if launcher and not forced:
-                return _Source("launcher", launcher[0], "launcher", None)
-            if store and (status.finished or forced):
-                return _Source("launcher", None, "launcher", None)
-            return None
+            src = where("launcher", bool(launcher))
+            if src == "none":
+                return None
+            return _Source("launcher", launcher[0] if src == "pod" else None, "launcher", None)
 
         def worker_src(i: int) -> _Source | None:
-            if i in by_index and not forced:
-                return _Source(f"worker-{i}", by_index[i], "worker", i)
-            if store and (status.finished or forced or bool(launcher)):
-                return _Source(f"worker-{i}", None, "worker", i)
-            return None
+            src = where("worker", i in by_index)
+            if src == "none":
+                return None
+            return _Source(f"worker-{i}", by_index[i] if src == "pod" else None, "worker", i)
 
         sources: list[_Source] = []
         if worker is None:

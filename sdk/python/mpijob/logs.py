@@ -7,6 +7,22 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 
 
+def log_from(role: str, *, pod_live: bool, launcher_live: bool, finished: bool, store: bool, store_only: bool) -> str:
+    """Where a Launcher's or Worker's log is read: ``"pod"``, ``"store"`` or ``"none"``.
+
+    The rule the CLI and the dashboard follow too (Go's ``jobview.LogFrom``, tested with the same
+    vectors, ``pkg/jobview/testdata/log-sources.json``): the pod while the job has it; else the log
+    store for a job that ran, that is one that finished, or a Worker gone while its Launcher runs.
+    """
+    if pod_live and not store_only:
+        return "pod"
+    if not store:
+        return "none"
+    if finished or store_only or (role == "worker" and launcher_live):
+        return "store"
+    return "none"
+
+
 def merge_logs(streams: Sequence[tuple[str, Sequence[str]]]) -> list[tuple[str, str]]:
     """Merge pod logs (lines that start with the kubelet's RFC 3339 time) by time, to the
     nanosecond; stable, and a line without a time stays after its stream's previous line.

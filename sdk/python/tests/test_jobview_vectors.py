@@ -1,5 +1,6 @@
-"""The failed pods a status names, read from the vectors Go's pkg/jobview tests too
-(pkg/jobview/testdata/pods.json): no interface parses the diagnosis's message for them."""
+"""The one view of a job the Go interfaces share (pkg/jobview), from the vectors Go tests too
+(pkg/jobview/testdata): the failed pods a status names (no interface parses the message for
+them) and where each log is read."""
 
 import json
 from pathlib import Path
@@ -24,3 +25,15 @@ def test_failed_pods_match_go(v):
 def test_a_status_without_the_list_has_none():
     obj = {"metadata": {"name": "pi", "annotations": {"mpijob.dev/status": json.dumps({"phase": "Failed"})}}}
     assert JobStatus.from_trainjob(obj).failed == []
+
+
+LOG_SOURCES = json.loads((ROOT / "pkg/jobview/testdata/log-sources.json").read_text())["vectors"]
+
+
+@pytest.mark.parametrize("v", LOG_SOURCES, ids=[v["name"] for v in LOG_SOURCES])
+def test_log_sources_match_go(v):
+    from mpijob.logs import log_from
+    w = v["where"]
+    got = log_from(w["role"], pod_live=w.get("podLive", False), launcher_live=w.get("launcherLive", False),
+                   finished=w.get("finished", False), store=w.get("store", False), store_only=w.get("storeOnly", False))
+    assert got == v["from"]
