@@ -9,16 +9,10 @@ import (
 	"strconv"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/artifacts"
-	"github.com/mpijob/mpijob/pkg/jobspec"
-	"github.com/mpijob/mpijob/pkg/progress"
-	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
 // Artifacts is what the Artifacts tab shows.
@@ -104,48 +98,4 @@ func (s *Server) openStore(w http.ResponseWriter, r *http.Request, c *userClient
 		return nil, false
 	}
 	return st, true
-}
-
-// ProgressHistory is every progress report of a job so far, for the
-// loss and accuracy charts.
-type ProgressHistory struct {
-	Points []progress.Point `json:"points"`
-}
-
-// jobProgress reads every progress report from the Launcher's log, as the
-// user.
-func (s *Server) jobProgress(w http.ResponseWriter, r *http.Request, c *userClients) {
-	ns, name := r.PathValue("ns"), r.PathValue("name")
-	launchers, _, err := runtimes.JobPods(r.Context(), c, &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
-	if err != nil {
-		s.apiError(w, err)
-		return
-	}
-	out := ProgressHistory{Points: []progress.Point{}}
-	if len(launchers) > 0 { // the newest first
-		limit := int64(8 << 20)
-		b, err := c.cs.CoreV1().Pods(ns).GetLogs(launchers[0].Name, &corev1.PodLogOptions{Container: api.NodeContainer, Timestamps: true, LimitBytes: &limit}).DoRaw(r.Context())
-		if err == nil {
-			out.Points = append(out.Points, progress.All(string(b))...)
-		}
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-// dataConnections lists the namespace's S3 data connections for the
-// wizard, read as the user (names only: never a key's value).
-func (s *Server) dataConnections(w http.ResponseWriter, r *http.Request, c *userClients) {
-	names, err := jobspec.Connections(r.Context(), c, r.PathValue("ns"))
-	if err != nil {
-		if apierrors.IsForbidden(err) {
-			writeJSON(w, http.StatusOK, map[string]any{"connections": []string{}, "message": "you may not list Secrets in this namespace, so its data connections are not shown"})
-			return
-		}
-		s.apiError(w, err)
-		return
-	}
-	if names == nil {
-		names = []string{}
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"connections": names})
 }

@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
-	"sync"
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
-	authzv1 "k8s.io/api/authorization/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,94 +21,6 @@ import (
 	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
-
-// Namespace is a namespace the user may see jobs in, and what they may do.
-type Namespace struct {
-	Name      string `json:"name"`
-	CanDelete bool   `json:"canDelete"`
-	CanPatch  bool   `json:"canPatch"`
-	CanCreate bool   `json:"canCreate"`
-	CanLogs   bool   `json:"canLogs"`
-}
-
-func (s *Server) namespaces(w http.ResponseWriter, r *http.Request, c *userClients) {
-	nss, err := s.namespacesOf(r.Context(), c)
-	if err != nil {
-		s.apiError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"namespaces": nss})
-}
-
-// namespacesOf lists the namespaces where the user may list TrainJobs,
-// with the actions they may take there, from their own access reviews.
-func (s *Server) namespacesOf(ctx context.Context, c *userClients) ([]Namespace, error) {
-	var candidates []string
-	list, err := c.cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
-	switch {
-	case err == nil:
-		for _, n := range list.Items {
-			candidates = append(candidates, n.Name)
-		}
-	case apierrors.IsForbidden(err) && s.Namespaces != nil:
-		if candidates, err = s.Namespaces(ctx); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, err
-	}
-	type result struct {
-		ns  Namespace
-		ok  bool
-		err error
-	}
-	out := make([]result, len(candidates))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
-	for i, name := range candidates {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			ok, err := c.can(ctx, name, "list", "trainer.kubeflow.org", "trainjobs", "")
-			if err != nil || !ok {
-				out[i] = result{err: err}
-				return
-			}
-			n := Namespace{Name: name}
-			n.CanDelete, _ = c.can(ctx, name, "delete", "trainer.kubeflow.org", "trainjobs", "")
-			n.CanPatch, _ = c.can(ctx, name, "patch", "trainer.kubeflow.org", "trainjobs", "")
-			n.CanCreate, _ = c.can(ctx, name, "create", "trainer.kubeflow.org", "trainjobs", "")
-			n.CanLogs, _ = c.can(ctx, name, "get", "", "pods", "log")
-			out[i] = result{ns: n, ok: true}
-		}()
-	}
-	wg.Wait()
-	var nss []Namespace
-	for _, r := range out {
-		if r.err != nil {
-			return nil, r.err
-		}
-		if r.ok {
-			nss = append(nss, r.ns)
-		}
-	}
-	sort.Slice(nss, func(i, j int) bool { return nss[i].Name < nss[j].Name })
-	return nss, nil
-}
-
-func (c *userClients) can(ctx context.Context, ns, verb, group, resource, sub string) (bool, error) {
-	rev, err := c.cs.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authzv1.SelfSubjectAccessReview{
-		Spec: authzv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authzv1.ResourceAttributes{
-			Namespace: ns, Verb: verb, Group: group, Resource: resource, Subresource: sub,
-		}},
-	}, metav1.CreateOptions{})
-	if err != nil {
-		return false, err
-	}
-	return rev.Status.Allowed, nil
-}
 
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, c *userClients) {
 	jobs, err := s.jobsOf(r.Context(), c, r.URL.Query().Get("namespace"))
@@ -288,104 +197,4 @@ func (s *Server) suspendJob(suspend bool) handlerFunc {
 		}
 		writeJSON(w, http.StatusOK, jobview.JobOf(tj))
 	}
-}
-
-// Event is one event of the job or its children.
-type Event struct {
-	Time    time.Time `json:"time"`
-	Type    string    `json:"type"`
-	Reason  string    `json:"reason"`
-	Object  string    `json:"object"`
-	Message string    `json:"message"`
-	Count   int32     `json:"count"`
-	// Forged: it says it comes from mpijob-manager, and the manager does
-	// not vouch for it (api.ForgedEvent).
-	Forged bool `json:"forged,omitempty"`
-}
-
-func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request, c *userClients) {
-	evs, err := c.eventsOf(r.Context(), r.PathValue("ns"), r.PathValue("name"))
-	if err != nil {
-		s.apiError(w, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, map[string]any{"events": evs})
-}
-
-func (c *userClients) eventsOf(ctx context.Context, ns, name string) ([]Event, error) {
-	var st api.Status
-	tj := &trainer.TrainJob{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, tj); err == nil {
-		st, _ = api.StatusOf(tj)
-	}
-	return c.eventsWith(ctx, ns, name, st)
-}
-
-// eventsWith is eventsOf for a job whose status st is already read.
-func (c *userClients) eventsWith(ctx context.Context, ns, name string, st api.Status) ([]Event, error) {
-	list := &corev1.EventList{}
-	if err := c.List(ctx, list, client.InNamespace(ns)); err != nil {
-		return nil, err
-	}
-	out := []Event{}
-	for _, e := range api.JobEvents(name, list.Items) {
-		out = append(out, Event{Time: api.EventTime(e), Type: e.Type, Reason: e.Reason, Object: e.InvolvedObject.Kind + "/" + e.InvolvedObject.Name, Message: e.Message, Count: max(e.Count, 1),
-			Forged: api.ForgedEvent(e, st)})
-	}
-	return out, nil
-}
-
-func inNamespace(ns string) client.ListOption {
-	if ns == "" {
-		return &client.ListOptions{}
-	}
-	return client.InNamespace(ns)
-}
-
-// mpiRuntimes names the ClusterTrainingRuntimes with an MPI policy, read
-// as the user at most every 30 seconds.
-func (c *userClients) mpiRuntimes(ctx context.Context) map[string]bool {
-	c.rtMu.Lock()
-	defer c.rtMu.Unlock()
-	if c.rtNames != nil && time.Since(c.rtRead) < 30*time.Second {
-		return c.rtNames
-	}
-	out := map[string]bool{}
-	rts := &trainer.ClusterTrainingRuntimeList{}
-	if err := c.List(ctx, rts); err == nil {
-		for i := range rts.Items {
-			out[rts.Items[i].Name] = runtimes.IsMPI(&rts.Items[i].Spec)
-		}
-	}
-	c.rtNames, c.rtRead = out, time.Now()
-	return out
-}
-
-// Manager is what mpijob-manager's Lease says: whether the statuses shown
-// are current.
-type Manager struct {
-	Running bool       `json:"running"`
-	Since   *time.Time `json:"since,omitempty"`
-	// Note is the banner while it is not running ("" when it runs).
-	Note string `json:"note,omitempty"`
-}
-
-func (s *Server) manager(w http.ResponseWriter, r *http.Request, c *userClients) {
-	m := c.managerState(r.Context())
-	out := Manager{Running: m.Running, Note: m.StaleListNote(time.Now())}
-	if !m.Since.IsZero() {
-		out.Since = &m.Since
-	}
-	writeJSON(w, http.StatusOK, out)
-}
-
-// managerState reads mpijob-manager's Lease as the user (every signed-in
-// user may, config/rbac/aggregate/manager-lease.yaml). When it cannot be
-// read, nothing is claimed: Running.
-func (c *userClients) managerState(ctx context.Context) api.ManagerState {
-	lease := &coordinationv1.Lease{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: api.ManagerLeaseNamespace, Name: api.ManagerLeaseName}, lease); err != nil {
-		return api.ManagerState{Running: true}
-	}
-	return api.ManagerStateOf(lease, time.Now())
 }

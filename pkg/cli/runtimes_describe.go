@@ -49,7 +49,7 @@ func (r *runtimesDescribeOptions) Run(ctx context.Context) error {
 	}
 	w := tabwriter.NewWriter(r.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "Name:\t%s\n", r.name)
-	fmt.Fprintf(w, "Description:\t%s\n", orDash(ann["mpijob.dev/description"]))
+	fmt.Fprintf(w, "Description:\t%s\n", orDash(ann[api.DescriptionAnnotation]))
 	fmt.Fprintf(w, "MPI:\t%s\n", orDash(ann["mpijob.dev/mpi-implementation"]))
 	fmt.Fprintf(w, "Launcher hosts ranks:\t%v\n", runtimes.LauncherAsNode(spec))
 	fmt.Fprintf(w, "Default slots per worker:\t%d\n", ptr.Deref(spec.MLPolicy.MPI.NumProcPerNode, 1))

@@ -49,7 +49,7 @@ func (r *runtimesListOptions) Run(ctx context.Context) error {
 		}
 		n++
 		fmt.Fprintf(w, "%s\t%s\t%v\t%s\t%s\n", rt.Name, orDash(rt.Annotations["mpijob.dev/mpi-implementation"]),
-			runtimes.LauncherAsNode(&rt.Spec), workerImage(&rt.Spec), orDash(rt.Annotations["mpijob.dev/description"]))
+			runtimes.LauncherAsNode(&rt.Spec), workerImage(&rt.Spec), orDash(rt.Annotations[api.DescriptionAnnotation]))
 	}
 	if n == 0 {
 		fmt.Fprintln(r.ErrOut, "No MPI runtimes: install them with kubectl apply --server-side -k config/runtimes")
