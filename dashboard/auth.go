@@ -102,13 +102,18 @@ func (s *Server) clientsFor(ctx context.Context, token string) (*userClients, er
 	cfg := rest.AnonymousClientConfig(s.Base)
 	cfg.BearerToken = token
 	cfg.QPS, cfg.Burst = 50, 100
-	cl, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return nil, err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return nil, err
+	var cl client.WithWatch
+	var cs kubernetes.Interface
+	if s.dial != nil {
+		cl, cs = s.dial(token)
+	} else {
+		var err error
+		if cl, err = client.NewWithWatch(cfg, client.Options{Scheme: scheme}); err != nil {
+			return nil, err
+		}
+		if cs, err = kubernetes.NewForConfig(cfg); err != nil {
+			return nil, err
+		}
 	}
 	rev, err := cs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authnv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {

@@ -22,7 +22,9 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
 )
@@ -62,6 +64,11 @@ type Server struct {
 	Log *slog.Logger
 	// tests are the Test runtime runs.
 	tests runtimeTests
+	// dial, when set, gives the clients that act with a token instead of
+	// clients of Base, and job lists are read from them on each request
+	// instead of from a per-user watch cache: the handlers' tests give
+	// clients of a fake API server that enforces their users' RBAC.
+	dial func(token string) (client.WithWatch, kubernetes.Interface)
 
 	sessions sessions
 	limits   streamLimits

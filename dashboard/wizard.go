@@ -62,7 +62,12 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request, c *userClient
 	ans := CreateAnswer{Name: job.TrainJob.Name, Namespace: ns, YAML: jobYAML(job), DryRun: dry}
 	if err := jobspec.Create(r.Context(), c, job, dry); err != nil {
 		var taken *jobspec.NameTakenError
-		if errors.As(err, &taken) {
+		if apierrors.IsAlreadyExists(err) {
+			// A job on a cluster runtime: the API server's own refusal names
+			// no field; the wizard shows it at the name.
+			taken = &jobspec.NameTakenError{Msg: fmt.Sprintf("MPI job %s already exists in namespace %s: pick another name, or delete it first", job.TrainJob.Name, ns)}
+		}
+		if taken != nil || errors.As(err, &taken) {
 			writeJSON(w, http.StatusConflict, CreateAnswer{Error: taken.Error(), Fields: []FieldError{{Field: "name", Message: taken.Error()}}})
 			return
 		}
@@ -267,17 +272,21 @@ func (s *Server) quotaCheck(w http.ResponseWriter, r *http.Request, c *userClien
 
 // quotaLines is every quota line the job asks for, with its numbers.
 func quotaLines(d admission.Demand, quotas []corev1.ResourceQuota) []QuotaLine {
-	total := d.TotalRequests()
+	requests, limits := d.TotalRequests(), d.TotalLimits()
 	var out []QuotaLine
 	for _, q := range quotas {
 		for key, hard := range q.Spec.Hard {
-			res := corev1.ResourceName(strings.TrimPrefix(string(key), "requests."))
+			// requests.cpu and cpu count requests; limits.memory limits.
+			total, res := requests, corev1.ResourceName(strings.TrimPrefix(string(key), "requests."))
+			if name, ok := strings.CutPrefix(string(key), "limits."); ok {
+				total, res = limits, corev1.ResourceName(name)
+			}
 			want, ok := total[res]
-			if !ok || strings.HasPrefix(string(key), "limits.") {
+			if !ok {
 				continue
 			}
 			used := q.Status.Used[key]
-			out = append(out, QuotaLine{Quota: q.Name, Resource: string(res), Requested: want.String(), Hard: hard.String(), Used: used.String()})
+			out = append(out, QuotaLine{Quota: q.Name, Resource: string(key), Requested: want.String(), Hard: hard.String(), Used: used.String()})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Quota+out[i].Resource < out[j].Quota+out[j].Resource })

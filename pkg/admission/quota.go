@@ -32,6 +32,18 @@ func (d Demand) TotalRequests() corev1.ResourceList {
 	return total
 }
 
+// TotalLimits is the whole job's limits: every Launcher and Worker.
+func (d Demand) TotalLimits() corev1.ResourceList {
+	total := corev1.ResourceList{}
+	for name, q := range d.LauncherLimits {
+		add(total, name, mul(q, d.Launchers))
+	}
+	for name, q := range d.WorkerLimits {
+		add(total, name, mul(q, d.Workers))
+	}
+	return total
+}
+
 // QuotaViolation is one quota line the job would exceed.
 type QuotaViolation struct {
 	// Quota is the ResourceQuota's name and Key the quota line
