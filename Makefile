@@ -174,12 +174,14 @@ bench-cluster: ## Measure the local cluster (start, MPI jobs, memory, teardown);
 ##@ Lint
 
 .PHONY: verify
-verify: $(GOLANGCI_LINT) sdk-venv ## gofmt, go vet, golangci-lint, go.mod tidy; ruff and mypy --strict on the Python SDK.
+verify: $(GOLANGCI_LINT) sdk-venv web-deps ## gofmt, go vet, golangci-lint, go.mod tidy; the front end's generated types and ESLint; ruff and mypy --strict on the Python SDK.
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '^hack/toolchain/')); if [ -n "$$out" ]; then echo "gofmt needed on:"; echo "$$out"; exit 1; fi
 	$(GO) vet -tags e2e ./...
 	$(GOLANGCI_LINT) run --build-tags e2e ./...
 	$(GO) mod tidy -diff
 	@for d in hack/toolchain/*/; do (cd $$d && $(GO) mod tidy -diff >/dev/null) || { echo "$$d is not tidy: run go mod tidy there"; exit 1; }; done
+	$(GO) run ./hack/tsgen -check
+	cd $(WEB) && npx --no-install eslint .
 	cd sdk/python && $(VENV)/bin/ruff check --no-cache . ../../examples && $(VENV)/bin/mypy --cache-dir=/dev/null
 
 $(GOLANGCI_LINT):

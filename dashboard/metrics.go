@@ -37,10 +37,10 @@ type Metrics struct {
 // MetricSeries is one pod's values of one metric.
 type MetricSeries struct {
 	// Metric is "cpu" (cores), "memory" (bytes) or "gpu" (utilisation %).
-	Metric string `json:"metric"`
+	Metric string `json:"metric" ts:"'cpu' | 'memory' | 'gpu'"`
 	Pod    string `json:"pod"`
 	// Role is api.RoleLauncher or api.RoleWorker.
-	Role string `json:"role"`
+	Role string `json:"role" ts:"'Launcher' | 'Worker'"`
 	// Points are [unix seconds, value] pairs.
 	Points [][2]float64 `json:"points"`
 }

@@ -227,7 +227,7 @@ type PodRecord struct {
 // FailedPod is a Launcher or Worker that failed.
 type FailedPod struct {
 	// Role is launcher or worker.
-	Role string `json:"role"`
+	Role string `json:"role" ts:"'launcher' | 'worker'"`
 	// Index is the Worker's index (0 for the Launcher).
 	Index int32  `json:"index"`
 	Pod   string `json:"pod,omitempty"`

@@ -16,7 +16,7 @@ import (
 type Pod struct {
 	Name string `json:"name"`
 	// Role is "launcher" or "worker"; Index is the Worker's index.
-	Role     string     `json:"role"`
+	Role     string     `json:"role" ts:"'launcher' | 'worker'"`
 	Index    int        `json:"index"`
 	Node     string     `json:"node,omitempty"`
 	Phase    string     `json:"phase"`
@@ -27,7 +27,7 @@ type Pod struct {
 	Started  *time.Time `json:"started,omitempty"`
 	// Health is green (healthy), yellow (pending or starting), red
 	// (failed) or grey (gone).
-	Health string `json:"health"`
+	Health string `json:"health" ts:"'green' | 'yellow' | 'red' | 'grey'"`
 	Image  string `json:"image,omitempty"`
 	// Gone is true for a pod the job no longer has (JobSet removed it):
 	// State is then its last, as the status recorded it.

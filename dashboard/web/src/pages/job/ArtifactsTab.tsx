@@ -1,10 +1,11 @@
 import { useEffect, useState } from 'react';
 import { Alert, Button, Content, Spinner } from '@patternfly/react-core';
 import { Table, Tbody, Td, Th, Thead, Tr } from '@patternfly/react-table';
-import { api } from './api';
-import { age } from './format';
-import { bytes } from './progress';
-import type { ArtifactList } from './types';
+import { jobArtifacts } from '../../api/jobs';
+import { apiRoutes } from '../../api/routes';
+import { age } from '../../lib/format';
+import { bytes } from '../../lib/progress';
+import type { ArtifactList } from '../../api/types';
 
 // The Artifacts tab: what the job wrote to its $MPIJOB_OUTPUT_URI, under
 // s3://BUCKET/JOB/ on its first data connection or under /mnt/CLAIM/JOB/ on
@@ -14,14 +15,13 @@ export function ArtifactsTab({ namespace, name, now }: { namespace: string; name
   const [list, setList] = useState<ArtifactList | null>(null);
   const [error, setError] = useState('');
   const [tick, setTick] = useState(0);
-  const base = `/api/jobs/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}/artifacts`;
   useEffect(() => {
     let stop = false;
-    api<ArtifactList>(base)
+    jobArtifacts(namespace, name)
       .then((r) => { if (!stop) { setList(r); setError(''); } })
       .catch((e: Error) => { if (!stop) setError(e.message); });
     return () => { stop = true; };
-  }, [base, tick]);
+  }, [namespace, name, tick]);
 
   if (error) return <Alert variant="warning" isInline title="The artifacts cannot be read" data-testid="artifacts-error" style={{ marginTop: 16 }}>{error}</Alert>;
   if (!list) return <Spinner aria-label="Loading the artifacts" />;
@@ -49,7 +49,7 @@ export function ArtifactsTab({ namespace, name, now }: { namespace: string; name
                 <Td dataLabel="Size">{bytes(o.size)}</Td>
                 <Td dataLabel="Age">{age(o.lastModified, now)}</Td>
                 <Td dataLabel="Download">
-                  <Button component="a" variant="link" isInline href={`${base}/${o.name.split('/').map(encodeURIComponent).join('/')}`} download>
+                  <Button component="a" variant="link" isInline href={apiRoutes.jobArtifact(namespace, name, o.name)} download>
                     Download
                   </Button>
                 </Td>

@@ -10,9 +10,9 @@ import {
   ChartThemeColor,
   ChartVoronoiContainer,
 } from '@patternfly/react-charts/victory';
-import { api } from './api';
-import { bandText, formatValue, linesOf, live, maxOf, phaseColors, type ChartLine as Line, type MetricKind } from './metrics';
-import type { Metrics, Phase, PhaseBand } from './types';
+import { jobMetrics } from '../../api/jobs';
+import { bandText, formatValue, linesOf, live, maxOf, phaseColors, type ChartLine as Line, type MetricKind } from '../../lib/metrics';
+import type { Metrics, Phase, PhaseBand } from '../../api/types';
 
 const titles: Record<MetricKind, string> = {
   cpu: 'CPU per pod',
@@ -30,7 +30,7 @@ export function MetricsTab({ namespace, name, phase }: { namespace: string; name
   useEffect(() => {
     let stop = false;
     const load = () =>
-      api<Metrics>(`/api/jobs/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}/metrics`)
+      jobMetrics(namespace, name)
         .then((r) => { if (!stop) { setM(r); setError(''); } })
         .catch((e: Error) => { if (!stop) setError(e.message); });
     load();

@@ -1,10 +1,10 @@
 import { useEffect, useState } from 'react';
 import { Alert, Card, CardBody, CardTitle, Content, DescriptionList, DescriptionListDescription, DescriptionListGroup, DescriptionListTerm, Flex, Progress, Spinner } from '@patternfly/react-core';
 import { Chart, ChartAxis, ChartGroup, ChartLine, ChartThemeColor, ChartVoronoiContainer } from '@patternfly/react-charts/victory';
-import { api } from './api';
-import { live } from './metrics';
-import { metricsOf, progressText, seriesOf, type Series } from './progress';
-import type { Phase, ProgressPoint, TrainerStatus } from './types';
+import { jobProgress } from '../../api/jobs';
+import { live } from '../../lib/metrics';
+import { metricsOf, progressText, seriesOf, type Series } from '../../lib/progress';
+import type { Phase, ProgressPoint, TrainerStatus } from '../../api/types';
 
 // The Training tab: the progress the ranks report (docs/progress.md), and
 // loss and accuracy over the epochs (or steps), read from the Launcher's
@@ -16,7 +16,7 @@ export function TrainingTab({ namespace, name, phase, status }: { namespace: str
   useEffect(() => {
     let stop = false;
     const load = () =>
-      api<{ points: ProgressPoint[] }>(`/api/jobs/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}/progress`)
+      jobProgress(namespace, name)
         .then((r) => { if (!stop) { setPoints(r.points); setError(''); } })
         .catch((e: Error) => { if (!stop) setError(e.message); });
     load();

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { bandText, formatValue, linesOf, maxOf, podLabel } from './metrics';
-import type { Metrics } from './types';
+import type { Metrics } from '../api/types';
 
 const m: Metrics = {
   start: '2026-11-23T12:00:00Z',

@@ -9,8 +9,8 @@ import {
   PauseCircleIcon,
   UsersIcon,
 } from '@patternfly/react-icons';
-import type { Phase } from './types';
-import { phaseLabel } from './format';
+import type { Phase } from '../api/types';
+import { phaseLabel } from '../lib/format';
 
 type Color = 'blue' | 'purple' | 'orange' | 'teal' | 'green' | 'red' | 'grey';
 

@@ -86,11 +86,11 @@ describe('clone', () => {
     expect(cloneName('n'.repeat(44))).toBe('n'.repeat(42) + '-2');
   });
   it('resubmitFix doubles the memory that was too little', () => {
-    const [f, why] = resubmitFix({ ...emptyForm, memory: '' }, { input: {}, reason: 'WorkerOOMKilled', workerMemoryLimit: '1Gi' });
+    const [f, why] = resubmitFix({ ...emptyForm, memory: '' }, { input: { name: 'j', runtime: 'mpi-openmpi', workers: 1 }, reason: 'WorkerOOMKilled', workerMemoryLimit: '1Gi' });
     expect(f.memory).toBe('2Gi');
     expect(why).toContain('from 1Gi to 2Gi');
-    const [g] = resubmitFix({ ...emptyForm, launcherMemory: '300Mi' }, { input: {}, reason: 'LauncherOOMKilled' });
+    const [g] = resubmitFix({ ...emptyForm, launcherMemory: '300Mi' }, { input: { name: 'j', runtime: 'mpi-openmpi', workers: 1 }, reason: 'LauncherOOMKilled' });
     expect(g.launcherMemory).toBe('600Mi');
-    expect(resubmitFix(emptyForm, { input: {}, reason: 'ProgramError' })[1]).toBe('');
+    expect(resubmitFix(emptyForm, { input: { name: 'j', runtime: 'mpi-openmpi', workers: 1 }, reason: 'ProgramError' })[1]).toBe('');
   });
 });

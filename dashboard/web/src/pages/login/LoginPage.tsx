@@ -10,6 +10,7 @@ import {
   LoginPage as PFLogin,
   TextInput,
 } from '@patternfly/react-core';
+import { login, loginUsers } from '../../api/auth';
 import { safeNext } from './login';
 
 /** The local cluster's login: pick one of its users, or paste a token. */
@@ -19,10 +20,9 @@ export function LoginPage({ reason, next }: { reason: string; next: string }) {
   const [token, setToken] = useState('');
   const [error, setError] = useState('');
   useEffect(() => {
-    fetch('/api/login-users')
-      .then((r) => r.json())
+    loginUsers()
       .then((r) => {
-        const names = (r.users ?? []).map((u: { name: string }) => u.name);
+        const names = (r.users ?? []).map((u) => u.name);
         setUsers(names);
         setUser(names[0] ?? '');
       })
@@ -31,15 +31,9 @@ export function LoginPage({ reason, next }: { reason: string; next: string }) {
   const submit = async (e: React.FormEvent) => {
     e.preventDefault();
     setError('');
-    const res = await fetch('/api/login', {
-      method: 'POST',
-      credentials: 'same-origin',
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify(token ? { token } : { user }),
-    });
-    const body = await res.json().catch(() => ({}));
+    const res = await login(token ? { token } : { user });
     if (!res.ok) {
-      setError(body.error ?? `Login failed (${res.status}).`);
+      setError(res.error ?? `Login failed (${res.status}).`);
       return;
     }
     window.location.assign(safeNext(next, window.location.origin));

@@ -6,10 +6,6 @@ import {
   EmptyStateBody,
   FormSelect,
   FormSelectOption,
-  Modal,
-  ModalBody,
-  ModalFooter,
-  ModalHeader,
   PageSection,
   Pagination,
   SearchInput,
@@ -22,29 +18,24 @@ import {
 } from '@patternfly/react-core';
 import { Table, Tbody, Td, Th, Thead, Tr, type ThProps } from '@patternfly/react-table';
 import { ClusterIcon } from '@patternfly/react-icons';
-import { api } from './api';
-import { age, runTime, startsIn } from './format';
-import { progressText } from './progress';
-import { navigate } from './App';
-import { PhaseBadge } from './PhaseBadge';
-import type { Job, Namespace, Phase } from './types';
-import { useStream } from './useStream';
+import { deleteJob, suspendJob } from '../../api/jobs';
+import { apiRoutes } from '../../api/routes';
+import { DeleteJobModal } from '../../components/DeleteJobModal';
+import { useNamespaces } from '../../app/NamespacesContext';
+import { age, runTime, startsIn } from '../../lib/format';
+import { progressText } from '../../lib/progress';
+import { navigate, paths } from '../../app/routes';
+import { PhaseBadge } from '../../components/PhaseBadge';
+import type { Job, Phase } from '../../api/types';
+import { useNow } from '../../lib/useNow';
+import { useStream } from '../../lib/useStream';
 
 const PHASES: Phase[] = ['Pending', 'Queued', 'GangScheduling', 'Starting', 'Running', 'Succeeded', 'Failed', 'Suspended'];
 type SortKey = 'name' | 'namespace' | 'phase' | 'created';
 
-export function useNow(ms = 1000) {
-  const [now, setNow] = useState(Date.now());
-  useEffect(() => {
-    const t = setInterval(() => setNow(Date.now()), ms);
-    return () => clearInterval(t);
-  }, [ms]);
-  return now;
-}
-
 export function JobsPage() {
   const params = new URLSearchParams(window.location.search);
-  const [namespaces, setNamespaces] = useState<Namespace[] | null>(null);
+  const { namespaces, error: nsError } = useNamespaces();
   const [ns, setNs] = useState(params.get('namespace') ?? '');
   const [jobs, setJobs] = useState<Job[] | null>(null);
   const [error, setError] = useState('');
@@ -58,9 +49,9 @@ export function JobsPage() {
   const now = useNow();
 
   useEffect(() => {
-    api<{ namespaces: Namespace[] }>('/api/namespaces').then((r) => setNamespaces(r.namespaces ?? []), (e) => setError(e.message));
-  }, []);
-  const problem = useStream(`/api/stream?namespace=${encodeURIComponent(ns)}`, {
+    if (nsError) setError(nsError);
+  }, [nsError]);
+  const problem = useStream(apiRoutes.stream(ns), {
     jobs: (d: { jobs: Job[] }) => setJobs(d.jobs),
   });
   const access = useMemo(() => new Map((namespaces ?? []).map((n) => [n.name, n])), [namespaces]);
@@ -97,9 +88,8 @@ export function JobsPage() {
   const act = async (j: Job, what: 'suspend' | 'resume' | 'delete') => {
     setError('');
     try {
-      const path = `/api/jobs/${encodeURIComponent(j.namespace)}/${encodeURIComponent(j.name)}`;
-      if (what === 'delete') await api(path, { method: 'DELETE' });
-      else await api(`${path}/${what}`, { method: 'POST' });
+      if (what === 'delete') await deleteJob(j.namespace, j.name);
+      else await suspendJob(j.namespace, j.name, what);
     } catch (e) {
       setError((e as Error).message);
     }
@@ -112,7 +102,7 @@ export function JobsPage() {
         <div style={{ display: 'flex', alignItems: 'center' }}>
           <Title headingLevel="h1">Training jobs</Title>
           {(namespaces ?? []).some((n) => n.canCreate) && (
-            <Button variant="primary" style={{ marginLeft: 'auto' }} onClick={() => navigate('/create')} data-testid="create">Create MPI job</Button>
+            <Button variant="primary" style={{ marginLeft: 'auto' }} onClick={() => navigate(paths.create())} data-testid="create">Create MPI job</Button>
           )}
         </div>
       </PageSection>
@@ -180,7 +170,7 @@ export function JobsPage() {
             <Tbody>
               {pageRows.map((j) => {
                 const a = access.get(j.namespace);
-                const href = `/jobs/${encodeURIComponent(j.namespace)}/${encodeURIComponent(j.name)}`;
+                const href = paths.job(j.namespace, j.name);
                 return (
                   <Tr key={j.namespace + '/' + j.name} data-testid={`job-${j.name}`}>
                     <Td dataLabel="Name">
@@ -203,7 +193,7 @@ export function JobsPage() {
                     <Td dataLabel="Age">{age(j.created, now)}</Td>
                     <Td dataLabel="Duration">{runTime(j.started, j.finished, now)}</Td>
                     <Td isActionCell>
-                      <Button variant="link" isInline onClick={() => navigate(href + '?tab=logs')} aria-label={`Logs of ${j.name}`}>Logs</Button>{' '}
+                      <Button variant="link" isInline onClick={() => navigate(paths.job(j.namespace, j.name, 'logs'))} aria-label={`Logs of ${j.name}`}>Logs</Button>{' '}
                       {a?.canPatch && !j.phase.match(/Succeeded|Failed/) && (
                         <Button variant="link" isInline onClick={() => act(j, j.suspended ? 'resume' : 'suspend')}>{j.suspended ? 'Resume' : 'Suspend'}</Button>
                       )}{' '}
@@ -218,14 +208,7 @@ export function JobsPage() {
           </Table>
         )}
       </PageSection>
-      <Modal isOpen={confirm !== null} onClose={() => setConfirm(null)} variant="small" aria-labelledby="delete-title">
-        <ModalHeader title={`Delete ${confirm?.name}?`} labelId="delete-title" titleIconVariant="warning" />
-        <ModalBody>The job, its Launcher and Workers and its logs are deleted from namespace {confirm?.namespace}. This cannot be undone.</ModalBody>
-        <ModalFooter>
-          <Button variant="danger" onClick={() => { if (confirm) act(confirm, 'delete'); setConfirm(null); }}>Delete</Button>
-          <Button variant="link" onClick={() => setConfirm(null)}>Cancel</Button>
-        </ModalFooter>
-      </Modal>
+      <DeleteJobModal job={confirm} onDelete={() => { if (confirm) act(confirm, 'delete'); }} onClose={() => setConfirm(null)} />
     </>
   );
 }

@@ -19,7 +19,7 @@ describe('progressText', () => {
 
 describe('metricsOf', () => {
   it('puts loss and accuracy first', () => {
-    expect(metricsOf({ trainMetrics: { lr: 0.1, accuracy: 0.96666, loss: 0.123456 } })).toEqual([
+    expect(metricsOf({ progressPercentage: null, trainMetrics: { lr: 0.1, accuracy: 0.96666, loss: 0.123456 } })).toEqual([
       ['loss', '0.1235'],
       ['accuracy', '0.9667'],
       ['lr', '0.1'],

@@ -1,4 +1,4 @@
-import { lazy, Suspense, useEffect, useRef, useState } from 'react';
+import { lazy, Suspense, useRef, useState } from 'react';
 import {
   Alert,
   Breadcrumb,
@@ -31,16 +31,19 @@ import {
 } from '@patternfly/react-core';
 import { Table, Tbody, Td, Th, Thead, Tr } from '@patternfly/react-table';
 import { ClusterIcon, DownloadIcon } from '@patternfly/react-icons';
-import { navigate } from './App';
-import { api } from './api';
-import { age, runTime, startsIn } from './format';
-import { useNow } from './JobsPage';
+import { deleteJob, suspendJob } from '../../api/jobs';
+import { apiRoutes } from '../../api/routes';
+import { useNamespaces } from '../../app/NamespacesContext';
+import { navigate, paths } from '../../app/routes';
+import { DeleteJobModal } from '../../components/DeleteJobModal';
+import { age, runTime, startsIn } from '../../lib/format';
+import { useNow } from '../../lib/useNow';
 import { ArtifactsTab } from './ArtifactsTab';
 import { LogViewer } from './LogViewer';
-import { progressText } from './progress';
-import { PhaseBadge } from './PhaseBadge';
-import type { Detail, KEvent, Namespace, Pod, Transition } from './types';
-import { useStream } from './useStream';
+import { progressText } from '../../lib/progress';
+import { PhaseBadge } from '../../components/PhaseBadge';
+import type { Detail, KEvent, Pod, Transition } from '../../api/types';
+import { useStream } from '../../lib/useStream';
 
 // The charts library is loaded with the Metrics tab, not with every page.
 const MetricsTab = lazy(() => import('./MetricsTab').then((m) => ({ default: m.MetricsTab })));
@@ -56,23 +59,19 @@ export function JobPage({ namespace, name, tab }: { namespace: string; name: str
   const [target, setTarget] = useState(new URLSearchParams(window.location.search).get('target') ?? 'launcher');
   const [pod, setPod] = useState<Pod | null>(null);
   const now = useNow();
-  const problem = useStream(`/api/stream?namespace=${encodeURIComponent(namespace)}&job=${encodeURIComponent(name)}`, {
+  const problem = useStream(apiRoutes.stream(namespace, name), {
     job: (d: Detail) => { setDetail(d); setGone(''); },
     events: (d: { events: KEvent[] }) => setEvents(d.events),
     gone: (d: { error: string }) => setGone(detailRef.current ? `MPI job ${name} was deleted from namespace ${namespace} while this page was open.` : d.error),
     denied: (d: { error: string }) => setGone(d.error),
   });
-  const base = `/jobs/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}`;
-  const setTab = (t: string) => navigate(`${base}?tab=${t}`);
+  const setTab = (t: string) => navigate(paths.job(namespace, name, t));
+  const [confirmDelete, setConfirmDelete] = useState(false);
   const act = async (what: 'suspend' | 'resume' | 'delete') => {
     setError('');
     try {
-      if (what === 'delete') {
-        if (!window.confirm(`Delete ${name}? Its Launcher, Workers and logs go too.`)) return;
-        await api(base.replace('/jobs/', '/api/jobs/'), { method: 'DELETE' });
-      } else {
-        await api(`${base.replace('/jobs/', '/api/jobs/')}/${what}`, { method: 'POST' });
-      }
+      if (what === 'delete') await deleteJob(namespace, name);
+      else await suspendJob(namespace, name, what);
     } catch (e) {
       setError((e as Error).message);
     }
@@ -80,10 +79,7 @@ export function JobPage({ namespace, name, tab }: { namespace: string; name: str
   const job = detail?.job;
   // The same access the job list uses: actions the user may not take are
   // not offered (Clone and resubmit need create rights somewhere).
-  const [access, setAccess] = useState<Namespace[]>([]);
-  useEffect(() => {
-    api<{ namespaces: Namespace[] }>('/api/namespaces').then((r) => setAccess(r.namespaces ?? []), () => undefined);
-  }, []);
+  const access = useNamespaces().namespaces ?? [];
   const here = access.find((n) => n.name === namespace);
   const canCreate = access.some((n) => n.canCreate);
 
@@ -102,15 +98,15 @@ export function JobPage({ namespace, name, tab }: { namespace: string; name: str
           {job && (
             <Flex style={{ marginLeft: 'auto' }}>
               {job.phase === 'Failed' && canCreate && (
-                <Button variant="primary" onClick={() => navigate(`/create?from=${encodeURIComponent(namespace)}/${encodeURIComponent(name)}&resubmit=true`)} data-testid="resubmit">Edit and resubmit</Button>
+                <Button variant="primary" onClick={() => navigate(paths.create({ namespace, name }, true))} data-testid="resubmit">Edit and resubmit</Button>
               )}
               {canCreate && (
-                <Button variant="secondary" onClick={() => navigate(`/create?from=${encodeURIComponent(namespace)}/${encodeURIComponent(name)}`)} data-testid="clone">Clone</Button>
+                <Button variant="secondary" onClick={() => navigate(paths.create({ namespace, name }))} data-testid="clone">Clone</Button>
               )}
               {here?.canPatch && !job.phase.match(/Succeeded|Failed/) && (
                 <Button variant="secondary" onClick={() => act(job.suspended ? 'resume' : 'suspend')}>{job.suspended ? 'Resume' : 'Suspend'}</Button>
               )}
-              {here?.canDelete && <Button variant="danger" onClick={() => act('delete')}>Delete</Button>}
+              {here?.canDelete && <Button variant="danger" onClick={() => setConfirmDelete(true)} data-testid="delete">Delete</Button>}
             </Flex>
           )}
         </Flex>
@@ -154,6 +150,7 @@ export function JobPage({ namespace, name, tab }: { namespace: string; name: str
           </Tabs>
         ) : null}
       </PageSection>
+      <DeleteJobModal job={confirmDelete ? { namespace, name } : null} onDelete={() => act('delete')} onClose={() => setConfirmDelete(false)} />
       <Modal isOpen={pod !== null} onClose={() => setPod(null)} variant="medium" aria-labelledby="pod-title">
         <ModalHeader title={pod ? podTitle(pod) : ''} labelId="pod-title" />
         <ModalBody>

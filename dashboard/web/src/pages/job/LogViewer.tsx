@@ -13,9 +13,11 @@ import {
   ToolbarItem,
 } from '@patternfly/react-core';
 import { DownloadIcon } from '@patternfly/react-icons';
-import { cap, compileSearch, highlight } from './format';
-import { lineRank, parseSelection } from './ranks';
-import type { Pod } from './types';
+import { cap, compileSearch, highlight } from '../../lib/format';
+import { lineRank, parseSelection } from '../../lib/ranks';
+import { openText } from '../../api/client';
+import { apiRoutes } from '../../api/routes';
+import type { Pod } from '../../api/types';
 
 /** Lines kept in the browser; older ones are dropped (a 100 MB log must not freeze the tab). */
 export const MAX_LINES = 50_000;
@@ -81,14 +83,15 @@ export function LogViewer({ namespace, name, pods, target, onTarget }: {
     if (follow && running) q.set('follow', '1');
     if (since) q.set('sinceSeconds', since);
     (async () => {
-      const res = await fetch(`/api/jobs/${encodeURIComponent(namespace)}/${encodeURIComponent(name)}/logs?${q}`, { signal: ctl.signal, credentials: 'same-origin' });
-      if (!res.ok || !res.body) {
-        const body = await res.json().catch(() => ({}));
-        setError(body.error ?? `Logs are not available (${res.status}).`);
+      let res: Response;
+      try {
+        res = await openText(apiRoutes.jobLogs(namespace, name, q), ctl.signal);
+      } catch (e) {
+        if ((e as Error).name !== 'AbortError') setError(`Logs are not available: ${(e as Error).message}`);
         return;
       }
       setStored(res.headers.get('X-Mpijob-Log-Source') === 'log store');
-      const reader = res.body.getReader();
+      const reader = res.body!.getReader();
       const dec = new TextDecoder();
       for (;;) {
         const { value, done } = await reader.read();
@@ -112,8 +115,8 @@ export function LogViewer({ namespace, name, pods, target, onTarget }: {
     };
   }, [namespace, name, target, since, follow, running, started]);
 
-  const search = compileSearch(query);
-  const podRe = compileSearch(podFilter);
+  const search = useMemo(() => compileSearch(query), [query]);
+  const podRe = useMemo(() => compileSearch(podFilter), [podFilter]);
   // The rank facet: real ranks, read from the tags mpirun puts before each
   // rank's line ([1,RANK]<stdout>:), not a pattern over the text.
   const ranks = useMemo((): { set: Set<number> | null; error?: string } => {
@@ -131,12 +134,12 @@ export function LogViewer({ namespace, name, pods, target, onTarget }: {
     if (podRe.re) out = out.filter((l) => { podRe.re!.lastIndex = 0; return podRe.re!.test(l); });
     if (only && search.re) out = out.filter((l) => { search.re!.lastIndex = 0; return search.re!.test(l); });
     return out;
-  }, [lines, only, query, podFilter, ranks]);
+  }, [lines, only, search, podRe, ranks]);
   const drawn = matching.slice(-DRAWN);
   const matches = useMemo(() => {
     if (!search.re) return 0;
     return matching.filter((l) => { search.re!.lastIndex = 0; return search.re!.test(l); }).length;
-  }, [matching, query]);
+  }, [matching, search]);
 
   useEffect(() => {
     if (follow && box.current) box.current.scrollTop = box.current.scrollHeight;

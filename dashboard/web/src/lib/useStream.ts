@@ -1,12 +1,12 @@
 import { useEffect, useRef, useState } from 'react';
-import { toLogin } from './api';
+import { checkSession } from '../api/client';
 
 /**
  * Subscribes to the dashboard's Server-Sent Events at url and calls
  * handlers[event] with each event's JSON. Returns the connection problem
  * to show in a banner ("" when live); EventSource reconnects by itself.
  */
-export function useStream(url: string | null, handlers: Record<string, (data: any) => void>): string {
+export function useStream(url: string | null, handlers: Record<string, (data: never) => void>): string {
   const [problem, setProblem] = useState('');
   const ref = useRef(handlers);
   ref.current = handlers;
@@ -22,21 +22,17 @@ export function useStream(url: string | null, handlers: Record<string, (data: an
           return;
         }
         setProblem('');
-        ref.current[name]?.(data);
+        ref.current[name]?.(data as never);
       });
     }
     es.onerror = async () => {
       // The stream ended: the server may be down, or the session expired.
       setProblem('Lost the connection to the dashboard; reconnecting…');
       try {
-        const res = await fetch('/api/whoami', { credentials: 'same-origin' });
-        if (res.status === 401) {
-          es.close();
-          const why = String((await res.json()).error ?? '');
-          toLogin(why.startsWith('not logged in') ? '' : 'expired');
-        }
-      } catch {
-        /* still down: EventSource keeps retrying */
+        await checkSession();
+      } catch (e) {
+        // A 401 went to the login page; otherwise EventSource keeps retrying.
+        if ((e as { status?: number }).status === 401) es.close();
       }
     };
     return () => es.close();

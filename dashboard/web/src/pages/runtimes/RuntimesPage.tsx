@@ -1,4 +1,4 @@
-import { useEffect, useState } from 'react';
+import { useEffect, useMemo, useState } from 'react';
 import {
   Alert,
   Button,
@@ -18,9 +18,10 @@ import {
   Title,
 } from '@patternfly/react-core';
 import { Table, Tbody, Td, Th, Thead, Tr } from '@patternfly/react-table';
-import { api, ApiError } from './api';
-import type { RuntimeInfo } from './createForm';
-import type { Namespace } from './types';
+import type { ApiError } from '../../api/client';
+import { createRuntime, listRuntimes, runtimeTestRun, testRuntime } from '../../api/runtimes';
+import { useNamespaces } from '../../app/NamespacesContext';
+import type { Namespace, RuntimeInfo } from '../../api/types';
 
 interface Check {
   name: string;
@@ -39,10 +40,11 @@ interface Progress {
 export function RuntimesPage() {
   const [rts, setRts] = useState<RuntimeInfo[] | null>(null);
   const [admin, setAdmin] = useState<{ canCreate: boolean; policyKeys: string[] }>({ canCreate: false, policyKeys: [] });
-  const [namespaces, setNamespaces] = useState<Namespace[]>([]);
+  const visible = useNamespaces().namespaces;
+  const namespaces = useMemo(() => (visible ?? []).filter((n) => n.canCreate), [visible]);
   const [error, setError] = useState('');
   const load = () =>
-    api<{ runtimes: RuntimeInfo[]; canCreate: boolean; policyKeys: string[] }>('/api/runtimes').then(
+    listRuntimes().then(
       (r) => {
         setRts(r.runtimes);
         setAdmin({ canCreate: r.canCreate, policyKeys: r.policyKeys ?? [] });
@@ -51,7 +53,6 @@ export function RuntimesPage() {
     );
   useEffect(() => {
     load();
-    api<{ namespaces: Namespace[] }>('/api/namespaces').then((r) => setNamespaces(r.namespaces.filter((n) => n.canCreate)), () => undefined);
   }, []);
   return (
     <>
@@ -88,14 +89,10 @@ function RuntimeCard({ rt, namespaces, admin, onCreated }: { rt: RuntimeInfo; na
     setProgress(null);
     setRunning(true);
     try {
-      const { id } = await api<{ id: string }>(`/api/runtimes/${encodeURIComponent(rt.name)}/test`, {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify({ namespace: ns }),
-      });
+      const { id } = await testRuntime(rt.name, ns);
       for (;;) {
         await new Promise((r) => setTimeout(r, 1000));
-        const r = await api<{ progress: Progress; error: string }>(`/api/runtime-tests/${encodeURIComponent(id)}`);
+        const r = await runtimeTestRun<{ progress: Progress; error: string }>(id);
         setProgress(r.progress);
         if (r.error) setError(r.error);
         if (r.progress.done) break;
@@ -187,15 +184,9 @@ function TemplateForm({ from, policyKeys, onCreated }: { from: RuntimeInfo; poli
   const [answer, setAnswer] = useState<Answer | null>(null);
   const errorOf = (f: string) => answer?.fields?.find((e) => e.field === f)?.message ?? '';
   const submit = async () => {
-    const res = await fetch('/api/runtimes', {
-      method: 'POST',
-      credentials: 'same-origin',
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ from: from.name, name, description, image, policy }),
-    }).catch(() => null);
-    const body = (res ? await res.json().catch(() => ({})) : { error: 'The dashboard cannot be reached.' }) as Answer;
-    if (res?.ok) onCreated();
-    else setAnswer(body);
+    const res = await createRuntime({ from: from.name, name, description, image, policy });
+    if (res.ok) onCreated();
+    else setAnswer(res);
   };
   const group = (id: string, label: string, help: string, value: string, set: (v: string) => void, field = id) => (
     <FormGroup label={label} fieldId={`tmpl-${from.name}-${id}`} key={id}>

@@ -12,20 +12,15 @@ import {
   ToolbarContent,
   ToolbarItem,
 } from '@patternfly/react-core';
-import { api } from './api';
-import { reasonText, safeNext } from './login';
-import type { Manager } from './types';
-import { CreatePage } from './CreatePage';
-import { JobsPage } from './JobsPage';
-import { RuntimesPage } from './RuntimesPage';
-import { JobPage } from './JobPage';
-import { LoginPage } from './LoginPage';
-
-/** Client-side routes: "/", "/runtimes", "/create[?from=NS/NAME[&resubmit=true]]", "/jobs/NS/NAME[?tab=logs]", "/login". */
-export function navigate(to: string) {
-  window.history.pushState({}, '', to);
-  window.dispatchEvent(new PopStateEvent('popstate'));
-}
+import { logout as endSession, manager, whoami } from '../api/auth';
+import { NamespacesProvider } from './NamespacesContext';
+import { jobOfPath, navigate, paths } from './routes';
+import { reasonText, safeNext } from '../pages/login/login';
+import { CreatePage } from '../pages/create/CreatePage';
+import { JobsPage } from '../pages/jobs/JobsPage';
+import { RuntimesPage } from '../pages/runtimes/RuntimesPage';
+import { JobPage } from '../pages/job/JobPage';
+import { LoginPage } from '../pages/login/LoginPage';
 
 function useLocation() {
   const [loc, setLoc] = useState(window.location.pathname + window.location.search);
@@ -44,7 +39,7 @@ function useManagerNote(enabled: boolean) {
     if (!enabled) return;
     let live = true;
     const poll = () =>
-      api<Manager>('/api/manager').then(
+      manager().then(
         (m) => live && setNote(m.running ? '' : m.note ?? ''),
         () => undefined,
       );
@@ -65,7 +60,7 @@ export function App() {
   const managerNote = useManagerNote(url.pathname !== '/login');
   useEffect(() => {
     if (url.pathname === '/login') return;
-    api<{ user: string }>('/api/whoami').then((r) => setUser(r.user), () => undefined);
+    whoami().then((r) => setUser(r.user), () => undefined);
   }, [url.pathname]);
 
   if (url.pathname === '/login') {
@@ -76,16 +71,16 @@ export function App() {
       />
     );
   }
-  const m = url.pathname.match(/^\/jobs\/([^/]+)\/([^/]+)\/?$/);
+  const job = jobOfPath(url.pathname);
   const logout = async () => {
-    await fetch('/api/logout', { method: 'POST', credentials: 'same-origin' });
-    window.location.assign('/login');
+    await endSession();
+    window.location.assign(paths.login());
   };
   const masthead = (
     <Masthead>
       <MastheadMain>
         <MastheadBrand>
-          <a href="/" onClick={(e) => { e.preventDefault(); navigate('/'); }} style={{ color: 'inherit', textDecoration: 'none', fontWeight: 600, fontSize: 18 }}>
+          <a href="/" onClick={(e) => { e.preventDefault(); navigate(paths.jobs()); }} style={{ color: 'inherit', textDecoration: 'none', fontWeight: 600, fontSize: 18 }}>
             <Brand src="data:," alt="" style={{ display: 'none' }} />
             mpijob
           </a>
@@ -95,10 +90,10 @@ export function App() {
         <Toolbar isFullHeight>
           <ToolbarContent>
             <ToolbarItem>
-              <Button variant="link" onClick={() => navigate('/')}>Training jobs</Button>
+              <Button variant="link" onClick={() => navigate(paths.jobs())}>Training jobs</Button>
             </ToolbarItem>
             <ToolbarItem>
-              <Button variant="link" onClick={() => navigate('/runtimes')} data-testid="nav-runtimes">Runtimes</Button>
+              <Button variant="link" onClick={() => navigate(paths.runtimes())} data-testid="nav-runtimes">Runtimes</Button>
             </ToolbarItem>
             <ToolbarItem align={{ default: 'alignEnd' }}>
               <span data-testid="user">{user}</span>
@@ -112,17 +107,19 @@ export function App() {
     </Masthead>
   );
   return (
+    <NamespacesProvider>
     <Page masthead={masthead}>
       {managerNote && <Alert variant="warning" isInline title={managerNote} data-testid="manager-down" />}
       {url.pathname === '/runtimes' ? (
         <RuntimesPage />
       ) : url.pathname === '/create' ? (
         <CreatePage from={url.searchParams.get('from') ?? ''} resubmit={url.searchParams.get('resubmit') === 'true'} />
-      ) : m ? (
-        <JobPage namespace={decodeURIComponent(m[1])} name={decodeURIComponent(m[2])} tab={url.searchParams.get('tab') ?? 'overview'} />
+      ) : job ? (
+        <JobPage namespace={job.namespace} name={job.name} tab={url.searchParams.get('tab') ?? 'overview'} />
       ) : (
         <JobsPage />
       )}
     </Page>
+    </NamespacesProvider>
   );
 }

@@ -1,5 +1,5 @@
 // Pure helpers for a job's training progress (unit-tested in progress.test.ts).
-import type { ProgressPoint, TrainerStatus } from './types';
+import type { ProgressPoint, TrainerStatus } from '../api/types';
 
 /** "45% · epoch 9/20 · about 2 minutes left", or '' when there is nothing to say. */
 export function progressText(p?: TrainerStatus): string {

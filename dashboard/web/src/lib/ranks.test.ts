@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import vectors from '../../../pkg/logs/testdata/rank-vectors.json';
+import vectors from '../../../../pkg/logs/testdata/rank-vectors.json';
 import { lineRank, parseSelection, splitRank } from './ranks';
 
 // The vectors Go (pkg/logs) and the SDK check too.

@@ -2,6 +2,10 @@
 // type, the builder's input (jobspec.Input, the same JSON as the SDK's
 // shared test vectors) and the plain-language summary of the Review step.
 
+import type { CloneSource, JobInput, RuntimeInfo } from '../../api/types';
+
+export type { CloneSource, RuntimeInfo };
+
 export interface EnvVar {
   name: string;
   value: string;
@@ -77,8 +81,11 @@ const quantity = /^([0-9]+(\.[0-9]+)?)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$/;
 
 /** quantityError checks a resource quantity ("" = the runtime's). */
 export function quantityError(v: string, example: string): string {
-  if (v === '' || quantity.test(v.trim())) return '';
-  return `"${v}" is not a quantity: use e.g. ${example}.`;
+  if (v === '') return '';
+  const m = v.trim().match(quantity);
+  if (!m) return `"${v}" is not a quantity: use e.g. ${example}.`;
+  if (Number(m[1]) === 0) return `"${v}" must be more than 0: use e.g. ${example}.`;
+  return '';
 }
 
 /** envError checks the environment variables' names. */
@@ -104,8 +111,8 @@ export function nodeSelectorOf(text: string): Record<string, string> {
 }
 
 /** toInput is the builder's input (jobspec.Input) for the form. */
-export function toInput(f: Form): Record<string, unknown> {
-  const input: Record<string, unknown> = { name: f.name, runtime: f.runtime, workers: f.workers };
+export function toInput(f: Form): JobInput {
+  const input: JobInput = { name: f.name, runtime: f.runtime, workers: f.workers };
   if (f.slotsPerWorker > 0) input.slots_per_worker = f.slotsPerWorker;
   if (f.image.trim()) input.image = f.image.trim();
   const command = f.command.split('\n').map((l) => l.trim()).filter((l) => l !== '');
@@ -134,22 +141,6 @@ export function toInput(f: Form): Record<string, unknown> {
   return input;
 }
 
-/** A runtime as GET /api/runtimes describes it. */
-export interface RuntimeInfo {
-  name: string;
-  mpi?: string;
-  description?: string;
-  launcherImage?: string;
-  workerImage?: string;
-  launcherHostsRanks: boolean;
-  workers: number;
-  slotsPerWorker: number;
-  workerRequests?: Record<string, string>;
-  launcherRequests?: Record<string, string>;
-  command?: string[];
-  policy?: Record<string, string>;
-}
-
 /** summary is the Review step's sentence: "4 Workers × 2 slots = 8 ranks, 8 CPUs, 32Gi, 4 GPUs". */
 export function summary(f: Form, rt?: RuntimeInfo): string {
   const slots = f.slotsPerWorker > 0 ? f.slotsPerWorker : rt?.slotsPerWorker || 1;
@@ -174,17 +165,8 @@ export function times(n: number, q: string): string {
   return `${Number.isInteger(v) ? v : v.toFixed(2)}${unit}`;
 }
 
-/** What GET /api/jobs/NS/NAME/input answers: the inputs that build the job again. */
-export interface CloneSource {
-  input: Record<string, unknown>;
-  notCarried?: string[];
-  workerMemoryLimit?: string;
-  launcherMemoryLimit?: string;
-  reason?: string;
-}
-
 /** fromInput fills the form from a job's inputs (the inverse of toInput). */
-export function fromInput(input: Record<string, unknown>, namespace: string): Form {
+export function fromInput(input: JobInput, namespace: string): Form {
   const res = (input.resources_per_worker ?? {}) as Record<string, string>;
   const launcher = (input.launcher_resources ?? {}) as Record<string, string>;
   const sel = (input.node_selector ?? {}) as Record<string, string>;

@@ -24,8 +24,12 @@ import {
   Wizard,
   WizardStep,
 } from '@patternfly/react-core';
-import { api, ApiError } from './api';
-import { navigate } from './App';
+import type { ApiError } from '../../api/client';
+import { createJob, jobInput, quotaCheck } from '../../api/jobs';
+import { dataConnections } from '../../api/namespaces';
+import { listRuntimes } from '../../api/runtimes';
+import { useNamespaces } from '../../app/NamespacesContext';
+import { navigate, paths } from '../../app/routes';
 import {
   CloneSource,
   cloneName,
@@ -42,33 +46,7 @@ import {
   toInput,
   workersError,
 } from './createForm';
-import type { Namespace } from './types';
-
-interface FieldError {
-  field: string;
-  message: string;
-}
-interface CreateAnswer {
-  name?: string;
-  namespace?: string;
-  yaml?: string;
-  error?: string;
-  fields?: FieldError[];
-}
-interface QuotaLine {
-  quota: string;
-  resource: string;
-  requested: string;
-  hard: string;
-  used: string;
-}
-interface QuotaCheck {
-  fits: boolean;
-  queued: boolean;
-  lines: QuotaLine[];
-  fields?: FieldError[];
-  error?: string;
-}
+import type { CreateAnswer, FieldError, QuotaCheck } from '../../api/types';
 
 /** Contextual help of each field, in the product's words. */
 const help = {
@@ -94,7 +72,8 @@ const help = {
 export function CreatePage({ from = '', resubmit = false }: { from?: string; resubmit?: boolean }) {
   const [form, setForm] = useState<JobForm>(emptyForm);
   const [origin, setOrigin] = useState('');
-  const [namespaces, setNamespaces] = useState<Namespace[] | null>(null);
+  const { namespaces: visible, error: nsError } = useNamespaces();
+  const namespaces = useMemo(() => visible?.filter((n) => n.canCreate) ?? null, [visible]);
   const [rts, setRts] = useState<RuntimeInfo[]>([]);
   const [serverErrors, setServerErrors] = useState<FieldError[]>([]);
   const [answer, setAnswer] = useState<CreateAnswer | null>(null);
@@ -112,7 +91,7 @@ export function CreatePage({ from = '', resubmit = false }: { from?: string; res
     if (!form.namespace) return;
     let stop = false;
     setConnections(null);
-    api<{ connections: string[]; message?: string }>(`/api/namespaces/${encodeURIComponent(form.namespace)}/data-connections`).then(
+    dataConnections(form.namespace).then(
       (r) => { if (!stop) setConnections({ names: r.connections, message: r.message }); },
       (e: ApiError) => { if (!stop) setConnections({ names: [], message: e.message }); },
     );
@@ -120,19 +99,15 @@ export function CreatePage({ from = '', resubmit = false }: { from?: string; res
   }, [form.namespace]);
 
   useEffect(() => {
-    api<{ namespaces: Namespace[] }>('/api/namespaces').then(
-      (r) => {
-        const can = r.namespaces.filter((n) => n.canCreate);
-        setNamespaces(can);
-        if (can.length && !from) setForm((f) => (f.namespace ? f : { ...f, namespace: can[0].name }));
-      },
-      (e: ApiError) => setProblem(e.message),
-    );
-    api<{ runtimes: RuntimeInfo[] }>('/api/runtimes').then((r) => setRts(r.runtimes), (e: ApiError) => setProblem(e.message));
+    if (nsError) setProblem(nsError);
+    if (namespaces?.length && !from) setForm((f) => (f.namespace ? f : { ...f, namespace: namespaces[0].name }));
+  }, [namespaces, nsError, from]);
+  useEffect(() => {
+    listRuntimes().then((r) => setRts(r.runtimes), (e: ApiError) => setProblem(e.message));
     const [ns, name] = from.split('/');
     if (ns && name) {
-      api<CloneSource>(`/api/jobs/${encodeURIComponent(ns)}/${encodeURIComponent(name)}/input`).then(
-        (src) => {
+      jobInput(ns, name).then(
+        (src: CloneSource) => {
           let f = { ...fromInput(src.input, ns), name: cloneName(name) };
           let why = '';
           if (resubmit) [f, why] = resubmitFix(f, src);
@@ -181,7 +156,7 @@ export function CreatePage({ from = '', resubmit = false }: { from?: string; res
     if (!form.namespace || local.name || local.workers) return;
     const n = ++seq.current;
     const t = window.setTimeout(() => {
-      api<QuotaCheck>(`/api/jobs/${encodeURIComponent(form.namespace)}/quota-check`, { method: 'POST', body: JSON.stringify(input), headers: { 'Content-Type': 'application/json' } }).then(
+      quotaCheck(form.namespace, input).then(
         (q) => n === seq.current && setQuota(q),
         (e: ApiError) => n === seq.current && setQuota({ fits: false, queued: false, lines: [], error: e.message }),
       );
@@ -193,20 +168,20 @@ export function CreatePage({ from = '', resubmit = false }: { from?: string; res
   // The Review step: a server-side dry run (admission included).
   const dryRun = async () => {
     setAnswer(null);
-    const r = await post(form.namespace, input, true);
+    const r = await createJob(form.namespace, input, true);
     setAnswer(r);
     setServerErrors(r.fields ?? []);
   };
   const create = async () => {
     setCreating(true);
-    const r = await post(form.namespace, input, false);
+    const r = await createJob(form.namespace, input, false);
     setCreating(false);
     if (r.error) {
       setAnswer(r);
       setServerErrors(r.fields ?? []);
       return;
     }
-    navigate(`/jobs/${encodeURIComponent(form.namespace)}/${encodeURIComponent(form.name)}`);
+    navigate(paths.job(form.namespace, form.name));
   };
 
   if (namespaces && namespaces.length === 0) {
@@ -358,19 +333,6 @@ export function CreatePage({ from = '', resubmit = false }: { from?: string; res
       </PageSection>
     </>
   );
-}
-
-async function post(ns: string, input: Record<string, unknown>, dry: boolean): Promise<CreateAnswer> {
-  const res = await fetch(`/api/jobs/${encodeURIComponent(ns)}${dry ? '?dryRun=true' : ''}`, {
-    method: 'POST',
-    credentials: 'same-origin',
-    headers: { 'Content-Type': 'application/json' },
-    body: JSON.stringify(input),
-  }).catch(() => null);
-  if (!res) return { error: 'The dashboard cannot be reached: check your connection.' };
-  const body = (await res.json().catch(() => ({}))) as CreateAnswer;
-  if (!res.ok && !body.error) body.error = `${res.status} ${res.statusText}`;
-  return body;
 }
 
 function QuotaPanel({ quota }: { quota: QuotaCheck | null }) {

@@ -1,5 +1,5 @@
 // Pure helpers of the Metrics tab (unit-tested in metrics.test.ts).
-import type { MetricSeries, Metrics, Phase, PhaseBand } from './types';
+import type { MetricSeries, Metrics, Phase, PhaseBand } from '../api/types';
 
 export type MetricKind = MetricSeries['metric'];
 

@@ -1,0 +1,18 @@
+// Jobs: read, act on, create, and their tabs' data.
+import { api, send } from './client';
+import { apiRoutes } from './routes';
+import type { ArtifactList, CloneSource, CreateAnswer, JobInput, Metrics, ProgressPoint, QuotaCheck } from './types';
+
+export const deleteJob = (ns: string, name: string) => api(apiRoutes.job(ns, name), { method: 'DELETE' });
+export const suspendJob = (ns: string, name: string, what: 'suspend' | 'resume') => api(apiRoutes.jobAction(ns, name, what), { method: 'POST' });
+export const jobInput = (ns: string, name: string) => api<CloneSource>(apiRoutes.jobInput(ns, name));
+export const jobMetrics = (ns: string, name: string) => api<Metrics>(apiRoutes.jobMetrics(ns, name));
+export const jobProgress = (ns: string, name: string) => api<{ points: ProgressPoint[] }>(apiRoutes.jobProgress(ns, name));
+export const jobArtifacts = (ns: string, name: string) => api<ArtifactList>(apiRoutes.jobArtifacts(ns, name));
+
+/** Creates the job (or with dryRun only checks it); the answer names any field that is wrong. */
+export const createJob = (ns: string, input: JobInput, dryRun: boolean) => send<CreateAnswer>('POST', apiRoutes.createJob(ns, dryRun), input);
+
+/** The namespace's quota as the job would use it. */
+export const quotaCheck = (ns: string, input: JobInput) =>
+  api<QuotaCheck>(apiRoutes.quotaCheck(ns), { method: 'POST', body: JSON.stringify(input), headers: { 'Content-Type': 'application/json' } });

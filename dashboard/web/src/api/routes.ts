@@ -1,0 +1,32 @@
+// The dashboard API's URLs, in one place (dashboard/server.go registers
+// the same routes).
+
+const seg = encodeURIComponent;
+const job = (ns: string, name: string) => `/api/jobs/${seg(ns)}/${seg(name)}`;
+
+export const apiRoutes = {
+  loginUsers: () => '/api/login-users',
+  login: () => '/api/login',
+  logout: () => '/api/logout',
+  whoami: () => '/api/whoami',
+  manager: () => '/api/manager',
+  namespaces: () => '/api/namespaces',
+  dataConnections: (ns: string) => `/api/namespaces/${seg(ns)}/data-connections`,
+  runtimes: () => '/api/runtimes',
+  runtimeTest: (name: string) => `/api/runtimes/${seg(name)}/test`,
+  runtimeTestRun: (id: string) => `/api/runtime-tests/${seg(id)}`,
+  jobs: () => '/api/jobs',
+  createJob: (ns: string, dryRun: boolean) => `/api/jobs/${seg(ns)}${dryRun ? '?dryRun=true' : ''}`,
+  quotaCheck: (ns: string) => `/api/jobs/${seg(ns)}/quota-check`,
+  job,
+  jobInput: (ns: string, name: string) => `${job(ns, name)}/input`,
+  jobAction: (ns: string, name: string, what: 'suspend' | 'resume') => `${job(ns, name)}/${what}`,
+  jobEvents: (ns: string, name: string) => `${job(ns, name)}/events`,
+  jobLogs: (ns: string, name: string, query: URLSearchParams) => `${job(ns, name)}/logs?${query}`,
+  jobMetrics: (ns: string, name: string) => `${job(ns, name)}/metrics`,
+  jobProgress: (ns: string, name: string) => `${job(ns, name)}/progress`,
+  jobArtifacts: (ns: string, name: string) => `${job(ns, name)}/artifacts`,
+  jobArtifact: (ns: string, name: string, file: string) => `${job(ns, name)}/artifacts/${file.split('/').map(seg).join('/')}`,
+  /** The live stream of a namespace's jobs ("" = every namespace), or of one job. */
+  stream: (ns: string, name?: string) => `/api/stream?namespace=${seg(ns)}${name ? `&job=${seg(name)}` : ''}`,
+};
