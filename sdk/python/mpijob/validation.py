@@ -49,7 +49,7 @@ def warn_secret_looking(env: dict[str, str] | None) -> None:
         r.line(f"{k}={v}")
         if r.count:
             warnings.warn(f"env {k}: the value looks like a secret, and every viewer of the job reads it; put it in "
-                          f"a Secret and use env_from_secret={{{k!r}: 'SECRET:KEY'}}", UserWarning, stacklevel=3)
+                          f"a Secret and use env_from_secret={{{k!r}: 'SECRET:KEY'}}", UserWarning, stacklevel=5)
 
 
 def seconds(field: str, v: Any) -> int:

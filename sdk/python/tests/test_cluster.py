@@ -136,7 +136,7 @@ def _wait_gone(client, name, timeout=60):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         try:
-            client._backend._custom.get_namespaced_custom_object("trainer.kubeflow.org", "v1alpha1", "team-a", "trainingruntimes", name)
+            client._backend._api._custom.get_namespaced_custom_object("trainer.kubeflow.org", "v1alpha1", "team-a", "trainingruntimes", name)
         except ApiException as e:
             assert e.status == 404
             return
@@ -155,7 +155,7 @@ def test_own_image_and_resources_on_every_worker(kubeconfig_path):
     try:
         job = client.wait_for_job(name, phases=["Running"], timeout=180)
         assert job.runtime == "mpi-openmpi" and job.workers == 2
-        pods = client._backend._core.list_namespaced_pod("team-a", label_selector=f"jobset.sigs.k8s.io/jobset-name={name}").items
+        pods = client._backend._api._core.list_namespaced_pod("team-a", label_selector=f"jobset.sigs.k8s.io/jobset-name={name}").items
         roles = {}
         for p in pods:
             c = p.spec.containers[0]
@@ -168,7 +168,7 @@ def test_own_image_and_resources_on_every_worker(kubeconfig_path):
         assert roles == {"node": 2, "launcher": 1}, roles
         assert client.wait_for_job(name, timeout=180).status.phase == "Succeeded"
         assert "allreduce over 2 ranks ok" in client.get_logs(name)
-        rt = client._backend._custom.get_namespaced_custom_object("trainer.kubeflow.org", "v1alpha1", "team-a", "trainingruntimes", name)
+        rt = client._backend._api._custom.get_namespaced_custom_object("trainer.kubeflow.org", "v1alpha1", "team-a", "trainingruntimes", name)
         assert rt["metadata"]["ownerReferences"][0]["kind"] == "TrainJob"
         assert name not in [r.name for r in client.list_runtimes()]
     finally:

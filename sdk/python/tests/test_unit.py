@@ -249,12 +249,12 @@ def test_wait_stops_on_a_job_that_can_never_start(offline_client, monkeypatch):
     obj = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
            "metadata": {"name": "fpga", "namespace": "ns1", "annotations": {"mpijob.dev/status": json.dumps(status)}},
            "spec": {"runtimeRef": {"name": "mpi-openmpi"}, "trainer": {"numNodes": 1}}}
-    monkeypatch.setattr(offline_client, "_get", lambda name: obj)
+    monkeypatch.setattr(offline_client._backend, "_get", lambda name: obj)
     with pytest.raises(JobFailedError, match="job fpga can never reach Running: CannotStart") as e:
         offline_client.wait_for_job("fpga", phases=["Running"], timeout=30, poll_interval=0.01)
     assert e.value.status.next_steps == status["nextSteps"]
     # Waiting for the phase it is in returns it.
-    monkeypatch.setattr(offline_client, "_hosts_ranks", lambda obj: {})
+    monkeypatch.setattr(offline_client._backend, "_hosts_ranks", lambda obj: {})
     assert offline_client.wait_for_job("fpga", phases=["Queued"], timeout=30).status.reason == "CannotStart"
 
 
@@ -307,12 +307,9 @@ class _FlakyCustom:
 
 
 def _offline_client(custom, core=None):
-    """A client whose backend talks to stand-ins of the official client's APIs."""
-    from mpijob.backend import KubernetesBackend
-    c = MPIJobClient.__new__(MPIJobClient)
-    c._backend = KubernetesBackend("team-a", custom, core)
-    c.namespace = "team-a"
-    return c
+    """A client whose Kubernetes backend talks to stand-ins of the official client's APIs."""
+    from mpijob.backends import KubernetesAPI, KubernetesBackend
+    return MPIJobClient(backend=KubernetesBackend(KubernetesAPI("team-a", custom, core)))
 
 
 def test_create_waits_for_trainer_to_see_the_jobs_runtime(monkeypatch):
@@ -321,7 +318,7 @@ def test_create_waits_for_trainer_to_see_the_jobs_runtime(monkeypatch):
     rt = {"metadata": {"name": "j", "labels": {jobspec.JOB_LABEL: "j"}}}
     tj = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "j", "namespace": "team-a"}, "spec": {}}
     custom = _FlakyCustom(refusals=2)
-    job = _offline_client(custom)._create(jobspec.Job(train_job=tj, runtime=rt), dry_run=False)
+    job = _offline_client(custom)._backend._create(jobspec.Job(train_job=tj, runtime=rt), dry_run=False)
     assert job.name == "j"
     assert custom.calls == ["trainingruntimes", "trainjobs", "trainjobs", "trainjobs", "patch trainingruntimes"]
 
@@ -333,7 +330,7 @@ def test_create_does_not_retry_other_refusals(monkeypatch):
     tj = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "j", "namespace": "team-a"}, "spec": {}}
     custom = _FlakyCustom(refusals=0, other=next(v["error"] for v in RUNTIME_NOT_SEEN if not v["retry"]))
     with pytest.raises(Exception) as e:
-        _offline_client(custom)._create(jobspec.Job(train_job=tj, runtime=rt), dry_run=False)
+        _offline_client(custom)._backend._create(jobspec.Job(train_job=tj, runtime=rt), dry_run=False)
     assert "numNodes" in str(e.value)
     assert custom.calls == ["trainingruntimes", "trainjobs", "delete trainingruntimes"]
 
@@ -416,7 +413,7 @@ def test_get_events_keeps_the_jobs_own_oldest_first():
     t0 = datetime(2026, 11, 22, 10, 0, tzinfo=timezone.utc)
     from datetime import timedelta
     c = _offline_client(None)
-    c._backend._core = _FakeCore([
+    c._backend._api._core = _FakeCore([
         _k8s_event("Pod", "hello-node-0-1-abcde", "Started", "Started container node", t0 + timedelta(seconds=5)),
         _k8s_event("Pod", "hello-4-node-0-0-abcde", "Started", "not hello's", t0),
         _k8s_event("TrainJob", "hello", "Running", "Running on 2 Workers.", t0 + timedelta(seconds=9)),
@@ -450,9 +447,9 @@ class _FakeWatch:
 def test_watch_yields_phases_progress_and_events(monkeypatch):
     t0 = datetime(2026, 11, 22, 10, 0, tzinfo=timezone.utc)
     c = _offline_client(_RecordingCustom())
-    c._backend._core = _FakeCore([_k8s_event("Pod", "hello-node-0-0-abcde", "Pulled", "image pulled", t0),
+    c._backend._api._core = _FakeCore([_k8s_event("Pod", "hello-node-0-0-abcde", "Pulled", "image pulled", t0),
                          _k8s_event("Pod", "hello-4-node-0-0-abcde", "Pulled", "not hello's", t0)])
-    monkeypatch.setattr(c, "get_job", lambda name: MPIJob.from_trainjob(_trainjob(None)))
+    monkeypatch.setattr(c._backend, "get_job", lambda name: MPIJob.from_trainjob(_trainjob(None)))
     _FakeWatch.states = [
         None,  # the manager has not written yet: no phase guessed
         {"phase": "Pending", "message": "", "workersTotal": 2},  # no message: not yielded
@@ -462,7 +459,7 @@ def test_watch_yields_phases_progress_and_events(monkeypatch):
         {"phase": "Running", "message": "Running on 2 Workers.", "workersReady": 2, "workersTotal": 2},
         {"phase": "Succeeded", "message": "The Launcher completed.", "workersReady": 0, "workersTotal": 2},
     ]
-    monkeypatch.setattr("mpijob.backend.k8s_watch.Watch", _FakeWatch)
+    monkeypatch.setattr("mpijob.backends.kube_api.k8s_watch.Watch", _FakeWatch)
     got = [(ev.kind, ev.message) for ev in c.watch("hello", timeout=30)]
     assert got == [
         ("submitted", "job hello on runtime mpi-openmpi"),
@@ -571,7 +568,7 @@ class _PodDeleter:
 def test_delete_grace_period_reaches_the_pods(grace, pods):
     custom, core = _DeleteRecorder(), _PodDeleter()
     c = _offline_client(custom)
-    c._backend._core = core
+    c._backend._api._core = core
     c.delete_job("hello", grace_period=grace, wait=False)
     assert custom.deleted == [("trainjobs", "hello", grace)]
     assert core.calls == pods
@@ -740,9 +737,9 @@ def test_get_logs_merges_redacts_and_greps_on_a_mocked_api():
 
 def _store_client(cluster, stored):
     """An offline client whose cluster keeps a log store holding ``stored`` (label → lines)."""
-    from mpijob.backend import KubernetesBackend
+    from mpijob.backends import KubernetesAPI, KubernetesBackend
 
-    class StoreBackend(KubernetesBackend):
+    class StoreAPI(KubernetesAPI):
         def log_store_available(self):
             return stored is not None
 
@@ -751,10 +748,7 @@ def _store_client(cluster, stored):
             lines = [ln for ln in stored.get(label, "").splitlines() if end is None or ln.split(" ")[0] < end]
             return "".join(ln + "\n" for ln in lines)
 
-    c = MPIJobClient.__new__(MPIJobClient)
-    c._backend = StoreBackend("team-a", cluster, cluster)
-    c.namespace = "team-a"
-    return c
+    return MPIJobClient(backend=KubernetesBackend(StoreAPI("team-a", cluster, cluster)))
 
 
 def test_get_logs_reads_the_log_store_once_pods_are_gone():

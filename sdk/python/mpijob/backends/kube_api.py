@@ -15,8 +15,8 @@ from kubernetes import config as k8s_config
 from kubernetes import watch as k8s_watch
 from kubernetes.client.rest import ApiException
 
-from . import jobspec as _jobspec
-from .constants import (
+from .. import jobspec as _jobspec
+from ..constants import (
     COMPLETION_INDEX,
     GROUP,
     JOBSET_NAME,
@@ -26,11 +26,11 @@ from .constants import (
     REPLICATED_JOB,
     VERSION,
 )
-from .errors import InvalidJobError, JobNotFoundError, MPIJobError, WaitTimeoutError, from_api_exception
-from .suggest import closest
+from ..errors import InvalidJobError, JobNotFoundError, MPIJobError, WaitTimeoutError, from_api_exception
+from ..suggest import closest
 
 
-class KubernetesBackend:
+class KubernetesAPI:
     """The API calls of one namespace; ``custom`` and ``core`` are the official client's
     ``CustomObjectsApi`` and ``CoreV1Api`` (tests pass stand-ins)."""
 
@@ -41,7 +41,7 @@ class KubernetesBackend:
         self._api = api
 
     @classmethod
-    def from_kubeconfig(cls, namespace: str | None, context: str | None, config_file: str | None) -> KubernetesBackend:
+    def from_kubeconfig(cls, namespace: str | None, context: str | None, config_file: str | None) -> KubernetesAPI:
         api_client, default_ns = load_config(context, config_file)
         return cls(namespace or default_ns or "default", k8s.CustomObjectsApi(api_client), k8s.CoreV1Api(api_client), api_client)
 
@@ -224,7 +224,7 @@ class KubernetesBackend:
 
     def list_connections(self) -> list[str]:
         """The namespace's S3 data connections, by name."""
-        from . import dataconn
+        from .. import dataconn
 
         try:
             items = self._core.list_namespaced_secret(self.namespace, label_selector=f"{dataconn.DASHBOARD_LABEL}=true").items

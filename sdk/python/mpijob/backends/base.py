@@ -1,0 +1,104 @@
+"""The backend interface ``MPIJobClient`` delegates to (as the Kubeflow SDK's ``backends/base.py``).
+
+A backend holds the logic of every call; ``KubernetesBackend`` is the one that talks to a cluster.
+The calls' meaning and arguments are documented on ``MPIJobClient``.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+
+from .. import progress as _progress
+from ..types import (
+    JobEvent,
+    LifecycleEvent,
+    MPIJob,
+    Runtime,
+)
+
+
+class Backend(abc.ABC):
+    """What every backend does: the calls of ``MPIJobClient``."""
+
+    namespace: str
+    #: Where the last get_logs read each pod's lines: "pod", "log store" or "log store, then pod".
+    last_log_sources: dict[str, str]
+
+    @abc.abstractmethod
+    def create_job(
+        self,
+        name: str,
+        command: Sequence[str] | None,
+        workers: int,
+        image: str | None = None,
+        slots_per_worker: int | None = None,
+        resources_per_worker: dict[str, str | int] | None = None,
+        launcher_resources: dict[str, str | int] | None = None,
+        runtime: str = "mpi-openmpi",
+        env: dict[str, str] | None = None,
+        node_selector: dict[str, str] | None = None,
+        volumes: Sequence[dict[str, Any]] | None = None,
+        queue: str | None = None,
+        dry_run: bool = False,
+        worker_image: str | None = None,
+        launcher_image: str | None = None,
+        env_from_secret: dict[str, str] | None = None,
+        data_connection: str | Sequence[str] | None = None,
+        pvc: str | Sequence[str] | None = None,
+    ) -> MPIJob:
+        ...
+
+    @abc.abstractmethod
+    def get_progress(self, name: str) -> list[_progress.Report]:
+        ...
+
+    @abc.abstractmethod
+    def get_artifacts(self, name: str, download_dir: str | None = None, files: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        ...
+
+    @abc.abstractmethod
+    def get_job(self, name: str) -> MPIJob:
+        ...
+
+    @abc.abstractmethod
+    def list_jobs(self, runtime: str | None = None, phase: str | None = None) -> list[MPIJob]:
+        ...
+
+    @abc.abstractmethod
+    def list_runtimes(self) -> list[Runtime]:
+        ...
+
+    @abc.abstractmethod
+    def wait_for_job(self, name: str, phases: Iterable[str] = ("Succeeded",), timeout: float = 600,
+                     poll_interval: float = 2) -> MPIJob:
+        ...
+
+    @abc.abstractmethod
+    def watch(self, name: str, timeout: float = 3600, events: bool = True) -> Iterator[LifecycleEvent]:
+        ...
+
+    @abc.abstractmethod
+    def get_events(self, name: str) -> list[JobEvent]:
+        ...
+
+    @abc.abstractmethod
+    def get_logs(self, name: str, worker: int | str | None = None, follow: bool = False,
+                 since: int | str | timedelta | None = None, until: datetime | None = None,
+                 tail: int | None = None, grep: str | None = None, redact: bool = True,
+                 rank: int | str | None = None, source: str = "auto") -> str | Iterator[str]:
+        ...
+
+    @abc.abstractmethod
+    def delete_job(self, name: str, grace_period: int | None = None, wait: bool = True, timeout: float = 120) -> None:
+        ...
+
+    @abc.abstractmethod
+    def clone_job(self, name: str, new_name: str, **overrides: Any) -> MPIJob:
+        ...
+
+    @abc.abstractmethod
+    def convert_legacy(self, manifest: str | dict[str, Any]) -> dict[str, Any]:
+        ...

@@ -1,0 +1,686 @@
+"""The Kubernetes backend: what ``MPIJobClient`` does, against the cluster's API server.
+
+The facade (``mpijob.client``) documents each call; this module holds the logic. It reads and
+writes through ``KubernetesAPI`` (``kube_api``), the thin layer over the official client.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import logging
+import re
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import urllib3
+
+from .. import builders as _b
+from .. import convert as _convert
+from .. import dataconn as _dataconn
+from .. import jobspec as _jobspec
+from .. import logs as _logs
+from .. import progress as _progress
+from .. import validation as _v
+from ..constants import COMPLETION_INDEX, PATCH_MANAGER
+from ..errors import (
+    APIUnreachableError,
+    InvalidJobError,
+    JobFailedError,
+    JobNotFoundError,
+    MPIJobError,
+    WaitTimeoutError,
+)
+from ..redact import Redactor
+from ..suggest import closest
+from ..types import (
+    CREATOR_ANNOTATION,
+    NEVER_STARTS,
+    PHASES,
+    QUEUE_LABEL,
+    STATUS_ANNOTATION,
+    JobEvent,
+    JobStatus,
+    LifecycleEvent,
+    MPIJob,
+    Runtime,
+    clean_text,
+    event_kind,
+    forged_event,
+    is_job_object,
+    manager_state,
+    stale_note,
+)
+from .base import Backend
+from .kube_api import KubernetesAPI
+
+_log = logging.getLogger("mpijob")
+
+
+class KubernetesBackend(Backend):
+    """MPI jobs of one namespace, through the cluster's API server."""
+
+    def __init__(self, api: KubernetesAPI):
+        self._api = api
+        self.namespace = api.namespace
+        self.last_log_sources: dict[str, str] = {}
+
+    @classmethod
+    def from_kubeconfig(cls, namespace: str | None, context: str | None, config_file: str | None) -> KubernetesBackend:
+        return cls(KubernetesAPI.from_kubeconfig(namespace, context, config_file))
+
+    def create_job(
+        self,
+        name: str,
+        command: Sequence[str] | None,
+        workers: int,
+        image: str | None = None,
+        slots_per_worker: int | None = None,
+        resources_per_worker: dict[str, str | int] | None = None,
+        launcher_resources: dict[str, str | int] | None = None,
+        runtime: str = "mpi-openmpi",
+        env: dict[str, str] | None = None,
+        node_selector: dict[str, str] | None = None,
+        volumes: Sequence[dict[str, Any]] | None = None,
+        queue: str | None = None,
+        dry_run: bool = False,
+        worker_image: str | None = None,
+        launcher_image: str | None = None,
+        env_from_secret: dict[str, str] | None = None,
+        data_connection: str | Sequence[str] | None = None,
+        pvc: str | Sequence[str] | None = None,
+    ) -> MPIJob:
+        if command is not None and (isinstance(command, str) or not all(isinstance(c, str) for c in command) or not command):
+            raise InvalidJobError(f"command {command!r}: give a non-empty list of strings, e.g. ['mpirun', 'python3', 'train.py']", field="command")
+        for f, v in (("image", image), ("worker_image", worker_image), ("launcher_image", launcher_image)):
+            if v is not None and (not isinstance(v, str) or not v.strip()):
+                raise InvalidJobError(f"{f}={v!r}: give an image reference, e.g. ghcr.io/mpijob/openmpi:4.1", field=f)
+        _v.check_str_map("env", env)
+        _v.warn_secret_looking(env)
+        _v.check_str_map("node_selector", node_selector)
+        vols = _v.volumes(volumes)
+        inp = _jobspec.Input(
+            name=name, namespace=self.namespace, runtime=runtime, workers=workers, slots_per_worker=slots_per_worker or 0,
+            image=image or "", worker_image=worker_image or "", launcher_image=launcher_image or "",
+            command=list(command or []), resources_per_worker=_v.resources("resources_per_worker", resources_per_worker),
+            launcher_resources=_v.resources("launcher_resources", launcher_resources),
+            env=_v.env_list(env, env_from_secret), node_selector=dict(node_selector or {}), queue=queue or "",
+            data_connections=_v.names("data_connection", data_connection), pvcs=[_dataconn.PVC.parse(p) for p in _v.names("pvc", pvc)])
+        if slots_per_worker is not None:
+            _v.check_int("slots_per_worker", slots_per_worker, 1)
+        _b.build(inp, _b.offline_runtime(runtime))  # what needs no cluster is checked first
+        job = _b.build(inp, self._runtime(runtime))
+        self._check_storage(inp)
+        if vols:
+            job.train_job["spec"].setdefault("runtimePatches", []).append(_b.patch(None, vols))
+        return self._create(job, dry_run)
+
+    def _check_storage(self, inp: _jobspec.Input) -> None:
+        for name in inp.data_connections:
+            secret = self._api.get_secret(name)
+            problem = _dataconn.check(name, secret)
+            if problem is None:
+                continue
+            hint = ""
+            if secret is None:
+                names = self._api.list_connections()
+                close = closest(name, names)
+                hint = f" (did you mean {close}?)" if close else (f" (this namespace has: {', '.join(names)})" if names else "")
+            raise InvalidJobError(f"data_connection {name!r}: " + (f"key {problem.key} " if problem.key else "") + problem.problem + hint,
+                                  field="data_connection")
+        for p in inp.pvcs:
+            if not self._api.pvc_exists(p.claim):
+                raise InvalidJobError(f"pvc {p.claim!r}: no such PersistentVolumeClaim in namespace {self.namespace}: create it first "
+                                      "(kubectl get pvc lists them)", field="pvc")
+
+    def get_progress(self, name: str) -> list[_progress.Report]:
+        self._get(name)
+        launchers, _ = self._pods(name)
+        if not launchers:
+            return []
+        log = self._api.pod_log(launchers[0].metadata.name, container="node", timestamps=True)
+        return _progress.parse_log(log or "")
+
+    def get_artifacts(self, name: str, download_dir: str | None = None, files: Sequence[str] | None = None) -> list[dict[str, Any]]:
+        from .. import artifacts as _artifacts
+
+        obj = self._get(name)
+        rt_ref = (obj.get("spec") or {}).get("runtimeRef") or {}
+        conns: list[str] = []
+        pvcs: list[_dataconn.PVC] = []
+        spec: dict[str, Any] = {}
+        if rt_ref.get("kind") == "TrainingRuntime":
+            spec = self._api.job_runtime(rt_ref["name"])["spec"]
+            _, worker = _jobspec._node_containers(spec)
+            conns = _dataconn.connections_of((worker or {}).get("env") or [])
+            pvcs = _jobspec._pvcs_of(spec, worker or {})
+        if not conns and pvcs:
+            with _artifacts.PVCReader(self._api, obj, _artifacts.reader_template(spec), pvcs[0],
+                                      say=_log.info) as reader:
+                return _artifacts.list_and_download_pvc(reader, download_dir, list(files or []))
+        if not conns:
+            raise InvalidJobError(f"job {name} has no data connection or PVC, so it has no artifacts to list: create it "
+                                  f"with data_connection= or pvc= and have it write to ${_dataconn.OUTPUT_ENV}", field="name")
+        secret = self._api.get_secret(conns[0])
+        problem = _dataconn.check(conns[0], secret)
+        if problem is not None:
+            raise InvalidJobError(str(problem), field="data_connection")
+        assert secret is not None
+        return _artifacts.list_and_download(conns[0], secret["data"], name, download_dir, list(files or []))
+
+    def _create(self, job: _jobspec.Job, dry_run: bool) -> MPIJob:
+        body, rt = job.train_job, job.runtime
+        if rt is not None:
+            self._api.create_job_runtime(rt)
+        try:
+            obj = self._api.create_trainjob(body, dry_run, retry=rt is not None)
+        except MPIJobError:
+            if rt is not None:
+                self._api.delete_job_runtime(rt["metadata"]["name"])
+            raise
+        if rt is not None:
+            if dry_run:
+                self._api.delete_job_runtime(rt["metadata"]["name"])
+            else:
+                self._api.give_runtime_to(rt["metadata"]["name"], obj)
+        return MPIJob.from_trainjob(obj)
+
+    def get_job(self, name: str) -> MPIJob:
+        obj = self._get(name)
+        return self._say_stale([MPIJob.from_trainjob(obj, self._hosts_ranks(obj))])[0]
+
+    def _say_stale(self, jobs: list[MPIJob]) -> list[MPIJob]:
+        readable, lease = self._api.manager_lease()
+        if not readable or not jobs:
+            return jobs
+        now = datetime.now(timezone.utc)
+        running, since = manager_state(lease, now)
+        for j in jobs:
+            if j.status.from_manager:
+                j.status.stale_note = stale_note(running, since, j.status.observed_time, now)
+        return jobs
+
+    def list_jobs(self, runtime: str | None = None, phase: str | None = None) -> list[MPIJob]:
+        if phase is not None and phase not in PHASES:
+            raise InvalidJobError(f"phase {phase!r}: use one of {', '.join(PHASES)}", field="phase")
+        items = self._api.list_trainjobs()
+        rank_hosts = {r.name: r.launcher_hosts_ranks for r in self._runtimes_safe()}
+        jobs = [MPIJob.from_trainjob(o, rank_hosts.get((o.get("spec") or {}).get("runtimeRef", {}).get("name"), False)) for o in items]
+        return self._say_stale(sorted((j for j in jobs if (runtime is None or j.runtime == runtime) and (phase is None or j.status.phase == phase)),
+                                      key=lambda j: j.name))
+
+    def list_runtimes(self) -> list[Runtime]:
+        items = self._api.list_cluster_runtimes()
+        out = []
+        for r in items:
+            spec = r.get("spec") or {}
+            if not ((spec.get("mlPolicy") or {}).get("mpi")):
+                continue
+            ann = (r.get("metadata") or {}).get("annotations") or {}
+            out.append(Runtime(
+                name=r["metadata"]["name"], mpi_implementation=ann.get("mpijob.dev/mpi-implementation", ""),
+                description=ann.get("mpijob.dev/description", ""), launcher_hosts_ranks=_b.launcher_hosts_ranks(r),
+                worker_image=_b.worker_image(r), raw=r))
+        return sorted(out, key=lambda r: r.name)
+
+    def wait_for_job(self, name: str, phases: Iterable[str] = ("Succeeded",), timeout: float = 600,
+                     poll_interval: float = 2) -> MPIJob:
+        wanted = {phases} if isinstance(phases, str) else set(phases)
+        for p in wanted:
+            if p not in PHASES:
+                raise InvalidJobError(f"phases: {p!r} is not a phase; use {', '.join(PHASES)}", field="phases")
+        _v.check_seconds("timeout", timeout)
+        _v.check_seconds("poll_interval", poll_interval)
+        deadline = time.monotonic() + timeout
+        while True:
+            obj = self._get(name)
+            s = JobStatus.from_trainjob(obj)
+            if s.phase in wanted or ("Running" in wanted and s.phase == "Succeeded"):
+                return MPIJob.from_trainjob(obj, self._hosts_ranks(obj))
+            # A job that can never start never reaches a later phase.
+            never = s.reason in NEVER_STARTS and not wanted & {"Pending", "Queued", "GangScheduling"}
+            if s.finished or never:
+                msg = f"job {name} finished {s.phase}, not {'/'.join(sorted(wanted))}"
+                if never:
+                    msg = f"job {name} can never reach {'/'.join(sorted(wanted))}"
+                if s.reason:
+                    msg += f": {s.reason}: {s.message}"
+                if s.next_step:
+                    msg += f" Next step: {s.next_step}"
+                raise JobFailedError(msg, status=s)
+            if time.monotonic() >= deadline:
+                raise WaitTimeoutError(f"job {name} did not reach {'/'.join(sorted(wanted))} within {timeout:g}s; "
+                                       f"it is {s.phase}: {s.message}", status=s)
+            time.sleep(poll_interval)
+
+    def watch(self, name: str, timeout: float = 3600, events: bool = True) -> Iterator[LifecycleEvent]:
+        job = self.get_job(name)
+        yield LifecycleEvent("submitted", job.status.phase, f"job {name} on runtime {job.runtime}", job.status, _logs.now())
+        last_phase, last_ready = None, None
+        last_training = ""
+        seen: set[tuple[str, str, str, str, int]] = set()
+        status = job.status
+        deadline = time.monotonic() + timeout
+
+        def new_events() -> Iterator[LifecycleEvent]:
+            if not events:
+                return
+            for e in self.get_events(name):
+                key = (e.kind, e.object, e.reason, e.message, e.count)
+                if key in seen:
+                    continue
+                seen.add(key)
+                yield LifecycleEvent("event", status.phase, f"{e.type} {e.reason} ({e.kind} {e.object}): {e.message}", status, e.time, event=e)
+
+        while time.monotonic() < deadline:
+            for kind, obj in self._api.watch_trainjob(name, max(1, min(5, int(deadline - time.monotonic())))):
+                if kind == "DELETED":
+                    return
+                status = JobStatus.from_trainjob(obj)
+                # Only what the manager said, and only with its words: no phase guessed
+                # before it wrote one, no empty message.
+                if status.from_manager and status.message and status.phase != last_phase:
+                    last_phase = status.phase
+                    yield LifecycleEvent(event_kind(status.phase), status.phase, status.message, status, _logs.now())
+                ready = (status.workers_ready, status.workers_total)
+                if status.from_manager and not status.finished and status.workers_total and ready != last_ready:
+                    if last_ready is not None or status.workers_ready:
+                        yield LifecycleEvent("progress", status.phase, f"Workers ready {ready[0]}/{ready[1]}", status, _logs.now())
+                    last_ready = ready
+                # Training progress the ranks report (mpijob.progress), as the manager publishes it.
+                trained = _progress.Progress.from_annotations((obj.get("metadata") or {}).get("annotations"))
+                if trained is not None and str(trained) and str(trained) != last_training:
+                    last_training = str(trained)
+                    metrics = ", ".join(f"{k} {v:.4g}" for k, v in sorted(trained.metrics.items()))
+                    yield LifecycleEvent("progress", status.phase, f"training {trained}" + (f" ({metrics})" if metrics else ""), status, _logs.now())
+                if status.finished:
+                    yield from new_events()
+                    return
+            yield from new_events()
+
+    def get_events(self, name: str) -> list[JobEvent]:
+        evs = self._api.list_events()
+        # The manager vouches for its own Events in the job's status; an Event that claims to be
+        # the manager's and is not vouched for is marked forged (as kubectl mpijob events does).
+        digests: list[str] = []
+        try:
+            raw = (self._api.get_trainjob(name).get("metadata") or {}).get("annotations") or {}
+            digests = list(json.loads(raw.get(STATUS_ANNOTATION, "{}")).get("eventDigests") or [])
+        except (MPIJobError, ValueError, AttributeError, TypeError):
+            digests = []  # no status to vouch: every Event that claims the manager is marked
+        out: list[JobEvent] = []
+        for ev in evs:
+            o = ev.involved_object
+            if o is None or not is_job_object(name, o.kind or "", o.name or ""):
+                continue
+            src = ev.source.component if ev.source else ""
+            forged = forged_event(ev.type or "", ev.reason or "", ev.message or "",
+                                  (ev.reporting_component or "", src or "", ev.reporting_instance or ""), digests)
+            out.append(JobEvent(type=clean_text(ev.type or ""), reason=clean_text(ev.reason or ""),
+                                message=clean_text(ev.message or ""), kind=o.kind or "",
+                                object=o.name or "", time=ev.last_timestamp or ev.event_time or ev.first_timestamp
+                                or (ev.metadata.creation_timestamp if ev.metadata else None), count=ev.count or 1,
+                                forged=forged))
+        epoch = datetime.min.replace(tzinfo=timezone.utc)
+        out.sort(key=lambda x: x.time or epoch)
+        return out
+
+    def get_logs(self, name: str, worker: int | str | None = None, follow: bool = False,
+                 since: int | str | timedelta | None = None, until: datetime | None = None,
+                 tail: int | None = None, grep: str | None = None, redact: bool = True,
+                 rank: int | str | None = None, source: str = "auto") -> str | Iterator[str]:
+        rx = None
+        if grep is not None:
+            try:
+                rx = re.compile(grep)
+            except re.error as e:
+                raise InvalidJobError(f"grep {grep!r} is not a regular expression: {e}", field="grep") from None
+        if tail is not None:
+            _v.check_int("tail", tail, 0)
+        since_s = None
+        if since is not None:
+            since_s = _v.seconds("since", since)
+        if until is not None and not isinstance(until, datetime):
+            raise InvalidJobError(f"until={until!r}: use a datetime, e.g. datetime.now(timezone.utc) - timedelta(minutes=5)", field="until")
+        if not (worker is None or worker == "all" or (isinstance(worker, int) and worker >= 0)):
+            raise InvalidJobError(f"worker {worker!r}: use None (the Launcher), a Worker index, or 'all'", field="worker")
+        ranks: set[int] | None = None
+        if rank is not None:
+            if isinstance(rank, bool) or not isinstance(rank, (int, str)):
+                raise InvalidJobError(f"rank={rank!r}: give a rank number, a range like '0-3', or a list like '0,2,5-7'", field="rank")
+            if worker is not None:
+                raise InvalidJobError(f"rank={rank!r}: the ranks' output is in the Launcher's log, so rank= goes with worker=None",
+                                      field="rank")
+            try:
+                ranks = _logs.parse_selection(str(rank))
+            except ValueError as e:
+                raise InvalidJobError(f"rank={rank!r}: {e}", field="rank") from None
+        if source not in ("auto", "pods", "store"):
+            raise InvalidJobError(f"source={source!r}: use 'auto', 'pods' or 'store'", field="source")
+        if source == "store" and follow:
+            raise InvalidJobError("source='store' reads what is stored and ends: drop follow=True", field="source")
+        obj = self._get(name)
+        launcher, workers = self._pods(name)
+        status = JobStatus.from_trainjob(obj)
+        store = source != "pods" and self._api.log_store_available()
+        if source == "store" and not store:
+            raise JobNotFoundError("source='store': this cluster keeps no log store (the logs.mpijob.dev API is not served); "
+                                   "an administrator installs one with config/logstore, or read the pods with source='pods'", name=name)
+        forced = source == "store"
+        no_store = "" if store else ", and this cluster keeps no log store to read once pods are gone"
+        by_index: dict[int, Any] = {}
+        for i, p in enumerate(workers):
+            try:
+                by_index[int((p.metadata.labels or {}).get(COMPLETION_INDEX, i))] = p
+            except (TypeError, ValueError):
+                by_index[i] = p
+        total = max([int(((obj.get("spec") or {}).get("trainer") or {}).get("numNodes") or 0)] + [i + 1 for i in by_index])
+
+        # Where each log is read: the CLI's and the dashboard's rule (logs.log_from).
+        def where(role: str, live: bool) -> str:
+            return _logs.log_from(role, pod_live=live, launcher_live=bool(launcher), finished=status.finished, store=store,
+                            store_only=forced)
+
+        def launcher_src() -> _Source | None:
+            src = where("launcher", bool(launcher))
+            if src == "none":
+                return None
+            return _Source("launcher", launcher[0] if src == "pod" else None, "launcher", None)
+
+        def worker_src(i: int) -> _Source | None:
+            src = where("worker", i in by_index)
+            if src == "none":
+                return None
+            return _Source(f"worker-{i}", by_index[i] if src == "pod" else None, "worker", i)
+
+        sources: list[_Source] = []
+        if worker is None:
+            src = launcher_src()
+            if src is None:
+                raise JobNotFoundError(f"job {name} has no Launcher pod (phase {status.phase}){no_store}; try worker='all'", name=name)
+            sources = [src]
+        elif worker == "all":
+            sources = [s for s in [launcher_src()] + [worker_src(i) for i in range(total)] if s is not None]
+        else:
+            assert isinstance(worker, int)
+            if worker >= total:
+                raise JobNotFoundError(f"worker {worker}: job {name} has {total} Workers (0 to {total - 1})", name=name)
+            src = worker_src(worker)
+            if src is None:
+                raise JobNotFoundError(f"worker {worker}: job {name} has no pod for Worker {worker} (phase {status.phase}){no_store}",
+                                       name=name)
+            sources = [src]
+        if not sources:
+            raise JobNotFoundError(f"job {name} has no pods yet", name=name)
+        prefix = len(sources) > 1
+        redactors = {s.label: Redactor() for s in sources}
+
+        def render(label: str, raw: str) -> str | None:
+            ts, _, text = raw.partition(" ")
+            t = _logs.parse_ts(ts)
+            if t is None:
+                text = raw
+            if until is not None and t is not None and t > until.astimezone(timezone.utc):
+                return None
+            if ranks is not None:
+                tagged = _logs.split_rank(text)
+                if tagged is None or tagged[0] not in ranks:
+                    return None
+            if redact:
+                text = redactors[label].line(text)
+            if rx is not None and not rx.search(text):
+                return None
+            return (f"[{label}] " if prefix else "") + text
+
+        kwargs: dict[str, Any] = {"timestamps": True}
+        if since_s:
+            kwargs["since_seconds"] = since_s
+        if tail is not None:
+            kwargs["tail_lines"] = tail
+        live = [(s.label, s.pod) for s in sources if s.pod is not None]
+        self.last_log_sources = {s.label: ("pod" if s.pod is not None else "log store") for s in sources}
+        if follow and live:
+            if len(live) < len(sources):
+                _log.info("following the live pods only; %s: pod gone, its lines are in the log store",
+                          ", ".join(s.label for s in sources if s.pod is None))
+            return self._follow(live, kwargs, render)
+        streams = []
+        for src in sources:
+            if src.pod is None:
+                lines = self._api.stored_log(name, src.role, src.index, since_seconds=since_s).splitlines()
+                if tail is not None:
+                    lines = lines[-tail:] if tail else []
+                _log.info("lines of %s come from the log store: %s", src.label,
+                          "asked with source='store'" if forced else "the pod is gone")
+                streams.append((src.label, lines))
+                continue
+            live_text = self._api.pod_log(src.pod.metadata.name, **kwargs)
+            if live_text is None:
+                if len(sources) > 1:
+                    continue  # the pod went away meanwhile (Workers end with the job)
+                raise JobNotFoundError(f"job {name}: its {src.label} pod {src.pod.metadata.name} is gone", name=name)
+            lines = live_text.splitlines()
+            # The kubelet serves a pod's current log file only: the lines it rotated away come
+            # from the store, before the first line it serves.
+            if store and source == "auto" and tail is None and lines:
+                first = lines[0].partition(" ")[0]
+                if _logs.parse_ts(first) is not None:
+                    older = self._api.stored_log(name, src.role, src.index, since_seconds=since_s, end=first).splitlines()
+                    if older:
+                        _log.info("the first %d lines of %s come from the log store: the kubelet rotated them out of "
+                                  "the pod's log", len(older), src.label)
+                        self.last_log_sources[src.label] = "log store, then pod"
+                        lines = older + lines
+            streams.append((src.label, lines))
+        out = []
+        for label, raw in _logs.merge_logs(streams):
+            line = render(label, raw)
+            if line is not None:
+                out.append(line)
+        return "\n".join(out) + ("\n" if out else "")
+
+    def _follow(self, sources: list[tuple[str, Any]], kwargs: dict[str, Any], render: Callable[[str, str], str | None]) -> Iterator[str]:
+        # One pod: stream it. Several: poll each in turn for new lines.
+        if len(sources) == 1:
+            label, pod = sources[0]
+            for text in self._api.stream_pod_log(pod.metadata.name, **kwargs):
+                line = render(label, text)
+                if line is not None:
+                    yield line
+            return
+        # Per pod: the time of the newest line printed, and the lines printed
+        # at that very time (lines can share a timestamp).
+        seen: dict[str, tuple[datetime, set[str]]] = {}
+        active = list(sources)
+        while active:
+            running = False
+            for label, pod in list(active):
+                args = dict(kwargs)
+                if label in seen:
+                    args.pop("tail_lines", None)
+                    args["since_seconds"] = max(1, int((_logs.now() - seen[label][0]).total_seconds()) + 2)
+                log = self._api.pod_log(pod.metadata.name, **args)
+                phase = self._api.pod_phase(pod.metadata.name) if log is not None else None
+                if log is None or phase is None:
+                    active.remove((label, pod))  # the pod went away (Workers end with the job)
+                    continue
+                for raw in log.splitlines():
+                    t = _logs.parse_ts(raw.partition(" ")[0])
+                    if t is not None and label in seen:
+                        last, at_last = seen[label]
+                        if t < last or (t == last and raw in at_last):
+                            continue
+                    if t is not None:
+                        last, at_last = seen.get(label, (t, set()))
+                        seen[label] = (t, at_last | {raw}) if t == last else (t, {raw})
+                    line = render(label, raw)
+                    if line is not None:
+                        yield line
+                running = running or phase in ("Pending", "Running")
+            if not running:
+                return
+            time.sleep(1)
+
+    def delete_job(self, name: str, grace_period: int | None = None, wait: bool = True, timeout: float = 120) -> None:
+        if grace_period is not None and (isinstance(grace_period, bool) or not isinstance(grace_period, int) or grace_period < 0):
+            raise InvalidJobError(f"grace_period={grace_period!r}: use whole seconds, 0 or more (0: at once), or None for each pod's own",
+                                  field="grace_period")
+        _v.check_seconds("timeout", timeout)
+        self._api.delete_trainjob(name, grace_period)
+        if grace_period is not None:
+            # The garbage collector deletes the pods with their own grace period;
+            # a second delete with a shorter one shortens it.
+            self._api.delete_job_pods(name, grace_period)
+        if not wait:
+            return
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            launcher, workers = self._api.job_pods(name)
+            if not launcher and not workers and not self._api.trainjob_exists(name):
+                return
+            time.sleep(0.5)
+        raise WaitTimeoutError(f"job {name}: pods still there after {timeout:g}s (deletion continues in the cluster)")
+
+    def clone_job(self, name: str, new_name: str, **overrides: Any) -> MPIJob:
+        _v.check_name(new_name)
+        if "command" in overrides:
+            command = overrides["command"]
+            if isinstance(command, str) or not command or not all(isinstance(c, str) for c in command):
+                raise InvalidJobError(f"command {command!r}: give a non-empty list of strings, e.g. ['mpirun', 'python3', 'train.py']", field="command")
+        allowed = {"command", "workers", "image", "worker_image", "launcher_image", "slots_per_worker", "resources_per_worker",
+                   "launcher_resources", "runtime", "env", "env_from_secret", "node_selector", "volumes", "queue", "dry_run"}
+        unknown = set(overrides) - allowed
+        if unknown:
+            raise InvalidJobError(f"clone_job does not know {sorted(unknown)}: use {sorted(allowed)}", field=sorted(unknown)[0])
+        src = self._get(name)
+        spec = src.get("spec") or {}
+        meta = src.get("metadata") or {}
+        ref = spec.get("runtimeRef") or {}
+        rt = None
+        if ref.get("kind") == "TrainingRuntime":
+            rt = self._api.job_runtime(ref["name"])
+        base_name = (meta.get("labels") or {}).get(_jobspec.BASE_RUNTIME_LABEL) or ref.get("name", "")
+        inp, kept = _jobspec.input_of(src, rt, self._runtime(base_name))
+        o = dict(overrides)
+        # clone_job takes create_job's arguments and checks them the same way.
+        command = o.get("command", inp.command or None)
+        if "command" in o and (isinstance(command, str) or not command or not all(isinstance(c, str) for c in command)):
+            raise InvalidJobError(f"command {command!r}: give a non-empty list of strings, e.g. ['mpirun', 'python3', 'train.py']", field="command")
+        for f in ("image", "worker_image", "launcher_image"):
+            if f in o and (not isinstance(o[f], str) or not o[f].strip()):
+                raise InvalidJobError(f"{f}={o[f]!r}: give an image reference, e.g. ghcr.io/mpijob/openmpi:4.1", field=f)
+        if "image" in o:
+            inp.image, inp.worker_image, inp.launcher_image = o["image"], "", ""
+        inp.worker_image = o.get("worker_image", inp.worker_image)
+        inp.launcher_image = o.get("launcher_image", inp.launcher_image)
+        inp.name = new_name
+        inp.command = list(command or [])
+        if "workers" in o:
+            _v.check_int("workers", o["workers"], 1)
+            inp.workers = o["workers"]
+        if "slots_per_worker" in o:
+            _v.check_int("slots_per_worker", o["slots_per_worker"], 1)
+            inp.slots_per_worker = o["slots_per_worker"]
+        if "runtime" in o:
+            inp.runtime = o["runtime"]
+        if "env" in o or "env_from_secret" in o:
+            _v.check_str_map("env", o.get("env"))
+            _v.warn_secret_looking(o.get("env"))
+            env_by_name = {var["name"]: var for var in inp.env}
+            for var in _v.env_list(o.get("env"), o.get("env_from_secret")):
+                env_by_name[var["name"]] = var
+            inp.env = list(env_by_name.values())
+        for key in ("resources_per_worker", "launcher_resources"):
+            if key in o:
+                res = dict(getattr(inp, key) or {})
+                res.update(_v.resources(key, o[key]))
+                setattr(inp, key, res)
+        if "node_selector" in o:
+            _v.check_str_map("node_selector", o["node_selector"])
+            inp.node_selector = dict(o["node_selector"] or {})
+        if "queue" in o:
+            inp.queue = o["queue"] or ""
+        job = _b.build(inp, self._runtime(inp.runtime))
+        tj = job.train_job
+        if "volumes" in o:
+            kept = [p for p in kept if p.get("manager") not in (PATCH_MANAGER, *_jobspec.LEGACY_PATCH_MANAGERS)]
+            vols = _v.volumes(o["volumes"])
+            if vols:
+                kept.append(_b.patch(None, vols))
+        if kept:
+            tj["spec"].setdefault("runtimePatches", []).extend(kept)
+        labels = {k: v for k, v in (meta.get("labels") or {}).items() if k not in (_jobspec.BASE_RUNTIME_LABEL, QUEUE_LABEL)}
+        if labels:
+            tj["metadata"].setdefault("labels", {}).update(labels)
+        annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
+                       if k not in (STATUS_ANNOTATION, CREATOR_ANNOTATION, "kubectl.kubernetes.io/last-applied-configuration")}
+        if annotations:
+            tj["metadata"]["annotations"] = annotations
+        return self._create(job, bool(o.get("dry_run")))
+
+    def convert_legacy(self, manifest: str | dict[str, Any]) -> dict[str, Any]:
+        return _convert.convert(manifest, _convert.shipped_runtimes())
+
+    def _get(self, name: str) -> dict[str, Any]:
+        return self._api.get_trainjob(name)
+
+    def _runtime(self, name: str) -> dict[str, Any]:
+        return self._api.cluster_runtime(name)
+
+    def _runtimes_safe(self) -> list[Runtime]:
+        try:
+            return self.list_runtimes()
+        except MPIJobError:
+            return []
+
+    def _hosts_ranks(self, obj: dict[str, Any]) -> bool:
+        try:
+            return _b.launcher_hosts_ranks(self._runtime((obj.get("spec") or {}).get("runtimeRef", {}).get("name", "")))
+        except MPIJobError:
+            return False
+
+    def _pods(self, name: str) -> tuple[list[Any], list[Any]]:
+        return self._api.job_pods(name)
+
+
+class _Source:
+    """One log asked for: a pod's, or (``pod`` None) the log store's lines of its role and index."""
+
+    def __init__(self, label: str, pod: Any, role: str, index: int | None):
+        self.label, self.pod, self.role, self.index = label, pod, role, index
+
+
+def _unreachable(backend: KubernetesBackend, e: Exception) -> APIUnreachableError:
+    host = backend._api.host
+    reason = getattr(e, "reason", None) or e
+    return APIUnreachableError(f"cannot reach the Kubernetes API server at {host} ({type(reason).__name__}): check that the "
+                               "cluster runs and that your kubeconfig context points at it (kubectl config current-context)")
+
+
+def _reachable(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Turn a connection failure of ``fn`` (or of the iterator it returns) into APIUnreachableError."""
+    @functools.wraps(fn)
+    def wrapper(self: KubernetesBackend, *args: Any, **kwargs: Any) -> Any:
+        try:
+            out = fn(self, *args, **kwargs)
+        except urllib3.exceptions.HTTPError as e:
+            raise _unreachable(self, e) from None
+        if inspect.isgenerator(out):
+            return _reachable_iter(self, out)
+        return out
+    return wrapper
+
+
+def _reachable_iter(backend: KubernetesBackend, it: Iterator[Any]) -> Iterator[Any]:
+    try:
+        yield from it
+    except urllib3.exceptions.HTTPError as e:
+        raise _unreachable(backend, e) from None
+
+
+for _name, _fn in list(vars(KubernetesBackend).items()):
+    if not _name.startswith("_") and callable(_fn):
+        setattr(KubernetesBackend, _name, _reachable(_fn))
