@@ -1,0 +1,349 @@
+"""The Kubernetes backend (mpijob.backends.kubernetes) over stand-ins of the official client's APIs."""
+
+from datetime import datetime, timezone
+from typing import Any, ClassVar
+
+import pytest
+import yaml
+from support import REPO, RUNTIME_NOT_SEEN, _FlakyCustom, _offline_client, _RecordingCustom, _trainjob
+
+from mpijob import (
+    InvalidJobError,
+    JobFailedError,
+    MPIJob,
+    MPIJobClient,
+)
+
+
+def test_create_waits_for_trainer_to_see_the_jobs_runtime(monkeypatch):
+    monkeypatch.setattr("time.sleep", lambda s: None)
+    from mpijob import jobspec
+    rt = {"metadata": {"name": "j", "labels": {jobspec.JOB_LABEL: "j"}}}
+    tj = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "j", "namespace": "team-a"}, "spec": {}}
+    custom = _FlakyCustom(refusals=2)
+    job = _offline_client(custom)._backend._create(jobspec.Job(train_job=tj, runtime=rt), dry_run=False)
+    assert job.name == "j"
+    assert custom.calls == ["trainingruntimes", "trainjobs", "trainjobs", "trainjobs", "patch trainingruntimes"]
+
+
+def test_create_does_not_retry_other_refusals(monkeypatch):
+    monkeypatch.setattr("time.sleep", lambda s: None)
+    from mpijob import jobspec
+    rt = {"metadata": {"name": "j", "labels": {jobspec.JOB_LABEL: "j"}}}
+    tj = {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "metadata": {"name": "j", "namespace": "team-a"}, "spec": {}}
+    custom = _FlakyCustom(refusals=0, other=next(v["error"] for v in RUNTIME_NOT_SEEN if not v["retry"]))
+    with pytest.raises(Exception) as e:
+        _offline_client(custom)._backend._create(jobspec.Job(train_job=tj, runtime=rt), dry_run=False)
+    assert "numNodes" in str(e.value)
+    assert custom.calls == ["trainingruntimes", "trainjobs", "delete trainingruntimes"]
+
+
+def test_env_from_secret_keeps_the_value_out_of_the_job(monkeypatch):
+    custom = _RecordingCustom()
+    c = _offline_client(custom)
+    c.create_job("s3", ["mpirun", "train"], workers=2, env={"BUCKET": "data", "TOKEN": "plain"},
+                 env_from_secret={"AWS_SECRET_ACCESS_KEY": "s3-credentials:secret-key", "TOKEN": "api"})
+    assert custom.created["trainjobs"]["spec"]["trainer"]["env"] == [
+        {"name": "BUCKET", "value": "data"},
+        {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "api", "key": "TOKEN"}}},
+        {"name": "AWS_SECRET_ACCESS_KEY", "valueFrom": {"secretKeyRef": {"name": "s3-credentials", "key": "secret-key"}}},
+    ]
+
+
+def _k8s_event(kind, name, reason, message, ts, type_="Normal", count=1):
+    from kubernetes import client as k
+    return k.CoreV1Event(involved_object=k.V1ObjectReference(kind=kind, name=name), reason=reason, message=message,
+                         type=type_, count=count, last_timestamp=ts, metadata=k.V1ObjectMeta(name=f"{name}.{reason}"))
+
+
+class _FakeCore:
+    def __init__(self, events):
+        self.events = events
+
+    def list_namespaced_event(self, namespace):
+        from kubernetes import client as k
+        return k.CoreV1EventList(items=list(self.events))
+
+
+def test_get_events_keeps_the_jobs_own_oldest_first():
+    t0 = datetime(2026, 11, 22, 10, 0, tzinfo=timezone.utc)
+    from datetime import timedelta
+    c = _offline_client(None)
+    c._backend._api._core = _FakeCore([
+        _k8s_event("Pod", "hello-node-0-1-abcde", "Started", "Started container node", t0 + timedelta(seconds=5)),
+        _k8s_event("Pod", "hello-4-node-0-0-abcde", "Started", "not hello's", t0),
+        _k8s_event("TrainJob", "hello", "Running", "Running on 2 Workers.", t0 + timedelta(seconds=9)),
+        _k8s_event("Workload", "trainjob-hello-8f2k1", "QuotaReserved", "Quota reserved", t0 + timedelta(seconds=1)),
+        _k8s_event("TrainJob", "hello-4", "Running", "not hello's either", t0),
+    ])
+    got = [(e.kind, e.object, e.reason) for e in c.get_events("hello")]
+    assert got == [("Workload", "trainjob-hello-8f2k1", "QuotaReserved"), ("Pod", "hello-node-0-1-abcde", "Started"),
+                   ("TrainJob", "hello", "Running")]
+
+
+class _FakeWatch:
+    """k8s_watch.Watch stand-in: the first stream yields the given TrainJob states."""
+    states: ClassVar[list[Any]] = []
+
+    def stream(self, *args, **kwargs):
+        states, _FakeWatch.states = _FakeWatch.states, []
+        for st in states:
+            yield {"type": "MODIFIED", "object": _trainjob(st)}
+
+    def stop(self):
+        pass
+
+
+def test_watch_yields_phases_progress_and_events(monkeypatch):
+    t0 = datetime(2026, 11, 22, 10, 0, tzinfo=timezone.utc)
+    c = _offline_client(_RecordingCustom())
+    c._backend._api._core = _FakeCore([_k8s_event("Pod", "hello-node-0-0-abcde", "Pulled", "image pulled", t0),
+                         _k8s_event("Pod", "hello-4-node-0-0-abcde", "Pulled", "not hello's", t0)])
+    monkeypatch.setattr(c._backend, "get_job", lambda name: MPIJob.from_trainjob(_trainjob(None)))
+    _FakeWatch.states = [
+        None,  # the manager has not written yet: no phase guessed
+        {"phase": "Pending", "message": "", "workersTotal": 2},  # no message: not yielded
+        {"phase": "GangScheduling", "message": "Waiting for 1 Worker to be scheduled.", "workersReady": 0, "workersTotal": 2},
+        {"phase": "Starting", "message": "Workers are starting.", "workersReady": 1, "workersTotal": 2},
+        {"phase": "Starting", "message": "Workers are starting.", "workersReady": 1, "workersTotal": 2},  # nothing new
+        {"phase": "Running", "message": "Running on 2 Workers.", "workersReady": 2, "workersTotal": 2},
+        {"phase": "Succeeded", "message": "The Launcher completed.", "workersReady": 0, "workersTotal": 2},
+    ]
+    monkeypatch.setattr("mpijob.backends.kube_api.k8s_watch.Watch", _FakeWatch)
+    got = [(ev.kind, ev.message) for ev in c.watch("hello", timeout=30)]
+    assert got == [
+        ("submitted", "job hello on runtime mpi-openmpi"),
+        ("scheduling", "Waiting for 1 Worker to be scheduled."),
+        ("scheduling", "Workers are starting."),
+        ("progress", "Workers ready 1/2"),
+        ("running", "Running on 2 Workers."),
+        ("progress", "Workers ready 2/2"),
+        ("completed", "The Launcher completed."),
+        ("event", "Normal Pulled (Pod hello-node-0-0-abcde): image pulled"),
+    ]
+
+
+class _DeleteRecorder(_FlakyCustom):
+    def __init__(self):
+        super().__init__(refusals=0)
+        self.deleted = []
+
+    def delete_namespaced_custom_object(self, group, version, namespace, plural, name, body=None):
+        self.deleted.append((plural, name, body.grace_period_seconds))
+
+
+class _PodDeleter:
+    def __init__(self):
+        self.calls = []
+
+    def delete_collection_namespaced_pod(self, namespace, label_selector, grace_period_seconds):
+        self.calls.append((namespace, label_selector, grace_period_seconds))
+
+
+@pytest.mark.parametrize("grace,pods", [(0, [("team-a", "jobset.sigs.k8s.io/jobset-name=hello", 0)]), (5, [("team-a", "jobset.sigs.k8s.io/jobset-name=hello", 5)]), (None, [])])
+def test_delete_grace_period_reaches_the_pods(grace, pods):
+    custom, core = _DeleteRecorder(), _PodDeleter()
+    c = _offline_client(custom)
+    c._backend._api._core = core
+    c.delete_job("hello", grace_period=grace, wait=False)
+    assert custom.deleted == [("trainjobs", "hello", grace)]
+    assert core.calls == pods
+
+
+class _Cluster:
+    """Stand-ins of CustomObjectsApi and CoreV1Api over a few objects in team-a: enough for
+    the public methods' mocked-API tests (no cluster)."""
+
+    def __init__(self, jobs=(), pods=(), logs=None):
+        self.jobs = {j["metadata"]["name"]: j for j in jobs}
+        self.runtimes = {n: yaml.safe_load((REPO / "config" / "runtimes" / f"{n}.yaml").read_text())
+                         for n in ("mpi-openmpi", "mpi-openmpi-gpu", "mpi-intel")}
+        self.pods, self.logs, self.created = list(pods), dict(logs or {}), []
+
+    # CustomObjectsApi
+    def get_namespaced_custom_object(self, group, version, namespace, plural, name):
+        from kubernetes.client.rest import ApiException
+        if plural == "trainjobs" and name in self.jobs:
+            return self.jobs[name]
+        raise ApiException(status=404, reason="Not Found")
+
+    def list_namespaced_custom_object(self, group, version, namespace, plural, **kwargs):
+        return {"items": list(self.jobs.values())}
+
+    def get_cluster_custom_object(self, group, version, plural, name):
+        from kubernetes.client.rest import ApiException
+        if name in self.runtimes:
+            return self.runtimes[name]
+        raise ApiException(status=404, reason="Not Found")
+
+    def list_cluster_custom_object(self, group, version, plural):
+        return {"items": list(self.runtimes.values())}
+
+    def create_namespaced_custom_object(self, group, version, namespace, plural, body, **kwargs):
+        self.created.append((plural, body))
+        return {**body, "metadata": {**body["metadata"], "uid": "u-" + body["metadata"]["name"]}}
+
+    def patch_namespaced_custom_object(self, *args):
+        pass
+
+    # CoreV1Api
+    def list_namespaced_pod(self, namespace, label_selector):
+        from kubernetes import client as k
+        job = label_selector.split("=", 1)[1]
+        return k.V1PodList(items=[p for p in self.pods if p.metadata.labels["jobset.sigs.k8s.io/jobset-name"] == job])
+
+    def read_namespaced_pod_log(self, name, namespace, **kwargs):
+        return self.logs[name]
+
+
+def _pod(job, role, index, created="2026-11-22T10:00:00Z"):
+    from kubernetes import client as k
+    return k.V1Pod(metadata=k.V1ObjectMeta(name=f"{job}-{role}-0-{index}-abcde", labels={
+        "jobset.sigs.k8s.io/jobset-name": job, "jobset.sigs.k8s.io/replicatedjob-name": role,
+        "batch.kubernetes.io/job-completion-index": str(index)}, creation_timestamp=datetime.fromisoformat(created.replace("Z", "+00:00"))))
+
+
+def _status_job(name, status, runtime="mpi-openmpi", labels=None):
+    tj = _trainjob(status)
+    tj["metadata"]["name"] = name
+    tj["spec"]["runtimeRef"]["name"] = runtime
+    if labels:
+        tj["metadata"]["labels"] = labels
+    return tj
+
+
+def test_get_and_list_jobs_and_runtimes_on_a_mocked_api():
+    cluster = _Cluster(jobs=[_status_job("a", {"phase": "Running", "message": "Running on 2 Workers.", "workersReady": 2, "workersTotal": 2}),
+                             _status_job("b", {"phase": "Failed", "reason": "WorkerOOMKilled", "message": "m"}, runtime="mpi-openmpi-gpu")])
+    c = _offline_client(cluster, cluster)
+    job = c.get_job("a")
+    assert (job.name, job.status.phase, job.status.workers_ready) == ("a", "Running", 2)
+    assert [j.name for j in c.list_jobs()] == ["a", "b"]
+    assert [j.name for j in c.list_jobs(phase="Failed")] == ["b"]
+    assert [j.name for j in c.list_jobs(runtime="mpi-openmpi")] == ["a"]
+    assert [r.name for r in c.list_runtimes()] == ["mpi-intel", "mpi-openmpi", "mpi-openmpi-gpu"]
+    from mpijob import JobNotFoundError
+    with pytest.raises(JobNotFoundError) as e:
+        c.get_job("aa")
+    assert e.value.suggestion == "a"
+    with pytest.raises(InvalidJobError) as e2:
+        c.create_job("x", None, workers=1, runtime="mpi-openmp")
+    assert e2.value.field == "runtime" and "did you mean 'mpi-openmpi'" in str(e2.value)
+
+
+def test_get_logs_merges_redacts_and_greps_on_a_mocked_api():
+    pods = [_pod("a", "launcher", 0), _pod("a", "node", 0), _pod("a", "node", 1)]
+    logs = {"a-launcher-0-0-abcde": "2026-11-22T10:00:00.300Z start password=hunter2\n2026-11-22T10:00:00.500Z rank 0 done\n",
+            "a-node-0-0-abcde": "2026-11-22T10:00:00.100Z sshd up\n",
+            "a-node-0-1-abcde": "2026-11-22T10:00:00.400Z rank 1 done\n"}
+    cluster = _Cluster(jobs=[_status_job("a", {"phase": "Succeeded", "message": "done"})], pods=pods, logs=logs)
+    c = _offline_client(cluster, cluster)
+    assert c.get_logs("a") == "start password=[REDACTED]\nrank 0 done\n"
+    assert c.get_logs("a", worker="all") == ("[worker-0] sshd up\n[launcher] start password=[REDACTED]\n"
+                                            "[worker-1] rank 1 done\n[launcher] rank 0 done\n")
+    assert c.get_logs("a", worker="all", grep=r"rank \d") == "[worker-1] rank 1 done\n[launcher] rank 0 done\n"
+    assert c.get_logs("a", worker=1) == "rank 1 done\n"
+    from mpijob import JobNotFoundError
+    with pytest.raises(JobNotFoundError, match=r"has 2 Workers \(0 to 1\)"):
+        c.get_logs("a", worker=5)
+    assert c.last_log_sources == {"worker-1": "pod"}
+
+
+def _store_client(cluster, stored):
+    """An offline client whose cluster keeps a log store holding ``stored`` (label → lines)."""
+    from mpijob.backends import KubernetesAPI, KubernetesBackend
+
+    class StoreAPI(KubernetesAPI):
+        def log_store_available(self):
+            return stored is not None
+
+        def stored_log(self, job, role, index=None, since_seconds=None, end=None):
+            label = "launcher" if role == "launcher" else f"worker-{index}"
+            lines = [ln for ln in stored.get(label, "").splitlines() if end is None or ln.split(" ")[0] < end]
+            return "".join(ln + "\n" for ln in lines)
+
+    return MPIJobClient(backend=KubernetesBackend(StoreAPI("team-a", cluster, cluster)))
+
+
+def test_get_logs_reads_the_log_store_once_pods_are_gone():
+    from mpijob import JobNotFoundError
+    job = _status_job("a", {"phase": "Succeeded", "message": "done"})
+    job["spec"]["trainer"] = {"numNodes": 2}
+    stored = {"launcher": "2026-11-22T10:00:00.300Z [1,0]<stdout>:start password=hunter2\n2026-11-22T10:00:00.500Z [1,1]<stdout>:rank 1 done",
+              "worker-0": "2026-11-22T10:00:00.100Z sshd up",
+              "worker-1": "2026-11-22T10:00:00.400Z sshd up too"}
+    c = _store_client(_Cluster(jobs=[job], pods=[], logs={}), stored)
+    assert c.get_logs("a") == "[1,0]<stdout>:start password=[REDACTED]\n[1,1]<stdout>:rank 1 done\n"
+    assert c.last_log_sources == {"launcher": "log store"}
+    assert c.get_logs("a", worker="all") == ("[worker-0] sshd up\n[launcher] [1,0]<stdout>:start password=[REDACTED]\n"
+                                            "[worker-1] sshd up too\n[launcher] [1,1]<stdout>:rank 1 done\n")
+    assert c.get_logs("a", rank=1) == "[1,1]<stdout>:rank 1 done\n"
+    assert c.get_logs("a", tail=1) == "[1,1]<stdout>:rank 1 done\n"
+    assert c.get_logs("a", worker=1) == "sshd up too\n"
+    with pytest.raises(JobNotFoundError, match="keeps no log store"):
+        c.get_logs("a", source="pods")
+    with pytest.raises(InvalidJobError) as e:
+        c.get_logs("a", source="stor")
+    assert e.value.field == "source" and "use 'auto', 'pods' or 'store'" in str(e.value)
+    with pytest.raises(InvalidJobError, match="drop follow=True"):
+        c.get_logs("a", source="store", follow=True)
+    nostore = _store_client(_Cluster(jobs=[job], pods=[], logs={}), None)
+    with pytest.raises(JobNotFoundError, match="this cluster keeps no log store to read once pods are gone"):
+        nostore.get_logs("a")
+    with pytest.raises(JobNotFoundError, match="source='store': this cluster keeps no log store"):
+        nostore.get_logs("a", source="store")
+
+
+def test_get_logs_puts_rotated_lines_from_the_store_first():
+    pods = [_pod("a", "launcher", 0)]
+    logs = {"a-launcher-0-0-abcde": "2026-11-22T10:00:05.000Z still here\n"}
+    stored = {"launcher": "2026-11-22T10:00:00.000Z rotated away\n2026-11-22T10:00:05.000Z still here"}
+    c = _store_client(_Cluster(jobs=[_status_job("a", {"phase": "Running", "message": "m"})], pods=pods, logs=logs), stored)
+    assert c.get_logs("a") == "rotated away\nstill here\n"
+    assert c.last_log_sources == {"launcher": "log store, then pod"}
+    assert c.get_logs("a", source="pods") == "still here\n"
+    assert c.get_logs("a", tail=1) == "still here\n"
+
+
+def test_get_logs_by_rank_on_a_mocked_api(offline_client):
+    pods = [_pod("a", "launcher", 0), _pod("a", "node", 0)]
+    logs = {"a-launcher-0-0-abcde": ("2026-11-22T10:00:00.100Z [1,0]<stdout>:rank 0 up\n"
+                                     "2026-11-22T10:00:00.200Z [1,1]<stdout>:[rank 1] up\n"
+                                     "2026-11-22T10:00:00.300Z mpirun: a line of its own\n"
+                                     "2026-11-22T10:00:00.400Z [1,2]<stderr>:RuntimeError: token=abc123\n")}
+    cluster = _Cluster(jobs=[_status_job("a", {"phase": "Running", "message": "m"})], pods=pods, logs=logs)
+    c = _offline_client(cluster, cluster)
+    assert c.get_logs("a", rank=1) == "[1,1]<stdout>:[rank 1] up\n"
+    assert c.get_logs("a", rank="1-2") == "[1,1]<stdout>:[rank 1] up\n[1,2]<stderr>:RuntimeError: token=[REDACTED]\n"
+    assert c.get_logs("a", rank="7") == ""
+    with pytest.raises(InvalidJobError) as e:
+        c.get_logs("a", rank="one")
+    assert e.value.field == "rank" and "give a rank number" in str(e.value)
+    with pytest.raises(InvalidJobError, match="goes with worker=None"):
+        c.get_logs("a", rank=1, worker="all")
+    with pytest.raises(InvalidJobError, match="rank=True"):
+        offline_client.get_logs("a", rank=True)
+
+
+def test_wait_for_job_on_a_mocked_api(monkeypatch):
+    monkeypatch.setattr("time.sleep", lambda s: None)
+    cluster = _Cluster(jobs=[_status_job("ok", {"phase": "Succeeded", "message": "done"}),
+                             _status_job("bad", {"phase": "Failed", "reason": "WorkerOOMKilled", "message": "Worker 1 ran out of memory.",
+                                                 "nextStep": "See `kubectl mpijob logs NAME --all`."})])
+    c = _offline_client(cluster, cluster)
+    assert c.wait_for_job("ok", timeout=5).status.phase == "Succeeded"
+    assert c.wait_for_job("ok", phases="Running", timeout=5).name == "ok"  # Running is passed on the way
+    with pytest.raises(JobFailedError) as e:
+        c.wait_for_job("bad", timeout=5)
+    assert "WorkerOOMKilled" in str(e.value) and 'client.get_logs("bad", worker="all")' in str(e.value)
+
+
+def test_clone_job_on_a_mocked_api():
+    cluster = _Cluster(jobs=[_status_job("hello", {"phase": "Succeeded", "message": "done"})])
+    c = _offline_client(cluster, cluster)
+    job = c.clone_job("hello", "hello-4", workers=4, env={"LR": "0.1"})
+    assert job.name == "hello-4"
+    plural, body = cluster.created[-1]
+    assert plural == "trainjobs" and body["spec"]["trainer"]["numNodes"] == 4
+    assert body["spec"]["trainer"]["env"] == [{"name": "LR", "value": "0.1"}]
+    assert "mpijob.dev/status" not in (body["metadata"].get("annotations") or {})

@@ -1,0 +1,75 @@
+"""What several unit-test files share: the repository, stand-ins of the official client's APIs, objects."""
+
+import json
+import pathlib
+
+import yaml
+
+from mpijob import (
+    MPIJobClient,
+)
+
+REPO = pathlib.Path(__file__).resolve().parents[3]
+
+
+RUNTIME_NOT_SEEN = json.loads((REPO / "pkg/jobspec/testdata/runtime-not-seen.json").read_text())["vectors"]
+
+
+class _FlakyCustom:
+    """CustomObjectsApi stand-in: Trainer's webhook refuses the TrainJob `refusals` times
+    because its cache has not seen the job's runtime yet; records every call."""
+
+    def __init__(self, refusals, other=None):
+        self.refusals, self.other, self.calls = refusals, other, []
+
+    def create_namespaced_custom_object(self, group, version, namespace, plural, body, **kwargs):
+        from kubernetes.client.rest import ApiException
+        self.calls.append(plural)
+        if plural == "trainjobs":
+            if self.other is not None:
+                e = ApiException(status=422, reason="Unprocessable Entity")
+                e.body = self.other
+                raise e
+            if self.refusals > 0:
+                self.refusals -= 1
+                e = ApiException(status=403, reason="Forbidden")
+                e.body = RUNTIME_NOT_SEEN[0]["error"]
+                raise e
+            return {**body, "metadata": {**body["metadata"], "uid": "u1"}}
+        return body
+
+    def patch_namespaced_custom_object(self, *args):
+        self.calls.append("patch " + args[3])
+
+    def delete_namespaced_custom_object(self, *args, **kwargs):
+        self.calls.append("delete " + args[3])
+
+
+def _offline_client(custom, core=None):
+    """A client whose Kubernetes backend talks to stand-ins of the official client's APIs."""
+    from mpijob.backends import KubernetesAPI, KubernetesBackend
+    return MPIJobClient(backend=KubernetesBackend(KubernetesAPI("team-a", custom, core)))
+
+
+class _RecordingCustom(_FlakyCustom):
+    """Serves the shipped runtimes and records the created objects."""
+
+    def __init__(self):
+        super().__init__(refusals=0)
+        self.created = {}
+
+    def list_namespaced_custom_object(self, *args, **kwargs):
+        raise AssertionError("watched through the Watch stand-in only")
+
+    def get_cluster_custom_object(self, group, version, plural, name):
+        return yaml.safe_load((REPO / "config" / "runtimes" / f"{name}.yaml").read_text())
+
+    def create_namespaced_custom_object(self, group, version, namespace, plural, body, **kwargs):
+        self.created[plural] = body
+        return super().create_namespaced_custom_object(group, version, namespace, plural, body, **kwargs)
+
+
+def _trainjob(status):
+    return {"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
+            "metadata": {"name": "hello", "namespace": "team-a", "annotations": {"mpijob.dev/status": json.dumps(status)} if status else {}},
+            "spec": {"runtimeRef": {"name": "mpi-openmpi", "kind": "ClusterTrainingRuntime"}, "trainer": {"numNodes": 2}}}
