@@ -16,13 +16,16 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mpijob/mpijob/pkg/localcluster/pki"
+	"github.com/mpijob/mpijob/pkg/localcluster/toolchain"
 )
 
 // Cluster is a local cluster being started or stopped.
 type Cluster struct {
 	opts     Options
 	progress *Progress
-	pki      *pki
+	pki      *pki.PKI
 	hostIP   string
 	// mu guards pids: real nodes start concurrently.
 	mu        sync.Mutex
@@ -106,7 +109,7 @@ func (c *Cluster) Up(ctx context.Context) error {
 	}
 	c.hostIP = ip
 
-	done := p.Step("starting the control plane (etcd %s, Kubernetes %s)", EtcdVersion, KubernetesVersion)
+	done := p.Step("starting the control plane (etcd %s, Kubernetes %s)", toolchain.EtcdVersion, toolchain.KubernetesVersion)
 	for _, d := range []string{c.opts.StateDir, c.opts.logDir(), c.opts.runDir()} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
@@ -152,13 +155,13 @@ func (c *Cluster) Up(ctx context.Context) error {
 		done()
 	}
 
-	done = p.Step("installing JobSet %s, Kubeflow Trainer %s and Kueue %s", JobSetVersion, TrainerVersion, KueueVersion)
+	done = p.Step("installing JobSet %s, Kubeflow Trainer %s and Kueue %s", toolchain.JobSetVersion, toolchain.TrainerVersion, toolchain.KueueVersion)
 	if err := c.installEngine(ctx); err != nil {
 		return err
 	}
 	done()
 
-	done = p.Step("starting the log store (Grafana Loki %s, built from its Go module) and its collector of the nodes' pod logs", LokiVersion)
+	done = p.Step("starting the log store (Grafana Loki %s, built from its Go module) and its collector of the nodes' pod logs", toolchain.LokiVersion)
 	if err := c.startLogStore(ctx); err != nil {
 		return err
 	}
@@ -170,7 +173,7 @@ func (c *Cluster) Up(ctx context.Context) error {
 	}
 	done()
 
-	done = p.Step("starting the S3 object store (versitygw %s) on %s: a bucket, an account and the data connection %s per tenant namespace, the digits dataset in each bucket; a ReadWriteMany claim %s per tenant namespace", VersityGWVersion, S3Endpoint, DataConnectionName, SharedClaim)
+	done = p.Step("starting the S3 object store (versitygw %s) on %s: a bucket, an account and the data connection %s per tenant namespace, the digits dataset in each bucket; a ReadWriteMany claim %s per tenant namespace", toolchain.VersityGWVersion, S3Endpoint, DataConnectionName, SharedClaim)
 	if err := c.startS3(ctx); err != nil {
 		return err
 	}
@@ -179,7 +182,7 @@ func (c *Cluster) Up(ctx context.Context) error {
 	}
 	done()
 
-	done = p.Step("starting Prometheus %s (scraping the kubelets and mpijob-manager) on %s", PrometheusVersion, PrometheusURL)
+	done = p.Step("starting Prometheus %s (scraping the kubelets and mpijob-manager) on %s", toolchain.PrometheusVersion, PrometheusURL)
 	if err := c.startPrometheus(ctx); err != nil {
 		return err
 	}

@@ -1,32 +1,16 @@
 package localcluster
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
-)
 
-// Pinned versions of the engine the local cluster runs. The authoritative
-// pins are the go.mod files under hack/toolchain; these constants label the
-// binaries and must agree with them (TestPinsMatchToolchain checks).
-const (
-	KubernetesVersion = "v1.36.3"
-	EtcdVersion       = "v3.6.16"
-	KwokVersion       = "v0.8.0"
-	CoreDNSVersion    = "v1.15.0"
-	TrainerVersion    = "v2.3.0"
-	JobSetVersion     = "v0.12.0"
-	KueueVersion      = "v0.19.2"
-	// PrometheusModuleVersion is github.com/prometheus/prometheus's module
-	// version; module v0.3MM.P is Prometheus release PrometheusVersion 3.MM.P.
-	PrometheusModuleVersion = "v0.315.0"
-	PrometheusVersion       = "3.15.0"
-	// VersityGWVersion is the S3-compatible object store (versitygw, a
-	// gateway that keeps objects in a POSIX directory).
-	VersityGWVersion = "v1.8.0"
+	"github.com/mpijob/mpijob/pkg/localcluster/images"
+	"github.com/mpijob/mpijob/pkg/localcluster/toolchain"
 )
 
 // Fixed addresses of the local cluster. They are loopback-only, so nothing
@@ -149,7 +133,7 @@ var DashboardURL = fmt.Sprintf("http://127.0.0.1:%d", DashboardPort)
 
 // PauseImage is the nodes' pause image: an image without sshd or a
 // shell, which tests use as a Worker image that cannot serve SSH.
-const PauseImage = "registry.k8s.io/pause:3.10.1"
+const PauseImage = images.PauseImage
 
 // Kubectl is the kubectl built for the local cluster.
 func (o Options) Kubectl() string { return o.bin("kubectl") }
@@ -182,3 +166,14 @@ func nodeAddress(i int) string { return fmt.Sprintf("127.0.0.%d", 10+i) }
 
 // kwokNodeName is the name of fake node i (1-based).
 func kwokNodeName(i int) string { return fmt.Sprintf("kwok-gpu-%02d", i) }
+
+// BuildToolchain builds every pinned binary that is missing or whose pins
+// changed, into CacheDir/bin (package toolchain).
+func BuildToolchain(ctx context.Context, opts Options, p *Progress) error {
+	return toolchain.Build(ctx, opts.RepoRoot, opts.binDir(), p)
+}
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}

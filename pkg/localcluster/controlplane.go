@@ -9,15 +9,17 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mpijob/mpijob/pkg/localcluster/pki"
 )
 
 func (c *Cluster) makePKI() error {
-	p, err := newPKI(c.opts.pkiDir())
+	p, err := pki.New(c.opts.pkiDir())
 	if err != nil {
 		return err
 	}
 	c.pki = p
-	specs := []certSpec{
+	specs := []pki.CertSpec{
 		{Name: "apiserver", CN: "kube-apiserver", Server: true,
 			DNS: []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc." + clusterDomain},
 			IPs: []string{"127.0.0.1", "10.96.0.1", c.hostIP}},
@@ -36,18 +38,18 @@ func (c *Cluster) makePKI() error {
 	for i := 1; i <= c.opts.RealNodes; i++ {
 		n := nodeName(i)
 		specs = append(specs,
-			certSpec{Name: n, CN: "system:node:" + n, Orgs: []string{"system:nodes"}, Client: true},
-			certSpec{Name: n + "-serving", CN: n, DNS: []string{n}, IPs: []string{nodeAddress(i), c.hostIP}, Server: true})
+			pki.CertSpec{Name: n, CN: "system:node:" + n, Orgs: []string{"system:nodes"}, Client: true},
+			pki.CertSpec{Name: n + "-serving", CN: n, DNS: []string{n}, IPs: []string{nodeAddress(i), c.hostIP}, Server: true})
 	}
 	for _, s := range specs {
-		if err := p.issue(s); err != nil {
+		if err := p.Issue(s); err != nil {
 			return err
 		}
 	}
-	if err := p.serviceAccountKey(); err != nil {
+	if err := p.ServiceAccountKey(); err != nil {
 		return err
 	}
-	tokens, err := writeTokens(p.path("tokens", "csv"))
+	tokens, err := writeTokens(p.Path("tokens", "csv"))
 	if err != nil {
 		return err
 	}
@@ -104,18 +106,18 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		// Service (10.96.0.1 -> the host's address, by kube-proxy).
 		"--bind-address=0.0.0.0",
 		"--advertise-address=" + c.hostIP,
-		"--tls-cert-file=" + p.path("apiserver", "crt"),
-		"--tls-private-key-file=" + p.path("apiserver", "key"),
-		"--client-ca-file=" + p.path("ca", "crt"),
-		"--token-auth-file=" + p.path("tokens", "csv"),
+		"--tls-cert-file=" + p.Path("apiserver", "crt"),
+		"--tls-private-key-file=" + p.Path("apiserver", "key"),
+		"--client-ca-file=" + p.Path("ca", "crt"),
+		"--token-auth-file=" + p.Path("tokens", "csv"),
 		"--service-account-issuer=https://kubernetes.default.svc." + clusterDomain,
-		"--service-account-key-file=" + p.path("sa", "pub"),
-		"--service-account-signing-key-file=" + p.path("sa", "key"),
+		"--service-account-key-file=" + p.Path("sa", "pub"),
+		"--service-account-signing-key-file=" + p.Path("sa", "key"),
 		"--service-cluster-ip-range=" + serviceCIDR,
 		"--authorization-mode=Node,RBAC",
 		"--kubelet-preferred-address-types=Hostname,InternalIP",
-		"--kubelet-client-certificate=" + p.path("apiserver-kubelet-client", "crt"),
-		"--kubelet-client-key=" + p.path("apiserver-kubelet-client", "key"),
+		"--kubelet-client-certificate=" + p.Path("apiserver-kubelet-client", "crt"),
+		"--kubelet-client-key=" + p.Path("apiserver-kubelet-client", "key"),
 		"--enable-admission-plugins=NodeRestriction,ExtendedResourceToleration",
 		// Who created, changed and deleted MPI jobs (config/audit).
 		"--audit-policy-file=" + filepath.Join(c.opts.RepoRoot, "config", "audit", "policy.yaml"),
@@ -124,13 +126,13 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		// The aggregation layer, for Kueue's visibility API. Extension API
 		// servers run as host processes, so the API server dials their
 		// endpoints directly instead of a Service's ClusterIP.
-		"--requestheader-client-ca-file=" + p.path("ca", "crt"),
+		"--requestheader-client-ca-file=" + p.Path("ca", "crt"),
 		"--requestheader-allowed-names=" + frontProxyClient,
 		"--requestheader-username-headers=X-Remote-User",
 		"--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
-		"--proxy-client-cert-file=" + p.path("front-proxy-client", "crt"),
-		"--proxy-client-key-file=" + p.path("front-proxy-client", "key"),
+		"--proxy-client-cert-file=" + p.Path("front-proxy-client", "crt"),
+		"--proxy-client-key-file=" + p.Path("front-proxy-client", "key"),
 		"--enable-aggregator-routing=true",
 		"--allow-privileged=true",
 		"--profiling=false",
@@ -154,11 +156,11 @@ func (c *Cluster) startControllerManager() error {
 	args := []string{
 		"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
 		"--bind-address=127.0.0.1", "--leader-elect=false",
-		"--service-account-private-key-file=" + p.path("sa", "key"),
-		"--root-ca-file=" + p.path("ca", "crt"),
+		"--service-account-private-key-file=" + p.Path("sa", "key"),
+		"--root-ca-file=" + p.Path("ca", "crt"),
 		"--use-service-account-credentials=true",
-		"--cluster-signing-cert-file=" + p.path("ca", "crt"),
-		"--cluster-signing-key-file=" + p.path("ca", "key"),
+		"--cluster-signing-cert-file=" + p.Path("ca", "crt"),
+		"--cluster-signing-key-file=" + p.Path("ca", "key"),
 		"--service-cluster-ip-range=" + serviceCIDR,
 		// Pod creation speed is set by this client's QPS: 20 (default)
 		// takes 12 s for 256 workers, 100 takes 4 s.

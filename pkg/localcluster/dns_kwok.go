@@ -16,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
+
+	"github.com/mpijob/mpijob/pkg/localcluster/toolchain"
 )
 
 // corefile serves cluster.local from the API (headless Services are all MPI
@@ -168,7 +170,7 @@ func kwokNode(name string) *corev1.Node {
 		Status: corev1.NodeStatus{
 			Capacity:    KwokNodeCapacity,
 			Allocatable: KwokNodeCapacity,
-			NodeInfo:    corev1.NodeSystemInfo{KubeletVersion: "kwok-" + KwokVersion, OperatingSystem: "linux", Architecture: "amd64"},
+			NodeInfo:    corev1.NodeSystemInfo{KubeletVersion: "kwok-" + toolchain.KwokVersion, OperatingSystem: "linux", Architecture: "amd64"},
 		},
 	}
 }

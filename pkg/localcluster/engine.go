@@ -142,7 +142,7 @@ func (c *Cluster) installEngine(ctx context.Context) error {
 	if err := manifests.Apply(ctx, cl, fieldOwner, objs); err != nil {
 		return err
 	}
-	ca := c.pki.caPEM
+	ca := c.pki.CAPEM
 	for _, s := range webhookSources {
 		objs, err := manifests.ParseFiles(filepath.Join(dirs[s.mod], s.file))
 		if err != nil {
@@ -181,7 +181,7 @@ func (c *Cluster) installKueueVisibility(ctx context.Context, cl client.Client, 
 	for _, o := range objs {
 		if o.GetKind() == "APIService" {
 			unstructured.RemoveNestedField(o.Object, "spec", "insecureSkipTLSVerify")
-			if err := unstructured.SetNestedField(o.Object, base64.StdEncoding.EncodeToString(c.pki.caPEM), "spec", "caBundle"); err != nil {
+			if err := unstructured.SetNestedField(o.Object, base64.StdEncoding.EncodeToString(c.pki.CAPEM), "spec", "caBundle"); err != nil {
 				return err
 			}
 		}
@@ -310,7 +310,7 @@ func (c *Cluster) writeCerts(dir, name string) error {
 		return err
 	}
 	for src, dst := range map[string]string{"crt": "tls.crt", "key": "tls.key"} {
-		b, err := os.ReadFile(c.pki.path(name, src))
+		b, err := os.ReadFile(c.pki.Path(name, src))
 		if err != nil {
 			return err
 		}
@@ -542,7 +542,7 @@ func (c *Cluster) serviceAccountKubeconfig(ctx context.Context, ns, name string)
 		return "", fmt.Errorf("failed to get a token for ServiceAccount %s/%s: %w", ns, name, err)
 	}
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: server(), CertificateAuthority: c.pki.path("ca", "crt")}
+	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: server(), CertificateAuthority: c.pki.Path("ca", "crt")}
 	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
 	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: "local", AuthInfo: name, Namespace: ns}
 	cfg.CurrentContext = name

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/mpijob/mpijob/pkg/localcluster/images"
 )
 
 // debianPackages are what the real nodes and the image builder need.
@@ -288,7 +290,7 @@ func unmountUnder(prefixes ...string) int {
 			}
 		}
 		for _, mp := range points {
-			if err := unmount(mp); err == nil {
+			if err := images.Unmount(mp); err == nil {
 				n++
 			}
 		}

@@ -56,7 +56,7 @@ func OnDemandWanted(opts Options, pod *corev1.Pod) []Image {
 		if !im.OnDemand || !refs.Has(im.Ref) {
 			continue
 		}
-		tar, err := im.tar(opts)
+		tar, err := im.Tar(opts.images())
 		if err != nil || failed.Has(im.Ref) || !fileExists(n.importMarker(tar)) {
 			out = append(out, im)
 		}
@@ -155,7 +155,7 @@ func importedOn(opts Options, pod *corev1.Pod, im Image) bool {
 	if !ok {
 		return false
 	}
-	tar, err := im.tar(opts)
+	tar, err := im.Tar(opts.images())
 	return err == nil && fileExists(n.importMarker(tar))
 }
 

@@ -28,13 +28,12 @@ import (
 	"github.com/mpijob/mpijob/pkg/logstore"
 )
 
-// The log store: Grafana Loki (LokiVersion, built from its Go module)
+// The log store: Grafana Loki (toolchain.LokiVersion, built from its Go module)
 // on loopback, and the log collector, a host process that reads both real
 // nodes' pod logs into it and serves the store to mpijob-manager on the
 // pod network's bridge behind a bearer token (as OpenShift's LokiStack
 // gateway does), so no tenant's pod can query it.
 const (
-	LokiVersion = "3.7.8"
 	// lokiPort and lokiGRPCPort are Loki's, on 127.0.0.1.
 	lokiPort     = 9462
 	lokiGRPCPort = 9463

@@ -160,3 +160,7 @@ func ManagerMetrics(ctx context.Context, cl client.Client, pod string) (string, 
 
 // GraceNow is a zero grace period: the pod is killed at once.
 var GraceNow = ptr.To[int64](0)
+
+// managerMetricsName is the name mpijob-manager's certificate has for its
+// metrics: the Service's.
+var managerMetricsName = certs.MetricsServiceName + "." + ManagerNamespace + ".svc"

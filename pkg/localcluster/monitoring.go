@@ -12,18 +12,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/mpijob/mpijob/pkg/certs"
+	"github.com/mpijob/mpijob/pkg/localcluster/monitoring"
 	"github.com/mpijob/mpijob/pkg/manifests"
 )
 
 // PrometheusURL is the local cluster's Prometheus (loopback only).
 var PrometheusURL = fmt.Sprintf("http://127.0.0.1:%d", PrometheusPort)
 
-// ScrapeInterval is how often the local Prometheus scrapes: short, so a
-// job of a minute has a dozen points.
-const ScrapeInterval = 5 * time.Second
+// ScrapeInterval is how often the local Prometheus scrapes (package
+// monitoring).
+const ScrapeInterval = monitoring.ScrapeInterval
 
 // startPrometheus starts the metrics store: Prometheus, built from its Go
 // module, scraping every real node's kubelet (/metrics/resource: CPU and
@@ -70,9 +70,10 @@ func (c *Cluster) startPrometheus(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg, err := prometheusConfig(prometheusTargets{
+	cfg, err := monitoring.PrometheusConfig(monitoring.Targets{
 		Nodes: nodes, ManagerCA: managerCA, Kubeconfig: kubeconfig,
-		CA: c.pki.path("ca", "crt"), TokenFile: token,
+		ManagerNamespace: ManagerNamespace, ManagerApp: ManagerDeployment,
+		CA: c.pki.Path("ca", "crt"), TokenFile: token,
 		Rules: filepath.Join(c.opts.RepoRoot, "config", "monitoring", "recording-rules.yaml"),
 	})
 	if err != nil {
@@ -95,66 +96,6 @@ func (c *Cluster) startPrometheus(ctx context.Context) error {
 	return c.waitFor(ctx, "prometheus", 60*time.Second, func(ctx context.Context) bool {
 		return httpOK(ctx, PrometheusURL+"/-/ready")
 	})
-}
-
-// managerMetricsName is the name mpijob-manager's certificate has for its
-// metrics: the Service's.
-var managerMetricsName = certs.MetricsServiceName + "." + ManagerNamespace + ".svc"
-
-// prometheusTargets is what the local Prometheus scrapes and with what.
-type prometheusTargets struct {
-	// Nodes are the real nodes' names (their kubelets serve on :10250
-	// with a certificate for that name).
-	Nodes []string
-	// ManagerCA verifies mpijob-manager's certificate (its own CA);
-	// Kubeconfig is how Prometheus finds the manager pods.
-	ManagerCA, Kubeconfig string
-	// CA verifies the kubelets; TokenFile authenticates.
-	CA, TokenFile string
-	// Rules is the recording rules file.
-	Rules string
-}
-
-// prometheusConfig renders the local Prometheus's configuration.
-func prometheusConfig(t prometheusTargets) ([]byte, error) {
-	type static struct {
-		Targets []string          `json:"targets"`
-		Labels  map[string]string `json:"labels,omitempty"`
-	}
-	auth := map[string]any{"credentials_file": t.TokenFile}
-	tlsCfg := map[string]any{"ca_file": t.CA}
-	var kubelets []static
-	for _, n := range t.Nodes {
-		kubelets = append(kubelets, static{Targets: []string{n + ":10250"}, Labels: map[string]string{"node": n}})
-	}
-	interval := ScrapeInterval.String()
-	cfg := map[string]any{
-		"global":     map[string]any{"scrape_interval": interval, "evaluation_interval": interval},
-		"rule_files": []string{t.Rules},
-		"scrape_configs": []map[string]any{
-			{
-				"job_name": "kubelet-resource", "scheme": "https", "metrics_path": "/metrics/resource",
-				"authorization": auth, "tls_config": tlsCfg, "static_configs": kubelets,
-			},
-			// Every replica of the Deployment, by pod IP and the port named
-			// metrics; the certificate names the metrics Service.
-			{
-				"job_name": "mpijob-manager", "scheme": "https", "metrics_path": "/metrics",
-				"authorization": auth,
-				"tls_config":    map[string]any{"ca_file": t.ManagerCA, "server_name": managerMetricsName},
-				"kubernetes_sd_configs": []map[string]any{{
-					"role": "pod", "kubeconfig_file": t.Kubeconfig,
-					"namespaces": map[string]any{"names": []string{ManagerNamespace}},
-					"selectors":  []map[string]any{{"role": "pod", "label": "app.kubernetes.io/name=" + ManagerDeployment}},
-				}},
-				"relabel_configs": []map[string]any{
-					{"source_labels": []string{"__meta_kubernetes_pod_container_port_name"}, "regex": "metrics", "action": "keep"},
-					{"source_labels": []string{"__meta_kubernetes_pod_name"}, "target_label": "manager_pod"},
-				},
-			},
-		},
-	}
-	return yaml.Marshal(cfg)
 }
 
 // writeManagerCA copies the CA of mpijob-manager's certificate (from the

@@ -12,6 +12,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/mpijob/mpijob/pkg/localcluster/pki"
 )
 
 // realNode is one kubelet + containerd pair.
@@ -98,7 +100,7 @@ func (n realNode) cniConfig() string {
 `, bridgeName, filepath.Join(n.state, "ipam"), bridgeCIDR, n.index, n.index, DNSAddress)
 }
 
-func (n realNode) kubeletConfig(p *pki) string {
+func (n realNode) kubeletConfig(p *pki.PKI) string {
 	return fmt.Sprintf(`apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
 address: %s
@@ -140,7 +142,7 @@ nodeStatusUpdateFrequency: 10s
 # its volume within seconds.
 syncFrequency: 10s
 enforceNodeAllocatable: [pods]
-`, n.addr, n.addr, p.path("ca", "crt"), p.path(n.name+"-serving", "crt"), p.path(n.name+"-serving", "key"),
+`, n.addr, n.addr, p.Path("ca", "crt"), p.Path(n.name+"-serving", "crt"), p.Path(n.name+"-serving", "key"),
 		n.cgroupRoot(), DNSAddress, clusterDomain, n.socket(), filepath.Join(n.state, "pod-logs"))
 }
 

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -17,6 +19,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"sigs.k8s.io/yaml"
+
+	"github.com/mpijob/mpijob/pkg/localcluster/images"
 )
 
 // SelectImages returns the images named (short names or references), or
@@ -100,7 +104,7 @@ func PushImages(ctx context.Context, opts Options, out io.Writer, imgs []Image, 
 		}
 	}
 	var pushed []Pushed
-	for _, ref := range sortedKeys(refs) {
+	for _, ref := range slices.Sorted(maps.Keys(refs)) {
 		dst, err := PushTarget(ref, registry)
 		if err != nil {
 			return nil, err
@@ -160,7 +164,7 @@ func pushTar(ctx context.Context, tarPath string, tag name.Tag) (v1.Hash, error)
 		return v1.Hash{}, err
 	}
 	defer func() { _ = os.RemoveAll(dir) }()
-	if err := run(ctx, "tar", "-xf", tarPath, "-C", dir); err != nil {
+	if err := images.Run(ctx, "tar", "-xf", tarPath, "-C", dir); err != nil {
 		return v1.Hash{}, err
 	}
 	idx, err := layout.ImageIndexFromPath(dir)

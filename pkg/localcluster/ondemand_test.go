@@ -17,6 +17,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+
+	"github.com/mpijob/mpijob/pkg/localcluster/images"
 )
 
 // Every image has its own short name and its own repository: kustomize's
@@ -196,7 +198,7 @@ func TestOnDemandWanted(t *testing.T) {
 	if got := OnDemandWanted(opts, pod("kwok-node-0", intel.Ref, intel.Ref)); len(got) != 0 {
 		t.Errorf("a kwok pod wants %v", names(got))
 	}
-	tar, err := intel.tar(opts)
+	tar, err := intel.Tar(opts.images())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -220,32 +222,6 @@ func TestOnDemandWanted(t *testing.T) {
 	}
 }
 
-// A new build of an image removes its earlier builds, and nothing of the
-// other images (openmpi's prune leaves openmpi5 alone).
-func TestPruneOldBuilds(t *testing.T) {
-	opts := Options{CacheDir: t.TempDir()}
-	dir := imagesDir(opts)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	files := []string{"openmpi-aaaaaaaaaaaa.tar", "openmpi-bbbbbbbbbbbb.tar", "openmpi5-cccccccccccc.tar", "openmpi-bbbbbbbbbbbb.tar.tmp"}
-	for _, f := range files {
-		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	im, _ := ImageNamed("openmpi")
-	pruneOldBuilds(opts, im, filepath.Join(dir, "openmpi-bbbbbbbbbbbb.tar"))
-	var left []string
-	entries, _ := os.ReadDir(dir)
-	for _, e := range entries {
-		left = append(left, e.Name())
-	}
-	if diff := cmp.Diff([]string{"openmpi-bbbbbbbbbbbb.tar", "openmpi-bbbbbbbbbbbb.tar.tmp", "openmpi5-cccccccccccc.tar"}, left); diff != "" {
-		t.Errorf("left (-want,+got):\n%s", diff)
-	}
-}
-
 // pushTar pushes an image tar that writeImage made to a real registry
 // server (go-containerregistry's, on loopback), which then serves it by the
 // digest pushTar returns, and leaves no unpacked layout behind.
@@ -255,7 +231,7 @@ func TestPushTarToARegistry(t *testing.T) {
 		t.Fatal(err)
 	}
 	tarPath := filepath.Join(t.TempDir(), "img.tar")
-	if err := writeImage(root, tarPath+".layer", "ghcr.io/mpijob/test:1.0", v1.Config{User: "1000"}, tarPath); err != nil {
+	if err := images.WriteImage(root, tarPath+".layer", "ghcr.io/mpijob/test:1.0", v1.Config{User: "1000"}, tarPath); err != nil {
 		t.Fatal(err)
 	}
 	srv := httptest.NewServer(registry.New())

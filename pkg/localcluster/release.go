@@ -6,9 +6,11 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -22,6 +24,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mpijob/mpijob/pkg/localcluster/images"
 	"github.com/mpijob/mpijob/pkg/manifests"
 )
 
@@ -51,10 +54,6 @@ var projectImages = []projectImage{
 	{Name: "mpijob-dashboard", Package: "./cmd/mpijob-dashboard", Repository: "ghcr.io/mpijob/mpijob-dashboard"},
 }
 
-// caCertificates is Debian's bundle (package ca-certificates), copied into
-// the project's images so their binaries can verify what they call.
-const caCertificates = "/etc/ssl/certs/ca-certificates.crt"
-
 // nonRootUser is the images' user (numeric, for runAsNonRoot).
 const nonRootUser = "65532:65532"
 
@@ -81,7 +80,7 @@ func BuildProjectImages(ctx context.Context, opts Options, p *Progress) (map[str
 }
 
 func buildProjectImage(ctx context.Context, opts Options, im projectImage) (string, string, error) {
-	work := filepath.Join(imagesDir(opts), "work", im.Name)
+	work := filepath.Join(images.Dir(opts.images()), "work", im.Name)
 	_ = os.RemoveAll(work)
 	rootfs := filepath.Join(work, "rootfs")
 	if err := os.MkdirAll(filepath.Join(rootfs, "etc", "ssl", "certs"), 0o755); err != nil {
@@ -95,15 +94,15 @@ func buildProjectImage(ctx context.Context, opts Options, im projectImage) (stri
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", "", fmt.Errorf("failed to build %s (static): %w\n%s", im.Name, err, out)
 	}
-	if err := copyFile(caCertificates, filepath.Join(rootfs, caCertificates), 0o644); err != nil {
-		return "", "", fmt.Errorf("failed to copy %s into image %s (Debian package ca-certificates): %w", caCertificates, im.Name, err)
+	if err := images.CopyFile(images.CACertificates, filepath.Join(rootfs, images.CACertificates), 0o644); err != nil {
+		return "", "", fmt.Errorf("failed to copy %s into image %s (Debian package ca-certificates): %w", images.CACertificates, im.Name, err)
 	}
 	passwd := "root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n"
 	if err := os.WriteFile(filepath.Join(rootfs, "etc", "passwd"), []byte(passwd), 0o644); err != nil {
 		return "", "", err
 	}
 	h := sha256.New()
-	for _, f := range []string{bin, filepath.Join(rootfs, caCertificates), filepath.Join(rootfs, "etc", "passwd")} {
+	for _, f := range []string{bin, filepath.Join(rootfs, images.CACertificates), filepath.Join(rootfs, "etc", "passwd")} {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			return "", "", err
@@ -112,7 +111,7 @@ func buildProjectImage(ctx context.Context, opts Options, im projectImage) (stri
 	}
 	hash := hex.EncodeToString(h.Sum(nil))[:12]
 	ref := im.Repository + ":dev-" + hash
-	dir := filepath.Join(imagesDir(opts), "project")
+	dir := filepath.Join(images.Dir(opts.images()), "project")
 	out := filepath.Join(dir, im.Name+"-"+hash+".tar")
 	if _, err := os.Stat(out); err == nil {
 		return ref, out, nil
@@ -128,10 +127,10 @@ func buildProjectImage(ctx context.Context, opts Options, im projectImage) (stri
 	cfg := v1.Config{
 		Entrypoint: []string{"/" + im.Name},
 		User:       nonRootUser,
-		Env:        []string{"PATH=/", "SSL_CERT_FILE=" + caCertificates},
+		Env:        []string{"PATH=/", "SSL_CERT_FILE=" + images.CACertificates},
 		Labels:     map[string]string{"org.opencontainers.image.source": "mpijob " + im.Package},
 	}
-	if err := writeImage(rootfs, work+"-layer.tar", ref, cfg, out); err != nil {
+	if err := images.WriteImage(rootfs, work+"-layer.tar", ref, cfg, out); err != nil {
 		return "", "", fmt.Errorf("failed to write image %s: %w", ref, err)
 	}
 	return ref, out, nil
@@ -367,7 +366,7 @@ func Reload(ctx context.Context, opts Options, out io.Writer) error {
 
 func sortedValues(m map[string]string) []string {
 	var vs []string
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		vs = append(vs, m[k])
 	}
 	return vs

@@ -10,6 +10,8 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/mpijob/mpijob/pkg/localcluster/pki"
 )
 
 // User is a person the local cluster knows by a static token, with the
@@ -55,10 +57,10 @@ func server() string { return fmt.Sprintf("https://127.0.0.1:%d", APIServerPort)
 
 // writeCertKubeconfig writes a kubeconfig that authenticates with the
 // client certificate pki/NAME.{crt,key}.
-func writeCertKubeconfig(path string, p *pki, name string) error {
+func writeCertKubeconfig(path string, p *pki.PKI, name string) error {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: server(), CertificateAuthority: p.path("ca", "crt")}
-	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificate: p.path(name, "crt"), ClientKey: p.path(name, "key")}
+	cfg.Clusters["local"] = &clientcmdapi.Cluster{Server: server(), CertificateAuthority: p.Path("ca", "crt")}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{ClientCertificate: p.Path(name, "crt"), ClientKey: p.Path(name, "key")}
 	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: "local", AuthInfo: name}
 	cfg.CurrentContext = name
 	return clientcmd.WriteToFile(*cfg, path)
@@ -66,17 +68,17 @@ func writeCertKubeconfig(path string, p *pki, name string) error {
 
 // writeUserKubeconfig writes the kubeconfig people use: the admin context
 // (client certificate) is current, and every user has a context of their own.
-func writeUserKubeconfig(path string, p *pki, tokens map[string]string) error {
+func writeUserKubeconfig(path string, p *pki.PKI, tokens map[string]string) error {
 	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["mpijob-local"] = &clientcmdapi.Cluster{Server: server(), CertificateAuthorityData: p.caPEM}
+	cfg.Clusters["mpijob-local"] = &clientcmdapi.Cluster{Server: server(), CertificateAuthorityData: p.CAPEM}
 	for _, u := range Users {
 		ai := &clientcmdapi.AuthInfo{Token: tokens[u.Name]}
 		if u.Name == "admin" {
-			crt, err := os.ReadFile(p.path("admin", "crt"))
+			crt, err := os.ReadFile(p.Path("admin", "crt"))
 			if err != nil {
 				return err
 			}
-			key, err := os.ReadFile(p.path("admin", "key"))
+			key, err := os.ReadFile(p.Path("admin", "key"))
 			if err != nil {
 				return err
 			}

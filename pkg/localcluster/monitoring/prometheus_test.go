@@ -1,4 +1,4 @@
-package localcluster
+package monitoring
 
 import (
 	"testing"
@@ -13,7 +13,8 @@ import (
 // metrics Service's name), with the ServiceAccount token, and loads the
 // recording rules.
 func TestPrometheusConfig(t *testing.T) {
-	b, err := prometheusConfig(prometheusTargets{
+	b, err := PrometheusConfig(Targets{
+		ManagerNamespace: "mpijob-system", ManagerApp: "mpijob-manager",
 		Nodes: []string{"mpijob-node-1", "mpijob-node-2"}, ManagerCA: "/s/prometheus/mpijob-manager-ca.crt", Kubeconfig: "/s/prometheus.kubeconfig",
 		CA: "/s/pki/ca.crt", TokenFile: "/s/prometheus/token", Rules: "/repo/config/monitoring/recording-rules.yaml",
 	})

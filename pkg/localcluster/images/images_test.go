@@ -1,4 +1,4 @@
-package localcluster
+package images
 
 import (
 	"archive/tar"
@@ -33,7 +33,7 @@ func TestWriteImage(t *testing.T) {
 	}
 	out := filepath.Join(t.TempDir(), "img.tar")
 	cfg := v1.Config{User: "1000", Cmd: []string{"/bin/sh"}}
-	if err := writeImage(root, out+".layer", "ghcr.io/mpijob/test:1.0", cfg, out); err != nil {
+	if err := WriteImage(root, out+".layer", "ghcr.io/mpijob/test:1.0", cfg, out); err != nil {
 		t.Fatal(err)
 	}
 
@@ -134,5 +134,31 @@ func untar(t *testing.T, path, dir string) {
 		if err := os.WriteFile(target, b, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A new build of an image removes its earlier builds, and nothing of the
+// other images (openmpi's prune leaves openmpi5 alone).
+func TestPruneOldBuilds(t *testing.T) {
+	opts := Options{CacheDir: t.TempDir()}
+	dir := Dir(opts)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	files := []string{"openmpi-aaaaaaaaaaaa.tar", "openmpi-bbbbbbbbbbbb.tar", "openmpi5-cccccccccccc.tar", "openmpi-bbbbbbbbbbbb.tar.tmp"}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, f), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	im, _ := ImageNamed("openmpi")
+	pruneOldBuilds(opts, im, filepath.Join(dir, "openmpi-bbbbbbbbbbbb.tar"))
+	var left []string
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		left = append(left, e.Name())
+	}
+	if diff := cmp.Diff([]string{"openmpi-bbbbbbbbbbbb.tar", "openmpi-bbbbbbbbbbbb.tar.tmp", "openmpi5-cccccccccccc.tar"}, left); diff != "" {
+		t.Errorf("left (-want,+got):\n%s", diff)
 	}
 }

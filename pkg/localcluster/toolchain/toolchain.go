@@ -1,4 +1,8 @@
-package localcluster
+// Package toolchain builds the local cluster's pinned binaries (Kubernetes,
+// etcd, kwok, CoreDNS, Trainer, JobSet, Kueue, Prometheus, Loki, versitygw,
+// ...) from the Go modules under hack/toolchain, each rebuilt only when its
+// pins change.
+package toolchain
 
 import (
 	"context"
@@ -13,9 +17,9 @@ import (
 	"strings"
 )
 
-// toolModule is one pinned Go module under hack/toolchain that builds some of
+// Module is one pinned Go module under hack/toolchain that builds some of
 // the cluster's binaries.
-type toolModule struct {
+type Module struct {
 	// Dir is the folder under hack/toolchain.
 	Dir string
 	// Packages are built with one `go build -o bin/`; the binary takes the
@@ -29,8 +33,9 @@ type toolModule struct {
 	Tags string
 }
 
-func toolModules() []toolModule {
-	return []toolModule{
+// Modules are the pinned modules.
+func Modules() []Module {
+	return []Module{
 		{
 			Dir: "kubernetes",
 			Packages: []string{
@@ -90,9 +95,9 @@ func toolModules() []toolModule {
 	}
 }
 
-// stamp hashes everything that decides a module's binaries: its go.mod,
+// Stamp hashes everything that decides a module's binaries: its go.mod,
 // go.sum and sources, the flags and the Go version.
-func (m toolModule) stamp(root string) (string, error) {
+func (m Module) Stamp(root string) (string, error) {
 	dir := filepath.Join(root, "hack", "toolchain", m.Dir)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -121,9 +126,9 @@ func (m toolModule) stamp(root string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
-// upToDate reports whether bin holds every output built from the current pins.
-func (m toolModule) upToDate(root, bin string) (bool, string, error) {
-	s, err := m.stamp(root)
+// UpToDate reports whether bin holds every output built from the current pins.
+func (m Module) UpToDate(root, bin string) (bool, string, error) {
+	s, err := m.Stamp(root)
 	if err != nil {
 		return false, "", err
 	}
@@ -140,15 +145,20 @@ func (m toolModule) upToDate(root, bin string) (bool, string, error) {
 	return true, s, nil
 }
 
-// BuildToolchain builds every pinned binary that is missing or whose pins
-// changed, into CacheDir/bin.
-func BuildToolchain(ctx context.Context, opts Options, p *Progress) error {
-	bin := opts.binDir()
+// Progress reports a long step: Step says what starts and returns the
+// function that says it ended (localcluster.Progress).
+type Progress interface {
+	Step(format string, args ...any) func()
+}
+
+// Build builds every pinned binary that is missing or whose pins changed,
+// from the modules under repoRoot/hack/toolchain into bin.
+func Build(ctx context.Context, repoRoot, bin string, p Progress) error {
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		return err
 	}
-	for _, m := range toolModules() {
-		ok, stamp, err := m.upToDate(opts.RepoRoot, bin)
+	for _, m := range Modules() {
+		ok, stamp, err := m.UpToDate(repoRoot, bin)
 		if err != nil {
 			return err
 		}
@@ -156,7 +166,7 @@ func BuildToolchain(ctx context.Context, opts Options, p *Progress) error {
 			continue
 		}
 		done := p.Step("building %s from its Go module (first build takes minutes)", strings.Join(m.Outputs, ", "))
-		if err := m.build(ctx, opts, bin); err != nil {
+		if err := m.build(ctx, repoRoot, bin); err != nil {
 			return err
 		}
 		if err := os.WriteFile(filepath.Join(bin, ".stamp-"+m.Dir), []byte(stamp+"\n"), 0o644); err != nil {
@@ -167,7 +177,7 @@ func BuildToolchain(ctx context.Context, opts Options, p *Progress) error {
 	return nil
 }
 
-func (m toolModule) build(ctx context.Context, opts Options, bin string) error {
+func (m Module) build(ctx context.Context, repoRoot, bin string) error {
 	tmp := filepath.Join(bin, ".tmp-"+m.Dir)
 	_ = os.RemoveAll(tmp)
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
@@ -180,7 +190,7 @@ func (m toolModule) build(ctx context.Context, opts Options, bin string) error {
 	}
 	args = append(args, m.Packages...)
 	cmd := exec.CommandContext(ctx, "go", args...)
-	cmd.Dir = filepath.Join(opts.RepoRoot, "hack", "toolchain", m.Dir)
+	cmd.Dir = filepath.Join(repoRoot, "hack", "toolchain", m.Dir)
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
 	out, err := cmd.CombinedOutput()
 	if err != nil {

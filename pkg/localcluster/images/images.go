@@ -1,4 +1,7 @@
-package localcluster
+// Package images builds the local cluster's MPI images from Debian packages
+// (and pinned wheels where Debian has none) into OCI tars in the cache,
+// keyed by their inputs, and pushes them to a registry.
+package images
 
 import (
 	"archive/tar"
@@ -26,7 +29,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
-	"k8s.io/apimachinery/pkg/util/sets"
 )
 
 // Image is an MPI image the local cluster builds from Debian packages (and,
@@ -256,10 +258,11 @@ func ImageNames() []string {
 	return out
 }
 
-func imagesDir(opts Options) string { return filepath.Join(opts.CacheDir, "images") }
+// Dir is where the built images are kept.
+func Dir(opts Options) string { return filepath.Join(opts.CacheDir, "images") }
 
 func (im Image) tarPath(opts Options, hash string) string {
-	return filepath.Join(imagesDir(opts), im.Dir+"-"+hash+".tar")
+	return filepath.Join(Dir(opts), im.Dir+"-"+hash+".tar")
 }
 
 // imageHash covers everything that decides an image's content.
@@ -276,9 +279,9 @@ func imageHash(opts Options, parts ...string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:12], nil
 }
 
-// tar returns where image im's build is kept: its name carries a hash of
+// Tar returns where image im's build is kept: its name carries a hash of
 // everything that decides its content, so a changed input means a new build.
-func (im Image) tar(opts Options) (string, error) {
+func (im Image) Tar(opts Options) (string, error) {
 	parts := append(append(append([]string{im.Ref, imageFormat}, basePackages...), im.Packages...), im.Env...)
 	// Added fields count only where set, so older images keep their hash.
 	if im.Suite != "" {
@@ -309,19 +312,19 @@ func pauseTar(opts Options) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return filepath.Join(imagesDir(opts), "pause-"+h+".tar"), nil
+	return filepath.Join(Dir(opts), "pause-"+h+".tar"), nil
 }
 
-// imageTars returns the tar of every image the nodes import, pause first:
+// ImageTars returns the tar of every image the nodes import, pause first:
 // the images `make dev` builds, and the on-demand ones already built.
-func imageTars(opts Options) ([]string, error) {
+func ImageTars(opts Options) ([]string, error) {
 	pause, err := pauseTar(opts)
 	if err != nil {
 		return nil, err
 	}
 	tars := []string{pause}
 	for _, im := range Images {
-		t, err := im.tar(opts)
+		t, err := im.Tar(opts)
 		if err != nil {
 			return nil, err
 		}
@@ -333,33 +336,27 @@ func imageTars(opts Options) ([]string, error) {
 	return tars, nil
 }
 
-// BuildImages builds the pause image and the MPI images `make dev` needs
-// (not the on-demand ones) that are missing.
-func BuildImages(ctx context.Context, opts Options, p *Progress) error {
+// Base are the images every cluster has from the start (the others are
+// built on first use).
+func Base() []Image {
 	var eager []Image
 	for _, im := range Images {
 		if !im.OnDemand {
 			eager = append(eager, im)
 		}
 	}
-	_, err := BuildImagesOf(ctx, opts, p, eager, "")
-	return err
+	return eager
 }
 
 // BuildImagesOf builds the pause image and each of imgs that is missing,
 // saying why (when why is set), and returns their tars in order.
-func BuildImagesOf(ctx context.Context, opts Options, p *Progress, imgs []Image, why string) ([]string, error) {
-	// debootstrap and the C compiler come from Debian packages: a fresh
-	// machine gets them here too, not only on `up`.
-	if err := installPackages(ctx, p); err != nil {
-		return nil, err
-	}
-	if err := os.MkdirAll(imagesDir(opts), 0o755); err != nil {
+func BuildImagesOf(ctx context.Context, opts Options, p Progress, imgs []Image, why string) ([]string, error) {
+	if err := os.MkdirAll(Dir(opts), 0o755); err != nil {
 		return nil, err
 	}
 	// One build at a time per cache: `make images`, the tests and `up`
 	// may ask for the same image at once.
-	unlock, err := lockFile(filepath.Join(imagesDir(opts), ".lock"))
+	unlock, err := lockFile(filepath.Join(Dir(opts), ".lock"))
 	if err != nil {
 		return nil, err
 	}
@@ -378,7 +375,7 @@ func BuildImagesOf(ctx context.Context, opts Options, p *Progress, imgs []Image,
 	tars := make([]string, len(imgs))
 	var todo []int
 	for i, im := range imgs {
-		if tars[i], err = im.tar(opts); err != nil {
+		if tars[i], err = im.Tar(opts); err != nil {
 			return nil, err
 		}
 		if !fileExists(tars[i]) {
@@ -400,7 +397,7 @@ func BuildImagesOf(ctx context.Context, opts Options, p *Progress, imgs []Image,
 		if err != nil {
 			return nil, err
 		}
-		base := filepath.Join(imagesDir(opts), "rootfs", "base-"+suite+"-"+baseHash)
+		base := filepath.Join(Dir(opts), "rootfs", "base-"+suite+"-"+baseHash)
 		if !fileExists(filepath.Join(base, "etc", "os-release")) {
 			done := p.Step("debootstrap %s and install %s (first build takes minutes)", suite, strings.Join(basePackages, " "))
 			if err := buildBase(ctx, suite, base); err != nil {
@@ -445,7 +442,7 @@ func BuildImagesOf(ctx context.Context, opts Options, p *Progress, imgs []Image,
 // hash of its inputs): an image is hundreds of MB, and the disk it fills is
 // the one the nodes' kubelets watch for pressure.
 func pruneOldBuilds(opts Options, im Image, current string) {
-	old, _ := filepath.Glob(filepath.Join(imagesDir(opts), im.Dir+"-*.tar"))
+	old, _ := filepath.Glob(filepath.Join(Dir(opts), im.Dir+"-*.tar"))
 	for _, t := range old {
 		rest := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(t), im.Dir+"-"), ".tar")
 		if t != current && len(rest) == 12 && !strings.Contains(rest, "-") {
@@ -468,7 +465,8 @@ func lockFile(path string) (func(), error) {
 	return func() { _ = f.Close() }, nil
 }
 
-func run(ctx context.Context, name string, args ...string) error {
+// Run runs a command, its output in the error when it fails.
+func Run(ctx context.Context, name string, args ...string) error {
 	cmd := exec.CommandContext(ctx, name, args...)
 	cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive", "LC_ALL=C")
 	out, err := cmd.CombinedOutput()
@@ -487,12 +485,12 @@ func run(ctx context.Context, name string, args ...string) error {
 // proxy; removed after), in a clean environment: the host's SSL_CERT_FILE,
 // PIP_* and the like name files that do not exist inside.
 func chroot(ctx context.Context, rootfs, script string) error {
-	if err := copyFile("/etc/resolv.conf", filepath.Join(rootfs, "etc", "resolv.conf"), 0o644); err != nil {
+	if err := CopyFile("/etc/resolv.conf", filepath.Join(rootfs, "etc", "resolv.conf"), 0o644); err != nil {
 		return err
 	}
 	hostCA := filepath.Join(rootfs, "tmp", "host-ca.crt")
 	env := []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "DEBIAN_FRONTEND=noninteractive", "LC_ALL=C", "PIP_DISABLE_PIP_VERSION_CHECK=1"}
-	if err := copyFile(caCertificates, hostCA, 0o644); err == nil {
+	if err := CopyFile(CACertificates, hostCA, 0o644); err == nil {
 		env = append(env, "PIP_CERT=/tmp/host-ca.crt")
 		defer func() { _ = os.Remove(hostCA) }()
 	}
@@ -501,7 +499,7 @@ func chroot(ctx context.Context, rootfs, script string) error {
 	if err := syscall.Mount("proc", procDir, "proc", 0, ""); err != nil {
 		return fmt.Errorf("failed to mount /proc in %s: %w", rootfs, err)
 	}
-	defer func() { _ = unmount(procDir) }()
+	defer func() { _ = Unmount(procDir) }()
 	cmd := exec.CommandContext(ctx, "chroot", rootfs, "/bin/sh", "-ec", script)
 	cmd.Env = env
 	out, err := cmd.CombinedOutput()
@@ -535,7 +533,7 @@ func buildBase(ctx context.Context, suite, base string) error {
 	if err := os.MkdirAll(filepath.Dir(base), 0o755); err != nil {
 		return err
 	}
-	if err := run(ctx, "debootstrap", "--variant=minbase", suite, tmp, debianMirror); err != nil {
+	if err := Run(ctx, "debootstrap", "--variant=minbase", suite, tmp, debianMirror); err != nil {
 		return err
 	}
 	script := fmt.Sprintf(aptInstall, strings.Join(basePackages, " ")) + `
@@ -550,12 +548,12 @@ rm -f /etc/ssh/ssh_host_*
 }
 
 func buildImage(ctx context.Context, opts Options, base string, im Image, out string) error {
-	work := filepath.Join(imagesDir(opts), "work")
+	work := filepath.Join(Dir(opts), "work")
 	build := filepath.Join(work, im.Dir+"-build")
 	root := filepath.Join(work, im.Dir)
 	for _, d := range []string{build, root} {
 		_ = os.RemoveAll(d)
-		if err := run(ctx, "cp", "-a", base, d); err != nil {
+		if err := Run(ctx, "cp", "-a", base, d); err != nil {
 			return err
 		}
 	}
@@ -564,7 +562,7 @@ func buildImage(ctx context.Context, opts Options, base string, im Image, out st
 	// Compile mpi-hello and mpi-allreduce-bench in a throw-away copy with
 	// the compiler and headers.
 	for _, prog := range cPrograms {
-		if err := copyFile(filepath.Join(opts.RepoRoot, "images", "common", prog+".c"), filepath.Join(build, "tmp", prog+".c"), 0o644); err != nil {
+		if err := CopyFile(filepath.Join(opts.RepoRoot, "images", "common", prog+".c"), filepath.Join(build, "tmp", prog+".c"), 0o644); err != nil {
 			return err
 		}
 	}
@@ -576,7 +574,7 @@ func buildImage(ctx context.Context, opts Options, base string, im Image, out st
 	}
 
 	if wheels := filepath.Join(build, "tmp", "wheels"); fileExists(wheels) {
-		if err := run(ctx, "cp", "-a", wheels, filepath.Join(root, "tmp", "wheels")); err != nil {
+		if err := Run(ctx, "cp", "-a", wheels, filepath.Join(root, "tmp", "wheels")); err != nil {
 			return err
 		}
 	}
@@ -598,7 +596,7 @@ func buildImage(ctx context.Context, opts Options, base string, im Image, out st
 		if strings.HasPrefix(dst, filepath.Join(root, "usr", "local", "bin")) {
 			mode = 0o755
 		}
-		if err := copyFile(src, dst, mode); err != nil {
+		if err := CopyFile(src, dst, mode); err != nil {
 			return err
 		}
 	}
@@ -625,7 +623,7 @@ func buildImage(ctx context.Context, opts Options, base string, im Image, out st
 		Cmd:        []string{"/bin/bash"},
 		Labels:     map[string]string{"org.opencontainers.image.source": "mpijob images/" + im.Dir},
 	}
-	return writeImage(root, filepath.Join(work, im.Dir+"-layer.tar"), im.Ref, cfg, out)
+	return WriteImage(root, filepath.Join(work, im.Dir+"-layer.tar"), im.Ref, cfg, out)
 }
 
 // sshEnv is what an image whose environment puts its own PATH first (a
@@ -653,23 +651,23 @@ func imageEnv(env []string) []string {
 }
 
 func buildPause(ctx context.Context, opts Options, out string) error {
-	work := filepath.Join(imagesDir(opts), "work", "pause")
+	work := filepath.Join(Dir(opts), "work", "pause")
 	_ = os.RemoveAll(work)
 	if err := os.MkdirAll(work, 0o755); err != nil {
 		return err
 	}
 	defer func() { _ = os.RemoveAll(work) }()
-	if err := run(ctx, "gcc", "-static", "-Os", "-s", "-o", filepath.Join(work, "pause"), filepath.Join(opts.RepoRoot, "images", "pause", "pause.c")); err != nil {
+	if err := Run(ctx, "gcc", "-static", "-Os", "-s", "-o", filepath.Join(work, "pause"), filepath.Join(opts.RepoRoot, "images", "pause", "pause.c")); err != nil {
 		return fmt.Errorf("failed to compile the pause binary (needs gcc and libc6-dev): %w", err)
 	}
 	cfg := v1.Config{Entrypoint: []string{"/pause"}, User: "65535:65535"}
-	return writeImage(work, work+"-layer.tar", pauseImage, cfg, out)
+	return WriteImage(work, work+"-layer.tar", PauseImage, cfg, out)
 }
 
-// writeImage packs rootfs as one layer, adds cfg and writes an OCI image
+// WriteImage packs rootfs as one layer, adds cfg and writes an OCI image
 // layout as a tar that `ctr images import` reads; the index annotates the
 // image with ref so containerd knows it by that name.
-func writeImage(rootfs, layerPath, ref string, cfg v1.Config, out string) error {
+func WriteImage(rootfs, layerPath, ref string, cfg v1.Config, out string) error {
 	if err := tarDir(rootfs, layerPath); err != nil {
 		return err
 	}
@@ -789,7 +787,8 @@ func tarDir(rootfs, out string) error {
 	return tw.Close()
 }
 
-func copyFile(src, dst string, mode os.FileMode) error {
+// CopyFile copies a file with its mode.
+func CopyFile(src, dst string, mode os.FileMode) error {
 	b, err := os.ReadFile(src)
 	if err != nil {
 		return err
@@ -801,78 +800,15 @@ func copyFile(src, dst string, mode os.FileMode) error {
 	return os.WriteFile(dst, b, mode)
 }
 
-// importImages imports every image into node n's containerd unless this
-// node's content store already holds that exact build.
-func (c *Cluster) importImages(ctx context.Context, n realNode) error {
-	tars, err := imageTars(c.opts)
-	if err != nil {
-		return err
-	}
-	refs, err := tarRefs(c.opts)
-	if err != nil {
-		return err
-	}
-	present, err := presentRefs(ctx, n)
-	if err != nil {
-		return err
-	}
-	for _, t := range tars {
-		if err := c.importTar(ctx, n, t, refs[t], present); err != nil {
-			return err
-		}
-	}
-	// A second name for the OpenMPI image stands in for a user's own image
-	// (kubectl mpijob create --image UserImage), so tests see an image that
-	// differs from the runtime's reach the Launcher and the Workers.
-	if err := run(ctx, "ctr", "--address", n.socket(), "-n", "k8s.io", "images", "tag", "--force", Images[0].Ref, UserImage); err != nil {
-		return fmt.Errorf("failed to tag %s as %s on %s: %w", Images[0].Ref, UserImage, n.name, err)
-	}
-	return nil
-}
-
-// importTar imports tar (image ref) into node n's containerd unless n
-// holds that exact build: its import marker is there and the image is
-// still in the store (the kubelet deletes unused images under disk
-// pressure, and the marker alone would then lie).
-func (c *Cluster) importTar(ctx context.Context, n realNode, tar, ref string, present sets.Set[string]) error {
-	marker := n.importMarker(tar)
-	if fileExists(marker) && (ref == "" || present.Has(ref)) {
-		return nil
-	}
-	done := c.progress.Step("importing %s into %s", filepath.Base(tar), n.name)
-	if err := run(ctx, "ctr", "--address", n.socket(), "-n", "k8s.io", "images", "import", "--platform", "linux/amd64", tar); err != nil {
-		return fmt.Errorf("failed to import %s into %s: %w", tar, n.name, err)
-	}
-	if err := os.WriteFile(marker, nil, 0o644); err != nil {
-		return err
-	}
-	done()
-	return nil
-}
-
-// importMarker is the file that says node n imported this build (tar).
-func (n realNode) importMarker(tar string) string {
-	return filepath.Join(n.store, ".imported-"+filepath.Base(tar))
-}
-
-// presentRefs lists the image names node n's containerd holds.
-func presentRefs(ctx context.Context, n realNode) (sets.Set[string], error) {
-	out, err := exec.CommandContext(ctx, "ctr", "--address", n.socket(), "-n", "k8s.io", "images", "ls", "-q").Output()
-	if err != nil {
-		return nil, fmt.Errorf("failed to list the images of %s: %w", n.name, err)
-	}
-	return sets.New(strings.Fields(string(out))...), nil
-}
-
-// tarRefs maps each image tar, built or not, to its image name.
-func tarRefs(opts Options) (map[string]string, error) {
+// TarRefs maps each image tar, built or not, to its image name.
+func TarRefs(opts Options) (map[string]string, error) {
 	pause, err := pauseTar(opts)
 	if err != nil {
 		return nil, err
 	}
-	refs := map[string]string{pause: pauseImage}
+	refs := map[string]string{pause: PauseImage}
 	for _, im := range Images {
-		t, err := im.tar(opts)
+		t, err := im.Tar(opts)
 		if err != nil {
 			return nil, err
 		}
@@ -892,4 +828,17 @@ func sortedKeys(m map[string]string) []string {
 	}
 	sort.Strings(keys)
 	return keys
+}
+
+// PauseImage is the nodes' pause image: an image without sshd or a
+// shell, built from Kubernetes' own pause binary.
+const PauseImage = "registry.k8s.io/pause:3.10.1"
+
+// CACertificates is Debian's bundle (package ca-certificates), copied into
+// the images that talk TLS.
+const CACertificates = "/etc/ssl/certs/ca-certificates.crt"
+
+func fileExists(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
 }

@@ -1,4 +1,7 @@
-package localcluster
+// Package pki is the local cluster's certificate authority: a fresh CA at
+// every start, the certificates it signs for the control plane, the nodes
+// and the users, and the service-account signing key.
+package pki
 
 import (
 	"crypto"
@@ -17,8 +20,8 @@ import (
 	"time"
 )
 
-// certSpec describes one certificate the cluster's CA signs.
-type certSpec struct {
+// CertSpec describes one certificate the cluster's CA signs.
+type CertSpec struct {
 	Name   string // file name stem under pki/
 	CN     string
 	Orgs   []string
@@ -28,18 +31,20 @@ type certSpec struct {
 	Client bool
 }
 
-// pki is the cluster's certificate authority and everything it signed.
-type pki struct {
+// PKI is the cluster's certificate authority and everything it signed.
+type PKI struct {
 	dir    string
 	caCert *x509.Certificate
 	caKey  crypto.Signer
-	caPEM  []byte
+	// CAPEM is the CA's certificate, PEM-encoded.
+	CAPEM []byte
 }
 
-func (p *pki) path(name, ext string) string { return filepath.Join(p.dir, name+"."+ext) }
+// Path is the file of one of its certificates or keys (name.ext).
+func (p *PKI) Path(name, ext string) string { return filepath.Join(p.dir, name+"."+ext) }
 
-// newPKI creates a fresh CA in dir.
-func newPKI(dir string) (*pki, error) {
+// New creates a fresh CA in dir.
+func New(dir string) (*PKI, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -64,15 +69,15 @@ func newPKI(dir string) (*pki, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &pki{dir: dir, caCert: cert, caKey: key, caPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
-	if err := os.WriteFile(p.path("ca", "crt"), p.caPEM, 0o644); err != nil {
+	p := &PKI{dir: dir, caCert: cert, caKey: key, CAPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}
+	if err := os.WriteFile(p.Path("ca", "crt"), p.CAPEM, 0o644); err != nil {
 		return nil, err
 	}
-	return p, writeKey(p.path("ca", "key"), key)
+	return p, writeKey(p.Path("ca", "key"), key)
 }
 
-// issue signs a certificate for spec and writes NAME.crt and NAME.key.
-func (p *pki) issue(spec certSpec) error {
+// Issue signs a certificate for spec and writes NAME.crt and NAME.key.
+func (p *PKI) Issue(spec CertSpec) error {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return err
@@ -102,26 +107,26 @@ func (p *pki) issue(spec certSpec) error {
 	if err != nil {
 		return fmt.Errorf("failed to sign %s: %w", spec.Name, err)
 	}
-	if err := os.WriteFile(p.path(spec.Name, "crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+	if err := os.WriteFile(p.Path(spec.Name, "crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
 		return err
 	}
-	return writeKey(p.path(spec.Name, "key"), key)
+	return writeKey(p.Path(spec.Name, "key"), key)
 }
 
-// serviceAccountKey writes the RSA key pair the apiserver signs tokens with.
-func (p *pki) serviceAccountKey() error {
+// ServiceAccountKey writes the RSA key pair the apiserver signs tokens with.
+func (p *PKI) ServiceAccountKey() error {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return err
 	}
-	if err := writeKey(p.path("sa", "key"), key); err != nil {
+	if err := writeKey(p.Path("sa", "key"), key); err != nil {
 		return err
 	}
 	pub, err := x509.MarshalPKIXPublicKey(key.Public())
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(p.path("sa", "pub"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o644)
+	return os.WriteFile(p.Path("sa", "pub"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o644)
 }
 
 func writeKey(path string, key crypto.Signer) error {

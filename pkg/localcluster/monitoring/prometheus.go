@@ -1,0 +1,75 @@
+// Package monitoring is the local cluster's Prometheus configuration: what
+// it scrapes (the kubelets' resource metrics, the mpijob-manager pods) and
+// how often.
+package monitoring
+
+import (
+	"time"
+
+	"sigs.k8s.io/yaml"
+
+	"github.com/mpijob/mpijob/pkg/certs"
+)
+
+// ScrapeInterval is how often the local Prometheus scrapes: short, so a
+// job of a minute has a dozen points.
+const ScrapeInterval = 5 * time.Second
+
+// Targets is what the local Prometheus scrapes and with what.
+type Targets struct {
+	// Nodes are the real nodes' names (their kubelets serve on :10250
+	// with a certificate for that name).
+	Nodes []string
+	// ManagerCA verifies mpijob-manager's certificate (its own CA);
+	// Kubeconfig is how Prometheus finds the manager pods.
+	ManagerCA, Kubeconfig string
+	// CA verifies the kubelets; TokenFile authenticates.
+	CA, TokenFile string
+	// Rules is the recording rules file.
+	Rules string
+	// ManagerNamespace and ManagerApp find the mpijob-manager pods (label
+	// app.kubernetes.io/name=ManagerApp).
+	ManagerNamespace, ManagerApp string
+}
+
+// PrometheusConfig renders the local Prometheus's configuration.
+func PrometheusConfig(t Targets) ([]byte, error) {
+	type static struct {
+		Targets []string          `json:"targets"`
+		Labels  map[string]string `json:"labels,omitempty"`
+	}
+	auth := map[string]any{"credentials_file": t.TokenFile}
+	tlsCfg := map[string]any{"ca_file": t.CA}
+	var kubelets []static
+	for _, n := range t.Nodes {
+		kubelets = append(kubelets, static{Targets: []string{n + ":10250"}, Labels: map[string]string{"node": n}})
+	}
+	interval := ScrapeInterval.String()
+	cfg := map[string]any{
+		"global":     map[string]any{"scrape_interval": interval, "evaluation_interval": interval},
+		"rule_files": []string{t.Rules},
+		"scrape_configs": []map[string]any{
+			{
+				"job_name": "kubelet-resource", "scheme": "https", "metrics_path": "/metrics/resource",
+				"authorization": auth, "tls_config": tlsCfg, "static_configs": kubelets,
+			},
+			// Every replica of the Deployment, by pod IP and the port named
+			// metrics; the certificate names the metrics Service.
+			{
+				"job_name": "mpijob-manager", "scheme": "https", "metrics_path": "/metrics",
+				"authorization": auth,
+				"tls_config":    map[string]any{"ca_file": t.ManagerCA, "server_name": certs.MetricsServiceName + "." + t.ManagerNamespace + ".svc"},
+				"kubernetes_sd_configs": []map[string]any{{
+					"role": "pod", "kubeconfig_file": t.Kubeconfig,
+					"namespaces": map[string]any{"names": []string{t.ManagerNamespace}},
+					"selectors":  []map[string]any{{"role": "pod", "label": "app.kubernetes.io/name=" + t.ManagerApp}},
+				}},
+				"relabel_configs": []map[string]any{
+					{"source_labels": []string{"__meta_kubernetes_pod_container_port_name"}, "regex": "metrics", "action": "keep"},
+					{"source_labels": []string{"__meta_kubernetes_pod_name"}, "target_label": "manager_pod"},
+				},
+			},
+		},
+	}
+	return yaml.Marshal(cfg)
+}

@@ -1,0 +1,77 @@
+package localcluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/util/sets"
+
+	"github.com/mpijob/mpijob/pkg/localcluster/images"
+)
+
+// importImages imports every image into node n's containerd unless this
+// node's content store already holds that exact build.
+func (c *Cluster) importImages(ctx context.Context, n realNode) error {
+	tars, err := images.ImageTars(c.opts.images())
+	if err != nil {
+		return err
+	}
+	refs, err := images.TarRefs(c.opts.images())
+	if err != nil {
+		return err
+	}
+	present, err := presentRefs(ctx, n)
+	if err != nil {
+		return err
+	}
+	for _, t := range tars {
+		if err := c.importTar(ctx, n, t, refs[t], present); err != nil {
+			return err
+		}
+	}
+	// A second name for the OpenMPI image stands in for a user's own image
+	// (kubectl mpijob create --image UserImage), so tests see an image that
+	// differs from the runtime's reach the Launcher and the Workers.
+	if err := images.Run(ctx, "ctr", "--address", n.socket(), "-n", "k8s.io", "images", "tag", "--force", Images[0].Ref, UserImage); err != nil {
+		return fmt.Errorf("failed to tag %s as %s on %s: %w", Images[0].Ref, UserImage, n.name, err)
+	}
+	return nil
+}
+
+// importTar imports tar (image ref) into node n's containerd unless n
+// holds that exact build: its import marker is there and the image is
+// still in the store (the kubelet deletes unused images under disk
+// pressure, and the marker alone would then lie).
+func (c *Cluster) importTar(ctx context.Context, n realNode, tar, ref string, present sets.Set[string]) error {
+	marker := n.importMarker(tar)
+	if fileExists(marker) && (ref == "" || present.Has(ref)) {
+		return nil
+	}
+	done := c.progress.Step("importing %s into %s", filepath.Base(tar), n.name)
+	if err := images.Run(ctx, "ctr", "--address", n.socket(), "-n", "k8s.io", "images", "import", "--platform", "linux/amd64", tar); err != nil {
+		return fmt.Errorf("failed to import %s into %s: %w", tar, n.name, err)
+	}
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		return err
+	}
+	done()
+	return nil
+}
+
+// importMarker is the file that says node n imported this build (tar).
+func (n realNode) importMarker(tar string) string {
+	return filepath.Join(n.store, ".imported-"+filepath.Base(tar))
+}
+
+// presentRefs lists the image names node n's containerd holds.
+func presentRefs(ctx context.Context, n realNode) (sets.Set[string], error) {
+	out, err := exec.CommandContext(ctx, "ctr", "--address", n.socket(), "-n", "k8s.io", "images", "ls", "-q").Output()
+	if err != nil {
+		return nil, fmt.Errorf("failed to list the images of %s: %w", n.name, err)
+	}
+	return sets.New(strings.Fields(string(out))...), nil
+}
