@@ -119,11 +119,17 @@ func Pods(live []corev1.Pod, st api.Status, workersTotal int32) []Pod {
 			p.Health = "red"
 		}
 		for _, f := range st.Failed {
-			if f.Role == p.Role && int(f.Index) == p.Index && p.Gone {
-				p.Health = "red"
-				if p.State == "pod gone" {
-					p.State = "failed (pod gone): " + f.Reason
-				}
+			if f.Role != p.Role || int(f.Index) != p.Index || !p.Gone {
+				continue
+			}
+			// The diagnosis says why it failed; its last record may not
+			// (a rank killed while its pod still ran).
+			p.Health = "red"
+			switch last := strings.TrimSuffix(p.State, " (pod gone)"); {
+			case p.State == "pod gone":
+				p.State = f.Reason + " (pod gone)"
+			case !api.FailedState(last) && f.Reason != last:
+				p.State = f.Reason + " (pod gone; last seen " + last + ")"
 			}
 		}
 	}
