@@ -43,9 +43,10 @@ await step('huge log', async () => {
   const t = Date.now();
   await page.evaluate(() => 1);
   const lag = Date.now() - t;
-  const drawn = await page.getByTestId('log').locator(':scope > span').count();
+  // PatternFly's LogViewer draws only the rows in view.
+  const drawn = await page.getByTestId('log').locator('.pf-v6-c-log-viewer__list-item').count();
   const count = await page.getByTestId('log-count').textContent();
-  check(lag < 2000 && drawn <= 3000, `a 100 MB log streams capped (${count}; ${drawn} lines drawn) and the tab answers in ${lag} ms`);
+  check(lag < 2000 && drawn > 0 && drawn <= 200, `a 100 MB log streams capped (${count}; ${drawn} rows drawn) and the tab answers in ${lag} ms`);
   await page.screenshot({ path: `${shots}/huge-log.png` });
   await ctx.close();
 });
@@ -71,7 +72,7 @@ await step('dev-a list', async () => {
   await log.filter({ hasText: 'allreduce over' }).waitFor({ timeout: 20_000 });
   check(true, 'the logs opened in 1 click and show the Launcher output');
   await page.getByLabel('Search the log (regular expression)').fill('rank 1 of');
-  await log.locator('mark', { hasText: /rank 1 of/i }).first().waitFor({ timeout: 10_000 });
+  await log.locator('span[style*="background-color"]', { hasText: /rank 1 of/i }).first().waitFor({ timeout: 10_000 });
   check(true, "the search finds and highlights a rank's line");
   await page.getByLabel('Search the log (regular expression)').fill('rank (');
   await page.getByText('not a valid regular expression').waitFor({ timeout: 5_000 });

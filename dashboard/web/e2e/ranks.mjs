@@ -28,7 +28,8 @@ await step('the rank facet selects real ranks', async () => {
   await page.waitForFunction(() => (document.querySelector('[data-testid=log]')?.textContent ?? '').includes('RuntimeError'), null, { timeout: 30000 });
   await page.getByTestId('rank-filter').fill('1');
   await page.waitForFunction(() => !(document.querySelector('[data-testid=log]')?.textContent ?? '').includes('[1,0]'), null, { timeout: 10000 });
-  const lines = (await log.textContent()).split('\n').filter((l) => l.trim() !== '');
+  // One row per line (PatternFly's LogViewer).
+  const lines = (await log.locator('.pf-v6-c-log-viewer__text').allTextContents()).filter((l) => l.trim() !== '');
   check(lines.length >= 2 && lines.every((l) => l.startsWith('[1,1]<')), `rank 1 shows only rank 1's lines (${lines.length}: ${lines.slice(0, 3).join(' / ')})`);
   check(lines.some((l) => l.includes('RuntimeError: rank one cannot go on')), 'with its error');
   await page.screenshot({ path: `${shots}/job-logs-rank.png`, fullPage: true });

@@ -105,9 +105,9 @@ def test_oom_diagnosis_read_from_python(kubeconfig_path, namespace):
         for rj in ("launcher", "node")]}}}}
     # The Workers' memory goes into the job's own runtime, as create_job does it.
     job = jobspec.build(jobspec.Input(name="oom", namespace=namespace, runtime="mpi-openmpi-gpu", workers=2,
-                                      resources_per_worker={"memory": "2Gi"}), client._runtime("mpi-openmpi-gpu"))
+                                      resources_per_worker={"memory": "2Gi"}), client._backend._runtime("mpi-openmpi-gpu"))
     job.train_job["spec"]["runtimePatches"] = [patch]
-    client._create(job, False)
+    client._backend._create(job, False)
     with pytest.raises(JobFailedError) as e:
         client.wait_for_job("oom", timeout=120)
     s = e.value.status

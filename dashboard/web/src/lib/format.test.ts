@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { age, cap, compileSearch, duration, highlight, phaseLabel, runTime, startsIn } from './format';
+import { age, cap, compileSearch, duration, highlight, MARK_OFF, MARK_ON, markMatches, phaseLabel, runTime, startsIn } from './format';
 
 describe('duration', () => {
   it.each([
@@ -61,4 +61,14 @@ describe('startsIn', () => {
     [undefined, ''],
     ['0001-01-01T00:00:00Z', ''],
   ])('%s', (start, want) => expect(startsIn(start, now)).toBe(want));
+});
+
+describe('markMatches', () => {
+  it('marks every match for the log viewer and leaves the rest as it is', () => {
+    const re = compileSearch('rank [0-9]').re!;
+    expect(markMatches('rank 1 of 2, rank 0 done <b>', re)).toBe(`${MARK_ON}rank 1${MARK_OFF} of 2, ${MARK_ON}rank 0${MARK_OFF} done <b>`);
+  });
+  it('leaves a line without a search alone', () => {
+    expect(markMatches('plain', undefined)).toBe('plain');
+  });
 });

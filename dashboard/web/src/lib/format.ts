@@ -55,6 +55,22 @@ export function highlight(line: string, re?: RegExp): { text: string; match: boo
   return out.length ? out : [{ text: line, match: false }];
 }
 
+/**
+ * Marks re's matches in line for PatternFly's LogViewer, which draws ANSI
+ * colours and escapes everything else: a match gets a yellow background
+ * (24-bit SGR 48;2), then the default background again (49).
+ */
+export function markMatches(line: string, re?: RegExp): string {
+  if (!re) return line;
+  return highlight(line, re)
+    .map((p) => (p.match ? `${MARK_ON}${p.text}${MARK_OFF}` : p.text))
+    .join('');
+}
+
+/** The ANSI codes markMatches puts around a match. */
+export const MARK_ON = '\x1b[48;2;255;224;102m';
+export const MARK_OFF = '\x1b[49m';
+
 /** Keeps at most max lines, dropping the oldest; says how many were dropped. */
 export function cap(lines: string[], max: number): { lines: string[]; dropped: number } {
   if (lines.length <= max) return { lines, dropped: 0 };

@@ -1,4 +1,4 @@
-import { useEffect, useMemo, useRef, useState } from 'react';
+import { useEffect, useMemo, useState } from 'react';
 import {
   Alert,
   Button,
@@ -13,7 +13,8 @@ import {
   ToolbarItem,
 } from '@patternfly/react-core';
 import { DownloadIcon } from '@patternfly/react-icons';
-import { cap, compileSearch, highlight } from '../../lib/format';
+import { LogViewer as PFLogViewer } from '@patternfly/react-log-viewer';
+import { cap, compileSearch, markMatches } from '../../lib/format';
 import { lineRank, parseSelection } from '../../lib/ranks';
 import { openText } from '../../api/client';
 import { apiRoutes } from '../../api/routes';
@@ -21,8 +22,6 @@ import type { Pod } from '../../api/types';
 
 /** Lines kept in the browser; older ones are dropped (a 100 MB log must not freeze the tab). */
 export const MAX_LINES = 50_000;
-/** Lines drawn at once (the newest of those that match). */
-const DRAWN = 3_000;
 
 const RANGES: [string, string][] = [
   ['', 'All time'],
@@ -49,7 +48,6 @@ export function LogViewer({ namespace, name, pods, target, onTarget }: {
   const [since, setSince] = useState('');
   const [follow, setFollow] = useState(true);
   const [done, setDone] = useState(false);
-  const box = useRef<HTMLPreElement>(null);
   const running = pods.some((p) => p.phase === 'Running' || p.phase === 'Pending');
   // The pods this view reads, and whether their containers run yet: a
   // follow opened before a container started ends at once, so the stream
@@ -135,15 +133,14 @@ export function LogViewer({ namespace, name, pods, target, onTarget }: {
     if (only && search.re) out = out.filter((l) => { search.re!.lastIndex = 0; return search.re!.test(l); });
     return out;
   }, [lines, only, search, podRe, ranks]);
-  const drawn = matching.slice(-DRAWN);
+  // PatternFly's LogViewer draws the rows in view (a long log stays
+  // light) and escapes the text; the search's matches are marked in ANSI.
+  const shown = useMemo(() => matching.map((l) => markMatches(l, search.re)), [matching, search]);
   const matches = useMemo(() => {
     if (!search.re) return 0;
     return matching.filter((l) => { search.re!.lastIndex = 0; return search.re!.test(l); }).length;
   }, [matching, search]);
 
-  useEffect(() => {
-    if (follow && box.current) box.current.scrollTop = box.current.scrollHeight;
-  }, [drawn.length, follow]);
 
   const download = () => {
     const blob = new Blob([lines.join('\n') + '\n'], { type: 'text/plain' });
@@ -211,15 +208,9 @@ export function LogViewer({ namespace, name, pods, target, onTarget }: {
         <Alert variant="info" isInline data-testid="log-source-store"
           title="From the log store: the pods of this job are gone, and these are the lines kept for them." />
       )}
-      <pre className="mpi-log" ref={box} data-testid="log" tabIndex={0} role="region" aria-label="Log">
-        {matching.length > DRAWN && `… ${matching.length - DRAWN} earlier lines not drawn; search or download to see them\n`}
-        {drawn.map((l, i) => (
-          <span key={i}>
-            {highlight(l, search.re).map((p, j) => (p.match ? <mark key={j}>{p.text}</mark> : <span key={j}>{p.text}</span>))}
-            {'\n'}
-          </span>
-        ))}
-      </pre>
+      <div data-testid="log" role="region" aria-label="Log">
+        <PFLogViewer data={shown} height={520} isTextWrapped scrollToRow={follow ? shown.length : undefined} />
+      </div>
     </div>
   );
 }
