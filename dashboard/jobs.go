@@ -113,8 +113,9 @@ func (s *Server) detailOf(ctx context.Context, c *userClients, ns, name string) 
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
 		return nil, err
 	}
-	d := &Detail{Job: jobview.JobOf(tj), RuntimeKind: ptr.Deref(tj.Spec.RuntimeRef.Kind, trainer.ClusterTrainingRuntimeKind)}
-	if st, ok := api.StatusOf(tj); ok {
+	st, ok := api.StatusOf(tj)
+	d := &Detail{Job: jobview.JobWith(tj, st, ok), RuntimeKind: ptr.Deref(tj.Spec.RuntimeRef.Kind, trainer.ClusterTrainingRuntimeKind)}
+	if ok {
 		d.status = st
 		d.StaleNote = c.managerState(ctx).StaleNote(st.ObservedTime, time.Now())
 	}

@@ -292,7 +292,7 @@ func jobTable(jobs []trainer.TrainJob, now time.Time) *metav1.Table {
 		// The job as every interface shows it (pkg/jobview): slots and GPUs
 		// per Worker as the manager read them from the runtime, else the
 		// job's own; its creator.
-		v := jobview.JobOf(j)
+		v := jobview.JobWith(j, s, fromManager)
 		slots, gpus, creator := max(v.SlotsPerWorker, 1), v.GPUsPerWorker, v.Creator
 		if gpus == "" {
 			gpus = "-"

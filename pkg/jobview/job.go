@@ -62,6 +62,13 @@ type Job struct {
 
 // JobOf is a TrainJob as a list shows it.
 func JobOf(tj *trainer.TrainJob) Job {
+	st, ok := api.StatusOf(tj)
+	return JobWith(tj, st, ok)
+}
+
+// JobWith is JobOf for a caller that has read the job's status already
+// (api.StatusOf): the status is not decoded again.
+func JobWith(tj *trainer.TrainJob, st api.Status, ok bool) Job {
 	j := Job{
 		Name: tj.Name, Namespace: tj.Namespace,
 		Runtime:  api.RuntimeOf(tj.Labels, tj.Spec.RuntimeRef.Name),
@@ -85,7 +92,6 @@ func JobOf(tj *trainer.TrainJob) Job {
 		}
 	}
 	// The manager's status, or the fallback the CLI and the SDK use too.
-	st, ok := api.StatusOf(tj)
 	j.MPI = ok || tj.Labels[api.BaseRuntimeLabel] != ""
 	if !ok {
 		j.Phase, j.Message = st.Phase, st.Message
