@@ -51,20 +51,33 @@ func TestSuspendUnderKueueStays(t *testing.T) {
 		p, m := phase()
 		return p == "Suspended", p + ": " + m
 	})
-	// It stays suspended: no pod comes back, the phase holds.
-	for range 10 {
-		time.Sleep(2 * time.Second)
-		if p, m := phase(); p != "Suspended" {
-			t.Fatalf("the job left Suspended by itself: %s: %s", p, m)
-		}
+	// running names a pod that runs and is not being stopped.
+	running := func() string {
 		pods := &corev1.PodList{}
 		if err := c.Client.List(context.Background(), pods, client.InNamespace("team-a"), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: name}); err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range pods.Items {
 			if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
-				t.Fatalf("pod %s runs while the job is suspended", p.Name)
+				return p.Name
 			}
+		}
+		return ""
+	}
+	// The engine stops the pods (Trainer suspends the JobSet, the Job
+	// controller deletes them): a few seconds after spec.suspend under load.
+	waitFor(t, 90*time.Second, name+"'s pods stopped", func() (bool, string) {
+		p := running()
+		return p == "", "pod " + p + " still runs"
+	})
+	// It stays suspended: no pod comes back, the phase holds.
+	for range 10 {
+		time.Sleep(2 * time.Second)
+		if p, m := phase(); p != "Suspended" {
+			t.Fatalf("the job left Suspended by itself: %s: %s", p, m)
+		}
+		if p := running(); p != "" {
+			t.Fatalf("pod %s runs again while the job is suspended", p)
 		}
 	}
 	expect(t, mpijob(t, "dev-a", "team-a", "get", name), 0, "Suspended")
