@@ -150,6 +150,10 @@ bench-manager: ## mpijob-manager overhead and 500 x 8 scale (needs a running loc
 bench-admission: ## Latency that admission webhooks add (needs a running local cluster).
 	$(GO) run ./bench/admission
 
+.PHONY: bench-scale
+bench-scale: ## Bare engine vs the full install in one run: 500 x 8 jobs, a 50 x 8 burst, 500 suspended creates, webhook p50/p99, manager RSS and CPU per job (needs a running local cluster, ~30 min).
+	$(GO) run -tags e2e ./bench/scale
+
 .PHONY: bench-burst
 bench-burst: ## 500 TrainJob creates from 20 clients through admission, then again with mpijob-manager killed mid-burst: latency and outcomes (needs a running local cluster, root).
 	$(GO) run ./bench/burst
@@ -160,8 +164,8 @@ bench-dataplane: ## Allreduce latency and bandwidth of every MPI flavour, pods o
 	$(GO) run ./bench/dataplane
 
 .PHONY: bench-dashboard
-bench-dashboard: dashboard browser ## Dashboard with 1,000 jobs: list API p95, first paint in Chromium, a change in the open page (needs a running local cluster).
-	$(GO) run ./bench/dashboard
+bench-dashboard: build sdk-venv browser ## Listing N jobs (N=1000): kubectl mpijob get and the SDK against kubectl get trainjob, the dashboard's list API p95, first rows in Chromium, a change in the open page (needs a running local cluster).
+	$(GO) run ./bench/dashboard -n $(or $(N),1000)
 
 .PHONY: bench-dashboard-logs
 bench-dashboard-logs: ## Dashboard peak memory with 30 readers of a 10-pod job's merged log: streamed (now) vs whole logs (before), in one run.

@@ -1,6 +1,9 @@
-// Command dashboard measures the dashboard with many jobs, against the
-// running local cluster, acting as dev-a:
+// Command dashboard measures listing many jobs, against the running local
+// cluster, acting as dev-a:
 //
+//   - `kubectl mpijob get`, the SDK's list_jobs (a python process, and the
+//     call alone) and `kubectl get trainjob`, end to end, in one run, with
+//     their ratios to kubectl;
 //   - the list API's latency (p50/p95) with N jobs in a namespace;
 //   - first contentful paint of the list page with N jobs, and the time
 //     until its first rows are drawn, in headless Chromium
@@ -10,7 +13,7 @@
 // It creates N suspended MPI TrainJobs in namespace bench-dashboard (dev-a
 // may edit it), and deletes the namespace at the end.
 //
-//	go run ./bench/dashboard [-n 1000]
+//	go run ./bench/dashboard [-n 1000] [-runs 5]
 package main
 
 import (
@@ -45,8 +48,11 @@ import (
 
 const ns = "bench-dashboard"
 
+var runs int
+
 func main() {
 	n := flag.Int("n", 1000, "jobs")
+	flag.IntVar(&runs, "runs", 5, "runs of each client's list")
 	flag.Parse()
 	if err := run(*n); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
@@ -126,6 +132,11 @@ func run(n int) error {
 	}
 	fmt.Fprintf(os.Stderr, "created in %s\n", time.Since(start).Round(time.Millisecond))
 
+	lists, err := clients(opts, n)
+	if err != nil {
+		return err
+	}
+
 	srv := &dashboard.Server{Base: admin}
 	ts := httptest.NewServer(srv.Handler())
 	defer ts.Close()
@@ -167,6 +178,11 @@ func run(n int) error {
 	}
 
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(w, "list of %d jobs, end to end (median of %d)\tvalue\tto kubectl\ttarget\n", n, runs)
+	for _, l := range lists {
+		fmt.Fprintf(w, "%s\t%s\t%.2f\t%s\n", l.name, l.median.Round(time.Millisecond), float64(l.median)/float64(lists[0].median), l.target)
+	}
+	fmt.Fprintln(w)
 	fmt.Fprintf(w, "measure (%d jobs)\tvalue\ttarget\tratio to target\n", n)
 	fmt.Fprintf(w, "list API p50\t%s\t\t\n", p(0.5).Round(time.Microsecond*100))
 	fmt.Fprintf(w, "list API p95\t%s\t100ms\t%.2f\n", p(0.95).Round(time.Microsecond*100), float64(p(0.95))/float64(100*time.Millisecond))
@@ -174,4 +190,69 @@ func run(n int) error {
 	fmt.Fprintf(w, "first rows drawn\t%.0fms\t\t\n", rows)
 	fmt.Fprintf(w, "a change visible in the open page\t%.0fms\t2000ms\t%.2f\n", change, change/2000)
 	return w.Flush()
+}
+
+// listing is one client's list, timed.
+type listing struct {
+	name, target string
+	median       time.Duration
+}
+
+// clients times kubectl, the CLI and the SDK listing the namespace as
+// dev-a, each runs times, and checks each listed every job. kubectl comes
+// first: the others' ratios are to it.
+func clients(opts localcluster.Options, n int) ([]listing, error) {
+	kc := opts.KubeconfigPath()
+	py := filepath.Join(opts.CacheDir, "sdk-venv", "bin", "python")
+	sdk := `import sys, time
+from mpijob import MPIJobClient
+t = time.monotonic()
+jobs = MPIJobClient(namespace=sys.argv[1], context="dev-a", config_file=sys.argv[2]).list_jobs()
+d = time.monotonic() - t
+print("\n".join(j.name for j in jobs))
+print(f"call {d:.4f}", file=sys.stderr)
+`
+	cmds := []struct {
+		name, target string
+		argv         []string
+		env          []string
+	}{
+		{"kubectl get trainjob", "", []string{opts.Kubectl(), "--kubeconfig", kc, "--context", "dev-a", "-n", ns, "get", "trainjob"}, nil},
+		{"kubectl mpijob get (CLI)", "≤ 2s, ≤ 1.5× kubectl", []string{filepath.Join(opts.RepoRoot, "bin", "kubectl-mpijob"), "--kubeconfig", kc, "--context", "dev-a", "-n", ns, "get"}, nil},
+		{"SDK list_jobs (python process)", "≤ 2s, ≤ 1.5× kubectl", []string{py, "-c", sdk, ns, kc}, []string{"PYTHONPATH=" + filepath.Join(opts.RepoRoot, "sdk", "python")}},
+	}
+	var out []listing
+	var calls []time.Duration
+	for _, c := range cmds {
+		var ds []time.Duration
+		for range runs {
+			cmd := exec.Command(c.argv[0], c.argv[1:]...)
+			cmd.Env = append(os.Environ(), c.env...)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			t := time.Now()
+			b, err := cmd.Output()
+			d := time.Since(t)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w: %s", c.name, err, stderr.String())
+			}
+			if got := strings.Count(string(b), "bench-"); got != n {
+				return nil, fmt.Errorf("%s listed %d of %d jobs", c.name, got, n)
+			}
+			ds = append(ds, d)
+			for _, l := range strings.Split(stderr.String(), "\n") {
+				var call float64
+				if _, err := fmt.Sscanf(l, "call %f", &call); err == nil {
+					calls = append(calls, time.Duration(call*float64(time.Second)))
+				}
+			}
+		}
+		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+		out = append(out, listing{name: c.name, target: c.target, median: ds[len(ds)/2]})
+	}
+	if len(calls) > 0 {
+		sort.Slice(calls, func(i, j int) bool { return calls[i] < calls[j] })
+		out = append(out, listing{name: "SDK list_jobs (the call alone, in that process)", target: "", median: calls[len(calls)/2]})
+	}
+	return out, nil
 }

@@ -51,6 +51,7 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
+	"github.com/mpijob/mpijob/bench/internal/stack"
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/localcluster"
 	"github.com/mpijob/mpijob/test/framework"
@@ -178,7 +179,7 @@ func (b *bench) overhead(ctx context.Context, workers, n int) (with, without []t
 	defer cleanup()
 	fmt.Fprintf(os.Stderr, "overhead: %d jobs of %d Workers with and %d without mpijob-manager, alternating\n", n, workers, n)
 	enabled := true
-	var saved []*unstructured.Unstructured
+	var saved *stack.Saved
 	defer func() {
 		if !enabled {
 			if rerr := b.enableManager(ctx, saved, ns); rerr != nil && err == nil {
@@ -239,110 +240,20 @@ func (b *bench) one(ctx context.Context, ns, name string, workers int) (time.Dur
 	return d, b.cl.Delete(ctx, b.job(ns, name, workers), client.PropagationPolicy(metav1.DeletePropagationBackground))
 }
 
-var webhookKinds = []string{"MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"}
-
-func (b *bench) disableManager(ctx context.Context) ([]*unstructured.Unstructured, error) {
-	var saved []*unstructured.Unstructured
-	for _, k := range webhookKinds {
-		u := &unstructured.Unstructured{}
-		u.SetAPIVersion("admissionregistration.k8s.io/v1")
-		u.SetKind(k)
-		name := "mpijob-" + strings.ToLower(strings.TrimSuffix(k, "WebhookConfiguration")) + "-webhook-configuration"
-		if err := b.cl.Get(ctx, client.ObjectKey{Name: name}, u); err != nil {
-			return nil, err
-		}
-		saved = append(saved, u)
-		if err := b.cl.Delete(ctx, u); err != nil {
-			return nil, err
-		}
-	}
-	if webhooksOnly {
-		return saved, nil
-	}
-	return saved, localcluster.ScaleManager(ctx, b.cl, 0, 3*time.Minute)
+func (b *bench) disableManager(ctx context.Context) (*stack.Saved, error) {
+	return stack.Bare(ctx, b.cl, webhooksOnly)
 }
 
-func (b *bench) enableManager(ctx context.Context, saved []*unstructured.Unstructured, ns string) error {
-	if !webhooksOnly {
-		if err := localcluster.ScaleManager(ctx, b.cl, 2, 3*time.Minute); err != nil {
-			return err
-		}
-	}
-	for _, u := range saved {
-		u = u.DeepCopy()
-		u.SetResourceVersion("")
-		u.SetUID("")
-		u.SetManagedFields(nil)
-		if err := b.cl.Create(ctx, u); err != nil {
-			return err
-		}
-	}
-	// Wait until the restarted manager answers its webhooks.
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		return b.cl.Create(ctx, b.job(ns, "probe", 2), client.DryRunAll) == nil, nil
-	}); err != nil {
-		return err
-	}
-	if webhooksOnly {
-		return nil
-	}
-	// and until its controllers lead and write statuses again: a restarted
-	// manager first lists the cluster and looks at every job once, and the
-	// overhead to measure is that of a running manager, not of its start.
-	probe := b.job(ns, "probe", 1)
-	probe.Spec.Suspend = ptr.To(true)
-	if err := b.cl.Create(ctx, probe); err != nil {
-		return err
-	}
-	defer func() { _ = b.cl.Delete(context.Background(), probe) }()
-	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		cur := &trainer.TrainJob{}
-		if err := b.cl.Get(ctx, client.ObjectKeyFromObject(probe), cur); err != nil {
-			return false, err
-		}
-		_, ok := cur.Annotations[api.StatusAnnotation]
-		return ok, nil
-	}); err != nil {
-		return fmt.Errorf("the restarted mpijob-manager wrote no status: %w", err)
-	}
-	return nil
+func (b *bench) enableManager(ctx context.Context, saved *stack.Saved, ns string) error {
+	return saved.Restore(ctx, b.cl, ns, b.job2)
 }
+
+// job2 is a 2-Worker job, the probe Restore creates.
+func (b *bench) job2(ns, name string) *trainer.TrainJob { return b.job(ns, name, 2) }
 
 // settle lets the cluster finish what switching the manager on or off
 // started, the same time either way.
 const settle = 2 * time.Second
-
-// cpuAndMemory reads the manager's CPU time (user+system) and its current
-// and peak resident memory from /proc.
-func cpuAndMemory(pid int) (cpu time.Duration, rss, peak int64, err error) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	s := string(stat)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	cpu = time.Duration(ut+st) * time.Second / 100 // USER_HZ
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0, 0, err
-	}
-	for _, l := range strings.Split(string(status), "\n") {
-		fs := strings.Fields(l)
-		if len(fs) < 2 {
-			continue
-		}
-		v, _ := strconv.ParseInt(fs[1], 10, 64)
-		switch fs[0] {
-		case "VmRSS:":
-			rss = v * 1024
-		case "VmHWM:":
-			peak = v * 1024
-		}
-	}
-	return cpu, rss, peak, nil
-}
 
 func (b *bench) scale(ctx context.Context, jobs, workers int) error {
 	pid, err := b.leaderPID(ctx)
@@ -354,7 +265,7 @@ func (b *bench) scale(ctx context.Context, jobs, workers int) error {
 		return err
 	}
 	defer cleanup()
-	cpu0, rss0, _, err := cpuAndMemory(pid)
+	cpu0, rss0, _, err := localcluster.ProcessUse(pid)
 	if err != nil {
 		return err
 	}
@@ -389,14 +300,14 @@ func (b *bench) scale(ctx context.Context, jobs, workers int) error {
 		return fmt.Errorf("not every job reached Running: %w", err)
 	}
 	allRunning := time.Since(start)
-	cpu1, rss1, peak1, err := cpuAndMemory(pid)
+	cpu1, rss1, peak1, err := localcluster.ProcessUse(pid)
 	if err != nil {
 		return err
 	}
 	const idle = 60 * time.Second
 	fmt.Fprintf(os.Stderr, "scale: all Running after %s; measuring %s of steady state\n", allRunning.Round(time.Second), idle)
 	time.Sleep(idle)
-	cpu2, rss2, peak2, err := cpuAndMemory(pid)
+	cpu2, rss2, peak2, err := localcluster.ProcessUse(pid)
 	if err != nil {
 		return err
 	}
@@ -528,7 +439,7 @@ spec: {clusterQueue: %s}
 		toPositions := time.Since(start)
 		// Let the start-up work end, then measure a steady minute.
 		time.Sleep(15 * time.Second)
-		cpu0, _, _, err := cpuAndMemory(pid)
+		cpu0, _, _, err := localcluster.ProcessUse(pid)
 		if err != nil {
 			done()
 			return err
@@ -539,7 +450,7 @@ spec: {clusterQueue: %s}
 			return err
 		}
 		time.Sleep(idle)
-		cpu1, _, _, err := cpuAndMemory(pid)
+		cpu1, _, _, err := localcluster.ProcessUse(pid)
 		if err != nil {
 			done()
 			return err

@@ -48,7 +48,7 @@ import (
 func main() {
 	var (
 		metricsAddr, probeAddr, webhookHost, certDir, leaderNS string
-		certSecret, webhookService, metricsService             string
+		certSecret, webhookService, metricsService, pprofAddr  string
 		webhookPort, maxWorkers, logAPIPort                    int
 		leaderElect, metricsSecure, certManagement             bool
 	)
@@ -65,6 +65,7 @@ func main() {
 	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so only one replica acts")
 	flag.StringVar(&leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease "+api.ManagerLeaseName+" (default: the pod's); clients read it to tell a stale status")
 	flag.IntVar(&maxWorkers, "max-workers", 256, "most Workers (nodes) a TrainJob of any framework may ask for where its runtime's policy.mpijob.dev/max-workers says nothing; 0 lifts the cap")
+	flag.StringVar(&pprofAddr, "pprof-bind-address", "0", "address of Go's /debug/pprof profiles (e.g. 127.0.0.1:6060, to find where CPU and memory go); 0 disables it")
 	flag.IntVar(&logAPIPort, "log-api-port", 8444, "port of the log store's read API (logs.mpijob.dev, an aggregated API), served when the environment sets "+logStoreURLEnv)
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
@@ -99,6 +100,7 @@ func main() {
 		Scheme:                  scheme,
 		Metrics:                 metricsOpts,
 		HealthProbeBindAddress:  probeAddr,
+		PprofBindAddress:        pprofAddr,
 		LeaderElection:          leaderElect,
 		LeaderElectionID:        api.ManagerLeaseName,
 		LeaderElectionNamespace: leaderNS,
@@ -106,7 +108,10 @@ func main() {
 		// one (or a restarted one) leads without waiting for it to expire.
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer:                 webhook.NewServer(webhook.Options{Host: webhookHost, Port: webhookPort, CertDir: certDir}),
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+		// No reader of the cache needs managedFields (writes are
+		// server-side applies and patches): dropping them keeps about a
+		// fifth less of every cached pod, TrainJob and JobSet in memory.
+		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields(), ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:  {Label: labels.NewSelector().Add(*jobsetPods)},
 			&corev1.Node{}: {Transform: diagnose.CapacityNode},
 		}},

@@ -469,10 +469,13 @@ func TestPodsOverdueAndUnschedulable(t *testing.T) {
 }
 
 // Status writes wait until a second after the previous one (or after the
-// job was first seen), except the end of a job and warnings.
+// job was first seen), five seconds when only details changed, except the
+// end of a job and warnings.
 func TestWriteDelay(t *testing.T) {
+	starting := &api.Status{Phase: api.PhaseStarting, WorkersReady: 1}
 	cases := map[string]struct {
 		mem  memory
+		last *api.Status
 		s    api.Status
 		now  time.Time
 		want time.Duration
@@ -484,9 +487,26 @@ func TestWriteDelay(t *testing.T) {
 		"Running a second after the job was first seen is written": {
 			mem: memory{firstSeen: t0}, s: api.Status{Phase: api.PhaseRunning}, now: t0.Add(time.Second),
 		},
-		"a counter change soon after a write waits": {
-			mem: memory{firstSeen: t0, wroteAt: t0.Add(5 * time.Second)}, s: api.Status{Phase: api.PhaseStarting, WorkersReady: 3}, now: t0.Add(5*time.Second + 300*time.Millisecond),
+		"a counter change soon after a write waits five seconds after it": {
+			mem: memory{firstSeen: t0, wroteAt: t0.Add(5 * time.Second)}, last: starting, s: api.Status{Phase: api.PhaseStarting, WorkersReady: 3}, now: t0.Add(5*time.Second + 300*time.Millisecond),
+			want: 4700 * time.Millisecond,
+		},
+		"a counter change five seconds after a write is written": {
+			mem: memory{firstSeen: t0, wroteAt: t0}, last: starting, s: api.Status{Phase: api.PhaseStarting, WorkersReady: 3}, now: t0.Add(5 * time.Second),
+		},
+		"a step of the start (Starting → GangScheduling) waits five seconds after a write": {
+			mem: memory{firstSeen: t0, wroteAt: t0}, last: starting, s: api.Status{Phase: api.PhaseGangScheduling, Reason: ReasonUnschedulable}, now: t0.Add(300 * time.Millisecond),
+			want: 4700 * time.Millisecond,
+		},
+		"Running → Suspended waits a second only": {
+			mem: memory{firstSeen: t0, wroteAt: t0}, last: &api.Status{Phase: api.PhaseRunning}, s: api.Status{Phase: api.PhaseSuspended, Reason: ReasonSuspended}, now: t0.Add(300 * time.Millisecond),
 			want: 700 * time.Millisecond,
+		},
+		"a new reason while Running waits a second only": {
+			mem: memory{firstSeen: t0, wroteAt: t0}, last: &api.Status{Phase: api.PhaseRunning}, s: api.Status{Phase: api.PhaseRunning, Reason: ReasonNoProgress}, now: t0.Add(300 * time.Millisecond),
+		},
+		"Starting → Running a second after a write is written": {
+			mem: memory{firstSeen: t0, wroteAt: t0}, last: starting, s: api.Status{Phase: api.PhaseRunning}, now: t0.Add(time.Second),
 		},
 		"Succeeded is written at once": {
 			mem: memory{firstSeen: t0}, s: api.Status{Phase: api.PhaseSucceeded}, now: t0,
@@ -500,7 +520,7 @@ func TestWriteDelay(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := writeDelay(tc.mem, tc.s, tc.now)
+			got := writeDelay(tc.mem, tc.last, tc.s, tc.now)
 			if got < 0 {
 				got = 0
 			}

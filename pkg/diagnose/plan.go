@@ -149,7 +149,12 @@ func decide(tj *trainer.TrainJob, k known, in Input) Plan {
 	}
 	p.Status = s
 	if !hadWritten || changed(written, s) || k.forged() {
-		if wait := writeDelay(k.mem, s, in.Now); wait > 0 {
+		// A forged status is put back as soon as a phase change would be.
+		var last *api.Status
+		if hadWritten && !k.forged() {
+			last = &written
+		}
+		if wait := writeDelay(k.mem, last, s, in.Now); wait > 0 {
 			p.Requeue = wait
 		} else {
 			p.Write = true
@@ -193,8 +198,18 @@ func nextLook(in Input, s api.Status) time.Duration {
 // their Event at once; the annotation catches up within statusCoalesce.
 const statusCoalesce = time.Second
 
-// writeDelay is how long to wait before writing s (0: write now).
-func writeDelay(mem memory, s api.Status, now time.Time) time.Duration {
+// detailCoalesce is the shortest time between two writes that change only
+// a status's details (Workers ready, the pods' states) within one phase
+// and reason, or move between the phases of a start (startingUp). Under a burst each job's Workers come up one by one over
+// tens of seconds; writing each count within a second made six to nine
+// TrainJob updates per job (bench/scale), which the API server, Trainer's
+// and Kueue's webhooks and controllers all process: the engine's own pace
+// paid for counters. Phases and reasons still go out within statusCoalesce.
+const detailCoalesce = 5 * time.Second
+
+// writeDelay is how long to wait before writing s (0: write now), given
+// the status last written (nil: none yet).
+func writeDelay(mem memory, last *api.Status, s api.Status, now time.Time) time.Duration {
 	if urgent(s) {
 		return 0
 	}
@@ -202,7 +217,21 @@ func writeDelay(mem memory, s api.Status, now time.Time) time.Duration {
 	if since.IsZero() {
 		since = mem.firstSeen
 	}
-	return statusCoalesce - now.Sub(since)
+	gap := statusCoalesce
+	if last != nil && (last.Phase == s.Phase && last.Reason == s.Reason || startingUp(last.Phase) && startingUp(s.Phase)) {
+		gap = detailCoalesce
+	}
+	return gap - now.Sub(since)
+}
+
+// startingUp phases are the steps of a normal start (Pending,
+// GangScheduling, Starting): under load a job passes through six of them
+// (JobSetNotCreated, Unschedulable, GangScheduling, WorkersNotReady,
+// LauncherNotStarted) a second or more apart. Between them the status is
+// written every detailCoalesce; Running and every other phase go out
+// within statusCoalesce, and each transition's Event at once.
+func startingUp(p api.Phase) bool {
+	return p == api.PhasePending || p == api.PhaseGangScheduling || p == api.PhaseStarting
 }
 
 // urgent statuses are written at once: the end of a job and anything that

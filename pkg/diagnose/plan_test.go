@@ -87,8 +87,9 @@ func TestDecide(t *testing.T) {
 				Message:  "Trainer has not created the job's pods yet.",
 				NextStep: "Wait a few seconds; if this lasts, check that the Trainer controller runs and read `kubectl mpijob events`."},
 				hadOnObject: true, mem: memory{firstSeen: t0}},
-			in:   Input{TrainJob: job(2).obj(), Now: t0},
-			want: planView{Phase: api.PhasePending, Reason: ReasonJobSetNotCreated, Remember: true, Requeue: statusCoalesce},
+			in: Input{TrainJob: job(2).obj(), Now: t0},
+			// Only its details (the pods' records) are new: they wait detailCoalesce.
+			want: planView{Phase: api.PhasePending, Reason: ReasonJobSetNotCreated, Remember: true, Requeue: detailCoalesce},
 		},
 		"Starting → Running: the Event, the time placed for the metric, written": {
 			known: remembered(startingFrom, t0.Add(-10*time.Second)),

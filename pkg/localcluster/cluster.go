@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -90,13 +91,15 @@ func (c *Cluster) Up(ctx context.Context) error {
 		return err
 	}
 	c.freeDiskForNodes(p)
-	if err := BuildToolchain(ctx, c.opts, p); err != nil {
-		return err
-	}
+	// The Go toolchain (CPU) and the MPI images (debootstrap and wheels:
+	// mostly downloads and disk) build side by side on a first run.
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return BuildToolchain(gctx, c.opts, p) })
 	if !c.opts.SkipImages {
-		if err := BuildImages(ctx, c.opts, p); err != nil {
-			return err
-		}
+		g.Go(func() error { return BuildImages(gctx, c.opts, p) })
+	}
+	if err := g.Wait(); err != nil {
+		return err
 	}
 	refs, tars, err := BuildProjectImages(ctx, c.opts, p)
 	if err != nil {

@@ -374,9 +374,17 @@ leaderElection:
   leaderElect: false
 certManagement:
   enable: false
+# As Trainer's release manifests set them (manifests/base/manager/
+# controller_manager_config.yaml): five TrainJobs reconciled at once. With
+# one (the built-in default) every TrainJob update waits in one queue.
+controller:
+  groupKindConcurrency:
+    TrainJob.trainer.kubeflow.org: 5
+    TrainingRuntime.trainer.kubeflow.org: 1
+    ClusterTrainingRuntime.trainer.kubeflow.org: 1
 clientConnection:
-  qps: 100
-  burst: 200
+  qps: 50
+  burst: 100
 `, trainerHealthPort, trainerWebhookPort)
 	path := c.opts.path("trainer-config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
@@ -445,9 +453,20 @@ waitForPodsReady:
 visibilityServer:
   bindAddress: %q
   bindPort: %d
+# As Kueue's release manifests set them (config/components/manager/
+# controller_manager_config.yaml).
+controller:
+  groupKindConcurrency:
+    Job.batch: 5
+    Pod: 5
+    Workload.kueue.x-k8s.io: 10
+    LocalQueue.kueue.x-k8s.io: 5
+    Cohort.kueue.x-k8s.io: 1
+    ClusterQueue.kueue.x-k8s.io: 5
+    ResourceFlavor.kueue.x-k8s.io: 1
 clientConnection:
-  qps: 100
-  burst: 200
+  qps: 300
+  burst: 500
 integrations:
   frameworks:
 %s`, kueueHealthPort, kueueWebhookPort, certDir, c.hostIP, kueueVisibilityPort, frameworks.String())

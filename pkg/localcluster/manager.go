@@ -164,3 +164,35 @@ var GraceNow = ptr.To[int64](0)
 // managerMetricsName is the name mpijob-manager's certificate has for its
 // metrics: the Service's.
 var managerMetricsName = certs.MetricsServiceName + "." + ManagerNamespace + ".svc"
+
+// ProcessUse reads a process's CPU time (user+system) and its current and
+// peak resident memory from /proc.
+func ProcessUse(pid int) (cpu time.Duration, rss, peak int64, err error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	s := string(stat)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	cpu = time.Duration(ut+st) * time.Second / 100 // USER_HZ
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, 0, err
+	}
+	for _, l := range strings.Split(string(status), "\n") {
+		fs := strings.Fields(l)
+		if len(fs) < 2 {
+			continue
+		}
+		v, _ := strconv.ParseInt(fs[1], 10, 64)
+		switch fs[0] {
+		case "VmRSS:":
+			rss = v * 1024
+		case "VmHWM:":
+			peak = v * 1024
+		}
+	}
+	return cpu, rss, peak, nil
+}

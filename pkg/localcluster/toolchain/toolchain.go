@@ -14,7 +14,10 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
+
+	"golang.org/x/sync/errgroup"
 )
 
 // Module is one pinned Go module under hack/toolchain that builds some of
@@ -152,12 +155,16 @@ type Progress interface {
 }
 
 // Build builds every pinned binary that is missing or whose pins changed,
-// from the modules under repoRoot/hack/toolchain into bin.
+// from the modules under repoRoot/hack/toolchain into bin. Modules build
+// side by side, Jobs() at a time: one `go build` leaves cores idle while it
+// downloads modules and links, and each module's link runs on one core.
 func Build(ctx context.Context, repoRoot, bin string, p Progress) error {
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		return err
 	}
-	for _, m := range Modules() {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(Jobs())
+	for _, m := range longestFirst(Modules()) {
 		ok, stamp, err := m.UpToDate(repoRoot, bin)
 		if err != nil {
 			return err
@@ -165,16 +172,47 @@ func Build(ctx context.Context, repoRoot, bin string, p Progress) error {
 		if ok {
 			continue
 		}
-		done := p.Step("building %s from its Go module (first build takes minutes)", strings.Join(m.Outputs, ", "))
-		if err := m.build(ctx, repoRoot, bin); err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(bin, ".stamp-"+m.Dir), []byte(stamp+"\n"), 0o644); err != nil {
-			return err
-		}
-		done()
+		g.Go(func() error {
+			done := p.Step("building %s from its Go module (first build takes minutes)", strings.Join(m.Outputs, ", "))
+			if err := m.build(ctx, repoRoot, bin); err != nil {
+				return err
+			}
+			if err := os.WriteFile(filepath.Join(bin, ".stamp-"+m.Dir), []byte(stamp+"\n"), 0o644); err != nil {
+				return err
+			}
+			done()
+			return nil
+		})
 	}
-	return nil
+	return g.Wait()
+}
+
+// longestFirst orders the modules so the longest builds start first
+// (Kubernetes, then Loki and Prometheus) and the short ones fill in beside.
+func longestFirst(ms []Module) []Module {
+	rank := map[string]int{"kubernetes": 0, "loki": 1, "prometheus": 2}
+	out := append([]Module(nil), ms...)
+	sort.SliceStable(out, func(i, j int) bool {
+		ri, ok := rank[out[i].Dir]
+		if !ok {
+			ri = len(rank)
+		}
+		rj, ok := rank[out[j].Dir]
+		if !ok {
+			rj = len(rank)
+		}
+		return ri < rj
+	})
+	return out
+}
+
+// Jobs is how many modules build at once: MPIJOB_BUILD_JOBS, else 2 (each
+// link of Kubernetes or Loki takes up to about 3 GiB of memory).
+func Jobs() int {
+	if n, err := strconv.Atoi(os.Getenv("MPIJOB_BUILD_JOBS")); err == nil && n > 0 {
+		return n
+	}
+	return 2
 }
 
 func (m Module) build(ctx context.Context, repoRoot, bin string) error {

@@ -1,0 +1,773 @@
+//go:build e2e
+
+// Command scale measures the running local cluster at scale twice in one
+// run, on one cluster: bare (Trainer, JobSet and Kueue; mpijob's webhooks
+// and manager removed) and full (the release install), and prints both
+// and the ratio full / bare:
+//
+//  1. -jobs MPI jobs of -workers Workers on the kwok GPU nodes, created
+//     from -creators clients: create start → every pod placed (bound to a
+//     node) → every pod Running, and, in full, → every job's status
+//     Running (mpijob-manager's diagnosis);
+//  2. a burst: -burst jobs of -workers Workers from -burst-clients clients:
+//     first create → every pod placed → every pod Running;
+//  3. -suspended suspended creates from -suspended-clients clients: the
+//     time for all and each create's latency;
+//  4. each admission webhook's latency as the API server measured it
+//     (apiserver_admission_webhook_admission_duration_seconds, by webhook
+//     name) over 2 and 3, p50 and p99 interpolated in its buckets;
+//  5. mpijob-manager's RSS and CPU time (both replicas) over 1, per job.
+//
+// The order of the modes is -order (full,bare by default); the cluster is
+// left in full. Each mode's namespaces are deleted, and gone, before the
+// next scenario starts.
+//
+//	go run -tags e2e ./bench/scale [-jobs 500] [-workers 8] [-burst 50] [-suspended 500]
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"os/signal"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mpijob/mpijob/bench/internal/stack"
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/localcluster"
+	"github.com/mpijob/mpijob/test/framework"
+)
+
+var (
+	jobs             = flag.Int("jobs", 500, "MPI jobs of the scale scenario (0: skip it)")
+	workers          = flag.Int("workers", 8, "Workers per job")
+	creators         = flag.Int("creators", 10, "concurrent clients that create the scale scenario's jobs")
+	burst            = flag.Int("burst", 50, "jobs of the burst (0: skip it)")
+	burstClients     = flag.Int("burst-clients", 10, "concurrent clients of the burst")
+	suspended        = flag.Int("suspended", 500, "suspended creates (0: skip them)")
+	suspendedClients = flag.Int("suspended-clients", 20, "concurrent clients of the suspended creates")
+	order            = flag.String("order", "full,bare", "the modes in the order they run")
+)
+
+func main() {
+	flag.Parse()
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "error:", err)
+		os.Exit(1)
+	}
+}
+
+type bench struct {
+	cl  client.Client
+	cs  kubernetes.Interface
+	cfg *rest.Config
+}
+
+// pods is a scenario's pod timeline.
+type pods struct {
+	created, placed, running, status time.Duration
+}
+
+// creates is the suspended creates' outcome.
+type creates struct {
+	total    time.Duration
+	latency  []time.Duration
+	failures int
+	first    error
+}
+
+// usage is mpijob-manager's use over the scale scenario.
+type usage struct {
+	cpu        time.Duration
+	rss, peak  int64
+	replicas   int
+	measurable bool
+}
+
+type result struct {
+	scale, burst pods
+	susp         creates
+	hooks        map[string]*hist
+	manager      usage
+	// cpu is each program's CPU time over the scale scenario.
+	cpu map[string]time.Duration
+}
+
+func run() error {
+	modes := strings.Split(*order, ",")
+	for _, m := range modes {
+		if m != "full" && m != "bare" {
+			return fmt.Errorf("-order %q: want full and bare separated by a comma, e.g. full,bare", *order)
+		}
+	}
+	wd, _ := os.Getwd()
+	opts, err := localcluster.DefaultOptions(wd)
+	if err != nil {
+		return err
+	}
+	// Ctrl-C stops the run and still restores mpijob.
+	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSignals()
+	if ok, msg := localcluster.Status(ctx, opts); !ok {
+		return fmt.Errorf("%s", msg)
+	}
+	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: opts.KubeconfigPath()}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	if err != nil {
+		return err
+	}
+	// The bench's clients must not be what limits the pace.
+	cfg.QPS, cfg.Burst = 1000, 2000
+	cl, err := client.New(cfg, client.Options{Scheme: framework.Scheme})
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	b := &bench{cl: cl, cs: cs, cfg: cfg}
+	results := map[string]*result{}
+	var saved *stack.Saved
+	bare := false
+	defer func() {
+		if bare {
+			fmt.Fprintln(os.Stderr, "restoring mpijob's webhooks and manager")
+			if err := b.full(context.Background(), saved); err != nil {
+				fmt.Fprintln(os.Stderr, "restoring mpijob:", err, "(run `make dev-down` and `make dev`)")
+			}
+		}
+	}()
+	for _, m := range modes {
+		switch {
+		case m == "bare" && !bare:
+			fmt.Fprintln(os.Stderr, "bare: removing mpijob's webhooks and manager")
+			if saved, err = stack.Bare(ctx, cl, false); err != nil {
+				return err
+			}
+			bare = true
+		case m == "full" && bare:
+			fmt.Fprintln(os.Stderr, "full: restoring mpijob's webhooks and manager")
+			if err := b.full(ctx, saved); err != nil {
+				return err
+			}
+			bare = false
+		}
+		r, err := b.mode(ctx, m)
+		if err != nil {
+			return fmt.Errorf("%s: %w", m, err)
+		}
+		results[m] = r
+	}
+	return report(results)
+}
+
+func (b *bench) full(ctx context.Context, saved *stack.Saved) error {
+	ns, done, err := b.namespace(ctx, "scale-probe")
+	if err != nil {
+		return err
+	}
+	defer done()
+	return saved.Restore(ctx, b.cl, ns, func(ns, name string) *trainer.TrainJob { return b.job(ns, name, 2, false) })
+}
+
+func (b *bench) job(ns, name string, workers int, suspend bool) *trainer.TrainJob {
+	w := framework.MakeTrainJob(name, ns, "mpi-openmpi").NumNodes(int32(workers)).OnKwokNodes().HoldOnKwok()
+	if suspend {
+		w = w.Suspend()
+	}
+	return w.Obj()
+}
+
+// namespace makes a namespace; its cleanup deletes it and waits until it
+// is gone, so the next scenario starts on a quiet cluster.
+func (b *bench) namespace(ctx context.Context, prefix string) (string, func(), error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-", Labels: map[string]string{"mpijob.dev/test": "bench"}}}
+	if err := b.cl.Create(ctx, ns); err != nil {
+		return "", nil, err
+	}
+	return ns.Name, func() {
+		start := time.Now()
+		_ = b.cl.Delete(context.Background(), ns)
+		err := wait.PollUntilContextTimeout(context.Background(), time.Second, 15*time.Minute, true, func(ctx context.Context) (bool, error) {
+			err := b.cl.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})
+			return apierrors.IsNotFound(err), nil
+		})
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "  namespace %s still there after %s\n", ns.Name, time.Since(start).Round(time.Second))
+			return
+		}
+		fmt.Fprintf(os.Stderr, "  namespace %s deleted in %s\n", ns.Name, time.Since(start).Round(time.Second))
+	}, nil
+}
+
+func (b *bench) mode(ctx context.Context, mode string) (*result, error) {
+	r := &result{}
+	var err error
+	if *jobs > 0 {
+		fmt.Fprintf(os.Stderr, "%s: %d jobs × %d Workers from %d clients\n", mode, *jobs, *workers, *creators)
+		pids, err := b.managerPIDs(ctx)
+		if err != nil {
+			return nil, err
+		}
+		before, procs := b.use(pids), processCPU()
+		var done func()
+		if r.scale, done, err = b.start(ctx, mode, "scale", *jobs, *creators); err != nil {
+			return nil, err
+		}
+		// Measured once every job runs, before its namespace goes.
+		after := b.use(pids)
+		r.manager = usage{cpu: after.cpu - before.cpu, rss: after.rss, peak: after.peak, replicas: len(pids), measurable: len(pids) > 0}
+		r.cpu = minus(processCPU(), procs)
+		done()
+	}
+	before, err := b.webhookHists(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if *burst > 0 {
+		fmt.Fprintf(os.Stderr, "%s: burst of %d jobs × %d Workers from %d clients\n", mode, *burst, *workers, *burstClients)
+		var done func()
+		if r.burst, done, err = b.start(ctx, mode, "burst", *burst, *burstClients); err != nil {
+			return nil, err
+		}
+		done()
+	}
+	if *suspended > 0 {
+		fmt.Fprintf(os.Stderr, "%s: %d suspended creates from %d clients\n", mode, *suspended, *suspendedClients)
+		if r.susp, err = b.suspendedCreates(ctx); err != nil {
+			return nil, err
+		}
+	}
+	after, err := b.webhookHists(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r.hooks = map[string]*hist{}
+	for name, h := range after {
+		r.hooks[name] = h.minus(before[name])
+	}
+	return r, nil
+}
+
+// start creates n jobs from clients concurrent clients and follows their
+// pods (and, in full, their statuses) until all run.
+func (b *bench) start(ctx context.Context, mode, prefix string, n, clients int) (p pods, done func(), err error) {
+	ns, done, err := b.namespace(ctx, "scale-"+prefix)
+	if err != nil {
+		return p, nil, err
+	}
+	defer func() {
+		if err != nil {
+			done()
+		}
+	}()
+	want := n * (*workers + 1)
+	tl := newTimeline(want)
+	f := informers.NewSharedInformerFactoryWithOptions(b.cs, 0, informers.WithNamespace(ns))
+	inf := f.Core().V1().Pods().Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { tl.see(o) },
+		UpdateFunc: func(_, o any) { tl.see(o) },
+	}); err != nil {
+		return p, nil, err
+	}
+	stop := make(chan struct{})
+	defer close(stop)
+	f.Start(stop)
+	f.WaitForCacheSync(stop)
+
+	start := time.Now()
+	tl.start(start)
+	_, fails, first := b.fanOut(ctx, n, clients, func(i int) *trainer.TrainJob {
+		return b.job(ns, fmt.Sprintf("%s-%d", prefix, i), *workers, false)
+	})
+	if fails > 0 {
+		return p, nil, fmt.Errorf("%d of %d creates failed, first: %w", fails, n, first)
+	}
+	p.created = time.Since(start)
+	last := time.Now()
+	err = wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Minute, true, func(ctx context.Context) (bool, error) {
+		placed, running := tl.counts()
+		statuses := -1
+		if mode == "full" && p.status == 0 {
+			l := &trainer.TrainJobList{}
+			if err := b.cl.List(ctx, l, client.InNamespace(ns)); err != nil {
+				// A busy API server's refusal: ask again next round.
+				fmt.Fprintln(os.Stderr, "  listing the jobs:", err)
+				return false, nil
+			}
+			statuses = 0
+			for _, tj := range l.Items {
+				if s, ok, _ := api.ReadStatus(tj.Annotations); ok && s.Phase == api.PhaseRunning {
+					statuses++
+				}
+			}
+			if statuses == n {
+				p.status = time.Since(start)
+			}
+		}
+		if time.Since(last) > 15*time.Second {
+			last = time.Now()
+			msg := fmt.Sprintf("  %s: %d/%d pods placed, %d Running", time.Since(start).Round(time.Second), placed, want, running)
+			if statuses >= 0 {
+				msg += fmt.Sprintf(", %d/%d jobs' status Running", statuses, n)
+			}
+			fmt.Fprintln(os.Stderr, msg)
+		}
+		return running == want && (mode != "full" || p.status > 0), nil
+	})
+	p.placed, p.running = tl.times()
+	if err != nil {
+		placed, running := tl.counts()
+		return p, nil, fmt.Errorf("%s: after %s %d/%d pods placed, %d Running: %w", prefix, time.Since(start).Round(time.Second), placed, want, running, err)
+	}
+	return p, done, nil
+}
+
+// fanOut creates n jobs from clients goroutines and returns each create's
+// latency.
+func (b *bench) fanOut(ctx context.Context, n, clients int, job func(i int) *trainer.TrainJob) ([]time.Duration, int, error) {
+	lat := make([]time.Duration, n)
+	errs := make([]error, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				t := time.Now()
+				errs[i] = b.cl.Create(ctx, job(i))
+				lat[i] = time.Since(t)
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	fails := 0
+	var first error
+	for _, err := range errs {
+		if err != nil {
+			if first == nil {
+				first = err
+			}
+			fails++
+		}
+	}
+	return lat, fails, first
+}
+
+func (b *bench) suspendedCreates(ctx context.Context) (creates, error) {
+	var c creates
+	ns, done, err := b.namespace(ctx, "scale-suspended")
+	if err != nil {
+		return c, err
+	}
+	defer done()
+	start := time.Now()
+	c.latency, c.failures, c.first = b.fanOut(ctx, *suspended, *suspendedClients, func(i int) *trainer.TrainJob {
+		return b.job(ns, fmt.Sprintf("held-%d", i), *workers, true)
+	})
+	c.total = time.Since(start)
+	sort.Slice(c.latency, func(i, j int) bool { return c.latency[i] < c.latency[j] })
+	if c.failures > 0 {
+		return c, fmt.Errorf("%d of %d suspended creates failed, first: %w", c.failures, *suspended, c.first)
+	}
+	return c, nil
+}
+
+// timeline records when the last of want pods was placed and Running.
+type timeline struct {
+	mu                sync.Mutex
+	want              int
+	t0                time.Time
+	placed, running   map[string]bool
+	tPlaced, tRunning time.Duration
+}
+
+func newTimeline(want int) *timeline {
+	return &timeline{want: want, placed: map[string]bool{}, running: map[string]bool{}}
+}
+
+func (t *timeline) start(at time.Time) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.t0 = at
+}
+
+func (t *timeline) see(o any) {
+	p, ok := o.(*corev1.Pod)
+	if !ok {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p.Spec.NodeName != "" && !t.placed[p.Name] {
+		t.placed[p.Name] = true
+		if len(t.placed) == t.want {
+			t.tPlaced = time.Since(t.t0)
+		}
+	}
+	if p.Status.Phase == corev1.PodRunning && !t.running[p.Name] {
+		t.running[p.Name] = true
+		if len(t.running) == t.want {
+			t.tRunning = time.Since(t.t0)
+		}
+	}
+}
+
+func (t *timeline) counts() (placed, running int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.placed), len(t.running)
+}
+
+func (t *timeline) times() (placed, running time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.tPlaced, t.tRunning
+}
+
+// managerPIDs are the processes, on this machine, of mpijob-manager's
+// pods; none in bare.
+func (b *bench) managerPIDs(ctx context.Context) ([]int, error) {
+	l, err := b.cs.CoreV1().Pods(localcluster.ManagerNamespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, p := range l.Items {
+		if !strings.HasPrefix(p.Name, localcluster.ManagerDeployment+"-") || p.DeletionTimestamp != nil || p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		pid, err := localcluster.ManagerPID(p.Name)
+		if err != nil {
+			return nil, fmt.Errorf("pod %s: %w", p.Name, err)
+		}
+		pids = append(pids, pid)
+	}
+	return pids, nil
+}
+
+// use sums the processes' CPU time and takes the largest RSS and peak.
+func (b *bench) use(pids []int) usage {
+	var u usage
+	for _, pid := range pids {
+		cpu, rss, peak, err := localcluster.ProcessUse(pid)
+		if err != nil {
+			continue
+		}
+		u.cpu += cpu
+		u.rss = max(u.rss, rss)
+		u.peak = max(u.peak, peak)
+	}
+	return u
+}
+
+// processCPU sums the CPU time (user+system) of this machine's processes
+// by program name: the whole local cluster runs here.
+func processCPU() map[string]time.Duration {
+	out := map[string]time.Duration{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		st := string(b)
+		open, end := strings.IndexByte(st, '('), strings.LastIndexByte(st, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		f := strings.Fields(st[end+2:])
+		if len(f) < 13 {
+			continue
+		}
+		var ut, stime int64
+		_, _ = fmt.Sscan(f[11], &ut)
+		_, _ = fmt.Sscan(f[12], &stime)
+		out[st[open+1:end]] += time.Duration(ut+stime) * time.Second / 100 // USER_HZ
+	}
+	return out
+}
+
+func minus(a, b map[string]time.Duration) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for k, v := range a {
+		if d := v - b[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// hist is one webhook's latency histogram (cumulative buckets).
+type hist struct {
+	bounds []float64
+	counts []float64
+	total  float64
+}
+
+func (h *hist) minus(o *hist) *hist {
+	if o == nil {
+		return h
+	}
+	d := &hist{bounds: h.bounds, counts: make([]float64, len(h.counts)), total: h.total - o.total}
+	for i := range h.counts {
+		if i < len(o.counts) {
+			d.counts[i] = h.counts[i] - o.counts[i]
+		}
+	}
+	return d
+}
+
+// quantile interpolates linearly within the bucket that holds q, as
+// Prometheus's histogram_quantile does; above the last finite bound it
+// returns +Inf.
+func (h *hist) quantile(q float64) float64 {
+	if h.total == 0 {
+		return math.NaN()
+	}
+	rank := q * h.total
+	lo, below := 0.0, 0.0
+	for i, c := range h.counts {
+		if c >= rank {
+			if c == below {
+				return h.bounds[i]
+			}
+			return lo + (h.bounds[i]-lo)*(rank-below)/(c-below)
+		}
+		lo, below = h.bounds[i], c
+	}
+	return math.Inf(1)
+}
+
+// bucket is the smallest bound under which a q share of the calls fell.
+func (h *hist) bucket(q float64) float64 {
+	for i, c := range h.counts {
+		if c >= q*h.total {
+			return h.bounds[i]
+		}
+	}
+	return math.Inf(1)
+}
+
+// webhookHists reads the API server's admission-webhook latency by webhook
+// name (admit and validate summed).
+func (b *bench) webhookHists(ctx context.Context) (map[string]*hist, error) {
+	raw, err := b.cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*hist{}
+	fam := fams["apiserver_admission_webhook_admission_duration_seconds"]
+	if fam == nil {
+		return out, nil
+	}
+	for _, m := range fam.GetMetric() {
+		name := label(m, "name")
+		h := out[name]
+		hg := m.GetHistogram()
+		if h == nil {
+			h = &hist{}
+			for _, bk := range hg.GetBucket() {
+				h.bounds = append(h.bounds, bk.GetUpperBound())
+			}
+			h.counts = make([]float64, len(h.bounds))
+			out[name] = h
+		}
+		for i, bk := range hg.GetBucket() {
+			if i < len(h.counts) {
+				h.counts[i] += float64(bk.GetCumulativeCount())
+			}
+		}
+		h.total += float64(hg.GetSampleCount())
+	}
+	return out, nil
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+func pct(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := (len(sorted)*p + 99) / 100
+	if i > 0 {
+		i--
+	}
+	return sorted[i]
+}
+
+func secs(d time.Duration) string {
+	if d == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.1fs", d.Seconds())
+}
+
+func ms(d time.Duration) string {
+	return fmt.Sprintf("%.1fms", float64(d.Microseconds())/1000)
+}
+
+func ratio(full, bare time.Duration) string {
+	if full == 0 || bare == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", float64(full)/float64(bare))
+}
+
+func report(rs map[string]*result) error {
+	full, bare := rs["full"], rs["bare"]
+	if full == nil {
+		full = &result{}
+	}
+	if bare == nil {
+		bare = &result{}
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	row := func(what string, f, b time.Duration, target string) {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t\n", what, secs(b), secs(f), ratio(f, b), target)
+	}
+	fmt.Fprintf(w, "scenario\tbare\tfull\tfull/bare\ttarget\t\n")
+	if *jobs > 0 {
+		s := fmt.Sprintf("%d jobs × %d Workers (%d pods), %d clients", *jobs, *workers, *jobs*(*workers+1), *creators)
+		row(s+": creates done", full.scale.created, bare.scale.created, "")
+		row(s+": every pod placed", full.scale.placed, bare.scale.placed, "≤ 1.10")
+		row(s+": every pod Running", full.scale.running, bare.scale.running, "≤ 1.10")
+		row(s+": every job's status Running", full.scale.status, 0, "≤ 2m")
+	}
+	if *burst > 0 {
+		s := fmt.Sprintf("burst %d × %d (%d pods), %d clients", *burst, *workers, *burst*(*workers+1), *burstClients)
+		row(s+": creates done", full.burst.created, bare.burst.created, "")
+		row(s+": every pod placed", full.burst.placed, bare.burst.placed, "≤ 1.10")
+		row(s+": every pod Running", full.burst.running, bare.burst.running, "≤ 1.10")
+	}
+	if *suspended > 0 {
+		s := fmt.Sprintf("%d suspended creates, %d clients", *suspended, *suspendedClients)
+		row(s+": all done", full.susp.total, bare.susp.total, "≤ 1.10")
+		fmt.Fprintf(w, "%s: create p50\t%s\t%s\t%s\t\t\n", s, ms(pct(bare.susp.latency, 50)), ms(pct(full.susp.latency, 50)), ratio(pct(full.susp.latency, 50), pct(bare.susp.latency, 50)))
+		fmt.Fprintf(w, "%s: create p99\t%s\t%s\t%s\t\t\n", s, ms(pct(bare.susp.latency, 99)), ms(pct(full.susp.latency, 99)), ratio(pct(full.susp.latency, 99), pct(bare.susp.latency, 99)))
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+
+	fmt.Println()
+	w = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "admission webhook (API server's histogram, burst + suspended creates)\tmode\tcalls\tp50\tp99\tbucket of p99\ttarget\t\n")
+	for _, mode := range []string{"bare", "full"} {
+		r := rs[mode]
+		if r == nil {
+			continue
+		}
+		names := make([]string, 0, len(r.hooks))
+		for n, h := range r.hooks {
+			if h.total > 0 {
+				names = append(names, n)
+			}
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			h := r.hooks[n]
+			target := ""
+			if strings.Contains(n, "mpijob") {
+				target = "p99 ≤ 20ms"
+			}
+			fmt.Fprintf(w, "%s\t%s\t%.0f\t%.1fms\t%.1fms\t≤ %gms\t%s\t\n", n, mode, h.total, 1000*h.quantile(0.5), 1000*h.quantile(0.99), 1000*h.bucket(0.99), target)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		return err
+	}
+	if *jobs > 0 && (len(full.cpu) > 0 || len(bare.cpu) > 0) {
+		fmt.Println()
+		w = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(w, "CPU time over the %d-job scenario, by program (where the time goes)\tbare\tfull\tdifference\t\n", *jobs)
+		var names []string
+		var tb, tf time.Duration
+		for k := range full.cpu {
+			names = append(names, k)
+			tf += full.cpu[k]
+		}
+		for k := range bare.cpu {
+			tb += bare.cpu[k]
+			if _, ok := full.cpu[k]; !ok {
+				names = append(names, k)
+			}
+		}
+		sort.Slice(names, func(i, j int) bool {
+			return full.cpu[names[i]]+bare.cpu[names[i]] > full.cpu[names[j]]+bare.cpu[names[j]]
+		})
+		for i, k := range names {
+			if i == 14 {
+				break
+			}
+			fmt.Fprintf(w, "%s\t%.1fs\t%.1fs\t%+.1fs\t\n", k, bare.cpu[k].Seconds(), full.cpu[k].Seconds(), (full.cpu[k] - bare.cpu[k]).Seconds())
+		}
+		fmt.Fprintf(w, "all programs\t%.1fs\t%.1fs\t%+.1fs\t\n", tb.Seconds(), tf.Seconds(), (tf - tb).Seconds())
+		fmt.Fprintf(w, "machine's CPU over the scenario (cores × time to every pod Running)\t%.1fs\t%.1fs\t\t\n",
+			float64(runtime.NumCPU())*bare.scale.running.Seconds(), float64(runtime.NumCPU())*full.scale.running.Seconds())
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	if full.manager.measurable && *jobs > 0 {
+		fmt.Println()
+		w = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+		m := full.manager
+		fmt.Fprintf(w, "mpijob-manager over the %d-job scenario (%d replicas)\tvalue\ttarget\t\n", *jobs, m.replicas)
+		fmt.Fprintf(w, "CPU time, all replicas\t%.1fs\t\t\n", m.cpu.Seconds())
+		fmt.Fprintf(w, "CPU time per job\t%.1fms\t\t\n", float64(m.cpu.Microseconds())/1000/float64(*jobs))
+		fmt.Fprintf(w, "RSS at the end, largest replica\t%d MiB\t≤ 100 MiB\t\n", m.rss>>20)
+		fmt.Fprintf(w, "peak RSS (VmHWM), largest replica\t%d MiB\t\t\n", m.peak>>20)
+		fmt.Fprintf(w, "RSS per job\t%.0f KiB\t\t\n", float64(m.rss>>10)/float64(*jobs))
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
