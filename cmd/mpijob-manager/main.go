@@ -124,6 +124,11 @@ func main() {
 		os.Exit(1)
 	}
 
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, runtimes.PodsByJobSet, runtimes.IndexPodsByJobSet); err != nil {
+		log.Error(err, "failed to index pods by JobSet")
+		os.Exit(1)
+	}
+
 	logs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		log.Error(err, "failed to create a clientset")

@@ -176,8 +176,8 @@ func (v *Validator) earlierPods(ctx context.Context, tj *trainer.TrainJob) error
 	if err := v.Pods.Get(ctx, client.ObjectKey{Namespace: ns, Name: tj.Name}, existing); err == nil && existing.DeletionTimestamp == nil {
 		return nil // the API server says it already exists
 	}
-	pods := &corev1.PodList{}
-	if err := v.Pods.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: tj.Name}); err != nil {
+	pods, err := runtimes.ListJobSetPods(ctx, v.Pods, ns, tj.Name)
+	if err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("failed to look for pods of an earlier job %s: %w", tj.Name, err))
 	}
 	if len(pods.Items) == 0 {

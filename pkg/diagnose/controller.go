@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -109,6 +110,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("diagnosis").
+		// Jobs are diagnosed four at a time (one job's rounds never run
+		// side by side): with one, 500 starting jobs' statuses trailed
+		// their pods by half a minute (bench/scale).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
 		For(&trainer.TrainJob{}).
 		Watches(&jobsetv1alpha2.JobSet{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &trainer.TrainJob{})).
 		Watches(&corev1.Pod{}, byJobSetName).
@@ -195,8 +200,8 @@ func (r *Reconciler) gather(ctx context.Context, tj *trainer.TrainJob, k known, 
 	} else if !apierrors.IsNotFound(err) {
 		return in, err
 	}
-	pods := &corev1.PodList{}
-	if err := r.Client.List(ctx, pods, client.InNamespace(tj.Namespace), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: tj.Name}); err != nil {
+	pods, err := runtimes.ListJobSetPods(ctx, r.Client, tj.Namespace, tj.Name)
+	if err != nil {
 		return in, err
 	}
 	for _, p := range pods.Items {

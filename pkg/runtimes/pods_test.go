@@ -2,6 +2,8 @@ package runtimes
 
 import (
 	"context"
+	"fmt"
+	"sort"
 	"testing"
 	"time"
 
@@ -9,6 +11,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -48,4 +51,51 @@ func TestJobPods(t *testing.T) {
 	if d := cmp.Diff([]string{"j-node-0-2-bbbbb", "j-node-0-10-aaaaa"}, names(workers)); d != "" {
 		t.Errorf("workers (-want +got):\n%s", d)
 	}
+}
+
+// A job's pods are found the same through the manager's index and by
+// label (a reader without the index: the API server, the CLI's client).
+func TestListJobSetPods(t *testing.T) {
+	pod := func(ns, job, name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{jobsetv1alpha2.JobSetNameKey: job}}}
+	}
+	objs := []client.Object{
+		pod("team-a", "j", "j-0"), pod("team-a", "j", "j-1"), pod("team-a", "k", "k-0"), pod("team-b", "j", "j-0"),
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "plain"}},
+	}
+	readers := map[string]client.Reader{
+		"indexed":  fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(objs...).WithIndex(&corev1.Pod{}, PodsByJobSet, IndexPodsByJobSet).Build(),
+		"by label": fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(objs...).Build(),
+	}
+	// The index is what the indexed reader answers from: one that refuses
+	// label selectors still finds them.
+	readers["index only"] = noLabels{readers["indexed"]}
+	for name, r := range readers {
+		t.Run(name, func(t *testing.T) {
+			l, err := ListJobSetPods(context.Background(), r, "team-a", "j")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, p := range l.Items {
+				got = append(got, p.Namespace+"/"+p.Name)
+			}
+			sort.Strings(got)
+			if d := cmp.Diff([]string{"team-a/j-0", "team-a/j-1"}, got); d != "" {
+				t.Errorf("pods (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// noLabels refuses lists by label.
+type noLabels struct{ client.Reader }
+
+func (n noLabels) List(ctx context.Context, l client.ObjectList, opts ...client.ListOption) error {
+	o := &client.ListOptions{}
+	o.ApplyOptions(opts)
+	if o.LabelSelector != nil {
+		return fmt.Errorf("listed by label")
+	}
+	return n.Reader.List(ctx, l, opts...)
 }
