@@ -32,6 +32,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/go-logr/logr"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -41,6 +42,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/mpijob/mpijob/dashboard"
 	"github.com/mpijob/mpijob/pkg/localcluster"
@@ -61,6 +63,7 @@ func main() {
 }
 
 func run(n int) error {
+	ctrllog.SetLogger(logr.Discard())
 	ctx := context.Background()
 	wd, _ := os.Getwd()
 	opts, err := localcluster.DefaultOptions(wd)
