@@ -154,5 +154,6 @@ func (s *Server) sweep() {
 		for _, k := range idle {
 			s.drop(k)
 		}
+		s.rows.forget(time.Now().Add(-cacheIdle))
 	}
 }

@@ -60,8 +60,9 @@ func (s *Server) jobsOf(ctx context.Context, c *userClients, ns string) ([]jobvi
 		if err := cc.List(ctx, list, inNamespace(n), client.UnsafeDisableDeepCopy); err != nil {
 			return nil, err
 		}
+		now := time.Now()
 		for i := range list.Items {
-			j := jobview.JobOf(&list.Items[i])
+			j := s.rows.of(&list.Items[i], now)
 			j.MPI = j.MPI || mpiRuntimes[j.Runtime]
 			jobs = append(jobs, j)
 		}

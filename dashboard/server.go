@@ -81,6 +81,8 @@ type Server struct {
 	refused map[[32]byte]time.Time
 	caches  map[cacheKey]*jobCache
 	janitor sync.Once
+	// rows are the list's rows by job (rows.go).
+	rows rows
 }
 
 // Handler is the dashboard's HTTP handler: the API under /api/, the login

@@ -7,6 +7,7 @@
 package jobview
 
 import (
+	"slices"
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -58,6 +59,14 @@ type Job struct {
 	Failed []api.FailedPod `json:"failed,omitempty"`
 	// Progress is the last progress the ranks reported (nil: none).
 	Progress *progress.TrainerStatus `json:"progress,omitempty"`
+}
+
+// Copy is a copy of j that shares nothing a caller may change in place: its
+// slices are copied (its pointers point at values nobody changes).
+func (j Job) Copy() Job {
+	j.NextSteps = slices.Clone(j.NextSteps)
+	j.Failed = slices.Clone(j.Failed)
+	return j
 }
 
 // JobOf is a TrainJob as a list shows it.

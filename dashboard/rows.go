@@ -1,0 +1,57 @@
+package dashboard
+
+import (
+	"sync"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/mpijob/mpijob/pkg/jobview"
+)
+
+// rows remembers each job's list row by its resourceVersion, so a list
+// turns only changed jobs into rows: decoding and cleaning every job's
+// status on each request took most of a 10,000-job list's 550 ms (p95,
+// bench/dashboard). A row holds only what the object says, and a user
+// gets rows only for the objects their own watch listed.
+type rows struct {
+	mu sync.Mutex
+	m  map[types.UID]row
+}
+
+type row struct {
+	rv   string
+	job  jobview.Job
+	seen time.Time
+}
+
+// of is tj's row, remembered or made.
+func (r *rows) of(tj *trainer.TrainJob, now time.Time) jobview.Job {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if got, ok := r.m[tj.UID]; ok && got.rv == tj.ResourceVersion && tj.ResourceVersion != "" {
+		got.seen = now
+		r.m[tj.UID] = got
+		return got.job.Copy()
+	}
+	j := jobview.JobOf(tj)
+	if r.m == nil {
+		r.m = map[types.UID]row{}
+	}
+	if tj.UID != "" {
+		r.m[tj.UID] = row{rv: tj.ResourceVersion, job: j.Copy(), seen: now}
+	}
+	return j
+}
+
+// forget drops the rows no list asked for since before.
+func (r *rows) forget(before time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for uid, got := range r.m {
+		if got.seen.Before(before) {
+			delete(r.m, uid)
+		}
+	}
+}
