@@ -530,10 +530,16 @@ func (b *bench) use(pids []int) usage {
 	return u
 }
 
-// processCPU sums the CPU time (user+system) of this machine's processes
-// by program name: the whole local cluster runs here.
-func processCPU() map[string]time.Duration {
-	out := map[string]time.Duration{}
+// procTime is one process's program name and CPU time (user+system).
+type procTime struct {
+	comm string
+	cpu  time.Duration
+}
+
+// processCPU reads the CPU time of this machine's processes by pid: the
+// whole local cluster runs here.
+func processCPU() map[string]procTime {
+	out := map[string]procTime{}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
 		if e.Name()[0] < '0' || e.Name()[0] > '9' {
@@ -555,16 +561,19 @@ func processCPU() map[string]time.Duration {
 		var ut, stime int64
 		_, _ = fmt.Sscan(f[11], &ut)
 		_, _ = fmt.Sscan(f[12], &stime)
-		out[st[open+1:end]] += time.Duration(ut+stime) * time.Second / 100 // USER_HZ
+		out[e.Name()] = procTime{comm: st[open+1 : end], cpu: time.Duration(ut+stime) * time.Second / 100} // USER_HZ
 	}
 	return out
 }
 
-func minus(a, b map[string]time.Duration) map[string]time.Duration {
+// minus is each program's CPU time between two readings. Processes are
+// matched by pid (a kernel worker renames itself as it works), and those
+// started between the readings count whole.
+func minus(a, b map[string]procTime) map[string]time.Duration {
 	out := map[string]time.Duration{}
-	for k, v := range a {
-		if d := v - b[k]; d > 0 {
-			out[k] = d
+	for pid, p := range a {
+		if d := p.cpu - b[pid].cpu; d > 0 {
+			out[p.comm] += d
 		}
 	}
 	return out
