@@ -26,21 +26,29 @@ type row struct {
 	seen time.Time
 }
 
-// of is tj's row, remembered or made.
+// of is tj's row, remembered or made. A row is made outside the lock, so
+// one user's first list of many jobs does not hold up another's.
 func (r *rows) of(tj *trainer.TrainJob, now time.Time) jobview.Job {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if got, ok := r.m[tj.UID]; ok && got.rv == tj.ResourceVersion && tj.ResourceVersion != "" {
-		got.seen = now
-		r.m[tj.UID] = got
-		return got.job.Copy()
+	keep := tj.UID != "" && tj.ResourceVersion != ""
+	if keep {
+		r.mu.Lock()
+		got, ok := r.m[tj.UID]
+		if ok && got.rv == tj.ResourceVersion {
+			got.seen = now
+			r.m[tj.UID] = got
+			r.mu.Unlock()
+			return got.job.Copy()
+		}
+		r.mu.Unlock()
 	}
 	j := jobview.JobOf(tj)
-	if r.m == nil {
-		r.m = map[types.UID]row{}
-	}
-	if tj.UID != "" {
+	if keep {
+		r.mu.Lock()
+		if r.m == nil {
+			r.m = map[types.UID]row{}
+		}
 		r.m[tj.UID] = row{rv: tj.ResourceVersion, job: j.Copy(), seen: now}
+		r.mu.Unlock()
 	}
 	return j
 }

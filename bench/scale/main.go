@@ -35,6 +35,7 @@ import (
 	"os/signal"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -542,26 +543,13 @@ func processCPU() map[string]procTime {
 	out := map[string]procTime{}
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		st := string(b)
-		open, end := strings.IndexByte(st, '('), strings.LastIndexByte(st, ')')
-		if open < 0 || end < open {
-			continue
+		if comm, cpu, err := localcluster.ProcessCPU(pid); err == nil {
+			out[e.Name()] = procTime{comm: comm, cpu: cpu}
 		}
-		f := strings.Fields(st[end+2:])
-		if len(f) < 13 {
-			continue
-		}
-		var ut, stime int64
-		_, _ = fmt.Sscan(f[11], &ut)
-		_, _ = fmt.Sscan(f[12], &stime)
-		out[e.Name()] = procTime{comm: st[open+1 : end], cpu: time.Duration(ut+stime) * time.Second / 100} // USER_HZ
 	}
 	return out
 }

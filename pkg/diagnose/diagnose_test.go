@@ -502,7 +502,7 @@ func TestWriteDelay(t *testing.T) {
 			mem: memory{firstSeen: t0, wroteAt: t0}, last: &api.Status{Phase: api.PhaseRunning}, s: api.Status{Phase: api.PhaseSuspended, Reason: ReasonSuspended}, now: t0.Add(300 * time.Millisecond),
 			want: 700 * time.Millisecond,
 		},
-		"a new reason while Running waits a second only": {
+		"a warning while Running (NoProgress) is written at once": {
 			mem: memory{firstSeen: t0, wroteAt: t0}, last: &api.Status{Phase: api.PhaseRunning}, s: api.Status{Phase: api.PhaseRunning, Reason: ReasonNoProgress}, now: t0.Add(300 * time.Millisecond),
 		},
 		"Starting → Running a second after a write is written": {

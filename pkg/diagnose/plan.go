@@ -200,11 +200,12 @@ const statusCoalesce = time.Second
 
 // detailCoalesce is the shortest time between two writes that change only
 // a status's details (Workers ready, the pods' states) within one phase
-// and reason, or move between the phases of a start (startingUp). Under a burst each job's Workers come up one by one over
-// tens of seconds; writing each count within a second made six to nine
-// TrainJob updates per job (bench/scale), which the API server, Trainer's
-// and Kueue's webhooks and controllers all process: the engine's own pace
-// paid for counters. Phases and reasons still go out within statusCoalesce.
+// and reason, or move between the phases of a start (startingUp). Under a
+// burst each job's Workers come up one by one over tens of seconds;
+// writing each step within a second made five to nine TrainJob updates per
+// job (the API server's audit log during bench/scale), which the API
+// server, Trainer's and Kueue's webhooks and controllers all process.
+// Running and other phases still go out within statusCoalesce.
 const detailCoalesce = 5 * time.Second
 
 // writeDelay is how long to wait before writing s (0: write now), given

@@ -168,15 +168,9 @@ var managerMetricsName = certs.MetricsServiceName + "." + ManagerNamespace + ".s
 // ProcessUse reads a process's CPU time (user+system) and its current and
 // peak resident memory from /proc.
 func ProcessUse(pid int) (cpu time.Duration, rss, peak int64, err error) {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
+	if _, cpu, err = ProcessCPU(pid); err != nil {
 		return 0, 0, 0, err
 	}
-	s := string(stat)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	ut, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	cpu = time.Duration(ut+st) * time.Second / 100 // USER_HZ
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return 0, 0, 0, err
@@ -195,4 +189,25 @@ func ProcessUse(pid int) (cpu time.Duration, rss, peak int64, err error) {
 		}
 	}
 	return cpu, rss, peak, nil
+}
+
+// ProcessCPU reads a process's program name and CPU time (user+system)
+// from /proc/PID/stat.
+func ProcessCPU(pid int) (comm string, cpu time.Duration, err error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return "", 0, err
+	}
+	s := string(b)
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open || end+2 > len(s) {
+		return "", 0, fmt.Errorf("/proc/%d/stat: unexpected format", pid)
+	}
+	f := strings.Fields(s[end+2:])
+	if len(f) < 13 {
+		return "", 0, fmt.Errorf("/proc/%d/stat: %d fields after the name, want at least 13", pid, len(f))
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return s[open+1 : end], time.Duration(ut+st) * time.Second / 100, nil // USER_HZ
 }
