@@ -37,11 +37,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/kubectl/pkg/util/podutils"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mpijob/mpijob/bench/internal/local"
 	"github.com/mpijob/mpijob/pkg/localcluster"
 )
 
@@ -65,13 +65,9 @@ type result struct {
 }
 
 func run(n, clients int, kill bool) error {
-	wd, _ := os.Getwd()
-	opts, err := localcluster.DefaultOptions(wd)
+	opts, err := local.Cluster(context.Background())
 	if err != nil {
 		return err
-	}
-	if ok, msg := localcluster.Status(context.Background(), opts); !ok {
-		return fmt.Errorf("%s", msg)
 	}
 	admin, err := newClient(opts, "admin")
 	if err != nil {
@@ -262,7 +258,7 @@ func webhookName(msg string) string {
 // waits until the Deployment runs two Ready replicas again; the other
 // replica serves the webhooks meanwhile.
 func killManager(ctx context.Context, opts localcluster.Options, admin client.Client) error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", opts.KubeconfigPath())
+	cfg, err := local.Config(opts, "admin", 100, 200)
 	if err != nil {
 		return err
 	}
@@ -302,12 +298,10 @@ func killManager(ctx context.Context, opts localcluster.Options, admin client.Cl
 }
 
 func newClient(opts localcluster.Options, user string) (client.Client, error) {
-	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: opts.KubeconfigPath()}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: user}).ClientConfig()
+	cfg, err := local.Config(opts, user, 1000, 1000)
 	if err != nil {
 		return nil, err
 	}
-	cfg.QPS, cfg.Burst = 1000, 1000
 	cfg.Timeout = 60 * time.Second
 	return newClientFor(cfg)
 }

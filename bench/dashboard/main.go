@@ -39,11 +39,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/mpijob/mpijob/bench/internal/local"
 	"github.com/mpijob/mpijob/dashboard"
 	"github.com/mpijob/mpijob/pkg/localcluster"
 )
@@ -65,23 +65,14 @@ func main() {
 func run(n int) error {
 	ctrllog.SetLogger(logr.Discard())
 	ctx := context.Background()
-	wd, _ := os.Getwd()
-	opts, err := localcluster.DefaultOptions(wd)
+	opts, err := local.Cluster(ctx)
 	if err != nil {
 		return err
 	}
-	if ok, msg := localcluster.Status(ctx, opts); !ok {
-		return fmt.Errorf("%s", msg)
-	}
-	raw, err := clientcmd.LoadFromFile(opts.KubeconfigPath())
+	admin, err := local.Config(opts, "admin", 500, 500)
 	if err != nil {
 		return err
 	}
-	admin, err := clientcmd.NewNonInteractiveClientConfig(*raw, "admin", &clientcmd.ConfigOverrides{}, nil).ClientConfig()
-	if err != nil {
-		return err
-	}
-	admin.QPS, admin.Burst = 500, 500
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = trainer.AddToScheme(scheme)
@@ -89,7 +80,11 @@ func run(n int) error {
 	if err != nil {
 		return err
 	}
-	token := raw.AuthInfos["dev-a"].Token
+	devA, err := local.Config(opts, "dev-a", 0, 0)
+	if err != nil {
+		return err
+	}
+	token := devA.BearerToken
 	// The namespace, dev-a as its editor, N suspended jobs.
 	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
 		return err

@@ -14,7 +14,7 @@
 // The images are built and imported first where missing. Both machines'
 // "nodes" share this host's two cores: the figures are this machine's.
 //
-//	go run ./bench/dataplane [-flavours openmpi,mpich,openmpi5,intel] [-workers 32]
+//	go run ./bench/dataplane [-flavours openmpi,mpich,openmpi5,intel] [-workers 32] [-mca NAME=VALUE ...]
 package main
 
 import (
@@ -69,11 +69,30 @@ var flavours = map[string]flavour{
 func main() {
 	names := flag.String("flavours", "openmpi,mpich,openmpi5,intel", "flavours to measure")
 	workers := flag.Int("workers", 32, "Workers for the start-up measure (0 skips it)")
+	flag.Func("mca", "an OpenMPI MCA parameter NAME=VALUE given to mpirun in the pods and on the host (OpenMPI flavours only; repeatable), to try a setting against the runtime's", func(v string) error {
+		name, value, ok := strings.Cut(v, "=")
+		if !ok || name == "" {
+			return fmt.Errorf("want NAME=VALUE, e.g. btl_tcp_links=2, got %q", v)
+		}
+		mca = append(mca, "--mca", name, value)
+		return nil
+	})
 	flag.Parse()
 	if err := run(strings.Split(*names, ","), *workers); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
+}
+
+// mca are the -mca flags as mpirun arguments.
+var mca []string
+
+// withMCA puts the -mca settings after an OpenMPI mpirun.
+func withMCA(cmd []string) []string {
+	if len(mca) == 0 || len(cmd) == 0 || cmd[0] != "mpirun" {
+		return cmd
+	}
+	return append(append([]string{cmd[0]}, mca...), cmd[1:]...)
 }
 
 type figures struct{ latUS, bwMBps float64 }
@@ -145,7 +164,7 @@ func run(names []string, workers int) error {
 	for i, n := range names {
 		f := flavours[n]
 		fmt.Fprintf(os.Stderr, "%s: two Worker pods on the two nodes ...\n", n)
-		log, err := runJobOn(ctx, cl, cs, ns, "ar-"+n, f.runtime, 2, append(f.launch, "/usr/local/bin/mpi-allreduce-bench"), 5*time.Minute)
+		log, err := runJobOn(ctx, cl, cs, ns, "ar-"+n, f.runtime, 2, withMCA(append(f.launch, "/usr/local/bin/mpi-allreduce-bench")), 5*time.Minute)
 		if err != nil {
 			return fmt.Errorf("%s in pods: %w", n, err)
 		}
@@ -154,7 +173,7 @@ func run(names []string, workers int) error {
 			return fmt.Errorf("%s in pods: %w", n, err)
 		}
 		fmt.Fprintf(os.Stderr, "%s: the same two ranks on the host ...\n", n)
-		out, err := localcluster.RunOnHost(ctx, opts, imgs[i].Ref, f.localEnv, append(f.local, "/usr/local/bin/mpi-allreduce-bench")...)
+		out, err := localcluster.RunOnHost(ctx, opts, imgs[i].Ref, f.localEnv, withMCA(append(f.local, "/usr/local/bin/mpi-allreduce-bench"))...)
 		if err != nil {
 			return fmt.Errorf("%s on the host: %w", n, err)
 		}

@@ -44,13 +44,13 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
+	"github.com/mpijob/mpijob/bench/internal/local"
 	"github.com/mpijob/mpijob/bench/internal/stack"
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/localcluster"
@@ -83,21 +83,15 @@ type bench struct {
 }
 
 func run(jobs, workers, overheadJobs int) error {
-	wd, _ := os.Getwd()
-	opts, err := localcluster.DefaultOptions(wd)
-	if err != nil {
-		return err
-	}
 	ctx := context.Background()
-	if ok, msg := localcluster.Status(ctx, opts); !ok {
-		return fmt.Errorf("%s", msg)
-	}
-	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: opts.KubeconfigPath()}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	opts, err := local.Cluster(ctx)
 	if err != nil {
 		return err
 	}
-	cfg.QPS, cfg.Burst = 500, 1000
+	cfg, err := local.Config(opts, "", 500, 1000)
+	if err != nil {
+		return err
+	}
 	cl, err := client.New(cfg, client.Options{Scheme: framework.Scheme})
 	if err != nil {
 		return err

@@ -57,9 +57,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mpijob/mpijob/bench/internal/local"
 	"github.com/mpijob/mpijob/bench/internal/stack"
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/localcluster"
@@ -129,24 +129,17 @@ func run() error {
 			return fmt.Errorf("-order %q: want full and bare separated by a comma, e.g. full,bare", *order)
 		}
 	}
-	wd, _ := os.Getwd()
-	opts, err := localcluster.DefaultOptions(wd)
-	if err != nil {
-		return err
-	}
 	// Ctrl-C stops the run and still restores mpijob.
 	ctx, stopSignals := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stopSignals()
-	if ok, msg := localcluster.Status(ctx, opts); !ok {
-		return fmt.Errorf("%s", msg)
-	}
-	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: opts.KubeconfigPath()}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{}).ClientConfig()
+	opts, err := local.Cluster(ctx)
 	if err != nil {
 		return err
 	}
-	// The bench's clients must not be what limits the pace.
-	cfg.QPS, cfg.Burst = 1000, 2000
+	cfg, err := local.Config(opts, "", 1000, 2000)
+	if err != nil {
+		return err
+	}
 	cl, err := client.New(cfg, client.Options{Scheme: framework.Scheme})
 	if err != nil {
 		return err

@@ -359,8 +359,10 @@ func (r *Reconciler) freeCapacity(ctx context.Context) ([]NodeFree, []corev1.Nod
 	pods := &corev1.PodList{}
 	var err error
 	if r.Capacity != nil {
-		// The capacity cache holds only pods that CapacityPods selects.
-		err = r.Capacity.List(ctx, pods)
+		// The capacity cache holds only pods that CapacityPods selects;
+		// they are only read, so not copied (every bound pod of the
+		// cluster, for each pending job's round).
+		err = r.Capacity.List(ctx, pods, client.UnsafeDisableDeepCopy)
 	} else {
 		err = r.Reader.List(ctx, pods, client.MatchingFieldsSelector{Selector: CapacityPods})
 	}

@@ -391,7 +391,7 @@ func TestDiagnose(t *testing.T) {
 			if tc.in.Now.IsZero() {
 				tc.in.Now = t0
 			}
-			got := Diagnose(tc.in)
+			got := diagnoseBoth(t, tc.in)
 			tc.want.SlotsPerWorker = 2
 			tc.want.ObservedGeneration = 1
 			if len(tc.next) > 0 {
@@ -413,11 +413,11 @@ func TestDiagnose(t *testing.T) {
 func TestLastTransitionTime(t *testing.T) {
 	earlier := metav1.NewTime(t0.Add(-time.Hour))
 	in := Input{TrainJob: job(1).obj(), Now: t0, Previous: &api.Status{Phase: api.PhasePending, LastTransitionTime: &earlier}}
-	if got := Diagnose(in).LastTransitionTime; !got.Equal(&earlier) {
+	if got := diagnoseBoth(t, in).LastTransitionTime; !got.Equal(&earlier) {
 		t.Errorf("same phase: LastTransitionTime = %v, want the earlier %v", got, earlier)
 	}
 	in.Previous.Phase = api.PhaseQueued
-	if got := Diagnose(in).LastTransitionTime; !got.Equal(ptr.To(metav1.NewTime(t0))) {
+	if got := diagnoseBoth(t, in).LastTransitionTime; !got.Equal(ptr.To(metav1.NewTime(t0))) {
 		t.Errorf("new phase: LastTransitionTime = %v, want now", got)
 	}
 }
@@ -593,7 +593,7 @@ func TestSSHRefusedNamesTheWorkerImage(t *testing.T) {
 			if tc.in.Now.IsZero() {
 				tc.in.Now = t0
 			}
-			got := Diagnose(tc.in)
+			got := diagnoseBoth(t, tc.in)
 			if got.Phase != tc.wantPhase || got.Reason != tc.want {
 				t.Fatalf("%s/%s (%s), want %s/%s", got.Phase, got.Reason, got.Message, tc.wantPhase, tc.want)
 			}
@@ -639,7 +639,7 @@ func TestLauncherLogVectors(t *testing.T) {
 			}
 			tj := job(v.Workers).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj()
 			tj.Spec.Trainer.NumProcPerNode = ptr.To(v.Slots)
-			got := Diagnose(Input{TrainJob: tj, JobSet: jobset(v.Workers), Launcher: pods(launcher().terminated("Error", 1)), LauncherLog: string(log), Now: t0})
+			got := diagnoseBoth(t, Input{TrainJob: tj, JobSet: jobset(v.Workers), Launcher: pods(launcher().terminated("Error", 1)), LauncherLog: string(log), Now: t0})
 			if got.Phase != api.PhaseFailed || got.Reason != v.Reason {
 				t.Fatalf("%s/%s: %s; want Failed/%s", got.Phase, got.Reason, got.Message, v.Reason)
 			}
@@ -671,15 +671,15 @@ func TestLauncherLogVectors(t *testing.T) {
 func TestKueueSuspensionIsQueued(t *testing.T) {
 	queued := job(2).suspend().obj()
 	queued.Labels = map[string]string{queue.NameLabel: "default"}
-	got := Diagnose(Input{TrainJob: queued, Now: t0})
+	got := diagnoseBoth(t, Input{TrainJob: queued, Now: t0})
 	if got.Phase != api.PhaseQueued || got.Reason != ReasonQueued || !strings.Contains(got.Message, "queue default") {
 		t.Errorf("a new job Kueue holds: %s/%s %q, want Queued naming the queue", got.Phase, got.Reason, got.Message)
 	}
-	got = Diagnose(Input{TrainJob: queued, Now: t0, Previous: &api.Status{Phase: api.PhaseRunning}})
+	got = diagnoseBoth(t, Input{TrainJob: queued, Now: t0, Previous: &api.Status{Phase: api.PhaseRunning}})
 	if got.Phase != api.PhaseSuspended {
 		t.Errorf("a job suspended after it ran: %s, want Suspended", got.Phase)
 	}
-	got = Diagnose(Input{TrainJob: job(2).suspend().obj(), Now: t0})
+	got = diagnoseBoth(t, Input{TrainJob: job(2).suspend().obj(), Now: t0})
 	if got.Phase != api.PhaseSuspended {
 		t.Errorf("a job without a queue, suspended: %s, want Suspended", got.Phase)
 	}
@@ -763,7 +763,7 @@ func TestSchedulerTruthAndCannotStart(t *testing.T) {
 			if tc.in.Now.IsZero() {
 				tc.in.Now = t0
 			}
-			got := Diagnose(tc.in)
+			got := diagnoseBoth(t, tc.in)
 			if got.Reason != tc.reason {
 				t.Fatalf("reason %s (%s), want %s", got.Reason, got.Message, tc.reason)
 			}
@@ -832,7 +832,7 @@ func TestPodsRefused(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			tj := job(2).obj()
 			tj.Namespace = "team-a"
-			got := Diagnose(Input{TrainJob: tj, JobSet: jobset(2), Events: tc.events, Now: t0})
+			got := diagnoseBoth(t, Input{TrainJob: tj, JobSet: jobset(2), Events: tc.events, Now: t0})
 			tc.want.Launcher, tc.want.WorkersTotal, tc.want.SlotsPerWorker, tc.want.ObservedGeneration = api.LauncherNotCreated, 2, 2, 1
 			tc.want.NextStep = tc.next[0]
 			if len(tc.next) > 1 {
@@ -882,7 +882,7 @@ func TestWorkerLostWhileTheLauncherRuns(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			tc.in.Now = t0
-			got := Diagnose(tc.in)
+			got := diagnoseBoth(t, tc.in)
 			if got.Phase != tc.phase || got.Reason != tc.reason || (tc.message != "" && got.Message != tc.message) {
 				t.Fatalf("got %s/%s %q\nwant %s/%s %q", got.Phase, got.Reason, got.Message, tc.phase, tc.reason, tc.message)
 			}
@@ -893,28 +893,28 @@ func TestWorkerLostWhileTheLauncherRuns(t *testing.T) {
 			}
 		})
 	}
-	if got := Diagnose(Input{TrainJob: job(2).obj(), JobSet: jobset(2), Launcher: pods(running), Now: t0,
+	if got := diagnoseBoth(t, Input{TrainJob: job(2).obj(), JobSet: jobset(2), Launcher: pods(running), Now: t0,
 		Workers: pods(worker("0").running(true), worker("1").terminated("Error", 1))}); got.Reason == ReasonWorkerEvicted {
 		t.Errorf("a Worker whose program failed is called lost: %q", got.Message)
 	}
 	// mpirun then fails (it cannot reach the Worker): the lost Worker stays
 	// the reason.
-	prev := Diagnose(Input{TrainJob: job(2).obj(), JobSet: jobset(2), Launcher: pods(running), Workers: pods(worker("0").running(true)), Events: []corev1.Event{killing}, Now: t0})
+	prev := diagnoseBoth(t, Input{TrainJob: job(2).obj(), JobSet: jobset(2), Launcher: pods(running), Workers: pods(worker("0").running(true)), Events: []corev1.Event{killing}, Now: t0})
 	// Trainer may stop the other Workers before the Launcher's pod shows
 	// it failed (the integration test saw this): the first Worker lost
 	// stays the one named.
 	worker0Stopping := worker("0").running(true).deleting()
-	again := Diagnose(Input{TrainJob: job(2).obj(), JobSet: jobset(2), Previous: &prev, Launcher: pods(running), Workers: pods(worker0Stopping), Events: []corev1.Event{killing}, Now: t0})
+	again := diagnoseBoth(t, Input{TrainJob: job(2).obj(), JobSet: jobset(2), Previous: &prev, Launcher: pods(running), Workers: pods(worker0Stopping), Events: []corev1.Event{killing}, Now: t0})
 	if again.Reason != ReasonWorkerEvicted || again.Message != prev.Message || len(again.NextSteps) != 2 {
 		t.Errorf("when Worker 0 stops after Worker 1: %s %q %q, want Worker 1 still named with its 2 steps", again.Reason, again.Message, again.NextSteps)
 	}
 	// First the Launcher fails while Trainer finishes the job.
-	finishing := Diagnose(Input{TrainJob: job(2).obj(), JobSet: jobset(2), Previous: &prev, Launcher: pods(launcher().terminated("Error", 1)), Workers: pods(worker("0").running(true)), Now: t0})
+	finishing := diagnoseBoth(t, Input{TrainJob: job(2).obj(), JobSet: jobset(2), Previous: &prev, Launcher: pods(launcher().terminated("Error", 1)), Workers: pods(worker("0").running(true)), Now: t0})
 	if finishing.Reason != ReasonWorkerEvicted || finishing.Message != prev.Message || len(finishing.NextSteps) != 2 {
 		t.Errorf("while Trainer finishes the job: %s %q %q, want the lost Worker with its 2 steps", finishing.Reason, finishing.Message, finishing.NextSteps)
 	}
 	prev = finishing
-	failed := Diagnose(Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2), Previous: &prev,
+	failed := diagnoseBoth(t, Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2), Previous: &prev,
 		Launcher: pods(launcher().terminated("Error", 1)), LauncherLog: "ssh: Could not resolve hostname hello-node-0-1.hello: Name or service not known", Now: t0})
 	if failed.Phase != api.PhaseFailed || failed.Reason != ReasonWorkerEvicted || failed.Message != prev.Message {
 		t.Errorf("after mpirun failed: %s/%s %q, want Failed/%s %q", failed.Phase, failed.Reason, failed.Message, ReasonWorkerEvicted, prev.Message)
@@ -1006,7 +1006,7 @@ func TestNeverFits(t *testing.T) {
 			if tc.nodes != nil {
 				nodes = tc.nodes
 			}
-			got := Diagnose(Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(worker("0").running(true), tc.worker), AllNodes: nodes, Now: t0})
+			got := diagnoseBoth(t, Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(worker("0").running(true), tc.worker), AllNodes: nodes, Now: t0})
 			if got.Reason != tc.reason {
 				t.Fatalf("reason %s (%q), want %s", got.Reason, got.Message, tc.reason)
 			}
@@ -1027,7 +1027,7 @@ func TestNeverFits(t *testing.T) {
 func TestQueuedAfterPodsReadyTimeout(t *testing.T) {
 	tj := job(2).suspend().obj()
 	tj.Labels = map[string]string{queue.NameLabel: "default"}
-	got := Diagnose(Input{TrainJob: tj, Queue: &Queue{Name: "team-a/default", EvictedPodsReadyTimeout: true}, Now: t0})
+	got := diagnoseBoth(t, Input{TrainJob: tj, Queue: &Queue{Name: "team-a/default", EvictedPodsReadyTimeout: true}, Now: t0})
 	if got.Phase != api.PhaseQueued || got.Reason != ReasonQueued || !strings.Contains(got.Message, "not all Ready within its waitForPodsReady timeout") {
 		t.Errorf("got %s/%s %q, want Queued saying Kueue's timeout stopped its pods", got.Phase, got.Reason, got.Message)
 	}
@@ -1063,7 +1063,7 @@ func TestNoProgress(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			in := running()
 			in.ProgressTimeout, in.Now, in.LastOutput, in.LastLine = tc.timeout, tc.now, tc.last, "step 1200 loss 0.31"
-			got := Diagnose(in)
+			got := diagnoseBoth(t, in)
 			if got.Phase != api.PhaseRunning || got.Reason != tc.reason {
 				t.Fatalf("%s/%s %q, want Running/%q", got.Phase, got.Reason, got.Message, tc.reason)
 			}
@@ -1103,7 +1103,7 @@ func TestWaitingForAVolume(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			tj := job(2).obj()
 			tj.Namespace = "team-a"
-			got := Diagnose(Input{TrainJob: tj, JobSet: jobset(2), Workers: pods(worker("0").running(true), waiting(tc.sched)), Now: t0})
+			got := diagnoseBoth(t, Input{TrainJob: tj, JobSet: jobset(2), Workers: pods(worker("0").running(true), waiting(tc.sched)), Now: t0})
 			if got.Reason != ReasonUnschedulable || got.Message != tc.message || got.NextStep != tc.first || len(got.NextSteps) != 2 {
 				t.Errorf("got %s %q %q\nwant %s %q %q", got.Reason, got.Message, got.NextSteps, ReasonUnschedulable, tc.message, tc.first)
 			}
@@ -1116,11 +1116,11 @@ func TestWaitingForAVolume(t *testing.T) {
 func TestSlotsAndGPUsFromTheRuntime(t *testing.T) {
 	tj := job(2).obj()
 	tj.Spec.Trainer.NumProcPerNode = nil
-	got := Diagnose(Input{TrainJob: tj, SlotsPerWorker: 4, GPUsPerWorker: "4", Now: t0})
+	got := diagnoseBoth(t, Input{TrainJob: tj, SlotsPerWorker: 4, GPUsPerWorker: "4", Now: t0})
 	if got.SlotsPerWorker != 4 || got.GPUsPerWorker != "4" {
 		t.Errorf("slots %d, GPUs %q; want the runtime's 4 and 4", got.SlotsPerWorker, got.GPUsPerWorker)
 	}
-	if got := Diagnose(Input{TrainJob: job(2).obj(), SlotsPerWorker: 4, Now: t0}); got.SlotsPerWorker != 2 {
+	if got := diagnoseBoth(t, Input{TrainJob: job(2).obj(), SlotsPerWorker: 4, Now: t0}); got.SlotsPerWorker != 2 {
 		t.Errorf("slots %d; the job's own numProcPerNode (2) wins", got.SlotsPerWorker)
 	}
 	spec := &corev1.PodSpec{Containers: []corev1.Container{{Name: "node", Resources: corev1.ResourceRequirements{

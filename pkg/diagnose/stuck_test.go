@@ -103,7 +103,7 @@ func TestRankFailedOthersWaiting(t *testing.T) {
 	tj.Annotations = map[string]string{api.RankFailureAnnotation: raw}
 	in := Input{TrainJob: tj, JobSet: jobset(2), Workers: pods(worker("0").running(true), worker("1").running(true)),
 		Launcher: pods(launcher().running(false)), SlotsPerWorker: 1, Now: t0.Add(time.Minute)}
-	s := Diagnose(in)
+	s := diagnoseBoth(t, in)
 	if s.Phase != api.PhaseRunning || s.Reason != ReasonRankFailedOthersWaiting {
 		t.Fatalf("phase %s reason %s, want Running %s", s.Phase, s.Reason, ReasonRankFailedOthersWaiting)
 	}
@@ -121,7 +121,7 @@ func TestRankFailedOthersWaiting(t *testing.T) {
 	}
 	// Finished jobs say how they ended, not that they wait.
 	tj.Status.Conditions = append(tj.Status.Conditions, metav1.Condition{Type: "Failed", Status: metav1.ConditionTrue, Reason: "x", Message: "y"})
-	if s := Diagnose(in); s.Reason == ReasonRankFailedOthersWaiting {
+	if s := diagnoseBoth(t, in); s.Reason == ReasonRankFailedOthersWaiting {
 		t.Errorf("a failed job still says %s", s.Reason)
 	}
 }
@@ -179,7 +179,7 @@ func TestRankSilentDiagnosis(t *testing.T) {
 	tj.Annotations = map[string]string{api.RankFailureAnnotation: raw}
 	in := Input{TrainJob: tj, JobSet: jobset(2), Workers: pods(worker("0").running(true), worker("1").running(true)),
 		Launcher: pods(launcher().running(false)), SlotsPerWorker: 1, Now: t0.Add(5 * time.Minute), ProgressTimeout: 2 * time.Minute}
-	s := Diagnose(in)
+	s := diagnoseBoth(t, in)
 	if s.Phase != api.PhaseRunning || s.Reason != ReasonRankSilent {
 		t.Fatalf("phase %s reason %s (%s), want Running %s", s.Phase, s.Reason, s.Message, ReasonRankSilent)
 	}

@@ -225,7 +225,8 @@ func Lookup(ctx context.Context, r client.Reader, namespace string, labels map[s
 func listWorkloads(ctx context.Context, r client.Reader, opts ...client.ListOption) ([]Workload, error) {
 	l := &unstructured.UnstructuredList{}
 	l.SetGroupVersionKind(workloadList)
-	if err := r.List(ctx, l, opts...); err != nil {
+	// FromUnstructured only reads: a cache need not copy every Workload.
+	if err := r.List(ctx, l, append(opts, client.UnsafeDisableDeepCopy)...); err != nil {
 		return nil, err
 	}
 	out := make([]Workload, 0, len(l.Items))
@@ -272,4 +273,21 @@ func SetActive(ctx context.Context, c client.Client, namespace string, uid types
 	wl.SetName(wls[0].Name)
 	patch := fmt.Sprintf(`{"spec":{"active":%t}}`, active)
 	return wl.GetName(), c.Patch(ctx, wl, client.RawPatch(types.MergePatchType, []byte(patch)))
+}
+
+// TrimWorkload is a cache transform for Kueue Workloads read as
+// unstructured data: it keeps what FromUnstructured and the queue's order
+// read, and drops each pod set's pod template, Kueue's admission and its
+// resource requests, most of a Workload's size (an unstructured pod
+// template costs tens of kilobytes a job in the manager's cache). Other
+// objects pass through.
+func TrimWorkload(obj any) (any, error) {
+	u, ok := obj.(*unstructured.Unstructured)
+	if !ok || u.GroupVersionKind().GroupKind() != workloadList.GroupVersion().WithKind("Workload").GroupKind() {
+		return obj, nil
+	}
+	unstructured.RemoveNestedField(u.Object, "spec", "podSets")
+	unstructured.RemoveNestedField(u.Object, "status", "admission")
+	unstructured.RemoveNestedField(u.Object, "status", "resourceRequests")
+	return u, nil
 }

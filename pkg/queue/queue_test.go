@@ -73,7 +73,22 @@ metadata:
 spec:
   queueName: default
   priority: 10
+  podSets:
+  - name: node
+    count: 8
+    template:
+      spec:
+        containers:
+        - name: node
+          image: ghcr.io/mpijob/openmpi:4.1
+          env:
+          - name: OMPI_MCA_orte_keep_fqdn_hostnames
+            value: "true"
 status:
+  resourceRequests:
+  - name: node
+    resources:
+      nvidia.com/gpu: "8"
   conditions:
   - type: QuotaReserved
     status: "False"
@@ -97,6 +112,28 @@ status:
 	}
 	if !got.Pending() {
 		t.Error("a Workload without reserved quota must be pending")
+	}
+
+	// The manager's cache keeps Workloads trimmed: they read the same.
+	tr, err := TrimWorkload(u.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tu := tr.(*unstructured.Unstructured)
+	again := FromUnstructured(tu)
+	again.Created = again.Created.UTC()
+	if diff := cmp.Diff(want, again); diff != "" {
+		t.Errorf("FromUnstructured of the trimmed Workload (-want,+got):\n%s", diff)
+	}
+	for _, f := range [][]string{{"spec", "podSets"}, {"status", "resourceRequests"}} {
+		if _, found, _ := unstructured.NestedFieldNoCopy(tu.Object, f...); found {
+			t.Errorf("the trim kept %v", f)
+		}
+	}
+	lq := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+		"spec": map[string]any{"podSets": "not a Workload's"}}}
+	if o, _ := TrimWorkload(lq); o.(*unstructured.Unstructured).Object["spec"] == nil || len(lq.Object["spec"].(map[string]any)) != 1 {
+		t.Error("the trim changed a LocalQueue")
 	}
 }
 

@@ -1,0 +1,110 @@
+package diagnose
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/mpijob/mpijob/pkg/api"
+)
+
+// diagnoseBoth diagnoses in as it is and as the manager's cache keeps it
+// (TrimJobSet, TrimJobSetPod), and fails when the two differ: every
+// diagnosis test is also a test that the cache's transforms keep what the
+// diagnosis reads.
+func diagnoseBoth(t *testing.T, in Input) api.Status {
+	t.Helper()
+	got := Diagnose(in)
+	if diff := cmp.Diff(got, Diagnose(trimmed(t, in))); diff != "" {
+		t.Errorf("the diagnosis changes when the cache trims the JobSet and pods (-full,+trimmed):\n%s", diff)
+	}
+	return got
+}
+
+func trimmed(t *testing.T, in Input) Input {
+	t.Helper()
+	if in.JobSet != nil {
+		js, err := TrimJobSet(in.JobSet.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.JobSet = js.(*jobsetv1alpha2.JobSet)
+	}
+	trim := func(ps []corev1.Pod) []corev1.Pod {
+		var out []corev1.Pod
+		for i := range ps {
+			p, err := TrimJobSetPod(withNoise(ps[i].DeepCopy()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, *p.(*corev1.Pod))
+		}
+		return out
+	}
+	in.Launcher, in.Workers = trim(in.Launcher), trim(in.Workers)
+	return in
+}
+
+// withNoise gives a test pod what a real one carries and no reader uses,
+// so the trim has something to drop.
+func withNoise(p *corev1.Pod) *corev1.Pod {
+	p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager"}}
+	for i := range p.Spec.Containers {
+		p.Spec.Containers[i].Env = append(p.Spec.Containers[i].Env, corev1.EnvVar{Name: "OMPI_MCA_orte_keep_fqdn_hostnames", Value: "true"})
+		p.Spec.Containers[i].VolumeMounts = append(p.Spec.Containers[i].VolumeMounts, corev1.VolumeMount{Name: "mpi-ssh-auth", MountPath: "/root/.ssh"})
+	}
+	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "mpi-ssh-auth", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "hello-mpi-ssh"}}})
+	return p
+}
+
+func TestTrimJobSetPod(t *testing.T) {
+	w := worker("0").running(true).obj()
+	p := withNoise(&w)
+	p.Spec.Containers[0].Command = []string{"/usr/sbin/sshd", "-De"}
+	p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{}}}
+	p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, corev1.EnvVar{Name: "BIG", Value: strings.Repeat("x", 4096)})
+	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "team-data"}}})
+	want := p.DeepCopy()
+	want.ManagedFields = nil
+	want.Spec.Containers[0].Env, want.Spec.Containers[0].VolumeMounts = nil, nil
+	want.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "team-data"}}}}
+	got, err := TrimJobSetPod(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("trimmed pod (-want,+got):\n%s", diff)
+	}
+	if o, _ := TrimJobSetPod(&corev1.Node{}); o.(*corev1.Node) == nil {
+		t.Error("another kind of object was not passed through")
+	}
+}
+
+func TestTrimJobSetKeepsTheWorkerCount(t *testing.T) {
+	js := jobset(4)
+	js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers = []corev1.Container{{Name: "node", Image: "ghcr.io/mpijob/openmpi:4.1"}}
+	js.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "jobset"}}
+	before := workersTotal(Input{TrainJob: job(4).obj(), JobSet: js.DeepCopy()})
+	got, err := TrimJobSet(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := got.(*jobsetv1alpha2.JobSet)
+	if after := workersTotal(Input{TrainJob: job(4).obj(), JobSet: tr}); after != before || after != 4 {
+		t.Errorf("Workers: %d before the trim, %d after; want 4", before, after)
+	}
+	for _, rj := range tr.Spec.ReplicatedJobs {
+		if len(rj.Template.Spec.Template.Spec.Containers) != 0 {
+			t.Errorf("replicated Job %s kept its pod template", rj.Name)
+		}
+	}
+	if tr.ManagedFields != nil {
+		t.Error("managed fields kept")
+	}
+}
