@@ -243,7 +243,11 @@ func TestCLIRuntimesTest(t *testing.T) {
 	// `make dev` does not build are built first.
 	c.EnsureImages(t, "openmpi5", "intel", "horovod", "deepspeed")
 	for _, rt := range []string{"mpi-openmpi", "mpi-mpich", "mpi-openmpi5", "mpi-intel", "mpi-horovod", "mpi-deepspeed"} {
-		r := mpijob(t, "admin", ns, "runtimes", "test", rt, "--timeout", "4m")
+		// 8m, not the 13-20 s a runtime takes on a quiet machine: in a
+		// fresh-clone CI rehearsal (2026-11-24) Horovod's test job, right
+		// after its image was built and imported beside the integration
+		// suite, was still running at 4m.
+		r := mpijob(t, "admin", ns, "runtimes", "test", rt, "--timeout", "8m")
 		expect(t, r, 0, "image pull", "SSH key mount", "MPI spawn")
 		if !regexp.MustCompile(`rank placement\s+PASS\s+2 ranks ran on the job's 2 rank hosts, 1 on each`).MatchString(r.out) {
 			t.Errorf("runtimes test %s: no passing rank placement check:\n%s", rt, r.out)
