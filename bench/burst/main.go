@@ -258,7 +258,7 @@ func webhookName(msg string) string {
 // waits until the Deployment runs two Ready replicas again; the other
 // replica serves the webhooks meanwhile.
 func killManager(ctx context.Context, opts localcluster.Options, admin client.Client) error {
-	cfg, err := local.Config(opts, "admin", 100, 200)
+	cfg, err := local.Config(opts, "", 0, 0)
 	if err != nil {
 		return err
 	}

@@ -269,11 +269,15 @@ func main() {
 	}
 }
 
+// stripManagedFields is controller-runtime's transform, made once (the
+// cache calls the default transform for every object it stores).
+var stripManagedFields = cache.TransformStripManagedFields()
+
 // stripAndTrimWorkloads is the cache's default transform: no reader needs
 // managedFields (writes are server-side applies and patches), and Kueue's
 // Workloads, read as unstructured data, keep only what queue.Lookup reads.
 func stripAndTrimWorkloads(obj any) (any, error) {
-	obj, err := cache.TransformStripManagedFields()(obj)
+	obj, err := stripManagedFields(obj)
 	if err != nil {
 		return nil, err
 	}

@@ -9,8 +9,8 @@ import (
 // the job lives. The transforms below keep of them what the manager's
 // readers use (the diagnosis, the webhook's earlier pods, progress, the
 // log API): a reader that needs a field they drop must keep it here first,
-// or read the object from the API server. TestTrimKeepsWhatTheDiagnosisReads
-// holds them to that.
+// or read the object from the API server. Every diagnosis test holds them
+// to that: diagnoseBoth diagnoses its input as it is and as trimmed.
 
 // TrimJobSet is a cache transform for JobSets: the diagnosis reads their
 // status, their owner and each replicated Job's name, replicas and

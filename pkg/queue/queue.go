@@ -32,6 +32,8 @@ const (
 var (
 	workloadList   = schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "WorkloadList"}
 	localQueueList = schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "LocalQueueList"}
+	// workloadKind is a Workload of any version (TrimWorkload).
+	workloadKind = schema.GroupKind{Group: workloadList.Group, Kind: "Workload"}
 )
 
 // Workload is the part of a Kueue Workload that decides queue order.
@@ -283,7 +285,7 @@ func SetActive(ctx context.Context, c client.Client, namespace string, uid types
 // objects pass through.
 func TrimWorkload(obj any) (any, error) {
 	u, ok := obj.(*unstructured.Unstructured)
-	if !ok || u.GroupVersionKind().GroupKind() != workloadList.GroupVersion().WithKind("Workload").GroupKind() {
+	if !ok || u.GroupVersionKind().GroupKind() != workloadKind {
 		return obj, nil
 	}
 	unstructured.RemoveNestedField(u.Object, "spec", "podSets")

@@ -33,8 +33,8 @@ func Cluster(ctx context.Context) (localcluster.Options, error) {
 
 // Config is a client configuration of the local cluster as user, a
 // context of its kubeconfig ("" for the current one, admin), with the
-// client-side rate limit qps/burst: a bench's own clients must not be what
-// sets its pace.
+// client-side rate limit qps/burst (0: client-go's default): a bench's own
+// clients must not be what sets its pace.
 func Config(opts localcluster.Options, user string, qps float32, burst int) (*rest.Config, error) {
 	rules := &clientcmd.ClientConfigLoadingRules{ExplicitPath: opts.KubeconfigPath()}
 	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: user}).ClientConfig()
