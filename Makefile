@@ -130,7 +130,7 @@ MANAGER_DOWN_TESTS := ^TestManagerDown
 test-e2e: $(DEV) sdk-venv dashboard browser ## Integration and e2e tests (Go, then the Python SDK's) against the real local cluster.
 	@set -u; mkdir -p .cache; started=0; \
 	if [ -n "$${MPIJOB_KUBECONFIG:-}" ]; then echo "testing against $$MPIJOB_KUBECONFIG"; \
-	elif $(DEV) status >/dev/null 2>&1; then echo "reusing the running local cluster"; \
+	elif $(DEV) status >/dev/null 2>&1; then echo "reusing the running local cluster"; $(DEV) status --wait 40m || exit 1; \
 	else $(DEV) up --detach || exit 1; started=1; fi; \
 	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v -skip '$(MANAGER_DOWN_TESTS)' ./test/... 2>&1 | tee $(CURDIR)/.cache/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test.go)' ; rc=$${PIPESTATUS[0]}; \
 	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '$(MANAGER_DOWN_TESTS)' ./test/integration 2>&1 | tee -a $(CURDIR)/.cache/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test.go)' ; [ $${PIPESTATUS[0]} = 0 ] || rc=1; \

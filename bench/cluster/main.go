@@ -62,6 +62,10 @@ func run() error {
 		_ = localcluster.Down(ctx, opts, io.Discard)
 		return err
 	}
+	if err := c.Finish(ctx); err != nil {
+		_ = localcluster.Down(ctx, opts, io.Discard)
+		return err
+	}
 	rows = append(rows, row{"cluster up (warm cache)", time.Since(start).Seconds(), 60, "s"})
 	defer func() { _ = localcluster.Down(ctx, opts, io.Discard) }()
 

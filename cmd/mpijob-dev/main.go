@@ -74,12 +74,18 @@ func newUpCmd() *cobra.Command {
 				_ = localcluster.Down(context.Background(), opts, out)
 				return err
 			}
-			fmt.Fprintf(out, "\nlocal cluster up in %s\n", time.Since(start).Round(100*time.Millisecond))
+			fmt.Fprintf(out, "\nthe cluster runs jobs after %s (KUBECONFIG=%s); the log, object and metrics stores follow\n", time.Since(start).Round(100*time.Millisecond), opts.KubeconfigPath())
 			if sample != "" {
 				if err := c.SubmitSample(ctx, sample); err != nil {
 					return err
 				}
 			}
+			if err := c.Finish(ctx); err != nil {
+				fmt.Fprintln(out, "the cluster did not come up; stopping what started (logs stay in", opts.StateDir+"/logs)")
+				_ = localcluster.Down(context.Background(), opts, out)
+				return err
+			}
+			fmt.Fprintf(out, "\nlocal cluster up in %s\n", time.Since(start).Round(100*time.Millisecond))
 			fmt.Fprint(out, c.Summary())
 			if detach {
 				return nil
@@ -131,6 +137,7 @@ func newReloadCmd() *cobra.Command {
 
 func newStatusCmd() *cobra.Command {
 	var memory bool
+	var wait time.Duration
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Say whether the local cluster runs; exit 1 when it does not",
@@ -139,11 +146,16 @@ func newStatusCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			out := cmd.OutOrStdout()
+			if wait > 0 {
+				if err := localcluster.WaitFinished(cmd.Context(), opts, out, wait); err != nil {
+					return err
+				}
+			}
 			ok, msg := localcluster.Status(context.Background(), opts)
 			if !ok {
 				return errors.New(msg)
 			}
-			out := cmd.OutOrStdout()
 			fmt.Fprintln(out, msg)
 			if memory {
 				rows, total := localcluster.Memory(opts)
@@ -157,6 +169,7 @@ func newStatusCmd() *cobra.Command {
 		},
 	}
 	cmd.Flags().BoolVar(&memory, "memory", false, "also print the resident memory of every cluster process and node")
+	cmd.Flags().DurationVar(&wait, "wait", 0, "first wait up to this long for a starting cluster's log, object and metrics stores (`make dev` starts them after the first job can run)")
 	return cmd
 }
 

@@ -38,6 +38,9 @@ type Cluster struct {
 	// mpijob-dashboard built from this checkout (BuildProjectImages).
 	projectRefs map[string]string
 	projectTars []string
+	// later ends with the result of building what a first job does not
+	// need (toolchain.Module.Later), started by Up and awaited by Finish.
+	later chan error
 }
 
 // New returns a Cluster for opts that reports progress to out.
@@ -55,6 +58,9 @@ type stateFile struct {
 	// CacheDir is the cache the cluster was started with (its nodes'
 	// content stores live there), whatever a later shell names.
 	CacheDir string `json:"cacheDir"`
+	// Pending names the parts still being built or started after the
+	// cluster came up (Finish); empty once everything runs.
+	Pending []string `json:"pending,omitempty"`
 }
 
 // OwnedBy reports whether the running cluster was started by process pid. A
@@ -79,9 +85,15 @@ func readState(opts Options) (stateFile, error) {
 	return s, nil
 }
 
-// Up builds what is missing and starts the whole cluster. A cluster left
-// over from an earlier run (running or crashed) is torn down first, so Up
-// always ends with a fresh, known state.
+// laterParts are what Finish starts, in the words Status uses.
+var laterParts = []string{"the log store (Loki)", "the S3 object store", "Prometheus"}
+
+// Up builds what is missing and starts the cluster a first job needs: the
+// control plane, the nodes, the engine and mpijob. What a first job does
+// not need (the log, object and metrics stores) builds beside it at low CPU
+// priority; Finish starts it. A cluster left over from an earlier run
+// (running or crashed) is torn down first, so Up always ends with a fresh,
+// known state.
 func (c *Cluster) Up(ctx context.Context) error {
 	p := c.progress
 	if err := c.preflightOrRecover(ctx); err != nil {
@@ -91,10 +103,16 @@ func (c *Cluster) Up(ctx context.Context) error {
 		return err
 	}
 	c.freeDiskForNodes(p)
+	c.later = make(chan error, 1)
+	go func() {
+		c.later <- toolchain.BuildPicked(ctx, c.opts.RepoRoot, c.opts.binDir(), p, func(m toolchain.Module) bool { return m.Later }, true)
+	}()
 	// The Go toolchain (CPU) and the MPI images (debootstrap and wheels:
 	// mostly downloads and disk) build side by side on a first run.
 	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() error { return BuildToolchain(gctx, c.opts, p) })
+	g.Go(func() error {
+		return toolchain.BuildPicked(gctx, c.opts.RepoRoot, c.opts.binDir(), p, func(m toolchain.Module) bool { return !m.Later }, false)
+	})
 	if !c.opts.SkipImages {
 		g.Go(func() error { return BuildImages(gctx, c.opts, p) })
 	}
@@ -164,14 +182,53 @@ func (c *Cluster) Up(ctx context.Context) error {
 	}
 	done()
 
-	done = p.Step("starting the log store (Grafana Loki %s, built from its Go module) and its collector of the nodes' pod logs", toolchain.LokiVersion)
-	if err := c.startLogStore(ctx); err != nil {
+	// The manager reads the log store's address and token when it starts;
+	// until the store runs (Finish), reading stored logs says it cannot be
+	// reached.
+	if err := c.makeLogStoreToken(); err != nil {
+		return err
+	}
+	done = p.Step("installing mpijob (config/default: mpijob-manager ×2 with its webhooks, mpijob-dashboard, runtimes, roles), then users, namespaces and quotas")
+	if err := c.installProject(ctx); err != nil {
 		return err
 	}
 	done()
 
-	done = p.Step("installing mpijob (config/default: mpijob-manager ×2 with its webhooks, mpijob-dashboard, runtimes, roles), then users, namespaces and quotas")
-	if err := c.installProject(ctx); err != nil {
+	if err := c.waitNodesReady(ctx); err != nil {
+		return fmt.Errorf("real nodes did not become Ready: %w", err)
+	}
+	if err := c.writeState(laterParts); err != nil {
+		return err
+	}
+	if c.opts.SkipImages {
+		return nil
+	}
+	// The other MPI flavours' images are built when a pod first asks for
+	// one (or by `make images`), not here.
+	return c.startImageBuilder()
+}
+
+// Finish waits for what Up left building and starts the log store (its
+// collector reads the pod logs written so far from their start), the S3
+// object store with each tenant's data connection and shared claim, and
+// Prometheus. The cluster is fully up when it returns.
+func (c *Cluster) Finish(ctx context.Context) error {
+	p := c.progress
+	if c.later != nil {
+		done := p.Step("waiting for the builds a first job does not need (%s)", strings.Join(laterParts, ", "))
+		select {
+		case err := <-c.later:
+			if err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		done()
+	}
+
+	done := p.Step("starting the log store (Grafana Loki %s, built from its Go module) and its collector of the nodes' pod logs", toolchain.LokiVersion)
+	if err := c.startLogStore(ctx); err != nil {
 		return err
 	}
 	done()
@@ -190,19 +247,7 @@ func (c *Cluster) Up(ctx context.Context) error {
 		return err
 	}
 	done()
-
-	if err := c.waitNodesReady(ctx); err != nil {
-		return fmt.Errorf("real nodes did not become Ready: %w", err)
-	}
-	if err := c.writeState(true); err != nil {
-		return err
-	}
-	if c.opts.SkipImages {
-		return nil
-	}
-	// The other MPI flavours' images are built when a pod first asks for
-	// one (or by `make images`), not here.
-	return c.startImageBuilder()
+	return c.writeState(nil)
 }
 
 // minFreeForNodes is the free disk below which Up starts the nodes with
@@ -309,8 +354,12 @@ func leftovers(opts Options) bool {
 	return false
 }
 
-func (c *Cluster) writeState(ready bool) error {
-	b, err := json.MarshalIndent(stateFile{StartedAt: time.Now(), Kubeconfig: c.opts.KubeconfigPath(), Ready: ready, OwnerPID: os.Getpid(), CacheDir: c.opts.CacheDir}, "", "  ")
+func (c *Cluster) writeState(pending []string) error {
+	started := time.Now()
+	if s, err := readState(c.opts); err == nil && s.OwnerPID == os.Getpid() {
+		started = s.StartedAt
+	}
+	b, err := json.MarshalIndent(stateFile{StartedAt: started, Kubeconfig: c.opts.KubeconfigPath(), Ready: true, OwnerPID: os.Getpid(), CacheDir: c.opts.CacheDir, Pending: pending}, "", "  ")
 	if err != nil {
 		return err
 	}
@@ -424,5 +473,41 @@ func Status(ctx context.Context, opts Options) (bool, string) {
 	if _, err := cs.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx); err != nil {
 		return false, fmt.Sprintf("the local cluster started at %s does not answer (%v): run `make dev-down` then `make dev`", s.StartedAt.Format(time.RFC3339), err)
 	}
-	return true, fmt.Sprintf("the local cluster runs since %s; kubeconfig: %s", s.StartedAt.Format(time.RFC3339), s.Kubeconfig)
+	msg := fmt.Sprintf("the local cluster runs since %s; kubeconfig: %s", s.StartedAt.Format(time.RFC3339), s.Kubeconfig)
+	if len(s.Pending) > 0 {
+		msg += fmt.Sprintf("\nstill being built or started by mpijob-dev up (pid %d): %s", s.OwnerPID, strings.Join(s.Pending, ", "))
+	}
+	return true, msg
+}
+
+// WaitFinished waits until the `mpijob-dev up` that started the cluster has
+// started everything (no part pending), saying every minute what it waits
+// for. It fails when that process ended first or timeout passes.
+func WaitFinished(ctx context.Context, opts Options, out io.Writer, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	last := time.Time{}
+	for {
+		s, err := readState(opts)
+		if err != nil {
+			return fmt.Errorf("the local cluster is not running: start it with `make dev`")
+		}
+		if len(s.Pending) == 0 {
+			return nil
+		}
+		if !processAlive(s.OwnerPID) {
+			return fmt.Errorf("mpijob-dev up (pid %d) ended before it started %s: run `make dev-down`, then `make dev`", s.OwnerPID, strings.Join(s.Pending, ", "))
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("after %s the local cluster still waits for %s (mpijob-dev up, pid %d)", timeout, strings.Join(s.Pending, ", "), s.OwnerPID)
+		}
+		if time.Since(last) >= time.Minute {
+			fmt.Fprintf(out, "waiting for mpijob-dev up (pid %d) to start %s ...\n", s.OwnerPID, strings.Join(s.Pending, ", "))
+			last = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
 }

@@ -24,6 +24,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+
 	"github.com/mpijob/mpijob/pkg/manifests"
 )
 
@@ -75,6 +77,9 @@ func (c *Cluster) newClient() (client.Client, error) {
 		return nil, err
 	}
 	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	if err := trainer.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
 	cl, err := client.New(c.restCfg, client.Options{Scheme: scheme})

@@ -124,8 +124,9 @@ analytics:
 `, lokiPort, lokiGRPCPort, dir, int(retention.Hours()), logstore.PageSize)
 }
 
-// startLogStore starts Loki and the collector, and writes the Secret that
-// points mpijob-manager at the store.
+// startLogStore starts Loki and the collector (with the token
+// makeLogStoreToken wrote), and writes the Secret that points
+// mpijob-manager at the store again (a reinstall in between removed it).
 func (c *Cluster) startLogStore(ctx context.Context) error {
 	retention, err := LogRetention()
 	if err != nil {
@@ -147,14 +148,6 @@ func (c *Cluster) startLogStore(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	token, err := randomHex(32)
-	if err != nil {
-		return err
-	}
-	tokenFile := filepath.Join(dir, "gateway-token")
-	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
-		return err
-	}
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -168,6 +161,21 @@ func (c *Cluster) startLogStore(ctx context.Context) error {
 		return err
 	}
 	return c.writeLogStoreSecret(ctx)
+}
+
+// makeLogStoreToken writes the token the log store's gateway takes from
+// mpijob-manager, before the manager is installed (installRelease writes it
+// into the manager's Secret) and before the store itself runs.
+func (c *Cluster) makeLogStoreToken() error {
+	dir := c.opts.path("loki")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	token, err := randomHex(32)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "gateway-token"), []byte(token), 0o600)
 }
 
 // writeLogStoreSecret writes the Secret that points mpijob-manager at the

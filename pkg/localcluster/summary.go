@@ -6,6 +6,13 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
 	"github.com/mpijob/mpijob/pkg/manifests"
 )
@@ -67,6 +74,27 @@ func (c *Cluster) SubmitSample(ctx context.Context, path string) error {
 	for _, o := range objs {
 		fmt.Fprintf(c.progress.out, "submitted sample %s %s/%s: watch it with `kubectl get %s -n %s -w`;\n  its Launcher's log: kubectl logs -n %s -l jobset.sigs.k8s.io/jobset-name=%s,jobset.sigs.k8s.io/replicatedjob-name=launcher\n",
 			o.GetKind(), o.GetNamespace(), o.GetName(), strings.ToLower(o.GetKind()), o.GetNamespace(), o.GetNamespace(), o.GetName())
+		if o.GetKind() == "TrainJob" {
+			go c.reportSample(ctx, cl, client.ObjectKey{Namespace: o.GetNamespace(), Name: o.GetName()})
+		}
 	}
 	return nil
+}
+
+// reportSample says when the sample job ends, and after how long since
+// `mpijob-dev up` began: the time a newcomer waits for a first job.
+func (c *Cluster) reportSample(ctx context.Context, cl client.Client, key client.ObjectKey) {
+	_ = wait.PollUntilContextTimeout(ctx, 2*time.Second, 30*time.Minute, false, func(ctx context.Context) (bool, error) {
+		var tj trainer.TrainJob
+		if err := cl.Get(ctx, key, &tj); err != nil {
+			return false, nil
+		}
+		for _, typ := range []string{trainer.TrainJobComplete, trainer.TrainJobFailed} {
+			if cond := meta.FindStatusCondition(tj.Status.Conditions, typ); cond != nil && cond.Status == "True" {
+				c.progress.Infof("sample TrainJob %s: %s (%s)", key, typ, cond.Message)
+				return true, nil
+			}
+		}
+		return false, nil
+	})
 }

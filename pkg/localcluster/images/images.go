@@ -154,7 +154,7 @@ var Images = []Image{
 		// in a virtual environment first on PATH, with mpi4py's wheel
 		// (which loads it). Debian's MPICH 4.0.2 is UCX-only and hung in
 		// MPI_Finalize 7 times in 20 here.
-		Name: "mpich", Ref: "ghcr.io/mpijob/mpich:5.0", Dir: "mpich",
+		Name: "mpich", Ref: "ghcr.io/mpijob/mpich:5.0", Dir: "mpich", OnDemand: true,
 		Packages:      []string{"python3-venv"},
 		BuildPackages: []string{"gcc", "libc6-dev"},
 		Setup: fmt.Sprintf("python3 -m venv %[1]s\n%[1]s/bin/pip install -q --no-cache-dir mpich==%[2]s mpi4py==%[3]s numpy==%[4]s scikit-learn==%[5]s boto3==%[6]s\n",

@@ -34,6 +34,10 @@ type Module struct {
 	LDFlags string
 	// Tags are go build tags (comma-separated).
 	Tags string
+	// Later marks what a first job does not need (the metrics, object and
+	// log stores): `mpijob-dev up` builds it at low CPU priority beside the
+	// rest and starts it once the cluster runs.
+	Later bool
 }
 
 // Modules are the pinned modules.
@@ -78,6 +82,7 @@ func Modules() []Module {
 			Outputs:  []string{"prometheus"},
 			LDFlags:  "-s -w -X github.com/prometheus/common/version.Version=" + PrometheusVersion,
 			Tags:     "remove_all_sd,enable_kubernetes_sd",
+			Later:    true,
 		},
 		{
 			// The S3-compatible object store behind the local cluster's
@@ -86,6 +91,7 @@ func Modules() []Module {
 			Packages: []string{"github.com/versity/versitygw/cmd/versitygw"},
 			Outputs:  []string{"versitygw"},
 			LDFlags:  "-s -w",
+			Later:    true,
 		},
 		{
 			// The log store the Launcher's and Workers' logs outlive their
@@ -94,6 +100,7 @@ func Modules() []Module {
 			Packages: []string{"github.com/grafana/loki/v3/cmd/loki"},
 			Outputs:  []string{"loki"},
 			LDFlags:  "-s -w -X github.com/grafana/loki/v3/pkg/util/build.Version=" + LokiVersion,
+			Later:    true,
 		},
 	}
 }
@@ -155,16 +162,27 @@ type Progress interface {
 }
 
 // Build builds every pinned binary that is missing or whose pins changed,
-// from the modules under repoRoot/hack/toolchain into bin. Modules build
-// side by side, Jobs() at a time: one `go build` leaves cores idle while it
-// downloads modules and links, and each module's link runs on one core.
+// from the modules under repoRoot/hack/toolchain into bin (BuildPicked with
+// every module).
 func Build(ctx context.Context, repoRoot, bin string, p Progress) error {
+	return BuildPicked(ctx, repoRoot, bin, p, func(Module) bool { return true }, false)
+}
+
+// BuildPicked builds the picked modules whose binaries are missing or whose
+// pins changed. Modules build side by side, Jobs() at a time: one `go build`
+// leaves cores idle while it downloads modules and links, and each module's
+// link runs on one core. lowPriority runs the builds under `nice -n 19`, so
+// they take only the CPU that other work leaves idle.
+func BuildPicked(ctx context.Context, repoRoot, bin string, p Progress, pick func(Module) bool, lowPriority bool) error {
 	if err := os.MkdirAll(bin, 0o755); err != nil {
 		return err
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(Jobs())
 	for _, m := range longestFirst(Modules()) {
+		if !pick(m) {
+			continue
+		}
 		ok, stamp, err := m.UpToDate(repoRoot, bin)
 		if err != nil {
 			return err
@@ -173,8 +191,12 @@ func Build(ctx context.Context, repoRoot, bin string, p Progress) error {
 			continue
 		}
 		g.Go(func() error {
-			done := p.Step("building %s from its Go module (first build takes minutes)", strings.Join(m.Outputs, ", "))
-			if err := m.build(ctx, repoRoot, bin); err != nil {
+			why := "first build takes minutes"
+			if lowPriority {
+				why = "at low CPU priority, beside the rest; a first job does not need it"
+			}
+			done := p.Step("building %s from its Go module (%s)", strings.Join(m.Outputs, ", "), why)
+			if err := m.build(ctx, repoRoot, bin, lowPriority); err != nil {
 				return err
 			}
 			if err := os.WriteFile(filepath.Join(bin, ".stamp-"+m.Dir), []byte(stamp+"\n"), 0o644); err != nil {
@@ -215,7 +237,7 @@ func Jobs() int {
 	return 2
 }
 
-func (m Module) build(ctx context.Context, repoRoot, bin string) error {
+func (m Module) build(ctx context.Context, repoRoot, bin string, lowPriority bool) error {
 	tmp := filepath.Join(bin, ".tmp-"+m.Dir)
 	_ = os.RemoveAll(tmp)
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
@@ -228,6 +250,10 @@ func (m Module) build(ctx context.Context, repoRoot, bin string) error {
 	}
 	args = append(args, m.Packages...)
 	cmd := exec.CommandContext(ctx, "go", args...)
+	if lowPriority {
+		// The compiler and linker processes go runs inherit the niceness.
+		cmd = exec.CommandContext(ctx, "nice", append([]string{"-n", "19", "go"}, args...)...)
+	}
 	cmd.Dir = filepath.Join(repoRoot, "hack", "toolchain", m.Dir)
 	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
 	out, err := cmd.CombinedOutput()
