@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -126,6 +127,48 @@ func (s *Server) jobsCache(ctx context.Context, c *userClients, token, ns string
 	s.caches[key] = jc
 	s.mu.Unlock()
 	return cc, nil
+}
+
+// followed is a namespace's TrainJobs as a live stream follows them: the
+// user's cache it is notified by, and how to stop that.
+type followed struct {
+	ns    string
+	cache client.Reader
+	stop  func()
+}
+
+// watchJobs calls notify after each change of ns's TrainJobs that the
+// user's cache (jobsCache) takes in, until f.stop is called: a live stream
+// reads the cache, so it waits for the cache and not for a watch of its
+// own (which would also start by sending every job of the namespace). The
+// jobs the cache holds already are no change. ok is false where there is
+// no cache to follow (the handlers' tests).
+func (s *Server) watchJobs(ctx context.Context, c *userClients, ns string, notify func()) (f followed, ok bool, err error) {
+	r, err := s.jobsCache(ctx, c, c.token, ns)
+	if err != nil {
+		return f, false, err
+	}
+	cc, isCache := r.(ctrlcache.Cache)
+	if !isCache {
+		return f, false, nil
+	}
+	inf, err := cc.GetInformer(ctx, &trainer.TrainJob{})
+	if err != nil {
+		return f, false, err
+	}
+	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
+		AddFunc: func(_ any, initial bool) {
+			if !initial {
+				notify()
+			}
+		},
+		UpdateFunc: func(any, any) { notify() },
+		DeleteFunc: func(any) { notify() },
+	})
+	if err != nil {
+		return f, false, err
+	}
+	return followed{ns: ns, cache: r, stop: func() { _ = inf.RemoveEventHandler(reg) }}, true, nil
 }
 
 func (s *Server) drop(key cacheKey) {

@@ -83,8 +83,22 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *userClients) 
 		}
 	}
 	errs := make(chan error, len(watchers)*len(nss)+1)
+	// TrainJobs: the changes the user's cache takes in (what the pushes
+	// read); a namespace without one gets a watch of its own.
+	var follows []followed
+	defer func() {
+		for _, f := range follows {
+			f.stop()
+		}
+	}()
 	for _, n := range nss {
-		for _, list := range watchers {
+		for i, list := range watchers {
+			if i == 0 {
+				if f, ok, err := s.watchJobs(ctx, c, n, notify); err == nil && ok {
+					follows = append(follows, f)
+					continue
+				}
+			}
 			go s.watchLoop(ctx, c, list.DeepCopyObject().(client.ObjectList), n, notify, errs)
 		}
 	}
@@ -137,6 +151,27 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *userClients) 
 				return
 			}
 		case <-heartbeat.C:
+			// The caches followed stay in use, and their user is asked
+			// again (every 30 s) whether they may still list the jobs.
+			// After a refusal the stream says so and goes on asking.
+			for i, f := range follows {
+				r, err := s.jobsCache(ctx, c, c.token, f.ns)
+				if err != nil {
+					if !send("problem", map[string]any{"error": "live updates paused: " + reason(err) + "; retrying"}) {
+						return
+					}
+					continue
+				}
+				if r != f.cache {
+					// A new cache (the old one was dropped): follow it, and
+					// push what it holds.
+					if nf, ok, err := s.watchJobs(ctx, c, f.ns, notify); err == nil && ok {
+						f.stop()
+						follows[i] = nf
+						notify()
+					}
+				}
+			}
 			if _, err := fmt.Fprint(w, ": keep-alive\n\n"); err != nil {
 				return
 			}

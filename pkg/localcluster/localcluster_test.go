@@ -1,8 +1,14 @@
 package localcluster
 
 import (
+	"context"
 	"encoding/base64"
+	"encoding/json"
+	"fmt"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -196,5 +202,46 @@ func TestCheckPortsNamesTheBusyPort(t *testing.T) {
 	}
 	if strings.Contains(err.Error(), "\n") {
 		t.Errorf("error is not one line: %q", err)
+	}
+}
+
+func TestWaitFinished(t *testing.T) {
+	// A pid that no process has: a child that ended and was reaped.
+	done := exec.Command("true")
+	if err := done.Run(); err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct {
+		state   *stateFile
+		wantErr string
+	}{
+		"nothing pending":          {state: &stateFile{OwnerPID: os.Getpid()}},
+		"no cluster":               {wantErr: "is not running: start it with `make dev`"},
+		"its up ended first":       {state: &stateFile{OwnerPID: done.Process.Pid, Pending: []string{"Prometheus"}}, wantErr: fmt.Sprintf("mpijob-dev up (pid %d) ended before it started Prometheus: run `make dev-down`, then `make dev`", done.Process.Pid)},
+		"still pending at the end": {state: &stateFile{OwnerPID: os.Getpid(), Pending: []string{"the log store (Loki)", "Prometheus"}}, wantErr: "still waits for the log store (Loki), Prometheus"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			opts := Options{StateDir: t.TempDir()}
+			if tc.state != nil {
+				b, err := json.Marshal(tc.state)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(opts.StateDir, "state.json"), b, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var out strings.Builder
+			err := WaitFinished(context.Background(), opts, &out, 100*time.Millisecond)
+			if tc.wantErr == "" {
+				if err != nil {
+					t.Fatalf("WaitFinished: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Fatalf("WaitFinished = %v, want an error with %q", err, tc.wantErr)
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -87,7 +88,9 @@ func (c *Cluster) reportSample(ctx context.Context, cl client.Client, key client
 	_ = wait.PollUntilContextTimeout(ctx, 2*time.Second, 30*time.Minute, false, func(ctx context.Context) (bool, error) {
 		var tj trainer.TrainJob
 		if err := cl.Get(ctx, key, &tj); err != nil {
-			return false, nil
+			// Deleted meanwhile: nothing to report; any other error
+			// passes, and the next poll reads again.
+			return apierrors.IsNotFound(err), nil
 		}
 		for _, typ := range []string{trainer.TrainJobComplete, trainer.TrainJobFailed} {
 			if cond := meta.FindStatusCondition(tj.Status.Conditions, typ); cond != nil && cond.Status == "True" {

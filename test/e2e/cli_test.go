@@ -241,7 +241,7 @@ func TestCLIRuntimesTest(t *testing.T) {
 	ns := c.NewNamespace(t, "cli-rt")
 	// Every shipped CPU runtime passes, ranks on the Workers; the images
 	// `make dev` does not build are built first.
-	c.EnsureImages(t, "openmpi5", "intel", "horovod", "deepspeed")
+	c.EnsureImages(t, "mpich", "openmpi5", "intel", "horovod", "deepspeed")
 	for _, rt := range []string{"mpi-openmpi", "mpi-mpich", "mpi-openmpi5", "mpi-intel", "mpi-horovod", "mpi-deepspeed"} {
 		// 8m, not the 13-20 s a runtime takes on a quiet machine: in a
 		// fresh-clone CI rehearsal (2026-11-24) Horovod's test job, right

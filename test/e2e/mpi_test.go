@@ -30,14 +30,17 @@ var rankLine = regexp.MustCompile(`(?m)^(?:\[\d+,(\d+)\]<(?:stdout|stdio)>:)?mpi
 func TestMPIAcrossRealNodes(t *testing.T) {
 	cases := map[string]struct {
 		runtime string
+		image   string
 		command []string
 	}{
-		"OpenMPI": {runtime: "mpi-openmpi", command: []string{"mpirun", "/usr/local/bin/mpi-hello"}},
-		"MPICH":   {runtime: "mpi-mpich", command: []string{"mpijob-mpiexec", "/usr/local/bin/mpi-hello"}},
+		"OpenMPI": {runtime: "mpi-openmpi", image: "openmpi", command: []string{"mpirun", "/usr/local/bin/mpi-hello"}},
+		"MPICH":   {runtime: "mpi-mpich", image: "mpich", command: []string{"mpijob-mpiexec", "/usr/local/bin/mpi-hello"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
+			// MPICH's image is built on first use.
+			framework.Get(t).EnsureImages(t, tc.image)
 			runOnRealNodes(t, tc.runtime, tc.command)
 		})
 	}
