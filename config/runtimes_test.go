@@ -219,3 +219,50 @@ func initContainer(spec corev1.PodSpec, name string) *corev1.Container {
 	}
 	return nil
 }
+
+// TestLaunchersDoNotPinRanks checks that no runtime's mpirun pins ranks to
+// cores: a Worker sees every core of its node, and OpenMPI's and Intel
+// MPI's default pinning puts every job's rank 0 on core 0 (docs/runtimes.md,
+// "Ranks are not pinned to cores"). MPICH's Hydra pins only when asked.
+func TestLaunchersDoNotPinRanks(t *testing.T) {
+	unpin := map[string]map[string]string{
+		"mpi-openmpi":     {"OMPI_MCA_hwloc_base_binding_policy": "none"},
+		"mpi-openmpi-gpu": {"OMPI_MCA_hwloc_base_binding_policy": "none"},
+		"mpi-horovod":     {"OMPI_MCA_hwloc_base_binding_policy": "none"},
+		"mpi-openmpi5":    {"PRTE_MCA_hwloc_default_binding_policy": "none"},
+		"mpi-deepspeed":   {"PRTE_MCA_hwloc_default_binding_policy": "none"},
+		"mpi-intel":       {"I_MPI_PIN": "0"},
+		"mpi-mpich":       {},
+	}
+	rts := loadRuntimes(t)
+	for _, name := range shippedRuntimes {
+		want, ok := unpin[name]
+		if !ok {
+			t.Errorf("runtime %s: say here which setting keeps its ranks unpinned", name)
+			continue
+		}
+		rt := rts[name]
+		var launcher *corev1.Container
+		for _, rj := range rt.Spec.Template.Spec.ReplicatedJobs {
+			if rj.Name == "launcher" {
+				launcher = container(rj.Template.Spec.Template.Spec)
+			}
+		}
+		if launcher == nil {
+			t.Errorf("runtime %s has no Launcher container", name)
+			continue
+		}
+		env := map[string]string{}
+		for _, e := range launcher.Env {
+			env[e.Name] = e.Value
+		}
+		for k, v := range want {
+			if env[k] != v {
+				t.Errorf("runtime %s: the Launcher's %s = %q, want %q", name, k, env[k], v)
+			}
+		}
+		if strings.Contains(strings.Join(launcher.Command, " "), "--bind-to core") {
+			t.Errorf("runtime %s: the Launcher's command pins ranks (--bind-to core)", name)
+		}
+	}
+}

@@ -198,5 +198,12 @@ func (s *Server) sweep() {
 			s.drop(k)
 		}
 		s.rows.forget(time.Now().Add(-cacheIdle))
+		s.mu.Lock()
+		for token, l := range s.listed {
+			if time.Since(l.at) > cacheIdle {
+				delete(s.listed, token)
+			}
+		}
+		s.mu.Unlock()
 	}
 }

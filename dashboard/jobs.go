@@ -34,18 +34,18 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, c *userClients
 
 // jobsOf lists the jobs of ns ("" = every namespace the user may see).
 func (s *Server) jobsOf(ctx context.Context, c *userClients, ns string) ([]jobview.Job, error) {
-	var nss []string
-	if ns != "" {
-		nss = []string{ns}
-	} else if all, _ := c.can(ctx, "", "list", "trainer.kubeflow.org", "trainjobs", ""); all {
-		nss = []string{""}
-	} else {
-		list, err := s.namespacesOf(ctx, c)
-		if err != nil {
+	return s.jobsWithin(ctx, c, ns, 0)
+}
+
+// jobsWithin is jobsOf where the namespaces the user may list, for ns "",
+// may be up to maxAge old: a live stream's pushes after its first reuse
+// them instead of asking the API server once per namespace on every change.
+func (s *Server) jobsWithin(ctx context.Context, c *userClients, ns string, maxAge time.Duration) ([]jobview.Job, error) {
+	nss := []string{ns}
+	if ns == "" {
+		var err error
+		if nss, err = s.listable(ctx, c, maxAge); err != nil {
 			return nil, err
-		}
-		for _, n := range list {
-			nss = append(nss, n.Name)
 		}
 	}
 	mpiRuntimes := c.mpiRuntimes(ctx)
@@ -74,6 +74,45 @@ func (s *Server) jobsOf(ctx context.Context, c *userClients, ns string) ([]jobvi
 		return jobs[i].Namespace+"/"+jobs[i].Name < jobs[j].Namespace+"/"+jobs[j].Name
 	})
 	return jobs, nil
+}
+
+// listable is the namespaces whose jobs c may list ("" alone when c may
+// list them in every namespace), asked again when the answer at hand is
+// older than maxAge: one access review per namespace the cluster has.
+func (s *Server) listable(ctx context.Context, c *userClients, maxAge time.Duration) ([]string, error) {
+	s.mu.Lock()
+	got, ok := s.listed[c.token]
+	s.mu.Unlock()
+	if ok && maxAge > 0 && time.Since(got.at) <= maxAge {
+		return got.namespaces, nil
+	}
+	at := time.Now()
+	var nss []string
+	if all, _ := c.can(ctx, "", "list", "trainer.kubeflow.org", "trainjobs", ""); all {
+		nss = []string{""}
+	} else {
+		list, err := s.namespacesOf(ctx, c)
+		if err != nil {
+			return nil, err
+		}
+		nss = []string{}
+		for _, n := range list {
+			nss = append(nss, n.Name)
+		}
+	}
+	s.mu.Lock()
+	if s.listed == nil {
+		s.listed = map[string]listed{}
+	}
+	s.listed[c.token] = listed{at: at, namespaces: nss}
+	s.mu.Unlock()
+	return nss, nil
+}
+
+// listed is what listable found for a user, and when it asked.
+type listed struct {
+	at         time.Time
+	namespaces []string
 }
 
 // Detail is the job page.

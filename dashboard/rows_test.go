@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -55,5 +56,51 @@ func TestRowsRemembersByVersion(t *testing.T) {
 	r.of(plain, t1)
 	if len(r.m) != 0 {
 		t.Errorf("a job without UID was remembered")
+	}
+}
+
+// A live stream's pushes reuse the namespaces a user may list for up to
+// the age they allow; a fresh answer asks the API server again, and a
+// namespace the user lost access to is gone from it.
+func TestListableReusesItsAnswerOnlyWhileYoung(t *testing.T) {
+	f := newFakeAPI(t)
+	asked := 0
+	namespaces := []string{"team-a", "team-b"}
+	f.server.Namespaces = func(context.Context) ([]string, error) {
+		asked++
+		return namespaces, nil
+	}
+	ctx := context.Background()
+	c, err := f.server.clientsFor(ctx, token("dev-a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		name       string
+		maxAge     time.Duration
+		candidates []string
+		want       []string
+		wantAsked  int
+	}{
+		{name: "first answer", maxAge: time.Minute, candidates: []string{"team-a", "team-b"}, want: []string{"team-a"}, wantAsked: 1},
+		{name: "young answer reused", maxAge: time.Minute, candidates: []string{"team-b"}, want: []string{"team-a"}, wantAsked: 1},
+		{name: "fresh answer asked", maxAge: 0, candidates: []string{"team-b"}, want: []string{}, wantAsked: 2},
+		{name: "old answer asked again", maxAge: time.Nanosecond, candidates: []string{"team-a"}, want: []string{"team-a"}, wantAsked: 3},
+	}
+	for _, st := range steps {
+		namespaces = st.candidates
+		if st.maxAge == time.Nanosecond {
+			time.Sleep(time.Millisecond)
+		}
+		got, err := f.server.listable(ctx, c, st.maxAge)
+		if err != nil {
+			t.Fatalf("%s: %v", st.name, err)
+		}
+		if diff := cmp.Diff(st.want, got); diff != "" {
+			t.Errorf("%s: namespaces (-want,+got):\n%s", st.name, diff)
+		}
+		if asked != st.wantAsked {
+			t.Errorf("%s: the namespaces were asked for %d times, want %d", st.name, asked, st.wantAsked)
+		}
 	}
 }

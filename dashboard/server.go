@@ -80,6 +80,9 @@ type Server struct {
 	// request.
 	refused map[[32]byte]time.Time
 	caches  map[cacheKey]*jobCache
+	// listed is, by token, the namespaces each user may list jobs in
+	// (listable).
+	listed  map[string]listed
 	janitor sync.Once
 	// rows are the list's rows by job (rows.go).
 	rows rows

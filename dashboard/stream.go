@@ -106,9 +106,17 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *userClients) 
 	// of its pods and events then fail with Forbidden too, which is no
 	// passing problem to report as "retrying".
 	denied := false
+	// The first push asks which namespaces the user may list; later ones
+	// reuse that answer for up to recheck, as the caches do their access.
+	pushed := false
 	push := func() bool {
 		if job == "" {
-			jobs, err := s.jobsOf(ctx, c, ns)
+			maxAge := recheck
+			if !pushed {
+				maxAge = 0
+			}
+			pushed = true
+			jobs, err := s.jobsWithin(ctx, c, ns, maxAge)
 			if err != nil {
 				return send("problem", map[string]any{"error": reason(err)})
 			}

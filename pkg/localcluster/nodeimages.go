@@ -14,8 +14,16 @@ import (
 )
 
 // importImages imports every image into node n's containerd unless this
-// node's content store already holds that exact build.
+// node's content store already holds that exact build. One import runs on
+// a node at a time, across processes: the integration and e2e suites both
+// ensure images, and two `ctr images tag --force` of one name at once make
+// one of them fail (it deletes the name, then creates it).
 func (c *Cluster) importImages(ctx context.Context, n realNode) error {
+	unlock, err := images.LockFile(filepath.Join(n.store, ".import.lock"))
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	tars, err := images.ImageTars(c.opts.images())
 	if err != nil {
 		return err

@@ -356,7 +356,7 @@ func BuildImagesOf(ctx context.Context, opts Options, p Progress, imgs []Image, 
 	}
 	// One build at a time per cache: `make images`, the tests and `up`
 	// may ask for the same image at once.
-	unlock, err := lockFile(filepath.Join(Dir(opts), ".lock"))
+	unlock, err := LockFile(filepath.Join(Dir(opts), ".lock"))
 	if err != nil {
 		return nil, err
 	}
@@ -451,9 +451,9 @@ func pruneOldBuilds(opts Options, im Image, current string) {
 	}
 }
 
-// lockFile takes an exclusive lock on path, waiting for it, and returns
+// LockFile takes an exclusive lock on path, waiting for it, and returns
 // what releases it.
-func lockFile(path string) (func(), error) {
+func LockFile(path string) (func(), error) {
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return nil, err
