@@ -574,7 +574,7 @@ func TestSSHRefusedNamesTheWorkerImage(t *testing.T) {
 				Message: `Error: failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to start container process: exec: "/usr/sbin/sshd": stat /usr/sbin/sshd: no such file or directory: unknown`,
 			}}},
 			wantPhase: api.PhaseFailed, want: ReasonSSHConnectionRefused,
-			contains: []string{"Worker pod hello-node-0-0-x7k2p could not start /usr/sbin/sshd", "image " + image + " lacks it"},
+			contains: []string{"Worker 0 (pod hello-node-0-0-x7k2p) could not start /usr/sbin/sshd", "image " + image + " lacks it"},
 		},
 		"sshd does not answer the readiness probe": {
 			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(withSSHD(worker("0")).running(false), withSSHD(worker("1")).running(true)),

@@ -298,6 +298,24 @@ func firstNonEmpty(vs ...string) string {
 	return ""
 }
 
+// goneWorkerPodRe reads a Worker's index from its pod's name
+// (<job>-node-<job index>-<pod index>-<suffix>, JobSet's naming).
+var goneWorkerPodRe = regexp.MustCompile(`^-` + api.WorkerJob + `-\d+-(\d+)-[a-z0-9]{5}$`)
+
+// goneWorkerName names a Worker whose pod is gone as a live one is named
+// ("Worker 0 (pod …)"), its index read from the pod's name, so a message
+// does not change wording when the pod goes.
+func goneWorkerName(job *trainer.TrainJob, pod string) string {
+	if job != nil {
+		if rest, ok := strings.CutPrefix(pod, job.Name); ok {
+			if m := goneWorkerPodRe.FindStringSubmatch(rest); m != nil {
+				return fmt.Sprintf("Worker %s (pod %s)", m[1], pod)
+			}
+		}
+	}
+	return "Worker pod " + pod
+}
+
 var startFailedRe = regexp.MustCompile(`exec: "([^"]+)": (?:stat \S+: )?(no such file or directory|executable file not found in \$PATH)`)
 
 // sshdMissingFromEvents explains a Worker whose command could not start,
@@ -315,7 +333,7 @@ func sshdMissingFromEvents(in Input) (message, next string, ok bool) {
 		if image == "" {
 			image = "of the Workers"
 		}
-		return fmt.Sprintf("Worker pod %s could not start %s, so no SSH server answered the Launcher: image %s lacks it (%s).", e.InvolvedObject.Name, m[1], image, m[2]),
+		return fmt.Sprintf("%s could not start %s, so no SSH server answers the Launcher: image %s lacks it (%s).", goneWorkerName(in.TrainJob, e.InvolvedObject.Name), m[1], image, m[2]),
 			"Use a Worker image with sshd (build it FROM the runtime's image, see docs/runtimes.md#images), or keep the runtime's Worker image and put your own image on the Launcher only (--launcher-image).", true
 	}
 	return "", "", false
