@@ -17,11 +17,23 @@ export async function harness({ viewport = { width: 1400, height: 1000 } } = {})
     if (!cond) failures.push(msg);
     console.log(`${cond ? 'ok  ' : 'FAIL'} ${msg}`);
   }
+  // The page a step last logged in with: a failed step leaves a
+  // screenshot of it and says what it showed, so a failure that happens
+  // only under CI's load can be read afterwards.
+  let last = null;
   async function step(name, fn) {
+    last = null;
     try {
       await fn();
     } catch (e) {
       check(false, `${name}: ${e.message.split('\n')[0]}`);
+      if (last && !last.isClosed()) {
+        const file = `${shots}/FAILED-${name.replace(/[^a-z0-9]+/gi, '-').slice(0, 60)}.png`;
+        await last.screenshot({ path: file, fullPage: true }).catch(() => {});
+        const text = await last.locator('body').innerText({ timeout: 2000 }).catch(() => '(unreadable)');
+        console.log(`     at ${last.url()}; screenshot ${file}; the page showed:\n${text.slice(0, 1500).replace(/^/gm, '       | ')}`);
+        await last.context().close().catch(() => {});
+      }
     }
   }
   async function login(user) {
@@ -32,6 +44,7 @@ export async function harness({ viewport = { width: 1400, height: 1000 } } = {})
     await page.getByLabel('User').selectOption(user);
     await page.getByRole('button', { name: 'Log in' }).click();
     await page.waitForURL((u) => !u.pathname.startsWith('/login'));
+    last = page;
     return { ctx, page };
   }
   // finish closes the browser and exits 1 when a check failed.

@@ -25,7 +25,9 @@ await step('the rank facet selects real ranks', async () => {
   const { ctx, page } = await login('dev-a');
   await page.goto(`${url}/jobs/team-a/${job}?tab=logs`);
   const log = page.getByTestId('log');
-  await page.waitForFunction(() => (document.querySelector('[data-testid=log]')?.textContent ?? '').includes('RuntimeError'), null, { timeout: 30000 });
+  // The first lines may wait behind a loaded API server (CI runs the
+  // integration tests beside this one): the facet is what is checked here.
+  await page.waitForFunction(() => (document.querySelector('[data-testid=log]')?.textContent ?? '').includes('RuntimeError'), null, { timeout: 90000 });
   await page.getByTestId('rank-filter').fill('1');
   await page.waitForFunction(() => !(document.querySelector('[data-testid=log]')?.textContent ?? '').includes('[1,0]'), null, { timeout: 10000 });
   // One row per line (PatternFly's LogViewer).
