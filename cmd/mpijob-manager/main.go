@@ -16,9 +16,7 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -27,7 +25,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -38,6 +35,7 @@ import (
 	"github.com/mpijob/mpijob/pkg/certs"
 	"github.com/mpijob/mpijob/pkg/diagnose"
 	"github.com/mpijob/mpijob/pkg/metrics"
+	"github.com/mpijob/mpijob/pkg/metricsauth"
 	"github.com/mpijob/mpijob/pkg/netpol"
 	"github.com/mpijob/mpijob/pkg/perjob"
 	progresscontroller "github.com/mpijob/mpijob/pkg/progress/controller"
@@ -87,14 +85,10 @@ func main() {
 	metricsOpts := metricsserver.Options{BindAddress: metricsAddr, SecureServing: metricsSecure,
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = metricsCert.GetCertificate }}}
 	if metricsSecure {
-		metricsOpts.FilterProvider = filters.WithAuthenticationAndAuthorization
-	}
-	// Only the pods of JobSets matter; caching every pod would cost memory
-	// on big clusters for nothing.
-	jobsetPods, err := labels.NewRequirement(jobsetv1alpha2.JobSetNameKey, selection.Exists, nil)
-	if err != nil {
-		log.Error(err, "failed to build the pod selector")
-		os.Exit(1)
+		// TokenReview, then SubjectAccessReview, as controller-runtime's
+		// filters.WithAuthenticationAndAuthorization, without k8s.io/apiserver
+		// (see pkg/metricsauth).
+		metricsOpts.FilterProvider = metricsauth.Filter
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                  scheme,
@@ -114,9 +108,12 @@ func main() {
 		// JobSets, their pods and Kueue's Workloads are trimmed further to
 		// what the manager reads (diagnose.TrimJobSet, TrimJobSetPod,
 		// queue.TrimWorkload): at 500 jobs × 8 Workers their pod templates,
-		// environments and mounts were most of the manager's memory.
+		// environments and mounts were most of the manager's memory. Every
+		// other pod keeps only its node, phase and resources, which free
+		// capacity counts (diagnose.TrimPod): one cache of all pods, where
+		// a second cache held every JobSet's pod again.
 		Cache: cache.Options{DefaultTransform: stripAndTrimWorkloads, ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}:            {Label: labels.NewSelector().Add(*jobsetPods), Transform: diagnose.TrimJobSetPod},
+			&corev1.Pod{}:            {Transform: diagnose.TrimPod},
 			&corev1.Node{}:           {Transform: diagnose.CapacityNode},
 			&jobsetv1alpha2.JobSet{}: {Transform: diagnose.TrimJobSet},
 		}},
@@ -198,24 +195,8 @@ func main() {
 		os.Exit(1)
 	}
 	log.Info("admission", "manager", self.Status.UserInfo.Username, "maxWorkers", maxWorkers)
-	// Free capacity counts every bound pod of the cluster: a cache of its
-	// own keeps them, stripped to their node, phase and resources.
-	capacity, err := cache.New(cfg, cache.Options{
-		Scheme: scheme, Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient(),
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Pod{}: {Field: diagnose.CapacityPods, Transform: diagnose.CapacityPod},
-		},
-	})
-	if err != nil {
-		log.Error(err, "failed to create the capacity cache")
-		os.Exit(1)
-	}
-	if err := mgr.Add(capacity); err != nil {
-		log.Error(err, "failed to add the capacity cache")
-		os.Exit(1)
-	}
 	if err := (&diagnose.Reconciler{
-		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Capacity: capacity, Logs: logs,
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Capacity: mgr.GetClient(), Logs: logs,
 		Visibility: queue.Visibility{REST: logs.Discovery().RESTClient()},
 		Recorder:   mgr.GetEventRecorder(api.FieldManager), Runtimes: lookup,
 	}).SetupWithManager(mgr); err != nil {

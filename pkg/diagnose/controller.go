@@ -40,8 +40,9 @@ type Reconciler struct {
 	// Reader reads what the cache does not hold (events, when a rule
 	// needs them).
 	Reader client.Reader
-	// Capacity reads the pods that hold nodes' capacity from a cache of
-	// their own (CapacityPods, CapacityPod); nil: read them with Reader.
+	// Capacity reads every pod from a cache (the manager's, whose
+	// TrimPod keeps what free capacity counts); nil: read the pods that
+	// CapacityPods selects with Reader.
 	Capacity client.Reader
 	// Visibility gives queue positions in Kueue's own order (nil:
 	// computed from the cached Workloads).
@@ -359,9 +360,8 @@ func (r *Reconciler) freeCapacity(ctx context.Context) ([]NodeFree, []corev1.Nod
 	pods := &corev1.PodList{}
 	var err error
 	if r.Capacity != nil {
-		// The capacity cache holds only pods that CapacityPods selects;
-		// they are only read, so not copied (every bound pod of the
-		// cluster, for each pending job's round).
+		// Every pod of the cluster, for each pending job's round: only
+		// read, so not copied; unbound and finished pods are skipped below.
 		err = r.Capacity.List(ctx, pods, client.UnsafeDisableDeepCopy)
 	} else {
 		err = r.Reader.List(ctx, pods, client.MatchingFieldsSelector{Selector: CapacityPods})

@@ -53,6 +53,15 @@ func trimmed(t *testing.T, in Input) Input {
 // so the trim has something to drop.
 func withNoise(p *corev1.Pod) *corev1.Pod {
 	p.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kube-controller-manager"}}
+	if p.Labels == nil {
+		p.Labels = map[string]string{}
+	}
+	if p.Annotations == nil {
+		p.Annotations = map[string]string{}
+	}
+	for _, k := range []string{"jobset.sigs.k8s.io/job-key", "jobset.sigs.k8s.io/restart-attempt", "batch.kubernetes.io/controller-uid", "controller-uid", "job-name"} {
+		p.Labels[k], p.Annotations[k] = "noise", "noise"
+	}
 	for i := range p.Spec.Containers {
 		p.Spec.Containers[i].Env = append(p.Spec.Containers[i].Env, corev1.EnvVar{Name: "OMPI_MCA_orte_keep_fqdn_hostnames", Value: "true"})
 		p.Spec.Containers[i].VolumeMounts = append(p.Spec.Containers[i].VolumeMounts, corev1.VolumeMount{Name: "mpi-ssh-auth", MountPath: "/root/.ssh"})
@@ -69,8 +78,11 @@ func TestTrimJobSetPod(t *testing.T) {
 	p.Spec.Containers[0].Env = append(p.Spec.Containers[0].Env, corev1.EnvVar{Name: "BIG", Value: strings.Repeat("x", 4096)})
 	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "data", VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "team-data"}}})
+	p.Annotations["batch.kubernetes.io/job-completion-index"] = "0"
 	want := p.DeepCopy()
 	want.ManagedFields = nil
+	want.Labels = map[string]string{"batch.kubernetes.io/job-completion-index": "0", "jobset.sigs.k8s.io/replicatedjob-name": "node"}
+	want.Annotations = map[string]string{"batch.kubernetes.io/job-completion-index": "0"}
 	want.Spec.Containers[0].Env, want.Spec.Containers[0].VolumeMounts = nil, nil
 	want.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "team-data"}}}}
@@ -106,5 +118,42 @@ func TestTrimJobSetKeepsTheWorkerCount(t *testing.T) {
 	}
 	if tr.ManagedFields != nil {
 		t.Error("managed fields kept")
+	}
+}
+
+// The manager's one pod cache: a JobSet's pod is trimmed for the
+// diagnosis, any other pod down to what free capacity counts.
+func TestTrimPod(t *testing.T) {
+	w := worker("0").running(true).obj()
+	w.Labels["jobset.sigs.k8s.io/jobset-name"] = "hello"
+	other := w.DeepCopy()
+	other.Name, other.Labels = "web-7d9f", map[string]string{"app": "web"}
+	cases := map[string]struct {
+		pod  *corev1.Pod
+		want func(any) (any, error)
+	}{
+		"a JobSet's pod": {pod: withNoise(w.DeepCopy()), want: TrimJobSetPod},
+		"another pod":    {pod: withNoise(other), want: CapacityPod},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			want, _ := tc.want(tc.pod.DeepCopy())
+			got, err := TrimPod(tc.pod)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("trimmed pod (-want,+got):\n%s", diff)
+			}
+		})
+	}
+	if got, _ := TrimPod(w.DeepCopy()); got.(*corev1.Pod).Labels["jobset.sigs.k8s.io/replicatedjob-name"] != "node" {
+		t.Error("a JobSet's pod lost its role")
+	}
+	if got, _ := TrimPod(other.DeepCopy()); len(got.(*corev1.Pod).Labels) != 0 {
+		t.Error("another pod kept its labels: the cache's JobSet index would count it")
+	}
+	if o, _ := TrimPod(&corev1.Node{}); o.(*corev1.Node) == nil {
+		t.Error("another kind of object was not passed through")
 	}
 }
