@@ -135,6 +135,7 @@ func TestMetricsNeedAuthorization(t *testing.T) {
 		wantBody string
 	}{
 		"no token":           {wantCode: http.StatusUnauthorized},
+		"a forged token":     {token: "eyJhbGciOiJSUzI1NiJ9.forged.forged", wantCode: http.StatusUnauthorized},
 		"token without RBAC": {token: denied, wantCode: http.StatusForbidden},
 		"metrics reader": {token: allowed, wantCode: http.StatusOK,
 			wantBody: fmt.Sprintf(`mpijob_jobs_created_total{namespace=%q,runtime="mpi-openmpi"} 1`, ns)},
