@@ -230,13 +230,16 @@ func TestDashboardInTheBrowser(t *testing.T) {
 	}
 	running, failed, big := framework.UniqueName("dash-run"), framework.UniqueName("dash-fail"), framework.UniqueName("dash-big")
 	expect(t, mpijob(t, "dev-a", "team-a", "create", running, "--workers", "2", "--slots-per-worker", "2",
-		"--", "sh", "-c", "sleep 60 && mpirun /usr/local/bin/mpi-hello"), 0, "created")
+		"--", "sh", "-c", "sleep 90 && mpirun /usr/local/bin/mpi-hello"), 0, "created")
 	expect(t, mpijob(t, "dev-a", "team-a", "create", failed, "--workers", "1", "--worker-image", localcluster.PauseImage), 0, "created")
 	// A job that prints 100 MB (1 MB a second) while the browser follows
 	// its log.
 	expect(t, mpijob(t, "dev-a", "team-a", "create", big, "--workers", "1", "--",
 		"sh", "-c", `sleep 10; for i in $(seq 100); do yes "rank 0 filler line of a very chatty training program, step 0123456789" | head -c 1048576; sleep 1; done; sleep 30`), 0, "created")
 	t.Cleanup(func() { mpijob(t, "dev-a", "team-a", "delete", running, failed, big, "--wait=false") })
+	// The browser reads the failed job's diagnosis: on a cluster busy with
+	// the other tests' jobs its Worker may wait for a node a while first.
+	expect(t, mpijob(t, "dev-a", "team-a", "wait", failed, "--for=Failed", "--timeout", "5m"), 0)
 
 	shots := browserCheck(t, "browser.mjs", ts.URL, "browser checks", "RUNNING_JOB="+running, "FAILED_JOB="+failed, "BIG_JOB="+big, "CHROMIUM="+chromium)
 	fmt.Fprintf(os.Stderr, "dashboard screenshots: %s\n", shots)
