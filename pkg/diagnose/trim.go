@@ -53,11 +53,18 @@ func TrimPod(obj any) (any, error) {
 var KeptPodLabels = []string{jobsetv1alpha2.JobSetNameKey, jobsetv1alpha2.ReplicatedJobNameKey, completionIndexLabel}
 
 // TrimJobSetPod is a cache transform for the pods of JobSets: it drops
-// what no reader of the manager's cache uses (managed fields, labels and
-// annotations other than KeptPodLabels, the containers' environment and
-// mounts, and every volume but PersistentVolumeClaims, which the diagnosis
-// names when they are unbound). Images, commands, resources, probes,
-// scheduling constraints and the whole status stay.
+// what no reader of the manager's cache uses: managed fields, labels and
+// annotations other than KeptPodLabels, the containers' environment,
+// mounts, ports, security contexts and probes other than readiness, every
+// volume but PersistentVolumeClaims (which the diagnosis names when they
+// are unbound), the pod's affinity other than to nodes, and from the
+// status the resources the kubelet reports back (the pod's and each
+// container's, the same as the spec's unless resized in place), mount and
+// user reports, container and image IDs, and the lists of IPs (the first
+// IP stays). Images, commands, the spec's resources, the readiness probe,
+// scheduling constraints, conditions and container states stay.
+// BenchmarkCachedPod measures a real Worker: 12.4 kB cached before the
+// status's resources and the rest were dropped, 32 kB as sent.
 func TrimJobSetPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
@@ -75,6 +82,18 @@ func TrimJobSetPod(obj any) (any, error) {
 		}
 	}
 	p.Spec.Volumes = claims
+	p.Spec.SecurityContext = nil
+	if a := p.Spec.Affinity; a != nil {
+		p.Spec.Affinity = nil
+		if a.NodeAffinity != nil {
+			p.Spec.Affinity = &corev1.Affinity{NodeAffinity: a.NodeAffinity}
+		}
+	}
+	p.Status.Resources, p.Status.AllocatedResources = nil, nil
+	p.Status.PodIPs, p.Status.HostIPs = nil, nil
+	trimContainerStatuses(p.Status.InitContainerStatuses)
+	trimContainerStatuses(p.Status.ContainerStatuses)
+	trimContainerStatuses(p.Status.EphemeralContainerStatuses)
 	return p, nil
 }
 
@@ -95,5 +114,14 @@ func only(m map[string]string, keys ...string) map[string]string {
 func trimContainers(cs []corev1.Container) {
 	for i := range cs {
 		cs[i].Env, cs[i].EnvFrom, cs[i].VolumeMounts, cs[i].VolumeDevices = nil, nil, nil, nil
+		cs[i].Ports, cs[i].SecurityContext, cs[i].LivenessProbe, cs[i].StartupProbe, cs[i].Lifecycle = nil, nil, nil, nil, nil
+	}
+}
+
+func trimContainerStatuses(cs []corev1.ContainerStatus) {
+	for i := range cs {
+		cs[i].Resources, cs[i].AllocatedResources, cs[i].AllocatedResourcesStatus = nil, nil, nil
+		cs[i].VolumeMounts, cs[i].User = nil, nil
+		cs[i].ContainerID, cs[i].ImageID = "", ""
 	}
 }

@@ -6,7 +6,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
@@ -67,6 +69,27 @@ func withNoise(p *corev1.Pod) *corev1.Pod {
 		p.Spec.Containers[i].VolumeMounts = append(p.Spec.Containers[i].VolumeMounts, corev1.VolumeMount{Name: "mpi-ssh-auth", MountPath: "/root/.ssh"})
 	}
 	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "mpi-ssh-auth", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "hello-mpi-ssh"}}})
+	p.Spec.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true)}
+	if p.Spec.Affinity == nil {
+		p.Spec.Affinity = &corev1.Affinity{}
+	}
+	p.Spec.Affinity.PodAntiAffinity = &corev1.PodAntiAffinity{PreferredDuringSchedulingIgnoredDuringExecution: []corev1.WeightedPodAffinityTerm{{Weight: 1}}}
+	for i := range p.Spec.Containers {
+		c := &p.Spec.Containers[i]
+		c.Ports = append(c.Ports, corev1.ContainerPort{ContainerPort: 2222})
+		c.SecurityContext = &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false)}
+		c.LivenessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{}}}
+	}
+	cpu := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	p.Status.Resources = &corev1.ResourceRequirements{Requests: cpu}
+	p.Status.AllocatedResources = cpu
+	p.Status.PodIPs, p.Status.HostIPs = []corev1.PodIP{{IP: "10.244.1.5"}}, []corev1.HostIP{{IP: "10.0.0.2"}}
+	for i := range p.Status.ContainerStatuses {
+		cs := &p.Status.ContainerStatuses[i]
+		cs.ContainerID, cs.ImageID = "containerd://0123", "sha256:0123"
+		cs.Resources, cs.AllocatedResources = &corev1.ResourceRequirements{Requests: cpu}, cpu
+		cs.VolumeMounts = []corev1.VolumeMountStatus{{Name: "mpi-ssh-auth", MountPath: "/root/.ssh"}}
+	}
 	return p
 }
 
@@ -84,6 +107,14 @@ func TestTrimJobSetPod(t *testing.T) {
 	want.Labels = map[string]string{"batch.kubernetes.io/job-completion-index": "0", "jobset.sigs.k8s.io/replicatedjob-name": "node"}
 	want.Annotations = map[string]string{"batch.kubernetes.io/job-completion-index": "0"}
 	want.Spec.Containers[0].Env, want.Spec.Containers[0].VolumeMounts = nil, nil
+	want.Spec.Containers[0].Ports, want.Spec.Containers[0].SecurityContext, want.Spec.Containers[0].LivenessProbe = nil, nil, nil
+	want.Spec.SecurityContext = nil
+	want.Spec.Affinity = nil // only an affinity to nodes stays
+	want.Status.Resources, want.Status.AllocatedResources, want.Status.PodIPs, want.Status.HostIPs = nil, nil, nil, nil
+	for i := range want.Status.ContainerStatuses {
+		cs := &want.Status.ContainerStatuses[i]
+		cs.ContainerID, cs.ImageID, cs.Resources, cs.AllocatedResources, cs.VolumeMounts = "", "", nil, nil, nil
+	}
 	want.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
 		PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "team-data"}}}}
 	got, err := TrimJobSetPod(p)
@@ -155,5 +186,22 @@ func TestTrimPod(t *testing.T) {
 	}
 	if o, _ := TrimPod(&corev1.Node{}); o.(*corev1.Node) == nil {
 		t.Error("another kind of object was not passed through")
+	}
+}
+
+// The diagnosis names a pod's required node affinity when it fits no node:
+// the trim keeps the affinity to nodes and drops the one to other pods.
+func TestTrimJobSetPodKeepsNodeAffinity(t *testing.T) {
+	w := worker("0").obj()
+	p := withNoise(&w)
+	nodes := &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+		MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "gpu", Operator: corev1.NodeSelectorOpIn, Values: []string{"h100"}}}}}}}
+	p.Spec.Affinity.NodeAffinity = nodes.DeepCopy()
+	got, err := TrimJobSetPod(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(&corev1.Affinity{NodeAffinity: nodes}, got.(*corev1.Pod).Spec.Affinity); diff != "" {
+		t.Errorf("affinity (-want,+got):\n%s", diff)
 	}
 }

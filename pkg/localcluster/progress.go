@@ -30,9 +30,10 @@ func (p *Progress) Step(format string, args ...any) func() {
 	fmt.Fprintf(p.out, "[%3d] %-6s %s ...\n", n, p.elapsed(), msg)
 	p.mu.Unlock()
 	began := time.Now()
-	stop := make(chan struct{})
+	stop, stopped := make(chan struct{}), make(chan struct{})
 	// A step that takes long (a cold build) says every 30 s that it still runs.
 	go func() {
+		defer close(stopped)
 		t := time.NewTicker(heartbeat)
 		defer t.Stop()
 		for {
@@ -49,7 +50,10 @@ func (p *Progress) Step(format string, args ...any) func() {
 	var once sync.Once
 	return func() {
 		once.Do(func() {
+			// The heartbeat has stopped before "done" is printed, so no
+			// "still running" line can follow it.
 			close(stop)
+			<-stopped
 			p.mu.Lock()
 			defer p.mu.Unlock()
 			fmt.Fprintf(p.out, "[%3d] %-6s %s: done in %s\n", n, p.elapsed(), msg, time.Since(began).Round(100*time.Millisecond))
