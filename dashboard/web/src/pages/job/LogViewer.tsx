@@ -74,7 +74,10 @@ export function LogViewer({ namespace, name, pods, target, onTarget }: {
       const c = cap(buf, MAX_LINES);
       buf = c.lines;
       lost += c.dropped;
-      setLines(buf);
+      // buf grows in place as the stream is read: React is handed a copy,
+      // or the same array again would look unchanged and the lines of
+      // every read after the first would not be drawn.
+      setLines(buf.slice());
       setDropped(lost);
     };
     const q = new URLSearchParams({ target });
