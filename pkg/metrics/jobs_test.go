@@ -1,6 +1,9 @@
 package metrics
 
 import (
+	"context"
+	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -8,6 +11,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -32,8 +38,10 @@ func trainJob(ns, name, status string) *trainer.TrainJob {
 // TrainJob without the manager's status (not an MPI job, or not seen yet)
 // is left out with its pods; a same-named job of another namespace has
 // only its own pods.
+// Read from a client (a List) and from the cache's informers in place,
+// the series are the same.
 func TestJobsCollector(t *testing.T) {
-	c := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(
+	objs := []client.Object{
 		trainJob("team-a", "hello", `{"phase":"Running","launcher":"Running"}`),
 		trainJob("team-a", "done", `{"phase":"Succeeded","launcher":"Succeeded"}`),
 		trainJob("team-a", "torch", ""),
@@ -43,9 +51,50 @@ func TestJobsCollector(t *testing.T) {
 		jobPod("team-a", "hello", "node", "hello-node-0-1-klmno"),
 		jobPod("team-b", "hello", "node", "hello-node-0-0-zzzzz"),
 		jobPod("team-a", "torch", "node", "torch-node-0-0-yyyyy"),
-	).Build()
-	got := JobsCollector{Reader: c}
-	want := `
+		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "web-7d9f", Labels: map[string]string{"app": "web"}}},
+	}
+	for name, col := range map[string]JobsCollector{
+		"client": {Reader: fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(objs...).Build()},
+		"cache":  {Cache: informersOf(t, objs...)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if err := testutil.CollectAndCompare(col, strings.NewReader(wantJobSeries)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
+
+// informers is the part of a controller-runtime cache the collector reads:
+// an informer per kind, here client-go's own with the objects in its store
+// (not started: nothing is listed or watched).
+type informers struct {
+	crcache.Informers
+	byType map[reflect.Type]toolscache.SharedIndexInformer
+}
+
+func (f informers) GetInformer(_ context.Context, obj client.Object, _ ...crcache.InformerGetOption) (crcache.Informer, error) {
+	inf, ok := f.byType[reflect.TypeOf(obj)]
+	if !ok {
+		return nil, fmt.Errorf("no informer of %T", obj)
+	}
+	return inf, nil
+}
+
+func informersOf(t *testing.T, objs ...client.Object) informers {
+	f := informers{byType: map[reflect.Type]toolscache.SharedIndexInformer{}}
+	for _, o := range []client.Object{&corev1.Pod{}, &trainer.TrainJob{}} {
+		f.byType[reflect.TypeOf(o)] = toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, o, 0, toolscache.Indexers{})
+	}
+	for _, o := range objs {
+		if err := f.byType[reflect.TypeOf(o)].GetStore().Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return f
+}
+
+const wantJobSeries = `
 # HELP mpijob_job_phase 1 for each MPI job, labelled with its current phase (the phase of mpijob.dev/status).
 # TYPE mpijob_job_phase gauge
 mpijob_job_phase{namespace="team-a",phase="Running",trainjob="hello"} 1
@@ -58,10 +107,6 @@ mpijob_job_pod_info{namespace="team-a",pod="hello-node-0-0-fghij",role="Worker",
 mpijob_job_pod_info{namespace="team-a",pod="hello-node-0-1-klmno",role="Worker",trainjob="hello"} 1
 mpijob_job_pod_info{namespace="team-b",pod="hello-node-0-0-zzzzz",role="Worker",trainjob="hello"} 1
 `
-	if err := testutil.CollectAndCompare(got, strings.NewReader(want)); err != nil {
-		t.Error(err)
-	}
-}
 
 // A replica that does not lead reports nothing, so two replicas never
 // report one job twice; once elected it reports.
