@@ -63,8 +63,9 @@ var KeptPodLabels = []string{jobsetv1alpha2.JobSetNameKey, jobsetv1alpha2.Replic
 // user reports, container and image IDs, and the lists of IPs (the first
 // IP stays). Images, commands, the spec's resources, the readiness probe,
 // scheduling constraints, conditions and container states stay.
-// BenchmarkCachedPod measures a real Worker: 12.4 kB cached before the
-// status's resources and the rest were dropped, 32 kB as sent.
+// BenchmarkCachedPod measures a real Worker: 32.1 kB as sent, 6.6 kB
+// cached (12.4 kB before the status's resources and the rest were
+// dropped).
 func TrimJobSetPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
