@@ -224,7 +224,7 @@ func main() {
 	// Every MPI job's phase and its pods' roles at each scrape, from the
 	// cache (the leader only): the series dashboards and recording rules
 	// join with the kubelets' container metrics.
-	ctrlmetrics.Registry.MustRegister(metrics.JobsCollector{Reader: mgr.GetClient(), Cache: mgr.GetCache(), Elected: mgr.Elected()})
+	ctrlmetrics.Registry.MustRegister(metrics.JobsCollector{Cache: mgr.GetCache(), Elected: mgr.Elected()})
 
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		log.Error(err, "failed to add the health check")

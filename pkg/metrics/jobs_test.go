@@ -14,7 +14,6 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
@@ -38,8 +37,6 @@ func trainJob(ns, name, status string) *trainer.TrainJob {
 // TrainJob without the manager's status (not an MPI job, or not seen yet)
 // is left out with its pods; a same-named job of another namespace has
 // only its own pods.
-// Read from a client (a List) and from the cache's informers in place,
-// the series are the same.
 func TestJobsCollector(t *testing.T) {
 	objs := []client.Object{
 		trainJob("team-a", "hello", `{"phase":"Running","launcher":"Running"}`),
@@ -53,15 +50,8 @@ func TestJobsCollector(t *testing.T) {
 		jobPod("team-a", "torch", "node", "torch-node-0-0-yyyyy"),
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "web-7d9f", Labels: map[string]string{"app": "web"}}},
 	}
-	for name, col := range map[string]JobsCollector{
-		"client": {Reader: fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(objs...).Build()},
-		"cache":  {Cache: informersOf(t, objs...)},
-	} {
-		t.Run(name, func(t *testing.T) {
-			if err := testutil.CollectAndCompare(col, strings.NewReader(wantJobSeries)); err != nil {
-				t.Error(err)
-			}
-		})
+	if err := testutil.CollectAndCompare(JobsCollector{Cache: informersOf(t, objs...)}, strings.NewReader(wantJobSeries)); err != nil {
+		t.Error(err)
 	}
 }
 
@@ -111,10 +101,8 @@ mpijob_job_pod_info{namespace="team-b",pod="hello-node-0-0-zzzzz",role="Worker",
 // A replica that does not lead reports nothing, so two replicas never
 // report one job twice; once elected it reports.
 func TestJobsCollectorOnlyWhenLeading(t *testing.T) {
-	c := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(
-		trainJob("team-a", "hello", `{"phase":"Running","launcher":"Running"}`)).Build()
 	elected := make(chan struct{})
-	col := JobsCollector{Reader: c, Elected: elected}
+	col := JobsCollector{Cache: informersOf(t, trainJob("team-a", "hello", `{"phase":"Running","launcher":"Running"}`)), Elected: elected}
 	if n := testutil.CollectAndCount(col); n != 0 {
 		t.Errorf("a standby replica reported %d series, want 0", n)
 	}
