@@ -91,7 +91,9 @@ func (s *Server) jobsCache(ctx context.Context, c *userClients, token, ns string
 	cfg := rest.AnonymousClientConfig(s.Base)
 	cfg.BearerToken = token
 	cfg.QPS, cfg.Burst = 50, 100
-	opts := ctrlcache.Options{Scheme: scheme}
+	// The list needs no managedFields (a third of a TrainJob's size); the
+	// job page and its YAML read the job itself.
+	opts := ctrlcache.Options{Scheme: scheme, DefaultTransform: ctrlcache.TransformStripManagedFields()}
 	if ns != "" {
 		opts.DefaultNamespaces = map[string]ctrlcache.Config{ns: {}}
 	}

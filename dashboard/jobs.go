@@ -5,14 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
+	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -22,14 +23,32 @@ import (
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
+// listJobs is /api/jobs?namespace=NS, with a JobQuery's filters, order
+// and page (ParseJobQuery): a JobPage.
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request, c *userClients) {
-	jobs, err := s.jobsOf(r.Context(), c, r.URL.Query().Get("namespace"))
+	q, err := ParseJobQuery(r.URL.Query())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
+		return
+	}
+	page, err := s.jobPage(r.Context(), c, r.URL.Query().Get("namespace"), q, 0)
 	if err != nil {
 		s.apiError(w, err)
 		return
 	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+// jobPage is the page q asks for of ns's jobs (jobsWithin), queued jobs
+// with their estimated start.
+func (s *Server) jobPage(ctx context.Context, c *userClients, ns string, q JobQuery, maxAge time.Duration) (JobPage, error) {
+	jobs, err := s.jobsWithin(ctx, c, ns, maxAge)
+	if err != nil {
+		return JobPage{}, err
+	}
+	// Estimates read every job of a namespace (its finished runs).
 	jobview.EstimateStarts(jobs, time.Now())
-	writeJSON(w, http.StatusOK, map[string]any{"jobs": jobs})
+	return q.Apply(jobs), nil
 }
 
 // jobsOf lists the jobs of ns ("" = every namespace the user may see).
@@ -37,7 +56,7 @@ func (s *Server) jobsOf(ctx context.Context, c *userClients, ns string) ([]jobvi
 	return s.jobsWithin(ctx, c, ns, 0)
 }
 
-// jobsWithin is jobsOf where the namespaces the user may list, for ns "",
+// jobsWithin is jobsOf, in no particular order (JobQuery.Apply sorts), where the namespaces the user may list, for ns "",
 // may be up to maxAge old: a live stream's pushes after its first reuse
 // them instead of asking the API server once per namespace on every change.
 func (s *Server) jobsWithin(ctx context.Context, c *userClients, ns string, maxAge time.Duration) ([]jobview.Job, error) {
@@ -50,30 +69,51 @@ func (s *Server) jobsWithin(ctx context.Context, c *userClients, ns string, maxA
 	}
 	mpiRuntimes := c.mpiRuntimes(ctx)
 	jobs := []jobview.Job{}
+	now := time.Now()
 	for _, n := range nss {
 		cc, err := s.jobsCache(ctx, c, c.token, n)
 		if err != nil {
 			return nil, err
 		}
-		list := &trainer.TrainJobList{}
-		// Read-only: JobOf copies what it needs.
-		if err := cc.List(ctx, list, inNamespace(n), client.UnsafeDisableDeepCopy); err != nil {
-			return nil, err
-		}
-		now := time.Now()
-		for i := range list.Items {
-			j := s.rows.of(&list.Items[i], now)
+		err = eachJob(ctx, cc, n, func(tj *trainer.TrainJob) {
+			j := s.rows.view(tj, now)
 			j.MPI = j.MPI || mpiRuntimes[j.Runtime]
 			jobs = append(jobs, j)
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
-	sort.SliceStable(jobs, func(i, j int) bool {
-		if !jobs[i].Created.Equal(jobs[j].Created) {
-			return jobs[i].Created.After(jobs[j].Created)
-		}
-		return jobs[i].Namespace+"/"+jobs[i].Name < jobs[j].Namespace+"/"+jobs[j].Name
-	})
 	return jobs, nil
+}
+
+// eachJob calls fn with each TrainJob of ns that r holds, read in place
+// where r is a cache: a list of 10,000 jobs copies none of them. fn must
+// not change the job.
+func eachJob(ctx context.Context, r client.Reader, ns string, fn func(*trainer.TrainJob)) error {
+	if cc, ok := r.(ctrlcache.Cache); ok {
+		inf, err := cc.GetInformer(ctx, &trainer.TrainJob{})
+		if err != nil {
+			return err
+		}
+		if sii, ok := inf.(toolscache.SharedIndexInformer); ok {
+			// The cache watches ns alone ("" = every namespace).
+			for _, o := range sii.GetStore().List() {
+				if tj, ok := o.(*trainer.TrainJob); ok {
+					fn(tj)
+				}
+			}
+			return nil
+		}
+	}
+	list := &trainer.TrainJobList{}
+	if err := r.List(ctx, list, inNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
+		return err
+	}
+	for i := range list.Items {
+		fn(&list.Items[i])
+	}
+	return nil
 }
 
 // listable is the namespaces whose jobs c may list ("" alone when c may

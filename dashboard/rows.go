@@ -26,9 +26,11 @@ type row struct {
 	seen time.Time
 }
 
-// of is tj's row, remembered or made. A row is made outside the lock, so
-// one user's first list of many jobs does not hold up another's.
-func (r *rows) of(tj *trainer.TrainJob, now time.Time) jobview.Job {
+// view is tj's row, remembered or made, sharing its slices with the
+// remembered one: a caller may set its fields but must not change its
+// slices' elements. A row is made outside the lock, so one user's first
+// list of many jobs does not hold up another's.
+func (r *rows) view(tj *trainer.TrainJob, now time.Time) jobview.Job {
 	keep := tj.UID != "" && tj.ResourceVersion != ""
 	if keep {
 		r.mu.Lock()
@@ -37,7 +39,7 @@ func (r *rows) of(tj *trainer.TrainJob, now time.Time) jobview.Job {
 			got.seen = now
 			r.m[tj.UID] = got
 			r.mu.Unlock()
-			return got.job.Copy()
+			return got.job
 		}
 		r.mu.Unlock()
 	}
@@ -47,7 +49,7 @@ func (r *rows) of(tj *trainer.TrainJob, now time.Time) jobview.Job {
 		if r.m == nil {
 			r.m = map[types.UID]row{}
 		}
-		r.m[tj.UID] = row{rv: tj.ResourceVersion, job: j.Copy(), seen: now}
+		r.m[tj.UID] = row{rv: tj.ResourceVersion, job: j, seen: now}
 		r.mu.Unlock()
 	}
 	return j

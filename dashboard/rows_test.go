@@ -9,10 +9,11 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobview"
 )
 
 // A job's row is made again only when the job changed (its
-// resourceVersion), and what a caller does to a row stays its own.
+// resourceVersion), and the fields a caller sets on a row stay its own.
 func TestRowsRemembersByVersion(t *testing.T) {
 	status := func(phase api.Phase, steps ...string) string {
 		enc, err := (&api.Status{Phase: phase, NextStep: steps[0], NextSteps: steps}).Encode()
@@ -27,23 +28,26 @@ func TestRowsRemembersByVersion(t *testing.T) {
 	var r rows
 	t1 := time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
 
-	first := r.of(tj, t1)
+	first := r.view(tj, t1)
 	if first.Phase != api.PhaseStarting {
 		t.Fatalf("phase %q, want Starting", first.Phase)
 	}
-	// What a caller does to its row does not reach the next one.
-	first.NextSteps = append(first.NextSteps[:0], "changed by a caller")
+	// What a caller sets on its row (an estimate, say) does not
+	// reach the next one.
+	creator := first.Creator
+	first.Estimate, first.Creator = &jobview.Estimate{Basis: "set by a caller"}, "a caller"
 
 	// Same version: the remembered row, though the annotation says
 	// otherwise (it cannot change without a new version; this shows the
 	// row was not made again).
 	tj.Annotations[api.StatusAnnotation] = status(api.PhaseRunning, "Nothing.")
-	if got := r.of(tj, t1); got.Phase != api.PhaseStarting || cmp.Diff([]string{"Wait."}, got.NextSteps) != "" {
-		t.Errorf("same version: phase %q, next steps %q; want the remembered Starting, [Wait.]", got.Phase, got.NextSteps)
+	if got := r.view(tj, t1); got.Phase != api.PhaseStarting || cmp.Diff([]string{"Wait."}, got.NextSteps) != "" || got.Estimate != nil || got.Creator != creator {
+		t.Errorf("same version: phase %q, next steps %q, estimate %v, creator %q; want the remembered Starting, [Wait.], none, %q",
+			got.Phase, got.NextSteps, got.Estimate, got.Creator, creator)
 	}
 	// A new version: made again.
 	tj.ResourceVersion = "11"
-	if got := r.of(tj, t1); got.Phase != api.PhaseRunning {
+	if got := r.view(tj, t1); got.Phase != api.PhaseRunning {
 		t.Errorf("new version: phase %q, want Running", got.Phase)
 	}
 	// Rows nobody listed since go.
@@ -53,7 +57,7 @@ func TestRowsRemembersByVersion(t *testing.T) {
 	}
 	// A job without a UID or version (a fake's) is never remembered.
 	plain := mpiJob("team-a", "k", nil)[0].(*trainer.TrainJob)
-	r.of(plain, t1)
+	r.view(plain, t1)
 	if len(r.m) != 0 {
 		t.Errorf("a job without UID was remembered")
 	}

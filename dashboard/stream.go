@@ -20,7 +20,9 @@ const debounce = 250 * time.Millisecond
 // stream pushes live snapshots as Server-Sent Events, watching with the
 // user's own credentials:
 //
-//	/api/stream?namespace=NS            event "jobs": the job list
+//	/api/stream?namespace=NS            event "jobs": the job list, a JobPage
+//	                                    (the filters, order and page of
+//	                                    /api/jobs: ParseJobQuery)
 //	/api/stream?namespace=NS&job=NAME   event "job": the job page's detail,
 //	                                    event "events": its events,
 //	                                    event "gone": the job was deleted,
@@ -38,6 +40,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *userClients) 
 	ns, job := r.URL.Query().Get("namespace"), r.URL.Query().Get("job")
 	if job != "" && ns == "" {
 		writeError(w, http.StatusBadRequest, "job needs namespace: /api/stream?namespace=NS&job=NAME")
+		return
+	}
+	q, err := ParseJobQuery(r.URL.Query())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, err.Error())
 		return
 	}
 	w.Header().Set("Content-Type", "text/event-stream")
@@ -116,11 +123,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *userClients) 
 				maxAge = 0
 			}
 			pushed = true
-			jobs, err := s.jobsWithin(ctx, c, ns, maxAge)
+			page, err := s.jobPage(ctx, c, ns, q, maxAge)
 			if err != nil {
 				return send("problem", map[string]any{"error": reason(err)})
 			}
-			return send("jobs", map[string]any{"jobs": jobs})
+			return send("jobs", page)
 		}
 		d, err := s.detailOf(ctx, c, ns, job)
 		if apierrors.IsNotFound(err) {

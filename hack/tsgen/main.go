@@ -43,6 +43,7 @@ var roots = []struct {
 	v    any
 }{
 	{"Job", jobview.Job{}},
+	{"JobPage", dashboard.JobPage{}},
 	{"Pod", jobview.Pod{}},
 	{"Resources", jobview.Resources{}},
 	{"Estimate", jobview.Estimate{}},

@@ -167,6 +167,11 @@ type Status struct {
 	// GPUsPerWorker is what each Worker pod asks of GPUs, as its spec
 	// says: "2" for nvidia.com/gpu, "1 amd.com/gpu" for another kind.
 	GPUsPerWorker string `json:"gpusPerWorker,omitempty"`
+	// Runtime is the job's runtime as RuntimeOf names it (the base of a
+	// per-job runtime): with it, a list of the jobs' metadata alone (their
+	// labels and annotations) is a whole list row; `kubectl mpijob get`
+	// lists 10,000 jobs that way.
+	Runtime string `json:"runtime,omitempty"`
 	// QueuePosition is the job's place in its queue while Queued (1 = next).
 	QueuePosition *int32 `json:"queuePosition,omitempty"`
 	// StartTime is when the Launcher started running.

@@ -125,8 +125,16 @@ func (g *getOptions) Run(ctx context.Context) error {
 		opts = append(opts, client.InNamespace(cl.namespace))
 	}
 	l := &trainer.TrainJobList{}
-	if err := cl.List(ctx, l, opts...); err != nil {
-		return err
+	fromMetadata := false
+	if g.table() {
+		if fromMetadata, err = listRows(ctx, cl, opts, l); err != nil {
+			return err
+		}
+	}
+	if !fromMetadata {
+		if err := cl.List(ctx, l, opts...); err != nil {
+			return err
+		}
 	}
 	jobs := filterJobs(l.Items, names, g.runtime)
 	for _, n := range names {
@@ -188,6 +196,35 @@ func (g *getOptions) Run(ctx context.Context) error {
 	}
 	rows := newRowPrinter(table, g.wide(), g.allNamespaces, len(jobs) > 0)
 	return g.watchJobs(ctx, cl, opts, l.ResourceVersion, names, rows)
+}
+
+// listRows lists the jobs for the table from their metadata alone when
+// that is enough: when every job carries the manager's status with its
+// runtime and shape (slots, GPUs), the table reads nothing else. The API server then sends
+// labels and annotations instead of whole jobs: 10,000 jobs in a fifth of
+// the time (docs/development.md). ok is false when some job has no such
+// status (the manager has not seen it yet, it is not an MPI job, or an
+// older manager wrote it): the caller lists whole jobs.
+func listRows(ctx context.Context, cl client.Reader, opts []client.ListOption, into *trainer.TrainJobList) (ok bool, err error) {
+	ml := &metav1.PartialObjectMetadataList{}
+	ml.SetGroupVersionKind(trainer.GroupVersion.WithKind("TrainJobList"))
+	if err := cl.List(ctx, ml, opts...); err != nil {
+		return false, err
+	}
+	items := make([]trainer.TrainJob, 0, len(ml.Items))
+	for _, m := range ml.Items {
+		tj := trainer.TrainJob{ObjectMeta: m.ObjectMeta}
+		st, fromManager := statusOf(&tj)
+		// Slots 0: the manager could not read the runtime's shape, and
+		// the table would take slots and GPUs from the job's spec.
+		if !fromManager || st.Runtime == "" || st.SlotsPerWorker < 1 {
+			return false, nil
+		}
+		tj.Spec.RuntimeRef.Name = st.Runtime
+		items = append(items, tj)
+	}
+	into.Items, into.ResourceVersion = items, ml.ResourceVersion
+	return true, nil
 }
 
 func (g *getOptions) watchJobs(ctx context.Context, cl *clients, opts []client.ListOption, rv string, names []string, rows *rowPrinter) error {

@@ -117,6 +117,7 @@ func decide(tj *trainer.TrainJob, k known, in Input) Plan {
 	prev, hadPrev := k.previous()
 	written, hadWritten := k.written()
 	s := Diagnose(in)
+	s.Runtime = api.RuntimeOf(tj.Labels, tj.Spec.RuntimeRef.Name)
 	if hadPrev {
 		s.EventDigests, s.History = prev.EventDigests, prev.History
 	}

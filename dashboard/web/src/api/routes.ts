@@ -29,4 +29,30 @@ export const apiRoutes = {
   jobArtifact: (ns: string, name: string, file: string) => `${job(ns, name)}/artifacts/${file.split('/').map(seg).join('/')}`,
   /** The live stream of a namespace's jobs ("" = every namespace), or of one job. */
   stream: (ns: string, name?: string) => `/api/stream?namespace=${seg(ns)}${name ? `&job=${seg(name)}` : ''}`,
+  /**
+   * The live stream of one page of a namespace's job list ("" = every
+   * namespace): the server filters, sorts and pages (dashboard/jobpage.go).
+   */
+  jobsStream: (ns: string, q: JobQuery) => {
+    const p = new URLSearchParams({ namespace: ns });
+    if (q.name) p.set('name', q.name);
+    if (q.runtime) p.set('runtime', q.runtime);
+    if (q.phase) p.set('phase', q.phase);
+    p.set('sort', q.sort);
+    p.set('order', q.asc ? 'asc' : 'desc');
+    p.set('page', String(q.page));
+    p.set('perPage', String(q.perPage));
+    return `/api/stream?${p}`;
+  },
 };
+
+/** A job list's filters, order and page, as /api/jobs and /api/stream take them. */
+export interface JobQuery {
+  name: string;
+  runtime: string;
+  phase: string;
+  sort: 'name' | 'namespace' | 'phase' | 'created';
+  asc: boolean;
+  page: number;
+  perPage: number;
+}

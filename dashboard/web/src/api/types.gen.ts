@@ -119,6 +119,15 @@ export interface JobInput {
   pvcs?: PVC[];
 }
 
+export interface JobPage {
+  jobs: Job[];
+  total: number;
+  all: number;
+  runtimes: string[];
+  page: number;
+  perPage: number;
+}
+
 export interface KEvent {
   time: string;
   type: string;

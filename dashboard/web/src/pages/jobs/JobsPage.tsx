@@ -19,27 +19,32 @@ import {
 import { Table, Tbody, Td, Th, Thead, Tr, type ThProps } from '@patternfly/react-table';
 import { ClusterIcon } from '@patternfly/react-icons';
 import { deleteJob, suspendJob } from '../../api/jobs';
-import { apiRoutes } from '../../api/routes';
+import { apiRoutes, type JobQuery } from '../../api/routes';
 import { DeleteJobModal } from '../../components/DeleteJobModal';
 import { useNamespaces } from '../../app/NamespacesContext';
 import { age, runTime, startsIn } from '../../lib/format';
 import { progressText } from '../../lib/progress';
 import { navigate, paths } from '../../app/routes';
 import { PhaseBadge } from '../../components/PhaseBadge';
-import type { Job, Phase } from '../../api/types';
+import type { Job, JobPage, Phase } from '../../api/types';
 import { useNow } from '../../lib/useNow';
 import { useStream } from '../../lib/useStream';
 
 const PHASES: Phase[] = ['Pending', 'Queued', 'GangScheduling', 'Starting', 'Running', 'Succeeded', 'Failed', 'Suspended'];
-type SortKey = 'name' | 'namespace' | 'phase' | 'created';
+type SortKey = JobQuery['sort'];
+/** How long the name filter waits for typing to pause before it asks the server. */
+const TYPING_MS = 250;
 
 export function JobsPage() {
   const params = new URLSearchParams(window.location.search);
   const { namespaces, error: nsError } = useNamespaces();
   const [ns, setNs] = useState(params.get('namespace') ?? '');
-  const [jobs, setJobs] = useState<Job[] | null>(null);
+  // One page of the list: the server filters, sorts and pages, so 10,000
+  // jobs cost one page's rows (dashboard/jobpage.go).
+  const [data, setData] = useState<JobPage | null>(null);
   const [error, setError] = useState('');
   const [name, setName] = useState('');
+  const [nameQuery, setNameQuery] = useState('');
   const [runtime, setRuntime] = useState('');
   const [phase, setPhase] = useState('');
   const [sort, setSort] = useState<{ key: SortKey; asc: boolean }>({ key: 'created', asc: false });
@@ -51,38 +56,23 @@ export function JobsPage() {
   useEffect(() => {
     if (nsError) setError(nsError);
   }, [nsError]);
-  const problem = useStream(apiRoutes.stream(ns), {
-    jobs: (d: { jobs: Job[] }) => setJobs(d.jobs),
+  // The name filter asks the server once typing pauses, not per key.
+  useEffect(() => {
+    const t = setTimeout(() => setNameQuery(name), TYPING_MS);
+    return () => clearTimeout(t);
+  }, [name]);
+  const url = apiRoutes.jobsStream(ns, { name: nameQuery, runtime, phase, sort: sort.key, asc: sort.asc, page, perPage });
+  const problem = useStream(url, {
+    jobs: (d: JobPage) => setData(d),
   });
   const access = useMemo(() => new Map((namespaces ?? []).map((n) => [n.name, n])), [namespaces]);
-  const runtimes = useMemo(() => [...new Set((jobs ?? []).map((j) => j.runtime))].sort(), [jobs]);
-  const shown = useMemo(() => {
-    let re: RegExp | null = null;
-    try {
-      re = name ? new RegExp(name, 'i') : null;
-    } catch {
-      re = null;
-    }
-    const list = (jobs ?? []).filter(
-      (j) =>
-        (!name || (re ? re.test(j.name) : j.name.includes(name))) &&
-        (!runtime || j.runtime === runtime) &&
-        (!phase || j.phase === phase),
-    );
-    const dir = sort.asc ? 1 : -1;
-    list.sort((a, b) => {
-      const k = sort.key;
-      const x = k === 'created' ? a.created : k === 'phase' ? String(PHASES.indexOf(a.phase)).padStart(2, '0') : a[k];
-      const y = k === 'created' ? b.created : k === 'phase' ? String(PHASES.indexOf(b.phase)).padStart(2, '0') : b[k];
-      return x < y ? -dir : x > y ? dir : 0;
-    });
-    return list;
-  }, [jobs, name, runtime, phase, sort]);
-  const pageRows = shown.slice((page - 1) * perPage, page * perPage);
+  // Every runtime the jobs use, and the one chosen even when no job uses it now.
+  const runtimes = useMemo(() => [...new Set([...(data?.runtimes ?? []), ...(runtime ? [runtime] : [])])].sort(), [data, runtime]);
+  const pageRows: Job[] = data?.jobs ?? [];
   const withProgress = pageRows.some((j) => progressText(j.progress) !== '');
   const sortBy = (key: SortKey, index: number): ThProps['sort'] => ({
     sortBy: { index: ['name', 'namespace', 'phase', 'created'].indexOf(sort.key), direction: sort.asc ? 'asc' : 'desc' },
-    onSort: (_e, _i, direction) => setSort({ key, asc: direction === 'asc' }),
+    onSort: (_e, _i, direction) => { setSort({ key, asc: direction === 'asc' }); setPage(1); },
     columnIndex: index,
   });
   const act = async (j: Job, what: 'suspend' | 'resume' | 'delete') => {
@@ -111,7 +101,7 @@ export function JobsPage() {
         <Toolbar>
           <ToolbarContent>
             <ToolbarItem>
-              <FormSelect aria-label="Namespace" value={ns} onChange={(_e, v) => { setNs(v); setJobs(null); setPage(1); }}>
+              <FormSelect aria-label="Namespace" value={ns} onChange={(_e, v) => { setNs(v); setData(null); setPage(1); }}>
                 <FormSelectOption value="" label="All namespaces" />
                 {(namespaces ?? []).map((n) => (
                   <FormSelectOption key={n.name} value={n.name} label={n.name} />
@@ -119,7 +109,7 @@ export function JobsPage() {
               </FormSelect>
             </ToolbarItem>
             <ToolbarItem>
-              <SearchInput aria-label="Filter by name" placeholder="Filter by name" value={name} onChange={(_e, v) => { setName(v); setPage(1); }} onClear={() => setName('')} />
+              <SearchInput aria-label="Filter by name" placeholder="Filter by name" value={name} onChange={(_e, v) => { setName(v); setPage(1); }} onClear={() => { setName(''); setPage(1); }} />
             </ToolbarItem>
             <ToolbarItem>
               <FormSelect aria-label="Runtime" value={runtime} onChange={(_e, v) => { setRuntime(v); setPage(1); }}>
@@ -138,16 +128,17 @@ export function JobsPage() {
               </FormSelect>
             </ToolbarItem>
             <ToolbarItem variant="pagination" align={{ default: 'alignEnd' }}>
-              <Pagination itemCount={shown.length} perPage={perPage} page={page} onSetPage={(_e, p) => setPage(p)} onPerPageSelect={(_e, p) => { setPerPage(p); setPage(1); }} isCompact />
+              {/* The page the server sent: the last one, when fewer jobs match than the page asked for. */}
+              <Pagination itemCount={data?.total ?? 0} perPage={perPage} page={data?.page ?? page} onSetPage={(_e, p) => setPage(p)} onPerPageSelect={(_e, p) => { setPerPage(p); setPage(1); }} isCompact />
             </ToolbarItem>
           </ToolbarContent>
         </Toolbar>
-        {jobs === null ? (
+        {data === null ? (
           <Spinner aria-label="Loading jobs" />
-        ) : shown.length === 0 ? (
-          <EmptyState titleText={jobs.length ? 'No job matches the filters' : 'No training jobs'} headingLevel="h2">
+        ) : data.total === 0 ? (
+          <EmptyState titleText={data.all ? 'No job matches the filters' : 'No training jobs'} headingLevel="h2">
             <EmptyStateBody>
-              {jobs.length ? 'Clear the filters to see every job.' : 'Create one with `kubectl mpijob create NAME --workers 2` or the Python SDK.'}
+              {data.all ? 'Clear the filters to see every job.' : 'Create one with `kubectl mpijob create NAME --workers 2` or the Python SDK.'}
             </EmptyStateBody>
           </EmptyState>
         ) : (
