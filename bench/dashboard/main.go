@@ -15,7 +15,7 @@
 // It creates N suspended MPI TrainJobs in namespace bench-dashboard (dev-a
 // may edit it), and deletes the namespace at the end.
 //
-//	go run ./bench/dashboard [-n 1000] [-runs 5]
+//	go run ./bench/dashboard [-n 1000] [-runs 5] [-keep]
 package main
 
 import (
@@ -47,16 +47,21 @@ import (
 
 	"github.com/mpijob/mpijob/bench/internal/local"
 	"github.com/mpijob/mpijob/dashboard"
+	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/localcluster"
 )
 
 const ns = "bench-dashboard"
 
-var runs int
+var (
+	runs int
+	keep bool
+)
 
 func main() {
 	n := flag.Int("n", 1000, "jobs")
 	flag.IntVar(&runs, "runs", 5, "runs of each client's list")
+	flag.BoolVar(&keep, "keep", false, "keep the namespace and its jobs for the next run (which creates only those missing)")
 	flag.Parse()
 	if err := run(*n); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
@@ -92,6 +97,10 @@ func run(n int) error {
 		return err
 	}
 	defer func() {
+		if keep {
+			fmt.Fprintln(os.Stderr, "keeping namespace", ns, "(-keep)")
+			return
+		}
 		fmt.Fprintln(os.Stderr, "deleting namespace", ns)
 		_ = cl.Delete(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})
 	}()
@@ -131,6 +140,11 @@ func run(n int) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "created in %s\n", time.Since(start).Round(time.Millisecond))
+	// The lists are timed once mpijob-manager has written every job's
+	// status: a settled namespace, not one whose 10,000 jobs all change.
+	if err := settled(ctx, cl, n); err != nil {
+		return err
+	}
 
 	lists, err := clients(opts, n)
 	if err != nil {
@@ -206,6 +220,38 @@ func run(n int) error {
 	fmt.Fprintf(w, "first rows drawn\t%.0fms\t1500ms\t%.2f\n", rows, rows/1500)
 	fmt.Fprintf(w, "a change visible in the open page\t%.0fms\t2000ms\t%.2f\n", change, change/2000)
 	return w.Flush()
+}
+
+// settled waits until mpijob-manager has written the status of each of
+// the n jobs, with its runtime (the current manager's), saying how many
+// it has as it waits.
+func settled(ctx context.Context, cl client.Client, n int) error {
+	start, last := time.Now(), time.Time{}
+	for {
+		l := &metav1.PartialObjectMetadataList{}
+		l.SetGroupVersionKind(trainer.GroupVersion.WithKind("TrainJobList"))
+		if err := cl.List(ctx, l, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		done := 0
+		for _, m := range l.Items {
+			if st, ok, err := api.ReadStatus(m.Annotations); ok && err == nil && st.Runtime != "" {
+				done++
+			}
+		}
+		if done == n {
+			fmt.Fprintf(os.Stderr, "every job's status written %s after the creates\n", time.Since(start).Round(time.Second))
+			return nil
+		}
+		if time.Since(start) > 15*time.Minute {
+			return fmt.Errorf("mpijob-manager wrote %d of %d jobs' statuses in 15 minutes", done, n)
+		}
+		if time.Since(last) > 10*time.Second {
+			fmt.Fprintf(os.Stderr, "waiting for mpijob-manager's statuses: %d of %d\n", done, n)
+			last = time.Now()
+		}
+		time.Sleep(2 * time.Second)
+	}
 }
 
 // listing is one client's list, timed.
