@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -139,6 +140,12 @@ func TestDashboardAPIActsAsTheUser(t *testing.T) {
 	wantAPI(t, call(t, "GET", ts.URL+"/api/whoami", tokens["dev-a"]), http.StatusOK, `"user":"dev-a"`)
 	wantAPI(t, call(t, "GET", ts.URL+"/api/jobs?namespace=team-a", tokens["dev-a"]), http.StatusOK, `"name":"`+name+`"`, `"runtime":"mpi-openmpi"`, `"mpi":true`)
 	wantAPI(t, call(t, "GET", ts.URL+"/api/jobs/team-a/"+name, tokens["dev-a"]), http.StatusOK, "kind: TrainJob", `"summary":"2 Workers × 1 slot`)
+	// The list filters and pages on the server: the job by its name, one
+	// row a page; a page past the last is the last; a bad phase is named.
+	byName := ts.URL + "/api/jobs?namespace=team-a&perPage=1&name=" + url.QueryEscape("^"+name+"$")
+	wantAPI(t, call(t, "GET", byName, tokens["dev-a"]), http.StatusOK, `"name":"`+name+`"`, `"total":1,`, `"page":1,`, `"perPage":1`)
+	wantAPI(t, call(t, "GET", byName+"&page=5", tokens["dev-a"]), http.StatusOK, `"name":"`+name+`"`, `"page":1,`)
+	wantAPI(t, call(t, "GET", ts.URL+"/api/jobs?namespace=team-a&phase=Finished", tokens["dev-a"]), http.StatusBadRequest, `phase "Finished" is not a phase; use one of Pending`)
 	wantAPI(t, call(t, "GET", ts.URL+"/api/jobs/team-a/nope-"+name, tokens["dev-a"]), http.StatusNotFound, "does not exist in namespace team-a")
 
 	// dev-b: refused in team-a, and team-a is not among its namespaces.
