@@ -149,6 +149,12 @@ func main() {
 	}
 
 	lookup := runtimes.RuntimeLookup{Client: mgr.GetClient(), Live: mgr.GetAPIReader()}
+	// The quota pre-flight reads ResourceQuotas from the cache: their
+	// informer starts with the manager, not at the first create.
+	if _, err := mgr.GetCache().GetInformer(context.Background(), &corev1.ResourceQuota{}); err != nil {
+		log.Error(err, "failed to watch ResourceQuotas")
+		os.Exit(1)
+	}
 	// The webhooks are served once the serving certificate is there: made
 	// by cert-controller's rotator (every replica runs it), or, with
 	// --cert-management=false, provided by cert-manager or the platform.
@@ -183,7 +189,7 @@ func main() {
 		hooks := mgr.GetWebhookServer()
 		hooks.Register(mpiadmission.MutatePath, admission.WithDefaulter(scheme, &mpiadmission.Defaulter{Runtimes: lookup}))
 		hooks.Register(mpiadmission.ValidatePath, admission.WithValidator(scheme, &mpiadmission.Validator{
-			Runtimes: lookup, Client: mgr.GetAPIReader(), MaxWorkers: int32(maxWorkers), Manager: self.Status.UserInfo.Username,
+			Runtimes: lookup, Client: mgr.GetClient(), MaxWorkers: int32(maxWorkers), Manager: self.Status.UserInfo.Username,
 			Pods: mgr.GetClient(),
 		}))
 		hooks.Register(mpiadmission.ValidateClusterRuntimePath, admission.WithValidator(scheme, mpiadmission.ClusterRuntimeValidator{}))

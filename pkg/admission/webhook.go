@@ -82,7 +82,10 @@ func (d *Defaulter) Default(ctx context.Context, tj *trainer.TrainJob) error {
 // manager may write a job's Status.
 type Validator struct {
 	Runtimes runtimes.RuntimeLookup
-	// Client reads ResourceQuotas.
+	// Client reads ResourceQuotas: the manager's cache, so a create costs
+	// no call to the API server (a live list of the namespace's quotas was
+	// most of this webhook's p99 under a burst: bench/scale). The quota's
+	// own admission in the API server stays the final word.
 	Client client.Reader
 	// MaxWorkers caps the Workers of a job whose runtime's policy sets no
 	// max-workers (0: no cap).
