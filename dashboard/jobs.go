@@ -56,9 +56,10 @@ func (s *Server) jobsOf(ctx context.Context, c *userClients, ns string) ([]jobvi
 	return s.jobsWithin(ctx, c, ns, 0)
 }
 
-// jobsWithin is jobsOf, in no particular order (JobQuery.Apply sorts), where the namespaces the user may list, for ns "",
-// may be up to maxAge old: a live stream's pushes after its first reuse
-// them instead of asking the API server once per namespace on every change.
+// jobsWithin is jobsOf, in no particular order (JobQuery.Apply sorts),
+// where the namespaces the user may list, for ns "", may be up to maxAge
+// old: a live stream's pushes after its first reuse them instead of asking
+// the API server once per namespace on every change.
 func (s *Server) jobsWithin(ctx context.Context, c *userClients, ns string, maxAge time.Duration) ([]jobview.Job, error) {
 	nss := []string{ns}
 	if ns == "" {
