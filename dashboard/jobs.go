@@ -11,13 +11,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/cached"
 	"github.com/mpijob/mpijob/pkg/jobview"
 	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
@@ -93,18 +93,9 @@ func (s *Server) jobsWithin(ctx context.Context, c *userClients, ns string, maxA
 // not change the job.
 func eachJob(ctx context.Context, r client.Reader, ns string, fn func(*trainer.TrainJob)) error {
 	if cc, ok := r.(ctrlcache.Cache); ok {
-		inf, err := cc.GetInformer(ctx, &trainer.TrainJob{})
-		if err != nil {
+		// The cache watches ns alone ("" = every namespace).
+		if read, err := cached.Each(ctx, cc, &trainer.TrainJob{}, fn); err != nil || read {
 			return err
-		}
-		if sii, ok := inf.(toolscache.SharedIndexInformer); ok {
-			// The cache watches ns alone ("" = every namespace).
-			for _, o := range sii.GetStore().List() {
-				if tj, ok := o.(*trainer.TrainJob); ok {
-					fn(tj)
-				}
-			}
-			return nil
 		}
 	}
 	list := &trainer.TrainJobList{}

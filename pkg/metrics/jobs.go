@@ -8,12 +8,12 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/cached"
 )
 
 // Label names of the per-job series. A job's name is "trainjob", not
@@ -105,11 +105,7 @@ func JobSeries(jobs []JobState) []prometheus.Metric {
 func CachedJobStates(ctx context.Context, c crcache.Informers) ([]JobState, error) {
 	type key struct{ ns, name string }
 	byJob := map[key]map[string]string{}
-	err := eachCached(ctx, c, &corev1.Pod{}, func(o any) {
-		p, ok := o.(*corev1.Pod)
-		if !ok {
-			return
-		}
+	err := each(ctx, c, &corev1.Pod{}, func(p *corev1.Pod) {
 		job, ok := p.Labels[jobsetv1alpha2.JobSetNameKey]
 		if !ok {
 			return
@@ -124,11 +120,7 @@ func CachedJobStates(ctx context.Context, c crcache.Informers) ([]JobState, erro
 		return nil, err
 	}
 	var out []JobState
-	err = eachCached(ctx, c, &trainer.TrainJob{}, func(o any) {
-		tj, ok := o.(*trainer.TrainJob)
-		if !ok {
-			return
-		}
+	err = each(ctx, c, &trainer.TrainJob{}, func(tj *trainer.TrainJob) {
 		if st, ok, err := api.ReadStatus(tj.Annotations); err == nil && ok {
 			out = append(out, JobState{Namespace: tj.Namespace, Name: tj.Name, Phase: st.Phase, Pods: byJob[key{tj.Namespace, tj.Name}]})
 		}
@@ -136,17 +128,11 @@ func CachedJobStates(ctx context.Context, c crcache.Informers) ([]JobState, erro
 	return out, err
 }
 
-func eachCached(ctx context.Context, c crcache.Informers, obj client.Object, fn func(any)) error {
-	inf, err := c.GetInformer(ctx, obj)
-	if err != nil {
-		return err
+// each is cached.Each, for which an informer it cannot read is an error.
+func each[T client.Object](ctx context.Context, c crcache.Informers, obj T, fn func(T)) error {
+	ok, err := cached.Each(ctx, c, obj, fn)
+	if err == nil && !ok {
+		err = fmt.Errorf("the cache's informer of %T is not a SharedIndexInformer", obj)
 	}
-	sii, ok := inf.(toolscache.SharedIndexInformer)
-	if !ok {
-		return fmt.Errorf("the cache's informer of %T is a %T, not a SharedIndexInformer", obj, inf)
-	}
-	for _, o := range sii.GetStore().List() {
-		fn(o)
-	}
-	return nil
+	return err
 }
