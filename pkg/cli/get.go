@@ -232,26 +232,17 @@ func listRows(ctx context.Context, cl client.Reader, opts []client.ListOption, i
 		tj.Spec.RuntimeRef.Name = st.Runtime
 		items = append(items, tj)
 	}
-	gone := map[int]bool{}
 	for _, i := range whole {
 		tj := &trainer.TrainJob{}
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(&items[i]), tj); apierrors.IsNotFound(err) {
-			gone[i] = true // deleted since the list
-			continue
+			tj = &trainer.TrainJob{} // deleted since the list: no name, dropped below
 		} else if err != nil {
 			return false, err
 		}
 		items[i] = *tj
 	}
-	into.Items, into.ResourceVersion = items, ml.ResourceVersion
-	if len(gone) > 0 {
-		into.Items = nil
-		for i := range items {
-			if !gone[i] {
-				into.Items = append(into.Items, items[i])
-			}
-		}
-	}
+	into.Items = slices.DeleteFunc(items, func(tj trainer.TrainJob) bool { return tj.Name == "" })
+	into.ResourceVersion = ml.ResourceVersion
 	return true, nil
 }
 
