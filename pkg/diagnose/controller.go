@@ -191,6 +191,7 @@ func (r *Reconciler) gather(ctx context.Context, tj *trainer.TrainJob, k known, 
 			}
 		}
 		in.SlotsPerWorker, in.GPUsPerWorker = shape.SlotsPerWorker, runtimes.GPUsOf(&shape.WorkerPod)
+		in.ShapeWorkers = shape.Workers
 	}
 	if prev, ok := k.previous(); ok {
 		in.Previous = &prev

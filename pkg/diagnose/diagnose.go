@@ -88,6 +88,11 @@ type Input struct {
 	// (from the job's runtime when the job does not say).
 	SlotsPerWorker int32
 	GPUsPerWorker  string
+	// ShapeWorkers is the number of Workers the job's runtime gives it
+	// (runtimes.Shape.Workers: one fewer than numNodes when the Launcher
+	// hosts ranks), 0 when the runtime is unknown: the Worker count
+	// until the JobSet exists.
+	ShapeWorkers int32
 	// WorkerImage is the image the Workers run (from the job's runtime),
 	// named when they do not answer SSH.
 	WorkerImage string
@@ -298,6 +303,9 @@ func workersTotal(in Input) int32 {
 				return rj.Replicas * p
 			}
 		}
+	}
+	if in.ShapeWorkers > 0 {
+		return in.ShapeWorkers
 	}
 	if tr := in.TrainJob.Spec.Trainer; tr != nil && tr.NumNodes != nil {
 		return *tr.NumNodes

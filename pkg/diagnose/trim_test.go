@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -203,5 +204,28 @@ func TestTrimJobSetPodKeepsNodeAffinity(t *testing.T) {
 	}
 	if diff := cmp.Diff(&corev1.Affinity{NodeAffinity: nodes}, got.(*corev1.Pod).Spec.Affinity); diff != "" {
 		t.Errorf("affinity (-want,+got):\n%s", diff)
+	}
+}
+
+// TestWorkersTotal: the Worker count the status reports is the JobSet's
+// once it exists, else the runtime's shape (one fewer than numNodes when
+// the Launcher hosts ranks: the count the SDK and CLI show), else the
+// job's numNodes.
+func TestWorkersTotal(t *testing.T) {
+	cases := map[string]struct {
+		in   Input
+		want int32
+	}{
+		"the JobSet's Workers":                    {in: Input{TrainJob: job(4).obj(), JobSet: jobset(3), ShapeWorkers: 2}, want: 3},
+		"no JobSet yet: the runtime's shape":      {in: Input{TrainJob: job(4).obj(), ShapeWorkers: 3}, want: 3},
+		"no JobSet, runtime unknown: numNodes":    {in: Input{TrainJob: job(4).obj()}, want: 4},
+		"no JobSet, no numNodes, no runtime: one": {in: Input{TrainJob: &trainer.TrainJob{}}, want: 1},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, workersTotal(tc.in)); diff != "" {
+				t.Errorf("Workers (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }

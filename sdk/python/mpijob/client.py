@@ -138,9 +138,18 @@ class MPIJobClient:
         """
         return self._backend.get_job(name=name)
 
-    def list_jobs(self, runtime: str | None = None, phase: str | None = None) -> list[MPIJob]:
-        """The namespace's MPI jobs, optionally only those on ``runtime`` or in ``phase``."""
-        return self._backend.list_jobs(runtime=runtime, phase=phase)
+    def list_jobs(self, runtime: str | None = None, phase: str | None = None, full: bool = False) -> list[MPIJob]:
+        """The namespace's MPI jobs, sorted by name, optionally only those on ``runtime`` or in
+        ``phase``.
+
+        The list reads the jobs' metadata and mpijob-manager's status, not their specs, as
+        ``kubectl mpijob get`` does (at 10,000 jobs a fraction of the time): each job's ``raw``
+        then holds its metadata only. ``full=True`` lists whole TrainJobs into ``raw``; so does
+        the list when more than 20 jobs have no status from the manager yet.
+
+        >>> [j.name for j in client.list_jobs(phase="Running")]
+        """
+        return self._backend.list_jobs(runtime=runtime, phase=phase, full=full)
 
     def list_runtimes(self) -> list[Runtime]:
         """The MPI runtimes of the cluster."""

@@ -132,6 +132,9 @@ class JobStatus:
     history: list[Transition] = field(default_factory=list)
     #: The Launcher and Workers that failed: read these instead of parsing ``message``.
     failed: list[FailedPod] = field(default_factory=list)
+    #: The job's runtime as the manager names it (the runtime it was derived from); "" until
+    #: the manager writes a status.
+    runtime: str = ""
 
     @property
     def finished(self) -> bool:
@@ -158,6 +161,7 @@ class JobStatus:
                     launcher=cast(LauncherState, clean_text(s.get("launcher", ""))),
                     workers_ready=s.get("workersReady", 0), workers_total=s.get("workersTotal", 0),
                     slots_per_worker=s.get("slotsPerWorker", 0), gpus_per_worker=clean_text(s.get("gpusPerWorker", "")),
+                    runtime=clean_text(s.get("runtime", "")),
                     queue_position=s.get("queuePosition"),
                     start_time=_time(s.get("startTime")), completion_time=_time(s.get("completionTime")),
                     creator=creator, observed_time=_time(s.get("observedTime")),
@@ -198,7 +202,10 @@ class JobStatus:
 
 @dataclass
 class MPIJob:
-    """An MPI job: a TrainJob on an MPI runtime. ``raw`` is the TrainJob as the API returned it."""
+    """An MPI job: a TrainJob on an MPI runtime. ``raw`` is the TrainJob as the API returned it;
+    from :meth:`MPIJobClient.list_jobs` (without ``full=True``) its metadata only
+    (``kind: PartialObjectMetadata``): the list reads no specs when mpijob-manager's status
+    names each job's runtime, Workers and slots."""
 
     name: str
     namespace: str
@@ -228,6 +235,22 @@ class MPIJob:
             status=status, created=_time(meta.get("creationTimestamp")),
             queue=(meta.get("labels") or {}).get(QUEUE_LABEL), raw=obj,
             progress=Progress.from_annotations(meta.get("annotations")),
+        )
+
+    @classmethod
+    def from_metadata(cls, obj: dict[str, Any]) -> MPIJob | None:
+        """The job from its metadata alone (a ``PartialObjectMetadata``, or a whole TrainJob) when
+        mpijob-manager's status names its runtime, Workers and slots per worker, as it does once
+        it has seen the job; None otherwise (read the whole TrainJob: :meth:`from_trainjob`)."""
+        status = JobStatus.from_trainjob(obj)
+        if not status.from_manager or not status.runtime or status.slots_per_worker < 1:
+            return None
+        meta = obj.get("metadata") or {}
+        return cls(
+            name=meta.get("name", ""), namespace=meta.get("namespace", ""), runtime=status.runtime,
+            workers=status.workers_total, slots_per_worker=status.slots_per_worker, status=status,
+            created=_time(meta.get("creationTimestamp")), queue=(meta.get("labels") or {}).get(QUEUE_LABEL),
+            raw=obj, progress=Progress.from_annotations(meta.get("annotations")),
         )
 
 

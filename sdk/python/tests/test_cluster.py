@@ -72,6 +72,16 @@ def test_real_mpi_job_end_to_end(kubeconfig_path):
         merged = client.get_logs(name, worker="all", grep="allreduce")
         assert merged.strip().endswith("allreduce over 4 ranks ok (sum 6)") and "rank 0" not in merged
         assert name in [j.name for j in client.list_jobs(phase="Succeeded")]
+        # The list reads metadata and the manager's status (no spec in raw); its row is the one
+        # read from the whole TrainJob.
+        fast = next(j for j in client.list_jobs() if j.name == name)
+        whole = next(j for j in client.list_jobs(full=True) if j.name == name)
+        assert fast.raw["kind"] == "PartialObjectMetadata" and "spec" not in fast.raw, fast.raw.keys()
+        assert whole.raw["kind"] == "TrainJob" and whole.raw["spec"]["trainer"]["numNodes"] == 2
+        row = ("name", "namespace", "runtime", "workers", "slots_per_worker", "created", "queue")
+        assert [getattr(fast, f) for f in row] == [getattr(whole, f) for f in row] == \
+            [name, "team-a", "mpi-openmpi", 2, 2, whole.created, whole.queue], (fast, whole)
+        assert fast.status.phase == whole.status.phase == "Succeeded"
     finally:
         client.delete_job(name)
     with pytest.raises(JobNotFoundError):

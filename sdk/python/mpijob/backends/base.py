@@ -64,7 +64,7 @@ class Backend(abc.ABC):
         ...
 
     @abc.abstractmethod
-    def list_jobs(self, runtime: str | None = None, phase: str | None = None) -> list[MPIJob]:
+    def list_jobs(self, runtime: str | None = None, phase: str | None = None, full: bool = False) -> list[MPIJob]:
         ...
 
     @abc.abstractmethod

@@ -59,6 +59,10 @@ from .kube_api import KubernetesAPI
 
 _log = logging.getLogger("mpijob")
 
+#: At most this many jobs without mpijob-manager's status are read one by one when listing
+#: metadata (as ``kubectl mpijob get``'s ``maxGets``); with more, whole jobs are listed.
+MAX_GETS = 20
+
 
 class KubernetesBackend(Backend):
     """MPI jobs of one namespace, through the cluster's API server."""
@@ -203,14 +207,48 @@ class KubernetesBackend(Backend):
                 j.status.stale_note = stale_note(running, since, j.status.observed_time, now)
         return jobs
 
-    def list_jobs(self, runtime: str | None = None, phase: str | None = None) -> list[MPIJob]:
+    def list_jobs(self, runtime: str | None = None, phase: str | None = None, full: bool = False) -> list[MPIJob]:
         if phase is not None and phase not in PHASES:
             raise InvalidJobError(f"phase {phase!r}: use one of {', '.join(PHASES)}", field="phase")
-        items = self._api.list_trainjobs()
-        rank_hosts = {r.name: r.launcher_hosts_ranks for r in self._runtimes_safe()}
-        jobs = [MPIJob.from_trainjob(o, rank_hosts.get((o.get("spec") or {}).get("runtimeRef", {}).get("name"), False)) for o in items]
+        if not isinstance(full, bool):
+            raise InvalidJobError(f"full {full!r}: use True (whole TrainJobs in .raw) or False (metadata only, faster)", field="full")
+        jobs = None if full else self._jobs_from_metadata()
+        if jobs is None:
+            items = self._api.list_trainjobs()
+            rank_hosts = self._rank_hosts()
+            jobs = [MPIJob.from_trainjob(o, rank_hosts.get((o.get("spec") or {}).get("runtimeRef", {}).get("name"), False)) for o in items]
         return self._say_stale(sorted((j for j in jobs if (runtime is None or j.runtime == runtime) and (phase is None or j.status.phase == phase)),
                                       key=lambda j: j.name))
+
+    def _jobs_from_metadata(self) -> list[MPIJob] | None:
+        """The namespace's jobs from their metadata and mpijob-manager's status, which names each
+        job's runtime, Workers and slots (Go's ``listRows`` does the same for ``kubectl mpijob
+        get``). A job without such a status (the manager has not seen it yet, or is not installed)
+        is read whole, one by one for up to MAX_GETS of them; None with more, or without an API
+        client: the caller lists whole jobs."""
+        metas = self._api.list_trainjob_metadata()
+        if metas is None:
+            return None
+        jobs: list[MPIJob] = []
+        whole: list[str] = []
+        for m in metas:
+            job = MPIJob.from_metadata(m)
+            if job is not None:
+                jobs.append(job)
+                continue
+            whole.append((m.get("metadata") or {}).get("name", ""))
+            if len(whole) > MAX_GETS:
+                return None
+        rank_hosts = self._rank_hosts() if whole else {}
+        for name in whole:
+            obj = self._api.read_trainjob(name)
+            if obj is not None:  # else deleted since the list
+                jobs.append(MPIJob.from_trainjob(obj, rank_hosts.get((obj.get("spec") or {}).get("runtimeRef", {}).get("name"), False)))
+        return jobs
+
+    def _rank_hosts(self) -> dict[str, bool]:
+        """Whether each MPI runtime's Launcher hosts ranks, by runtime name."""
+        return {r.name: r.launcher_hosts_ranks for r in self._runtimes_safe()}
 
     def list_runtimes(self) -> list[Runtime]:
         items = self._api.list_cluster_runtimes()

@@ -347,3 +347,118 @@ def test_clone_job_on_a_mocked_api():
     assert plural == "trainjobs" and body["spec"]["trainer"]["numNodes"] == 4
     assert body["spec"]["trainer"]["env"] == [{"name": "LR", "value": "0.1"}]
     assert "mpijob.dev/status" not in (body["metadata"].get("annotations") or {})
+
+
+class _MetadataClient:
+    """A stand-in of the official ApiClient that answers the list of TrainJobs' metadata
+    (``PartialObjectMetadataList``) from a _Cluster, as the API server does, and records it;
+    any other path (the manager's Lease) is not found."""
+
+    client_side_validation = True
+
+    def __init__(self, cluster, deleted=()):
+        self.cluster, self.deleted, self.calls = cluster, set(deleted), []
+
+    def select_header_accept(self, accepts):
+        return accepts[0]
+
+    def call_api(self, path, method, path_params=None, query_params=None, header_params=None, **kwargs):
+        from kubernetes.client.rest import ApiException
+        if not path.endswith("/trainjobs"):
+            raise ApiException(status=404, reason="Not Found")
+        self.calls.append((path.format(**path_params), header_params["Accept"], kwargs.get("response_type")))
+        items = [{"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadata", "metadata": j["metadata"]}
+                 for j in self.cluster.jobs.values()]
+        for name in self.deleted:  # deleted after this list: later reads find nothing
+            self.cluster.jobs.pop(name, None)
+        return {"apiVersion": "meta.k8s.io/v1", "kind": "PartialObjectMetadataList", "items": items}
+
+
+class _CountingCluster(_Cluster):
+    def __init__(self, jobs):
+        super().__init__(jobs=jobs)
+        self.gets, self.lists = [], 0
+
+    def get_namespaced_custom_object(self, group, version, namespace, plural, name):
+        if plural == "trainjobs":
+            self.gets.append(name)
+        return super().get_namespaced_custom_object(group, version, namespace, plural, name)
+
+    def list_namespaced_custom_object(self, group, version, namespace, plural, **kwargs):
+        self.lists += 1
+        return super().list_namespaced_custom_object(group, version, namespace, plural, **kwargs)
+
+
+def _seen(name, workers=2, runtime="mpi-openmpi", phase="Running", slots=1):
+    """A job whose manager status names its runtime, Workers and slots."""
+    tj = _status_job(name, {"phase": phase, "message": "m", "runtime": runtime, "workersTotal": workers,
+                            "workersReady": workers, "slotsPerWorker": slots}, runtime=runtime)
+    tj["spec"]["trainer"] = {"numNodes": workers, "numProcPerNode": slots}
+    return tj
+
+
+def _unseen(name):
+    """A job the manager has not written a status for yet."""
+    return _status_job(name, None)
+
+
+def _row(j):
+    return (j.name, j.runtime, j.workers, j.slots_per_worker, j.status.phase, j.status.from_manager)
+
+
+@pytest.mark.parametrize(("jobs", "deleted", "kwargs", "want_gets", "want_whole_list", "want_raw_kinds"), [
+    pytest.param([_seen("b"), _seen("a", workers=3, slots=4, runtime="mpi-intel")], (), {}, [], 0,
+                 ["PartialObjectMetadata", "PartialObjectMetadata"], id="every job has the manager's status: metadata only"),
+    pytest.param([_seen("a"), _unseen("b")], (), {}, ["b"], 0, ["PartialObjectMetadata", "TrainJob"],
+                 id="a job without a status is read whole"),
+    pytest.param([_seen("a"), _unseen("b")], ("b",), {}, ["b"], 0, ["PartialObjectMetadata"],
+                 id="a job deleted between the list and its read is dropped"),
+    pytest.param([_seen("a")] + [_unseen(f"u{i:02d}") for i in range(21)], (), {}, [], 1, ["TrainJob"] * 22,
+                 id="more than 20 without a status: whole jobs listed"),
+    pytest.param([_seen("a"), _seen("b")], (), {"full": True}, [], 1, ["TrainJob", "TrainJob"],
+                 id="full=True lists whole jobs"),
+])
+def test_list_jobs_reads_metadata_and_the_managers_status(jobs, deleted, kwargs, want_gets, want_whole_list, want_raw_kinds):
+    whole = {j["metadata"]["name"]: j for j in jobs}
+    cluster = _CountingCluster(jobs)
+    api = _MetadataClient(cluster, deleted)
+    c = _offline_client(cluster, cluster)
+    c._backend._api._api = api
+    got = c.list_jobs(**kwargs)
+    assert cluster.gets == want_gets
+    assert cluster.lists == want_whole_list
+    assert len(api.calls) == (0 if kwargs.get("full") else 1)
+    for path, accept, response_type in api.calls:
+        assert path == "/apis/trainer.kubeflow.org/v1alpha1/namespaces/team-a/trainjobs"
+        assert accept.startswith("application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1")
+        assert response_type == "object"
+    assert [j.raw["kind"] for j in got] == want_raw_kinds
+    # The rows are those read from whole jobs.
+    from mpijob import MPIJob as _M
+    survivors = [n for n in sorted(whole) if n not in deleted]
+    assert [_row(j) for j in got] == [_row(_M.from_trainjob(whole[n])) for n in survivors]
+
+
+def test_list_jobs_takes_the_workers_from_the_status_where_the_launcher_hosts_ranks():
+    # On a runtime whose Launcher hosts ranks a job of numNodes 3 has 2 Workers: the manager's
+    # status says so, and the metadata list shows it without reading the runtime.
+    import copy
+    tj = _seen("a", workers=2, runtime="mpi-ranks-on-launcher")
+    tj["spec"]["trainer"]["numNodes"] = 3
+    cluster = _CountingCluster([tj])
+    rt = copy.deepcopy(cluster.runtimes["mpi-openmpi"])
+    rt["metadata"]["name"] = "mpi-ranks-on-launcher"
+    rt["spec"]["mlPolicy"]["mpi"]["runLauncherAsNode"] = True
+    cluster.runtimes[rt["metadata"]["name"]] = rt
+    c = _offline_client(cluster, cluster)
+    c._backend._api._api = _MetadataClient(cluster)
+    fast, whole = c.list_jobs(), c.list_jobs(full=True)
+    assert [_row(j) for j in fast] == [_row(j) for j in whole] == [("a", "mpi-ranks-on-launcher", 2, 1, "Running", True)]
+
+
+@pytest.mark.parametrize("full", ["yes", 1, None])
+def test_list_jobs_refuses_a_full_that_is_not_a_bool(full):
+    c = _offline_client(_Cluster(), _Cluster())
+    with pytest.raises(InvalidJobError) as e:
+        c.list_jobs(full=full)
+    assert e.value.field == "full" and repr(full) in str(e.value) and "True" in str(e.value)
