@@ -75,8 +75,9 @@ class KubernetesAPI:
             if e.status != 404:
                 raise from_api_exception(e, name) from None
         names: list[str] = []
-        with contextlib.suppress(ApiException):
-            names = [o["metadata"]["name"] for o in self.list_trainjobs()]
+        with contextlib.suppress(ApiException, MPIJobError):
+            metas = self.list_trainjob_metadata()  # names alone: no spec needed
+            names = [o["metadata"]["name"] for o in (self.list_trainjobs() if metas is None else metas)]
         close = closest(name, names)
         msg = f"MPI job {name!r} not found in namespace {self.namespace}"
         if close:

@@ -462,3 +462,15 @@ def test_list_jobs_refuses_a_full_that_is_not_a_bool(full):
     with pytest.raises(InvalidJobError) as e:
         c.list_jobs(full=full)
     assert e.value.field == "full" and repr(full) in str(e.value) and "True" in str(e.value)
+
+
+def test_get_job_names_a_close_job_from_the_metadata_list():
+    from mpijob import JobNotFoundError
+    cluster = _CountingCluster([_seen("hello"), _unseen("world")])
+    c = _offline_client(cluster, cluster)
+    api = _MetadataClient(cluster)
+    c._backend._api._api = api
+    with pytest.raises(JobNotFoundError) as e:
+        c.get_job("helo")
+    assert e.value.suggestion == "hello" and "did you mean 'hello'" in str(e.value)
+    assert (cluster.lists, len(api.calls)) == (0, 1)  # names from metadata, no whole list
