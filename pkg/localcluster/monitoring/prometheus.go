@@ -54,9 +54,14 @@ func PrometheusConfig(t Targets) ([]byte, error) {
 				"authorization": auth, "tls_config": tlsCfg, "static_configs": kubelets,
 			},
 			// Every replica of the Deployment, by pod IP and the port named
-			// metrics; the certificate names the metrics Service.
+			// metrics; the certificate names the metrics Service. Native
+			// histograms too: controller-runtime's webhook latency has
+			// buckets a decade apart (1, 10, 100 ms) and a native one about
+			// 10 % apart, which can tell a p99 from 20 ms (bench/scale);
+			// the classic buckets stay for queries that read them.
 			{
 				"job_name": "mpijob-manager", "scheme": "https", "metrics_path": "/metrics",
+				"scrape_native_histograms": true, "always_scrape_classic_histograms": true,
 				"authorization": auth,
 				"tls_config":    map[string]any{"ca_file": t.ManagerCA, "server_name": certs.MetricsServiceName + "." + t.ManagerNamespace + ".svc"},
 				"kubernetes_sd_configs": []map[string]any{{

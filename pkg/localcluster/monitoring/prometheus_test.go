@@ -10,8 +10,8 @@ import (
 // The local Prometheus scrapes every real node's kubelet resource metrics
 // (TLS checked against the cluster CA) and each manager pod it finds
 // through the API (TLS checked against the manager's own CA and the
-// metrics Service's name), with the ServiceAccount token, and loads the
-// recording rules.
+// metrics Service's name; native histograms and classic buckets), with the
+// ServiceAccount token, and loads the recording rules.
 func TestPrometheusConfig(t *testing.T) {
 	b, err := PrometheusConfig(Targets{
 		ManagerNamespace: "mpijob-system", ManagerApp: "mpijob-manager",
@@ -46,6 +46,8 @@ func TestPrometheusConfig(t *testing.T) {
 		StaticConfigs  []static          `json:"static_configs"`
 		KubernetesSD   []sd              `json:"kubernetes_sd_configs"`
 		RelabelConfigs []relabel         `json:"relabel_configs"`
+		NativeHist     bool              `json:"scrape_native_histograms"`
+		ClassicToo     bool              `json:"always_scrape_classic_histograms"`
 	}
 	var got struct {
 		Global        map[string]string `json:"global"`
@@ -64,6 +66,7 @@ func TestPrometheusConfig(t *testing.T) {
 		}},
 		{
 			JobName: "mpijob-manager", Scheme: "https", MetricsPath: "/metrics", Authorization: auth,
+			NativeHist: true, ClassicToo: true,
 			TLSConfig: map[string]string{"ca_file": "/s/prometheus/mpijob-manager-ca.crt", "server_name": "mpijob-metrics.mpijob-system.svc"},
 			KubernetesSD: []sd{{
 				Role: "pod", KubeconfigFile: "/s/prometheus.kubeconfig", Namespaces: map[string][]string{"names": {"mpijob-system"}},
