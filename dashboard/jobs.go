@@ -76,36 +76,34 @@ func (s *Server) jobsWithin(ctx context.Context, c *userClients, ns string, maxA
 		if err != nil {
 			return nil, err
 		}
-		err = eachJob(ctx, cc, n, func(tj *trainer.TrainJob) {
-			j := s.rows.view(tj, now)
-			j.MPI = j.MPI || mpiRuntimes[j.Runtime]
-			jobs = append(jobs, j)
-		})
+		tjs, err := jobsIn(ctx, cc, n)
 		if err != nil {
 			return nil, err
 		}
+		jobs = s.rows.appendViews(jobs, tjs, mpiRuntimes, now)
 	}
 	return jobs, nil
 }
 
-// eachJob calls fn with each TrainJob of ns that r holds, read in place
-// where r is a cache: a list of 10,000 jobs copies none of them. fn must
-// not change the job.
-func eachJob(ctx context.Context, r client.Reader, ns string, fn func(*trainer.TrainJob)) error {
+// jobsIn is the TrainJobs of ns that r holds, read in place where r is a
+// cache: a list of 10,000 jobs copies none of them. The caller must not
+// change them.
+func jobsIn(ctx context.Context, r client.Reader, ns string) ([]*trainer.TrainJob, error) {
 	if cc, ok := r.(ctrlcache.Cache); ok {
 		// The cache watches ns alone ("" = every namespace).
-		if read, err := cached.Each(ctx, cc, &trainer.TrainJob{}, fn); err != nil || read {
-			return err
+		if tjs, read, err := cached.All[*trainer.TrainJob](ctx, cc, &trainer.TrainJob{}); err != nil || read {
+			return tjs, err
 		}
 	}
 	list := &trainer.TrainJobList{}
 	if err := r.List(ctx, list, inNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
-		return err
+		return nil, err
 	}
+	out := make([]*trainer.TrainJob, len(list.Items))
 	for i := range list.Items {
-		fn(&list.Items[i])
+		out[i] = &list.Items[i]
 	}
-	return nil
+	return out, nil
 }
 
 // listable is the namespaces whose jobs c may list ("" alone when c may

@@ -2,11 +2,14 @@ package dashboard
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/jobview"
@@ -107,4 +110,74 @@ func TestListableReusesItsAnswerOnlyWhileYoung(t *testing.T) {
 			t.Errorf("%s: the namespaces were asked for %d times, want %d", st.name, asked, st.wantAsked)
 		}
 	}
+}
+
+// appendViews appends each job's row after what jobs holds, in the order
+// given, and marks a job MPI when its runtime is one of the MPI runtimes.
+func TestAppendViews(t *testing.T) {
+	a := mpiJob("team-a", "a", nil)[0].(*trainer.TrainJob)
+	b := mpiJob("team-a", "b", nil)[0].(*trainer.TrainJob)
+	b.Spec.RuntimeRef.Name = "torch-distributed"
+	var r rows
+	now := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	before := []jobview.Job{{Name: "earlier"}}
+	for name, tc := range map[string]struct {
+		mpi     map[string]bool
+		wantMPI []bool
+	}{
+		"runtime b's is not MPI": {mpi: map[string]bool{}, wantMPI: []bool{false, r.view(a, now).MPI, false}},
+		"runtime b's is MPI":     {mpi: map[string]bool{"torch-distributed": true}, wantMPI: []bool{false, r.view(a, now).MPI, true}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := r.appendViews(slices.Clone(before), []*trainer.TrainJob{a, b}, tc.mpi, now)
+			var names []string
+			var mpi []bool
+			for _, j := range got {
+				names, mpi = append(names, j.Name), append(mpi, j.MPI)
+			}
+			if d := cmp.Diff([]string{"earlier", "a", "b"}, names); d != "" {
+				t.Errorf("rows (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(tc.wantMPI, mpi); d != "" {
+				t.Errorf("MPI (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// BenchmarkAppendViews is the rows of a list of 10,000 remembered jobs
+// (bench/dashboard's scale): what every list request and stream push does
+// before JobQuery.Apply filters, sorts and pages them, sized once against
+// grown by append. Run: go test ./dashboard -run '^$' -bench AppendViews -benchmem
+func BenchmarkAppendViews(b *testing.B) {
+	tjs := make([]*trainer.TrainJob, 10000)
+	for i := range tjs {
+		tj := mpiJob("bench", fmt.Sprintf("bench-%04d", i), nil)[0].(*trainer.TrainJob)
+		tj.UID, tj.ResourceVersion = types.UID(fmt.Sprint("uid-", i)), "1"
+		tjs[i] = tj
+	}
+	var r rows
+	now := time.Now()
+	mpi := map[string]bool{"mpi-openmpi": true}
+	b.Run("sized (appendViews)", func(b *testing.B) {
+		for b.Loop() {
+			if got := r.appendViews(nil, tjs, mpi, now); len(got) != len(tjs) {
+				b.Fatalf("%d rows of %d jobs", len(got), len(tjs))
+			}
+		}
+	})
+	// How the list made them before: appended one by one from nothing.
+	b.Run("grown by append", func(b *testing.B) {
+		for b.Loop() {
+			var got []jobview.Job
+			for _, tj := range tjs {
+				j := r.view(tj, now)
+				j.MPI = j.MPI || mpi[j.Runtime]
+				got = append(got, j)
+			}
+			if len(got) != len(tjs) {
+				b.Fatalf("%d rows of %d jobs", len(got), len(tjs))
+			}
+		}
+	})
 }

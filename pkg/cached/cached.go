@@ -16,18 +16,39 @@ import (
 // false, and fn is not called, when the informer is not a
 // SharedIndexInformer (whose store Each reads).
 func Each[T client.Object](ctx context.Context, c crcache.Informers, obj client.Object, fn func(T)) (ok bool, err error) {
-	inf, err := c.GetInformer(ctx, obj)
-	if err != nil {
-		return false, err
-	}
-	sii, ok := inf.(toolscache.SharedIndexInformer)
-	if !ok {
-		return false, nil
-	}
-	for _, o := range sii.GetStore().List() {
+	objs, ok, err := stored(ctx, c, obj)
+	for _, o := range objs {
 		if t, ok := o.(T); ok {
 			fn(t)
 		}
 	}
-	return true, nil
+	return ok, err
+}
+
+// All is the objects of obj's kind in c's informer store that are a T, the
+// cache's own (the caller must not change them), in no order: Each, for a
+// caller that wants their number first (to size what it makes of them).
+func All[T client.Object](ctx context.Context, c crcache.Informers, obj client.Object) (out []T, ok bool, err error) {
+	objs, ok, err := stored(ctx, c, obj)
+	out = make([]T, 0, len(objs))
+	for _, o := range objs {
+		if t, ok := o.(T); ok {
+			out = append(out, t)
+		}
+	}
+	return out, ok, err
+}
+
+// stored is the store of obj's informer in c, listed; ok is false when the
+// informer is not a SharedIndexInformer.
+func stored(ctx context.Context, c crcache.Informers, obj client.Object) ([]any, bool, error) {
+	inf, err := c.GetInformer(ctx, obj)
+	if err != nil {
+		return nil, false, err
+	}
+	sii, ok := inf.(toolscache.SharedIndexInformer)
+	if !ok {
+		return nil, false, nil
+	}
+	return sii.GetStore().List(), true, nil
 }

@@ -50,3 +50,27 @@ func TestEach(t *testing.T) {
 		t.Errorf("an informer without a store (-want +got):\n%s", d)
 	}
 }
+
+// All gives the store's own objects of its type, sized to them, and says
+// when the informer has no store it can read.
+func TestAll(t *testing.T) {
+	inf := toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &corev1.Pod{}, 0, toolscache.Indexers{})
+	a := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "a"}}
+	for _, o := range []any{a, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "not-a-pod"}}} {
+		if err := inf.GetStore().Add(o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, ok, err := All[*corev1.Pod](context.Background(), one{inf: inf}, &corev1.Pod{})
+	if err != nil || !ok {
+		t.Fatalf("All: ok %v, %v", ok, err)
+	}
+	if len(got) != 1 || got[0] != a {
+		t.Errorf("All gave %v, want the store's own pod a alone", got)
+	}
+
+	got, ok, err = All[*corev1.Pod](context.Background(), one{inf: notShared{}}, &corev1.Pod{})
+	if d := cmp.Diff([]any{0, false, nil}, []any{len(got), ok, err}); d != "" {
+		t.Errorf("an informer without a store (-want +got):\n%s", d)
+	}
+}
