@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -106,7 +107,7 @@ func TestTrimJobSetPod(t *testing.T) {
 	want := p.DeepCopy()
 	want.ManagedFields = nil
 	want.Labels = map[string]string{"batch.kubernetes.io/job-completion-index": "0", "jobset.sigs.k8s.io/replicatedjob-name": "node"}
-	want.Annotations = map[string]string{"batch.kubernetes.io/job-completion-index": "0"}
+	want.Annotations = nil // the index is read from the label, which it has
 	want.Spec.Containers[0].Env, want.Spec.Containers[0].VolumeMounts = nil, nil
 	want.Spec.Containers[0].Ports, want.Spec.Containers[0].SecurityContext, want.Spec.Containers[0].LivenessProbe = nil, nil, nil
 	want.Spec.SecurityContext = nil
@@ -225,6 +226,97 @@ func TestWorkersTotal(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, workersTotal(tc.in)); diff != "" {
 				t.Errorf("Workers (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// The trim holds once what many cached Workers repeat: limits written as
+// the requests share their map, the API server's two default tolerations
+// are one slice for all pods, and the index annotation goes where the
+// label says the same; the values read stay the same.
+func TestTrimJobSetPodHoldsRepeatsOnce(t *testing.T) {
+	q := func(kv ...string) corev1.ResourceList {
+		out := corev1.ResourceList{}
+		for i := 0; i < len(kv); i += 2 {
+			out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+		}
+		return out
+	}
+	defaults := func() []corev1.Toleration {
+		return []corev1.Toleration{
+			{Key: "node.kubernetes.io/not-ready", Operator: "Exists", Effect: "NoExecute", TolerationSeconds: ptr.To[int64](300)},
+			{Key: "node.kubernetes.io/unreachable", Operator: "Exists", Effect: "NoExecute", TolerationSeconds: ptr.To[int64](300)},
+		}
+	}
+	gpu := append(defaults(), corev1.Toleration{Key: "nvidia.com/gpu", Operator: "Exists", Effect: "NoSchedule"})
+	cases := map[string]struct {
+		requests, limits corev1.ResourceList
+		tolerations      []corev1.Toleration
+		indexLabel       bool
+		wantSharedLimits bool
+		wantSharedTols   bool
+		wantAnnotations  map[string]string
+	}{
+		"Guaranteed Worker with the default tolerations": {
+			requests: q("cpu", "300m", "memory", "300Mi"), limits: q("cpu", "300m", "memory", "300Mi"), tolerations: defaults(), indexLabel: true,
+			wantSharedLimits: true, wantSharedTols: true,
+		},
+		"limits above the requests": {
+			requests: q("cpu", "300m"), limits: q("cpu", "1"), tolerations: defaults(), indexLabel: true,
+			wantSharedTols: true,
+		},
+		"the same amount written another way": {
+			requests: q("memory", "1Gi"), limits: q("memory", "1073741824"), indexLabel: true,
+		},
+		"limits on fewer resources": {
+			requests: q("cpu", "1", "memory", "1Gi"), limits: q("cpu", "1"), indexLabel: true,
+		},
+		"no resources": {indexLabel: true},
+		"a toleration of its own": {
+			requests: q("cpu", "1"), limits: q("cpu", "1"), tolerations: gpu, indexLabel: true,
+			wantSharedLimits: true,
+		},
+		"no index label: the annotation stays": {
+			wantAnnotations: map[string]string{"batch.kubernetes.io/job-completion-index": "3"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := worker("3").running(true).obj()
+			if !tc.indexLabel {
+				delete(w.Labels, "batch.kubernetes.io/job-completion-index")
+			}
+			if w.Annotations == nil {
+				w.Annotations = map[string]string{}
+			}
+			w.Annotations["batch.kubernetes.io/job-completion-index"] = "3"
+			w.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: tc.requests, Limits: tc.limits}
+			w.Spec.Tolerations = tc.tolerations
+			sent := w.DeepCopy()
+			o, err := TrimJobSetPod(&w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := o.(*corev1.Pod)
+			r := got.Spec.Containers[0].Resources
+			// The values read are those sent.
+			if d := cmp.Diff(sent.Spec.Containers[0].Resources, r); d != "" {
+				t.Errorf("resources (-sent +cached):\n%s", d)
+			}
+			if d := cmp.Diff(sent.Spec.Tolerations, got.Spec.Tolerations); d != "" {
+				t.Errorf("tolerations (-sent +cached):\n%s", d)
+			}
+			if d := cmp.Diff(tc.wantAnnotations, got.Annotations); d != "" {
+				t.Errorf("annotations (-want +got):\n%s", d)
+			}
+			if s := workerName(got); s != "Worker 3 (pod "+got.Name+")" {
+				t.Errorf("workerName %q, want Worker 3", s)
+			}
+			sharedLimits := len(r.Limits) > 0 && fmt.Sprintf("%p", r.Limits) == fmt.Sprintf("%p", r.Requests)
+			sharedTols := len(got.Spec.Tolerations) > 0 && &got.Spec.Tolerations[0] == &sharedTolerations[0]
+			if d := cmp.Diff([]bool{tc.wantSharedLimits, tc.wantSharedTols}, []bool{sharedLimits, sharedTols}); d != "" {
+				t.Errorf("[limits held as the requests, default tolerations shared] (-want +got):\n%s", d)
 			}
 		})
 	}
