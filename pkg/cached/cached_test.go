@@ -25,9 +25,9 @@ func (o one) GetInformer(context.Context, client.Object, ...crcache.InformerGetO
 // notShared is an informer without a store to read.
 type notShared struct{ crcache.Informer }
 
-// Each hands fn the store's own objects of its type (no copies), and says
-// when the informer has no store it can read.
-func TestEach(t *testing.T) {
+// podStore is an informer whose store holds pod a and a ConfigMap.
+func podStore(t *testing.T) (toolscache.SharedIndexInformer, *corev1.Pod) {
+	t.Helper()
 	inf := toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &corev1.Pod{}, 0, toolscache.Indexers{})
 	a := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "a"}}
 	for _, o := range []any{a, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "not-a-pod"}}} {
@@ -35,6 +35,13 @@ func TestEach(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	return inf, a
+}
+
+// Each hands fn the store's own objects of its type (no copies), and says
+// when the informer has no store it can read.
+func TestEach(t *testing.T) {
+	inf, a := podStore(t)
 	var got []*corev1.Pod
 	ok, err := Each(context.Background(), one{inf: inf}, &corev1.Pod{}, func(p *corev1.Pod) { got = append(got, p) })
 	if err != nil || !ok {
@@ -54,13 +61,7 @@ func TestEach(t *testing.T) {
 // All gives the store's own objects of its type, sized to them, and says
 // when the informer has no store it can read.
 func TestAll(t *testing.T) {
-	inf := toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, &corev1.Pod{}, 0, toolscache.Indexers{})
-	a := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "a"}}
-	for _, o := range []any{a, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "not-a-pod"}}} {
-		if err := inf.GetStore().Add(o); err != nil {
-			t.Fatal(err)
-		}
-	}
+	inf, a := podStore(t)
 	got, ok, err := All[*corev1.Pod](context.Background(), one{inf: inf}, &corev1.Pod{})
 	if err != nil || !ok {
 		t.Fatalf("All: ok %v, %v", ok, err)
