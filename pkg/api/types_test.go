@@ -347,3 +347,40 @@ func TestRecordPods(t *testing.T) {
 		t.Errorf("history of 30 transitions: %d kept, from %q to %q", len(h), h[0].Message, h[len(h)-1].Message)
 	}
 }
+
+// Whether a list row can come from metadata: the vectors the SDK is tested
+// with too.
+func TestRowFromStatus(t *testing.T) {
+	raw, err := os.ReadFile("testdata/row-from-status.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		MaxWholeReads int `json:"maxWholeReads"`
+		Vectors       []struct {
+			Name        string
+			Annotations map[string]string
+			Want        bool
+		} `json:"vectors"`
+	}
+	if err := json.Unmarshal(raw, &f); err != nil {
+		t.Fatal(err)
+	}
+	if f.MaxWholeReads != MaxWholeReads {
+		t.Errorf("MaxWholeReads %d, the vectors say %d", MaxWholeReads, f.MaxWholeReads)
+	}
+	if len(f.Vectors) < 5 {
+		t.Fatalf("%d vectors", len(f.Vectors))
+	}
+	for _, tc := range f.Vectors {
+		t.Run(tc.Name, func(t *testing.T) {
+			st, got := RowFromStatus(tc.Annotations)
+			if got != tc.Want {
+				t.Errorf("RowFromStatus = %v, want %v", got, tc.Want)
+			}
+			if got && (st.Runtime == "" || st.SlotsPerWorker < 1) {
+				t.Errorf("a row from a status without runtime or slots: %+v", st)
+			}
+		})
+	}
+}

@@ -199,17 +199,13 @@ func (g *getOptions) Run(ctx context.Context) error {
 	return g.watchJobs(ctx, cl, opts, l.ResourceVersion, names, rows)
 }
 
-// maxGets is how many jobs listRows reads one by one before it lists
-// whole jobs instead.
-const maxGets = 20
-
 // listRows lists the jobs for the table from their metadata: the manager's
 // status (with the job's runtime and shape: slots, GPUs) is all the table
 // reads, and the API server sends labels and annotations instead of whole
 // jobs: 10,000 jobs in a fifth of the time (docs/development.md). A job
 // without such a status (the manager has not seen it yet, it is not on an
 // MPI runtime, an older manager wrote it) is read whole, one by one for up
-// to maxGets of them; ok is false when there are more, and the caller
+// to api.MaxWholeReads of them; ok is false when there are more, and the caller
 // lists whole jobs.
 func listRows(ctx context.Context, cl client.Reader, opts []client.ListOption, into *trainer.TrainJobList) (ok bool, err error) {
 	ml := &metav1.PartialObjectMetadataList{}
@@ -221,11 +217,9 @@ func listRows(ctx context.Context, cl client.Reader, opts []client.ListOption, i
 	var whole []int
 	for _, m := range ml.Items {
 		tj := trainer.TrainJob{ObjectMeta: m.ObjectMeta}
-		st, fromManager := statusOf(&tj)
-		// Slots 0: the manager could not read the runtime's shape, and
-		// the table would take slots and GPUs from the job's spec.
-		if !fromManager || st.Runtime == "" || st.SlotsPerWorker < 1 {
-			if whole = append(whole, len(items)); len(whole) > maxGets {
+		st, fromStatus := api.RowFromStatus(tj.Annotations)
+		if !fromStatus {
+			if whole = append(whole, len(items)); len(whole) > api.MaxWholeReads {
 				return false, nil
 			}
 		}

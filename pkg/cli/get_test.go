@@ -56,7 +56,7 @@ func TestGetListsMetadataWhenItIsEnough(t *testing.T) {
 			calls: []string{metadata, get}},
 		"two jobs the manager has not seen":        {jobs: append(withRuntime[:1:1], fresh(2)...), calls: []string{metadata, get, get}},
 		"one deleted before it is read: not shown": {jobs: append(withRuntime[:1:1], fresh(2)...), calls: []string{metadata, get, get}, deleted: "new-00"},
-		"more such jobs than are read one by one: a list of whole jobs": {jobs: append(withRuntime[:1:1], fresh(maxGets+1)...),
+		"more such jobs than are read one by one: a list of whole jobs": {jobs: append(withRuntime[:1:1], fresh(api.MaxWholeReads+1)...),
 			calls: []string{metadata, whole}},
 		"wide":             {jobs: withRuntime, output: "wide", calls: []string{metadata}},
 		"yaml: whole jobs": {jobs: withRuntime, output: "yaml", calls: []string{whole}},

@@ -241,7 +241,8 @@ class MPIJob:
     def from_metadata(cls, obj: dict[str, Any]) -> MPIJob | None:
         """The job from its metadata alone (a ``PartialObjectMetadata``, or a whole TrainJob) when
         mpijob-manager's status names its runtime, Workers and slots per worker, as it does once
-        it has seen the job; None otherwise (read the whole TrainJob: :meth:`from_trainjob`)."""
+        it has seen the job; None otherwise (read the whole TrainJob: :meth:`from_trainjob`).
+        Go's ``api.RowFromStatus`` is the same rule (pkg/api/testdata/row-from-status.json)."""
         status = JobStatus.from_trainjob(obj)
         if not status.from_manager or not status.runtime or status.slots_per_worker < 1:
             return None

@@ -127,3 +127,21 @@ def test_status_keeps_pods_and_transitions_after_they_are_gone():
     assert [(t.phase, t.reason) for t in st.history] == [("Running", ""), ("Failed", "WorkerOOMKilled")]
     assert st.history[0].time is not None and st.history[0].time.hour == 6
     assert "\x1b" not in st.history[1].message
+
+
+ROW = json.loads((REPO / "pkg/api/testdata/row-from-status.json").read_text())
+
+
+@pytest.mark.parametrize("v", ROW["vectors"], ids=[v["name"] for v in ROW["vectors"]])
+def test_row_from_metadata_matches_the_cli(v):
+    # The vectors Go's api.RowFromStatus is tested with (pkg/api/testdata).
+    from mpijob.types import MPIJob
+    job = MPIJob.from_metadata({"kind": "PartialObjectMetadata", "metadata": {"name": "j", "annotations": v["annotations"]}})
+    assert (job is not None) == v["want"]
+    if job is not None:
+        assert job.runtime and job.slots_per_worker >= 1
+
+
+def test_whole_reads_match_the_cli():
+    from mpijob.backends.kubernetes import MAX_GETS
+    assert ROW["maxWholeReads"] == MAX_GETS

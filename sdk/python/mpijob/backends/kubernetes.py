@@ -60,7 +60,8 @@ from .kube_api import KubernetesAPI
 _log = logging.getLogger("mpijob")
 
 #: At most this many jobs without mpijob-manager's status are read one by one when listing
-#: metadata (as ``kubectl mpijob get``'s ``maxGets``); with more, whole jobs are listed.
+#: metadata (Go's ``api.MaxWholeReads``, pkg/api/testdata/row-from-status.json); with more,
+#: whole jobs are listed.
 MAX_GETS = 20
 
 
