@@ -85,13 +85,7 @@ class KubernetesAPI:
         raise JobNotFoundError(msg, name=name, suggestion=close or None)
 
     def trainjob_exists(self, name: str) -> bool:
-        try:
-            self._custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainjobs", name)
-            return True
-        except ApiException as e:
-            if e.status == 404:
-                return False
-            raise from_api_exception(e, name) from None
+        return self.read_trainjob(name) is not None
 
     def list_trainjobs(self) -> list[dict[str, Any]]:
         try:
