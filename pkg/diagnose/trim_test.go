@@ -2,14 +2,17 @@ package diagnose
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -320,4 +323,109 @@ func TestTrimJobSetPodHoldsRepeatsOnce(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestTrimJobSetPodSharesWhatWorkersRepeat: a second pod whose containers,
+// owner, affinity, conditions or container states serialize as the first
+// one's points at the first one's; anything else keeps its own copy, and
+// every pod reads as it was sent, trimmed.
+func TestTrimJobSetPodSharesWhatWorkersRepeat(t *testing.T) {
+	at := func(s int) metav1.Time { return metav1.NewTime(time.Date(2026, 11, 25, 12, 0, s, 0, time.UTC)) }
+	pod := func(job, index, image string, ready metav1.Time) *corev1.Pod {
+		w := worker(index).running(true).obj()
+		w.Labels[jobsetv1alpha2.JobSetNameKey] = job
+		w.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job + "-node-0", UID: types.UID(job), Controller: ptr.To(true)}}
+		w.Spec.Containers[0].Image = image
+		w.Spec.Containers[0].Command = []string{"/usr/sbin/sshd", "-De"}
+		w.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "pool", Operator: "In", Values: []string{job}}}}},
+		}}}
+		w.Spec.NodeSelector = map[string]string{"mpijob.dev/pool": job}
+		for i := range w.Status.Conditions {
+			w.Status.Conditions[i].LastTransitionTime = ready
+		}
+		w.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "node", Image: image, Ready: true,
+			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: ready}}}}
+		return &w
+	}
+	type parts struct{ Containers, Owners, Affinity, NodeSelector, Conditions, States bool }
+	cases := map[string]struct {
+		first, second *corev1.Pod
+		want          parts
+	}{
+		"two Workers of one job, ready in the same second": {
+			first: pod("a", "1", "img:1", at(1)), second: pod("a", "2", "img:1", at(1)),
+			want: parts{Containers: true, Owners: true, Affinity: true, NodeSelector: true, Conditions: true, States: true},
+		},
+		"a Worker ready a second later": {
+			first: pod("b", "1", "img:1", at(1)), second: pod("b", "2", "img:1", at(2)),
+			want: parts{Containers: true, Owners: true, Affinity: true, NodeSelector: true},
+		},
+		"another job's Worker, the same image": {
+			first: pod("c", "1", "img:1", at(1)), second: pod("d", "1", "img:1", at(1)),
+			want: parts{Containers: true, Conditions: true, States: true},
+		},
+		"another image": {
+			first: pod("e", "1", "img:1", at(3)), second: pod("e", "2", "img:2", at(3)),
+			want: parts{Owners: true, Affinity: true, NodeSelector: true, Conditions: true},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			wantFirst, wantSecond := tc.first.DeepCopy(), tc.second.DeepCopy()
+			trimJobSetPod(wantFirst)
+			trimJobSetPod(wantSecond)
+			o1, err := TrimJobSetPod(tc.first)
+			if err != nil {
+				t.Fatal(err)
+			}
+			o2, err := TrimJobSetPod(tc.second)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p1, p2 := o1.(*corev1.Pod), o2.(*corev1.Pod)
+			if d := cmp.Diff(wantFirst, p1); d != "" {
+				t.Errorf("first pod (-sent, trimmed +cached):\n%s", d)
+			}
+			if d := cmp.Diff(wantSecond, p2); d != "" {
+				t.Errorf("second pod (-sent, trimmed +cached):\n%s", d)
+			}
+			got := parts{
+				Containers:   &p1.Spec.Containers[0] == &p2.Spec.Containers[0],
+				Owners:       &p1.OwnerReferences[0] == &p2.OwnerReferences[0],
+				Affinity:     p1.Spec.Affinity != nil && p1.Spec.Affinity == p2.Spec.Affinity,
+				NodeSelector: fmt.Sprintf("%p", p1.Spec.NodeSelector) == fmt.Sprintf("%p", p2.Spec.NodeSelector),
+				Conditions:   &p1.Status.Conditions[0] == &p2.Status.Conditions[0],
+				States:       &p1.Status.ContainerStatuses[0] == &p2.Status.ContainerStatuses[0],
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("parts held once (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// TestSharedForgetsWhatNoPodHolds: the table of shared values holds them
+// weakly, so it does not grow with every job the manager ever saw.
+func TestSharedForgetsWhatNoPodHolds(t *testing.T) {
+	var s shared[corev1.Container]
+	held := make([][]corev1.Container, 0, 100)
+	for i := range 100 {
+		held = append(held, s.slice([]corev1.Container{{Name: "node", Image: fmt.Sprintf("img:%d", i)}}))
+		s.slice([]corev1.Container{{Name: "node", Image: fmt.Sprintf("img:%d", i)}})
+	}
+	if got := s.size(); got != 100 {
+		t.Fatalf("%d values held, want 100 (one per image)", got)
+	}
+	runtime.KeepAlive(held)
+	held = nil
+	// Cleanups run on their own goroutine after a collection.
+	for range 100 {
+		runtime.GC()
+		if s.size() == 0 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Errorf("%d values still held after every pod holding them was collected, want 0", s.size())
 }

@@ -1,0 +1,113 @@
+package diagnose
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"runtime"
+	"sync"
+	"unsafe"
+	"weak"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// shared holds one copy of the values that many cached pods repeat: the
+// Workers of a job have the same containers, owner and affinity, and often
+// the same conditions and container states (to the second). A pod the
+// cache keeps then points at the first equal value it met instead of its
+// own copy. Values are equal when they serialize the same (what the API
+// means by them), found by the SHA-256 of that text. The table holds them
+// weakly: a value no cached pod
+// points at any more is collected, and its entry with it.
+//
+// Readers of the cache get deep copies (controller-runtime's default);
+// one that reads the store in place (client.UnsafeDisableDeepCopy,
+// cached.Each) must not change what it reads, as before.
+type shared[T any] struct {
+	mu sync.Mutex
+	m  map[[sha256.Size]byte]weak.Pointer[T]
+}
+
+// slice is v or an equal slice met before (nil and empty stay as they are).
+func (s *shared[T]) slice(v []T) []T {
+	if len(v) == 0 {
+		return v
+	}
+	if p := s.one(&v[0], v); p != &v[0] {
+		return unsafe.Slice(p, len(v))
+	}
+	return v
+}
+
+// pointer is v or an equal value met before.
+func (s *shared[T]) pointer(v *T) *T {
+	if v == nil {
+		return nil
+	}
+	return s.one(v, v)
+}
+
+// one returns the first pointer held for what serializes as v does, or
+// holds p (the start of v) for the next ones.
+func (s *shared[T]) one(p *T, v any) *T {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return p
+	}
+	key := sha256.Sum256(b)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w, ok := s.m[key]; ok {
+		if held := w.Value(); held != nil {
+			return held
+		}
+	}
+	if s.m == nil {
+		s.m = map[[sha256.Size]byte]weak.Pointer[T]{}
+	}
+	s.m[key] = weak.Make(p)
+	runtime.AddCleanup(p, s.forget, key)
+	return p
+}
+
+// forget drops key's entry once what it held is gone (an equal value may
+// have taken the entry over since).
+func (s *shared[T]) forget(key [sha256.Size]byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w, ok := s.m[key]; ok && w.Value() == nil {
+		delete(s.m, key)
+	}
+}
+
+// size is how many values the table holds (for tests).
+func (s *shared[T]) size() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.m)
+}
+
+var (
+	sharedContainers      shared[corev1.Container]
+	sharedConditions      shared[corev1.PodCondition]
+	sharedContainerStates shared[corev1.ContainerStatus]
+	sharedOwners          shared[metav1.OwnerReference]
+	sharedAffinities      shared[corev1.Affinity]
+	sharedNodeSelectors   shared[map[string]string]
+)
+
+// shareRepeats points p's repeated parts at the equal values other cached
+// pods hold.
+func shareRepeats(p *corev1.Pod) {
+	p.OwnerReferences = sharedOwners.slice(p.OwnerReferences)
+	p.Spec.InitContainers = sharedContainers.slice(p.Spec.InitContainers)
+	p.Spec.Containers = sharedContainers.slice(p.Spec.Containers)
+	p.Spec.Affinity = sharedAffinities.pointer(p.Spec.Affinity)
+	if p.Spec.NodeSelector != nil {
+		p.Spec.NodeSelector = *sharedNodeSelectors.pointer(&p.Spec.NodeSelector)
+	}
+	p.Status.Conditions = sharedConditions.slice(p.Status.Conditions)
+	p.Status.InitContainerStatuses = sharedContainerStates.slice(p.Status.InitContainerStatuses)
+	p.Status.ContainerStatuses = sharedContainerStates.slice(p.Status.ContainerStatuses)
+}
