@@ -108,10 +108,12 @@ func main() {
 		// JobSets, their pods and Kueue's Workloads are trimmed further to
 		// what the manager reads (diagnose.TrimJobSet, TrimJobSetPod,
 		// queue.TrimWorkload): at 500 jobs × 8 Workers their pod templates,
-		// environments and mounts were most of the manager's memory. Every
-		// other pod keeps only its node, phase and resources, which free
-		// capacity counts (diagnose.TrimPod): one cache of all pods, where
-		// a second cache held every JobSet's pod again.
+		// environments and mounts were most of the manager's memory; what
+		// their Workers repeat (containers, owner, conditions) is held once
+		// across pods. Every other pod keeps only its node, phase and
+		// resources, which free capacity counts (diagnose.TrimPod): one
+		// cache of all pods, where a second cache held every JobSet's pod
+		// again.
 		Cache: cache.Options{DefaultTransform: stripAndTrimWorkloads, ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:            {Transform: diagnose.TrimPod},
 			&corev1.Node{}:           {Transform: diagnose.CapacityNode},

@@ -417,9 +417,9 @@ func TestSharedForgetsWhatNoPodHolds(t *testing.T) {
 	if got := s.size(); got != 100 {
 		t.Fatalf("%d values held, want 100 (one per image)", got)
 	}
+	// Past this point nothing holds the values: cleanups run on their own
+	// goroutine after a collection.
 	runtime.KeepAlive(held)
-	held = nil
-	// Cleanups run on their own goroutine after a collection.
 	for range 100 {
 		runtime.GC()
 		if s.size() == 0 {
