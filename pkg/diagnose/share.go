@@ -18,8 +18,8 @@ import (
 // cache keeps then points at the first equal value it met instead of its
 // own copy. Values are equal when they serialize the same (what the API
 // means by them), found by the SHA-256 of that text. The table holds them
-// weakly: a value no cached pod
-// points at any more is collected, and its entry with it.
+// weakly: a value no cached pod points at any more is collected, and its
+// entry with it.
 //
 // Readers of the cache get deep copies (controller-runtime's default);
 // one that reads the store in place (client.UnsafeDisableDeepCopy,
