@@ -13,10 +13,11 @@ import (
 )
 
 // shared holds one copy of the values that many cached pods repeat: the
-// Workers of a job have the same containers, owner and affinity, and often
-// the same conditions and container states (to the second). A pod the
-// cache keeps then points at the first equal value it met instead of its
-// own copy. Values are equal when they serialize the same (what the API
+// Workers of a job have the same containers, owner, affinity and
+// tolerations (the API server's two defaults, a GPU Worker's own), and
+// often the same conditions and container states (to the second). A pod
+// the cache keeps then points at the first equal value it met instead of
+// its own copy. Values are equal when they serialize the same (what the API
 // means by them), found by the SHA-256 of that text. The table holds them
 // weakly: a value no cached pod points at any more is collected, and its
 // entry with it.
@@ -95,6 +96,7 @@ var (
 	sharedOwners          shared[metav1.OwnerReference]
 	sharedAffinities      shared[corev1.Affinity]
 	sharedNodeSelectors   shared[map[string]string]
+	sharedTolerations     shared[corev1.Toleration]
 )
 
 // shareRepeats points p's repeated parts at the equal values other cached
@@ -107,6 +109,7 @@ func shareRepeats(p *corev1.Pod) {
 	if p.Spec.NodeSelector != nil {
 		p.Spec.NodeSelector = *sharedNodeSelectors.pointer(&p.Spec.NodeSelector)
 	}
+	p.Spec.Tolerations = sharedTolerations.slice(p.Spec.Tolerations)
 	p.Status.Conditions = sharedConditions.slice(p.Status.Conditions)
 	p.Status.InitContainerStatuses = sharedContainerStates.slice(p.Status.InitContainerStatuses)
 	p.Status.ContainerStatuses = sharedContainerStates.slice(p.Status.ContainerStatuses)

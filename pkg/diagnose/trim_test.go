@@ -234,9 +234,8 @@ func TestWorkersTotal(t *testing.T) {
 	}
 }
 
-// The trim holds once what many cached Workers repeat: limits written as
-// the requests share their map, the API server's two default tolerations
-// are one slice for all pods, and the index annotation goes where the
+// The trim holds once what a Worker repeats within itself: limits written
+// as the requests share their map, and the index annotation goes where the
 // label says the same; the values read stay the same.
 func TestTrimJobSetPodHoldsRepeatsOnce(t *testing.T) {
 	q := func(kv ...string) corev1.ResourceList {
@@ -246,28 +245,18 @@ func TestTrimJobSetPodHoldsRepeatsOnce(t *testing.T) {
 		}
 		return out
 	}
-	defaults := func() []corev1.Toleration {
-		return []corev1.Toleration{
-			{Key: "node.kubernetes.io/not-ready", Operator: "Exists", Effect: "NoExecute", TolerationSeconds: ptr.To[int64](300)},
-			{Key: "node.kubernetes.io/unreachable", Operator: "Exists", Effect: "NoExecute", TolerationSeconds: ptr.To[int64](300)},
-		}
-	}
-	gpu := append(defaults(), corev1.Toleration{Key: "nvidia.com/gpu", Operator: "Exists", Effect: "NoSchedule"})
 	cases := map[string]struct {
 		requests, limits corev1.ResourceList
-		tolerations      []corev1.Toleration
 		indexLabel       bool
 		wantSharedLimits bool
-		wantSharedTols   bool
 		wantAnnotations  map[string]string
 	}{
-		"Guaranteed Worker with the default tolerations": {
-			requests: q("cpu", "300m", "memory", "300Mi"), limits: q("cpu", "300m", "memory", "300Mi"), tolerations: defaults(), indexLabel: true,
-			wantSharedLimits: true, wantSharedTols: true,
+		"Guaranteed Worker": {
+			requests: q("cpu", "300m", "memory", "300Mi"), limits: q("cpu", "300m", "memory", "300Mi"), indexLabel: true,
+			wantSharedLimits: true,
 		},
 		"limits above the requests": {
-			requests: q("cpu", "300m"), limits: q("cpu", "1"), tolerations: defaults(), indexLabel: true,
-			wantSharedTols: true,
+			requests: q("cpu", "300m"), limits: q("cpu", "1"), indexLabel: true,
 		},
 		"the same amount written another way": {
 			requests: q("memory", "1Gi"), limits: q("memory", "1073741824"), indexLabel: true,
@@ -276,10 +265,6 @@ func TestTrimJobSetPodHoldsRepeatsOnce(t *testing.T) {
 			requests: q("cpu", "1", "memory", "1Gi"), limits: q("cpu", "1"), indexLabel: true,
 		},
 		"no resources": {indexLabel: true},
-		"a toleration of its own": {
-			requests: q("cpu", "1"), limits: q("cpu", "1"), tolerations: gpu, indexLabel: true,
-			wantSharedLimits: true,
-		},
 		"no index label: the annotation stays": {
 			wantAnnotations: map[string]string{"batch.kubernetes.io/job-completion-index": "3"},
 		},
@@ -295,7 +280,6 @@ func TestTrimJobSetPodHoldsRepeatsOnce(t *testing.T) {
 			}
 			w.Annotations["batch.kubernetes.io/job-completion-index"] = "3"
 			w.Spec.Containers[0].Resources = corev1.ResourceRequirements{Requests: tc.requests, Limits: tc.limits}
-			w.Spec.Tolerations = tc.tolerations
 			sent := w.DeepCopy()
 			o, err := TrimJobSetPod(&w)
 			if err != nil {
@@ -307,9 +291,6 @@ func TestTrimJobSetPodHoldsRepeatsOnce(t *testing.T) {
 			if d := cmp.Diff(sent.Spec.Containers[0].Resources, r); d != "" {
 				t.Errorf("resources (-sent +cached):\n%s", d)
 			}
-			if d := cmp.Diff(sent.Spec.Tolerations, got.Spec.Tolerations); d != "" {
-				t.Errorf("tolerations (-sent +cached):\n%s", d)
-			}
 			if d := cmp.Diff(tc.wantAnnotations, got.Annotations); d != "" {
 				t.Errorf("annotations (-want +got):\n%s", d)
 			}
@@ -317,22 +298,29 @@ func TestTrimJobSetPodHoldsRepeatsOnce(t *testing.T) {
 				t.Errorf("workerName %q, want Worker 3", s)
 			}
 			sharedLimits := len(r.Limits) > 0 && fmt.Sprintf("%p", r.Limits) == fmt.Sprintf("%p", r.Requests)
-			sharedTols := len(got.Spec.Tolerations) > 0 && &got.Spec.Tolerations[0] == &sharedTolerations[0]
-			if d := cmp.Diff([]bool{tc.wantSharedLimits, tc.wantSharedTols}, []bool{sharedLimits, sharedTols}); d != "" {
-				t.Errorf("[limits held as the requests, default tolerations shared] (-want +got):\n%s", d)
+			if sharedLimits != tc.wantSharedLimits {
+				t.Errorf("limits held as the requests: %t, want %t", sharedLimits, tc.wantSharedLimits)
 			}
 		})
 	}
 }
 
 // TestTrimJobSetPodSharesWhatWorkersRepeat: a second pod whose containers,
-// owner, affinity, conditions or container states serialize as the first
-// one's points at the first one's; anything else keeps its own copy, and
+// owner, affinity, node selector, tolerations, conditions or container
+// states serialize as the first one's points at the first one's; anything else keeps its own copy, and
 // every pod reads as it was sent, trimmed.
 func TestTrimJobSetPodSharesWhatWorkersRepeat(t *testing.T) {
 	at := func(s int) metav1.Time { return metav1.NewTime(time.Date(2026, 11, 25, 12, 0, s, 0, time.UTC)) }
-	pod := func(job, index, image string, ready metav1.Time) *corev1.Pod {
+	pod := func(job, index, image string, ready metav1.Time, taints ...string) *corev1.Pod {
 		w := worker(index).running(true).obj()
+		// The API server's two default tolerations, then the Worker's own.
+		w.Spec.Tolerations = []corev1.Toleration{
+			{Key: "node.kubernetes.io/not-ready", Operator: "Exists", Effect: "NoExecute", TolerationSeconds: ptr.To[int64](300)},
+			{Key: "node.kubernetes.io/unreachable", Operator: "Exists", Effect: "NoExecute", TolerationSeconds: ptr.To[int64](300)},
+		}
+		for _, k := range taints {
+			w.Spec.Tolerations = append(w.Spec.Tolerations, corev1.Toleration{Key: k, Operator: "Exists", Effect: "NoSchedule"})
+		}
 		w.Labels[jobsetv1alpha2.JobSetNameKey] = job
 		w.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job + "-node-0", UID: types.UID(job), Controller: ptr.To(true)}}
 		w.Spec.Containers[0].Image = image
@@ -348,26 +336,34 @@ func TestTrimJobSetPodSharesWhatWorkersRepeat(t *testing.T) {
 			State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: ready}}}}
 		return &w
 	}
-	type parts struct{ Containers, Owners, Affinity, NodeSelector, Conditions, States bool }
+	type parts struct{ Containers, Owners, Affinity, NodeSelector, Tolerations, Conditions, States bool }
 	cases := map[string]struct {
 		first, second *corev1.Pod
 		want          parts
 	}{
 		"two Workers of one job, ready in the same second": {
 			first: pod("a", "1", "img:1", at(1)), second: pod("a", "2", "img:1", at(1)),
-			want: parts{Containers: true, Owners: true, Affinity: true, NodeSelector: true, Conditions: true, States: true},
+			want: parts{Containers: true, Owners: true, Affinity: true, NodeSelector: true, Tolerations: true, Conditions: true, States: true},
 		},
 		"a Worker ready a second later": {
 			first: pod("b", "1", "img:1", at(1)), second: pod("b", "2", "img:1", at(2)),
-			want: parts{Containers: true, Owners: true, Affinity: true, NodeSelector: true},
+			want: parts{Containers: true, Owners: true, Affinity: true, NodeSelector: true, Tolerations: true},
 		},
 		"another job's Worker, the same image": {
 			first: pod("c", "1", "img:1", at(1)), second: pod("d", "1", "img:1", at(1)),
-			want: parts{Containers: true, Conditions: true, States: true},
+			want: parts{Containers: true, Tolerations: true, Conditions: true, States: true},
 		},
 		"another image": {
 			first: pod("e", "1", "img:1", at(3)), second: pod("e", "2", "img:2", at(3)),
-			want: parts{Owners: true, Affinity: true, NodeSelector: true, Conditions: true},
+			want: parts{Owners: true, Affinity: true, NodeSelector: true, Tolerations: true, Conditions: true},
+		},
+		"two GPU Workers of one job": {
+			first: pod("f", "1", "img:1", at(4), "nvidia.com/gpu"), second: pod("f", "2", "img:1", at(4), "nvidia.com/gpu"),
+			want: parts{Containers: true, Owners: true, Affinity: true, NodeSelector: true, Tolerations: true, Conditions: true, States: true},
+		},
+		"a Worker that tolerates another taint": {
+			first: pod("g", "1", "img:1", at(5), "nvidia.com/gpu"), second: pod("g", "2", "img:1", at(5), "example.com/fpga"),
+			want: parts{Containers: true, Owners: true, Affinity: true, NodeSelector: true, Conditions: true, States: true},
 		},
 	}
 	for name, tc := range cases {
@@ -395,6 +391,7 @@ func TestTrimJobSetPodSharesWhatWorkersRepeat(t *testing.T) {
 				Owners:       &p1.OwnerReferences[0] == &p2.OwnerReferences[0],
 				Affinity:     p1.Spec.Affinity != nil && p1.Spec.Affinity == p2.Spec.Affinity,
 				NodeSelector: fmt.Sprintf("%p", p1.Spec.NodeSelector) == fmt.Sprintf("%p", p2.Spec.NodeSelector),
+				Tolerations:  &p1.Spec.Tolerations[0] == &p2.Spec.Tolerations[0],
 				Conditions:   &p1.Status.Conditions[0] == &p2.Status.Conditions[0],
 				States:       &p1.Status.ContainerStatuses[0] == &p2.Status.ContainerStatuses[0],
 			}
