@@ -271,6 +271,25 @@ func ReadStatus(annotations map[string]string) (s Status, ok bool, err error) {
 	return s.Clean(), true, nil
 }
 
+// ReadPhase is ReadStatus's Phase, decoding nothing else: the metrics
+// scrape reads every job's phase at every scrape, and a status with its
+// history and pods is most of a kilobyte to decode and clean. A status
+// whose other fields have the wrong JSON types (only the manager writes
+// it) gives its phase here, and an error from ReadStatus.
+func ReadPhase(annotations map[string]string) (p Phase, ok bool, err error) {
+	raw, found := annotations[StatusAnnotation]
+	if !found {
+		return "", false, nil
+	}
+	var s struct {
+		Phase Phase `json:"phase"`
+	}
+	if err := json.Unmarshal([]byte(raw), &s); err != nil {
+		return "", false, fmt.Errorf("annotation %s is not a valid mpijob status: %w", StatusAnnotation, err)
+	}
+	return Phase(CleanText(string(s.Phase))), true, nil
+}
+
 // Encode renders s for StatusAnnotation.
 func (s Status) Encode() (string, error) {
 	b, err := json.Marshal(s)

@@ -384,3 +384,88 @@ func TestRowFromStatus(t *testing.T) {
 		})
 	}
 }
+
+// ReadPhase gives what ReadStatus gives as the Phase, for every status
+// ReadStatus reads, and the same answer where there is none or it is
+// broken.
+func TestReadPhase(t *testing.T) {
+	cases := map[string]struct {
+		annotations map[string]string
+		want        Phase
+		wantOK      bool
+		wantErr     string
+	}{
+		"no annotation: no manager": {annotations: map[string]string{"other": "x"}},
+		"nil annotations":           {},
+		"broken json names the key": {annotations: map[string]string{StatusAnnotation: `{"phase":"Running"`}, wantErr: "annotation mpijob.dev/status is not a valid mpijob status"},
+		"phase only":                {annotations: map[string]string{StatusAnnotation: `{"phase":"Queued"}`}, want: PhaseQueued, wantOK: true},
+		"a whole status":            {annotations: map[string]string{StatusAnnotation: mustEncode(t, longStatus(8, 10))}, want: PhaseRunning, wantOK: true},
+		"escape codes are cleaned":  {annotations: map[string]string{StatusAnnotation: `{"phase":"\u001b[31mFailed","message":"x"}`}, want: PhaseFailed, wantOK: true},
+		"no phase":                  {annotations: map[string]string{StatusAnnotation: `{"message":"x"}`}, wantOK: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, ok, err := ReadPhase(tc.annotations)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+				}
+			} else if err != nil {
+				t.Fatalf("ReadPhase: %v", err)
+			}
+			if d := cmp.Diff([]any{tc.want, tc.wantOK}, []any{got, ok}); d != "" {
+				t.Errorf("[phase, ok] (-want +got):\n%s", d)
+			}
+			st, stOK, stErr := ReadStatus(tc.annotations)
+			if d := cmp.Diff([]any{st.Phase, stOK, stErr != nil}, []any{got, ok, err != nil}); d != "" {
+				t.Errorf("[phase, ok, error] (-ReadStatus +ReadPhase):\n%s", d)
+			}
+		})
+	}
+}
+
+// longStatus is a Running job's status as the manager writes it: a pod
+// record per rank and a history of transitions.
+func longStatus(workers, transitions int) Status {
+	s := Status{Phase: PhaseRunning, Launcher: "Running", Message: "All 8 Workers are Running; the Launcher started mpirun.", NextStep: "Follow the Launcher's log: kubectl mpijob logs NAME -f"}
+	at := time.Date(2026, 11, 26, 1, 0, 0, 0, time.UTC)
+	for i := range transitions {
+		s.History = append(s.History, Transition{Time: metav1.NewTime(at.Add(time.Duration(i) * time.Second)), Phase: PhaseRunning, Reason: "WorkersRunning", Message: "Worker " + strconv.Itoa(i) + " is Running"})
+	}
+	s.Pods = append(s.Pods, PodRecord{Role: "launcher", Pod: "job-launcher-0-0-abcde", Node: "mpijob-node-1", State: "Running"})
+	for i := range workers {
+		s.Pods = append(s.Pods, PodRecord{Role: "worker", Index: int32(i), Pod: "job-node-0-" + strconv.Itoa(i) + "-fghij", Node: "mpijob-node-2", State: "Running"})
+	}
+	return s
+}
+
+func mustEncode(t testing.TB, s Status) string {
+	raw, err := s.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return raw
+}
+
+// BenchmarkReadPhase: what the metrics scrape pays a job to learn its
+// phase, the whole status against the phase alone (one run: compare the
+// two lines' ns/op and B/op).
+func BenchmarkReadPhase(b *testing.B) {
+	a := map[string]string{StatusAnnotation: mustEncode(b, longStatus(8, 10))}
+	b.Run("ReadStatus", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := ReadStatus(a); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("ReadPhase", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, _, err := ReadPhase(a); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

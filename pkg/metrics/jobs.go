@@ -121,8 +121,8 @@ func CachedJobStates(ctx context.Context, c crcache.Informers) ([]JobState, erro
 	}
 	var out []JobState
 	err = each(ctx, c, &trainer.TrainJob{}, func(tj *trainer.TrainJob) {
-		if st, ok, err := api.ReadStatus(tj.Annotations); err == nil && ok {
-			out = append(out, JobState{Namespace: tj.Namespace, Name: tj.Name, Phase: st.Phase, Pods: byJob[key{tj.Namespace, tj.Name}]})
+		if phase, ok, err := api.ReadPhase(tj.Annotations); err == nil && ok {
+			out = append(out, JobState{Namespace: tj.Namespace, Name: tj.Name, Phase: phase, Pods: byJob[key{tj.Namespace, tj.Name}]})
 		}
 	})
 	return out, err
