@@ -36,28 +36,40 @@ func TestStatusRoundTrip(t *testing.T) {
 	}
 }
 
+// ReadStatus and ReadPhase (the phase alone, for the metrics scrape) give
+// the same phase, the same ok and the same error for every annotation.
 func TestReadStatus(t *testing.T) {
 	cases := map[string]struct {
 		annotations map[string]string
+		wantPhase   Phase
 		wantOK      bool
 		wantErr     string
 	}{
 		"no annotation: no manager": {annotations: map[string]string{"other": "x"}},
 		"nil annotations":           {},
 		"broken json names the key": {annotations: map[string]string{StatusAnnotation: "{"}, wantErr: "annotation mpijob.dev/status is not a valid mpijob status"},
-		"valid":                     {annotations: map[string]string{StatusAnnotation: `{"phase":"Running","launcher":"Running"}`}, wantOK: true},
+		"cut short after the phase": {annotations: map[string]string{StatusAnnotation: `{"phase":"Running"`}, wantErr: "annotation mpijob.dev/status is not a valid mpijob status"},
+		"valid":                     {annotations: map[string]string{StatusAnnotation: `{"phase":"Running","launcher":"Running"}`}, wantPhase: PhaseRunning, wantOK: true},
+		"phase only":                {annotations: map[string]string{StatusAnnotation: `{"phase":"Queued"}`}, wantPhase: PhaseQueued, wantOK: true},
+		"a whole status":            {annotations: map[string]string{StatusAnnotation: mustEncode(t, longStatus(8, 10))}, wantPhase: PhaseRunning, wantOK: true},
+		"escape codes are cleaned":  {annotations: map[string]string{StatusAnnotation: `{"phase":"\u001b[31mFailed","message":"x"}`}, wantPhase: PhaseFailed, wantOK: true},
+		"no phase":                  {annotations: map[string]string{StatusAnnotation: `{"message":"x"}`}, wantOK: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, ok, err := ReadStatus(tc.annotations)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tc.wantErr)
+			st, ok, err := ReadStatus(tc.annotations)
+			phase, phaseOK, phaseErr := ReadPhase(tc.annotations)
+			for read, err := range map[string]error{"ReadStatus": err, "ReadPhase": phaseErr} {
+				if (tc.wantErr == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
+					t.Errorf("%s: err = %v, want %q", read, err, tc.wantErr)
 				}
-				return
 			}
-			if err != nil || ok != tc.wantOK {
-				t.Errorf("ok=%v err=%v, want ok=%v", ok, err, tc.wantOK)
+			want := []any{tc.wantPhase, tc.wantOK}
+			if d := cmp.Diff(want, []any{st.Phase, ok}); d != "" {
+				t.Errorf("ReadStatus [phase, ok] (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(want, []any{phase, phaseOK}); d != "" {
+				t.Errorf("ReadPhase [phase, ok] (-want +got):\n%s", d)
 			}
 		})
 	}
@@ -380,45 +392,6 @@ func TestRowFromStatus(t *testing.T) {
 			}
 			if got && (st.Runtime == "" || st.SlotsPerWorker < 1) {
 				t.Errorf("a row from a status without runtime or slots: %+v", st)
-			}
-		})
-	}
-}
-
-// ReadPhase gives what ReadStatus gives as the Phase, for every status
-// ReadStatus reads, and the same answer where there is none or it is
-// broken.
-func TestReadPhase(t *testing.T) {
-	cases := map[string]struct {
-		annotations map[string]string
-		want        Phase
-		wantOK      bool
-		wantErr     string
-	}{
-		"no annotation: no manager": {annotations: map[string]string{"other": "x"}},
-		"nil annotations":           {},
-		"broken json names the key": {annotations: map[string]string{StatusAnnotation: `{"phase":"Running"`}, wantErr: "annotation mpijob.dev/status is not a valid mpijob status"},
-		"phase only":                {annotations: map[string]string{StatusAnnotation: `{"phase":"Queued"}`}, want: PhaseQueued, wantOK: true},
-		"a whole status":            {annotations: map[string]string{StatusAnnotation: mustEncode(t, longStatus(8, 10))}, want: PhaseRunning, wantOK: true},
-		"escape codes are cleaned":  {annotations: map[string]string{StatusAnnotation: `{"phase":"\u001b[31mFailed","message":"x"}`}, want: PhaseFailed, wantOK: true},
-		"no phase":                  {annotations: map[string]string{StatusAnnotation: `{"message":"x"}`}, wantOK: true},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got, ok, err := ReadPhase(tc.annotations)
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("err = %v, want %q", err, tc.wantErr)
-				}
-			} else if err != nil {
-				t.Fatalf("ReadPhase: %v", err)
-			}
-			if d := cmp.Diff([]any{tc.want, tc.wantOK}, []any{got, ok}); d != "" {
-				t.Errorf("[phase, ok] (-want +got):\n%s", d)
-			}
-			st, stOK, stErr := ReadStatus(tc.annotations)
-			if d := cmp.Diff([]any{st.Phase, stOK, stErr != nil}, []any{got, ok, err != nil}); d != "" {
-				t.Errorf("[phase, ok, error] (-ReadStatus +ReadPhase):\n%s", d)
 			}
 		})
 	}
