@@ -109,8 +109,8 @@ func main() {
 		// what the manager reads (diagnose.TrimJobSet, TrimJobSetPod,
 		// queue.TrimWorkload): at 500 jobs × 8 Workers their pod templates,
 		// environments and mounts were most of the manager's memory; what
-		// their Workers repeat (containers, owner, conditions) is held once
-		// across pods. Every other pod keeps only its node, phase and
+		// their Workers repeat (containers, owner, tolerations, conditions)
+		// is held once across pods. Every other pod keeps only its node, phase and
 		// resources, which free capacity counts (diagnose.TrimPod): one
 		// cache of all pods, where a second cache held every JobSet's pod
 		// again.

@@ -261,12 +261,8 @@ const (
 // control characters (see CleanText); ok is false when the manager has
 // not written one (it does not run, or not yet).
 func ReadStatus(annotations map[string]string) (s Status, ok bool, err error) {
-	raw, found := annotations[StatusAnnotation]
-	if !found {
-		return Status{}, false, nil
-	}
-	if err := json.Unmarshal([]byte(raw), &s); err != nil {
-		return Status{}, false, fmt.Errorf("annotation %s is not a valid mpijob status: %w", StatusAnnotation, err)
+	if ok, err := decodeStatus(annotations, &s); !ok || err != nil {
+		return Status{}, false, err
 	}
 	return s.Clean(), true, nil
 }
@@ -277,17 +273,26 @@ func ReadStatus(annotations map[string]string) (s Status, ok bool, err error) {
 // whose other fields have the wrong JSON types (only the manager writes
 // it) gives its phase here, and an error from ReadStatus.
 func ReadPhase(annotations map[string]string) (p Phase, ok bool, err error) {
-	raw, found := annotations[StatusAnnotation]
-	if !found {
-		return "", false, nil
-	}
 	var s struct {
 		Phase Phase `json:"phase"`
 	}
-	if err := json.Unmarshal([]byte(raw), &s); err != nil {
-		return "", false, fmt.Errorf("annotation %s is not a valid mpijob status: %w", StatusAnnotation, err)
+	if ok, err := decodeStatus(annotations, &s); !ok || err != nil {
+		return "", false, err
 	}
 	return Phase(CleanText(string(s.Phase))), true, nil
+}
+
+// decodeStatus decodes StatusAnnotation into v; ok is false when there is
+// none.
+func decodeStatus(annotations map[string]string, v any) (ok bool, err error) {
+	raw, found := annotations[StatusAnnotation]
+	if !found {
+		return false, nil
+	}
+	if err := json.Unmarshal([]byte(raw), v); err != nil {
+		return false, fmt.Errorf("annotation %s is not a valid mpijob status: %w", StatusAnnotation, err)
+	}
+	return true, nil
 }
 
 // Encode renders s for StatusAnnotation.

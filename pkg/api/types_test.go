@@ -59,9 +59,9 @@ func TestReadStatus(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			st, ok, err := ReadStatus(tc.annotations)
 			phase, phaseOK, phaseErr := ReadPhase(tc.annotations)
-			for read, err := range map[string]error{"ReadStatus": err, "ReadPhase": phaseErr} {
-				if (tc.wantErr == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.wantErr) {
-					t.Errorf("%s: err = %v, want %q", read, err, tc.wantErr)
+			for read, e := range map[string]error{"ReadStatus": err, "ReadPhase": phaseErr} {
+				if (tc.wantErr == "") != (e == nil) || e != nil && !strings.Contains(e.Error(), tc.wantErr) {
+					t.Errorf("%s: err = %v, want %q", read, e, tc.wantErr)
 				}
 			}
 			want := []any{tc.wantPhase, tc.wantOK}

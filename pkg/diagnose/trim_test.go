@@ -307,8 +307,8 @@ func TestTrimJobSetPodHoldsRepeatsOnce(t *testing.T) {
 
 // TestTrimJobSetPodSharesWhatWorkersRepeat: a second pod whose containers,
 // owner, affinity, node selector, tolerations, conditions or container
-// states serialize as the first one's points at the first one's; anything else keeps its own copy, and
-// every pod reads as it was sent, trimmed.
+// states serialize as the first one's points at the first one's; anything
+// else keeps its own copy, and every pod reads as it was sent, trimmed.
 func TestTrimJobSetPodSharesWhatWorkersRepeat(t *testing.T) {
 	at := func(s int) metav1.Time { return metav1.NewTime(time.Date(2026, 11, 25, 12, 0, s, 0, time.UTC)) }
 	pod := func(job, index, image string, ready metav1.Time, taints ...string) *corev1.Pod {
