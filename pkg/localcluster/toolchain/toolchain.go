@@ -237,6 +237,14 @@ func Jobs() int {
 	return 2
 }
 
+// gcFlags skip the compiler's debug information (DWARF) in every package:
+// each module links with -s -w, which drops it from the binary anyway, so
+// making it was wasted work. It takes 9-13 % off a cold build's CPU (from
+// an empty build cache, one run each: kwok 150 → 131 s, Trainer and JobSet
+// 185 → 169 s; the binaries' code is the same). It is left out of Stamp: a
+// binary built before it does the same, so warm caches are not rebuilt.
+const gcFlags = "all=-dwarf=false"
+
 func (m Module) build(ctx context.Context, repoRoot, bin string, lowPriority bool) error {
 	tmp := filepath.Join(bin, ".tmp-"+m.Dir)
 	_ = os.RemoveAll(tmp)
@@ -244,7 +252,7 @@ func (m Module) build(ctx context.Context, repoRoot, bin string, lowPriority boo
 		return err
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
-	args := []string{"build", "-buildvcs=false", "-ldflags", m.LDFlags, "-o", tmp + "/"}
+	args := []string{"build", "-buildvcs=false", "-gcflags", gcFlags, "-ldflags", m.LDFlags, "-o", tmp + "/"}
 	if m.Tags != "" {
 		args = append(args, "-tags", m.Tags)
 	}
