@@ -179,7 +179,8 @@ func (v *Validator) earlierPods(ctx context.Context, tj *trainer.TrainJob) error
 	if err := v.Pods.Get(ctx, client.ObjectKey{Namespace: ns, Name: tj.Name}, existing); err == nil && existing.DeletionTimestamp == nil {
 		return nil // the API server says it already exists
 	}
-	pods, err := runtimes.ListJobSetPods(ctx, v.Pods, ns, tj.Name)
+	// Only counted and named: the cache's own pods.
+	pods, err := runtimes.ListJobSetPods(ctx, v.Pods, ns, tj.Name, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("failed to look for pods of an earlier job %s: %w", tj.Name, err))
 	}

@@ -202,7 +202,10 @@ func (r *Reconciler) gather(ctx context.Context, tj *trainer.TrainJob, k known, 
 	} else if !apierrors.IsNotFound(err) {
 		return in, err
 	}
-	pods, err := runtimes.ListJobSetPods(ctx, r.Client, tj.Namespace, tj.Name)
+	// The cache's own pods, not copies: decide only reads them (every
+	// diagnosis test checks that Diagnose and decide leave their input as
+	// it was: leavesInput in diagnoseBoth and TestDecide).
+	pods, err := runtimes.ListJobSetPods(ctx, r.Client, tj.Namespace, tj.Name, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return in, err
 	}

@@ -175,7 +175,8 @@ func TestDecide(t *testing.T) {
 			if prev, ok := tc.known.previous(); ok {
 				tc.in.Previous = &prev
 			}
-			got := decide(tj, tc.known, tc.in)
+			var got Plan
+			leavesInput(t, "decide", tc.in, func() { got = decide(tj, tc.known, tc.in) })
 			if diff := cmp.Diff(tc.want, viewOf(got)); diff != "" {
 				t.Errorf("decide (-want,+got):\n%s", diff)
 			}

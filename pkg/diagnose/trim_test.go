@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"encoding/json"
 	"fmt"
 	"runtime"
 	"strings"
@@ -22,14 +23,39 @@ import (
 // diagnoseBoth diagnoses in as it is and as the manager's cache keeps it
 // (TrimJobSet, TrimJobSetPod), and fails when the two differ: every
 // diagnosis test is also a test that the cache's transforms keep what the
-// diagnosis reads.
+// diagnosis reads. It fails too when Diagnose changes its input: the
+// manager hands it the cache's own pods (client.UnsafeDisableDeepCopy).
 func diagnoseBoth(t *testing.T, in Input) api.Status {
 	t.Helper()
-	got := Diagnose(in)
-	if diff := cmp.Diff(got, Diagnose(trimmed(t, in))); diff != "" {
+	var got, fromTrimmed api.Status
+	leavesInput(t, "Diagnose", in, func() { got = Diagnose(in) })
+	// decide records the pods and their failures besides the diagnosis.
+	leavesInput(t, "decide", in, func() { decide(in.TrainJob, known{}, in) })
+	tin := trimmed(t, in)
+	leavesInput(t, "Diagnose of the trimmed input", tin, func() { fromTrimmed = Diagnose(tin) })
+	if diff := cmp.Diff(got, fromTrimmed); diff != "" {
 		t.Errorf("the diagnosis changes when the cache trims the JobSet and pods (-full,+trimmed):\n%s", diff)
 	}
 	return got
+}
+
+// leavesInput fails when run changes anything in reaches (the JobSet, the
+// pods and what they point to, the Events, the nodes ...), compared as
+// JSON before and after.
+func leavesInput(t *testing.T, what string, in Input, run func()) {
+	t.Helper()
+	before, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	run()
+	after, err := json.Marshal(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(before), string(after)); diff != "" {
+		t.Errorf("%s changed its input, which is the manager's cache itself (-before,+after):\n%s", what, diff)
+	}
 }
 
 func trimmed(t *testing.T, in Input) Input {

@@ -29,14 +29,20 @@ func IndexPodsByJobSet(o client.Object) []string {
 
 // ListJobSetPods lists the pods of JobSet name in namespace ns: through
 // the PodsByJobSet index where c is a cache that has it, else by label
-// (the API server, a cache without the index).
-func ListJobSetPods(ctx context.Context, c client.Reader, ns, name string) (*corev1.PodList, error) {
+// (the API server, a cache without the index). opts go to both lists: a
+// caller that only reads passes client.UnsafeDisableDeepCopy, and a cache
+// then hands out its own objects instead of a deep copy of each (the
+// diagnosis listed a job's pods at every round: the largest part of the
+// manager's allocations, bench/scale). Such a caller must not change
+// anything the pods point to (maps, slices, pointers); a cache without
+// the option, and the API server, give copies as before.
+func ListJobSetPods(ctx context.Context, c client.Reader, ns, name string, opts ...client.ListOption) (*corev1.PodList, error) {
 	l := &corev1.PodList{}
-	if err := c.List(ctx, l, client.InNamespace(ns), client.MatchingFields{PodsByJobSet: name}); err == nil {
+	if err := c.List(ctx, l, append([]client.ListOption{client.InNamespace(ns), client.MatchingFields{PodsByJobSet: name}}, opts...)...); err == nil {
 		return l, nil
 	}
 	l = &corev1.PodList{}
-	if err := c.List(ctx, l, client.InNamespace(ns), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: name}); err != nil {
+	if err := c.List(ctx, l, append([]client.ListOption{client.InNamespace(ns), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: name}}, opts...)...); err != nil {
 		return nil, err
 	}
 	return l, nil
@@ -44,9 +50,11 @@ func ListJobSetPods(ctx context.Context, c client.Reader, ns, name string) (*cor
 
 // JobPods returns the Launcher and Worker pods of an MPI job: Workers by
 // their index, Launchers newest first (a restarted Launcher leaves the
-// old pod behind for a while).
-func JobPods(ctx context.Context, c client.Reader, tj *trainer.TrainJob) (launcher, workers []corev1.Pod, err error) {
-	l, err := ListJobSetPods(ctx, c, tj.Namespace, tj.Name)
+// old pod behind for a while). opts are ListJobSetPods's; the slices
+// returned are new, their pods the cache's own with
+// client.UnsafeDisableDeepCopy.
+func JobPods(ctx context.Context, c client.Reader, tj *trainer.TrainJob, opts ...client.ListOption) (launcher, workers []corev1.Pod, err error) {
+	l, err := ListJobSetPods(ctx, c, tj.Namespace, tj.Name, opts...)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -96,7 +96,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	complete := meta.IsStatusConditionTrue(tj.Status.Conditions, trainer.TrainJobComplete)
 	failed := meta.IsStatusConditionTrue(tj.Status.Conditions, trainer.TrainJobFailed)
-	launchers, _, err := runtimes.JobPods(ctx, r.Client, tj)
+	// Only read (the Launcher's name and phase): the cache's own pods.
+	launchers, _, err := runtimes.JobPods(ctx, r.Client, tj, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
