@@ -45,9 +45,12 @@ dev-reload: $(DEV) dashboard ## Rebuild mpijob-manager and the dashboard from th
 build: dashboard ## Build every binary into bin/ (the dashboard with its front end).
 	$(GO) build -o $(BIN)/ ./cmd/...
 
+# mpijob-dev is built the way the cluster's mpijob-manager and
+# mpijob-dashboard images are (static, -trimpath: pkg/localcluster/release.go),
+# so a first `make dev` compiles the packages they share once, not twice.
 .PHONY: $(DEV)
 $(DEV):
-	$(GO) build -o $(BIN)/ ./cmd/mpijob-dev
+	CGO_ENABLED=0 $(GO) build -trimpath -o $(BIN)/ ./cmd/mpijob-dev
 
 .PHONY: install-plugin
 install-plugin: ## Install kubectl-mpijob and its completion helper kubectl_complete-mpijob into $GOBIN (then: kubectl mpijob ..., with Tab).

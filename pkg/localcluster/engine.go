@@ -532,8 +532,11 @@ func (c *Cluster) installProject(ctx context.Context) error {
 // checked with the user's own access review).
 func (c *Cluster) startDashboard(ctx context.Context) error {
 	bin := c.opts.bin("mpijob-dashboard")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/mpijob-dashboard")
+	// Built as mpijob-dev and the images are (Makefile, release.go), so it
+	// reuses their compiled packages.
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./cmd/mpijob-dashboard")
 	cmd.Dir = c.opts.RepoRoot
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("failed to build mpijob-dashboard: %w\n%s", err, out)
 	}
