@@ -46,7 +46,8 @@ build: dashboard ## Build every binary into bin/ (the dashboard with its front e
 	$(GO) build -o $(BIN)/ ./cmd/...
 
 # mpijob-dev is built the way the cluster's mpijob-manager and
-# mpijob-dashboard images are (static, -trimpath: pkg/localcluster/release.go),
+# mpijob-dashboard images are (static, -trimpath: staticGoBuild in
+# pkg/localcluster/release.go),
 # so a first `make dev` compiles the packages they share once, not twice.
 .PHONY: $(DEV)
 $(DEV):

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
@@ -532,11 +531,7 @@ func (c *Cluster) installProject(ctx context.Context) error {
 // checked with the user's own access review).
 func (c *Cluster) startDashboard(ctx context.Context) error {
 	bin := c.opts.bin("mpijob-dashboard")
-	// Built as mpijob-dev and the images are (Makefile, release.go), so it
-	// reuses their compiled packages.
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-o", bin, "./cmd/mpijob-dashboard")
-	cmd.Dir = c.opts.RepoRoot
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd := staticGoBuild(ctx, c.opts.RepoRoot, bin, "./cmd/mpijob-dashboard", "")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("failed to build mpijob-dashboard: %w\n%s", err, out)
 	}

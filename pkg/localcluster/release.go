@@ -79,6 +79,22 @@ func BuildProjectImages(ctx context.Context, opts Options, p *Progress) (map[str
 	return refs, tars, nil
 }
 
+// staticGoBuild is how the local cluster builds mpijob's own binaries:
+// static (CGO_ENABLED=0) and -trimpath, the images' and the host's
+// dashboard alike, as the Makefile builds mpijob-dev, so all of them share
+// one set of compiled packages in the Go build cache (a first `make dev`
+// compiles them once). env is added to the build's environment.
+func staticGoBuild(ctx context.Context, repoRoot, out, pkg, ldflags string, env ...string) *exec.Cmd {
+	args := []string{"build", "-trimpath"}
+	if ldflags != "" {
+		args = append(args, "-ldflags="+ldflags)
+	}
+	cmd := exec.CommandContext(ctx, "go", append(args, "-o", out, pkg)...)
+	cmd.Dir = repoRoot
+	cmd.Env = append(append(os.Environ(), "CGO_ENABLED=0"), env...)
+	return cmd
+}
+
 func buildProjectImage(ctx context.Context, opts Options, im projectImage) (string, string, error) {
 	work := filepath.Join(images.Dir(opts.images()), "work", im.Name)
 	_ = os.RemoveAll(work)
@@ -88,9 +104,7 @@ func buildProjectImage(ctx context.Context, opts Options, im projectImage) (stri
 	}
 	defer func() { _ = os.RemoveAll(work) }()
 	bin := filepath.Join(rootfs, im.Name)
-	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-ldflags=-s -w", "-o", bin, im.Package)
-	cmd.Dir = opts.RepoRoot
-	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH=amd64")
+	cmd := staticGoBuild(ctx, opts.RepoRoot, bin, im.Package, "-s -w", "GOOS=linux", "GOARCH=amd64")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return "", "", fmt.Errorf("failed to build %s (static): %w\n%s", im.Name, err, out)
 	}
