@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -74,7 +75,7 @@ func newUpCmd() *cobra.Command {
 				_ = localcluster.Down(context.Background(), opts, out)
 				return err
 			}
-			fmt.Fprintf(out, "\nthe cluster runs jobs after %s (KUBECONFIG=%s); the log, object and metrics stores follow\n", time.Since(start).Round(100*time.Millisecond), opts.KubeconfigPath())
+			fmt.Fprintf(out, "\nthe cluster runs jobs after %s (KUBECONFIG=%s); %s follow\n", time.Since(start).Round(100*time.Millisecond), opts.KubeconfigPath(), strings.Join(c.Following(), ", "))
 			if sample != "" {
 				if err := c.SubmitSample(ctx, sample); err != nil {
 					return err

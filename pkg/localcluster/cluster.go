@@ -38,9 +38,15 @@ type Cluster struct {
 	// mpijob-dashboard built from this checkout (BuildProjectImages).
 	projectRefs map[string]string
 	projectTars []string
-	// later ends with the result of building what a first job does not
-	// need (toolchain.Module.Later), started by Up and awaited by Finish.
-	later chan error
+	// deferred are the toolchain.Module.Soon parts whose binaries were
+	// missing when Up began (their Dir): Up builds them at low priority
+	// and Finish starts them. soon ends with the result of building them,
+	// later with that of building what a first job does not need
+	// (toolchain.Module.Later); Up starts both builds and Finish awaits
+	// them.
+	deferred map[string]bool
+	soon     chan error
+	later    chan error
 }
 
 // New returns a Cluster for opts that reports progress to out.
@@ -85,8 +91,49 @@ func readState(opts Options) (stateFile, error) {
 	return s, nil
 }
 
-// laterParts are what Finish starts, in the words Status uses.
+// laterParts are what Finish always starts, in the words Status uses.
 var laterParts = []string{"the log store (Loki)", "the S3 object store", "Prometheus"}
+
+// soonParts name the toolchain.Module.Soon parts in Status's words.
+var soonParts = map[string]string{
+	"kube-router": "NetworkPolicy enforcement (kube-router)",
+	"kwok":        "the fake GPU nodes (kwok)",
+}
+
+// pending are the parts Finish has yet to start: the deferred Soon parts
+// (when soon is true), then laterParts.
+func (c *Cluster) pending(soon bool) []string {
+	var out []string
+	if soon {
+		// In the order Finish starts them.
+		for _, dir := range []string{"kube-router", "kwok"} {
+			if c.deferred[dir] && (dir != "kwok" || c.opts.KwokNodes > 0) {
+				out = append(out, soonParts[dir])
+			}
+		}
+	}
+	return append(out, laterParts...)
+}
+
+// Following names what Finish has yet to start once Up returned.
+func (c *Cluster) Following() []string { return c.pending(true) }
+
+// deferSoon picks the toolchain.Module.Soon parts whose binaries are not
+// built: a first run builds them after what a first job needs.
+func (c *Cluster) deferSoon() error {
+	c.deferred = map[string]bool{}
+	for _, m := range toolchain.Modules() {
+		if !m.Soon {
+			continue
+		}
+		ok, _, err := m.UpToDate(c.opts.RepoRoot, c.opts.binDir())
+		if err != nil {
+			return err
+		}
+		c.deferred[m.Dir] = !ok
+	}
+	return nil
+}
 
 // Up builds what is missing and starts the cluster a first job needs: the
 // control plane, the nodes, the engine and mpijob. What a first job does
@@ -103,15 +150,25 @@ func (c *Cluster) Up(ctx context.Context) error {
 		return err
 	}
 	c.freeDiskForNodes(p)
-	c.later = make(chan error, 1)
+	if err := c.deferSoon(); err != nil {
+		return err
+	}
+	c.soon, c.later = make(chan error, 1), make(chan error, 1)
 	go func() {
+		// The deferred Soon parts first: Finish starts them first.
+		err := toolchain.BuildPicked(ctx, c.opts.RepoRoot, c.opts.binDir(), p, func(m toolchain.Module) bool { return c.deferred[m.Dir] }, true)
+		c.soon <- err
+		if err != nil {
+			c.later <- err
+			return
+		}
 		c.later <- toolchain.BuildPicked(ctx, c.opts.RepoRoot, c.opts.binDir(), p, func(m toolchain.Module) bool { return m.Later }, true)
 	}()
 	// The Go toolchain (CPU) and the MPI images (debootstrap and wheels:
 	// mostly downloads and disk) build side by side on a first run.
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		return toolchain.BuildPicked(gctx, c.opts.RepoRoot, c.opts.binDir(), p, func(m toolchain.Module) bool { return !m.Later }, false)
+		return toolchain.BuildPicked(gctx, c.opts.RepoRoot, c.opts.binDir(), p, func(m toolchain.Module) bool { return !m.Later && !c.deferred[m.Dir] }, false)
 	})
 	if !c.opts.SkipImages {
 		g.Go(func() error { return BuildImages(gctx, c.opts, p) })
@@ -153,7 +210,11 @@ func (c *Cluster) Up(ctx context.Context) error {
 	}
 	done()
 
-	done = p.Step("starting %d real nodes (kubelet + containerd), cluster DNS, kube-proxy and NetworkPolicy enforcement (kube-router)", c.opts.RealNodes)
+	if c.deferred["kube-router"] {
+		done = p.Step("starting %d real nodes (kubelet + containerd), cluster DNS and kube-proxy (NetworkPolicy enforcement follows once kube-router is built)", c.opts.RealNodes)
+	} else {
+		done = p.Step("starting %d real nodes (kubelet + containerd), cluster DNS, kube-proxy and NetworkPolicy enforcement (kube-router)", c.opts.RealNodes)
+	}
 	if err := c.startNodes(ctx); err != nil {
 		return err
 	}
@@ -163,12 +224,14 @@ func (c *Cluster) Up(ctx context.Context) error {
 	if err := c.startKubeProxy(ctx); err != nil {
 		return err
 	}
-	if err := c.startNetworkPolicy(ctx); err != nil {
-		return err
+	if !c.deferred["kube-router"] {
+		if err := c.startNetworkPolicy(ctx); err != nil {
+			return err
+		}
 	}
 	done()
 
-	if c.opts.KwokNodes > 0 {
+	if c.opts.KwokNodes > 0 && !c.deferred["kwok"] {
 		done = p.Step("starting kwok with %d fake GPU nodes", c.opts.KwokNodes)
 		if err := c.startKwok(ctx); err != nil {
 			return err
@@ -197,7 +260,7 @@ func (c *Cluster) Up(ctx context.Context) error {
 	if err := c.waitNodesReady(ctx); err != nil {
 		return fmt.Errorf("real nodes did not become Ready: %w", err)
 	}
-	if err := c.writeState(laterParts); err != nil {
+	if err := c.writeState(c.pending(true)); err != nil {
 		return err
 	}
 	if c.opts.SkipImages {
@@ -208,23 +271,38 @@ func (c *Cluster) Up(ctx context.Context) error {
 	return c.startImageBuilder()
 }
 
-// Finish waits for what Up left building and starts the log store (its
-// collector reads the pod logs written so far from their start), the S3
-// object store with each tenant's data connection and shared claim, and
-// Prometheus. The cluster is fully up when it returns.
+// Finish waits for what Up left building and starts it: on a first run
+// NetworkPolicy enforcement and the fake GPU nodes (as soon as they are
+// built), then the log store (its collector reads the pod logs written so
+// far from their start), the S3 object store with each tenant's data
+// connection and shared claim, and Prometheus. The cluster is fully up
+// when it returns.
 func (c *Cluster) Finish(ctx context.Context) error {
 	p := c.progress
-	if c.later != nil {
-		done := p.Step("waiting for the builds a first job does not need (%s)", strings.Join(laterParts, ", "))
-		select {
-		case err := <-c.later:
-			if err != nil {
+	if soon := c.pending(true); len(soon) > len(laterParts) {
+		if err := c.await(ctx, c.soon, soon[:len(soon)-len(laterParts)]); err != nil {
+			return err
+		}
+		if c.deferred["kube-router"] {
+			done := p.Step("starting NetworkPolicy enforcement (kube-router)")
+			if err := c.startNetworkPolicy(ctx); err != nil {
 				return err
 			}
-		case <-ctx.Done():
-			return ctx.Err()
+			done()
 		}
-		done()
+		if c.opts.KwokNodes > 0 && c.deferred["kwok"] {
+			done := p.Step("starting kwok with %d fake GPU nodes", c.opts.KwokNodes)
+			if err := c.startKwok(ctx); err != nil {
+				return err
+			}
+			done()
+		}
+		if err := c.writeState(c.pending(false)); err != nil {
+			return err
+		}
+	}
+	if err := c.await(ctx, c.later, laterParts); err != nil {
+		return err
 	}
 
 	done := p.Step("starting the log store (Grafana Loki %s, built from its Go module) and its collector of the nodes' pod logs", toolchain.LokiVersion)
@@ -248,6 +326,24 @@ func (c *Cluster) Finish(ctx context.Context) error {
 	}
 	done()
 	return c.writeState(nil)
+}
+
+// await waits for one of Up's low-priority builds (ch) of parts, saying so.
+func (c *Cluster) await(ctx context.Context, ch chan error, parts []string) error {
+	if ch == nil {
+		return nil
+	}
+	done := c.progress.Step("waiting for the builds a first job does not need (%s)", strings.Join(parts, ", "))
+	select {
+	case err := <-ch:
+		if err != nil {
+			return err
+		}
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	done()
+	return nil
 }
 
 // minFreeForNodes is the free disk below which Up starts the nodes with

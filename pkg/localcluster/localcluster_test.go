@@ -124,6 +124,66 @@ func TestCorefileServesClusterDomainAndRefusesTheRest(t *testing.T) {
 	}
 }
 
+// The local cluster's CoreDNS is built with only the plugins main.go
+// imports; a directive the Corefile names without its plugin stops CoreDNS
+// at start ("unknown directive").
+func TestCorefileDirectivesAreBuiltIn(t *testing.T) {
+	src, err := os.ReadFile(filepath.Join("..", "..", "hack", "toolchain", "coredns", "main.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	depth, seen := 0, 0
+	for _, line := range strings.Split(corefile("/k/admin.kubeconfig"), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) > 0 && depth == 1 && fields[0] != "}" {
+			seen++
+			if imp := `"github.com/coredns/coredns/plugin/` + fields[0] + `"`; !strings.Contains(string(src), imp) {
+				t.Errorf("the Corefile uses %q, but hack/toolchain/coredns/main.go does not import %s", fields[0], imp)
+			}
+		}
+		depth += strings.Count(line, "{") - strings.Count(line, "}")
+	}
+	if seen < 5 {
+		t.Fatalf("found %d directives in the Corefile, want at least 5 (bind, errors, kubernetes, cache, template)", seen)
+	}
+}
+
+// On a first run, what a first job does not need is started after it:
+// the parts Up leaves to Finish.
+func TestPending(t *testing.T) {
+	cases := map[string]struct {
+		deferred map[string]bool
+		kwok     int
+		soon     bool
+		want     []string
+	}{
+		"warm: nothing deferred": {
+			deferred: map[string]bool{"kube-router": false, "kwok": false}, kwok: 16, soon: true,
+			want: laterParts,
+		},
+		"first run: both deferred": {
+			deferred: map[string]bool{"kube-router": true, "kwok": true}, kwok: 16, soon: true,
+			want: append([]string{"NetworkPolicy enforcement (kube-router)", "the fake GPU nodes (kwok)"}, laterParts...),
+		},
+		"no kwok nodes asked for": {
+			deferred: map[string]bool{"kube-router": true, "kwok": true}, kwok: 0, soon: true,
+			want: append([]string{"NetworkPolicy enforcement (kube-router)"}, laterParts...),
+		},
+		"deferred parts started": {
+			deferred: map[string]bool{"kube-router": true, "kwok": true}, kwok: 16, soon: false,
+			want: laterParts,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := &Cluster{opts: Options{KwokNodes: tc.kwok}, deferred: tc.deferred}
+			if diff := cmp.Diff(tc.want, c.pending(tc.soon)); diff != "" {
+				t.Errorf("pending(%v) (-want +got):\n%s", tc.soon, diff)
+			}
+		})
+	}
+}
+
 func TestUnescapeMount(t *testing.T) {
 	if got := unescapeMount(`/a\040b/c`); got != "/a b/c" {
 		t.Errorf("got %q", got)

@@ -5,7 +5,7 @@ package images
 
 import (
 	"archive/tar"
-	"compress/gzip"
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -27,8 +27,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/partial"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/klauspost/compress/gzip"
 )
 
 // Image is an MPI image the local cluster builds from Debian packages (and,
@@ -668,11 +669,12 @@ func buildPause(ctx context.Context, opts Options, out string) error {
 // layout as a tar that `ctr images import` reads; the index annotates the
 // image with ref so containerd knows it by that name.
 func WriteImage(rootfs, layerPath, ref string, cfg v1.Config, out string) error {
-	if err := tarDir(rootfs, layerPath); err != nil {
+	gz, err := writeGzLayer(rootfs, layerPath)
+	defer func() { _ = os.Remove(layerPath) }()
+	if err != nil {
 		return err
 	}
-	defer func() { _ = os.Remove(layerPath) }()
-	layer, err := tarball.LayerFromFile(layerPath, tarball.WithCompressionLevel(gzip.BestSpeed), tarball.WithMediaType(types.OCILayer))
+	layer, err := partial.CompressedToLayer(gz)
 	if err != nil {
 		return err
 	}
@@ -716,17 +718,86 @@ func WriteImage(rootfs, layerPath, ref string, cfg v1.Config, out string) error 
 	return os.Rename(tmp, out)
 }
 
-// tarDir writes rootfs as an uncompressed tar, keeping owners and modes and
-// leaving out the contents of /proc, /sys and /dev, which the runtime
-// provides. It also packs an OCI layout folder (which has none of those).
+// gzLayer is an image layer gzipped once, into a file, with its digest and
+// diffID taken while it was written. (go-containerregistry's layer from an
+// uncompressed tar gzips it twice, once for its digest and once to write
+// it: for the OpenMPI image's 2.4 GB layer about 35 s of CPU, against 11 s
+// for this one pass with klauspost/compress's gzip at its best speed.)
+type gzLayer struct {
+	path           string
+	digest, diffID v1.Hash
+	size           int64
+}
+
+func (l *gzLayer) Digest() (v1.Hash, error)            { return l.digest, nil }
+func (l *gzLayer) DiffID() (v1.Hash, error)            { return l.diffID, nil }
+func (l *gzLayer) Size() (int64, error)                { return l.size, nil }
+func (l *gzLayer) MediaType() (types.MediaType, error) { return types.OCILayer, nil }
+func (l *gzLayer) Compressed() (io.ReadCloser, error)  { return os.Open(l.path) }
+
+// countingWriter counts what passes through it.
+type countingWriter struct{ n int64 }
+
+func (c *countingWriter) Write(p []byte) (int, error) { c.n += int64(len(p)); return len(p), nil }
+
+// writeGzLayer packs rootfs (as tarDir does) into a gzipped layer at path.
+func writeGzLayer(rootfs, path string) (*gzLayer, error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	fw := bufio.NewWriterSize(f, 1<<20)
+	compressed, size := sha256.New(), &countingWriter{}
+	zw, err := gzip.NewWriterLevel(io.MultiWriter(fw, compressed, size), gzip.BestSpeed)
+	if err != nil {
+		return nil, err
+	}
+	uncompressed := sha256.New()
+	tw := bufio.NewWriterSize(io.MultiWriter(zw, uncompressed), 1<<20)
+	if err := writeTar(rootfs, tw); err != nil {
+		return nil, err
+	}
+	if err := tw.Flush(); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	if err := fw.Flush(); err != nil {
+		return nil, err
+	}
+	if err := f.Close(); err != nil {
+		return nil, err
+	}
+	return &gzLayer{
+		path:   path,
+		digest: v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(compressed.Sum(nil))},
+		diffID: v1.Hash{Algorithm: "sha256", Hex: hex.EncodeToString(uncompressed.Sum(nil))},
+		size:   size.n,
+	}, nil
+}
+
+// tarDir writes rootfs as an uncompressed tar file (writeTar).
 func tarDir(rootfs, out string) error {
 	f, err := os.Create(out)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = f.Close() }()
-	tw := tar.NewWriter(f)
-	err = filepath.WalkDir(rootfs, func(path string, d fs.DirEntry, err error) error {
+	if err := writeTar(rootfs, f); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+// writeTar writes rootfs as an uncompressed tar to w, keeping owners and
+// modes and leaving out the contents of /proc, /sys and /dev, which the
+// runtime provides. It also packs an OCI layout folder (which has none of
+// those).
+func writeTar(rootfs string, w io.Writer) error {
+	tw := tar.NewWriter(w)
+	err := filepath.WalkDir(rootfs, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}

@@ -12,6 +12,7 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+	"github.com/google/go-containerregistry/pkg/v1/validate"
 )
 
 // writeImage must produce an OCI layout tar that names the image for
@@ -61,6 +62,11 @@ func TestWriteImage(t *testing.T) {
 	img, err := idx.Image(desc.Digest)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Every digest, diffID and size in the manifest and config agrees with
+	// the bytes written (the layer's are taken while it is written).
+	if err := validate.Image(img); err != nil {
+		t.Errorf("the image's digests or sizes are wrong: %v", err)
 	}
 	cf, err := img.ConfigFile()
 	if err != nil {

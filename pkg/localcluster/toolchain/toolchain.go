@@ -38,6 +38,13 @@ type Module struct {
 	// log stores): `mpijob-dev up` builds it at low CPU priority beside the
 	// rest and starts it once the cluster runs.
 	Later bool
+	// Soon marks what a first job does not need but the cluster has from
+	// its start on every later run (NetworkPolicy enforcement, the fake
+	// GPU nodes): when its binary is missing, `mpijob-dev up` builds it at
+	// low CPU priority beside the rest and starts it as soon as the
+	// cluster runs, before the Later parts; when it is built, Up starts it
+	// with the rest.
+	Soon bool
 }
 
 // Modules are the pinned modules.
@@ -65,14 +72,17 @@ func Modules() []Module {
 			LDFlags:  "-s -w",
 		},
 		{Dir: "kueue", Packages: []string{"sigs.k8s.io/kueue/cmd/kueue"}, Outputs: []string{"kueue"}, LDFlags: "-s -w"},
-		{Dir: "kwok", Packages: []string{"sigs.k8s.io/kwok/cmd/kwok"}, Outputs: []string{"kwok"}, LDFlags: "-s -w"},
+		{Dir: "kwok", Packages: []string{"sigs.k8s.io/kwok/cmd/kwok"}, Outputs: []string{"kwok"}, LDFlags: "-s -w", Soon: true},
 		{
 			Dir:      "kube-router",
 			Packages: []string{"github.com/cloudnativelabs/kube-router/v2/cmd/kube-router"},
 			Outputs:  []string{"kube-router"},
 			LDFlags:  "-s -w",
+			Soon:     true,
 		},
-		{Dir: "coredns", Packages: []string{"github.com/coredns/coredns"}, Outputs: []string{"coredns"}, LDFlags: "-s -w"},
+		// CoreDNS with the plugins the local cluster's Corefile uses
+		// (hack/toolchain/coredns/main.go).
+		{Dir: "coredns", Packages: []string{"."}, Outputs: []string{"coredns"}, LDFlags: "-s -w"},
 		{
 			// The metrics store: scrape targets are written by the local
 			// cluster (file and static configs), so every cloud service
