@@ -365,15 +365,36 @@ func (c *Cluster) freeDiskForNodes(p *Progress) {
 		return
 	}
 	free := st.Bavail * uint64(st.Bsize)
-	if free >= minFreeForNodes {
+	need := uint64(minFreeForNodes)
+	if c.buildsToolchain() {
+		need += firstBuildDisk
+	}
+	if free >= need {
 		return
 	}
-	done := p.Step("freeing disk (%.1f GiB free, under %d GiB): the nodes' image stores go, their images are imported again", float64(free)/(1<<30), minFreeForNodes>>30)
+	done := p.Step("freeing disk (%.1f GiB free, under %d GiB): the nodes' image stores go, their images are imported again", float64(free)/(1<<30), need>>30)
 	_ = os.RemoveAll(dir)
 	if err := syscall.Statfs(c.opts.CacheDir, &st); err == nil {
 		p.Infof("%.1f GiB free now", float64(st.Bavail*uint64(st.Bsize))/(1<<30))
 	}
 	done()
+}
+
+// firstBuildDisk is about what building the toolchain from empty caches
+// writes while the nodes' stores fill: Go's module and build caches (5.8
+// and 10 GiB after a first `make dev` on 2026-11-26) and the OpenMPI
+// image's root file system and tars (about 5 GiB, removed after).
+const firstBuildDisk = 20 << 30
+
+// buildsToolchain reports whether some toolchain binary is missing or out
+// of date, so that Up builds it.
+func (c *Cluster) buildsToolchain() bool {
+	for _, m := range toolchain.Modules() {
+		if ok, _, err := m.UpToDate(c.opts.RepoRoot, c.opts.binDir()); err != nil || !ok {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Cluster) startNodes(ctx context.Context) error {
