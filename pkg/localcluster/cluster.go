@@ -94,45 +94,42 @@ func readState(opts Options) (stateFile, error) {
 // laterParts are what Finish always starts, in the words Status uses.
 var laterParts = []string{"the log store (Loki)", "the S3 object store", "Prometheus"}
 
-// soonParts name the toolchain.Module.Soon parts in Status's words.
-var soonParts = map[string]string{
-	"kube-router": "NetworkPolicy enforcement (kube-router)",
-	"kwok":        "the fake GPU nodes (kwok)",
+// soonParts are the toolchain.Module.Soon parts (their Dir) in Status's
+// words, in the order Finish starts them.
+var soonParts = []struct{ dir, words string }{
+	{"kube-router", "NetworkPolicy enforcement (kube-router)"},
+	{"kwok", "the fake GPU nodes (kwok)"},
 }
 
-// pending are the parts Finish has yet to start: the deferred Soon parts
-// (when soon is true), then laterParts.
-func (c *Cluster) pending(soon bool) []string {
+// deferredParts are the Soon parts Finish starts on this run: those Up
+// deferred (kwok only when fake nodes are asked for).
+func (c *Cluster) deferredParts() []string {
 	var out []string
-	if soon {
-		// In the order Finish starts them.
-		for _, dir := range []string{"kube-router", "kwok"} {
-			if c.deferred[dir] && (dir != "kwok" || c.opts.KwokNodes > 0) {
-				out = append(out, soonParts[dir])
-			}
+	for _, sp := range soonParts {
+		if c.deferred[sp.dir] && (sp.dir != "kwok" || c.opts.KwokNodes > 0) {
+			out = append(out, sp.words)
 		}
 	}
-	return append(out, laterParts...)
+	return out
 }
 
 // Following names what Finish has yet to start once Up returned.
-func (c *Cluster) Following() []string { return c.pending(true) }
+func (c *Cluster) Following() []string { return append(c.deferredParts(), laterParts...) }
 
-// deferSoon picks the toolchain.Module.Soon parts whose binaries are not
-// built: a first run builds them after what a first job needs.
-func (c *Cluster) deferSoon() error {
-	c.deferred = map[string]bool{}
+// staleModules are the toolchain modules (their Dir) whose binaries are
+// missing or out of date: what this Up builds.
+func (c *Cluster) staleModules() (map[string]bool, error) {
+	stale := map[string]bool{}
 	for _, m := range toolchain.Modules() {
-		if !m.Soon {
-			continue
-		}
 		ok, _, err := m.UpToDate(c.opts.RepoRoot, c.opts.binDir())
 		if err != nil {
-			return err
+			return nil, err
 		}
-		c.deferred[m.Dir] = !ok
+		if !ok {
+			stale[m.Dir] = true
+		}
 	}
-	return nil
+	return stale, nil
 }
 
 // Up builds what is missing and starts the cluster a first job needs: the
@@ -149,9 +146,17 @@ func (c *Cluster) Up(ctx context.Context) error {
 	if err := installPackages(ctx, p); err != nil {
 		return err
 	}
-	c.freeDiskForNodes(p)
-	if err := c.deferSoon(); err != nil {
+	stale, err := c.staleModules()
+	if err != nil {
 		return err
+	}
+	c.freeDiskForNodes(p, len(stale) > 0)
+	// A first run builds the Soon parts after what a first job needs.
+	c.deferred = map[string]bool{}
+	for _, m := range toolchain.Modules() {
+		if m.Soon && stale[m.Dir] {
+			c.deferred[m.Dir] = true
+		}
 	}
 	c.soon, c.later = make(chan error, 1), make(chan error, 1)
 	go func() {
@@ -260,7 +265,7 @@ func (c *Cluster) Up(ctx context.Context) error {
 	if err := c.waitNodesReady(ctx); err != nil {
 		return fmt.Errorf("real nodes did not become Ready: %w", err)
 	}
-	if err := c.writeState(c.pending(true)); err != nil {
+	if err := c.writeState(c.Following()); err != nil {
 		return err
 	}
 	if c.opts.SkipImages {
@@ -279,8 +284,8 @@ func (c *Cluster) Up(ctx context.Context) error {
 // when it returns.
 func (c *Cluster) Finish(ctx context.Context) error {
 	p := c.progress
-	if soon := c.pending(true); len(soon) > len(laterParts) {
-		if err := c.await(ctx, c.soon, soon[:len(soon)-len(laterParts)]); err != nil {
+	if parts := c.deferredParts(); len(parts) > 0 {
+		if err := c.await(ctx, c.soon, parts); err != nil {
 			return err
 		}
 		if c.deferred["kube-router"] {
@@ -297,7 +302,7 @@ func (c *Cluster) Finish(ctx context.Context) error {
 			}
 			done()
 		}
-		if err := c.writeState(c.pending(false)); err != nil {
+		if err := c.writeState(laterParts); err != nil {
 			return err
 		}
 	}
@@ -355,7 +360,7 @@ const minFreeForNodes = 12 << 30
 // freeDiskForNodes removes the nodes' image stores (kept between runs so
 // a warm start imports nothing) when the disk is short of minFreeForNodes;
 // the images are imported again from the image cache.
-func (c *Cluster) freeDiskForNodes(p *Progress) {
+func (c *Cluster) freeDiskForNodes(p *Progress, buildsToolchain bool) {
 	dir := filepath.Join(c.opts.CacheDir, "nodes")
 	if _, err := os.Stat(dir); err != nil {
 		return
@@ -366,7 +371,7 @@ func (c *Cluster) freeDiskForNodes(p *Progress) {
 	}
 	free := st.Bavail * uint64(st.Bsize)
 	need := uint64(minFreeForNodes)
-	if c.buildsToolchain() {
+	if buildsToolchain {
 		need += firstBuildDisk
 	}
 	if free >= need {
@@ -385,17 +390,6 @@ func (c *Cluster) freeDiskForNodes(p *Progress) {
 // and 10 GiB after a first `make dev` on 2026-11-26) and the OpenMPI
 // image's root file system and tars (about 5 GiB, removed after).
 const firstBuildDisk = 20 << 30
-
-// buildsToolchain reports whether some toolchain binary is missing or out
-// of date, so that Up builds it.
-func (c *Cluster) buildsToolchain() bool {
-	for _, m := range toolchain.Modules() {
-		if ok, _, err := m.UpToDate(c.opts.RepoRoot, c.opts.binDir()); err != nil || !ok {
-			return true
-		}
-	}
-	return false
-}
 
 func (c *Cluster) startNodes(ctx context.Context) error {
 	if err := fixHybridCgroups(); err != nil {

@@ -149,36 +149,37 @@ func TestCorefileDirectivesAreBuiltIn(t *testing.T) {
 }
 
 // On a first run, what a first job does not need is started after it:
-// the parts Up leaves to Finish.
-func TestPending(t *testing.T) {
+// the parts Up leaves to Finish, the deferred ones first.
+func TestFollowing(t *testing.T) {
 	cases := map[string]struct {
-		deferred map[string]bool
-		kwok     int
-		soon     bool
-		want     []string
+		deferred     map[string]bool
+		kwok         int
+		wantDeferred []string
 	}{
 		"warm: nothing deferred": {
-			deferred: map[string]bool{"kube-router": false, "kwok": false}, kwok: 16, soon: true,
-			want: laterParts,
+			deferred: map[string]bool{}, kwok: 16,
 		},
 		"first run: both deferred": {
-			deferred: map[string]bool{"kube-router": true, "kwok": true}, kwok: 16, soon: true,
-			want: append([]string{"NetworkPolicy enforcement (kube-router)", "the fake GPU nodes (kwok)"}, laterParts...),
+			deferred: map[string]bool{"kube-router": true, "kwok": true}, kwok: 16,
+			wantDeferred: []string{"NetworkPolicy enforcement (kube-router)", "the fake GPU nodes (kwok)"},
+		},
+		"only kwok deferred": {
+			deferred: map[string]bool{"kwok": true}, kwok: 16,
+			wantDeferred: []string{"the fake GPU nodes (kwok)"},
 		},
 		"no kwok nodes asked for": {
-			deferred: map[string]bool{"kube-router": true, "kwok": true}, kwok: 0, soon: true,
-			want: append([]string{"NetworkPolicy enforcement (kube-router)"}, laterParts...),
-		},
-		"deferred parts started": {
-			deferred: map[string]bool{"kube-router": true, "kwok": true}, kwok: 16, soon: false,
-			want: laterParts,
+			deferred: map[string]bool{"kube-router": true, "kwok": true}, kwok: 0,
+			wantDeferred: []string{"NetworkPolicy enforcement (kube-router)"},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := &Cluster{opts: Options{KwokNodes: tc.kwok}, deferred: tc.deferred}
-			if diff := cmp.Diff(tc.want, c.pending(tc.soon)); diff != "" {
-				t.Errorf("pending(%v) (-want +got):\n%s", tc.soon, diff)
+			if diff := cmp.Diff(tc.wantDeferred, c.deferredParts()); diff != "" {
+				t.Errorf("deferredParts (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(append(tc.wantDeferred, laterParts...), c.Following()); diff != "" {
+				t.Errorf("Following (-want +got):\n%s", diff)
 			}
 		})
 	}
