@@ -66,6 +66,8 @@ func TestDefaultBuilds(t *testing.T) {
 		"Service/mpijob-webhook-service",
 		"ServiceAccount/mpijob-dashboard",
 		"ServiceAccount/mpijob-manager",
+		"ValidatingAdmissionPolicy/mpijob-manager-running.mpijob.dev",
+		"ValidatingAdmissionPolicyBinding/mpijob-manager-running.mpijob.dev",
 		"ValidatingWebhookConfiguration/mpijob-validating-webhook-configuration",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

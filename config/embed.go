@@ -5,6 +5,7 @@ package config
 import (
 	"embed"
 	"fmt"
+	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"sigs.k8s.io/yaml"
@@ -27,4 +28,34 @@ func Runtime(name string) (*trainer.ClusterTrainingRuntime, error) {
 		return nil, fmt.Errorf("shipped runtime %s: %w", name, err)
 	}
 	return rt, nil
+}
+
+// RuntimeNames are the names of the shipped runtimes, sorted.
+func RuntimeNames() []string {
+	entries, err := Runtimes.ReadDir("runtimes")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, e := range entries {
+		if name, ok := strings.CutSuffix(e.Name(), ".yaml"); ok && name != "kustomization" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+//go:embed webhook/manifests.yaml
+var webhookManifests []byte
+
+// WebhookManifests are the YAML documents of config/webhook: mpijob's
+// webhook configurations and admission policies.
+func WebhookManifests() ([][]byte, error) {
+	var out [][]byte
+	for _, doc := range strings.Split(string(webhookManifests), "\n---\n") {
+		if strings.TrimSpace(doc) != "" {
+			out = append(out, []byte(doc))
+		}
+	}
+	return out, nil
 }

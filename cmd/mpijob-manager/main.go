@@ -31,6 +31,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	mpiadmission "github.com/mpijob/mpijob/pkg/admission"
+	"github.com/mpijob/mpijob/pkg/admission/scopecontroller"
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/certs"
 	"github.com/mpijob/mpijob/pkg/diagnose"
@@ -221,6 +222,14 @@ func main() {
 
 	if err := (&netpol.Reconciler{Client: mgr.GetClient(), Runtimes: lookup}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "failed to set up the NetworkPolicy controller")
+		os.Exit(1)
+	}
+
+	// Which TrainJobs are MPI jobs, kept current in the webhook
+	// configurations' and the manager-down policy's match condition: no
+	// other framework's TrainJob reaches mpijob's webhooks.
+	if err := (&scopecontroller.Reconciler{Client: mgr.GetClient(), Mutating: certs.MutatingWebhookName, Validating: certs.ValidatingWebhookName}).SetupWithManager(mgr); err != nil {
+		log.Error(err, "failed to set up the webhook scope controller")
 		os.Exit(1)
 	}
 

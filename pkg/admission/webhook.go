@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -20,6 +21,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/dataconn"
 	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
@@ -32,14 +34,19 @@ const (
 	ValidatePath = "/validate-trainer-kubeflow-org-v1alpha1-trainjob"
 )
 
-// Defaulter stamps the creator of a new TrainJob: the requesting user.
-// A create that names another creator is refused (Forbidden), never
-// silently corrected; changes afterwards are the Validator's to refuse.
+// Defaulter stamps the creator of a new MPI TrainJob: the requesting user.
+// A job's YAML exported and created again (by its creator or a colleague)
+// carries the creator and the manager's annotations of the job it came
+// from; the user did not write them, so they are replaced, not refused:
+// the creator becomes the requesting user, and the manager's annotations
+// are dropped (the manager writes the new job's own). Changes afterwards
+// are the Validator's to refuse.
 //
 // It also refuses a TrainJob whose MPI runtime does not exist, with a
 // suggestion: mutating webhooks run before validating ones, so this answer
 // comes before Trainer's own "not found". A bad progress-timeout
-// annotation is refused too.
+// annotation is refused too. A TrainJob of another framework is left as
+// it is (the webhook configuration sends none here: ScopeCondition).
 type Defaulter struct {
 	Runtimes runtimes.RuntimeLookup
 }
@@ -56,30 +63,39 @@ func (d *Defaulter) Default(ctx context.Context, tj *trainer.TrainJob) error {
 		return nil
 	}
 	if d.Runtimes.Client != nil {
-		if err := unknownRuntime(ctx, d.Runtimes, tj); err != nil {
-			return err
+		tj.Namespace = namespaceOf(ctx, tj.Namespace)
+		rt, err := d.Runtimes.Find(ctx, tj)
+		switch {
+		case err != nil:
+			// The validating webhook reads the runtime again and says why.
+		case rt == nil:
+			if err := denyUnknownRuntime(ctx, d.Runtimes, tj); err != nil {
+				return err
+			}
+			return nil
+		case !runtimes.IsMPI(rt.Spec):
+			return nil
 		}
 	}
 	if _, ferr := runtimes.ParseProgressTimeout(tj.Annotations); ferr != nil {
 		return invalid(tj, field.ErrorList{ferr})
 	}
-	user := req.UserInfo.Username
-	if v, ok := tj.Annotations[api.CreatorAnnotation]; ok && v != user {
-		return invalid(tj, field.ErrorList{field.Forbidden(annotationPath(api.CreatorAnnotation),
-			fmt.Sprintf("mpijob records who creates a job, and you are %q, not %q: remove this annotation (a copied job's YAML carries it; kubectl mpijob clone leaves it out)", user, v))})
-	}
 	if tj.Annotations == nil {
 		tj.Annotations = map[string]string{}
 	}
-	tj.Annotations[api.CreatorAnnotation] = user
+	for _, key := range managerAnnotations {
+		delete(tj.Annotations, key)
+	}
+	tj.Annotations[api.CreatorAnnotation] = req.UserInfo.Username
 	return nil
 }
 
 // Validator admits MPI TrainJobs: validation, runtime policy, quota
 // pre-flight and warnings, on create and on every update that changes what
-// will run. It caps the Workers of every TrainJob, so no tenant can make
-// Trainer's controller build a JobSet of billions of pods. Only the
-// manager may write a job's Status.
+// will run. It caps the Workers of jobs on mpijob's runtimes, so no tenant
+// can make Trainer's controller build a JobSet of billions of pods through
+// them. Only the manager may write a job's Status. TrainJobs of other
+// frameworks are not its to judge (ScopeCondition keeps them away).
 type Validator struct {
 	Runtimes runtimes.RuntimeLookup
 	// Client reads ResourceQuotas: the manager's cache, so a create costs
@@ -107,6 +123,9 @@ var _ admission.Validator[*trainer.TrainJob] = (*Validator)(nil)
 // being resumed. Suspending (Kueue evicting a job) is never refused: a
 // suspended job runs nothing, and it is judged again when it resumes.
 func (v *Validator) ValidateUpdate(ctx context.Context, old, tj *trainer.TrainJob) (admission.Warnings, error) {
+	if rt, err := v.Runtimes.Find(ctx, withNamespace(ctx, tj)); err == nil && rt != nil && !runtimes.IsMPI(rt.Spec) {
+		return nil, nil // another framework's: upstream's to admit
+	}
 	var errs field.ErrorList
 	if prev, ok := old.Annotations[api.CreatorAnnotation]; ok {
 		if cur, ok := tj.Annotations[api.CreatorAnnotation]; !ok || cur != prev {
@@ -155,15 +174,52 @@ func (v *Validator) ValidateDelete(context.Context, *trainer.TrainJob) (admissio
 // ValidateCreate admits a new job: see admit. A new job carries no Status
 // but the manager's.
 func (v *Validator) ValidateCreate(ctx context.Context, tj *trainer.TrainJob) (admission.Warnings, error) {
-	for _, key := range managerAnnotations {
-		if _, ok := tj.Annotations[key]; ok && !v.isManager(ctx) {
-			return nil, invalid(tj, field.ErrorList{managerOnly(key)})
+	rt, err := v.Runtimes.Find(ctx, withNamespace(ctx, tj))
+	if err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("failed to read runtime %s: %w", tj.Spec.RuntimeRef.Name, err))
+	}
+	if rt != nil && !runtimes.IsMPI(rt.Spec) {
+		return nil, nil // another framework's: upstream's to admit
+	}
+	if !v.isManager(ctx) {
+		// The mutating webhook (failurePolicy Ignore) dropped these and
+		// stamped the creator; when it did not answer, nothing of the
+		// job's bookkeeping may come from the request.
+		for _, key := range managerAnnotations {
+			if _, ok := tj.Annotations[key]; ok {
+				return nil, invalid(tj, field.ErrorList{managerOnly(key)})
+			}
+		}
+		if req, err := admission.RequestFromContext(ctx); err == nil && rt != nil && tj.Annotations[api.CreatorAnnotation] != req.UserInfo.Username {
+			return nil, invalid(tj, field.ErrorList{field.Forbidden(annotationPath(api.CreatorAnnotation), fmt.Sprintf(
+				"mpijob-manager records who creates an MPI job, and it did not answer in time to record %q: try again (if it keeps failing, ask an administrator to check mpijob-manager: kubectl -n mpijob-system get pods)", req.UserInfo.Username))})
 		}
 	}
-	if err := v.earlierPods(ctx, tj); err != nil {
-		return nil, err
+	if rt != nil && ownedByMPIJob(tj, rt) {
+		if err := v.earlierPods(ctx, tj); err != nil {
+			return nil, err
+		}
 	}
 	return v.admit(ctx, tj, true)
+}
+
+// withNamespace is tj with the request's namespace when it has none.
+func withNamespace(ctx context.Context, tj *trainer.TrainJob) *trainer.TrainJob {
+	tj.Namespace = namespaceOf(ctx, tj.Namespace)
+	return tj
+}
+
+// ownedByMPIJob reports whether tj follows mpijob's conventions: it was
+// made by mpijob's job builder (CLI, SDK, dashboard) or runs on one of
+// mpijob's own runtimes. Such a job gets the cluster's Worker cap, the
+// quota pre-flight and the earlier-pods check; a job on another MPI
+// runtime (upstream's deepspeed-distributed, say) gets only the refusals
+// of a job that could never run as its user meant (docs/admin.md).
+func ownedByMPIJob(tj *trainer.TrainJob, rt *runtimes.Runtime) bool {
+	if _, ok := tj.Labels[api.BaseRuntimeLabel]; ok {
+		return true
+	}
+	return rt.Labels[api.RuntimeLabel] == "true" || jobspec.IsDerived(rt.Labels)
 }
 
 // earlierPods refuses a job whose name an earlier job's pods still carry
@@ -236,18 +292,26 @@ func (v *Validator) isManager(ctx context.Context) bool {
 // held to the Worker cap.
 func (v *Validator) admit(ctx context.Context, tj *trainer.TrainJob, create bool) (admission.Warnings, error) {
 	tj.Namespace = namespaceOf(ctx, tj.Namespace)
-	spec, annotations, found, err := v.Runtimes.Get(ctx, tj)
+	rt, err := v.Runtimes.Find(ctx, tj)
 	if err != nil {
 		return nil, apierrors.NewInternalError(fmt.Errorf("failed to read runtime %s: %w", tj.Spec.RuntimeRef.Name, err))
 	}
-	if found && !runtimes.IsMPI(spec) {
-		return nil, v.capOther(tj, spec, annotations)
-	}
-	job := Job{TrainJob: tj, RuntimeFound: found, ClusterMaxWorkers: v.MaxWorkers}
-	if !found {
+	if rt == nil {
 		// Not ours to judge unless it looks like an MPI runtime: Trainer
 		// answers for the others.
 		return nil, denyUnknownRuntime(ctx, v.Runtimes, tj)
+	}
+	if !runtimes.IsMPI(rt.Spec) {
+		// Another framework's job: admitted as upstream admits it (the
+		// webhook configuration sends none here; one sent before the
+		// configuration caught up is let through all the same).
+		return nil, nil
+	}
+	spec, annotations := rt.Spec, rt.Annotations
+	ours := ownedByMPIJob(tj, rt)
+	job := Job{TrainJob: tj, RuntimeFound: true}
+	if ours {
+		job.ClusterMaxWorkers = v.MaxWorkers
 	}
 	if ptr.Deref(tj.Spec.RuntimeRef.Kind, "") == trainer.TrainingRuntimeKind {
 		// A namespaced MPI runtime must be a per-job copy of a cluster
@@ -275,9 +339,11 @@ func (v *Validator) admit(ctx context.Context, tj *trainer.TrainJob, create bool
 	if errs := append(ValidateTrainJob(job, policy), ValidateWorkerFields(job)...); len(errs) > 0 {
 		return nil, invalid(tj, errs)
 	}
-	if !create {
+	if !create || !ours {
 		// Quota was checked when the job was created, and an admitted
-		// job's pods already count against it.
+		// job's pods already count against it. A job on another MPI
+		// runtime meets the quota where upstream's do: when its pods are
+		// created.
 		return Warnings(job), nil
 	}
 	quotas := &corev1.ResourceQuotaList{}
@@ -294,36 +360,6 @@ func (v *Validator) admit(ctx context.Context, tj *trainer.TrainJob, create bool
 		return nil, quotaDenial(tj, violations)
 	}
 	return Warnings(job), nil
-}
-
-// capOther holds a TrainJob of another framework to the Worker cap: the
-// engine is shared, whatever the framework.
-func (v *Validator) capOther(tj *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec, annotations map[string]string) error {
-	var workers int32
-	if spec.MLPolicy != nil && spec.MLPolicy.NumNodes != nil {
-		workers = *spec.MLPolicy.NumNodes
-	}
-	if tj.Spec.Trainer != nil && tj.Spec.Trainer.NumNodes != nil {
-		workers = *tj.Spec.Trainer.NumNodes
-	}
-	limit, own := v.MaxWorkers, false
-	if p, errs := runtimes.ParsePolicy(annotations); len(errs) == 0 && p.MaxWorkers > 0 {
-		// Only a ClusterTrainingRuntime, which only administrators write,
-		// may raise the cluster's cap; a namespaced runtime is the
-		// tenant's own, and its policy may only lower it.
-		namespaced := ptr.Deref(tj.Spec.RuntimeRef.Kind, "") == trainer.TrainingRuntimeKind
-		if !namespaced || v.MaxWorkers == 0 || p.MaxWorkers < v.MaxWorkers {
-			limit, own = p.MaxWorkers, true
-		}
-	}
-	if limit == 0 || workers <= limit {
-		return nil
-	}
-	detail := clusterCapDetail(tj.Spec.RuntimeRef.Name, limit)
-	if own {
-		detail = fmt.Sprintf("runtime %s allows at most %d nodes per job (%s): use at most %d", tj.Spec.RuntimeRef.Name, limit, runtimes.MaxWorkersAnnotation, limit)
-	}
-	return invalid(tj, field.ErrorList{field.Invalid(field.NewPath("spec", "trainer", "numNodes"), workers, detail)})
 }
 
 // perJobBase checks the namespaced runtime of tj: it must be mpijob's
@@ -354,6 +390,9 @@ func (v *Validator) perJobBase(ctx context.Context, tj *trainer.TrainJob, spec *
 			return nil, field.ErrorList{field.NotFound(path, fmt.Sprintf("runtime %s of this job was derived from ClusterTrainingRuntime %s, which does not exist (any more)", name, baseName))}, nil
 		}
 		return nil, nil, fmt.Errorf("failed to read ClusterTrainingRuntime %s: %w", baseName, err)
+	}
+	if errs := pvcMountErrors(spec); len(errs) > 0 {
+		return nil, errs, nil
 	}
 	if !runtimes.IsMPI(&base.Spec) || !jobspec.SameSpec(jobspec.Normalize(spec, &base.Spec), &base.Spec) {
 		return nil, field.ErrorList{field.Forbidden(path, fmt.Sprintf(
@@ -408,20 +447,6 @@ func denied(msg string) *apierrors.StatusError {
 	}}
 }
 
-// unknownRuntime refuses a TrainJob whose runtime does not exist when the
-// name looks like an MPI runtime, suggesting the closest one.
-func unknownRuntime(ctx context.Context, l runtimes.RuntimeLookup, tj *trainer.TrainJob) error {
-	_, _, found, err := l.Get(ctx, tj)
-	if err != nil {
-		// The validating webhook reads the runtime again and says why.
-		return nil //nolint:nilerr // not this webhook's to refuse
-	}
-	if found {
-		return nil
-	}
-	return denyUnknownRuntime(ctx, l, tj)
-}
-
 // denyUnknownRuntime refuses a TrainJob whose runtime is known not to
 // exist when its name looks like an MPI runtime (nil otherwise).
 func denyUnknownRuntime(ctx context.Context, l runtimes.RuntimeLookup, tj *trainer.TrainJob) error {
@@ -433,4 +458,34 @@ func denyUnknownRuntime(ctx context.Context, l runtimes.RuntimeLookup, tj *train
 		return invalid(tj, errs)
 	}
 	return nil
+}
+
+// pvcMountErrors checks where a per-job runtime mounts its PVCs, as the
+// CLI, the SDK and the wizard check them (dataconn.ValidatePVC): a claim
+// mounted over /usr or /bin would put the job's own files where the
+// runtime's, and an artifacts reader's, programs are.
+func pvcMountErrors(spec *trainer.TrainingRuntimeSpec) field.ErrorList {
+	var errs field.ErrorList
+	for _, rj := range spec.Template.Spec.ReplicatedJobs {
+		pod := rj.Template.Spec.Template.Spec
+		claims := map[string]string{}
+		for _, v := range pod.Volumes {
+			if v.PersistentVolumeClaim != nil {
+				claims[v.Name] = v.PersistentVolumeClaim.ClaimName
+			}
+		}
+		for i, ct := range append(slices.Clone(pod.InitContainers), pod.Containers...) {
+			for k, m := range ct.VolumeMounts {
+				claim, ok := claims[m.Name]
+				if !ok {
+					continue
+				}
+				if why := dataconn.ValidatePVC(dataconn.PVC{Claim: claim, MountPath: m.MountPath}); why != "" {
+					errs = append(errs, field.Invalid(field.NewPath("spec", "runtimeRef", "name"), m.MountPath, fmt.Sprintf(
+						"this job's runtime mounts PVC %s in %s of replicated job %s (container %d, mount %d): %s", claim, ct.Name, rj.Name, i, k, why)))
+				}
+			}
+		}
+	}
+	return errs
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	admissionv1 "k8s.io/api/admission/v1"
 	authnv1 "k8s.io/api/authentication/v1"
@@ -21,6 +22,8 @@ import (
 
 	"github.com/mpijob/mpijob/config"
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/dataconn"
+	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
@@ -46,33 +49,53 @@ func reqCtx(t *testing.T, op admissionv1.Operation, user string, old *trainer.Tr
 	return admission.NewContextWithRequest(context.Background(), req)
 }
 
+// tjOn is a TrainJob of dev-a's as the mutating webhook leaves it (the
+// creator stamped).
 func tjOn(name, rt string, workers int32) *trainer.TrainJob {
-	return &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a"},
+	return &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a", Annotations: map[string]string{api.CreatorAnnotation: "dev-a"}},
 		Spec: trainer.TrainJobSpec{RuntimeRef: trainer.RuntimeRef{Name: rt}, Trainer: &trainer.Trainer{NumNodes: &workers}}}
 }
 
-// The creator is the requesting user on create; a create that names
-// someone else is refused, not silently corrected; updates are the
-// Validator's (the mutating webhook leaves them alone).
+// The creator is the requesting user on create. A job's exported YAML
+// created again carries its first creator and the manager's annotations,
+// which the user did not write: they are replaced (creator) and dropped
+// (status, rank failure), never refused and never kept. Updates are the
+// Validator's (the mutating webhook leaves them alone). A job of another
+// framework is left as it is.
 func TestDefaulterStampsTheCreator(t *testing.T) {
 	d := &Defaulter{}
 	plain := tjOn("a", "mpi-openmpi", 1)
+	plain.Annotations = nil
 	if err := d.Default(reqCtx(t, admissionv1.Create, "dev-a", nil), plain); err != nil {
 		t.Fatal(err)
 	}
 	if got := plain.Annotations[api.CreatorAnnotation]; got != "dev-a" {
 		t.Errorf("creator on create %q, want the requesting user dev-a", got)
 	}
-	own := tjOn("a", "mpi-openmpi", 1)
-	own.Annotations = map[string]string{api.CreatorAnnotation: "dev-a"}
-	if err := d.Default(reqCtx(t, admissionv1.Create, "dev-a", nil), own); err != nil {
-		t.Errorf("a create naming its own user as creator: %v", err)
+	exported := tjOn("a", "mpi-openmpi", 1)
+	exported.Annotations = map[string]string{api.CreatorAnnotation: "someone-else", api.StatusAnnotation: `{"phase":"Succeeded"}`,
+		api.RankFailureAnnotation: `{"rank":1}`, "team.example.com/note": "kept"}
+	if err := d.Default(reqCtx(t, admissionv1.Create, "dev-a", nil), exported); err != nil {
+		t.Fatalf("an exported job created again: %v", err)
 	}
-	forged := tjOn("a", "mpi-openmpi", 1)
-	forged.Annotations = map[string]string{api.CreatorAnnotation: "someone-else"}
-	err := d.Default(reqCtx(t, admissionv1.Create, "dev-a", nil), forged)
-	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "metadata.annotations[mpijob.dev/creator]: Forbidden") || !strings.Contains(err.Error(), `"someone-else"`) {
-		t.Errorf("a forged creator on create: %v, want Forbidden naming the annotation and the value", err)
+	if diff := cmp.Diff(map[string]string{api.CreatorAnnotation: "dev-a", "team.example.com/note": "kept"}, exported.Annotations); diff != "" {
+		t.Errorf("an exported job's annotations after the mutating webhook (-want +got):\n%s", diff)
+	}
+	torchRT := &trainer.ClusterTrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: "torch-distributed"},
+		Spec: trainer.TrainingRuntimeSpec{MLPolicy: &trainer.MLPolicy{NumNodes: ptr.To[int32](1), MLPolicySource: trainer.MLPolicySource{Torch: &trainer.TorchMLPolicySource{}}}}}
+	withLookup := &Defaulter{Runtimes: runtimes.RuntimeLookup{Client: fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(torchRT, shipped(t, "mpi-openmpi")).Build()}}
+	torch := tjOn("t", "torch-distributed", 300)
+	torch.Annotations = map[string]string{api.CreatorAnnotation: "someone-else", api.StatusAnnotation: "x"}
+	if err := withLookup.Default(reqCtx(t, admissionv1.Create, "dev-a", nil), torch); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{api.CreatorAnnotation: "someone-else", api.StatusAnnotation: "x"}, torch.Annotations); diff != "" {
+		t.Errorf("a torch job's annotations changed (-want +got):\n%s", diff)
+	}
+	mpi := tjOn("m", "mpi-openmpi", 1)
+	mpi.Annotations = nil
+	if err := withLookup.Default(reqCtx(t, admissionv1.Create, "dev-a", nil), mpi); err != nil || mpi.Annotations[api.CreatorAnnotation] != "dev-a" {
+		t.Errorf("an MPI job with the runtime looked up: %v, annotations %v", err, mpi.Annotations)
 	}
 	upd := plain.DeepCopy()
 	upd.Annotations[api.CreatorAnnotation] = "dev-b"
@@ -112,7 +135,12 @@ func TestValidator(t *testing.T) {
 	}
 	wide := cpu.DeepCopy()
 	wide.Name, wide.Annotations[runtimes.MaxWorkersAnnotation] = "mpi-wide", "512"
-	cl := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(gpu, cpu, wide, quota, torch, tenantWide, tenantNarrow).Build()
+	// Upstream's deepspeed-distributed: an MPI runtime without mpijob's label.
+	ds := cpu.DeepCopy()
+	ds.Name, ds.Labels, ds.Annotations = "deepspeed-distributed", map[string]string{"trainer.kubeflow.org/framework": "deepspeed"}, nil
+	dsGPU := gpu.DeepCopy()
+	dsGPU.Name, dsGPU.Labels, dsGPU.Annotations = "deepspeed-gpu", nil, nil
+	cl := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(gpu, cpu, wide, quota, torch, tenantWide, tenantNarrow, ds, dsGPU).Build()
 	v := &Validator{Runtimes: runtimes.RuntimeLookup{Client: cl}, Client: cl, MaxWorkers: 256}
 	other := tjOn("torch", "torch-distributed", 2)
 	cases := map[string]struct {
@@ -131,16 +159,23 @@ func TestValidator(t *testing.T) {
 			msg: `spec.trainer.numNodes: Invalid value: 2147483647: this cluster allows at most 256 Workers per job (mpijob-manager --max-workers), and runtime mpi-openmpi sets no policy.mpijob.dev/max-workers of its own: use at most 256 Workers`},
 		"a runtime's policy raises the cap": {tj: tjOn("wide", "mpi-wide", 300), allowed: true},
 		"a runtime's policy is the cap":     {tj: tjOn("wider", "mpi-wide", 513), reason: metav1.StatusReasonInvalid, msg: "runtime mpi-wide allows at most 512 Workers per job"},
-		"another framework is capped too": {tj: tjOn("torch-huge", "torch-distributed", 2147483647), reason: metav1.StatusReasonInvalid,
-			msg: "this cluster allows at most 256 Workers per job"},
-		"a tenant's runtime cannot lift the cluster's cap": {tj: onTenant("lift", "torch-mine", 2147483647), reason: metav1.StatusReasonInvalid,
-			msg: "this cluster allows at most 256 Workers per job"},
-		"a tenant's runtime cannot lift it by one":  {tj: onTenant("lift1", "torch-mine", 257), reason: metav1.StatusReasonInvalid, msg: "at most 256"},
-		"a tenant's runtime within the cluster cap": {tj: onTenant("fine", "torch-mine", 256), allowed: true},
-		"a tenant's runtime may lower the cap": {tj: onTenant("low", "torch-small", 5), reason: metav1.StatusReasonInvalid,
-			msg: "runtime torch-small allows at most 4 nodes per job"},
+		// Other frameworks are upstream's to admit: no cap, whatever a
+		// runtime's annotations say.
+		"another framework's job is not judged":              {tj: tjOn("torch-huge", "torch-distributed", 2147483647), allowed: true},
+		"nor one on a tenant's runtime of another framework": {tj: onTenant("lift", "torch-mine", 2147483647), allowed: true},
+		"nor one on a tenant's runtime that lowers the cap":  {tj: onTenant("low", "torch-small", 5), allowed: true},
+		// An MPI runtime that is not mpijob's (upstream's): no cluster cap
+		// and no quota pre-flight, but what could never run is refused.
+		"an upstream MPI runtime has no cluster cap":      {tj: tjOn("ds-wide", "deepspeed-distributed", 300), allowed: true},
+		"an upstream MPI runtime has no quota pre-flight": {tj: tjOn("ds-gpu", "deepspeed-gpu", 9), allowed: true},
+		"an upstream MPI runtime's job with a name too long for the pods' hostnames": {tj: tjOn(strings.Repeat("d", 45), "deepspeed-distributed", 1),
+			reason: metav1.StatusReasonInvalid, msg: "metadata.name: Too long"},
+		"an upstream MPI runtime's job whose image would reach the Launcher alone": {tj: withImage(tjOn("ds-img", "deepspeed-distributed", 1), "example.com/mine:1"),
+			reason: metav1.StatusReasonInvalid, msg: "spec.trainer.image: Forbidden: runtime deepspeed-distributed gives spec.trainer.image to the Launcher only"},
 		"a status written by a tenant": {tj: withAnnotations(tjOn("forged", "mpi-openmpi", 1), api.StatusAnnotation, `{"phase":"Failed"}`), reason: metav1.StatusReasonInvalid,
 			msg: "metadata.annotations[mpijob.dev/status]: Forbidden: only mpijob-manager writes a job's status"},
+		"a creator the mutating webhook did not stamp": {tj: withAnnotations(tjOn("unstamped", "mpi-openmpi", 1), api.CreatorAnnotation, "someone-else"), reason: metav1.StatusReasonInvalid,
+			msg: `mpijob-manager records who creates an MPI job, and it did not answer in time to record "dev-a": try again`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -164,6 +199,11 @@ func TestValidator(t *testing.T) {
 			}
 		})
 	}
+}
+
+func withImage(tj *trainer.TrainJob, image string) *trainer.TrainJob {
+	tj.Spec.Trainer.Image = &image
+	return tj
 }
 
 func withAnnotations(tj *trainer.TrainJob, kv ...string) *trainer.TrainJob {
@@ -292,5 +332,43 @@ func TestEarlierPodsHoldTheName(t *testing.T) {
 	}
 	if _, err := v.ValidateCreate(reqCtx(t, admissionv1.Create, "dev-a", nil), tjOn("hello-2", "mpi-openmpi", 1)); err != nil {
 		t.Errorf("another name: %v", err)
+	}
+}
+
+// A per-job runtime that mounts a PVC over the image's programs is
+// refused, as the CLI refuses it: the red team mounted a claim at
+// /usr/local/bin through a hand-written per-job runtime, and the job's
+// own files then ran in the artifacts reader of whoever downloaded them.
+func TestPerJobRuntimePVCMountPaths(t *testing.T) {
+	cpu := shipped(t, "mpi-openmpi")
+	for name, tc := range map[string]struct {
+		mount string
+		want  string
+	}{
+		"under /mnt":          {mount: "/mnt/data"},
+		"over /usr/local/bin": {mount: "/usr/local/bin", want: `mount path "/usr/local/bin" would hide /usr`},
+		"over /etc":           {mount: "/etc", want: `mount path "/etc" would hide /etc`},
+		"climbing out":        {mount: "/mnt/../usr", want: "without ':' or '..'"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			vols, _ := dataconn.Volumes([]dataconn.PVC{{Claim: "data"}})
+			mounts := []corev1.VolumeMount{{Name: vols[0].Name, MountPath: tc.mount}}
+			rt := jobspec.Derive(cpu, "pj", "team-a", jobspec.Overrides{WorkerImage: "example.com/mine:1", Volumes: vols, Mounts: mounts})
+			cl := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(cpu, rt).Build()
+			v := &Validator{Runtimes: runtimes.RuntimeLookup{Client: cl}, Client: cl, MaxWorkers: 256}
+			tj := tjOn("pj", "pj", 1)
+			tj.Spec.RuntimeRef.Kind = ptr.To(trainer.TrainingRuntimeKind)
+			tj.Labels = map[string]string{api.BaseRuntimeLabel: "mpi-openmpi"}
+			_, err := v.ValidateCreate(reqCtx(t, admissionv1.Create, "dev-a", nil), tj)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), "PVC data") {
+				t.Errorf("%v, want Invalid naming the claim and %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -26,6 +26,11 @@ const (
 	// CreatorAnnotation names the user who created the TrainJob; admission
 	// sets it and refuses changes to it.
 	CreatorAnnotation = "mpijob.dev/creator"
+	// ManagerRunningPolicy is the ValidatingAdmissionPolicy (config/webhook)
+	// that refuses MPI jobs while no mpijob-manager replica is ready; the
+	// API server names it in its denial, which the CLI, SDK and dashboard
+	// recognise.
+	ManagerRunningPolicy = "mpijob-manager-running.mpijob.dev"
 	// RuntimeLabel marks a ClusterTrainingRuntime as one of mpijob's MPI runtimes.
 	RuntimeLabel = "mpijob.dev/runtime"
 	// MPIImplementationAnnotation names a runtime's MPI (OpenMPI, MPICH, Intel).

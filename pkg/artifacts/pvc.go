@@ -74,7 +74,11 @@ func NewPVC(c client.Client, cfg *rest.Config, tj *trainer.TrainJob, p dataconn.
 	if err != nil {
 		return nil, err
 	}
-	mount := dataconn.MountPathOf(p)
+	// The reader mounts the claim at a folder of its own (ReaderMount),
+	// not where the job's pods had it: the claim's content is the same,
+	// and none of the job's files lands on a path the reader runs
+	// programs from.
+	mount := ReaderMount(p.Claim)
 	return &PVCStore{
 		Claim: p.Claim, URI: "pvc://" + p.Claim + "/" + tj.Name + "/", Dir: path.Join(mount, tj.Name),
 		c: c, cfg: cfg, cs: cs, tj: tj, spec: ReaderPodSpec(template, p.Claim, mount),
@@ -247,8 +251,7 @@ func (s *PVCStore) List(ctx context.Context) ([]Object, error) {
 func (s *PVCStore) list(ctx context.Context) ([]Object, error) {
 	var out bytes.Buffer
 	// No folder yet is no artifacts yet, not an error.
-	script := `[ -d "$1" ] || exit 0; cd "$1" && find . -type f -printf '%s %T@ %P\0'`
-	if err := s.exec(ctx, &out, "sh", "-c", script, "list", s.Dir); err != nil {
+	if err := s.exec(ctx, &out, "/bin/sh", "-c", ListScript, "list", s.Dir); err != nil {
 		return nil, fmt.Errorf("failed to list %s on PVC %s: %w", s.Dir, s.Claim, err)
 	}
 	objs, err := parseFind(out.String())
@@ -258,6 +261,12 @@ func (s *PVCStore) list(ctx context.Context) ([]Object, error) {
 	s.objs = objs
 	return objs, nil
 }
+
+// ListScript lists the files under the folder $1 as find's "SIZE MTIME
+// PATH\0" records. Its programs come from the image's own folders, by a
+// fixed PATH: nothing the job wrote can stand in for them (the claim is
+// mounted under ReaderMountRoot). The SDK runs the same script.
+const ListScript = `PATH=/usr/bin:/bin; export PATH; [ -d "$1" ] || exit 0; cd "$1" && find . -type f -printf '%s %T@ %P\0'`
 
 // parseFind reads find's "SIZE MTIME PATH\0" records.
 func parseFind(out string) ([]Object, error) {
@@ -306,7 +315,7 @@ func (s *PVCStore) Open(ctx context.Context, name string) (io.ReadCloser, int64,
 	pr, pw := io.Pipe()
 	file := path.Join(s.Dir, name)
 	go func() {
-		pw.CloseWithError(s.exec(ctx, pw, "cat", "--", file))
+		pw.CloseWithError(s.exec(ctx, pw, "/bin/cat", "--", file))
 	}()
 	return pr, size, nil
 }

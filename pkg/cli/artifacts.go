@@ -120,6 +120,12 @@ func (a *artifactsOptions) Run(ctx context.Context) error {
 		return usageErr("--file %s: %s has no such artifact; it has %s", missing[0], where, names(objs))
 	}
 	for i, o := range picked {
+		if why := artifacts.NameProblem(o.Name); why != "" {
+			// The job chose the name: it is never written outside the
+			// folder, and the other files are still downloaded.
+			fmt.Fprintf(a.ErrOut, "[%d/%d] skipped %q: the name %s, so it cannot be written under %s\n", i+1, len(picked), o.Name, why, a.download)
+			continue
+		}
 		dst := filepath.Join(a.download, filepath.FromSlash(o.Name))
 		if err := a.fetch(ctx, s, o.Name, dst); err != nil {
 			return err

@@ -385,6 +385,9 @@ func TestExplainReadsTheStructuredStatus(t *testing.T) {
 		"already exists": {apierrors.NewAlreadyExists(schema.GroupResource{Resource: "trainjobs"}, "x"), ExitUsage, "pick another name"},
 		"mpijob's webhook down": {apierrors.NewInternalError(errors.New(`Internal error occurred: failed calling webhook "validate.trainjob.mpijob.dev": failed to call webhook: Post "https://127.0.0.1:9445/validate": connect: connection refused`)),
 			ExitError, "mpijob admission is unavailable, so no MPI job can be created or changed now (jobs already running are not affected)"},
+		"mpijob-manager not running (the API server's policy)": {&apierrors.StatusError{ErrStatus: metav1.Status{Status: metav1.StatusFailure, Code: 403, Reason: metav1.StatusReasonForbidden,
+			Message: `trainjobs.trainer.kubeflow.org "x" is forbidden: ValidatingAdmissionPolicy 'mpijob-manager-running.mpijob.dev' with binding 'mpijob-manager-running.mpijob.dev' denied request: mpijob-manager is not running (no ready replica)`}},
+			ExitError, "mpijob admission is unavailable: mpijob-manager is not running (no ready replica)"},
 		"mpijob's webhook Service has no pod": {apierrors.NewInternalError(errors.New(`Internal error occurred: failed calling webhook "creator.trainjob.mpijob.dev": failed to call webhook: Post "https://mpijob-webhook-service.mpijob-system.svc:443/mutate-trainer-kubeflow-org-v1alpha1-trainjob?timeout=10s": no endpoints available for service "mpijob-webhook-service"`)),
 			ExitError, "mpijob admission is unavailable"},
 	}

@@ -146,6 +146,14 @@ func explain(err error, root *cobra.Command) (int, string) {
 			return ExitDenied, "the cluster refused the job: " + st.Message
 		case apierrors.IsInvalid(err):
 			return ExitDenied, "the cluster refused the job: " + st.Message
+		case strings.Contains(st.Message, api.ManagerRunningPolicy):
+			// The API server's own policy: no mpijob-manager replica is
+			// ready. Its sentence says what to do.
+			said := st.Message
+			if _, after, ok := strings.Cut(said, "denied request: "); ok {
+				said = after
+			}
+			return ExitError, "mpijob admission is unavailable: " + said
 		case strings.Contains(st.Message, "failed calling webhook") && strings.Contains(st.Message, ".mpijob.dev"):
 			// mpijob's webhooks are down: nothing is admitted unchecked.
 			return ExitError, "mpijob admission is unavailable, so no MPI job can be created or changed now (jobs already running are not affected): " +

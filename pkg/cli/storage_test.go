@@ -184,6 +184,31 @@ func TestArtifactsVerb(t *testing.T) {
 			t.Errorf("no progress line: %s", out)
 		}
 	})
+	t.Run("names the job chose that would land outside the folder are skipped, the rest downloaded", func(t *testing.T) {
+		root := t.TempDir()
+		dir := filepath.Join(root, "into", "here")
+		evil := &fakeStore{
+			objs:  []artifacts.Object{{Name: "../../x", Size: 4}, {Name: "/tmp/abs", Size: 4}, {Name: "ok/model.pt", Size: 4}, {Name: "bell\a", Size: 4}},
+			files: map[string]string{"../../x": "evil", "/tmp/abs": "evil", "ok/model.pt": "good", "bell\a": "ring"},
+		}
+		o, out, errOut := fakeOptions(t, interceptor.Funcs{})
+		a := &artifactsOptions{Options: o, name: "digits", download: dir, now: func() time.Time { return now }}
+		a.open = func(context.Context, *clients, string, io.Writer) (artifacts.Source, error) { return evil, nil }
+		if err := a.Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if b, err := os.ReadFile(filepath.Join(dir, "ok", "model.pt")); err != nil || string(b) != "good" {
+			t.Errorf("ok/model.pt = %q, %v", b, err)
+		}
+		if _, err := os.Stat(filepath.Join(root, "x")); err == nil {
+			t.Error("../../x was written outside the download folder")
+		}
+		for _, w := range []string{`skipped "../../x": the name climbs out of the job's folder (..)`, `skipped "/tmp/abs": the name starts at the root`, `skipped "bell\a": the name has the control character U+0007`} {
+			if !strings.Contains(errOut.String(), w) {
+				t.Errorf("stderr lacks %q:\n%s\nstdout:\n%s", w, errOut, out)
+			}
+		}
+	})
 	t.Run("a file that is not there", func(t *testing.T) {
 		o, _, _ := fakeOptions(t, interceptor.Funcs{})
 		err := run(t, &artifactsOptions{Options: o, name: "digits", download: t.TempDir(), only: []string{"model.pt"}})

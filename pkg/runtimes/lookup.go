@@ -21,32 +21,53 @@ type RuntimeLookup struct {
 // Get returns the runtime's spec and annotations; found is false when it
 // does not exist.
 func (l RuntimeLookup) Get(ctx context.Context, tj *trainer.TrainJob) (spec *trainer.TrainingRuntimeSpec, annotations map[string]string, found bool, err error) {
-	spec, annotations, found, err = l.get(ctx, l.Client, tj)
-	if err == nil && !found && l.Live != nil {
-		return l.get(ctx, l.Live, tj)
+	rt, err := l.Find(ctx, tj)
+	if err != nil || rt == nil {
+		return nil, nil, false, err
 	}
-	return spec, annotations, found, err
+	return rt.Spec, rt.Annotations, true, nil
 }
 
-func (l RuntimeLookup) get(ctx context.Context, reader client.Reader, tj *trainer.TrainJob) (spec *trainer.TrainingRuntimeSpec, annotations map[string]string, found bool, err error) {
+// Runtime is what is read of the runtime a TrainJob references.
+type Runtime struct {
+	Spec        *trainer.TrainingRuntimeSpec
+	Labels      map[string]string
+	Annotations map[string]string
+}
+
+// Find returns the runtime tj references, or nil when it does not exist.
+func (l RuntimeLookup) Find(ctx context.Context, tj *trainer.TrainJob) (*Runtime, error) {
+	rt, err := l.find(ctx, l.Client, tj)
+	if err == nil && rt == nil && l.Live != nil {
+		return l.find(ctx, l.Live, tj)
+	}
+	return rt, err
+}
+
+func (l RuntimeLookup) find(ctx context.Context, reader client.Reader, tj *trainer.TrainJob) (*Runtime, error) {
 	kind := trainer.ClusterTrainingRuntimeKind
 	if tj.Spec.RuntimeRef.Kind != nil {
 		kind = *tj.Spec.RuntimeRef.Kind
 	}
+	var out Runtime
+	var err error
 	switch kind {
 	case trainer.TrainingRuntimeKind:
 		rt := &trainer.TrainingRuntime{}
 		err = reader.Get(ctx, client.ObjectKey{Namespace: tj.Namespace, Name: tj.Spec.RuntimeRef.Name}, rt)
-		spec, annotations = &rt.Spec, rt.Annotations
+		out = Runtime{Spec: &rt.Spec, Labels: rt.Labels, Annotations: rt.Annotations}
 	default:
 		rt := &trainer.ClusterTrainingRuntime{}
 		err = reader.Get(ctx, client.ObjectKey{Name: tj.Spec.RuntimeRef.Name}, rt)
-		spec, annotations = &rt.Spec, rt.Annotations
+		out = Runtime{Spec: &rt.Spec, Labels: rt.Labels, Annotations: rt.Annotations}
 	}
 	if apierrors.IsNotFound(err) {
-		return nil, nil, false, nil
+		return nil, nil
 	}
-	return spec, annotations, err == nil, err
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 // MPIRuntimeNames lists the ClusterTrainingRuntimes with an MPI policy.

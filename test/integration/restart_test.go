@@ -17,9 +17,11 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
@@ -147,6 +149,26 @@ func TestManagerDownStaleStatusAndNoAdmission(t *testing.T) {
 	}
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "refused"}, &trainer.TrainJob{}); !apierrors.IsNotFound(err) {
 		t.Errorf("a job was admitted while mpijob's webhooks were down: %v", err)
+	}
+	// The refusal is the API server's own policy, and names the manager.
+	err := c.Client.Create(ctx, framework.MakeTrainJob("refused-too", ns, "mpi-openmpi").NumNodes(1).Obj())
+	if err == nil || !strings.Contains(err.Error(), "mpijob-manager is not running") || !strings.Contains(err.Error(), "kubectl -n mpijob-system get deployment/mpijob-manager") {
+		t.Errorf("an MPI job created while the manager is down: %v, want refused with a sentence naming mpijob-manager and what to do", err)
+	}
+	// Other frameworks' TrainJobs do not depend on mpijob-manager: a
+	// PyTorch job is created and changed as upstream allows.
+	rt := upstreamRuntime(t, "torch")
+	ensureClusterRuntime(t, c, rt)
+	torch := &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: "torch-while-down", Namespace: ns},
+		Spec: trainer.TrainJobSpec{
+			RuntimeRef: trainer.RuntimeRef{Name: rt.Name, APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(trainer.ClusterTrainingRuntimeKind)},
+			Trainer:    &trainer.Trainer{NumNodes: ptr.To[int32](2)},
+			Suspend:    ptr.To(true),
+		}}
+	if err := c.Client.Create(ctx, torch); err != nil {
+		t.Errorf("a PyTorch job created while mpijob-manager is down: %v, want admitted", err)
+	} else if err := c.Client.Patch(ctx, torch.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"trainer":{"numNodes":3}}}`))); err != nil {
+		t.Errorf("a PyTorch job changed while mpijob-manager is down: %v, want admitted", err)
 	}
 	restart()
 	time.Sleep(5 * time.Second) // the manager looks at every job again

@@ -10,6 +10,7 @@ import datetime
 import os
 import posixpath
 import time
+import unicodedata
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -21,7 +22,31 @@ READER_LABEL = "mpijob.dev/artifacts-reader"
 #: A reader its caller never deleted ends on its own after this many seconds.
 READER_LIFETIME = 600
 
-_LIST_SCRIPT = """[ -d "$1" ] || exit 0; cd "$1" && find . -type f -printf '%s %T@ %P\\0'"""
+# Go: artifacts.ListScript. Its programs come from the image's folders by a fixed PATH, and the claim is mounted
+# under READER_MOUNT_ROOT, on no search path: nothing the job wrote can stand in for them.
+_LIST_SCRIPT = """PATH=/usr/bin:/bin; export PATH; [ -d "$1" ] || exit 0; cd "$1" && find . -type f -printf '%s %T@ %P\\0'"""
+# Go: artifacts.ReaderMountRoot: where a reader pod mounts the claim, whatever path the job's pods used.
+READER_MOUNT_ROOT = "/mpijob-artifacts"
+
+
+def name_problem(name: str) -> str:
+    """Why an artifact's name cannot be written under a download folder; "" when it can (Go: artifacts.NameProblem,
+    shared vectors in pkg/artifacts/testdata/names.json). Such a file is skipped; the others are still written."""
+    if name == "":
+        return "is empty"
+    for ch in name:
+        if unicodedata.category(ch) == "Cc" or ch in "\u2028\u2029":
+            return f"has the control character U+{ord(ch):04X}"
+        if ch == "\\":
+            return "has a backslash"
+    if name.startswith("/"):
+        return "starts at the root (/)"
+    for part in name.split("/"):
+        if part == "..":
+            return "climbs out of the job's folder (..)"
+        if part in (".", ""):
+            return "has an empty or '.' folder"
+    return ""
 
 
 def _client(data: dict[str, str]) -> Any:
@@ -71,10 +96,10 @@ def list_and_download(connection: str, data: dict[str, str], job: str, download_
         raise InvalidJobError(f"files {missing!r}: s3://{bucket}/{prefix} has no such artifact; it has {sorted(have)}", field="files")
     picked = [o for o in out if not files or o["name"] in files]
     for o in picked:
-        rel = posixpath.normpath(o["name"])
-        if rel.startswith("../") or rel.startswith("/"):
-            continue  # never write outside download_dir
-        dst = os.path.join(download_dir, *rel.split("/"))
+        if name_problem(o["name"]):
+            o["skipped"] = f"the name {name_problem(o['name'])}, so it is not written under {download_dir}"
+            continue  # never write outside download_dir; the other files still are
+        dst = os.path.join(download_dir, *o["name"].split("/"))
         os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
         tmp = dst + ".part"
         try:
@@ -160,7 +185,7 @@ class PVCReader:
     def __init__(self, backend: Any, tj: dict[str, Any], template: dict[str, Any], pvc: _dataconn.PVC,
                  say: Callable[[str], None] | None = None):
         self.backend, self.tj, self.pvc, self.say = backend, tj, pvc, say
-        mount = _dataconn.mount_path_of(pvc)
+        mount = f"{READER_MOUNT_ROOT}/{pvc.claim}"
         self.dir = posixpath.join(mount, tj["metadata"]["name"])
         self.uri = f"pvc://{pvc.claim}/{tj['metadata']['name']}/"
         self.spec = reader_pod_spec(template, pvc.claim, mount)
@@ -205,7 +230,7 @@ class PVCReader:
         raise MPIJobError(f"the pod {self.pod} that reads PVC {self.pvc.claim} did not start within 2m: {why}")
 
     def list(self) -> list[dict[str, Any]]:
-        out = "".join(self.backend.exec_pod(self._start(), "reader", ["sh", "-c", _LIST_SCRIPT, "list", self.dir]))
+        out = "".join(self.backend.exec_pod(self._start(), "reader", ["/bin/sh", "-c", _LIST_SCRIPT, "list", self.dir]))
         objs = parse_find(out)
         for o in objs:
             o["uri"] = self.uri + o["name"]
@@ -214,7 +239,7 @@ class PVCReader:
     def download(self, name: str, dst: str) -> None:
         """Copy one file (named as list() shows it) to ``dst``, through base64 (exec's channel is text)."""
         with open(dst, "wb") as f:
-            for chunk in _b64_stream(self.backend.exec_pod(self._start(), "reader", ["base64", "-w0", "--", posixpath.join(self.dir, name)])):
+            for chunk in _b64_stream(self.backend.exec_pod(self._start(), "reader", ["/usr/bin/base64", "-w0", "--", posixpath.join(self.dir, name)])):
                 f.write(chunk)
 
 
@@ -242,10 +267,10 @@ def list_and_download_pvc(reader: PVCReader, download_dir: str | None, files: li
         raise InvalidJobError(f"files {missing!r}: {reader.uri} has no such artifact; it has {sorted(have)}", field="files")
     picked = [o for o in out if not files or o["name"] in files]
     for o in picked:
-        rel = posixpath.normpath(o["name"])
-        if rel.startswith("../") or rel.startswith("/"):
-            continue  # never write outside download_dir
-        dst = os.path.join(download_dir, *rel.split("/"))
+        if name_problem(o["name"]):
+            o["skipped"] = f"the name {name_problem(o['name'])}, so it is not written under {download_dir}"
+            continue  # never write outside download_dir; the other files still are
+        dst = os.path.join(download_dir, *o["name"].split("/"))
         os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
         tmp = dst + ".part"
         try:

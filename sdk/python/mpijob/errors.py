@@ -82,6 +82,8 @@ class WaitTimeoutError(MPIJobError, TimeoutError):
 
 # The cause type of mpijob's quota denial (Go: api.QuotaCauseType); its message is JSON.
 QUOTA_CAUSE = "mpijob.dev/QuotaExceeded"
+# The ValidatingAdmissionPolicy that refuses MPI jobs while no mpijob-manager replica is ready (Go: api.ManagerRunningPolicy).
+MANAGER_RUNNING_POLICY = "mpijob-manager-running.mpijob.dev"
 
 
 def _quota_cause(c: dict[str, Any]) -> dict[str, Any]:
@@ -120,6 +122,9 @@ def from_api_exception(e: Any, name: str = "") -> MPIJobError:
         return QuotaExceededError(message, [q for q in quota if q])
     if status == 422 or st.get("reason") == "Invalid":
         return InvalidJobError(message, field=next((c.get("field") for c in causes if c.get("field")), None))
+    if MANAGER_RUNNING_POLICY in message:
+        # The API server's own policy: no mpijob-manager replica is ready; its sentence says what to do.
+        return MPIJobError("mpijob admission is unavailable: " + message.split("denied request: ", 1)[-1])
     if "failed calling webhook" in message and ".mpijob.dev" in message:
         return MPIJobError("mpijob admission is unavailable, so no MPI job can be created or changed now (jobs already "
                            "running are not affected): try again in a minute; if it lasts, ask an administrator to check "

@@ -60,7 +60,7 @@ class FakeBackend:
 
     def exec_pod(self, pod: str, container: str, command: list[str]):  # type: ignore[no-untyped-def]
         self.commands.append(command)
-        if command[0] == "sh":
+        if command[0] == "/bin/sh":
             listing = "".join(f"{len(b)} 1795000000.0 {n}\0" for n, b in self.files.items())
             yield listing[:7]
             yield listing[7:]
@@ -86,8 +86,32 @@ def test_lists_downloads_and_deletes_the_reader(tmp_path: pathlib.Path) -> None:
     pod = be.created[0]
     assert pod["metadata"]["ownerReferences"][0]["uid"] == "u-1"
     assert pod["metadata"]["labels"] == {artifacts.READER_LABEL: "digits"}
-    assert be.commands[0][-1] == "/mnt/shared-data/digits"
-    assert be.commands[1] == ["base64", "-w0", "--", "/mnt/shared-data/digits/model.npz"]
+    # The claim is read where the reader mounts it, by programs named by absolute path.
+    assert be.commands[0][:2] == ["/bin/sh", "-c"] and be.commands[0][-1] == "/mpijob-artifacts/shared-data/digits"
+    assert be.commands[1] == ["/usr/bin/base64", "-w0", "--", "/mpijob-artifacts/shared-data/digits/model.npz"]
+    mounts = pod["spec"]["containers"][0]["volumeMounts"]
+    assert mounts == [{"name": mounts[0]["name"], "mountPath": "/mpijob-artifacts/shared-data", "readOnly": True}]
+
+
+NAMES = json.loads((ROOT / "pkg/artifacts/testdata/names.json").read_text())
+
+
+@pytest.mark.parametrize("v", NAMES["names"], ids=lambda v: repr(v["name"]))
+def test_name_problem(v: dict[str, Any]) -> None:
+    assert artifacts.name_problem(v["name"]) == v["problem"]
+
+
+def test_names_the_job_chose_are_never_written_outside(tmp_path: pathlib.Path) -> None:
+    be = FakeBackend({"../../x": b"evil", "ok.pt": b"good"})
+    into = tmp_path / "into" / "here"
+    into.mkdir(parents=True)
+    with artifacts.PVCReader(be, TJ, TEMPLATE, PVC(claim="shared-data")) as r:
+        got = artifacts.list_and_download_pvc(r, str(into), [])
+    assert (into / "ok.pt").read_bytes() == b"good"
+    assert not (tmp_path / "x").exists()
+    skipped = [o for o in got if "skipped" in o]
+    assert [o["name"] for o in skipped] == ["../../x"]
+    assert "climbs out of the job's folder" in skipped[0]["skipped"]
 
 
 def test_a_file_that_is_not_there(tmp_path: pathlib.Path) -> None:

@@ -45,6 +45,16 @@ def test_admission_down_is_said_plainly():
                                       'no endpoints available for service "mpijob-webhook-service"'})
     assert str(from_api_exception(NoPods())).startswith("mpijob admission is unavailable")
 
+    class PolicyDenied(Down):
+        status = 403
+        body = json.dumps({"kind": "Status", "status": "Failure", "reason": "Forbidden", "code": 403,
+                           "message": 'trainjobs.trainer.kubeflow.org "x" is forbidden: ValidatingAdmissionPolicy '
+                                      "'mpijob-manager-running.mpijob.dev' with binding 'mpijob-manager-running.mpijob.dev' "
+                                      "denied request: mpijob-manager is not running (no ready replica)"})
+    err = from_api_exception(PolicyDenied())
+    assert type(err).__name__ == "MPIJobError"
+    assert str(err) == "mpijob admission is unavailable: mpijob-manager is not running (no ready replica)"
+
 
 def test_errors_are_classified_from_the_status_not_the_sentence():
     class Invalid:

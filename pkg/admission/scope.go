@@ -1,0 +1,105 @@
+package admission
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mpijob/mpijob/pkg/api"
+)
+
+// ScopeCondition names the match condition that limits mpijob's TrainJob
+// webhooks, and the policy that refuses MPI jobs while mpijob-manager is
+// down, to MPI jobs. The API server evaluates it, so a TrainJob of another
+// framework never reaches mpijob-manager: it is admitted exactly as
+// upstream admits it, whether or not the manager runs.
+//
+// A match condition sees only the TrainJob, not its runtime, so the
+// expression names the MPI ClusterTrainingRuntimes; mpijob-manager keeps
+// the list current (pkg/admission/scopecontroller) and the release ships the runtimes
+// known at build time (config/webhook).
+const ScopeCondition = "an-mpi-job"
+
+// ManagerRunningPolicy is the ValidatingAdmissionPolicy that refuses MPI
+// jobs, with a sentence naming mpijob-manager, while no replica of it is
+// ready (config/webhook).
+const ManagerRunningPolicy = api.ManagerRunningPolicy
+
+// ScopeExpression is the CEL expression of ScopeCondition for the MPI
+// ClusterTrainingRuntimes named: a TrainJob is mpijob's when
+//   - it was made by mpijob's job builder (label mpijob.dev/base-runtime),
+//   - it references a TrainingRuntime named after itself (mpijob's per-job
+//     runtime),
+//   - or it references one of those ClusterTrainingRuntimes, or a name
+//     starting with "mpi-" (a typo of an MPI runtime gets a suggestion).
+//
+// A namespaced TrainingRuntime of the tenant's own is not mpijob's: Trainer
+// runs it as upstream does. The names are sorted so the expression changes
+// only when the set does.
+func ScopeExpression(mpiRuntimes []string) string {
+	names := slices.Clone(mpiRuntimes)
+	slices.Sort(names)
+	names = slices.Compact(names)
+	quoted := make([]string, 0, len(names))
+	for _, n := range names {
+		quoted = append(quoted, fmt.Sprintf("'%s'", strings.ReplaceAll(n, "'", "")))
+	}
+	// Every field is tested with has() first: mutating webhooks see the
+	// object before the schema is checked, and an error in a condition
+	// would refuse the request instead of leaving it to the schema.
+	return fmt.Sprintf("has(object.spec) && has(object.spec.runtimeRef) && has(object.spec.runtimeRef.name) && ("+
+		"(has(object.metadata) && has(object.metadata.labels) && '%s' in object.metadata.labels) || "+
+		"(has(object.spec.runtimeRef.kind) && object.spec.runtimeRef.kind == '%s' ? "+
+		"has(object.metadata) && has(object.metadata.name) && object.spec.runtimeRef.name == object.metadata.name : "+
+		"(object.spec.runtimeRef.name.startsWith('mpi-') || object.spec.runtimeRef.name in [%s])))",
+		api.BaseRuntimeLabel, trainer.TrainingRuntimeKind, strings.Join(quoted, ", "))
+}
+
+// InScope is ScopeExpression in Go, for the webhooks themselves: a request
+// the API server should not have sent (a configuration not yet updated)
+// is still judged by the same rule.
+func InScope(tj *trainer.TrainJob, mpiRuntimes []string) bool {
+	if _, ok := tj.Labels[api.BaseRuntimeLabel]; ok {
+		return true
+	}
+	ref := tj.Spec.RuntimeRef
+	if ptr.Deref(ref.Kind, "") == trainer.TrainingRuntimeKind {
+		return ref.Name == tj.Name
+	}
+	return strings.HasPrefix(ref.Name, "mpi-") || slices.Contains(mpiRuntimes, ref.Name)
+}
+
+// SetScope sets the expression of every match condition named
+// ScopeCondition in obj (a webhook configuration or a validating admission
+// policy) and reports whether anything changed. Conditions of other names
+// and objects of other kinds are left alone.
+func SetScope(obj client.Object, expr string) bool {
+	set := func(conds []admissionregistrationv1.MatchCondition) bool {
+		changed := false
+		for i := range conds {
+			if conds[i].Name == ScopeCondition && conds[i].Expression != expr {
+				conds[i].Expression, changed = expr, true
+			}
+		}
+		return changed
+	}
+	changed := false
+	switch o := obj.(type) {
+	case *admissionregistrationv1.MutatingWebhookConfiguration:
+		for i := range o.Webhooks {
+			changed = set(o.Webhooks[i].MatchConditions) || changed
+		}
+	case *admissionregistrationv1.ValidatingWebhookConfiguration:
+		for i := range o.Webhooks {
+			changed = set(o.Webhooks[i].MatchConditions) || changed
+		}
+	case *admissionregistrationv1.ValidatingAdmissionPolicy:
+		changed = set(o.Spec.MatchConditions)
+	}
+	return changed
+}

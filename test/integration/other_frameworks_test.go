@@ -1,0 +1,246 @@
+//go:build e2e
+
+package integration
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/localcluster"
+	"github.com/mpijob/mpijob/pkg/netpol"
+	"github.com/mpijob/mpijob/test/framework"
+)
+
+// upstreamRuntimeFiles are Kubeflow Trainer v2.3's own runtimes of the
+// non-MPI frameworks, read from its module: the shapes PyTorch, JAX,
+// XGBoost and Flux users run.
+var upstreamRuntimeFiles = map[string]string{
+	"torch":   "manifests/base/runtimes/torch_distributed.yaml",
+	"jax":     "manifests/base/runtimes/jax_distributed.yaml",
+	"xgboost": "manifests/base/runtimes/xgboost_distributed.yaml",
+	"flux":    "examples/flux/flux-runtime.yaml",
+}
+
+// upstreamRuntime loads one of upstream's runtimes with every image set
+// to the local cluster's user image (nothing is pulled from outside).
+func upstreamRuntime(t *testing.T, framework string) *trainer.ClusterTrainingRuntime {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/kubeflow/trainer/v2").Output()
+	if err != nil {
+		t.Fatalf("locating Trainer's module: %v", err)
+	}
+	b, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), upstreamRuntimeFiles[framework]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &trainer.ClusterTrainingRuntime{}
+	if err := yaml.Unmarshal(b, rt); err != nil {
+		t.Fatal(err)
+	}
+	for i := range rt.Spec.Template.Spec.ReplicatedJobs {
+		pod := &rt.Spec.Template.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
+		for k := range pod.InitContainers {
+			pod.InitContainers[k].Image = localcluster.UserImage
+		}
+		for k := range pod.Containers {
+			pod.Containers[k].Image = localcluster.UserImage
+		}
+	}
+	return rt
+}
+
+// ensureClusterRuntime creates rt unless a runtime of its name exists,
+// and removes it after the test when it made it.
+func ensureClusterRuntime(t *testing.T, c *framework.Cluster, rt *trainer.ClusterTrainingRuntime) {
+	t.Helper()
+	err := c.Client.Create(context.Background(), rt)
+	switch {
+	case apierrors.IsAlreadyExists(err):
+	case err != nil:
+		t.Fatalf("creating upstream's runtime %s: %v", rt.Name, err)
+	default:
+		t.Cleanup(func() { _ = c.Client.Delete(context.Background(), rt) })
+	}
+}
+
+// A TrainJob whose runtime is not an MPI runtime is admitted exactly as
+// upstream admits it, for each of upstream's non-MPI runtime shapes: a
+// PyTorch user's job created from a colleague's exported manifest (which
+// carries the colleague's creator and an mpijob status), with far more
+// nodes than mpijob's cap, then edited, is admitted and left as written:
+// no mpijob annotation, no Event and no NetworkPolicy from mpijob-manager,
+// while an MPI job created beside them gets all three.
+func TestOtherFrameworksAreAdmittedAsUpstream(t *testing.T) {
+	c := framework.Get(t)
+	ctx := context.Background()
+	devA := c.As(t, "dev-a")
+
+	// The control: an MPI job, suspended, gets mpijob's status, Event
+	// and NetworkPolicy.
+	mpiJob := framework.MakeTrainJob(framework.UniqueName("control"), "team-a", "mpi-openmpi").NumNodes(1).Suspend().Obj()
+	if err := devA.Create(ctx, mpiJob); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), mpiJob) })
+
+	exported := map[string]string{api.CreatorAnnotation: "dev-b", api.StatusAnnotation: `{"phase":"Succeeded","reason":"Copied"}`, "team.example.com/note": "from dev-b"}
+	var jobs []*trainer.TrainJob
+	for _, fw := range []string{"torch", "jax", "xgboost", "flux"} {
+		rt := upstreamRuntime(t, fw)
+		ensureClusterRuntime(t, c, rt)
+		tj := &trainer.TrainJob{
+			ObjectMeta: metav1.ObjectMeta{Name: framework.UniqueName(fw), Namespace: "team-a", Annotations: exported},
+			Spec: trainer.TrainJobSpec{
+				RuntimeRef: trainer.RuntimeRef{Name: rt.Name, APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(trainer.ClusterTrainingRuntimeKind)},
+				Trainer:    &trainer.Trainer{NumNodes: ptr.To[int32](300)},
+				Suspend:    ptr.To(true),
+			},
+		}
+		t.Run(fw, func(t *testing.T) {
+			if err := devA.Create(ctx, tj); err != nil {
+				t.Fatalf("a %s job from a colleague's manifest with 300 nodes: %v, want admitted as upstream admits it", fw, err)
+			}
+			t.Cleanup(func() { _ = c.Client.Delete(context.Background(), tj) })
+			jobs = append(jobs, tj)
+			patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"trainer":{"numNodes":500}},"metadata":{"annotations":{"mpijob.dev/status":"{}"}}}`))
+			if err := devA.Patch(ctx, tj.DeepCopy(), patch); err != nil {
+				t.Errorf("editing the %s job: %v", fw, err)
+			}
+		})
+	}
+
+	// The control's Event and NetworkPolicy say the manager has looked at
+	// jobs created at the same time.
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		return len(managerEvents(t, c, mpiJob.Name)) > 0 &&
+			c.Client.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: netpol.Name(mpiJob)}, &networkingv1.NetworkPolicy{}) == nil, nil
+	}); err != nil {
+		t.Fatalf("the MPI job %s got no Event or NetworkPolicy from mpijob-manager within 2 minutes", mpiJob.Name)
+	}
+	got := &trainer.TrainJob{}
+	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(mpiJob), got); err != nil || got.Annotations[api.CreatorAnnotation] != "dev-a" {
+		t.Errorf("the MPI job's creator: %q (%v), want dev-a", got.Annotations[api.CreatorAnnotation], err)
+	}
+	for _, tj := range jobs {
+		got := &trainer.TrainJob{}
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(tj), got); err != nil {
+			t.Fatal(err)
+		}
+		want := map[string]string{api.CreatorAnnotation: "dev-b", api.StatusAnnotation: "{}", "team.example.com/note": "from dev-b"}
+		for k, v := range want {
+			if got.Annotations[k] != v {
+				t.Errorf("%s: annotation %s = %q, want %q as its user wrote it", tj.Name, k, got.Annotations[k], v)
+			}
+		}
+		for k := range got.Annotations {
+			if _, ok := want[k]; !ok && strings.Contains(k, "mpijob") {
+				t.Errorf("%s carries mpijob's annotation %s", tj.Name, k)
+			}
+		}
+		if evs := managerEvents(t, c, tj.Name); len(evs) > 0 {
+			t.Errorf("%s got Events from mpijob-manager: %v", tj.Name, evs)
+		}
+		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: netpol.Name(tj)}, &networkingv1.NetworkPolicy{}); !apierrors.IsNotFound(err) {
+			t.Errorf("%s got a NetworkPolicy from mpijob-manager (%v)", tj.Name, err)
+		}
+	}
+}
+
+// managerEvents are the Events mpijob-manager recorded about job name in
+// team-a.
+func managerEvents(t *testing.T, c *framework.Cluster, name string) []string {
+	t.Helper()
+	evs := &corev1.EventList{}
+	if err := c.Client.List(context.Background(), evs, client.InNamespace("team-a")); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range evs.Items {
+		if e.InvolvedObject.Name == name && (e.ReportingController == api.FieldManager || e.Source.Component == api.FieldManager) {
+			out = append(out, e.Reason)
+		}
+	}
+	return out
+}
+
+// A PyTorch job deleted and created again at once is admitted, as
+// upstream admits it: mpijob's check of an earlier job's pods holds only
+// for MPI jobs, whose Launcher would reach the old Workers by name.
+func TestTorchJobDeletedAndRecreatedAtOnce(t *testing.T) {
+	c := framework.Get(t)
+	ctx := context.Background()
+	devA := c.As(t, "dev-a")
+	rt := upstreamRuntime(t, "torch")
+	ensureClusterRuntime(t, c, rt)
+	job := func() *trainer.TrainJob {
+		return &trainer.TrainJob{
+			ObjectMeta: metav1.ObjectMeta{Name: "torch-again", Namespace: "team-a"},
+			Spec: trainer.TrainJobSpec{
+				RuntimeRef: trainer.RuntimeRef{Name: rt.Name, APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(trainer.ClusterTrainingRuntimeKind)},
+				Trainer: &trainer.Trainer{NumNodes: ptr.To[int32](1), Command: []string{"sleep", "300"},
+					ResourcesPerNode: &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("128Mi"), corev1.ResourceCPU: resource.MustParse("100m")}}},
+			},
+		}
+	}
+	first := job()
+	if err := devA.Create(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), job()) })
+	var pods corev1.PodList
+	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := c.Client.List(ctx, &pods, client.InNamespace("team-a"), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: first.Name})
+		return err == nil && len(pods.Items) > 0, nil
+	}); err != nil {
+		t.Fatalf("the torch job made no pod within 2 minutes")
+	}
+	if err := devA.Delete(ctx, first, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
+	// Created again while the first job's pod is still there (it takes
+	// its grace period to stop), retried only while the first TrainJob
+	// itself is not yet gone.
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if err = devA.Create(ctx, job()); !apierrors.IsAlreadyExists(err) {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("a torch job deleted and created again at once: %v, want admitted", err)
+	}
+	// What makes this the case the issue is about: the first job's pod
+	// was still there (mpijob refused such creates for every framework).
+	left := &corev1.PodList{}
+	if err := c.Client.List(ctx, left, client.InNamespace("team-a"), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: first.Name}); err != nil {
+		t.Fatal(err)
+	}
+	stopping := 0
+	for _, p := range left.Items {
+		if p.DeletionTimestamp != nil {
+			stopping++
+		}
+	}
+	if stopping == 0 {
+		t.Errorf("no pod of the first job was still stopping when the job was created again: the test did not reach its case")
+	}
+}
