@@ -41,6 +41,11 @@ type Collector struct {
 	// MaxRead bounds the bytes read from one file in one pass (default
 	// 8 MiB), so one chatty rank does not hold the others back.
 	MaxRead int64
+	// MaxLine bounds one line put together from the runtime's partial
+	// (P) records (default 256 KiB, Loki's own largest line): a program
+	// that writes without a newline is stored in pieces of this size
+	// instead of held in memory, and in the positions file, without end.
+	MaxLine int
 	Log     io.Writer
 
 	mu    sync.Mutex
@@ -137,6 +142,9 @@ func (c *Collector) Pass(ctx context.Context) error {
 	}
 	if c.MaxRead == 0 {
 		c.MaxRead = 8 << 20
+	}
+	if c.MaxLine == 0 {
+		c.MaxLine = DefaultMaxLine
 	}
 	var all []found
 	for dir, node := range c.Dirs {
@@ -329,6 +337,17 @@ func (c *Collector) pushAll(ctx context.Context, tenant string, streams []PushSt
 	return nil
 }
 
+// DefaultMaxLine is the longest line the collector puts together from
+// partial records (Loki's default max_line_size).
+const DefaultMaxLine = 256 << 10
+
+func (c *Collector) maxLine() int {
+	if c.MaxLine > 0 {
+		return c.MaxLine
+	}
+	return DefaultMaxLine
+}
+
 // read returns the complete lines of path after tf's offset, and the
 // offset after the last one.
 func (c *Collector) read(path string, tf *tailed) ([]Entry, int64, string, int64, int64, error) {
@@ -370,17 +389,24 @@ func (c *Collector) read(path string, tf *tailed) ([]Entry, int64, string, int64
 		if err != nil {
 			continue
 		}
+		msg := cl.Message
+		at := cl.Time
 		if cl.Partial {
 			if partial == "" {
 				partAt = cl.Time.UnixNano()
 			}
 			partial += cl.Message
-			continue
+			if len(partial) < c.maxLine() {
+				continue
+			}
+			// A line without end as long as a whole line may be: stored as
+			// a piece of its own, and the rest starts the next piece.
+			msg = partial
+		} else if partial != "" {
+			msg = partial + msg
 		}
-		msg := cl.Message
-		at := cl.Time
 		if partial != "" {
-			msg, at = partial+msg, time.Unix(0, partAt).UTC()
+			at = time.Unix(0, partAt).UTC()
 			partial, partAt = "", 0
 		}
 		if at.UnixNano() <= last {

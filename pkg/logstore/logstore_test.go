@@ -516,3 +516,56 @@ func TestCollectorTenantsApart(t *testing.T) {
 		t.Errorf("lines stored per tenant (-want,+got):\n%s", diff)
 	}
 }
+
+// A program that writes without a newline (the runtime splits its output
+// into partial records) is stored in pieces of at most MaxLine, not held
+// in memory and in the positions file without end; the pieces, in order,
+// are all it wrote.
+func TestCollectorCapsLinesWithoutEnd(t *testing.T) {
+	loki := &fakeLoki{}
+	srv := httptest.NewServer(loki)
+	defer srv.Close()
+	root := t.TempDir()
+	podDir := filepath.Join(root, "team-a_pi-launcher-0-0-abcde_2fa9b250-11e8-493f-95cd-bb69882b042b", "node")
+	if err := os.MkdirAll(podDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t0 := time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC)
+	var b strings.Builder
+	var wrote strings.Builder
+	for i := range 100 {
+		chunk := strings.Repeat(string(rune('a'+i%26)), 1000)
+		wrote.WriteString(chunk)
+		b.WriteString(criLine(t0.Add(time.Duration(i)*time.Millisecond), "stdout", "P", chunk))
+	}
+	if err := os.WriteFile(filepath.Join(podDir, "0.log"), []byte(b.String()), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	positions := filepath.Join(t.TempDir(), "positions.json")
+	c := &Collector{Dirs: map[string]string{root: "node-1"}, Store: &Client{URL: srv.URL}, Positions: positions, MaxLine: 4096}
+	if err := c.Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var stored strings.Builder
+	for _, e := range loki.entries["team-a"] {
+		if len(e.Line) > 4096+1000 {
+			t.Errorf("a stored piece of %d bytes, more than MaxLine and one record", len(e.Line))
+		}
+		stored.WriteString(e.Line)
+	}
+	if len(loki.entries["team-a"]) < 20 {
+		t.Errorf("%d pieces stored from 100 kB without a newline, want about 25", len(loki.entries["team-a"]))
+	}
+	st, err := os.Stat(positions)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Size() > 8<<10 {
+		t.Errorf("positions file of %d bytes: the partial line is held there without end", st.Size())
+	}
+	// What is still waiting for its end is in the positions; with it, the
+	// pieces are everything written.
+	if !strings.HasPrefix(wrote.String(), stored.String()) || len(wrote.String())-len(stored.String()) > 4096 {
+		t.Errorf("stored %d of %d bytes, or out of order", stored.Len(), wrote.Len())
+	}
+}
