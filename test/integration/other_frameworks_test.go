@@ -14,6 +14,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -41,7 +42,9 @@ var upstreamRuntimeFiles = map[string]string{
 }
 
 // upstreamRuntime loads one of upstream's runtimes with every image set
-// to the local cluster's user image (nothing is pulled from outside).
+// to the local cluster's user image (nothing is pulled from outside) and
+// the security context that the tenants' namespaces require (Pod Security
+// "restricted"; upstream's runtimes set none), so their pods can start.
 func upstreamRuntime(t *testing.T, framework string) *trainer.ClusterTrainingRuntime {
 	t.Helper()
 	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/kubeflow/trainer/v2").Output()
@@ -58,11 +61,16 @@ func upstreamRuntime(t *testing.T, framework string) *trainer.ClusterTrainingRun
 	}
 	for i := range rt.Spec.Template.Spec.ReplicatedJobs {
 		pod := &rt.Spec.Template.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
+		pod.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1000),
+			SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}}
+		restricted := &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}
 		for k := range pod.InitContainers {
 			pod.InitContainers[k].Image = localcluster.UserImage
+			pod.InitContainers[k].SecurityContext = restricted.DeepCopy()
 		}
 		for k := range pod.Containers {
 			pod.Containers[k].Image = localcluster.UserImage
+			pod.Containers[k].SecurityContext = restricted.DeepCopy()
 		}
 	}
 	return rt
@@ -92,11 +100,12 @@ func ensureClusterRuntime(t *testing.T, c *framework.Cluster, rt *trainer.Cluste
 func TestOtherFrameworksAreAdmittedAsUpstream(t *testing.T) {
 	c := framework.Get(t)
 	ctx := context.Background()
+	ns := editableNamespace(t, c, "upstream")
 	devA := c.As(t, "dev-a")
 
 	// The control: an MPI job, suspended, gets mpijob's status, Event
 	// and NetworkPolicy.
-	mpiJob := framework.MakeTrainJob(framework.UniqueName("control"), "team-a", "mpi-openmpi").NumNodes(1).Suspend().Obj()
+	mpiJob := framework.MakeTrainJob(framework.UniqueName("control"), ns, "mpi-openmpi").NumNodes(1).Suspend().Obj()
 	if err := devA.Create(ctx, mpiJob); err != nil {
 		t.Fatal(err)
 	}
@@ -108,20 +117,24 @@ func TestOtherFrameworksAreAdmittedAsUpstream(t *testing.T) {
 		rt := upstreamRuntime(t, fw)
 		ensureClusterRuntime(t, c, rt)
 		tj := &trainer.TrainJob{
-			ObjectMeta: metav1.ObjectMeta{Name: framework.UniqueName(fw), Namespace: "team-a", Annotations: exported},
+			ObjectMeta: metav1.ObjectMeta{Name: framework.UniqueName(fw), Namespace: ns, Annotations: exported},
 			Spec: trainer.TrainJobSpec{
 				RuntimeRef: trainer.RuntimeRef{Name: rt.Name, APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(trainer.ClusterTrainingRuntimeKind)},
 				Trainer:    &trainer.Trainer{NumNodes: ptr.To[int32](300)},
 				Suspend:    ptr.To(true),
 			},
 		}
+		t.Cleanup(func() { _ = c.Client.Delete(context.Background(), tj) })
 		t.Run(fw, func(t *testing.T) {
 			if err := devA.Create(ctx, tj); err != nil {
 				t.Fatalf("a %s job from a colleague's manifest with 300 nodes: %v, want admitted as upstream admits it", fw, err)
 			}
-			t.Cleanup(func() { _ = c.Client.Delete(context.Background(), tj) })
 			jobs = append(jobs, tj)
-			patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"trainer":{"numNodes":500}},"metadata":{"annotations":{"mpijob.dev/status":"{}"}}}`))
+			// Edited as upstream allows (Trainer keeps spec.trainer as it
+			// was created; the job stays suspended, 300 nodes would not
+			// fit this cluster): its labels and annotations, mpijob's
+			// names among them the user's own here.
+			patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"a"},"annotations":{"mpijob.dev/status":"{}"}}}`))
 			if err := devA.Patch(ctx, tj.DeepCopy(), patch); err != nil {
 				t.Errorf("editing the %s job: %v", fw, err)
 			}
@@ -131,8 +144,8 @@ func TestOtherFrameworksAreAdmittedAsUpstream(t *testing.T) {
 	// The control's Event and NetworkPolicy say the manager has looked at
 	// jobs created at the same time.
 	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		return len(managerEvents(t, c, mpiJob.Name)) > 0 &&
-			c.Client.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: netpol.Name(mpiJob)}, &networkingv1.NetworkPolicy{}) == nil, nil
+		return len(managerEvents(t, c, ns, mpiJob.Name)) > 0 &&
+			c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: netpol.Name(mpiJob)}, &networkingv1.NetworkPolicy{}) == nil, nil
 	}); err != nil {
 		t.Fatalf("the MPI job %s got no Event or NetworkPolicy from mpijob-manager within 2 minutes", mpiJob.Name)
 	}
@@ -156,21 +169,37 @@ func TestOtherFrameworksAreAdmittedAsUpstream(t *testing.T) {
 				t.Errorf("%s carries mpijob's annotation %s", tj.Name, k)
 			}
 		}
-		if evs := managerEvents(t, c, tj.Name); len(evs) > 0 {
+		if evs := managerEvents(t, c, ns, tj.Name); len(evs) > 0 {
 			t.Errorf("%s got Events from mpijob-manager: %v", tj.Name, evs)
 		}
-		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: netpol.Name(tj)}, &networkingv1.NetworkPolicy{}); !apierrors.IsNotFound(err) {
+		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: netpol.Name(tj)}, &networkingv1.NetworkPolicy{}); !apierrors.IsNotFound(err) {
 			t.Errorf("%s got a NetworkPolicy from mpijob-manager (%v)", tj.Name, err)
 		}
 	}
 }
 
+// editableNamespace is a namespace of the test's own where dev-a has
+// edit, with no Kueue queue (a queued job of 300 nodes would be admitted
+// and started) and no quota: what a plain Trainer user has.
+func editableNamespace(t *testing.T, c *framework.Cluster, prefix string) string {
+	t.Helper()
+	ns := c.NewNamespace(t, prefix)
+	if err := c.Client.Create(context.Background(), &rbacv1.RoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "dev-a-edit", Namespace: ns},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "edit"},
+		Subjects:   []rbacv1.Subject{{APIGroup: "rbac.authorization.k8s.io", Kind: "User", Name: "dev-a"}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return ns
+}
+
 // managerEvents are the Events mpijob-manager recorded about job name in
-// team-a.
-func managerEvents(t *testing.T, c *framework.Cluster, name string) []string {
+// namespace ns.
+func managerEvents(t *testing.T, c *framework.Cluster, ns, name string) []string {
 	t.Helper()
 	evs := &corev1.EventList{}
-	if err := c.Client.List(context.Background(), evs, client.InNamespace("team-a")); err != nil {
+	if err := c.Client.List(context.Background(), evs, client.InNamespace(ns)); err != nil {
 		t.Fatal(err)
 	}
 	var out []string
@@ -188,12 +217,13 @@ func managerEvents(t *testing.T, c *framework.Cluster, name string) []string {
 func TestTorchJobDeletedAndRecreatedAtOnce(t *testing.T) {
 	c := framework.Get(t)
 	ctx := context.Background()
+	ns := editableNamespace(t, c, "recreate")
 	devA := c.As(t, "dev-a")
 	rt := upstreamRuntime(t, "torch")
 	ensureClusterRuntime(t, c, rt)
 	job := func() *trainer.TrainJob {
 		return &trainer.TrainJob{
-			ObjectMeta: metav1.ObjectMeta{Name: "torch-again", Namespace: "team-a"},
+			ObjectMeta: metav1.ObjectMeta{Name: "torch-again", Namespace: ns},
 			Spec: trainer.TrainJobSpec{
 				RuntimeRef: trainer.RuntimeRef{Name: rt.Name, APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(trainer.ClusterTrainingRuntimeKind)},
 				Trainer: &trainer.Trainer{NumNodes: ptr.To[int32](1), Command: []string{"sleep", "300"},
@@ -208,10 +238,10 @@ func TestTorchJobDeletedAndRecreatedAtOnce(t *testing.T) {
 	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), job()) })
 	var pods corev1.PodList
 	if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		err := c.Client.List(ctx, &pods, client.InNamespace("team-a"), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: first.Name})
-		return err == nil && len(pods.Items) > 0, nil
+		err := c.Client.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: first.Name})
+		return err == nil && len(pods.Items) > 0 && pods.Items[0].Status.Phase == corev1.PodRunning, nil
 	}); err != nil {
-		t.Fatalf("the torch job made no pod within 2 minutes")
+		t.Fatalf("the torch job's pod did not run within 2 minutes")
 	}
 	if err := devA.Delete(ctx, first, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
 		t.Fatal(err)
@@ -231,7 +261,7 @@ func TestTorchJobDeletedAndRecreatedAtOnce(t *testing.T) {
 	// What makes this the case the issue is about: the first job's pod
 	// was still there (mpijob refused such creates for every framework).
 	left := &corev1.PodList{}
-	if err := c.Client.List(ctx, left, client.InNamespace("team-a"), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: first.Name}); err != nil {
+	if err := c.Client.List(ctx, left, client.InNamespace(ns), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: first.Name}); err != nil {
 		t.Fatal(err)
 	}
 	stopping := 0
