@@ -167,7 +167,7 @@ func TestManagerDownStaleStatusAndNoAdmission(t *testing.T) {
 		}}
 	if err := c.Client.Create(ctx, torch); err != nil {
 		t.Errorf("a PyTorch job created while mpijob-manager is down: %v, want admitted", err)
-	} else if err := c.Client.Patch(ctx, torch.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"spec":{"trainer":{"numNodes":3}}}`))); err != nil {
+	} else if err := c.Client.Patch(ctx, torch.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"a"}},"spec":{"suspend":true}}`))); err != nil {
 		t.Errorf("a PyTorch job changed while mpijob-manager is down: %v, want admitted", err)
 	}
 	restart()
