@@ -94,6 +94,10 @@ func TestManagerDownUninstallAndReinstall(t *testing.T) {
 	for _, obj := range []client.Object{
 		&admissionregistrationv1.ValidatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "mpijob-validating-webhook-configuration"}},
 		&admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: "mpijob-mutating-webhook-configuration"}},
+		// The manager-down policy goes too: left behind, it would refuse
+		// every MPI job for want of mpijob-manager.
+		&admissionregistrationv1.ValidatingAdmissionPolicy{ObjectMeta: metav1.ObjectMeta{Name: api.ManagerRunningPolicy}},
+		&admissionregistrationv1.ValidatingAdmissionPolicyBinding{ObjectMeta: metav1.ObjectMeta{Name: api.ManagerRunningPolicy}},
 		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: localcluster.ManagerNamespace}},
 		&trainer.ClusterTrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: "mpi-openmpi"}},
 	} {
