@@ -38,7 +38,8 @@ type Saved struct {
 // deletion waits, so bare removes it with the manager.
 const logAPIService = "v1alpha1.logs.mpijob.dev"
 
-// Bare removes mpijob's webhook configurations and, unless webhooksOnly,
+// Bare removes mpijob's webhook configurations, the binding of its
+// manager-down policy and, unless webhooksOnly,
 // the log store's APIService (where installed) and scales mpijob-manager
 // to no replicas.
 func Bare(ctx context.Context, cl client.Client, webhooksOnly bool) (*Saved, error) {
@@ -55,6 +56,20 @@ func Bare(ctx context.Context, cl client.Client, webhooksOnly bool) (*Saved, err
 		if err := cl.Delete(ctx, u); err != nil {
 			return s, err
 		}
+	}
+	// The policy that refuses MPI jobs while no manager replica is ready
+	// (its binding, which Restore puts back): the bare engine admits them.
+	binding := &unstructured.Unstructured{}
+	binding.SetAPIVersion("admissionregistration.k8s.io/v1")
+	binding.SetKind("ValidatingAdmissionPolicyBinding")
+	switch err := cl.Get(ctx, client.ObjectKey{Name: api.ManagerRunningPolicy}, binding); {
+	case err == nil:
+		s.webhooks = append(s.webhooks, binding)
+		if err := cl.Delete(ctx, binding); err != nil {
+			return s, err
+		}
+	case !apierrors.IsNotFound(err):
+		return s, err
 	}
 	if webhooksOnly {
 		return s, nil
