@@ -275,6 +275,12 @@ func quotaLines(d admission.Demand, quotas []corev1.ResourceQuota) []QuotaLine {
 	requests, limits := d.TotalRequests(), d.TotalLimits()
 	var out []QuotaLine
 	for _, q := range quotas {
+		if len(q.Spec.Scopes) > 0 || q.Spec.ScopeSelector != nil {
+			// A scoped quota (a priority class, say) counts only some
+			// pods: admission leaves it to the API server, and so does
+			// this summary.
+			continue
+		}
 		for key, hard := range q.Spec.Hard {
 			// requests.cpu and cpu count requests; limits.memory limits.
 			total, res := requests, corev1.ResourceName(strings.TrimPrefix(string(key), "requests."))

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/localcluster"
 	"github.com/mpijob/mpijob/test/framework"
 )
 
@@ -284,4 +285,32 @@ func parseListening(procNetTCP string) []int {
 	}
 	sort.Ints(ports)
 	return ports
+}
+
+// A tenant cannot give a pod one of Kubernetes' own priority classes,
+// which could preempt what keeps the nodes and the cluster running: the
+// tenants' namespaces scope them with a quota of no such pods
+// (config/dev/tenants.yaml, as docs/admin.md advises). Priority classes
+// of the tenant's own choosing that are not the system's stay allowed.
+func TestTenantsCannotUseSystemPriority(t *testing.T) {
+	c := framework.Get(t)
+	devA := c.As(t, "dev-a")
+	pod := func(class string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "prio-", Namespace: "team-a"},
+			Spec: corev1.PodSpec{
+				PriorityClassName: class,
+				SecurityContext:   &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault}},
+				Containers: []corev1.Container{{Name: "c", Image: localcluster.UserImage, Command: []string{"true"},
+					SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: ptr.To(false), Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}}},
+			}}
+	}
+	for _, class := range []string{"system-node-critical", "system-cluster-critical"} {
+		err := devA.Create(context.Background(), pod(class), client.DryRunAll)
+		if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "no-system-priority") {
+			t.Errorf("dev-a's pod with priority class %s: %v, want Forbidden by quota no-system-priority", class, err)
+		}
+	}
+	if err := devA.Create(context.Background(), pod(""), client.DryRunAll); err != nil {
+		t.Errorf("dev-a's pod with no priority class: %v", err)
+	}
 }
