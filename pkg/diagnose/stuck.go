@@ -213,7 +213,7 @@ func rankFailedOthersWaiting(in Input) (message, next string, ok bool) {
 	}
 	return msg, ranked(
 		"Run Python programs as `python -m mpi4py script.py` (mpirun python -m mpi4py ...): one rank's uncaught exception then aborts every rank, and the job fails with the error instead of hanging.",
-		fmt.Sprintf("Delete the job (`kubectl mpijob delete NAME`) or suspend it (`kubectl patch trainjob %s --type merge -p '{\"spec\":{\"suspend\":true}}'`): it holds its Workers while the other ranks wait.", in.TrainJob.Name),
+		fmt.Sprintf("Delete the job (`kubectl mpijob delete NAME`) or %s: it holds its Workers while the other ranks wait.", suspendAdvice(in)),
 		read), true
 }
 
@@ -233,6 +233,16 @@ func rankSilent(in Input) (message, next string, ok bool) {
 		r, rankWorker(in, r), since, in.ProgressTimeout, trimMessage(f.Error, 200))
 	return msg, ranked(
 		fmt.Sprintf("Read what rank %s printed last (`kubectl mpijob logs NAME --rank %s`) and look at the rank's process on its Worker (`kubectl exec` into it; `py-spy dump --pid PID` for Python).", r, r),
-		fmt.Sprintf("Delete the job (`kubectl mpijob delete NAME`) or suspend it (`kubectl patch trainjob %s --type merge -p '{\"spec\":{\"suspend\":true}}'`): it holds its Workers while rank %s is stuck.", in.TrainJob.Name, r),
+		fmt.Sprintf("Delete the job (`kubectl mpijob delete NAME`) or %s: it holds its Workers while rank %s is stuck.", suspendAdvice(in), r),
 		"If the rank is only quiet (it works without printing), have every rank print its progress, or raise the runtime's policy.mpijob.dev/progress-timeout."), true
+}
+
+// suspendAdvice says how to suspend the job: through its Kueue Workload
+// (spec.active) when Kueue manages it, which would set spec.suspend back
+// within seconds and start the job again; spec.suspend otherwise.
+func suspendAdvice(in Input) string {
+	if in.Queue != nil && in.Queue.Workload != "" {
+		return fmt.Sprintf("suspend it through its Kueue Workload, which Kueue honours (`kubectl patch workload %s --type merge -p '{\"spec\":{\"active\":false}}'`, or Suspend in the dashboard; Kueue sets spec.suspend back)", in.Queue.Workload)
+	}
+	return fmt.Sprintf("suspend it (`kubectl patch trainjob %s --type merge -p '{\"spec\":{\"suspend\":true}}'`, or Suspend in the dashboard)", in.TrainJob.Name)
 }

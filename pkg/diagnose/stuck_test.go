@@ -119,6 +119,17 @@ func TestRankFailedOthersWaiting(t *testing.T) {
 	if !warning(s) {
 		t.Error("not a warning")
 	}
+	if !strings.Contains(s.NextSteps[1], `kubectl patch trainjob hello --type merge -p '{"spec":{"suspend":true}}'`) {
+		t.Errorf("a job outside Kueue is told to suspend it by spec.suspend: %q", s.NextSteps[1])
+	}
+	// Under Kueue, spec.suspend is Kueue's (it sets it back within
+	// seconds): the advice is the Workload's spec.active.
+	queued := in
+	queued.Queue = &Queue{Name: "team-a/default", Admitted: true, Workload: "trainjob-hello-1a2b3"}
+	if s := diagnoseBoth(t, queued); len(s.NextSteps) != 3 || !strings.Contains(s.NextSteps[1], `kubectl patch workload trainjob-hello-1a2b3 --type merge -p '{"spec":{"active":false}}'`) ||
+		strings.Contains(s.NextSteps[1], `"suspend":true`) {
+		t.Errorf("a job Kueue manages is told to suspend it with %q", s.NextSteps)
+	}
 	// Finished jobs say how they ended, not that they wait.
 	tj.Status.Conditions = append(tj.Status.Conditions, metav1.Condition{Type: "Failed", Status: metav1.ConditionTrue, Reason: "x", Message: "y"})
 	if s := diagnoseBoth(t, in); s.Reason == ReasonRankFailedOthersWaiting {
