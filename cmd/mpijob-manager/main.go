@@ -189,15 +189,19 @@ func main() {
 			log.Error(err, "failed to load the serving certificate", "dir", certDir)
 			os.Exit(1)
 		}
+		// Every webhook shares one budget of bytes in flight
+		// (mpiadmission.Bounded): the port answers whoever reaches it, and
+		// large reviews sent at once must not take the replica down.
 		hooks := mgr.GetWebhookServer()
-		hooks.Register(mpiadmission.MutatePath, admission.WithDefaulter(scheme, &mpiadmission.Defaulter{Runtimes: lookup}))
-		hooks.Register(mpiadmission.ValidatePath, admission.WithValidator(scheme, &mpiadmission.Validator{
+		register := func(path string, h http.Handler) { hooks.Register(path, mpiadmission.Bounded(h, mpiadmission.DefaultInFlightBytes)) }
+		register(mpiadmission.MutatePath, admission.WithDefaulter(scheme, &mpiadmission.Defaulter{Runtimes: lookup}))
+		register(mpiadmission.ValidatePath, admission.WithValidator(scheme, &mpiadmission.Validator{
 			Runtimes: lookup, Client: mgr.GetClient(), MaxWorkers: int32(maxWorkers), Manager: self.Status.UserInfo.Username,
 			Pods: mgr.GetClient(),
 		}))
-		hooks.Register(mpiadmission.ValidateClusterRuntimePath, admission.WithValidator(scheme, mpiadmission.ClusterRuntimeValidator{}))
-		hooks.Register(mpiadmission.ValidateRuntimePath, admission.WithValidator(scheme, mpiadmission.RuntimeValidator{Client: mgr.GetAPIReader()}))
-		hooks.Register(mpiadmission.ValidateWorkloadPath, &admission.Webhook{Handler: mpiadmission.WorkloadActiveOnly{}})
+		register(mpiadmission.ValidateClusterRuntimePath, admission.WithValidator(scheme, mpiadmission.ClusterRuntimeValidator{}))
+		register(mpiadmission.ValidateRuntimePath, admission.WithValidator(scheme, mpiadmission.RuntimeValidator{Client: mgr.GetAPIReader()}))
+		register(mpiadmission.ValidateWorkloadPath, &admission.Webhook{Handler: mpiadmission.WorkloadActiveOnly{}})
 	}()
 	if err := addLogAPI(mgr, logs, &metricsCert, certsReady, logAPIPort); err != nil {
 		log.Error(err, "failed to set up the log store's read API")
