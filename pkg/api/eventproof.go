@@ -20,9 +20,11 @@ const MaxEventDigests = 32
 // from mpijob-manager and is not vouched for was written by someone else.
 
 // EventDigest identifies an Event the manager wrote about a TrainJob by
-// its type, reason and text.
-func EventDigest(eventType, reason, note string) string {
-	sum := sha256.Sum256([]byte(eventType + "\x00" + reason + "\x00" + note))
+// the job's UID, its type, reason and text. The UID binds it to the one
+// job: an Event of another job, or of an earlier job of the same name,
+// copied onto this one is not vouched for, however alike its text.
+func EventDigest(uid, eventType, reason, note string) string {
+	sum := sha256.Sum256([]byte(uid + "\x00" + eventType + "\x00" + reason + "\x00" + note))
 	return hex.EncodeToString(sum[:8])
 }
 
@@ -60,7 +62,7 @@ func ForgedEvent(e corev1.Event, s Status) bool {
 	if !ClaimsManager(e) {
 		return false
 	}
-	d := EventDigest(e.Type, e.Reason, e.Message)
+	d := EventDigest(string(e.InvolvedObject.UID), e.Type, e.Reason, e.Message)
 	for _, v := range s.EventDigests {
 		if v == d {
 			return false

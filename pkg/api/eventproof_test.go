@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 )
 
 // The vectors are shared with the Python SDK (get_events' forged flag).
@@ -18,7 +19,7 @@ func TestForgedEventVectors(t *testing.T) {
 	var doc struct {
 		EventDigests []string `json:"eventDigests"`
 		Vectors      []struct {
-			Name, Type, Reason, Message                            string
+			Name, UID, Type, Reason, Message                       string
 			ReportingComponent, SourceComponent, ReportingInstance string
 			Forged                                                 bool
 		} `json:"vectors"`
@@ -29,7 +30,7 @@ func TestForgedEventVectors(t *testing.T) {
 	st := Status{EventDigests: doc.EventDigests}
 	for _, v := range doc.Vectors {
 		t.Run(v.Name, func(t *testing.T) {
-			e := corev1.Event{Type: v.Type, Reason: v.Reason, Message: v.Message, ReportingController: v.ReportingComponent,
+			e := corev1.Event{InvolvedObject: corev1.ObjectReference{UID: types.UID(v.UID)}, Type: v.Type, Reason: v.Reason, Message: v.Message, ReportingController: v.ReportingComponent,
 				ReportingInstance: v.ReportingInstance, Source: corev1.EventSource{Component: v.SourceComponent}}
 			if got := ForgedEvent(e, st); got != v.Forged {
 				t.Errorf("ForgedEvent = %v, want %v", got, v.Forged)

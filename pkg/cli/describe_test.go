@@ -83,11 +83,12 @@ func TestVerbsPrintNoTerminalEscapes(t *testing.T) {
 // the kubelet's are not.
 func TestForgedEventsAreMarked(t *testing.T) {
 	const note = "Running on 1 Workers."
-	st := &api.Status{Phase: api.PhaseRunning, EventDigests: []string{api.EventDigest(corev1.EventTypeNormal, "Running", note)}}
+	st := &api.Status{Phase: api.PhaseRunning, EventDigests: []string{api.EventDigest("uid-vouched", corev1.EventTypeNormal, "Running", note)}}
 	tj := testJob("team-a", "vouched", "mpi-mpich", 1, st, time.Minute)
+	tj.UID = "uid-vouched"
 	ev := func(name, typ, reason, msg, controller string) *corev1.Event {
 		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a"}, Type: typ, Reason: reason, Message: msg,
-			ReportingController: controller, InvolvedObject: corev1.ObjectReference{Kind: "TrainJob", Name: "vouched", Namespace: "team-a"},
+			ReportingController: controller, InvolvedObject: corev1.ObjectReference{Kind: "TrainJob", Name: "vouched", Namespace: "team-a", UID: "uid-vouched"},
 			LastTimestamp: metav1.NewTime(now)}
 	}
 	objs := []client.Object{&tj, shippedRuntime(t, "mpi-mpich"),

@@ -137,7 +137,7 @@ func decide(tj *trainer.TrainJob, k known, in Input) Plan {
 		// that lasts less than the wait before the next status write. The
 		// status vouches for the Event (api.ForgedEvent).
 		ev := eventOf(s)
-		s.EventDigests = api.WithEventDigest(s.EventDigests, api.EventDigest(ev.Type, ev.Reason, ev.Note))
+		s.EventDigests = api.WithEventDigest(s.EventDigests, api.EventDigest(string(tj.UID), ev.Type, ev.Reason, ev.Note))
 		t := &Transition{Event: ev}
 		if hadPrev {
 			before := prev

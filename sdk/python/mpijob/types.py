@@ -336,9 +336,10 @@ class JobEvent:
     forged: bool = False
 
 
-def event_digest(event_type: str, reason: str, message: str) -> str:
-    """Go's ``api.EventDigest``: how the job's status vouches for an Event of mpijob-manager's."""
-    return hashlib.sha256(f"{event_type}\0{reason}\0{message}".encode()).hexdigest()[:16]
+def event_digest(uid: str, event_type: str, reason: str, message: str) -> str:
+    """Go's ``api.EventDigest``: how the job's status vouches for an Event of mpijob-manager's, bound to
+    the job's UID (an Event copied from another job, or an earlier one of the name, is not vouched for)."""
+    return hashlib.sha256(f"{uid}\0{event_type}\0{reason}\0{message}".encode()).hexdigest()[:16]
 
 
 def claims_manager(*reporters: str) -> bool:
@@ -351,10 +352,11 @@ def claims_manager(*reporters: str) -> bool:
     return False
 
 
-def forged_event(event_type: str, reason: str, message: str, reporters: tuple[str, ...],
+def forged_event(uid: str, event_type: str, reason: str, message: str, reporters: tuple[str, ...],
                  digests: list[str]) -> bool:
-    """Go's ``api.ForgedEvent``, tested with the same vectors (pkg/api/testdata/event-proof.json)."""
-    return claims_manager(*reporters) and event_digest(event_type, reason, message) not in digests
+    """Go's ``api.ForgedEvent``, tested with the same vectors (pkg/api/testdata/event-proof.json); ``uid`` is
+    the Event's involvedObject.uid."""
+    return claims_manager(*reporters) and event_digest(uid, event_type, reason, message) not in digests
 
 
 # Go's api.ManagerStateOf and StaleNote, tested with the same vectors

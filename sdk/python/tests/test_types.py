@@ -110,7 +110,7 @@ def test_forged_events_match_the_cli(v):
     # The vectors Go's api.ForgedEvent is tested with.
     from mpijob.types import forged_event
     reporters = (v.get("reportingComponent", ""), v.get("sourceComponent", ""), v.get("reportingInstance", ""))
-    assert forged_event(v["type"], v["reason"], v["message"], reporters, EVENT_PROOF["eventDigests"]) == v["forged"]
+    assert forged_event(v["uid"], v["type"], v["reason"], v["message"], reporters, EVENT_PROOF["eventDigests"]) == v["forged"]
 
 
 def test_status_keeps_pods_and_transitions_after_they_are_gone():

@@ -356,7 +356,7 @@ class KubernetesBackend(Backend):
             if o is None or not is_job_object(name, o.kind or "", o.name or ""):
                 continue
             src = ev.source.component if ev.source else ""
-            forged = forged_event(ev.type or "", ev.reason or "", ev.message or "",
+            forged = forged_event(o.uid or "", ev.type or "", ev.reason or "", ev.message or "",
                                   (ev.reporting_component or "", src or "", ev.reporting_instance or ""), digests)
             out.append(JobEvent(type=clean_text(ev.type or ""), reason=clean_text(ev.reason or ""),
                                 message=clean_text(ev.message or ""), kind=o.kind or "",
