@@ -40,6 +40,35 @@ type Report struct {
 	Metrics map[string]float64 `json:"metrics,omitempty"`
 }
 
+// Bounds of a progress report (shared with the SDK and the examples,
+// pkg/progress/testdata/vectors.json).
+const (
+	// MaxCount is the largest epoch or step (and their totals) kept.
+	MaxCount = 1e12
+	// MaxMetrics is how many metrics a report keeps (by name, in order);
+	// the annotation that publishes them stays small.
+	MaxMetrics = 32
+	// MaxMetricNameLength is the longest metric name kept.
+	MaxMetricNameLength = 64
+)
+
+// MetricName reports whether name may be a metric's name: letters,
+// digits and _ . : / - only, at most MaxMetricNameLength, so no escape
+// code, control or direction character reaches a terminal or a page.
+func MetricName(name string) bool {
+	if name == "" || len(name) > MaxMetricNameLength {
+		return false
+	}
+	for _, c := range name {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', strings.ContainsRune("_.:/-", c):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
 // Parse reads one log line. A line that is not a progress report, or one
 // that does not decode, is not one (ok false): a program's output never
 // breaks the job's view.
@@ -54,24 +83,33 @@ func Parse(line string) (Report, bool) {
 		return Report{}, false
 	}
 	var r Report
-	num := func(k string) *float64 {
+	// A program prints what it likes: numbers out of range are left out
+	// (a count past MaxCount, a negative one, an ETA that no int32 holds),
+	// not wrapped into nonsense where they are shown.
+	num := func(k string, lo, hi float64) *float64 {
 		v, ok := raw[k].(float64)
-		if !ok || math.IsNaN(v) || math.IsInf(v, 0) {
+		if !ok || math.IsNaN(v) || math.IsInf(v, 0) || v < lo || v > hi {
 			return nil
 		}
 		return &v
 	}
-	r.Epoch, r.TotalEpochs = num("epoch"), num("total_epochs")
-	r.Step, r.TotalSteps = num("step"), num("total_steps")
-	r.Loss, r.Accuracy, r.ETASeconds = num("loss"), num("accuracy"), num("eta_seconds")
+	r.Epoch, r.TotalEpochs = num("epoch", 0, MaxCount), num("total_epochs", 0, MaxCount)
+	r.Step, r.TotalSteps = num("step", 0, MaxCount), num("total_steps", 0, MaxCount)
+	r.Loss, r.Accuracy = num("loss", -math.MaxFloat64, math.MaxFloat64), num("accuracy", -math.MaxFloat64, math.MaxFloat64)
+	r.ETASeconds = num("eta_seconds", 0, math.MaxInt32)
 	if m, ok := raw["metrics"].(map[string]any); ok {
+		names := make([]string, 0, len(m))
 		for k, v := range m {
-			if f, ok := v.(float64); ok && k != "" {
-				if r.Metrics == nil {
-					r.Metrics = map[string]float64{}
-				}
-				r.Metrics[k] = f
+			if f, ok := v.(float64); ok && MetricName(k) && !math.IsNaN(f) && !math.IsInf(f, 0) {
+				names = append(names, k)
 			}
+		}
+		sort.Strings(names)
+		for _, k := range names[:min(len(names), MaxMetrics)] {
+			if r.Metrics == nil {
+				r.Metrics = map[string]float64{}
+			}
+			r.Metrics[k] = m[k].(float64)
 		}
 	}
 	if r.Epoch == nil && r.Step == nil {

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -84,10 +85,35 @@ class Report:
         return max(0, min(100, math.floor(100 * done / total)))
 
 
-def _num(v: Any) -> float | None:
+# Go: progress.MaxCount, MaxMetrics, MaxMetricNameLength, MetricName (shared vectors in pkg/progress/testdata).
+MAX_COUNT = 1e12
+MAX_METRICS = 32
+MAX_METRIC_NAME_LENGTH = 64
+_METRIC_NAME = re.compile(r"[A-Za-z0-9_.:/-]{1,%d}" % MAX_METRIC_NAME_LENGTH)
+_INT32_MAX = 2**31 - 1
+
+
+def metric_name(name: str) -> bool:
+    """Whether ``name`` may be a metric's name: letters, digits and ``_ . : / -`` only, at most 64, so no escape
+    code, control or direction character reaches a terminal or a page."""
+    return isinstance(name, str) and _METRIC_NAME.fullmatch(name) is not None
+
+
+def _num(v: Any, lo: float = -math.inf, hi: float = math.inf) -> float | None:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
-    return float(v) if math.isfinite(v) else None
+    try:
+        f = float(v)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) and lo <= f <= hi else None
+
+
+def _metrics(m: Any) -> dict[str, float]:
+    if not isinstance(m, dict):
+        return {}
+    names = sorted(k for k, v in m.items() if metric_name(k) and _num(v) is not None)
+    return {k: float(m[k]) for k in names[:MAX_METRICS]}
 
 
 def parse(line: str) -> Report | None:
@@ -102,12 +128,13 @@ def parse(line: str) -> Report | None:
         return None
     if not isinstance(raw, dict):
         return None
-    r = Report(epoch=_num(raw.get("epoch")), total_epochs=_num(raw.get("total_epochs")), step=_num(raw.get("step")),
-               total_steps=_num(raw.get("total_steps")), loss=_num(raw.get("loss")), accuracy=_num(raw.get("accuracy")),
-               eta_seconds=_num(raw.get("eta_seconds")))
-    m = raw.get("metrics")
-    if isinstance(m, dict):
-        r.metrics = {k: float(v) for k, v in m.items() if k and _num(v) is not None}
+    # Numbers out of range are left out, not wrapped into nonsense where they are shown (Go's progress.Parse).
+    r = Report(epoch=_num(raw.get("epoch"), 0, MAX_COUNT), total_epochs=_num(raw.get("total_epochs"), 0, MAX_COUNT),
+               step=_num(raw.get("step"), 0, MAX_COUNT), total_steps=_num(raw.get("total_steps"), 0, MAX_COUNT),
+               loss=_num(raw.get("loss")), accuracy=_num(raw.get("accuracy")),
+               eta_seconds=_num(raw.get("eta_seconds"), 0, _INT32_MAX))
+    if "metrics" in raw:
+        r.metrics = _metrics(raw.get("metrics"))
     if r.epoch is None and r.step is None:
         return None
     return r
@@ -161,7 +188,7 @@ class Progress:
             return None
         return cls(percent=s.get("progressPercentage"), epoch=s.get("currentEpoch"), total_epochs=s.get("totalEpochs"),
                    step=s.get("currentStep"), total_steps=s.get("totalSteps"), eta_seconds=s.get("estimatedRemainingSeconds"),
-                   eta=s.get("estimatedRemainingTimeSummary") or "", metrics=dict(s.get("trainMetrics") or {}),
+                   eta=s.get("estimatedRemainingTimeSummary") or "", metrics=_metrics(s.get("trainMetrics")),
                    updated=s.get("lastUpdatedTime") or "")
 
     def __str__(self) -> str:
