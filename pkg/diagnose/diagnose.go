@@ -229,10 +229,11 @@ func Diagnose(in Input) api.Status {
 // redactStatus hides the secrets a program printed: the diagnosis quotes
 // the Launcher's log, a container's termination message and Events, and
 // whatever it writes reaches the status annotation, the Warning Event,
-// describe, the SDK and the dashboard. The rules are the logs' own.
+// describe, the SDK and the dashboard. The rules are the logs' own, and a
+// bare run of 32 or more hex digits is masked too (logs.Quoted).
 func redactStatus(s api.Status) api.Status {
 	return s.MapProse(func(t string) string {
-		masked, _ := logs.String(t)
+		masked, _ := logs.Quoted(t)
 		return masked
 	})
 }

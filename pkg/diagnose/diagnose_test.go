@@ -1045,6 +1045,7 @@ func TestNoProgress(t *testing.T) {
 		timeout time.Duration
 		now     time.Time
 		last    *time.Time
+		line    string
 		reason  string
 		message string
 	}{
@@ -1053,6 +1054,11 @@ func TestNoProgress(t *testing.T) {
 		"quiet for longer, with the last line": {
 			timeout: 10 * time.Minute, now: last.Add(12 * time.Minute), last: &last, reason: ReasonNoProgress,
 			message: `The Launcher has printed nothing for 12m0s, longer than the job's progress timeout of 10m0s; its last line, at 2026-11-22T04:02:00Z: "step 1200 loss 0.31". The job keeps running.`,
+		},
+		"a bare hex token in the last line is not copied into the status": {
+			timeout: 10 * time.Minute, now: last.Add(12 * time.Minute), last: &last, reason: ReasonNoProgress,
+			line:    "wandb: logging in with 3f9c1a7e5b2d4c6e8a0b1d3f5e7a9c2b4d6f8e0a",
+			message: `The Launcher has printed nothing for 12m0s, longer than the job's progress timeout of 10m0s; its last line, at 2026-11-22T04:02:00Z: "wandb: logging in with [REDACTED]". The job keeps running.`,
 		},
 		"nothing printed since the Launcher started": {
 			timeout: time.Minute, now: t0.Add(2 * time.Minute), reason: ReasonNoProgress,
@@ -1063,6 +1069,9 @@ func TestNoProgress(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			in := running()
 			in.ProgressTimeout, in.Now, in.LastOutput, in.LastLine = tc.timeout, tc.now, tc.last, "step 1200 loss 0.31"
+			if tc.line != "" {
+				in.LastLine = tc.line
+			}
 			got := diagnoseBoth(t, in)
 			if got.Phase != api.PhaseRunning || got.Reason != tc.reason {
 				t.Fatalf("%s/%s %q, want Running/%q", got.Phase, got.Reason, got.Message, tc.reason)

@@ -77,7 +77,7 @@ func FindSilentRank(log string, timeout time.Duration, now time.Time) *api.RankF
 		return nil
 	}
 	s := byRank[*silent]
-	line := (&logs.Redactor{}).Line(s.line)
+	line, _ := logs.Quoted(s.line)
 	return &api.RankFailure{Rank: silent, Error: line, Lines: []string{line}, At: metav1.NewTime(s.last), Silent: true}
 }
 
@@ -164,11 +164,9 @@ func FindRankFailure(log string) *api.RankFailure {
 	if first != nil {
 		// The failure is written to the TrainJob and quoted by every
 		// interface: a secret the program printed is hidden first.
-		r := &logs.Redactor{}
-		first.Error = (&logs.Redactor{}).Line(first.Error)
-		for i, l := range first.Lines {
-			first.Lines[i] = r.Line(l)
-		}
+		first.Error, _ = logs.Quoted(first.Error)
+		joined, _ := logs.Quoted(strings.Join(first.Lines, "\n"))
+		first.Lines = strings.Split(joined, "\n")
 	}
 	return first
 }

@@ -159,3 +159,39 @@ func String(s string) (string, int) {
 	}
 	return strings.Join(lines, "\n"), r.Count
 }
+
+// hexRun is a run of 32 or more hex digits.
+var hexRun = regexp.MustCompile(`[0-9a-fA-F]{32,}`)
+
+// Quoted masks what String masks and, further, every bare run of 32 or
+// more hex digits that mixes letters and digits (an API key such as
+// Weights & Biases', a session token): the manager quotes a program's
+// output in a job's status and rank failure, which everyone who may see
+// the job reads, and such a run cannot be told from a commit hash there.
+// Logs keep those (String): a reader of a job's logs may read its secrets
+// anyway, and commit hashes in them matter.
+func Quoted(s string) (string, int) {
+	out, n := String(s)
+	var b strings.Builder
+	last := 0
+	for _, m := range hexRun.FindAllStringIndex(out, -1) {
+		run := out[m[0]:m[1]]
+		alone := (m[0] == 0 || !isWordByte(out[m[0]-1])) && (m[1] == len(out) || !isWordByte(out[m[1]]))
+		if !alone || !strings.ContainsAny(run, "0123456789") || !strings.ContainsAny(run, "abcdefABCDEF") {
+			continue
+		}
+		b.WriteString(out[last:m[0]])
+		b.WriteString(Mask)
+		last = m[1]
+		n++
+	}
+	if last == 0 {
+		return out, n
+	}
+	b.WriteString(out[last:])
+	return b.String(), n
+}
+
+func isWordByte(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c == '_'
+}
