@@ -193,7 +193,9 @@ func main() {
 		// (mpiadmission.Bounded): the port answers whoever reaches it, and
 		// large reviews sent at once must not take the replica down.
 		hooks := mgr.GetWebhookServer()
-		register := func(path string, h http.Handler) { hooks.Register(path, mpiadmission.Bounded(h, mpiadmission.DefaultInFlightBytes)) }
+		register := func(path string, h http.Handler) {
+			hooks.Register(path, mpiadmission.Bounded(h, mpiadmission.DefaultInFlightBytes))
+		}
 		register(mpiadmission.MutatePath, admission.WithDefaulter(scheme, &mpiadmission.Defaulter{Runtimes: lookup}))
 		register(mpiadmission.ValidatePath, admission.WithValidator(scheme, &mpiadmission.Validator{
 			Runtimes: lookup, Client: mgr.GetClient(), MaxWorkers: int32(maxWorkers), Manager: self.Status.UserInfo.Username,

@@ -36,7 +36,8 @@ func evalScope(t *testing.T, expr string, object any) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return out.Value() == true, nil
+	b, ok := out.Value().(bool)
+	return ok && b, nil
 }
 
 // The API server's match condition and the webhooks' own check agree on

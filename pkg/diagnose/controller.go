@@ -209,7 +209,13 @@ func (r *Reconciler) gather(ctx context.Context, tj *trainer.TrainJob, k known, 
 	if err != nil {
 		return in, err
 	}
-	for _, p := range pods.Items {
+	// Only the JobSet's own pods: one with its labels that someone made
+	// by hand is not the job's (runtimes.JobSetPods).
+	owned, err := runtimes.JobSetPods(ctx, r.Client, in.JobSet, pods.Items)
+	if err != nil {
+		return in, err
+	}
+	for _, p := range owned {
 		switch p.Labels[jobsetv1alpha2.ReplicatedJobNameKey] {
 		case api.LauncherJob:
 			in.Launcher = append(in.Launcher, p)

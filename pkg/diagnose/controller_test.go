@@ -9,6 +9,7 @@ import (
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -56,8 +57,14 @@ func newCluster(t *testing.T, tj *trainer.TrainJob, objs ...client.Object) *clus
 	tj.Spec.RuntimeRef = trainer.RuntimeRef{Name: rt.Name}
 	tj.CreationTimestamp = metav1.NewTime(t0.Add(-time.Minute))
 	js := jobset(2)
-	js.Name, js.Namespace = tj.Name, tj.Namespace
+	js.Name, js.Namespace, js.UID = tj.Name, tj.Namespace, "jobset-uid"
 	js.OwnerReferences = []metav1.OwnerReference{{APIVersion: trainer.GroupVersion.String(), Kind: "TrainJob", Name: tj.Name, Controller: ptr.To(true)}}
+	// The JobSet's Jobs, which own its pods (jobPod).
+	for _, rj := range []string{api.LauncherJob, api.WorkerJob} {
+		objs = append(objs, &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: tj.Name + "-" + rj + "-0", Namespace: tj.Namespace, UID: types.UID("job-" + rj),
+			Labels:          map[string]string{jobsetv1alpha2.JobSetNameKey: tj.Name},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: jobsetv1alpha2.GroupVersion.String(), Kind: "JobSet", Name: tj.Name, UID: js.UID, Controller: ptr.To(true)}}}})
+	}
 	objs = append(objs, rt, tj, js)
 	c := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(objs...).Build()
 	cl := &cluster{client: c, recorder: events.NewFakeRecorder(20), now: t0, key: client.ObjectKeyFromObject(tj)}
@@ -66,12 +73,45 @@ func newCluster(t *testing.T, tj *trainer.TrainJob, objs ...client.Object) *clus
 	return cl
 }
 
-// jobPod makes a pod of the job's JobSet in the fake API server.
+// jobPod makes a pod of the job's JobSet in the fake API server, owned by
+// the JobSet's Job of its role.
 func jobPod(tj *trainer.TrainJob, w *podW) *corev1.Pod {
 	p := w.DeepCopy()
 	p.Namespace = tj.Namespace
 	p.Labels[jobsetv1alpha2.JobSetNameKey] = tj.Name
+	rj := p.Labels[jobsetv1alpha2.ReplicatedJobNameKey]
+	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: tj.Name + "-" + rj + "-0", UID: types.UID("job-" + rj), Controller: ptr.To(true)}}
 	return p
+}
+
+// A pod someone made with the JobSet's labels (a bare pod, or one that
+// names a Job of another UID as its controller) is not the job's: the
+// diagnosis does not count it. The red team's pod, labelled with another
+// job's JobSet and the Launcher's role, made the manager write that job's
+// status from its own.
+func TestForgedPodsAreNotTheJobs(t *testing.T) {
+	tj := job(2).obj()
+	bare := jobPod(tj, launcher().running(false))
+	bare.Name, bare.OwnerReferences = "forged-launcher", nil
+	wrongUID := jobPod(tj, launcher().running(false))
+	wrongUID.Name = "forged-owner"
+	wrongUID.OwnerReferences[0].UID = "someone-elses-job"
+	c := newCluster(t, tj, jobPod(tj, worker("0").running(true)), jobPod(tj, worker("1").running(true)), bare, wrongUID)
+	c.reconcile(t)
+	c.now = c.now.Add(2 * time.Second)
+	c.reconcile(t)
+	s, ok := c.status(t)
+	if !ok {
+		t.Fatal("no status written")
+	}
+	for _, p := range s.Pods {
+		if strings.HasPrefix(p.Pod, "forged") {
+			t.Errorf("the status records the forged pod %s: %+v", p.Pod, p)
+		}
+	}
+	if s.Launcher != api.LauncherNotCreated {
+		t.Errorf("Launcher %s, want %s: the only Launchers are forged", s.Launcher, api.LauncherNotCreated)
+	}
 }
 
 func (c *cluster) reconcile(t *testing.T) ctrl.Result {

@@ -4,9 +4,12 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -74,4 +77,55 @@ func JobPods(ctx context.Context, c client.Reader, tj *trainer.TrainJob, opts ..
 // workerIndex sorts Job completion indexes as numbers.
 func workerIndex(p corev1.Pod) string {
 	return fmt.Sprintf("%6s", p.Labels["batch.kubernetes.io/job-completion-index"])
+}
+
+// JobSetPods keeps the pods of pods that JobSet js made: each pod's
+// controller is a Job (batch/v1) that js controls, by UID. A pod anyone
+// who may create pods in the namespace can make with the JobSet's labels
+// is not the job's, and nothing the manager writes about the job (its
+// status, progress, rank failure) may come from it. A pod of a Job being
+// deleted (its Job gone from the list) counts while it stops, if its
+// controller bears the name JobSet gives its Jobs.
+//
+// The Jobs are read as metadata only (the manager's cache holds their
+// names, UIDs and owners). Residual: a tenant who may create Jobs could
+// give one a controller reference to js; JobSet itself would then count
+// that Job as its own too.
+func JobSetPods(ctx context.Context, c client.Reader, js *jobsetv1alpha2.JobSet, pods []corev1.Pod) ([]corev1.Pod, error) {
+	if js == nil {
+		return nil, nil
+	}
+	jobs := &metav1.PartialObjectMetadataList{}
+	jobs.SetGroupVersionKind(batchv1.SchemeGroupVersion.WithKind("JobList"))
+	if err := c.List(ctx, jobs, client.InNamespace(js.Namespace), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: js.Name}); err != nil {
+		return nil, fmt.Errorf("failed to list the Jobs of JobSet %s/%s: %w", js.Namespace, js.Name, err)
+	}
+	return OwnedByJobSet(pods, jobs.Items, js), nil
+}
+
+// OwnedByJobSet is JobSetPods's rule, given the Jobs that carry js's name.
+func OwnedByJobSet(pods []corev1.Pod, jobs []metav1.PartialObjectMetadata, js *jobsetv1alpha2.JobSet) []corev1.Pod {
+	byName := make(map[string]*metav1.PartialObjectMetadata, len(jobs))
+	for i := range jobs {
+		if owner := metav1.GetControllerOfNoCopy(&jobs[i]); owner != nil && owner.UID == js.UID && owner.Kind == "JobSet" {
+			byName[jobs[i].Name] = &jobs[i]
+		}
+	}
+	out := make([]corev1.Pod, 0, len(pods))
+	for _, p := range pods {
+		ref := metav1.GetControllerOfNoCopy(&p)
+		if ref == nil || ref.Kind != "Job" || ref.APIVersion != batchv1.SchemeGroupVersion.String() {
+			continue
+		}
+		if j, ok := byName[ref.Name]; ok {
+			if j.UID == ref.UID {
+				out = append(out, p)
+			}
+			continue
+		}
+		if p.DeletionTimestamp != nil && strings.HasPrefix(ref.Name, js.Name+"-") {
+			out = append(out, p)
+		}
+	}
+	return out
 }

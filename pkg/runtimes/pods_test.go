@@ -11,6 +11,8 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -98,4 +100,43 @@ func (n noLabels) List(ctx context.Context, l client.ObjectList, opts ...client.
 		return fmt.Errorf("listed by label")
 	}
 	return n.Reader.List(ctx, l, opts...)
+}
+
+func TestOwnedByJobSet(t *testing.T) {
+	js := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "team-a", UID: "js-1"}}
+	controller := func(kind, apiVersion, name string, uid types.UID) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, UID: uid, Controller: ptr.To(true)}}
+	}
+	jobs := []metav1.PartialObjectMetadata{
+		{ObjectMeta: metav1.ObjectMeta{Name: "hello-launcher-0", UID: "job-l", OwnerReferences: controller("JobSet", "jobset.x-k8s.io/v1alpha2", "hello", "js-1")}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "hello-node-0", UID: "job-n", OwnerReferences: controller("JobSet", "jobset.x-k8s.io/v1alpha2", "hello", "js-1")}},
+		// A Job with the JobSet's label that another JobSet (or nobody) controls.
+		{ObjectMeta: metav1.ObjectMeta{Name: "hello-launcher-9", UID: "job-x", OwnerReferences: controller("JobSet", "jobset.x-k8s.io/v1alpha2", "hello", "js-old")}},
+	}
+	now := metav1.Now()
+	pod := func(name string, owners []metav1.OwnerReference, stopping bool) corev1.Pod {
+		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: owners}}
+		if stopping {
+			p.DeletionTimestamp = &now
+		}
+		return p
+	}
+	pods := []corev1.Pod{
+		pod("launcher", controller("Job", "batch/v1", "hello-launcher-0", "job-l"), false),
+		pod("worker", controller("Job", "batch/v1", "hello-node-0", "job-n"), false),
+		pod("bare", nil, false),
+		pod("wrong-uid", controller("Job", "batch/v1", "hello-launcher-0", "job-other"), false),
+		pod("other-jobset", controller("Job", "batch/v1", "hello-launcher-9", "job-x"), false),
+		pod("not-a-job", controller("ReplicaSet", "apps/v1", "hello-launcher-0", "job-l"), false),
+		pod("job-gone-stopping", controller("Job", "batch/v1", "hello-node-1", "job-gone"), true),
+		pod("job-gone-running", controller("Job", "batch/v1", "hello-node-1", "job-gone"), false),
+		pod("stopping-elsewhere", controller("Job", "batch/v1", "other-node-0", "job-gone"), true),
+	}
+	var got []string
+	for _, p := range OwnedByJobSet(pods, jobs, js) {
+		got = append(got, p.Name)
+	}
+	if diff := cmp.Diff([]string{"launcher", "worker", "job-gone-stopping"}, got); diff != "" {
+		t.Errorf("pods kept (-want +got):\n%s", diff)
+	}
 }

@@ -22,6 +22,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/diagnose"
@@ -99,6 +100,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	// Only read (the Launcher's name and phase): the cache's own pods.
 	launchers, _, err := runtimes.JobPods(ctx, r.Client, tj, client.UnsafeDisableDeepCopy)
 	if err != nil {
+		return ctrl.Result{}, err
+	}
+	// Only a Launcher the job's JobSet made: a pod with its labels that
+	// someone made by hand must not write this job's progress or rank
+	// failure (runtimes.JobSetPods).
+	js := &jobsetv1alpha2.JobSet{}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(tj), js); err != nil {
+		if !apierrors.IsNotFound(err) {
+			return ctrl.Result{}, err
+		}
+		js = nil
+	}
+	if launchers, err = runtimes.JobSetPods(ctx, r.Client, js, launchers); err != nil {
 		return ctrl.Result{}, err
 	}
 	var launcher *corev1.Pod

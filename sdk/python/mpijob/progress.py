@@ -89,7 +89,7 @@ class Report:
 MAX_COUNT = 1e12
 MAX_METRICS = 32
 MAX_METRIC_NAME_LENGTH = 64
-_METRIC_NAME = re.compile(r"[A-Za-z0-9_.:/-]{1,%d}" % MAX_METRIC_NAME_LENGTH)
+_METRIC_NAME = re.compile(r"[A-Za-z0-9_.:/-]{1,64}")  # 64: MAX_METRIC_NAME_LENGTH
 _INT32_MAX = 2**31 - 1
 
 
