@@ -88,7 +88,9 @@ func (s *Server) openStore(w http.ResponseWriter, r *http.Request, c *userClient
 		s.apiError(w, err)
 		return nil, false
 	}
-	st, err := artifacts.Open(r.Context(), c, c.cfg, tj)
+	// The endpoint is the tenant's to write: the dashboard never connects
+	// to its own loopback or to link-local addresses for it.
+	st, err := artifacts.Open(r.Context(), c, c.cfg, tj, artifacts.WithTransport(artifacts.NoLocalTransport()))
 	if artifacts.IsNoStorage(err) {
 		writeJSON(w, http.StatusOK, Artifacts{Objects: []artifacts.Object{}, Message: err.Error()})
 		return nil, true

@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -185,7 +186,11 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.apiError(w, err)
 		return
 	}
-	id, err := s.sessions.start(token, time.Now())
+	id, err := s.sessions.start(c.user, token, time.Now())
+	if errors.Is(err, errFull) {
+		writeError(w, http.StatusServiceUnavailable, "cannot start a session: "+err.Error())
+		return
+	}
 	if err != nil {
 		writeError(w, http.StatusInternalServerError, "cannot start a session: "+err.Error())
 		return

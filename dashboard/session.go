@@ -3,6 +3,7 @@ package dashboard
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -12,9 +13,19 @@ import (
 // SessionLifetime is how long a login lasts.
 const SessionLifetime = 12 * time.Hour
 
-// maxSessions bounds the sessions the dashboard keeps; the one closest to
-// its end gives way to a new login.
-const maxSessions = 10000
+// maxSessions bounds the sessions the dashboard keeps, and
+// maxSessionsPerUser those of one user: a user's new login replaces that
+// user's oldest session, never another user's, and once the dashboard
+// holds maxSessions live ones a new login is refused (errFull) until some
+// end. Evicting the session closest to its end let anyone with a valid
+// token log others out by logging in 10,000 times.
+const (
+	maxSessions        = 10000
+	maxSessionsPerUser = 16
+)
+
+// errFull is a login refused because every session slot is in use.
+var errFull = errors.New("the dashboard holds as many sessions as it keeps; try again later, or ask its administrator")
 
 // sessions map the opaque id in the browser's cookie to the user's token,
 // which so never leaves the dashboard: a stolen cookie is worth nothing
@@ -26,12 +37,13 @@ type sessions struct {
 }
 
 type session struct {
+	user    string
 	token   string
 	expires time.Time
 }
 
-// start keeps token and returns the new session's id.
-func (ss *sessions) start(token string, now time.Time) (string, error) {
+// start keeps user's token and returns the new session's id.
+func (ss *sessions) start(user, token string, now time.Time) (string, error) {
 	b := make([]byte, 32)
 	if _, err := rand.Read(b); err != nil {
 		return "", err
@@ -42,20 +54,27 @@ func (ss *sessions) start(token string, now time.Time) (string, error) {
 	if ss.m == nil {
 		ss.m = map[string]session{}
 	}
-	if len(ss.m) >= maxSessions {
-		soonest := ""
-		for k, s := range ss.m {
-			if !now.Before(s.expires) {
-				delete(ss.m, k)
-			} else if soonest == "" || s.expires.Before(ss.m[soonest].expires) {
-				soonest = k
+	// The user's own oldest session gives way to a new one.
+	oldest, mine := "", 0
+	for k, s := range ss.m {
+		if !now.Before(s.expires) {
+			delete(ss.m, k)
+			continue
+		}
+		if s.user == user {
+			mine++
+			if oldest == "" || s.expires.Before(ss.m[oldest].expires) {
+				oldest = k
 			}
 		}
-		if len(ss.m) >= maxSessions {
-			delete(ss.m, soonest)
-		}
 	}
-	ss.m[id] = session{token: token, expires: now.Add(SessionLifetime)}
+	if mine >= maxSessionsPerUser {
+		delete(ss.m, oldest)
+	}
+	if len(ss.m) >= maxSessions {
+		return "", errFull
+	}
+	ss.m[id] = session{user: user, token: token, expires: now.Add(SessionLifetime)}
 	return id, nil
 }
 

@@ -1,6 +1,8 @@
 package dashboard
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -15,7 +17,7 @@ var t0 = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
 func TestSessions(t *testing.T) {
 	var ss sessions
 	now := t0
-	id, err := ss.start("token-a", now)
+	id, err := ss.start("dev-a", "token-a", now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,19 +33,41 @@ func TestSessions(t *testing.T) {
 	if _, ok := ss.token(id, now.Add(SessionLifetime)); ok {
 		t.Error("a session outlived its lifetime")
 	}
-	id2, _ := ss.start("token-b", now)
+	id2, _ := ss.start("dev-b", "token-b", now)
 	ss.end(id2)
 	if _, ok := ss.token(id2, now); ok {
 		t.Error("a session outlived its logout")
 	}
-	// Bounded: a flood of logins keeps at most maxSessions.
+	// A flood of one user's logins replaces only that user's sessions:
+	// another user's stays.
+	victim, _ := ss.start("dev-b", "token-b", now)
 	for i := range maxSessions + 3 {
-		if _, err := ss.start("t", now.Add(time.Duration(i)*time.Millisecond)); err != nil {
+		if _, err := ss.start("dev-a", "t", now.Add(time.Duration(i)*time.Millisecond)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n := len(ss.m); n > maxSessions {
-		t.Errorf("%d sessions kept, want at most %d", n, maxSessions)
+	if _, ok := ss.token(victim, now.Add(time.Minute)); !ok {
+		t.Error("another user's logins ended dev-b's session")
+	}
+	if n := len(ss.m); n > maxSessionsPerUser+1 {
+		t.Errorf("%d sessions kept after one user's flood, want at most %d of that user's and dev-b's", n, maxSessionsPerUser)
+	}
+	// Full: a new login is refused, none is evicted.
+	var full sessions
+	for i := range maxSessions {
+		if _, err := full.start(fmt.Sprintf("u%d", i), "t", now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := full.start("late", "t", now); !errors.Is(err, errFull) {
+		t.Errorf("a login past maxSessions: %v, want errFull", err)
+	}
+	if n := len(full.m); n != maxSessions {
+		t.Errorf("%d sessions after a refused login, want %d", n, maxSessions)
+	}
+	// Expired sessions make room.
+	if _, err := full.start("late", "t", now.Add(SessionLifetime)); err != nil {
+		t.Errorf("a login once the others expired: %v", err)
 	}
 }
 

@@ -7,6 +7,7 @@
 package artifacts
 
 import (
+	"net/http"
 	"context"
 	"errors"
 	"fmt"
@@ -85,7 +86,10 @@ type Location struct {
 // says: the first data connection of its runtime, read with c (the user's
 // client), or else its first PVC, read through a pod that c creates and
 // cfg execs into (cfg nil: PVCs cannot be read).
-func Open(ctx context.Context, c client.Client, cfg *rest.Config, tj *trainer.TrainJob) (Source, error) {
+//
+// opts are for a reader that runs on a server (the dashboard):
+// WithTransport names how it reaches a connection's endpoint.
+func Open(ctx context.Context, c client.Client, cfg *rest.Config, tj *trainer.TrainJob, opts ...Option) (Source, error) {
 	rt, err := runtimeOfJob(ctx, c, tj)
 	if err != nil {
 		return nil, err
@@ -115,11 +119,21 @@ func Open(ctx context.Context, c client.Client, cfg *rest.Config, tj *trainer.Tr
 	if p := dataconn.Check(name, s.Labels, s.Annotations, s.Data); p != nil {
 		return nil, p
 	}
-	return New(name, s.Data, tj.Name)
+	return New(name, s.Data, tj.Name, opts...)
+}
+
+// Option changes how a store is reached.
+type Option func(*minio.Options)
+
+// WithTransport reaches the endpoint through rt (NoLocalTransport on a
+// server), trying each request once: a server does not knock on a
+// tenant's endpoint ten times (the client's default) for one page.
+func WithTransport(rt http.RoundTripper) Option {
+	return func(o *minio.Options) { o.Transport, o.MaxRetries = rt, 1 }
 }
 
 // New is the store of job on a connection's keys.
-func New(connection string, data map[string][]byte, job string) (*Store, error) {
+func New(connection string, data map[string][]byte, job string, opts ...Option) (*Store, error) {
 	ep := strings.TrimSpace(string(data[dataconn.Endpoint]))
 	u, err := url.Parse(ep)
 	if err != nil || u.Host == "" {
@@ -129,10 +143,14 @@ func New(connection string, data map[string][]byte, job string) (*Store, error) 
 	if region == "" {
 		region = "us-east-1"
 	}
-	mc, err := minio.New(u.Host, &minio.Options{
+	mo := &minio.Options{
 		Creds:  credentials.NewStaticV4(strings.TrimSpace(string(data[dataconn.AccessKeyID])), strings.TrimSpace(string(data[dataconn.SecretAccessKey])), ""),
 		Secure: u.Scheme == "https", Region: region,
-	})
+	}
+	for _, o := range opts {
+		o(mo)
+	}
+	mc, err := minio.New(u.Host, mo)
 	if err != nil {
 		return nil, err
 	}
@@ -192,6 +210,10 @@ func (s *Store) explain(err error) error {
 	case "AccessDenied", "InvalidAccessKeyId", "SignatureDoesNotMatch":
 		return fmt.Errorf("data connection %s: %s refused the keys for bucket %s (%s): fix AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY in the connection", s.Connection, s.Endpoint, s.bucket, r.Code)
 	case "":
+		var local *LocalAddressError
+		if errors.As(err, &local) {
+			return fmt.Errorf("data connection %s: %s: fix AWS_S3_ENDPOINT in the connection", s.Connection, local.Error())
+		}
 		return fmt.Errorf("data connection %s: cannot reach %s (check AWS_S3_ENDPOINT in the connection): %w", s.Connection, s.Endpoint, err)
 	}
 	return fmt.Errorf("data connection %s: %s: %s", s.Connection, s.Endpoint, r.Message)
