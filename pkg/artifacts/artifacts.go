@@ -7,11 +7,11 @@
 package artifacts
 
 import (
-	"net/http"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"net/url"
 	"path"
 	"sort"
