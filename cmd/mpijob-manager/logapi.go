@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"net"
 	"net/http"
 	"os"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	"strings"
 	"time"
 
@@ -107,5 +110,21 @@ func addLogAPI(mgr ctrl.Manager, kube kubernetes.Interface, cert *certs.Lazy, re
 		return fmt.Errorf("%s=%q: give the store's URL, e.g. http://loki.logging.svc:3100", logStoreURLEnv, url)
 	}
 	store := &logstore.Client{URL: url, Token: strings.TrimSpace(os.Getenv(logStoreTokenEnv)), HTTP: &http.Client{Timeout: 2 * time.Minute}}
-	return mgr.Add(&logAPI{api: &logstore.API{Store: store, Kube: kube}, kube: kube, cert: cert, ready: ready, port: port})
+	api := &logstore.API{Store: store, Kube: kube, JobSet: jobSetOf(mgr.GetClient())}
+	return mgr.Add(&logAPI{api: api, kube: kube, cert: cert, ready: ready, port: port})
+}
+
+// jobSetOf finds a job's JobSet in the manager's cache: a stored log is
+// read for the job that exists now (logstore.API.JobSet).
+func jobSetOf(c client.Reader) func(ctx context.Context, ns, name string) (string, time.Time, bool, error) {
+	return func(ctx context.Context, ns, name string) (string, time.Time, bool, error) {
+		js := &jobsetv1alpha2.JobSet{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, js); err != nil {
+			if apierrors.IsNotFound(err) {
+				return "", time.Time{}, false, nil
+			}
+			return "", time.Time{}, false, err
+		}
+		return string(js.UID), js.CreationTimestamp.Time, true, nil
+	}
 }

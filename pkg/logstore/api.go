@@ -148,6 +148,12 @@ type API struct {
 	Kube   kubernetes.Interface
 	// Retention is how long the store keeps lines (said in errors).
 	Retention time.Duration
+	// JobSet finds the JobSet of job name in ns now (its UID and when it
+	// was made; found false when there is none). A read is bound to it:
+	// the lines of its pods, from its creation on, so an earlier job of
+	// the same name, or a namespace's earlier tenant, is never shown. Nil
+	// reads by name alone.
+	JobSet func(ctx context.Context, ns, name string) (uid string, created time.Time, found bool, err error)
 }
 
 var logPath = regexp.MustCompile(`^/apis/` + regexp.QuoteMeta(Group) + `/` + Version + `/namespaces/([a-z0-9-]{1,63})/trainjobs/([a-z0-9.-]{1,253})/log$`)
@@ -209,6 +215,27 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		status(w, http.StatusBadRequest, metav1.StatusReasonBadRequest, err.Error())
 		return
+	}
+	if a.JobSet != nil {
+		uid, created, found, err := a.JobSet(r.Context(), ns, job)
+		if err != nil {
+			status(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, "reading the job: "+err.Error())
+			return
+		}
+		if !found {
+			status(w, http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf(
+				"MPI job %s has no pods in namespace %s now (it does not exist, or has not started), so it has no stored log: a job's stored log is that of the job that exists, never an earlier one of the same name", job, ns))
+			return
+		}
+		sel.JobSetUID = uid
+		if start.Before(created) {
+			start = created
+		}
+		if !start.Before(end) {
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Header().Set(SourceHeader, SourceStore)
+			return
+		}
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set(SourceHeader, SourceStore)

@@ -24,6 +24,10 @@ const (
 	// LabelInit is "true" on an init container's lines; readers leave them
 	// out unless asked.
 	LabelInit = "init"
+	// LabelJobSetUID is the UID of the JobSet whose pod wrote the line:
+	// reads are bound to the job that exists now, not an earlier job of
+	// the same name, nor one of a namespace deleted and made again.
+	LabelJobSetUID = "jobset_uid"
 	// MetaRank is the structured metadata of a line mpirun tagged with
 	// its rank; MetaStream says stdout or stderr.
 	MetaRank   = "rank"
@@ -37,6 +41,9 @@ type Target struct {
 	// Job, Role and Index are empty for a pod of no MPI job (skipped).
 	Job, Role string
 	Index     int
+	// JobSetUID is the UID of the pod's JobSet ("" when unknown: a pod
+	// gone before the collector saw it).
+	JobSetUID string
 	// Init is true for an init container.
 	Init bool
 	// inits are the pod's init containers' names.
@@ -51,6 +58,9 @@ func (t Target) Labels() map[string]string {
 	}
 	if t.Init {
 		l[LabelInit] = "true"
+	}
+	if t.JobSetUID != "" {
+		l[LabelJobSetUID] = t.JobSetUID
 	}
 	return l
 }
@@ -81,6 +91,7 @@ func FromPod(t Target, pod *corev1.Pod) (Target, bool) {
 		idx = 0
 	}
 	t.Job, t.Role, t.Index = job, role, idx
+	t.JobSetUID = pod.Labels[jobsetv1alpha2.JobSetUIDKey]
 	for _, c := range pod.Spec.InitContainers {
 		t.inits = append(t.inits, c.Name)
 	}
@@ -114,6 +125,11 @@ type Selector struct {
 	Index int
 	// Init includes init containers' lines.
 	Init bool
+	// JobSetUID, when set, keeps the lines of that JobSet's pods and
+	// those that carry no JobSet UID (a pod gone before the collector saw
+	// it; lines stored before the label existed): the reader bounds the
+	// time to the JobSet's life too.
+	JobSetUID string
 }
 
 // LogQL is the selector as a Loki stream selector.
@@ -128,6 +144,9 @@ func (s Selector) LogQL() string {
 	}
 	if !s.Init {
 		fmt.Fprintf(&b, `, %s=""`, LabelInit)
+	}
+	if s.JobSetUID != "" {
+		fmt.Fprintf(&b, `, %s=~%q`, LabelJobSetUID, regexp.QuoteMeta(s.JobSetUID)+"|")
 	}
 	b.WriteString("}")
 	return b.String()

@@ -140,6 +140,10 @@ func TestSelectorLogQL(t *testing.T) {
 		"worker 2":    {Selector{Namespace: "team-a", Job: "pi", Role: "node", Index: 2}, `{namespace="team-a", trainjob="pi", role="node", index="2", init=""}`},
 		"init too":    {Selector{Namespace: "n", Job: "j", Index: -1, Init: true}, `{namespace="n", trainjob="j"}`},
 		"quotes kept": {Selector{Namespace: "n", Job: `j"x`, Index: -1, Init: true}, `{namespace="n", trainjob="j\"x"}`},
+		// The job that exists now: its JobSet's lines, and those stored
+		// without a JobSet UID (the reader bounds their time).
+		"bound to a JobSet": {Selector{Namespace: "n", Job: "j", Index: -1, JobSetUID: "2fa9b250-11e8"},
+			`{namespace="n", trainjob="j", init="", jobset_uid=~"2fa9b250-11e8|"}`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

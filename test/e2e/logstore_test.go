@@ -235,3 +235,41 @@ func TestLogsOutliveThePods(t *testing.T) {
 		}
 	})
 }
+
+// A stored log is that of the job that exists now: a job deleted and
+// created again under the same name shows only the new job's lines, never
+// the earlier one's (nor would a namespace made again show its earlier
+// tenant's), and a name with no job has no stored log at all.
+func TestStoredLogIsTheJobThatExists(t *testing.T) {
+	c := framework.Get(t)
+	const ns, user = "team-a", "dev-a"
+	name := framework.UniqueName("again")
+	t.Cleanup(func() { mpijob(t, user, ns, "delete", name, "--wait=false") })
+	run := func(word string) {
+		t.Helper()
+		expect(t, mpijob(t, user, ns, "create", name, "--workers", "1", "--", "mpirun", "sh", "-c", "echo incarnation "+word), 0)
+		s := c.WaitForStatus(t, ns, name, 4*time.Minute, func(s api.Status) bool { return s.Phase.Finished() })
+		if s.Phase != api.PhaseSucceeded {
+			t.Fatalf("job %s (%s): %s %s: %s", name, word, s.Phase, s.Reason, s.Message)
+		}
+		waitFor(t, time.Minute, "the "+word+" lines in the store", func() (bool, string) {
+			r := quiet(t, "logs", name, "--source", "store")
+			return strings.Contains(r.out, "incarnation "+word), r.out
+		})
+	}
+	run("first")
+	expect(t, mpijob(t, user, ns, "delete", name, "--wait=true"), 0)
+	// Once its JobSet is gone too (the garbage collector follows the
+	// job), the name has no stored log.
+	path := logstore.Path(ns, name)
+	waitFor(t, time.Minute, "the stored log of the deleted job to be refused", func() (bool, string) {
+		out, err := c.Kubectl(t, user, "", "", "get", "--raw", path)
+		return err != nil && strings.Contains(out, "has no pods in namespace "+ns+" now"), out
+	})
+	run("second")
+	r := quiet(t, "logs", name, "--source", "store")
+	expect(t, r, 0, "incarnation second")
+	if strings.Contains(r.out, "incarnation first") {
+		t.Errorf("the job created again shows the earlier job's lines:\n%s", r.out)
+	}
+}
