@@ -149,10 +149,10 @@ type API struct {
 	// Retention is how long the store keeps lines (said in errors).
 	Retention time.Duration
 	// JobSet finds the JobSet of job name in ns now (its UID and when it
-	// was made; found false when there is none). A read is bound to it:
-	// the lines of its pods, from its creation on, so an earlier job of
-	// the same name, or a namespace's earlier tenant, is never shown. Nil
-	// reads by name alone.
+	// was made; found false when there is none: the read is then empty).
+	// A read is bound to it: the lines of its pods, from its creation on,
+	// so an earlier job of the same name, or a namespace's earlier tenant,
+	// is never shown. Nil reads by name alone.
 	JobSet func(ctx context.Context, ns, name string) (uid string, created time.Time, found bool, err error)
 }
 
@@ -223,8 +223,11 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		if !found {
-			status(w, http.StatusNotFound, metav1.StatusReasonNotFound, fmt.Sprintf(
-				"MPI job %s has no pods in namespace %s now (it does not exist, or has not started), so it has no stored log: a job's stored log is that of the job that exists, never an earlier one of the same name", job, ns))
+			// No job of the name has pods now (none exists, or it has not
+			// started): nothing is stored for it, whatever an earlier job
+			// of the name left.
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Header().Set(SourceHeader, SourceStore)
 			return
 		}
 		sel.JobSetUID = uid
