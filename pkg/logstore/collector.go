@@ -41,6 +41,11 @@ type Collector struct {
 	// MaxRead bounds the bytes read from one file in one pass (default
 	// 8 MiB), so one chatty rank does not hold the others back.
 	MaxRead int64
+	// MaxTenantRead bounds the bytes read from one namespace's files in
+	// one pass (default 4 MiB): a tenant that writes faster than that
+	// falls behind on its own, and a pass, so every other tenant's lines,
+	// is never held up by it.
+	MaxTenantRead int64
 	// MaxLine bounds one line put together from the runtime's partial
 	// (P) records (default 256 KiB, Loki's own largest line): a program
 	// that writes without a newline is stored in pieces of this size
@@ -146,6 +151,9 @@ func (c *Collector) Pass(ctx context.Context) error {
 	if c.MaxLine == 0 {
 		c.MaxLine = DefaultMaxLine
 	}
+	if c.MaxTenantRead == 0 {
+		c.MaxTenantRead = 4 << 20
+	}
 	var all []found
 	for dir, node := range c.Dirs {
 		pods, err := os.ReadDir(dir)
@@ -218,6 +226,13 @@ func (c *Collector) Pass(ctx context.Context) error {
 	}
 	moves := map[string][]advance{} // tenant → files read
 	lastOf := map[string]int64{}    // stream → last time sent, this pass
+	// Each tenant reads at most MaxTenantRead a pass, shared among its
+	// files (at least 256 KiB each), so one chatty file of a tenant does
+	// not hold its other files back either.
+	readOf, filesOf := map[string]int64{}, map[string]int64{}
+	for _, fd := range all {
+		filesOf[fd.target.Namespace]++
+	}
 	for _, fd := range all {
 		if tf := c.files[fd.id]; tf != nil && tf.Last > lastOf[streamKey(fd)] {
 			lastOf[streamKey(fd)] = tf.Last
@@ -241,12 +256,22 @@ func (c *Collector) Pass(ctx context.Context) error {
 		if tf.Last == 0 {
 			tf.Last = lastOf[streamKey(fd)]
 		}
-		entries, off, partial, partAt, last, err := c.read(fd.path, tf)
+		tenant := fd.target.Namespace
+		budget := c.MaxTenantRead - readOf[tenant]
+		if budget <= 0 {
+			// This tenant had its share of the pass: the rest waits for
+			// the next one.
+			continue
+		}
+		share := max(c.MaxTenantRead/filesOf[tenant], 256<<10)
+		entries, off, partial, partAt, last, err := c.read(fd.path, tf, min(budget, share, c.MaxRead))
 		if err != nil {
 			c.logf("log collector: %s: %v", fd.path, err)
 			continue
 		}
-		tenant := fd.target.Namespace
+		if off > tf.Offset {
+			readOf[tenant] += off - tf.Offset
+		}
 		moves[tenant] = append(moves[tenant], advance{f: tf, offset: off, partial: partial, partAt: partAt, last: last, path: fd.path})
 		if last > lastOf[streamKey(fd)] {
 			lastOf[streamKey(fd)] = last
@@ -350,7 +375,7 @@ func (c *Collector) maxLine() int {
 
 // read returns the complete lines of path after tf's offset, and the
 // offset after the last one.
-func (c *Collector) read(path string, tf *tailed) ([]Entry, int64, string, int64, int64, error) {
+func (c *Collector) read(path string, tf *tailed, most int64) ([]Entry, int64, string, int64, int64, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, tf.Offset, tf.Partial, tf.PartAt, tf.Last, err
@@ -369,8 +394,8 @@ func (c *Collector) read(path string, tf *tailed) ([]Entry, int64, string, int64
 	if n <= 0 {
 		return nil, off, tf.Partial, tf.PartAt, tf.Last, nil
 	}
-	if n > c.MaxRead {
-		n = c.MaxRead
+	if n > most {
+		n = most
 	}
 	buf := make([]byte, n)
 	if _, err := f.ReadAt(buf, off); err != nil && err != io.EOF {
@@ -419,9 +444,10 @@ func (c *Collector) read(path string, tf *tailed) ([]Entry, int64, string, int64
 		}
 		out = append(out, e)
 	}
-	if start == 0 && int64(len(buf)) == c.MaxRead {
-		// A line longer than MaxRead: its start is dropped rather than
-		// holding the file back for ever.
+	if start == 0 && int64(len(buf)) == most {
+		// A record longer than a read (the runtime writes records of at
+		// most 16 KiB, so this is no CRI file's): its start is dropped
+		// rather than holding the file back for ever.
 		start = len(buf)
 	}
 	return out, off + int64(start), partial, partAt, last, nil

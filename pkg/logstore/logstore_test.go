@@ -573,3 +573,47 @@ func TestCollectorCapsLinesWithoutEnd(t *testing.T) {
 		t.Errorf("stored %d of %d bytes, or out of order", stored.Len(), wrote.Len())
 	}
 }
+
+// A tenant that writes fast reads at most MaxTenantRead a pass, shared
+// among its files, so another tenant's line goes out in the same pass
+// and the chatty tenant's lines follow in later ones, none lost.
+func TestCollectorSharesEachPassAmongTenants(t *testing.T) {
+	loki := &fakeLoki{}
+	srv := httptest.NewServer(loki)
+	defer srv.Close()
+	root := t.TempDir()
+	t0 := time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC)
+	write := func(dir string, lines int) {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		var b strings.Builder
+		for i := range lines {
+			b.WriteString(criLine(t0.Add(time.Duration(i)*time.Microsecond), "stdout", "F", fmt.Sprintf("%06d %s", i, strings.Repeat("x", 1000))))
+		}
+		if err := os.WriteFile(filepath.Join(dir, "0.log"), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(filepath.Join(root, "team-a_pi-launcher-0-0-abcde_2fa9b250-11e8-493f-95cd-bb69882b042b", "node"), 4000) // about 4 MB
+	write(filepath.Join(root, "team-b_quiet-launcher-0-0-fghij_3fa9b250-11e8-493f-95cd-bb69882b042b", "node"), 1)
+	c := &Collector{Dirs: map[string]string{root: "node-1"}, Store: &Client{URL: srv.URL}, Positions: filepath.Join(t.TempDir(), "p.json"), MaxTenantRead: 1 << 20}
+	if err := c.Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(loki.entries["team-b"]); n != 1 {
+		t.Errorf("the quiet tenant's line: %d sent in the first pass, want 1", n)
+	}
+	first := len(loki.entries["team-a"])
+	if first == 0 || first > 1100 {
+		t.Errorf("the chatty tenant sent %d lines of about 1 kB in one pass with 1 MiB to read, want at most about 1000", first)
+	}
+	for range 10 {
+		if err := c.Pass(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(loki.entries["team-a"]); n != 4000 {
+		t.Errorf("the chatty tenant's lines after 11 passes: %d, want all 4000", n)
+	}
+}
