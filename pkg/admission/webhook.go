@@ -87,7 +87,35 @@ func (d *Defaulter) Default(ctx context.Context, tj *trainer.TrainJob) error {
 		delete(tj.Annotations, key)
 	}
 	tj.Annotations[api.CreatorAnnotation] = req.UserInfo.Username
+	tj.Spec.RuntimePatches = DedupeKueuePatch(tj.Spec.RuntimePatches)
 	return nil
+}
+
+// KueueManager is the runtimePatches manager of Kueue's own patch.
+const KueueManager = "kueue.x-k8s.io/manager"
+
+// DedupeKueuePatch keeps the last of Kueue's runtime patches. Kueue's
+// webhook (which runs before mpijob's) appends its patch to every
+// TrainJob it sees created, so a job's exported YAML created again has
+// two, and Trainer refuses the duplicate key: the user wrote neither, so
+// the earlier one, the exported job's, goes.
+func DedupeKueuePatch(patches []trainer.RuntimePatch) []trainer.RuntimePatch {
+	last := -1
+	for i, p := range patches {
+		if p.Manager == KueueManager {
+			last = i
+		}
+	}
+	if last < 0 {
+		return patches
+	}
+	out := patches[:0:0]
+	for i, p := range patches {
+		if p.Manager != KueueManager || i == last {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Validator admits MPI TrainJobs: validation, runtime policy, quota

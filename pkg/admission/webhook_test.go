@@ -92,6 +92,16 @@ func TestDefaulterStampsTheCreator(t *testing.T) {
 	if diff := cmp.Diff(map[string]string{api.CreatorAnnotation: "someone-else", api.StatusAnnotation: "x"}, torch.Annotations); diff != "" {
 		t.Errorf("a torch job's annotations changed (-want +got):\n%s", diff)
 	}
+	// Kueue's patch, exported with the job and appended again by Kueue's
+	// webhook on create: the last one stays, the user's own stay.
+	twice := tjOn("k", "mpi-openmpi", 1)
+	twice.Spec.RuntimePatches = []trainer.RuntimePatch{{Manager: KueueManager}, {Manager: "example.com/mine"}, {Manager: KueueManager, Time: &metav1.Time{}}}
+	if err := d.Default(reqCtx(t, admissionv1.Create, "dev-a", nil), twice); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]trainer.RuntimePatch{{Manager: "example.com/mine"}, {Manager: KueueManager, Time: &metav1.Time{}}}, twice.Spec.RuntimePatches); diff != "" {
+		t.Errorf("runtime patches after the mutating webhook (-want +got):\n%s", diff)
+	}
 	mpi := tjOn("m", "mpi-openmpi", 1)
 	mpi.Annotations = nil
 	if err := withLookup.Default(reqCtx(t, admissionv1.Create, "dev-a", nil), mpi); err != nil || mpi.Annotations[api.CreatorAnnotation] != "dev-a" {

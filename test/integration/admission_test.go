@@ -326,3 +326,50 @@ func TestTenantRuntimeOfAnotherFrameworkIsUpstreams(t *testing.T) {
 		t.Fatalf("a job of 100000 nodes on dev-a's torch runtime: %v, want admitted as upstream admits it", err)
 	}
 }
+
+// A job's YAML, as `kubectl get trainjob -o yaml` prints it, renamed and
+// created again with `kubectl create -f` is admitted: its creator, status
+// and Kueue's runtime patch (Kueue's webhook appends another on create,
+// and Trainer refuses two) are the exported job's, not the user's.
+func TestExportedJobCreatedAgain(t *testing.T) {
+	c := framework.Get(t)
+	name := framework.UniqueName("export")
+	job := framework.MakeTrainJob(name, "team-a", "mpi-openmpi").NumNodes(1).Suspend().Obj()
+	if err := c.As(t, "dev-a").Create(context.Background(), job); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), job) })
+	c.WaitForStatus(t, "team-a", name, time.Minute, func(s api.Status) bool { return s.Phase != "" })
+	out, err := c.Kubectl(t, "dev-a", "team-a", "", "get", "trainjob", name, "-o", "yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "kueue.x-k8s.io/manager") {
+		t.Logf("the exported job has no runtime patch of Kueue's; the case of two is not reached:\n%s", out)
+	}
+	copied := strings.ReplaceAll(out, "name: "+name+"\n", "name: "+name+"-2\n")
+	var kept []string
+	for _, l := range strings.Split(copied, "\n") {
+		if strings.HasPrefix(l, "  uid:") || strings.HasPrefix(l, "  resourceVersion:") || strings.HasPrefix(l, "  creationTimestamp:") {
+			continue
+		}
+		kept = append(kept, l)
+	}
+	t.Cleanup(func() { _, _ = c.Kubectl(t, "admin", "team-a", "", "delete", "trainjob", name+"-2", "--wait=false") })
+	if out, err := c.Kubectl(t, "dev-a", "team-a", strings.Join(kept, "\n"), "create", "-f", "-"); err != nil {
+		t.Fatalf("kubectl create -f of the exported job renamed: %v\n%s", err, out)
+	}
+	got := &trainer.TrainJob{}
+	if err := c.Client.Get(context.Background(), client.ObjectKey{Namespace: "team-a", Name: name + "-2"}, got); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range got.Spec.RuntimePatches {
+		if p.Manager == "kueue.x-k8s.io/manager" {
+			n++
+		}
+	}
+	if n > 1 || got.Annotations[api.CreatorAnnotation] != "dev-a" {
+		t.Errorf("the copy: %d runtime patches of Kueue's, creator %q", n, got.Annotations[api.CreatorAnnotation])
+	}
+}

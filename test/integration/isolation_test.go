@@ -314,3 +314,29 @@ func TestTenantsCannotUseSystemPriority(t *testing.T) {
 		t.Errorf("dev-a's pod with no priority class: %v", err)
 	}
 }
+
+// A tenant's pod cannot reach mpijob-manager's pods (the webhook port, the
+// metrics port): only the host, where the API server, the kubelets and
+// Prometheus run, may (config/dev/manager-ingress.yaml). The red team's
+// pod sent 6 MB AdmissionReviews of its own to the webhook port. The API
+// server still reaches it: an MPI job is admitted.
+func TestTenantPodsCannotReachTheManager(t *testing.T) {
+	c := framework.Get(t)
+	ctx := context.Background()
+	devA := c.As(t, "dev-a")
+	pods, err := localcluster.ManagerPods(ctx, c.Client)
+	if err != nil || len(pods) == 0 {
+		t.Fatalf("mpijob-manager's pods: %d (%v)", len(pods), err)
+	}
+	probe := probePod(t, c, devA, "team-a")
+	for _, p := range pods {
+		for _, port := range []int{9443, 8443} {
+			if canConnect(t, c, "team-a", probe, p.Status.PodIP, port) {
+				t.Errorf("a team-a pod reached mpijob-manager pod %s at %s:%d", p.Name, p.Status.PodIP, port)
+			}
+		}
+	}
+	if err := framework.SubmitW(ctx, devA, framework.MakeTrainJob(framework.UniqueName("admitted"), "team-a", "mpi-openmpi").NumNodes(1), client.DryRunAll); err != nil {
+		t.Errorf("an MPI job's admission with the policy in place: %v", err)
+	}
+}
