@@ -244,28 +244,22 @@ func (s *Server) suspendJob(suspend bool) handlerFunc {
 			s.apiError(w, err)
 			return
 		}
-		if tj.Labels[queue.NameLabel] != "" {
-			// Kueue turns spec.suspend back on a job it manages (and the
-			// program then starts over): suspend and resume go through its
-			// Workload's spec.active, as the user.
-			if _, err := queue.SetActive(r.Context(), c, tj.Namespace, tj.UID, !suspend); err != nil {
-				if errors.Is(err, queue.ErrNoWorkload) {
-					writeError(w, http.StatusConflict, err.Error())
-					return
-				}
-				s.apiError(w, err)
-				return
-			}
-			j := jobview.JobOf(tj)
-			j.Suspended = suspend
-			writeJSON(w, http.StatusOK, j)
+		// Kueue turns spec.suspend back on a job it manages (and the
+		// program then starts over): queue.SetSuspended goes through its
+		// Workload's spec.active then, as the user.
+		how, err := queue.SetSuspended(r.Context(), c, tj, suspend)
+		if errors.Is(err, queue.ErrNoWorkload) {
+			writeError(w, http.StatusConflict, err.Error())
 			return
 		}
-		patch := fmt.Sprintf(`{"spec":{"suspend":%t}}`, suspend)
-		if err := c.Patch(r.Context(), tj, client.RawPatch("application/merge-patch+json", []byte(patch))); err != nil {
+		if err != nil {
 			s.apiError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, jobview.JobOf(tj))
+		j := jobview.JobOf(tj)
+		if how.Workload != "" {
+			j.Suspended = suspend
+		}
+		writeJSON(w, http.StatusOK, j)
 	}
 }

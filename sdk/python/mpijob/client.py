@@ -225,6 +225,22 @@ class MPIJobClient:
         """
         return self._backend.delete_job(name=name, grace_period=grace_period, wait=wait, timeout=timeout)
 
+    def suspend_job(self, name: str) -> str:
+        """Suspend the job: its pods stop, and it keeps its place until :meth:`resume_job`. A job
+        that Kueue manages is suspended through its Kueue Workload's ``spec.active`` (Kueue would set
+        its ``spec.suspend`` back), any other job through ``spec.suspend``, as ``kubectl mpijob
+        suspend`` and the dashboard do. Returns what was done, in words.
+
+        >>> client.suspend_job("hello")
+        'suspended (spec.suspend true)'
+        """
+        return self._backend.suspend_job(name=name)
+
+    def resume_job(self, name: str) -> str:
+        """Resume a suspended job (one that Kueue manages queues again for admission), as
+        ``kubectl mpijob resume``. Returns what was done, in words."""
+        return self._backend.resume_job(name=name)
+
     def clone_job(self, name: str, new_name: str, **overrides: Any) -> MPIJob:
         """Submit a copy of job ``name`` as ``new_name``, changed by ``overrides`` (the keyword
         arguments of :meth:`create_job`: ``workers``, ``command``, ``image``, ``env``, ...).

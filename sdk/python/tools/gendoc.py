@@ -42,7 +42,7 @@ def render() -> str:
     root = pathlib.Path(__file__).resolve().parents[3]
     example = (root / "examples" / "sdk_quickstart.py").read_text().strip()
     parts = [HEADER.format(example=example)]
-    methods = ["create_job", "get_job", "list_jobs", "wait_for_job", "watch", "get_logs", "delete_job",
+    methods = ["create_job", "get_job", "list_jobs", "wait_for_job", "watch", "get_logs", "delete_job", "suspend_job", "resume_job",
                "clone_job", "list_runtimes", "convert_legacy"]
     parts.append(section("MPIJobClient", client.MPIJobClient, methods))
     for cls in (types.MPIJob, types.JobStatus, types.Runtime, types.LifecycleEvent):

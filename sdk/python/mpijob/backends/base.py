@@ -96,6 +96,14 @@ class Backend(abc.ABC):
         ...
 
     @abc.abstractmethod
+    def suspend_job(self, name: str) -> str:
+        ...
+
+    @abc.abstractmethod
+    def resume_job(self, name: str) -> str:
+        ...
+
+    @abc.abstractmethod
     def clone_job(self, name: str, new_name: str, **overrides: Any) -> MPIJob:
         ...
 

@@ -29,6 +29,9 @@ from ..constants import (
 from ..errors import InvalidJobError, JobNotFoundError, MPIJobError, WaitTimeoutError, from_api_exception
 from ..suggest import closest
 
+# Kueue's Workloads (suspend and resume of a job Kueue manages), read and patched as the user.
+KUEUE_GROUP, KUEUE_VERSION = "kueue.x-k8s.io", "v1beta2"
+
 
 class KubernetesAPI:
     """The API calls of one namespace; ``custom`` and ``core`` are the official client's
@@ -147,6 +150,31 @@ class KubernetesAPI:
             if e.status == 404:
                 self.get_trainjob(name)  # a "did you mean" error
             raise from_api_exception(e, name) from None
+
+    def patch_trainjob_suspend(self, name: str, suspend: bool) -> dict[str, Any]:
+        """Set the TrainJob's spec.suspend (a merge patch, as the user)."""
+        try:
+            obj: dict[str, Any] = self._custom.patch_namespaced_custom_object(
+                GROUP, VERSION, self.namespace, "trainjobs", name, {"spec": {"suspend": suspend}})
+            return obj
+        except ApiException as e:
+            raise from_api_exception(e, name) from None
+
+    def set_workload_active(self, job_uid: str, active: bool) -> str | None:
+        """Set spec.active of the Kueue Workload of the job with ``job_uid`` (as the user: mpijob-edit
+        grants the patch, mpijob's admission lets people change that field only); its name, or None
+        when Kueue has not made it yet. Go: queue.SetActive."""
+        try:
+            items = self._custom.list_namespaced_custom_object(
+                KUEUE_GROUP, KUEUE_VERSION, self.namespace, "workloads", label_selector=f"kueue.x-k8s.io/job-uid={job_uid}")["items"]
+            if not items:
+                return None
+            wl = str(items[0]["metadata"]["name"])
+            self._custom.patch_namespaced_custom_object(KUEUE_GROUP, KUEUE_VERSION, self.namespace, "workloads", wl,
+                                                        {"spec": {"active": active}})
+            return wl
+        except ApiException as e:
+            raise from_api_exception(e) from None
 
     def watch_trainjob(self, name: str, timeout_seconds: int) -> Iterator[tuple[str, dict[str, Any]]]:
         """(event type, TrainJob) as they happen, for up to ``timeout_seconds``."""

@@ -583,6 +583,27 @@ class KubernetesBackend(Backend):
             time.sleep(0.5)
         raise WaitTimeoutError(f"job {name}: pods still there after {timeout:g}s (deletion continues in the cluster)")
 
+    def suspend_job(self, name: str) -> str:
+        return self._set_suspended(name, True)
+
+    def resume_job(self, name: str) -> str:
+        return self._set_suspended(name, False)
+
+    def _set_suspended(self, name: str, suspend: bool) -> str:
+        # Go: queue.SetSuspended. Kueue sets a job's spec.suspend back within seconds (and its program
+        # starts over): a job it manages goes through its Workload's spec.active.
+        tj = self._api.get_trainjob(name)
+        meta = tj.get("metadata") or {}
+        verb = "suspended" if suspend else "resumed"
+        if (meta.get("labels") or {}).get(QUEUE_LABEL):
+            wl = self._api.set_workload_active(meta.get("uid", ""), not suspend)
+            if wl is None:
+                raise MPIJobError(f"MPI job {name}: the job's Kueue Workload does not exist yet: try again in a few seconds")
+            return (f"{verb} through its Kueue Workload {wl} (spec.active {str(not suspend).lower()}): "
+                    "Kueue manages the job, so its spec.suspend is Kueue's")
+        self._api.patch_trainjob_suspend(name, suspend)
+        return f"{verb} (spec.suspend {str(suspend).lower()})"
+
     def clone_job(self, name: str, new_name: str, **overrides: Any) -> MPIJob:
         _v.check_name(new_name)
         if "command" in overrides:

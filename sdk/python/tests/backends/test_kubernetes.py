@@ -474,3 +474,40 @@ def test_get_job_names_a_close_job_from_the_metadata_list():
         c.get_job("helo")
     assert e.value.suggestion == "hello" and "did you mean 'hello'" in str(e.value)
     assert (cluster.lists, len(api.calls)) == (0, 1)  # names from metadata, no whole list
+
+
+class _SuspendCustom:
+    """TrainJobs and Kueue Workloads, recording every patch."""
+
+    def __init__(self, labels, workloads):
+        self.labels, self.workloads, self.patches = labels, workloads, []
+
+    def get_namespaced_custom_object(self, group, version, namespace, plural, name):
+        return {"metadata": {"name": name, "namespace": namespace, "uid": "uid-1", "labels": self.labels}, "spec": {}}
+
+    def list_namespaced_custom_object(self, group, version, namespace, plural, label_selector=""):
+        assert (plural, label_selector) == ("workloads", "kueue.x-k8s.io/job-uid=uid-1")
+        return {"items": [{"metadata": {"name": n}} for n in self.workloads]}
+
+    def patch_namespaced_custom_object(self, group, version, namespace, plural, name, body):
+        self.patches.append((plural, name, body))
+        return {}
+
+
+def test_suspend_and_resume_go_where_they_hold():
+    # Outside Kueue: the job's spec.suspend.
+    plain = _SuspendCustom({}, [])
+    c = _offline_client(plain)
+    assert c.suspend_job("hello") == "suspended (spec.suspend true)"
+    assert c.resume_job("hello") == "resumed (spec.suspend false)"
+    assert plain.patches == [("trainjobs", "hello", {"spec": {"suspend": True}}), ("trainjobs", "hello", {"spec": {"suspend": False}})]
+    # Under Kueue: its Workload's spec.active, never the job's spec.suspend (Kueue sets it back).
+    queued = _SuspendCustom({"kueue.x-k8s.io/queue-name": "default"}, ["trainjob-hello-1a2b3"])
+    said = _offline_client(queued).suspend_job("hello")
+    assert said.startswith("suspended through its Kueue Workload trainjob-hello-1a2b3 (spec.active false)")
+    assert queued.patches == [("workloads", "trainjob-hello-1a2b3", {"spec": {"active": False}})]
+    # Before Kueue made the Workload: a clear error, nothing patched.
+    early = _SuspendCustom({"kueue.x-k8s.io/queue-name": "default"}, [])
+    with pytest.raises(Exception, match="Workload does not exist yet"):
+        _offline_client(early).resume_job("hello")
+    assert early.patches == []
