@@ -274,3 +274,59 @@ func TestTorchJobDeletedAndRecreatedAtOnce(t *testing.T) {
 		t.Errorf("no pod of the first job was still stopping when the job was created again: the test did not reach its case")
 	}
 }
+
+// Upstream's own MPI runtime keeps upstream's behaviour where its jobs can
+// run: no cluster Worker cap and no quota pre-flight (those are mpijob's
+// runtimes' conventions), but a refusal, with the reason, where the job
+// could never run as its user meant. mpijob-manager adds the runtime to
+// its webhooks' match condition when it appears.
+func TestUpstreamMPIRuntimeKeepsUpstreamBehaviour(t *testing.T) {
+	c := framework.Get(t)
+	ctx := context.Background()
+	ns := editableNamespace(t, c, "upstream-mpi")
+	devA := c.As(t, "dev-a")
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/kubeflow/trainer/v2").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "manifests/base/runtimes/deepspeed_distributed.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &trainer.ClusterTrainingRuntime{}
+	if err := yaml.Unmarshal(b, rt); err != nil {
+		t.Fatal(err)
+	}
+	ensureClusterRuntime(t, c, rt)
+	job := func(name string, nodes int32) *trainer.TrainJob {
+		return &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: trainer.TrainJobSpec{
+				RuntimeRef: trainer.RuntimeRef{Name: rt.Name, APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(trainer.ClusterTrainingRuntimeKind)},
+				Trainer:    &trainer.Trainer{NumNodes: ptr.To(nodes)},
+				Suspend:    ptr.To(true),
+			}}
+	}
+	// Its jobs reach mpijob's webhooks once the manager has put the new
+	// runtime into the match condition.
+	long := strings.Repeat("d", 45)
+	if err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		err := devA.Create(ctx, job(long, 1), client.DryRunAll)
+		return err != nil && strings.Contains(err.Error(), "metadata.name: Too long: use at most 44 characters"), nil
+	}); err != nil {
+		t.Fatalf("a job of %s with a 45-character name is not refused with the reason within 30 s: mpijob's webhooks never saw it", rt.Name)
+	}
+	wide := job(framework.UniqueName("ds-wide"), 300)
+	if err := devA.Create(ctx, wide); err != nil {
+		t.Fatalf("a job of 300 nodes on %s: %v, want admitted as upstream admits it (the cap is for mpijob's runtimes)", rt.Name, err)
+	}
+	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), wide) })
+	got := &trainer.TrainJob{}
+	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(wide), got); err != nil || got.Annotations[api.CreatorAnnotation] != "dev-a" {
+		t.Errorf("the MPI job's creator %q (%v), want dev-a", got.Annotations[api.CreatorAnnotation], err)
+	}
+	img := job(framework.UniqueName("ds-img"), 1)
+	img.Spec.Trainer.Image = ptr.To("registry.example.com/team/train:1")
+	if err := devA.Create(ctx, img, client.DryRunAll); err == nil || !strings.Contains(err.Error(), "gives spec.trainer.image to the Launcher only") {
+		t.Errorf("an image the Workers would not get: %v, want refused with the reason", err)
+	}
+}
