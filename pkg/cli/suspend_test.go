@@ -9,9 +9,9 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	kfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/genericiooptions"
+	kfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -67,13 +67,14 @@ func TestSuspendAndResumeVerbs(t *testing.T) {
 		}
 		return tj
 	}
-	active := func() any {
+	active := func() bool {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(workloadGVK)
 		if err := cl.Get(context.Background(), client.ObjectKeyFromObject(wl), u); err != nil {
 			t.Fatal(err)
 		}
-		return u.Object["spec"].(map[string]any)["active"]
+		a, _ := u.Object["spec"].(map[string]any)["active"].(bool)
+		return a
 	}
 
 	if code, out := run("suspend", "plain", "nosuch"); code != ExitNotFound || ptr.Deref(get("plain").Spec.Suspend, false) {
@@ -86,10 +87,10 @@ func TestSuspendAndResumeVerbs(t *testing.T) {
 		t.Errorf("resume plain: exit %d: %s", code, out)
 	}
 	code, out := run("suspend", "queued")
-	if code != 0 || active() != false || get("queued").Spec.Suspend != nil || !strings.Contains(out, "suspended through its Kueue Workload trainjob-queued-1a2b3 (spec.active false)") {
+	if code != 0 || active() || get("queued").Spec.Suspend != nil || !strings.Contains(out, "suspended through its Kueue Workload trainjob-queued-1a2b3 (spec.active false)") {
 		t.Errorf("suspend queued: exit %d, active %v, spec.suspend %v: %s", code, active(), get("queued").Spec.Suspend, out)
 	}
-	if code, out := run("resume", "queued"); code != 0 || active() != true {
+	if code, out := run("resume", "queued"); code != 0 || !active() {
 		t.Errorf("resume queued: exit %d, active %v: %s", code, active(), out)
 	}
 	if code, out := run("suspend", "early"); code != ExitError || !strings.Contains(out, "Workload does not exist yet") {
@@ -99,4 +100,3 @@ func TestSuspendAndResumeVerbs(t *testing.T) {
 		t.Errorf("suspend with no name: exit %d: %s", code, out)
 	}
 }
-
