@@ -143,8 +143,9 @@ nodeStatusUpdateFrequency: 10s
 syncFrequency: 10s
 # The kubelet rotates a container's log past 10 MiB when it looks, every
 # 10 s by default: a program writing 5 MB/s left a 60 MB file. Looking every
-# 2 s bounds what one pod's log takes of the node's disk.
-containerLogMonitorInterval: 2s
+# 3 s (the shortest the kubelet takes) bounds what one pod's log takes of
+# the node's disk.
+containerLogMonitorInterval: 3s
 enforceNodeAllocatable: [pods]
 `, n.addr, n.addr, p.Path("ca", "crt"), p.Path(n.name+"-serving", "crt"), p.Path(n.name+"-serving", "key"),
 		n.cgroupRoot(), DNSAddress, clusterDomain, n.socket(), filepath.Join(n.state, "pod-logs"))
