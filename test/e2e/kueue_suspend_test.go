@@ -124,3 +124,26 @@ func TestSuspendUnderKueueStays(t *testing.T) {
 		return p == "Running", p + ": " + m
 	})
 }
+
+// kubectl mpijob suspend and resume take the same way as the dashboard:
+// a job Kueue manages is suspended through its Workload (it stays
+// suspended, Kueue does not turn it back) and resumed to run again.
+func TestCLISuspendAndResume(t *testing.T) {
+	c := framework.Get(t)
+	name := framework.UniqueName("hold")
+	expect(t, mpijob(t, "dev-a", "team-a", "create", name, "--workers", "1", "--", "sleep", "600"), 0, "created")
+	t.Cleanup(func() { mpijob(t, "dev-a", "team-a", "delete", name, "--wait=false") })
+	expect(t, mpijob(t, "dev-a", "team-a", "wait", name, "--for=Running", "--timeout", "3m"), 0, "is Running")
+	expect(t, mpijob(t, "dev-a", "team-a", "suspend", name), 0, "mpijob "+name+" suspended through its Kueue Workload", "(spec.active false)")
+	expect(t, mpijob(t, "viewer-a", "team-a", "suspend", name), 4)
+	c.WaitForStatus(t, "team-a", name, 90*time.Second, func(s api.Status) bool { return s.Phase == api.PhaseSuspended })
+	for range 5 {
+		time.Sleep(2 * time.Second)
+		if s := c.WaitForStatus(t, "team-a", name, time.Second, func(api.Status) bool { return true }); s.Phase != api.PhaseSuspended {
+			t.Fatalf("the job left Suspended by itself: %s: %s", s.Phase, s.Message)
+		}
+	}
+	expect(t, mpijob(t, "dev-a", "team-a", "resume", name), 0, "mpijob "+name+" resumed through its Kueue Workload")
+	c.WaitForStatus(t, "team-a", name, 3*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseRunning })
+	expect(t, mpijob(t, "dev-a", "team-a", "suspend", "no-such-job"), 3, "not found")
+}

@@ -249,3 +249,28 @@ def test_logs_from_the_store_once_the_pods_are_gone(kubeconfig_path):
             other.get_logs(name, source="store")
     finally:
         client.delete_job(name)
+
+
+def test_suspend_and_resume(kubeconfig_path, namespace):
+    """A job outside Kueue is suspended and resumed through its spec.suspend (the CLI's e2e covers Kueue's way)."""
+    client = MPIJobClient(namespace=namespace, context="admin", config_file=kubeconfig_path)
+    client.create_job("hold", command=["sleep", "600"], workers=1)
+
+    def phase_becomes(want, timeout=180):
+        deadline, phase = time.monotonic() + timeout, None
+        while time.monotonic() < deadline:
+            phase = client.get_job("hold").status.phase
+            if phase == want:
+                return
+            time.sleep(1)
+        raise AssertionError(f"job hold is {phase}, not {want}, after {timeout}s")
+
+    phase_becomes("Running")
+    assert client.suspend_job("hold") == "suspended (spec.suspend true)"
+    assert client.get_job("hold").raw["spec"]["suspend"] is True
+    phase_becomes("Suspended", timeout=90)
+    assert client.resume_job("hold") == "resumed (spec.suspend false)"
+    phase_becomes("Running")
+    with pytest.raises(JobNotFoundError, match="did you mean 'hold'"):
+        client.suspend_job("hodl")
+    client.delete_job("hold", wait=False)
