@@ -48,18 +48,7 @@ var upstreamRuntimeFiles = map[string]string{
 // "restricted"; upstream's runtimes set none), so their pods can start.
 func upstreamRuntime(t *testing.T, framework string) *trainer.ClusterTrainingRuntime {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/kubeflow/trainer/v2").Output()
-	if err != nil {
-		t.Fatalf("locating Trainer's module: %v", err)
-	}
-	b, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), upstreamRuntimeFiles[framework]))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := &trainer.ClusterTrainingRuntime{}
-	if err := yaml.Unmarshal(b, rt); err != nil {
-		t.Fatal(err)
-	}
+	rt := trainerRuntime(t, upstreamRuntimeFiles[framework])
 	for i := range rt.Spec.Template.Spec.ReplicatedJobs {
 		pod := &rt.Spec.Template.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
 		pod.SecurityContext = &corev1.PodSecurityContext{RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1000),
@@ -73,6 +62,25 @@ func upstreamRuntime(t *testing.T, framework string) *trainer.ClusterTrainingRun
 			pod.Containers[k].Image = localcluster.UserImage
 			pod.Containers[k].SecurityContext = restricted.DeepCopy()
 		}
+	}
+	return rt
+}
+
+// trainerRuntime reads a ClusterTrainingRuntime from Trainer's module, as
+// Trainer ships it.
+func trainerRuntime(t *testing.T, path string) *trainer.ClusterTrainingRuntime {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/kubeflow/trainer/v2").Output()
+	if err != nil {
+		t.Fatalf("locating Trainer's module: %v", err)
+	}
+	b, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &trainer.ClusterTrainingRuntime{}
+	if err := yaml.Unmarshal(b, rt); err != nil {
+		t.Fatal(err)
 	}
 	return rt
 }
@@ -300,18 +308,7 @@ func TestUpstreamMPIRuntimeKeepsUpstreamBehaviour(t *testing.T) {
 	c := framework.Get(t)
 	ctx := context.Background()
 	ns, user := editableNamespace(t, c, "upstream-mpi")
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/kubeflow/trainer/v2").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), "manifests/base/runtimes/deepspeed_distributed.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := &trainer.ClusterTrainingRuntime{}
-	if err := yaml.Unmarshal(b, rt); err != nil {
-		t.Fatal(err)
-	}
+	rt := trainerRuntime(t, "manifests/base/runtimes/deepspeed_distributed.yaml")
 	ensureClusterRuntime(t, c, rt)
 	job := func(name string, nodes int32) *trainer.TrainJob {
 		return &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
