@@ -194,6 +194,15 @@ func (c *Cluster) installRelease(ctx context.Context, refs map[string]string) er
 		return err
 	}
 	objs = append(objs, logAPI...)
+	// What the local cluster adds to the release in mpijob-system (the
+	// manager's NetworkPolicy): applied with it, so a reinstall after
+	// `kubectl delete -k config/default` (which takes the namespace) has
+	// it again.
+	local, err := manifests.ParseFiles(filepath.Join(c.opts.RepoRoot, "config", "dev", "release"))
+	if err != nil {
+		return err
+	}
+	objs = append(objs, local...)
 	if err := c.writeLogStoreSecret(ctx); err != nil {
 		return fmt.Errorf("the log store's Secret: %w", err)
 	}

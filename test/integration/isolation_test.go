@@ -317,7 +317,7 @@ func TestTenantsCannotUseSystemPriority(t *testing.T) {
 
 // A tenant's pod cannot reach mpijob-manager's pods (the webhook port, the
 // metrics port): only the host, where the API server, the kubelets and
-// Prometheus run, may (config/dev/manager-ingress.yaml). The red team's
+// Prometheus run, may (config/dev/release/manager-ingress.yaml). The red team's
 // pod sent 6 MB AdmissionReviews of its own to the webhook port. The API
 // server still reaches it: an MPI job is admitted.
 func TestTenantPodsCannotReachTheManager(t *testing.T) {
