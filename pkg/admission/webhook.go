@@ -63,8 +63,7 @@ func (d *Defaulter) Default(ctx context.Context, tj *trainer.TrainJob) error {
 		return nil
 	}
 	if d.Runtimes.Client != nil {
-		tj.Namespace = namespaceOf(ctx, tj.Namespace)
-		rt, err := d.Runtimes.Find(ctx, tj)
+		rt, err := d.Runtimes.Find(ctx, withNamespace(ctx, tj))
 		switch {
 		case err != nil:
 			// The validating webhook reads the runtime again and says why.
@@ -151,7 +150,10 @@ var _ admission.Validator[*trainer.TrainJob] = (*Validator)(nil)
 // being resumed. Suspending (Kueue evicting a job) is never refused: a
 // suspended job runs nothing, and it is judged again when it resumes.
 func (v *Validator) ValidateUpdate(ctx context.Context, old, tj *trainer.TrainJob) (admission.Warnings, error) {
-	if rt, err := v.Runtimes.Find(ctx, withNamespace(ctx, tj)); err == nil && rt != nil && !runtimes.IsMPI(rt.Spec) {
+	// Read once: admit judges the same runtime. An error matters only
+	// when the update is judged (below), as it did before.
+	rt, findErr := v.Runtimes.Find(ctx, withNamespace(ctx, tj))
+	if findErr == nil && rt != nil && !runtimes.IsMPI(rt.Spec) {
 		return nil, nil // another framework's: upstream's to admit
 	}
 	var errs field.ErrorList
@@ -177,7 +179,10 @@ func (v *Validator) ValidateUpdate(ctx context.Context, old, tj *trainer.TrainJo
 	if tj.DeletionTimestamp != nil || !ChangesWhatRuns(old, tj) {
 		return nil, nil
 	}
-	return v.admit(ctx, tj, false)
+	if findErr != nil {
+		return nil, runtimeReadError(tj, findErr)
+	}
+	return v.admit(ctx, tj, rt, false)
 }
 
 // ChangesWhatRuns reports whether an update of a TrainJob can change the
@@ -204,7 +209,7 @@ func (v *Validator) ValidateDelete(context.Context, *trainer.TrainJob) (admissio
 func (v *Validator) ValidateCreate(ctx context.Context, tj *trainer.TrainJob) (admission.Warnings, error) {
 	rt, err := v.Runtimes.Find(ctx, withNamespace(ctx, tj))
 	if err != nil {
-		return nil, apierrors.NewInternalError(fmt.Errorf("failed to read runtime %s: %w", tj.Spec.RuntimeRef.Name, err))
+		return nil, runtimeReadError(tj, err)
 	}
 	if rt != nil && !runtimes.IsMPI(rt.Spec) {
 		return nil, nil // another framework's: upstream's to admit
@@ -228,7 +233,12 @@ func (v *Validator) ValidateCreate(ctx context.Context, tj *trainer.TrainJob) (a
 			return nil, err
 		}
 	}
-	return v.admit(ctx, tj, true)
+	return v.admit(ctx, tj, rt, true)
+}
+
+// runtimeReadError is the answer when tj's runtime could not be read.
+func runtimeReadError(tj *trainer.TrainJob, err error) error {
+	return apierrors.NewInternalError(fmt.Errorf("failed to read runtime %s: %w", tj.Spec.RuntimeRef.Name, err))
 }
 
 // withNamespace is tj with the request's namespace when it has none.
@@ -313,17 +323,12 @@ func (v *Validator) isManager(ctx context.Context) bool {
 	return err == nil && v.Manager != "" && req.UserInfo.Username == v.Manager
 }
 
-// admit judges a job as it will run: its runtime (and, for a per-job
-// runtime, the cluster runtime it derives from), the Worker cap, the
-// runtime's policy, the fields Trainer would not apply to the Workers and,
-// for a new job, the namespace's quota. Jobs of other frameworks are only
-// held to the Worker cap.
-func (v *Validator) admit(ctx context.Context, tj *trainer.TrainJob, create bool) (admission.Warnings, error) {
-	tj.Namespace = namespaceOf(ctx, tj.Namespace)
-	rt, err := v.Runtimes.Find(ctx, tj)
-	if err != nil {
-		return nil, apierrors.NewInternalError(fmt.Errorf("failed to read runtime %s: %w", tj.Spec.RuntimeRef.Name, err))
-	}
+// admit judges a job as it will run on rt, its runtime as the caller read
+// it (nil: none of that name): the runtime (and, for a per-job runtime,
+// the cluster runtime it derives from), the Worker cap, the runtime's
+// policy, the fields Trainer would not apply to the Workers and, for a new
+// job of mpijob's, the namespace's quota. Jobs of other frameworks pass.
+func (v *Validator) admit(ctx context.Context, tj *trainer.TrainJob, rt *runtimes.Runtime, create bool) (admission.Warnings, error) {
 	if rt == nil {
 		// Not ours to judge unless it looks like an MPI runtime: Trainer
 		// answers for the others.
