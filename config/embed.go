@@ -45,17 +45,8 @@ func RuntimeNames() []string {
 	return out
 }
 
+// WebhookManifest is config/webhook/manifests.yaml: mpijob's webhook
+// configurations and admission policies.
+//
 //go:embed webhook/manifests.yaml
-var webhookManifests []byte
-
-// WebhookManifests are the YAML documents of config/webhook: mpijob's
-// webhook configurations and admission policies.
-func WebhookManifests() ([][]byte, error) {
-	var out [][]byte
-	for _, doc := range strings.Split(string(webhookManifests), "\n---\n") {
-		if strings.TrimSpace(doc) != "" {
-			out = append(out, []byte(doc))
-		}
-	}
-	return out, nil
-}
+var WebhookManifest []byte

@@ -7,7 +7,6 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
@@ -60,46 +59,41 @@ func ScopeExpression(mpiRuntimes []string) string {
 		api.BaseRuntimeLabel, trainer.TrainingRuntimeKind, strings.Join(quoted, ", "))
 }
 
-// InScope is ScopeExpression in Go, for the webhooks themselves: a request
-// the API server should not have sent (a configuration not yet updated)
-// is still judged by the same rule.
-func InScope(tj *trainer.TrainJob, mpiRuntimes []string) bool {
-	if _, ok := tj.Labels[api.BaseRuntimeLabel]; ok {
-		return true
-	}
-	ref := tj.Spec.RuntimeRef
-	if ptr.Deref(ref.Kind, "") == trainer.TrainingRuntimeKind {
-		return ref.Name == tj.Name
-	}
-	return strings.HasPrefix(ref.Name, "mpi-") || slices.Contains(mpiRuntimes, ref.Name)
-}
-
 // SetScope sets the expression of every match condition named
 // ScopeCondition in obj (a webhook configuration or a validating admission
 // policy) and reports whether anything changed. Conditions of other names
 // and objects of other kinds are left alone.
 func SetScope(obj client.Object, expr string) bool {
-	set := func(conds []admissionregistrationv1.MatchCondition) bool {
-		changed := false
-		for i := range conds {
-			if conds[i].Name == ScopeCondition && conds[i].Expression != expr {
-				conds[i].Expression, changed = expr, true
-			}
-		}
-		return changed
-	}
 	changed := false
+	for _, c := range MatchConditions(obj) {
+		if c.Name == ScopeCondition && c.Expression != expr {
+			c.Expression, changed = expr, true
+		}
+	}
+	return changed
+}
+
+// MatchConditions are the match conditions of obj, a webhook
+// configuration (every webhook's) or a validating admission policy, as
+// pointers into it; none for an object of another kind.
+func MatchConditions(obj client.Object) []*admissionregistrationv1.MatchCondition {
+	var out []*admissionregistrationv1.MatchCondition
+	add := func(conds []admissionregistrationv1.MatchCondition) {
+		for i := range conds {
+			out = append(out, &conds[i])
+		}
+	}
 	switch o := obj.(type) {
 	case *admissionregistrationv1.MutatingWebhookConfiguration:
 		for i := range o.Webhooks {
-			changed = set(o.Webhooks[i].MatchConditions) || changed
+			add(o.Webhooks[i].MatchConditions)
 		}
 	case *admissionregistrationv1.ValidatingWebhookConfiguration:
 		for i := range o.Webhooks {
-			changed = set(o.Webhooks[i].MatchConditions) || changed
+			add(o.Webhooks[i].MatchConditions)
 		}
 	case *admissionregistrationv1.ValidatingAdmissionPolicy:
-		changed = set(o.Spec.MatchConditions)
+		add(o.Spec.MatchConditions)
 	}
-	return changed
+	return out
 }

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 
@@ -9,11 +10,13 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/yaml"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/config"
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/manifests"
 )
 
 // evalScope evaluates ScopeExpression the way the API server does a match
@@ -85,9 +88,6 @@ func TestScopeExpression(t *testing.T) {
 			if got != tc.want {
 				t.Errorf("match condition: %v, want %v", got, tc.want)
 			}
-			if in := InScope(tc.tj, mpi); in != tc.want {
-				t.Errorf("InScope: %v, want %v", in, tc.want)
-			}
 		})
 	}
 	for name, object := range map[string]any{
@@ -107,46 +107,32 @@ func TestScopeExpression(t *testing.T) {
 // looks for.
 func TestReleaseShipsTheScope(t *testing.T) {
 	want := ScopeExpression(append(config.RuntimeNames(), "deepspeed-distributed", "mlx-distributed"))
-	docs, err := config.WebhookManifests()
+	objs, err := manifests.Parse(bytes.NewReader(config.WebhookManifest), "config/webhook/manifests.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
 	found := map[string]int{}
-	for _, doc := range docs {
-		var meta metav1.TypeMeta
-		if err := yaml.Unmarshal(doc, &meta); err != nil {
-			t.Fatal(err)
-		}
-		var conds []admissionregistrationv1.MatchCondition
-		switch meta.Kind {
+	for _, u := range objs {
+		var obj client.Object
+		switch u.GetKind() {
 		case "MutatingWebhookConfiguration":
-			var o admissionregistrationv1.MutatingWebhookConfiguration
-			if err := yaml.UnmarshalStrict(doc, &o); err != nil {
-				t.Fatal(err)
-			}
-			for _, h := range o.Webhooks {
-				conds = append(conds, h.MatchConditions...)
-			}
+			obj = &admissionregistrationv1.MutatingWebhookConfiguration{}
 		case "ValidatingWebhookConfiguration":
-			var o admissionregistrationv1.ValidatingWebhookConfiguration
-			if err := yaml.UnmarshalStrict(doc, &o); err != nil {
-				t.Fatal(err)
-			}
-			for _, h := range o.Webhooks {
-				conds = append(conds, h.MatchConditions...)
-			}
+			obj = &admissionregistrationv1.ValidatingWebhookConfiguration{}
 		case "ValidatingAdmissionPolicy":
-			var o admissionregistrationv1.ValidatingAdmissionPolicy
-			if err := yaml.UnmarshalStrict(doc, &o); err != nil {
-				t.Fatal(err)
-			}
-			conds = o.Spec.MatchConditions
+			obj = &admissionregistrationv1.ValidatingAdmissionPolicy{}
+		default:
+			continue
 		}
-		for _, c := range conds {
+		// Strict: a misspelled field of the manifest fails here.
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, obj, true); err != nil {
+			t.Fatalf("%s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+		for _, c := range MatchConditions(obj) {
 			if c.Name == ScopeCondition {
-				found[meta.Kind]++
+				found[u.GetKind()]++
 				if diff := cmp.Diff(want, c.Expression); diff != "" {
-					t.Errorf("%s: %s's expression is not the one the manager writes (-want +got):\n%s", meta.Kind, ScopeCondition, diff)
+					t.Errorf("%s: %s's expression is not the one the manager writes (-want +got):\n%s", u.GetKind(), ScopeCondition, diff)
 				}
 			}
 		}
