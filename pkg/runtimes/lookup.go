@@ -70,11 +70,19 @@ func (l RuntimeLookup) find(ctx context.Context, reader client.Reader, tj *train
 	return &out, nil
 }
 
-// MPIRuntimeNames lists the ClusterTrainingRuntimes with an MPI policy.
+// MPIRuntimeNames lists the ClusterTrainingRuntimes with an MPI policy
+// (none when they cannot be read: for suggestions).
 func (l RuntimeLookup) MPIRuntimeNames(ctx context.Context) []string {
+	out, _ := ListMPIRuntimeNames(ctx, l.Client)
+	return out
+}
+
+// ListMPIRuntimeNames lists the ClusterTrainingRuntimes with an MPI policy,
+// sorted.
+func ListMPIRuntimeNames(ctx context.Context, c client.Reader) ([]string, error) {
 	list := &trainer.ClusterTrainingRuntimeList{}
-	if err := l.Client.List(ctx, list); err != nil {
-		return nil
+	if err := c.List(ctx, list); err != nil {
+		return nil, err
 	}
 	var out []string
 	for i := range list.Items {
@@ -83,5 +91,5 @@ func (l RuntimeLookup) MPIRuntimeNames(ctx context.Context) []string {
 		}
 	}
 	sort.Strings(out)
-	return out
+	return out, nil
 }

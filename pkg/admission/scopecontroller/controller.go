@@ -70,30 +70,21 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 
 // Reconcile implements reconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, _ reconcile.Request) (reconcile.Result, error) {
-	list := &trainer.ClusterTrainingRuntimeList{}
-	if err := r.Client.List(ctx, list); err != nil {
+	names, err := runtimes.ListMPIRuntimeNames(ctx, r.Client)
+	if err != nil {
 		return reconcile.Result{}, err
-	}
-	var names []string
-	for i := range list.Items {
-		if runtimes.IsMPI(&list.Items[i].Spec) {
-			names = append(names, list.Items[i].Name)
-		}
 	}
 	expr := admission.ScopeExpression(names)
 	log := ctrl.LoggerFrom(ctx)
-	for _, obj := range []client.Object{
-		&admissionregistrationv1.MutatingWebhookConfiguration{},
-		&admissionregistrationv1.ValidatingWebhookConfiguration{},
-		&admissionregistrationv1.ValidatingAdmissionPolicy{},
+	for _, o := range []struct {
+		name string
+		obj  client.Object
+	}{
+		{r.Mutating, &admissionregistrationv1.MutatingWebhookConfiguration{}},
+		{r.Validating, &admissionregistrationv1.ValidatingWebhookConfiguration{}},
+		{admission.ManagerRunningPolicy, &admissionregistrationv1.ValidatingAdmissionPolicy{}},
 	} {
-		key := client.ObjectKey{Name: r.Mutating}
-		switch obj.(type) {
-		case *admissionregistrationv1.ValidatingWebhookConfiguration:
-			key.Name = r.Validating
-		case *admissionregistrationv1.ValidatingAdmissionPolicy:
-			key.Name = admission.ManagerRunningPolicy
-		}
+		key, obj := client.ObjectKey{Name: o.name}, o.obj
 		changed := false
 		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 			if err := r.Client.Get(ctx, key, obj); err != nil {
