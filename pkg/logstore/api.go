@@ -222,19 +222,15 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			status(w, http.StatusInternalServerError, metav1.StatusReasonInternalError, "reading the job: "+err.Error())
 			return
 		}
-		if !found {
-			// No job of the name has pods now (none exists, or it has not
-			// started): nothing is stored for it, whatever an earlier job
-			// of the name left.
-			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-			w.Header().Set(SourceHeader, SourceStore)
-			return
-		}
 		sel.JobSetUID = uid
 		if start.Before(created) {
 			start = created
 		}
-		if !start.Before(end) {
+		// No job of the name has pods now (none exists, or it has not
+		// started), or the time asked for ends before its JobSet began:
+		// nothing is stored for it, whatever an earlier job of the name
+		// left. The answer is empty.
+		if !found || !start.Before(end) {
 			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 			w.Header().Set(SourceHeader, SourceStore)
 			return

@@ -366,13 +366,6 @@ func (c *Collector) pushAll(ctx context.Context, tenant string, streams []PushSt
 // partial records (Loki's default max_line_size).
 const DefaultMaxLine = 256 << 10
 
-func (c *Collector) maxLine() int {
-	if c.MaxLine > 0 {
-		return c.MaxLine
-	}
-	return DefaultMaxLine
-}
-
 // read returns the complete lines of path after tf's offset, and the
 // offset after the last one.
 func (c *Collector) read(path string, tf *tailed, most int64) ([]Entry, int64, string, int64, int64, error) {
@@ -421,7 +414,7 @@ func (c *Collector) read(path string, tf *tailed, most int64) ([]Entry, int64, s
 				partAt = cl.Time.UnixNano()
 			}
 			partial += cl.Message
-			if len(partial) < c.maxLine() {
+			if len(partial) < c.MaxLine {
 				continue
 			}
 			// A line without end as long as a whole line may be: stored as
