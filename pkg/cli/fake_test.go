@@ -40,7 +40,12 @@ import (
 // buffers too.
 func fakeOptions(t *testing.T, funcs interceptor.Funcs, objs ...client.Object) (*Options, *bytes.Buffer, *bytes.Buffer) {
 	t.Helper()
-	cl := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithInterceptorFuncs(funcs).Build()
+	return optionsOn(fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).WithInterceptorFuncs(funcs).Build())
+}
+
+// optionsOn are Options whose API client is cl (a fake built with a
+// scheme of the test's own), in namespace team-a.
+func optionsOn(cl client.WithWatch) (*Options, *bytes.Buffer, *bytes.Buffer) {
 	out, errOut := &bytes.Buffer{}, &bytes.Buffer{}
 	o := &Options{
 		IOStreams: genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: out, ErrOut: errOut},

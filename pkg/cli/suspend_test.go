@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bytes"
 	"context"
 	"strings"
 	"testing"
@@ -9,9 +8,6 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/cli-runtime/pkg/genericclioptions"
-	"k8s.io/cli-runtime/pkg/genericiooptions"
-	kfake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -42,23 +38,16 @@ func TestSuspendAndResumeVerbs(t *testing.T) {
 	wl.Object["spec"] = map[string]any{"active": true, "queueName": "default"}
 	cl := fake.NewClientBuilder().WithScheme(s).WithObjects(plain, queued, early, wl).Build()
 	run := func(args ...string) (int, string) {
-		out := &bytes.Buffer{}
-		o := &Options{
-			IOStreams: genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: out, ErrOut: out},
-			Config:    genericclioptions.NewConfigFlags(false),
-			ClientsFunc: func() (*clients, error) {
-				return &clients{WithWatch: cl, cs: kfake.NewClientset(), namespace: "team-a"}, nil
-			},
-		}
+		o, out, errOut := optionsOn(cl)
 		root := newRoot(o)
 		root.SetArgs(args)
 		root.SetOut(out)
-		root.SetErr(out)
+		root.SetErr(errOut)
 		code, msg := 0, ""
 		if err := root.ExecuteContext(context.Background()); err != nil {
 			code, msg = explain(err, root)
 		}
-		return code, out.String() + msg
+		return code, out.String() + errOut.String() + msg
 	}
 	get := func(name string) *trainer.TrainJob {
 		tj := &trainer.TrainJob{}
