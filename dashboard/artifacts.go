@@ -32,6 +32,11 @@ type Artifacts struct {
 // jobArtifacts lists what the job wrote to its data connection (reading
 // the connection's Secret as the user) or its PVC (through a reader pod
 // the user starts).
+
+// tenantStoreTransport reaches tenants' object stores, one for the
+// dashboard's life (its connections are reused across reads).
+var tenantStoreTransport = artifacts.NoLocalTransport()
+
 func (s *Server) jobArtifacts(w http.ResponseWriter, r *http.Request, c *userClients) {
 	st, ok := s.openStore(w, r, c)
 	if !ok || st == nil {
@@ -90,7 +95,7 @@ func (s *Server) openStore(w http.ResponseWriter, r *http.Request, c *userClient
 	}
 	// The endpoint is the tenant's to write: the dashboard never connects
 	// to its own loopback or to link-local addresses for it.
-	st, err := artifacts.Open(r.Context(), c, c.cfg, tj, artifacts.WithTransport(artifacts.NoLocalTransport()))
+	st, err := artifacts.Open(r.Context(), c, c.cfg, tj, artifacts.WithTransport(tenantStoreTransport))
 	if artifacts.IsNoStorage(err) {
 		writeJSON(w, http.StatusOK, Artifacts{Objects: []artifacts.Object{}, Message: err.Error()})
 		return nil, true
