@@ -29,14 +29,13 @@ type Artifacts struct {
 	Error string `json:"error,omitempty"`
 }
 
-// jobArtifacts lists what the job wrote to its data connection (reading
-// the connection's Secret as the user) or its PVC (through a reader pod
-// the user starts).
-
 // tenantStoreTransport reaches tenants' object stores, one for the
 // dashboard's life (its connections are reused across reads).
 var tenantStoreTransport = artifacts.NoLocalTransport()
 
+// jobArtifacts lists what the job wrote to its data connection (reading
+// the connection's Secret as the user) or its PVC (through a reader pod
+// the user starts).
 func (s *Server) jobArtifacts(w http.ResponseWriter, r *http.Request, c *userClients) {
 	st, ok := s.openStore(w, r, c)
 	if !ok || st == nil {
