@@ -96,8 +96,8 @@ def list_and_download(connection: str, data: dict[str, str], job: str, download_
         raise InvalidJobError(f"files {missing!r}: s3://{bucket}/{prefix} has no such artifact; it has {sorted(have)}", field="files")
     picked = [o for o in out if not files or o["name"] in files]
     for o in picked:
-        if name_problem(o["name"]):
-            o["skipped"] = f"the name {name_problem(o['name'])}, so it is not written under {download_dir}"
+        if why := name_problem(o["name"]):
+            o["skipped"] = f"the name {why}, so it is not written under {download_dir}"
             continue  # never write outside download_dir; the other files still are
         dst = os.path.join(download_dir, *o["name"].split("/"))
         os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
@@ -267,8 +267,8 @@ def list_and_download_pvc(reader: PVCReader, download_dir: str | None, files: li
         raise InvalidJobError(f"files {missing!r}: {reader.uri} has no such artifact; it has {sorted(have)}", field="files")
     picked = [o for o in out if not files or o["name"] in files]
     for o in picked:
-        if name_problem(o["name"]):
-            o["skipped"] = f"the name {name_problem(o['name'])}, so it is not written under {download_dir}"
+        if why := name_problem(o["name"]):
+            o["skipped"] = f"the name {why}, so it is not written under {download_dir}"
             continue  # never write outside download_dir; the other files still are
         dst = os.path.join(download_dir, *o["name"].split("/"))
         os.makedirs(os.path.dirname(dst) or ".", exist_ok=True)
