@@ -67,6 +67,9 @@ func (v RuntimeValidator) ValidateCreate(ctx context.Context, rt *trainer.Traini
 	if !jobspec.IsDerived(rt.Labels) {
 		return nil, nil
 	}
+	if errs := jobspec.JobEnvErrors(rt); len(errs) > 0 {
+		return nil, runtimeInvalid(rt.Name, errs)
+	}
 	ns := namespaceOf(ctx, rt.Namespace)
 	job := rt.Labels[api.JobLabel]
 	tj := &trainer.TrainJob{}

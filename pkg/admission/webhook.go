@@ -427,6 +427,9 @@ func (v *Validator) perJobBase(ctx context.Context, tj *trainer.TrainJob, spec *
 	if errs := pvcMountErrors(spec); len(errs) > 0 {
 		return nil, errs, nil
 	}
+	if errs := jobspec.JobEnvErrors(rt); len(errs) > 0 {
+		return nil, errs, nil
+	}
 	if !runtimes.IsMPI(&base.Spec) || !jobspec.SameSpec(jobspec.Normalize(spec, &base.Spec), &base.Spec) {
 		return nil, field.ErrorList{field.Forbidden(path, fmt.Sprintf(
 			"TrainingRuntime %s differs from %s in more than the images and resources of the Launcher and the Workers: recreate the job with kubectl mpijob create (or the SDK), which derives it", name, baseName))}, nil

@@ -335,6 +335,9 @@ func readJobFile(path string, stdin io.Reader) (*jobspec.Job, error) {
 			return nil, usageErr("-f %s: the TrainJob's spec.runtimeRef does not name the TrainingRuntime %s in the file", path, rt.Name)
 		}
 	}
+	// A job exported from another (get -o yaml) and given a new name: its
+	// runtime becomes the new job's, with the new job's artifacts folder.
+	jobspec.Retarget(job)
 	return job, nil
 }
 

@@ -229,6 +229,11 @@ func (r *Reconciler) gather(ctx context.Context, tj *trainer.TrainJob, k known, 
 	if podsOverdue(in, in.Now) {
 		in.Events = append(in.Events, r.jobEvents(ctx, tj, "FailedCreate", "Job")...)
 	}
+	// A placed Worker that does not start may have volumes the kubelet
+	// cannot mount: its FailedMount Events say why.
+	if workersMounting(in) {
+		in.Events = append(in.Events, r.jobEvents(ctx, tj, "FailedMount", "Pod")...)
+	}
 	// A Worker that stopped while the Launcher runs is gone at once: the
 	// kubelet's "Killing" Event still names its pod and node.
 	if ls := launcherState(in); (ls == api.LauncherRunning || ls == api.LauncherDeleted) && int32(len(in.Workers)) < workersTotal(in) {
@@ -268,11 +273,9 @@ func (r *Reconciler) gather(ctx context.Context, tj *trainer.TrainJob, k known, 
 			EvictedPodsReadyTimeout: q.EvictedPodsReadyTimeout, Workload: q.Workload, Inactive: q.Inactive}
 	}
 	if p, errs := runtimes.ParsePolicy(k.runtimeAnnotations); len(errs) == 0 {
-		in.GangTimeout, in.ProgressTimeout = p.GangTimeout, p.ProgressTimeout
+		in.GangTimeout = p.GangTimeout
 	}
-	if d, err := runtimes.ParseProgressTimeout(tj.Annotations); err == nil && d > 0 {
-		in.ProgressTimeout = d
-	}
+	in.ProgressTimeout = runtimes.ProgressTimeoutOf(k.runtimeAnnotations, tj.Annotations)
 	// The Launcher's last line and its time tell a job that makes no
 	// progress; read only for jobs with a progress timeout.
 	if in.ProgressTimeout > 0 && launcherState(in) == api.LauncherRunning {

@@ -22,11 +22,14 @@ import (
 // Reasons the diagnosis gives. They are stable words that alerts and
 // scripts can match; the Message says the same for people.
 const (
-	ReasonJobSetNotCreated      = "JobSetNotCreated"
-	ReasonUnschedulable         = "Unschedulable"
-	ReasonQuotaExceeded         = "QuotaExceeded"
-	ReasonImagePullFailed       = "ImagePullFailed"
-	ReasonWorkersNotReady       = "WorkersNotReady"
+	ReasonJobSetNotCreated = "JobSetNotCreated"
+	ReasonUnschedulable    = "Unschedulable"
+	ReasonQuotaExceeded    = "QuotaExceeded"
+	ReasonImagePullFailed  = "ImagePullFailed"
+	ReasonWorkersNotReady  = "WorkersNotReady"
+	// ReasonVolumeMountFailed: a placed Worker cannot start because the
+	// kubelet cannot mount one of its volumes.
+	ReasonVolumeMountFailed     = "VolumeMountFailed"
 	ReasonLauncherNotStarted    = "LauncherNotStarted"
 	ReasonWorkerOOMKilled       = "WorkerOOMKilled"
 	ReasonLauncherOOMKilled     = "LauncherOOMKilled"

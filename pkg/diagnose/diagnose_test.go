@@ -212,6 +212,32 @@ func TestDiagnose(t *testing.T) {
 			in:   Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(worker("0").running(true), worker("1").running(false))},
 			want: api.Status{Phase: api.PhaseStarting, Reason: ReasonWorkersNotReady, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1, Message: "Waiting for Workers to be Ready: 1 of 2 Ready."},
 		},
+		"a Worker whose volumes do not mount for want of memory names the limit": {
+			next: []string{
+				"The kubelet sizes a pod's in-memory volumes (the SSH key Trainer mounts) by the pod's memory: its memory limit of 10 bytes is too small. Delete the job and run it again with more memory per Worker, e.g. kubectl mpijob clone hello hello-2 --memory 1Gi (memory is in bytes unless it has a unit: Mi, Gi).",
+				"Until then the job holds its Workers: delete it (kubectl mpijob delete hello).",
+			},
+			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2),
+				Workers: pods(worker("0").running(true), worker("1").memLimit("10").waiting("ContainerCreating", "")),
+				Events: []corev1.Event{
+					{Reason: "FailedMount", InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "hello-node-0-0"}, Message: "an older event about a pod that started since"},
+					{Reason: "FailedMount", InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "hello-node-0-1"},
+						Message: `MountVolume.SetUp failed for volume "mpi-ssh-auth" : write /var/lib/kubelet/pods/x/volumes/kubernetes.io~secret/mpi-ssh-auth/..2026: no space left on device`},
+				}},
+			want: api.Status{Phase: api.PhaseStarting, Reason: ReasonVolumeMountFailed, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1,
+				Message: `Worker 1 (pod hello-node-0-1) cannot start: a volume does not mount: MountVolume.SetUp failed for volume "mpi-ssh-auth" : write /var/lib/kubelet/pods/x/volumes/kubernetes.io~secret/mpi-ssh-auth/..2026: no space left on device.`},
+		},
+		"a Worker whose ConfigMap is missing is told to read the pod's Events": {
+			next: []string{
+				"Read the pod's Events (kubectl mpijob describe hello, or kubectl describe pod hello-node-0-0): a missing Secret, ConfigMap or PersistentVolumeClaim, or a volume another node holds, keeps it from starting.",
+				"Fix the volume, or delete the job (kubectl mpijob delete hello): until then it holds its Workers.",
+			},
+			in: Input{TrainJob: job(1).obj(), JobSet: jobset(1),
+				Workers: pods(worker("0").waiting("ContainerCreating", "")),
+				Events: []corev1.Event{{Reason: "FailedMount", InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "hello-node-0-0"}, Message: `MountVolume.SetUp failed for volume "cfg" : configmap "train-cfg" not found`}}},
+			want: api.Status{Phase: api.PhaseStarting, Reason: ReasonVolumeMountFailed, Launcher: api.LauncherNotCreated, WorkersTotal: 1,
+				Message: `Worker 0 (pod hello-node-0-0) cannot start: a volume does not mount: MountVolume.SetUp failed for volume "cfg" : configmap "train-cfg" not found.`},
+		},
 		"Workers Ready, the Launcher on a taint it does not tolerate": {
 			next: []string{
 				"The scheduler names what keeps the Launcher off the nodes (a taint it does not tolerate, a node selector, affinity, room): give the runtime's Launcher template the tolerations or node selector the nodes need, or ask an administrator; `kubectl mpijob describe hello` shows the Launcher pod.",

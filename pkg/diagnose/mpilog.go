@@ -33,6 +33,10 @@ const (
 	// ReasonNoProgress: a running job's Launcher printed nothing for longer
 	// than its progress timeout; the job keeps running.
 	ReasonNoProgress = "NoProgress"
+	// ReasonEnvForwardConflict: Open MPI 4's mpirun refused -x beside the
+	// OMPI_MCA_mca_base_env_list that mpijob sets for data connections and
+	// PVCs (an image whose mpirun is Open MPI's own, not mpijob's).
+	ReasonEnvForwardConflict = "EnvForwardConflict"
 )
 
 // programRules come before the infrastructure rules (logRules): each
@@ -41,6 +45,17 @@ const (
 // testdata/launcher-logs, captured from real jobs on the local cluster
 // (OpenMPI 4) or taken from the MPI implementations' own message texts.
 var programRules = []logRule{
+	{
+		re: regexp.MustCompile(`with both the "-x" method and by setting the MCA parameter "mca_base_env_list"`),
+		explain: func(_ []string, in Input) (string, string, string) {
+			return ReasonEnvForwardConflict,
+				"mpirun refused to start: the command passes variables with -x, and the job's data connections or PVCs pass theirs through OMPI_MCA_mca_base_env_list; the Launcher image's mpirun is Open MPI 4's own, which does not take both.",
+				ranked(
+					"Run the job on an mpijob Open MPI image (the runtime's image, or one built FROM ghcr.io/mpijob/openmpi:4.1): its mpirun passes both.",
+					"Or pass every variable with -x and clear the list: sh -c 'unset OMPI_MCA_mca_base_env_list; exec mpirun -x AWS_ACCESS_KEY_ID -x AWS_SECRET_ACCESS_KEY -x ... -x NAME PROGRAM' (the list's names are in the Launcher's environment: kubectl mpijob describe NAME).",
+					"Or leave -x out and run on mpi-openmpi5, whose Open MPI 5 takes both.")
+		},
+	},
 	{
 		// PyTorch: "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB ..."
 		re: regexp.MustCompile(`(?:CUDA out of memory\. Tried to allocate ([0-9.]+ [KMGT]?i?B)|CUDA_ERROR_OUT_OF_MEMORY|cudaErrorMemoryAllocation|CUBLAS_STATUS_ALLOC_FAILED)`),

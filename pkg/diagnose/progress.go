@@ -118,6 +118,9 @@ func explainProgress(in Input, s api.Status) (api.Phase, string, string, string)
 				return api.PhaseStarting, ReasonSSHConnectionRefused, msg, next
 			}
 		}
+		if msg, next, ok := mountFailed(in); ok {
+			return api.PhaseStarting, ReasonVolumeMountFailed, msg, next
+		}
 		return api.PhaseStarting, ReasonWorkersNotReady,
 			fmt.Sprintf("Waiting for Workers to be Ready: %d of %d Ready.", s.WorkersReady, s.WorkersTotal),
 			"Nothing to do yet; if this lasts, `kubectl mpijob describe` shows which Worker is not Ready and why."
@@ -297,6 +300,63 @@ const podCreationGrace = 2 * time.Second
 
 // podsOverdue reports whether the job's JobSet has existed for a while and
 // still lacks the Launcher or some Workers.
+// workersMounting reports whether a Worker is placed on a node but has not
+// started: the kubelet may be failing to mount its volumes.
+func workersMounting(in Input) bool {
+	for i := range in.Workers {
+		if p := &in.Workers[i]; p.Spec.NodeName != "" && p.Status.Phase == corev1.PodPending {
+			return true
+		}
+	}
+	return false
+}
+
+// mountFailed explains a Worker the kubelet cannot start because a volume
+// does not mount (its FailedMount Event). The kubelet sizes a pod's
+// in-memory volumes (the SSH key Secret Trainer mounts) by the pod's
+// memory limit, so a limit of a few bytes fails with "no space left on
+// device".
+func mountFailed(in Input) (message, next string, ok bool) {
+	pending := map[string]*corev1.Pod{}
+	for i := range in.Workers {
+		if p := &in.Workers[i]; p.Spec.NodeName != "" && p.Status.Phase == corev1.PodPending {
+			pending[p.Name] = p
+		}
+	}
+	var ev *corev1.Event
+	for i := range in.Events {
+		e := &in.Events[i]
+		if e.Reason != "FailedMount" || e.InvolvedObject.Kind != "Pod" || pending[e.InvolvedObject.Name] == nil {
+			continue
+		}
+		if ev == nil || e.LastTimestamp.After(ev.LastTimestamp.Time) {
+			ev = e
+		}
+	}
+	if ev == nil {
+		return "", "", false
+	}
+	p := pending[ev.InvolvedObject.Name]
+	msg := fmt.Sprintf("%s cannot start: a volume does not mount: %s.", capitalize(workerName(p)), strings.TrimSuffix(trimMessage(ev.Message, 300), "."))
+	if strings.Contains(ev.Message, "no space left on device") {
+		limit := "its memory limit"
+		for _, c := range p.Spec.Containers {
+			if q, ok := c.Resources.Limits[corev1.ResourceMemory]; ok && c.Name == api.NodeContainer {
+				limit = fmt.Sprintf("its memory limit of %d bytes", q.Value())
+				if q.Value() >= 1<<20 {
+					limit = "its memory limit of " + q.String()
+				}
+			}
+		}
+		return msg, ranked(
+			fmt.Sprintf("The kubelet sizes a pod's in-memory volumes (the SSH key Trainer mounts) by the pod's memory: %s is too small. Delete the job and run it again with more memory per Worker, e.g. kubectl mpijob clone NAME NEW --memory 1Gi (memory is in bytes unless it has a unit: Mi, Gi).", limit),
+			"Until then the job holds its Workers: delete it (kubectl mpijob delete NAME)."), true
+	}
+	return msg, ranked(
+		"Read the pod's Events (kubectl mpijob describe NAME, or kubectl describe pod "+p.Name+"): a missing Secret, ConfigMap or PersistentVolumeClaim, or a volume another node holds, keeps it from starting.",
+		"Fix the volume, or delete the job (kubectl mpijob delete NAME): until then it holds its Workers."), true
+}
+
 func podsOverdue(in Input, now time.Time) bool {
 	if in.JobSet == nil || now.Sub(in.JobSet.CreationTimestamp.Time) < podCreationGrace {
 		return false

@@ -1,13 +1,16 @@
 package jobspec
 
 import (
+	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
 
 	"github.com/mpijob/mpijob/pkg/api"
@@ -271,4 +274,79 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// JobEnvErrors checks the variables the builder sets for a per-job
+// runtime's storage (dataconn.Env): MPIJOB_JOB_NAME and MPIJOB_OUTPUT_URI
+// must name the job the runtime belongs to. A runtime copied from another
+// job's exported YAML, renamed but with the other job's values, would write
+// its artifacts into that job's.
+func JobEnvErrors(rt *trainer.TrainingRuntime) field.ErrorList {
+	job := rt.Labels[api.JobLabel]
+	want := jobEnvValues(job, &rt.Spec)
+	var errs field.ErrorList
+	rjs := field.NewPath("spec", "template", "spec", "replicatedJobs")
+	for i, rj := range rt.Spec.Template.Spec.ReplicatedJobs {
+		for c, ct := range rj.Template.Spec.Template.Spec.Containers {
+			if ct.Name != api.NodeContainer {
+				continue
+			}
+			for k, e := range ct.Env {
+				w, ours := want[e.Name]
+				if !ours || e.ValueFrom != nil || e.Value == w {
+					continue
+				}
+				path := rjs.Index(i).Child("template", "spec", "template", "spec", "containers").Index(c).Child("env").Index(k).Child("value")
+				errs = append(errs, field.Invalid(path, e.Value, fmt.Sprintf(
+					"%s must name this runtime's job %s, or the job's artifacts would go to another job's: set it to %q (kubectl mpijob create -f sets it for you)", e.Name, job, w)))
+			}
+		}
+	}
+	return errs
+}
+
+// Retarget makes job's per-job runtime the TrainJob's own when a file
+// names the TrainJob anew but keeps the runtime of the job it was exported
+// from: the runtime takes the TrainJob's name (and its job label), the
+// TrainJob refers to it, and the storage variables name the new job.
+func Retarget(job *Job) {
+	rt, tj := job.Runtime, job.TrainJob
+	if rt == nil || tj == nil || !IsDerived(rt.Labels) {
+		return
+	}
+	old := rt.Labels[api.JobLabel]
+	rt.Name = tj.Name
+	rt.Labels[api.JobLabel] = tj.Name
+	if d, ok := rt.Annotations[api.DescriptionAnnotation]; ok && old != tj.Name {
+		rt.Annotations[api.DescriptionAnnotation] = strings.Replace(d, "MPI job "+old+":", "MPI job "+tj.Name+":", 1)
+	}
+	tj.Spec.RuntimeRef.Name = rt.Name
+	want := jobEnvValues(tj.Name, &rt.Spec)
+	for i := range rt.Spec.Template.Spec.ReplicatedJobs {
+		pod := &rt.Spec.Template.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
+		for c := range pod.Containers {
+			if pod.Containers[c].Name != api.NodeContainer {
+				continue
+			}
+			for k := range pod.Containers[c].Env {
+				e := &pod.Containers[c].Env[k]
+				if w, ours := want[e.Name]; ours && e.ValueFrom == nil {
+					e.Value = w
+				}
+			}
+		}
+	}
+}
+
+// jobEnvValues are the values of MPIJOB_JOB_NAME and MPIJOB_OUTPUT_URI that
+// the builder gives job on a runtime with spec's storage.
+func jobEnvValues(job string, spec *trainer.TrainingRuntimeSpec) map[string]string {
+	conns, pvcs := StorageOf(spec)
+	want := map[string]string{}
+	for _, e := range dataconn.Env(job, conns, pvcs) {
+		if e.Name == dataconn.JobNameEnv || e.Name == dataconn.OutputEnv {
+			want[e.Name] = e.Value
+		}
+	}
+	return want
 }

@@ -386,6 +386,9 @@ func parseResources(field string, in map[string]string, worker bool) (corev1.Res
 		if q.IsZero() && (k == "cpu" || k == "memory") {
 			return nil, errorf(f, v, "must be more than 0: use e.g. %s", example(k))
 		}
+		if k == "memory" && q.Cmp(MinMemory) < 0 {
+			return nil, errorf(f, v, "is less than %s, too little for a pod (memory counts bytes unless it has a unit such as Mi or Gi): use e.g. %s", MinMemory.String(), example(k))
+		}
 		if strings.Contains(k, "/") && q.MilliValue()%1000 != 0 {
 			return nil, errorf(f, v, "must be a whole number of devices, e.g. 1")
 		}
@@ -393,6 +396,12 @@ func parseResources(field string, in map[string]string, worker bool) (corev1.Res
 	}
 	return out, nil
 }
+
+// MinMemory is the least memory a Launcher or Worker may ask for: sshd,
+// mpirun and the kubelet's in-memory volumes (the SSH key Secret, sized by
+// the pod's memory limit) need more than a few bytes, and a bare number is
+// bytes ("--memory 10" is 10 bytes).
+var MinMemory = resource.MustParse("32Mi")
 
 func example(k string) string {
 	switch k {

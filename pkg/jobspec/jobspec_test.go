@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mpijob/mpijob/config"
+	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/dataconn"
 )
 
@@ -189,5 +191,68 @@ func TestNormalizeSetsStorageAside(t *testing.T) {
 	pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "pvc-root", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/"}}})
 	if SameSpec(Normalize(hostPath, &base.Spec), &base.Spec) {
 		t.Error("a runtime with a hostPath volume named like a PVC normalizes to its base")
+	}
+}
+
+// A runtime copied from another job's exported YAML keeps that job's
+// artifacts folder: admission refuses it, naming the variable and the value
+// the new job needs; Retarget (create -f) makes it the new job's.
+func TestExportedRuntimeNamesItsOwnJob(t *testing.T) {
+	base := baseRuntime(t, "mpi-openmpi")
+	for name, in := range map[string]Input{
+		"data connection": {Name: "orig", Namespace: "team-a", Runtime: "mpi-openmpi", Workers: 1, DataConnections: []string{"local-s3"}},
+		"PVC":             {Name: "orig", Namespace: "team-a", Runtime: "mpi-openmpi", Workers: 1, PVCs: []dataconn.PVC{{Claim: "scratch"}}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			job, err := Build(in, base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if errs := JobEnvErrors(job.Runtime); len(errs) > 0 {
+				t.Fatalf("the builder's own runtime is refused: %v", errs)
+			}
+			// Renamed by hand everywhere but the variables.
+			copied := job.Runtime.DeepCopy()
+			copied.Name, copied.Labels[api.JobLabel] = "copy", "copy"
+			errs := JobEnvErrors(copied)
+			var got []string
+			for _, e := range errs {
+				got = append(got, e.Error())
+			}
+			output := "s3://$(AWS_S3_BUCKET)/copy/"
+			if len(in.PVCs) > 0 {
+				output = "file:///mnt/scratch/copy/"
+			}
+			for _, want := range []string{
+				`MPIJOB_JOB_NAME must name this runtime's job copy, or the job's artifacts would go to another job's: set it to "copy"`,
+				`MPIJOB_OUTPUT_URI must name this runtime's job copy, or the job's artifacts would go to another job's: set it to "` + output + `"`,
+			} {
+				if !slices.ContainsFunc(got, func(g string) bool { return strings.Contains(g, want) }) {
+					t.Errorf("errors %q lack %q", got, want)
+				}
+			}
+			// Launcher and Worker each carry both variables.
+			if len(errs) != 4 {
+				t.Errorf("%d errors, want 4 (two variables on the Launcher and on the Worker): %q", len(errs), got)
+			}
+
+			// create -f: only the TrainJob renamed.
+			file := &Job{TrainJob: job.TrainJob.DeepCopy(), Runtime: job.Runtime.DeepCopy()}
+			file.TrainJob.Name = "copy"
+			Retarget(file)
+			if file.Runtime.Name != "copy" || file.Runtime.Labels[api.JobLabel] != "copy" || file.TrainJob.Spec.RuntimeRef.Name != "copy" {
+				t.Errorf("runtime %s (job %s), ref %s: want all copy", file.Runtime.Name, file.Runtime.Labels[api.JobLabel], file.TrainJob.Spec.RuntimeRef.Name)
+			}
+			if errs := JobEnvErrors(file.Runtime); len(errs) > 0 {
+				t.Errorf("the retargeted runtime is refused: %v", errs)
+			}
+			want, err := Build(Input{Name: "copy", Namespace: in.Namespace, Runtime: in.Runtime, Workers: 1, DataConnections: in.DataConnections, PVCs: in.PVCs}, base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want.Runtime, file.Runtime); diff != "" {
+				t.Errorf("retargeted runtime differs from one built for the new name (-want,+got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -61,17 +61,35 @@ type Policy struct {
 }
 
 // ParseProgressTimeout reads policy.mpijob.dev/progress-timeout from a
-// runtime's or a job's annotations (0 when absent).
+// runtime's or a job's annotations (0 when absent, or "off" or "0": no
+// check).
 func ParseProgressTimeout(annotations map[string]string) (time.Duration, *field.Error) {
 	v, ok := annotations[ProgressTimeoutAnnotation]
 	if !ok {
 		return 0, nil
 	}
+	switch strings.TrimSpace(v) {
+	case "off", "0":
+		return 0, nil
+	}
 	d, err := time.ParseDuration(strings.TrimSpace(v))
 	if err != nil || d <= 0 {
-		return 0, field.Invalid(field.NewPath("metadata", "annotations").Key(ProgressTimeoutAnnotation), v, "must be a positive duration such as 30m")
+		return 0, field.Invalid(field.NewPath("metadata", "annotations").Key(ProgressTimeoutAnnotation), v, `must be a positive duration such as 30m, or "off"`)
 	}
 	return d, nil
+}
+
+// ProgressTimeoutOf is a job's progress timeout: the job's own annotation
+// when it has a valid one ("off" turns the check off for the job), else
+// its runtime's (0: no check).
+func ProgressTimeoutOf(runtimeAnnotations, jobAnnotations map[string]string) time.Duration {
+	if _, ok := jobAnnotations[ProgressTimeoutAnnotation]; ok {
+		if d, err := ParseProgressTimeout(jobAnnotations); err == nil {
+			return d
+		}
+	}
+	d, _ := ParseProgressTimeout(runtimeAnnotations)
+	return d
 }
 
 // ParsePolicy reads a runtime's policy annotations. Each bad value is an

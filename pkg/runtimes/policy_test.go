@@ -71,7 +71,7 @@ func TestParsePolicy(t *testing.T) {
 				`metadata.annotations[policy.mpijob.dev/required-node-selector]: Invalid value: "gpu": must be label pairs such as gpu=a100,zone=east; "gpu" has no '='`,
 				`metadata.annotations[policy.mpijob.dev/required-tolerations]: Invalid value: "dedicated=gpu:NoSchedul": "dedicated=gpu:NoSchedul": the effect must be NoSchedule, PreferNoSchedule or NoExecute, as in dedicated=gpu:NoSchedule`,
 				`metadata.annotations[policy.mpijob.dev/gang-scheduling-timeout]: Invalid value: "10": must be a positive duration such as 10m`,
-				`metadata.annotations[policy.mpijob.dev/progress-timeout]: Invalid value: "-5m": must be a positive duration such as 30m`,
+				`metadata.annotations[policy.mpijob.dev/progress-timeout]: Invalid value: "-5m": must be a positive duration such as 30m, or "off"`,
 				`metadata.annotations[policy.mpijob.dev/min-available]: Invalid value: "4": an MPI job needs every Worker placed before its Launcher starts, so a smaller gang cannot run: remove this annotation; Kueue admits jobs whole, and policy.mpijob.dev/gang-scheduling-timeout reports jobs that wait too long`,
 			},
 		},
@@ -87,6 +87,32 @@ func TestParsePolicy(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got, cmpQuantity); diff != "" {
 				t.Errorf("policy (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A job's own progress timeout wins over its runtime's, "off" turns the
+// check off for the job alone, and a bad job value (admission refuses it)
+// leaves the runtime's.
+func TestProgressTimeoutOf(t *testing.T) {
+	rt := map[string]string{ProgressTimeoutAnnotation: "15m"}
+	cases := map[string]struct {
+		runtime, job map[string]string
+		want         time.Duration
+	}{
+		"the runtime's":                       {runtime: rt, want: 15 * time.Minute},
+		"the job's wins":                      {runtime: rt, job: map[string]string{ProgressTimeoutAnnotation: "2h"}, want: 2 * time.Hour},
+		"the job turns it off":                {runtime: rt, job: map[string]string{ProgressTimeoutAnnotation: "off"}, want: 0},
+		"0 is off too":                        {runtime: rt, job: map[string]string{ProgressTimeoutAnnotation: "0"}, want: 0},
+		"a bad job value keeps the runtime's": {runtime: rt, job: map[string]string{ProgressTimeoutAnnotation: "soon"}, want: 15 * time.Minute},
+		"none anywhere":                       {want: 0},
+		"only the job's":                      {job: map[string]string{ProgressTimeoutAnnotation: "90s"}, want: 90 * time.Second},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := ProgressTimeoutOf(tc.runtime, tc.job); got != tc.want {
+				t.Errorf("ProgressTimeoutOf = %s, want %s", got, tc.want)
 			}
 		})
 	}

@@ -101,16 +101,36 @@ var examples = map[string]string{
 }
 
 // withExamples adds the examples (and extra) to an image's files.
-func withExamples(extra map[string]string) map[string]string {
+func withExamples(extra ...map[string]string) map[string]string {
 	out := map[string]string{}
 	for k, v := range examples {
 		out[k] = v
 	}
-	for k, v := range extra {
-		out[k] = v
+	for _, m := range extra {
+		for k, v := range m {
+			out[k] = v
+		}
 	}
 	return out
 }
+
+// compiler is what every image carries so that users compile MPI programs
+// in it (mpicc, mpi.h): gcc and the C library's headers; each image adds
+// its MPI's headers (libopenmpi-dev, the mpich wheel's, impi-devel).
+var compiler = []string{"gcc", "libc6-dev"}
+
+// withCompiler is an image's packages with the compiler.
+func withCompiler(pkgs ...string) []string { return append(slices.Clone(compiler), pkgs...) }
+
+// openmpiFiles and openmpiInstall put images/common/mpirun first on PATH as
+// mpirun and mpiexec in the Open MPI images: with Open MPI 4 it lets a
+// command line's -x options live beside the OMPI_MCA_mca_base_env_list that
+// mpijob sets for data connections and PVCs (Open MPI 4 alone refuses
+// both); with Open MPI 5 it maps --oversubscribe by slot, across the
+// Workers, instead of by core onto the first one.
+var openmpiFiles = map[string]string{"common/mpirun": "/usr/local/bin/mpirun"}
+
+const openmpiInstall = "ln -sf mpirun /usr/local/bin/mpiexec\n"
 
 var basePackages = []string{"openssh-server", "openssh-client", "python3", "python3-mpi4py", "ca-certificates", "procps", "iproute2"}
 
@@ -146,9 +166,10 @@ const (
 var Images = []Image{
 	{
 		Name: "openmpi", Ref: "ghcr.io/mpijob/openmpi:4.1", Dir: "openmpi",
-		Packages: []string{"openmpi-bin", "python3-sklearn", "python3-torch", "python3-boto3"}, BuildPackages: []string{"gcc", "libc6-dev", "libopenmpi-dev"}, MPICC: "mpicc.openmpi",
-		Env:   []string{"OMPI_MCA_btl=tcp,self", "OMPI_MCA_btl_tcp_if_include=eth0", "OMPI_MCA_oob_tcp_if_include=eth0"},
-		Files: withExamples(nil),
+		Packages: withCompiler("openmpi-bin", "python3-sklearn", "python3-torch", "python3-boto3", "libopenmpi-dev"), MPICC: "mpicc.openmpi",
+		Install: openmpiInstall,
+		Env:     []string{"OMPI_MCA_btl=tcp,self", "OMPI_MCA_btl_tcp_if_include=eth0", "OMPI_MCA_oob_tcp_if_include=eth0"},
+		Files:   withExamples(openmpiFiles),
 	},
 	{
 		// MPICH from the mpich wheel (ch4 over libfabric's TCP provider),
@@ -156,8 +177,7 @@ var Images = []Image{
 		// (which loads it). Debian's MPICH 4.0.2 is UCX-only and hung in
 		// MPI_Finalize 7 times in 20 here.
 		Name: "mpich", Ref: "ghcr.io/mpijob/mpich:5.0", Dir: "mpich", OnDemand: true,
-		Packages:      []string{"python3-venv"},
-		BuildPackages: []string{"gcc", "libc6-dev"},
+		Packages: withCompiler("python3-venv"),
 		Setup: fmt.Sprintf("python3 -m venv %[1]s\n%[1]s/bin/pip install -q --no-cache-dir mpich==%[2]s mpi4py==%[3]s numpy==%[4]s scikit-learn==%[5]s boto3==%[6]s\n",
 			mpichVenv, mpichVersion, mpi4pyVersion, numpyVersion, sklearnVersion, boto3Version),
 		MPICC: mpichVenv + "/bin/mpicc",
@@ -175,19 +195,20 @@ var Images = []Image{
 		// OpenMPI 5 (PRRTE) from Debian trixie; the mpi-openmpi5 runtime
 		// points PRRTE at Trainer's hostfile.
 		Name: "openmpi5", Ref: "ghcr.io/mpijob/openmpi5:5.0", Dir: "openmpi5", Suite: "trixie", OnDemand: true,
-		Packages: []string{"openmpi-bin", "python3-sklearn", "python3-torch", "python3-boto3"}, BuildPackages: []string{"gcc", "libc6-dev", "libopenmpi-dev"}, MPICC: "mpicc.openmpi",
-		Env:   []string{"OMPI_MCA_btl=tcp,self", "OMPI_MCA_btl_tcp_if_include=eth0", "PRTE_MCA_prte_if_include=eth0"},
-		Files: withExamples(nil),
+		Packages: withCompiler("openmpi-bin", "python3-sklearn", "python3-torch", "python3-boto3", "libopenmpi-dev"), MPICC: "mpicc.openmpi",
+		Install: openmpiInstall,
+		Env:     []string{"OMPI_MCA_btl=tcp,self", "OMPI_MCA_btl_tcp_if_include=eth0", "PRTE_MCA_prte_if_include=eth0"},
+		Files:   withExamples(openmpiFiles),
 	},
 	{
 		// Intel MPI from Intel's wheels (impi-rt), in a virtual environment
 		// first on PATH; Debian's OpenMPI-built python3-mpi4py stays out of it.
 		Name: "intel", Ref: "ghcr.io/mpijob/intel-mpi:2021.18", Dir: "intel", OnDemand: true,
-		Packages:      []string{"python3-venv"},
-		BuildPackages: []string{"gcc", "libc6-dev"},
-		Setup: fmt.Sprintf("python3 -m venv %[1]s\n%[1]s/bin/pip install -q --no-cache-dir impi-rt==%[2]s mpi4py==%[3]s numpy==%[4]s scikit-learn==%[5]s boto3==%[6]s\n",
+		Packages: withCompiler("python3-venv"),
+		// impi-devel: mpi.h and the compiler wrappers, so programs compile
+		// in the image as they do with the other MPIs.
+		Setup: fmt.Sprintf("python3 -m venv %[1]s\n%[1]s/bin/pip install -q --no-cache-dir impi-rt==%[2]s impi-devel==%[2]s mpi4py==%[3]s numpy==%[4]s scikit-learn==%[5]s boto3==%[6]s\n",
 			intelVenv, impiVersion, mpi4pyVersion, numpyVersion, sklearnVersion, boto3Version),
-		BuildSetup: fmt.Sprintf("%s/bin/pip install -q --no-cache-dir impi-devel==%s\n", intelVenv, impiVersion),
 		// Intel's wrapper finds mpi.h through I_MPI_ROOT.
 		MPICC: "I_MPI_ROOT=" + intelVenv + " " + intelVenv + "/bin/mpicc",
 		Env: []string{
@@ -203,32 +224,32 @@ var Images = []Image{
 		// wheel is compiled in the build copy and installed without the
 		// compilers.
 		Name: "horovod", Ref: "ghcr.io/mpijob/horovod:0.28", Dir: "horovod", OnDemand: true,
-		Packages:      []string{"openmpi-bin", "python3-torch", "python3-sklearn", "python3-boto3", "python3-venv"},
-		BuildPackages: []string{"gcc", "g++", "make", "cmake", "libc6-dev", "libopenmpi-dev", "libtorch-dev", "pybind11-dev", "python3-dev", "python3-setuptools", "python3-wheel"},
+		Packages:      withCompiler("openmpi-bin", "python3-torch", "python3-torchvision", "python3-sklearn", "python3-boto3", "python3-venv", "libopenmpi-dev"),
+		BuildPackages: []string{"g++", "make", "cmake", "libtorch-dev", "pybind11-dev", "python3-dev", "python3-setuptools", "python3-wheel"},
 		Setup:         fmt.Sprintf("python3 -m venv --system-site-packages %s\n", horovodVenv),
 		BuildSetup: fmt.Sprintf("HOROVOD_WITH_MPI=1 HOROVOD_WITH_PYTORCH=1 HOROVOD_WITHOUT_TENSORFLOW=1 HOROVOD_WITHOUT_MXNET=1 HOROVOD_WITHOUT_GLOO=1 HOROVOD_CPU_OPERATIONS=MPI MAKEFLAGS=-j2 "+
 			"%s/bin/pip wheel -q --no-cache-dir --no-deps --no-build-isolation -w /tmp/wheels horovod==%s\n", horovodVenv, horovodVersion),
-		Install: fmt.Sprintf("%s/bin/pip install -q --no-cache-dir /tmp/wheels/horovod-*.whl\n", horovodVenv),
+		Install: fmt.Sprintf("%s/bin/pip install -q --no-cache-dir /tmp/wheels/horovod-*.whl\n", horovodVenv) + openmpiInstall,
 		MPICC:   "mpicc.openmpi",
 		Env: []string{
 			"PATH=" + horovodVenv + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 			"OMPI_MCA_btl=tcp,self", "OMPI_MCA_btl_tcp_if_include=eth0", "OMPI_MCA_oob_tcp_if_include=eth0",
 		},
-		Files: withExamples(map[string]string{"../examples/training/digits_horovod.py": "/opt/mpijob/examples/digits_horovod.py"}),
+		Files: withExamples(openmpiFiles, map[string]string{"../examples/training/digits_horovod.py": "/opt/mpijob/examples/digits_horovod.py"}),
 	},
 	{
 		// DeepSpeed on Debian trixie's CPU PyTorch 2.6 and OpenMPI 5: mpirun
 		// starts the ranks, DeepSpeed finds them through MPI and talks gloo.
 		Name: "deepspeed", Ref: "ghcr.io/mpijob/deepspeed:0.19", Dir: "deepspeed", Suite: "trixie", OnDemand: true,
-		Packages: []string{"openmpi-bin", "python3-torch", "python3-sklearn", "python3-boto3", "python3-venv"},
+		Packages: withCompiler("openmpi-bin", "python3-torch", "python3-sklearn", "python3-boto3", "python3-venv", "libopenmpi-dev"),
 		// DeepSpeed's CPU collectives JIT-compile a shared-memory op at every
 		// start unless the wheel carries it: compile it here, with the
 		// PyTorch headers, and install the wheel without the compilers.
-		BuildPackages: []string{"gcc", "g++", "libc6-dev", "libopenmpi-dev", "libtorch-dev", "pybind11-dev", "python3-dev", "python3-setuptools"},
+		BuildPackages: []string{"g++", "libtorch-dev", "pybind11-dev", "python3-dev", "python3-setuptools"},
 		Setup:         fmt.Sprintf("python3 -m venv --system-site-packages %s\n", deepspeedVenv),
 		BuildSetup: fmt.Sprintf("DS_BUILD_OPS=0 DS_BUILD_SHM_COMM=1 DS_ACCELERATOR=cpu MAX_JOBS=2 "+
 			"%s/bin/pip wheel -q --no-cache-dir --no-deps --no-build-isolation -w /tmp/wheels deepspeed==%s\n", deepspeedVenv, deepspeedVersion),
-		Install: fmt.Sprintf("%s/bin/pip install -q --no-cache-dir /tmp/wheels/deepspeed-*.whl\n", deepspeedVenv),
+		Install: fmt.Sprintf("%s/bin/pip install -q --no-cache-dir /tmp/wheels/deepspeed-*.whl\n", deepspeedVenv) + openmpiInstall,
 		MPICC:   "mpicc.openmpi",
 		Env: []string{
 			"PATH=" + deepspeedVenv + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
@@ -236,7 +257,7 @@ var Images = []Image{
 			// Debian's PyTorch has no libuv: torch.distributed's store must not ask for it.
 			"DS_ACCELERATOR=cpu", "USE_LIBUV=0",
 		},
-		Files: withExamples(map[string]string{"../examples/training/digits_deepspeed.py": "/opt/mpijob/examples/digits_deepspeed.py"}),
+		Files: withExamples(openmpiFiles, map[string]string{"../examples/training/digits_deepspeed.py": "/opt/mpijob/examples/digits_deepspeed.py"}),
 	},
 }
 

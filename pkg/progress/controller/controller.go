@@ -88,13 +88,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	// The runtime's progress check (the job's own setting wins) also
 	// watches each rank: one that stops printing while the others print on.
-	var progressTimeout time.Duration
-	if p, errs := runtimes.ParsePolicy(runtimeAnnotations); len(errs) == 0 {
-		progressTimeout = p.ProgressTimeout
-	}
-	if d, err := runtimes.ParseProgressTimeout(tj.Annotations); err == nil && d > 0 {
-		progressTimeout = d
-	}
+	progressTimeout := runtimes.ProgressTimeoutOf(runtimeAnnotations, tj.Annotations)
 	complete := meta.IsStatusConditionTrue(tj.Status.Conditions, trainer.TrainJobComplete)
 	failed := meta.IsStatusConditionTrue(tj.Status.Conditions, trainer.TrainJobFailed)
 	// Only read (the Launcher's name and phase): the cache's own pods.

@@ -128,6 +128,12 @@ def _quantity(v: str) -> Decimal | None:
     return n * scale.get(suffix, Decimal(1))
 
 
+# The least memory a Launcher or Worker may ask for (jobspec.MinMemory): sshd,
+# mpirun and the kubelet's in-memory volumes need more than a few bytes, and a
+# bare number is bytes.
+MIN_MEMORY_BYTES = 32 * 1024 * 1024
+
+
 def _parse_resources(f: str, res: dict[str, Any], worker: bool) -> dict[str, str]:
     out: dict[str, str] = {}
     for k in sorted(res):
@@ -148,6 +154,9 @@ def _parse_resources(f: str, res: dict[str, Any], worker: bool) -> dict[str, str
             raise _err(path, v, f"is not a quantity: use e.g. {_example(k)}")
         if q == 0 and k in ("cpu", "memory"):
             raise _err(path, v, f"must be more than 0: use e.g. {_example(k)}")
+        if k == "memory" and q < MIN_MEMORY_BYTES:
+            raise _err(path, v, "is less than 32Mi, too little for a pod (memory counts bytes unless it has a unit "
+                                f"such as Mi or Gi): use e.g. {_example(k)}")
         if "/" in k and q != q.to_integral_value():
             raise _err(path, v, "must be a whole number of devices, e.g. 1")
         out[k] = v.strip()

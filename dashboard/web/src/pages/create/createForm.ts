@@ -79,12 +79,24 @@ export function workersError(workers: number, max?: number): string {
 
 const quantity = /^([0-9]+(\.[0-9]+)?)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$/;
 
-/** quantityError checks a resource quantity ("" = the runtime's). */
-export function quantityError(v: string, example: string): string {
+const unitScale: Record<string, number> = {
+  '': 1, m: 1e-3, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18,
+  Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60,
+};
+
+/** The least memory a Launcher or Worker may ask for (jobspec.MinMemory): 32Mi. */
+export const minMemoryBytes = 32 * 2 ** 20;
+
+/** quantityError checks a resource quantity ("" = the runtime's); minBytes
+ * is the least a memory quantity may be. */
+export function quantityError(v: string, example: string, minBytes = 0): string {
   if (v === '') return '';
   const m = v.trim().match(quantity);
   if (!m) return `"${v}" is not a quantity: use e.g. ${example}.`;
   if (Number(m[1]) === 0) return `"${v}" must be more than 0: use e.g. ${example}.`;
+  if (minBytes > 0 && Number(m[1]) * unitScale[m[3] ?? ''] < minBytes) {
+    return `"${v}" is less than 32Mi, too little for a pod (memory counts bytes unless it has a unit such as Mi or Gi): use e.g. ${example}.`;
+  }
   return '';
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { JobInput } from '../../api/types';
-import { envError, nameError, quantityError, workersError } from './createForm';
+import { envError, minMemoryBytes, nameError, quantityError, workersError } from './createForm';
 
 // The builder's shared vectors (pkg/jobspec/testdata/vectors, which Go and
 // the SDK test too): the checks the wizard makes as the user types must
@@ -29,7 +29,7 @@ function formCheck(field: string, input: JobInput): string | undefined {
     case 'resources_per_worker':
     case 'launcher_resources':
       if (key !== 'cpu' && key !== 'memory') return undefined;
-      return quantityError(((group === 'resources_per_worker' ? input.resources_per_worker : input.launcher_resources) ?? {})[key] ?? '', 'x');
+      return quantityError(((group === 'resources_per_worker' ? input.resources_per_worker : input.launcher_resources) ?? {})[key] ?? '', 'x', key === 'memory' ? minMemoryBytes : 0);
   }
   return undefined;
 }
