@@ -369,6 +369,9 @@ func (v *Validator) admit(ctx context.Context, tj *trainer.TrainJob, rt *runtime
 	}
 	job.Workers, job.WorkerPod, job.LauncherPod = shape.Workers, &shape.WorkerPod, &shape.LauncherPod
 	job.LauncherAsNode = shape.LauncherAsNode
+	if errs := memoryErrors(tj, shape); len(errs) > 0 {
+		return nil, invalid(tj, errs)
+	}
 	if errs := append(ValidateTrainJob(job, policy), ValidateWorkerFields(job)...); len(errs) > 0 {
 		return nil, invalid(tj, errs)
 	}
@@ -435,6 +438,44 @@ func (v *Validator) perJobBase(ctx context.Context, tj *trainer.TrainJob, spec *
 			"TrainingRuntime %s differs from %s in more than the images and resources of the Launcher and the Workers: recreate the job with kubectl mpijob create (or the SDK), which derives it", name, baseName))}, nil
 	}
 	return base, nil, nil
+}
+
+// memoryErrors refuses pods that could never start for want of memory: a
+// bare number is bytes, and the kubelet sizes a pod's in-memory volumes
+// (the SSH key Trainer mounts) by its memory limit, so "10" left the
+// Workers in FailedMount for good. The TrainJob's own resources are named
+// first; else the runtime's pods.
+func memoryErrors(tj *trainer.TrainJob, shape runtimes.Shape) field.ErrorList {
+	problem := fmt.Sprintf("is less than %s, too little for a pod (memory counts bytes unless it has a unit such as Mi or Gi): use e.g. 16Gi or 300Mi", jobspec.MinMemory.String())
+	var errs field.ErrorList
+	if tr := tj.Spec.Trainer; tr != nil && tr.ResourcesPerNode != nil {
+		path := field.NewPath("spec", "trainer", "resourcesPerNode")
+		for _, l := range []struct {
+			name string
+			rl   corev1.ResourceList
+		}{{"limits", tr.ResourcesPerNode.Limits}, {"requests", tr.ResourcesPerNode.Requests}} {
+			if q, ok := l.rl[corev1.ResourceMemory]; ok && q.Cmp(jobspec.MinMemory) < 0 {
+				errs = append(errs, field.Invalid(path.Child(l.name).Key("memory"), q.String(), problem))
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	for _, p := range []struct {
+		who string
+		pod *corev1.PodSpec
+	}{{"Worker", &shape.WorkerPod}, {"Launcher", &shape.LauncherPod}} {
+		for _, c := range p.pod.Containers {
+			for _, rl := range []corev1.ResourceList{c.Resources.Limits, c.Resources.Requests} {
+				if q, ok := rl[corev1.ResourceMemory]; ok && q.Cmp(jobspec.MinMemory) < 0 {
+					return field.ErrorList{field.Invalid(field.NewPath("spec", "runtimeRef", "name"), tj.Spec.RuntimeRef.Name,
+						fmt.Sprintf("the runtime gives the %s's container %s a memory of %s, %s", p.who, c.Name, q.String(), strings.TrimPrefix(problem, "is ")))}
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // DemandOf turns a Shape into what it asks of quota.

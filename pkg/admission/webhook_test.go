@@ -382,3 +382,43 @@ func TestPerJobRuntimePVCMountPaths(t *testing.T) {
 		})
 	}
 }
+
+// A memory of a few bytes could never start a pod: the TrainJob's own
+// resources are named with their path, else the runtime's container.
+func TestMemoryErrors(t *testing.T) {
+	mem := func(q string) corev1.ResourceList { return corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(q)} }
+	pod := func(q string) corev1.PodSpec {
+		return corev1.PodSpec{Containers: []corev1.Container{{Name: "node", Resources: corev1.ResourceRequirements{Limits: mem(q)}}}}
+	}
+	cases := map[string]struct {
+		trainer *trainer.Trainer
+		shape   runtimes.Shape
+		want    []string
+	}{
+		"enough everywhere": {shape: runtimes.Shape{WorkerPod: pod("1Gi"), LauncherPod: pod("32Mi")}},
+		"the job's 10 bytes": {
+			trainer: &trainer.Trainer{ResourcesPerNode: &corev1.ResourceRequirements{Limits: mem("10"), Requests: mem("10")}},
+			shape:   runtimes.Shape{WorkerPod: pod("10"), LauncherPod: pod("10")},
+			want: []string{
+				`spec.trainer.resourcesPerNode.limits[memory]: Invalid value: "10": is less than 32Mi, too little for a pod (memory counts bytes unless it has a unit such as Mi or Gi): use e.g. 16Gi or 300Mi`,
+				`spec.trainer.resourcesPerNode.requests[memory]: Invalid value: "10": is less than 32Mi, too little for a pod (memory counts bytes unless it has a unit such as Mi or Gi): use e.g. 16Gi or 300Mi`,
+			},
+		},
+		"the runtime's Workers": {
+			shape: runtimes.Shape{WorkerPod: pod("1k"), LauncherPod: pod("1Gi")},
+			want:  []string{`spec.runtimeRef.name: Invalid value: "rt": the runtime gives the Worker's container node a memory of 1k, less than 32Mi, too little for a pod (memory counts bytes unless it has a unit such as Mi or Gi): use e.g. 16Gi or 300Mi`},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tj := &trainer.TrainJob{Spec: trainer.TrainJobSpec{RuntimeRef: trainer.RuntimeRef{Name: "rt"}, Trainer: tc.trainer}}
+			var got []string
+			for _, e := range memoryErrors(tj, tc.shape) {
+				got = append(got, e.Error())
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("errors (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

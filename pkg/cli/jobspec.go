@@ -17,6 +17,7 @@ import (
 
 	"github.com/mpijob/mpijob/pkg/dataconn"
 	"github.com/mpijob/mpijob/pkg/jobspec"
+	"github.com/mpijob/mpijob/pkg/jobview"
 	"github.com/mpijob/mpijob/pkg/logs"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
@@ -273,7 +274,7 @@ func describeResources(rl corev1.ResourceList) string {
 	var parts []string
 	for _, k := range slices.Sorted(maps.Keys(rl)) {
 		q := rl[k]
-		parts = append(parts, fmt.Sprintf("%s=%s", k, q.String()))
+		parts = append(parts, fmt.Sprintf("%s=%s", k, jobview.Readable(k, q)))
 	}
 	return strings.Join(parts, ",")
 }

@@ -81,8 +81,16 @@ var programRules = []logRule{
 				last := files[len(files)-1]
 				where = fmt.Sprintf(" at %s:%s", last[1], last[2])
 			}
+			who, own := tracebackRankOf(in)
+			if own {
+				return ReasonProgramError,
+					fmt.Sprintf("The Launcher's own command raised %s%s, outside mpirun: no rank had started or was running it.", strings.TrimSpace(m[2]), where),
+					ranked(
+						"Fix the error in the program"+where+"; the whole traceback is in `kubectl mpijob logs NAME`.",
+						"The Launcher runs this part itself (before or after mpirun, or instead of it): start the ranks with mpirun (mpijob-mpiexec on MPICH and Intel MPI) for it to run on the Workers.")
+			}
 			return ReasonProgramError,
-				fmt.Sprintf("The program raised %s%s on %s.", strings.TrimSpace(m[2]), where, tracebackRankOf(in)),
+				fmt.Sprintf("The program raised %s%s on %s.", strings.TrimSpace(m[2]), where, who),
 				ranked(
 					"Fix the error in the program"+where+"; the whole traceback is in `kubectl mpijob logs NAME --all`.",
 					"Reproduce it on one Worker first: kubectl mpijob clone NAME NEW --workers 1.")
@@ -297,15 +305,26 @@ func shape(in Input) (workers, slots int) {
 }
 
 // tracebackRankOf names the rank that printed the first traceback, read
-// from its rank tag, else the rank mpirun reported (rankOf).
-func tracebackRankOf(in Input) string {
+// from its rank tag, else the rank mpirun reported (rankOf). launcher is
+// true when the traceback is the Launcher's own output (a command it runs
+// itself, before, after or instead of mpirun): untagged, while no rank
+// printed one and none failed by mpirun's or Hydra's account.
+func tracebackRankOf(in Input) (who string, launcher bool) {
+	untagged := false
 	for _, line := range strings.Split(in.LauncherLog, "\n") {
 		if t, ok := logs.SplitRank(line); ok && strings.HasPrefix(strings.TrimSpace(t.Message), "Traceback (most recent call last):") {
 			r := strconv.Itoa(t.Rank)
-			return fmt.Sprintf("rank %s (%s)", r, rankWorker(in, r))
+			return fmt.Sprintf("rank %s (%s)", r, rankWorker(in, r)), false
+		} else if !ok && strings.HasPrefix(strings.TrimSpace(line), "Traceback (most recent call last):") {
+			untagged = true
 		}
 	}
-	return rankOf(in)
+	// Without tags (a runtime that does not tag) a rank's traceback is
+	// untagged too: mpirun's account of a failed rank tells it apart.
+	if untagged && !failedRank.MatchString(in.LauncherLog) && !strings.Contains(in.LauncherLog, "BAD TERMINATION OF ONE OF YOUR APPLICATION PROCESSES") {
+		return "the Launcher", true
+	}
+	return rankOf(in), false
 }
 
 // rankOf names the failed rank when mpirun reported it.

@@ -126,7 +126,7 @@ func TestResourcesSummary(t *testing.T) {
 		Workers: 2, SlotsPerWorker: 2,
 		Worker:      map[string]string{"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": "1"},
 		Launcher:    map[string]string{"cpu": "500m", "memory": "1Gi"},
-		Total:       map[string]string{"cpu": "4500m", "memory": "9Gi", "nvidia.com/gpu": "2"},
+		Total:       map[string]string{"cpu": "4.5", "memory": "9Gi", "nvidia.com/gpu": "2"},
 		Summary:     "2 Workers × 2 slots, 4 CPUs, 8Gi, 2 GPUs",
 		WorkerImage: "img:1", LauncherImage: "img:1",
 	}

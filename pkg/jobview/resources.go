@@ -2,6 +2,7 @@ package jobview
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -66,7 +67,7 @@ func ResourcesOf(s runtimes.Shape) *Resources {
 	cpu.Mul(int64(s.Workers))
 	mem.Mul(int64(s.Workers))
 	r.Summary = fmt.Sprintf("%d %s × %d %s, %s CPUs, %s, %s GPUs", s.Workers, plural(int(s.Workers), "Worker", "Workers"), s.SlotsPerWorker,
-		plural(int(s.SlotsPerWorker), "slot", "slots"), cpu.String(), mem.String(), gpus.String())
+		plural(int(s.SlotsPerWorker), "slot", "slots"), Readable(corev1.ResourceCPU, cpu), Readable(corev1.ResourceMemory, mem), gpus.String())
 	for _, c := range s.WorkerPod.Containers {
 		if c.Name == api.NodeContainer {
 			r.WorkerImage = c.Image
@@ -91,7 +92,38 @@ func plural(n int, one, many string) string {
 func Quantities(rl corev1.ResourceList) map[string]string {
 	out := map[string]string{}
 	for k, v := range rl {
-		out[string(k)] = v.String()
+		out[string(k)] = Readable(k, v)
 	}
 	return out
+}
+
+// Readable writes a quantity as people read it. A sum keeps its exact
+// canonical form when that is short ("3", "500m", "2Gi"); otherwise CPUs
+// are written in cores ("1000.1", not "1000100m") and bytes in the largest
+// binary unit, to three significant digits ("128Mi", "1.5Gi", not
+// "134217738").
+func Readable(name corev1.ResourceName, q resource.Quantity) string {
+	s := q.String()
+	switch {
+	case name == corev1.ResourceCPU:
+		m := q.MilliValue()
+		if m%1000 == 0 || m < 1000 {
+			return s
+		}
+		return strconv.FormatFloat(float64(m)/1000, 'f', -1, 64)
+	case name == corev1.ResourceMemory || name == corev1.ResourceEphemeralStorage || strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix):
+		if strings.HasSuffix(s, "i") || q.Value() < 1024 {
+			return s
+		}
+		v := float64(q.Value())
+		for _, u := range []struct {
+			suffix string
+			size   float64
+		}{{"Ei", 1 << 60}, {"Pi", 1 << 50}, {"Ti", 1 << 40}, {"Gi", 1 << 30}, {"Mi", 1 << 20}, {"Ki", 1 << 10}} {
+			if v >= u.size {
+				return strconv.FormatFloat(v/u.size, 'g', 3, 64) + u.suffix
+			}
+		}
+	}
+	return s
 }

@@ -1,0 +1,293 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/dataconn"
+	"github.com/mpijob/mpijob/pkg/localcluster"
+	"github.com/mpijob/mpijob/pkg/runtimes"
+	"github.com/mpijob/mpijob/test/framework"
+)
+
+// What a new user of MPI reaches for first works in a job's pods: mpirun -x
+// beside a data connection, every rank on its own Worker under Open MPI 5's
+// --oversubscribe, mpicc with mpi.h, torchvision with Horovod (issue 45).
+
+// The CLI's help says to pass --env values to the ranks with mpirun -x. In
+// a job with a data connection (whose variables mpijob forwards through
+// OMPI_MCA_mca_base_env_list) Open MPI 4's own mpirun refused both; the
+// images' mpirun passes both: every rank sees LR and the connection.
+func TestMpirunDashXBesideADataConnection(t *testing.T) {
+	c := framework.Get(t)
+	c.EnsureImages(t, "openmpi5")
+	const ns, user = "team-a", "dev-a"
+	for _, runtime := range []string{"mpi-openmpi", "mpi-openmpi5"} {
+		t.Run(runtime, func(t *testing.T) {
+			t.Parallel()
+			name := framework.UniqueName("dashx-" + strings.TrimPrefix(runtime, "mpi-"))
+			t.Cleanup(func() { mpijob(t, user, ns, "delete", name, "--wait=false") })
+			expect(t, mpijob(t, user, ns, "create", name, "--runtime", runtime, "--workers", "2", "--data-connection", localcluster.DataConnectionName,
+				"--env", "LR=0.25", "--", "mpirun", "-x", "LR", "sh", "-c",
+				`echo "lr=$LR job=$MPIJOB_JOB_NAME key=${AWS_ACCESS_KEY_ID:+set} host=$(hostname)"`), 0)
+			if got := c.WaitForTrainJob(t, ns, name, 5*time.Minute, trainer.TrainJobComplete, trainer.TrainJobFailed); got != trainer.TrainJobComplete {
+				r := mpijob(t, user, ns, "describe", name)
+				t.Fatalf("the job %s: %s", got, r.out)
+			}
+			logs := mpijob(t, user, ns, "logs", name)
+			want := fmt.Sprintf("lr=0.25 job=%s key=set host=%s-node-0-", name, name)
+			if n := strings.Count(logs.out, want); n != 2 {
+				t.Errorf("%d ranks printed %q, want both ranks (on their Workers):\n%s", n, want, logs.out)
+			}
+		})
+	}
+}
+
+// Open MPI 4's own mpirun (MPIJOB_MPIRUN_AS_IS=1 skips the image's) still
+// refuses -x beside the forwarded list, as a custom image's does: the
+// diagnosis names it and the way out instead of "LauncherFailed".
+func TestDashXConflictIsNamed(t *testing.T) {
+	c := framework.Get(t)
+	const ns, user = "team-a", "dev-a"
+	name := framework.UniqueName("dashx-own")
+	t.Cleanup(func() { mpijob(t, user, ns, "delete", name, "--wait=false") })
+	expect(t, mpijob(t, user, ns, "create", name, "--workers", "1", "--data-connection", localcluster.DataConnectionName,
+		"--env", "LR=0.25", "--env", "MPIJOB_MPIRUN_AS_IS=1", "--", "mpirun", "-x", "LR", "-x", "MPIJOB_MPIRUN_AS_IS", "true"), 0)
+	st := c.WaitForStatus(t, ns, name, 4*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseFailed })
+	if st.Reason != "EnvForwardConflict" || !strings.Contains(st.Message, "the command passes variables with -x") {
+		t.Errorf("diagnosis %s: %s, want EnvForwardConflict", st.Reason, st.Message)
+	}
+	if !strings.Contains(st.NextStep, "mpijob Open MPI image") {
+		t.Errorf("next step %q does not point at the images' mpirun", st.NextStep)
+	}
+}
+
+// Open MPI 5 mapped --oversubscribe by core, and a Worker's pod sees all of
+// its node's cores: all 4 ranks ran on the first Worker. The image's
+// mpirun maps it by slot: 2 ranks on each Worker.
+func TestOpenMPI5OversubscribeSpreadsOverTheWorkers(t *testing.T) {
+	c := framework.Get(t)
+	c.EnsureImages(t, "openmpi5")
+	const ns, user = "team-a", "dev-a"
+	name := framework.UniqueName("oversub")
+	t.Cleanup(func() { mpijob(t, user, ns, "delete", name, "--wait=false") })
+	expect(t, mpijob(t, user, ns, "create", name, "--runtime", "mpi-openmpi5", "--workers", "2", "--",
+		"mpirun", "--oversubscribe", "-np", "4", "sh", "-c", `echo "on $(hostname)"`), 0)
+	if got := c.WaitForTrainJob(t, ns, name, 5*time.Minute, trainer.TrainJobComplete, trainer.TrainJobFailed); got != trainer.TrainJobComplete {
+		t.Fatalf("the job %s", got)
+	}
+	logs := mpijob(t, user, ns, "logs", name)
+	for i := range 2 {
+		host := fmt.Sprintf("on %s-node-0-%d", name, i)
+		if n := strings.Count(logs.out, host); n != 2 {
+			t.Errorf("%d ranks ran %s, want 2 of the 4:\n%s", n, host, logs.out)
+		}
+	}
+}
+
+// Every runtime's image compiles an MPI program with mpicc (gcc and mpi.h)
+// and runs it on every rank; Horovod's image has torchvision.
+func TestImagesCompileMPIPrograms(t *testing.T) {
+	c := framework.Get(t)
+	c.EnsureImages(t, "openmpi5", "mpich", "intel", "horovod")
+	const ns, user = "team-a", "dev-a"
+	const src = `#include <mpi.h>
+#include <stdio.h>
+int main(int argc, char **argv) {
+  int rank, size;
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  printf("compiled rank %d of %d\n", rank, size);
+  MPI_Finalize();
+  return 0;
+}
+`
+	// Each rank compiles its own copy: the Workers share no folder.
+	build := "cat > /tmp/c.c <<'EOF'\n" + src + "EOF\nmpicc -o /tmp/c /tmp/c.c && exec /tmp/c"
+	for _, f := range []struct{ runtime, launch string }{
+		{"mpi-openmpi", "mpirun"}, {"mpi-openmpi5", "mpirun"}, {"mpi-mpich", "mpijob-mpiexec"}, {"mpi-intel", "mpijob-mpiexec"}, {"mpi-horovod", "mpirun"},
+	} {
+		t.Run(f.runtime, func(t *testing.T) {
+			t.Parallel()
+			name := framework.UniqueName("cc-" + strings.TrimPrefix(f.runtime, "mpi-"))
+			t.Cleanup(func() { mpijob(t, user, ns, "delete", name, "--wait=false") })
+			cmd := build
+			if f.runtime == "mpi-horovod" {
+				cmd = `python3 -c "import torchvision; print('torchvision', torchvision.__version__)" && ` + build
+			}
+			expect(t, mpijob(t, user, ns, "create", name, "--runtime", f.runtime, "--workers", "2", "--", f.launch, "sh", "-c", cmd), 0)
+			if got := c.WaitForTrainJob(t, ns, name, 6*time.Minute, trainer.TrainJobComplete, trainer.TrainJobFailed); got != trainer.TrainJobComplete {
+				r := mpijob(t, user, ns, "describe", name)
+				t.Fatalf("the job %s: %s", got, r.out)
+			}
+			logs := mpijob(t, user, ns, "logs", name, "--all")
+			for r := range 2 {
+				if want := fmt.Sprintf("compiled rank %d of 2", r); !strings.Contains(logs.out, want) {
+					t.Errorf("no %q in the log:\n%s", want, logs.out)
+				}
+			}
+			if f.runtime == "mpi-horovod" && !regexp.MustCompile(`torchvision \d+\.\d+`).MatchString(logs.out) {
+				t.Errorf("torchvision did not import on mpi-horovod:\n%s", logs.out)
+			}
+		})
+	}
+}
+
+// Memory is counted in bytes unless it has a unit: --memory 10 was 10
+// bytes, and the Worker hung in FailedMount (the kubelet sizes the SSH key's
+// in-memory volume by it) while the diagnosis said "Nothing to do yet".
+// The CLI, and admission for a job written by hand, refuse it.
+func TestTooLittleMemoryIsRefused(t *testing.T) {
+	c := framework.Get(t)
+	const ns, user = "team-a", "dev-a"
+	name := framework.UniqueName("mem")
+	expect(t, mpijob(t, user, ns, "create", name, "--workers", "1", "--memory", "10"), 2,
+		`--memory "10": is less than 32Mi, too little for a pod (memory counts bytes unless it has a unit such as Mi or Gi): use e.g. 16Gi or 300Mi`)
+	expect(t, mpijob(t, user, ns, "get", name), 3, "not found")
+
+	// The Launcher's resources written by hand: Trainer gives them to the
+	// Launcher.
+	job := framework.MakeTrainJob(name, ns, "mpi-openmpi").NumNodes(1).Obj()
+	job.Spec.Trainer.ResourcesPerNode = &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("10")}}
+	err := c.As(t, user).Create(context.Background(), job)
+	if err == nil {
+		_ = c.Client.Delete(context.Background(), job)
+		t.Fatal("a TrainJob whose pods get 10 bytes of memory was admitted")
+	}
+	for _, want := range []string{"spec.trainer.resourcesPerNode", `"10"`, "less than 32Mi"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("the refusal %q lacks %q", err, want)
+		}
+	}
+}
+
+// Every shipped runtime names a hung job: a progress timeout of its own,
+// which a job may raise or turn off.
+func TestRuntimesHaveAProgressTimeout(t *testing.T) {
+	c := framework.Get(t)
+	list := &trainer.ClusterTrainingRuntimeList{}
+	if err := c.Client.List(context.Background(), list, client.MatchingLabels{api.RuntimeLabel: "true"}); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) < 7 {
+		t.Fatalf("%d runtimes of mpijob on the cluster, want the 7 shipped", len(list.Items))
+	}
+	for _, rt := range list.Items {
+		if d := runtimes.ProgressTimeoutOf(rt.Annotations, nil); d <= 0 || d > 30*time.Minute {
+			t.Errorf("runtime %s: progress timeout %s, want one of at most 30m", rt.Name, d)
+		}
+	}
+	// "off" for one quiet job is admitted (it was refused as not a duration).
+	job := framework.MakeTrainJob(framework.UniqueName("quiet"), "team-a", "mpi-openmpi").NumNodes(1).Suspend().Obj()
+	job.Annotations = map[string]string{runtimes.ProgressTimeoutAnnotation: "off"}
+	if err := c.As(t, "dev-a").Create(context.Background(), job, client.DryRunAll); err != nil {
+		t.Errorf("a job with %s=off: %v", runtimes.ProgressTimeoutAnnotation, err)
+	}
+}
+
+// A job exported as YAML (its TrainJob and its own runtime) and given a new
+// name kept the old job's MPIJOB_OUTPUT_URI, so it wrote into the old job's
+// artifacts. kubectl create -f of such a copy is refused, naming the
+// variable and the value; kubectl mpijob create -f makes the runtime the
+// copy's, and the copy's ranks see their own folder.
+func TestExportedJobWritesItsOwnArtifacts(t *testing.T) {
+	c := framework.Get(t)
+	const ns, user = "team-a", "dev-a"
+	orig := framework.UniqueName("exp")
+	t.Cleanup(func() { mpijob(t, user, ns, "delete", orig, orig+"-a", orig+"-b", "--wait=false") })
+	expect(t, mpijob(t, user, ns, "create", orig, "--workers", "1", "--data-connection", localcluster.DataConnectionName, "--",
+		"sh", "-c", `echo "output=$MPIJOB_OUTPUT_URI"`), 0)
+	runtimeYAML, err := c.Kubectl(t, user, ns, "", "get", "trainingruntime", orig, "-o", "yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobYAML, err := c.Kubectl(t, user, ns, "", "get", "trainjob", orig, "-o", "yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a user edits: the names (metadata, the runtime's job label and
+	// the TrainJob's runtimeRef); what the server set goes.
+	copyOf := func(newName string, renameRuntime bool) string {
+		var docs []string
+		for _, doc := range []string{runtimeYAML, jobYAML} {
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range []string{"uid", "resourceVersion", "creationTimestamp", "generation", "ownerReferences", "managedFields", "finalizers"} {
+				unstructured.RemoveNestedField(u.Object, "metadata", f)
+			}
+			unstructured.RemoveNestedField(u.Object, "status")
+			switch {
+			case u.GetKind() == "TrainJob":
+				u.SetName(newName)
+				if renameRuntime {
+					if err := unstructured.SetNestedField(u.Object, newName, "spec", "runtimeRef", "name"); err != nil {
+						t.Fatal(err)
+					}
+				}
+			case renameRuntime:
+				u.SetName(newName)
+				labels := u.GetLabels()
+				labels[api.JobLabel] = newName
+				u.SetLabels(labels)
+			}
+			b, err := yaml.Marshal(u.Object)
+			if err != nil {
+				t.Fatal(err)
+			}
+			docs = append(docs, string(b))
+		}
+		return strings.Join(docs, "---\n")
+	}
+
+	t.Run("kubectl create -f is refused, naming the variable", func(t *testing.T) {
+		out, err := c.Kubectl(t, user, ns, copyOf(orig+"-a", true), "create", "-f", "-")
+		if err == nil {
+			t.Fatalf("the copy was created with the original's artifacts folder:\n%s", out)
+		}
+		for _, want := range []string{"MPIJOB_OUTPUT_URI must name this runtime's job " + orig + "-a", `"s3://$(AWS_S3_BUCKET)/` + orig + `-a/"`} {
+			if !strings.Contains(out, want) {
+				t.Errorf("the refusal lacks %q:\n%s", want, out)
+			}
+		}
+	})
+
+	t.Run("kubectl mpijob create -f runs it with its own folder", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "job.yaml")
+		if err := os.WriteFile(file, []byte(copyOf(orig+"-b", false)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		expect(t, mpijob(t, user, ns, "create", "-f", file), 0, orig+"-b")
+		rt := &trainer.TrainingRuntime{}
+		if err := c.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: orig + "-b"}, rt); err != nil {
+			t.Fatalf("the copy's own runtime: %v", err)
+		}
+		if got := rt.Labels[api.JobLabel]; got != orig+"-b" {
+			t.Errorf("the copy's runtime belongs to job %q", got)
+		}
+		if got := c.WaitForTrainJob(t, ns, orig+"-b", 4*time.Minute, trainer.TrainJobComplete, trainer.TrainJobFailed); got != trainer.TrainJobComplete {
+			t.Fatalf("the copy %s", got)
+		}
+		keys := connectionOf(t, ns)
+		expect(t, mpijob(t, user, ns, "logs", orig+"-b"), 0, "output=s3://"+keys[dataconn.Bucket]+"/"+orig+"-b/")
+	})
+}
+
