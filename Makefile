@@ -113,6 +113,9 @@ sdk-venv: ## Install the Python SDK as a user would (pip install ./sdk/python) i
 	@$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { echo "installing python3-venv"; apt-get install -y -q python3-venv >/dev/null; }
 	@test -x $(VENV)/bin/python || $(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check --cache-dir $(CACHE_DIR)/pip --upgrade "./sdk/python[test,lint,s3,notebook]"
+	@# The same version number: pip keeps an installed copy, so the SDK itself is reinstalled from this checkout.
+	$(VENV)/bin/pip install -q --disable-pip-version-check --force-reinstall --no-deps ./sdk/python
+	@rm -rf sdk/python/build
 
 .PHONY: test-sdk-unit
 test-sdk-unit: sdk-venv ## Python SDK unit tests (no cluster).

@@ -545,21 +545,28 @@ func pvcMountErrors(spec *trainer.TrainingRuntimeSpec) field.ErrorList {
 	var errs field.ErrorList
 	for _, rj := range spec.Template.Spec.ReplicatedJobs {
 		pod := rj.Template.Spec.Template.Spec
-		claims := map[string]string{}
+		claims, configMaps := map[string]string{}, map[string]string{}
 		for _, v := range pod.Volumes {
 			if v.PersistentVolumeClaim != nil {
 				claims[v.Name] = v.PersistentVolumeClaim.ClaimName
 			}
+			// The ConfigMaps the builder mounts (a base runtime's own
+			// volumes are its administrator's).
+			if v.ConfigMap != nil && v.Name == dataconn.ConfigMapVolumeName(v.ConfigMap.Name) {
+				configMaps[v.Name] = v.ConfigMap.Name
+			}
 		}
 		for i, ct := range append(slices.Clone(pod.InitContainers), pod.Containers...) {
 			for k, m := range ct.VolumeMounts {
-				claim, ok := claims[m.Name]
-				if !ok {
-					continue
+				what, why := "", ""
+				if claim, ok := claims[m.Name]; ok {
+					what, why = "PVC "+claim, dataconn.ValidatePVC(dataconn.PVC{Claim: claim, MountPath: m.MountPath})
+				} else if cm, ok := configMaps[m.Name]; ok {
+					what, why = "ConfigMap "+cm, dataconn.ValidateConfigMap(dataconn.ConfigMap{Name: cm, MountPath: m.MountPath})
 				}
-				if why := dataconn.ValidatePVC(dataconn.PVC{Claim: claim, MountPath: m.MountPath}); why != "" {
+				if why != "" {
 					errs = append(errs, field.Invalid(field.NewPath("spec", "runtimeRef", "name"), m.MountPath, fmt.Sprintf(
-						"this job's runtime mounts PVC %s in %s of replicated job %s (container %d, mount %d): %s", claim, ct.Name, rj.Name, i, k, why)))
+						"this job's runtime mounts %s in %s of replicated job %s (container %d, mount %d): %s", what, ct.Name, rj.Name, i, k, why)))
 				}
 			}
 		}

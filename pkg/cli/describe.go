@@ -159,6 +159,13 @@ func describe(ctx context.Context, cl *clients, name string, out io.Writer, now 
 			}
 			p("Artifacts", "kubectl mpijob artifacts %s -n %s", tj.Name, tj.Namespace)
 		}
+		for i, cm := range jobspec.ConfigMapsOf(spec) {
+			if i == 0 {
+				p("ConfigMaps", "%s at %s (read-only)", cm.Name, dataconn.ConfigMapPathOf(cm))
+			} else {
+				fmt.Fprintf(w, "\t%s at %s (read-only)\n", cm.Name, dataconn.ConfigMapPathOf(cm))
+			}
+		}
 	}
 	if s.StartTime != nil {
 		p("Started", "%s", s.StartTime.UTC().Format(time.RFC3339))

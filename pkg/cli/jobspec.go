@@ -31,7 +31,7 @@ type jobFlags struct {
 	gpus                                 int64
 	cpu, memory, launcherCPU, launcher   string
 	resources, env, nodeSelector         []string
-	envFromSecret, dataConnections, pvcs []string
+	envFromSecret, dataConnections, pvcs, configMaps []string
 	// warnings are what input found worth saying without refusing (an
 	// --env value that looks like a secret); create and clone print them.
 	warnings []string
@@ -60,9 +60,10 @@ func (f *jobFlags) add(fs *pflag.FlagSet, defaults bool) {
 	fs.StringVar(&f.queue, "queue", "", "Kueue LocalQueue to submit to (the job waits Queued until it fits whole)")
 	fs.StringArrayVar(&f.dataConnections, "data-connection", nil, "S3 data connection (an OpenShift AI connection Secret in the job's namespace) whose keys reach the Launcher and every Worker as Secret references; the first one's as AWS_*, and artifacts go to s3://BUCKET/NAME/ (repeatable)")
 	fs.StringArrayVar(&f.pvcs, "pvc", nil, "PersistentVolumeClaim to mount on the Launcher and every Worker, CLAIM[:PATH] (PATH defaults to /mnt/CLAIM; repeatable)")
+	fs.StringArrayVar(&f.configMaps, "config-map", nil, "ConfigMap to mount read-only on the Launcher and every Worker, each key a file, NAME[:PATH] (PATH defaults to /config/NAME; repeatable)")
 }
 
-var jobFlagNames = []string{"workers", "slots-per-worker", "runtime", "image", "worker-image", "launcher-image", "gpus", "cpu", "memory", "resource", "launcher-cpu", "launcher-memory", "env", "env-from-secret", "node-selector", "queue", "data-connection", "pvc"}
+var jobFlagNames = []string{"workers", "slots-per-worker", "runtime", "image", "worker-image", "launcher-image", "gpus", "cpu", "memory", "resource", "launcher-cpu", "launcher-memory", "env", "env-from-secret", "node-selector", "queue", "data-connection", "pvc", "config-map"}
 
 // input sets on in what the given flags say.
 func (f *jobFlags) input(in *jobspec.Input, changed func(string) bool) error {
@@ -183,6 +184,16 @@ func (f *jobFlags) input(in *jobspec.Input, changed func(string) bool) error {
 			in.PVCs = append(in.PVCs, dataconn.PVC{Claim: claim, MountPath: path})
 		}
 	}
+	if changed("config-map") {
+		in.ConfigMaps = nil
+		for _, v := range f.configMaps {
+			name, path, _ := strings.Cut(v, ":")
+			if name == "" {
+				return usageErr("--config-map %q: use NAME or NAME:/mount/path, e.g. --config-map train-config:/mnt/config", v)
+			}
+			in.ConfigMaps = append(in.ConfigMaps, dataconn.ConfigMap{Name: name, MountPath: path})
+		}
+	}
 	return nil
 }
 
@@ -215,6 +226,8 @@ func flagOf(field string) string {
 		return "--data-connection"
 	case "pvcs":
 		return "--pvc"
+	case "config_maps":
+		return "--config-map"
 	case "resources_per_worker":
 		switch name {
 		case "cpu", "memory":

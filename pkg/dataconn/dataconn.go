@@ -224,8 +224,9 @@ func ConnectionsOf(env []corev1.EnvVar) []string {
 	return nil
 }
 
-// Volumes are the pod volumes and the node container's mounts of pvcs.
-func Volumes(pvcs []PVC) ([]corev1.Volume, []corev1.VolumeMount) {
+// Volumes are the pod volumes and the node container's mounts of pvcs
+// and config maps (read-only).
+func Volumes(pvcs []PVC, cms ...ConfigMap) ([]corev1.Volume, []corev1.VolumeMount) {
 	var vols []corev1.Volume
 	var mounts []corev1.VolumeMount
 	for _, p := range pvcs {
@@ -235,7 +236,56 @@ func Volumes(pvcs []PVC) ([]corev1.Volume, []corev1.VolumeMount) {
 		}})
 		mounts = append(mounts, corev1.VolumeMount{Name: n, MountPath: MountPathOf(p)})
 	}
+	for _, c := range cms {
+		n := ConfigMapVolumeName(c.Name)
+		vols = append(vols, corev1.Volume{Name: n, VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: c.Name}},
+		}})
+		mounts = append(mounts, corev1.VolumeMount{Name: n, MountPath: ConfigMapPathOf(c), ReadOnly: true})
+	}
 	return vols, mounts
+}
+
+// ConfigMap is a ConfigMap of the job's namespace mounted read-only on the
+// Launcher and every Worker: each key is a file (a training config, a
+// hostfile of the program's own, a script).
+type ConfigMap struct {
+	// Name is the ConfigMap's name.
+	Name string `json:"name"`
+	// MountPath is the folder its keys appear in ("":
+	// DefaultConfigMapPath(Name)).
+	MountPath string `json:"mount_path,omitempty"`
+}
+
+// DefaultConfigMapPath is where a ConfigMap appears when the job does not
+// say.
+func DefaultConfigMapPath(name string) string { return "/config/" + name }
+
+// ConfigMapPathOf is where c appears in the pods.
+func ConfigMapPathOf(c ConfigMap) string {
+	if c.MountPath != "" {
+		return c.MountPath
+	}
+	return DefaultConfigMapPath(c.Name)
+}
+
+// ConfigMapVolumeName is the pod volume of a ConfigMap.
+func ConfigMapVolumeName(name string) string {
+	n := "cm-" + name
+	if len(n) > 63 {
+		n = strings.TrimRight(n[:63], "-.")
+	}
+	return n
+}
+
+// ValidateConfigMap says what is wrong with a ConfigMap a job asks for,
+// before any read of the cluster; "" when nothing. Its mount path follows
+// a PVC's rules.
+func ValidateConfigMap(c ConfigMap) string {
+	if c.Name == "" || len(c.Name) > 253 || !dnsName.MatchString(c.Name) {
+		return "is not a ConfigMap name: use lower-case letters, digits, '-' and '.'"
+	}
+	return validateMountPath(ConfigMapPathOf(c))
 }
 
 // ValidatePVC says what is wrong with a PVC a job asks for, before any
@@ -244,7 +294,12 @@ func ValidatePVC(p PVC) string {
 	if p.Claim == "" || len(p.Claim) > 253 || !dnsName.MatchString(p.Claim) {
 		return "is not a PersistentVolumeClaim name: use lower-case letters, digits, '-' and '.'"
 	}
-	mp := MountPathOf(p)
+	return validateMountPath(MountPathOf(p))
+}
+
+// validateMountPath refuses a mount path that is not absolute or would
+// hide what the MPI runtime needs.
+func validateMountPath(mp string) string {
 	if !strings.HasPrefix(mp, "/") || strings.Contains(mp, ":") || strings.Contains(mp, "..") {
 		return fmt.Sprintf("mount path %q must be an absolute path without ':' or '..', e.g. /mnt/data", mp)
 	}

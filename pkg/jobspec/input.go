@@ -71,6 +71,7 @@ func InputOf(tj *trainer.TrainJob, rt *trainer.TrainingRuntime, base *trainer.Cl
 		in.ResourcesPerWorker = changed(baseWorker.Resources, worker.Resources)
 	}
 	in.DataConnections, in.PVCs = StorageOf(&rt.Spec)
+	in.ConfigMaps = ConfigMapsOf(&rt.Spec)
 	if launcher != nil && baseLauncher != nil {
 		if launcher.Image != baseLauncher.Image {
 			in.LauncherImage = launcher.Image
@@ -92,6 +93,37 @@ func StorageOf(spec *trainer.TrainingRuntimeSpec) ([]string, []dataconn.PVC) {
 		return nil, nil
 	}
 	return dataconn.ConnectionsOf(worker.Env), pvcsOf(spec, worker)
+}
+
+// ConfigMapsOf reads back the ConfigMaps a per-job runtime mounts: the
+// Worker node container's mounts of the ConfigMap volumes dataconn.Volumes
+// names.
+func ConfigMapsOf(spec *trainer.TrainingRuntimeSpec) []dataconn.ConfigMap {
+	_, worker := nodeContainers(spec)
+	if worker == nil {
+		return nil
+	}
+	var out []dataconn.ConfigMap
+	for _, rj := range spec.Template.Spec.ReplicatedJobs {
+		if rj.Name != api.WorkerJob {
+			continue
+		}
+		for _, v := range rj.Template.Spec.Template.Spec.Volumes {
+			if v.ConfigMap == nil || v.Name != dataconn.ConfigMapVolumeName(v.ConfigMap.Name) {
+				continue
+			}
+			for _, m := range worker.VolumeMounts {
+				if m.Name == v.Name {
+					c := dataconn.ConfigMap{Name: v.ConfigMap.Name}
+					if m.MountPath != dataconn.DefaultConfigMapPath(c.Name) {
+						c.MountPath = m.MountPath
+					}
+					out = append(out, c)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // pvcsOf reads back the PVCs of a per-job runtime: the node container's
@@ -165,8 +197,12 @@ func Normalize(spec *trainer.TrainingRuntimeSpec, base *trainer.TrainingRuntimeS
 		removed := map[string]bool{}
 		pod.Volumes = slices.DeleteFunc(pod.Volumes, func(v corev1.Volume) bool {
 			pvc := v.PersistentVolumeClaim != nil && v.Name == dataconn.VolumeName(v.PersistentVolumeClaim.ClaimName)
-			removed[v.Name] = pvc
-			return pvc
+			// A ConfigMap as the builder mounts it: the whole map, files of
+			// the default mode, nothing of another source.
+			cm := v.ConfigMap != nil && v.Name == dataconn.ConfigMapVolumeName(v.ConfigMap.Name) &&
+				len(v.ConfigMap.Items) == 0 && v.ConfigMap.DefaultMode == nil
+			removed[v.Name] = pvc || cm
+			return pvc || cm
 		})
 		if len(pod.Volumes) == 0 {
 			pod.Volumes = nil

@@ -68,6 +68,9 @@ type Input struct {
 	// PVCs are PersistentVolumeClaims mounted on the Launcher and every
 	// Worker.
 	PVCs []dataconn.PVC `json:"pvcs,omitempty"`
+	// ConfigMaps are ConfigMaps of the job's namespace mounted read-only
+	// on the Launcher and every Worker, each key a file.
+	ConfigMaps []dataconn.ConfigMap `json:"config_maps,omitempty"`
 }
 
 // Job is everything one MPI job needs: the TrainJob, and a per-job
@@ -196,10 +199,10 @@ func Build(in Input, base *trainer.ClusterTrainingRuntime) (*Job, error) {
 	launcherImage := first(in.LauncherImage, in.Image)
 	workerImage := first(in.WorkerImage, in.Image)
 	storage := len(in.DataConnections) > 0 || len(in.PVCs) > 0
-	if launcherImage == "" && workerImage == "" && len(worker) == 0 && len(launcher) == 0 && !storage {
+	if launcherImage == "" && workerImage == "" && len(worker) == 0 && len(launcher) == 0 && !storage && len(in.ConfigMaps) == 0 {
 		return &Job{TrainJob: tj}, nil
 	}
-	vols, mounts := dataconn.Volumes(in.PVCs)
+	vols, mounts := dataconn.Volumes(in.PVCs, in.ConfigMaps...)
 	rt := Derive(base, in.Name, in.Namespace, Overrides{
 		LauncherImage: launcherImage, WorkerImage: workerImage,
 		Worker: worker, Launcher: launcher,
@@ -462,6 +465,23 @@ func validateStorage(in Input) error {
 			return errorf("pvcs", v, "mount path %s is taken by another PVC: give each its own path", mp)
 		}
 		claims[p.Claim], mounts[dataconn.MountPathOf(p)] = true, true
+	}
+	names := map[string]bool{}
+	for _, c := range in.ConfigMaps {
+		v := c.Name
+		if c.MountPath != "" {
+			v += ":" + c.MountPath
+		}
+		if msg := dataconn.ValidateConfigMap(c); msg != "" {
+			return errorf("config_maps", v, "%s", msg)
+		}
+		if names[c.Name] {
+			return errorf("config_maps", v, "ConfigMap %s is named twice: mount each ConfigMap once", c.Name)
+		}
+		if mp := dataconn.ConfigMapPathOf(c); mounts[mp] {
+			return errorf("config_maps", v, "mount path %s is taken by another PVC or ConfigMap: give each its own path", mp)
+		}
+		names[c.Name], mounts[dataconn.ConfigMapPathOf(c)] = true, true
 	}
 	return nil
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/mpijob/mpijob/pkg/suggest"
 )
 
-// CheckStorage reads, as the user, the data connections and PVCs a job
+// CheckStorage reads, as the user, the data connections, PVCs and ConfigMaps a job
 // names in namespace ns, and returns an *Error naming the first that is
 // missing, is not an S3 connection or lacks a key the job needs, before
 // anything is created.
@@ -51,6 +51,17 @@ func CheckStorage(ctx context.Context, c client.Reader, ns string, in Input) err
 		case len(in.PVCs) > 0 && in.Workers > 0 && !slices.Contains(pvc.Spec.AccessModes, corev1.ReadWriteMany) && !slices.Contains(pvc.Spec.AccessModes, corev1.ReadOnlyMany):
 			// The Launcher and every Worker mount it, on different nodes.
 			return errorf("pvcs", p.Claim, "has access modes %v; the Launcher and every Worker mount it, on different nodes: use a ReadWriteMany claim", pvc.Spec.AccessModes)
+		}
+	}
+	for _, cm := range in.ConfigMaps {
+		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: cm.Name}, &corev1.ConfigMap{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return errorf("config_maps", cm.Name, "no such ConfigMap in namespace %s: create it first (kubectl create configmap %s --from-file=...)", ns, cm.Name)
+		case apierrors.IsForbidden(err):
+			// Reading ConfigMaps is not needed to use one: the pods will say.
+		case err != nil:
+			return fmt.Errorf("failed to read ConfigMap %s/%s: %w", ns, cm.Name, err)
 		}
 	}
 	return nil

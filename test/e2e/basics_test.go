@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -291,3 +292,71 @@ func TestExportedJobWritesItsOwnArtifacts(t *testing.T) {
 	})
 }
 
+// A ConfigMap of the namespace mounted read-only on the Launcher and every
+// Worker (admission refused any volume but a PVC): each rank reads the
+// training config, describe shows it, and a missing one is named before
+// anything is created.
+func TestConfigMapMountedOnEveryRank(t *testing.T) {
+	c := framework.Get(t)
+	const ns, user = "team-a", "dev-a"
+	cm := framework.UniqueName("train-config")
+	if out, err := c.Kubectl(t, user, ns, "", "create", "configmap", cm, "--from-literal=lr=0.125", "--from-literal=epochs=3"); err != nil {
+		t.Fatalf("kubectl create configmap: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _, _ = c.Kubectl(t, user, ns, "", "delete", "configmap", cm, "--wait=false") })
+	name := framework.UniqueName("cm")
+	t.Cleanup(func() { mpijob(t, user, ns, "delete", name, "--wait=false") })
+	expect(t, mpijob(t, user, ns, "create", name, "--workers", "2", "--config-map", cm, "--config-map", cm+"-missing:/mnt/other"), 2,
+		fmt.Sprintf(`--config-map %q: no such ConfigMap in namespace team-a: create it first`, cm+"-missing"))
+	expect(t, mpijob(t, user, ns, "create", name, "--workers", "2", "--config-map", cm+":/etc/train"), 2,
+		`would hide /etc, which the MPI runtime needs: use a path under /mnt`)
+	expect(t, mpijob(t, user, ns, "create", name, "--workers", "2", "--config-map", cm, "--",
+		"mpirun", "sh", "-c", `echo "lr=$(cat /config/`+cm+`/lr) epochs=$(cat /config/`+cm+`/epochs) on $(hostname)"; touch /config/`+cm+`/x 2>/dev/null || echo read-only`), 0)
+	if got := c.WaitForTrainJob(t, ns, name, 5*time.Minute, trainer.TrainJobComplete, trainer.TrainJobFailed); got != trainer.TrainJobComplete {
+		r := mpijob(t, user, ns, "describe", name)
+		t.Fatalf("the job %s: %s", got, r.out)
+	}
+	logs := mpijob(t, user, ns, "logs", name)
+	for i := range 2 {
+		if want := fmt.Sprintf("lr=0.125 epochs=3 on %s-node-0-%d", name, i); !strings.Contains(logs.out, want) {
+			t.Errorf("no %q in the log:\n%s", want, logs.out)
+		}
+	}
+	if n := strings.Count(logs.out, "read-only"); n != 2 {
+		t.Errorf("%d ranks found the ConfigMap read-only, want 2:\n%s", n, logs.out)
+	}
+	expect(t, mpijob(t, user, ns, "describe", name), 0, "ConfigMaps", cm+" at /config/"+cm+" (read-only)")
+}
+
+// Open MPI 5 printed "PRTE has lost communication with a remote daemon",
+// stopped the ranks and exited 0: the job showed Succeeded. Here the one
+// rank runs on Worker 0 and Worker 1 is deleted mid-run: the job fails.
+func TestOpenMPI5LostDaemonFailsTheJob(t *testing.T) {
+	c := framework.Get(t)
+	c.EnsureImages(t, "openmpi5")
+	const ns, user = "team-a", "dev-a"
+	name := framework.UniqueName("lost")
+	t.Cleanup(func() { mpijob(t, user, ns, "delete", name, "--wait=false") })
+	expect(t, mpijob(t, user, ns, "create", name, "--runtime", "mpi-openmpi5", "--workers", "2", "--",
+		"mpirun", "-np", "1", "sh", "-c", `i=0; while [ $i -lt 90 ]; do echo "tick $i"; i=$((i+1)); sleep 1; done`), 0)
+	ctx := context.Background()
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 4*time.Minute, true, func(context.Context) (bool, error) {
+		return strings.Contains(runCLI(t, user, ns, "logs", name).out, "tick 3"), nil
+	})
+	if err != nil {
+		t.Fatalf("the rank never printed: %v", err)
+	}
+	pods := &corev1.PodList{}
+	if err := c.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{
+		"jobset.sigs.k8s.io/jobset-name": name, "jobset.sigs.k8s.io/replicatedjob-name": api.WorkerJob, "batch.kubernetes.io/job-completion-index": "1"}); err != nil || len(pods.Items) != 1 {
+		t.Fatalf("Worker 1's pod: %d found, %v", len(pods.Items), err)
+	}
+	if err := c.Client.Delete(ctx, &pods.Items[0]); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.WaitForTrainJob(t, ns, name, 3*time.Minute, trainer.TrainJobComplete, trainer.TrainJobFailed); got != trainer.TrainJobFailed {
+		t.Fatalf("the job whose Worker was lost mid-run is %s, want Failed", got)
+	}
+	expect(t, mpijob(t, user, ns, "logs", name), 0, "PRTE has lost communication with a remote daemon",
+		"mpijob: mpirun lost a Worker's daemon and stopped the ranks, yet exited 0: exiting 1")
+}

@@ -44,7 +44,7 @@ def build(inp: _jobspec.Input, base: dict[str, Any]) -> _jobspec.Job:
         return _jobspec.build(inp, base)
     except _jobspec.BuildError as e:
         # The builder names Input's fields; create_job's arguments for these are singular.
-        arg = {"data_connections": "data_connection", "pvcs": "pvc"}.get(e.field, e.field.split(".", 1)[0])
+        arg = {"data_connections": "data_connection", "pvcs": "pvc", "config_maps": "config_map"}.get(e.field, e.field.split(".", 1)[0])
         msg = str(e).replace(e.field, arg, 1) if arg != e.field else str(e)
         raise InvalidJobError(msg, field=arg) from None
 

@@ -71,6 +71,7 @@ class MPIJobClient:
         env_from_secret: dict[str, str] | None = None,
         data_connection: str | Sequence[str] | None = None,
         pvc: str | Sequence[str] | None = None,
+        config_map: str | Sequence[str] | None = None,
     ) -> MPIJob:
         """Create an MPI job: a Launcher that runs ``command`` (None: the runtime's)
         and ``workers`` Workers with ``slots_per_worker`` ranks each.
@@ -97,6 +98,9 @@ class MPIJobClient:
             ``s3://BUCKET/NAME/``, where :meth:`get_artifacts` reads
         :param pvc: a PersistentVolumeClaim (``"claim"`` or ``"claim:/mount/path"``, default
             ``/mnt/claim``), or several, mounted on the Launcher and every Worker
+        :param config_map: a ConfigMap of the namespace (``"name"`` or ``"name:/mount/path"``,
+            default ``/config/name``), or several, mounted read-only on the Launcher and every
+            Worker, each key a file
         :param dry_run: let the cluster check the job (admission and quota included) without creating it
 
         Raises :class:`InvalidJobError` naming the argument (before any API call for bad settings),
@@ -108,7 +112,8 @@ class MPIJobClient:
         return self._backend.create_job(name=name, command=command, workers=workers, image=image, slots_per_worker=slots_per_worker,
                                         resources_per_worker=resources_per_worker, launcher_resources=launcher_resources, runtime=runtime, env=env,
                                         node_selector=node_selector, volumes=volumes, queue=queue, dry_run=dry_run, worker_image=worker_image,
-                                        launcher_image=launcher_image, env_from_secret=env_from_secret, data_connection=data_connection, pvc=pvc)
+                                        launcher_image=launcher_image, env_from_secret=env_from_secret, data_connection=data_connection, pvc=pvc,
+                                        config_map=config_map)
 
     def get_progress(self, name: str) -> list[_progress.Report]:
         """Every progress report the job's ranks printed so far, oldest first, with the

@@ -60,6 +60,49 @@ class PVC:
         return d
 
 
+@dataclass
+class ConfigMap:
+    """A ConfigMap mounted read-only on the Launcher and every Worker, each key a file."""
+
+    name: str
+    mount_path: str = ""
+
+    @classmethod
+    def parse(cls, v: Any) -> ConfigMap:
+        """``"name"``, ``"name:/path"``, a dict or a ConfigMap."""
+        if isinstance(v, ConfigMap):
+            return v
+        if isinstance(v, dict):
+            return cls(name=v.get("name", ""), mount_path=v.get("mount_path", ""))
+        name, _, path = str(v).partition(":")
+        return cls(name=name, mount_path=path)
+
+    def to_dict(self) -> dict[str, str]:
+        d = {"name": self.name}
+        if self.mount_path:
+            d["mount_path"] = self.mount_path
+        return d
+
+
+def default_config_map_path(name: str) -> str:
+    return "/config/" + name
+
+
+def config_map_path_of(c: ConfigMap) -> str:
+    return c.mount_path or default_config_map_path(c.name)
+
+
+def config_map_volume_name(name: str) -> str:
+    n = "cm-" + name
+    return n[:63].rstrip("-.") if len(n) > 63 else n
+
+
+def validate_config_map(c: ConfigMap) -> str:
+    if not c.name or len(c.name) > 253 or not _DNS_NAME.match(c.name):
+        return "is not a ConfigMap name: use lower-case letters, digits, '-' and '.'"
+    return _validate_mount_path(config_map_path_of(c))
+
+
 class ConnectionProblem(ValueError):
     """What keeps a Secret from serving as a data connection."""
 
@@ -153,16 +196,22 @@ def env(job: str, connections: list[str], pvcs: list[PVC]) -> list[dict[str, Any
     return out
 
 
-def volumes(pvcs: list[PVC]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    vols = [{"name": volume_name(p.claim), "persistentVolumeClaim": {"claimName": p.claim}} for p in pvcs]
-    mounts = [{"name": volume_name(p.claim), "mountPath": mount_path_of(p)} for p in pvcs]
+def volumes(pvcs: list[PVC], config_maps: list[ConfigMap] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    vols: list[dict[str, Any]] = [{"name": volume_name(p.claim), "persistentVolumeClaim": {"claimName": p.claim}} for p in pvcs]
+    mounts: list[dict[str, Any]] = [{"name": volume_name(p.claim), "mountPath": mount_path_of(p)} for p in pvcs]
+    for c in config_maps or []:
+        vols.append({"name": config_map_volume_name(c.name), "configMap": {"name": c.name}})
+        mounts.append({"name": config_map_volume_name(c.name), "mountPath": config_map_path_of(c), "readOnly": True})
     return vols, mounts
 
 
 def validate_pvc(p: PVC) -> str:
     if not p.claim or len(p.claim) > 253 or not _DNS_NAME.match(p.claim):
         return "is not a PersistentVolumeClaim name: use lower-case letters, digits, '-' and '.'"
-    mp = mount_path_of(p)
+    return _validate_mount_path(mount_path_of(p))
+
+
+def _validate_mount_path(mp: str) -> str:
     if not mp.startswith("/") or ":" in mp or ".." in mp:
         return f'mount path "{mp}" must be an absolute path without \':\' or \'..\', e.g. /mnt/data'
     for reserved in ("/home/mpiuser", "/proc", "/dev", "/sys", "/usr", "/bin", "/lib", "/etc"):

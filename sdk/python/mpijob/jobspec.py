@@ -77,12 +77,15 @@ class Input:
     queue: str = ""
     data_connections: list[str] = field(default_factory=list)
     pvcs: list[dataconn.PVC] = field(default_factory=list)
+    config_maps: list[dataconn.ConfigMap] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Input:
         kw = {k: v for k, v in d.items() if v is not None}
         if "pvcs" in kw:
             kw["pvcs"] = [dataconn.PVC.parse(p) for p in kw["pvcs"]]
+        if "config_maps" in kw:
+            kw["config_maps"] = [dataconn.ConfigMap.parse(c) for c in kw["config_maps"]]
         return cls(**kw)
 
 
@@ -237,10 +240,11 @@ def build(inp: Input, base: dict[str, Any] | None) -> Job:
     launcher_image = inp.launcher_image or inp.image
     worker_image = inp.worker_image or inp.image
     storage = bool(inp.data_connections or inp.pvcs)
-    if not (launcher_image or worker_image or worker or launcher or storage):
+    if not (launcher_image or worker_image or worker or launcher or storage or inp.config_maps):
         return Job(tj)
     rt = derive(base, inp.name, inp.namespace, launcher_image, worker_image, worker, launcher,
-                env=dataconn.env(inp.name, list(inp.data_connections), list(inp.pvcs)), pvcs=list(inp.pvcs))
+                env=dataconn.env(inp.name, list(inp.data_connections), list(inp.pvcs)), pvcs=list(inp.pvcs),
+                config_maps=list(inp.config_maps))
     spec["runtimeRef"] = {"apiGroup": GROUP, "kind": "TrainingRuntime", "name": inp.name}
     meta.setdefault("labels", {})[BASE_RUNTIME_LABEL] = base_name
     return Job(tj, rt)
@@ -269,11 +273,24 @@ def _validate_storage(inp: Input) -> None:
             raise _err("pvcs", v, f"mount path {mp} is taken by another PVC: give each its own path")
         claims.add(p.claim)
         mounts.add(mp)
+    names: set[str] = set()
+    for c in inp.config_maps:
+        v = c.name + (":" + c.mount_path if c.mount_path else "")
+        msg = dataconn.validate_config_map(c)
+        if msg:
+            raise _err("config_maps", v, msg)
+        if c.name in names:
+            raise _err("config_maps", v, f"ConfigMap {c.name} is named twice: mount each ConfigMap once")
+        mp = dataconn.config_map_path_of(c)
+        if mp in mounts:
+            raise _err("config_maps", v, f"mount path {mp} is taken by another PVC or ConfigMap: give each its own path")
+        names.add(c.name)
+        mounts.add(mp)
 
 
 def derive(base: dict[str, Any], job: str, namespace: str, launcher_image: str, worker_image: str,
            worker: dict[str, str], launcher: dict[str, str], env: list[dict[str, Any]] | None = None,
-           pvcs: list[dataconn.PVC] | None = None) -> dict[str, Any]:
+           pvcs: list[dataconn.PVC] | None = None, config_maps: list[dataconn.ConfigMap] | None = None) -> dict[str, Any]:
     """The per-job TrainingRuntime: ``base`` with the node containers' images and resources changed."""
     base_meta = base.get("metadata") or {}
     labels = {JOB_LABEL: job, BASE_RUNTIME_LABEL: base_meta["name"]}
@@ -297,7 +314,7 @@ def derive(base: dict[str, Any], job: str, namespace: str, launcher_image: str, 
         else:
             continue
         pod = rj["template"]["spec"]["template"]["spec"]
-        vols, mounts = dataconn.volumes(pvcs or [])
+        vols, mounts = dataconn.volumes(pvcs or [], config_maps)
         if vols:
             pod["volumes"] = (pod.get("volumes") or []) + vols
         for c in pod["containers"]:
@@ -451,6 +468,7 @@ def input_of(tj: dict[str, Any], rt: dict[str, Any] | None, base: dict[str, Any]
     if gw:
         inp.data_connections = dataconn.connections_of(gw.get("env") or [])
         inp.pvcs = _pvcs_of(rt["spec"], gw)
+        inp.config_maps = _config_maps_of(rt["spec"], gw)
     if gw and bw:
         if gw.get("image") != bw.get("image"):
             inp.worker_image = gw.get("image", "")
@@ -463,6 +481,24 @@ def input_of(tj: dict[str, Any], rt: dict[str, Any] | None, base: dict[str, Any]
     if inp.launcher_image and inp.launcher_image == inp.worker_image:
         inp.image, inp.launcher_image, inp.worker_image = inp.launcher_image, "", ""
     return inp, kept
+
+
+def _config_maps_of(spec: dict[str, Any], worker: dict[str, Any]) -> list[dataconn.ConfigMap]:
+    out = []
+    for rj in spec["template"]["spec"]["replicatedJobs"]:
+        if rj["name"] != "node":
+            continue
+        for v in rj["template"]["spec"]["template"]["spec"].get("volumes") or []:
+            cm = v.get("configMap")
+            if not cm or v["name"] != dataconn.config_map_volume_name(cm.get("name", "")):
+                continue
+            for m in worker.get("volumeMounts") or []:
+                if m["name"] == v["name"]:
+                    c = dataconn.ConfigMap(name=cm["name"])
+                    if m["mountPath"] != dataconn.default_config_map_path(c.name):
+                        c.mount_path = m["mountPath"]
+                    out.append(c)
+    return out
 
 
 def _pvcs_of(spec: dict[str, Any], worker: dict[str, Any]) -> list[dataconn.PVC]:

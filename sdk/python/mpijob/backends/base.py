@@ -48,6 +48,7 @@ class Backend(abc.ABC):
         env_from_secret: dict[str, str] | None = None,
         data_connection: str | Sequence[str] | None = None,
         pvc: str | Sequence[str] | None = None,
+        config_map: str | Sequence[str] | None = None,
     ) -> MPIJob:
         ...
 

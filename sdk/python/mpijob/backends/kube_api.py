@@ -297,6 +297,17 @@ class KubernetesAPI:
                 return True  # reading claims is not needed to use one: the pods will say
             raise from_api_exception(e, name) from None
 
+    def config_map_exists(self, name: str) -> bool:
+        try:
+            self._core.read_namespaced_config_map(name, self.namespace)
+            return True
+        except ApiException as e:
+            if e.status == 404:
+                return False
+            if e.status == 403:
+                return True  # reading ConfigMaps is not needed to use one: the pods will say
+            raise from_api_exception(e, name) from None
+
     # -- a PVC's reader pod ------------------------------------------------------
 
     def create_pod(self, body: dict[str, Any]) -> str:

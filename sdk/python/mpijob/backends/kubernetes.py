@@ -97,6 +97,7 @@ class KubernetesBackend(Backend):
         env_from_secret: dict[str, str] | None = None,
         data_connection: str | Sequence[str] | None = None,
         pvc: str | Sequence[str] | None = None,
+        config_map: str | Sequence[str] | None = None,
     ) -> MPIJob:
         if command is not None and (isinstance(command, str) or not all(isinstance(c, str) for c in command) or not command):
             raise InvalidJobError(f"command {command!r}: give a non-empty list of strings, e.g. ['mpirun', 'python3', 'train.py']", field="command")
@@ -113,7 +114,8 @@ class KubernetesBackend(Backend):
             command=list(command or []), resources_per_worker=_v.resources("resources_per_worker", resources_per_worker),
             launcher_resources=_v.resources("launcher_resources", launcher_resources),
             env=_v.env_list(env, env_from_secret), node_selector=dict(node_selector or {}), queue=queue or "",
-            data_connections=_v.names("data_connection", data_connection), pvcs=[_dataconn.PVC.parse(p) for p in _v.names("pvc", pvc)])
+            data_connections=_v.names("data_connection", data_connection), pvcs=[_dataconn.PVC.parse(p) for p in _v.names("pvc", pvc)],
+            config_maps=[_dataconn.ConfigMap.parse(c) for c in _v.names("config_map", config_map)])
         if slots_per_worker is not None:
             _v.check_int("slots_per_worker", slots_per_worker, 1)
         _b.build(inp, _b.offline_runtime(runtime))  # what needs no cluster is checked first
@@ -140,6 +142,10 @@ class KubernetesBackend(Backend):
             if not self._api.pvc_exists(p.claim):
                 raise InvalidJobError(f"pvc {p.claim!r}: no such PersistentVolumeClaim in namespace {self.namespace}: create it first "
                                       "(kubectl get pvc lists them)", field="pvc")
+        for c in inp.config_maps:
+            if not self._api.config_map_exists(c.name):
+                raise InvalidJobError(f"config_map {c.name!r}: no such ConfigMap in namespace {self.namespace}: create it first "
+                                      f"(kubectl create configmap {c.name} --from-file=...)", field="config_map")
 
     def get_progress(self, name: str) -> list[_progress.Report]:
         self._get(name)
