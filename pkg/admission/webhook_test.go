@@ -386,7 +386,9 @@ func TestPerJobRuntimePVCMountPaths(t *testing.T) {
 // A memory of a few bytes could never start a pod: the TrainJob's own
 // resources are named with their path, else the runtime's container.
 func TestMemoryErrors(t *testing.T) {
-	mem := func(q string) corev1.ResourceList { return corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(q)} }
+	mem := func(q string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(q)}
+	}
 	pod := func(q string) corev1.PodSpec {
 		return corev1.PodSpec{Containers: []corev1.Container{{Name: "node", Resources: corev1.ResourceRequirements{Limits: mem(q)}}}}
 	}

@@ -25,12 +25,12 @@ import (
 // jobFlags are the job settings create and clone share; they fill a
 // jobspec.Input, the same the SDK and the dashboard build jobs from.
 type jobFlags struct {
-	workers, slots                       int32
-	runtime, queue                       string
-	image, workerImage, launcherImage    string
-	gpus                                 int64
-	cpu, memory, launcherCPU, launcher   string
-	resources, env, nodeSelector         []string
+	workers, slots                                   int32
+	runtime, queue                                   string
+	image, workerImage, launcherImage                string
+	gpus                                             int64
+	cpu, memory, launcherCPU, launcher               string
+	resources, env, nodeSelector                     []string
 	envFromSecret, dataConnections, pvcs, configMaps []string
 	// warnings are what input found worth saying without refusing (an
 	// --env value that looks like a secret); create and clone print them.

@@ -234,7 +234,7 @@ func TestDiagnose(t *testing.T) {
 			},
 			in: Input{TrainJob: job(1).obj(), JobSet: jobset(1),
 				Workers: pods(worker("0").waiting("ContainerCreating", "")),
-				Events: []corev1.Event{{Reason: "FailedMount", InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "hello-node-0-0"}, Message: `MountVolume.SetUp failed for volume "cfg" : configmap "train-cfg" not found`}}},
+				Events:  []corev1.Event{{Reason: "FailedMount", InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "hello-node-0-0"}, Message: `MountVolume.SetUp failed for volume "cfg" : configmap "train-cfg" not found`}}},
 			want: api.Status{Phase: api.PhaseStarting, Reason: ReasonVolumeMountFailed, Launcher: api.LauncherNotCreated, WorkersTotal: 1,
 				Message: `Worker 0 (pod hello-node-0-0) cannot start: a volume does not mount: MountVolume.SetUp failed for volume "cfg" : configmap "train-cfg" not found.`},
 		},

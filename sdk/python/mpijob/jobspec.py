@@ -274,17 +274,17 @@ def _validate_storage(inp: Input) -> None:
         claims.add(p.claim)
         mounts.add(mp)
     names: set[str] = set()
-    for c in inp.config_maps:
-        v = c.name + (":" + c.mount_path if c.mount_path else "")
-        msg = dataconn.validate_config_map(c)
+    for cm in inp.config_maps:
+        v = cm.name + (":" + cm.mount_path if cm.mount_path else "")
+        msg = dataconn.validate_config_map(cm)
         if msg:
             raise _err("config_maps", v, msg)
-        if c.name in names:
-            raise _err("config_maps", v, f"ConfigMap {c.name} is named twice: mount each ConfigMap once")
-        mp = dataconn.config_map_path_of(c)
+        if cm.name in names:
+            raise _err("config_maps", v, f"ConfigMap {cm.name} is named twice: mount each ConfigMap once")
+        mp = dataconn.config_map_path_of(cm)
         if mp in mounts:
             raise _err("config_maps", v, f"mount path {mp} is taken by another PVC or ConfigMap: give each its own path")
-        names.add(c.name)
+        names.add(cm.name)
         mounts.add(mp)
 
 

@@ -34,6 +34,11 @@ export interface CloneSource {
   reason?: string;
 }
 
+export interface ConfigMap {
+  name: string;
+  mount_path?: string;
+}
+
 export interface CreateAnswer {
   name?: string;
   namespace?: string;
@@ -117,6 +122,7 @@ export interface JobInput {
   queue?: string;
   data_connections?: string[];
   pvcs?: PVC[];
+  config_maps?: ConfigMap[];
 }
 
 export interface JobPage {
