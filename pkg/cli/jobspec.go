@@ -177,9 +177,9 @@ func (f *jobFlags) input(in *jobspec.Input, changed func(string) bool) error {
 	if changed("pvc") {
 		in.PVCs = nil
 		for _, v := range f.pvcs {
-			claim, path, _ := strings.Cut(v, ":")
-			if claim == "" {
-				return usageErr("--pvc %q: use CLAIM or CLAIM:/mount/path, e.g. --pvc results:/mnt/results", v)
+			claim, path, err := mountFlag("--pvc", "CLAIM", "results:/mnt/results", v)
+			if err != nil {
+				return err
 			}
 			in.PVCs = append(in.PVCs, dataconn.PVC{Claim: claim, MountPath: path})
 		}
@@ -187,14 +187,23 @@ func (f *jobFlags) input(in *jobspec.Input, changed func(string) bool) error {
 	if changed("config-map") {
 		in.ConfigMaps = nil
 		for _, v := range f.configMaps {
-			name, path, _ := strings.Cut(v, ":")
-			if name == "" {
-				return usageErr("--config-map %q: use NAME or NAME:/mount/path, e.g. --config-map train-config:/mnt/config", v)
+			name, path, err := mountFlag("--config-map", "NAME", "train-config:/mnt/config", v)
+			if err != nil {
+				return err
 			}
 			in.ConfigMaps = append(in.ConfigMaps, dataconn.ConfigMap{Name: name, MountPath: path})
 		}
 	}
 	return nil
+}
+
+// mountFlag reads a NAME[:PATH] flag value.
+func mountFlag(flag, what, example, v string) (name, path string, err error) {
+	name, path, _ = strings.Cut(v, ":")
+	if name == "" {
+		return "", "", usageErr("%s %q: use %s or %s:/mount/path, e.g. %s %s", flag, v, what, what, flag, example)
+	}
+	return name, path, nil
 }
 
 func (f *jobFlags) printWarnings(w io.Writer) {

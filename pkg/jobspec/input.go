@@ -104,24 +104,17 @@ func ConfigMapsOf(spec *trainer.TrainingRuntimeSpec) []dataconn.ConfigMap {
 		return nil
 	}
 	var out []dataconn.ConfigMap
-	for _, rj := range spec.Template.Spec.ReplicatedJobs {
-		if rj.Name != api.WorkerJob {
-			continue
+	for _, m := range builderMounts(spec, worker, func(v corev1.Volume) string {
+		if v.ConfigMap == nil || v.Name != dataconn.ConfigMapVolumeName(v.ConfigMap.Name) {
+			return ""
 		}
-		for _, v := range rj.Template.Spec.Template.Spec.Volumes {
-			if v.ConfigMap == nil || v.Name != dataconn.ConfigMapVolumeName(v.ConfigMap.Name) {
-				continue
-			}
-			for _, m := range worker.VolumeMounts {
-				if m.Name == v.Name {
-					c := dataconn.ConfigMap{Name: v.ConfigMap.Name}
-					if m.MountPath != dataconn.DefaultConfigMapPath(c.Name) {
-						c.MountPath = m.MountPath
-					}
-					out = append(out, c)
-				}
-			}
+		return v.ConfigMap.Name
+	}) {
+		c := dataconn.ConfigMap{Name: m.source}
+		if m.path != dataconn.DefaultConfigMapPath(c.Name) {
+			c.MountPath = m.path
 		}
+		out = append(out, c)
 	}
 	return out
 }
@@ -131,21 +124,41 @@ func ConfigMapsOf(spec *trainer.TrainingRuntimeSpec) []dataconn.ConfigMap {
 // dataconn.Volumes names.
 func pvcsOf(spec *trainer.TrainingRuntimeSpec, worker *corev1.Container) []dataconn.PVC {
 	var out []dataconn.PVC
+	for _, m := range builderMounts(spec, worker, func(v corev1.Volume) string {
+		if v.PersistentVolumeClaim == nil || v.Name != dataconn.VolumeName(v.PersistentVolumeClaim.ClaimName) {
+			return ""
+		}
+		return v.PersistentVolumeClaim.ClaimName
+	}) {
+		p := dataconn.PVC{Claim: m.source}
+		if m.path != dataconn.DefaultMountPath(p.Claim) {
+			p.MountPath = m.path
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// builderMount is a volume the builder added: what it mounts (a claim, a
+// ConfigMap) and where.
+type builderMount struct{ source, path string }
+
+// builderMounts lists the Worker node container's mounts of the Worker
+// pod's volumes that source names ("": not one of the builder's).
+func builderMounts(spec *trainer.TrainingRuntimeSpec, worker *corev1.Container, source func(corev1.Volume) string) []builderMount {
+	var out []builderMount
 	for _, rj := range spec.Template.Spec.ReplicatedJobs {
 		if rj.Name != api.WorkerJob {
 			continue
 		}
 		for _, v := range rj.Template.Spec.Template.Spec.Volumes {
-			if v.PersistentVolumeClaim == nil || v.Name != dataconn.VolumeName(v.PersistentVolumeClaim.ClaimName) {
+			src := source(v)
+			if src == "" {
 				continue
 			}
 			for _, m := range worker.VolumeMounts {
 				if m.Name == v.Name {
-					p := dataconn.PVC{Claim: v.PersistentVolumeClaim.ClaimName}
-					if m.MountPath != dataconn.DefaultMountPath(p.Claim) {
-						p.MountPath = m.MountPath
-					}
-					out = append(out, p)
+					out = append(out, builderMount{source: src, path: m.MountPath})
 				}
 			}
 		}

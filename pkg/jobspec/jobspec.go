@@ -437,6 +437,14 @@ func setEnv(env []corev1.EnvVar, e corev1.EnvVar) []corev1.EnvVar {
 
 // validateStorage checks the data connections and PVCs a job names (their
 // existence and keys are the cluster's to say: CheckStorage).
+// withPath is NAME or NAME:PATH, as the user gave a mount.
+func withPath(name, path string) string {
+	if path == "" {
+		return name
+	}
+	return name + ":" + path
+}
+
 func validateStorage(in Input) error {
 	seen := map[string]bool{}
 	for _, c := range in.DataConnections {
@@ -448,40 +456,33 @@ func validateStorage(in Input) error {
 		}
 		seen[c] = true
 	}
-	mounts := map[string]bool{}
-	claims := map[string]bool{}
+	// PVCs and ConfigMaps: a valid name and path, each named once, each
+	// path taken once.
+	type mount struct{ field, value, name, path, problem, twice string }
+	var all []mount
 	for _, p := range in.PVCs {
-		v := p.Claim
-		if p.MountPath != "" {
-			v += ":" + p.MountPath
-		}
-		if msg := dataconn.ValidatePVC(p); msg != "" {
-			return errorf("pvcs", v, "%s", msg)
-		}
-		if claims[p.Claim] {
-			return errorf("pvcs", v, "claim %s is named twice: mount each PVC once", p.Claim)
-		}
-		if mp := dataconn.MountPathOf(p); mounts[mp] {
-			return errorf("pvcs", v, "mount path %s is taken by another PVC: give each its own path", mp)
-		}
-		claims[p.Claim], mounts[dataconn.MountPathOf(p)] = true, true
+		all = append(all, mount{"pvcs", withPath(p.Claim, p.MountPath), p.Claim, dataconn.MountPathOf(p), dataconn.ValidatePVC(p),
+			"claim " + p.Claim + " is named twice: mount each PVC once"})
 	}
-	names := map[string]bool{}
 	for _, c := range in.ConfigMaps {
-		v := c.Name
-		if c.MountPath != "" {
-			v += ":" + c.MountPath
+		all = append(all, mount{"config_maps", withPath(c.Name, c.MountPath), c.Name, dataconn.ConfigMapPathOf(c), dataconn.ValidateConfigMap(c),
+			"ConfigMap " + c.Name + " is named twice: mount each ConfigMap once"})
+	}
+	named, paths := map[string]bool{}, map[string]bool{}
+	for _, m := range all {
+		switch {
+		case m.problem != "":
+			return errorf(m.field, m.value, "%s", m.problem)
+		case named[m.field+"/"+m.name]:
+			return errorf(m.field, m.value, "%s", m.twice)
+		case paths[m.path]:
+			taken := "another PVC"
+			if m.field == "config_maps" {
+				taken = "another PVC or ConfigMap"
+			}
+			return errorf(m.field, m.value, "mount path %s is taken by %s: give each its own path", m.path, taken)
 		}
-		if msg := dataconn.ValidateConfigMap(c); msg != "" {
-			return errorf("config_maps", v, "%s", msg)
-		}
-		if names[c.Name] {
-			return errorf("config_maps", v, "ConfigMap %s is named twice: mount each ConfigMap once", c.Name)
-		}
-		if mp := dataconn.ConfigMapPathOf(c); mounts[mp] {
-			return errorf("config_maps", v, "mount path %s is taken by another PVC or ConfigMap: give each its own path", mp)
-		}
-		names[c.Name], mounts[dataconn.ConfigMapPathOf(c)] = true, true
+		named[m.field+"/"+m.name], paths[m.path] = true, true
 	}
 	return nil
 }

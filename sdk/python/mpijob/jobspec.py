@@ -259,33 +259,23 @@ def _validate_storage(inp: Input) -> None:
         if c in seen:
             raise _err("data_connections", c, "is named twice: name each data connection once")
         seen.add(c)
-    mounts: set[str] = set()
-    claims: set[str] = set()
-    for p in inp.pvcs:
-        v = p.claim + (":" + p.mount_path if p.mount_path else "")
-        msg = dataconn.validate_pvc(p)
-        if msg:
-            raise _err("pvcs", v, msg)
-        if p.claim in claims:
-            raise _err("pvcs", v, f"claim {p.claim} is named twice: mount each PVC once")
-        mp = dataconn.mount_path_of(p)
-        if mp in mounts:
-            raise _err("pvcs", v, f"mount path {mp} is taken by another PVC: give each its own path")
-        claims.add(p.claim)
-        mounts.add(mp)
-    names: set[str] = set()
-    for cm in inp.config_maps:
-        v = cm.name + (":" + cm.mount_path if cm.mount_path else "")
-        msg = dataconn.validate_config_map(cm)
-        if msg:
-            raise _err("config_maps", v, msg)
-        if cm.name in names:
-            raise _err("config_maps", v, f"ConfigMap {cm.name} is named twice: mount each ConfigMap once")
-        mp = dataconn.config_map_path_of(cm)
-        if mp in mounts:
-            raise _err("config_maps", v, f"mount path {mp} is taken by another PVC or ConfigMap: give each its own path")
-        names.add(cm.name)
-        mounts.add(mp)
+    # PVCs and ConfigMaps: a valid name and path, each named once, each path taken once.
+    mounts = [("pvcs", p.claim + (":" + p.mount_path if p.mount_path else ""), p.claim, dataconn.mount_path_of(p),
+               dataconn.validate_pvc(p), f"claim {p.claim} is named twice: mount each PVC once") for p in inp.pvcs]
+    mounts += [("config_maps", cm.name + (":" + cm.mount_path if cm.mount_path else ""), cm.name, dataconn.config_map_path_of(cm),
+                dataconn.validate_config_map(cm), f"ConfigMap {cm.name} is named twice: mount each ConfigMap once") for cm in inp.config_maps]
+    named: set[str] = set()
+    paths: set[str] = set()
+    for fld, v, name, mp, problem, twice in mounts:
+        if problem:
+            raise _err(fld, v, problem)
+        if f"{fld}/{name}" in named:
+            raise _err(fld, v, twice)
+        if mp in paths:
+            taken = "another PVC or ConfigMap" if fld == "config_maps" else "another PVC"
+            raise _err(fld, v, f"mount path {mp} is taken by {taken}: give each its own path")
+        named.add(f"{fld}/{name}")
+        paths.add(mp)
 
 
 def derive(base: dict[str, Any], job: str, namespace: str, launcher_image: str, worker_image: str,

@@ -287,25 +287,20 @@ class KubernetesAPI:
                       and dataconn.type_of(s.metadata.annotations or {}) == dataconn.TYPE_S3)
 
     def pvc_exists(self, name: str) -> bool:
-        try:
-            self._core.read_namespaced_persistent_volume_claim(name, self.namespace)
-            return True
-        except ApiException as e:
-            if e.status == 404:
-                return False
-            if e.status == 403:
-                return True  # reading claims is not needed to use one: the pods will say
-            raise from_api_exception(e, name) from None
+        return self._exists(self._core.read_namespaced_persistent_volume_claim, name)
 
     def config_map_exists(self, name: str) -> bool:
+        return self._exists(self._core.read_namespaced_config_map, name)
+
+    def _exists(self, read: Any, name: str) -> bool:
         try:
-            self._core.read_namespaced_config_map(name, self.namespace)
+            read(name, self.namespace)
             return True
         except ApiException as e:
             if e.status == 404:
                 return False
             if e.status == 403:
-                return True  # reading ConfigMaps is not needed to use one: the pods will say
+                return True  # reading claims or ConfigMaps is not needed to use one: the pods will say
             raise from_api_exception(e, name) from None
 
     # -- a PVC's reader pod ------------------------------------------------------
