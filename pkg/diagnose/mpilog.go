@@ -111,7 +111,7 @@ var programRules = []logRule{
 		},
 	},
 	{
-		re: regexp.MustCompile(`(?s)(?:mpirun was unable to launch the specified application as it could not access\s+or execute an executable:|mpirun was unable to find the specified executable file, and therefore\s+did not launch the job\.).*?Executable:\s*(\S+)\s+Node:\s*(\S+)`),
+		re: regexp.MustCompile(`(?s)(?:mpirun(?:\.openmpi)? was unable to launch the specified application as it could not access\s+or execute an executable:|mpirun(?:\.openmpi)? was unable to find the specified executable file, and therefore\s+did not launch the job\.).*?Executable:\s*(\S+)\s+Node:\s*(\S+)`),
 		explain: func(m []string, in Input) (string, string, string) {
 			return ReasonExecutableNotFound,
 				fmt.Sprintf("mpirun could not start %s on %s: the Workers' image%s has no such executable, or may not run it.", m[1], workerHost(m[2]), named(in.WorkerImage)),
