@@ -446,7 +446,6 @@ func (v *Validator) perJobBase(ctx context.Context, tj *trainer.TrainJob, spec *
 // Workers in FailedMount for good. The TrainJob's own resources are named
 // first; else the runtime's pods.
 func memoryErrors(tj *trainer.TrainJob, shape runtimes.Shape) field.ErrorList {
-	problem := fmt.Sprintf("is less than %s, too little for a pod (memory counts bytes unless it has a unit such as Mi or Gi): use e.g. 16Gi or 300Mi", jobspec.MinMemory.String())
 	var errs field.ErrorList
 	if tr := tj.Spec.Trainer; tr != nil && tr.ResourcesPerNode != nil {
 		path := field.NewPath("spec", "trainer", "resourcesPerNode")
@@ -454,8 +453,10 @@ func memoryErrors(tj *trainer.TrainJob, shape runtimes.Shape) field.ErrorList {
 			name string
 			rl   corev1.ResourceList
 		}{{"limits", tr.ResourcesPerNode.Limits}, {"requests", tr.ResourcesPerNode.Requests}} {
-			if q, ok := l.rl[corev1.ResourceMemory]; ok && q.Cmp(jobspec.MinMemory) < 0 {
-				errs = append(errs, field.Invalid(path.Child(l.name).Key("memory"), q.String(), problem))
+			if q, ok := l.rl[corev1.ResourceMemory]; ok {
+				if problem := jobspec.TooLittleMemory(q); problem != "" {
+					errs = append(errs, field.Invalid(path.Child(l.name).Key("memory"), q.String(), problem))
+				}
 			}
 		}
 	}
@@ -468,7 +469,11 @@ func memoryErrors(tj *trainer.TrainJob, shape runtimes.Shape) field.ErrorList {
 	}{{"Worker", &shape.WorkerPod}, {"Launcher", &shape.LauncherPod}} {
 		for _, c := range p.pod.Containers {
 			for _, rl := range []corev1.ResourceList{c.Resources.Limits, c.Resources.Requests} {
-				if q, ok := rl[corev1.ResourceMemory]; ok && q.Cmp(jobspec.MinMemory) < 0 {
+				q, ok := rl[corev1.ResourceMemory]
+				if !ok {
+					continue
+				}
+				if problem := jobspec.TooLittleMemory(q); problem != "" {
 					return field.ErrorList{field.Invalid(field.NewPath("spec", "runtimeRef", "name"), tj.Spec.RuntimeRef.Name,
 						fmt.Sprintf("the runtime gives the %s's container %s a memory of %s, %s", p.who, c.Name, q.String(), strings.TrimPrefix(problem, "is ")))}
 				}

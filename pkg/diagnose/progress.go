@@ -298,17 +298,20 @@ func unschedulable(pods []corev1.Pod) int {
 // before missing pods are looked into.
 const podCreationGrace = 2 * time.Second
 
-// podsOverdue reports whether the job's JobSet has existed for a while and
-// still lacks the Launcher or some Workers.
 // workersMounting reports whether a Worker is placed on a node but has not
 // started: the kubelet may be failing to mount its volumes.
-func workersMounting(in Input) bool {
+func workersMounting(in Input) bool { return len(placedPending(in)) > 0 }
+
+// placedPending are the Workers placed on a node that have not started,
+// by name.
+func placedPending(in Input) map[string]*corev1.Pod {
+	out := map[string]*corev1.Pod{}
 	for i := range in.Workers {
 		if p := &in.Workers[i]; p.Spec.NodeName != "" && p.Status.Phase == corev1.PodPending {
-			return true
+			out[p.Name] = p
 		}
 	}
-	return false
+	return out
 }
 
 // mountFailed explains a Worker the kubelet cannot start because a volume
@@ -317,12 +320,7 @@ func workersMounting(in Input) bool {
 // memory limit, so a limit of a few bytes fails with "no space left on
 // device".
 func mountFailed(in Input) (message, next string, ok bool) {
-	pending := map[string]*corev1.Pod{}
-	for i := range in.Workers {
-		if p := &in.Workers[i]; p.Spec.NodeName != "" && p.Status.Phase == corev1.PodPending {
-			pending[p.Name] = p
-		}
-	}
+	pending := placedPending(in)
 	var ev *corev1.Event
 	for i := range in.Events {
 		e := &in.Events[i]
@@ -357,6 +355,8 @@ func mountFailed(in Input) (message, next string, ok bool) {
 		"Fix the volume, or delete the job (kubectl mpijob delete NAME): until then it holds its Workers."), true
 }
 
+// podsOverdue reports whether the job's JobSet has existed for a while and
+// still lacks the Launcher or some Workers.
 func podsOverdue(in Input, now time.Time) bool {
 	if in.JobSet == nil || now.Sub(in.JobSet.CreationTimestamp.Time) < podCreationGrace {
 		return false

@@ -332,25 +332,13 @@ func contains(list []string, s string) bool {
 // its artifacts into that job's.
 func JobEnvErrors(rt *trainer.TrainingRuntime) field.ErrorList {
 	job := rt.Labels[api.JobLabel]
-	want := jobEnvValues(job, &rt.Spec)
 	var errs field.ErrorList
-	rjs := field.NewPath("spec", "template", "spec", "replicatedJobs")
-	for i, rj := range rt.Spec.Template.Spec.ReplicatedJobs {
-		for c, ct := range rj.Template.Spec.Template.Spec.Containers {
-			if ct.Name != api.NodeContainer {
-				continue
-			}
-			for k, e := range ct.Env {
-				w, ours := want[e.Name]
-				if !ours || e.ValueFrom != nil || e.Value == w {
-					continue
-				}
-				path := rjs.Index(i).Child("template", "spec", "template", "spec", "containers").Index(c).Child("env").Index(k).Child("value")
-				errs = append(errs, field.Invalid(path, e.Value, fmt.Sprintf(
-					"%s must name this runtime's job %s, or the job's artifacts would go to another job's: set it to %q (kubectl mpijob create -f sets it for you)", e.Name, job, w)))
-			}
+	eachJobEnv(&rt.Spec, job, func(path *field.Path, e *corev1.EnvVar, want string) {
+		if e.Value != want {
+			errs = append(errs, field.Invalid(path.Child("value"), e.Value, fmt.Sprintf(
+				"%s must name this runtime's job %s, or the job's artifacts would go to another job's: set it to %q (kubectl mpijob create -f sets it for you)", e.Name, job, want)))
 		}
-	}
+	})
 	return errs
 }
 
@@ -370,9 +358,17 @@ func Retarget(job *Job) {
 		rt.Annotations[api.DescriptionAnnotation] = strings.Replace(d, "MPI job "+old+":", "MPI job "+tj.Name+":", 1)
 	}
 	tj.Spec.RuntimeRef.Name = rt.Name
-	want := jobEnvValues(tj.Name, &rt.Spec)
-	for i := range rt.Spec.Template.Spec.ReplicatedJobs {
-		pod := &rt.Spec.Template.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
+	eachJobEnv(&rt.Spec, tj.Name, func(_ *field.Path, e *corev1.EnvVar, want string) { e.Value = want })
+}
+
+// eachJobEnv calls fn with every MPIJOB_JOB_NAME and MPIJOB_OUTPUT_URI
+// (with a value, not a reference) of spec's node containers, its path and
+// the value the builder gives job there.
+func eachJobEnv(spec *trainer.TrainingRuntimeSpec, job string, fn func(path *field.Path, e *corev1.EnvVar, want string)) {
+	want := jobEnvValues(job, spec)
+	rjs := field.NewPath("spec", "template", "spec", "replicatedJobs")
+	for i := range spec.Template.Spec.ReplicatedJobs {
+		pod := &spec.Template.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
 		for c := range pod.Containers {
 			if pod.Containers[c].Name != api.NodeContainer {
 				continue
@@ -380,7 +376,7 @@ func Retarget(job *Job) {
 			for k := range pod.Containers[c].Env {
 				e := &pod.Containers[c].Env[k]
 				if w, ours := want[e.Name]; ours && e.ValueFrom == nil {
-					e.Value = w
+					fn(rjs.Index(i).Child("template", "spec", "template", "spec", "containers").Index(c).Child("env").Index(k), e, w)
 				}
 			}
 		}

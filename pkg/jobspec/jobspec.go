@@ -198,8 +198,8 @@ func Build(in Input, base *trainer.ClusterTrainingRuntime) (*Job, error) {
 	}
 	launcherImage := first(in.LauncherImage, in.Image)
 	workerImage := first(in.WorkerImage, in.Image)
-	storage := len(in.DataConnections) > 0 || len(in.PVCs) > 0
-	if launcherImage == "" && workerImage == "" && len(worker) == 0 && len(launcher) == 0 && !storage && len(in.ConfigMaps) == 0 {
+	storage := len(in.DataConnections) > 0 || len(in.PVCs) > 0 || len(in.ConfigMaps) > 0
+	if launcherImage == "" && workerImage == "" && len(worker) == 0 && len(launcher) == 0 && !storage {
 		return &Job{TrainJob: tj}, nil
 	}
 	vols, mounts := dataconn.Volumes(in.PVCs, in.ConfigMaps...)
@@ -389,8 +389,10 @@ func parseResources(field string, in map[string]string, worker bool) (corev1.Res
 		if q.IsZero() && (k == "cpu" || k == "memory") {
 			return nil, errorf(f, v, "must be more than 0: use e.g. %s", example(k))
 		}
-		if k == "memory" && q.Cmp(MinMemory) < 0 {
-			return nil, errorf(f, v, "is less than %s, too little for a pod (memory counts bytes unless it has a unit such as Mi or Gi): use e.g. %s", MinMemory.String(), example(k))
+		if k == "memory" {
+			if problem := TooLittleMemory(q); problem != "" {
+				return nil, errorf(f, v, "%s", problem)
+			}
 		}
 		if strings.Contains(k, "/") && q.MilliValue()%1000 != 0 {
 			return nil, errorf(f, v, "must be a whole number of devices, e.g. 1")
@@ -405,6 +407,15 @@ func parseResources(field string, in map[string]string, worker bool) (corev1.Res
 // the pod's memory limit) need more than a few bytes, and a bare number is
 // bytes ("--memory 10" is 10 bytes).
 var MinMemory = resource.MustParse("32Mi")
+
+// TooLittleMemory says what is wrong with a memory of q ("" when it is at
+// least MinMemory); admission says the same of a job written by hand.
+func TooLittleMemory(q resource.Quantity) string {
+	if q.Cmp(MinMemory) >= 0 {
+		return ""
+	}
+	return fmt.Sprintf("is less than %s, too little for a pod (memory counts bytes unless it has a unit such as Mi or Gi): use e.g. %s", MinMemory.String(), example("memory"))
+}
 
 func example(k string) string {
 	switch k {
@@ -435,8 +446,6 @@ func setEnv(env []corev1.EnvVar, e corev1.EnvVar) []corev1.EnvVar {
 	return append(env, *e.DeepCopy())
 }
 
-// validateStorage checks the data connections and PVCs a job names (their
-// existence and keys are the cluster's to say: CheckStorage).
 // withPath is NAME or NAME:PATH, as the user gave a mount.
 func withPath(name, path string) string {
 	if path == "" {
@@ -445,6 +454,8 @@ func withPath(name, path string) string {
 	return name + ":" + path
 }
 
+// validateStorage checks the data connections, PVCs and ConfigMaps a job
+// names (their existence and keys are the cluster's to say: CheckStorage).
 func validateStorage(in Input) error {
 	seen := map[string]bool{}
 	for _, c := range in.DataConnections {
