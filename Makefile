@@ -143,6 +143,7 @@ test-e2e: $(DEV) sdk-venv dashboard browser ## Integration and e2e tests (Go, th
 	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '$(MANAGER_DOWN_TESTS)' ./test/integration 2>&1 | tee -a $(CURDIR)/.cache/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test.go)' ; [ $${PIPESTATUS[0]} = 0 ] || rc=1; \
 	if [ $$rc != 0 ]; then awk -f hack/failed-tests.awk .cache/e2e.log; fi; \
 	(cd sdk/python && $(VENV)/bin/pytest -q -p no:cacheprovider -m cluster) || rc=1; \
+	awk -v brief=1 -f hack/failed-tests.awk .cache/e2e.log; \
 	if [ $$started = 1 ] && [ -z "$${KEEP_CLUSTER:-}" ]; then $(DEV) down; fi; exit $$rc
 
 .PHONY: bench
