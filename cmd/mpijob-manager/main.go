@@ -199,7 +199,7 @@ func main() {
 		register(mpiadmission.MutatePath, admission.WithDefaulter(scheme, &mpiadmission.Defaulter{Runtimes: lookup}))
 		register(mpiadmission.ValidatePath, admission.WithValidator(scheme, &mpiadmission.Validator{
 			Runtimes: lookup, Client: mgr.GetClient(), MaxWorkers: int32(maxWorkers), Manager: self.Status.UserInfo.Username,
-			Pods: mgr.GetClient(),
+			Pods: mgr.GetClient(), Priorities: mgr.GetAPIReader(),
 		}))
 		register(mpiadmission.ValidateClusterRuntimePath, admission.WithValidator(scheme, mpiadmission.ClusterRuntimeValidator{}))
 		register(mpiadmission.ValidateRuntimePath, admission.WithValidator(scheme, mpiadmission.RuntimeValidator{Client: mgr.GetAPIReader()}))

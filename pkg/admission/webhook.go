@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -141,6 +142,10 @@ type Validator struct {
 	// pods: the new Launcher would reach the old Workers by their DNS
 	// names. Nil skips the check.
 	Pods client.Reader
+	// Priorities reads Kueue's WorkloadPriorityClasses (the API server: a
+	// read only for jobs that name one), so a job names one that exists.
+	// Nil skips the check.
+	Priorities client.Reader
 }
 
 var _ admission.Validator[*trainer.TrainJob] = (*Validator)(nil)
@@ -172,6 +177,13 @@ func (v *Validator) ValidateUpdate(ctx context.Context, old, tj *trainer.TrainJo
 	}
 	if _, ferr := runtimes.ParseProgressTimeout(tj.Annotations); ferr != nil {
 		errs = append(errs, ferr)
+	}
+	if old.Labels[queue.PriorityLabel] != tj.Labels[queue.PriorityLabel] && rt != nil {
+		perrs, err := v.priorityErrors(ctx, tj)
+		if err != nil {
+			return nil, err
+		}
+		errs = append(errs, perrs...)
 	}
 	if len(errs) > 0 {
 		return nil, invalid(tj, errs)
@@ -233,6 +245,15 @@ func (v *Validator) ValidateCreate(ctx context.Context, tj *trainer.TrainJob) (a
 			return nil, err
 		}
 	}
+	if rt != nil {
+		errs, err := v.priorityErrors(ctx, tj)
+		if err != nil {
+			return nil, err
+		}
+		if len(errs) > 0 {
+			return nil, invalid(tj, errs)
+		}
+	}
 	return v.admit(ctx, tj, rt, true)
 }
 
@@ -292,6 +313,28 @@ func (v *Validator) earlierPods(ctx context.Context, tj *trainer.TrainJob) error
 
 // managerAnnotations are the annotations only mpijob-manager writes: what
 // every viewer of a job reads as the manager's word.
+// priorityErrors refuses a Kueue priority class that the cluster does not
+// have: Kueue would not make the job's Workload, and the job would wait
+// for ever with no word of why.
+func (v *Validator) priorityErrors(ctx context.Context, tj *trainer.TrainJob) (field.ErrorList, error) {
+	name, ok := tj.Labels[queue.PriorityLabel]
+	if !ok || v.Priorities == nil {
+		return nil, nil
+	}
+	path := field.NewPath("metadata", "labels").Key(queue.PriorityLabel)
+	classes, err := queue.PriorityClasses(ctx, v.Priorities)
+	switch {
+	case errors.Is(err, queue.ErrNoKueue):
+		return field.ErrorList{field.Invalid(path, name, "this cluster runs no Kueue, which gives jobs their priority: leave the priority out")}, nil
+	case err != nil:
+		return nil, apierrors.NewInternalError(fmt.Errorf("failed to read Kueue's WorkloadPriorityClasses: %w", err))
+	}
+	if problem := queue.PriorityProblem(name, classes); problem != "" {
+		return field.ErrorList{field.Invalid(path, name, problem)}, nil
+	}
+	return nil, nil
+}
+
 var managerAnnotations = []string{api.StatusAnnotation, api.RankFailureAnnotation}
 
 func managerOnly(key string) *field.Error {

@@ -11,11 +11,13 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 	"sigs.k8s.io/yaml"
 
 	"github.com/mpijob/mpijob/pkg/api"
@@ -192,6 +194,11 @@ func offlineRuntime(name string) *trainer.ClusterTrainingRuntime {
 	rt := &trainer.ClusterTrainingRuntime{}
 	rt.Name = name
 	rt.Spec.MLPolicy = &trainer.MLPolicy{MLPolicySource: trainer.MLPolicySource{MPI: &trainer.MPIMLPolicySource{}}}
+	// A Launcher that runs mpirun, as every MPI runtime's does: the
+	// runtime's own command is checked once it is read (Run).
+	launcher := jobsetv1alpha2.ReplicatedJob{Name: api.LauncherJob}
+	launcher.Template.Spec.Template.Spec.Containers = []corev1.Container{{Name: api.NodeContainer, Command: []string{"mpirun"}}}
+	rt.Spec.Template.Spec.ReplicatedJobs = []jobsetv1alpha2.ReplicatedJob{launcher}
 	return rt
 }
 

@@ -32,6 +32,9 @@ type jobFlags struct {
 	cpu, memory, launcherCPU, launcher               string
 	resources, env, nodeSelector                     []string
 	envFromSecret, dataConnections, pvcs, configMaps []string
+	timeout, priority, description, launcherFlags    string
+	retries                                          int32
+	tolerations, pullSecrets                         []string
 	// warnings are what input found worth saying without refusing (an
 	// --env value that looks like a secret); create and clone print them.
 	warnings []string
@@ -61,9 +64,17 @@ func (f *jobFlags) add(fs *pflag.FlagSet, defaults bool) {
 	fs.StringArrayVar(&f.dataConnections, "data-connection", nil, "S3 data connection (an OpenShift AI connection Secret in the job's namespace) whose keys reach the Launcher and every Worker as Secret references; the first one's as AWS_*, and artifacts go to s3://BUCKET/NAME/ (repeatable)")
 	fs.StringArrayVar(&f.pvcs, "pvc", nil, "PersistentVolumeClaim to mount on the Launcher and every Worker, CLAIM[:PATH] (PATH defaults to /mnt/CLAIM; repeatable)")
 	fs.StringArrayVar(&f.configMaps, "config-map", nil, "ConfigMap to mount read-only on the Launcher and every Worker, each key a file, NAME[:PATH] (PATH defaults to /config/NAME; repeatable)")
+	fs.StringVar(&f.timeout, "timeout", "", "stop the job once it has run this long, e.g. 90m, 2h or 1h30m (reason DeadlineExceeded; default: no limit)")
+	fs.Int32Var(&f.retries, "retries", 0, fmt.Sprintf("start the whole job again after a failure, up to this many times (0-%d): every Worker and the Launcher anew, the program from its start (resume from a checkpoint in your program)", jobspec.MaxRetries))
+	fs.StringVar(&f.priority, "priority", "", "Kueue WorkloadPriorityClass of the job, with --queue (kubectl get workloadpriorityclasses)")
+	fs.StringArrayVar(&f.tolerations, "toleration", nil, "taint the Launcher and Workers tolerate, KEY[=VALUE][:EFFECT], e.g. dedicated=mpi:NoSchedule (no value: any value; no effect: every effect; repeatable)")
+	fs.StringArrayVar(&f.pullSecrets, "image-pull-secret", nil, "Secret of the job's namespace to pull the images with (repeatable)")
+	fs.StringVar(&f.description, "description", "", fmt.Sprintf("a line about the job, shown by describe and the dashboard (at most %d characters)", jobspec.MaxDescription))
+	fs.StringVar(&f.launcherFlags, "launcher-flags", "", `flags for mpirun (or mpiexec) before the program, split at spaces, e.g. "--bind-to none" (added to the command, or to the runtime's)`)
 }
 
-var jobFlagNames = []string{"workers", "slots-per-worker", "runtime", "image", "worker-image", "launcher-image", "gpus", "cpu", "memory", "resource", "launcher-cpu", "launcher-memory", "env", "env-from-secret", "node-selector", "queue", "data-connection", "pvc", "config-map"}
+var jobFlagNames = []string{"workers", "slots-per-worker", "runtime", "image", "worker-image", "launcher-image", "gpus", "cpu", "memory", "resource", "launcher-cpu", "launcher-memory", "env", "env-from-secret", "node-selector", "queue", "data-connection", "pvc", "config-map",
+	"timeout", "retries", "priority", "toleration", "image-pull-secret", "description", "launcher-flags"}
 
 // input sets on in what the given flags say.
 func (f *jobFlags) input(in *jobspec.Input, changed func(string) bool) error {
@@ -184,6 +195,9 @@ func (f *jobFlags) input(in *jobspec.Input, changed func(string) bool) error {
 			in.PVCs = append(in.PVCs, dataconn.PVC{Claim: claim, MountPath: path})
 		}
 	}
+	if err := f.scheduling(in, changed); err != nil {
+		return err
+	}
 	if changed("config-map") {
 		in.ConfigMaps = nil
 		for _, v := range f.configMaps {
@@ -193,6 +207,49 @@ func (f *jobFlags) input(in *jobspec.Input, changed func(string) bool) error {
 			}
 			in.ConfigMaps = append(in.ConfigMaps, dataconn.ConfigMap{Name: name, MountPath: path})
 		}
+	}
+	return nil
+}
+
+// scheduling sets the timeout, retries, priority, tolerations, image pull
+// Secrets, description and launcher flags the given flags say.
+func (f *jobFlags) scheduling(in *jobspec.Input, changed func(string) bool) error {
+	if changed("timeout") {
+		in.Timeout = strings.TrimSpace(f.timeout)
+	}
+	if changed("retries") {
+		in.Retries = f.retries
+	}
+	if changed("priority") {
+		in.Priority = strings.TrimSpace(f.priority)
+	}
+	if changed("description") {
+		in.Description = f.description
+	}
+	if changed("toleration") {
+		in.Tolerations = nil
+		for _, v := range f.tolerations {
+			if strings.TrimSpace(v) == "" {
+				return usageErr("--toleration is empty: use KEY[=VALUE][:EFFECT], e.g. --toleration dedicated=mpi:NoSchedule")
+			}
+			t, err := jobspec.ParseToleration(v)
+			if err != nil {
+				return usageErr("--toleration %s", err)
+			}
+			in.Tolerations = append(in.Tolerations, t)
+		}
+	}
+	if changed("image-pull-secret") {
+		in.ImagePullSecrets = nil
+		for _, v := range f.pullSecrets {
+			if strings.TrimSpace(v) == "" {
+				return usageErr("--image-pull-secret is empty: name a Secret of the job's namespace, e.g. --image-pull-secret registry-creds")
+			}
+			in.ImagePullSecrets = append(in.ImagePullSecrets, v)
+		}
+	}
+	if changed("launcher-flags") {
+		in.LauncherFlags = strings.Fields(f.launcherFlags)
 	}
 	return nil
 }
@@ -237,6 +294,10 @@ func flagOf(field string) string {
 		return "--pvc"
 	case "config_maps":
 		return "--config-map"
+	case "tolerations":
+		return "--toleration"
+	case "image_pull_secrets":
+		return "--image-pull-secret"
 	case "resources_per_worker":
 		switch name {
 		case "cpu", "memory":

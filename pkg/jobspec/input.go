@@ -2,7 +2,6 @@ package jobspec
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -12,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/dataconn"
@@ -29,7 +29,9 @@ var legacyPatchManagers = []string{"mpijob.dev/kubectl-mpijob", "mpijob.dev/pyth
 // runs on base directly). Runtime patches the builder does not write are
 // returned as they are, to be kept.
 func InputOf(tj *trainer.TrainJob, rt *trainer.TrainingRuntime, base *trainer.ClusterTrainingRuntime) (Input, []trainer.RuntimePatch) {
-	in := Input{Name: tj.Name, Namespace: tj.Namespace, Runtime: base.Name, Queue: tj.Labels[queue.NameLabel]}
+	in := Input{Name: tj.Name, Namespace: tj.Namespace, Runtime: base.Name, Queue: tj.Labels[queue.NameLabel],
+		Priority: tj.Labels[queue.PriorityLabel], Description: tj.Annotations[api.DescriptionAnnotation],
+		Timeout: FormatTimeout(tj.Spec.ActiveDeadlineSeconds)}
 	asNode := runtimes.LauncherAsNode(&base.Spec)
 	numNodes := ptr.Deref(base.Spec.MLPolicy.NumNodes, 1)
 	if tr := tj.Spec.Trainer; tr != nil {
@@ -52,7 +54,8 @@ func InputOf(tj *trainer.TrainJob, rt *trainer.TrainingRuntime, base *trainer.Cl
 	for _, p := range tj.Spec.RuntimePatches {
 		switch {
 		case p.Manager == PatchManager || contains(legacyPatchManagers, p.Manager):
-			in.NodeSelector = patchNodeSelector(p)
+			pp := podPatchOf(p)
+			in.NodeSelector, in.Tolerations, in.ImagePullSecrets = pp.NodeSelector, pp.Tolerations, pp.ImagePullSecrets
 		case p.Manager == "kueue.x-k8s.io/manager":
 			// Kueue adds its own again when it admits the new job.
 		default:
@@ -61,6 +64,9 @@ func InputOf(tj *trainer.TrainJob, rt *trainer.TrainingRuntime, base *trainer.Cl
 	}
 	if rt == nil {
 		return in, kept
+	}
+	if fp := rt.Spec.Template.Spec.FailurePolicy; fp != nil && !sameRestarts(rt.Spec.Template.Spec.FailurePolicy, base.Spec.Template.Spec.FailurePolicy) {
+		in.Retries = fp.MaxRestarts
 	}
 	baseLauncher, baseWorker := nodeContainers(&base.Spec)
 	launcher, worker := nodeContainers(&rt.Spec)
@@ -196,6 +202,11 @@ func IsDerived(labels map[string]string) bool {
 // per-job runtime cannot carry anything its base's policy would not allow.
 func Normalize(spec *trainer.TrainingRuntimeSpec, base *trainer.TrainingRuntimeSpec) *trainer.TrainingRuntimeSpec {
 	out := spec.DeepCopy()
+	// Retries: a failure policy that only restarts the whole job, as the
+	// builder writes it, is the base's.
+	if fp := out.Template.Spec.FailurePolicy; fp != nil && len(fp.Rules) == 0 && fp.RestartStrategy == "" {
+		out.Template.Spec.FailurePolicy = base.Template.Spec.FailurePolicy.DeepCopy()
+	}
 	baseLauncher, baseWorker := nodeContainers(base)
 	for i := range out.Template.Spec.ReplicatedJobs {
 		rj := &out.Template.Spec.ReplicatedJobs[i]
@@ -237,6 +248,18 @@ func Normalize(spec *trainer.TrainingRuntimeSpec, base *trainer.TrainingRuntimeS
 		}
 	}
 	return out
+}
+
+// sameRestarts reports whether two failure policies restart a job as often.
+func sameRestarts(a, b *jobsetv1alpha2.FailurePolicy) bool {
+	var an, bn int32
+	if a != nil {
+		an = a.MaxRestarts
+	}
+	if b != nil {
+		bn = b.MaxRestarts
+	}
+	return an == bn
 }
 
 // SameSpec reports whether two runtime specs are semantically equal.
@@ -300,20 +323,6 @@ func quantities(rls ...corev1.ResourceList) map[string]string {
 		return nil
 	}
 	return out
-}
-
-func patchNodeSelector(p trainer.RuntimePatch) map[string]string {
-	if p.TrainingRuntimeSpec == nil || p.TrainingRuntimeSpec.Template == nil || p.TrainingRuntimeSpec.Template.Spec == nil {
-		return nil
-	}
-	for _, rj := range p.TrainingRuntimeSpec.Template.Spec.ReplicatedJobs {
-		if rj.Template != nil && rj.Template.Spec != nil && rj.Template.Spec.Template != nil && rj.Template.Spec.Template.Spec != nil {
-			if sel := rj.Template.Spec.Template.Spec.NodeSelector; len(sel) > 0 {
-				return maps.Clone(sel)
-			}
-		}
-	}
-	return nil
 }
 
 func contains(list []string, s string) bool {

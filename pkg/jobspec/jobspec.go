@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/dataconn"
@@ -71,6 +72,26 @@ type Input struct {
 	// ConfigMaps are ConfigMaps of the job's namespace mounted read-only
 	// on the Launcher and every Worker, each key a file.
 	ConfigMaps []dataconn.ConfigMap `json:"config_maps,omitempty"`
+	// Timeout stops the job once it has run this long, a duration such
+	// as 90m, 2h or 1h30m (spec.activeDeadlineSeconds; "": no limit).
+	Timeout string `json:"timeout,omitempty"`
+	// Retries is how many times the whole job starts again after a
+	// failure: every Worker and the Launcher anew, the program from its
+	// start (JobSet's failurePolicy.maxRestarts; 0: none).
+	Retries int32 `json:"retries,omitempty"`
+	// Priority is the Kueue WorkloadPriorityClass of a queued job.
+	Priority string `json:"priority,omitempty"`
+	// Tolerations let the Launcher and the Workers onto tainted nodes.
+	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
+	// ImagePullSecrets are Secrets of the job's namespace that the
+	// Launcher and the Workers pull their images with.
+	ImagePullSecrets []string `json:"image_pull_secrets,omitempty"`
+	// Description is a line about the job for the people who list it.
+	Description string `json:"description,omitempty"`
+	// LauncherFlags go to mpirun (or mpiexec) before the program, e.g.
+	// --bind-to none: inserted after the first word of the command, or
+	// of the runtime's command when the job gives none.
+	LauncherFlags []string `json:"launcher_flags,omitempty"`
 }
 
 // Job is everything one MPI job needs: the TrainJob, and a per-job
@@ -166,6 +187,14 @@ func Build(in Input, base *trainer.ClusterTrainingRuntime) (*Job, error) {
 	if err := validateStorage(in); err != nil {
 		return nil, err
 	}
+	deadline, err := validateScheduling(in)
+	if err != nil {
+		return nil, err
+	}
+	command, err := withLauncherFlags(in, base)
+	if err != nil {
+		return nil, err
+	}
 
 	tj := &trainer.TrainJob{
 		TypeMeta:   metav1.TypeMeta{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind},
@@ -184,22 +213,32 @@ func Build(in Input, base *trainer.ClusterTrainingRuntime) (*Job, error) {
 	if in.SlotsPerWorker > 0 {
 		tr.NumProcPerNode = ptr.To(in.SlotsPerWorker)
 	}
-	if len(in.Command) > 0 {
-		tr.Command = slices.Clone(in.Command)
+	if len(command) > 0 {
+		tr.Command = command
 	}
 	for _, e := range in.Env {
 		tr.Env = setEnv(tr.Env, e)
 	}
-	if in.Queue != "" {
-		tj.Labels = map[string]string{queue.NameLabel: in.Queue}
+	tj.Spec.ActiveDeadlineSeconds = deadline
+	if in.Queue != "" || in.Priority != "" {
+		tj.Labels = map[string]string{}
 	}
-	if len(in.NodeSelector) > 0 {
-		tj.Spec.RuntimePatches = []trainer.RuntimePatch{NodeSelectorPatch(in.NodeSelector)}
+	if in.Queue != "" {
+		tj.Labels[queue.NameLabel] = in.Queue
+	}
+	if in.Priority != "" {
+		tj.Labels[queue.PriorityLabel] = in.Priority
+	}
+	if in.Description != "" {
+		tj.Annotations = map[string]string{api.DescriptionAnnotation: in.Description}
+	}
+	if p := (PodPatch{NodeSelector: in.NodeSelector, Tolerations: in.Tolerations, ImagePullSecrets: in.ImagePullSecrets}); !p.Empty() {
+		tj.Spec.RuntimePatches = []trainer.RuntimePatch{p.RuntimePatch()}
 	}
 	launcherImage := first(in.LauncherImage, in.Image)
 	workerImage := first(in.WorkerImage, in.Image)
 	storage := len(in.DataConnections) > 0 || len(in.PVCs) > 0 || len(in.ConfigMaps) > 0
-	if launcherImage == "" && workerImage == "" && len(worker) == 0 && len(launcher) == 0 && !storage {
+	if launcherImage == "" && workerImage == "" && len(worker) == 0 && len(launcher) == 0 && !storage && in.Retries == 0 {
 		return &Job{TrainJob: tj}, nil
 	}
 	vols, mounts := dataconn.Volumes(in.PVCs, in.ConfigMaps...)
@@ -208,6 +247,7 @@ func Build(in Input, base *trainer.ClusterTrainingRuntime) (*Job, error) {
 		Worker: worker, Launcher: launcher,
 		Env:     dataconn.Env(in.Name, in.DataConnections, in.PVCs),
 		Volumes: vols, Mounts: mounts,
+		Retries: in.Retries,
 	})
 	tj.Spec.RuntimeRef = trainer.RuntimeRef{Name: rt.Name, APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(trainer.TrainingRuntimeKind)}
 	if tj.Labels == nil {
@@ -227,6 +267,8 @@ type Overrides struct {
 	Env     []corev1.EnvVar
 	Volumes []corev1.Volume
 	Mounts  []corev1.VolumeMount
+	// Retries sets JobSet's failurePolicy.maxRestarts (0: the base's).
+	Retries int32
 }
 
 // Derive makes the per-job TrainingRuntime of job name in namespace: base
@@ -261,6 +303,12 @@ func Derive(base *trainer.ClusterTrainingRuntime, job, namespace string, o Overr
 		if k != api.DescriptionAnnotation {
 			rt.Annotations[k] = v
 		}
+	}
+	if o.Retries > 0 {
+		if rt.Spec.Template.Spec.FailurePolicy == nil {
+			rt.Spec.Template.Spec.FailurePolicy = &jobsetv1alpha2.FailurePolicy{}
+		}
+		rt.Spec.Template.Spec.FailurePolicy.MaxRestarts = o.Retries
 	}
 	asNode := runtimes.LauncherAsNode(&base.Spec)
 	for i := range rt.Spec.Template.Spec.ReplicatedJobs {
@@ -317,19 +365,7 @@ func SetResources(r *corev1.ResourceRequirements, rl corev1.ResourceList) {
 // NodeSelectorPatch is the runtime patch that sends the Launcher and the
 // Workers to nodes with the labels sel.
 func NodeSelectorPatch(sel map[string]string) trainer.RuntimePatch {
-	var rjobs []trainer.ReplicatedJobPatch
-	for _, name := range []string{api.LauncherJob, api.WorkerJob} {
-		rjobs = append(rjobs, trainer.ReplicatedJobPatch{
-			Name: name,
-			Template: &trainer.JobTemplatePatch{Spec: &trainer.JobSpecPatch{Template: &trainer.PodTemplatePatch{
-				Spec: &trainer.PodSpecPatch{NodeSelector: maps.Clone(sel)},
-			}}},
-		})
-	}
-	return trainer.RuntimePatch{
-		Manager:             PatchManager,
-		TrainingRuntimeSpec: &trainer.TrainingRuntimeSpecPatch{Template: &trainer.JobSetTemplatePatch{Spec: &trainer.JobSetSpecPatch{ReplicatedJobs: rjobs}}},
-	}
+	return PodPatch{NodeSelector: sel}.RuntimePatch()
 }
 
 func validateName(n string) error {

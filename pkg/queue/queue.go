@@ -25,6 +25,10 @@ import (
 const (
 	// NameLabel is the label with which a job asks Kueue for a LocalQueue.
 	NameLabel = "kueue.x-k8s.io/queue-name"
+	// PriorityLabel is the label with which a job names its Kueue
+	// WorkloadPriorityClass: Kueue admits the jobs of a queue by it and may
+	// preempt lower ones for it.
+	PriorityLabel = "kueue.x-k8s.io/priority-class"
 	// jobUIDLabel is set by Kueue on the Workload of a job.
 	jobUIDLabel = "kueue.x-k8s.io/job-uid"
 )
@@ -292,4 +296,54 @@ func TrimWorkload(obj any) (any, error) {
 	unstructured.RemoveNestedField(u.Object, "status", "admission")
 	unstructured.RemoveNestedField(u.Object, "status", "resourceRequests")
 	return u, nil
+}
+
+var priorityClassList = schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "WorkloadPriorityClassList"}
+
+// ErrNoKueue says that the cluster serves no Kueue API.
+var ErrNoKueue = errors.New("this cluster runs no Kueue")
+
+// PriorityClasses lists Kueue's WorkloadPriorityClasses by name, with
+// their values; ErrNoKueue when Kueue's API is not served.
+func PriorityClasses(ctx context.Context, r client.Reader) (map[string]int64, error) {
+	l := &unstructured.UnstructuredList{}
+	l.SetGroupVersionKind(priorityClassList)
+	if err := r.List(ctx, l); err != nil {
+		if meta.IsNoMatchError(err) {
+			return nil, ErrNoKueue
+		}
+		return nil, err
+	}
+	out := map[string]int64{}
+	for _, pc := range l.Items {
+		v, _, _ := unstructured.NestedInt64(pc.Object, "value")
+		out[pc.GetName()] = v
+	}
+	return out, nil
+}
+
+// PriorityProblem says what is wrong with a job's priority class name
+// given the classes the cluster has ("" when it is one of them).
+func PriorityProblem(name string, classes map[string]int64) string {
+	if _, ok := classes[name]; ok {
+		return ""
+	}
+	if len(classes) == 0 {
+		return "this cluster has no WorkloadPriorityClass: leave the priority out, or ask an administrator to create one (kubectl get workloadpriorityclasses)"
+	}
+	names := make([]string, 0, len(classes))
+	for n := range classes {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		return classes[names[i]] > classes[names[j]] || classes[names[i]] == classes[names[j]] && names[i] < names[j]
+	})
+	list := ""
+	for i, n := range names {
+		if i > 0 {
+			list += ", "
+		}
+		list += fmt.Sprintf("%s (%d)", n, classes[n])
+	}
+	return "is no WorkloadPriorityClass of this cluster: use one of " + list
 }

@@ -123,7 +123,7 @@ func ParsePolicy(annotations map[string]string) (Policy, field.ErrorList) {
 		}
 	}
 	if v, ok := annotations[RequiredTolerationsAnnotation]; ok {
-		tols, err := parseTolerations(v)
+		tols, err := ParseTolerations(v)
 		if err != nil {
 			errs = append(errs, field.Invalid(path.Key(RequiredTolerationsAnnotation), v, err.Error()))
 		} else {
@@ -209,9 +209,9 @@ func parseSelector(s string) (map[string]string, error) {
 	return out, nil
 }
 
-// parseTolerations reads "key=value:Effect,key:Effect,key": a taint each pod
+// ParseTolerations reads "key=value:Effect,key:Effect,key": a taint each pod
 // must tolerate (no value: any value; no effect: every effect).
-func parseTolerations(s string) ([]corev1.Toleration, error) {
+func ParseTolerations(s string) ([]corev1.Toleration, error) {
 	var out []corev1.Toleration
 	for _, part := range strings.Split(s, ",") {
 		part = strings.TrimSpace(part)
