@@ -168,6 +168,27 @@ func TestJobFlagsInput(t *testing.T) {
 		"env without =":                  {f: jobFlags{env: []string{"NOPE"}}, set: []string{"env"}, wantErr: `--env "NOPE": use KEY=VALUE`},
 		"bad selector":                   {f: jobFlags{nodeSelector: []string{"gpu"}}, set: []string{"node-selector"}, wantErr: `--node-selector "gpu"`},
 		"bad resource":                   {f: jobFlags{resources: []string{"amd.com/gpu"}}, set: []string{"resource"}, wantErr: `--resource "amd.com/gpu": use NAME=COUNT`},
+		"timeout, retries, priority, tolerations, pull Secrets, description, launcher flags": {
+			f: jobFlags{timeout: " 2h ", retries: 2, priority: "high", tolerations: []string{"dedicated=mpi:NoSchedule", "spot"},
+				pullSecrets: []string{"regcred"}, description: "nightly digits", launcherFlags: " --bind-to  none "},
+			set: []string{"timeout", "retries", "priority", "toleration", "image-pull-secret", "description", "launcher-flags"},
+			want: jobspec.Input{Timeout: "2h", Retries: 2, Priority: "high",
+				Tolerations: []corev1.Toleration{
+					{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "mpi", Effect: corev1.TaintEffectNoSchedule},
+					{Key: "spot", Operator: corev1.TolerationOpExists},
+				},
+				ImagePullSecrets: []string{"regcred"}, Description: "nightly digits", LauncherFlags: []string{"--bind-to", "none"}},
+		},
+		"a clone's flags replace the source's tolerations and clear its timeout": {
+			f:     jobFlags{tolerations: []string{"gpu:NoExecute"}, timeout: ""},
+			set:   []string{"toleration", "timeout"},
+			start: jobspec.Input{Timeout: "1h", Tolerations: []corev1.Toleration{{Key: "old", Operator: corev1.TolerationOpExists}}},
+			want:  jobspec.Input{Tolerations: []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}}},
+		},
+		"empty toleration":          {f: jobFlags{tolerations: []string{" "}}, set: []string{"toleration"}, wantErr: "--toleration is empty"},
+		"two tolerations in one":    {f: jobFlags{tolerations: []string{"a,b"}}, set: []string{"toleration"}, wantErr: `--toleration "a,b" names 2 tolerations`},
+		"a toleration's bad effect": {f: jobFlags{tolerations: []string{"a=b:Never"}}, set: []string{"toleration"}, wantErr: "the effect must be NoSchedule, PreferNoSchedule or NoExecute"},
+		"empty pull Secret":         {f: jobFlags{pullSecrets: []string{""}}, set: []string{"image-pull-secret"}, wantErr: "--image-pull-secret is empty"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -205,6 +226,9 @@ func TestBuildErrNamesTheFlag(t *testing.T) {
 		"worker image":    {&jobspec.Error{Field: "worker_image", Value: "A", Problem: "p"}, `--worker-image "A": p`},
 		"name":            {&jobspec.Error{Field: "name", Value: "Hello", Problem: "p"}, `NAME "Hello": p`},
 		"no value":        {&jobspec.Error{Field: "launcher_resources", Problem: "p"}, `--launcher-cpu/--launcher-memory: p`},
+		"toleration":      {&jobspec.Error{Field: "tolerations", Value: "a", Problem: "p"}, `--toleration "a": p`},
+		"pull Secret":     {&jobspec.Error{Field: "image_pull_secrets", Value: "A", Problem: "p"}, `--image-pull-secret "A": p`},
+		"launcher flags":  {&jobspec.Error{Field: "launcher_flags", Value: "x", Problem: "p"}, `--launcher-flags "x": p`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -121,16 +121,23 @@ func (c *clients) cloneJob(ctx context.Context, src *trainer.TrainJob, name stri
 	}
 	tj := job.TrainJob
 	for k, v := range src.Labels {
-		if _, set := tj.Labels[k]; !set && k != api.BaseRuntimeLabel && k != queue.NameLabel {
+		if _, set := tj.Labels[k]; !set && k != api.BaseRuntimeLabel && k != queue.NameLabel && k != queue.PriorityLabel {
 			if tj.Labels == nil {
 				tj.Labels = map[string]string{}
 			}
 			tj.Labels[k] = v
 		}
 	}
+	built := tj.Annotations // the description, as the flags left it
 	tj.Annotations = maps.Clone(src.Annotations)
-	for _, k := range []string{api.StatusAnnotation, api.CreatorAnnotation, "kubectl.kubernetes.io/last-applied-configuration"} {
+	for _, k := range []string{api.StatusAnnotation, api.CreatorAnnotation, api.DescriptionAnnotation, "kubectl.kubernetes.io/last-applied-configuration"} {
 		delete(tj.Annotations, k)
+	}
+	for k, v := range built {
+		if tj.Annotations == nil {
+			tj.Annotations = map[string]string{}
+		}
+		tj.Annotations[k] = v
 	}
 	if len(tj.Annotations) == 0 {
 		tj.Annotations = nil
@@ -141,7 +148,6 @@ func (c *clients) cloneJob(ctx context.Context, src *trainer.TrainJob, name stri
 		tj.Spec.Trainer.Args = st.Args
 	}
 	tj.Spec.Initializer = src.Spec.Initializer
-	tj.Spec.ActiveDeadlineSeconds = src.Spec.ActiveDeadlineSeconds
 	tj.Spec.ManagedBy = src.Spec.ManagedBy
 	return job, nil
 }

@@ -87,8 +87,20 @@ func describe(ctx context.Context, cl *clients, name string, out io.Writer, now 
 	p("Runtime", "%s", runtimeLabel(tj))
 	p("Creator", "%s", orDash(tj.Annotations[api.CreatorAnnotation]))
 	p("Created", "%s (%s ago)", tj.CreationTimestamp.UTC().Format(time.RFC3339), duration.HumanDuration(now.Sub(tj.CreationTimestamp.Time)))
+	if d := tj.Annotations[api.DescriptionAnnotation]; d != "" {
+		p("Description", "%s", d)
+	}
 	if q := tj.Labels[queue.NameLabel]; q != "" {
 		p("Queue", "%s", q)
+	}
+	if pc := tj.Labels[queue.PriorityLabel]; pc != "" {
+		p("Priority", "%s (Kueue WorkloadPriorityClass)", pc)
+	}
+	if tj.Spec.ActiveDeadlineSeconds > 0 {
+		p("Timeout", "%s (spec.activeDeadlineSeconds %d)", jobspec.FormatTimeout(tj.Spec.ActiveDeadlineSeconds), tj.Spec.ActiveDeadlineSeconds)
+	}
+	if spec != nil && spec.Template.Spec.FailurePolicy != nil && spec.Template.Spec.FailurePolicy.MaxRestarts > 0 {
+		p("Retries", "up to %d (the whole job starts again after a failure)", spec.Template.Spec.FailurePolicy.MaxRestarts)
 	}
 	p("Phase", "%s", s.Phase)
 	if fromManager {

@@ -325,10 +325,10 @@ func TestDiagnose(t *testing.T) {
 				Message:        "Worker 1 (pod hello-node-0-1) was evicted from node mpijob-node-2: The node was low on resource: memory."},
 		},
 		"deadline exceeded": {
-			next: []string{"Raise spec.activeDeadlineSeconds, or find out why the job is slow with `kubectl mpijob logs --all`."},
+			next: []string{"Give the job a longer timeout (`kubectl mpijob clone hello hello-2 --timeout 2h`), or find out why it is slow with `kubectl mpijob logs --all`."},
 			in:   Input{TrainJob: job(2).deadline(600).cond(trainer.TrainJobFailed, trainer.TrainJobDeadlineExceededReason, "").obj(), JobSet: jobset(2)},
 			want: api.Status{Phase: api.PhaseFailed, Reason: ReasonDeadlineExceeded, Launcher: api.LauncherNotCreated, WorkersTotal: 2,
-				CompletionTime: ptr.To(metav1.NewTime(t0)), Message: "The job ran longer than its deadline of 600s (spec.activeDeadlineSeconds) and was stopped."},
+				CompletionTime: ptr.To(metav1.NewTime(t0)), Message: "The job ran longer than its timeout of 10m (spec.activeDeadlineSeconds 600) and was stopped."},
 		},
 		"ssh connection refused in the launcher log": {
 			next: []string{"Check that the Worker image starts sshd on port 2222 (the runtime's Worker command) and that no NetworkPolicy blocks traffic between the job's pods."},

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/pkg/logs"
 )
 
@@ -89,8 +90,8 @@ func explainFailure(in Input) (reason, message, next string) {
 	tj := in.TrainJob
 	if c := cond(tj, trainer.TrainJobFailed); c != nil && c.Reason == trainer.TrainJobDeadlineExceededReason {
 		return ReasonDeadlineExceeded,
-			fmt.Sprintf("The job ran longer than its deadline of %ds (spec.activeDeadlineSeconds) and was stopped.", tj.Spec.ActiveDeadlineSeconds),
-			"Raise spec.activeDeadlineSeconds, or find out why the job is slow with `kubectl mpijob logs --all`."
+			fmt.Sprintf("The job ran longer than its timeout of %s (spec.activeDeadlineSeconds %d) and was stopped.", jobspec.FormatTimeout(tj.Spec.ActiveDeadlineSeconds), tj.Spec.ActiveDeadlineSeconds),
+			"Give the job a longer timeout (`kubectl mpijob clone NAME NEW --timeout 2h`), or find out why it is slow with `kubectl mpijob logs --all`."
 	}
 	// A Worker lost while the Launcher ran is why mpirun then failed.
 	if in.Previous != nil && in.Previous.Phase == api.PhaseRunning && in.Previous.Reason == ReasonWorkerEvicted {

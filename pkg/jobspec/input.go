@@ -203,8 +203,9 @@ func IsDerived(labels map[string]string) bool {
 func Normalize(spec *trainer.TrainingRuntimeSpec, base *trainer.TrainingRuntimeSpec) *trainer.TrainingRuntimeSpec {
 	out := spec.DeepCopy()
 	// Retries: a failure policy that only restarts the whole job, as the
-	// builder writes it, is the base's.
-	if fp := out.Template.Spec.FailurePolicy; fp != nil && len(fp.Rules) == 0 && fp.RestartStrategy == "" {
+	// builder writes it (the API server defaults its strategy to
+	// Recreate), is the base's.
+	if fp := out.Template.Spec.FailurePolicy; fp != nil && len(fp.Rules) == 0 && (fp.RestartStrategy == "" || fp.RestartStrategy == jobsetv1alpha2.Recreate) {
 		out.Template.Spec.FailurePolicy = base.Template.Spec.FailurePolicy.DeepCopy()
 	}
 	baseLauncher, baseWorker := nodeContainers(base)

@@ -165,3 +165,25 @@ spec:
 		t.Errorf("active: true read as inactive %v, pending %v", w.Inactive, w.Pending())
 	}
 }
+
+func TestPriorityProblem(t *testing.T) {
+	classes := map[string]int64{"low": 10, "high": 1000, "medium": 100}
+	cases := map[string]struct {
+		name    string
+		classes map[string]int64
+		want    string
+	}{
+		"a class of the cluster": {name: "high", classes: classes, want: ""},
+		"a typo lists the classes, highest first": {name: "hihg", classes: classes,
+			want: "is no WorkloadPriorityClass of this cluster: use one of high (1000), medium (100), low (10)"},
+		"none at all": {name: "high", classes: map[string]int64{},
+			want: "this cluster has no WorkloadPriorityClass: leave the priority out, or ask an administrator to create one (kubectl get workloadpriorityclasses)"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, PriorityProblem(tc.name, tc.classes)); diff != "" {
+				t.Errorf("(-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

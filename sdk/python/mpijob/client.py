@@ -72,6 +72,13 @@ class MPIJobClient:
         data_connection: str | Sequence[str] | None = None,
         pvc: str | Sequence[str] | None = None,
         config_map: str | Sequence[str] | None = None,
+        timeout: str | None = None,
+        retries: int | None = None,
+        priority: str | None = None,
+        tolerations: Sequence[str | dict[str, Any]] | None = None,
+        image_pull_secrets: str | Sequence[str] | None = None,
+        description: str | None = None,
+        launcher_flags: str | Sequence[str] | None = None,
     ) -> MPIJob:
         """Create an MPI job: a Launcher that runs ``command`` (None: the runtime's)
         and ``workers`` Workers with ``slots_per_worker`` ranks each.
@@ -101,6 +108,17 @@ class MPIJobClient:
         :param config_map: a ConfigMap of the namespace (``"name"`` or ``"name:/mount/path"``,
             default ``/config/name``), or several, mounted read-only on the Launcher and every
             Worker, each key a file
+        :param timeout: stop the job once it has run this long, e.g. ``"90m"``, ``"2h"`` or ``"1h30m"``
+            (reason DeadlineExceeded; None: no limit)
+        :param retries: start the whole job again after a failure, up to this many times (0-10): every
+            Worker and the Launcher anew, the program from its start (resume from a checkpoint in it)
+        :param priority: the Kueue WorkloadPriorityClass of the job (with ``queue``)
+        :param tolerations: taints the Launcher and Workers tolerate, ``"KEY[=VALUE][:EFFECT]"``
+            (e.g. ``"dedicated=mpi:NoSchedule"``; no value: any value) or a pod's toleration dicts
+        :param image_pull_secrets: a Secret of the namespace to pull the images with, or several
+        :param description: a line about the job (at most 500 characters), shown by describe and the dashboard
+        :param launcher_flags: flags for mpirun (or mpiexec) before the program, ``"--bind-to none"`` or
+            a list; added to ``command``, or to the runtime's command
         :param dry_run: let the cluster check the job (admission and quota included) without creating it
 
         Raises :class:`InvalidJobError` naming the argument (before any API call for bad settings),
@@ -113,7 +131,9 @@ class MPIJobClient:
                                         resources_per_worker=resources_per_worker, launcher_resources=launcher_resources, runtime=runtime, env=env,
                                         node_selector=node_selector, volumes=volumes, queue=queue, dry_run=dry_run, worker_image=worker_image,
                                         launcher_image=launcher_image, env_from_secret=env_from_secret, data_connection=data_connection, pvc=pvc,
-                                        config_map=config_map)
+                                        config_map=config_map, timeout=timeout, retries=retries, priority=priority,
+                                        tolerations=tolerations, image_pull_secrets=image_pull_secrets, description=description,
+                                        launcher_flags=launcher_flags)
 
     def get_progress(self, name: str) -> list[_progress.Report]:
         """Every progress report the job's ranks printed so far, oldest first, with the

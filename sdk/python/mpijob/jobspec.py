@@ -30,6 +30,7 @@ BASE_RUNTIME_LABEL = "mpijob.dev/base-runtime"
 JOB_RUNTIME_FINALIZER = "mpijob.dev/job-runtime"
 RUNTIME_LABEL = "mpijob.dev/runtime"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 MPI_IMPLEMENTATION = "mpijob.dev/mpi-implementation"
 DESCRIPTION = "mpijob.dev/description"
 #: JobSet names the Launcher pod "<name>-launcher-0-0-xxxxx"; a hostname has at most 63.
@@ -78,6 +79,13 @@ class Input:
     data_connections: list[str] = field(default_factory=list)
     pvcs: list[dataconn.PVC] = field(default_factory=list)
     config_maps: list[dataconn.ConfigMap] = field(default_factory=list)
+    timeout: str = ""
+    retries: int = 0
+    priority: str = ""
+    tolerations: list[dict[str, Any]] = field(default_factory=list)
+    image_pull_secrets: list[str] = field(default_factory=list)
+    description: str = ""
+    launcher_flags: list[str] = field(default_factory=list)
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Input:
@@ -211,6 +219,8 @@ def build(inp: Input, base: dict[str, Any] | None) -> Job:
     if inp.queue and (len(inp.queue) > 253 or not _DNS_SUBDOMAIN.match(inp.queue)):
         raise _err("queue", inp.queue, "is not a valid LocalQueue name: use lower-case letters, digits, '-' and '.'")
     _validate_storage(inp)
+    deadline = _validate_scheduling(inp)
+    command = _with_launcher_flags(inp, base)
 
     meta: dict[str, Any] = {"name": inp.name}
     if inp.namespace:
@@ -218,8 +228,8 @@ def build(inp: Input, base: dict[str, Any] | None) -> Job:
     trainer: dict[str, Any] = {"numNodes": inp.workers + 1 if as_node else inp.workers}
     if inp.slots_per_worker > 0:
         trainer["numProcPerNode"] = inp.slots_per_worker
-    if inp.command:
-        trainer["command"] = list(inp.command)
+    if command:
+        trainer["command"] = command
     env: list[dict[str, Any]] = []
     for e in inp.env:
         var = _env_var(e)
@@ -232,19 +242,25 @@ def build(inp: Input, base: dict[str, Any] | None) -> Job:
     if env:
         trainer["env"] = env
     spec: dict[str, Any] = {"runtimeRef": {"apiGroup": GROUP, "kind": "ClusterTrainingRuntime", "name": base_name}, "trainer": trainer}
+    if deadline:
+        spec["activeDeadlineSeconds"] = deadline
     if inp.queue:
-        meta["labels"] = {QUEUE_LABEL: inp.queue}
-    if inp.node_selector:
-        spec["runtimePatches"] = [node_selector_patch(inp.node_selector)]
+        meta.setdefault("labels", {})[QUEUE_LABEL] = inp.queue
+    if inp.priority:
+        meta.setdefault("labels", {})[PRIORITY_LABEL] = inp.priority
+    if inp.description:
+        meta["annotations"] = {DESCRIPTION: inp.description}
+    if inp.node_selector or inp.tolerations or inp.image_pull_secrets:
+        spec["runtimePatches"] = [pod_patch(inp.node_selector, inp.tolerations, inp.image_pull_secrets)]
     tj = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "TrainJob", "metadata": meta, "spec": spec}
     launcher_image = inp.launcher_image or inp.image
     worker_image = inp.worker_image or inp.image
     storage = bool(inp.data_connections or inp.pvcs)
-    if not (launcher_image or worker_image or worker or launcher or storage or inp.config_maps):
+    if not (launcher_image or worker_image or worker or launcher or storage or inp.config_maps or inp.retries):
         return Job(tj)
     rt = derive(base, inp.name, inp.namespace, launcher_image, worker_image, worker, launcher,
                 env=dataconn.env(inp.name, list(inp.data_connections), list(inp.pvcs)), pvcs=list(inp.pvcs),
-                config_maps=list(inp.config_maps))
+                config_maps=list(inp.config_maps), retries=inp.retries)
     spec["runtimeRef"] = {"apiGroup": GROUP, "kind": "TrainingRuntime", "name": inp.name}
     meta.setdefault("labels", {})[BASE_RUNTIME_LABEL] = base_name
     return Job(tj, rt)
@@ -280,7 +296,8 @@ def _validate_storage(inp: Input) -> None:
 
 def derive(base: dict[str, Any], job: str, namespace: str, launcher_image: str, worker_image: str,
            worker: dict[str, str], launcher: dict[str, str], env: list[dict[str, Any]] | None = None,
-           pvcs: list[dataconn.PVC] | None = None, config_maps: list[dataconn.ConfigMap] | None = None) -> dict[str, Any]:
+           pvcs: list[dataconn.PVC] | None = None, config_maps: list[dataconn.ConfigMap] | None = None,
+           retries: int = 0) -> dict[str, Any]:
     """The per-job TrainingRuntime: ``base`` with the node containers' images and resources changed."""
     base_meta = base.get("metadata") or {}
     labels = {JOB_LABEL: job, BASE_RUNTIME_LABEL: base_meta["name"]}
@@ -295,6 +312,8 @@ def derive(base: dict[str, Any], job: str, namespace: str, launcher_image: str, 
     if namespace:
         meta["namespace"] = namespace
     spec = copy.deepcopy(base["spec"])
+    if retries:
+        spec["template"]["spec"].setdefault("failurePolicy", {})["maxRestarts"] = retries
     as_node = _launcher_as_node(base)
     for rj in spec["template"]["spec"]["replicatedJobs"]:
         if rj["name"] == "launcher":
@@ -339,8 +358,153 @@ def set_resources(r: dict[str, Any], res: dict[str, str]) -> None:
 
 def node_selector_patch(sel: dict[str, str]) -> dict[str, Any]:
     """The runtime patch that sends the Launcher and the Workers to nodes with labels ``sel``."""
+    return pod_patch(sel, [], [])
+
+
+def pod_patch(sel: dict[str, str], tolerations: list[dict[str, Any]], pull_secrets: list[str]) -> dict[str, Any]:
+    """The builder's runtime patch of the Launcher's and the Workers' pods: node labels,
+    tolerations and image pull Secrets (Go: ``jobspec.PodPatch``)."""
+    def pod() -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if tolerations:
+            out["tolerations"] = [_toleration(t) for t in tolerations]
+        if pull_secrets:
+            out["imagePullSecrets"] = [{"name": n} for n in pull_secrets]
+        if sel:
+            out["nodeSelector"] = dict(sel)
+        return out
     return {"manager": PATCH_MANAGER, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [
-        {"name": rj, "template": {"spec": {"template": {"spec": {"nodeSelector": dict(sel)}}}}} for rj in ("launcher", "node")]}}}}
+        {"name": rj, "template": {"spec": {"template": {"spec": pod()}}}} for rj in ("launcher", "node")]}}}}
+
+
+def _toleration(t: dict[str, Any]) -> dict[str, Any]:
+    return {k: t[k] for k in ("key", "operator", "value", "effect", "tolerationSeconds") if t.get(k) not in (None, "")}
+
+
+# What a job sets besides its shape and its data (Go: pkg/jobspec/scheduling.go).
+MAX_DESCRIPTION = 500
+MAX_RETRIES = 10
+_TIMEOUT = re.compile(r"^(?:([0-9]{1,6})h)?(?:([0-9]{1,6})m)?(?:([0-9]{1,9})s)?$")
+_LAUNCHER_PROGRAMS = ("mpirun", "mpiexec", "mpijob-mpiexec", "mpiexec.hydra", "mpirun.openmpi", "mpiexec.openmpi", "orterun", "prterun", "horovodrun")
+_EFFECTS = ("", "NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def parse_timeout(s: str) -> int:
+    """Seconds of a timeout such as ``90m``, ``2h`` or ``1h30m``; ValueError says what is wrong."""
+    m = _TIMEOUT.match(s) if isinstance(s, str) else None
+    if not s or m is None:
+        raise ValueError("is not a duration: use e.g. 90m, 2h or 1h30m (whole hours h, minutes m and seconds s; a bare number has no unit)")
+    secs = sum(int(g) * u for g, u in zip(m.groups(), (3600, 60, 1)) if g)
+    if secs < 1:
+        raise ValueError("must be more than 0: use e.g. 90m, 2h or 1h30m, or leave it out for no limit")
+    return secs
+
+
+def format_timeout(secs: int) -> str:
+    """Seconds as parse_timeout reads them, largest units first (5400 -> 1h30m)."""
+    out = ""
+    for n, unit in ((3600, "h"), (60, "m"), (1, "s")):
+        if secs >= n:
+            out += f"{secs // n}{unit}"
+            secs %= n
+    return out
+
+
+def format_toleration(t: dict[str, Any]) -> str:
+    """KEY[=VALUE][:EFFECT], as ``kubectl taint`` writes a taint (Go: runtimes.FormatToleration)."""
+    s = t.get("key") or ""
+    if t.get("operator") == "Equal":
+        s += "=" + (t.get("value") or "")
+    if t.get("effect"):
+        s += ":" + t["effect"]
+    return s
+
+
+def parse_toleration(s: str) -> dict[str, Any]:
+    """Read KEY[=VALUE][:EFFECT]: no value tolerates any value, no effect every effect."""
+    kv, _, effect = s.strip().partition(":")
+    key, has_value, value = kv.partition("=")
+    t: dict[str, Any] = {"key": key.strip(), "operator": "Equal" if has_value else "Exists"}
+    if has_value:
+        t["value"] = value.strip()
+    if effect.strip():
+        t["effect"] = effect.strip()
+    return t
+
+
+def _toleration_problem(t: dict[str, Any]) -> str:
+    key, op, value, effect = t.get("key") or "", t.get("operator") or "", t.get("value") or "", t.get("effect") or ""
+    if key and not _QUALIFIED.match(key):
+        return "the key is not a taint key: write KEY[=VALUE][:EFFECT], as in dedicated=gpu:NoSchedule"
+    if op == "Exists":
+        if value:
+            return "a toleration of any value (Exists) takes no value: write KEY:EFFECT, or KEY=VALUE:EFFECT for one value"
+    elif op in ("Equal", ""):
+        if not key:
+            return "has no taint key: write KEY[=VALUE][:EFFECT], as in dedicated=gpu:NoSchedule"
+        if len(value) > 63 or not _LABEL_VALUE.match(value):
+            return "the value is not a taint value: use at most 63 letters, digits, '-', '_' or '.'"
+    else:
+        return f'the operator "{op}" is neither Equal nor Exists'
+    if effect not in _EFFECTS:
+        return f'the effect "{effect}" is none of NoSchedule, PreferNoSchedule or NoExecute'
+    if t.get("tolerationSeconds") is not None:
+        return "tolerationSeconds is not offered: a Worker evicted mid-run fails the job"
+    return ""
+
+
+def _validate_scheduling(inp: Input) -> int:
+    """Check the timeout, retries, priority, tolerations, image pull Secrets and description;
+    return the timeout in seconds (0: none). Mirror of Go's validateScheduling."""
+    deadline = 0
+    if inp.timeout:
+        try:
+            deadline = parse_timeout(inp.timeout)
+        except ValueError as e:
+            raise _err("timeout", inp.timeout, str(e)) from None
+    if isinstance(inp.retries, bool) or not isinstance(inp.retries, int) or not 0 <= inp.retries <= MAX_RETRIES:
+        raise _err("retries", inp.retries, f"use 0 to {MAX_RETRIES}: how many times the whole job starts again after a failure")
+    if inp.priority:
+        if len(inp.priority) > 253 or not _DNS_SUBDOMAIN.match(inp.priority):
+            raise _err("priority", inp.priority, "is not a WorkloadPriorityClass name: use lower-case letters, digits, '-' and '.' (kubectl get workloadpriorityclasses)")
+        if not inp.queue:
+            raise _err("priority", inp.priority, "Kueue orders the jobs of a queue by priority, and this job has no queue: give it a queue as well")
+    for t in inp.tolerations:
+        problem = _toleration_problem(t)
+        if problem:
+            raise _err("tolerations", format_toleration(t), problem)
+    seen: set[str] = set()
+    for s in inp.image_pull_secrets:
+        if not isinstance(s, str) or len(s) > 253 or not _DNS_SUBDOMAIN.match(s):
+            raise _err("image_pull_secrets", s, "is not a Secret name: use lower-case letters, digits, '-' and '.' (kubectl get secrets --field-selector type=kubernetes.io/dockerconfigjson)")
+        if s in seen:
+            raise _err("image_pull_secrets", s, "is named twice: name each Secret once")
+        seen.add(s)
+    if len(inp.description) > MAX_DESCRIPTION:
+        raise _err("description", inp.description[:40] + "…", f"is {len(inp.description)} characters: use at most {MAX_DESCRIPTION}")
+    return deadline
+
+
+def launcher_command(spec: dict[str, Any]) -> list[str]:
+    """The command of a runtime's Launcher ("node" container); [] when it has none."""
+    launcher, _ = _node_containers(spec)
+    return list((launcher or {}).get("command") or [])
+
+
+def _with_launcher_flags(inp: Input, base: dict[str, Any]) -> list[str]:
+    """The Launcher's command with ``launcher_flags`` after its first word (Go: withLauncherFlags)."""
+    if not inp.launcher_flags:
+        return list(inp.command)
+    flags = " ".join(inp.launcher_flags)
+    if "" in inp.launcher_flags:
+        raise _err("launcher_flags", flags, "has an empty flag")
+    if not inp.launcher_flags[0].startswith("-"):
+        raise _err("launcher_flags", flags, "must start with a flag such as --bind-to (the program and its arguments go in command)")
+    cmd = list(inp.command) or launcher_command(base["spec"])
+    if not cmd or cmd[0].rsplit("/", 1)[-1] not in _LAUNCHER_PROGRAMS:
+        first = cmd[0] if cmd else ""
+        raise _err("launcher_flags", flags, f'go to mpirun or mpiexec, but the command starts with "{first}": start it with mpirun, or write the flags into the command')
+    return [cmd[0], *inp.launcher_flags, *cmd[1:]]
 
 
 # What Trainer's TrainJob webhook says when it does not know the job's runtime, and what
@@ -434,7 +598,10 @@ def input_of(tj: dict[str, Any], rt: dict[str, Any] | None, base: dict[str, Any]
                 workers=max(nodes - 1, 1) if _launcher_as_node(base) else nodes,
                 slots_per_worker=tr.get("numProcPerNode") or 0, command=list(tr.get("command") or []),
                 env=[_env_var(e) for e in tr.get("env") or []],
-                image=tr.get("image") or "", queue=(meta.get("labels") or {}).get(QUEUE_LABEL, ""))
+                image=tr.get("image") or "", queue=(meta.get("labels") or {}).get(QUEUE_LABEL, ""),
+                priority=(meta.get("labels") or {}).get(PRIORITY_LABEL, ""),
+                description=(meta.get("annotations") or {}).get(DESCRIPTION, ""),
+                timeout=format_timeout(spec.get("activeDeadlineSeconds") or 0))
     if tr.get("resourcesPerNode"):
         r = tr["resourcesPerNode"]
         inp.resources_per_worker = {k: str(v) for side in ("requests", "limits") for k, v in (r.get(side) or {}).items()}
@@ -442,9 +609,12 @@ def input_of(tj: dict[str, Any], rt: dict[str, Any] | None, base: dict[str, Any]
     for p in spec.get("runtimePatches") or []:
         if p.get("manager") in (PATCH_MANAGER, *LEGACY_PATCH_MANAGERS):
             for rj in ((((p.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}).get("replicatedJobs") or []):
-                sel = (((rj.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec", {}).get("nodeSelector")
-                if sel:
-                    inp.node_selector = dict(sel)
+                pod = (((rj.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
+                if pod.get("nodeSelector") or pod.get("tolerations") or pod.get("imagePullSecrets"):
+                    inp.node_selector = dict(pod.get("nodeSelector") or {})
+                    inp.tolerations = [dict(t) for t in pod.get("tolerations") or []]
+                    inp.image_pull_secrets = [r["name"] for r in pod.get("imagePullSecrets") or []]
+                    break
             spec_patch = [rj for rj in ((((p.get("trainingRuntimeSpec") or {}).get("template") or {}).get("spec") or {}).get("replicatedJobs") or [])
                           if ((((rj.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}).get("volumes")]
             if spec_patch:
@@ -453,6 +623,10 @@ def input_of(tj: dict[str, Any], rt: dict[str, Any] | None, base: dict[str, Any]
             kept.append(p)
     if rt is None:
         return inp, kept
+    restarts = ((rt["spec"].get("template") or {}).get("spec") or {}).get("failurePolicy") or {}
+    base_restarts = ((base["spec"].get("template") or {}).get("spec") or {}).get("failurePolicy") or {}
+    if restarts.get("maxRestarts", 0) != base_restarts.get("maxRestarts", 0):
+        inp.retries = restarts.get("maxRestarts", 0)
     bl, bw = _node_containers(base["spec"])
     gl, gw = _node_containers(rt["spec"])
     if gw:

@@ -9,6 +9,7 @@ from datetime import timedelta
 from typing import Any
 
 from .constants import MAX_NAME
+from . import jobspec as _jobspec
 from .errors import InvalidJobError
 from .redact import Redactor
 
@@ -81,6 +82,45 @@ def names(field: str, v: Any) -> list[str]:
     if not isinstance(items, (list, tuple)) or not all(isinstance(i, str) and i.strip() for i in items):
         raise InvalidJobError(f"{field}={v!r}: give a name or a list of names, e.g. {field}=\"local-s3\"", field=field)
     return list(items)
+
+
+def tolerations(v: Any) -> list[dict[str, Any]]:
+    """Tolerations as ``"KEY[=VALUE][:EFFECT]"`` strings (kubectl taint's form) or dicts
+    of a pod's ``tolerations`` (``{"key": ..., "operator": ..., "value": ..., "effect": ...}``)."""
+    if v is None:
+        return []
+    items = [v] if isinstance(v, (str, dict)) else v
+    if not isinstance(items, (list, tuple)):
+        raise InvalidJobError(f"tolerations={v!r}: give a list such as [\"dedicated=mpi:NoSchedule\"]", field="tolerations")
+    out = []
+    for t in items:
+        if isinstance(t, str) and t.strip():
+            out.append(_jobspec.parse_toleration(t))
+        elif isinstance(t, dict) and all(isinstance(k, str) for k in t):
+            out.append(dict(t))
+        else:
+            raise InvalidJobError(f"tolerations: {t!r} is no toleration: use \"KEY[=VALUE][:EFFECT]\", e.g. \"dedicated=mpi:NoSchedule\"",
+                                  field="tolerations")
+    return out
+
+
+def launcher_flags(v: Any) -> list[str]:
+    """mpirun's flags: a string split at spaces, or a list of strings."""
+    if v is None:
+        return []
+    if isinstance(v, str):
+        return v.split()
+    if not isinstance(v, (list, tuple)) or not all(isinstance(f, str) for f in v):
+        raise InvalidJobError(f"launcher_flags={v!r}: give a string such as \"--bind-to none\" or a list of strings", field="launcher_flags")
+    return list(v)
+
+
+def optional_str(field: str, v: Any, example: str) -> str:
+    if v is None:
+        return ""
+    if not isinstance(v, str):
+        raise InvalidJobError(f"{field}={v!r}: give a string, e.g. {field}={example!r}", field=field)
+    return v.strip() if field != "description" else v
 
 
 def check_str_map(field: str, m: Any) -> None:

@@ -123,6 +123,13 @@ export interface JobInput {
   data_connections?: string[];
   pvcs?: PVC[];
   config_maps?: ConfigMap[];
+  timeout?: string;
+  retries?: number;
+  priority?: string;
+  tolerations?: unknown[];
+  image_pull_secrets?: string[];
+  description?: string;
+  launcher_flags?: string[];
 }
 
 export interface JobPage {

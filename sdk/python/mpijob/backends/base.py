@@ -49,6 +49,13 @@ class Backend(abc.ABC):
         data_connection: str | Sequence[str] | None = None,
         pvc: str | Sequence[str] | None = None,
         config_map: str | Sequence[str] | None = None,
+        timeout: str | None = None,
+        retries: int | None = None,
+        priority: str | None = None,
+        tolerations: Sequence[str | dict[str, Any]] | None = None,
+        image_pull_secrets: str | Sequence[str] | None = None,
+        description: str | None = None,
+        launcher_flags: str | Sequence[str] | None = None,
     ) -> MPIJob:
         ...
 

@@ -98,6 +98,13 @@ class KubernetesBackend(Backend):
         data_connection: str | Sequence[str] | None = None,
         pvc: str | Sequence[str] | None = None,
         config_map: str | Sequence[str] | None = None,
+        timeout: str | None = None,
+        retries: int | None = None,
+        priority: str | None = None,
+        tolerations: Sequence[str | dict[str, Any]] | None = None,
+        image_pull_secrets: str | Sequence[str] | None = None,
+        description: str | None = None,
+        launcher_flags: str | Sequence[str] | None = None,
     ) -> MPIJob:
         if command is not None and (isinstance(command, str) or not all(isinstance(c, str) for c in command) or not command):
             raise InvalidJobError(f"command {command!r}: give a non-empty list of strings, e.g. ['mpirun', 'python3', 'train.py']", field="command")
@@ -116,6 +123,8 @@ class KubernetesBackend(Backend):
             env=_v.env_list(env, env_from_secret), node_selector=dict(node_selector or {}), queue=queue or "",
             data_connections=_v.names("data_connection", data_connection), pvcs=[_dataconn.PVC.parse(p) for p in _v.names("pvc", pvc)],
             config_maps=[_dataconn.ConfigMap.parse(c) for c in _v.names("config_map", config_map)])
+        _scheduling(inp, {"timeout": timeout, "retries": retries, "priority": priority, "tolerations": tolerations,
+                          "image_pull_secrets": image_pull_secrets, "description": description, "launcher_flags": launcher_flags})
         if slots_per_worker is not None:
             _v.check_int("slots_per_worker", slots_per_worker, 1)
         _b.build(inp, _b.offline_runtime(runtime))  # what needs no cluster is checked first
@@ -617,7 +626,8 @@ class KubernetesBackend(Backend):
             if isinstance(command, str) or not command or not all(isinstance(c, str) for c in command):
                 raise InvalidJobError(f"command {command!r}: give a non-empty list of strings, e.g. ['mpirun', 'python3', 'train.py']", field="command")
         allowed = {"command", "workers", "image", "worker_image", "launcher_image", "slots_per_worker", "resources_per_worker",
-                   "launcher_resources", "runtime", "env", "env_from_secret", "node_selector", "volumes", "queue", "dry_run"}
+                   "launcher_resources", "runtime", "env", "env_from_secret", "node_selector", "volumes", "queue", "dry_run",
+                   *SCHEDULING_ARGS}
         unknown = set(overrides) - allowed
         if unknown:
             raise InvalidJobError(f"clone_job does not know {sorted(unknown)}: use {sorted(allowed)}", field=sorted(unknown)[0])
@@ -669,6 +679,7 @@ class KubernetesBackend(Backend):
             inp.node_selector = dict(o["node_selector"] or {})
         if "queue" in o:
             inp.queue = o["queue"] or ""
+        _scheduling(inp, {k: v for k, v in o.items() if k in SCHEDULING_ARGS})
         job = _b.build(inp, self._runtime(inp.runtime))
         tj = job.train_job
         if "volumes" in o:
@@ -678,13 +689,13 @@ class KubernetesBackend(Backend):
                 kept.append(_b.patch(None, vols))
         if kept:
             tj["spec"].setdefault("runtimePatches", []).extend(kept)
-        labels = {k: v for k, v in (meta.get("labels") or {}).items() if k not in (_jobspec.BASE_RUNTIME_LABEL, QUEUE_LABEL)}
+        labels = {k: v for k, v in (meta.get("labels") or {}).items() if k not in (_jobspec.BASE_RUNTIME_LABEL, QUEUE_LABEL, _jobspec.PRIORITY_LABEL)}
         if labels:
             tj["metadata"].setdefault("labels", {}).update(labels)
         annotations = {k: v for k, v in (meta.get("annotations") or {}).items()
-                       if k not in (STATUS_ANNOTATION, CREATOR_ANNOTATION, "kubectl.kubernetes.io/last-applied-configuration")}
+                       if k not in (STATUS_ANNOTATION, CREATOR_ANNOTATION, _jobspec.DESCRIPTION, "kubectl.kubernetes.io/last-applied-configuration")}
         if annotations:
-            tj["metadata"]["annotations"] = annotations
+            tj["metadata"].setdefault("annotations", {}).update(annotations)
         return self._create(job, bool(o.get("dry_run")))
 
     def convert_legacy(self, manifest: str | dict[str, Any]) -> dict[str, Any]:
@@ -750,3 +761,26 @@ def _reachable_iter(backend: KubernetesBackend, it: Iterator[Any]) -> Iterator[A
 for _name, _fn in list(vars(KubernetesBackend).items()):
     if not _name.startswith("_") and callable(_fn):
         setattr(KubernetesBackend, _name, _reachable(_fn))
+
+
+#: create_job's and clone_job's arguments for what a job sets besides its shape and data.
+SCHEDULING_ARGS = ("timeout", "retries", "priority", "tolerations", "image_pull_secrets", "description", "launcher_flags")
+
+
+def _scheduling(inp: _jobspec.Input, args: dict[str, Any]) -> None:
+    """Set on ``inp`` the scheduling arguments given (None: left as they are); the builder checks them."""
+    if args.get("timeout") is not None:
+        inp.timeout = _v.optional_str("timeout", args["timeout"], "2h")
+    if args.get("retries") is not None:
+        _v.check_int("retries", args["retries"], 0)
+        inp.retries = args["retries"]
+    if args.get("priority") is not None:
+        inp.priority = _v.optional_str("priority", args["priority"], "high")
+    if args.get("tolerations") is not None:
+        inp.tolerations = _v.tolerations(args["tolerations"])
+    if args.get("image_pull_secrets") is not None:
+        inp.image_pull_secrets = _v.names("image_pull_secrets", args["image_pull_secrets"])
+    if args.get("description") is not None:
+        inp.description = _v.optional_str("description", args["description"], "nightly run")
+    if args.get("launcher_flags") is not None:
+        inp.launcher_flags = _v.launcher_flags(args["launcher_flags"])

@@ -41,6 +41,10 @@ import {
   nameError,
   nodeSelectorOf,
   minMemoryBytes,
+  priorityError,
+  retriesError,
+  timeoutError,
+  tolerationsOf,
   quantityError,
   RuntimeInfo,
   summary,
@@ -67,6 +71,14 @@ const help = {
   nodeSelector: 'Node labels the Launcher and Workers need, key=value, one per line.',
   dataConnections: 'S3 data connections of the project: their keys reach the Launcher and every Worker as Secret references, never as values. The first one’s keys are AWS_*, and the job’s artifacts go to s3://BUCKET/NAME/ ($MPIJOB_OUTPUT_URI).',
   pvcs: 'PersistentVolumeClaims mounted on the Launcher and every Worker, claim or claim:/mount/path (default /mnt/claim), one per line.',
+  configMaps: 'ConfigMaps of the project mounted read-only on the Launcher and every Worker, each key a file: name or name:/mount/path (default /config/name), one per line.',
+  description: 'A line about the job for the people who list it (at most 500 characters).',
+  launcherFlags: 'Flags for mpirun (or mpiexec) before the program, e.g. --bind-to none: added after the first word of the command, or of the runtime’s.',
+  timeout: 'Stop the job once it has run this long, e.g. 90m, 2h or 1h30m (reason DeadlineExceeded). Empty: no limit.',
+  retries: 'Start the whole job again after a failure, up to this many times: every Worker and the Launcher anew, the program from its start (resume from a checkpoint in your program).',
+  priority: 'Kueue WorkloadPriorityClass of the job (with a queue): Kueue admits higher ones first and may preempt lower ones for them.',
+  tolerations: 'Taints the Launcher and Workers tolerate, KEY[=VALUE][:EFFECT], e.g. dedicated=mpi:NoSchedule (no value: any value; no effect: every effect), one per line.',
+  imagePullSecrets: 'Secrets of the project to pull the images with (a private registry), one per line.',
 };
 
 /** The wizard; from ("NS/NAME") clones that job, resubmit applies its failure's fix. */
@@ -136,7 +148,16 @@ export function CreatePage({ from = '', resubmit = false }: { from?: string; res
     'launcher_resources.memory': quantityError(form.launcherMemory, '1Gi', minMemoryBytes),
     env: envError(form.env),
     slots_per_worker: form.slotsPerWorker < 0 ? 'Use 1 or more (MPI ranks per Worker), or 0 for the runtime’s.' : '',
+    timeout: timeoutError(form.timeout),
+    retries: retriesError(form.retries),
+    priority: priorityError(form.priority, form.queue),
+    description: form.description.length > 500 ? `Use at most 500 characters (${form.description.length} now).` : '',
   };
+  try {
+    tolerationsOf(form.tolerations);
+  } catch (e) {
+    local.tolerations = `${(e as Error).message}.`;
+  }
   try {
     nodeSelectorOf(form.nodeSelector);
   } catch (e) {
@@ -145,9 +166,10 @@ export function CreatePage({ from = '', resubmit = false }: { from?: string; res
   const quotaErrors = quota?.fields ?? [];
   const errorOf = (field: string) =>
     local[field] || serverErrors.find((e) => e.field === field || e.field.startsWith(field + '.'))?.message || quotaErrors.find((e) => e.field === field)?.message || '';
-  const basicsOK = !local.name && !!form.namespace;
+  const basicsOK = !local.name && !local.description && !!form.namespace;
   const configOK = !local.workers && !local.slots_per_worker && !local.env;
-  const resourcesOK = !Object.keys(local).some((k) => k.includes('resources') && local[k]) && quotaErrors.length === 0;
+  const advancedOK = !local.timeout && !local.retries && !local.priority && !local.tolerations && !local.node_selector;
+  const resourcesOK = !Object.keys(local).some((k) => k.includes('resources') && local[k]) && quotaErrors.length === 0 && advancedOK;
 
   // The live quota check: the admission pre-flight's numbers, as the form
   // changes (debounced).
@@ -235,6 +257,8 @@ export function CreatePage({ from = '', resubmit = false }: { from?: string; res
                 <FormSelect id="namespace" aria-label="Namespace" value={form.namespace} onChange={(_, v) => set({ namespace: v })}>
                   {(namespaces ?? []).map((n) => <FormSelectOption key={n.name} value={n.name} label={n.name} />)}
                 </FormSelect>)}
+              {field('description', 'Description', help.description,
+                <TextInput id="description" aria-label="Description" placeholder="e.g. digits, 4 Workers, nightly" value={form.description} validated={invalid('description')} onChange={(_, v) => set({ description: v })} />)}
             </Form>
           </WizardStep>
           <WizardStep name="Configuration" id="configuration" footer={{ isNextDisabled: !configOK }}>
@@ -253,6 +277,8 @@ export function CreatePage({ from = '', resubmit = false }: { from?: string; res
                 <TextInput id="image" aria-label="Image" placeholder={rt?.workerImage ?? ''} value={form.image} validated={invalid('image')} onChange={(_, v) => set({ image: v })} />)}
               {field('command', 'Command and arguments', help.command,
                 <TextArea id="command" aria-label="Command and arguments" placeholder={(rt?.command ?? []).join('\n')} value={form.command} validated={invalid('command')} onChange={(_, v) => set({ command: v })} autoResize />)}
+              {field('launcher-flags', 'Launcher flags', help.launcherFlags,
+                <TextInput id="launcher-flags" aria-label="Launcher flags" placeholder="--bind-to none" value={form.launcherFlags} validated={invalid('launcher_flags')} onChange={(_, v) => set({ launcherFlags: v })} />, 'launcher_flags')}
               {field('workers', 'Workers', help.workers,
                 <div style={{ display: 'flex', gap: 16, alignItems: 'center' }}>
                   <Slider style={{ flex: 1 }} min={1} max={64} value={Math.min(Math.max(form.workers, 1), 64)} onChange={(_, v) => set({ workers: Math.round(v) })} aria-label="Workers slider" />
@@ -282,6 +308,8 @@ export function CreatePage({ from = '', resubmit = false }: { from?: string; res
                 </div>, 'data_connections')}
               {field('pvcs', 'PersistentVolumeClaims', help.pvcs,
                 <TextArea id="pvcs" aria-label="PersistentVolumeClaims" placeholder="results:/mnt/results" value={form.pvcs} validated={invalid('pvcs')} onChange={(_, v) => set({ pvcs: v })} />, 'pvcs')}
+              {field('config-maps', 'ConfigMaps', help.configMaps,
+                <TextArea id="config-maps" aria-label="ConfigMaps" placeholder="train-config" value={form.configMaps} validated={invalid('config_maps')} onChange={(_, v) => set({ configMaps: v })} />, 'config_maps')}
               {field('env', 'Environment variables', help.env,
                 <div>
                   {form.env.map((e, i) => (
@@ -324,6 +352,19 @@ export function CreatePage({ from = '', resubmit = false }: { from?: string; res
                   <TextInput id="queue" aria-label="Queue" value={form.queue} validated={invalid('queue')} onChange={(_, v) => set({ queue: v })} />)}
                 {field('node-selector', 'Node selector', help.nodeSelector,
                   <TextArea id="node-selector" aria-label="Node selector" value={form.nodeSelector} validated={invalid('node_selector')} onChange={(_, v) => set({ nodeSelector: v })} />, 'node_selector')}
+                {field('priority', 'Priority', help.priority,
+                  <TextInput id="priority" aria-label="Priority" placeholder="e.g. high" value={form.priority} validated={invalid('priority')} onChange={(_, v) => set({ priority: v })} />)}
+                {field('timeout', 'Timeout', help.timeout,
+                  <TextInput id="timeout" aria-label="Timeout" placeholder="e.g. 2h" value={form.timeout} validated={invalid('timeout')} onChange={(_, v) => set({ timeout: v })} />)}
+                {field('retries', 'Retries', help.retries,
+                  <NumberInput id="retries" value={form.retries} min={0} max={10} inputAriaLabel="Retries" minusBtnAriaLabel="fewer retries" plusBtnAriaLabel="more retries"
+                    validated={invalid('retries')}
+                    onMinus={() => set({ retries: form.retries - 1 })} onPlus={() => set({ retries: form.retries + 1 })}
+                    onChange={(e) => set({ retries: Number((e.target as HTMLInputElement).value) })} />)}
+                {field('tolerations', 'Tolerations', help.tolerations,
+                  <TextArea id="tolerations" aria-label="Tolerations" placeholder="dedicated=mpi:NoSchedule" value={form.tolerations} validated={invalid('tolerations')} onChange={(_, v) => set({ tolerations: v })} />)}
+                {field('image-pull-secrets', 'Image pull Secrets', help.imagePullSecrets,
+                  <TextArea id="image-pull-secrets" aria-label="Image pull Secrets" placeholder="registry-creds" value={form.imagePullSecrets} validated={invalid('image_pull_secrets')} onChange={(_, v) => set({ imagePullSecrets: v })} />, 'image_pull_secrets')}
               </ExpandableSection>
             </Form>
           </WizardStep>
@@ -375,10 +416,17 @@ function Review({ form, rt, answer, onCheck }: { form: JobForm; rt?: RuntimeInfo
       <ul style={{ marginBottom: 12 }}>
         <li>Runtime {form.runtime}{rt?.mpi ? ` (${rt.mpi})` : ''}</li>
         <li>Image {form.image || `${rt?.workerImage ?? 'the runtime’s'} (the runtime’s)`}</li>
-        <li>Command {form.command.trim() ? form.command.split('\n').filter((l) => l.trim()).join(' ') : 'the runtime’s'}</li>
+        <li>Command {form.command.trim() ? form.command.split('\n').filter((l) => l.trim()).join(' ') : 'the runtime’s'}{form.launcherFlags.trim() ? `, with launcher flags ${form.launcherFlags.trim()}` : ''}</li>
         {form.queue && <li>Queue {form.queue}</li>}
         {form.dataConnections.length > 0 && <li data-testid="review-data-connections">Data connections {form.dataConnections.join(', ')} (artifacts to s3://BUCKET/{form.name}/)</li>}
         {form.pvcs.trim() && <li>PVCs {form.pvcs.split('\n').filter((l) => l.trim()).join(', ')}</li>}
+        {form.configMaps.trim() && <li>ConfigMaps {form.configMaps.split('\n').filter((l) => l.trim()).join(', ')}</li>}
+        {form.description.trim() && <li data-testid="review-description">Description {form.description.trim()}</li>}
+        {form.priority.trim() && <li>Priority {form.priority.trim()}</li>}
+        {form.timeout.trim() && <li data-testid="review-timeout">Timeout {form.timeout.trim()}</li>}
+        {form.retries > 0 && <li>Retries up to {form.retries} (the whole job starts again)</li>}
+        {form.tolerations.trim() && <li>Tolerations {form.tolerations.split('\n').filter((l) => l.trim()).join(', ')}</li>}
+        {form.imagePullSecrets.trim() && <li>Image pull Secrets {form.imagePullSecrets.split('\n').filter((l) => l.trim()).join(', ')}</li>}
       </ul>
       {!answer && <Alert variant="info" isInline title="Checking the job with the cluster (dry run, admission included)…" />}
       {answer?.error && (

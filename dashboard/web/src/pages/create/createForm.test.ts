@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cloneName, emptyForm, envError, fromInput, nameError, nodeSelectorOf, quantityError, resubmitFix, summary, times, toInput, workersError } from './createForm';
+import { cloneName, emptyForm, envError, fromInput, nameError, nodeSelectorOf, priorityError, quantityError, resubmitFix, retriesError, summary, timeoutError, times, toInput, tolerationsOf, workersError } from './createForm';
 
 describe('nameError', () => {
   it.each([
@@ -79,6 +79,27 @@ describe('clone', () => {
   it('fromInput is the inverse of toInput', () => {
     const f = { ...emptyForm, name: 'j', namespace: 'team-a', workers: 4, slotsPerWorker: 2, image: 'reg/x:1', command: 'mpirun\npython3 t.py', cpu: '2', memory: '8Gi', gpus: 1, launcherCpu: '500m', launcherMemory: '1Gi', env: [{ name: 'A', value: '1' }], queue: 'default', nodeSelector: 'disktype=ssd' };
     expect(fromInput(toInput(f), 'team-a')).toEqual(f);
+  });
+  it('carries what a job sets besides its shape: timeout, retries, priority, tolerations, pull Secrets, description, ConfigMaps', () => {
+    const f = {
+      ...emptyForm, name: 'j', namespace: 'team-a', queue: 'default', description: 'nightly digits', timeout: '1h30m', retries: 2, priority: 'high',
+      tolerations: 'dedicated=mpi:NoSchedule\nspot', imagePullSecrets: 'regcred', launcherFlags: '--bind-to none', configMaps: 'cfg\nother:/etc/other',
+    };
+    const input = toInput(f);
+    expect(input.tolerations).toEqual([{ key: 'dedicated', operator: 'Equal', value: 'mpi', effect: 'NoSchedule' }, { key: 'spot', operator: 'Exists' }]);
+    expect(input.launcher_flags).toEqual(['--bind-to', 'none']);
+    expect(input.config_maps).toEqual([{ name: 'cfg' }, { name: 'other', mount_path: '/etc/other' }]);
+    expect(fromInput(input, 'team-a')).toEqual(f);
+  });
+  it('refuses a bad timeout, retries, a priority without a queue and a bad toleration as the builder does', () => {
+    expect(timeoutError('90')).toContain('is not a duration');
+    expect(timeoutError('0m')).toContain('must be more than 0');
+    expect(timeoutError('2h')).toBe('');
+    expect(retriesError(11)).toContain('0 to 10');
+    expect(priorityError('high', '')).toContain('no queue');
+    expect(priorityError('high', 'default')).toBe('');
+    expect(() => tolerationsOf('a=b:Sometimes')).toThrow('the effect must be');
+    expect(() => tolerationsOf('=b')).toThrow('has no taint key');
   });
   it('cloneName', () => {
     expect(cloneName('train')).toBe('train-2');

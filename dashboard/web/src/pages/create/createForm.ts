@@ -35,6 +35,22 @@ export interface Form {
   dataConnections: string[];
   /** PersistentVolumeClaims, claim or claim:/mount/path, one per line. */
   pvcs: string;
+  /** ConfigMaps, name or name:/mount/path, one per line. */
+  configMaps: string;
+  /** A line about the job. */
+  description: string;
+  /** How long the job may run: 90m, 2h, 1h30m ("": no limit). */
+  timeout: string;
+  /** How many times the whole job starts again after a failure. */
+  retries: number;
+  /** Kueue WorkloadPriorityClass ("": none). */
+  priority: string;
+  /** Tolerations, KEY[=VALUE][:EFFECT], one per line. */
+  tolerations: string;
+  /** Image pull Secrets, one per line. */
+  imagePullSecrets: string;
+  /** Flags for mpirun before the program, split at spaces. */
+  launcherFlags: string;
 }
 
 export const emptyForm: Form = {
@@ -55,6 +71,14 @@ export const emptyForm: Form = {
   nodeSelector: '',
   dataConnections: [],
   pvcs: '',
+  configMaps: '',
+  description: '',
+  timeout: '',
+  retries: 0,
+  priority: '',
+  tolerations: '',
+  imagePullSecrets: '',
+  launcherFlags: '',
 };
 
 /** The longest job name: the Launcher's pod names add to it (api.MaxJobNameLength). */
@@ -109,6 +133,70 @@ export function envError(env: EnvVar[]): string {
   return '';
 }
 
+/** A pod's toleration, as the builder takes it (jobspec.Input.tolerations). */
+export interface Toleration {
+  key?: string;
+  operator?: 'Equal' | 'Exists';
+  value?: string;
+  effect?: string;
+}
+
+/** The timeout's form (jobspec.ParseTimeout): whole hours, minutes and seconds, in that order. */
+const timeoutPattern = /^(?:([0-9]{1,6})h)?(?:([0-9]{1,6})m)?(?:([0-9]{1,9})s)?$/;
+
+/** timeoutError checks a timeout as the builder does ("" = no limit). */
+export function timeoutError(v: string): string {
+  const t = v.trim();
+  if (t === '') return '';
+  const m = t.match(timeoutPattern);
+  if (!m) return `"${v}" is not a duration: use e.g. 90m, 2h or 1h30m (whole hours h, minutes m and seconds s; a bare number has no unit).`;
+  const secs = Number(m[1] ?? 0) * 3600 + Number(m[2] ?? 0) * 60 + Number(m[3] ?? 0);
+  if (secs < 1) return `"${v}" must be more than 0: use e.g. 90m, 2h or 1h30m, or leave it empty for no limit.`;
+  return '';
+}
+
+/** retriesError checks the retries (0 to 10, jobspec.MaxRetries). */
+export function retriesError(n: number): string {
+  if (!Number.isInteger(n) || n < 0 || n > 10) return 'Use 0 to 10: how many times the whole job starts again after a failure.';
+  return '';
+}
+
+/** priorityError: Kueue orders the jobs of a queue by priority. */
+export function priorityError(priority: string, queue: string): string {
+  if (priority.trim() && !queue.trim()) return 'Kueue orders the jobs of a queue by priority, and this job has no queue: give it a queue as well.';
+  return '';
+}
+
+/** tolerationsOf reads KEY[=VALUE][:EFFECT] lines (kubectl taint's form); it throws on a bad effect. */
+export function tolerationsOf(text: string): Toleration[] {
+  const out: Toleration[] = [];
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    if (!line) continue;
+    const [kv, effect] = line.includes(':') ? [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim()] : [line, ''];
+    if (effect && !['NoSchedule', 'PreferNoSchedule', 'NoExecute'].includes(effect)) {
+      throw new Error(`"${line}": the effect must be NoSchedule, PreferNoSchedule or NoExecute, as in dedicated=gpu:NoSchedule`);
+    }
+    const t: Toleration = kv.includes('=')
+      ? { key: kv.slice(0, kv.indexOf('=')).trim(), operator: 'Equal', value: kv.slice(kv.indexOf('=') + 1).trim() }
+      : { key: kv.trim(), operator: 'Exists' };
+    if (!t.key) throw new Error(`"${line}" has no taint key: write key=value:Effect, as in dedicated=gpu:NoSchedule`);
+    if (effect) t.effect = effect;
+    out.push(t);
+  }
+  return out;
+}
+
+/** formatToleration writes a toleration as tolerationsOf reads it. */
+export function formatToleration(t: Toleration): string {
+  return `${t.key ?? ''}${t.operator === 'Equal' ? `=${t.value ?? ''}` : ''}${t.effect ? `:${t.effect}` : ''}`;
+}
+
+/** lines are the non-empty trimmed lines of a text field. */
+function lines(text: string): string[] {
+  return text.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+}
+
 /** nodeSelectorOf reads "key=value" lines; it throws on a line without "=". */
 export function nodeSelectorOf(text: string): Record<string, string> {
   const out: Record<string, string> = {};
@@ -144,12 +232,28 @@ export function toInput(f: Form): JobInput {
   if (f.dataConnections.length) input.data_connections = [...f.dataConnections];
   const pvcs = pvcsOf(f.pvcs);
   if (pvcs.length) input.pvcs = pvcs;
+  const configMaps = pvcsOf(f.configMaps).map((p) => (p.mount_path ? { name: p.claim, mount_path: p.mount_path } : { name: p.claim }));
+  if (configMaps.length) input.config_maps = configMaps;
   try {
     const sel = nodeSelectorOf(f.nodeSelector);
     if (Object.keys(sel).length) input.node_selector = sel;
   } catch {
     // shown next to the field; the builder is not asked
   }
+  if (f.description.trim()) input.description = f.description.trim();
+  if (f.timeout.trim()) input.timeout = f.timeout.trim();
+  if (f.retries) input.retries = f.retries;
+  if (f.priority.trim()) input.priority = f.priority.trim();
+  try {
+    const tolerations = tolerationsOf(f.tolerations);
+    if (tolerations.length) input.tolerations = tolerations;
+  } catch {
+    // shown next to the field
+  }
+  const secrets = lines(f.imagePullSecrets);
+  if (secrets.length) input.image_pull_secrets = secrets;
+  const flags = f.launcherFlags.split(/\s+/).filter((x) => x !== '');
+  if (flags.length) input.launcher_flags = flags;
   return input;
 }
 
@@ -201,6 +305,14 @@ export function fromInput(input: JobInput, namespace: string): Form {
     nodeSelector: Object.entries(sel).map(([k, v]) => `${k}=${v}`).join('\n'),
     dataConnections: ((input.data_connections ?? []) as string[]).slice(),
     pvcs: ((input.pvcs ?? []) as { claim: string; mount_path?: string }[]).map((p) => (p.mount_path ? `${p.claim}:${p.mount_path}` : p.claim)).join('\n'),
+    configMaps: ((input.config_maps ?? []) as { name: string; mount_path?: string }[]).map((c) => (c.mount_path ? `${c.name}:${c.mount_path}` : c.name)).join('\n'),
+    description: String(input.description ?? ''),
+    timeout: String(input.timeout ?? ''),
+    retries: Number(input.retries ?? 0),
+    priority: String(input.priority ?? ''),
+    tolerations: ((input.tolerations ?? []) as Toleration[]).map(formatToleration).join('\n'),
+    imagePullSecrets: ((input.image_pull_secrets ?? []) as string[]).join('\n'),
+    launcherFlags: ((input.launcher_flags ?? []) as string[]).join(' '),
   };
 }
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { JobInput } from '../../api/types';
-import { envError, minMemoryBytes, nameError, quantityError, workersError } from './createForm';
+import { envError, minMemoryBytes, nameError, priorityError, quantityError, retriesError, timeoutError, tolerationsOf, workersError } from './createForm';
+import type { Toleration } from './createForm';
 
 // The builder's shared vectors (pkg/jobspec/testdata/vectors, which Go and
 // the SDK test too): the checks the wizard makes as the user types must
@@ -26,6 +27,26 @@ function formCheck(field: string, input: JobInput): string | undefined {
       // a Secret is the CLI's and the SDK's to write.
       if ((input.env ?? []).some((e) => e.valueFrom)) return undefined;
       return envError((input.env ?? []).map((e) => ({ name: e.name, value: e.value ?? '' })));
+    case 'timeout':
+      return timeoutError(input.timeout ?? '');
+    case 'retries':
+      return retriesError(input.retries ?? 0);
+    case 'priority':
+      // The name's form is the server's to check; the queue rule is the form's.
+      if ((input.priority ?? '') !== '' && !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(input.priority ?? '')) return undefined;
+      return priorityError(input.priority ?? '', input.queue ?? '');
+    case 'tolerations': {
+      // The form reads KEY[=VALUE][:EFFECT] lines; a vector's tolerations are written back that way.
+      const ts = (input.tolerations ?? []) as Toleration[];
+      if (ts.some((t) => (t.operator === 'Exists' && t.value) || (t.key ?? '').includes('='))) return undefined;
+      const text = ts.map((t) => `${t.key ?? ''}${t.operator === 'Exists' ? '' : `=${t.value ?? ''}`}${t.effect ? `:${t.effect}` : ''}`).join('\n');
+      try {
+        tolerationsOf(text);
+        return '';
+      } catch (e) {
+        return (e as Error).message;
+      }
+    }
     case 'resources_per_worker':
     case 'launcher_resources':
       if (key !== 'cpu' && key !== 'memory') return undefined;
@@ -38,7 +59,7 @@ describe('the form checks as the builder does', () => {
   it('loads the vectors', () => {
     expect(vectors.length).toBeGreaterThanOrEqual(20);
   });
-  const checked = ['name', 'workers', 'env', 'resources_per_worker.cpu', 'resources_per_worker.memory', 'launcher_resources.cpu', 'launcher_resources.memory'];
+  const checked = ['name', 'workers', 'env', 'resources_per_worker.cpu', 'resources_per_worker.memory', 'launcher_resources.cpu', 'launcher_resources.memory', 'timeout', 'retries', 'priority', 'tolerations'];
   for (const v of vectors) {
     if (v.error) {
       const said = formCheck(v.error.field, v.input);
