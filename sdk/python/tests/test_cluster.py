@@ -11,6 +11,7 @@ from kubernetes import config as k8s_config
 from kubernetes.client.rest import ApiException
 
 from mpijob import (
+    InvalidJobError,
     JobFailedError,
     JobNotFoundError,
     MPIJobClient,
@@ -274,3 +275,39 @@ def test_suspend_and_resume(kubeconfig_path, namespace):
     with pytest.raises(JobNotFoundError, match="did you mean 'hold'"):
         client.suspend_job("hodl")
     client.delete_job("hold", wait=False)
+
+
+def test_the_whole_job_at_create_time(kubeconfig_path):
+    """create_job's timeout, tolerations, image pull Secrets, description and launcher flags reach the
+    pods and the status; the timeout stops the job as DeadlineExceeded; a bad value is refused naming
+    the argument before anything is made."""
+    client = MPIJobClient(namespace="team-a", context="dev-a", config_file=kubeconfig_path)
+    with pytest.raises(InvalidJobError) as e:
+        client.create_job(unique("sdk-bad"), command=None, workers=1, timeout="90")
+    assert e.value.field == "timeout" and "is not a duration" in str(e.value)
+    with pytest.raises(InvalidJobError, match="no queue"):
+        client.create_job(unique("sdk-bad"), command=None, workers=1, priority="high")
+    name = unique("sdk-whole")
+    client.create_job(name, command=["mpirun", "sh", "-c", "sleep 600"], workers=1, timeout="30s",
+                      tolerations=["mpijob.dev/e2e=yes:NoSchedule"], image_pull_secrets="sdk-regcred",
+                      description="from the SDK", launcher_flags="--bind-to none")
+    try:
+        client.wait_for_job(name, phases=["Running"], timeout=180)
+        pods = client._backend._api._core.list_namespaced_pod("team-a", label_selector=f"jobset.sigs.k8s.io/jobset-name={name}").items
+        assert len(pods) == 2, [p.metadata.name for p in pods]
+        for p in pods:
+            assert any(t.key == "mpijob.dev/e2e" and t.value == "yes" and t.effect == "NoSchedule" for t in p.spec.tolerations), p.spec.tolerations
+            assert [s.name for s in p.spec.image_pull_secrets] == ["sdk-regcred"]
+            if p.metadata.labels["jobset.sigs.k8s.io/replicatedjob-name"] == "launcher":
+                assert p.spec.containers[0].command[:3] == ["mpirun", "--bind-to", "none"], p.spec.containers[0].command
+        job = client.get_job(name)
+        assert job.raw["metadata"]["annotations"]["mpijob.dev/description"] == "from the SDK"
+        assert job.raw["spec"]["activeDeadlineSeconds"] == 30
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and client.get_job(name).status.phase != "Failed":
+            time.sleep(1)
+        got = client.get_job(name).status
+        assert (got.phase, got.reason) == ("Failed", "DeadlineExceeded"), (got.phase, got.reason, got.message)
+        assert "timeout of 30s" in got.message
+    finally:
+        client.delete_job(name, wait=False)

@@ -50,6 +50,39 @@ def test_env_from_secret_keeps_the_value_out_of_the_job(monkeypatch):
     ]
 
 
+def test_the_whole_job_at_create_time():
+    custom = _RecordingCustom()
+    c = _offline_client(custom)
+    c.create_job("sched", ["mpirun", "python3", "train.py"], workers=2, queue="default", timeout="1h30m", retries=2, priority="high",
+                 tolerations=["dedicated=mpi:NoSchedule", {"key": "spot", "operator": "Exists"}], image_pull_secrets="regcred",
+                 description="nightly", launcher_flags="--bind-to none")
+    tj = custom.created["trainjobs"]
+    assert tj["spec"]["activeDeadlineSeconds"] == 5400
+    assert tj["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "high"
+    assert tj["metadata"]["annotations"]["mpijob.dev/description"] == "nightly"
+    assert tj["spec"]["trainer"]["command"] == ["mpirun", "--bind-to", "none", "python3", "train.py"]
+    pod = tj["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]
+    assert pod["tolerations"] == [{"key": "dedicated", "operator": "Equal", "value": "mpi", "effect": "NoSchedule"}, {"key": "spot", "operator": "Exists"}]
+    assert pod["imagePullSecrets"] == [{"name": "regcred"}]
+    assert custom.created["trainingruntimes"]["spec"]["template"]["spec"]["failurePolicy"] == {"maxRestarts": 2}
+
+
+@pytest.mark.parametrize("kwargs,field,text", [
+    ({"timeout": 90}, "timeout", "give a string"),
+    ({"retries": "2"}, "retries", "use an integer"),
+    ({"tolerations": [3]}, "tolerations", "is no toleration"),
+    ({"launcher_flags": 5}, "launcher_flags", "give a string"),
+    ({"tolerations": ["a=b:Never"]}, "tolerations", "the effect"),
+    ({"launcher_flags": "--bind-to none", "command": ["python3", "t.py"]}, "launcher_flags", 'starts with "python3"'),
+])
+def test_bad_settings_name_the_argument(kwargs, field, text):
+    c = _offline_client(_RecordingCustom())
+    args = {"command": ["mpirun", "t"], **kwargs}
+    with pytest.raises(InvalidJobError) as e:
+        c.create_job("bad", workers=1, **args)
+    assert e.value.field == field and text in str(e.value), (e.value.field, str(e.value))
+
+
 def _k8s_event(kind, name, reason, message, ts, type_="Normal", count=1):
     from kubernetes import client as k
     return k.CoreV1Event(involved_object=k.V1ObjectReference(kind=kind, name=name), reason=reason, message=message,
