@@ -173,6 +173,17 @@ func TestDashboardCreateWizardInTheBrowser(t *testing.T) {
 	browserCheck(t, "create.mjs", ts.URL, "wizard checks", "JOB="+job,
 		// mpi-openmpi's Workers have a 1Gi memory limit.
 		"OOM_JOB="+oom, "OOM_MEMORY=2Gi")
+	// What the Advanced section set reached the job.
+	made := &trainer.TrainJob{}
+	if err := c.Client.Get(context.Background(), client.ObjectKey{Namespace: "team-a", Name: job}, made); err != nil {
+		t.Fatal(err)
+	}
+	if made.Spec.ActiveDeadlineSeconds != 600 || made.Annotations[api.DescriptionAnnotation] != "made by the wizard test" {
+		t.Errorf("the wizard's job: activeDeadlineSeconds %d, description %q; want 600 and the one typed", made.Spec.ActiveDeadlineSeconds, made.Annotations[api.DescriptionAnnotation])
+	}
+	if b, _ := json.Marshal(made.Spec.RuntimePatches); !strings.Contains(string(b), `"key":"mpijob.dev/wizard"`) {
+		t.Errorf("the wizard's job has no toleration of mpijob.dev/wizard: %s", b)
+	}
 	// Only the job the wizard submitted exists.
 	l := &trainer.TrainJobList{}
 	if err := c.Client.List(context.Background(), l, client.InNamespace("team-a")); err != nil {

@@ -29,6 +29,7 @@ await step('dev-a creates a job through the wizard', async () => {
   check(await next(page).isDisabled(), 'Next is disabled while the name is bad');
   await page.screenshot({ path: `${shots}/wizard-basics-error.png` });
   await page.getByLabel('Name', { exact: true }).fill(job);
+  await page.getByLabel('Description', { exact: true }).fill('made by the wizard test');
   check(await enabledSoon(next(page)), 'a good name enables Next');
   await next(page).click();
 
@@ -56,11 +57,24 @@ await step('dev-a creates a job through the wizard', async () => {
   await page.getByTestId('quota').filter({ hasText: 'Fits' }).waitFor({ timeout: 10000 });
   check(true, 'the quota check says the job fits once the GPUs are gone');
   check((await page.locator('#gpus-error').count()) === 0, 'the GPU error goes with them');
+  // Advanced: a timeout without a unit is refused as it is typed; a
+  // toleration and a good timeout go through.
+  await page.getByRole('button', { name: 'Advanced' }).click();
+  await page.getByLabel('Timeout', { exact: true }).fill('90');
+  await page.locator('#timeout-error').waitFor();
+  check((await page.locator('#timeout-error').textContent()).includes('is not a duration'), 'a timeout of "90" shows its error next to the field');
+  check(await next(page).isDisabled(), 'Next is disabled with a bad timeout');
+  await page.getByLabel('Timeout', { exact: true }).fill('10m');
+  await page.getByLabel('Tolerations', { exact: true }).fill('mpijob.dev/wizard=yes:NoSchedule');
+  check(await enabledSoon(next(page)), 'a good timeout enables Next');
+  await page.screenshot({ path: `${shots}/wizard-advanced.png`, fullPage: true });
   await next(page).click();
 
   // Review: the summary, a dry run, the YAML, then Create.
   const summary = await page.getByTestId('summary').textContent();
   check(summary.startsWith('2 Workers × 1 slot = 2 ranks'), `the review sums the job up (${summary})`);
+  check((await page.getByTestId('review-timeout').textContent()).includes('10m'), 'the review names the timeout');
+  check((await page.getByTestId('review-description').textContent()).includes('made by the wizard test'), 'the review shows the description');
   await page.getByTestId('dry-run-ok').waitFor({ timeout: 15000 });
   check(true, 'the dry run (admission included) accepts the job');
   await page.getByRole('button', { name: 'View YAML' }).click();
