@@ -3,8 +3,11 @@ package localcluster
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -56,31 +59,8 @@ func (c *Cluster) startPrometheus(ctx context.Context) error {
 	if err := os.WriteFile(token, []byte(tr.Status.Token), 0o600); err != nil {
 		return err
 	}
-	var nodes []string
-	for i := 1; i <= c.opts.RealNodes; i++ {
-		nodes = append(nodes, nodeName(i))
-	}
-	// The manager's certificate comes from its own CA (its rotator's, in
-	// the Secret the pods mount); the pods are found through the API.
-	managerCA, err := c.writeManagerCA(ctx)
+	cfgPath, err := c.writePrometheusConfig(ctx)
 	if err != nil {
-		return err
-	}
-	kubeconfig, err := c.serviceAccountKubeconfig(ctx, "mpijob-monitoring", "prometheus")
-	if err != nil {
-		return err
-	}
-	cfg, err := monitoring.PrometheusConfig(monitoring.Targets{
-		Nodes: nodes, ManagerCA: managerCA, Kubeconfig: kubeconfig,
-		ManagerNamespace: ManagerNamespace, ManagerApp: ManagerDeployment,
-		CA: c.pki.Path("ca", "crt"), TokenFile: token,
-		Rules: filepath.Join(c.opts.RepoRoot, "config", "monitoring", "recording-rules.yaml"),
-	})
-	if err != nil {
-		return err
-	}
-	cfgPath := filepath.Join(dir, "prometheus.yml")
-	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
 		return err
 	}
 	args := []string{
@@ -89,6 +69,9 @@ func (c *Cluster) startPrometheus(ctx context.Context) error {
 		"--storage.tsdb.retention.time=2d",
 		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", PrometheusPort),
 		"--log.level=warn",
+		// POST /-/reload re-reads the configuration and the rule files
+		// (make dev-reload does, after a change of config/monitoring).
+		"--web.enable-lifecycle",
 	}
 	if err := c.startProcess("prometheus", c.opts.bin("prometheus"), args, nil); err != nil {
 		return err
@@ -96,6 +79,77 @@ func (c *Cluster) startPrometheus(ctx context.Context) error {
 	return c.waitFor(ctx, "prometheus", 60*time.Second, func(ctx context.Context) bool {
 		return httpOK(ctx, PrometheusURL+"/-/ready")
 	})
+}
+
+// prometheusRules are the rule files the local Prometheus evaluates, as
+// the release ships them.
+var prometheusRules = []string{"recording-rules.yaml", "alerts.yaml"}
+
+// writePrometheusConfig renders the local Prometheus's configuration
+// (config/monitoring's rules, the manager's CA of now) and returns its path.
+func (c *Cluster) writePrometheusConfig(ctx context.Context) (string, error) {
+	dir := c.opts.path("prometheus")
+	var nodes []string
+	for i := 1; i <= c.opts.RealNodes; i++ {
+		nodes = append(nodes, nodeName(i))
+	}
+	// The manager's certificate comes from its own CA (its rotator's, in
+	// the Secret the pods mount); the pods are found through the API.
+	managerCA, err := c.writeManagerCA(ctx)
+	if err != nil {
+		return "", err
+	}
+	kubeconfig, err := c.serviceAccountKubeconfig(ctx, "mpijob-monitoring", "prometheus")
+	if err != nil {
+		return "", err
+	}
+	var rules []string
+	for _, f := range prometheusRules {
+		rules = append(rules, filepath.Join(c.opts.RepoRoot, "config", "monitoring", f))
+	}
+	cfg, err := monitoring.PrometheusConfig(monitoring.Targets{
+		Nodes: nodes, ManagerCA: managerCA, Kubeconfig: kubeconfig,
+		ManagerNamespace: ManagerNamespace, ManagerApp: ManagerDeployment,
+		CA: c.pki.Path("ca", "crt"), TokenFile: filepath.Join(dir, "token"),
+		APIServer: fmt.Sprintf("127.0.0.1:%d", APIServerPort),
+		Rules:     rules,
+	})
+	if err != nil {
+		return "", err
+	}
+	cfgPath := filepath.Join(dir, "prometheus.yml")
+	return cfgPath, os.WriteFile(cfgPath, cfg, 0o644)
+}
+
+// reloadPrometheus writes the configuration again and has Prometheus read
+// it and its rule files. A Prometheus that does not reload (one started
+// before --web.enable-lifecycle) is only warned of: it keeps its rules
+// until the cluster restarts.
+func (c *Cluster) reloadPrometheus(ctx context.Context) error {
+	if _, err := c.writePrometheusConfig(ctx); err != nil {
+		return err
+	}
+	if err := postReload(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "warning: %v\n", err)
+	}
+	return nil
+}
+
+func postReload(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, PrometheusURL+"/-/reload", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("failed to reload Prometheus: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("Prometheus did not reload its configuration (%s): %s; restart the cluster (make dev-down dev) if it predates --web.enable-lifecycle", resp.Status, strings.TrimSpace(string(b)))
+	}
+	return nil
 }
 
 // writeManagerCA copies the CA of mpijob-manager's certificate (from the

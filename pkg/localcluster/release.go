@@ -371,8 +371,9 @@ func Reload(ctx context.Context, opts Options, out io.Writer) error {
 	if err := c.installRelease(ctx, refs); err != nil {
 		return err
 	}
-	// A reinstall (after `kubectl delete -k config/default`) makes a new CA.
-	if _, err := c.writeManagerCA(ctx); err != nil {
+	// A reinstall (after `kubectl delete -k config/default`) makes a new
+	// CA; the rules of config/monitoring may have changed too.
+	if err := c.reloadPrometheus(ctx); err != nil {
 		return err
 	}
 	done()

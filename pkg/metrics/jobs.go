@@ -25,12 +25,16 @@ const (
 	labelPhase     = "phase"
 	labelPod       = "pod"
 	labelRole      = "role"
+	labelReason    = "reason"
 )
 
 var (
 	jobPhaseDesc = prometheus.NewDesc(namespace+"_job_phase",
 		"1 for each MPI job, labelled with its current phase (the phase of mpijob.dev/status).",
 		[]string{labelNamespace, labelTrainJob, labelPhase}, nil)
+	jobSinceDesc = prometheus.NewDesc(namespace+"_job_phase_since_timestamp_seconds",
+		"When each MPI job entered its current phase (Unix time), labelled with the phase and the diagnosis's reason: the alerts read how long a job has been in a phase, and which jobs the diagnosis names stuck.",
+		[]string{labelNamespace, labelTrainJob, labelPhase, labelReason}, nil)
 	jobPodDesc = prometheus.NewDesc(namespace+"_job_pod_info",
 		"1 for each pod of an MPI job, with its role (Launcher or Worker): join it with the kubelets' container metrics on namespace and pod.",
 		[]string{labelNamespace, labelTrainJob, labelPod, labelRole}, nil)
@@ -40,6 +44,10 @@ var (
 type JobState struct {
 	Namespace, Name string
 	Phase           api.Phase
+	// Reason is the diagnosis's reason; Since is when the job entered its
+	// phase (zero: not known, no series).
+	Reason string
+	Since  time.Time
 	// Pods maps each of the job's pod names to its role, api.RoleLauncher
 	// or api.RoleWorker.
 	Pods map[string]string
@@ -63,6 +71,7 @@ var _ prometheus.Collector = JobsCollector{}
 // Describe sends the collector's two descriptors.
 func (c JobsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- jobPhaseDesc
+	ch <- jobSinceDesc
 	ch <- jobPodDesc
 }
 
@@ -92,6 +101,9 @@ func JobSeries(jobs []JobState) []prometheus.Metric {
 	var out []prometheus.Metric
 	for _, j := range jobs {
 		out = append(out, prometheus.MustNewConstMetric(jobPhaseDesc, prometheus.GaugeValue, 1, j.Namespace, j.Name, string(j.Phase)))
+		if !j.Since.IsZero() {
+			out = append(out, prometheus.MustNewConstMetric(jobSinceDesc, prometheus.GaugeValue, float64(j.Since.Unix()), j.Namespace, j.Name, string(j.Phase), j.Reason))
+		}
 		for pod, role := range j.Pods {
 			out = append(out, prometheus.MustNewConstMetric(jobPodDesc, prometheus.GaugeValue, 1, j.Namespace, j.Name, pod, role))
 		}
@@ -121,8 +133,12 @@ func CachedJobStates(ctx context.Context, c crcache.Informers) ([]JobState, erro
 	}
 	var out []JobState
 	err = each(ctx, c, &trainer.TrainJob{}, func(tj *trainer.TrainJob) {
-		if phase, ok, err := api.ReadPhase(tj.Annotations); err == nil && ok {
-			out = append(out, JobState{Namespace: tj.Namespace, Name: tj.Name, Phase: phase, Pods: byJob[key{tj.Namespace, tj.Name}]})
+		if st, ok, err := api.ReadStatus(tj.Annotations); err == nil && ok {
+			j := JobState{Namespace: tj.Namespace, Name: tj.Name, Phase: st.Phase, Reason: st.Reason, Pods: byJob[key{tj.Namespace, tj.Name}]}
+			if st.LastTransitionTime != nil {
+				j.Since = st.LastTransitionTime.Time
+			}
+			out = append(out, j)
 		}
 	})
 	return out, err

@@ -39,7 +39,7 @@ func trainJob(ns, name, status string) *trainer.TrainJob {
 // only its own pods.
 func TestJobsCollector(t *testing.T) {
 	objs := []client.Object{
-		trainJob("team-a", "hello", `{"phase":"Running","launcher":"Running"}`),
+		trainJob("team-a", "hello", `{"phase":"Running","reason":"RankSilent","launcher":"Running","lastTransitionTime":"2026-11-26T10:00:00Z"}`),
 		trainJob("team-a", "done", `{"phase":"Succeeded","launcher":"Succeeded"}`),
 		trainJob("team-a", "torch", ""),
 		trainJob("team-b", "hello", `{"phase":"Queued","launcher":"Pending"}`),
@@ -90,6 +90,9 @@ const wantJobSeries = `
 mpijob_job_phase{namespace="team-a",phase="Running",trainjob="hello"} 1
 mpijob_job_phase{namespace="team-a",phase="Succeeded",trainjob="done"} 1
 mpijob_job_phase{namespace="team-b",phase="Queued",trainjob="hello"} 1
+# HELP mpijob_job_phase_since_timestamp_seconds When each MPI job entered its current phase (Unix time), labelled with the phase and the diagnosis's reason: the alerts read how long a job has been in a phase, and which jobs the diagnosis names stuck.
+# TYPE mpijob_job_phase_since_timestamp_seconds gauge
+mpijob_job_phase_since_timestamp_seconds{namespace="team-a",phase="Running",reason="RankSilent",trainjob="hello"} 1.7956872e+09
 # HELP mpijob_job_pod_info 1 for each pod of an MPI job, with its role (Launcher or Worker): join it with the kubelets' container metrics on namespace and pod.
 # TYPE mpijob_job_pod_info gauge
 mpijob_job_pod_info{namespace="team-a",pod="hello-launcher-0-0-abcde",role="Launcher",trainjob="hello"} 1

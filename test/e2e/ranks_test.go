@@ -146,6 +146,11 @@ func TestSilentRankIsNamed(t *testing.T) {
 	if len(s.NextSteps) != 3 || !strings.Contains(s.NextSteps[0], "kubectl mpijob logs "+name+" --rank 1") {
 		t.Errorf("next steps: %q", s.NextSteps)
 	}
+	// Prometheus alerts on it (config/monitoring/alerts.yaml).
+	a := framework.WaitForFiringAlert(t, "MPIJobStuck", map[string]string{"namespace": ns, "trainjob": name, "reason": diagnose.ReasonRankSilent}, 2*time.Minute)
+	if !strings.Contains(a.Annotations["description"], "kubectl mpijob describe "+name) {
+		t.Errorf("the alert's description does not say what to run: %q", a.Annotations["description"])
+	}
 }
 
 // A Launcher the scheduler cannot place (here: only the kwok nodes match

@@ -170,6 +170,11 @@ func TestManagerDownStaleStatusAndNoAdmission(t *testing.T) {
 	} else if err := c.Client.Patch(ctx, torch.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"a"}},"spec":{"suspend":true}}`))); err != nil {
 		t.Errorf("a PyTorch job changed while mpijob-manager is down: %v, want admitted", err)
 	}
+	// Prometheus alerts (config/monitoring/alerts.yaml): no replica
+	// answers its scrape (after a minute), and the API server could not
+	// call mpijob's creator webhook for the MPI jobs created above.
+	framework.WaitForFiringAlert(t, "MPIJobManagerDown", nil, 3*time.Minute)
+	framework.WaitForFiringAlert(t, "MPIJobAdmissionWebhookErrors", map[string]string{"name": "creator.trainjob.mpijob.dev"}, time.Minute)
 	restart()
 	time.Sleep(5 * time.Second) // the manager looks at every job again
 	after := c.WaitForStatus(t, ns, "held", time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseRunning })

@@ -25,8 +25,11 @@ type Targets struct {
 	ManagerCA, Kubeconfig string
 	// CA verifies the kubelets; TokenFile authenticates.
 	CA, TokenFile string
-	// Rules is the recording rules file.
-	Rules string
+	// Rules are the rule files (recording rules and alerts).
+	Rules []string
+	// APIServer is the API server's host:port: its admission webhook
+	// metrics say when mpijob's webhooks fail.
+	APIServer string
 	// ManagerNamespace and ManagerApp find the mpijob-manager pods (label
 	// app.kubernetes.io/name=ManagerApp).
 	ManagerNamespace, ManagerApp string
@@ -47,8 +50,17 @@ func PrometheusConfig(t Targets) ([]byte, error) {
 	interval := ScrapeInterval.String()
 	cfg := map[string]any{
 		"global":     map[string]any{"scrape_interval": interval, "evaluation_interval": interval},
-		"rule_files": []string{t.Rules},
+		"rule_files": t.Rules,
 		"scrape_configs": []map[string]any{
+			{
+				"job_name": "kube-apiserver", "scheme": "https", "metrics_path": "/metrics",
+				"authorization": auth, "tls_config": tlsCfg,
+				"static_configs": []static{{Targets: []string{t.APIServer}}},
+				// Only what the alerts read: the API server has thousands of series.
+				"metric_relabel_configs": []map[string]any{
+					{"source_labels": []string{"__name__"}, "regex": "apiserver_admission_webhook_(rejection_count|fail_open_count|request_total)", "action": "keep"},
+				},
+			},
 			{
 				"job_name": "kubelet-resource", "scheme": "https", "metrics_path": "/metrics/resource",
 				"authorization": auth, "tls_config": tlsCfg, "static_configs": kubelets,

@@ -11,12 +11,14 @@ import (
 // (TLS checked against the cluster CA) and each manager pod it finds
 // through the API (TLS checked against the manager's own CA and the
 // metrics Service's name; native histograms and classic buckets), with the
-// ServiceAccount token, and loads the recording rules.
+// ServiceAccount token, the API server's admission webhook metrics, and
+// loads the recording rules and the alerts.
 func TestPrometheusConfig(t *testing.T) {
 	b, err := PrometheusConfig(Targets{
 		ManagerNamespace: "mpijob-system", ManagerApp: "mpijob-manager",
 		Nodes: []string{"mpijob-node-1", "mpijob-node-2"}, ManagerCA: "/s/prometheus/mpijob-manager-ca.crt", Kubeconfig: "/s/prometheus.kubeconfig",
-		CA: "/s/pki/ca.crt", TokenFile: "/s/prometheus/token", Rules: "/repo/config/monitoring/recording-rules.yaml",
+		CA: "/s/pki/ca.crt", TokenFile: "/s/prometheus/token", Rules: []string{"/repo/config/monitoring/recording-rules.yaml", "/repo/config/monitoring/alerts.yaml"},
+		APIServer: "127.0.0.1:6443",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -46,6 +48,7 @@ func TestPrometheusConfig(t *testing.T) {
 		StaticConfigs  []static          `json:"static_configs"`
 		KubernetesSD   []sd              `json:"kubernetes_sd_configs"`
 		RelabelConfigs []relabel         `json:"relabel_configs"`
+		MetricRelabel  []relabel         `json:"metric_relabel_configs"`
 		NativeHist     bool              `json:"scrape_native_histograms"`
 		ClassicToo     bool              `json:"always_scrape_classic_histograms"`
 	}
@@ -60,6 +63,9 @@ func TestPrometheusConfig(t *testing.T) {
 	auth := map[string]string{"credentials_file": "/s/prometheus/token"}
 	ca := map[string]string{"ca_file": "/s/pki/ca.crt"}
 	want := []scrape{
+		{JobName: "kube-apiserver", Scheme: "https", MetricsPath: "/metrics", Authorization: auth, TLSConfig: ca,
+			StaticConfigs: []static{{Targets: []string{"127.0.0.1:6443"}}},
+			MetricRelabel: []relabel{{SourceLabels: []string{"__name__"}, Regex: "apiserver_admission_webhook_(rejection_count|fail_open_count|request_total)", Action: "keep"}}},
 		{JobName: "kubelet-resource", Scheme: "https", MetricsPath: "/metrics/resource", Authorization: auth, TLSConfig: ca, StaticConfigs: []static{
 			{Targets: []string{"mpijob-node-1:10250"}, Labels: map[string]string{"node": "mpijob-node-1"}},
 			{Targets: []string{"mpijob-node-2:10250"}, Labels: map[string]string{"node": "mpijob-node-2"}},
@@ -81,7 +87,7 @@ func TestPrometheusConfig(t *testing.T) {
 	if d := cmp.Diff(want, got.ScrapeConfigs); d != "" {
 		t.Errorf("scrape configs (-want +got):\n%s", d)
 	}
-	if d := cmp.Diff([]string{"/repo/config/monitoring/recording-rules.yaml"}, got.RuleFiles); d != "" {
+	if d := cmp.Diff([]string{"/repo/config/monitoring/recording-rules.yaml", "/repo/config/monitoring/alerts.yaml"}, got.RuleFiles); d != "" {
 		t.Errorf("rule files (-want +got):\n%s", d)
 	}
 	if got.Global["scrape_interval"] != "5s" {

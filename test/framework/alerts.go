@@ -1,0 +1,89 @@
+//go:build e2e
+
+package framework
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// Alert is one alert of Prometheus's /api/v1/alerts.
+type Alert struct {
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+	State       string            `json:"state"`
+}
+
+// Alerts lists the alerts Prometheus has now (pending and firing).
+func Alerts(ctx context.Context, promURL string) ([]Alert, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(promURL, "/")+"/api/v1/alerts", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Data struct {
+			Alerts []Alert `json:"alerts"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, fmt.Errorf("decoding Prometheus's alerts: %w", err)
+	}
+	return body.Data.Alerts, nil
+}
+
+// WaitForFiringAlert waits until Prometheus fires alert name with the
+// labels want (a subset of its labels) and returns it; it fails the test
+// with the alerts there are on timeout. It skips the test when no
+// Prometheus is known (MPIJOB_KUBECONFIG without MPIJOB_PROMETHEUS_URL).
+func WaitForFiringAlert(t testing.TB, name string, want map[string]string, timeout time.Duration) Alert {
+	t.Helper()
+	promURL := PrometheusURL()
+	if promURL == "" {
+		t.Skip("no Prometheus: set MPIJOB_PROMETHEUS_URL")
+	}
+	var got Alert
+	var seen []Alert
+	err := wait.PollUntilContextTimeout(context.Background(), 2*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		alerts, err := Alerts(ctx, promURL)
+		if err != nil {
+			return false, nil //nolint:nilerr // Prometheus restarting: poll on
+		}
+		seen = alerts
+		for _, a := range alerts {
+			if a.Labels["alertname"] != name || a.State != "firing" {
+				continue
+			}
+			match := true
+			for k, v := range want {
+				if a.Labels[k] != v {
+					match = false
+				}
+			}
+			if match {
+				got = a
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		var names []string
+		for _, a := range seen {
+			names = append(names, fmt.Sprintf("%s %s %v", a.Labels["alertname"], a.State, a.Labels))
+		}
+		t.Fatalf("Prometheus fired no %s with %v within %s; its alerts: %v", name, want, timeout, names)
+	}
+	return got
+}
