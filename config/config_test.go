@@ -3,6 +3,8 @@
 package config_test
 
 import (
+	"flag"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -16,7 +18,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"sigs.k8s.io/kustomize/api/krusty"
 	"sigs.k8s.io/kustomize/kyaml/filesys"
+	"sigs.k8s.io/yaml"
 )
+
+var update = flag.Bool("update", false, "rewrite generated files")
 
 func TestDefaultBuilds(t *testing.T) {
 	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
@@ -233,5 +238,72 @@ func TestOpenShiftOverlayDropsFixedFSGroup(t *testing.T) {
 	}
 	if n != 7 {
 		t.Errorf("config/openshift has %d runtimes, want 7", n)
+	}
+}
+
+// The OpenShift monitoring overlay's PrometheusRule holds exactly the
+// groups of config/monitoring's rule files (the local Prometheus evaluates
+// those), and its ServiceMonitor makes the scrape job "mpijob-manager", the
+// name MPIJobManagerDown reads. -update rewrites the PrometheusRule.
+func TestOpenShiftRulesMatch(t *testing.T) {
+	var want []any
+	for _, f := range []string{"monitoring/recording-rules.yaml", "monitoring/alerts.yaml"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var file struct {
+			Groups []any `json:"groups"`
+		}
+		if err := yaml.UnmarshalStrict(b, &file); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		want = append(want, file.Groups...)
+	}
+	const path = "openshift-monitoring/prometheusrule.yaml"
+	if *update {
+		rule := map[string]any{
+			"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
+			"metadata": map[string]any{"name": "mpijob", "namespace": "mpijob-system", "labels": map[string]any{"app.kubernetes.io/name": "mpijob-manager"}},
+			"spec":     map[string]any{"groups": want},
+		}
+		b, err := yaml.Marshal(rule)
+		if err != nil {
+			t.Fatal(err)
+		}
+		header := "# GENERATED from config/monitoring/recording-rules.yaml and alerts.yaml:\n# go test ./config -run TestOpenShiftRulesMatch -update rewrites it.\n"
+		if err := os.WriteFile(path, append([]byte(header), b...), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	res, err := k.Run(filesys.MakeFsOnDisk(), "openshift-monitoring")
+	if err != nil {
+		t.Fatalf("kustomize build config/openshift-monitoring: %v", err)
+	}
+	found := map[string]bool{}
+	for _, r := range res.Resources() {
+		found[r.GetKind()] = true
+		m, err := r.Map()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch r.GetKind() {
+		case "PrometheusRule":
+			spec, _ := m["spec"].(map[string]any)
+			if diff := cmp.Diff(want, spec["groups"]); diff != "" {
+				t.Errorf("%s differs from config/monitoring's rules (go test ./config -run TestOpenShiftRulesMatch -update) (-want +got):\n%s", path, diff)
+			}
+		case "ServiceMonitor":
+			spec, _ := m["spec"].(map[string]any)
+			if spec["jobLabel"] != "app.kubernetes.io/name" {
+				t.Errorf("ServiceMonitor jobLabel %v, want app.kubernetes.io/name (job=\"mpijob-manager\")", spec["jobLabel"])
+			}
+		}
+	}
+	for _, kind := range []string{"Namespace", "ServiceMonitor", "PrometheusRule", "ClusterRoleBinding", "RoleBinding"} {
+		if !found[kind] {
+			t.Errorf("config/openshift-monitoring has no %s", kind)
+		}
 	}
 }
