@@ -46,7 +46,7 @@ func options() (localcluster.Options, error) {
 }
 
 func newUpCmd() *cobra.Command {
-	var detach, skipImages bool
+	var detach, skipImages, prebuild bool
 	var kwokNodes int
 	var sample string
 	cmd := &cobra.Command{
@@ -61,6 +61,7 @@ func newUpCmd() *cobra.Command {
 				return localcluster.ErrNotRoot
 			}
 			opts.SkipImages = skipImages
+			opts.PrebuildImages = prebuild && !skipImages
 			opts.KwokNodes = kwokNodes
 			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -103,6 +104,7 @@ func newUpCmd() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&detach, "detach", false, "return once the cluster is ready and leave it running (stop it with `mpijob-dev down`)")
 	cmd.Flags().BoolVar(&skipImages, "skip-images", false, "do not build or import the MPI images")
+	cmd.Flags().BoolVar(&prebuild, "prebuild-images", false, "once the cluster is up, build every runtime's image that is not built yet, in the background (the image builder), so each runtime's first test passes")
 	cmd.Flags().IntVar(&kwokNodes, "kwok-nodes", 16, "number of fake GPU nodes (8 nvidia.com/gpu each)")
 	cmd.Flags().StringVar(&sample, "sample", "", "a TrainJob manifest to submit once the cluster is up (make dev uses config/samples/mpi-hello.yaml)")
 	return cmd

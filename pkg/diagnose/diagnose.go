@@ -26,7 +26,9 @@ const (
 	ReasonUnschedulable    = "Unschedulable"
 	ReasonQuotaExceeded    = "QuotaExceeded"
 	ReasonImagePullFailed  = "ImagePullFailed"
-	ReasonWorkersNotReady  = "WorkersNotReady"
+	// ReasonImageBuilding: the local cluster builds an image for its first use.
+	ReasonImageBuilding   = "ImageBuilding"
+	ReasonWorkersNotReady = "WorkersNotReady"
 	// ReasonVolumeMountFailed: a placed Worker cannot start because the
 	// kubelet cannot mount one of its volumes.
 	ReasonVolumeMountFailed     = "VolumeMountFailed"

@@ -116,6 +116,17 @@ func (w *podW) waiting(reason, msg string) *podW {
 	return w
 }
 
+func (w *podW) image(ref string) *podW {
+	w.Spec.Containers[0].Image = ref
+	return w
+}
+
+// builderEvent is what the local cluster's image builder records on a pod.
+func builderEvent(pod, reason, msg string, at time.Time) corev1.Event {
+	return corev1.Event{Reason: reason, Message: msg, Source: corev1.EventSource{Component: BuilderComponent},
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: pod}, LastTimestamp: metav1.NewTime(at)}
+}
+
 func (w *podW) memLimit(q string) *podW {
 	w.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(q)}
 	return w
@@ -196,6 +207,32 @@ func TestDiagnose(t *testing.T) {
 		"image pull error names the Worker, image and registry": {
 			next: []string{"Check the image name and tag, that the registry is reachable from the nodes, and add an imagePullSecret for a private registry."},
 			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2),
+				Workers: pods(worker("0").running(true), worker("1").image("quay.io/team/train:1").waiting("ImagePullBackOff", `Back-off pulling image "quay.io/team/train:1"`))},
+			want: api.Status{Phase: api.PhaseStarting, Reason: ReasonImagePullFailed, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1,
+				Message: `Worker 1 (pod hello-node-0-1) cannot pull image "quay.io/team/train:1" from quay.io (ImagePullBackOff): Back-off pulling image "quay.io/team/train:1"`},
+		},
+		"one of mpijob's own images missing from the registry: build and push it": {
+			next: []string{"This is one of mpijob's MPI images, which are built from the repository, not pulled from ghcr.io: build and push them to your registry with `make images REGISTRY=registry.example.com/team`, then install with `kubectl apply --server-side -k config/registry` (docs/admin.md, Images from your registry)."},
+			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2),
+				Workers: pods(worker("0").running(true), worker("1").waiting("ErrImagePull", `failed to resolve reference "ghcr.io/mpijob/openmpi:4.1": not found`))},
+			want: api.Status{Phase: api.PhaseStarting, Reason: ReasonImagePullFailed, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1,
+				Message: `Worker 1 (pod hello-node-0-1) cannot pull image "ghcr.io/mpijob/openmpi:4.1" from ghcr.io (ErrImagePull): failed to resolve reference "ghcr.io/mpijob/openmpi:4.1": not found`},
+		},
+		"the local cluster builds the image for its first use: the job waits": {
+			next: []string{"Nothing to do: the pods start once the image is imported; `make images` builds every image ahead of time."},
+			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Now: t0.Add(90 * time.Second),
+				Events: []corev1.Event{builderEvent("hello-node-0-1", "BuildingImage", "The local cluster builds ghcr.io/mpijob/openmpi:4.1 for its first use (about 4m on this machine).", t0)},
+				Workers: pods(worker("0").running(true), worker("1").waiting("ImagePullBackOff", `Back-off pulling image "ghcr.io/mpijob/openmpi:4.1"`))},
+			want: api.Status{Phase: api.PhaseStarting, Reason: ReasonImageBuilding, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1,
+				Message: `The local cluster is building image "ghcr.io/mpijob/openmpi:4.1" for its first use (for 1m30s so far): The local cluster builds ghcr.io/mpijob/openmpi:4.1 for its first use (about 4m on this machine).`},
+		},
+		"a build that failed is a pull failure again": {
+			next: []string{"This is one of mpijob's MPI images, which are built from the repository, not pulled from ghcr.io: build and push them to your registry with `make images REGISTRY=registry.example.com/team`, then install with `kubectl apply --server-side -k config/registry` (docs/admin.md, Images from your registry)."},
+			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Now: t0.Add(5 * time.Minute),
+				Events: []corev1.Event{
+					builderEvent("hello-node-0-1", "BuildingImage", "building", t0),
+					builderEvent("hello-node-0-1", "ImageBuildFailed", "The local cluster could not build it", t0.Add(4*time.Minute)),
+				},
 				Workers: pods(worker("0").running(true), worker("1").waiting("ImagePullBackOff", `Back-off pulling image "ghcr.io/mpijob/openmpi:4.1"`))},
 			want: api.Status{Phase: api.PhaseStarting, Reason: ReasonImagePullFailed, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1,
 				Message: `Worker 1 (pod hello-node-0-1) cannot pull image "ghcr.io/mpijob/openmpi:4.1" from ghcr.io (ImagePullBackOff): Back-off pulling image "ghcr.io/mpijob/openmpi:4.1"`},

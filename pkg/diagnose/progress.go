@@ -26,6 +26,9 @@ func explainProgress(in Input, s api.Status) (api.Phase, string, string, string)
 			"Wait a few seconds; if this lasts, check that the Trainer controller runs and read `kubectl mpijob events`."
 	}
 	all := append(append([]corev1.Pod{}, in.Workers...), in.Launcher...)
+	if r, m, n, ok := imageBuilding(all, in.Events, in.Now); ok {
+		return api.PhaseStarting, r, m, n
+	}
 	if r, m, n, ok := imagePull(all); ok {
 		phase := api.PhaseStarting
 		if unscheduled(in.Workers) > 0 {
@@ -226,6 +229,54 @@ func podsRefused(in Input) (reason, message, next string, ok bool) {
 	return "", "", "", false
 }
 
+// BuilderComponent is the source of the Events the local cluster's image
+// builder records on a pod whose image it builds for its first use
+// (pkg/localcluster: BuildingImage, then ImageBuilt or ImageBuildFailed).
+const BuilderComponent = "mpijob-dev-image-builder"
+
+// imageBuilding finds a pod that waits for an image the local cluster is
+// building for its first use: its pull failed, and the builder's last word
+// on the pod is BuildingImage. The job then waits (it starts at the
+// kubelet's next pull after the import); it has not failed.
+func imageBuilding(pods []corev1.Pod, events []corev1.Event, now time.Time) (reason, message, next string, ok bool) {
+	for _, p := range sortedByIndex(pods) {
+		var last *corev1.Event
+		for i := range events {
+			e := &events[i]
+			if e.Source.Component != BuilderComponent || e.InvolvedObject.Kind != "Pod" || e.InvolvedObject.Name != p.Name {
+				continue
+			}
+			if last == nil || eventTime(e).After(eventTime(last)) {
+				last = e
+			}
+		}
+		if last == nil || last.Reason != "BuildingImage" {
+			continue
+		}
+		for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+			if !api.PullFailed(cs) && (cs.State.Waiting == nil || cs.State.Waiting.Reason != "ContainerCreating") {
+				continue
+			}
+			since := now.Sub(eventTime(last)).Round(time.Second)
+			return ReasonImageBuilding,
+				fmt.Sprintf("The local cluster is building image %q for its first use (for %s so far): %s", cs.Image, since, last.Message),
+				"Nothing to do: the pods start once the image is imported; `make images` builds every image ahead of time.", true
+		}
+	}
+	return "", "", "", false
+}
+
+// eventTime is when an Event last happened.
+func eventTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
+}
+
 // imagePull finds a pod that cannot pull its image.
 func imagePull(pods []corev1.Pod) (reason, message, next string, ok bool) {
 	for _, p := range sortedByIndex(pods) {
@@ -242,8 +293,13 @@ func imagePull(pods []corev1.Pod) (reason, message, next string, ok bool) {
 			if w.Message != "" {
 				msg += ": " + trimMessage(w.Message, 300)
 			}
-			return ReasonImagePullFailed, msg,
-				"Check the image name and tag, that the registry is reachable from the nodes, and add an imagePullSecret for a private registry.", true
+			next := "Check the image name and tag, that the registry is reachable from the nodes, and add an imagePullSecret for a private registry."
+			if strings.HasPrefix(cs.Image, "ghcr.io/mpijob/") {
+				// One of mpijob's own MPI images, which no public registry
+				// serves: the installation builds and pushes them.
+				next = "This is one of mpijob's MPI images, which are built from the repository, not pulled from ghcr.io: build and push them to your registry with `make images REGISTRY=registry.example.com/team`, then install with `kubectl apply --server-side -k config/registry` (docs/admin.md, Images from your registry)."
+			}
+			return ReasonImagePullFailed, msg, next, true
 		}
 	}
 	return "", "", "", false

@@ -81,6 +81,9 @@ type Options struct {
 	KwokNodes int
 	// SkipImages skips building and importing the MPI images.
 	SkipImages bool
+	// PrebuildImages has the image builder build every on-demand image
+	// that is not built yet once the cluster is up (make dev).
+	PrebuildImages bool
 }
 
 // DefaultOptions finds the repository from dir (walking up to the go.mod of

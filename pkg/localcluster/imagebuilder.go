@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +18,8 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
+
+	"github.com/mpijob/mpijob/pkg/localcluster/images"
 )
 
 // imageBuilderProcess is the host process that builds on-demand images
@@ -28,7 +32,51 @@ func (c *Cluster) startImageBuilder() error {
 	if err != nil {
 		return err
 	}
-	return c.startProcess(imageBuilderProcess, self, []string{"image-builder"}, []string{"MPIJOB_CACHE_DIR=" + c.opts.CacheDir})
+	env := []string{"MPIJOB_CACHE_DIR=" + c.opts.CacheDir}
+	if c.opts.PrebuildImages {
+		env = append(env, prebuildEnv+"=1")
+	}
+	return c.startProcess(imageBuilderProcess, self, []string{"image-builder"}, env)
+}
+
+// prebuildEnv tells the image builder to build every on-demand image that
+// is missing as soon as it starts (make dev; make dev IMAGES=0 does not).
+const prebuildEnv = "MPIJOB_PREBUILD_IMAGES"
+
+// prebuild builds and imports every on-demand image that is missing, two
+// at a time where the machine has the cores; a pod that asks for one
+// meanwhile waits for the same build (EnsureImages holds a lock per image).
+func prebuild(ctx context.Context, opts Options, out io.Writer) {
+	var missing []Image
+	for _, im := range Images {
+		if !im.OnDemand {
+			continue
+		}
+		if tar, err := im.Tar(opts.images()); err != nil || !fileExists(tar) {
+			missing = append(missing, im)
+		}
+	}
+	if len(missing) == 0 {
+		return
+	}
+	fmt.Fprintf(out, "image-builder: building %d images ahead of their first use\n", len(missing))
+	sem := make(chan struct{}, max(1, runtime.NumCPU()/2))
+	var wg sync.WaitGroup
+	for _, im := range missing {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			began := time.Now()
+			if err := EnsureImages(ctx, opts, out, []Image{im}, "built ahead of its first use (make dev)"); err != nil {
+				fmt.Fprintf(out, "image-builder: %v\n", err)
+				return
+			}
+			recordBuildTime(opts, im, time.Since(began))
+		}()
+	}
+	wg.Wait()
 }
 
 // OnDemandWanted returns the on-demand images pod refers to that node's
@@ -100,53 +148,76 @@ func ServeImages(ctx context.Context, opts Options, out io.Writer) error {
 	}
 	factory.Start(ctx.Done())
 	fmt.Fprintln(out, "image-builder: watching pods for on-demand images:", strings.Join(onDemandNames(), ", "))
+	if os.Getenv(prebuildEnv) == "1" {
+		go prebuild(ctx, opts, out)
+	}
 	go func() {
 		<-ctx.Done()
 		queue.ShutDown()
 	}()
 	served := map[string]time.Time{} // image name → when it was last imported
-	for {
-		name, quit := queue.Get()
-		if quit {
-			return nil
-		}
-		im, _ := ImageNamed(name)
-		mu.Lock()
-		pods := waiting[name]
-		delete(waiting, name)
-		mu.Unlock()
-		// A pod that arrived while an earlier build of this image ran has
-		// nothing left to wait for; nor has one whose pull failed before a
-		// recent import (its kubelet retries on its own back-off).
-		recent := time.Since(served[name]) < 5*time.Minute
-		var still []*corev1.Pod
-		for _, p := range pods {
-			if len(OnDemandWanted(opts, p)) > 0 && (!recent || !importedOn(opts, p, im)) {
-				still = append(still, p)
+	// Images build side by side where the machine has the cores: one
+	// build per two CPUs (each compiles with every core it is given).
+	workers := max(1, runtime.NumCPU()/2)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for serveOne(ctx, opts, out, cs, queue, &mu, waiting, served) { //nolint:revive // each call serves one image
 			}
-		}
-		if len(still) == 0 {
-			queue.Done(name)
-			continue
-		}
-		why := fmt.Sprintf("pod %s/%s uses it", still[0].Namespace, still[0].Name)
-		tell(ctx, cs, still, corev1.EventTypeNormal, "BuildingImage",
-			fmt.Sprintf("The local cluster builds %s for its first use (a few minutes; `make images` builds every image ahead). The pod starts at the kubelet's next pull after the import.", im.Ref))
-		began := time.Now()
-		err := EnsureImages(ctx, opts, out, []Image{im}, why)
-		if err != nil {
-			fmt.Fprintf(out, "image-builder: %v\n", err)
-			tell(ctx, cs, still, corev1.EventTypeWarning, "ImageBuildFailed",
-				fmt.Sprintf("The local cluster could not build %s: %s (log: .local/logs/%s.log; retried with back-off).", im.Ref, firstLine(err.Error()), imageBuilderProcess))
-			queue.AddRateLimited(name)
-		} else {
-			tell(ctx, cs, still, corev1.EventTypeNormal, "ImageBuilt",
-				fmt.Sprintf("%s was built and imported into every node in %s.", im.Ref, time.Since(began).Round(time.Second)))
-			served[name] = time.Now()
-			queue.Forget(name)
-		}
-		queue.Done(name)
+		}()
 	}
+	wg.Wait()
+	return nil
+}
+
+// serveOne builds the next image of queue for the pods waiting for it; it
+// returns false once the queue shuts down.
+func serveOne(ctx context.Context, opts Options, out io.Writer, cs kubernetes.Interface, queue workqueue.TypedRateLimitingInterface[string],
+	mu *sync.Mutex, waiting map[string][]*corev1.Pod, served map[string]time.Time) bool {
+	name, quit := queue.Get()
+	if quit {
+		return false
+	}
+	defer queue.Done(name)
+	im, _ := ImageNamed(name)
+	mu.Lock()
+	pods := waiting[name]
+	delete(waiting, name)
+	recent := time.Since(served[name]) < 5*time.Minute
+	mu.Unlock()
+	// A pod that arrived while an earlier build of this image ran has
+	// nothing left to wait for; nor has one whose pull failed before a
+	// recent import (its kubelet retries on its own back-off).
+	var still []*corev1.Pod
+	for _, p := range pods {
+		if len(OnDemandWanted(opts, p)) > 0 && (!recent || !importedOn(opts, p, im)) {
+			still = append(still, p)
+		}
+	}
+	if len(still) == 0 {
+		return true
+	}
+	why := fmt.Sprintf("pod %s/%s uses it", still[0].Namespace, still[0].Name)
+	tell(ctx, cs, still, corev1.EventTypeNormal, "BuildingImage",
+		fmt.Sprintf("The local cluster builds %s for its first use (%s; `make images` builds every image ahead). The pod starts at the kubelet's next pull after the import.", im.Ref, buildEstimate(opts, im)))
+	began := time.Now()
+	if err := EnsureImages(ctx, opts, out, []Image{im}, why); err != nil {
+		fmt.Fprintf(out, "image-builder: %v\n", err)
+		tell(ctx, cs, still, corev1.EventTypeWarning, "ImageBuildFailed",
+			fmt.Sprintf("The local cluster could not build %s: %s (log: .local/logs/%s.log; retried with back-off).", im.Ref, firstLine(err.Error()), imageBuilderProcess))
+		queue.AddRateLimited(name)
+		return true
+	}
+	recordBuildTime(opts, im, time.Since(began))
+	tell(ctx, cs, still, corev1.EventTypeNormal, "ImageBuilt",
+		fmt.Sprintf("%s was built and imported into every node in %s.", im.Ref, time.Since(began).Round(time.Second)))
+	mu.Lock()
+	served[name] = time.Now()
+	mu.Unlock()
+	queue.Forget(name)
+	return true
 }
 
 // importedOn reports whether the node of pod has im's import marker.
@@ -167,6 +238,36 @@ func nodeOf(opts Options, pod *corev1.Pod) (realNode, bool) {
 		}
 	}
 	return realNode{}, false
+}
+
+// typicalBuild is about how long each on-demand image takes to build on a
+// 2-core machine with a warm package cache, for its first build there.
+var typicalBuild = map[string]time.Duration{
+	"openmpi5": 9 * time.Minute, "horovod": 12 * time.Minute, "deepspeed": 12 * time.Minute,
+}
+
+// buildEstimate says about how long im takes to build here: its last
+// build's time on this machine, else a typical one.
+func buildEstimate(opts Options, im Image) string {
+	if b, err := os.ReadFile(buildTimeFile(opts, im)); err == nil {
+		if d, err := time.ParseDuration(strings.TrimSpace(string(b))); err == nil {
+			return fmt.Sprintf("about %s, as its last build here took", d.Round(time.Minute).String())
+		}
+	}
+	d, ok := typicalBuild[im.Name]
+	if !ok {
+		d = 5 * time.Minute
+	}
+	return fmt.Sprintf("typically about %s on a 2-core machine", d.String())
+}
+
+func buildTimeFile(opts Options, im Image) string {
+	return filepath.Join(images.Dir(opts.images()), im.Name+".build-time")
+}
+
+// recordBuildTime keeps how long im took to build, for the next estimate.
+func recordBuildTime(opts Options, im Image, d time.Duration) {
+	_ = os.WriteFile(buildTimeFile(opts, im), []byte(d.Round(time.Second).String()+"\n"), 0o644)
 }
 
 func onDemandNames() []string {

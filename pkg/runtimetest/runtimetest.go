@@ -64,8 +64,12 @@ func (p Progress) Failed() bool {
 
 // Options of a test run.
 type Options struct {
-	// Timeout bounds the whole test.
+	// Timeout bounds the whole test; time spent waiting for the local
+	// cluster to build an image for its first use (the job's reason
+	// ImageBuilding) does not count, up to BuildWait.
 	Timeout time.Duration
+	// BuildWait is the most a test waits for images being built (0: 30m).
+	BuildWait time.Duration
 	// Keep leaves the test job for inspection.
 	Keep bool
 	// Progress, if set, is called at every look with the checks so far.
@@ -110,7 +114,22 @@ func Run(ctx context.Context, c client.Client, ns string, rt *trainer.ClusterTra
 	}
 	p.Checks = obs.live(last)
 	report()
-	_ = wait.PollUntilContextTimeout(ctx, time.Second, o.Timeout, true, func(ctx context.Context) (bool, error) {
+	buildWait := o.BuildWait
+	if buildWait == 0 {
+		buildWait = 30 * time.Minute
+	}
+	var building time.Duration // time the job spent waiting for an image build
+	start := time.Now()
+	lastTick := start
+	_ = wait.PollUntilContextTimeout(ctx, time.Second, o.Timeout+buildWait, true, func(ctx context.Context) (bool, error) {
+		now := time.Now()
+		if last.Reason == ReasonImageBuilding {
+			building += now.Sub(lastTick)
+		}
+		lastTick = now
+		if time.Since(start)-min(building, buildWait) > o.Timeout {
+			return true, nil
+		}
 		cur := &trainer.TrainJob{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(tj), cur); err != nil {
 			// A busy API server's timeout or throttling is not the
@@ -128,6 +147,12 @@ func Run(ctx context.Context, c client.Client, ns string, rt *trainer.ClusterTra
 		if err != nil {
 			return false, nil //nolint:nilerr // as above: the next tick lists them again
 		}
+		obs.building = ""
+		if s.Reason == ReasonImageBuilding {
+			// The pull fails until the image is imported: not the
+			// runtime's failure, and the kubelet retries on its own.
+			obs.building = s.Message
+		}
 		obs.record(launcher, workers)
 		p.Checks = obs.live(s)
 		report()
@@ -142,9 +167,16 @@ func Run(ctx context.Context, c client.Client, ns string, rt *trainer.ClusterTra
 	return p, nil
 }
 
+// ReasonImageBuilding is the diagnosis's reason while the local cluster
+// builds an image for its first use (diagnose.ReasonImageBuilding).
+const ReasonImageBuilding = "ImageBuilding"
+
 // live is the checks while the job runs: decided ones, and RUNNING.
 func (o *observed) live(s api.Status) []Check {
 	img := Check{"image pull", Running, "waiting for the pods to start their images"}
+	if o.building != "" {
+		return []Check{{"image pull", Running, o.building}, {"SSH key mount", Running, "waiting for the image"}, {"MPI spawn", Running, "waiting for the image"}}
+	}
 	if o.pods != nil && (o.pullFailure != "" || (o.pods.Len() > 0 && o.started.Len() == o.pods.Len() && o.pods.Len() >= 3)) {
 		img = o.imageCheck()
 	}
@@ -166,6 +198,7 @@ type observed struct {
 	started     sets.Set[string] // pods whose containers all started their images
 	sshReady    sets.Set[string] // Workers whose sshd passed its readiness probe
 	pullFailure string           // the first image pull failure seen
+	building    string           // the diagnosis's word while the local cluster builds an image
 	notStarted  string           // a pod and image not started yet, at the last look
 	launcher    corev1.Pod       // the Launcher, as last seen
 	workerHosts sets.Set[string] // the Workers' host names
@@ -211,7 +244,7 @@ func (o *observed) record(launcher, workers []corev1.Pod) {
 		o.pods.Insert(p.Name)
 		all := len(p.Status.ContainerStatuses) > 0
 		for _, c := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
-			if api.PullFailed(c) && o.pullFailure == "" {
+			if api.PullFailed(c) && o.pullFailure == "" && o.building == "" {
 				o.pullFailure = fmt.Sprintf("pod %s: %s: %s", p.Name, c.State.Waiting.Reason, c.State.Waiting.Message)
 			}
 		}
