@@ -136,9 +136,10 @@ test-unit: ## Unit tests of pure packages.
 # the one MPIJOB_KUBECONFIG names) is reused and left running; otherwise one
 # is started for the run and stopped after it (KEEP_CLUSTER=1 keeps it).
 # Tests that stop mpijob-manager (restart, failover, manager down) run on
-# their own after the others: while it is down no MPI job can be created,
+# their own after the others (while it is down no MPI job can be created),
+# and so do tests that take away what others use (TestAlone*: an image);
 # and the packages' tests otherwise run side by side.
-MANAGER_DOWN_TESTS := ^TestManagerDown
+MANAGER_DOWN_TESTS := ^(TestManagerDown|TestAlone)
 .PHONY: test-e2e
 test-e2e: $(DEV) sdk-venv dashboard browser ## Integration and e2e tests (Go, then the Python SDK's) against the real local cluster.
 	@set -u; mkdir -p .cache; started=0; \

@@ -229,6 +229,20 @@ func (r *Reconciler) gather(ctx context.Context, tj *trainer.TrainJob, k known, 
 	if podsOverdue(in, in.Now) {
 		in.Events = append(in.Events, r.jobEvents(ctx, tj, "FailedCreate", "Job")...)
 	}
+	// A pod that cannot pull its image may wait for the local cluster's
+	// image builder, whose Events on the pod say so (read only while a
+	// pull fails).
+	if anyPullFailed(in) {
+		evs := &corev1.EventList{}
+		if err := r.Reader.List(ctx, evs, client.InNamespace(tj.Namespace), client.MatchingFieldsSelector{
+			Selector: fields.OneTermEqualSelector("source", BuilderComponent)}); err == nil {
+			for _, e := range evs.Items {
+				if api.IsJobObject(tj.Name, "Pod", e.InvolvedObject.Name) {
+					in.Events = append(in.Events, e)
+				}
+			}
+		}
+	}
 	// A placed Worker that does not start may have volumes the kubelet
 	// cannot mount: its FailedMount Events say why.
 	if workersMounting(in) {
@@ -469,6 +483,19 @@ func (r *Reconciler) queues() *queue.Snapshots {
 		}
 	})
 	return r.Queues
+}
+
+// anyPullFailed reports whether a container of the job's pods failed to
+// pull its image.
+func anyPullFailed(in Input) bool {
+	for _, p := range append(append([]corev1.Pod{}, in.Workers...), in.Launcher...) {
+		for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+			if api.PullFailed(cs) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // jobEvents lists the job's Events of one reason about objects of one kind

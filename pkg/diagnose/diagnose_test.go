@@ -226,6 +226,17 @@ func TestDiagnose(t *testing.T) {
 			want: api.Status{Phase: api.PhaseStarting, Reason: ReasonImageBuilding, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1,
 				Message: `The local cluster is building image "ghcr.io/mpijob/openmpi:4.1" for its first use (for 1m30s so far): The local cluster builds ghcr.io/mpijob/openmpi:4.1 for its first use (about 4m on this machine).`},
 		},
+		"built and imported: the pod waits for the kubelet's next pull": {
+			next: []string{"Nothing to do: the pods start once the image is imported; `make images` builds every image ahead of time."},
+			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Now: t0.Add(5 * time.Minute),
+				Events: []corev1.Event{
+					builderEvent("hello-node-0-1", "BuildingImage", "building", t0),
+					builderEvent("hello-node-0-1", "ImageBuilt", "ghcr.io/mpijob/openmpi:4.1 was built and imported into every node in 4m0s.", t0.Add(4*time.Minute)),
+				},
+				Workers: pods(worker("0").running(true), worker("1").waiting("ImagePullBackOff", `Back-off pulling image "ghcr.io/mpijob/openmpi:4.1"`))},
+			want: api.Status{Phase: api.PhaseStarting, Reason: ReasonImageBuilding, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1,
+				Message: `The local cluster built image "ghcr.io/mpijob/openmpi:4.1" for its first use: ghcr.io/mpijob/openmpi:4.1 was built and imported into every node in 4m0s. The pod starts at the kubelet's next pull retry.`},
+		},
 		"a build that failed is a pull failure again": {
 			next: []string{"This is one of mpijob's MPI images, which are built from the repository, not pulled from ghcr.io: build and push them to your registry with `make images REGISTRY=registry.example.com/team`, then install with `kubectl apply --server-side -k config/registry` (docs/admin.md, Images from your registry)."},
 			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Now: t0.Add(5 * time.Minute),

@@ -250,17 +250,23 @@ func imageBuilding(pods []corev1.Pod, events []corev1.Event, now time.Time) (rea
 				last = e
 			}
 		}
-		if last == nil || last.Reason != "BuildingImage" {
+		if last == nil || (last.Reason != "BuildingImage" && last.Reason != "ImageBuilt") {
 			continue
 		}
 		for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 			if !api.PullFailed(cs) && (cs.State.Waiting == nil || cs.State.Waiting.Reason != "ContainerCreating") {
 				continue
 			}
+			next := "Nothing to do: the pods start once the image is imported; `make images` builds every image ahead of time."
+			if last.Reason == "ImageBuilt" {
+				// Built and imported: the kubelet pulls again at the end of
+				// its back-off (at most 5 minutes).
+				return ReasonImageBuilding,
+					fmt.Sprintf("The local cluster built image %q for its first use: %s The pod starts at the kubelet's next pull retry.", cs.Image, last.Message), next, true
+			}
 			since := now.Sub(eventTime(last)).Round(time.Second)
 			return ReasonImageBuilding,
-				fmt.Sprintf("The local cluster is building image %q for its first use (for %s so far): %s", cs.Image, since, last.Message),
-				"Nothing to do: the pods start once the image is imported; `make images` builds every image ahead of time.", true
+				fmt.Sprintf("The local cluster is building image %q for its first use (for %s so far): %s", cs.Image, since, last.Message), next, true
 		}
 	}
 	return "", "", "", false

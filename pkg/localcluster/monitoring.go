@@ -121,12 +121,13 @@ func (c *Cluster) writePrometheusConfig(ctx context.Context) (string, error) {
 	return cfgPath, os.WriteFile(cfgPath, cfg, 0o644)
 }
 
-// reloadPrometheus writes the configuration again and has Prometheus read
-// it and its rule files. A Prometheus that does not reload (one started
-// before --web.enable-lifecycle) is only warned of: it keeps its rules
-// until the cluster restarts.
+// reloadPrometheus writes the manager's CA again (a reinstall makes a new
+// one) and has Prometheus re-read its configuration and rule files. A
+// Prometheus that does not reload (one started before
+// --web.enable-lifecycle) is only warned of: it keeps its rules until the
+// cluster restarts, as it keeps its scrape jobs.
 func (c *Cluster) reloadPrometheus(ctx context.Context) error {
-	if _, err := c.writePrometheusConfig(ctx); err != nil {
+	if _, err := c.writeManagerCA(ctx); err != nil {
 		return err
 	}
 	if err := postReload(ctx); err != nil {

@@ -3,6 +3,7 @@ package localcluster
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -82,4 +83,20 @@ func presentRefs(ctx context.Context, n realNode) (sets.Set[string], error) {
 		return nil, fmt.Errorf("failed to list the images of %s: %w", n.name, err)
 	}
 	return sets.New(strings.Fields(string(out))...), nil
+}
+
+// ForgetImage removes image ref from every real node's containerd, as the
+// kubelet's image garbage collection does under disk pressure: the next
+// pod that needs it fails its pull, and the image builder imports it again
+// (tests of the image builder use it).
+func ForgetImage(ctx context.Context, opts Options, ref string) error {
+	opts = runningCacheDir(opts)
+	c := New(opts, io.Discard)
+	for i := 1; i <= opts.RealNodes; i++ {
+		n := c.realNode(i)
+		if err := images.Run(ctx, "ctr", "--address", n.socket(), "-n", "k8s.io", "images", "rm", ref); err != nil {
+			return fmt.Errorf("failed to remove %s from %s: %w", ref, n.name, err)
+		}
+	}
+	return nil
 }

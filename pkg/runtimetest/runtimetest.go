@@ -151,12 +151,15 @@ func Run(ctx context.Context, c client.Client, ns string, rt *trainer.ClusterTra
 		if s.Reason == ReasonImageBuilding {
 			// The pull fails until the image is imported: not the
 			// runtime's failure, and the kubelet retries on its own.
-			obs.building = s.Message
+			obs.building, obs.pullFailure = s.Message, ""
 		}
 		obs.record(launcher, workers)
 		p.Checks = obs.live(s)
 		report()
-		return s.Phase.Finished() || obs.pullFailure != "", nil
+		// A pull failure ends the test once it has lasted pullGrace with
+		// no image build under way: on the local cluster, the image
+		// builder starts one within seconds of the first failure.
+		return s.Phase.Finished() || (obs.pullFailure != "" && time.Since(obs.pullFailedAt) > pullGrace), nil
 	})
 	p.Checks = []Check{obs.imageCheck(), obs.sshCheck(2, p.Phase), spawnCheck(last)}
 	if o.Log != nil && p.Phase == api.PhaseSucceeded {
@@ -167,6 +170,11 @@ func Run(ctx context.Context, c client.Client, ns string, rt *trainer.ClusterTra
 	return p, nil
 }
 
+// pullGrace is how long a pull failure may last before it fails the test:
+// long enough for the local cluster's image builder to say it builds the
+// image (ImageBuilding).
+const pullGrace = 20 * time.Second
+
 // ReasonImageBuilding is the diagnosis's reason while the local cluster
 // builds an image for its first use (diagnose.ReasonImageBuilding).
 const ReasonImageBuilding = "ImageBuilding"
@@ -174,6 +182,10 @@ const ReasonImageBuilding = "ImageBuilding"
 // live is the checks while the job runs: decided ones, and RUNNING.
 func (o *observed) live(s api.Status) []Check {
 	img := Check{"image pull", Running, "waiting for the pods to start their images"}
+	if o.pullFailure != "" && time.Since(o.pullFailedAt) <= pullGrace {
+		return []Check{{"image pull", Running, "a pull failed; waiting " + pullGrace.String() + " for an image build to start: " + o.pullFailure},
+			{"SSH key mount", Running, "waiting for the image"}, {"MPI spawn", Running, "waiting for the image"}}
+	}
 	if o.building != "" {
 		return []Check{{"image pull", Running, o.building}, {"SSH key mount", Running, "waiting for the image"}, {"MPI spawn", Running, "waiting for the image"}}
 	}
@@ -194,14 +206,15 @@ func (o *observed) live(s api.Status) []Check {
 // observed is what the pods of a runtime test showed at any time while the
 // job ran.
 type observed struct {
-	pods        sets.Set[string] // every pod seen
-	started     sets.Set[string] // pods whose containers all started their images
-	sshReady    sets.Set[string] // Workers whose sshd passed its readiness probe
-	pullFailure string           // the first image pull failure seen
-	building    string           // the diagnosis's word while the local cluster builds an image
-	notStarted  string           // a pod and image not started yet, at the last look
-	launcher    corev1.Pod       // the Launcher, as last seen
-	workerHosts sets.Set[string] // the Workers' host names
+	pods         sets.Set[string] // every pod seen
+	started      sets.Set[string] // pods whose containers all started their images
+	sshReady     sets.Set[string] // Workers whose sshd passed its readiness probe
+	pullFailure  string           // the first image pull failure seen
+	building     string           // the diagnosis's word while the local cluster builds an image
+	pullFailedAt time.Time        // when pullFailure was first seen
+	notStarted   string           // a pod and image not started yet, at the last look
+	launcher     corev1.Pod       // the Launcher, as last seen
+	workerHosts  sets.Set[string] // the Workers' host names
 }
 
 // placementCheck reads the Launcher's log: where mpi-hello's ranks say
@@ -245,7 +258,7 @@ func (o *observed) record(launcher, workers []corev1.Pod) {
 		all := len(p.Status.ContainerStatuses) > 0
 		for _, c := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
 			if api.PullFailed(c) && o.pullFailure == "" && o.building == "" {
-				o.pullFailure = fmt.Sprintf("pod %s: %s: %s", p.Name, c.State.Waiting.Reason, c.State.Waiting.Message)
+				o.pullFailure, o.pullFailedAt = fmt.Sprintf("pod %s: %s: %s", p.Name, c.State.Waiting.Reason, c.State.Waiting.Message), time.Now()
 			}
 		}
 		for _, c := range p.Status.ContainerStatuses {

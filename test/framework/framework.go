@@ -450,3 +450,19 @@ func PrometheusURL() string {
 	}
 	return localcluster.PrometheusURL
 }
+
+// ForgetImage removes an MPI image from the local cluster's nodes (not
+// from the cache): the next pod that needs it waits for the image builder.
+func (c *Cluster) ForgetImage(t testing.TB, ref string) {
+	t.Helper()
+	if os.Getenv("MPIJOB_KUBECONFIG") != "" {
+		t.Skip("removes an image from the local cluster's nodes; MPIJOB_KUBECONFIG points elsewhere")
+	}
+	opts, err := localcluster.DefaultOptions(Dir(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := localcluster.ForgetImage(context.Background(), opts, ref); err != nil {
+		t.Fatal(err)
+	}
+}
