@@ -121,10 +121,11 @@ func (w *podW) image(ref string) *podW {
 	return w
 }
 
-// builderEvent is what the local cluster's image builder records on a pod.
-func builderEvent(pod, reason, msg string, at time.Time) corev1.Event {
+// builderEvent is what the local cluster's image builder records on
+// Worker 1's pod.
+func builderEvent(reason, msg string, at time.Time) corev1.Event {
 	return corev1.Event{Reason: reason, Message: msg, Source: corev1.EventSource{Component: BuilderComponent},
-		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: pod}, LastTimestamp: metav1.NewTime(at)}
+		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "hello-node-0-1"}, LastTimestamp: metav1.NewTime(at)}
 }
 
 func (w *podW) memLimit(q string) *podW {
@@ -221,7 +222,7 @@ func TestDiagnose(t *testing.T) {
 		"the local cluster builds the image for its first use: the job waits": {
 			next: []string{"Nothing to do: the pods start once the image is imported; `make images` builds every image ahead of time."},
 			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Now: t0.Add(90 * time.Second),
-				Events: []corev1.Event{builderEvent("hello-node-0-1", "BuildingImage", "The local cluster builds ghcr.io/mpijob/openmpi:4.1 for its first use (about 4m on this machine).", t0)},
+				Events:  []corev1.Event{builderEvent("BuildingImage", "The local cluster builds ghcr.io/mpijob/openmpi:4.1 for its first use (about 4m on this machine).", t0)},
 				Workers: pods(worker("0").running(true), worker("1").waiting("ImagePullBackOff", `Back-off pulling image "ghcr.io/mpijob/openmpi:4.1"`))},
 			want: api.Status{Phase: api.PhaseStarting, Reason: ReasonImageBuilding, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1,
 				Message: `The local cluster is building image "ghcr.io/mpijob/openmpi:4.1" for its first use (for 1m30s so far): The local cluster builds ghcr.io/mpijob/openmpi:4.1 for its first use (about 4m on this machine).`},
@@ -230,8 +231,8 @@ func TestDiagnose(t *testing.T) {
 			next: []string{"Nothing to do: the pods start once the image is imported; `make images` builds every image ahead of time."},
 			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Now: t0.Add(5 * time.Minute),
 				Events: []corev1.Event{
-					builderEvent("hello-node-0-1", "BuildingImage", "building", t0),
-					builderEvent("hello-node-0-1", "ImageBuilt", "ghcr.io/mpijob/openmpi:4.1 was built and imported into every node in 4m0s.", t0.Add(4*time.Minute)),
+					builderEvent("BuildingImage", "building", t0),
+					builderEvent("ImageBuilt", "ghcr.io/mpijob/openmpi:4.1 was built and imported into every node in 4m0s.", t0.Add(4*time.Minute)),
 				},
 				Workers: pods(worker("0").running(true), worker("1").waiting("ImagePullBackOff", `Back-off pulling image "ghcr.io/mpijob/openmpi:4.1"`))},
 			want: api.Status{Phase: api.PhaseStarting, Reason: ReasonImageBuilding, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1,
@@ -241,8 +242,8 @@ func TestDiagnose(t *testing.T) {
 			next: []string{"This is one of mpijob's MPI images, which are built from the repository, not pulled from ghcr.io: build and push them to your registry with `make images REGISTRY=registry.example.com/team`, then install with `kubectl apply --server-side -k config/registry` (docs/admin.md, Images from your registry)."},
 			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Now: t0.Add(5 * time.Minute),
 				Events: []corev1.Event{
-					builderEvent("hello-node-0-1", "BuildingImage", "building", t0),
-					builderEvent("hello-node-0-1", "ImageBuildFailed", "The local cluster could not build it", t0.Add(4*time.Minute)),
+					builderEvent("BuildingImage", "building", t0),
+					builderEvent("ImageBuildFailed", "The local cluster could not build it", t0.Add(4*time.Minute)),
 				},
 				Workers: pods(worker("0").running(true), worker("1").waiting("ImagePullBackOff", `Back-off pulling image "ghcr.io/mpijob/openmpi:4.1"`))},
 			want: api.Status{Phase: api.PhaseStarting, Reason: ReasonImagePullFailed, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1,

@@ -164,7 +164,7 @@ func ServeImages(ctx context.Context, opts Options, out io.Writer) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for serveOne(ctx, opts, out, cs, queue, &mu, waiting, served) { //nolint:revive // each call serves one image
+			for serveOne(ctx, opts, out, cs, queue, &mu, waiting, served) {
 			}
 		}()
 	}

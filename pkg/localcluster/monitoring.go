@@ -145,10 +145,10 @@ func postReload(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("failed to reload Prometheus: %w", err)
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(resp.Body)
-		return fmt.Errorf("Prometheus did not reload its configuration (%s): %s; restart the cluster (make dev-down dev) if it predates --web.enable-lifecycle", resp.Status, strings.TrimSpace(string(b)))
+		return fmt.Errorf("the local Prometheus did not reload its configuration (%s): %s; restart the cluster (make dev-down dev) if it predates --web.enable-lifecycle", resp.Status, strings.TrimSpace(string(b)))
 	}
 	return nil
 }

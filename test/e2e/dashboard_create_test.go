@@ -181,7 +181,11 @@ func TestDashboardCreateWizardInTheBrowser(t *testing.T) {
 	if made.Spec.ActiveDeadlineSeconds != 600 || made.Annotations[api.DescriptionAnnotation] != "made by the wizard test" {
 		t.Errorf("the wizard's job: activeDeadlineSeconds %d, description %q; want 600 and the one typed", made.Spec.ActiveDeadlineSeconds, made.Annotations[api.DescriptionAnnotation])
 	}
-	if b, _ := json.Marshal(made.Spec.RuntimePatches); !strings.Contains(string(b), `"key":"mpijob.dev/wizard"`) {
+	b, err := json.Marshal(made.Spec.RuntimePatches)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `"key":"mpijob.dev/wizard"`) {
 		t.Errorf("the wizard's job has no toleration of mpijob.dev/wizard: %s", b)
 	}
 	// Only the job the wizard submitted exists.

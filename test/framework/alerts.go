@@ -31,7 +31,7 @@ func Alerts(ctx context.Context, promURL string) ([]Alert, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
+	defer func() { _ = resp.Body.Close() }()
 	var body struct {
 		Data struct {
 			Alerts []Alert `json:"alerts"`

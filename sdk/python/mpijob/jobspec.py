@@ -394,7 +394,7 @@ def parse_timeout(s: str) -> int:
     m = _TIMEOUT.match(s) if isinstance(s, str) else None
     if not s or m is None:
         raise ValueError("is not a duration: use e.g. 90m, 2h or 1h30m (whole hours h, minutes m and seconds s; a bare number has no unit)")
-    secs = sum(int(g) * u for g, u in zip(m.groups(), (3600, 60, 1)) if g)
+    secs = sum(int(g) * u for g, u in zip(m.groups(), (3600, 60, 1), strict=True) if g)
     if secs < 1:
         raise ValueError("must be more than 0: use e.g. 90m, 2h or 1h30m, or leave it out for no limit")
     return secs
@@ -476,7 +476,8 @@ def _validate_scheduling(inp: Input) -> int:
     seen: set[str] = set()
     for s in inp.image_pull_secrets:
         if not isinstance(s, str) or len(s) > 253 or not _DNS_SUBDOMAIN.match(s):
-            raise _err("image_pull_secrets", s, "is not a Secret name: use lower-case letters, digits, '-' and '.' (kubectl get secrets --field-selector type=kubernetes.io/dockerconfigjson)")
+            raise _err("image_pull_secrets", s, "is not a Secret name: use lower-case letters, digits, '-' and '.' "
+                                                "(kubectl get secrets --field-selector type=kubernetes.io/dockerconfigjson)")
         if s in seen:
             raise _err("image_pull_secrets", s, "is named twice: name each Secret once")
         seen.add(s)

@@ -8,8 +8,8 @@ import warnings
 from datetime import timedelta
 from typing import Any
 
-from .constants import MAX_NAME
 from . import jobspec as _jobspec
+from .constants import MAX_NAME
 from .errors import InvalidJobError
 from .redact import Redactor
 
