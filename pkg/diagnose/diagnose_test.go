@@ -238,6 +238,16 @@ func TestDiagnose(t *testing.T) {
 			want: api.Status{Phase: api.PhaseStarting, Reason: ReasonImageBuilding, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1,
 				Message: `The local cluster built image "ghcr.io/mpijob/openmpi:4.1" for its first use: ghcr.io/mpijob/openmpi:4.1 was built and imported into every node in 4m0s. The pod starts at the kubelet's next pull retry.`},
 		},
+		"a failed Launcher with retries left: the whole job starts again": {
+			in: Input{TrainJob: job(2).obj(), JobSet: func() *jobsetv1alpha2.JobSet {
+				js := jobset(2)
+				js.Spec.FailurePolicy = &jobsetv1alpha2.FailurePolicy{MaxRestarts: 2}
+				js.Status.Restarts = 1
+				return js
+			}(), Workers: pods(worker("0").running(true), worker("1").running(true)), Launcher: pods(launcher().terminated("Error", 1))},
+			want: api.Status{Phase: api.PhaseRunning, Reason: ReasonLauncherFailed, Launcher: api.LauncherFailed, WorkersTotal: 2, WorkersReady: 2,
+				StartTime: ptr.To(metav1.NewTime(t0)), Message: "The Launcher failed on try 2 of 3; JobSet starts the whole job again (retries)."},
+		},
 		"a build that failed is a pull failure again": {
 			next: []string{"This is one of mpijob's MPI images, which are built from the repository, not pulled from ghcr.io: build and push them to your registry with `make images REGISTRY=registry.example.com/team`, then install with `kubectl apply --server-side -k config/registry` (docs/admin.md, Images from your registry)."},
 			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Now: t0.Add(5 * time.Minute),

@@ -60,7 +60,7 @@ func explainProgress(in Input, s api.Status) (api.Phase, string, string, string)
 			// mpirun failed because a Worker was lost: that stays the news.
 			return api.PhaseRunning, ReasonWorkerEvicted, p.Message, ranked(append([]string{p.NextStep}, p.NextSteps[min(1, len(p.NextSteps)):]...)...)
 		}
-		return api.PhaseRunning, ReasonLauncherFailed, "The Launcher failed; Trainer is finishing the job.", ""
+		return api.PhaseRunning, ReasonLauncherFailed, launcherFailed(in), ""
 	case api.LauncherSucceeded:
 		// The Launcher ran, so every Worker had been placed: Workers gone
 		// now were stopped by the job's success (JobSet ends the others
@@ -143,7 +143,7 @@ func explainProgress(in Input, s api.Status) (api.Phase, string, string, string)
 		}
 		return api.PhaseRunning, "", fmt.Sprintf("Running on %d Workers.", s.WorkersTotal), ""
 	case api.LauncherFailed:
-		return api.PhaseRunning, ReasonLauncherFailed, "The Launcher failed; Trainer is finishing the job.", ""
+		return api.PhaseRunning, ReasonLauncherFailed, launcherFailed(in), ""
 	case api.LauncherDeleted:
 		return api.PhaseRunning, ReasonLauncherDeleted, "The Launcher pod was deleted while the Workers run.",
 			"The job cannot finish without its Launcher: delete it and resubmit (`kubectl mpijob clone`)."
@@ -227,6 +227,17 @@ func podsRefused(in Input) (reason, message, next string, ok bool) {
 		}
 	}
 	return "", "", "", false
+}
+
+// launcherFailed says what follows a failed Launcher: the job's end, or,
+// with retries left (JobSet's failurePolicy.maxRestarts, the job's
+// --retries), the whole job starting again.
+func launcherFailed(in Input) string {
+	if js := in.JobSet; js != nil && js.Spec.FailurePolicy != nil && js.Status.Restarts < js.Spec.FailurePolicy.MaxRestarts {
+		tries := js.Spec.FailurePolicy.MaxRestarts + 1
+		return fmt.Sprintf("The Launcher failed on try %d of %d; JobSet starts the whole job again (retries).", js.Status.Restarts+1, tries)
+	}
+	return "The Launcher failed; Trainer is finishing the job."
 }
 
 // BuilderComponent is the source of the Events the local cluster's image
