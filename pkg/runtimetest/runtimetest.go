@@ -253,6 +253,17 @@ func (o *observed) record(launcher, workers []corev1.Pod) {
 		o.pods, o.started, o.sshReady, o.workerHosts = sets.New[string](), sets.New[string](), sets.New[string](), sets.New[string]()
 	}
 	o.notStarted = ""
+	failing := false // a pull fails now
+	for _, p := range append(launcher, workers...) {
+		for _, c := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
+			failing = failing || api.PullFailed(c)
+		}
+	}
+	if !failing {
+		// A pull that failed and then worked (the kubelet's retry after
+		// the local cluster imported the image) is no failure.
+		o.pullFailure = ""
+	}
 	for _, p := range append(launcher, workers...) {
 		o.pods.Insert(p.Name)
 		all := len(p.Status.ContainerStatuses) > 0

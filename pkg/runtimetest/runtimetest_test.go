@@ -61,6 +61,18 @@ func TestChecks(t *testing.T) {
 				{"SSH key mount", Fail, "0 of 2 Workers' sshd came up with the job's key"},
 			},
 		},
+		"a pull that failed, then worked once the image was imported": {
+			looks: []look{
+				{workers: []corev1.Pod{testPod("w-0", backOff), testPod("w-1", creating)}},
+				{workers: []corev1.Pod{testPod("w-0", readyNode), testPod("w-1", readyNode)}},
+				{launcher: []corev1.Pod{testPod("l", runningNode)}, workers: []corev1.Pod{testPod("w-0", stoppedNode), testPod("w-1", stoppedNode)}},
+			},
+			phase: api.PhaseSucceeded,
+			want: []Check{
+				{"image pull", Pass, "3 pods started their images"},
+				{"SSH key mount", Pass, "2 Workers' sshd accepted connections with the job's key"},
+			},
+		},
 		"one Worker never Ready": {
 			looks: []look{{workers: []corev1.Pod{testPod("w-0", readyNode), testPod("w-1", runningNode)}}},
 			phase: api.PhaseFailed,

@@ -99,8 +99,15 @@ func TestLogsOutliveThePods(t *testing.T) {
 	if s.Phase != api.PhaseSucceeded {
 		t.Fatalf("job %s: %s %s: %s", name, s.Phase, s.Reason, s.Message)
 	}
-	// The collector reads every second; give it a moment for the last lines.
-	time.Sleep(5 * time.Second)
+	// The collector ships the lines asynchronously (it reads every second,
+	// and 110,000 lines take a while under a loaded CI machine: a fixed 5 s
+	// saw 101,091 of them): wait until the store holds the whole Launcher
+	// log before reading it back.
+	waitFor(t, 3*time.Minute, "the log store to hold every line of the Launcher", func() (bool, string) {
+		r := runCLI(t, user, ns, "logs", name, "--source", "store")
+		n := len(numbered.FindAllString(r.out, -1))
+		return n >= bigLogLines, fmt.Sprintf("%d of %d lines stored", n, bigLogLines)
+	})
 
 	t.Run("the kubelet rotated the Launcher's log", func(t *testing.T) {
 		r := quiet(t, "logs", name, "--source", "pods")

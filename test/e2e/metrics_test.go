@@ -133,17 +133,26 @@ func TestMetricsOverTime(t *testing.T) {
 		t.Fatal(err)
 	}
 	rng := promv1.Range{Start: tj.CreationTimestamp.Add(-time.Minute), End: time.Now(), Step: 5 * time.Second}
-	// The recording rules evaluate without error and each has data.
+	// The recording rules evaluate without error and each has data; the
+	// alerts evaluate without error.
 	waitFor(t, time.Minute, "every recording rule evaluated with data", func() (bool, string) {
 		rules, err := prom.Rules(ctx)
 		if err != nil {
 			return false, err.Error()
 		}
+		recording := 0
 		for _, g := range rules.Groups {
+			counted := false
 			for _, r := range g.Rules {
+				if ar, ok := r.(promv1.AlertingRule); ok && ar.Health != promv1.RuleHealthGood {
+					return false, ar.Name + ": " + string(ar.Health) + " " + ar.LastError
+				}
 				rr, ok := r.(promv1.RecordingRule)
 				if !ok {
 					continue
+				}
+				if !counted {
+					recording, counted = recording+1, true
 				}
 				if rr.Health != promv1.RuleHealthGood {
 					return false, rr.Name + ": " + string(rr.Health) + " " + rr.LastError
@@ -154,7 +163,8 @@ func TestMetricsOverTime(t *testing.T) {
 				}
 			}
 		}
-		return len(rules.Groups) == 2, "rule groups loaded"
+		// The recording rules' two groups, and the alerts' (alerts_test.go).
+		return recording == 2 && len(rules.Groups) == 3, "rule groups loaded"
 	})
 	// Every query of the Grafana dashboard has data.
 	b, err := os.ReadFile(filepath.Join(root, "config", "monitoring", "grafana-dashboard.json"))

@@ -38,8 +38,8 @@ func TestDiagnosisOfLifecycleFailures(t *testing.T) {
 			t.Fatal(err)
 		}
 		s := c.WaitForStatus(t, ns, "slow", 2*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseFailed })
-		if s.Reason != diagnose.ReasonDeadlineExceeded || !strings.Contains(s.Message, "deadline of 8s") {
-			t.Errorf("status %s %q, want %s naming the 8s deadline", s.Reason, s.Message, diagnose.ReasonDeadlineExceeded)
+		if s.Reason != diagnose.ReasonDeadlineExceeded || !strings.Contains(s.Message, "timeout of 8s") {
+			t.Errorf("status %s %q, want %s naming the 8s timeout", s.Reason, s.Message, diagnose.ReasonDeadlineExceeded)
 		}
 	})
 
