@@ -242,8 +242,9 @@ func launcherFailed(in Input) string {
 
 // BuilderComponent is the source of the Events the local cluster's image
 // builder records on a pod whose image it builds for its first use
-// (pkg/localcluster: BuildingImage, then ImageBuilt or ImageBuildFailed).
-const BuilderComponent = "mpijob-dev-image-builder"
+// (api.EventBuildingImage, then api.EventImageBuilt or
+// api.EventImageBuildFailed).
+const BuilderComponent = api.ImageBuilderComponent
 
 // imageBuilding finds a pod that waits for an image the local cluster is
 // building for its first use: its pull failed, and the builder's last word
@@ -261,7 +262,7 @@ func imageBuilding(pods []corev1.Pod, events []corev1.Event, now time.Time) (rea
 				last = e
 			}
 		}
-		if last == nil || (last.Reason != "BuildingImage" && last.Reason != "ImageBuilt") {
+		if last == nil || (last.Reason != api.EventBuildingImage && last.Reason != api.EventImageBuilt) {
 			continue
 		}
 		for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
@@ -269,7 +270,7 @@ func imageBuilding(pods []corev1.Pod, events []corev1.Event, now time.Time) (rea
 				continue
 			}
 			next := "Nothing to do: the pods start once the image is imported; `make images` builds every image ahead of time."
-			if last.Reason == "ImageBuilt" {
+			if last.Reason == api.EventImageBuilt {
 				// Built and imported: the kubelet pulls again at the end of
 				// its back-off (at most 5 minutes).
 				return ReasonImageBuilding,

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/localcluster/images"
 )
 
@@ -68,12 +69,9 @@ func prebuild(ctx context.Context, opts Options, out io.Writer) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			began := time.Now()
-			if err := EnsureImages(ctx, opts, out, []Image{im}, "built ahead of its first use (make dev)"); err != nil {
+			if _, err := buildTimed(ctx, opts, out, im, "built ahead of its first use (make dev)"); err != nil {
 				fmt.Fprintf(out, "image-builder: %v\n", err)
-				return
 			}
-			recordBuildTime(opts, im, time.Since(began))
 		}()
 	}
 	wg.Wait()
@@ -200,19 +198,18 @@ func serveOne(ctx context.Context, opts Options, out io.Writer, cs kubernetes.In
 		return true
 	}
 	why := fmt.Sprintf("pod %s/%s uses it", still[0].Namespace, still[0].Name)
-	tell(ctx, cs, still, corev1.EventTypeNormal, "BuildingImage",
+	tell(ctx, cs, still, corev1.EventTypeNormal, api.EventBuildingImage,
 		fmt.Sprintf("The local cluster builds %s for its first use (%s; `make images` builds every image ahead). The pod starts at the kubelet's next pull after the import.", im.Ref, buildEstimate(opts, im)))
-	began := time.Now()
-	if err := EnsureImages(ctx, opts, out, []Image{im}, why); err != nil {
+	took, err := buildTimed(ctx, opts, out, im, why)
+	if err != nil {
 		fmt.Fprintf(out, "image-builder: %v\n", err)
-		tell(ctx, cs, still, corev1.EventTypeWarning, "ImageBuildFailed",
+		tell(ctx, cs, still, corev1.EventTypeWarning, api.EventImageBuildFailed,
 			fmt.Sprintf("The local cluster could not build %s: %s (log: .local/logs/%s.log; retried with back-off).", im.Ref, firstLine(err.Error()), imageBuilderProcess))
 		queue.AddRateLimited(name)
 		return true
 	}
-	recordBuildTime(opts, im, time.Since(began))
-	tell(ctx, cs, still, corev1.EventTypeNormal, "ImageBuilt",
-		fmt.Sprintf("%s was built and imported into every node in %s.", im.Ref, time.Since(began).Round(time.Second)))
+	tell(ctx, cs, still, corev1.EventTypeNormal, api.EventImageBuilt,
+		fmt.Sprintf("%s was built and imported into every node in %s.", im.Ref, took.Round(time.Second)))
 	mu.Lock()
 	served[name] = time.Now()
 	mu.Unlock()
@@ -265,6 +262,18 @@ func buildTimeFile(opts Options, im Image) string {
 	return filepath.Join(images.Dir(opts.images()), im.Name+".build-time")
 }
 
+// buildTimed builds and imports im (EnsureImages) and, when it worked,
+// keeps how long it took for the next estimate.
+func buildTimed(ctx context.Context, opts Options, out io.Writer, im Image, why string) (time.Duration, error) {
+	began := time.Now()
+	if err := EnsureImages(ctx, opts, out, []Image{im}, why); err != nil {
+		return 0, err
+	}
+	took := time.Since(began)
+	recordBuildTime(opts, im, took)
+	return took, nil
+}
+
 // recordBuildTime keeps how long im took to build, for the next estimate.
 func recordBuildTime(opts Options, im Image, d time.Duration) {
 	_ = os.WriteFile(buildTimeFile(opts, im), []byte(d.Round(time.Second).String()+"\n"), 0o644)
@@ -295,7 +304,7 @@ func tell(ctx context.Context, cs kubernetes.Interface, pods []*corev1.Pod, typ,
 			ObjectMeta:     metav1.ObjectMeta{GenerateName: p.Name + ".", Namespace: p.Namespace},
 			InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: p.Namespace, Name: p.Name, UID: p.UID, APIVersion: "v1"},
 			Reason:         reason, Message: msg, Type: typ,
-			Source:         corev1.EventSource{Component: "mpijob-dev-image-builder"},
+			Source:         corev1.EventSource{Component: api.ImageBuilderComponent},
 			FirstTimestamp: now, LastTimestamp: now, Count: 1,
 		}
 		_, _ = cs.CoreV1().Events(p.Namespace).Create(ctx, ev, metav1.CreateOptions{})

@@ -253,23 +253,13 @@ func (o *observed) record(launcher, workers []corev1.Pod) {
 		o.pods, o.started, o.sshReady, o.workerHosts = sets.New[string](), sets.New[string](), sets.New[string](), sets.New[string]()
 	}
 	o.notStarted = ""
-	failing := false // a pull fails now
-	for _, p := range append(launcher, workers...) {
-		for _, c := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
-			failing = failing || api.PullFailed(c)
-		}
-	}
-	if !failing {
-		// A pull that failed and then worked (the kubelet's retry after
-		// the local cluster imported the image) is no failure.
-		o.pullFailure = ""
-	}
+	failing := "" // the first pull that fails now
 	for _, p := range append(launcher, workers...) {
 		o.pods.Insert(p.Name)
 		all := len(p.Status.ContainerStatuses) > 0
 		for _, c := range append(p.Status.InitContainerStatuses, p.Status.ContainerStatuses...) {
-			if api.PullFailed(c) && o.pullFailure == "" && o.building == "" {
-				o.pullFailure, o.pullFailedAt = fmt.Sprintf("pod %s: %s: %s", p.Name, c.State.Waiting.Reason, c.State.Waiting.Message), time.Now()
+			if api.PullFailed(c) && failing == "" {
+				failing = fmt.Sprintf("pod %s: %s: %s", p.Name, c.State.Waiting.Reason, c.State.Waiting.Message)
 			}
 		}
 		for _, c := range p.Status.ContainerStatuses {
@@ -283,6 +273,14 @@ func (o *observed) record(launcher, workers []corev1.Pod) {
 		if all {
 			o.started.Insert(p.Name)
 		}
+	}
+	switch {
+	case failing == "":
+		// A pull that failed and then worked (the kubelet's retry after
+		// the local cluster imported the image) is no failure.
+		o.pullFailure = ""
+	case o.pullFailure == "" && o.building == "":
+		o.pullFailure, o.pullFailedAt = failing, time.Now()
 	}
 	if len(launcher) > 0 {
 		o.launcher = launcher[0]

@@ -1,0 +1,15 @@
+package api
+
+// What the local cluster's image builder records on a pod whose image it
+// builds for its first use, and the diagnosis reads (ImageBuilding): the
+// Events' source and reasons, spelled once for both sides.
+const (
+	// ImageBuilderComponent is the source of the image builder's Events.
+	ImageBuilderComponent = "mpijob-dev-image-builder"
+	// EventBuildingImage: the build of the pod's image has begun.
+	EventBuildingImage = "BuildingImage"
+	// EventImageBuilt: the image is built and imported into every node.
+	EventImageBuilt = "ImageBuilt"
+	// EventImageBuildFailed: the build failed; it is retried with back-off.
+	EventImageBuildFailed = "ImageBuildFailed"
+)
