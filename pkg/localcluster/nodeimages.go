@@ -100,3 +100,24 @@ func ForgetImage(ctx context.Context, opts Options, ref string) error {
 	}
 	return nil
 }
+
+// TagImage gives image src a second name, ref, on every real node, as a
+// registry holding it under that name would: tests that run upstream's
+// specs give their images a local stand-in this way.
+func TagImage(ctx context.Context, opts Options, src, ref string) error {
+	opts = runningCacheDir(opts)
+	c := New(opts, io.Discard)
+	for i := 1; i <= opts.RealNodes; i++ {
+		n := c.realNode(i)
+		unlock, err := images.LockFile(filepath.Join(n.store, ".import.lock"))
+		if err != nil {
+			return err
+		}
+		err = images.Run(ctx, "ctr", "--address", n.socket(), "-n", "k8s.io", "images", "tag", "--force", src, ref)
+		unlock()
+		if err != nil {
+			return fmt.Errorf("failed to tag %s as %s on %s: %w", src, ref, n.name, err)
+		}
+	}
+	return nil
+}
