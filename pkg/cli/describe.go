@@ -136,7 +136,7 @@ func describe(ctx context.Context, cl *clients, name string, out io.Writer, now 
 		slots = *tj.Spec.Trainer.NumProcPerNode
 	}
 	p("Slots per worker", "%d", max(slots, 1))
-	if pr, ok := progress.Read(tj.Annotations); ok {
+	if pr, ok := progress.Of(tj); ok {
 		line := pr.Short()
 		if left := pr.EstimatedRemainingTimeSummary; left != "" && left != "complete" {
 			line += ", about " + left + " left"

@@ -362,7 +362,7 @@ func jobTable(jobs []trainer.TrainJob, now time.Time) *metav1.Table {
 
 // progressOf is the job's last progress report, short ("-": none).
 func progressOf(j *trainer.TrainJob) string {
-	if p, ok := progress.Read(j.Annotations); ok {
+	if p, ok := progress.Of(j); ok {
 		if s := p.Short(); s != "" {
 			return s
 		}

@@ -90,7 +90,7 @@ func JobWith(tj *trainer.TrainJob, st api.Status, ok bool) Job {
 	// Workload is inactive), below.
 	kueue := tj.Labels[queue.NameLabel] != ""
 	j.Suspended = !kueue && ptr.Deref(tj.Spec.Suspend, false)
-	if p, ok := progress.Read(tj.Annotations); ok {
+	if p, ok := progress.Of(tj); ok {
 		j.Progress = &p
 	}
 	if tr := tj.Spec.Trainer; tr != nil {

@@ -532,6 +532,12 @@ func Down(ctx context.Context, opts Options, out io.Writer) error {
 	_ = os.Remove(filepath.Join(kueueVisibilityCertDir, "tls.crt"))
 	_ = os.Remove(filepath.Join(kueueVisibilityCertDir, "tls.key"))
 	_ = os.Remove(kueueVisibilityCertDir)
+	// The folders Trainer's mount namespace mounted on (trainerInPod),
+	// when empty, and their parents up to the first that is not.
+	for _, d := range []string{serviceAccountDir, trainerStatusCertDir} {
+		for ; d != "/" && os.Remove(d) == nil; d = filepath.Dir(d) {
+		}
+	}
 	// Its parents too, when nothing else lives there.
 	_ = os.Remove(filepath.Dir(kueueMetricsCertDir))
 	_ = os.Remove(filepath.Dir(filepath.Dir(kueueMetricsCertDir)))

@@ -22,8 +22,11 @@ const (
 	trainerWebhookPort = 9443
 	jobsetWebhookPort  = 9444
 	trainerHealthPort  = 9451
-	jobsetHealthPort   = 9452
-	kwokServerPort     = 10247
+	// trainerStatusPort is Trainer's runtime status server (its
+	// TrainJobStatus feature), on the host's address for the pods.
+	trainerStatusPort = 9465
+	jobsetHealthPort  = 9452
+	kwokServerPort    = 10247
 	// DashboardPort serves mpijob-dashboard on 127.0.0.1.
 	DashboardPort    = 9090
 	kueueWebhookPort = 9447

@@ -32,6 +32,9 @@ func (c *Cluster) makePKI() error {
 		// toward extension API servers (Kueue's visibility API), and that
 		// server's serving certificate for the name the API server checks.
 		{Name: "front-proxy-client", CN: frontProxyClient, Client: true},
+		// Trainer's runtime status server, for the name Trainer gives the
+		// training pods (its webhook Service's).
+		{Name: "trainer-status", CN: trainerStatusHost, Server: true, DNS: []string{trainerStatusHost}, IPs: []string{c.hostIP}},
 		{Name: "kueue-visibility", CN: kueueVisibilityService + ".kueue-system.svc", Server: true,
 			DNS: []string{kueueVisibilityService + ".kueue-system.svc"}, IPs: []string{c.hostIP}},
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -135,6 +136,9 @@ func (c *Cluster) installEngine(ctx context.Context) error {
 		return err
 	}
 	if err := c.installKueueVisibility(ctx, cl, dirs["sigs.k8s.io/kueue"]); err != nil {
+		return err
+	}
+	if err := c.installTrainerStatusServer(ctx, cl); err != nil {
 		return err
 	}
 	// What Trainer's own install creates (its namespace and public
@@ -389,13 +393,111 @@ controller:
 clientConnection:
   qps: 50
   burst: 100
-`, trainerHealthPort, trainerWebhookPort)
+# As upstream's CI runs Trainer (hack/e2e-setup-cluster.sh): training pods
+# can report their progress to Trainer's runtime status server, which
+# writes status.trainerStatus.
+featureGates:
+  TrainJobStatus: true
+statusServer:
+  port: %d
+`, trainerHealthPort, trainerWebhookPort, trainerStatusPort)
 	path := c.opts.path("trainer-config.yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return err
 	}
 	args := []string{"--config=" + path, "--kubeconfig=" + c.componentKubeconfig("admin")}
-	return c.startProcess("trainer", c.opts.bin("trainer-controller-manager"), args, []string{"TMPDIR=" + tmp})
+	bin, args, err := c.trainerInPod(c.opts.bin("trainer-controller-manager"), args)
+	if err != nil {
+		return err
+	}
+	return c.startProcess("trainer", bin, args, []string{"TMPDIR=" + tmp})
+}
+
+// trainerStatusHost is the name Trainer gives the training pods for its
+// runtime status server: its webhook Service in its namespace.
+const trainerStatusHost = "kubeflow-trainer-controller-manager.kubeflow-system.svc"
+
+// serviceAccountDir is where a pod finds its service account's token.
+const serviceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+// trainerStatusCertDir is where Trainer v2.3's status server reads its
+// serving certificate (a fixed path, pkg/util/cert: not under TMPDIR as
+// its webhook's).
+const trainerStatusCertDir = "/tmp/k8s-webhook-server/serving-certs"
+
+// trainerInPod returns the command that runs Trainer on the host as it
+// runs in its pod, for what its runtime status server reads from the
+// pod's file system: in a mount namespace of its own, a service account
+// token at serviceAccountDir (Trainer reads only the token's issuer, to
+// discover the cluster's OIDC keys), its certificate at
+// trainerStatusCertDir, and an /etc/hosts that resolves the issuer's host
+// (kubernetes.default.svc) to the API server's Service address, as the
+// cluster's DNS would. Nothing of this is seen outside Trainer's process:
+// only the empty folders mounted on are left on the host.
+func (c *Cluster) trainerInPod(bin string, args []string) (string, []string, error) {
+	sa := c.opts.path("trainer-serviceaccount")
+	if err := os.MkdirAll(sa, 0o755); err != nil {
+		return "", nil, err
+	}
+	seg := func(v any) string {
+		b, _ := json.Marshal(v)
+		return base64.RawURLEncoding.EncodeToString(b)
+	}
+	issuer := "https://kubernetes.default.svc." + clusterDomain
+	token := seg(map[string]string{"alg": "none"}) + "." + seg(map[string]string{"iss": issuer}) + ".unsigned"
+	if err := os.WriteFile(filepath.Join(sa, "token"), []byte(token), 0o600); err != nil {
+		return "", nil, err
+	}
+	certs := c.opts.path("trainer-status-certs")
+	if err := c.writeCerts(certs, "trainer-status"); err != nil {
+		return "", nil, err
+	}
+	hosts, err := os.ReadFile("/etc/hosts")
+	if err != nil {
+		return "", nil, err
+	}
+	hostsPath := c.opts.path("trainer-hosts")
+	line := fmt.Sprintf("\n%s kubernetes.default.svc.%s\n", kubernetesServiceIP, clusterDomain)
+	if err := os.WriteFile(hostsPath, append(hosts, line...), 0o644); err != nil {
+		return "", nil, err
+	}
+	script := fmt.Sprintf(`set -e
+mkdir -p %[1]s %[3]s
+mount --bind %[2]s %[1]s
+mount --bind %[4]s %[3]s
+mount --bind %[5]s /etc/hosts
+exec "$0" "$@"`, serviceAccountDir, sa, trainerStatusCertDir, certs, hostsPath)
+	return "unshare", append([]string{"--mount", "--propagation", "private", "/bin/sh", "-c", script, bin}, args...), nil
+}
+
+// kubernetesServiceIP is the ClusterIP of the Service kubernetes (the
+// first address of the Service range).
+const kubernetesServiceIP = "10.96.0.1"
+
+// installTrainerStatusServer makes Trainer's runtime status server
+// reachable from pods as Trainer's own install does: the Secret Trainer
+// copies the CA from into each job's namespace, and its Service, here an
+// EndpointSlice to Trainer on the host.
+func (c *Cluster) installTrainerStatusServer(ctx context.Context, cl client.Client) error {
+	const ns = "kubeflow-system"
+	name := strings.SplitN(trainerStatusHost, ".", 2)[0]
+	objs := []*unstructured.Unstructured{
+		{Object: map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": map[string]any{"name": ns}}},
+		{Object: map[string]any{"apiVersion": "v1", "kind": "Secret",
+			"metadata":   map[string]any{"name": "kubeflow-trainer-webhook-cert", "namespace": ns},
+			"stringData": map[string]any{"ca.crt": string(c.pki.CAPEM)}}},
+		{Object: map[string]any{"apiVersion": "v1", "kind": "Service",
+			"metadata": map[string]any{"name": name, "namespace": ns},
+			"spec": map[string]any{"ports": []any{map[string]any{"name": "status", "port": int64(trainerStatusPort),
+				"targetPort": int64(trainerStatusPort), "protocol": "TCP"}}}}},
+		{Object: map[string]any{"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+			"metadata": map[string]any{"name": name + "-host", "namespace": ns, "labels": map[string]any{
+				"kubernetes.io/service-name": name, "endpointslice.kubernetes.io/managed-by": fieldOwner}},
+			"addressType": "IPv4",
+			"ports":       []any{map[string]any{"name": "status", "port": int64(trainerStatusPort), "protocol": "TCP"}},
+			"endpoints":   []any{map[string]any{"addresses": []any{c.hostIP}, "conditions": map[string]any{"ready": true}}}}},
+	}
+	return manifests.Apply(ctx, cl, fieldOwner, objs)
 }
 
 // kueueMetricsCertDir is where Kueue v0.19 insists on finding a metrics

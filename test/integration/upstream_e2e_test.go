@@ -38,9 +38,6 @@ const upstreamSuite = "github.com/kubeflow/trainer/v2/test/e2e"
 var upstreamSkipped = map[string]string{
 	"Flux": "needs Flux Framework: the flux-distributed runtime's init container copies Flux " +
 		"from ghcr.io/converged-computing/flux-view-ubuntu, and no Debian or PyPI package gives a stand-in",
-	"runtime status server": "needs Trainer's TrainJobStatus feature gate: its status server runs in the " +
-		"Trainer process, which on the local cluster is a host process (no pod, so no Service for the " +
-		"Trainer pods to call, and no in-cluster service account token for its issuer discovery)",
 }
 
 // upstreamEnvironmentFailures are specs that fail because of another

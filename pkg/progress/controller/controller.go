@@ -17,6 +17,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
@@ -135,6 +138,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.write(ctx, tj, progress.Status(p, r.now(), complete)); err != nil {
 			return ctrl.Result{}, err
 		}
+	} else if s, ok := progress.FromTrainer(tj.Status.TrainerStatus); ok {
+		// The job reports to Trainer's runtime status server instead (or
+		// its last report scrolled out of the lines read; then Trainer's
+		// field holds what mpijob wrote from it, and nothing changes): the
+		// annotation, which OpenShift AI's dashboard and mpijob's job
+		// lists read, says the same.
+		if old, had := progress.Read(tj.Annotations); !had || !old.SameForTrainer(s) {
+			if err := r.writeAnnotation(ctx, tj, s); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 	}
 	if complete || failed {
 		r.markFinished(tj.UID)
@@ -210,8 +224,17 @@ func (r *Reconciler) now() time.Time {
 	return time.Now()
 }
 
-// write applies the annotation when its content (all but the time) changed.
+// write applies the annotation when its content (all but the time)
+// changed, and Trainer's status.trainerStatus when it does not say the
+// same (progress/trainer.go: the two agree).
 func (r *Reconciler) write(ctx context.Context, tj *trainer.TrainJob, s progress.TrainerStatus) error {
+	if err := r.writeAnnotation(ctx, tj, s); err != nil {
+		return err
+	}
+	return r.writeTrainerStatus(ctx, tj, s)
+}
+
+func (r *Reconciler) writeAnnotation(ctx context.Context, tj *trainer.TrainJob, s progress.TrainerStatus) error {
 	if old, ok := progress.Read(tj.Annotations); ok {
 		old.LastUpdatedTime, s.LastUpdatedTime = "", ""
 		if same(old, s) {
@@ -229,6 +252,39 @@ func (r *Reconciler) write(ctx context.Context, tj *trainer.TrainJob, s progress
 			return nil
 		}
 		return fmt.Errorf("failed to write the progress of %s/%s: %w", tj.Namespace, tj.Name, err)
+	}
+	return nil
+}
+
+// writeTrainerStatus applies the report to status.trainerStatus, the
+// field of Trainer's own progress (its TrainJobStatus feature), unless it
+// says the same already but for the time.
+func (r *Reconciler) writeTrainerStatus(ctx context.Context, tj *trainer.TrainJob, s progress.TrainerStatus) error {
+	want := s.ToTrainer(r.now())
+	if have := tj.Status.TrainerStatus; have != nil {
+		h, w := *have, *want
+		h.LastUpdatedTime, w.LastUpdatedTime = metav1.Time{}, metav1.Time{}
+		if equality.Semantic.DeepEqual(h, w) {
+			return nil
+		}
+	}
+	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
+	if err != nil {
+		return err
+	}
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion(trainer.GroupVersion.String())
+	u.SetKind(trainer.TrainJobKind)
+	u.SetNamespace(tj.Namespace)
+	u.SetName(tj.Name)
+	if err := unstructured.SetNestedMap(u.Object, raw, "status", "trainerStatus"); err != nil {
+		return err
+	}
+	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldManager), client.ForceOwnership); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil
+		}
+		return fmt.Errorf("failed to write Trainer's progress (status.trainerStatus) of %s/%s: %w", tj.Namespace, tj.Name, err)
 	}
 	return nil
 }

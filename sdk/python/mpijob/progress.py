@@ -191,6 +191,44 @@ class Progress:
                    eta=s.get("estimatedRemainingTimeSummary") or "", metrics=_metrics(s.get("trainMetrics")),
                    updated=s.get("lastUpdatedTime") or "")
 
+    @classmethod
+    def from_trainer_status(cls, status: Any) -> Progress | None:
+        """Trainer's own ``status.trainerStatus`` (a job that reports to Trainer's runtime status server) as
+        progress, within the bounds of a report from a log (Go: ``progress.FromTrainer``; shared vectors in
+        ``pkg/progress/testdata/trainer-status.json``)."""
+        if not isinstance(status, dict):
+            return None
+        pct, eta = status.get("progressPercentage"), status.get("estimatedRemainingSeconds")
+        metrics: dict[str, float] = {}
+        for m in status.get("metrics") or []:
+            name, value = (m.get("name"), m.get("value")) if isinstance(m, dict) else (None, None)
+            if not isinstance(name, str) or not isinstance(value, str) or not metric_name(name):
+                continue
+            try:
+                v = float(value)
+            except ValueError:
+                continue
+            if math.isfinite(v):
+                metrics[name] = v
+        if pct is None and eta is None and not metrics:
+            return None
+        if not (isinstance(pct, int) and not isinstance(pct, bool) and 0 <= pct <= 100):
+            pct = None
+        if not (isinstance(eta, int) and not isinstance(eta, bool) and 0 <= eta <= _INT32_MAX):
+            eta = None
+        return cls(percent=pct, eta_seconds=eta, eta="" if eta is None else _summary(eta),
+                   metrics={k: metrics[k] for k in sorted(metrics)[:MAX_METRICS]},
+                   updated=status.get("lastUpdatedTime") or "")
+
+    @classmethod
+    def of_job(cls, obj: dict[str, Any]) -> Progress | None:
+        """A TrainJob's progress: mpijob's report from the Launcher's log (the annotation), else Trainer's
+        ``status.trainerStatus`` (Go: ``progress.Of``)."""
+        p = cls.from_annotations((obj.get("metadata") or {}).get("annotations"))
+        if p is not None:
+            return p
+        return cls.from_trainer_status((obj.get("status") or {}).get("trainerStatus"))
+
     def __str__(self) -> str:
         parts = []
         if self.percent is not None:
@@ -201,3 +239,21 @@ class Progress:
             e = int(self.epoch) if float(self.epoch).is_integer() else self.epoch
             parts.append(f"epoch {e}/{self.total_epochs}")
         return " ".join(parts)
+
+
+def _summary(seconds: int) -> str:
+    """A time left as OpenShift AI says it (Go: ``progress.Summary``): "1 hour 1 minute", "5 minutes"."""
+    if seconds <= 0:
+        return "complete"
+    h, m, sec = seconds // 3600, seconds // 60 % 60, seconds % 60
+
+    def unit(n: int, name: str) -> str:
+        return f"1 {name}" if n == 1 else f"{n} {name}s"
+
+    if h and m:
+        return f"{unit(h, 'hour')} {unit(m, 'minute')}"
+    if h:
+        return unit(h, "hour")
+    if m:
+        return unit(m, "minute")
+    return unit(sec, "second")

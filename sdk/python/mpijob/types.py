@@ -234,7 +234,7 @@ class MPIJob:
             slots_per_worker=tr.get("numProcPerNode") or status.slots_per_worker or 1,
             status=status, created=_time(meta.get("creationTimestamp")),
             queue=(meta.get("labels") or {}).get(QUEUE_LABEL), raw=obj,
-            progress=Progress.from_annotations(meta.get("annotations")),
+            progress=Progress.of_job(obj),
         )
 
     @classmethod
@@ -251,7 +251,7 @@ class MPIJob:
             name=meta.get("name", ""), namespace=meta.get("namespace", ""), runtime=status.runtime,
             workers=status.workers_total, slots_per_worker=status.slots_per_worker, status=status,
             created=_time(meta.get("creationTimestamp")), queue=(meta.get("labels") or {}).get(QUEUE_LABEL),
-            raw=obj, progress=Progress.from_annotations(meta.get("annotations")),
+            raw=obj, progress=Progress.of_job(obj),
         )
 
 

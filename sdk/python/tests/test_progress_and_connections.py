@@ -16,6 +16,7 @@ from mpijob import jobspec as js
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 PROGRESS = json.loads((ROOT / "pkg/progress/testdata/vectors.json").read_text())
+TRAINER_STATUS = json.loads((ROOT / "pkg/progress/testdata/trainer-status.json").read_text())["vectors"]
 CONNECTIONS = json.loads((ROOT / "pkg/dataconn/testdata/connections.json").read_text())
 
 
@@ -25,6 +26,27 @@ def _examples_helper():
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
     return mod
+
+
+@pytest.mark.parametrize("case", TRAINER_STATUS, ids=[c["name"] for c in TRAINER_STATUS])
+def test_progress_from_trainer_status(case):
+    got = progress.Progress.from_trainer_status(case["in"])
+    if case["want"] is None:
+        assert got is None
+        return
+    assert got is not None
+    want = case["want"]
+    assert (got.percent, got.eta_seconds, got.eta, got.metrics, got.updated) == (
+        want["percent"], want["eta_seconds"], want["eta"], want["metrics"], want["updated"])
+
+
+def test_a_jobs_progress_prefers_mpijobs_report():
+    job = {"metadata": {}, "status": {"trainerStatus": {"progressPercentage": 42}}}
+    assert str(progress.Progress.of_job(job)) == "42%"
+    job["metadata"]["annotations"] = {progress.ANNOTATION: json.dumps(
+        {"progressPercentage": 45, "currentEpoch": 9, "totalEpochs": 20})}
+    assert str(progress.Progress.of_job(job)) == "45% epoch 9/20"
+    assert progress.Progress.of_job({"metadata": {}}) is None
 
 
 @pytest.mark.parametrize("case", PROGRESS["parse"], ids=[c["name"] for c in PROGRESS["parse"]])

@@ -345,7 +345,7 @@ class KubernetesBackend(Backend):
                         yield LifecycleEvent("progress", status.phase, f"Workers ready {ready[0]}/{ready[1]}", status, _logs.now())
                     last_ready = ready
                 # Training progress the ranks report (mpijob.progress), as the manager publishes it.
-                trained = _progress.Progress.from_annotations((obj.get("metadata") or {}).get("annotations"))
+                trained = _progress.Progress.of_job(obj)
                 if trained is not None and str(trained) and str(trained) != last_training:
                     last_training = str(trained)
                     metrics = ", ".join(f"{k} {v:.4g}" for k, v in sorted(trained.metrics.items()))
