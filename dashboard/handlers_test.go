@@ -19,6 +19,9 @@ import (
 func TestRoutes(t *testing.T) {
 	running := &api.Status{Phase: api.PhaseRunning, Launcher: api.LauncherRunning, WorkersReady: 2, WorkersTotal: 2, SlotsPerWorker: 1}
 	objs := append(mpiJob("team-a", "pi", running), mpiJob("team-b", "other", running)...)
+	pi := objs[0].(*trainer.TrainJob)
+	pi.Annotations[api.DescriptionAnnotation] = "digits on 2 Workers"
+	pi.Spec.ActiveDeadlineSeconds = 600
 	cases := map[string]struct {
 		user, method, path, body string
 		code                     int
@@ -37,14 +40,15 @@ func TestRoutes(t *testing.T) {
 		"a viewer's namespaces: read only": {user: "viewer-a", method: "GET", path: "/api/namespaces", code: 200,
 			has: []string{`{"name":"team-a","canDelete":false,"canPatch":false,"canCreate":false,"canLogs":true}`}},
 
-		"a tenant's jobs":                  {user: "dev-a", method: "GET", path: "/api/jobs", code: 200, has: []string{`"name":"pi"`}, hasNot: []string{`"name":"other"`}},
-		"an administrator sees every job":  {user: "admin", method: "GET", path: "/api/jobs", code: 200, has: []string{`"name":"pi"`, `"name":"other"`}},
-		"another tenant's job list":        {user: "dev-b", method: "GET", path: "/api/jobs?namespace=team-a", code: 403, has: []string{`dev-b`, `team-a`}},
-		"a page of the jobs":               {user: "admin", method: "GET", path: "/api/jobs?perPage=1&sort=name", code: 200, has: []string{`"name":"other"`, `"total":2`, `"all":2`, `"page":1`, `"perPage":1`, `"runtimes":["mpi-openmpi"]`}, hasNot: []string{`"name":"pi"`}},
-		"a filter on the jobs":             {user: "admin", method: "GET", path: "/api/jobs?name=p.&phase=Running", code: 200, has: []string{`"name":"pi"`, `"total":1`, `"all":2`}, hasNot: []string{`"name":"other"`}},
-		"a bad list parameter":             {user: "dev-a", method: "GET", path: "/api/jobs?phase=Runnin", code: 400, has: []string{`phase \"Runnin\" is not a phase`}},
-		"a bad stream parameter":           {user: "dev-a", method: "GET", path: "/api/stream?namespace=team-a&perPage=-1", code: 400, has: []string{`perPage \"-1\"`}},
-		"a job's page":                     {user: "viewer-a", method: "GET", path: "/api/jobs/team-a/pi", code: 200, has: []string{`"phase":"Running"`, `"role":"launcher"`, `"summary":`, `"runtimeKind":"ClusterTrainingRuntime"`}},
+		"a tenant's jobs":                 {user: "dev-a", method: "GET", path: "/api/jobs", code: 200, has: []string{`"name":"pi"`}, hasNot: []string{`"name":"other"`}},
+		"an administrator sees every job": {user: "admin", method: "GET", path: "/api/jobs", code: 200, has: []string{`"name":"pi"`, `"name":"other"`}},
+		"another tenant's job list":       {user: "dev-b", method: "GET", path: "/api/jobs?namespace=team-a", code: 403, has: []string{`dev-b`, `team-a`}},
+		"a page of the jobs":              {user: "admin", method: "GET", path: "/api/jobs?perPage=1&sort=name", code: 200, has: []string{`"name":"other"`, `"total":2`, `"all":2`, `"page":1`, `"perPage":1`, `"runtimes":["mpi-openmpi"]`}, hasNot: []string{`"name":"pi"`}},
+		"a filter on the jobs":            {user: "admin", method: "GET", path: "/api/jobs?name=p.&phase=Running", code: 200, has: []string{`"name":"pi"`, `"total":1`, `"all":2`}, hasNot: []string{`"name":"other"`}},
+		"a bad list parameter":            {user: "dev-a", method: "GET", path: "/api/jobs?phase=Runnin", code: 400, has: []string{`phase \"Runnin\" is not a phase`}},
+		"a bad stream parameter":          {user: "dev-a", method: "GET", path: "/api/stream?namespace=team-a&perPage=-1", code: 400, has: []string{`perPage \"-1\"`}},
+		"a job's page": {user: "viewer-a", method: "GET", path: "/api/jobs/team-a/pi", code: 200, has: []string{`"phase":"Running"`, `"role":"launcher"`, `"summary":`, `"runtimeKind":"ClusterTrainingRuntime"`,
+			`"settings":{"description":"digits on 2 Workers","timeout":"10m","timeoutSeconds":600}`}},
 		"another tenant's job page":        {user: "dev-b", method: "GET", path: "/api/jobs/team-a/pi", code: 403, has: []string{`User \"dev-b\" cannot get resource \"trainjobs\"`}},
 		"a job that does not exist":        {user: "dev-a", method: "GET", path: "/api/jobs/team-a/nope", code: 404, has: []string{"MPI job nope does not exist in namespace team-a"}},
 		"a job's events":                   {user: "viewer-a", method: "GET", path: "/api/jobs/team-a/pi/events", code: 200, has: []string{`"events":`}},

@@ -160,6 +160,9 @@ type Detail struct {
 	// History is the job's transitions as its status kept them: what its
 	// Events said, after the cluster's Events expired.
 	History []api.Transition `json:"history,omitempty"`
+	// Settings are what the job's creator set beyond its shape
+	// (description, priority, timeout, retries), as describe shows them.
+	Settings jobview.Settings `json:"settings"`
 	// status is the manager's status of the job, which vouches for its
 	// Events (eventsWith).
 	status api.Status
@@ -203,7 +206,9 @@ func (s *Server) detailOf(ctx context.Context, c *userClients, ns, name string) 
 	}
 	d.Pods = jobview.Pods(pods, d.status, d.Job.WorkersTotal)
 	d.History = d.status.History
+	d.Settings = jobview.SettingsOf(tj, nil)
 	if spec, _, found, err := (runtimes.RuntimeLookup{Client: c}).Get(ctx, tj); err == nil && found {
+		d.Settings = jobview.SettingsOf(tj, spec)
 		d.Job.MPI = d.Job.MPI || runtimes.IsMPI(spec)
 		if shape, err := runtimes.ShapeOf(tj, spec); err == nil {
 			d.Resources = jobview.ResourcesOf(shape)

@@ -87,20 +87,21 @@ func describe(ctx context.Context, cl *clients, name string, out io.Writer, now 
 	p("Runtime", "%s", runtimeLabel(tj))
 	p("Creator", "%s", orDash(tj.Annotations[api.CreatorAnnotation]))
 	p("Created", "%s (%s ago)", tj.CreationTimestamp.UTC().Format(time.RFC3339), duration.HumanDuration(now.Sub(tj.CreationTimestamp.Time)))
-	if d := tj.Annotations[api.DescriptionAnnotation]; d != "" {
-		p("Description", "%s", d)
+	set := jobview.SettingsOf(tj, spec)
+	if set.Description != "" {
+		p("Description", "%s", set.Description)
 	}
 	if q := tj.Labels[queue.NameLabel]; q != "" {
 		p("Queue", "%s", q)
 	}
-	if pc := tj.Labels[queue.PriorityLabel]; pc != "" {
-		p("Priority", "%s (Kueue WorkloadPriorityClass)", pc)
+	if set.Priority != "" {
+		p("Priority", "%s (Kueue WorkloadPriorityClass)", set.Priority)
 	}
-	if tj.Spec.ActiveDeadlineSeconds > 0 {
-		p("Timeout", "%s (spec.activeDeadlineSeconds %d)", jobspec.FormatTimeout(tj.Spec.ActiveDeadlineSeconds), tj.Spec.ActiveDeadlineSeconds)
+	if set.Timeout != "" {
+		p("Timeout", "%s (spec.activeDeadlineSeconds %d)", set.Timeout, set.TimeoutSeconds)
 	}
-	if spec != nil && spec.Template.Spec.FailurePolicy != nil && spec.Template.Spec.FailurePolicy.MaxRestarts > 0 {
-		p("Retries", "up to %d (the whole job starts again after a failure)", spec.Template.Spec.FailurePolicy.MaxRestarts)
+	if set.Retries > 0 {
+		p("Retries", "up to %d (the whole job starts again after a failure)", set.Retries)
 	}
 	p("Phase", "%s", s.Phase)
 	if fromManager {

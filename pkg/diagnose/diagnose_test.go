@@ -383,6 +383,16 @@ func TestDiagnose(t *testing.T) {
 				CompletionTime: ptr.To(metav1.NewTime(t0)),
 				Message:        "Worker 1 (pod hello-node-0-1) was evicted from node mpijob-node-2: The node was low on resource: memory."},
 		},
+		"Worker evicted for its ephemeral-storage limit": {
+			next: []string{"Write large files to a PVC (--pvc) or the job's artifacts instead of the container's own file system, and log less; " +
+				"or ask your administrator for a higher ephemeral-storage limit (the namespace's LimitRange)."},
+			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2),
+				Workers: pods(worker("0").running(true), worker("1").evicted("Pod ephemeral local storage usage exceeds the total limit of containers 1Gi. "))},
+			want: api.Status{Phase: api.PhaseFailed, Reason: ReasonWorkerEvicted, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1,
+				CompletionTime: ptr.To(metav1.NewTime(t0)),
+				Message: "Worker 1 (pod hello-node-0-1) was evicted from node mpijob-node-2: it wrote more than its ephemeral-storage limit allows " +
+					"(its log and what it writes to its own file system count): Pod ephemeral local storage usage exceeds the total limit of containers 1Gi."},
+		},
 		"deadline exceeded": {
 			next: []string{"Give the job a longer timeout (`kubectl mpijob clone hello hello-2 --timeout 2h`), or find out why it is slow with `kubectl mpijob logs --all`."},
 			in:   Input{TrainJob: job(2).deadline(600).cond(trainer.TrainJobFailed, trainer.TrainJobDeadlineExceededReason, "").obj(), JobSet: jobset(2)},

@@ -146,6 +146,13 @@ func explainFailure(in Input) (reason, message, next string) {
 
 // podFailure explains an OOM kill or an eviction of one pod.
 func podFailure(p *corev1.Pod, who, oomReason, evictReason string) (reason, message, next string, ok bool) {
+	if p.Status.Reason == "Evicted" && strings.Contains(p.Status.Message, "ephemeral local storage") && strings.Contains(p.Status.Message, "limit") {
+		return evictReason,
+			fmt.Sprintf("%s was evicted from node %s: it wrote more than its ephemeral-storage limit allows (its log and what it writes to its own file system count): %s",
+				capitalize(who), p.Spec.NodeName, trimMessage(p.Status.Message, 300)),
+			"Write large files to a PVC (--pvc) or the job's artifacts instead of the container's own file system, and log less; " +
+				"or ask your administrator for a higher ephemeral-storage limit (the namespace's LimitRange).", true
+	}
 	if p.Status.Reason == "Evicted" {
 		return evictReason,
 			fmt.Sprintf("%s was evicted from node %s: %s", capitalize(who), p.Spec.NodeName, trimMessage(p.Status.Message, 300)),

@@ -439,12 +439,12 @@ func (c *Cluster) trainerInPod(bin string, args []string) (string, []string, err
 	if err := os.MkdirAll(sa, 0o755); err != nil {
 		return "", nil, err
 	}
-	seg := func(v any) string {
-		b, _ := json.Marshal(v)
-		return base64.RawURLEncoding.EncodeToString(b)
-	}
 	issuer := "https://kubernetes.default.svc." + clusterDomain
-	token := seg(map[string]string{"alg": "none"}) + "." + seg(map[string]string{"iss": issuer}) + ".unsigned"
+	claims, err := json.Marshal(map[string]string{"iss": issuer})
+	if err != nil {
+		return "", nil, err
+	}
+	token := base64.RawURLEncoding.EncodeToString([]byte(`{"alg":"none"}`)) + "." + base64.RawURLEncoding.EncodeToString(claims) + ".unsigned"
 	if err := os.WriteFile(filepath.Join(sa, "token"), []byte(token), 0o600); err != nil {
 		return "", nil, err
 	}
@@ -573,6 +573,11 @@ controller:
 clientConnection:
   qps: 300
   burst: 500
+# Tenants' pods get an ephemeral-storage limit by default (config/dev/
+# tenants.yaml, LimitRange "defaults"), which no ClusterQueue covers:
+# Kueue leaves the resource to the kubelet instead of refusing the jobs.
+resources:
+  excludeResourcePrefixes: ["ephemeral-storage"]
 integrations:
   frameworks:
 %s`, kueueHealthPort, kueueWebhookPort, certDir, c.hostIP, kueueVisibilityPort, frameworks.String())

@@ -86,6 +86,10 @@ await step('dev-a creates a job through the wizard', async () => {
   check(true, 'Create opens the new job');
   // The phase badge in the page header (the phase stepper below names
   // every phase, Succeeded included, at all times).
+  // What the wizard set beyond the shape is on the job's page, as describe shows it.
+  await page.getByText('10m (the job is stopped after it)').waitFor({ timeout: 10000 });
+  check(true, 'the job page shows the timeout the wizard set');
+  check(await page.getByText('made by the wizard test').first().isVisible(), 'the job page shows the description the wizard set');
   const first = await page.getByTestId('phase').first().getAttribute('data-phase');
   check(first !== 'Succeeded', `the new job is ${first} when its page opens`);
   await page.locator('[data-testid="phase"][data-phase="Succeeded"]').waitFor({ timeout: 180000 });

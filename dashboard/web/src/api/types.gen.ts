@@ -56,6 +56,7 @@ export interface Detail {
   runtimeKind: string;
   staleNote?: string;
   history?: Transition[];
+  settings: Settings;
 }
 
 export interface Estimate {
@@ -260,6 +261,14 @@ export interface RuntimeInfo {
   launcherRequests?: Record<string, string>;
   command?: string[];
   policy?: Record<string, string>;
+}
+
+export interface Settings {
+  description?: string;
+  priority?: string;
+  timeout?: string;
+  timeoutSeconds?: number;
+  retries?: number;
 }
 
 export interface TrainerStatus {

@@ -1,0 +1,39 @@
+package jobview
+
+import (
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobspec"
+	"github.com/mpijob/mpijob/pkg/queue"
+)
+
+// Settings are what a job's creator set beyond its shape
+// (docs/training.md, "Everything a job sets at create time"), as
+// describe and the dashboard's job page show them; a field left empty
+// was not set.
+type Settings struct {
+	Description string `json:"description,omitempty"`
+	// Priority is the Kueue WorkloadPriorityClass.
+	Priority string `json:"priority,omitempty"`
+	// Timeout is spec.activeDeadlineSeconds as --timeout takes it
+	// ("1h30m"), TimeoutSeconds the number itself.
+	Timeout        string `json:"timeout,omitempty"`
+	TimeoutSeconds int64  `json:"timeoutSeconds,omitempty"`
+	// Retries is how many times JobSet starts the whole job again after
+	// a failure (the job's runtime's failurePolicy.maxRestarts).
+	Retries int32 `json:"retries,omitempty"`
+}
+
+// SettingsOf reads the settings of tj, whose runtime's spec is spec (nil
+// when it could not be read: no retries shown).
+func SettingsOf(tj *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec) Settings {
+	s := Settings{Description: tj.Annotations[api.DescriptionAnnotation], Priority: tj.Labels[queue.PriorityLabel]}
+	if d := tj.Spec.ActiveDeadlineSeconds; d > 0 {
+		s.Timeout, s.TimeoutSeconds = jobspec.FormatTimeout(d), d
+	}
+	if spec != nil && spec.Template.Spec.FailurePolicy != nil {
+		s.Retries = spec.Template.Spec.FailurePolicy.MaxRestarts
+	}
+	return s
+}

@@ -1,0 +1,44 @@
+package jobview
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/queue"
+)
+
+func TestSettingsOf(t *testing.T) {
+	withRetries := &trainer.TrainingRuntimeSpec{Template: trainer.JobSetTemplateSpec{Spec: jobsetv1alpha2.JobSetSpec{
+		FailurePolicy: &jobsetv1alpha2.FailurePolicy{MaxRestarts: 2}}}}
+	cases := map[string]struct {
+		tj   *trainer.TrainJob
+		spec *trainer.TrainingRuntimeSpec
+		want Settings
+	}{
+		"nothing set": {tj: &trainer.TrainJob{}, want: Settings{}},
+		"everything set": {
+			tj: &trainer.TrainJob{
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{api.DescriptionAnnotation: "digits, 8 ranks"},
+					Labels: map[string]string{queue.PriorityLabel: "high"}},
+				Spec: trainer.TrainJobSpec{ActiveDeadlineSeconds: 5400}},
+			spec: withRetries,
+			want: Settings{Description: "digits, 8 ranks", Priority: "high", Timeout: "1h30m", TimeoutSeconds: 5400, Retries: 2},
+		},
+		"runtime not read: no retries": {
+			tj:   &trainer.TrainJob{Spec: trainer.TrainJobSpec{ActiveDeadlineSeconds: 40}},
+			want: Settings{Timeout: "40s", TimeoutSeconds: 40},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, SettingsOf(tc.tj, tc.spec)); diff != "" {
+				t.Errorf("SettingsOf (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
