@@ -26,6 +26,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/logs"
 	"github.com/mpijob/mpijob/pkg/metrics"
 	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
@@ -153,11 +154,7 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 	}
 	p := decide(tj, k, in)
 	if generic(p.Status) {
-		tail := in.LauncherLog
-		if len(tail) > 300 {
-			tail = tail[len(tail)-300:]
-		}
-		ctrl.LoggerFrom(ctx).V(1).Info("failure explained by the exit code only", "logBytes", len(in.LauncherLog), "logTail", tail)
+		ctrl.LoggerFrom(ctx).V(1).Info("failure explained by the exit code only", "logBytes", len(in.LauncherLog), "logTail", logTail(in.LauncherLog))
 	}
 	return r.apply(ctx, tj, k, now, p)
 }
@@ -527,4 +524,15 @@ func (c countedVisibility) PendingInClusterQueue(ctx context.Context, cq string)
 	}
 	metrics.KueueVisibilityRequests.WithLabelValues(outcome).Inc()
 	return items, err
+}
+
+// logTail is the end of a Launcher's log as the manager's own log quotes
+// it: redacted as the status's quotes are (logs.Quoted: the manager's log
+// is read by people who may not read the job's), then its last 300 bytes.
+func logTail(log string) string {
+	tail, _ := logs.Quoted(log)
+	if len(tail) > 300 {
+		tail = tail[len(tail)-300:]
+	}
+	return tail
 }

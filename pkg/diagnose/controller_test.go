@@ -258,3 +258,16 @@ func TestReconcileLeavesOtherJobsAlone(t *testing.T) {
 		t.Errorf("a job without an MPI runtime got a status or an Event")
 	}
 }
+
+// The Launcher log's tail that the manager logs is redacted as the
+// status's quotes are: its own log is read by people who may not read
+// the job's.
+func TestLogTailIsRedacted(t *testing.T) {
+	got := logTail("step 1\nexport AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\nwandb key 0123456789abcdef0123456789abcdef01\n")
+	if strings.Contains(got, "wJalrXUtnFEMI") || strings.Contains(got, "0123456789abcdef0123456789abcdef01") {
+		t.Fatalf("the logged tail keeps a secret: %q", got)
+	}
+	if long := logTail(strings.Repeat("x", 1000)); len(long) != 300 {
+		t.Fatalf("the tail is %d bytes, want the last 300", len(long))
+	}
+}

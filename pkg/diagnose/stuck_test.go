@@ -206,3 +206,25 @@ func TestRankSilentDiagnosis(t *testing.T) {
 		t.Error("not a warning")
 	}
 }
+
+func TestPrintedSince(t *testing.T) {
+	since := time.Date(2026, 11, 23, 10, 0, 5, 0, time.UTC)
+	for name, tc := range map[string]struct {
+		log  string
+		want bool
+	}{
+		"the rank printed after":                       {log: "2026-11-23T10:00:01Z [1,1]<stdout>:step 1\n2026-11-23T10:00:09Z [1,1]<stdout>:step 2\n", want: true},
+		"the rank's last line is the one already seen": {log: "2026-11-23T10:00:05Z [1,1]<stdout>:step 1\n2026-11-23T10:00:09Z [1,0]<stdout>:step 2\n", want: false},
+		// The defect this guards: other ranks' lines filled the lines read,
+		// and the silent rank's scrolled out; that is no sign it printed.
+		"the rank's lines scrolled out of the lines read": {log: "2026-11-23T10:00:08Z [1,0]<stdout>:step 7\n2026-11-23T10:00:09Z [1,0]<stdout>:step 8\n", want: false},
+		"untagged lines say nothing of a rank":            {log: "2026-11-23T10:00:09Z step 8\n", want: false},
+		"empty log":                                       {log: "", want: false},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if got := PrintedSince(tc.log, 1, since); got != tc.want {
+				t.Errorf("PrintedSince = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -60,16 +61,26 @@ type Reconciler struct {
 	Runtimes runtimes.RuntimeLookup
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// LauncherLog reads the last lines of the Launcher's log, with the
+	// kubelet's timestamps (from Logs when nil; tests give their own).
+	LauncherLog func(ctx context.Context, launcher *corev1.Pod) ([]byte, error)
 
 	mu sync.Mutex
-	// finished are the jobs whose final progress is written.
-	finished map[types.UID]bool
+	// finished are the jobs whose final progress is written, forgotten
+	// when the job is gone (or after maxFinished of them, the oldest
+	// first), so the map does not grow with every job the cluster ran.
+	finished map[types.UID]types.NamespacedName
+	order    []types.UID
+	uids     map[types.NamespacedName]types.UID
 }
+
+// maxFinished bounds the finished jobs remembered.
+const maxFinished = 10000
 
 // SetupWithManager registers the controller; it watches TrainJobs only
 // and polls the running ones.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	r.finished = map[types.UID]bool{}
+	r.finished, r.uids = map[types.UID]types.NamespacedName{}, map[types.NamespacedName]types.UID{}
 	return ctrl.NewControllerManagedBy(mgr).Named("progress").For(&trainer.TrainJob{}).Complete(r)
 }
 
@@ -77,12 +88,19 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	tj := &trainer.TrainJob{}
 	if err := r.Client.Get(ctx, req.NamespacedName, tj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forgetKey(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	r.mu.Lock()
-	done := r.finished[tj.UID]
+	_, done := r.finished[tj.UID]
 	r.mu.Unlock()
-	if done || tj.DeletionTimestamp != nil {
+	if tj.DeletionTimestamp != nil {
+		r.forget(tj.UID)
+		return ctrl.Result{}, nil
+	}
+	if done {
 		return ctrl.Result{}, nil
 	}
 	spec, runtimeAnnotations, found, err := r.Runtimes.Get(ctx, tj)
@@ -118,18 +136,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if launcher == nil || launcher.Status.Phase == corev1.PodPending {
 		if complete || failed {
-			r.markFinished(tj.UID)
+			r.markFinished(tj)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{RequeueAfter: Interval}, nil
 	}
-	log, err := r.Logs.CoreV1().Pods(launcher.Namespace).GetLogs(launcher.Name, &corev1.PodLogOptions{
-		Container: api.NodeContainer, TailLines: ptr.To[int64](tailLines), Timestamps: true,
-	}).DoRaw(ctx)
+	log, err := r.launcherLog(ctx, launcher)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).V(1).Info("cannot read the Launcher's log for progress", "pod", launcher.Name, "err", err.Error())
 		if complete || failed {
-			r.markFinished(tj.UID)
+			r.markFinished(tj)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{RequeueAfter: Interval}, nil
@@ -151,7 +167,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	if complete || failed {
-		r.markFinished(tj.UID)
+		r.markFinished(tj)
 		return ctrl.Result{}, nil
 	}
 	if f := diagnose.FindRankFailure(string(log)); f != nil && r.now().Sub(f.At.Time) >= diagnose.RankFailureGrace {
@@ -168,8 +184,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.writeRankFailure(ctx, tj, f); err != nil {
 			return ctrl.Result{}, err
 		}
-	} else if old != nil {
-		// The rank printed again: it was only slow.
+	} else if old != nil && (old.Rank == nil || diagnose.PrintedSince(string(log), *old.Rank, old.At.Time)) {
+		// The rank printed again: it was only slow. (A rank whose lines
+		// scrolled out of the lines read, with no new one, is still
+		// silent.)
 		if err := r.clearRankFailure(ctx, tj); err != nil {
 			return ctrl.Result{}, err
 		}
@@ -211,10 +229,65 @@ func (r *Reconciler) writeRankFailure(ctx context.Context, tj *trainer.TrainJob,
 	return nil
 }
 
-func (r *Reconciler) markFinished(uid types.UID) {
+func (r *Reconciler) launcherLog(ctx context.Context, launcher *corev1.Pod) ([]byte, error) {
+	if r.LauncherLog != nil {
+		return r.LauncherLog(ctx, launcher)
+	}
+	return r.Logs.CoreV1().Pods(launcher.Namespace).GetLogs(launcher.Name, &corev1.PodLogOptions{
+		Container: api.NodeContainer, TailLines: ptr.To[int64](tailLines), Timestamps: true,
+	}).DoRaw(ctx)
+}
+
+func (r *Reconciler) markFinished(tj *trainer.TrainJob) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.finished[uid] = true
+	if r.finished == nil {
+		r.finished, r.uids = map[types.UID]types.NamespacedName{}, map[types.NamespacedName]types.UID{}
+	}
+	if _, ok := r.finished[tj.UID]; ok {
+		return
+	}
+	key := client.ObjectKeyFromObject(tj)
+	r.finished[tj.UID], r.uids[key] = key, tj.UID
+	r.order = append(r.order, tj.UID)
+	for len(r.order) > maxFinished {
+		r.forgetLocked(r.order[0])
+	}
+}
+
+// forget drops a job that is being deleted from the finished ones.
+func (r *Reconciler) forget(uid types.UID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.forgetLocked(uid)
+}
+
+func (r *Reconciler) forgetLocked(uid types.UID) {
+	key, ok := r.finished[uid]
+	if !ok {
+		return
+	}
+	delete(r.finished, uid)
+	if r.uids[key] == uid {
+		delete(r.uids, key)
+	}
+	r.order = slices.DeleteFunc(r.order, func(u types.UID) bool { return u == uid })
+}
+
+// forgetKey drops a job that is gone, by its name.
+func (r *Reconciler) forgetKey(key types.NamespacedName) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if uid, ok := r.uids[key]; ok {
+		r.forgetLocked(uid)
+	}
+}
+
+// remembered is how many finished jobs the controller remembers.
+func (r *Reconciler) remembered() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.finished)
 }
 
 func (r *Reconciler) now() time.Time {

@@ -1,0 +1,174 @@
+package controller
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/progress"
+	"github.com/mpijob/mpijob/pkg/runtimes"
+)
+
+var t0 = time.Date(2026, 11, 26, 22, 0, 0, 0, time.UTC)
+
+// cluster is a fake API server with one running MPI job "hello" on the
+// runtime the project ships (its JobSet, Jobs and a running Launcher pod),
+// and a Reconciler over it whose Launcher log and clock the test sets.
+type cluster struct {
+	client client.Client
+	r      *Reconciler
+	log    string
+	now    time.Time
+	key    types.NamespacedName
+}
+
+func newCluster(t *testing.T, tj *trainer.TrainJob) *cluster {
+	t.Helper()
+	b, err := os.ReadFile("../../../config/runtimes/mpi-openmpi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &trainer.ClusterTrainingRuntime{}
+	if err := yaml.Unmarshal(b, rt); err != nil {
+		t.Fatal(err)
+	}
+	tj.Name, tj.Namespace, tj.UID = "hello", "team-a", "job-uid"
+	tj.Spec.RuntimeRef = trainer.RuntimeRef{Name: rt.Name}
+	tj.Spec.Trainer = &trainer.Trainer{NumNodes: ptr.To[int32](2)}
+	js := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Name: tj.Name, Namespace: tj.Namespace, UID: "jobset-uid"}}
+	job := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "hello-launcher-0", Namespace: tj.Namespace, UID: "launcher-job",
+		Labels:          map[string]string{jobsetv1alpha2.JobSetNameKey: tj.Name},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: jobsetv1alpha2.GroupVersion.String(), Kind: "JobSet", Name: tj.Name, UID: js.UID, Controller: ptr.To(true)}}}}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "hello-launcher-0-0", Namespace: tj.Namespace, Labels: map[string]string{
+			jobsetv1alpha2.JobSetNameKey: tj.Name, jobsetv1alpha2.ReplicatedJobNameKey: api.LauncherJob},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: job.Name, UID: job.UID, Controller: ptr.To(true)}}},
+		Spec:   corev1.PodSpec{Containers: []corev1.Container{{Name: api.NodeContainer}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	c := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(rt, tj, js, job, pod).
+		WithStatusSubresource(&trainer.TrainJob{}).Build()
+	cl := &cluster{client: c, now: t0, key: client.ObjectKeyFromObject(tj)}
+	cl.r = &Reconciler{Client: c, Runtimes: runtimes.RuntimeLookup{Client: c}, Now: func() time.Time { return cl.now },
+		LauncherLog: func(context.Context, *corev1.Pod) ([]byte, error) { return []byte(cl.log), nil }}
+	return cl
+}
+
+func (c *cluster) reconcile(t *testing.T) {
+	t.Helper()
+	if _, err := c.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: c.key}); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+}
+
+func (c *cluster) job(t *testing.T) *trainer.TrainJob {
+	t.Helper()
+	tj := &trainer.TrainJob{}
+	if err := c.client.Get(context.Background(), c.key, tj); err != nil {
+		t.Fatal(err)
+	}
+	return tj
+}
+
+// A rank's report becomes the annotation and Trainer's
+// status.trainerStatus, which agree.
+func TestReportReachesAnnotationAndTrainerStatus(t *testing.T) {
+	c := newCluster(t, &trainer.TrainJob{})
+	c.log = "2026-11-26T21:59:50Z [1,0]<stdout>:MPIJOB_PROGRESS {\"epoch\": 9, \"total_epochs\": 20, \"loss\": 0.31, \"eta_seconds\": 120}\n"
+	c.reconcile(t)
+	tj := c.job(t)
+	ours, ok := progress.Read(tj.Annotations)
+	if !ok || ours.Short() != "45% epoch 9/20" {
+		t.Fatalf("annotation %q, want 45%% epoch 9/20", tj.Annotations[progress.Annotation])
+	}
+	theirs, ok := progress.FromTrainer(tj.Status.TrainerStatus)
+	if !ok || !ours.SameForTrainer(theirs) {
+		t.Fatalf("status.trainerStatus %+v does not say what the annotation says (%+v)", tj.Status.TrainerStatus, ours)
+	}
+	// The same report again writes nothing (the resource version stays).
+	rv := tj.ResourceVersion
+	c.now = c.now.Add(Interval)
+	c.reconcile(t)
+	if got := c.job(t).ResourceVersion; got != rv {
+		t.Errorf("the same report wrote the job again (resource version %s → %s)", rv, got)
+	}
+}
+
+// A job that reports to Trainer's runtime status server only gets the
+// annotation from it.
+func TestTrainerOnlyReportGetsTheAnnotation(t *testing.T) {
+	tj := &trainer.TrainJob{}
+	tj.Status.TrainerStatus = &trainer.TrainerStatus{ProgressPercentage: ptr.To[int32](42),
+		Metrics: []trainer.Metric{{Name: "loss", Value: "0.123"}}}
+	c := newCluster(t, tj)
+	c.log = "2026-11-26T21:59:50Z training, no report line\n"
+	c.reconcile(t)
+	got, ok := progress.Read(c.job(t).Annotations)
+	if !ok || got.Short() != "42%" || got.TrainMetrics["loss"] != 0.123 {
+		t.Fatalf("annotation %+v (ok %v), want Trainer's 42%% and loss 0.123", got, ok)
+	}
+}
+
+// A silent rank's finding stays while its lines are out of the lines
+// read (the others printed on), and goes once it prints again.
+func TestSilentRankStaysUntilItPrints(t *testing.T) {
+	f := &api.RankFailure{Rank: ptr.To(1), Error: "step 3", Lines: []string{"step 3"}, At: metav1.NewTime(t0.Add(-5 * time.Minute)), Silent: true}
+	c := newCluster(t, &trainer.TrainJob{})
+	// Written as the controller writes it (its field owner removes it).
+	if err := c.r.writeRankFailure(context.Background(), c.job(t), f); err != nil {
+		t.Fatal(err)
+	}
+	// Only rank 0's lines: rank 1's scrolled out of the 200 read.
+	c.log = "2026-11-26T21:59:58Z [1,0]<stdout>:step 99\n2026-11-26T21:59:59Z [1,0]<stdout>:step 100\n"
+	c.reconcile(t)
+	if _, ok := c.job(t).Annotations[api.RankFailureAnnotation]; !ok {
+		t.Fatal("the silent rank's finding was cleared though the rank printed nothing new")
+	}
+	c.log += "2026-11-26T22:00:00Z [1,1]<stdout>:step 4\n"
+	c.reconcile(t)
+	if v, ok := c.job(t).Annotations[api.RankFailureAnnotation]; ok {
+		t.Fatalf("the rank printed again, yet its finding stays: %s", v)
+	}
+}
+
+// A finished job is remembered (its log is not read again) until it is
+// gone, and at most maxFinished jobs are.
+func TestFinishedJobsAreForgotten(t *testing.T) {
+	tj := &trainer.TrainJob{}
+	tj.Status.Conditions = []metav1.Condition{{Type: trainer.TrainJobComplete, Status: metav1.ConditionTrue, Reason: "Done", LastTransitionTime: metav1.NewTime(t0)}}
+	c := newCluster(t, tj)
+	reads := 0
+	c.r.LauncherLog = func(context.Context, *corev1.Pod) ([]byte, error) { reads++; return nil, nil }
+	c.reconcile(t)
+	c.reconcile(t)
+	if reads != 1 || c.r.remembered() != 1 {
+		t.Fatalf("%d log reads, %d remembered; want 1 read of a finished job, remembered", reads, c.r.remembered())
+	}
+	if err := c.client.Delete(context.Background(), c.job(t)); err != nil {
+		t.Fatal(err)
+	}
+	c.reconcile(t)
+	if c.r.remembered() != 0 {
+		t.Fatalf("%d finished jobs remembered after the job is gone, want 0", c.r.remembered())
+	}
+	for i := range maxFinished + 5 {
+		c.r.markFinished(&trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "ns", UID: types.UID(rune('a'+i%26)) + types.UID(time.Duration(i).String())}})
+	}
+	if got := c.r.remembered(); got != maxFinished {
+		t.Fatalf("%d finished jobs remembered, want at most %d", got, maxFinished)
+	}
+}
