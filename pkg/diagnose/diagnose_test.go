@@ -182,6 +182,21 @@ func TestDiagnose(t *testing.T) {
 			in:   Input{TrainJob: job(2).obj()},
 			want: api.Status{Phase: api.PhasePending, Reason: ReasonJobSetNotCreated, Launcher: api.LauncherNotCreated, WorkersTotal: 2, Message: "Trainer has not created the job's pods yet."},
 		},
+		"the JobSet removed at the timeout, before Trainer says so": {
+			next: []string{"Give the job a longer timeout (`kubectl mpijob clone hello hello-2 --timeout 2h`), or find out why it is slow with `kubectl mpijob logs --all`."},
+			in: Input{TrainJob: func() *trainer.TrainJob {
+				tj := job(2).deadline(40).obj()
+				tj.CreationTimestamp = metav1.NewTime(t0.Add(-time.Minute))
+				return tj
+			}(), Previous: &api.Status{Phase: api.PhaseRunning, Reason: "Running"}, Now: t0},
+			want: api.Status{Phase: api.PhaseRunning, Reason: ReasonDeadlineExceeded, Launcher: api.LauncherNotCreated, WorkersTotal: 2,
+				Message: "The job reached its timeout of 40s (spec.activeDeadlineSeconds 40); Trainer is stopping it."},
+		},
+		"a JobSet not created yet, timeout or not": {
+			next: []string{"Wait a few seconds; if this lasts, check that the Trainer controller runs and read `kubectl mpijob events`."},
+			in:   Input{TrainJob: job(2).deadline(40).obj(), Previous: &api.Status{Phase: api.PhasePending, Reason: ReasonJobSetNotCreated}, Now: t0},
+			want: api.Status{Phase: api.PhasePending, Reason: ReasonJobSetNotCreated, Launcher: api.LauncherNotCreated, WorkersTotal: 2, Message: "Trainer has not created the job's pods yet."},
+		},
 		"no Worker placed: Pending with the scarce resource": {
 			next: []string{"The job starts when capacity frees up; to start sooner use fewer Workers or smaller Workers."},
 			in: Input{TrainJob: job(4).obj(), JobSet: jobset(4),

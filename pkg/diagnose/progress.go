@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobspec"
 )
 
 // explainProgress places a job that has neither finished nor been
@@ -20,6 +21,14 @@ func explainProgress(in Input, s api.Status) (api.Phase, string, string, string)
 	}
 	if r, m, n, ok := podsRefused(in); ok {
 		return api.PhasePending, r, m, n
+	}
+	if in.JobSet == nil && deadlineReached(in) {
+		// Trainer removed the JobSet at the timeout and has not yet said
+		// so on the job: that, not "not created", is what happens.
+		tj := in.TrainJob
+		return in.Previous.Phase, ReasonDeadlineExceeded,
+			fmt.Sprintf("The job reached its timeout of %s (spec.activeDeadlineSeconds %d); Trainer is stopping it.", jobspec.FormatTimeout(tj.Spec.ActiveDeadlineSeconds), tj.Spec.ActiveDeadlineSeconds),
+			"Give the job a longer timeout (`kubectl mpijob clone NAME NEW --timeout 2h`), or find out why it is slow with `kubectl mpijob logs --all`."
 	}
 	if in.JobSet == nil {
 		return api.PhasePending, ReasonJobSetNotCreated, "Trainer has not created the job's pods yet.",
@@ -672,4 +681,15 @@ func quietSince(in Input, s api.Status) *time.Time {
 		return &s.StartTime.Time
 	}
 	return nil
+}
+
+// deadlineReached says whether a job whose pods had started has run past
+// its timeout (spec.activeDeadlineSeconds, counted here from its creation,
+// which is no later than Trainer's start).
+func deadlineReached(in Input) bool {
+	tj, p := in.TrainJob, in.Previous
+	if tj == nil || tj.Spec.ActiveDeadlineSeconds <= 0 || p == nil || (p.Phase != api.PhaseStarting && p.Phase != api.PhaseRunning) {
+		return false
+	}
+	return !in.Now.Before(tj.CreationTimestamp.Add(time.Duration(tj.Spec.ActiveDeadlineSeconds) * time.Second))
 }
