@@ -206,9 +206,12 @@ func (s *Server) detailOf(ctx context.Context, c *userClients, ns, name string) 
 	}
 	d.Pods = jobview.Pods(pods, d.status, d.Job.WorkersTotal)
 	d.History = d.status.History
-	d.Settings = jobview.SettingsOf(tj, nil)
-	if spec, _, found, err := (runtimes.RuntimeLookup{Client: c}).Get(ctx, tj); err == nil && found {
-		d.Settings = jobview.SettingsOf(tj, spec)
+	spec, _, found, err := (runtimes.RuntimeLookup{Client: c}).Get(ctx, tj)
+	if err != nil || !found {
+		spec = nil // unread: the settings have no retries
+	}
+	d.Settings = jobview.SettingsOf(tj, spec)
+	if spec != nil {
 		d.Job.MPI = d.Job.MPI || runtimes.IsMPI(spec)
 		if shape, err := runtimes.ShapeOf(tj, spec); err == nil {
 			d.Resources = jobview.ResourcesOf(shape)

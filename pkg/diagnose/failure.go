@@ -85,13 +85,19 @@ func workerHost(h string) string {
 	return "host " + h
 }
 
+// deadlineNext is what to do about a job that reached its timeout.
+const deadlineNext = "Give the job a longer timeout (`kubectl mpijob clone NAME NEW --timeout 2h`), or find out why it is slow with `kubectl mpijob logs --all`."
+
+// timeoutOf names tj's timeout: "timeout of 10m (spec.activeDeadlineSeconds 600)".
+func timeoutOf(tj *trainer.TrainJob) string {
+	return fmt.Sprintf("timeout of %s (spec.activeDeadlineSeconds %d)", jobspec.FormatTimeout(tj.Spec.ActiveDeadlineSeconds), tj.Spec.ActiveDeadlineSeconds)
+}
+
 // explainFailure says why a failed job failed, most specific cause first.
 func explainFailure(in Input) (reason, message, next string) {
 	tj := in.TrainJob
 	if c := cond(tj, trainer.TrainJobFailed); c != nil && c.Reason == trainer.TrainJobDeadlineExceededReason {
-		return ReasonDeadlineExceeded,
-			fmt.Sprintf("The job ran longer than its timeout of %s (spec.activeDeadlineSeconds %d) and was stopped.", jobspec.FormatTimeout(tj.Spec.ActiveDeadlineSeconds), tj.Spec.ActiveDeadlineSeconds),
-			"Give the job a longer timeout (`kubectl mpijob clone NAME NEW --timeout 2h`), or find out why it is slow with `kubectl mpijob logs --all`."
+		return ReasonDeadlineExceeded, fmt.Sprintf("The job ran longer than its %s and was stopped.", timeoutOf(tj)), deadlineNext
 	}
 	// A Worker lost while the Launcher ran is why mpirun then failed.
 	if in.Previous != nil && in.Previous.Phase == api.PhaseRunning && in.Previous.Reason == ReasonWorkerEvicted {

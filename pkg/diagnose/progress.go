@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mpijob/mpijob/pkg/api"
-	"github.com/mpijob/mpijob/pkg/jobspec"
 )
 
 // explainProgress places a job that has neither finished nor been
@@ -25,10 +24,8 @@ func explainProgress(in Input, s api.Status) (api.Phase, string, string, string)
 	if in.JobSet == nil && deadlineReached(in) {
 		// Trainer removed the JobSet at the timeout and has not yet said
 		// so on the job: that, not "not created", is what happens.
-		tj := in.TrainJob
 		return in.Previous.Phase, ReasonDeadlineExceeded,
-			fmt.Sprintf("The job reached its timeout of %s (spec.activeDeadlineSeconds %d); Trainer is stopping it.", jobspec.FormatTimeout(tj.Spec.ActiveDeadlineSeconds), tj.Spec.ActiveDeadlineSeconds),
-			"Give the job a longer timeout (`kubectl mpijob clone NAME NEW --timeout 2h`), or find out why it is slow with `kubectl mpijob logs --all`."
+			fmt.Sprintf("The job reached its %s; Trainer is stopping it.", timeoutOf(in.TrainJob)), deadlineNext
 	}
 	if in.JobSet == nil {
 		return api.PhasePending, ReasonJobSetNotCreated, "Trainer has not created the job's pods yet.",

@@ -90,12 +90,22 @@ func presentRefs(ctx context.Context, n realNode) (sets.Set[string], error) {
 // pod that needs it fails its pull, and the image builder imports it again
 // (tests of the image builder use it).
 func ForgetImage(ctx context.Context, opts Options, ref string) error {
+	return onRealNodes(opts, func(n realNode) error {
+		if err := images.Run(ctx, "ctr", "--address", n.socket(), "-n", "k8s.io", "images", "rm", ref); err != nil {
+			return fmt.Errorf("failed to remove %s from %s: %w", ref, n.name, err)
+		}
+		return nil
+	})
+}
+
+// onRealNodes calls fn for each real node of the running local cluster,
+// stopping at the first error.
+func onRealNodes(opts Options, fn func(realNode) error) error {
 	opts = runningCacheDir(opts)
 	c := New(opts, io.Discard)
 	for i := 1; i <= opts.RealNodes; i++ {
-		n := c.realNode(i)
-		if err := images.Run(ctx, "ctr", "--address", n.socket(), "-n", "k8s.io", "images", "rm", ref); err != nil {
-			return fmt.Errorf("failed to remove %s from %s: %w", ref, n.name, err)
+		if err := fn(c.realNode(i)); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -105,19 +115,16 @@ func ForgetImage(ctx context.Context, opts Options, ref string) error {
 // registry holding it under that name would: tests that run upstream's
 // specs give their images a local stand-in this way.
 func TagImage(ctx context.Context, opts Options, src, ref string) error {
-	opts = runningCacheDir(opts)
-	c := New(opts, io.Discard)
-	for i := 1; i <= opts.RealNodes; i++ {
-		n := c.realNode(i)
+	return onRealNodes(opts, func(n realNode) error {
+		// The lock importImages takes: two tags of one name at once fail.
 		unlock, err := images.LockFile(filepath.Join(n.store, ".import.lock"))
 		if err != nil {
 			return err
 		}
-		err = images.Run(ctx, "ctr", "--address", n.socket(), "-n", "k8s.io", "images", "tag", "--force", src, ref)
-		unlock()
-		if err != nil {
+		defer unlock()
+		if err := images.Run(ctx, "ctr", "--address", n.socket(), "-n", "k8s.io", "images", "tag", "--force", src, ref); err != nil {
 			return fmt.Errorf("failed to tag %s as %s on %s: %w", src, ref, n.name, err)
 		}
-	}
-	return nil
+		return nil
+	})
 }

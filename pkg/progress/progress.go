@@ -69,6 +69,27 @@ func MetricName(name string) bool {
 	return true
 }
 
+// keptMetrics are the metrics a report keeps: names that MetricName
+// allows, finite values, at most MaxMetrics of them by name; nil when
+// none is left.
+func keptMetrics(m map[string]float64) map[string]float64 {
+	names := make([]string, 0, len(m))
+	for k, v := range m {
+		if MetricName(k) && !math.IsNaN(v) && !math.IsInf(v, 0) {
+			names = append(names, k)
+		}
+	}
+	sort.Strings(names)
+	var out map[string]float64
+	for _, k := range names[:min(len(names), MaxMetrics)] {
+		if out == nil {
+			out = map[string]float64{}
+		}
+		out[k] = m[k]
+	}
+	return out
+}
+
 // Parse reads one log line. A line that is not a progress report, or one
 // that does not decode, is not one (ok false): a program's output never
 // breaks the job's view.
@@ -98,19 +119,13 @@ func Parse(line string) (Report, bool) {
 	r.Loss, r.Accuracy = num("loss", -math.MaxFloat64, math.MaxFloat64), num("accuracy", -math.MaxFloat64, math.MaxFloat64)
 	r.ETASeconds = num("eta_seconds", 0, math.MaxInt32)
 	if m, ok := raw["metrics"].(map[string]any); ok {
-		names := make([]string, 0, len(m))
+		values := map[string]float64{}
 		for k, v := range m {
-			if f, ok := v.(float64); ok && MetricName(k) && !math.IsNaN(f) && !math.IsInf(f, 0) {
-				names = append(names, k)
+			if f, ok := v.(float64); ok {
+				values[k] = f
 			}
 		}
-		sort.Strings(names)
-		for _, k := range names[:min(len(names), MaxMetrics)] {
-			if r.Metrics == nil {
-				r.Metrics = map[string]float64{}
-			}
-			r.Metrics[k] = m[k].(float64)
-		}
+		r.Metrics = keptMetrics(values)
 	}
 	if r.Epoch == nil && r.Step == nil {
 		return Report{}, false

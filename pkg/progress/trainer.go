@@ -2,7 +2,6 @@ package progress
 
 import (
 	"math"
-	"sort"
 	"strconv"
 	"time"
 
@@ -53,25 +52,15 @@ func FromTrainer(t *trainer.TrainerStatus) (TrainerStatus, bool) {
 		s.EstimatedRemainingSeconds = e
 		s.EstimatedRemainingTimeSummary = Summary(time.Duration(*e) * time.Second)
 	}
-	var names []string
 	values := map[string]float64{}
 	for _, m := range t.Metrics {
-		v, err := strconv.ParseFloat(m.Value, 64)
-		if err != nil || math.IsNaN(v) || math.IsInf(v, 0) || !MetricName(m.Name) {
-			continue
+		// A value that is no finite number is left out, and an earlier
+		// one of the name kept.
+		if v, err := strconv.ParseFloat(m.Value, 64); err == nil && !math.IsNaN(v) && !math.IsInf(v, 0) {
+			values[m.Name] = v
 		}
-		if _, dup := values[m.Name]; !dup {
-			names = append(names, m.Name)
-		}
-		values[m.Name] = v
 	}
-	sort.Strings(names)
-	for _, n := range names[:min(len(names), MaxMetrics)] {
-		if s.TrainMetrics == nil {
-			s.TrainMetrics = map[string]float64{}
-		}
-		s.TrainMetrics[n] = values[n]
-	}
+	s.TrainMetrics = keptMetrics(values)
 	if !t.LastUpdatedTime.IsZero() {
 		s.LastUpdatedTime = t.LastUpdatedTime.UTC().Format(time.RFC3339)
 	}
@@ -93,6 +82,16 @@ func Of(tj *trainer.TrainJob) (TrainerStatus, bool) {
 // status.trainerStatus holds (the percentage, the time left and the
 // metrics), whatever their epochs, steps and times.
 func (s TrainerStatus) SameForTrainer(o TrainerStatus) bool {
-	a, b := s.ToTrainer(time.Time{}), o.ToTrainer(time.Time{})
-	return equality.Semantic.DeepEqual(a, b)
+	return TrainerSame(s.ToTrainer(time.Time{}), o.ToTrainer(time.Time{}))
+}
+
+// TrainerSame says whether two of Trainer's status.trainerStatus hold the
+// same progress, whatever their times; a nil one holds none.
+func TrainerSame(a, b *trainer.TrainerStatus) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	x, y := *a, *b
+	x.LastUpdatedTime, y.LastUpdatedTime = metav1.Time{}, metav1.Time{}
+	return equality.Semantic.DeepEqual(x, y)
 }

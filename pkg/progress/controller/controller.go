@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -334,22 +333,14 @@ func (r *Reconciler) writeAnnotation(ctx context.Context, tj *trainer.TrainJob, 
 // says the same already but for the time.
 func (r *Reconciler) writeTrainerStatus(ctx context.Context, tj *trainer.TrainJob, s progress.TrainerStatus) error {
 	want := s.ToTrainer(r.now())
-	if have := tj.Status.TrainerStatus; have != nil {
-		h, w := *have, *want
-		h.LastUpdatedTime, w.LastUpdatedTime = metav1.Time{}, metav1.Time{}
-		if equality.Semantic.DeepEqual(h, w) {
-			return nil
-		}
+	if progress.TrainerSame(tj.Status.TrainerStatus, want) {
+		return nil
 	}
 	raw, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
 	if err != nil {
 		return err
 	}
-	u := &unstructured.Unstructured{}
-	u.SetAPIVersion(trainer.GroupVersion.String())
-	u.SetKind(trainer.TrainJobKind)
-	u.SetNamespace(tj.Namespace)
-	u.SetName(tj.Name)
+	u := api.ApplyObjectOf(tj)
 	if err := unstructured.SetNestedMap(u.Object, raw, "status", "trainerStatus"); err != nil {
 		return err
 	}

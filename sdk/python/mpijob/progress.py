@@ -199,17 +199,18 @@ class Progress:
         if not isinstance(status, dict):
             return None
         pct, eta = status.get("progressPercentage"), status.get("estimatedRemainingSeconds")
-        metrics: dict[str, float] = {}
+        values: dict[str, float] = {}
         for m in status.get("metrics") or []:
             name, value = (m.get("name"), m.get("value")) if isinstance(m, dict) else (None, None)
-            if not isinstance(name, str) or not isinstance(value, str) or not metric_name(name):
+            if not isinstance(name, str) or not isinstance(value, str):
                 continue
             try:
                 v = float(value)
             except ValueError:
                 continue
-            if math.isfinite(v):
-                metrics[name] = v
+            if math.isfinite(v):  # an earlier finite value of the name is kept
+                values[name] = v
+        metrics = _metrics(values)
         if pct is None and eta is None and not metrics:
             return None
         if not (isinstance(pct, int) and not isinstance(pct, bool) and 0 <= pct <= 100):
@@ -217,7 +218,7 @@ class Progress:
         if not (isinstance(eta, int) and not isinstance(eta, bool) and 0 <= eta <= _INT32_MAX):
             eta = None
         return cls(percent=pct, eta_seconds=eta, eta="" if eta is None else _summary(eta),
-                   metrics={k: metrics[k] for k in sorted(metrics)[:MAX_METRICS]},
+                   metrics=metrics,
                    updated=status.get("lastUpdatedTime") or "")
 
     @classmethod
