@@ -11,6 +11,9 @@ import (
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	psapi "k8s.io/pod-security-admission/api"
 	"k8s.io/pod-security-admission/policy"
@@ -305,5 +308,85 @@ func TestOpenShiftRulesMatch(t *testing.T) {
 		if !found[kind] {
 			t.Errorf("config/openshift-monitoring has no %s", kind)
 		}
+	}
+}
+
+// TestOpenShiftManagerIngress: on OpenShift only the host network (the API
+// server, the kubelets' probes) reaches every port of mpijob-manager, and
+// OpenShift's monitoring its metrics port; no other source, a tenant's pod
+// among them, is admitted. The policy must select the manager's pods and
+// name ports the manager's container has.
+func TestOpenShiftManagerIngress(t *testing.T) {
+	k := krusty.MakeKustomizer(krusty.MakeDefaultOptions())
+	res, err := k.Run(filesys.MakeFsOnDisk(), "openshift")
+	if err != nil {
+		t.Fatalf("kustomize build config/openshift: %v", err)
+	}
+	var policies []networkingv1.NetworkPolicy
+	var manager appsv1.Deployment
+	for _, r := range res.Resources() {
+		y, err := r.AsYAML()
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case r.GetKind() == "NetworkPolicy":
+			var np networkingv1.NetworkPolicy
+			if err := yaml.UnmarshalStrict(y, &np); err != nil {
+				t.Fatalf("NetworkPolicy %s: %v", r.GetName(), err)
+			}
+			policies = append(policies, np)
+		case r.GetKind() == "Deployment" && r.GetName() == "mpijob-manager":
+			if err := yaml.Unmarshal(y, &manager); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if len(policies) != 1 {
+		t.Fatalf("config/openshift has %d NetworkPolicies, want 1 (mpijob-manager-ingress)", len(policies))
+	}
+	np := policies[0]
+	if np.Namespace != manager.Namespace {
+		t.Errorf("policy in namespace %q, manager in %q", np.Namespace, manager.Namespace)
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+	if err != nil || sel.Empty() || !sel.Matches(labels.Set(manager.Spec.Template.Labels)) {
+		t.Errorf("policy's pod selector %v does not select the manager's pods %v (%v)", np.Spec.PodSelector, manager.Spec.Template.Labels, err)
+	}
+	if !slices.Equal(np.Spec.PolicyTypes, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}) {
+		t.Errorf("policy types %v, want [Ingress]", np.Spec.PolicyTypes)
+	}
+	ports := map[string]bool{}
+	for _, p := range manager.Spec.Template.Spec.Containers[0].Ports {
+		ports[p.Name] = true
+	}
+	type rule struct {
+		From  map[string]string
+		Ports []string
+	}
+	var got []rule
+	for _, in := range np.Spec.Ingress {
+		for _, f := range in.From {
+			if f.IPBlock != nil || f.PodSelector != nil || f.NamespaceSelector == nil || len(f.NamespaceSelector.MatchExpressions) > 0 || len(f.NamespaceSelector.MatchLabels) == 0 {
+				t.Errorf("source %+v: want a namespace selector by labels alone (an empty one admits every tenant)", f)
+				continue
+			}
+			r := rule{From: f.NamespaceSelector.MatchLabels}
+			for _, p := range in.Ports {
+				if p.Port == nil || !ports[p.Port.String()] {
+					t.Errorf("port %v is not a named port of the manager's container (%v)", p.Port, ports)
+					continue
+				}
+				r.Ports = append(r.Ports, p.Port.String())
+			}
+			got = append(got, r)
+		}
+	}
+	want := []rule{
+		{From: map[string]string{"policy-group.network.openshift.io/host-network": ""}},
+		{From: map[string]string{"network.openshift.io/policy-group": "monitoring"}, Ports: []string{"metrics"}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ingress sources (-want +got):\n%s", diff)
 	}
 }
