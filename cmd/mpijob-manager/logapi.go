@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
@@ -21,11 +23,22 @@ import (
 )
 
 // The log store mpijob-manager reads jobs' logs from (the Secret
-// mpijob-log-store, optional, sets both): Loki's URL, or a gateway's in
+// mpijob-log-store, optional, sets them): Loki's URL, or a gateway's in
 // front of it, and the bearer token it takes.
 const (
 	logStoreURLEnv   = "MPIJOB_LOG_STORE_URL"
 	logStoreTokenEnv = "MPIJOB_LOG_STORE_TOKEN"
+	// logStoreTenantEnv is one tenant for every namespace (a LokiStack's
+	// "application"); unset, each namespace is its own tenant.
+	logStoreTenantEnv = "MPIJOB_LOG_STORE_TENANT"
+	// logStoreCAEnv is the PEM of the CA that signed the store's
+	// certificate (OpenShift's service CA for a LokiStack gateway).
+	logStoreCAEnv = "MPIJOB_LOG_STORE_CA"
+	// serviceAccountToken: the token "serviceaccount" sends the manager's
+	// own ServiceAccount token, read at each request as the kubelet renews
+	// it (a LokiStack gateway authorizes it by its RBAC).
+	serviceAccountToken     = "serviceaccount"
+	serviceAccountTokenFile = "/var/run/secrets/kubernetes.io/serviceaccount/token"
 )
 
 // logAPI serves logs.mpijob.dev on every replica (not only the leader).
@@ -109,9 +122,34 @@ func addLogAPI(mgr ctrl.Manager, kube kubernetes.Interface, cert *certs.Lazy, re
 	if !strings.HasPrefix(url, "http://") && !strings.HasPrefix(url, "https://") {
 		return fmt.Errorf("%s=%q: give the store's URL, e.g. http://loki.logging.svc:3100", logStoreURLEnv, url)
 	}
-	store := &logstore.Client{URL: url, Token: strings.TrimSpace(os.Getenv(logStoreTokenEnv)), HTTP: &http.Client{Timeout: 2 * time.Minute}}
+	store, err := logStoreClient(url, os.Getenv(logStoreTokenEnv), os.Getenv(logStoreTenantEnv), os.Getenv(logStoreCAEnv))
+	if err != nil {
+		return err
+	}
 	api := &logstore.API{Store: store, Kube: kube, JobSet: jobSetOf(mgr.GetClient())}
 	return mgr.Add(&logAPI{api: api, kube: kube, cert: cert, ready: ready, port: port})
+}
+
+// logStoreClient is the store's client from the Secret mpijob-log-store's
+// keys.
+func logStoreClient(url, token, tenant, ca string) (*logstore.Client, error) {
+	c := &logstore.Client{URL: url, Tenant: strings.TrimSpace(tenant)}
+	switch token = strings.TrimSpace(token); token {
+	case serviceAccountToken:
+		c.TokenFile = serviceAccountTokenFile
+	default:
+		c.Token = token
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	if ca = strings.TrimSpace(ca); ca != "" {
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM([]byte(ca)) {
+			return nil, fmt.Errorf("%s (the Secret mpijob-log-store's key ca.crt): no PEM certificate in it; give the CA that signed the store's certificate", logStoreCAEnv)
+		}
+		tr.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	}
+	c.HTTP = &http.Client{Timeout: 2 * time.Minute, Transport: tr}
+	return c, nil
 }
 
 // jobSetOf finds a job's JobSet in the manager's cache: a stored log is

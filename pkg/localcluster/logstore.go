@@ -108,12 +108,14 @@ limits_config:
   max_entries_limit_per_query: %[5]d
   reject_old_samples: false
   # Each namespace is a tenant, and these limits are each tenant's own: one
-  # that logs without end is refused past them (the collector reads at most
-  # 4 MiB of a tenant a second, so it stays below), never another tenant.
-  ingestion_rate_mb: 8
-  ingestion_burst_size_mb: 16
-  per_stream_rate_limit: 8MB
-  per_stream_rate_limit_burst: 16MB
+  # that logs without end is refused past them, never another tenant. The
+  # collector reads at most 4 MiB of a tenant's files a second and stores
+  # each line as OpenShift Logging's record (about 100 bytes more, and the
+  # CRI prefix it drops is about 40), so it stays below.
+  ingestion_rate_mb: 16
+  ingestion_burst_size_mb: 32
+  per_stream_rate_limit: 16MB
+  per_stream_rate_limit_burst: 32MB
 compactor:
   working_directory: %[3]s/compactor
   retention_enabled: true

@@ -9,15 +9,12 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
-
-	"github.com/mpijob/mpijob/pkg/logs"
 )
 
 // Collector reads the kubelets' container log files of MPI jobs' pods and
@@ -47,7 +44,7 @@ type Collector struct {
 	// is never held up by it.
 	MaxTenantRead int64
 	// MaxLine bounds one line put together from the runtime's partial
-	// (P) records (default 256 KiB, Loki's own largest line): a program
+	// (P) records (default 128 KiB, so its record stays within Loki's largest line): a program
 	// that writes without a newline is stored in pieces of this size
 	// instead of held in memory, and in the positions file, without end.
 	MaxLine int
@@ -190,7 +187,6 @@ func (c *Collector) Pass(ctx context.Context) error {
 				}
 				tc := t
 				tc.Container = cd.Name()
-				tc.Init = slices.Contains(t.inits, cd.Name())
 				files, _ := os.ReadDir(filepath.Join(dir, pd.Name(), cd.Name()))
 				for _, f := range files {
 					m := logFile.FindStringSubmatch(f.Name())
@@ -363,8 +359,9 @@ func (c *Collector) pushAll(ctx context.Context, tenant string, streams []PushSt
 }
 
 // DefaultMaxLine is the longest line the collector puts together from
-// partial records (Loki's default max_line_size).
-const DefaultMaxLine = 256 << 10
+// partial records: half Loki's default max_line_size (256 KB), so that
+// the line's record (its JSON, quotes and all) stays within it.
+const DefaultMaxLine = 128 << 10
 
 // read returns the complete lines of path after tf's offset, and the
 // offset after the last one.
@@ -431,11 +428,7 @@ func (c *Collector) read(path string, tf *tailed, most int64) ([]Entry, int64, s
 			at = time.Unix(0, last+1).UTC()
 		}
 		last = at.UnixNano()
-		e := Entry{Time: at, Line: msg, Meta: map[string]string{MetaStream: cl.Stream}}
-		if tag, ok := logs.SplitRank(msg); ok {
-			e.Meta[MetaRank] = strconv.Itoa(tag.Rank)
-		}
-		out = append(out, e)
+		out = append(out, Entry{Time: at, Line: EncodeRecord(at, msg)})
 	}
 	if start == 0 && int64(len(buf)) == most {
 		// A record longer than a read (the runtime writes records of at

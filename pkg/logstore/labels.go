@@ -12,27 +12,60 @@ import (
 	"github.com/mpijob/mpijob/pkg/api"
 )
 
-// The stream labels every line of a job's pod carries in the store.
+// The stream labels every line of a job's pod carries in the store: the
+// schema OpenShift Logging 6's collector (Vector, a ClusterLogForwarder to
+// a LokiStack, ViaQ data model) writes, so that the read API reads a
+// LokiStack fed by OpenShift Logging and the local cluster's store alike.
+// Vector names a pod label kubernetes.labels.KEY as
+// kubernetes_labels_KEY with every '.', '/', '\\' and '-' made '_' (the
+// ClusterLogForwarder's labelKeys must list the four pod labels below;
+// docs/admin.md shows it).
 const (
-	LabelNamespace = "namespace"
-	LabelJob       = "trainjob"
-	LabelRole      = "role"
-	LabelIndex     = "index"
-	LabelPod       = "pod"
-	LabelContainer = "container"
-	LabelNode      = "node"
-	// LabelInit is "true" on an init container's lines; readers leave them
-	// out unless asked.
-	LabelInit = "init"
-	// LabelJobSetUID is the UID of the JobSet whose pod wrote the line:
-	// reads are bound to the job that exists now, not an earlier job of
-	// the same name, nor one of a namespace deleted and made again.
-	LabelJobSetUID = "jobset_uid"
-	// MetaRank is the structured metadata of a line mpirun tagged with
-	// its rank; MetaStream says stdout or stderr.
-	MetaRank   = "rank"
-	MetaStream = "stream"
+	LabelNamespace = "kubernetes_namespace_name"
+	LabelPod       = "kubernetes_pod_name"
+	LabelContainer = "kubernetes_container_name"
+	LabelHost      = "kubernetes_host"
+	LabelLogType   = "log_type"
+	// LabelOpenShiftLogType is OpenShift Logging 6's second name of the
+	// log type (its OTel-style label), written beside log_type.
+	LabelOpenShiftLogType = "openshift_log_type"
+	// LogTypeApplication is the log type of every container of a tenant's
+	// namespace, in OpenShift Logging's words.
+	LogTypeApplication = "application"
+	// LabelJob, LabelRole, LabelIndex and LabelJobSetUID are the pod's
+	// JobSet name, replicated job (launcher or node), Job completion index
+	// and JobSet UID labels. The UID binds reads to the job that exists
+	// now, not an earlier job of the same name, nor one of a namespace
+	// deleted and made again.
+	LabelJob       = "kubernetes_labels_jobset_sigs_k8s_io_jobset_name"
+	LabelRole      = "kubernetes_labels_jobset_sigs_k8s_io_replicatedjob_name"
+	LabelIndex     = "kubernetes_labels_batch_kubernetes_io_job_completion_index"
+	LabelJobSetUID = "kubernetes_labels_jobset_sigs_k8s_io_jobset_uid"
 )
+
+// otelNames are the second names OpenShift Logging 6 writes beside the
+// ViaQ ones (k8s_*: its OTel-style labels, for the listed labelKeys and
+// the node always). Readers use the ViaQ names.
+var otelNames = map[string]string{
+	LabelNamespace: "k8s_namespace_name", LabelPod: "k8s_pod_name", LabelContainer: "k8s_container_name", LabelHost: "k8s_node_name",
+}
+
+// PodLabelKeys are the ClusterLogForwarder labelKeys that give the
+// labels above (OpenShift Logging 6's defaults plus the pod's JobSet
+// labels).
+var PodLabelKeys = []string{
+	"log_type", "kubernetes.namespace_name", "kubernetes.pod_name", "kubernetes.container_name",
+	"kubernetes.labels.jobset.sigs.k8s.io/jobset-name",
+	"kubernetes.labels.jobset.sigs.k8s.io/replicatedjob-name",
+	"kubernetes.labels.batch.kubernetes.io/job-completion-index",
+	"kubernetes.labels.jobset.sigs.k8s.io/jobset-uid",
+}
+
+// VectorLabelName is the stream label Vector, as OpenShift Logging 6
+// configures it, makes of a labelKeys entry.
+func VectorLabelName(key string) string {
+	return strings.NewReplacer(".", "_", "/", "_", "\\", "_", "-", "_").Replace(key)
+}
 
 // Target is one container's log as the collector finds it: where it
 // lies and the labels its lines get.
@@ -44,23 +77,20 @@ type Target struct {
 	// JobSetUID is the UID of the pod's JobSet ("" when unknown: a pod
 	// gone before the collector saw it).
 	JobSetUID string
-	// Init is true for an init container.
-	Init bool
-	// inits are the pod's init containers' names.
-	inits []string
 }
 
 // Labels are the target's stream labels.
 func (t Target) Labels() map[string]string {
 	l := map[string]string{
 		LabelNamespace: t.Namespace, LabelJob: t.Job, LabelRole: t.Role, LabelIndex: strconv.Itoa(t.Index),
-		LabelPod: t.Pod, LabelContainer: t.Container, LabelNode: t.Node,
-	}
-	if t.Init {
-		l[LabelInit] = "true"
+		LabelPod: t.Pod, LabelContainer: t.Container, LabelHost: t.Node,
+		LabelLogType: LogTypeApplication, LabelOpenShiftLogType: LogTypeApplication,
 	}
 	if t.JobSetUID != "" {
 		l[LabelJobSetUID] = t.JobSetUID
+	}
+	for viaq, otel := range otelNames {
+		l[otel] = l[viaq]
 	}
 	return l
 }
@@ -92,9 +122,6 @@ func FromPod(t Target, pod *corev1.Pod) (Target, bool) {
 	}
 	t.Job, t.Role, t.Index = job, role, idx
 	t.JobSetUID = pod.Labels[jobsetv1alpha2.JobSetUIDKey]
-	for _, c := range pod.Spec.InitContainers {
-		t.inits = append(t.inits, c.Name)
-	}
 	if t.Node == "" {
 		t.Node = pod.Spec.NodeName
 	}
@@ -123,7 +150,9 @@ type Selector struct {
 	Role string
 	// Index is the Worker's index (-1: every one).
 	Index int
-	// Init includes init containers' lines.
+	// Init includes the lines of every container of the pods, init
+	// containers and sidecars too; without it, the main container's
+	// (named node, as Trainer names it in the Launcher and the Workers).
 	Init bool
 	// JobSetUID, when set, keeps the lines of that JobSet's pods and
 	// those that carry no JobSet UID (a pod gone before the collector saw
@@ -143,7 +172,7 @@ func (s Selector) LogQL() string {
 		fmt.Fprintf(&b, `, %s="%d"`, LabelIndex, s.Index)
 	}
 	if !s.Init {
-		fmt.Fprintf(&b, `, %s=""`, LabelInit)
+		fmt.Fprintf(&b, `, %s=%q`, LabelContainer, api.NodeContainer)
 	}
 	if s.JobSetUID != "" {
 		fmt.Fprintf(&b, `, %s=~%q`, LabelJobSetUID, regexp.QuoteMeta(s.JobSetUID)+"|")

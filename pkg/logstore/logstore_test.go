@@ -110,15 +110,12 @@ func TestTargets(t *testing.T) {
 			if !ok {
 				return
 			}
-			got.inits = nil
-			if diff := cmp.Diff(tc.want, got, cmpTarget); diff != "" {
+			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want,+got):\n%s", diff)
 			}
 		})
 	}
 }
-
-var cmpTarget = cmp.AllowUnexported(Target{})
 
 func TestParsePodDir(t *testing.T) {
 	ns, pod, uid, ok := ParsePodDir("team-a_pi-node-0-1-abcde_2fa9b250-11e8-493f-95cd-bb69882b042b")
@@ -135,15 +132,20 @@ func TestSelectorLogQL(t *testing.T) {
 		sel  Selector
 		want string
 	}{
-		"whole job":   {Selector{Namespace: "team-a", Job: "pi", Index: -1}, `{namespace="team-a", trainjob="pi", init=""}`},
-		"launcher":    {Selector{Namespace: "team-a", Job: "pi", Role: "launcher", Index: -1}, `{namespace="team-a", trainjob="pi", role="launcher", init=""}`},
-		"worker 2":    {Selector{Namespace: "team-a", Job: "pi", Role: "node", Index: 2}, `{namespace="team-a", trainjob="pi", role="node", index="2", init=""}`},
-		"init too":    {Selector{Namespace: "n", Job: "j", Index: -1, Init: true}, `{namespace="n", trainjob="j"}`},
-		"quotes kept": {Selector{Namespace: "n", Job: `j"x`, Index: -1, Init: true}, `{namespace="n", trainjob="j\"x"}`},
+		"whole job": {Selector{Namespace: "team-a", Job: "pi", Index: -1},
+			`{kubernetes_namespace_name="team-a", kubernetes_labels_jobset_sigs_k8s_io_jobset_name="pi", kubernetes_container_name="node"}`},
+		"launcher": {Selector{Namespace: "team-a", Job: "pi", Role: "launcher", Index: -1},
+			`{kubernetes_namespace_name="team-a", kubernetes_labels_jobset_sigs_k8s_io_jobset_name="pi", kubernetes_labels_jobset_sigs_k8s_io_replicatedjob_name="launcher", kubernetes_container_name="node"}`},
+		"worker 2": {Selector{Namespace: "team-a", Job: "pi", Role: "node", Index: 2},
+			`{kubernetes_namespace_name="team-a", kubernetes_labels_jobset_sigs_k8s_io_jobset_name="pi", kubernetes_labels_jobset_sigs_k8s_io_replicatedjob_name="node", kubernetes_labels_batch_kubernetes_io_job_completion_index="2", kubernetes_container_name="node"}`},
+		"every container": {Selector{Namespace: "n", Job: "j", Index: -1, Init: true},
+			`{kubernetes_namespace_name="n", kubernetes_labels_jobset_sigs_k8s_io_jobset_name="j"}`},
+		"quotes kept": {Selector{Namespace: "n", Job: `j"x`, Index: -1, Init: true},
+			`{kubernetes_namespace_name="n", kubernetes_labels_jobset_sigs_k8s_io_jobset_name="j\"x"}`},
 		// The job that exists now: its JobSet's lines, and those stored
 		// without a JobSet UID (the reader bounds their time).
 		"bound to a JobSet": {Selector{Namespace: "n", Job: "j", Index: -1, JobSetUID: "2fa9b250-11e8"},
-			`{namespace="n", trainjob="j", init="", jobset_uid=~"2fa9b250-11e8|"}`},
+			`{kubernetes_namespace_name="n", kubernetes_labels_jobset_sigs_k8s_io_jobset_name="j", kubernetes_container_name="node", kubernetes_labels_jobset_sigs_k8s_io_jobset_uid=~"2fa9b250-11e8|"}`},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -378,14 +380,14 @@ func TestCollectorFollowsRotation(t *testing.T) {
 	}
 	var got []string
 	for _, e := range loki.entries["team-a"] {
-		got = append(got, fmt.Sprintf("%s|%s|%s|%s", e.Line, e.Meta[MetaRank], e.Meta[MetaStream], e.Labels[LabelRole]))
+		got = append(got, fmt.Sprintf("%s|%s", MessageOf(e.Line), e.Labels[LabelRole]))
 	}
 	want := []string{
-		"[1,0]<stdout>:rank 0 of 2|0|stdout|launcher",
-		"long line||stdout|launcher",
-		"[1,1]<stderr>:oops|1|stderr|launcher",
-		"last of the old file||stdout|launcher",
-		"first of the new file||stdout|launcher",
+		"[1,0]<stdout>:rank 0 of 2|launcher",
+		"long line|launcher",
+		"[1,1]<stderr>:oops|launcher",
+		"last of the old file|launcher",
+		"first of the new file|launcher",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("stored lines (-want,+got):\n%s", diff)
@@ -403,9 +405,22 @@ func TestCollectorFollowsRotation(t *testing.T) {
 		t.Errorf("%d lines of a pod of no MPI job were stored", n)
 	}
 	e := loki.entries["team-a"][0]
-	wantLabels := map[string]string{"namespace": "team-a", "trainjob": "pi", "role": "launcher", "index": "0", "pod": "pi-launcher-0-0-abcde", "container": "node", "node": "node-1"}
+	// OpenShift Logging 6's labels (Vector's names of the labelKeys a
+	// ClusterLogForwarder lists) and its ViaQ record as the line.
+	wantLabels := map[string]string{
+		"kubernetes_namespace_name": "team-a", "kubernetes_pod_name": "pi-launcher-0-0-abcde", "kubernetes_container_name": "node",
+		"kubernetes_host": "node-1", "log_type": "application", "openshift_log_type": "application",
+		"k8s_namespace_name": "team-a", "k8s_pod_name": "pi-launcher-0-0-abcde", "k8s_container_name": "node", "k8s_node_name": "node-1",
+		"kubernetes_labels_jobset_sigs_k8s_io_jobset_name":           "pi",
+		"kubernetes_labels_jobset_sigs_k8s_io_replicatedjob_name":    "launcher",
+		"kubernetes_labels_batch_kubernetes_io_job_completion_index": "0",
+	}
 	if diff := cmp.Diff(wantLabels, e.Labels); diff != "" {
 		t.Errorf("labels (-want,+got):\n%s", diff)
+	}
+	wantRecord := `{"@timestamp":"2026-11-24T06:00:00Z","message":"[1,0]<stdout>:rank 0 of 2","log_source":"container","log_type":"application"}`
+	if e.Line != wantRecord {
+		t.Errorf("stored line %s, want the record %s", e.Line, wantRecord)
 	}
 }
 
@@ -552,10 +567,11 @@ func TestCollectorCapsLinesWithoutEnd(t *testing.T) {
 	}
 	var stored strings.Builder
 	for _, e := range loki.entries["team-a"] {
-		if len(e.Line) > 4096+1000 {
-			t.Errorf("a stored piece of %d bytes, more than MaxLine and one record", len(e.Line))
+		msg := MessageOf(e.Line)
+		if len(msg) > 4096+1000 {
+			t.Errorf("a stored piece of %d bytes, more than MaxLine and one record", len(msg))
 		}
-		stored.WriteString(e.Line)
+		stored.WriteString(msg)
 	}
 	if len(loki.entries["team-a"]) < 20 {
 		t.Errorf("%d pieces stored from 100 kB without a newline, want about 25", len(loki.entries["team-a"]))

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,11 +18,20 @@ import (
 // Client talks to Loki's HTTP API (or a gateway in front of it that
 // takes a bearer token, as OpenShift's LokiStack gateway does).
 type Client struct {
-	// URL is Loki's base URL, e.g. http://10.88.0.1:3101.
+	// URL is Loki's base URL, e.g. http://10.88.0.1:3101, or a LokiStack
+	// gateway's tenant URL, e.g.
+	// https://logging-loki-gateway-http.openshift-logging.svc:8080/api/logs/v1/application.
 	URL string
 	// Token, when set, is sent as a bearer token.
 	Token string
-	HTTP  *http.Client
+	// TokenFile, when set, is read for the bearer token at each request
+	// (a pod's ServiceAccount token, which the kubelet renews).
+	TokenFile string
+	// Tenant, when set, is the store's tenant of every namespace (a
+	// LokiStack's "application"); when empty, each namespace is its own
+	// tenant. Reads select the namespace by its label either way.
+	Tenant string
+	HTTP   *http.Client
 }
 
 func (c *Client) http() *http.Client {
@@ -62,9 +72,20 @@ func (c *Client) do(ctx context.Context, method, path, tenant string, query url.
 	if err != nil {
 		return nil, err
 	}
+	if c.Tenant != "" {
+		tenant = c.Tenant
+	}
 	req.Header.Set("X-Scope-OrgID", tenant)
-	if c.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.Token)
+	token := c.Token
+	if c.TokenFile != "" {
+		b, err := os.ReadFile(c.TokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("log store token: %w", err)
+		}
+		token = strings.TrimSpace(string(b))
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
 	}
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
@@ -213,7 +234,7 @@ func decodeStreams(b []byte) ([]Entry, error) {
 			if err != nil {
 				return nil, fmt.Errorf("log store: bad time %q", ts)
 			}
-			e := Entry{Time: time.Unix(0, ns).UTC(), Line: line, Labels: r.Stream}
+			e := Entry{Time: time.Unix(0, ns).UTC(), Line: MessageOf(line), Labels: r.Stream}
 			if len(v) > 2 {
 				_ = json.Unmarshal(v[2], &e.Meta)
 			}

@@ -4,9 +4,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"strconv"
@@ -194,11 +196,11 @@ func TestLogsOutliveThePods(t *testing.T) {
 			t.Errorf("dev-b got team-a's lines")
 		}
 		// The store itself takes only mpijob-manager's token.
-		for _, url := range []string{
-			localcluster.LogStoreURL + "/loki/api/v1/query_range?query=" + `%7Bnamespace%3D%22team-a%22%7D`,
+		for _, u := range []string{
+			localcluster.LogStoreURL + "/loki/api/v1/query_range?query=" + url.QueryEscape(`{kubernetes_namespace_name="team-a"}`),
 			localcluster.LogStoreURL + "/loki/api/v1/push",
 		} {
-			req, _ := http.NewRequest(http.MethodGet, url, nil)
+			req, _ := http.NewRequest(http.MethodGet, u, nil)
 			req.Header.Set("X-Scope-OrgID", "team-a")
 			resp, err := http.DefaultClient.Do(req)
 			if err != nil {
@@ -207,7 +209,7 @@ func TestLogsOutliveThePods(t *testing.T) {
 			b, _ := io.ReadAll(resp.Body)
 			_ = resp.Body.Close()
 			if resp.StatusCode != http.StatusUnauthorized || strings.Contains(string(b), "line 0") {
-				t.Errorf("GET %s without the token: %s %.200s", url, resp.Status, b)
+				t.Errorf("GET %s without the token: %s %.200s", u, resp.Status, b)
 			}
 		}
 	})
@@ -230,6 +232,47 @@ func TestLogsOutliveThePods(t *testing.T) {
 		r := call(t, http.MethodGet, ts.URL+"/api/jobs/"+ns+"/"+name+"/logs?target=launcher", tokens["dev-b"])
 		if r.code == http.StatusOK && strings.Contains(r.body, "line 0") {
 			t.Errorf("dev-b read team-a's stored log through the dashboard")
+		}
+	})
+	t.Run("the store holds OpenShift Logging 6's labels and records", func(t *testing.T) {
+		// What a LokiStack fed by OpenShift Logging holds, asked the way an
+		// OpenShift user asks it: Vector's stream labels, and a JSON record
+		// whose message Loki's own json parser takes out.
+		q := url.Values{
+			"query": {fmt.Sprintf(`{kubernetes_namespace_name=%q, kubernetes_labels_jobset_sigs_k8s_io_jobset_name=%q, kubernetes_labels_jobset_sigs_k8s_io_replicatedjob_name="launcher", kubernetes_container_name="node", log_type="application"} |= "rank 1 says" | json | line_format "{{.message}}"`, ns, name)},
+			"limit": {"5"},
+			"start": {strconv.FormatInt(time.Now().Add(-time.Hour).UnixNano(), 10)},
+		}
+		req, _ := http.NewRequest(http.MethodGet, localcluster.LokiURL+"/loki/api/v1/query_range?"+q.Encode(), nil)
+		req.Header.Set("X-Scope-OrgID", ns)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		var ans struct {
+			Data struct {
+				Result []struct {
+					Stream map[string]string `json:"stream"`
+					Values [][2]string       `json:"values"`
+				} `json:"result"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(b, &ans); err != nil || resp.StatusCode != http.StatusOK || len(ans.Data.Result) == 0 {
+			t.Fatalf("query by OpenShift Logging's labels: %s %v %.300s", resp.Status, err, b)
+		}
+		r := ans.Data.Result[0]
+		if len(r.Values) == 0 || !strings.HasPrefix(r.Values[0][1], "[1,1]<stdout>:rank 1 says") {
+			t.Errorf("the record's message is not the rank's line: %v", r.Values)
+		}
+		for _, l := range []string{"kubernetes_pod_name", "kubernetes_host", "openshift_log_type", "kubernetes_labels_batch_kubernetes_io_job_completion_index", "kubernetes_labels_jobset_sigs_k8s_io_jobset_uid"} {
+			if r.Stream[l] == "" {
+				t.Errorf("stream label %s missing: %v", l, r.Stream)
+			}
+		}
+		if !strings.HasPrefix(r.Stream["kubernetes_pod_name"], name+"-launcher-") {
+			t.Errorf("kubernetes_pod_name %q is not the Launcher's pod", r.Stream["kubernetes_pod_name"])
 		}
 	})
 	t.Run("the store keeps 24 hours", func(t *testing.T) {
