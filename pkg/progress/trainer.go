@@ -39,9 +39,9 @@ func (s TrainerStatus) ToTrainer(now time.Time) *trainer.TrainerStatus {
 // within the bounds of a report from a log: a percentage of 0 to 100, a
 // time left that an int32 holds, at most MaxMetrics metrics with names
 // that MetricName allows and numeric values (others are left out, as a
-// log's are). ok is false when there is none.
+// log's are). ok is false when nothing usable is left.
 func FromTrainer(t *trainer.TrainerStatus) (TrainerStatus, bool) {
-	if t == nil || (t.ProgressPercentage == nil && t.EstimatedRemainingSeconds == nil && len(t.Metrics) == 0) {
+	if t == nil {
 		return TrainerStatus{}, false
 	}
 	var s TrainerStatus
@@ -61,6 +61,10 @@ func FromTrainer(t *trainer.TrainerStatus) (TrainerStatus, bool) {
 		}
 	}
 	s.TrainMetrics = keptMetrics(values)
+	if s.ProgressPercentage == nil && s.EstimatedRemainingSeconds == nil && len(s.TrainMetrics) == 0 {
+		// Nothing usable is left: no progress, as no report at all.
+		return TrainerStatus{}, false
+	}
 	if !t.LastUpdatedTime.IsZero() {
 		s.LastUpdatedTime = t.LastUpdatedTime.UTC().Format(time.RFC3339)
 	}

@@ -211,12 +211,12 @@ class Progress:
             if math.isfinite(v):  # an earlier finite value of the name is kept
                 values[name] = v
         metrics = _metrics(values)
-        if pct is None and eta is None and not metrics:
-            return None
         if not (isinstance(pct, int) and not isinstance(pct, bool) and 0 <= pct <= 100):
             pct = None
         if not (isinstance(eta, int) and not isinstance(eta, bool) and 0 <= eta <= _INT32_MAX):
             eta = None
+        if pct is None and eta is None and not metrics:
+            return None  # nothing usable is left: no progress, as no report at all
         return cls(percent=pct, eta_seconds=eta, eta="" if eta is None else _summary(eta),
                    metrics=metrics,
                    updated=status.get("lastUpdatedTime") or "")
