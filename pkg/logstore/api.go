@@ -268,8 +268,9 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // ParseQuery reads a log read's parameters: role (launcher, worker or
-// node), index (a Worker's), init (true: init containers too),
-// sinceSeconds, start and end (RFC 3339, end exclusive).
+// node), index (a Worker's), init (true: every container, init
+// containers and sidecars too), sinceSeconds, start and end (RFC 3339,
+// end exclusive).
 func ParseQuery(ns, job string, q map[string][]string, now time.Time) (Selector, time.Time, time.Time, error) {
 	get := func(k string) string {
 		if v := q[k]; len(v) > 0 {
