@@ -219,7 +219,7 @@ func Diagnose(in Input) api.Status {
 			s.NextStep = "Resume it by setting spec.suspend to false."
 		}
 	default:
-		s.Phase, s.Reason, s.Message, s.NextStep = explainProgress(in, s)
+		s.Phase, s.Reason, s.Message, s.NextStep = explainUnfinished(in, s)
 	}
 	// Commands in next steps name this job, ready to paste.
 	s.NextStep = nameCommands(s.NextStep, tj.Name)

@@ -12,9 +12,9 @@ import (
 	"github.com/mpijob/mpijob/pkg/api"
 )
 
-// explainProgress places a job that has neither finished nor been
+// explainUnfinished places a job that has neither finished nor been
 // suspended, and says what it waits for.
-func explainProgress(in Input, s api.Status) (api.Phase, string, string, string) {
+func explainUnfinished(in Input, s api.Status) (api.Phase, string, string, string) {
 	if r, m, n, ok := quotaExceeded(in.Events); ok {
 		return api.PhasePending, r, m, n
 	}
