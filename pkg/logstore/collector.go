@@ -44,9 +44,10 @@ type Collector struct {
 	// is never held up by it.
 	MaxTenantRead int64
 	// MaxLine bounds one line put together from the runtime's partial
-	// (P) records (default 128 KiB, so its record stays within Loki's largest line): a program
-	// that writes without a newline is stored in pieces of this size
-	// instead of held in memory, and in the positions file, without end.
+	// (P) records (default 128 KiB, so that its record stays within
+	// Loki's largest line): a program that writes without a newline is
+	// stored in pieces of this size instead of held in memory, and in the
+	// positions file, without end.
 	MaxLine int
 	Log     io.Writer
 

@@ -242,11 +242,7 @@ func (f *fakeLoki) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				_ = json.Unmarshal(v[0], &ts)
 				_ = json.Unmarshal(v[1], &line)
 				ns, _ := strconv.ParseInt(ts, 10, 64)
-				e := Entry{Time: time.Unix(0, ns).UTC(), Line: line, Labels: s.Stream}
-				if len(v) > 2 {
-					_ = json.Unmarshal(v[2], &e.Meta)
-				}
-				f.entries[tenant] = append(f.entries[tenant], e)
+				f.entries[tenant] = append(f.entries[tenant], Entry{Time: time.Unix(0, ns).UTC(), Line: line, Labels: s.Stream})
 			}
 		}
 		w.WriteHeader(http.StatusNoContent)

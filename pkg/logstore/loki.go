@@ -46,8 +46,6 @@ type Entry struct {
 	Time   time.Time
 	Line   string
 	Labels map[string]string
-	// Meta is the line's structured metadata (rank, stream).
-	Meta map[string]string
 }
 
 // RefusedError is the store's refusal of a request (a 4xx other than
@@ -121,11 +119,7 @@ func (c *Client) Push(ctx context.Context, tenant string, streams []PushStream) 
 	for _, s := range streams {
 		st := stream{Stream: s.Labels}
 		for _, e := range s.Entries {
-			v := []any{strconv.FormatInt(e.Time.UnixNano(), 10), e.Line}
-			if len(e.Meta) > 0 {
-				v = append(v, e.Meta)
-			}
-			st.Values = append(st.Values, v)
+			st.Values = append(st.Values, []any{strconv.FormatInt(e.Time.UnixNano(), 10), e.Line})
 		}
 		body.Streams = append(body.Streams, st)
 	}
@@ -234,11 +228,7 @@ func decodeStreams(b []byte) ([]Entry, error) {
 			if err != nil {
 				return nil, fmt.Errorf("log store: bad time %q", ts)
 			}
-			e := Entry{Time: time.Unix(0, ns).UTC(), Line: MessageOf(line), Labels: r.Stream}
-			if len(v) > 2 {
-				_ = json.Unmarshal(v[2], &e.Meta)
-			}
-			out = append(out, e)
+			out = append(out, Entry{Time: time.Unix(0, ns).UTC(), Line: MessageOf(line), Labels: r.Stream})
 		}
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Time.Before(out[j].Time) })
