@@ -103,6 +103,9 @@ func (s *Server) clientsFor(ctx context.Context, token string) (*userClients, er
 	cfg := rest.AnonymousClientConfig(s.Base)
 	cfg.BearerToken = token
 	cfg.QPS, cfg.Burst = 50, 100
+	// Admission's placement warnings reach the request that asked
+	// (withPlacement); others are dropped, as before.
+	cfg.WarningHandlerWithContext = placementWarnings{}
 	var cl client.WithWatch
 	var cs kubernetes.Interface
 	if s.dial != nil {

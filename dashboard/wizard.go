@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"sort"
 	"strings"
+	"sync"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,7 @@ import (
 	"github.com/mpijob/mpijob/pkg/admission"
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/jobspec"
+	"github.com/mpijob/mpijob/pkg/placement"
 	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 	"github.com/mpijob/mpijob/pkg/suggest"
@@ -48,6 +50,47 @@ type CreateAnswer struct {
 	Fields []FieldError `json:"fields,omitempty"`
 	// DryRun is true when nothing was created.
 	DryRun bool `json:"dryRun"`
+	// Placement is what a dry run said of whether the cluster can place
+	// the job now: whether its pods fit in what the nodes have free, the
+	// free GPUs, and where it would stand in its Kueue queue.
+	Placement []string `json:"placement,omitempty"`
+}
+
+// placementKey is the context key of a request's placement lines.
+type placementKey struct{}
+
+// placementLines collects the placement warnings of one request.
+type placementLines struct {
+	mu    sync.Mutex
+	lines []string
+}
+
+// withPlacement returns a context whose API calls' placement warnings are
+// collected in the returned placementLines.
+func withPlacement(ctx context.Context) (context.Context, *placementLines) {
+	p := &placementLines{}
+	return context.WithValue(ctx, placementKey{}, p), p
+}
+
+func (p *placementLines) get() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.lines
+}
+
+// placementWarnings hands admission's placement warnings to the request
+// whose context collects them.
+type placementWarnings struct{}
+
+// HandleWarningHeaderWithContext implements rest.WarningHandlerWithContext.
+func (placementWarnings) HandleWarningHeaderWithContext(ctx context.Context, code int, _ string, text string) {
+	p, ok := ctx.Value(placementKey{}).(*placementLines)
+	if !ok || code != 299 || !strings.HasPrefix(text, placement.Prefix) {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.lines = append(p.lines, strings.TrimPrefix(text, placement.Prefix))
 }
 
 // createJob builds a job from the wizard's inputs and creates it as the
@@ -60,7 +103,8 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request, c *userClient
 		return
 	}
 	ans := CreateAnswer{Name: job.TrainJob.Name, Namespace: ns, YAML: jobYAML(job), DryRun: dry}
-	if err := jobspec.Create(r.Context(), c, job, dry); err != nil {
+	ctx, placed := withPlacement(r.Context())
+	if err := jobspec.Create(ctx, c, job, dry); err != nil {
 		var taken *jobspec.NameTakenError
 		if apierrors.IsAlreadyExists(err) {
 			// A job on a cluster runtime: the API server's own refusal names
@@ -83,6 +127,7 @@ func (s *Server) createJob(w http.ResponseWriter, r *http.Request, c *userClient
 	if dry {
 		code = http.StatusOK
 	}
+	ans.Placement = placed.get()
 	writeJSON(w, code, ans)
 }
 

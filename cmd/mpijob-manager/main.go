@@ -39,6 +39,7 @@ import (
 	"github.com/mpijob/mpijob/pkg/metricsauth"
 	"github.com/mpijob/mpijob/pkg/netpol"
 	"github.com/mpijob/mpijob/pkg/perjob"
+	"github.com/mpijob/mpijob/pkg/placement"
 	progresscontroller "github.com/mpijob/mpijob/pkg/progress/controller"
 	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
@@ -177,6 +178,14 @@ func main() {
 	} else {
 		close(certsReady)
 	}
+	// The diagnosis and the placement said at a dry run share one read of
+	// Kueue's queues.
+	diag := &diagnose.Reconciler{
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Capacity: mgr.GetClient(), Logs: logs,
+		Visibility: queue.Visibility{REST: logs.Discovery().RESTClient()},
+		Recorder:   mgr.GetEventRecorder(api.FieldManager), Runtimes: lookup,
+	}
+	placer := &placement.Reader{Client: mgr.GetClient(), Queues: diag.QueueSnapshots(), Priorities: mgr.GetAPIReader()}
 	ctx := ctrl.SetupSignalHandler()
 	go func() {
 		select {
@@ -199,7 +208,7 @@ func main() {
 		register(mpiadmission.MutatePath, admission.WithDefaulter(scheme, &mpiadmission.Defaulter{Runtimes: lookup}))
 		register(mpiadmission.ValidatePath, admission.WithValidator(scheme, &mpiadmission.Validator{
 			Runtimes: lookup, Client: mgr.GetClient(), MaxWorkers: int32(maxWorkers), Manager: self.Status.UserInfo.Username,
-			Pods: mgr.GetClient(), Priorities: mgr.GetAPIReader(),
+			Pods: mgr.GetClient(), Priorities: mgr.GetAPIReader(), Placement: placer,
 		}))
 		register(mpiadmission.ValidateClusterRuntimePath, admission.WithValidator(scheme, mpiadmission.ClusterRuntimeValidator{}))
 		register(mpiadmission.ValidateRuntimePath, admission.WithValidator(scheme, mpiadmission.RuntimeValidator{Client: mgr.GetAPIReader()}))
@@ -210,11 +219,7 @@ func main() {
 		os.Exit(1)
 	}
 	log.Info("admission", "manager", self.Status.UserInfo.Username, "maxWorkers", maxWorkers)
-	if err := (&diagnose.Reconciler{
-		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Capacity: mgr.GetClient(), Logs: logs,
-		Visibility: queue.Visibility{REST: logs.Discovery().RESTClient()},
-		Recorder:   mgr.GetEventRecorder(api.FieldManager), Runtimes: lookup,
-	}).SetupWithManager(mgr); err != nil {
+	if err := diag.SetupWithManager(mgr); err != nil {
 		log.Error(err, "failed to set up the diagnosis controller")
 		os.Exit(1)
 	}

@@ -24,6 +24,7 @@ import (
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/dataconn"
 	"github.com/mpijob/mpijob/pkg/jobspec"
+	"github.com/mpijob/mpijob/pkg/placement"
 	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 	"github.com/mpijob/mpijob/pkg/suggest"
@@ -146,6 +147,16 @@ type Validator struct {
 	// read only for jobs that name one), so a job names one that exists.
 	// Nil skips the check.
 	Priorities client.Reader
+	// Placement, on a server dry run of a create, says whether the cluster
+	// can place the job now (free capacity, free GPUs, its Kueue queue),
+	// as warnings. Nil says nothing.
+	Placement Placer
+}
+
+// Placer judges whether the cluster can place a job now
+// (placement.Reader).
+type Placer interface {
+	Judge(ctx context.Context, tj *trainer.TrainJob, shape runtimes.Shape) (placement.Answer, error)
 }
 
 var _ admission.Validator[*trainer.TrainJob] = (*Validator)(nil)
@@ -423,7 +434,7 @@ func (v *Validator) admit(ctx context.Context, tj *trainer.TrainJob, rt *runtime
 		// job's pods already count against it. A job on another MPI
 		// runtime meets the quota where upstream's do: when its pods are
 		// created.
-		return Warnings(job), nil
+		return v.placement(ctx, tj, shape, create, Warnings(job)), nil
 	}
 	quotas := &corev1.ResourceQuotaList{}
 	if err := v.Client.List(ctx, quotas, client.InNamespace(tj.Namespace)); err != nil {
@@ -438,7 +449,24 @@ func (v *Validator) admit(ctx context.Context, tj *trainer.TrainJob, rt *runtime
 	if violations := check(DemandOf(shape), quotas.Items); len(violations) > 0 {
 		return nil, quotaDenial(tj, violations)
 	}
-	return Warnings(job), nil
+	return v.placement(ctx, tj, shape, create, Warnings(job)), nil
+}
+
+// placement adds to warnings, on a server dry run of a create, whether the
+// cluster can place the job now. It never refuses: what is free changes
+// by the minute, and a job that waits is not wrong.
+func (v *Validator) placement(ctx context.Context, tj *trainer.TrainJob, shape runtimes.Shape, create bool, warnings []string) []string {
+	if v.Placement == nil || !create {
+		return warnings
+	}
+	if req, err := admission.RequestFromContext(ctx); err != nil || !ptr.Deref(req.DryRun, false) {
+		return warnings
+	}
+	ans, err := v.Placement.Judge(ctx, tj, shape)
+	if err != nil {
+		return append(warnings, placement.Prefix+"could not be worked out now: "+err.Error())
+	}
+	return append(warnings, ans.Lines...)
 }
 
 // perJobBase checks the namespaced runtime of tj: it must be mpijob's

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -24,6 +25,7 @@ import (
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/dataconn"
 	"github.com/mpijob/mpijob/pkg/jobspec"
+	"github.com/mpijob/mpijob/pkg/placement"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
@@ -420,6 +422,56 @@ func TestMemoryErrors(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("errors (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// fakePlacer answers every job with one line and counts its calls.
+type fakePlacer struct{ calls int }
+
+func (f *fakePlacer) Judge(_ context.Context, tj *trainer.TrainJob, shape runtimes.Shape) (placement.Answer, error) {
+	f.calls++
+	return placement.Answer{Lines: []string{fmt.Sprintf("%s%s: %d Workers", placement.Prefix, tj.Name, shape.Workers)}}, nil
+}
+
+// Whether the cluster can place a job now is said on a server dry run of
+// a create only: a real create, or an update, costs no placement.
+func TestPlacementOnDryRunOnly(t *testing.T) {
+	cpu := shipped(t, "mpi-openmpi")
+	cl := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(cpu).Build()
+	withDryRun := func(dry bool) context.Context {
+		req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Create, Namespace: "team-a",
+			UserInfo: authnv1.UserInfo{Username: "dev-a"}, DryRun: ptr.To(dry)}}
+		return admission.NewContextWithRequest(context.Background(), req)
+	}
+	cases := map[string]struct {
+		ctx   context.Context
+		tj    *trainer.TrainJob
+		want  []string
+		calls int
+	}{
+		"a dry run says where the job stands": {ctx: withDryRun(true), tj: tjOn("hello", "mpi-openmpi", 3),
+			want: []string{"Placement: hello: 3 Workers"}, calls: 1},
+		"a real create says nothing of it": {ctx: withDryRun(false), tj: tjOn("hello", "mpi-openmpi", 3)},
+		"a refused job is not placed":      {ctx: withDryRun(true), tj: tjOn("none", "mpi-openmpi", 0)},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := &fakePlacer{}
+			v := &Validator{Runtimes: runtimes.RuntimeLookup{Client: cl}, Client: cl, MaxWorkers: 256, Placement: p}
+			got, _ := v.ValidateCreate(tc.ctx, tc.tj)
+			var lines []string
+			for _, w := range got {
+				if strings.HasPrefix(w, placement.Prefix) {
+					lines = append(lines, w)
+				}
+			}
+			if diff := cmp.Diff(tc.want, lines); diff != "" {
+				t.Errorf("placement warnings (-want +got):\n%s", diff)
+			}
+			if p.calls != tc.calls {
+				t.Errorf("placement judged %d times, want %d", p.calls, tc.calls)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/logstore"
+	"github.com/mpijob/mpijob/pkg/placement"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 	"github.com/mpijob/mpijob/pkg/suggest"
 )
@@ -33,6 +35,41 @@ type clients struct {
 	cfg *rest.Config
 	// store reads the log store's API as the user (nil: none).
 	store logstore.Reader
+	// warnings holds what admission said of where a job would be placed
+	// (nil in unit tests).
+	warnings *warningSplitter
+}
+
+// warningSplitter keeps the admission warnings that say whether the
+// cluster can place a job now (placement.Prefix), for create to print as
+// its answer, and passes every other warning on.
+type warningSplitter struct {
+	next      rest.WarningHandler
+	mu        sync.Mutex
+	placement []string
+}
+
+// HandleWarningHeader implements rest.WarningHandler.
+func (w *warningSplitter) HandleWarningHeader(code int, agent, text string) {
+	if code == 299 && strings.HasPrefix(text, placement.Prefix) {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		w.placement = append(w.placement, strings.TrimPrefix(text, placement.Prefix))
+		return
+	}
+	w.next.HandleWarningHeader(code, agent, text)
+}
+
+// Placement returns, and forgets, the placement lines heard so far.
+func (w *warningSplitter) Placement() []string {
+	if w == nil {
+		return nil
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.placement
+	w.placement = nil
+	return out
 }
 
 func (o *Options) clients() (*clients, error) {
@@ -46,7 +83,9 @@ func (o *Options) clients() (*clients, error) {
 	cfg = rest.CopyConfig(cfg)
 	// Admission warnings (slots per worker ≠ GPUs, missing memory limits)
 	// reach the user as kubectl shows them.
-	cfg.WarningHandler = rest.NewWarningWriter(o.ErrOut, rest.WarningWriterOptions{Deduplicate: true})
+	// What a server dry run says of placement is kept for create to print.
+	warnings := &warningSplitter{next: rest.NewWarningWriter(o.ErrOut, rest.WarningWriterOptions{Deduplicate: true})}
+	cfg.WarningHandler = warnings
 	cl, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return nil, err
@@ -59,7 +98,7 @@ func (o *Options) clients() (*clients, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &clients{WithWatch: cl, cs: cs, namespace: ns, cfg: cfg, store: logstore.NewReader(cs)}, nil
+	return &clients{WithWatch: cl, cs: cs, namespace: ns, cfg: cfg, store: logstore.NewReader(cs), warnings: warnings}, nil
 }
 
 // job gets an MPI job by name; a missing name gets "did you mean".

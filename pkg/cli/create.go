@@ -69,7 +69,7 @@ N Workers that host the ranks, with --slots-per-worker ranks each.`,
 	}
 	c.add(cmd.Flags(), true)
 	cmd.Flags().StringVarP(&c.file, "filename", "f", "", "TrainJob manifest to create, with its per-job TrainingRuntime if any (- for stdin)")
-	cmd.Flags().StringVar(&c.dryRun, "dry-run", "none", `"client" prints the job, "server" has the cluster check it (admission included) without creating it`)
+	cmd.Flags().StringVar(&c.dryRun, "dry-run", "none", `"client" prints the job, "server" has the cluster check it (admission included) without creating it and says whether the cluster can place it now (free capacity and GPUs, its Kueue queue position and estimated start)`)
 	cmd.Flags().Lookup("dry-run").NoOptDefVal = "client"
 	cmd.Flags().StringVarP(&c.output, "output", "o", "", "print the created job as yaml or json")
 	_ = cmd.RegisterFlagCompletionFunc("runtime", o.completeRuntimes)
@@ -174,7 +174,11 @@ func (c *createOptions) Run(ctx context.Context) error {
 		return err
 	}
 	tj := job.TrainJob
+	placed := cl.warnings.Placement()
 	if c.output != "" {
+		// The printed objects stay valid YAML or JSON: placement goes
+		// to stderr.
+		printPlacement(c.ErrOut, placed)
 		return c.print(job, c.output)
 	}
 	suffix := ""
@@ -182,10 +186,23 @@ func (c *createOptions) Run(ctx context.Context) error {
 		suffix = " (server dry run: checked, not created)"
 	}
 	fmt.Fprintf(c.Out, "mpijob %s created in namespace %s%s\n", tj.Name, tj.Namespace, suffix)
+	printPlacement(c.Out, placed)
 	if c.dryRun != "server" {
 		fmt.Fprintf(c.Out, "Follow it: kubectl mpijob wait %s -n %s --for=Running && kubectl mpijob logs %s -n %s --all\n", tj.Name, tj.Namespace, tj.Name, tj.Namespace)
 	}
 	return nil
+}
+
+// printPlacement writes what a server dry run said of whether the cluster
+// can place the job now (nothing when it said nothing: an older manager).
+func printPlacement(out io.Writer, lines []string) {
+	if len(lines) == 0 {
+		return
+	}
+	fmt.Fprintln(out, "Can the cluster place it now?")
+	for _, l := range lines {
+		fmt.Fprintf(out, "  %s\n", l)
+	}
 }
 
 // offlineRuntime is a stand-in MPI runtime for checking the flags before

@@ -10,7 +10,6 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
@@ -28,6 +27,7 @@ import (
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/logs"
 	"github.com/mpijob/mpijob/pkg/metrics"
+	"github.com/mpijob/mpijob/pkg/placement"
 	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
@@ -385,7 +385,7 @@ func (r *Reconciler) freeCapacity(ctx context.Context) ([]NodeFree, []corev1.Nod
 	var err error
 	if r.Capacity != nil {
 		// Every pod of the cluster, for each pending job's round: only
-		// read, so not copied; unbound and finished pods are skipped below.
+		// read, so not copied; unbound and finished pods are skipped by placement.Free.
 		err = r.Capacity.List(ctx, pods, client.UnsafeDisableDeepCopy)
 	} else {
 		err = r.Reader.List(ctx, pods, client.MatchingFieldsSelector{Selector: CapacityPods})
@@ -393,51 +393,7 @@ func (r *Reconciler) freeCapacity(ctx context.Context) ([]NodeFree, []corev1.Nod
 	if err != nil {
 		return nil, nodes.Items
 	}
-	used := map[string]corev1.ResourceList{}
-	for i := range pods.Items {
-		if p := &pods.Items[i]; p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-			continue
-		}
-		req, _ := runtimes.PodDemand(&pods.Items[i].Spec)
-		u := used[pods.Items[i].Spec.NodeName]
-		if u == nil {
-			u = corev1.ResourceList{}
-			used[pods.Items[i].Spec.NodeName] = u
-		}
-		for k, q := range req {
-			cur := u[k]
-			cur.Add(q)
-			u[k] = cur
-		}
-	}
-	var out []NodeFree
-	for _, n := range nodes.Items {
-		if n.Spec.Unschedulable || !nodeIsReady(&n) {
-			continue
-		}
-		free := corev1.ResourceList{}
-		for k, q := range n.Status.Allocatable {
-			f := q.DeepCopy()
-			if u, ok := used[n.Name][k]; ok {
-				f.Sub(u)
-			}
-			if f.Sign() < 0 {
-				f = resource.Quantity{}
-			}
-			free[k] = f
-		}
-		out = append(out, NodeFree{Name: n.Name, Free: free})
-	}
-	return out, nodes.Items
-}
-
-func nodeIsReady(n *corev1.Node) bool {
-	for _, c := range n.Status.Conditions {
-		if c.Type == corev1.NodeReady {
-			return c.Status == corev1.ConditionTrue
-		}
-	}
-	return false
+	return placement.Free(nodes.Items, pods.Items), nodes.Items
 }
 
 // lastOutput reads the time and text of the Launcher's last log line.
@@ -464,6 +420,10 @@ func (r *Reconciler) lastOutput(ctx context.Context, p *corev1.Pod) (*time.Time,
 // queueSnapshotTTL is how long one read of Kueue's Workloads serves every
 // queued job's diagnosis.
 const queueSnapshotTTL = 5 * time.Second
+
+// QueueSnapshots is the shared read of Kueue's queues the diagnosis uses,
+// made on first use: others that ask where jobs stand share it.
+func (r *Reconciler) QueueSnapshots() *queue.Snapshots { return r.queues() }
 
 func (r *Reconciler) queues() *queue.Snapshots {
 	r.queuesOnce.Do(func() {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/logs"
+	"github.com/mpijob/mpijob/pkg/placement"
 	"github.com/mpijob/mpijob/pkg/queue"
 )
 
@@ -55,10 +56,7 @@ const (
 const completionIndexLabel = "batch.kubernetes.io/job-completion-index"
 
 // NodeFree is what one schedulable node still has free.
-type NodeFree struct {
-	Name string
-	Free corev1.ResourceList
-}
+type NodeFree = placement.NodeFree
 
 // Queue is what the queueing system (Kueue) says about the job.
 type Queue struct {

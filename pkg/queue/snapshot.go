@@ -47,8 +47,9 @@ type snapshot struct {
 	position map[string]int32
 	pending  map[string]int32
 	// pendingIn lists the pending Workloads ("namespace/name") per
-	// ClusterQueue.
+	// ClusterQueue, and pendingWL the Workloads themselves.
 	pendingIn map[string][]string
+	pendingWL map[string][]Workload
 	// fromKueue: the ClusterQueues whose positions came from Kueue's
 	// visibility API.
 	fromKueue map[string]bool
@@ -126,7 +127,7 @@ func (s *Snapshots) get(ctx context.Context, maxAge time.Duration) (*snapshot, e
 }
 
 func take(ctx context.Context, r client.Reader, now time.Time) (*snapshot, error) {
-	snap := &snapshot{at: now, cqOf: map[string]string{}, byUID: map[types.UID]Workload{}, position: map[string]int32{}, pending: map[string]int32{}, pendingIn: map[string][]string{}, fromKueue: map[string]bool{}}
+	snap := &snapshot{at: now, cqOf: map[string]string{}, byUID: map[types.UID]Workload{}, position: map[string]int32{}, pending: map[string]int32{}, pendingIn: map[string][]string{}, pendingWL: map[string][]Workload{}, fromKueue: map[string]bool{}}
 	all, err := listWorkloads(ctx, r)
 	if meta.IsNoMatchError(err) {
 		snap.noKueue = true
@@ -155,6 +156,7 @@ func take(ctx context.Context, r client.Reader, now time.Time) (*snapshot, error
 			snap.position[key], snap.pending[key] = int32(i+1), int32(len(same))
 			snap.pendingIn[cq] = append(snap.pendingIn[cq], key)
 		}
+		snap.pendingWL[cq] = same
 	}
 	return snap, nil
 }
@@ -203,4 +205,35 @@ func before(a, b Workload) bool {
 		return a.orderTime().Before(b.orderTime())
 	}
 	return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name
+}
+
+// Prospect is where a job not yet created would stand in its queue.
+type Prospect struct {
+	// Queue is "namespace/localqueue"; ClusterQueue is empty when the
+	// LocalQueue does not exist.
+	Queue, ClusterQueue string
+	// Ahead is how many pending Workloads of the ClusterQueue Kueue would
+	// take before it: those of its priority or higher (a new job is the
+	// newest of its priority); Pending is how many wait in all.
+	Ahead, Pending int32
+}
+
+// Prospect says where a new job for LocalQueue localQueue of namespace,
+// with the given priority, would stand; nil when Kueue is not installed.
+func (s *Snapshots) Prospect(ctx context.Context, namespace, localQueue string, priority int32) (*Prospect, error) {
+	snap, err := s.get(ctx, s.TTL)
+	if err != nil || snap.noKueue {
+		return nil, err
+	}
+	p := &Prospect{Queue: namespace + "/" + localQueue, ClusterQueue: snap.cqOf[namespace+"/"+localQueue]}
+	if p.ClusterQueue == "" {
+		return p, nil
+	}
+	for _, w := range snap.pendingWL[p.ClusterQueue] {
+		p.Pending++
+		if w.Priority >= priority {
+			p.Ahead++
+		}
+	}
+	return p, nil
 }

@@ -262,3 +262,31 @@ func TestSnapshotsUseKueuesVisibilityAPI(t *testing.T) {
 		t.Errorf("the failing API was reported %d times over 3 snapshots, want once", len(reports))
 	}
 }
+
+// A job not yet created stands behind every pending Workload of its
+// ClusterQueue of its priority or higher.
+func TestProspect(t *testing.T) {
+	m := queued(7) // j0, j3, j6 of priority 10; the other four of 0
+	s := &Snapshots{Reader: m, TTL: time.Minute}
+	cases := map[string]struct {
+		queue    string
+		priority int32
+		want     *Prospect
+	}{
+		"priority 0 waits behind all seven":                    {queue: "default", want: &Prospect{Queue: "team-a/default", ClusterQueue: "mpijob", Ahead: 7, Pending: 7}},
+		"priority 10 waits behind the three of 10":             {queue: "default", priority: 10, want: &Prospect{Queue: "team-a/default", ClusterQueue: "mpijob", Ahead: 3, Pending: 7}},
+		"priority 11 goes first":                               {queue: "default", priority: 11, want: &Prospect{Queue: "team-a/default", ClusterQueue: "mpijob", Pending: 7}},
+		"a LocalQueue that does not exist has no ClusterQueue": {queue: "typo", want: &Prospect{Queue: "team-a/typo"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := s.Prospect(context.Background(), "team-a", tc.queue, tc.priority)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Prospect (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

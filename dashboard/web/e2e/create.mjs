@@ -77,6 +77,9 @@ await step('dev-a creates a job through the wizard', async () => {
   check((await page.getByTestId('review-description').textContent()).includes('made by the wizard test'), 'the review shows the description');
   await page.getByTestId('dry-run-ok').waitFor({ timeout: 15000 });
   check(true, 'the dry run (admission included) accepts the job');
+  const placed = await page.getByTestId('dry-run-placement').textContent();
+  check(placed.includes('Can the cluster place it now?') && placed.includes('fits now: the Launcher and 2 Workers') && placed.includes('free GPUs now:') && placed.includes('Kueue queue team-a/default'),
+    `the review says whether the cluster can place the job now (${placed})`);
   await page.getByRole('button', { name: 'View YAML' }).click();
   await page.waitForTimeout(500); // the section's opening animation, for the screenshot
   check((await page.locator('pre').first().textContent()).includes('kind: TrainJob'), 'View YAML shows the TrainJob');

@@ -46,6 +46,7 @@ export interface CreateAnswer {
   error?: string;
   fields?: FieldError[];
   dryRun: boolean;
+  placement?: string[];
 }
 
 export interface Detail {

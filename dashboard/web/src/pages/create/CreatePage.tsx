@@ -436,6 +436,13 @@ function Review({ form, rt, answer, onCheck }: { form: JobForm; rt?: RuntimeInfo
         </Alert>
       )}
       {answer && !answer.error && <Alert variant="success" isInline title="The cluster accepts this job (dry run)." data-testid="dry-run-ok" />}
+      {answer && !answer.error && (answer.placement ?? []).length > 0 && (
+        <Alert variant="info" isInline title="Can the cluster place it now?" data-testid="dry-run-placement" style={{ marginTop: 12 }}>
+          <ul>
+            {(answer.placement ?? []).map((l) => <li key={l}>{l}</li>)}
+          </ul>
+        </Alert>
+      )}
       {answer?.yaml && (
         <ExpandableSection toggleText="View YAML" style={{ marginTop: 12 }}>
           <CodeBlock><CodeBlockCode>{answer.yaml}</CodeBlockCode></CodeBlock>

@@ -1,0 +1,55 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+// `kubectl mpijob create --dry-run=server` and the wizard's check say
+// whether the cluster can place the job now, from the same admission
+// answer: the fit in what the nodes have free, the free GPUs and the
+// job's Kueue queue (team-a's default LocalQueue, set by Kueue's
+// defaulting). A Worker larger than any node it may use is never placed.
+func TestPlacementInTheCLIAndTheWizard(t *testing.T) {
+	const queue = "Kueue queue team-a/default (ClusterQueue team-a): "
+	t.Run("the CLI", func(t *testing.T) {
+		r := mpijob(t, "dev-a", "team-a", "create", "placed", "--workers", "2", "--dry-run=server")
+		expect(t, r, 0, "mpijob placed created in namespace team-a (server dry run: checked, not created)",
+			"Can the cluster place it now?\n  fits now: the Launcher and 2 Workers (each ", "\n  free GPUs now: ", "\n  "+queue)
+		// A CPU Worker may use the two real nodes only (the GPU nodes'
+		// taint keeps it off), which have 2 CPUs each.
+		r = mpijob(t, "dev-a", "team-a", "create", "too-wide", "--workers", "1", "--cpu", "3", "--dry-run=server")
+		expect(t, r, 0, "never fits as the cluster is now: a Worker asks for 3 cpu, and no node it may use has that much allocatable even with nothing else running (most: 2 on mpijob-node-")
+		// -o yaml stays YAML: placement goes to stderr.
+		r = mpijob(t, "dev-a", "team-a", "create", "placed", "--workers", "2", "--dry-run=server", "-o", "yaml")
+		expect(t, r, 0)
+		if strings.Contains(r.out, "Can the cluster place it now?") || !strings.Contains(r.errOut, "Can the cluster place it now?") {
+			t.Errorf("with -o yaml, placement belongs on stderr only\nstdout: %s\nstderr: %s", r.out, r.errOut)
+		}
+	})
+	t.Run("the wizard", func(t *testing.T) {
+		ts, tokens := dashboardServer(t)
+		r := post(t, ts.URL+"/api/jobs/team-a?dryRun=true", tokens["dev-a"], map[string]any{"name": "placed", "runtime": "mpi-openmpi", "workers": 2})
+		wantAPI(t, r, http.StatusOK)
+		var ans struct{ Placement []string }
+		if err := json.Unmarshal([]byte(r.body), &ans); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("placement: %q", ans.Placement)
+		if len(ans.Placement) != 3 || !strings.HasPrefix(ans.Placement[0], "fits now: the Launcher and 2 Workers (each ") ||
+			!strings.HasPrefix(ans.Placement[1], "free GPUs now: ") || !strings.HasPrefix(ans.Placement[2], queue) {
+			t.Errorf("placement %q, want the fit, the free GPUs and the queue", ans.Placement)
+		}
+		// A real create answers without it.
+		r = post(t, ts.URL+"/api/jobs/team-a", tokens["dev-a"], map[string]any{"name": "placed-real", "runtime": "mpi-openmpi", "workers": 1, "command": []string{"mpirun", "hostname"}})
+		wantAPI(t, r, http.StatusCreated)
+		if strings.Contains(r.body, `"placement"`) {
+			t.Errorf("a real create said placement: %s", r.body)
+		}
+		mpijob(t, "dev-a", "team-a", "delete", "placed-real")
+	})
+}
