@@ -218,6 +218,10 @@ class MPIJob:
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
     #: The last progress the job's ranks reported (mpijob.progress), None when they report none.
     progress: Progress | None = None
+    #: From a dry run (``create_job(..., dry_run=True)``): whether the cluster can place the job now,
+    #: one line each for the fit in what the nodes have free, the free GPUs and its Kueue queue
+    #: (position and estimated start), as ``kubectl mpijob create --dry-run=server`` prints them.
+    placement: list[str] = field(default_factory=list)
 
     @classmethod
     def from_trainjob(cls, obj: dict[str, Any], launcher_hosts_ranks: bool = False) -> MPIJob:

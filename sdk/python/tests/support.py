@@ -38,6 +38,18 @@ class _FlakyCustom:
             return {**body, "metadata": {**body["metadata"], "uid": "u1"}}
         return body
 
+    def create_namespaced_custom_object_with_http_info(self, group, version, namespace, plural, body, **kwargs):
+        """As the official client's: (object, status, headers); a dry run is answered with
+        admission's placement warnings, as mpijob's webhook sends them."""
+        from urllib3 import HTTPHeaderDict
+        obj = self.create_namespaced_custom_object(group, version, namespace, plural, body, **kwargs)
+        headers = HTTPHeaderDict()
+        if kwargs.get("dry_run") == "All":
+            headers.add("Warning", '299 - "Placement: fits now: the Launcher and 2 Workers (each 1 cpu) fit in what the nodes have free."')
+            headers.add("Warning", '299 - "spec.trainer: no memory limit, \\"quoted\\""')
+            headers.add("Warning", '299 - "Placement: Kueue queue team-a/default (ClusterQueue team-a): no job waits ahead of this one."')
+        return obj, 201, headers
+
     def patch_namespaced_custom_object(self, *args):
         self.calls.append("patch " + args[3])
 

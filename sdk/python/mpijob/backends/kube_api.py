@@ -16,6 +16,7 @@ from kubernetes import watch as k8s_watch
 from kubernetes.client.rest import ApiException
 
 from .. import jobspec as _jobspec
+from ..placement import warnings_of
 from ..constants import (
     COMPLETION_INDEX,
     GROUP,
@@ -126,16 +127,18 @@ class KubernetesAPI:
                 return None
             raise from_api_exception(e, name) from None
 
-    def create_trainjob(self, body: dict[str, Any], dry_run: bool, retry: bool) -> dict[str, Any]:
+    def create_trainjob(self, body: dict[str, Any], dry_run: bool, retry: bool) -> tuple[dict[str, Any], list[str]]:
         """Create the TrainJob; right after its runtime (``retry``), try again for up to 10 s
-        while Trainer's or Kueue's webhook has not seen that runtime yet (their caches lag)."""
+        while Trainer's or Kueue's webhook has not seen that runtime yet (their caches lag).
+        Returns the created object and the API server's warnings (admission's included)."""
         kwargs = {"dry_run": "All"} if dry_run else {}
         deadline = time.monotonic() + 10
         delay = 0.1
         while True:
             try:
-                created: dict[str, Any] = self._custom.create_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainjobs", body, **kwargs)
-                return created
+                created, _, headers = self._custom.create_namespaced_custom_object_with_http_info(
+                    GROUP, VERSION, self.namespace, "trainjobs", body, **kwargs)
+                return created, warnings_of(headers)
             except ApiException as e:
                 if not (retry and _jobspec.runtime_not_seen(e.body or e.reason or "") and time.monotonic() < deadline):
                     raise from_api_exception(e, body["metadata"]["name"]) from None

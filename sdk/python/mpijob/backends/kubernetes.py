@@ -26,6 +26,7 @@ from .. import logs as _logs
 from .. import progress as _progress
 from .. import validation as _v
 from ..constants import COMPLETION_INDEX, PATCH_MANAGER
+from ..placement import placement_lines
 from ..errors import (
     APIUnreachableError,
     InvalidJobError,
@@ -196,7 +197,7 @@ class KubernetesBackend(Backend):
         if rt is not None:
             self._api.create_job_runtime(rt)
         try:
-            obj = self._api.create_trainjob(body, dry_run, retry=rt is not None)
+            obj, warnings = self._api.create_trainjob(body, dry_run, retry=rt is not None)
         except MPIJobError:
             if rt is not None:
                 self._api.delete_job_runtime(rt["metadata"]["name"])
@@ -206,7 +207,9 @@ class KubernetesBackend(Backend):
                 self._api.delete_job_runtime(rt["metadata"]["name"])
             else:
                 self._api.give_runtime_to(rt["metadata"]["name"], obj)
-        return MPIJob.from_trainjob(obj)
+        job = MPIJob.from_trainjob(obj)
+        job.placement = placement_lines(warnings)
+        return job
 
     def get_job(self, name: str) -> MPIJob:
         obj = self._get(name)

@@ -216,6 +216,9 @@ class _Cluster:
         self.created.append((plural, body))
         return {**body, "metadata": {**body["metadata"], "uid": "u-" + body["metadata"]["name"]}}
 
+    def create_namespaced_custom_object_with_http_info(self, *args, **kwargs):
+        return self.create_namespaced_custom_object(*args, **kwargs), 201, {}
+
     def patch_namespaced_custom_object(self, *args):
         pass
 
