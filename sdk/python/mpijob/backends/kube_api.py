@@ -16,7 +16,6 @@ from kubernetes import watch as k8s_watch
 from kubernetes.client.rest import ApiException
 
 from .. import jobspec as _jobspec
-from ..placement import warnings_of
 from ..constants import (
     COMPLETION_INDEX,
     GROUP,
@@ -28,6 +27,7 @@ from ..constants import (
     VERSION,
 )
 from ..errors import InvalidJobError, JobNotFoundError, MPIJobError, WaitTimeoutError, from_api_exception
+from ..placement import warnings_of
 from ..suggest import closest
 
 # Kueue's Workloads (suspend and resume of a job Kueue manages), read and patched as the user.

@@ -26,7 +26,6 @@ from .. import logs as _logs
 from .. import progress as _progress
 from .. import validation as _v
 from ..constants import COMPLETION_INDEX, PATCH_MANAGER
-from ..placement import placement_lines
 from ..errors import (
     APIUnreachableError,
     InvalidJobError,
@@ -35,6 +34,7 @@ from ..errors import (
     MPIJobError,
     WaitTimeoutError,
 )
+from ..placement import placement_lines
 from ..redact import Redactor
 from ..suggest import closest
 from ..types import (
