@@ -207,9 +207,9 @@ class KubernetesBackend(Backend):
                 self._api.delete_job_runtime(rt["metadata"]["name"])
             else:
                 self._api.give_runtime_to(rt["metadata"]["name"], obj)
-        job = MPIJob.from_trainjob(obj)
-        job.placement = placement_lines(warnings)
-        return job
+        made = MPIJob.from_trainjob(obj)
+        made.placement = placement_lines(warnings)
+        return made
 
     def get_job(self, name: str) -> MPIJob:
         obj = self._get(name)
