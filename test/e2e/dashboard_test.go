@@ -236,8 +236,6 @@ func TestDashboardInTheBrowser(t *testing.T) {
 		t.Fatalf("playwright-core is not installed: run `make dashboard` (npm ci in dashboard/web)")
 	}
 	running, failed, big := framework.UniqueName("dash-run"), framework.UniqueName("dash-fail"), framework.UniqueName("dash-big")
-	expect(t, mpijob(t, "dev-a", "team-a", "create", running, "--workers", "2", "--slots-per-worker", "2",
-		"--", "sh", "-c", "sleep 90 && mpirun /usr/local/bin/mpi-hello"), 0, "created")
 	expect(t, mpijob(t, "dev-a", "team-a", "create", failed, "--workers", "1", "--worker-image", localcluster.PauseImage), 0, "created")
 	// A job that prints 100 MB (1 MB a second) while the browser follows
 	// its log.
@@ -247,6 +245,11 @@ func TestDashboardInTheBrowser(t *testing.T) {
 	// The browser reads the failed job's diagnosis: on a cluster busy with
 	// the other tests' jobs its Worker may wait for a node a while first.
 	expect(t, mpijob(t, "dev-a", "team-a", "wait", failed, "--for=Failed", "--timeout", "5m"), 0)
+	// The job the list follows to Succeeded is created last, after that
+	// wait: created first, it once finished before the browser opened the
+	// list on a busy cluster.
+	expect(t, mpijob(t, "dev-a", "team-a", "create", running, "--workers", "2", "--slots-per-worker", "2",
+		"--", "sh", "-c", "sleep 120 && mpirun /usr/local/bin/mpi-hello"), 0, "created")
 
 	shots := browserCheck(t, "browser.mjs", ts.URL, "browser checks", "RUNNING_JOB="+running, "FAILED_JOB="+failed, "BIG_JOB="+big, "CHROMIUM="+chromium)
 	fmt.Fprintf(os.Stderr, "dashboard screenshots: %s\n", shots)

@@ -14,10 +14,13 @@ import (
 // answer: the fit in what the nodes have free, the free GPUs and the
 // job's Kueue queue (team-a's default LocalQueue, set by Kueue's
 // defaulting). A Worker larger than any node it may use is never placed.
+// The jobs that must fit go to the kwok nodes (16 × 32 CPUs), so tests
+// running beside this one on the two real nodes do not change the answer.
 func TestPlacementInTheCLIAndTheWizard(t *testing.T) {
 	const queue = "Kueue queue team-a/default (ClusterQueue team-a): "
+	onKwok := []string{"--node-selector", "type=kwok", "--toleration", "nvidia.com/gpu:NoSchedule"}
 	t.Run("the CLI", func(t *testing.T) {
-		r := mpijob(t, "dev-a", "team-a", "create", "placed", "--workers", "2", "--dry-run=server")
+		r := mpijob(t, "dev-a", "team-a", append([]string{"create", "placed", "--workers", "2", "--dry-run=server"}, onKwok...)...)
 		expect(t, r, 0, "mpijob placed created in namespace team-a (server dry run: checked, not created)",
 			"Can the cluster place it now?\n  fits now: the Launcher and 2 Workers (each ", "\n  free GPUs now: ", "\n  "+queue)
 		// A CPU Worker may use the two real nodes only (the GPU nodes'
@@ -25,7 +28,7 @@ func TestPlacementInTheCLIAndTheWizard(t *testing.T) {
 		r = mpijob(t, "dev-a", "team-a", "create", "too-wide", "--workers", "1", "--cpu", "3", "--dry-run=server")
 		expect(t, r, 0, "never fits as the cluster is now: a Worker asks for 3 cpu, and no node it may use has that much allocatable even with nothing else running (most: 2 on mpijob-node-")
 		// -o yaml stays YAML: placement goes to stderr.
-		r = mpijob(t, "dev-a", "team-a", "create", "placed", "--workers", "2", "--dry-run=server", "-o", "yaml")
+		r = mpijob(t, "dev-a", "team-a", append([]string{"create", "placed", "--workers", "2", "--dry-run=server", "-o", "yaml"}, onKwok...)...)
 		expect(t, r, 0)
 		if strings.Contains(r.out, "Can the cluster place it now?") || !strings.Contains(r.errOut, "Can the cluster place it now?") {
 			t.Errorf("with -o yaml, placement belongs on stderr only\nstdout: %s\nstderr: %s", r.out, r.errOut)
@@ -33,7 +36,8 @@ func TestPlacementInTheCLIAndTheWizard(t *testing.T) {
 	})
 	t.Run("the wizard", func(t *testing.T) {
 		ts, tokens := dashboardServer(t)
-		r := post(t, ts.URL+"/api/jobs/team-a?dryRun=true", tokens["dev-a"], map[string]any{"name": "placed", "runtime": "mpi-openmpi", "workers": 2})
+		r := post(t, ts.URL+"/api/jobs/team-a?dryRun=true", tokens["dev-a"], map[string]any{"name": "placed", "runtime": "mpi-openmpi", "workers": 2,
+			"node_selector": map[string]string{"type": "kwok"}, "tolerations": []map[string]string{{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}}})
 		wantAPI(t, r, http.StatusOK)
 		var ans struct{ Placement []string }
 		if err := json.Unmarshal([]byte(r.body), &ans); err != nil {
