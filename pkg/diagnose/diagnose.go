@@ -148,7 +148,7 @@ func Diagnose(in Input) api.Status {
 		// removed their pods when the job is seen Complete.
 		s.WorkersReady = s.WorkersTotal
 		s.CompletionTime = condTime(tj, trainer.TrainJobComplete)
-		s.Message = fmt.Sprintf("The job finished successfully on %s.", plural(int(s.WorkersTotal), "Worker", "Workers"))
+		s.Message = fmt.Sprintf("The job finished successfully on %s.", api.Count(int(s.WorkersTotal), "Worker", "Workers"))
 	case condTrue(tj, trainer.TrainJobFailed):
 		s.Phase = api.PhaseFailed
 		s.CompletionTime = condTime(tj, trainer.TrainJobFailed)
@@ -171,7 +171,7 @@ func Diagnose(in Input) api.Status {
 			s.Phase, s.Reason, s.Message, s.NextStep = api.PhaseQueued, ReasonCannotStart, m, next
 		} else if in.Queue != nil && !in.Queue.Admitted {
 			s.Phase, s.Reason = api.PhaseQueued, ReasonQueued
-			whole := "the Launcher and " + plural(int(s.WorkersTotal), "Worker", "Workers")
+			whole := "the Launcher and " + api.Count(int(s.WorkersTotal), "Worker", "Workers")
 			s.Message = fmt.Sprintf("Waiting in queue %s until %s fit at once.", in.Queue.Name, whole)
 			if in.Queue.Position > 0 {
 				s.QueuePosition = &in.Queue.Position
@@ -444,13 +444,6 @@ func requestOf(p *corev1.Pod, name corev1.ResourceName) resource.Quantity {
 		}
 	}
 	return total
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return fmt.Sprintf("%d %s", n, one)
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }
 
 func trimMessage(s string, n int) string {

@@ -9,6 +9,7 @@ import (
 
 	"k8s.io/utils/ptr"
 
+	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/logs"
 )
 
@@ -193,7 +194,7 @@ var programRules = []logRule{
 			have := workers * slots
 			need := (asked + slots - 1) / slots
 			return ReasonNotEnoughSlots,
-				fmt.Sprintf("mpirun asked for %d ranks of %s, but the job has %s × %s = %d slots.", asked, m[2], plural(workers, "Worker", "Workers"), plural(slots, "slot", "slots"), have),
+				fmt.Sprintf("mpirun asked for %d ranks of %s, but the job has %s × %s = %d slots.", asked, m[2], api.Count(workers, "Worker", "Workers"), api.Count(slots, "slot", "slots"), have),
 				ranked(
 					fmt.Sprintf("Ask mpirun for at most %d ranks (-np %d), or leave -np out: mpirun then starts one rank per slot.", have, have),
 					fmt.Sprintf("Or give the job the slots: kubectl mpijob clone NAME NEW --workers %d (or --slots-per-worker %d).", need, (asked+workers-1)/workers),

@@ -11,6 +11,7 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 
+	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
@@ -86,7 +87,7 @@ func neverFits(in Input) (message, next string, ok bool) {
 	}
 	var why, steps []string
 	for _, t := range sortedKeys(taints) {
-		why = append(why, fmt.Sprintf("%s %s taint %s, which the Workers do not tolerate", plural(taints[t], "node", "nodes"), carryOrCarries(taints[t]), t))
+		why = append(why, fmt.Sprintf("%s %s taint %s, which the Workers do not tolerate", api.Count(taints[t], "node", "nodes"), api.Agree(taints[t], "carries", "carry"), t))
 		if r, ok := resourceTaints[t]; ok {
 			steps = append(steps, fmt.Sprintf("The nodes with taint %s are kept for pods that ask for %s (those are given the toleration): if the Workers need it, ask for it (--gpus N, or resources per Worker); otherwise they run elsewhere.", t, r))
 			continue
@@ -95,7 +96,7 @@ func neverFits(in Input) (message, next string, ok bool) {
 	}
 	if unmatched > 0 {
 		sel := selectorString(waiting)
-		why = append(why, fmt.Sprintf("%s %s match the Workers' %s", plural(unmatched, "node", "nodes"), doOrDoes(unmatched), sel))
+		why = append(why, fmt.Sprintf("%s %s match the Workers' %s", api.Count(unmatched, "node", "nodes"), api.Agree(unmatched, "does not", "do not"), sel))
 		steps = append(steps, fmt.Sprintf("Fix the Workers' %s: no node that could take them has it (ask an administrator which node labels exist).", sel))
 	}
 	for _, name := range sortedKeys(short) {
@@ -106,9 +107,9 @@ func neverFits(in Input) (message, next string, ok bool) {
 			// A misspelt resource is the likeliest cause of all.
 			steps = append([]string{fmt.Sprintf("Check the resource name %s (GPUs are nvidia.com/gpu or amd.com/gpu), or remove it from the job.", name)}, steps...)
 		case l.IsZero():
-			why = append(why, fmt.Sprintf("%s %s no %s", plural(short[name], "node", "nodes"), haveOrHas(short[name]), name))
+			why = append(why, fmt.Sprintf("%s %s no %s", api.Count(short[name], "node", "nodes"), api.Agree(short[name], "has", "have"), name))
 		default:
-			why = append(why, fmt.Sprintf("%s %s less than the %s %s one Worker asks for (the largest has %s)", plural(short[name], "node", "nodes"), haveOrHas(short[name]), want.String(), name, l.String()))
+			why = append(why, fmt.Sprintf("%s %s less than the %s %s one Worker asks for (the largest has %s)", api.Count(short[name], "node", "nodes"), api.Agree(short[name], "has", "have"), want.String(), name, l.String()))
 			steps = append(steps, fmt.Sprintf("Ask for at most %s %s per Worker (use more Workers instead): no node the Workers may use has more.", l.String(), name))
 		}
 	}
@@ -146,18 +147,4 @@ func sortedKeys[V any, K ~string](m map[K]V) []K {
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
 	return keys
-}
-
-func carryOrCarries(n int) string {
-	if n == 1 {
-		return "carries"
-	}
-	return "carry"
-}
-
-func doOrDoes(n int) string {
-	if n == 1 {
-		return "does not"
-	}
-	return "do not"
 }

@@ -81,7 +81,7 @@ func explainUnfinished(in Input, s api.Status) (api.Phase, string, string, strin
 		if placed := len(in.Workers) - unscheduled(in.Workers); placed > 0 {
 			phase = api.PhaseGangScheduling
 		}
-		msg := fmt.Sprintf("Waiting for %s to be scheduled", plural(waiting, "Worker", "Workers"))
+		msg := fmt.Sprintf("Waiting for %s to be scheduled", api.Count(waiting, "Worker", "Workers"))
 		sched := schedulerMessage(in.Workers)
 		if m, next, ok := neverPlaced(in, sched); ok {
 			return phase, ReasonCannotStart, m, next
@@ -481,17 +481,10 @@ func fitExplanation(in Input) (string, int) {
 			}
 		}
 		if fit < unscheduled(in.Workers) {
-			return fmt.Sprintf("only %s %s %s free %s", plural(fit, "node", "nodes"), haveOrHas(fit), want.String(), name), fit
+			return fmt.Sprintf("only %s %s %s free %s", api.Count(fit, "node", "nodes"), api.Agree(fit, "has", "have"), want.String(), name), fit
 		}
 	}
 	return "", 0
-}
-
-func haveOrHas(n int) string {
-	if n == 1 {
-		return "has"
-	}
-	return "have"
 }
 
 // constraint matches the scheduler's reasons that are not free capacity.
@@ -514,7 +507,7 @@ func neverPlaced(in Input, sched string) (message, next string, ok bool) {
 		return "", "", false
 	}
 	return fmt.Sprintf("The job can never start: it asks for %s, but the runtime places one Worker per node and only %s can take one (scheduler: %s).",
-			plural(total, "Worker", "Workers"), plural(nodes, "node", "nodes"), sched),
+			api.Count(total, "Worker", "Workers"), api.Count(nodes, "node", "nodes"), sched),
 		ranked(
 			fmt.Sprintf("Use at most %d Workers with more slots per worker: kubectl mpijob clone NAME NEW --workers %d --slots-per-worker N.", nodes, nodes),
 			"Delete this job: its placed Workers hold their resources while it waits.",

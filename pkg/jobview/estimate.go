@@ -67,7 +67,7 @@ func EstimateStarts(jobs []Job, now time.Time) {
 		j.Estimate = &Estimate{
 			Start: &start,
 			Basis: fmt.Sprintf("position %d × %s, the median run of the last %d finished %s in %s (the jobs ahead taken to run one after another)",
-				pos, duration.HumanDuration(typical[j.Namespace]), n, plural(n, "job", "jobs"), j.Namespace),
+				pos, duration.HumanDuration(typical[j.Namespace]), n, api.Agree(n, "job", "jobs"), j.Namespace),
 		}
 	}
 }

@@ -66,8 +66,8 @@ func ResourcesOf(s runtimes.Shape) *Resources {
 	cpu, mem := worker[corev1.ResourceCPU], worker[corev1.ResourceMemory]
 	cpu.Mul(int64(s.Workers))
 	mem.Mul(int64(s.Workers))
-	r.Summary = fmt.Sprintf("%d %s × %d %s, %s CPUs, %s, %s GPUs", s.Workers, plural(int(s.Workers), "Worker", "Workers"), s.SlotsPerWorker,
-		plural(int(s.SlotsPerWorker), "slot", "slots"), Readable(corev1.ResourceCPU, cpu), Readable(corev1.ResourceMemory, mem), gpus.String())
+	r.Summary = fmt.Sprintf("%d %s × %d %s, %s CPUs, %s, %s GPUs", s.Workers, api.Agree(int(s.Workers), "Worker", "Workers"), s.SlotsPerWorker,
+		api.Agree(int(s.SlotsPerWorker), "slot", "slots"), Readable(corev1.ResourceCPU, cpu), Readable(corev1.ResourceMemory, mem), gpus.String())
 	for _, c := range s.WorkerPod.Containers {
 		if c.Name == api.NodeContainer {
 			r.WorkerImage = c.Image
@@ -79,13 +79,6 @@ func ResourcesOf(s runtimes.Shape) *Resources {
 		}
 	}
 	return r
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // Quantities is a resource list in words: "cpu": "500m".
