@@ -85,12 +85,13 @@ type placementWarnings struct{}
 // HandleWarningHeaderWithContext implements rest.WarningHandlerWithContext.
 func (placementWarnings) HandleWarningHeaderWithContext(ctx context.Context, code int, _ string, text string) {
 	p, ok := ctx.Value(placementKey{}).(*placementLines)
-	if !ok || code != 299 || !strings.HasPrefix(text, placement.Prefix) {
+	line, isPlacement := placement.FromWarning(code, text)
+	if !ok || !isPlacement {
 		return
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.lines = append(p.lines, strings.TrimPrefix(text, placement.Prefix))
+	p.lines = append(p.lines, line)
 }
 
 // createJob builds a job from the wizard's inputs and creates it as the

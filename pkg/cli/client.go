@@ -51,10 +51,10 @@ type warningSplitter struct {
 
 // HandleWarningHeader implements rest.WarningHandler.
 func (w *warningSplitter) HandleWarningHeader(code int, agent, text string) {
-	if code == 299 && strings.HasPrefix(text, placement.Prefix) {
+	if line, ok := placement.FromWarning(code, text); ok {
 		w.mu.Lock()
 		defer w.mu.Unlock()
-		w.placement = append(w.placement, strings.TrimPrefix(text, placement.Prefix))
+		w.placement = append(w.placement, line)
 		return
 	}
 	w.next.HandleWarningHeader(code, agent, text)

@@ -377,23 +377,16 @@ func (r *Reconciler) launcherLog(ctx context.Context, p *corev1.Pod) string {
 // freeCapacity is every schedulable node's allocatable minus the requests
 // of the pods bound to it, and every node as it is.
 func (r *Reconciler) freeCapacity(ctx context.Context) ([]NodeFree, []corev1.Node) {
-	nodes := &corev1.NodeList{}
-	if err := r.Client.List(ctx, nodes); err != nil {
-		return nil, nil
+	// Every pod of the cluster, for each pending job's round: only read,
+	// so not copied; unbound and finished pods are skipped by
+	// placement.Free. A failed read leaves the diagnosis without free
+	// capacity (and without the nodes, when they could not be read).
+	podReader, podOpts := r.Capacity, []client.ListOption{client.UnsafeDisableDeepCopy}
+	if r.Capacity == nil {
+		podReader, podOpts = r.Reader, []client.ListOption{client.MatchingFieldsSelector{Selector: CapacityPods}}
 	}
-	pods := &corev1.PodList{}
-	var err error
-	if r.Capacity != nil {
-		// Every pod of the cluster, for each pending job's round: only
-		// read, so not copied; unbound and finished pods are skipped by placement.Free.
-		err = r.Capacity.List(ctx, pods, client.UnsafeDisableDeepCopy)
-	} else {
-		err = r.Reader.List(ctx, pods, client.MatchingFieldsSelector{Selector: CapacityPods})
-	}
-	if err != nil {
-		return nil, nodes.Items
-	}
-	return placement.Free(nodes.Items, pods.Items), nodes.Items
+	nodes, free, _ := placement.ReadFree(ctx, r.Client, podReader, podOpts...)
+	return free, nodes
 }
 
 // lastOutput reads the time and text of the Launcher's last log line.

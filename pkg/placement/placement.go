@@ -20,12 +20,22 @@ import (
 	"k8s.io/component-helpers/scheduling/corev1/nodeaffinity"
 	"k8s.io/klog/v2"
 
+	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
 // Prefix starts every line Judge says, so a client can tell them from
 // other admission warnings.
 const Prefix = "Placement: "
+
+// FromWarning reads an API server warning (its code and text): the
+// placement line it carries, without Prefix, and whether it is one.
+func FromWarning(code int, text string) (string, bool) {
+	if code != 299 || !strings.HasPrefix(text, Prefix) {
+		return "", false
+	}
+	return strings.TrimPrefix(text, Prefix), true
+}
 
 // NodeFree is what one schedulable node still has free.
 type NodeFree struct {
@@ -157,15 +167,17 @@ func Judge(in Input) Answer {
 	launcherFits := true
 	if in.Launcher != nil {
 		launcher := demand(in.Launcher)
-		if name := best(in.Launcher, launcher, in.Free, nodes, free); name != "" {
+		if name := best(launcher, usable(in.Launcher, in.Free, nodes), free); name != "" {
 			take(free[name], launcher)
 		} else {
 			launcherFits = false
 		}
 	}
+	// Which nodes the Workers may use does not change as they are placed:
+	// worked out once, not per Worker.
 	workerNodes := usable(in.Worker, in.Free, nodes)
 	for ans.Placed < in.Workers {
-		name := best(in.Worker, worker, in.Free, nodes, free)
+		name := best(worker, workerNodes, free)
 		if name == "" {
 			break
 		}
@@ -177,9 +189,9 @@ func Judge(in Input) Answer {
 	switch {
 	case len(workerNodes) == 0 && in.Workers > 0:
 		ans.Never = true
-		say("no node can take a Worker now: every schedulable node carries a taint the Workers do not tolerate or misses their node selector or affinity (%s).", nodeCount(len(in.Free)))
+		say("no node can take a Worker now: every schedulable node carries a taint the Workers do not tolerate or misses their node selector or affinity (%s).", api.Count(len(in.Free), "node", "nodes"))
 	case ans.Fits:
-		say("fits now: the Launcher and %s (each %s) fit in what the nodes have free.", plural(int(in.Workers), "Worker", "Workers"), each)
+		say("fits now: the Launcher and %s (each %s) fit in what the nodes have free.", api.Count(int(in.Workers), "Worker", "Workers"), each)
 	default:
 		if why := neverFits(worker, workerNodes, nodes); why != "" {
 			ans.Never = true
@@ -188,11 +200,11 @@ func Judge(in Input) Answer {
 		}
 		workers := fmt.Sprintf("only %d of the %d Workers (each %s) fit", ans.Placed, in.Workers, each)
 		if ans.Placed == 0 {
-			workers = fmt.Sprintf("none of the %s (each %s) fits", plural(int(in.Workers), "Worker", "Workers"), each)
+			workers = fmt.Sprintf("none of the %s (each %s) fits", api.Count(int(in.Workers), "Worker", "Workers"), each)
 		}
-		where := fmt.Sprintf("in what the %s the Workers may use %s free", nodeCount(len(workerNodes)), haveOrHas(len(workerNodes)))
+		where := fmt.Sprintf("in what the %s the Workers may use %s free", api.Count(len(workerNodes), "node", "nodes"), api.Agree(len(workerNodes), "has", "have"))
 		if others := len(in.Free) - len(workerNodes); others > 0 {
-			where += fmt.Sprintf(" (the other %s %s a taint they do not tolerate or %s their node selector)", nodeCount(others), carryOrCarries(others), missOrMisses(others))
+			where += fmt.Sprintf(" (the other %s %s a taint they do not tolerate or %s their node selector)", api.Count(others, "node", "nodes"), api.Agree(others, "carries", "carry"), api.Agree(others, "misses", "miss"))
 		}
 		what := workers + " " + where
 		if !launcherFits {
@@ -203,7 +215,7 @@ func Judge(in Input) Answer {
 		}
 		say("does not fit now: %s; the job waits until running pods finish, then its pods start together.", what)
 	}
-	if line := gpuLine(in, workerNodes); line != "" {
+	if line := gpuLine(in, worker, workerNodes); line != "" {
 		say("%s", line)
 	}
 	if q := in.Queue; q != nil {
@@ -213,7 +225,7 @@ func Judge(in Input) Answer {
 		case q.Ahead == 0:
 			say("Kueue queue %s (ClusterQueue %s): no job waits ahead of this one; Kueue admits it as soon as the ClusterQueue's quota has room.", q.Name, q.ClusterQueue)
 		default:
-			line := fmt.Sprintf("Kueue queue %s (ClusterQueue %s): %s ahead of this one, so it would be number %d", q.Name, q.ClusterQueue, plural(int(q.Ahead), "job waits", "jobs wait"), q.Ahead+1)
+			line := fmt.Sprintf("Kueue queue %s (ClusterQueue %s): %s ahead of this one, so it would be number %d", q.Name, q.ClusterQueue, api.Count(int(q.Ahead), "job waits", "jobs wait"), q.Ahead+1)
 			if q.Estimate != "" {
 				line += "; estimated start " + q.Estimate
 			}
@@ -225,9 +237,9 @@ func Judge(in Input) Answer {
 
 // gpuLine says how many GPUs are free on the nodes the Workers may use,
 // when the cluster has any or the job asks for some.
-func gpuLine(in Input, workerNodes []string) string {
+func gpuLine(in Input, worker corev1.ResourceList, workerNodes []string) string {
 	names := map[corev1.ResourceName]bool{}
-	for name := range demand(in.Worker) {
+	for name := range worker {
 		if isGPU(name) {
 			names[name] = true
 		}
@@ -268,38 +280,13 @@ func gpuLine(in Input, workerNodes []string) string {
 				alloc.Add(q)
 			}
 		}
-		part := fmt.Sprintf("%s of %s %s on %s", freeAll.String(), alloc.String(), name, nodeCount(holders))
-		if _, asks := demand(in.Worker)[name]; asks && freeUsable.Cmp(freeAll) != 0 {
+		part := fmt.Sprintf("%s of %s %s on %s", freeAll.String(), alloc.String(), name, api.Count(holders, "node", "nodes"))
+		if _, asks := worker[name]; asks && freeUsable.Cmp(freeAll) != 0 {
 			part += fmt.Sprintf(" (%s on the nodes the Workers may use)", freeUsable.String())
 		}
 		parts = append(parts, part)
 	}
 	return "free GPUs now: " + strings.Join(parts, "; ") + "."
-}
-
-func haveOrHas(n int) string {
-	if n == 1 {
-		return "has"
-	}
-	return "have"
-}
-
-func carryOrCarries(n int) string {
-	if n == 1 {
-		return "carries"
-	}
-	return "carry"
-}
-
-func missOrMisses(n int) string {
-	if n == 1 {
-		return "misses"
-	}
-	return "miss"
-}
-
-func nodeCount(n int) string {
-	return plural(n, "node", "nodes")
 }
 
 func isGPU(name corev1.ResourceName) bool {
@@ -353,12 +340,12 @@ func usable(spec *corev1.PodSpec, schedulable []NodeFree, nodes map[string]*core
 	return out
 }
 
-// best is the node spec may use where want fits and most of the scarcest
-// wanted resource stays free ("" when none).
-func best(spec *corev1.PodSpec, want corev1.ResourceList, schedulable []NodeFree, nodes map[string]*corev1.Node, free map[string]corev1.ResourceList) string {
+// best is the node among candidates where want fits and most of the
+// scarcest wanted resource stays free ("" when none).
+func best(want corev1.ResourceList, candidates []string, free map[string]corev1.ResourceList) string {
 	scarce := scarcest(want)
 	pick, left := "", resource.Quantity{}
-	for _, name := range usable(spec, schedulable, nodes) {
+	for _, name := range candidates {
 		if !fits(free[name], want) {
 			continue
 		}
@@ -472,11 +459,4 @@ func sortedNames[V any](m map[corev1.ResourceName]V) []corev1.ResourceName {
 		return out[i] < out[j]
 	})
 	return out
-}
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return fmt.Sprintf("%d %s", n, many)
 }

@@ -215,3 +215,27 @@ func TestFree(t *testing.T) {
 		t.Errorf("Free (-want +got):\n%s", diff)
 	}
 }
+
+func TestFromWarning(t *testing.T) {
+	type read struct {
+		Line string
+		OK   bool
+	}
+	cases := map[string]struct {
+		code int
+		text string
+		want read
+	}{
+		"a placement line":          {299, "Placement: fits now.", read{"fits now.", true}},
+		"another admission warning": {299, "spec.trainer: no memory limit", read{}},
+		"not the API server's code": {199, "Placement: fits now.", read{}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			line, ok := FromWarning(tc.code, tc.text)
+			if diff := cmp.Diff(tc.want, read{line, ok}); diff != "" {
+				t.Errorf("FromWarning (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -33,20 +33,32 @@ type Reader struct {
 	Now func() time.Time
 }
 
-// Judge says whether the cluster can place tj, of the given shape, now.
-func (r *Reader) Judge(ctx context.Context, tj *trainer.TrainJob, shape runtimes.Shape) (Answer, error) {
+// ReadFree reads the nodes (with nodeReader) and every pod (with
+// podReader and podOpts: from a cache, client.UnsafeDisableDeepCopy, as
+// the pods are only read) and works out what each schedulable node has
+// free (Free). The nodes are returned when they were read, even when the
+// pods could not be.
+func ReadFree(ctx context.Context, nodeReader, podReader client.Reader, podOpts ...client.ListOption) ([]corev1.Node, []NodeFree, error) {
 	nodes := &corev1.NodeList{}
-	if err := r.Client.List(ctx, nodes); err != nil {
-		return Answer{}, fmt.Errorf("failed to read the nodes: %w", err)
+	if err := nodeReader.List(ctx, nodes); err != nil {
+		return nil, nil, fmt.Errorf("failed to read the nodes: %w", err)
 	}
 	pods := &corev1.PodList{}
-	// Every pod of the cluster, only read: not copied.
-	if err := r.Client.List(ctx, pods, client.UnsafeDisableDeepCopy); err != nil {
-		return Answer{}, fmt.Errorf("failed to read the pods: %w", err)
+	if err := podReader.List(ctx, pods, podOpts...); err != nil {
+		return nodes.Items, nil, fmt.Errorf("failed to read the pods: %w", err)
+	}
+	return nodes.Items, Free(nodes.Items, pods.Items), nil
+}
+
+// Judge says whether the cluster can place tj, of the given shape, now.
+func (r *Reader) Judge(ctx context.Context, tj *trainer.TrainJob, shape runtimes.Shape) (Answer, error) {
+	nodes, free, err := ReadFree(ctx, r.Client, r.Client, client.UnsafeDisableDeepCopy)
+	if err != nil {
+		return Answer{}, err
 	}
 	in := Input{
 		Workers: shape.Workers, Worker: &shape.WorkerPod, Launcher: &shape.LauncherPod,
-		Nodes: nodes.Items, Free: Free(nodes.Items, pods.Items),
+		Nodes: nodes, Free: free,
 	}
 	if lq := tj.Labels[queue.NameLabel]; lq != "" && r.Queues != nil {
 		q, err := r.queue(ctx, tj, lq)

@@ -28,12 +28,13 @@ type heard struct {
 }
 
 func (h *heard) HandleWarningHeader(code int, _, text string) {
-	if code != 299 || !strings.HasPrefix(text, placement.Prefix) {
+	line, ok := placement.FromWarning(code, text)
+	if !ok {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	h.lines = append(h.lines, strings.TrimPrefix(text, placement.Prefix))
+	h.lines = append(h.lines, line)
 }
 
 // take returns the lines heard since the last take.
