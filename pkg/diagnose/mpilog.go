@@ -38,7 +38,25 @@ const (
 	// OMPI_MCA_mca_base_env_list that mpijob sets for data connections and
 	// PVCs (an image whose mpirun is Open MPI's own, not mpijob's).
 	ReasonEnvForwardConflict = "EnvForwardConflict"
+	// ReasonNoGPU: the program asked for a GPU where its rank has none.
+	ReasonNoGPU = "NoGPU"
+	// ReasonGPUSharedByRanks: NCCL refused two ranks on one GPU.
+	ReasonGPUSharedByRanks = "GPUSharedByRanks"
+	// ReasonNCCLError: NCCL's own error on the failing rank (a system,
+	// internal, CUDA or usage error), not a peer that went away.
+	ReasonNCCLError = "NCCLError"
+	// ReasonCollectiveTimeout: a rank waited in a collective (NCCL, gloo)
+	// longer than its timeout: another rank stopped taking part.
+	ReasonCollectiveTimeout = "CollectiveTimeout"
 )
+
+// ncclOwn is NCCL's account of its own failure on this rank, as PyTorch
+// raises it: "NCCL error in: …, unhandled system error (run with
+// NCCL_DEBUG=INFO for details), NCCL version 2.18.1".
+var ncclOwn = regexp.MustCompile(`NCCL error in: \S+, (unhandled system error|internal error|unhandled cuda error|invalid usage|invalid argument)[^\n]*?NCCL version ([\d.]+)`)
+
+// ncclWarn is NCCL's last WARN line, which says what failed.
+var ncclWarn = regexp.MustCompile(`NCCL WARN ([^\n]+)`)
 
 // programRules come before the infrastructure rules (logRules): each
 // names the rank, the Worker where it can tell, the evidence line and
@@ -72,6 +90,52 @@ var programRules = []logRule{
 					"Run fewer slots per worker, so fewer ranks share one GPU (--slots-per-worker).",
 					"Use GPUs with more memory (a runtime or node selector for larger GPUs).",
 					"Save GPU memory in the program: mixed precision or gradient checkpointing.")
+		},
+	},
+	{
+		// NCCL: "Duplicate GPU detected : rank 1 and rank 0 both on CUDA device 60"
+		re: regexp.MustCompile(`Duplicate GPU detected : rank (\d+) and rank (\d+) both on CUDA device (\S+)`),
+		explain: func(m []string, in Input) (string, string, string) {
+			_, slots := shape(in)
+			return ReasonGPUSharedByRanks,
+				fmt.Sprintf("Ranks %s and %s (%s) both use GPU %s, and NCCL refuses two ranks on one GPU: the program picks the same GPU for every rank of a Worker, or the Worker has fewer GPUs than its %s.", m[2], m[1], rankWorker(in, m[1]), m[3], api.Count(slots, "slot", "slots")),
+				ranked(
+					"Give each rank a GPU of its own by its local rank: torch.cuda.set_device(local_rank), with local_rank from OMPI_COMM_WORLD_LOCAL_RANK (Open MPI) or MPI_LOCALRANKID (MPICH, Intel MPI); examples/training/cnn_torch.py does.",
+					"Run as many slots per Worker as it has GPUs: kubectl mpijob clone NAME NEW --slots-per-worker G --gpus G.")
+		},
+	},
+	{
+		// The program asked for a GPU where there is none: cnn_torch.py's
+		// "--device cuda: rank 0 sees no GPU", PyTorch's and CUDA's own.
+		re: regexp.MustCompile(`(?:--device cuda: rank (\d+) sees no GPU[^\n]*|No CUDA GPUs are available|Found no NVIDIA driver on your system|Torch not compiled with CUDA enabled|no CUDA-capable device is detected|CUDA driver initialization failed)`),
+		explain: func(m []string, in Input) (string, string, string) {
+			who := rankOf(in)
+			if m[1] != "" {
+				who = fmt.Sprintf("rank %s (%s)", m[1], rankWorker(in, m[1]))
+			}
+			what := strings.TrimSpace(m[0])
+			return ReasonNoGPU,
+				fmt.Sprintf("The program asked for a GPU, and %s has none it can use (%s).", who, trimMessage(what, 200)),
+				ranked(
+					"Ask for GPUs on a GPU runtime: kubectl mpijob clone NAME NEW --runtime mpi-openmpi-gpu --gpus 1 (the cluster needs nodes with nvidia.com/gpu; kubectl mpijob create --dry-run=server says whether it can place them).",
+					"Or run it on CPUs: the program's CPU option (--device cpu for the reference workloads).",
+					"\"Torch not compiled with CUDA enabled\" means the image's PyTorch is a CPU build: use an image with a CUDA build of PyTorch.")
+		},
+	},
+	{
+		re: ncclOwn,
+		explain: func(m []string, in Input) (string, string, string) {
+			detail := ""
+			if w := ncclWarn.FindAllStringSubmatch(in.LauncherLog, -1); len(w) > 0 {
+				detail = ": " + trimMessage(strings.TrimSpace(w[len(w)-1][1]), 200)
+			}
+			who, _ := tracebackRankOf(in)
+			return ReasonNCCLError,
+				fmt.Sprintf("NCCL %s failed on %s with %s%s.", m[2], who, m[1], detail),
+				ranked(
+					"Run it again with NCCL_DEBUG=INFO in --env: NCCL then names the transport and the call that failed.",
+					"An \"unhandled system error\" is most often the network or /dev/shm: check that the job's pods may reach each other (the namespace's NetworkPolicies), set NCCL_SOCKET_IFNAME=eth0, and give the Workers a memory-backed /dev/shm (the GPU runtimes mount one).",
+					"All Workers must run the same image (the same NCCL and CUDA).")
 		},
 	},
 	{
@@ -199,6 +263,23 @@ var programRules = []logRule{
 					fmt.Sprintf("Ask mpirun for at most %d ranks (-np %d), or leave -np out: mpirun then starts one rank per slot.", have, have),
 					fmt.Sprintf("Or give the job the slots: kubectl mpijob clone NAME NEW --workers %d (or --slots-per-worker %d).", need, (asked+workers-1)/workers),
 					"Or add --oversubscribe to mpirun to run more ranks than slots (ranks then share CPUs).")
+		},
+	},
+	{
+		// PyTorch's watchdog: "Watchdog caught collective operation timeout:
+		// WorkNCCL(SeqNum=9, OpType=ALLREDUCE) ran for 600000 milliseconds".
+		re: regexp.MustCompile(`(?:Watchdog caught collective operation timeout: (\S+?)\(SeqNum=\d+, OpType=(\w+)[^\n]*?ran for (\d+) milliseconds|NCCL communicator was aborted[^\n]*)`),
+		explain: func(m []string, in Input) (string, string, string) {
+			what := "a collective"
+			if m[2] != "" {
+				secs, _ := strconv.Atoi(m[3])
+				what = fmt.Sprintf("%s (%s) for %ds", m[2], strings.TrimPrefix(m[1], "Work"), secs/1000)
+			}
+			return ReasonCollectiveTimeout,
+				fmt.Sprintf("%s waited in %s, longer than its timeout: another rank stopped taking part (it failed, hung, or is far slower).", capitalize(rankOf(in)), what),
+				ranked(
+					"Find the rank that stopped: its own error is earlier in the logs (`kubectl mpijob logs NAME --all`); the ranks that waited only report the timeout.",
+					"If one step is legitimately that slow (a large checkpoint on one rank), raise the timeout in init_process_group(timeout=...).")
 		},
 	},
 	{

@@ -97,6 +97,7 @@ var cPrograms = []string{"mpi-hello", "mpi-allreduce-bench"}
 var examples = map[string]string{
 	"../examples/training/digits_mpi4py.py": "/opt/mpijob/examples/digits_mpi4py.py",
 	"../examples/training/digits_torch.py":  "/opt/mpijob/examples/digits_torch.py",
+	"../examples/training/cnn_torch.py":     "/opt/mpijob/examples/cnn_torch.py",
 	"../examples/training/mpijob_io.py":     "/opt/mpijob/examples/mpijob_io.py",
 }
 
@@ -235,7 +236,10 @@ var Images = []Image{
 			"PATH=" + horovodVenv + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 			"OMPI_MCA_btl=tcp,self", "OMPI_MCA_btl_tcp_if_include=eth0", "OMPI_MCA_oob_tcp_if_include=eth0",
 		},
-		Files: withExamples(openmpiFiles, map[string]string{"../examples/training/digits_horovod.py": "/opt/mpijob/examples/digits_horovod.py"}),
+		Files: withExamples(openmpiFiles, map[string]string{
+			"../examples/training/digits_horovod.py": "/opt/mpijob/examples/digits_horovod.py",
+			"../examples/training/cnn_horovod.py":    "/opt/mpijob/examples/cnn_horovod.py",
+		}),
 	},
 	{
 		// DeepSpeed on Debian trixie's CPU PyTorch 2.6 and OpenMPI 5: mpirun
