@@ -186,6 +186,26 @@ bench-dashboard: build sdk-venv browser ## Listing N jobs (N=1000): kubectl mpij
 bench-dashboard-logs: ## Dashboard peak memory with 30 readers of a 10-pod job's merged log: streamed (now) vs whole logs (before), in one run.
 	$(GO) test ./dashboard -run '^$$' -bench MergedLogsMemory -benchtime 1x
 
+# bench-training runs the reference CNN with plain mpiexec (no cluster):
+# PyTorch from Debian on a machine without it, MPICH and mpi4py from pinned
+# wheels where the machine has no working MPI. BENCH_PYTHON is a Python with
+# PyTorch (a GPU machine's own, say); BENCH_ARGS go to bench/training/bench.py.
+BENCH_PYTHON ?= /usr/bin/python3
+BENCH_WHEELS := $(CACHE_DIR)/wheels/bench-training
+.PHONY: bench-training
+bench-training: ## The reference CNN's samples/s on 1, 2, 4, 8 and 16 CPU ranks and on the GPU, with speed-up and efficiency (no cluster; BENCH_ARGS="--ranks 1,2").
+	@$(BENCH_PYTHON) -c 'import torch, sklearn' 2>/dev/null || { \
+	  if [ "$(BENCH_PYTHON)" = /usr/bin/python3 ] && [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "installing Debian's python3-torch and python3-sklearn for the bench"; DEBIAN_FRONTEND=noninteractive apt-get install -y -q python3-torch python3-sklearn >/dev/null; \
+	  else echo "bench-training: $(BENCH_PYTHON) lacks PyTorch or scikit-learn: install python3-torch and python3-sklearn (Debian), or set BENCH_PYTHON to a Python that has them"; exit 2; fi; }
+	@mkdir -p $(BENCH_WHEELS)
+	@v=$$($(BENCH_PYTHON) -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")'); \
+	  ls $(BENCH_WHEELS)/mpich-5.0.2-*.whl >/dev/null 2>&1 && ls $(BENCH_WHEELS)/mpi4py-4.1.2-cp$${v/./}-*.whl >/dev/null 2>&1 || \
+	  python3 -m pip download -q --no-deps --only-binary=:all: --python-version $$v --implementation cp \
+	    --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux1_x86_64 \
+	    -d $(BENCH_WHEELS) mpich==5.0.2 mpi4py==4.1.2
+	$(BENCH_PYTHON) bench/training/bench.py --wheels $(BENCH_WHEELS) $(BENCH_ARGS)
+
 .PHONY: bench-cluster
 bench-cluster: ## Measure the local cluster (start, MPI jobs, memory, teardown); needs root and no running cluster.
 	$(GO) run ./bench/cluster

@@ -20,6 +20,7 @@ wheel into the cache and runs this.
 from __future__ import annotations
 
 import argparse
+import atexit
 import glob
 import json
 import os
@@ -51,11 +52,14 @@ def install_wheels(wheels: str, env: dict, keep_mpi4py: bool) -> dict:
     files = sorted(glob.glob(os.path.join(wheels, "*.whl")))
     if not any(os.path.basename(f).startswith("mpich-") for f in files):
         sys.exit(f"--wheels {wheels}: no mpich wheel there; download it into that folder (make bench-training does)")
-    if keep_mpi4py:  # the mpi4py this Python has loads whatever MPI it finds
-        files = [f for f in files if not os.path.basename(f).startswith("mpi4py-")]
+    tag = f"-cp{sys.version_info[0]}{sys.version_info[1]}-"
+    # mpi4py's wheel for this Python only; none when keeping the one this
+    # Python has (it loads whatever MPI it finds).
+    files = [f for f in files if not os.path.basename(f).startswith("mpi4py-") or (tag in os.path.basename(f) and not keep_mpi4py)]
     # --prefix, not --target: the mpich wheel's bin/ and lib/ (mpiexec,
     # libmpi.so.12) land under the prefix only this way.
     prefix = tempfile.mkdtemp(prefix="mpijob-bench-mpi-")
+    atexit.register(shutil.rmtree, prefix, True)
     t = time.monotonic()
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile", "--no-cache-dir",
                     "--no-warn-script-location", "--prefix", prefix, *files], check=True)
@@ -158,8 +162,9 @@ def main(argv: list[str]) -> int:
     for r in results:
         speedup = r["samples_per_second"] / one if one else 0.0
         eff = speedup / r["ranks"] if r["device"] == "cpu" else float("nan")
+        shown = f"{speedup:.2f}x" if one else "(no 1-rank run)"
         rows.append(f"| {r['ranks']} | {r['device']} | {r['batch_per_rank']} | {r['samples_per_second']:.0f} | {r['samples_per_second_per_rank']:.0f} | "
-                    f"{speedup:.2f}x | {'' if r['device'] != 'cpu' else f'{eff:.2f}'} | {100 * r['allreduce_share']:.1f} % |")
+                    f"{shown} | {'' if r['device'] != 'cpu' or not one else f'{eff:.2f}'} | {100 * r['allreduce_share']:.1f} % |")
     table = "\n".join(rows)
     print()
     print(f"Machine: {machine}; torch {torch.__version__}; MPI: {kind}; model width {args.width} ({results[0]['allreduce_mb'] if results else '?'} MB of gradients per step)")

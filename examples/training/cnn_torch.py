@@ -287,8 +287,8 @@ def main(argv: list[str]) -> int:
         rank, size, local_rank = launcher_env(os.environ)
         check(args, size)
     except UsageError as e:
-        if os.environ.get("PMI_RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")) in ("0", ""):
-            print(f"error: {e}", file=sys.stderr, flush=True)
+        # Every rank says it: whichever rank mpirun reports first, its last words are the reason.
+        print(f"error: {e}", file=sys.stderr, flush=True)
         return 2
 
     import torch
@@ -350,8 +350,7 @@ def accuracy(torch, args, reducer: Reducer, device) -> int:
     rank, size = reducer.rank, reducer.size
     output = os.environ.get("MPIJOB_OUTPUT_URI", "") if args.output == "from-env" else args.output
     if args.output == "from-env" and not output:
-        if rank == 0:
-            print("error: --output from-env: $MPIJOB_OUTPUT_URI is not set (the job has no data connection or PVC)", file=sys.stderr, flush=True)
+        print("error: --output from-env: $MPIJOB_OUTPUT_URI is not set (the job has no data connection or PVC)", file=sys.stderr, flush=True)
         return 2
     torch.manual_seed(args.seed)
     t0 = time.monotonic()
