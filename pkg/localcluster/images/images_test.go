@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,6 +14,9 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/types"
 	"github.com/google/go-containerregistry/pkg/v1/validate"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
 )
 
 // writeImage must produce an OCI layout tar that names the image for
@@ -166,5 +170,83 @@ func TestPruneOldBuilds(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"openmpi-bbbbbbbbbbbb.tar", "openmpi-bbbbbbbbbbbb.tar.tmp", "openmpi5-cccccccccccc.tar"}, left); diff != "" {
 		t.Errorf("left (-want,+got):\n%s", diff)
+	}
+}
+
+// images/*/Containerfile are the recipe the local build follows, rendered:
+// a change to an image's packages, setup, files or environment that is not
+// in its Containerfile fails here (`go run ./hack/containerfiles` writes
+// them).
+func TestContainerfilesAreTheRecipe(t *testing.T) {
+	for _, im := range Images {
+		t.Run(im.Name, func(t *testing.T) {
+			got, err := os.ReadFile(filepath.Join("..", "..", "..", "images", im.Dir, "Containerfile"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(im.Containerfile(), string(got)); diff != "" {
+				t.Errorf("images/%s/Containerfile is not the recipe; run go run ./hack/containerfiles (-recipe +file):\n%s", im.Dir, diff)
+			}
+			for _, src := range sortedKeys(im.Files) {
+				if !strings.Contains(string(got), " "+filepath.Clean(filepath.Join("images", src))+" "+im.Files[src]+"\n") {
+					t.Errorf("the Containerfile does not copy %s to %s", src, im.Files[src])
+				}
+			}
+		})
+	}
+}
+
+// Every path a shipped runtime's containers run from mpijob's own files
+// (/opt/mpijob/examples, /usr/local/bin) is in the image that container
+// runs, as are the wrappers they call by name.
+func TestRuntimeCommandsExistInTheirImages(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "..", "config", "runtimes", "mpi-*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no runtimes: %v", err)
+	}
+	ours := map[string]bool{"mpijob-mpiexec": true, "mpi-hello": true, "mpi-allreduce-bench": true}
+	checked := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rt trainer.ClusterTrainingRuntime
+		if err := yaml.Unmarshal(b, &rt); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		for _, rj := range rt.Spec.Template.Spec.ReplicatedJobs {
+			pod := rj.Template.Spec.Template.Spec
+			for _, c := range append(append([]corev1.Container{}, pod.InitContainers...), pod.Containers...) {
+				im, ok := ImageNamed(c.Image)
+				if !ok {
+					t.Errorf("%s: %s/%s runs %s, which no recipe builds", rt.Name, rj.Name, c.Name, c.Image)
+					continue
+				}
+				have := map[string]bool{}
+				for _, dst := range im.Files {
+					have[dst] = true
+				}
+				for _, p := range cPrograms {
+					have["/usr/local/bin/"+p] = true
+				}
+				for _, arg := range append(append([]string{}, c.Command...), c.Args...) {
+					path := arg
+					if ours[arg] {
+						path = "/usr/local/bin/" + arg
+					}
+					if !strings.HasPrefix(path, "/opt/mpijob/") && !strings.HasPrefix(path, "/usr/local/bin/") {
+						continue
+					}
+					checked++
+					if !have[path] {
+						t.Errorf("%s: %s/%s runs %s, which image %s does not have", rt.Name, rj.Name, c.Name, arg, im.Ref)
+					}
+				}
+			}
+		}
+	}
+	if checked == 0 {
+		t.Error("no runtime runs a file of mpijob's own: the check checked nothing")
 	}
 }
