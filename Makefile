@@ -221,7 +221,7 @@ verify: $(GOLANGCI_LINT) sdk-venv web-deps ## gofmt, go vet, golangci-lint, go.m
 	@for d in hack/toolchain/*/; do (cd $$d && $(GO) mod tidy -diff >/dev/null) || { echo "$$d is not tidy: run go mod tidy there"; exit 1; }; done
 	$(GO) run ./hack/tsgen -check
 	cd $(WEB) && npx --no-install eslint .
-	cd sdk/python && $(VENV)/bin/ruff check --no-cache . ../../examples && $(VENV)/bin/mypy --cache-dir=/dev/null
+	cd sdk/python && $(VENV)/bin/ruff check --no-cache . ../../examples ../../bench/training && $(VENV)/bin/mypy --cache-dir=/dev/null
 
 $(GOLANGCI_LINT):
 	@mkdir -p $(dir $@)

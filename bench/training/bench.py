@@ -68,7 +68,7 @@ def install_wheels(wheels: str, env: dict, keep_mpi4py: bool) -> dict:
     env = dict(env)
     env["PATH"] = os.path.join(prefix, "bin") + os.pathsep + os.path.join(prefix, "local", "bin") + os.pathsep + env.get("PATH", "")
     env["LD_LIBRARY_PATH"] = os.pathsep.join([os.path.join(prefix, "lib"), os.path.join(prefix, "local", "lib"), env.get("LD_LIBRARY_PATH", "")])
-    env["PYTHONPATH"] = os.pathsep.join(sites + [env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([*sites, env.get("PYTHONPATH", "")])
     return env
 
 
@@ -147,13 +147,17 @@ def main(argv: list[str]) -> int:
             log(f"{n} ranks: skipped, this machine has {cores} cores")
             continue
         extra = ["--baseline", str(one)] if one else []
-        r = run(mpiexec(kind, n, cores) + [sys.executable, WORKLOAD, *common, "--device", "cpu", "--batch-per-rank", str(args.batch_per_rank), *extra], env, args.timeout)
+        cmd = [*mpiexec(kind, n, cores), sys.executable, WORKLOAD, *common, "--device", "cpu", "--batch-per-rank", str(args.batch_per_rank), *extra]
+        r = run(cmd, env, args.timeout)
         if n == 1:
             one = r["samples_per_second"]
         results.append(r)
         log(f"cpu x{n}: {r['samples_per_second']:.0f} samples/s ({r['wall_seconds']}s)")
     for b in [int(x) for x in args.gpu_batches.split(",") if x.strip()] if gpus else []:
-        r = run(mpiexec(kind, gpus, cores) + [sys.executable, WORKLOAD, *common, "--device", "cuda", "--batch-per-rank", str(b), "--steps", str(max(args.steps, 200)), "--warmup", "20"], env, args.timeout)
+        # More steps on a GPU: each is milliseconds. (argparse keeps the last --steps and --warmup.)
+        cmd = [*mpiexec(kind, gpus, cores), sys.executable, WORKLOAD, *common, "--device", "cuda", "--batch-per-rank", str(b),
+               "--steps", str(max(args.steps, 200)), "--warmup", "20"]
+        r = run(cmd, env, args.timeout)
         results.append(r)
         log(f"cuda x{gpus}, batch {b}: {r['samples_per_second']:.0f} samples/s ({r['wall_seconds']}s)")
 
