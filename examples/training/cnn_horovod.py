@@ -27,8 +27,8 @@ import sys
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import mpijob_io  # noqa: E402
-from cnn_torch import digits32, model  # noqa: E402
+import mpijob_io
+from cnn_torch import digits32, model
 
 
 def main(argv: list[str]) -> int:

@@ -46,10 +46,10 @@ import os
 import socket
 import sys
 import time
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import mpijob_io  # noqa: E402
+import mpijob_io
 
 THROUGHPUT_PREFIX = "MPIJOB_THROUGHPUT "
 
@@ -105,7 +105,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--precision", choices=("float32", "float64"), default="float32",
                    help="accuracy: float64 makes 1, 2, 4 and 8 ranks agree to many more digits (sums taken in another order differ less), at about half the speed")
     p.add_argument("--target-accuracy", type=float, default=0.95, help="accuracy: exit 3 when the test accuracy is lower")
-    p.add_argument("--output", default="", help="accuracy: folder for checkpoint.pt, model.pt and metrics.json (rank 0): a path, s3://BUCKET/PREFIX/ or from-env ($MPIJOB_OUTPUT_URI)")
+    p.add_argument("--output", default="",
+                   help="accuracy: folder for checkpoint.pt, model.pt and metrics.json (rank 0): a path, s3://BUCKET/PREFIX/ or from-env ($MPIJOB_OUTPUT_URI)")
     # throughput mode
     p.add_argument("--batch-per-rank", type=int, default=64, help="throughput: images per rank per step")
     p.add_argument("--steps", type=int, default=30, help="throughput: timed steps")
