@@ -101,7 +101,7 @@ var programRules = []logRule{
 				fmt.Sprintf("Ranks %s and %s (%s) both use GPU %s, and NCCL refuses two ranks on one GPU: the program picks the same GPU for every rank of a Worker, or the Worker has fewer GPUs than its %s.", m[2], m[1], rankWorker(in, m[1]), m[3], api.Count(slots, "slot", "slots")),
 				ranked(
 					"Give each rank a GPU of its own by its local rank: torch.cuda.set_device(local_rank), with local_rank from OMPI_COMM_WORLD_LOCAL_RANK (Open MPI) or MPI_LOCALRANKID (MPICH, Intel MPI); examples/training/cnn_torch.py does.",
-					"Run as many slots per Worker as it has GPUs: kubectl mpijob clone NAME NEW --slots-per-worker G --gpus G.")
+					"Run as many slots per Worker as it has GPUs: `kubectl mpijob clone NAME NEW --slots-per-worker G --gpus G`.")
 		},
 	},
 	{
@@ -117,7 +117,7 @@ var programRules = []logRule{
 			return ReasonNoGPU,
 				fmt.Sprintf("The program asked for a GPU, and %s has none it can use (%s).", who, trimMessage(what, 200)),
 				ranked(
-					"Ask for GPUs on a GPU runtime: kubectl mpijob clone NAME NEW --runtime mpi-openmpi-gpu --gpus 1 (the cluster needs nodes with nvidia.com/gpu; kubectl mpijob create --dry-run=server says whether it can place them).",
+					"Ask for GPUs on a GPU runtime: `kubectl mpijob clone NAME NEW --runtime mpi-openmpi-gpu --gpus 1` (the cluster needs nodes with nvidia.com/gpu; `kubectl mpijob create --dry-run=server` says whether it can place them).",
 					"Or run it on CPUs: the program's CPU option (--device cpu for the reference workloads).",
 					"\"Torch not compiled with CUDA enabled\" means the image's PyTorch is a CPU build: use an image with a CUDA build of PyTorch.")
 		},

@@ -43,6 +43,12 @@ def _call(job: str, verb: str, rest: str) -> str:
         slots = _arg(args, "--slots-per-worker")
         if slots:
             kwargs += f", slots_per_worker={slots if slots.isdigit() else 'N'}"
+        runtime = _arg(args, "--runtime")
+        if runtime:
+            kwargs += f', runtime="{runtime}"'
+        gpus = _arg(args, "--gpus")
+        if gpus:
+            kwargs += f', resources_per_worker={{"nvidia.com/gpu": {gpus if gpus.isdigit() else "N"}}}'
         if "--" in args:
             kwargs += ", command=[...]"
         return f'client.clone_job({name}, "{new}"{kwargs})'

@@ -42,3 +42,13 @@ def test_next_steps_that_name_the_job_become_calls_on_it():
         'Use fewer: client.clone_job("pm-13485", "pm-13485-2", workers=4).'
     assert sdk_words("Read it (`kubectl mpijob logs pm-13485 --worker N`).", "pm-13485") == \
         'Read it (`client.get_logs("pm-13485", worker=N)`).'
+
+
+def test_clone_steps_keep_the_runtime_and_the_gpus():
+    # The diagnosis's GPU steps (NoGPU, GPUSharedByRanks) change the runtime and the GPUs per Worker:
+    # the SDK's call must too, or it advises a copy of the same job.
+    from mpijob.nextsteps import sdk_words
+    assert sdk_words("Ask for GPUs: `kubectl mpijob clone NAME NEW --runtime mpi-openmpi-gpu --gpus 1` (needs GPU nodes).", "cnn") == \
+        'Ask for GPUs: `client.clone_job("cnn", "NEW", runtime="mpi-openmpi-gpu", resources_per_worker={"nvidia.com/gpu": 1})` (needs GPU nodes).'
+    assert sdk_words("One each: `kubectl mpijob clone NAME NEW --slots-per-worker G --gpus G`.", "cnn") == \
+        'One each: `client.clone_job("cnn", "NEW", slots_per_worker=N, resources_per_worker={"nvidia.com/gpu": N})`.'
