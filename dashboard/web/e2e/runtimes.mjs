@@ -22,6 +22,10 @@ await step('dev-a tests runtimes', async () => {
   check((await good.textContent()).includes('ghcr.io/mpijob/openmpi:4.1'), 'the runtime shows its images');
   const bad = page.getByTestId(`runtime-${broken}`);
   check((await page.getByRole('button', { name: 'Use as template' }).count()) === 0, 'dev-a may not make runtimes: no template button');
+  // dev-a may see other namespaces too (a test beside this one grants it one): test in team-a,
+  // whose queue exists, not in whichever namespace the list shows first.
+  await good.getByLabel('Namespace for testing mpi-openmpi').selectOption('team-a');
+  await bad.getByLabel(`Namespace for testing ${broken}`).selectOption('team-a');
   await good.getByRole('button', { name: 'Test runtime' }).click();
   await bad.getByRole('button', { name: 'Test runtime' }).click();
   await good.locator('[data-testid="check-image pull"]').waitFor({ timeout: 30000 });
