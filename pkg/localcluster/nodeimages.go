@@ -42,6 +42,19 @@ func (c *Cluster) importImages(ctx context.Context, n realNode) error {
 			return err
 		}
 	}
+	// The kubelet deletes unused images when the disk is nearly full (seen:
+	// the OpenMPI image gone from a node while another image was imported
+	// beside it): bring it back before naming it again.
+	if present, err = presentRefs(ctx, n); err != nil {
+		return err
+	}
+	for _, t := range tars {
+		if refs[t] == Images[0].Ref && !present.Has(Images[0].Ref) {
+			if err := c.importTar(ctx, n, t, refs[t], present); err != nil {
+				return err
+			}
+		}
+	}
 	// A second name for the OpenMPI image stands in for a user's own image
 	// (kubectl mpijob create --image UserImage), so tests see an image that
 	// differs from the runtime's reach the Launcher and the Workers.
