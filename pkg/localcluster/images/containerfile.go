@@ -19,8 +19,7 @@ func (im Image) Containerfile() string {
 	w("# the recipe `make images` and the local cluster build %s from. Edit images.go, not this file.\n", im.Ref)
 	w("# Build from the repository root:\n#   podman build -f images/%s/Containerfile -t %s .\n", im.Dir, im.Ref)
 	w("FROM docker.io/library/debian:%s AS base\n", im.suite())
-	w("RUN %s \\\n && useradd -m -u 1000 -U -s /bin/bash mpiuser \\\n && mkdir -p /run/sshd && chmod 0755 /run/sshd && rm -f /etc/ssh/ssh_host_*\n\n",
-		aptGet(basePackages))
+	w("RUN %s \\\n && %s\n\n", aptGet(basePackages), run(baseSetup))
 
 	w("# The throw-away build stage: %s compiled with the image's MPI", strings.Join(cPrograms, " and "))
 	if im.BuildSetup != "" {
@@ -37,7 +36,7 @@ func (im Image) Containerfile() string {
 	if s := run(im.BuildSetup); s != "" {
 		w("RUN %s\n", s)
 	}
-	w("RUN for p in %s; do %s -O2 -o /tmp/$p /tmp/$p.c; done && mkdir -p /tmp/wheels\n\n", strings.Join(cPrograms, " "), im.MPICC)
+	w("RUN %s && mkdir -p /tmp/wheels\n\n", im.compileScript())
 
 	w("FROM base\n")
 	w("COPY --from=build /tmp/wheels /tmp/wheels\n")

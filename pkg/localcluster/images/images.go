@@ -553,6 +553,19 @@ rm -rf /var/lib/apt/lists/* /usr/sbin/policy-rc.d /var/cache/debconf/*-old /var/
 : > /etc/resolv.conf
 `
 
+// baseSetup runs in every image's base after its packages: the user the
+// runtimes run as and sshd's run folder, without host keys (each Worker
+// makes its own). The Containerfiles run the same lines.
+const baseSetup = `useradd -m -u 1000 -U -s /bin/bash mpiuser
+mkdir -p /run/sshd && chmod 0755 /run/sshd
+rm -f /etc/ssh/ssh_host_*
+`
+
+// compileScript compiles cPrograms from /tmp with im's MPI compiler.
+func (im Image) compileScript() string {
+	return fmt.Sprintf("for p in %s; do %s -O2 -o /tmp/$p /tmp/$p.c; done", strings.Join(cPrograms, " "), im.MPICC)
+}
+
 func buildBase(ctx context.Context, suite, base string) error {
 	tmp := base + ".tmp"
 	_ = os.RemoveAll(tmp)
@@ -562,11 +575,7 @@ func buildBase(ctx context.Context, suite, base string) error {
 	if err := Run(ctx, "debootstrap", "--variant=minbase", suite, tmp, debianMirror); err != nil {
 		return err
 	}
-	script := fmt.Sprintf(aptInstall, strings.Join(basePackages, " ")) + `
-useradd -m -u 1000 -U -s /bin/bash mpiuser
-mkdir -p /run/sshd && chmod 0755 /run/sshd
-rm -f /etc/ssh/ssh_host_*
-`
+	script := fmt.Sprintf(aptInstall, strings.Join(basePackages, " ")) + "\n" + baseSetup
 	if err := chroot(ctx, tmp, script); err != nil {
 		return err
 	}
@@ -593,8 +602,7 @@ func buildImage(ctx context.Context, opts Options, base string, im Image, out st
 		}
 	}
 	script := fmt.Sprintf(aptInstall, strings.Join(append(append([]string{}, im.Packages...), im.BuildPackages...), " ")) +
-		im.Setup + im.BuildSetup +
-		fmt.Sprintf("for p in %s; do %s -O2 -o /tmp/$p /tmp/$p.c; done\n", strings.Join(cPrograms, " "), im.MPICC)
+		im.Setup + im.BuildSetup + im.compileScript() + "\n"
 	if err := chroot(ctx, build, script); err != nil {
 		return err
 	}
