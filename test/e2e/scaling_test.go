@@ -3,7 +3,6 @@
 package e2e
 
 import (
-	"context"
 	"encoding/json"
 	"math"
 	"regexp"
@@ -14,11 +13,8 @@ import (
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
-	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
-	"github.com/mpijob/mpijob/pkg/progress"
 	"github.com/mpijob/mpijob/test/framework"
 )
 
@@ -100,19 +96,7 @@ func TestReferenceCNN(t *testing.T) {
 			}
 		}
 		// The job's progress is the workload's own report.
-		var st progress.TrainerStatus
-		err := wait.PollUntilContextTimeout(context.Background(), time.Second, 90*time.Second, true, func(ctx context.Context) (bool, error) {
-			tj := &trainer.TrainJob{}
-			if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "cnn4"}, tj); err != nil {
-				return false, nil //nolint:nilerr // keep polling
-			}
-			s, ok := progress.Read(tj.Annotations)
-			st = s
-			return ok && s.ProgressPercentage != nil && *s.ProgressPercentage == 100, nil
-		})
-		if err != nil {
-			t.Fatalf("no final progress on cnn4 within 90 s; last %+v", st)
-		}
+		st := finalProgress(t, c, ns, "cnn4")
 		if st.TotalEpochs == nil || *st.TotalEpochs != 3 || math.Abs(st.TrainMetrics["accuracy"]-accs["cnn4"]) > 1e-4 {
 			t.Errorf("cnn4's progress %+v, want 3 epochs and accuracy %.4f", st, accs["cnn4"])
 		}

@@ -59,6 +59,26 @@ func finalAccuracy(t *testing.T, user, ns, name string) (acc float64, ranks int,
 	return acc, ranks, seconds
 }
 
+// finalProgress waits up to 90 s for the 100 % progress that the manager
+// publishes on a finished job's TrainJob, and returns it.
+func finalProgress(t *testing.T, c *framework.Cluster, ns, name string) progress.TrainerStatus {
+	t.Helper()
+	var st progress.TrainerStatus
+	err := wait.PollUntilContextTimeout(context.Background(), time.Second, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		tj := &trainer.TrainJob{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
+			return false, nil //nolint:nilerr // keep polling
+		}
+		s, ok := progress.Read(tj.Annotations)
+		st = s
+		return ok && s.ProgressPercentage != nil && *s.ProgressPercentage == 100, nil
+	})
+	if err != nil {
+		t.Fatalf("no final progress on the TrainJob %s (%s) within 90 s; last %+v", name, progress.Annotation, st)
+	}
+	return st
+}
+
 // connectionOf reads the keys of the namespace's local-s3 data connection
 // (as the admin: for checks made outside the product).
 func connectionOf(t *testing.T, ns string) map[string]string {
@@ -108,19 +128,7 @@ func TestDigitsFromS3ToModel(t *testing.T) {
 	}
 
 	t.Run("progress is published and shown", func(t *testing.T) {
-		var st progress.TrainerStatus
-		err := wait.PollUntilContextTimeout(context.Background(), time.Second, 90*time.Second, true, func(ctx context.Context) (bool, error) {
-			tj := &trainer.TrainJob{}
-			if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
-				return false, nil //nolint:nilerr // keep polling
-			}
-			s, ok := progress.Read(tj.Annotations)
-			st = s
-			return ok && s.ProgressPercentage != nil && *s.ProgressPercentage == 100, nil
-		})
-		if err != nil {
-			t.Fatalf("no final progress on the TrainJob (%s) within 90 s; last %+v", progress.Annotation, st)
-		}
+		st := finalProgress(t, c, ns, name)
 		if st.TotalEpochs == nil || *st.TotalEpochs != 30 || st.TrainMetrics["accuracy"] < 0.95 || st.TrainMetrics["loss"] <= 0 {
 			t.Errorf("progress %+v: want 30 epochs, accuracy >= 0.95 and a loss", st)
 		}
