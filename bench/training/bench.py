@@ -139,7 +139,7 @@ def main(argv: list[str]) -> int:
         machine += f", {gpus} x {torch.cuda.get_device_name(0)}"
     log(f"{machine}; MPI launcher: {kind}; torch {torch.__version__}")
 
-    common = ["--mode", "throughput", "--steps", str(args.steps), "--warmup", "5", "--width", str(args.width)]
+    common = ["--mode", "throughput", "--width", str(args.width)]
     results = []
     one = 0.0
     for n in [int(x) for x in args.ranks.split(",") if x.strip()]:
@@ -147,14 +147,15 @@ def main(argv: list[str]) -> int:
             log(f"{n} ranks: skipped, this machine has {cores} cores")
             continue
         extra = ["--baseline", str(one)] if one else []
-        cmd = [*mpiexec(kind, n, cores), sys.executable, WORKLOAD, *common, "--device", "cpu", "--batch-per-rank", str(args.batch_per_rank), *extra]
+        cmd = [*mpiexec(kind, n, cores), sys.executable, WORKLOAD, *common, "--steps", str(args.steps), "--warmup", "5",
+               "--device", "cpu", "--batch-per-rank", str(args.batch_per_rank), *extra]
         r = run(cmd, env, args.timeout)
         if n == 1:
             one = r["samples_per_second"]
         results.append(r)
         log(f"cpu x{n}: {r['samples_per_second']:.0f} samples/s ({r['wall_seconds']}s)")
     for b in [int(x) for x in args.gpu_batches.split(",") if x.strip()] if gpus else []:
-        # More steps on a GPU: each is milliseconds. (argparse keeps the last --steps and --warmup.)
+        # More steps on a GPU: each is milliseconds.
         cmd = [*mpiexec(kind, gpus, cores), sys.executable, WORKLOAD, *common, "--device", "cuda", "--batch-per-rank", str(b),
                "--steps", str(max(args.steps, 200)), "--warmup", "20"]
         r = run(cmd, env, args.timeout)
