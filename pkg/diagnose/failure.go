@@ -123,7 +123,7 @@ func explainFailure(in Input) (reason, message, next string) {
 	}
 	// The rules read the program's and mpirun's words: rank tags out.
 	text := logs.StripRanks(in.LauncherLog)
-	for _, rules := range [][]logRule{programRules, logRules, rankFailedRules} {
+	for _, rules := range [][]logRule{limitRules, programRules, logRules, rankFailedRules} {
 		for _, rule := range rules {
 			if m := rule.re.FindStringSubmatch(text); m != nil {
 				return rule.explain(m, in)

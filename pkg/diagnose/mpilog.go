@@ -371,8 +371,10 @@ var rankFailedRules = []logRule{
 }
 
 var (
-	pyFrame     = regexp.MustCompile(`File "([^"]+)", line (\d+)`)
-	failedRank  = regexp.MustCompile(`Process name: \[\[\d+,\d+\],(\d+)\]`)
+	pyFrame = regexp.MustCompile(`File "([^"]+)", line (\d+)`)
+	// failedRank: Open MPI 4's "Process name: [[38994,1],1]", Open MPI
+	// 5's "Process name: [prterun-JOB-launcher-0-0-15@1,1]".
+	failedRank  = regexp.MustCompile(`Process name: \[(?:\[\d+,\d+\],|[^\s@\]]+@\d+,)(\d+)\]`)
 	bannerStart = regexp.MustCompile(`(?m)^-{20,}$`)
 )
 

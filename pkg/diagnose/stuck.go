@@ -224,10 +224,14 @@ func rankFailedOthersWaiting(in Input) (message, next string, ok bool) {
 		}
 		msg += " Its last lines: " + strings.TrimSuffix(trimMessage(strings.Join(trimmed, " | "), 400), ".") + "."
 	}
-	return msg, ranked(
-		"Run Python programs as `python -m mpi4py script.py` (mpirun python -m mpi4py ...): one rank's uncaught exception then aborts every rank, and the job fails with the error instead of hanging.",
-		fmt.Sprintf("Delete the job (`kubectl mpijob delete NAME`) or %s: it holds its Workers while the other ranks wait.", suspendAdvice(in)),
-		read), true
+	mpi4py := "Run Python programs as `python -m mpi4py script.py` (mpirun python -m mpi4py ...): one rank's uncaught exception then aborts every rank, and the job fails with the error instead of hanging."
+	stop := fmt.Sprintf("Delete the job (`kubectl mpijob delete NAME`) or %s: it holds its Workers while the other ranks wait.", suspendAdvice(in))
+	if l := runningMPILimit(append([]string{f.Error}, f.Lines...)...); l != nil {
+		// An MPI feature the pods shape: its fix comes first.
+		msg += " " + capitalize(l.what) + "."
+		return msg, ranked(append(append([]string(nil), l.steps...), stop, mpi4py)...), true
+	}
+	return msg, ranked(mpi4py, stop, read), true
 }
 
 // rankSilent explains a running job whose rank went silent while the

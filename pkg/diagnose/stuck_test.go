@@ -137,6 +137,31 @@ func TestRankFailedOthersWaiting(t *testing.T) {
 	}
 }
 
+// A rank that failed on an MPI feature the pods shape (spawn with every
+// slot taken, seen on Open MPI 4 and 5: the others wait for ever) gets
+// that feature's fix first, then the ways out of the wait.
+func TestRankFailedOnAnMPILimit(t *testing.T) {
+	tj := job(2).obj()
+	raw, _ := api.RankFailure{Rank: ptr.To(0), Error: "mpi4py.MPI.Exception: MPI_ERR_SPAWN: could not spawn processes", At: metav1.NewTime(t0),
+		Lines: []string{"  File \"mpi4py/MPI/Comm.pyx\", line 1931, in mpi4py.MPI.Intracomm.Spawn", "mpi4py.MPI.Exception: MPI_ERR_SPAWN: could not spawn processes"}}.Encode()
+	tj.Annotations = map[string]string{api.RankFailureAnnotation: raw}
+	in := Input{TrainJob: tj, JobSet: jobset(2), Workers: pods(worker("0").running(true), worker("1").running(true)),
+		Launcher: pods(launcher().running(false)), SlotsPerWorker: 1, Now: t0.Add(time.Minute)}
+	s := diagnoseBoth(t, in)
+	if s.Reason != ReasonRankFailedOthersWaiting || !strings.Contains(s.Message, "MPI_Comm_spawn could not start the new ranks") {
+		t.Fatalf("%s: %s", s.Reason, s.Message)
+	}
+	want := []string{"mpirun --oversubscribe", "--runtime mpi-mpich", "mpirun -np N", "kubectl mpijob delete hello", "python -m mpi4py"}
+	if len(s.NextSteps) != len(want) {
+		t.Fatalf("next steps %q, want %d", s.NextSteps, len(want))
+	}
+	for i, w := range want {
+		if !strings.Contains(s.NextSteps[i], w) {
+			t.Errorf("step %d %q lacks %q", i+1, s.NextSteps[i], w)
+		}
+	}
+}
+
 func TestFindSilentRank(t *testing.T) {
 	now := time.Date(2026, 11, 24, 7, 0, 0, 0, time.UTC)
 	// lines writes rank r's lines at the given seconds before now.
