@@ -102,6 +102,53 @@ func TestOpenMPI5OversubscribeSpreadsOverTheWorkers(t *testing.T) {
 	}
 }
 
+// On mpi-mpich a user's plain `mpirun` (Hydra's own) read no hostfile: it
+// ran one rank, on the Launcher, and the job Succeeded. It now starts a
+// rank per slot of the Workers, tagged; -n and -np are the command's own
+// on MPICH and Intel MPI (mpijob-mpiexec refused them: "duplicate setting:
+// n"); a hostfile of the command's own is Hydra's as given.
+func TestPlainMpirunOnHydraRunsOnTheWorkers(t *testing.T) {
+	c := framework.Get(t)
+	c.EnsureImages(t, "mpich", "intel")
+	const ns, user = "team-a", "dev-a"
+	const hello = "from mpi4py import MPI; import socket; print('rank', MPI.COMM_WORLD.Get_rank(), 'of', MPI.COMM_WORLD.Get_size(), 'on', socket.gethostname())"
+	for _, f := range []struct {
+		name, runtime string
+		command       []string
+		// want counts the lines per host (W0, W1: the Workers, L: the
+		// Launcher) that a part of the log must hold.
+		want map[string]int
+		part string
+	}{
+		{"mpirun", "mpi-mpich", []string{"mpirun", "python3", "-c", hello}, map[string]int{"W0": 2, "W1": 2}, "of 4 on"},
+		{"mpiexec-n", "mpi-mpich", []string{"mpiexec", "-n", "1", "python3", "-c", hello}, map[string]int{"W0": 1}, "of 1 on"},
+		{"own-hosts", "mpi-mpich", []string{"mpirun", "-hosts", "localhost", "-n", "1", "python3", "-c", hello}, map[string]int{"L": 1}, "of 1 on"},
+		{"intel-np", "mpi-intel", []string{"mpijob-mpiexec", "-np", "3", "python3", "-c", hello}, map[string]int{"W0": 2, "W1": 1}, "of 3 on"},
+	} {
+		t.Run(f.name, func(t *testing.T) {
+			t.Parallel()
+			name := framework.UniqueName("hydra")
+			t.Cleanup(func() { mpijob(t, user, ns, "delete", name, "--wait=false") })
+			expect(t, mpijob(t, user, ns, append([]string{"create", name, "--runtime", f.runtime, "--workers", "2", "--slots-per-worker", "2", "--"}, f.command...)...), 0)
+			if got := c.WaitForTrainJob(t, ns, name, 5*time.Minute, trainer.TrainJobComplete, trainer.TrainJobFailed); got != trainer.TrainJobComplete {
+				t.Fatalf("the job %s:\n%s", got, mpijob(t, user, ns, "describe", name).out)
+			}
+			logs := mpijob(t, user, ns, "logs", name).out
+			total := 0
+			for host, n := range f.want {
+				full := map[string]string{"W0": name + "-node-0-0", "W1": name + "-node-0-1", "L": name + "-launcher-0-0"}[host]
+				if got := strings.Count(logs, f.part+" "+full+"\n"); got != n {
+					t.Errorf("%d ranks on %s, want %d:\n%s", got, full, n, logs)
+				}
+				total += n
+			}
+			if got := strings.Count(logs, f.part+" "); got != total {
+				t.Errorf("%d ranks in all, want %d:\n%s", got, total, logs)
+			}
+		})
+	}
+}
+
 // Every runtime's image compiles an MPI program with mpicc (gcc and mpi.h)
 // and runs it on every rank; Horovod's image has torchvision.
 func TestImagesCompileMPIPrograms(t *testing.T) {

@@ -190,7 +190,13 @@ var Images = []Image{
 			// CAP_SYS_PTRACE (a 38 KB MPI_Bcast failed without it).
 			"MPIR_CVAR_CH4_NETMOD=ofi", "FI_PROVIDER=tcp", "FI_TCP_IFACE=eth0", "MPIR_CVAR_NOLOCAL=1",
 		},
-		Files: withExamples(map[string]string{"common/mpijob-mpiexec": "/usr/local/bin/mpijob-mpiexec"}),
+		// mpirun and mpiexec run mpijob-mpiexec in a Launcher
+		// (common/mpirun-hydra): Hydra's own ran one rank, on the Launcher.
+		Install: fmt.Sprintf("ln -sf /usr/local/bin/mpirun-hydra %[1]s/bin/mpirun\nln -sf /usr/local/bin/mpirun-hydra %[1]s/bin/mpiexec\n", mpichVenv),
+		Files: withExamples(map[string]string{
+			"common/mpijob-mpiexec": "/usr/local/bin/mpijob-mpiexec",
+			"common/mpirun-hydra":   "/usr/local/bin/mpirun-hydra",
+		}),
 	},
 	{
 		// OpenMPI 5 (PRRTE) from Debian trixie; the mpi-openmpi5 runtime
