@@ -38,6 +38,16 @@ func (s Status) Clean() Status {
 	s.Launcher = LauncherState(CleanText(string(s.Launcher)))
 	s.Reason = CleanText(s.Reason)
 	s.GPUsPerWorker = CleanText(s.GPUsPerWorker)
+	s.Runtime = CleanText(s.Runtime)
+	// The names too: a status annotation written by hand can hold anything.
+	s.Pods = mapped(s.Pods, func(p PodRecord) PodRecord {
+		p.Role, p.Pod, p.Node = CleanText(p.Role), CleanText(p.Pod), CleanText(p.Node)
+		return p
+	})
+	s.Failed = mapped(s.Failed, func(p FailedPod) FailedPod {
+		p.Role, p.Pod, p.Node = CleanText(p.Role), CleanText(p.Pod), CleanText(p.Node)
+		return p
+	})
 	return s.MapProse(CleanText)
 }
 

@@ -22,6 +22,12 @@ def test_failed_pods_match_go(v):
     assert got == want
 
 
+def test_the_vectors_ask_more_than_a_copy():
+    # A reader that returned status.failed as it is would pass vectors whose
+    # list needs no cleaning: at least one must differ.
+    assert any(v["status"].get("failed", []) != v["failed"] for v in VECTORS)
+
+
 def test_a_status_without_the_list_has_none():
     obj = {"metadata": {"name": "pi", "annotations": {"mpijob.dev/status": json.dumps({"phase": "Failed"})}}}
     assert JobStatus.from_trainjob(obj).failed == []
