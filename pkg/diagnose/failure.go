@@ -139,8 +139,13 @@ func explainFailure(in Input) (reason, message, next string) {
 		return r, m, n
 	}
 	if code, ok := launcherExitCode(in.Launcher); ok {
-		return ReasonLauncherFailed,
-			fmt.Sprintf("The Launcher exited with code %d.", code),
+		msg := fmt.Sprintf("The Launcher exited with code %d.", code)
+		// Intel MPI's mpiexec exits without a word about the ranks that
+		// failed: what they printed last says why.
+		if last := lastWords(in.LauncherLog, ""); last != "" {
+			msg = fmt.Sprintf("The Launcher exited with code %d. The last output: %q.", code, last)
+		}
+		return ReasonLauncherFailed, msg,
 			"Read the Launcher log (`kubectl mpijob logs NAME`) for the program's own error."
 	}
 	msg := "The job failed."

@@ -159,7 +159,11 @@ const (
 	horovodVersion   = "0.28.1"
 	horovodVenv      = "/opt/horovod"
 	deepspeedVersion = "0.19.8"
-	deepspeedVenv    = "/opt/deepspeed"
+	// TensorFlow's CPU build for Python 3.11 (bookworm's): 2.20.0 is the
+	// newest tensorflow-cpu on PyPI.
+	tensorflowVersion = "2.20.0"
+	tensorflowMinor   = "2.20"
+	deepspeedVenv     = "/opt/deepspeed"
 )
 
 // Images are the MPI images; their Containerfiles in images/ describe the
@@ -207,25 +211,14 @@ var Images = []Image{
 		Env:     []string{"OMPI_MCA_btl=tcp,self", "OMPI_MCA_btl_tcp_if_include=eth0", "PRTE_MCA_prte_if_include=eth0"},
 		Files:   withExamples(openmpiFiles),
 	},
-	{
-		// Intel MPI from Intel's wheels (impi-rt), in a virtual environment
-		// first on PATH; Debian's OpenMPI-built python3-mpi4py stays out of it.
-		Name: "intel", Ref: "ghcr.io/mpijob/intel-mpi:2021.18", Dir: "intel", OnDemand: true,
-		Packages: withCompiler("python3-venv"),
-		// impi-devel: mpi.h and the compiler wrappers, so programs compile
-		// in the image as they do with the other MPIs.
-		Setup: fmt.Sprintf("python3 -m venv %[1]s\n%[1]s/bin/pip install -q --no-cache-dir impi-rt==%[2]s impi-devel==%[2]s mpi4py==%[3]s numpy==%[4]s scikit-learn==%[5]s boto3==%[6]s\n",
-			intelVenv, impiVersion, mpi4pyVersion, numpyVersion, sklearnVersion, boto3Version),
-		// Intel's wrapper finds mpi.h through I_MPI_ROOT.
-		MPICC: "I_MPI_ROOT=" + intelVenv + " " + intelVenv + "/bin/mpicc",
-		Env: []string{
-			"PATH=" + intelVenv + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-			"I_MPI_ROOT=" + intelVenv, "LD_LIBRARY_PATH=" + intelVenv + "/lib",
-			// TCP through libfabric: pods have no RDMA devices.
-			"FI_PROVIDER=tcp", "I_MPI_FABRICS=shm:ofi", "I_MPI_HYDRA_IFACE=eth0", "FI_TCP_IFACE=eth0",
-		},
-		Files: withExamples(map[string]string{"common/mpijob-mpiexec": "/usr/local/bin/mpijob-mpiexec"}),
-	},
+	// Intel MPI from Intel's wheels (impi-rt), in a virtual environment
+	// first on PATH; Debian's OpenMPI-built python3-mpi4py stays out of it.
+	intelMPI("intel", "ghcr.io/mpijob/intel-mpi:2021.18", "intel", ""),
+	// The same with TensorFlow's CPU wheel from PyPI: a TensorFlow program
+	// that the mpi-intel runtime runs (--image), data-parallel over Intel
+	// MPI through mpi4py (examples/training/digits_tensorflow.py).
+	intelMPI("intel-tensorflow", "ghcr.io/mpijob/intel-tensorflow:"+tensorflowMinor, "intel-tensorflow", "tensorflow-cpu=="+tensorflowVersion,
+		map[string]string{"../examples/training/digits_tensorflow.py": "/opt/mpijob/examples/digits_tensorflow.py"}),
 	{
 		// Horovod built against Debian's CPU PyTorch and OpenMPI 4.1: the
 		// wheel is compiled in the build copy and installed without the
@@ -269,6 +262,34 @@ var Images = []Image{
 		},
 		Files: withExamples(openmpiFiles, map[string]string{"../examples/training/digits_deepspeed.py": "/opt/mpijob/examples/digits_deepspeed.py"}),
 	},
+}
+
+// intelMPI is the recipe of an Intel MPI image, with more pinned wheels
+// (space-separated) and files when given. The wheels install in the image
+// only (Install), not in the build copy that compiles mpi-hello.
+func intelMPI(name, ref, dir, wheels string, files ...map[string]string) Image {
+	install := ""
+	if wheels != "" {
+		install = fmt.Sprintf("%s/bin/pip install -q --no-cache-dir %s\n", intelVenv, wheels)
+	}
+	return Image{
+		Name: name, Ref: ref, Dir: dir, OnDemand: true,
+		Packages: withCompiler("python3-venv"),
+		// impi-devel: mpi.h and the compiler wrappers, so programs compile
+		// in the image as they do with the other MPIs.
+		Setup: fmt.Sprintf("python3 -m venv %[1]s\n%[1]s/bin/pip install -q --no-cache-dir impi-rt==%[2]s impi-devel==%[2]s mpi4py==%[3]s numpy==%[4]s scikit-learn==%[5]s boto3==%[6]s\n",
+			intelVenv, impiVersion, mpi4pyVersion, numpyVersion, sklearnVersion, boto3Version),
+		Install: install,
+		// Intel's wrapper finds mpi.h through I_MPI_ROOT.
+		MPICC: "I_MPI_ROOT=" + intelVenv + " " + intelVenv + "/bin/mpicc",
+		Env: []string{
+			"PATH=" + intelVenv + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+			"I_MPI_ROOT=" + intelVenv, "LD_LIBRARY_PATH=" + intelVenv + "/lib",
+			// TCP through libfabric: pods have no RDMA devices.
+			"FI_PROVIDER=tcp", "I_MPI_FABRICS=shm:ofi", "I_MPI_HYDRA_IFACE=eth0", "FI_TCP_IFACE=eth0",
+		},
+		Files: withExamples(append([]map[string]string{{"common/mpijob-mpiexec": "/usr/local/bin/mpijob-mpiexec"}}, files...)...),
+	}
 }
 
 // ImageNamed returns the image with short name or reference n.
