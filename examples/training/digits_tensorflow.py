@@ -159,10 +159,10 @@ def main(argv: list[str]) -> int:
             total_loss += comm.allreduce(loss, op=MPI.SUM)
             mean = summed / len(batch)
             grads, offset = [], 0
-            for shape, n in zip(shapes, sizes):
+            for shape, n in zip(shapes, sizes, strict=True):
                 grads.append(tf.constant(mean[offset : offset + n].reshape(shape)))
                 offset += n
-            optimizer.apply_gradients(zip(grads, model.trainable_variables))
+            optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
         if rank == 0:
             acc = accuracy(test)
             elapsed = time.monotonic() - start
