@@ -36,7 +36,6 @@ import time
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np
-from mpi4py import MPI
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mpijob_io
@@ -83,6 +82,8 @@ def split(n: int, seed: int, test_fraction: float = 0.2) -> tuple[np.ndarray, np
 
 
 def main(argv: list[str]) -> int:
+    from mpi4py import MPI
+
     args = parse_args(argv)
     comm = MPI.COMM_WORLD
     rank, size = comm.Get_rank(), comm.Get_size()
