@@ -8,6 +8,7 @@ SDK call (``kubectl get localqueues``) stays as it is.
 
 from __future__ import annotations
 
+import json
 import re
 
 # `kubectl mpijob VERB ARGS` in backticks, or in parentheses, or bare up to the
@@ -21,6 +22,20 @@ def _arg(args: list[str], flag: str) -> str:
         if i + 1 < len(args):
             return args[i + 1]
     return ""
+
+
+def _command(words: list[str]) -> str:
+    """A clone's new command as a Python list: the words the step gives, with ``...`` for
+    the placeholder of the job's own program (``<command>``)."""
+    out: list[str] = []
+    for w in words:
+        if w.startswith("<") or (out and out[-1] == "..." and not w.startswith("-")):
+            # "<command>", or the rest of "<command with a smaller batch>".
+            if not out or out[-1] != "...":
+                out.append("...")
+            continue
+        out.append(json.dumps(w))
+    return "[" + ", ".join(out or ["..."]) + "]"
 
 
 def _call(job: str, verb: str, rest: str) -> str:
@@ -50,7 +65,7 @@ def _call(job: str, verb: str, rest: str) -> str:
         if gpus:
             kwargs += f', resources_per_worker={{"nvidia.com/gpu": {gpus if gpus.isdigit() else "N"}}}'
         if "--" in args:
-            kwargs += ", command=[...]"
+            kwargs += f", command={_command(args[args.index('--') + 1:])}"
         return f'client.clone_job({name}, "{new}"{kwargs})'
     if verb == "describe":
         return f"client.get_job({name})"

@@ -52,3 +52,15 @@ def test_clone_steps_keep_the_runtime_and_the_gpus():
         'Ask for GPUs: `client.clone_job("cnn", "NEW", runtime="mpi-openmpi-gpu", resources_per_worker={"nvidia.com/gpu": 1})` (needs GPU nodes).'
     assert sdk_words("One each: `kubectl mpijob clone NAME NEW --slots-per-worker G --gpus G`.", "cnn") == \
         'One each: `client.clone_job("cnn", "NEW", slots_per_worker=N, resources_per_worker={"nvidia.com/gpu": N})`.'
+
+
+def test_clone_steps_keep_the_new_command():
+    # The fix of an MPI feature is in the command (RMAWindowRefused, NoSlotsToSpawn): the SDK's
+    # call says it, with ... for the job's own program.
+    from mpijob.nextsteps import sdk_words
+    assert sdk_words("Use osc/pt2pt: `kubectl mpijob clone rma rma-2 -- mpirun --mca osc pt2pt -x MPI4PY_RC_THREAD_LEVEL=serialized <command>` (C: MPI_Init).", "rma") == \
+        'Use osc/pt2pt: `client.clone_job("rma", "rma-2", command=["mpirun", "--mca", "osc", "pt2pt", "-x", "MPI4PY_RC_THREAD_LEVEL=serialized", ...])` (C: MPI_Init).'
+    assert sdk_words("Or MPICH: `kubectl mpijob clone rma rma-2 --runtime mpi-mpich -- mpijob-mpiexec <command>`.", "rma") == \
+        'Or MPICH: `client.clone_job("rma", "rma-2", runtime="mpi-mpich", command=["mpijob-mpiexec", ...])`.'
+    assert sdk_words("Smaller: kubectl mpijob clone NAME NEW -- <command with a smaller batch>.", "cnn") == \
+        'Smaller: client.clone_job("cnn", "NEW", command=[...]).'
