@@ -56,8 +56,8 @@ func TestSelectImages(t *testing.T) {
 		"short names":         {names: []string{"openmpi5", "intel"}, want: []string{"openmpi5", "intel"}},
 		"a reference":         {names: []string{"ghcr.io/mpijob/mpich:5.0"}, want: []string{"mpich"}},
 		"all":                 {all: true, want: ImageNames()},
-		"nothing named":       {wantErr: "name an image (openmpi, mpich, openmpi5, intel, horovod, deepspeed) or use --all"},
-		"a typo lists images": {names: []string{"openmpi6"}, wantErr: `unknown image "openmpi6": the images are openmpi, mpich, openmpi5, intel, horovod, deepspeed`},
+		"nothing named":       {wantErr: "name an image (openmpi, mpich, openmpi5, intel, intel-tensorflow, horovod, deepspeed) or use --all"},
+		"a typo lists images": {names: []string{"openmpi6"}, wantErr: `unknown image "openmpi6": the images are openmpi, mpich, openmpi5, intel, intel-tensorflow, horovod, deepspeed`},
 	}
 	for n, tc := range cases {
 		t.Run(n, func(t *testing.T) {
