@@ -32,7 +32,7 @@ func TestDiagnosisOfRealFailures(t *testing.T) {
 		"the Launcher's program fails": {
 			job:       framework.MakeTrainJob("exit3", "", "mpi-openmpi").NumNodes(1).Command("sh", "-c", "echo giving up; exit 3"),
 			wantPhase: api.PhaseFailed, wantReason: diagnose.ReasonLauncherFailed,
-			wantMessage: []string{"The Launcher exited with code 3."},
+			wantMessage: []string{`The Launcher exited with code 3. The last output: "giving up".`},
 		},
 		"ssh to a Worker is refused": {
 			// Nothing listens on 2299: the ssh error is what a Worker without sshd gives.
