@@ -9,8 +9,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/util/sets"
-
 	"github.com/mpijob/mpijob/pkg/localcluster/images"
 )
 
@@ -49,7 +47,7 @@ func (c *Cluster) importImages(ctx context.Context, n realNode) error {
 		return err
 	}
 	for _, t := range tars {
-		if refs[t] == Images[0].Ref && !present.Has(Images[0].Ref) {
+		if _, ok := present[Images[0].Ref]; refs[t] == Images[0].Ref && !ok {
 			if err := c.importTar(ctx, n, t, refs[t], present); err != nil {
 				return err
 			}
@@ -65,12 +63,14 @@ func (c *Cluster) importImages(ctx context.Context, n realNode) error {
 }
 
 // importTar imports tar (image ref) into node n's containerd unless n
-// holds that exact build: its import marker is there and the image is
-// still in the store (the kubelet deletes unused images under disk
-// pressure, and the marker alone would then lie).
-func (c *Cluster) importTar(ctx context.Context, n realNode, tar, ref string, present sets.Set[string]) error {
+// holds that exact build: its import marker is there and the node's image
+// of that name is this tar's (the kubelet deletes unused images under disk
+// pressure, and another build of the same name, from an image builder
+// started before a recipe changed, can take the name: the marker alone
+// would then lie).
+func (c *Cluster) importTar(ctx context.Context, n realNode, tar, ref string, present map[string]string) error {
 	marker := n.importMarker(tar)
-	if fileExists(marker) && (ref == "" || present.Has(ref)) {
+	if fileExists(marker) && (ref == "" || sameBuild(tar, present[ref])) {
 		return nil
 	}
 	done := c.progress.Step("importing %s into %s", filepath.Base(tar), n.name)
@@ -89,13 +89,39 @@ func (n realNode) importMarker(tar string) string {
 	return filepath.Join(n.store, ".imported-"+filepath.Base(tar))
 }
 
-// presentRefs lists the image names node n's containerd holds.
-func presentRefs(ctx context.Context, n realNode) (sets.Set[string], error) {
-	out, err := exec.CommandContext(ctx, "ctr", "--address", n.socket(), "-n", "k8s.io", "images", "ls", "-q").Output()
+// presentRefs lists the image names node n's containerd holds, each with
+// the digest of what it names (its manifest's).
+func presentRefs(ctx context.Context, n realNode) (map[string]string, error) {
+	out, err := exec.CommandContext(ctx, "ctr", "--address", n.socket(), "-n", "k8s.io", "images", "ls").Output()
 	if err != nil {
 		return nil, fmt.Errorf("failed to list the images of %s: %w", n.name, err)
 	}
-	return sets.New(strings.Fields(string(out))...), nil
+	return parseImageList(string(out)), nil
+}
+
+// parseImageList reads `ctr images ls`: REF TYPE DIGEST SIZE PLATFORMS
+// LABELS, a header line first.
+func parseImageList(out string) map[string]string {
+	present := map[string]string{}
+	for i, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if i == 0 || len(f) < 3 || !strings.HasPrefix(f[2], "sha256:") {
+			continue
+		}
+		present[f[0]] = f[2]
+	}
+	return present
+}
+
+// sameBuild says whether digest (of a node's image) is the manifest that
+// tar, an OCI layout, imports; false when digest is empty (no such image).
+// A tar that cannot be read counts as the same: the marker decides.
+func sameBuild(tar, digest string) bool {
+	if digest == "" {
+		return false
+	}
+	want, err := images.ManifestDigest(tar)
+	return err != nil || want == digest
 }
 
 // ForgetImage removes image ref from every real node's containerd, as the

@@ -149,6 +149,31 @@ func TestPlainMpirunOnHydraRunsOnTheWorkers(t *testing.T) {
 	}
 }
 
+// The diagnosis blamed a rank for the Launcher's own output, and describe
+// printed the resource totals as cpu=1000100m,memory=134217738 (issue
+// 45): a Python error raised by the Launcher's command outside mpirun is
+// the Launcher's, and the totals read as people write them.
+func TestLauncherOwnErrorAndTotalsAsWritten(t *testing.T) {
+	c := framework.Get(t)
+	const ns, user = "team-a", "dev-a"
+	name := framework.UniqueName("own")
+	t.Cleanup(func() { mpijob(t, user, ns, "delete", name, "--wait=false") })
+	expect(t, mpijob(t, user, ns, "create", name, "--workers", "2", "--cpu", "500m", "--memory", "100Mi", "--",
+		"python3", "-c", "raise ValueError('launcher side')"), 0)
+	s := c.WaitForStatus(t, ns, name, 4*time.Minute, func(s api.Status) bool { return s.Phase.Finished() })
+	if s.Phase != api.PhaseFailed || !strings.HasPrefix(s.Message, "The Launcher's own command raised ValueError: launcher side") {
+		t.Errorf("%s/%s: %s; want the Launcher's own error", s.Phase, s.Reason, s.Message)
+	}
+	if strings.Contains(s.Message, "rank 0") || strings.Contains(s.Message, "Worker 0") {
+		t.Errorf("a rank is blamed for the Launcher's output: %s", s.Message)
+	}
+	// 2 Workers × (500m, 100Mi) and the runtime's Launcher (100m, 128Mi).
+	d := mpijob(t, user, ns, "describe", name)
+	if !regexp.MustCompile(`Total requested\s+cpu=1\.1,memory=328Mi\b`).MatchString(d.out) {
+		t.Errorf("the totals do not read as people write them:\n%s", d.out)
+	}
+}
+
 // Every runtime's image compiles an MPI program with mpicc (gcc and mpi.h)
 // and runs it on every rank; Horovod's image has torchvision.
 func TestImagesCompileMPIPrograms(t *testing.T) {

@@ -1,0 +1,41 @@
+package localcluster
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseImageList(t *testing.T) {
+	cases := map[string]struct {
+		out  string
+		want map[string]string
+	}{
+		"ctr's columns, the header skipped": {
+			out: "REF                      TYPE                                       DIGEST                  SIZE      PLATFORMS   LABELS\n" +
+				"ghcr.io/mpijob/mpich:5.0 application/vnd.oci.image.manifest.v1+json sha256:edefed30cf1e 330.7 MiB linux/amd64 io.cri-containerd.image=managed\n" +
+				"sha256:3c1b0b1cd5b4      application/vnd.oci.image.manifest.v1+json sha256:3c1b0b1cd5b4 1.2 MiB   linux/amd64 -\n",
+			want: map[string]string{"ghcr.io/mpijob/mpich:5.0": "sha256:edefed30cf1e", "sha256:3c1b0b1cd5b4": "sha256:3c1b0b1cd5b4"},
+		},
+		"no images":                   {out: "REF TYPE DIGEST SIZE PLATFORMS LABELS\n", want: map[string]string{}},
+		"a line that is not an image": {out: "REF TYPE DIGEST SIZE PLATFORMS LABELS\nwarning: something\n", want: map[string]string{}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, parseImageList(tc.out)); diff != "" {
+				t.Errorf("parseImageList (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A node's image of the same name from another build is not this tar's:
+// sameBuild says so, and says nothing against a tar it cannot read.
+func TestSameBuild(t *testing.T) {
+	if sameBuild("/nonexistent.tar", "") {
+		t.Error("no image on the node counts as the same build")
+	}
+	if !sameBuild("/nonexistent.tar", "sha256:aa") {
+		t.Error("an unreadable tar must leave the decision to the marker")
+	}
+}
