@@ -19,8 +19,8 @@ const (
 	ReasonNoSlotsToSpawn = "NoSlotsToSpawn"
 )
 
-// mpiLimit is an MPI feature a program used the way it works on one
-// machine and that works otherwise across pods: the error that says so
+// mpiLimit is an MPI feature that a program used as it works on one
+// machine, and that works differently across pods: the error that says so
 // (failed: in the Launcher's whole log; running: in the failed rank's
 // last lines), what happened, and the ranked fixes.
 type mpiLimit struct {
