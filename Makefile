@@ -42,7 +42,7 @@ dev-status: $(DEV) ## Say whether the local cluster runs.
 	$(DEV) status
 
 .PHONY: dev-reload
-dev-reload: $(DEV) dashboard ## Rebuild mpijob-manager and the dashboard from this checkout and restart them in the running cluster (runtimes and roles re-applied).
+dev-reload: $(DEV) dashboard ## Rebuild mpijob-manager and the dashboard from this checkout and restart them in the running cluster (runtimes and roles re-applied), and restart the image builder with its image recipes.
 	$(DEV) reload
 
 ##@ Build

@@ -127,13 +127,17 @@ func newDownCmd() *cobra.Command {
 func newReloadCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "reload",
-		Short: "Rebuild mpijob-manager and the dashboard from this checkout, re-apply the runtimes and roles, and restart both in the running cluster",
+		Short: "Rebuild mpijob-manager and the dashboard from this checkout, re-apply the runtimes and roles, and restart both in the running cluster, and the image builder with this checkout's recipes",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts, err := options()
 			if err != nil {
 				return err
 			}
-			return localcluster.Reload(context.Background(), opts, cmd.OutOrStdout())
+			ctx := context.Background()
+			if err := localcluster.Reload(ctx, opts, cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			return localcluster.RestartImageBuilder(ctx, opts, cmd.OutOrStdout())
 		},
 	}
 }

@@ -388,6 +388,29 @@ func Reload(ctx context.Context, opts Options, out io.Writer) error {
 	return nil
 }
 
+// RestartImageBuilder restarts the running cluster's image builder as this
+// executable (`mpijob-dev reload`, after Reload): one started before a
+// recipe changed builds and imports the old recipe's images when a pod
+// asks for one (seen: an MPICH image without the checkout's mpirun, under
+// the same name).
+func RestartImageBuilder(ctx context.Context, opts Options, out io.Writer) error {
+	if ok, msg := Status(ctx, opts); !ok {
+		return fmt.Errorf("%s", msg)
+	}
+	opts = runningCacheDir(opts)
+	c := New(opts, out)
+	if err := c.loadRunning(); err != nil {
+		return err
+	}
+	done := c.progress.Step("restarting the image builder with this checkout's image recipes")
+	stopPidFiles(opts.runDir(), 5*time.Second, func(name string) bool { return name == imageBuilderProcess })
+	if err := c.startImageBuilder(); err != nil {
+		return err
+	}
+	done()
+	return nil
+}
+
 func sortedValues(m map[string]string) []string {
 	var vs []string
 	for _, k := range slices.Sorted(maps.Keys(m)) {
