@@ -56,12 +56,19 @@ type Reconciler struct {
 	Runtimes runtimes.RuntimeLookup
 	// Now is the clock (tests set it).
 	Now func() time.Time
+	// MaxRemembered bounds what the diagnosis remembers of jobs (10,000
+	// when 0): beyond it the finished job written to longest ago is
+	// forgotten, and starts again from its written status (the cache has
+	// long caught up with it). Running jobs are never forgotten: the
+	// cluster's capacity bounds them.
+	MaxRemembered int
 
 	// seen remembers, per TrainJob, the last Status diagnosed and the last
 	// written: the cache lags behind our own writes, and diagnosing from an
 	// older Status would forget what was seen (a Launcher that ran and was
 	// deleted) or report a transition twice. Entries go when their TrainJob
-	// is gone.
+	// is gone, and finished jobs' go first beyond MaxRemembered (a cluster
+	// keeps finished TrainJobs for as long as nobody deletes them).
 	mu         sync.Mutex
 	queuesOnce sync.Once
 	seen       map[types.NamespacedName]*memory
@@ -91,7 +98,40 @@ func (r *Reconciler) store(tj *trainer.TrainJob, m memory) {
 	if r.seen == nil {
 		r.seen = map[types.NamespacedName]*memory{}
 	}
-	r.seen[client.ObjectKeyFromObject(tj)] = &m
+	key := client.ObjectKeyFromObject(tj)
+	r.seen[key] = &m
+	limit := r.MaxRemembered
+	if limit <= 0 {
+		limit = defaultMaxRemembered
+	}
+	if len(r.seen) > limit {
+		r.forgetOldestFinishedLocked(key)
+	}
+}
+
+// defaultMaxRemembered is MaxRemembered when it is not set.
+const defaultMaxRemembered = 10000
+
+// forgetOldestFinishedLocked forgets the finished job written to (or first
+// seen) longest ago, other than keep.
+func (r *Reconciler) forgetOldestFinishedLocked(keep types.NamespacedName) {
+	var oldest types.NamespacedName
+	var at time.Time
+	for k, m := range r.seen {
+		if k == keep || !m.diagnosed.Phase.Finished() {
+			continue
+		}
+		t := m.wroteAt
+		if t.IsZero() {
+			t = m.firstSeen
+		}
+		if at.IsZero() || t.Before(at) {
+			oldest, at = k, t
+		}
+	}
+	if !at.IsZero() {
+		delete(r.seen, oldest)
+	}
 }
 
 func (r *Reconciler) forget(key types.NamespacedName) {

@@ -3,11 +3,13 @@ package diagnose
 import (
 	"context"
 	"os"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -269,5 +271,37 @@ func TestLogTailIsRedacted(t *testing.T) {
 	}
 	if long := logTail(strings.Repeat("x", 1000)); len(long) != 300 {
 		t.Fatalf("the tail is %d bytes, want the last 300", len(long))
+	}
+}
+
+// What the diagnosis remembers of finished jobs is bounded: beyond
+// MaxRemembered the finished job written to longest ago goes, running
+// jobs stay.
+func TestMemoryOfFinishedJobsIsBounded(t *testing.T) {
+	r := &Reconciler{MaxRemembered: 3}
+	tjOf := func(name string) *trainer.TrainJob {
+		return &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name)}}
+	}
+	at := func(minutes int) time.Time { return t0.Add(time.Duration(minutes) * time.Minute) }
+	r.store(tjOf("running-old"), memory{uid: "running-old", diagnosed: api.Status{Phase: api.PhaseRunning}, wroteAt: at(0)})
+	r.store(tjOf("done-2"), memory{uid: "done-2", diagnosed: api.Status{Phase: api.PhaseSucceeded}, wroteAt: at(2)})
+	r.store(tjOf("done-1"), memory{uid: "done-1", diagnosed: api.Status{Phase: api.PhaseFailed}, wroteAt: at(1)})
+	r.store(tjOf("new"), memory{uid: "new", diagnosed: api.Status{Phase: api.PhaseRunning}, firstSeen: at(3)})
+	var got []string
+	for k := range r.seen {
+		got = append(got, k.Name)
+	}
+	sort.Strings(got)
+	if diff := cmp.Diff([]string{"done-2", "new", "running-old"}, got); diff != "" {
+		t.Errorf("remembered (-want,+got):\n%s", diff)
+	}
+	// Only running jobs left beyond the bound: none is forgotten.
+	r.MaxRemembered = 1
+	r.store(tjOf("new-2"), memory{uid: "new-2", diagnosed: api.Status{Phase: api.PhaseRunning}})
+	if _, ok := r.seen[types.NamespacedName{Namespace: "ns", Name: "running-old"}]; !ok {
+		t.Error("a running job was forgotten")
+	}
+	if _, ok := r.seen[types.NamespacedName{Namespace: "ns", Name: "done-2"}]; ok {
+		t.Error("the last finished job is still remembered beyond the bound")
 	}
 }
