@@ -399,9 +399,6 @@ func RestartImageBuilder(ctx context.Context, opts Options, out io.Writer) error
 	}
 	opts = runningCacheDir(opts)
 	c := New(opts, out)
-	if err := c.loadRunning(); err != nil {
-		return err
-	}
 	done := c.progress.Step("restarting the image builder with this checkout's image recipes")
 	stopPidFiles(opts.runDir(), 5*time.Second, func(name string) bool { return name == imageBuilderProcess })
 	if err := c.startImageBuilder(); err != nil {
