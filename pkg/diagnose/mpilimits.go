@@ -22,7 +22,7 @@ const (
 // mpiLimit is an MPI feature that a program used as it works on one
 // machine, and that works differently across pods: the error that says so
 // (failed: in the Launcher's whole log; running: in the failed rank's
-// last lines), what happened, and the ranked fixes.
+// last lines, failed's when nil), what happened, and the ranked fixes.
 type mpiLimit struct {
 	reason  string
 	failed  *regexp.Regexp
@@ -37,20 +37,18 @@ var mpiLimits = []mpiLimit{
 	{
 		// Open MPI 4.1: osc/rdma needs an RDMA network; osc/pt2pt offers
 		// no window at MPI_THREAD_MULTIPLE, mpi4py's default level.
-		reason:  ReasonRMAWindowRefused,
-		failed:  regexp.MustCompile(`MPI_ERR_WIN: invalid window`),
-		running: regexp.MustCompile(`MPI_ERR_WIN: invalid window`),
-		what:    "Open MPI 4.1 could not create its one-sided (RMA) window (MPI_ERR_WIN): its osc/rdma component needs an RDMA network, which pods do not have, and its osc/pt2pt component offers no window at MPI_THREAD_MULTIPLE, the level mpi4py asks for by default",
+		reason: ReasonRMAWindowRefused,
+		failed: regexp.MustCompile(`MPI_ERR_WIN: invalid window`),
+		what:   "Open MPI 4.1 could not create its one-sided (RMA) window (MPI_ERR_WIN): its osc/rdma component needs an RDMA network, which pods do not have, and its osc/pt2pt component offers no window at MPI_THREAD_MULTIPLE, the level mpi4py asks for by default",
 		steps: []string{
 			"Run it with Open MPI's osc/pt2pt below MPI_THREAD_MULTIPLE: `kubectl mpijob clone NAME NEW -- mpirun --mca osc pt2pt -x MPI4PY_RC_THREAD_LEVEL=serialized <command>` (a C program: MPI_Init, or MPI_Init_thread at most MPI_THREAD_SERIALIZED).",
 			"Or run it on MPICH, whose one-sided MPI works across Workers: `kubectl mpijob clone NAME NEW --runtime mpi-mpich -- mpijob-mpiexec <command>`.",
 		},
 	},
 	{
-		reason:  ReasonSharedWindowAcrossWorkers,
-		failed:  regexp.MustCompile(`MPI_ERR_RMA_SHARED`),
-		running: regexp.MustCompile(`MPI_ERR_RMA_SHARED`),
-		what:    "it asked for a shared-memory window (Win.Allocate_shared, MPI_Win_allocate_shared) over ranks on different Workers, and MPI refused it (MPI_ERR_RMA_SHARED): memory is shared only between the ranks of one Worker (one pod), as between the ranks of one machine",
+		reason: ReasonSharedWindowAcrossWorkers,
+		failed: regexp.MustCompile(`MPI_ERR_RMA_SHARED`),
+		what:   "it asked for a shared-memory window (Win.Allocate_shared, MPI_Win_allocate_shared) over ranks on different Workers, and MPI refused it (MPI_ERR_RMA_SHARED): memory is shared only between the ranks of one Worker (one pod), as between the ranks of one machine",
 		steps: []string{
 			"Split the communicator by Worker first and share memory within it: node = comm.Split_type(MPI.COMM_TYPE_SHARED), then MPI.Win.Allocate_shared(size, disp_unit, comm=node) (in C: MPI_Comm_split_type with MPI_COMM_TYPE_SHARED).",
 			"To reach the memory of ranks on other Workers, use a one-sided window over the whole communicator (Win.Allocate or Win.Create) instead.",
@@ -92,8 +90,12 @@ func mpiLimitRules() []logRule {
 // error it raised (nil when none).
 func runningMPILimit(lines ...string) *mpiLimit {
 	for i := range mpiLimits {
+		re := mpiLimits[i].running
+		if re == nil {
+			re = mpiLimits[i].failed
+		}
 		for _, line := range lines {
-			if mpiLimits[i].running.MatchString(line) {
+			if re.MatchString(line) {
 				return &mpiLimits[i]
 			}
 		}

@@ -160,6 +160,13 @@ func TestRankFailedOnAnMPILimit(t *testing.T) {
 			t.Errorf("step %d %q lacks %q", i+1, s.NextSteps[i], w)
 		}
 	}
+	// A limit without a pattern of its own for running jobs matches by its
+	// failed job's pattern.
+	raw, _ = api.RankFailure{Rank: ptr.To(1), Error: "mpi4py.MPI.Exception: MPI_ERR_WIN: invalid window", At: metav1.NewTime(t0)}.Encode()
+	tj.Annotations = map[string]string{api.RankFailureAnnotation: raw}
+	if s := diagnoseBoth(t, in); s.Reason != ReasonRankFailedOthersWaiting || !strings.Contains(s.NextStep, "--mca osc pt2pt") {
+		t.Errorf("%s: first step %q, want osc/pt2pt's", s.Reason, s.NextStep)
+	}
 }
 
 func TestFindSilentRank(t *testing.T) {
