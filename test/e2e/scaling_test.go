@@ -8,7 +8,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -45,21 +44,14 @@ func TestReferenceCNN(t *testing.T) {
 		{"hvd2", "mpi-horovod", "cnn_horovod.py", 2, 1, []string{"--width", "8", "--samples", "4000", "--epochs", "3", "--target-accuracy", "0.95"}},
 		{"tput", "mpi-openmpi", "cnn_torch.py", 2, 1, []string{"--mode", "throughput", "--width", "16", "--steps", "8", "--warmup", "2", "--baseline-steps", "4"}},
 	}
+	var names []string
 	for _, r := range runs {
+		names = append(names, r.name)
 		args := append([]string{"create", r.name, "--runtime", r.runtime, "--workers", strconv.Itoa(r.workers), "--slots-per-worker", strconv.Itoa(r.slots), "--memory", "2Gi", "--",
 			"mpirun", "python3", "/opt/mpijob/examples/" + r.script}, r.args...)
 		expect(t, mpijob(t, "admin", ns, args...), 0)
 	}
-	var wg sync.WaitGroup
-	ended := make([]string, len(runs))
-	for i, r := range runs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ended[i] = c.WaitForTrainJob(t, ns, r.name, 12*time.Minute, trainer.TrainJobComplete, trainer.TrainJobFailed)
-		}()
-	}
-	wg.Wait()
+	ended := waitForTrainJobs(t, c, ns, 12*time.Minute, names...)
 	for i, r := range runs {
 		if ended[i] != trainer.TrainJobComplete {
 			d := mpijob(t, "admin", ns, "describe", r.name)

@@ -7,7 +7,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -41,22 +40,15 @@ func TestTensorFlowOnIntelMPI(t *testing.T) {
 		{"tf4", 2, 2, nil},
 		{"tfbad", 2, 2, []string{"--batch-size", "3"}},
 	}
+	var names []string
 	for _, r := range runs {
+		names = append(names, r.name)
 		args := append([]string{"create", r.name, "--runtime", "mpi-intel", "--image", im.Ref, "--workers", strconv.Itoa(r.workers),
 			"--slots-per-worker", strconv.Itoa(r.slots), "--memory", "2Gi", "--",
 			"mpijob-mpiexec", "python3", "/opt/mpijob/examples/digits_tensorflow.py"}, r.args...)
 		expect(t, mpijob(t, "admin", ns, args...), 0)
 	}
-	var wg sync.WaitGroup
-	ended := make([]string, len(runs))
-	for i, r := range runs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			ended[i] = c.WaitForTrainJob(t, ns, r.name, 10*time.Minute, trainer.TrainJobComplete, trainer.TrainJobFailed)
-		}()
-	}
-	wg.Wait()
+	ended := waitForTrainJobs(t, c, ns, 10*time.Minute, names...)
 	accs := map[string]float64{}
 	for i, r := range runs[:2] {
 		if ended[i] != trainer.TrainJobComplete {

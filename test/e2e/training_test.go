@@ -59,6 +59,24 @@ func finalAccuracy(t *testing.T, user, ns, name string) (acc float64, ranks int,
 	return acc, ranks, seconds
 }
 
+// waitForTrainJobs waits for the TrainJobs side by side until each is
+// Complete or Failed (or timeout passes), and returns how each ended, in
+// the order of names.
+func waitForTrainJobs(t *testing.T, c *framework.Cluster, ns string, timeout time.Duration, names ...string) []string {
+	t.Helper()
+	var wg sync.WaitGroup
+	ended := make([]string, len(names))
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ended[i] = c.WaitForTrainJob(t, ns, name, timeout, trainer.TrainJobComplete, trainer.TrainJobFailed)
+		}()
+	}
+	wg.Wait()
+	return ended
+}
+
 // finalProgress waits up to 90 s for the 100 % progress that the manager
 // publishes on a finished job's TrainJob, and returns it.
 func finalProgress(t *testing.T, c *framework.Cluster, ns, name string) progress.TrainerStatus {
@@ -290,19 +308,13 @@ func TestSameAccuracyOnOneTwoFourRanks(t *testing.T) {
 		{"r1", "digits_mpi4py.py", 1, 1}, {"r2", "digits_mpi4py.py", 1, 2}, {"r4", "digits_mpi4py.py", 2, 2},
 		{"torch4", "digits_torch.py", 2, 2},
 	}
+	var names []string
 	for _, r := range runs {
+		names = append(names, r.name)
 		expect(t, mpijob(t, "admin", ns, "create", r.name, "--workers", strconv.Itoa(r.workers), "--slots-per-worker", strconv.Itoa(r.slots), "--memory", "2Gi", "--",
 			"mpirun", "python3", "/opt/mpijob/examples/"+r.script, "--seed", "7", "--epochs", "30"), 0)
 	}
-	var wg sync.WaitGroup
-	for _, r := range runs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			c.WaitForTrainJob(t, ns, r.name, 10*time.Minute, trainer.TrainJobComplete, trainer.TrainJobFailed)
-		}()
-	}
-	wg.Wait()
+	waitForTrainJobs(t, c, ns, 10*time.Minute, names...)
 	accs := map[string]float64{}
 	for _, r := range runs {
 		acc, ranks, secs := finalAccuracy(t, "admin", ns, r.name)
