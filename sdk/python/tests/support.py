@@ -1,7 +1,9 @@
 """What several unit-test files share: the repository, stand-ins of the official client's APIs, objects."""
 
+import importlib.util
 import json
 import pathlib
+import sys
 
 import yaml
 
@@ -10,6 +12,21 @@ from mpijob import (
 )
 
 REPO = pathlib.Path(__file__).resolve().parents[3]
+
+
+def load_example(name):
+    """examples/training/NAME.py as a module, loaded as its job runs it: its folder on
+    sys.path (for mpijob_io) while it loads."""
+    folder = str(REPO / "examples/training")
+    sys.path.insert(0, folder)
+    try:
+        spec = importlib.util.spec_from_file_location(name, REPO / "examples/training" / f"{name}.py")
+        assert spec and spec.loader
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        return mod
+    finally:
+        sys.path.remove(folder)
 
 
 RUNTIME_NOT_SEEN = json.loads((REPO / "pkg/jobspec/testdata/runtime-not-seen.json").read_text())["vectors"]

@@ -5,28 +5,15 @@ checks that stop a job before it trains. Nothing here needs PyTorch or MPI."""
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import pathlib
-import sys
 
 import pytest
+from support import load_example
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 
 
-def _cnn():
-    sys.path.insert(0, str(ROOT / "examples/training"))
-    try:
-        spec = importlib.util.spec_from_file_location("cnn_torch", ROOT / "examples/training/cnn_torch.py")
-        assert spec and spec.loader
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        return mod
-    finally:
-        sys.path.remove(str(ROOT / "examples/training"))
-
-
-cnn = _cnn()
+cnn = load_example("cnn_torch")
 
 
 @pytest.mark.parametrize(

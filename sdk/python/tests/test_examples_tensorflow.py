@@ -4,28 +4,10 @@ value and the fix. Nothing here needs TensorFlow or MPI."""
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-import sys
-
 import pytest
+from support import load_example
 
-ROOT = pathlib.Path(__file__).resolve().parents[3]
-
-
-def _example():
-    sys.path.insert(0, str(ROOT / "examples/training"))
-    try:
-        spec = importlib.util.spec_from_file_location("digits_tensorflow", ROOT / "examples/training/digits_tensorflow.py")
-        assert spec and spec.loader
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-        return mod
-    finally:
-        sys.path.remove(str(ROOT / "examples/training"))
-
-
-tf_example = _example()
+tf_example = load_example("digits_tensorflow")
 
 
 @pytest.mark.parametrize(

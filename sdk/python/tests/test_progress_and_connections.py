@@ -4,12 +4,12 @@ own helper (examples/training/mpijob_io.py) against the same format."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import pathlib
 
 import pytest
+from support import load_example
 
 from mpijob import dataconn, progress
 from mpijob import jobspec as js
@@ -18,14 +18,6 @@ ROOT = pathlib.Path(__file__).resolve().parents[3]
 PROGRESS = json.loads((ROOT / "pkg/progress/testdata/vectors.json").read_text())
 TRAINER_STATUS = json.loads((ROOT / "pkg/progress/testdata/trainer-status.json").read_text())["vectors"]
 CONNECTIONS = json.loads((ROOT / "pkg/dataconn/testdata/connections.json").read_text())
-
-
-def _examples_helper():
-    spec = importlib.util.spec_from_file_location("mpijob_io", ROOT / "examples/training/mpijob_io.py")
-    assert spec and spec.loader
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 @pytest.mark.parametrize("case", TRAINER_STATUS, ids=[c["name"] for c in TRAINER_STATUS])
@@ -67,7 +59,7 @@ def test_emit_sdk_and_examples_helper(case):
     out = io.StringIO()
     assert progress.report(out, **case["fields"]) == case["line"]
     assert out.getvalue() == case["line"] + "\n"
-    helper = _examples_helper()
+    helper = load_example("mpijob_io")
     assert helper.progress(io.StringIO(), **case["fields"]) == case["line"]
     assert progress.parse(case["line"]) is not None
 
