@@ -143,7 +143,7 @@ func explainFailure(in Input) (reason, message, next string) {
 		// Intel MPI's mpiexec exits without a word about the ranks that
 		// failed: what they printed last says why.
 		if last := lastWords(in.LauncherLog, ""); last != "" {
-			msg = fmt.Sprintf("The Launcher exited with code %d. The last output: %q.", code, last)
+			msg += fmt.Sprintf(" The last output: %q.", last)
 		}
 		return ReasonLauncherFailed, msg,
 			"Read the Launcher log (`kubectl mpijob logs NAME`) for the program's own error."

@@ -159,11 +159,12 @@ const (
 	horovodVersion   = "0.28.1"
 	horovodVenv      = "/opt/horovod"
 	deepspeedVersion = "0.19.8"
+	deepspeedVenv    = "/opt/deepspeed"
+
 	// TensorFlow's CPU build for Python 3.11 (bookworm's): 2.20.0 is the
 	// newest tensorflow-cpu on PyPI.
 	tensorflowVersion = "2.20.0"
 	tensorflowMinor   = "2.20"
-	deepspeedVenv     = "/opt/deepspeed"
 )
 
 // Images are the MPI images; their Containerfiles in images/ describe the
