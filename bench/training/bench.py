@@ -109,6 +109,9 @@ def main(argv: list[str]) -> int:
     p.add_argument("--steps", type=int, default=40)
     p.add_argument("--batch-per-rank", type=int, default=64)
     p.add_argument("--width", type=int, default=32)
+    p.add_argument("--overlap", action="store_true", help="CPU ranks sum gradients bucket by bucket during backward (the workload's --overlap)")
+    p.add_argument("--ceiling", action="store_true",
+                   help="also run each CPU rank count with --alone (no rank sums or waits): the efficiency the cores themselves allow, whatever the communication")
     p.add_argument("--gpu", choices=("auto", "no"), default="auto", help="auto: also on the GPUs this PyTorch sees")
     p.add_argument("--gpu-batches", default="64,512", help="batch per GPU rank: the CPU's, and one that gives a GPU enough work per step")
     p.add_argument("--wheels", default="", help="folder with the mpich wheel (and mpi4py's), installed when this machine has no working MPI")
@@ -140,7 +143,9 @@ def main(argv: list[str]) -> int:
     log(f"{machine}; MPI launcher: {kind}; torch {torch.__version__}")
 
     common = ["--mode", "throughput", "--width", str(args.width)]
+    cpu_only = ["--overlap"] if args.overlap else []
     results = []
+    alone: dict[int, float] = {}  # --ceiling: samples/s with no communication, by rank count
     one = 0.0
     for n in [int(x) for x in args.ranks.split(",") if x.strip()]:
         if n > cores:
@@ -148,12 +153,16 @@ def main(argv: list[str]) -> int:
             continue
         extra = ["--baseline", str(one)] if one else []
         cmd = [*mpiexec(kind, n, cores), sys.executable, WORKLOAD, *common, "--steps", str(args.steps), "--warmup", "5",
-               "--device", "cpu", "--batch-per-rank", str(args.batch_per_rank), *extra]
+               "--device", "cpu", "--batch-per-rank", str(args.batch_per_rank), *cpu_only, *extra]
         r = run(cmd, env, args.timeout)
         if n == 1:
             one = r["samples_per_second"]
         results.append(r)
         log(f"cpu x{n}: {r['samples_per_second']:.0f} samples/s ({r['wall_seconds']}s)")
+        if args.ceiling and n > 1:
+            a = run([*cmd, "--alone"], env, args.timeout)
+            alone[n] = a["samples_per_second"]
+            log(f"cpu x{n}, alone: {a['samples_per_second']:.0f} samples/s ({a['wall_seconds']}s)")
     for b in [int(x) for x in args.gpu_batches.split(",") if x.strip()] if gpus else []:
         # More steps on a GPU: each is milliseconds.
         cmd = [*mpiexec(kind, gpus, cores), sys.executable, WORKLOAD, *common, "--device", "cuda", "--batch-per-rank", str(b),
@@ -162,17 +171,23 @@ def main(argv: list[str]) -> int:
         results.append(r)
         log(f"cuda x{gpus}, batch {b}: {r['samples_per_second']:.0f} samples/s ({r['wall_seconds']}s)")
 
-    rows = ["| ranks | device | batch per rank | samples/s | per rank | speed-up over 1 CPU rank | efficiency | allreduce share of a step |",
-            "| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
+    heads = ["ranks", "device", "batch per rank", "samples/s", "per rank", "speed-up over 1 CPU rank", "efficiency", "allreduce share of a step",
+             "of it, waiting for the slowest rank", "compute per step, fastest-slowest rank"] + (["efficiency with no communication"] if args.ceiling else [])
+    rows = ["| " + " | ".join(heads) + " |", "|" + "|".join(" --- " if h == "device" else " ---: " for h in heads) + "|"]
     for r in results:
         speedup = r["samples_per_second"] / one if one else 0.0
-        eff = speedup / r["ranks"] if r["device"] == "cpu" else float("nan")
-        shown = f"{speedup:.2f}x" if one else "(no 1-rank run)"
-        rows.append(f"| {r['ranks']} | {r['device']} | {r['batch_per_rank']} | {r['samples_per_second']:.0f} | {r['samples_per_second_per_rank']:.0f} | "
-                    f"{shown} | {'' if r['device'] != 'cpu' or not one else f'{eff:.2f}'} | {100 * r['allreduce_share']:.1f} % |")
+        cpu = r["device"] == "cpu"
+        cells = [str(r["ranks"]), r["device"], str(r["batch_per_rank"]), f"{r['samples_per_second']:.0f}", f"{r['samples_per_second_per_rank']:.0f}",
+                 f"{speedup:.2f}x" if one else "(no 1-rank run)", f"{speedup / r['ranks']:.2f}" if cpu and one else "", f"{100 * r['allreduce_share']:.1f} %",
+                 f"{100 * r.get('waiting_for_slowest_share', 0.0):.1f} %", f"{r.get('compute_ms_fastest_rank') or 0:.1f}-{r.get('compute_ms_slowest_rank') or 0:.1f} ms"]
+        if args.ceiling:
+            cells.append(f"{alone[r['ranks']] / (r['ranks'] * one):.2f}" if cpu and r["ranks"] in alone and one else "")
+        rows.append("| " + " | ".join(cells) + " |")
     table = "\n".join(rows)
+    summing = "overlapped allreduces" if args.overlap else "one allreduce"
     print()
-    print(f"Machine: {machine}; torch {torch.__version__}; MPI: {kind}; model width {args.width} ({results[0]['allreduce_mb'] if results else '?'} MB of gradients per step)")
+    print(f"Machine: {machine}; torch {torch.__version__}; MPI: {kind}; {summing} per step; model width {args.width} "
+          f"({results[0]['allreduce_mb'] if results else '?'} MB of gradients per step)")
     print(table)
     print()
     by = {(r["device"], r["ranks"], r["batch_per_rank"]): r for r in results}
@@ -185,6 +200,8 @@ def main(argv: list[str]) -> int:
     target("NFR-001, at least 2x at 4 CPU ranks", ("cpu", 4, args.batch_per_rank), lambda r: r["samples_per_second"] >= 2 * one)
     if cores >= 16:
         target("at least 0.8 efficiency at 8 CPU ranks (16 cores)", ("cpu", 8, args.batch_per_rank), lambda r: r["samples_per_second"] >= 0.8 * 8 * one)
+        if 8 in alone and one:
+            verdicts[-1] += f"; with no communication at all, 8 ranks on these cores give {alone[8] / (8 * one):.2f}"
     else:
         verdicts.append(f"- at least 0.8 efficiency at 8 CPU ranks: not measured here ({cores} cores; the target is for 16)")
     best_gpu = max((r for r in results if r["device"] == "cuda"), key=lambda r: r["samples_per_second"], default=None)

@@ -113,6 +113,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--warmup", type=int, default=5, help="throughput: steps before timing")
     p.add_argument("--baseline", type=float, default=0.0, help="throughput: samples/s of one rank alone, for the efficiency (default: measured in this run)")
     p.add_argument("--baseline-steps", type=int, default=0, help="throughput: steps rank 0 trains alone to measure one rank (default: --steps/3, at least 5)")
+    p.add_argument("--overlap", action="store_true",
+                   help="CPU ranks: sum each bucket of gradients (nonblocking MPI_Iallreduce) as soon as backward has made it, while backward goes on (what DDP and Horovod do)")
+    p.add_argument("--alone", action="store_true",
+                   help="throughput: no rank sums gradients or waits for another: what the cores give with no communication (the efficiency's ceiling)")
+    p.add_argument("--bucket-mb", type=float, default=1.0, help="--overlap: megabytes of gradients per bucket")
     return p.parse_args(argv)
 
 
@@ -133,6 +138,10 @@ def check(args: argparse.Namespace, size: int) -> None:
             raise UsageError(f"--global-batch {args.global_batch} is larger than --samples {args.samples}: one step would take every image; lower it or raise --samples")
         if not 0.0 <= args.target_accuracy <= 1.0:
             raise UsageError(f"--target-accuracy {args.target_accuracy}: a fraction between 0 and 1 (0.95 is 95 %)")
+    if args.alone and args.overlap:
+        raise UsageError("--alone and --overlap: --alone sums nothing, so there is nothing to overlap; drop one")
+    if args.overlap and args.bucket_mb <= 0:
+        raise UsageError(f"--bucket-mb {args.bucket_mb}: must be more than 0 (1 sums a megabyte of gradients at a time)")
     if args.warmup < 0 or args.baseline < 0 or args.baseline_steps < 0:
         raise UsageError("--warmup, --baseline and --baseline-steps cannot be negative")
 
@@ -266,6 +275,85 @@ def set_grads(params, flat, scale: float) -> None:
         offset += n
 
 
+class Overlap:
+    """Sums gradients bucket by bucket while backward still runs, on CPUs over MPI.
+
+    Every parameter's gradient is a view into one flat buffer laid out in the
+    order backward makes them (the last layer first). Once all of a bucket's
+    gradients are in, its MPI_Iallreduce starts, and each later gradient
+    tests the sums in flight (MPI progresses them only inside MPI calls).
+    Buckets start strictly in their order, on every rank alike, as MPI's
+    nonblocking collectives require. wait() starts whatever has not started
+    (a rank with no images this step ran no backward), finishes the sums and
+    scales them.
+    """
+
+    def __init__(self, torch, comm, params: list, bucket_bytes: int):
+        from mpi4py import MPI
+
+        self.MPI, self.comm = MPI, comm
+        order = list(reversed(params))
+        self.flat = torch.zeros(sum(p.numel() for p in params), dtype=params[0].dtype)
+        self.bounds: list[tuple[int, int]] = []
+        self.bucket_of: dict[int, int] = {}
+        self.members: list[int] = []
+        offset, lo, count = 0, 0, 0
+        for p in order:
+            n = p.numel()
+            p.grad = self.flat[offset : offset + n].view_as(p)
+            self.bucket_of[id(p)] = len(self.bounds)
+            offset, count = offset + n, count + 1
+            if (offset - lo) * self.flat.element_size() >= bucket_bytes or p is order[-1]:
+                self.bounds.append((lo, offset))
+                self.members.append(count)
+                lo, count = offset, 0
+        self.pending = list(self.members)
+        self.started = 0  # buckets started, in order
+        self.requests: list = []
+        # The hook on each gradient's accumulator runs once the gradient is
+        # in p.grad (Horovod's way; PyTorch 1.13, Debian's, lacks
+        # register_post_accumulate_grad_hook).
+        self.accumulators = []
+        for p in params:
+            acc = p.expand_as(p).grad_fn.next_functions[0][0]
+            acc.register_hook(lambda *_, p=p: self._ready(p))
+            self.accumulators.append(acc)
+
+    def _start(self, upto: int) -> None:
+        while self.started < upto:
+            lo, hi = self.bounds[self.started]
+            self.requests.append(self.comm.Iallreduce(self.MPI.IN_PLACE, self.flat[lo:hi].numpy(), op=self.MPI.SUM))
+            self.started += 1
+
+    def _ready(self, p) -> None:
+        self.pending[self.bucket_of[id(p)]] -= 1
+        done = self.started
+        while done < len(self.pending) and self.pending[done] == 0:
+            done += 1
+        if done > self.started:
+            self._start(done)
+        elif self.requests:
+            self.MPI.Request.Testall(self.requests)
+
+    def wait(self, scale: float) -> None:
+        """Finish every bucket's sum and multiply the gradients by scale."""
+        self._start(len(self.bounds))
+        self.MPI.Request.Waitall(self.requests)
+        self.requests, self.started, self.pending = [], 0, list(self.members)
+        self.flat.mul_(scale)
+
+
+def overlapped(torch, args: argparse.Namespace, reducer: Reducer, params: list, device) -> Overlap | None:
+    """--overlap's bucketed sums, where they apply: several CPU ranks over MPI."""
+    if not args.overlap:
+        return None
+    if device.type != "cpu" or reducer.size == 1 or reducer.comm is None:
+        if reducer.rank == 0:
+            print("--overlap: only several CPU ranks over MPI sum in buckets; summing in one buffer after backward", flush=True)
+        return None
+    return Overlap(torch, reducer.comm, params, int(args.bucket_mb * 1e6))
+
+
 def pick_device(torch, want: str, rank: int, local_rank: int):
     if want == "cpu" or (want == "auto" and not torch.cuda.is_available()):
         return torch.device("cpu"), ""
@@ -364,6 +452,7 @@ def accuracy(torch, args, reducer: Reducer, device) -> int:
     net = model(torch, 1, args.width).to(device, dtype)
     params = same_start(torch, net, reducer)
     opt = torch.optim.SGD(params, lr=args.lr, momentum=0.9)
+    overlap = overlapped(torch, args, reducer, params, device)
     loss_fn = torch.nn.CrossEntropyLoss(reduction="sum")
     gen = torch.Generator().manual_seed(args.seed + 2)
     steps = math.ceil(args.samples / args.global_batch)
@@ -383,8 +472,11 @@ def accuracy(torch, args, reducer: Reducer, device) -> int:
                 loss.backward()
                 total += loss.detach()
             # Sum over the ranks, divide by the global batch: every rank's loss is a sum.
-            flat = reducer.sum_(flat_grads(torch, params))
-            set_grads(params, flat, 1.0 / len(batch))
+            if overlap is not None:
+                overlap.wait(1.0 / len(batch))
+            else:
+                flat = reducer.sum_(flat_grads(torch, params))
+                set_grads(params, flat, 1.0 / len(batch))
             opt.step()
         net.eval()
         with torch.no_grad():
@@ -458,21 +550,31 @@ def throughput(torch, args, reducer: Reducer, device) -> int:
             print(f"one rank alone first: rank 0 trains {args.baseline_steps or max(5, args.steps // 3)} steps while the others wait", flush=True)
         baseline = reducer.wait_for_rank0(solo)
 
+    # After the baseline: rank 0's solo steps must not start sums the others never join.
+    overlap = overlapped(torch, args, reducer, params, device)
     reduce_s = 0.0
+    computed: list[float] = []  # this rank's compute time of each timed step
     for i in range(args.warmup + args.steps):
         if i == args.warmup:
             sync(torch, device)
             reducer.sum_(torch.zeros(1, device=device))  # every rank starts the clock together
             sync(torch, device)
             start = time.perf_counter()
-            reduce_s = 0.0
+        c0 = time.perf_counter()
         compute(i)
         sync(torch, device)
         r0 = time.perf_counter()
-        flat = reducer.sum_(flat_grads(torch, params))
-        sync(torch, device)
-        reduce_s += time.perf_counter() - r0
-        set_grads(params, flat, 1.0 / size)
+        if args.alone:
+            pass
+        elif overlap is not None:
+            overlap.wait(1.0 / size)
+        else:
+            flat = reducer.sum_(flat_grads(torch, params))
+            sync(torch, device)
+            set_grads(params, flat, 1.0 / size)
+        if i >= args.warmup:
+            reduce_s += time.perf_counter() - r0
+            computed.append(r0 - c0)
         opt.step()
         if rank == 0 and i >= args.warmup and (i - args.warmup + 1) % max(1, args.steps // 5) == 0:
             done = i - args.warmup + 1
@@ -480,12 +582,19 @@ def throughput(torch, args, reducer: Reducer, device) -> int:
             mpijob_io.progress(step=done, total_steps=args.steps, eta_seconds=round(elapsed / done * (args.steps - done), 1))
     sync(torch, device)
     seconds = time.perf_counter() - start
-    shares = reducer.sum_(torch.tensor([reduce_s], dtype=torch.float64 if device.type == "cpu" else torch.float32, device=device))
+    mine = args.steps * args.batch_per_rank / seconds  # this rank's own samples/s
+    shares = reducer.sum_(torch.tensor([reduce_s, mine], dtype=torch.float64 if device.type == "cpu" else torch.float32, device=device))
+    # Every rank's compute time per step, to rank 0: how long the fastest
+    # ranks wait each step for the slowest (none without mpi4py, under torchrun).
+    every = reducer.comm.gather(computed, root=0) if reducer.comm is not None and size > 1 else [computed]
     if rank != 0:
         return 0
-    total = args.steps * args.batch_per_rank * size / seconds
+    # --alone: no rank waits, so each has its own pace; the sum of them.
+    total = float(shares[1]) if args.alone else args.steps * args.batch_per_rank * size / seconds
     if not baseline:
         baseline = total  # one rank: it is its own baseline
+    means = [sum(c) / len(c) for c in every] if every else []
+    straggle = sum(max(c[s] for c in every) - sum(c[s] for c in every) / len(every) for s in range(args.steps)) if every and len(every) > 1 and not args.alone else 0.0
     result = {
         "ranks": size,
         "device": device.type,
@@ -499,14 +608,21 @@ def throughput(torch, args, reducer: Reducer, device) -> int:
         "step_ms": round(1000 * seconds / args.steps, 2),
         "allreduce_share": round(float(shares[0]) / size / seconds, 4),
         "allreduce_mb": round(nparams * 4 / 1e6, 2),
+        "overlap": overlap is not None,
+        "alone": args.alone,
+        # The allreduce's share is mostly this when ranks compute at different speeds.
+        "waiting_for_slowest_share": round(straggle / seconds, 4),
+        "compute_ms_fastest_rank": round(1000 * min(means), 2) if means else None,
+        "compute_ms_slowest_rank": round(1000 * max(means), 2) if means else None,
         "one_rank_samples_per_second": round(baseline, 1),
         "efficiency": round(total / (size * baseline), 3),
         "threads_per_rank": args.threads if device.type == "cpu" else 0,
         "framework": f"torch {torch.__version__}",
     }
-    print(f"{'ranks':>5} {'device':>6} {'batch/rank':>10} {'samples/s':>10} {'per rank':>9} {'step ms':>8} {'allreduce':>9} {'efficiency':>10}")
+    print(f"{'ranks':>5} {'device':>6} {'batch/rank':>10} {'samples/s':>10} {'per rank':>9} {'step ms':>8} {'allreduce':>9} {'of it waiting':>13} {'efficiency':>10}")
     print(f"{size:>5} {device.type:>6} {args.batch_per_rank:>10} {total:>10.1f} {total / size:>9.1f} {result['step_ms']:>8.1f} "
-          f"{100 * result['allreduce_share']:>8.1f}% {result['efficiency']:>10.2f}  (one rank alone: {baseline:.1f} samples/s)")
+          f"{100 * result['allreduce_share']:>8.1f}% {100 * result['waiting_for_slowest_share']:>12.1f}% {result['efficiency']:>10.2f}"
+          f"  (one rank alone: {baseline:.1f} samples/s; compute per step {result['compute_ms_fastest_rank']}-{result['compute_ms_slowest_rank']} ms by rank)")
     print(THROUGHPUT_PREFIX + json.dumps(result, separators=(", ", ": ")), flush=True)
     return 0
 

@@ -57,6 +57,8 @@ def _args(*argv: str) -> argparse.Namespace:
         pytest.param(["--mode", "throughput", "--batch-per-rank", "0"], 2, "--batch-per-rank 0: must be 1 or more", id="throughput batch zero"),
         pytest.param(["--mode", "throughput", "--steps", "-1"], 2, "--steps -1: must be 1 or more", id="negative steps"),
         pytest.param(["--threads", "0"], 1, "--threads 0: must be 1 or more", id="no threads"),
+        pytest.param(["--overlap", "--bucket-mb", "0"], 2, "--bucket-mb 0.0: must be more than 0", id="empty buckets"),
+        pytest.param(["--mode", "throughput", "--alone", "--overlap"], 2, "--alone and --overlap", id="alone sums nothing to overlap"),
     ],
 )
 def test_check_names_the_flag_value_and_fix(argv, size, words):
@@ -70,6 +72,8 @@ def test_check_accepts_the_defaults_on_eight_ranks():
     cnn.check(_args("--mode", "throughput"), 16)
     # throughput mode's per-rank batch is not split, so one image per rank is fine
     cnn.check(_args("--mode", "throughput", "--batch-per-rank", "1"), 16)
+    cnn.check(_args("--overlap", "--bucket-mb", "0.25"), 4)
+    cnn.check(_args("--mode", "throughput", "--alone"), 8)
 
 
 def test_throughput_line_prefix_is_what_the_bench_parses():
