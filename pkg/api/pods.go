@@ -2,7 +2,6 @@ package api
 
 import (
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,36 +44,14 @@ func FailedState(s string) bool {
 		s == "Failed" || s == "Evicted"
 }
 
-// namedWorker finds the Worker a diagnosis names in its message ("Worker 3
-// (pod hello-node-0-3-x7k)", "Worker 3 (hello-node-0-3)"), else a Worker
-// pod's or host's name alone (Trainer names Worker i JOB-node-0-i).
-var (
-	namedWorker     = regexp.MustCompile(`\bWorker (\d+)\b`)
-	namedWorkerHost = regexp.MustCompile(`-node-\d+-(\d+)\b`)
-)
-
-// FailedPods are the pods of records that failed, and the one the
-// diagnosis names (named: the status warns or failed): the named pod gets
+// FailedPods are the pods of records that failed, and named, the pod the
+// diagnosis is about when the status warns or failed (nil: none): it gets
 // the status's reason, the others their last state.
-func FailedPods(records []PodRecord, named bool, reason, message string) []FailedPod {
-	role, index := "", int32(-1)
-	if named {
-		m := namedWorker.FindStringSubmatch(message)
-		if m == nil {
-			m = namedWorkerHost.FindStringSubmatch(message)
-		}
-		if m != nil {
-			if i, err := strconv.Atoi(m[1]); err == nil {
-				role, index = "worker", int32(i)
-			}
-		} else if strings.HasPrefix(message, "The Launcher") {
-			role, index = "launcher", 0
-		}
-	}
+func FailedPods(records []PodRecord, named *PodRef, reason string) []FailedPod {
 	var out []FailedPod
 	found := false
 	for _, r := range records {
-		isNamed := r.Role == role && r.Index == index
+		isNamed := named != nil && r.Role == named.Role && r.Index == named.Index
 		if !isNamed && !FailedState(r.State) {
 			continue
 		}
@@ -87,9 +64,9 @@ func FailedPods(records []PodRecord, named bool, reason, message string) []Faile
 		}
 		out = append(out, f)
 	}
-	if role != "" && !found {
+	if named != nil && !found {
 		// Named by an Event or a log line; no record of its pod.
-		out = append(out, FailedPod{Role: role, Index: index, Reason: reason})
+		out = append(out, FailedPod{Role: named.Role, Index: named.Index, Reason: reason})
 	}
 	return out
 }

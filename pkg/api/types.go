@@ -199,9 +199,13 @@ type Status struct {
 	// them, kept after JobSet removes them (a post-mortem): at most
 	// MaxPodRecords, the Launcher first, then Workers by index.
 	Pods []PodRecord `json:"pods,omitempty"`
+	// Subject is the pod the diagnosis is about (the Worker that ran out of
+	// memory, the rank's Worker, the Launcher), as the rule that wrote
+	// Message found it; nil when it is about the job as a whole.
+	Subject *PodRef `json:"subject,omitempty"`
 	// Failed are the Launcher and Workers that failed: those whose last
-	// state ended badly, and the one the diagnosis names. Every interface
-	// reads them from here instead of from Message.
+	// state ended badly, and the Subject when the status warns or failed.
+	// Every interface reads them from here instead of from Message.
 	Failed []FailedPod `json:"failed,omitempty"`
 	// History is the job's transitions (phase and reason), oldest first,
 	// at most MaxHistory: what its Events said, kept after the cluster's
@@ -233,6 +237,21 @@ type PodRecord struct {
 	// written again: its pods' records are as the job ended.)
 	Gone bool `json:"gone,omitempty"`
 }
+
+// PodRef names one of a job's pods by its role: the Launcher, or Worker
+// Index.
+type PodRef struct {
+	// Role is launcher or worker.
+	Role string `json:"role" ts:"'launcher' | 'worker'"`
+	// Index is the Worker's index (0 for the Launcher).
+	Index int32 `json:"index"`
+}
+
+// LauncherRef is the Launcher's PodRef.
+func LauncherRef() *PodRef { return &PodRef{Role: "launcher"} }
+
+// WorkerRef is Worker i's PodRef.
+func WorkerRef(i int32) *PodRef { return &PodRef{Role: "worker", Index: i} }
 
 // FailedPod is a Launcher or Worker that failed.
 type FailedPod struct {

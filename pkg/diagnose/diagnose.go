@@ -126,6 +126,34 @@ type Input struct {
 	Now time.Time
 }
 
+// finding is what a rule concludes: the reason, the message, the next
+// steps (one per line, most likely fix first) and the pod it is about
+// (subject, nil for the job as a whole), found from the same pod, rank or
+// host the message names, never read back from the message.
+type finding struct {
+	reason, message, next string
+	subject               *api.PodRef
+}
+
+// about is f with its subject.
+func (f finding) about(subject *api.PodRef) finding {
+	f.subject = subject
+	return f
+}
+
+// workerRef is a Worker pod's PodRef, from its completion index (nil when
+// it has none).
+func workerRef(p *corev1.Pod) *api.PodRef {
+	idx, ok := p.Labels[completionIndexLabel]
+	if !ok {
+		idx, ok = p.Annotations[completionIndexLabel]
+	}
+	if i, err := strconv.Atoi(idx); ok && err == nil {
+		return api.WorkerRef(int32(i))
+	}
+	return nil
+}
+
 // Diagnose returns the Status of an MPI job.
 func Diagnose(in Input) api.Status {
 	tj := in.TrainJob
@@ -152,7 +180,8 @@ func Diagnose(in Input) api.Status {
 	case condTrue(tj, trainer.TrainJobFailed):
 		s.Phase = api.PhaseFailed
 		s.CompletionTime = condTime(tj, trainer.TrainJobFailed)
-		s.Reason, s.Message, s.NextStep = explainFailure(in)
+		f := explainFailure(in)
+		s.Reason, s.Message, s.NextStep, s.Subject = f.reason, f.message, f.next, f.subject
 	case tj.Spec.Suspend != nil && *tj.Spec.Suspend:
 		if in.Queue != nil && in.Queue.Inactive {
 			// Suspended the way Kueue honours: its Workload is inactive,
@@ -217,7 +246,9 @@ func Diagnose(in Input) api.Status {
 			s.NextStep = "Resume it by setting spec.suspend to false."
 		}
 	default:
-		s.Phase, s.Reason, s.Message, s.NextStep = explainUnfinished(in, s)
+		var f finding
+		s.Phase, f = explainUnfinished(in, s)
+		s.Reason, s.Message, s.NextStep, s.Subject = f.reason, f.message, f.next, f.subject
 	}
 	// Commands in next steps name this job, ready to paste.
 	s.NextStep = nameCommands(s.NextStep, tj.Name)

@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 // logRule translates one kind of MPI error in the Launcher's log.
 type logRule struct {
 	re      *regexp.Regexp
-	explain func(m []string, in Input) (reason, message, next string)
+	explain func(m []string, in Input) finding
 }
 
 // logRules are tried in order; the first match explains the failure. They
@@ -25,50 +26,50 @@ type logRule struct {
 var logRules = []logRule{
 	{
 		re: regexp.MustCompile(`(?m)ssh: connect to host (\S+) port (\d+): Connection refused`),
-		explain: func(m []string, in Input) (string, string, string) {
-			return ReasonSSHConnectionRefused,
-				fmt.Sprintf("The Launcher could not open an SSH connection to %s on port %s: the connection was refused.", workerHost(m[1]), m[2]),
-				"Check that the Worker image" + named(in.WorkerImage) + " starts sshd on port " + m[2] + " (the runtime's Worker command) and that no NetworkPolicy blocks traffic between the job's pods."
+		explain: func(m []string, in Input) finding {
+			return finding{reason: ReasonSSHConnectionRefused,
+				message: fmt.Sprintf("The Launcher could not open an SSH connection to %s on port %s: the connection was refused.", workerHost(m[1]), m[2]),
+				next:    "Check that the Worker image" + named(in.WorkerImage) + " starts sshd on port " + m[2] + " (the runtime's Worker command) and that no NetworkPolicy blocks traffic between the job's pods."}.about(hostRef(m[1]))
 		},
 	},
 	{
 		re: regexp.MustCompile(`(?m)ssh: (?:connect to host (\S+) port \d+: (?:No route to host|Connection timed out)|Could not resolve hostname (\S+?):)`),
-		explain: func(m []string, in Input) (string, string, string) {
+		explain: func(m []string, in Input) finding {
 			host := m[1]
 			if host == "" {
 				host = m[2]
 			}
-			return ReasonHostUnreachable,
-				fmt.Sprintf("The Launcher could not reach %s: the host did not resolve or did not answer.", workerHost(host)),
-				"Check that cluster DNS works and that the Worker pods are Running; a NetworkPolicy may block the job's pods from each other."
+			return finding{reason: ReasonHostUnreachable,
+				message: fmt.Sprintf("The Launcher could not reach %s: the host did not resolve or did not answer.", workerHost(host)),
+				next:    "Check that cluster DNS works and that the Worker pods are Running; a NetworkPolicy may block the job's pods from each other."}.about(hostRef(host))
 		},
 	},
 	{
 		re: regexp.MustCompile(`(?m)process rank (\d+) with PID \d+ on node (\S+) exited on signal 9`),
-		explain: func(m []string, in Input) (string, string, string) {
-			return ReasonRankKilled,
-				fmt.Sprintf("Rank %s on %s was killed (signal 9), most likely because it ran out of memory and the system stopped it to protect the node.", m[1], workerHost(m[2])),
-				"Give each Worker more memory or run fewer slots per worker; `kubectl mpijob describe` shows each Worker's memory limit."
+		explain: func(m []string, in Input) finding {
+			return finding{reason: ReasonRankKilled,
+				message: fmt.Sprintf("Rank %s on %s was killed (signal 9), most likely because it ran out of memory and the system stopped it to protect the node.", m[1], workerHost(m[2])),
+				next:    "Give each Worker more memory or run fewer slots per worker; `kubectl mpijob describe` shows each Worker's memory limit."}.about(hostRef(m[2]))
 		},
 	},
 	{
 		re: regexp.MustCompile(`(?m)process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+)(?: \(([^)]+)\))?`),
-		explain: func(m []string, in Input) (string, string, string) {
+		explain: func(m []string, in Input) finding {
 			sig := m[3]
 			if m[4] != "" {
 				sig += " (" + m[4] + ")"
 			}
-			return ReasonRankSignaled,
-				fmt.Sprintf("Rank %s on %s crashed on signal %s.", m[1], workerHost(m[2]), sig),
-				"Read the Launcher log around the crash (`kubectl mpijob logs --all`); signal 11 is a segmentation fault in the program."
+			return finding{reason: ReasonRankSignaled,
+				message: fmt.Sprintf("Rank %s on %s crashed on signal %s.", m[1], workerHost(m[2]), sig),
+				next:    "Read the Launcher log around the crash (`kubectl mpijob logs --all`); signal 11 is a segmentation fault in the program."}.about(hostRef(m[2]))
 		},
 	},
 	{
 		re: regexp.MustCompile(`(?m)(?:ORTE|PRTE) (?:was unable to reliably start one or more daemons|has lost communication with a remote daemon)`),
-		explain: func([]string, Input) (string, string, string) {
-			return ReasonHostUnreachable,
-				"mpirun could not start or keep its daemons on the Workers over SSH.",
-				"Check the Worker pods are Running and Ready and that sshd accepts the job's key; then resubmit the job."
+		explain: func([]string, Input) finding {
+			return finding{reason: ReasonHostUnreachable,
+				message: "mpirun could not start or keep its daemons on the Workers over SSH.",
+				next:    "Check the Worker pods are Running and Ready and that sshd accepts the job's key; then resubmit the job."}
 		},
 	},
 }
@@ -76,6 +77,16 @@ var logRules = []logRule{
 // workerHost turns a hostfile name (job-node-0-3.job or its FQDN) into
 // "Worker 3 (job-node-0-3)" when it follows Trainer's naming.
 var hostIndex = regexp.MustCompile(`^(\S+)-node-\d+-(\d+)(?:\..*)?$`)
+
+// hostRef is the Worker a hostfile name names (nil: not a Worker's).
+func hostRef(h string) *api.PodRef {
+	if m := hostIndex.FindStringSubmatch(h); m != nil {
+		if i, err := strconv.Atoi(m[2]); err == nil {
+			return api.WorkerRef(int32(i))
+		}
+	}
+	return nil
+}
 
 func workerHost(h string) string {
 	if m := hostIndex.FindStringSubmatch(h); m != nil {
@@ -94,31 +105,31 @@ func timeoutOf(tj *trainer.TrainJob) string {
 }
 
 // explainFailure says why a failed job failed, most specific cause first.
-func explainFailure(in Input) (reason, message, next string) {
+func explainFailure(in Input) finding {
 	tj := in.TrainJob
 	if c := cond(tj, trainer.TrainJobFailed); c != nil && c.Reason == trainer.TrainJobDeadlineExceededReason {
-		return ReasonDeadlineExceeded, fmt.Sprintf("The job ran longer than its %s and was stopped.", timeoutOf(tj)), deadlineNext
+		return finding{reason: ReasonDeadlineExceeded, message: fmt.Sprintf("The job ran longer than its %s and was stopped.", timeoutOf(tj)), next: deadlineNext}
 	}
 	// A Worker lost while the Launcher ran is why mpirun then failed.
 	if in.Previous != nil && in.Previous.Phase == api.PhaseRunning && in.Previous.Reason == ReasonWorkerEvicted {
-		return ReasonWorkerEvicted, in.Previous.Message, ranked(
+		return finding{reason: ReasonWorkerEvicted, message: in.Previous.Message, next: ranked(
 			"Resubmit the job (`kubectl mpijob clone NAME NEW`).",
-			"Ask an administrator to drain nodes only when no MPI job runs there, or to protect running Workers with a PodDisruptionBudget.")
+			"Ask an administrator to drain nodes only when no MPI job runs there, or to protect running Workers with a PodDisruptionBudget.")}.about(in.Previous.Subject)
 	}
 	for _, p := range sortedByIndex(in.Workers) {
 		if r, m, n, ok := podFailure(p, workerName(p), ReasonWorkerOOMKilled, ReasonWorkerEvicted); ok {
-			return r, m, n
+			return finding{reason: r, message: m, next: n, subject: workerRef(p)}
 		}
 		if m, n, ok := sshdDidNotStart(p, in.WorkerImage); ok {
-			return ReasonSSHConnectionRefused, m, n
+			return finding{reason: ReasonSSHConnectionRefused, message: m, next: n, subject: workerRef(p)}
 		}
 	}
-	if m, n, ok := sshdMissingFromEvents(in); ok {
-		return ReasonSSHConnectionRefused, m, n
+	if m, n, who, ok := sshdMissingFromEvents(in); ok {
+		return finding{reason: ReasonSSHConnectionRefused, message: m, next: n, subject: who}
 	}
 	for i := range in.Launcher {
 		if r, m, n, ok := podFailure(&in.Launcher[i], "the Launcher (pod "+in.Launcher[i].Name+")", ReasonLauncherOOMKilled, ReasonWorkerEvicted); ok {
-			return r, m, n
+			return finding{reason: r, message: m, next: n, subject: api.LauncherRef()}
 		}
 	}
 	// The rules read the program's and mpirun's words: rank tags out.
@@ -131,12 +142,12 @@ func explainFailure(in Input) (reason, message, next string) {
 		}
 	}
 	if launcherState(in) == api.LauncherDeleted || launcherWasDeleted(in) {
-		return ReasonLauncherDeleted,
-			"The Launcher pod was deleted while the Workers ran, so the job could not finish.",
-			"Resubmit the job (`kubectl mpijob clone`); do not delete the Launcher pod of a running job."
+		return finding{reason: ReasonLauncherDeleted,
+			message: "The Launcher pod was deleted while the Workers ran, so the job could not finish.",
+			next:    "Resubmit the job (`kubectl mpijob clone`); do not delete the Launcher pod of a running job."}.about(api.LauncherRef())
 	}
 	if r, m, n, ok := launcherKilled(in); ok {
-		return r, m, n
+		return finding{reason: r, message: m, next: n, subject: api.LauncherRef()}
 	}
 	if code, ok := launcherExitCode(in.Launcher); ok {
 		msg := fmt.Sprintf("The Launcher exited with code %d.", code)
@@ -145,14 +156,14 @@ func explainFailure(in Input) (reason, message, next string) {
 		if last := lastWords(in.LauncherLog, ""); last != "" {
 			msg += fmt.Sprintf(" The last output: %q.", last)
 		}
-		return ReasonLauncherFailed, msg,
-			"Read the Launcher log (`kubectl mpijob logs NAME`) for the program's own error."
+		return finding{reason: ReasonLauncherFailed, message: msg,
+			next: "Read the Launcher log (`kubectl mpijob logs NAME`) for the program's own error."}.about(api.LauncherRef())
 	}
 	msg := "The job failed."
 	if c := cond(tj, trainer.TrainJobFailed); c != nil && c.Message != "" {
 		msg = "The job failed: " + trimMessage(c.Message, 400)
 	}
-	return ReasonFailed, msg, "Read the events (`kubectl mpijob events NAME`) and the Launcher log."
+	return finding{reason: ReasonFailed, message: msg, next: "Read the events (`kubectl mpijob events NAME`) and the Launcher log."}
 }
 
 // podFailure explains an OOM kill or an eviction of one pod.
@@ -269,7 +280,7 @@ func sshdDidNotStart(p *corev1.Pod, image string) (message, next string, ok bool
 
 // sshdNotAnswering explains a Worker that runs but whose readiness probe
 // (the SSH port) fails for longer than sshd needs to start.
-func sshdNotAnswering(in Input) (message, next string, ok bool) {
+func sshdNotAnswering(in Input) (message, next string, who *api.PodRef, ok bool) {
 	for _, p := range sortedByIndex(in.Workers) {
 		for _, cs := range p.Status.ContainerStatuses {
 			if cs.Name != api.NodeContainer || cs.Ready || cs.State.Running == nil || in.Now.Sub(cs.State.Running.StartedAt.Time) < sshdStartGrace {
@@ -290,10 +301,10 @@ func sshdNotAnswering(in Input) (message, next string, ok bool) {
 			}
 			return fmt.Sprintf("%s runs but nothing answers SSH on port %s (its readiness probe is refused), so the Launcher cannot start: image %s may lack sshd or run it on another port.",
 					capitalize(workerName(p)), port, image),
-				fmt.Sprintf("Use a Worker image whose sshd listens on port %s (build it FROM the runtime's image, see docs/runtimes.md#images); `kubectl mpijob logs NAME --worker N` shows what a Worker printed.", port), true
+				fmt.Sprintf("Use a Worker image whose sshd listens on port %s (build it FROM the runtime's image, see docs/runtimes.md#images); `kubectl mpijob logs NAME --worker N` shows what a Worker printed.", port), workerRef(p), true
 		}
 	}
-	return "", "", false
+	return "", "", nil, false
 }
 
 // sshdStartGrace is how long a running Worker may take to answer SSH.
@@ -323,23 +334,25 @@ var goneWorkerPodRe = regexp.MustCompile(`^-` + api.WorkerJob + `-\d+-(\d+)-[a-z
 
 // goneWorkerName names a Worker whose pod is gone as a live one is named
 // ("Worker 0 (pod …)"), its index read from the pod's name, so a message
-// does not change wording when the pod goes.
-func goneWorkerName(job *trainer.TrainJob, pod string) string {
+// does not change wording when the pod goes; and its PodRef (nil: no
+// index in the name).
+func goneWorkerName(job *trainer.TrainJob, pod string) (string, *api.PodRef) {
 	if job != nil {
 		if rest, ok := strings.CutPrefix(pod, job.Name); ok {
 			if m := goneWorkerPodRe.FindStringSubmatch(rest); m != nil {
-				return fmt.Sprintf("Worker %s (pod %s)", m[1], pod)
+				i, _ := strconv.Atoi(m[1]) // digits: the pattern's
+				return fmt.Sprintf("Worker %s (pod %s)", m[1], pod), api.WorkerRef(int32(i))
 			}
 		}
 	}
-	return "Worker pod " + pod
+	return "Worker pod " + pod, nil
 }
 
 var startFailedRe = regexp.MustCompile(`exec: "([^"]+)": (?:stat \S+: )?(no such file or directory|executable file not found in \$PATH)`)
 
 // sshdMissingFromEvents explains a Worker whose command could not start,
 // from its pod's Warning Event, once the pod itself is gone.
-func sshdMissingFromEvents(in Input) (message, next string, ok bool) {
+func sshdMissingFromEvents(in Input) (message, next string, who *api.PodRef, ok bool) {
 	for _, e := range in.Events {
 		if e.InvolvedObject.Kind != "Pod" || e.Type != corev1.EventTypeWarning {
 			continue
@@ -352,10 +365,11 @@ func sshdMissingFromEvents(in Input) (message, next string, ok bool) {
 		if image == "" {
 			image = "of the Workers"
 		}
-		return fmt.Sprintf("%s could not start %s, so no SSH server answers the Launcher: image %s lacks it (%s).", goneWorkerName(in.TrainJob, e.InvolvedObject.Name), m[1], image, m[2]),
-			"Use a Worker image with sshd (build it FROM the runtime's image, see docs/runtimes.md#images), or keep the runtime's Worker image and put your own image on the Launcher only (--launcher-image).", true
+		name, ref := goneWorkerName(in.TrainJob, e.InvolvedObject.Name)
+		return fmt.Sprintf("%s could not start %s, so no SSH server answers the Launcher: image %s lacks it (%s).", name, m[1], image, m[2]),
+			"Use a Worker image with sshd (build it FROM the runtime's image, see docs/runtimes.md#images), or keep the runtime's Worker image and put your own image on the Launcher only (--launcher-image).", ref, true
 	}
-	return "", "", false
+	return "", "", nil, false
 }
 
 // systemOOM reads the kubelet's "System OOM encountered, victim process:

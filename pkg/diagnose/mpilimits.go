@@ -77,9 +77,9 @@ func mpiLimitRules() []logRule {
 	for _, l := range mpiLimits {
 		out = append(out, logRule{
 			re: l.failed,
-			explain: func(_ []string, in Input) (string, string, string) {
-				who, _ := tracebackRankOf(in)
-				return l.reason, fmt.Sprintf("%s failed: %s.", capitalize(who), l.what), ranked(l.steps...)
+			explain: func(_ []string, in Input) finding {
+				who, ref, _ := tracebackRankOf(in)
+				return finding{reason: l.reason, message: fmt.Sprintf("%s failed: %s.", capitalize(who), l.what), next: ranked(l.steps...), subject: ref}
 			},
 		})
 	}

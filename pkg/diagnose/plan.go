@@ -129,7 +129,11 @@ func decide(tj *trainer.TrainJob, k known, in Input) Plan {
 		s.Pods = api.RecordPods(nil, in.Launcher, in.Workers)
 	}
 	// Which pods failed, structured, so no interface reads the message.
-	s.Failed = api.FailedPods(s.Pods, s.Phase == api.PhaseFailed || warning(s), s.Reason, s.Message)
+	var named *api.PodRef
+	if s.Phase == api.PhaseFailed || warning(s) {
+		named = s.Subject
+	}
+	s.Failed = api.FailedPods(s.Pods, named, s.Reason)
 	p := Plan{Remember: true, Suspend: releaseOnTimeout(tj, s)}
 	if !hadPrev || prev.Phase != s.Phase || prev.Reason != s.Reason {
 		s.History = api.WithTransition(s.History, api.Transition{Time: metav1.NewTime(in.Now), Phase: s.Phase, Reason: s.Reason, Message: s.Message})

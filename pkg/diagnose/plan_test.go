@@ -2,10 +2,12 @@ package diagnose
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -292,5 +294,33 @@ func TestChangedIgnoresTheClock(t *testing.T) {
 	b.WorkersReady = 1
 	if !changed(a, b) {
 		t.Errorf("changed = false for a different WorkersReady, want true")
+	}
+}
+
+// The failed pod is the one the rule found, not one read back from the
+// message: a program whose own error names "Worker 3" (its data loader's)
+// failed on rank 1, which ran on Worker 0 (two slots per Worker); rewording the message cannot
+// change which pod every interface lists as failed.
+func TestFailedPodIsTheFindingsSubject(t *testing.T) {
+	tj := job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj()
+	in := Input{TrainJob: tj, JobSet: jobset(2), Now: t0,
+		Launcher: pods(launcher().terminated("Error", 1)),
+		Workers:  pods(worker("0").running(true), worker("1").running(true)),
+		LauncherLog: "[1,1]<stderr>:Traceback (most recent call last):\n" +
+			"[1,1]<stderr>:  File \"/opt/train.py\", line 9, in <module>\n" +
+			"[1,1]<stderr>:RuntimeError: DataLoader Worker 3 (pid 412) exited unexpectedly\n"}
+	s := decide(tj, known{}, in).Status
+	if s.Reason != ReasonProgramError || !strings.Contains(s.Message, "Worker 3") {
+		t.Fatalf("want a ProgramError whose message quotes the program's Worker 3: %s: %s", s.Reason, s.Message)
+	}
+	var named []api.FailedPod
+	for _, f := range s.Failed {
+		if f.Reason == ReasonProgramError {
+			named = append(named, f)
+		}
+	}
+	want := []api.FailedPod{{Role: "worker", Index: 0, Pod: "hello-node-0-0", Reason: ReasonProgramError}}
+	if diff := cmp.Diff(want, named, cmpopts.IgnoreFields(api.FailedPod{}, "Node")); diff != "" {
+		t.Errorf("the failed pod with the diagnosis's reason (-want,+got):\n%s\nmessage: %s", diff, s.Message)
 	}
 }

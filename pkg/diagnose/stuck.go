@@ -201,22 +201,22 @@ func lastN(lines []string, n int) []string {
 
 // rankFailedOthersWaiting explains a running job whose rank failed while
 // the others wait for it (the manager read it from the Launcher's log).
-func rankFailedOthersWaiting(in Input) (message, next string, ok bool) {
+func rankFailedOthersWaiting(in Input) (message, next string, who *api.PodRef, ok bool) {
 	if in.TrainJob == nil {
-		return "", "", false
+		return "", "", nil, false
 	}
 	f, err := api.ReadRankFailure(in.TrainJob.Annotations)
 	if err != nil || f == nil || f.Silent {
-		return "", "", false
+		return "", "", nil, false
 	}
-	who, read := "A rank", "Read the ranks' output (`kubectl mpijob logs NAME`) for the error."
+	rank, read := "A rank", "Read the ranks' output (`kubectl mpijob logs NAME`) for the error."
 	if f.Rank != nil {
 		r := fmt.Sprint(*f.Rank)
-		who = fmt.Sprintf("Rank %s (%s)", r, rankWorker(in, r))
+		rank, who = fmt.Sprintf("Rank %s (%s)", r, rankWorker(in, r)), rankRef(in, r)
 		read = fmt.Sprintf("Read rank %s's output (`kubectl mpijob logs NAME --rank %s`) for the whole error.", r, r)
 	}
 	msg := fmt.Sprintf("%s failed at %s with %q and printed nothing since, but the job keeps running: the other ranks are waiting for it in a collective and will wait for as long as the job runs.",
-		who, f.At.UTC().Format(time.RFC3339), trimMessage(f.Error, 200))
+		rank, f.At.UTC().Format(time.RFC3339), trimMessage(f.Error, 200))
 	if len(f.Lines) > 1 {
 		trimmed := make([]string, 0, len(f.Lines))
 		for _, l := range f.Lines {
@@ -229,20 +229,20 @@ func rankFailedOthersWaiting(in Input) (message, next string, ok bool) {
 	if l := runningMPILimit(append([]string{f.Error}, f.Lines...)...); l != nil {
 		// An MPI feature the pods shape: its fix comes first.
 		msg += " " + capitalize(l.what) + "."
-		return msg, ranked(append(append([]string(nil), l.steps...), stop, mpi4py)...), true
+		return msg, ranked(append(append([]string(nil), l.steps...), stop, mpi4py)...), who, true
 	}
-	return msg, ranked(mpi4py, stop, read), true
+	return msg, ranked(mpi4py, stop, read), who, true
 }
 
 // rankSilent explains a running job whose rank went silent while the
 // others print on (the manager read it from the Launcher's log).
-func rankSilent(in Input) (message, next string, ok bool) {
+func rankSilent(in Input) (message, next string, who *api.PodRef, ok bool) {
 	if in.TrainJob == nil {
-		return "", "", false
+		return "", "", nil, false
 	}
 	f, err := api.ReadRankFailure(in.TrainJob.Annotations)
 	if err != nil || f == nil || !f.Silent || f.Rank == nil {
-		return "", "", false
+		return "", "", nil, false
 	}
 	r := fmt.Sprint(*f.Rank)
 	since := in.Now.Sub(f.At.Time).Round(time.Second)
@@ -251,7 +251,7 @@ func rankSilent(in Input) (message, next string, ok bool) {
 	return msg, ranked(
 		fmt.Sprintf("Read what rank %s printed last (`kubectl mpijob logs NAME --rank %s`) and look at the rank's process on its Worker (`kubectl exec` into it; `py-spy dump --pid PID` for Python).", r, r),
 		fmt.Sprintf("Delete the job (`kubectl mpijob delete NAME`) or %s: it holds its Workers while rank %s is stuck.", suspendAdvice(in), r),
-		"If the rank is only quiet (it works without printing), have every rank print its progress, or raise the runtime's policy.mpijob.dev/progress-timeout."), true
+		"If the rank is only quiet (it works without printing), have every rank print its progress, or raise the runtime's policy.mpijob.dev/progress-timeout."), rankRef(in, r), true
 }
 
 // suspendAdvice says how to suspend the job: through its Kueue Workload

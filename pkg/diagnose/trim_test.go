@@ -3,7 +3,9 @@ package diagnose
 import (
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +38,37 @@ func diagnoseBoth(t *testing.T, in Input) api.Status {
 	if diff := cmp.Diff(got, fromTrimmed); diff != "" {
 		t.Errorf("the diagnosis changes when the cache trims the JobSet and pods (-full,+trimmed):\n%s", diff)
 	}
+	// A finding's subject is the pod its message names: a rule that names
+	// a Worker or the Launcher and leaves the subject out would list the
+	// wrong pod as failed in every interface.
+	if want := subjectNamedIn(got.Message); got.Reason != "" && !cmp.Equal(want, got.Subject) {
+		t.Errorf("%s: subject %+v, but the message names %+v: %s", got.Reason, got.Subject, want, got.Message)
+	}
 	return got
+}
+
+var (
+	namedWorker     = regexp.MustCompile(`\bWorker (\d+)\b`)
+	namedWorkerHost = regexp.MustCompile(`-node-\d+-(\d+)\b`)
+)
+
+// subjectNamedIn reads the pod a message names, as people read it: the
+// first "Worker N", else a Worker's host or pod name, else a message that
+// starts with the Launcher. Tests only: the manager never reads its own
+// messages back (Status.Subject).
+func subjectNamedIn(message string) *api.PodRef {
+	m := namedWorker.FindStringSubmatch(message)
+	if m == nil {
+		m = namedWorkerHost.FindStringSubmatch(message)
+	}
+	if m != nil {
+		i, _ := strconv.Atoi(m[1])
+		return api.WorkerRef(int32(i))
+	}
+	if strings.HasPrefix(message, "The Launcher") {
+		return api.LauncherRef()
+	}
+	return nil
 }
 
 // leavesInput fails when run changes anything in reaches (the JobSet, the

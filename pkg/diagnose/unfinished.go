@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -14,33 +15,33 @@ import (
 
 // explainUnfinished places a job that has neither finished nor been
 // suspended, and says what it waits for.
-func explainUnfinished(in Input, s api.Status) (api.Phase, string, string, string) {
+func explainUnfinished(in Input, s api.Status) (api.Phase, finding) {
 	if r, m, n, ok := quotaExceeded(in.Events); ok {
-		return api.PhasePending, r, m, n
+		return api.PhasePending, finding{reason: r, message: m, next: n}
 	}
 	if r, m, n, ok := podsRefused(in); ok {
-		return api.PhasePending, r, m, n
+		return api.PhasePending, finding{reason: r, message: m, next: n}
 	}
 	if in.JobSet == nil && deadlineReached(in) {
 		// Trainer removed the JobSet at the timeout and has not yet said
 		// so on the job: that, not "not created", is what happens.
-		return in.Previous.Phase, ReasonDeadlineExceeded,
-			fmt.Sprintf("The job reached its %s; Trainer is stopping it.", timeoutOf(in.TrainJob)), deadlineNext
+		return in.Previous.Phase, finding{reason: ReasonDeadlineExceeded,
+			message: fmt.Sprintf("The job reached its %s; Trainer is stopping it.", timeoutOf(in.TrainJob)), next: deadlineNext}
 	}
 	if in.JobSet == nil {
-		return api.PhasePending, ReasonJobSetNotCreated, "Trainer has not created the job's pods yet.",
-			"Wait a few seconds; if this lasts, check that the Trainer controller runs and read `kubectl mpijob events`."
+		return api.PhasePending, finding{reason: ReasonJobSetNotCreated, message: "Trainer has not created the job's pods yet.",
+			next: "Wait a few seconds; if this lasts, check that the Trainer controller runs and read `kubectl mpijob events`."}
 	}
 	all := append(append([]corev1.Pod{}, in.Workers...), in.Launcher...)
 	if r, m, n, ok := imageBuilding(all, in.Events, in.Now); ok {
-		return api.PhaseStarting, r, m, n
+		return api.PhaseStarting, finding{reason: r, message: m, next: n}
 	}
-	if r, m, n, ok := imagePull(all); ok {
+	if r, m, n, who, ok := imagePull(all); ok {
 		phase := api.PhaseStarting
 		if unscheduled(in.Workers) > 0 {
 			phase = api.PhasePending
 		}
-		return phase, r, m, n
+		return phase, finding{reason: r, message: m, next: n, subject: who}
 	}
 	switch s.Launcher {
 	case api.LauncherRunning, api.LauncherDeleted:
@@ -50,28 +51,29 @@ func explainUnfinished(in Input, s api.Status) (api.Phase, string, string, strin
 		if p := in.Previous; s.Launcher == api.LauncherDeleted && p != nil && p.Reason == ReasonLauncherDeleted {
 			break
 		}
-		if m, n, ok := workerLost(in, s.WorkersTotal); ok {
+		if m, n, lost, ok := workerLost(in, s.WorkersTotal); ok {
 			if p := in.Previous; p != nil && p.Reason == ReasonWorkerEvicted && p.Phase == api.PhaseRunning {
 				// The first Worker lost is the news: the others stop
 				// after it (mpirun gives up, Trainer ends the job), and
 				// naming them instead would hide the cause.
-				return api.PhaseRunning, ReasonWorkerEvicted, p.Message, ranked(append([]string{p.NextStep}, p.NextSteps[min(1, len(p.NextSteps)):]...)...)
+				// (A status written before subjects: the Worker lost now.)
+				return api.PhaseRunning, finding{reason: ReasonWorkerEvicted, message: p.Message, next: ranked(append([]string{p.NextStep}, p.NextSteps[min(1, len(p.NextSteps)):]...)...), subject: cmp.Or(p.Subject, lost)}
 			}
-			return api.PhaseRunning, ReasonWorkerEvicted, m, n
+			return api.PhaseRunning, finding{reason: ReasonWorkerEvicted, message: m, next: n, subject: lost}
 		}
 	case api.LauncherFailed:
 		// The Launcher ran, so every Worker had been placed: Workers that
 		// are gone now are being stopped, not waiting to be scheduled.
 		if p := in.Previous; p != nil && p.Reason == ReasonWorkerEvicted && p.Phase == api.PhaseRunning {
 			// mpirun failed because a Worker was lost: that stays the news.
-			return api.PhaseRunning, ReasonWorkerEvicted, p.Message, ranked(append([]string{p.NextStep}, p.NextSteps[min(1, len(p.NextSteps)):]...)...)
+			return api.PhaseRunning, finding{reason: ReasonWorkerEvicted, message: p.Message, next: ranked(append([]string{p.NextStep}, p.NextSteps[min(1, len(p.NextSteps)):]...)...), subject: p.Subject}
 		}
-		return api.PhaseRunning, ReasonLauncherFailed, launcherFailed(in), ""
+		return api.PhaseRunning, finding{reason: ReasonLauncherFailed, message: launcherFailed(in), subject: api.LauncherRef()}
 	case api.LauncherSucceeded:
 		// The Launcher ran, so every Worker had been placed: Workers gone
 		// now were stopped by the job's success (JobSet ends the others
 		// before Trainer marks the job Complete), not waiting to be placed.
-		return api.PhaseRunning, "", "The Launcher finished; Trainer is completing the job.", ""
+		return api.PhaseRunning, finding{reason: "", message: "The Launcher finished; Trainer is completing the job.", next: ""}
 	}
 	if waiting := unscheduled(in.Workers); waiting > 0 || int32(len(in.Workers)) < s.WorkersTotal {
 		if waiting == 0 {
@@ -84,16 +86,16 @@ func explainUnfinished(in Input, s api.Status) (api.Phase, string, string, strin
 		msg := fmt.Sprintf("Waiting for %s to be scheduled", api.Count(waiting, "Worker", "Workers"))
 		sched := schedulerMessage(in.Workers)
 		if m, next, ok := neverPlaced(in, sched); ok {
-			return phase, ReasonCannotStart, m, next
+			return phase, finding{reason: ReasonCannotStart, message: m, next: next}
 		}
 		if m, next, ok := neverFits(in); ok {
-			return phase, ReasonCannotStart, m, next
+			return phase, finding{reason: ReasonCannotStart, message: m, next: next}
 		}
 		// The scheduler's own words win when they name a constraint other
 		// than free capacity (a taint, a node selector, affinity, a
 		// volume): counting free resources would contradict it.
 		if m, n, ok := volumeWait(in, sched); ok {
-			return phase, ReasonUnschedulable, msg + ": " + m, n
+			return phase, finding{reason: ReasonUnschedulable, message: msg + ": " + m, next: n}
 		}
 		next := "The job starts when capacity frees up; to start sooner use fewer Workers or smaller Workers."
 		why, fit := fitExplanation(in)
@@ -112,55 +114,56 @@ func explainUnfinished(in Input, s api.Status) (api.Phase, string, string, strin
 		}
 		if in.Previous != nil && in.Previous.LastTransitionTime != nil && in.Previous.Phase == phase && in.GangTimeout > 0 &&
 			in.Now.Sub(in.Previous.LastTransitionTime.Time) > in.GangTimeout {
-			return phase, ReasonGangSchedulingTimeout,
-				msg + fmt.Sprintf(" (waiting longer than the gang-scheduling timeout of %s).", in.GangTimeout),
-				"Use fewer Workers or fewer GPUs per worker, or ask an administrator for capacity; delete the job to free what it holds."
+			return phase, finding{reason: ReasonGangSchedulingTimeout,
+				message: msg + fmt.Sprintf(" (waiting longer than the gang-scheduling timeout of %s).", in.GangTimeout),
+				next:    "Use fewer Workers or fewer GPUs per worker, or ask an administrator for capacity; delete the job to free what it holds."}
 		}
-		return phase, ReasonUnschedulable, msg + ".", next
+		return phase, finding{reason: ReasonUnschedulable, message: msg + ".", next: next}
 	}
 	if s.WorkersReady < s.WorkersTotal {
-		if msg, next, ok := sshdNotAnswering(in); ok {
-			return api.PhaseStarting, ReasonSSHConnectionRefused, msg, next
+		if msg, next, who, ok := sshdNotAnswering(in); ok {
+			return api.PhaseStarting, finding{reason: ReasonSSHConnectionRefused, message: msg, next: next, subject: who}
 		}
 		for _, p := range sortedByIndex(in.Workers) {
 			if msg, next, ok := sshdDidNotStart(p, in.WorkerImage); ok {
-				return api.PhaseStarting, ReasonSSHConnectionRefused, msg, next
+				return api.PhaseStarting, finding{reason: ReasonSSHConnectionRefused, message: msg, next: next, subject: workerRef(p)}
 			}
 		}
-		if msg, next, ok := mountFailed(in); ok {
-			return api.PhaseStarting, ReasonVolumeMountFailed, msg, next
+		if msg, next, who, ok := mountFailed(in); ok {
+			return api.PhaseStarting, finding{reason: ReasonVolumeMountFailed, message: msg, next: next, subject: who}
 		}
-		return api.PhaseStarting, ReasonWorkersNotReady,
-			fmt.Sprintf("Waiting for Workers to be Ready: %d of %d Ready.", s.WorkersReady, s.WorkersTotal),
-			"Nothing to do yet; if this lasts, `kubectl mpijob describe` shows which Worker is not Ready and why."
+		return api.PhaseStarting, finding{reason: ReasonWorkersNotReady,
+			message: fmt.Sprintf("Waiting for Workers to be Ready: %d of %d Ready.", s.WorkersReady, s.WorkersTotal),
+			next:    "Nothing to do yet; if this lasts, `kubectl mpijob describe` shows which Worker is not Ready and why."}
 	}
 	switch s.Launcher {
 	case api.LauncherRunning, api.LauncherSucceeded:
 		if s.Launcher == api.LauncherRunning {
-			if m, n, ok := rankFailedOthersWaiting(in); ok {
-				return api.PhaseRunning, ReasonRankFailedOthersWaiting, m, n
+			if m, n, who, ok := rankFailedOthersWaiting(in); ok {
+				return api.PhaseRunning, finding{reason: ReasonRankFailedOthersWaiting, message: m, next: n, subject: who}
 			}
-			if m, n, ok := rankSilent(in); ok {
-				return api.PhaseRunning, ReasonRankSilent, m, n
+			if m, n, who, ok := rankSilent(in); ok {
+				return api.PhaseRunning, finding{reason: ReasonRankSilent, message: m, next: n, subject: who}
 			}
 		}
 		if m, n, ok := noProgress(in, s); ok {
-			return api.PhaseRunning, ReasonNoProgress, m, n
+			// The Launcher's output is what stopped.
+			return api.PhaseRunning, finding{reason: ReasonNoProgress, message: m, next: n, subject: api.LauncherRef()}
 		}
-		return api.PhaseRunning, "", fmt.Sprintf("Running on %d Workers.", s.WorkersTotal), ""
+		return api.PhaseRunning, finding{reason: "", message: fmt.Sprintf("Running on %d Workers.", s.WorkersTotal), next: ""}
 	case api.LauncherFailed:
-		return api.PhaseRunning, ReasonLauncherFailed, launcherFailed(in), ""
+		return api.PhaseRunning, finding{reason: ReasonLauncherFailed, message: launcherFailed(in), subject: api.LauncherRef()}
 	case api.LauncherDeleted:
-		return api.PhaseRunning, ReasonLauncherDeleted, "The Launcher pod was deleted while the Workers run.",
-			"The job cannot finish without its Launcher: delete it and resubmit (`kubectl mpijob clone`)."
+		return api.PhaseRunning, finding{reason: ReasonLauncherDeleted, subject: api.LauncherRef(), message: "The Launcher pod was deleted while the Workers run.",
+			next: "The job cannot finish without its Launcher: delete it and resubmit (`kubectl mpijob clone`)."}
 	default:
 		if sched := launcherUnschedulable(in); sched != "" {
-			return api.PhaseStarting, ReasonUnschedulable,
-				fmt.Sprintf("All Workers are Ready, but the Launcher cannot be scheduled: %s.", sched),
-				ranked("The scheduler names what keeps the Launcher off the nodes (a taint it does not tolerate, a node selector, affinity, room): give the runtime's Launcher template the tolerations or node selector the nodes need, or ask an administrator; `kubectl mpijob describe NAME` shows the Launcher pod.",
-					"Delete the job while it waits (`kubectl mpijob delete NAME`): its Workers hold their resources until the Launcher runs.")
+			return api.PhaseStarting, finding{reason: ReasonUnschedulable,
+				message: fmt.Sprintf("All Workers are Ready, but the Launcher cannot be scheduled: %s.", sched),
+				next: ranked("The scheduler names what keeps the Launcher off the nodes (a taint it does not tolerate, a node selector, affinity, room): give the runtime's Launcher template the tolerations or node selector the nodes need, or ask an administrator; `kubectl mpijob describe NAME` shows the Launcher pod.",
+					"Delete the job while it waits (`kubectl mpijob delete NAME`): its Workers hold their resources until the Launcher runs.")}
 		}
-		return api.PhaseStarting, ReasonLauncherNotStarted, "All Workers are Ready; the Launcher is starting.", ""
+		return api.PhaseStarting, finding{reason: ReasonLauncherNotStarted, message: "All Workers are Ready; the Launcher is starting.", next: ""}
 	}
 }
 
@@ -302,18 +305,18 @@ func eventTime(e *corev1.Event) time.Time {
 }
 
 // imagePull finds a pod that cannot pull its image.
-func imagePull(pods []corev1.Pod) (reason, message, next string, ok bool) {
+func imagePull(pods []corev1.Pod) (reason, message, next string, who *api.PodRef, ok bool) {
 	for _, p := range sortedByIndex(pods) {
 		for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 			if !api.PullFailed(cs) {
 				continue
 			}
 			w := cs.State.Waiting
-			who := workerName(p)
+			name, ref := workerName(p), workerRef(p)
 			if p.Labels["jobset.sigs.k8s.io/replicatedjob-name"] == api.LauncherJob {
-				who = "The Launcher (pod " + p.Name + ")"
+				name, ref = "The Launcher (pod "+p.Name+")", api.LauncherRef()
 			}
-			msg := fmt.Sprintf("%s cannot pull image %q from %s (%s)", who, cs.Image, registryOf(cs.Image), w.Reason)
+			msg := fmt.Sprintf("%s cannot pull image %q from %s (%s)", name, cs.Image, registryOf(cs.Image), w.Reason)
 			if w.Message != "" {
 				msg += ": " + trimMessage(w.Message, 300)
 			}
@@ -323,10 +326,10 @@ func imagePull(pods []corev1.Pod) (reason, message, next string, ok bool) {
 				// serves: the installation builds and pushes them.
 				next = "This is one of mpijob's MPI images, which are built from the repository, not pulled from ghcr.io: build and push them to your registry with `make images REGISTRY=registry.example.com/team`, then install with `kubectl apply --server-side -k config/registry` (docs/admin.md, Images from your registry)."
 			}
-			return ReasonImagePullFailed, msg, next, true
+			return ReasonImagePullFailed, msg, next, ref, true
 		}
 	}
-	return "", "", "", false
+	return "", "", "", nil, false
 }
 
 // registryOf names the registry of an image reference ("docker.io" when none).
@@ -399,7 +402,7 @@ func placedPending(in Input) map[string]*corev1.Pod {
 // in-memory volumes (the SSH key Secret Trainer mounts) by the pod's
 // memory limit, so a limit of a few bytes fails with "no space left on
 // device".
-func mountFailed(in Input) (message, next string, ok bool) {
+func mountFailed(in Input) (message, next string, who *api.PodRef, ok bool) {
 	pending := placedPending(in)
 	var ev *corev1.Event
 	for i := range in.Events {
@@ -412,7 +415,7 @@ func mountFailed(in Input) (message, next string, ok bool) {
 		}
 	}
 	if ev == nil {
-		return "", "", false
+		return "", "", nil, false
 	}
 	p := pending[ev.InvolvedObject.Name]
 	msg := fmt.Sprintf("%s cannot start: a volume does not mount: %s.", capitalize(workerName(p)), strings.TrimSuffix(trimMessage(ev.Message, 300), "."))
@@ -428,11 +431,11 @@ func mountFailed(in Input) (message, next string, ok bool) {
 		}
 		return msg, ranked(
 			fmt.Sprintf("The kubelet sizes a pod's in-memory volumes (the SSH key Trainer mounts) by the pod's memory: %s is too small. Delete the job and run it again with more memory per Worker, e.g. kubectl mpijob clone NAME NEW --memory 1Gi (memory is in bytes unless it has a unit: Mi, Gi).", limit),
-			"Until then the job holds its Workers: delete it (kubectl mpijob delete NAME)."), true
+			"Until then the job holds its Workers: delete it (kubectl mpijob delete NAME)."), workerRef(p), true
 	}
 	return msg, ranked(
 		"Read the pod's Events (kubectl mpijob describe NAME, or kubectl describe pod "+p.Name+"): a missing Secret, ConfigMap or PersistentVolumeClaim, or a volume another node holds, keeps it from starting.",
-		"Fix the volume, or delete the job (kubectl mpijob delete NAME): until then it holds its Workers."), true
+		"Fix the volume, or delete the job (kubectl mpijob delete NAME): until then it holds its Workers."), workerRef(p), true
 }
 
 // podsOverdue reports whether the job's JobSet has existed for a while and
@@ -518,7 +521,7 @@ func neverPlaced(in Input, sched string) (message, next string, ok bool) {
 // or evicted through the API (a node drain). sshd exits 0 on SIGTERM, so
 // its Job counts the index as completed and never replaces it; MPI cannot
 // go on without it. (Once the Launcher ran, every Worker had been Ready.)
-func workerLost(in Input, total int32) (message, next string, ok bool) {
+func workerLost(in Input, total int32) (message, next string, lost *api.PodRef, ok bool) {
 	byIndex := map[string]*corev1.Pod{}
 	for _, p := range sortedByIndex(in.Workers) {
 		byIndex[p.Labels[completionIndexLabel]] = p
@@ -571,9 +574,9 @@ func workerLost(in Input, total int32) (message, next string, ok bool) {
 		return fmt.Sprintf("%s %s while the Launcher ran: MPI cannot go on without it, and its Job does not replace a Worker that stopped cleanly.", capitalize(who), how),
 			ranked(
 				"Resubmit the job (`kubectl mpijob clone NAME NEW`); delete this one, its Launcher and other Workers hold their resources until mpirun gives up.",
-				"Ask an administrator to drain nodes only when no MPI job runs there, or to protect running Workers with a PodDisruptionBudget."), true
+				"Ask an administrator to drain nodes only when no MPI job runs there, or to protect running Workers with a PodDisruptionBudget."), api.WorkerRef(int32(i)), true
 	}
-	return "", "", false
+	return "", "", nil, false
 }
 
 // disrupted reports a pod the control plane stopped (an eviction, a

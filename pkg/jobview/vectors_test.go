@@ -105,7 +105,7 @@ func TestPodVectors(t *testing.T) {
 			// And as the manager computes it from its records and its
 			// diagnosis.
 			if st.Phase == api.PhaseFailed {
-				if diff := cmp.Diff(tc.Failed, api.FailedPods(st.Pods, true, st.Reason, st.Message), cmpopts.EquateEmpty()); diff != "" {
+				if diff := cmp.Diff(tc.Failed, api.FailedPods(st.Pods, st.Subject, st.Reason), cmpopts.EquateEmpty()); diff != "" {
 					t.Errorf("api.FailedPods (-want,+got):\n%s", diff)
 				}
 			}
