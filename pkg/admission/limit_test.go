@@ -46,11 +46,11 @@ func TestBounded(t *testing.T) {
 			codes[i] = rec.Code
 		}()
 	}
+	// Two get in (the budget holds two); most, below, says no third did.
 	deadline := time.Now().Add(5 * time.Second)
 	for inside.Load() < 2 && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	time.Sleep(100 * time.Millisecond)
 	if got := inside.Load(); got != 2 {
 		t.Errorf("%d large requests read at once, want 2 (the budget holds two)", got)
 	}
@@ -70,9 +70,11 @@ func TestBounded(t *testing.T) {
 		t.Errorf("an oversized request: %d, want 413", rec.Code)
 	}
 	// One that waits longer than its caller does gets a clear 503.
-	blocked := Bounded(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { time.Sleep(300 * time.Millisecond) }), MaxRequestBytes)
+	entered, leave := make(chan struct{}), make(chan struct{})
+	defer close(leave)
+	blocked := Bounded(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { close(entered); <-leave }), MaxRequestBytes)
 	go blocked.ServeHTTP(httptest.NewRecorder(), big())
-	time.Sleep(50 * time.Millisecond)
+	<-entered // the budget is taken
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	rec = httptest.NewRecorder()

@@ -169,13 +169,18 @@ func (g *getOptions) Run(ctx context.Context) error {
 		}
 		return p.PrintObj(&trainer.TrainJobList{Items: jobs}, g.Out)
 	}
-	if len(jobs) == 0 && !g.watch {
+	if len(jobs) == 0 {
 		where := "namespace " + cl.namespace
 		if g.allNamespaces {
 			where = "any namespace"
 		}
-		fmt.Fprintf(g.ErrOut, "No MPI jobs found in %s.\n", where)
-		return nil
+		if !g.watch {
+			fmt.Fprintf(g.ErrOut, "No MPI jobs found in %s.\n", where)
+			return nil
+		}
+		// Said once the list is read: the watch starts where it ended, so
+		// a job created from now on shows up.
+		fmt.Fprintf(g.ErrOut, "No MPI jobs in %s yet; watching for them (Ctrl-C stops).\n", where)
 	}
 	tp := printers.NewTablePrinter(printers.PrintOptions{Wide: g.wide(), WithNamespace: g.allNamespaces})
 	now := time.Now()

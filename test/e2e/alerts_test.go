@@ -39,7 +39,9 @@ func TestFailureBurstAlerts(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.WaitForStatus(t, other, name, 2*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseFailed })
-	time.Sleep(15 * time.Second) // three evaluations
+	// Once Prometheus has scraped that failure and evaluated the alert
+	// after it, the alert would be there if it fired.
+	framework.WaitForAlertEvaluatedOn(t, "MPIJobFailureBurst", `mpijob_jobs_failed_total{namespace="`+other+`"}`, 2*time.Minute)
 	alerts, err := framework.Alerts(context.Background(), framework.PrometheusURL())
 	if err != nil {
 		t.Fatal(err)

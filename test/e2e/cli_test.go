@@ -303,13 +303,19 @@ func TestCLIGetWatch(t *testing.T) {
 	ns := c.NewNamespace(t, "cli-watch")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	out := &syncBuffer{}
+	out, errOut := &syncBuffer{}, &syncBuffer{}
 	done := make(chan int, 1)
 	go func() {
 		done <- cli.MainContext(ctx, []string{"--kubeconfig", c.Kubeconfig, "--context", "admin", "-n", ns, "get", "-w"},
-			genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: out, ErrOut: &bytes.Buffer{}})
+			genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: out, ErrOut: errOut})
 	}()
-	time.Sleep(time.Second) // the watch is open
+	// It says so once it has listed the (empty) namespace: the watch
+	// starts where that list ended, so the job created next shows up.
+	if err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(context.Context) (bool, error) {
+		return strings.Contains(errOut.String(), "No MPI jobs in namespace "+ns+" yet; watching for them"), nil
+	}); err != nil {
+		t.Fatalf("get -w on an empty namespace never said it watches: %q", errOut.String())
+	}
 	expect(t, mpijob(t, "admin", ns, "create", "watched", "--workers", "1"), 0)
 	err := wait.PollUntilContextCancel(ctx, 500*time.Millisecond, true, func(context.Context) (bool, error) {
 		return regexp.MustCompile(`(?m)^watched\s+mpi-openmpi\s+Succeeded\s+1/1`).MatchString(out.String()), nil

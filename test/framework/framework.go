@@ -335,6 +335,50 @@ func (c *Cluster) WaitForStatus(t testing.TB, ns, name string, timeout time.Dura
 	return last
 }
 
+// WaitForManagerEvents waits until every Event the job's status vouches
+// for (Status.EventDigests: those mpijob-manager wrote about it) is listed,
+// and returns the namespace's Events about the job. The manager's Events
+// reach the API server a moment after the status that vouches for them; a
+// test that counts them waits for this instead of a guess at the delay.
+func (c *Cluster) WaitForManagerEvents(t testing.TB, ns, name string, timeout time.Duration) []corev1.Event {
+	t.Helper()
+	var about []corev1.Event
+	var missing int
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		tj := &trainer.TrainJob{}
+		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
+			return false, nil //nolint:nilerr // keep polling through transient errors
+		}
+		s, _, err := api.ReadStatus(tj.Annotations)
+		if err != nil {
+			return false, nil //nolint:nilerr // not written yet
+		}
+		evs := &corev1.EventList{}
+		if err := c.Client.List(ctx, evs, client.InNamespace(ns)); err != nil {
+			return false, nil //nolint:nilerr // keep polling through transient errors
+		}
+		about = about[:0]
+		listed := map[string]bool{}
+		for _, e := range evs.Items {
+			if e.InvolvedObject.Kind == "TrainJob" && e.InvolvedObject.Name == name {
+				about = append(about, e)
+				listed[api.EventDigest(string(tj.UID), e.Type, e.Reason, e.Message)] = true
+			}
+		}
+		missing = 0
+		for _, d := range s.EventDigests {
+			if !listed[d] {
+				missing++
+			}
+		}
+		return missing == 0, nil
+	})
+	if err != nil {
+		t.Fatalf("%d of the Events the status of %s/%s vouches for are not listed within %s", missing, ns, name, timeout)
+	}
+	return about
+}
+
 // WaitForPods waits until the replicated job has n pods placed on nodes and
 // returns them.
 func (c *Cluster) WaitForPods(t testing.TB, ns, trainJob, replicatedJob string, n int, timeout time.Duration) []corev1.Pod {

@@ -10,7 +10,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/localcluster"
@@ -77,16 +76,12 @@ func TestManagerDownLeaderFailover(t *testing.T) {
 			t.Errorf("job %s: start %v, completion %v", name, s.StartTime, s.CompletionTime)
 		}
 	}
-	time.Sleep(3 * time.Second) // late Events
-	evs := &corev1.EventList{}
-	if err := c.Client.List(ctx, evs, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
+	var evs []corev1.Event
+	for _, name := range jobs {
+		evs = append(evs, c.WaitForManagerEvents(t, ns, name, time.Minute)...)
 	}
 	seen := map[string]int32{}
-	for _, e := range evs.Items {
-		if e.InvolvedObject.Kind != "TrainJob" {
-			continue
-		}
+	for _, e := range evs {
 		n := e.Count
 		if e.Series != nil {
 			n = e.Series.Count

@@ -18,6 +18,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,7 +45,6 @@ func TestNetworkPolicyPerJob(t *testing.T) {
 		t.Fatal(err)
 	}
 	optOut := suspended("open").Obj()
-	optOut.Annotations = map[string]string{api.NetworkPolicyAnnotation: "disabled"}
 	if err := c.Client.Create(ctx, optOut); err != nil {
 		t.Fatal(err)
 	}
@@ -66,10 +66,23 @@ func TestNetworkPolicyPerJob(t *testing.T) {
 		t.Errorf("NetworkPolicy is not controlled by the TrainJob: %+v", np.OwnerReferences)
 	}
 
-	// The opt-out job gets none; give the controller the same time.
-	time.Sleep(2 * time.Second)
-	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "open-mpi"}, &networkingv1.NetworkPolicy{}); !apierrors.IsNotFound(err) {
-		t.Errorf("opted-out job has a NetworkPolicy (err %v)", err)
+	// A job that opts out has none: its policy goes once the controller
+	// has seen the annotation (the same step that keeps a job created
+	// opted out without one), and stays gone.
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "open-mpi"}, &networkingv1.NetworkPolicy{}) == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("no NetworkPolicy open-mpi after 30s, before it opts out")
+	}
+	if err := c.Client.Patch(ctx, optOut, client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+api.NetworkPolicyAnnotation+`":"disabled"}}}`))); err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		return apierrors.IsNotFound(c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: "open-mpi"}, &networkingv1.NetworkPolicy{})), nil
+	})
+	if err != nil {
+		t.Errorf("the job opted out with %s: disabled, and its NetworkPolicy is still there after 30s", api.NetworkPolicyAnnotation)
 	}
 
 	// Deleting the job removes its policy (garbage collection by owner).

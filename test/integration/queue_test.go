@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -89,7 +90,27 @@ func TestQueuedJobWaitsWholeWithPosition(t *testing.T) {
 	if err := framework.SubmitW(ctx, c.Client, second); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(time.Second) // distinct creation times order the queue
+	// Kueue orders a queue by its Workloads' creation times, which have a
+	// second's resolution: third comes once second waits in the queue (its
+	// Workload exists) and the clock has passed the second it was made in.
+	c.WaitForStatus(t, ns, "second", time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseQueued && s.QueuePosition != nil })
+	var made time.Time
+	wls := &unstructured.UnstructuredList{}
+	wls.SetAPIVersion("kueue.x-k8s.io/v1beta2")
+	wls.SetKind("WorkloadList")
+	if err := c.Client.List(ctx, wls, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	for _, wl := range wls.Items {
+		if ts := wl.GetCreationTimestamp().Time; ts.After(made) {
+			made = ts // the newest: second's (first's is older)
+		}
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return time.Now().Truncate(time.Second).After(made), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	if err := framework.SubmitW(ctx, c.Client, third); err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,17 +55,10 @@ func TestManagerDownRestartMidJob(t *testing.T) {
 		t.Fatalf("job ended %s (%s: %s), want Succeeded", s.Phase, s.Reason, s.Message)
 	}
 
-	// Let late Events land, then count them per reason.
-	time.Sleep(3 * time.Second)
-	evs := &corev1.EventList{}
-	if err := c.Client.List(ctx, evs, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
+	// Once the Events the status vouches for are all listed, count them
+	// per reason.
 	seen := map[string]int32{}
-	for _, e := range evs.Items {
-		if e.InvolvedObject.Kind != "TrainJob" || e.InvolvedObject.Name != "steady" {
-			continue
-		}
+	for _, e := range c.WaitForManagerEvents(t, ns, "steady", time.Minute) {
 		n := e.Count
 		if e.Series != nil {
 			n = e.Series.Count
