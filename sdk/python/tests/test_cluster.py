@@ -238,7 +238,12 @@ def test_logs_from_the_store_once_the_pods_are_gone(kubeconfig_path):
         client.wait_for_job(name, timeout=240)
         live = client.get_logs(name)
         assert "allreduce over 4 ranks ok" in live and client.last_log_sources == {"launcher": "pod"}
-        time.sleep(3)  # the collector reads the nodes' log files every second
+        # The log store has every rank's lines before the pods go (its
+        # collector reads the nodes' log files every second).
+        for _ in range(60):
+            if len(set(re.findall(r"mpi-hello: rank (\d) of 4 on", client.get_logs(name, source="store")))) == 4:
+                break
+            time.sleep(1)
         admin = k8s.CoreV1Api(k8s_config.new_client_from_config(config_file=kubeconfig_path, context="admin"))
         admin.delete_collection_namespaced_pod("team-a", label_selector=f"jobset.sigs.k8s.io/jobset-name={name}", grace_period_seconds=0)
         for _ in range(60):
