@@ -3,6 +3,7 @@ package dataconn
 import (
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -119,6 +120,76 @@ func TestValidatePVC(t *testing.T) {
 	for name, tc := range cases {
 		if got := ValidatePVC(tc.p) == ""; got != tc.ok {
 			t.Errorf("%s: ValidatePVC ok = %v, want %v (%q)", name, got, tc.ok, ValidatePVC(tc.p))
+		}
+	}
+}
+
+func TestValidateConfigMap(t *testing.T) {
+	cases := map[string]struct {
+		c    ConfigMap
+		want string // a word of the problem; "" when none
+	}{
+		"default path":          {c: ConfigMap{Name: "train-cfg"}},
+		"own path":              {c: ConfigMap{Name: "train-cfg", MountPath: "/mnt/cfg"}},
+		"not a name":            {c: ConfigMap{Name: "Train_Cfg"}, want: "is not a ConfigMap name"},
+		"no name":               {c: ConfigMap{}, want: "is not a ConfigMap name"},
+		"relative path":         {c: ConfigMap{Name: "cfg", MountPath: "cfg"}, want: "must be an absolute path"},
+		"hides the ssh keys":    {c: ConfigMap{Name: "cfg", MountPath: "/home/mpiuser/.ssh"}, want: "would hide /home/mpiuser"},
+		"a colon in the path":   {c: ConfigMap{Name: "cfg", MountPath: "/mnt/a:b"}, want: "without ':' or '..'"},
+		"hides the system /usr": {c: ConfigMap{Name: "cfg", MountPath: "/usr"}, want: "would hide /usr"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := ValidateConfigMap(tc.c)
+			if (tc.want == "") != (got == "") || !strings.Contains(got, tc.want) {
+				t.Errorf("ValidateConfigMap(%+v) = %q, want %q", tc.c, got, tc.want)
+			}
+		})
+	}
+}
+
+// Volumes mounts each PVC read-write at its path and each ConfigMap
+// read-only, with volume names that Kubernetes accepts (63 characters at
+// most, however long the claim's name).
+func TestVolumes(t *testing.T) {
+	long := strings.Repeat("a", 70)
+	vols, mounts := Volumes([]PVC{{Claim: "data"}, {Claim: "results", MountPath: "/mnt/out"}, {Claim: long}},
+		ConfigMap{Name: "cfg"}, ConfigMap{Name: "hosts", MountPath: "/etc-own/hosts"})
+	wantVols := []corev1.Volume{
+		{Name: "pvc-data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}},
+		{Name: "pvc-results", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "results"}}},
+		{Name: ("pvc-" + long)[:63], VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: long}}},
+		{Name: "cm-cfg", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "cfg"}}}},
+		{Name: "cm-hosts", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "hosts"}}}},
+	}
+	wantMounts := []corev1.VolumeMount{
+		{Name: "pvc-data", MountPath: "/mnt/data"},
+		{Name: "pvc-results", MountPath: "/mnt/out"},
+		{Name: ("pvc-" + long)[:63], MountPath: "/mnt/" + long},
+		{Name: "cm-cfg", MountPath: "/config/cfg", ReadOnly: true},
+		{Name: "cm-hosts", MountPath: "/etc-own/hosts", ReadOnly: true},
+	}
+	if diff := cmp.Diff(wantVols, vols); diff != "" {
+		t.Errorf("volumes (-want,+got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantMounts, mounts); diff != "" {
+		t.Errorf("mounts (-want,+got):\n%s", diff)
+	}
+	if n := ConfigMapVolumeName(strings.Repeat("b-", 40)); len(n) > 63 || strings.HasSuffix(n, "-") {
+		t.Errorf("ConfigMapVolumeName of a long name: %q (%d characters), want at most 63 and no trailing '-'", n, len(n))
+	}
+}
+
+func TestProblemNamesConnectionAndKey(t *testing.T) {
+	for _, tc := range []struct {
+		p    Problem
+		want string
+	}{
+		{Problem{Connection: "bucket", Problem: "is not a data connection"}, `data connection "bucket": is not a data connection`},
+		{Problem{Connection: "bucket", Key: "AWS_S3_BUCKET", Problem: "is empty"}, `data connection "bucket", key AWS_S3_BUCKET: is empty`},
+	} {
+		if got := tc.p.Error(); got != tc.want {
+			t.Errorf("Error() = %q, want %q", got, tc.want)
 		}
 	}
 }

@@ -1,13 +1,20 @@
 package perjob
 
 import (
+	"context"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/mpijob/mpijob/pkg/api"
 )
@@ -63,5 +70,94 @@ func TestDecide(t *testing.T) {
 				t.Errorf("Decide = %v, %v; want %v, %v", got, after, tc.want, tc.wantAfter)
 			}
 		})
+	}
+}
+
+// Reconcile carries out Decide's decision on the API server: it gives an
+// owner-less per-job runtime to its TrainJob, deletes one whose job never
+// came after the grace, requeues one still within it, releases a deleted
+// one whose job is gone, and leaves runtimes that are not per-job alone.
+func TestReconcile(t *testing.T) {
+	now := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	perJob := func(age time.Duration) *trainer.TrainingRuntime {
+		return &trainer.TrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: "hello-rt", Namespace: "team-a", UID: "rt-uid",
+			CreationTimestamp: metav1.NewTime(now.Add(-age)),
+			Labels:            map[string]string{api.JobLabel: "hello", api.BaseRuntimeLabel: "mpi-openmpi"}}}
+	}
+	job := &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "team-a", UID: "job-uid"},
+		Spec: trainer.TrainJobSpec{RuntimeRef: trainer.RuntimeRef{Name: "hello-rt", Kind: ptr.To(trainer.TrainingRuntimeKind)}}}
+	type after struct {
+		Exists     bool
+		Owners     []types.UID
+		Finalizers []string
+	}
+	cases := map[string]struct {
+		rt      *trainer.TrainingRuntime
+		job     *trainer.TrainJob
+		want    after
+		requeue time.Duration
+	}{
+		"an owner-less runtime is given to its job": {
+			rt: perJob(time.Second), job: job,
+			want: after{Exists: true, Owners: []types.UID{"job-uid"}},
+		},
+		"one whose job has not come yet waits out the grace": {
+			rt: perJob(30 * time.Second), want: after{Exists: true}, requeue: Grace - 30*time.Second,
+		},
+		"one whose job never came is deleted": {
+			rt: perJob(Grace + time.Second), want: after{},
+		},
+		"a deleted one whose job is gone is released": {
+			rt: func() *trainer.TrainingRuntime {
+				rt := perJob(time.Hour)
+				rt.DeletionTimestamp = ptr.To(metav1.NewTime(now))
+				rt.Finalizers = []string{api.JobRuntimeFinalizer, "example.com/other"}
+				return rt
+			}(),
+			want: after{Exists: true, Finalizers: []string{"example.com/other"}},
+		},
+		"a runtime that is not a job's is left alone, however old": {
+			rt: func() *trainer.TrainingRuntime {
+				rt := perJob(time.Hour)
+				rt.Labels = map[string]string{"team": "a"}
+				return rt
+			}(),
+			want: after{Exists: true},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs := []client.Object{tc.rt}
+			if tc.job != nil {
+				objs = append(objs, tc.job)
+			}
+			c := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(objs...).Build()
+			r := &Reconciler{Client: c, Now: func() time.Time { return now }}
+			res, err := r.Reconcile(context.Background(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(tc.rt)})
+			if err != nil {
+				t.Fatalf("Reconcile: %v", err)
+			}
+			if res.RequeueAfter != tc.requeue {
+				t.Errorf("requeue after %s, want %s", res.RequeueAfter, tc.requeue)
+			}
+			var got after
+			cur := &trainer.TrainingRuntime{}
+			if err := c.Get(context.Background(), client.ObjectKeyFromObject(tc.rt), cur); err == nil {
+				got.Exists, got.Finalizers = true, cur.Finalizers
+				for _, o := range cur.OwnerReferences {
+					got.Owners = append(got.Owners, o.UID)
+				}
+			} else if !apierrors.IsNotFound(err) {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("the runtime after (-want,+got):\n%s", diff)
+			}
+		})
+	}
+	// A runtime that is gone: nothing to do, no error.
+	c := fake.NewClientBuilder().WithScheme(api.NewScheme()).Build()
+	if _, err := (&Reconciler{Client: c}).Reconcile(context.Background(), reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "team-a", Name: "gone"}}); err != nil {
+		t.Errorf("Reconcile of a gone runtime: %v", err)
 	}
 }

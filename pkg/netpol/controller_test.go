@@ -1,0 +1,135 @@
+package netpol
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	networkingv1 "k8s.io/api/networking/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/yaml"
+
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/runtimes"
+)
+
+// mpiRuntime is the runtime the project ships; torchRuntime is one with no
+// MPI policy (a PyTorch runtime), whose jobs are not mpijob's to guard.
+func mpiRuntime(t *testing.T) *trainer.ClusterTrainingRuntime {
+	t.Helper()
+	b, err := os.ReadFile("../../config/runtimes/mpi-openmpi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &trainer.ClusterTrainingRuntime{}
+	if err := yaml.Unmarshal(b, rt); err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
+func torchRuntime(mpi *trainer.ClusterTrainingRuntime) *trainer.ClusterTrainingRuntime {
+	rt := mpi.DeepCopy()
+	rt.Name = "torch-distributed"
+	rt.Spec.MLPolicy.MPI = nil
+	rt.Spec.MLPolicy.Torch = &trainer.TorchMLPolicySource{}
+	return rt
+}
+
+func trainJob(runtime string, annotations map[string]string) *trainer.TrainJob {
+	return &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "team-a", UID: "uid-1", Annotations: annotations},
+		Spec: trainer.TrainJobSpec{RuntimeRef: trainer.RuntimeRef{Name: runtime}}}
+}
+
+// Reconcile keeps one NetworkPolicy for each MPI job that has not opted
+// out, removes the one of a job that opts out, and leaves other jobs (and
+// jobs being deleted or gone) alone.
+func TestReconcile(t *testing.T) {
+	mpi := mpiRuntime(t)
+	existing := Build(trainJob(mpi.Name, nil))
+	cases := map[string]struct {
+		job      *trainer.TrainJob // nil: the job is gone
+		existing bool              // the job's policy is there before
+		want     bool              // the job's policy is there after
+	}{
+		"an MPI job gets its policy":                     {job: trainJob(mpi.Name, nil), want: true},
+		"an MPI job keeps its policy":                    {job: trainJob(mpi.Name, nil), existing: true, want: true},
+		"a job created opted out gets none":              {job: trainJob(mpi.Name, map[string]string{api.NetworkPolicyAnnotation: "disabled"})},
+		"a job that opts out loses its policy":           {job: trainJob(mpi.Name, map[string]string{api.NetworkPolicyAnnotation: "disabled"}), existing: true},
+		"a PyTorch job is not mpijob's to guard":         {job: trainJob("torch-distributed", nil)},
+		"a job on a runtime that does not exist: none":   {job: trainJob("no-such-runtime", nil)},
+		"a job gone: nothing to do":                      {},
+		"a job being deleted gets none (it is going)":    {job: deleting(trainJob(mpi.Name, nil))},
+		"a job being deleted keeps what it has, for GC":  {job: deleting(trainJob(mpi.Name, nil)), existing: true, want: true},
+		"another value of the annotation does not count": {job: trainJob(mpi.Name, map[string]string{api.NetworkPolicyAnnotation: "enabled"}), want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs := []client.Object{mpi, torchRuntime(mpi)}
+			if tc.job != nil {
+				objs = append(objs, tc.job)
+			}
+			if tc.existing {
+				objs = append(objs, existing.DeepCopy())
+			}
+			c := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(objs...).
+				WithInterceptorFuncs(interceptor.Funcs{Apply: applyCreates}).Build()
+			r := &Reconciler{Client: c, Runtimes: runtimes.RuntimeLookup{Client: c}}
+			res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Namespace: "team-a", Name: "hello"}})
+			if err != nil {
+				t.Fatalf("Reconcile: %v", err)
+			}
+			if res.RequeueAfter != 0 {
+				t.Errorf("requeued after %s, want no requeue (it acts on changes)", res.RequeueAfter)
+			}
+			got := &networkingv1.NetworkPolicy{}
+			err = c.Get(context.Background(), client.ObjectKey{Namespace: "team-a", Name: "hello-mpi"}, got)
+			if apierrors.IsNotFound(err) == tc.want {
+				t.Fatalf("policy there: %v (err %v), want %v", err == nil, err, tc.want)
+			}
+			if tc.want {
+				if diff := cmp.Diff(existing.Spec, got.Spec); diff != "" {
+					t.Errorf("policy spec (-want,+got):\n%s", diff)
+				}
+				if !metav1.IsControlledBy(got, &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{UID: "uid-1"}}) {
+					t.Errorf("policy owners %+v, want the job as controller", got.OwnerReferences)
+				}
+			}
+		})
+	}
+}
+
+func deleting(tj *trainer.TrainJob) *trainer.TrainJob {
+	tj.DeletionTimestamp = ptr.To(metav1.NewTime(time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)))
+	tj.Finalizers = []string{"example.com/hold"} // the fake keeps an object being deleted only with one
+	return tj
+}
+
+// applyCreates makes a server-side apply of an object that is not there a
+// create, as the API server does: the fake client's own apply cannot
+// create a built-in kind from an unstructured apply configuration.
+func applyCreates(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		return err
+	}
+	np := &networkingv1.NetworkPolicy{}
+	if err := json.Unmarshal(raw, np); err != nil {
+		return err
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(np), &networkingv1.NetworkPolicy{}); apierrors.IsNotFound(err) {
+		return c.Create(ctx, np)
+	}
+	return c.Apply(ctx, obj, opts...)
+}
