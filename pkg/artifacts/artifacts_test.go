@@ -109,11 +109,10 @@ func baseRuntime(t *testing.T) *trainer.ClusterTrainingRuntime {
 	return rt
 }
 
-// job builds MPI job name as the CLI does, with its data connections and
-// PVCs.
-func job(t *testing.T, name string, conns []string, pvcs []dataconn.PVC) []client.Object {
+// job builds MPI job name as the CLI does, with its data connections.
+func job(t *testing.T, name string, conns []string) []client.Object {
 	t.Helper()
-	j, err := jobspec.Build(jobspec.Input{Name: name, Namespace: "team-a", Workers: 1, DataConnections: conns, PVCs: pvcs}, baseRuntime(t))
+	j, err := jobspec.Build(jobspec.Input{Name: name, Namespace: "team-a", Workers: 1, DataConnections: conns}, baseRuntime(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +141,7 @@ func TestOpenListAndRead(t *testing.T) {
 	srv := httptest.NewServer(store)
 	defer srv.Close()
 
-	objs := append(job(t, "digits", []string{"bucket"}, nil), connection("bucket", srv.URL, "results"))
+	objs := append(job(t, "digits", []string{"bucket"}), connection("bucket", srv.URL, "results"))
 	c := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(objs...).Build()
 	tj := objs[0].(*trainer.TrainJob)
 	src, err := Open(context.Background(), c, nil, tj, WithTransport(http.DefaultTransport))
@@ -213,19 +212,19 @@ func TestOpenSaysWhyNot(t *testing.T) {
 		noStore bool
 	}{
 		"no data connection or PVC": {
-			objs: job(t, "plain", nil, nil), noStore: true,
+			objs: job(t, "plain", nil), noStore: true,
 			want: "MPI job plain has no data connection or PVC, so it has no artifacts to list; create the job with --data-connection NAME or --pvc CLAIM",
 		},
 		"a connection gone": {
-			objs: job(t, "gone", []string{"bucket"}, nil),
+			objs: job(t, "gone", []string{"bucket"}),
 			want: "data connection bucket of MPI job gone is gone from namespace team-a: recreate it to read the artifacts",
 		},
 		"a connection the user may not read": {
-			objs: append(job(t, "secret", []string{"bucket"}, nil), connection("bucket", "http://s3.example:9000", "b")), funcs: &forbidden,
+			objs: append(job(t, "secret", []string{"bucket"}), connection("bucket", "http://s3.example:9000", "b")), funcs: &forbidden,
 			want: "you may not read data connection bucket (Secret team-a/bucket), so you cannot read the artifacts of MPI job secret",
 		},
 		"a connection without an endpoint": {
-			objs: append(job(t, "noep", []string{"bucket"}, nil), connection("bucket", "", "b")),
+			objs: append(job(t, "noep", []string{"bucket"}), connection("bucket", "", "b")),
 			want: dataconn.Endpoint,
 		},
 	}
