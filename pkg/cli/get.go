@@ -251,7 +251,17 @@ func (g *getOptions) watchJobs(ctx context.Context, cl *clients, opts []client.L
 		return err
 	}
 	defer w.Stop()
-	for ev := range w.ResultChan() {
+	for {
+		var ev watch.Event
+		select {
+		case <-ctx.Done(): // Ctrl-C: the watch ends with the command
+			return nil
+		case e, open := <-w.ResultChan():
+			if !open {
+				return nil
+			}
+			ev = e
+		}
 		tj, ok := ev.Object.(*trainer.TrainJob)
 		if !ok || ev.Type == watch.Bookmark {
 			continue
@@ -261,7 +271,6 @@ func (g *getOptions) watchJobs(ctx context.Context, cl *clients, opts []client.L
 		}
 		rows.print(g.Out, tj, jobTable([]trainer.TrainJob{*tj}, time.Now()).Rows[0])
 	}
-	return nil
 }
 
 func filterJobs(in []trainer.TrainJob, names []string, rt string) []trainer.TrainJob {
