@@ -2,7 +2,9 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/diagnose"
 	"github.com/mpijob/mpijob/pkg/progress"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
@@ -170,5 +173,90 @@ func TestFinishedJobsAreForgotten(t *testing.T) {
 	}
 	if got := c.r.remembered(); got != maxFinished {
 		t.Fatalf("%d finished jobs remembered, want at most %d", got, maxFinished)
+	}
+}
+
+// A rank's error in a job that keeps running is noted once the grace for
+// mpirun to stop the job has passed, not before; a rank silent past the
+// progress timeout while another prints is noted as silent.
+func TestRankFailureAndSilentRankAreNoted(t *testing.T) {
+	c := newCluster(t, &trainer.TrainJob{})
+	c.log = "2026-11-26T21:59:55Z [1,1]<stderr>:Traceback (most recent call last):\n" +
+		"2026-11-26T21:59:55Z [1,1]<stderr>:  File \"train.py\", line 3, in <module>\n" +
+		"2026-11-26T21:59:55Z [1,1]<stderr>:ZeroDivisionError: division by zero\n"
+	c.reconcile(t)
+	if v, ok := c.job(t).Annotations[api.RankFailureAnnotation]; ok {
+		t.Fatalf("noted 5 s after the error, within mpirun's grace: %s", v)
+	}
+	c.now = t0.Add(diagnose.RankFailureGrace)
+	c.reconcile(t)
+	f, err := api.ReadRankFailure(c.job(t).Annotations)
+	if err != nil || f == nil || f.Silent || f.Rank == nil || *f.Rank != 1 || !strings.Contains(f.Error, "ZeroDivisionError") {
+		t.Fatalf("rank failure %+v (err %v), want rank 1's ZeroDivisionError", f, err)
+	}
+
+	// Silence: rank 1 printed its 3 lines 10 minutes ago, rank 0 prints on.
+	s := newCluster(t, &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{runtimes.ProgressTimeoutAnnotation: "2m"}}})
+	for i := range 3 {
+		s.log += fmt.Sprintf("2026-11-26T21:50:0%dZ [1,1]<stdout>:step %d\n", i, i)
+	}
+	for i := range 3 {
+		s.log += fmt.Sprintf("2026-11-26T21:59:5%dZ [1,0]<stdout>:step %d\n", i, 100+i)
+	}
+	s.reconcile(t)
+	f, err = api.ReadRankFailure(s.job(t).Annotations)
+	if err != nil || f == nil || !f.Silent || f.Rank == nil || *f.Rank != 1 || f.Error != "step 2" {
+		t.Fatalf("silent rank %+v (err %v), want rank 1 silent since \"step 2\"", f, err)
+	}
+}
+
+// What keeps the log from being read (no Launcher yet, a pending one, a
+// log that cannot be read) retries later; a job being deleted, or one
+// that is not MPI's, is left alone.
+func TestReconcileWaitsOrLeavesAlone(t *testing.T) {
+	cases := map[string]struct {
+		setup   func(*cluster)
+		requeue bool
+	}{
+		"a pending Launcher": {setup: func(c *cluster) {
+			p := &corev1.Pod{}
+			_ = c.client.Get(context.Background(), client.ObjectKey{Namespace: "team-a", Name: "hello-launcher-0-0"}, p)
+			p.Status.Phase = corev1.PodPending
+			_ = c.client.Status().Update(context.Background(), p)
+		}, requeue: true},
+		"a log that cannot be read": {setup: func(c *cluster) {
+			c.r.LauncherLog = func(context.Context, *corev1.Pod) ([]byte, error) { return nil, fmt.Errorf("the kubelet does not answer") }
+		}, requeue: true},
+		"no Launcher": {setup: func(c *cluster) {
+			_ = c.client.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "hello-launcher-0-0"}})
+		}, requeue: true},
+		"a job that is not MPI's": {setup: func(c *cluster) {
+			tj := c.job(t)
+			tj.Spec.RuntimeRef.Name = "torch-distributed"
+			_ = c.client.Update(context.Background(), tj)
+		}},
+		"a job being deleted": {setup: func(c *cluster) {
+			tj := c.job(t)
+			tj.Finalizers = []string{"example.com/hold"}
+			_ = c.client.Update(context.Background(), tj)
+			_ = c.client.Delete(context.Background(), c.job(t))
+		}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := newCluster(t, &trainer.TrainJob{})
+			c.log = "2026-11-26T21:59:50Z [1,0]<stdout>:MPIJOB_PROGRESS {\"epoch\": 1, \"total_epochs\": 2}\n"
+			tc.setup(c)
+			res, err := c.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: c.key})
+			if err != nil {
+				t.Fatalf("Reconcile: %v", err)
+			}
+			if (res.RequeueAfter > 0) != tc.requeue {
+				t.Errorf("requeue after %s, want a retry: %v", res.RequeueAfter, tc.requeue)
+			}
+			if _, wrote := c.job(t).Annotations[progress.Annotation]; wrote {
+				t.Errorf("wrote progress though the log was not to be read")
+			}
+		})
 	}
 }
