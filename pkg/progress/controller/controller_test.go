@@ -225,7 +225,9 @@ func TestReconcileWaitsOrLeavesAlone(t *testing.T) {
 			_ = c.client.Status().Update(context.Background(), p)
 		}, requeue: true},
 		"a log that cannot be read": {setup: func(c *cluster) {
-			c.r.LauncherLog = func(context.Context, *corev1.Pod) ([]byte, error) { return nil, fmt.Errorf("the kubelet does not answer") }
+			c.r.LauncherLog = func(context.Context, *corev1.Pod) ([]byte, error) {
+				return nil, fmt.Errorf("the kubelet does not answer")
+			}
 		}, requeue: true},
 		"no Launcher": {setup: func(c *cluster) {
 			_ = c.client.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "hello-launcher-0-0"}})
