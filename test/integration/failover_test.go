@@ -76,9 +76,10 @@ func TestManagerDownLeaderFailover(t *testing.T) {
 			t.Errorf("job %s: start %v, completion %v", name, s.StartTime, s.CompletionTime)
 		}
 	}
+	// Once each job's Succeeded Event is listed (the last one), count.
 	var evs []corev1.Event
 	for _, name := range jobs {
-		evs = append(evs, c.WaitForManagerEvents(t, ns, name, time.Minute)...)
+		evs = append(evs, c.WaitForManagerEvents(t, ns, name, []string{string(api.PhaseSucceeded)}, time.Minute)...)
 	}
 	seen := map[string]int32{}
 	for _, e := range evs {

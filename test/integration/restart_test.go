@@ -55,10 +55,10 @@ func TestManagerDownRestartMidJob(t *testing.T) {
 		t.Fatalf("job ended %s (%s: %s), want Succeeded", s.Phase, s.Reason, s.Message)
 	}
 
-	// Once the Events the status vouches for are all listed, count them
-	// per reason.
+	// Once the Running and Succeeded Events are listed, count them per
+	// reason.
 	seen := map[string]int32{}
-	for _, e := range c.WaitForManagerEvents(t, ns, "steady", time.Minute) {
+	for _, e := range c.WaitForManagerEvents(t, ns, "steady", []string{string(api.PhaseRunning), string(api.PhaseSucceeded)}, time.Minute) {
 		n := e.Count
 		if e.Series != nil {
 			n = e.Series.Count
