@@ -23,7 +23,7 @@ from .errors import (
 )
 from .logs import merge_logs
 from .redact import Redactor, redact
-from .types import PHASES, FailedPod, JobEvent, JobStatus, LifecycleEvent, MPIJob, PodRecord, Runtime, Transition, is_job_object
+from .types import PHASES, FailedPod, JobEvent, JobStatus, LifecycleEvent, MPIJob, PodRecord, PodRef, Runtime, Transition, is_job_object
 
 __all__ = [
     "PHASES",
@@ -40,6 +40,7 @@ __all__ = [
     "MPIJobError",
     "PermissionDeniedError",
     "PodRecord",
+    "PodRef",
     "QuotaExceededError",
     "Redactor",
     "Runtime",

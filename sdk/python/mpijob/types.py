@@ -35,6 +35,12 @@ FINISHED = ("Succeeded", "Failed")
 NEVER_STARTS = ("CannotStart", "PodsRefused")
 
 
+def _pod_ref(raw: Any) -> PodRef | None:
+    if not isinstance(raw, dict) or clean_text(raw.get("role", "")) not in ("launcher", "worker"):
+        return None
+    return PodRef(role=clean_text(raw["role"]), index=int(raw.get("index", 0)))
+
+
 def _time(v: str | None) -> datetime | None:
     if not v:
         return None
@@ -68,6 +74,14 @@ class PodRecord:
     restarts: int = 0
     #: True once the pod was removed; ``state`` is its last.
     gone: bool = False
+
+
+@dataclass
+class PodRef:
+    """One of a job's pods by its role: the Launcher, or Worker ``index`` (``status.subject``)."""
+
+    role: str  # "launcher" or "worker"
+    index: int = 0
 
 
 @dataclass
@@ -132,6 +146,9 @@ class JobStatus:
     history: list[Transition] = field(default_factory=list)
     #: The Launcher and Workers that failed: read these instead of parsing ``message``.
     failed: list[FailedPod] = field(default_factory=list)
+    #: The pod the diagnosis is about (the Worker that ran out of memory, the failed rank's
+    #: Worker, the Launcher), as the manager's rule found it; None for the job as a whole.
+    subject: PodRef | None = None
     #: The job's runtime as the manager names it (the runtime it was derived from); "" until
     #: the manager writes a status.
     runtime: str = ""
@@ -176,6 +193,7 @@ class JobStatus:
                                       reason=clean_text(f.get("reason", "")), pod=clean_text(f.get("pod", "")),
                                       node=clean_text(f.get("node", "")))
                             for f in s.get("failed") or []],
+                    subject=_pod_ref(s.get("subject")),
                 )
             except (ValueError, TypeError, AttributeError):
                 pass

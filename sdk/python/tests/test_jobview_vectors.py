@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mpijob import FailedPod, JobStatus
+from mpijob import FailedPod, JobStatus, PodRef
 
 ROOT = Path(__file__).resolve().parents[3]
 VECTORS = json.loads((ROOT / "pkg/jobview/testdata/pods.json").read_text())["vectors"]
@@ -20,6 +20,20 @@ def test_failed_pods_match_go(v):
     want = [FailedPod(role=f["role"], index=f["index"], reason=f["reason"], pod=f.get("pod", ""), node=f.get("node", ""))
             for f in v["failed"]]
     assert got == want
+
+
+@pytest.mark.parametrize("v", [v for v in VECTORS if "subject" in v["status"]], ids=lambda v: v["name"])
+def test_subject_is_the_status_own(v):
+    obj = {"metadata": {"name": "pi", "annotations": {"mpijob.dev/status": json.dumps(v["status"])}}}
+    s = v["status"]["subject"]
+    assert JobStatus.from_trainjob(obj).subject == PodRef(role=s["role"], index=s["index"])
+
+
+def test_no_subject_or_a_garbled_one_is_none():
+    for subject in (None, {"role": "Worker"}, {"role": "rank", "index": 1}, "Worker 1"):
+        status = {"phase": "Failed"} | ({"subject": subject} if subject is not None else {})
+        obj = {"metadata": {"name": "pi", "annotations": {"mpijob.dev/status": json.dumps(status)}}}
+        assert JobStatus.from_trainjob(obj).subject is None, subject
 
 
 def test_the_vectors_ask_more_than_a_copy():
