@@ -174,6 +174,9 @@ func (g *getOptions) Run(ctx context.Context) error {
 		if g.allNamespaces {
 			where = "any namespace"
 		}
+		if g.runtime != "" {
+			where += " on runtime " + g.runtime
+		}
 		if !g.watch {
 			fmt.Fprintf(g.ErrOut, "No MPI jobs found in %s.\n", where)
 			return nil
