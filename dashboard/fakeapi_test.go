@@ -98,8 +98,24 @@ type fakeAPI struct {
 	store  client.WithWatch
 	server *Server
 	h      http.Handler
-	// namespaces the fake API server has.
-	namespaces []string
+	// namespaces the fake API server has; terminating, those being
+	// deleted.
+	namespaces  []string
+	terminating map[string]bool
+}
+
+// namespaceObjects are the fake API server's namespaces, those in
+// f.terminating being deleted.
+func (f *fakeAPI) namespaceObjects() []corev1.Namespace {
+	var out []corev1.Namespace
+	for _, n := range f.namespaces {
+		ns := corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}}
+		if f.terminating[n] {
+			ns.Status.Phase = corev1.NamespaceTerminating
+		}
+		out = append(out, ns)
+	}
+	return out
 }
 
 // token is the bearer token of a user of the fake API server.
@@ -123,7 +139,7 @@ func newFakeAPI(t *testing.T, objs ...client.Object) *fakeAPI {
 		dial:  f.dial,
 		// Tenants may not list namespaces: the dashboard's own account
 		// names the candidates, and each user's access review decides.
-		Namespaces: func(context.Context) ([]string, error) { return namespaces, nil }}
+		Namespaces: func(context.Context) ([]corev1.Namespace, error) { return f.namespaceObjects(), nil }}
 	f.h = f.server.Handler()
 	return f
 }

@@ -243,3 +243,14 @@ func TestStaticFrontEnd(t *testing.T) {
 		t.Errorf("a front-end route: HTTP %d %s", got.code, got.body)
 	}
 }
+
+// A namespace being deleted takes no new job: it is listed (its jobs are
+// going) but not offered for a create, which the API server would refuse.
+func TestTerminatingNamespaceTakesNoNewJob(t *testing.T) {
+	f := newFakeAPI(t)
+	f.terminating = map[string]bool{"team-a": true}
+	a := f.do("dev-a", "GET", "/api/namespaces", "")
+	if a.code != 200 || !strings.Contains(a.body, `{"name":"team-a","canDelete":true,"canPatch":true,"canCreate":false,"canLogs":true,"terminating":true}`) {
+		t.Errorf("GET /api/namespaces for dev-a while team-a is deleted: %d %s", a.code, a.body)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,6 +24,9 @@ type Namespace struct {
 	CanPatch  bool   `json:"canPatch"`
 	CanCreate bool   `json:"canCreate"`
 	CanLogs   bool   `json:"canLogs"`
+	// Terminating: the namespace is being deleted; it takes no new job
+	// (CanCreate is false), and its jobs are going.
+	Terminating bool `json:"terminating,omitempty"`
 }
 
 func (s *Server) namespaces(w http.ResponseWriter, r *http.Request, c *userClients) {
@@ -37,19 +41,23 @@ func (s *Server) namespaces(w http.ResponseWriter, r *http.Request, c *userClien
 // namespacesOf lists the namespaces where the user may list TrainJobs,
 // with the actions they may take there, from their own access reviews.
 func (s *Server) namespacesOf(ctx context.Context, c *userClients) ([]Namespace, error) {
-	var candidates []string
+	var all []corev1.Namespace
 	list, err := c.cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 	switch {
 	case err == nil:
-		for _, n := range list.Items {
-			candidates = append(candidates, n.Name)
-		}
+		all = list.Items
 	case apierrors.IsForbidden(err) && s.Namespaces != nil:
-		if candidates, err = s.Namespaces(ctx); err != nil {
+		if all, err = s.Namespaces(ctx); err != nil {
 			return nil, err
 		}
 	default:
 		return nil, err
+	}
+	candidates := make([]string, 0, len(all))
+	terminating := map[string]bool{}
+	for _, n := range all {
+		candidates = append(candidates, n.Name)
+		terminating[n.Name] = n.Status.Phase == corev1.NamespaceTerminating || n.DeletionTimestamp != nil
 	}
 	type result struct {
 		ns  Namespace
@@ -70,10 +78,13 @@ func (s *Server) namespacesOf(ctx context.Context, c *userClients) ([]Namespace,
 				out[i] = result{err: err}
 				return
 			}
-			n := Namespace{Name: name}
+			n := Namespace{Name: name, Terminating: terminating[name]}
 			n.CanDelete, _ = c.can(ctx, name, "delete", "trainer.kubeflow.org", "trainjobs", "")
 			n.CanPatch, _ = c.can(ctx, name, "patch", "trainer.kubeflow.org", "trainjobs", "")
+			// The API server refuses every create in a namespace being
+			// deleted: the wizard does not offer it.
 			n.CanCreate, _ = c.can(ctx, name, "create", "trainer.kubeflow.org", "trainjobs", "")
+			n.CanCreate = n.CanCreate && !n.Terminating
 			n.CanLogs, _ = c.can(ctx, name, "get", "", "pods", "log")
 			out[i] = result{ns: n, ok: true}
 		}()

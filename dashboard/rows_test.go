@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/mpijob/mpijob/pkg/api"
@@ -73,9 +75,13 @@ func TestListableReusesItsAnswerOnlyWhileYoung(t *testing.T) {
 	f := newFakeAPI(t)
 	asked := 0
 	namespaces := []string{"team-a", "team-b"}
-	f.server.Namespaces = func(context.Context) ([]string, error) {
+	f.server.Namespaces = func(context.Context) ([]corev1.Namespace, error) {
 		asked++
-		return namespaces, nil
+		out := make([]corev1.Namespace, 0, len(namespaces))
+		for _, n := range namespaces {
+			out = append(out, corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n}})
+		}
+		return out, nil
 	}
 	ctx := context.Background()
 	c, err := f.server.clientsFor(ctx, token("dev-a"))

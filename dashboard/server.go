@@ -21,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -52,9 +53,10 @@ type Server struct {
 	// the proxy's forwarded token is used.
 	Users []LoginUser
 	// Namespaces lists candidate namespaces for users who may not list
-	// namespaces themselves (names only); each is then checked with the
-	// user's own SelfSubjectAccessReview. Nil: only what the user lists.
-	Namespaces func(ctx context.Context) ([]string, error)
+	// namespaces themselves (their names and whether they are being
+	// deleted are used); each is then checked with the user's own
+	// SelfSubjectAccessReview. Nil: only what the user lists.
+	Namespaces func(ctx context.Context) ([]corev1.Namespace, error)
 	// PrometheusURL is the Prometheus that scrapes the kubelets and
 	// mpijob-manager, for the Metrics tab; empty: no metrics.
 	PrometheusURL string

@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -101,16 +102,12 @@ func run(listen, kubeconfig, nsContext string, offerUsers bool, log *slog.Logger
 		if err != nil {
 			return err
 		}
-		srv.Namespaces = func(ctx context.Context) ([]string, error) {
+		srv.Namespaces = func(ctx context.Context) ([]corev1.Namespace, error) {
 			list, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 			if err != nil {
 				return nil, err
 			}
-			out := make([]string, 0, len(list.Items))
-			for _, n := range list.Items {
-				out = append(out, n.Name)
-			}
-			return out, nil
+			return list.Items, nil
 		}
 	}
 	hs := &http.Server{Addr: listen, Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}

@@ -29,6 +29,8 @@ await step('dev-a creates a job through the wizard', async () => {
   check(await next(page).isDisabled(), 'Next is disabled while the name is bad');
   await page.screenshot({ path: `${shots}/wizard-basics-error.png` });
   await page.getByLabel('Name', { exact: true }).fill(job);
+  // team-a, whatever other namespaces dev-a may create in (other tests').
+  await page.getByLabel('Namespace', { exact: true }).selectOption('team-a');
   await page.getByLabel('Description', { exact: true }).fill('made by the wizard test');
   check(await enabledSoon(next(page)), 'a good name enables Next');
   await next(page).click();

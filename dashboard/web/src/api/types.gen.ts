@@ -181,6 +181,7 @@ export interface Namespace {
   canPatch: boolean;
   canCreate: boolean;
   canLogs: boolean;
+  terminating?: boolean;
 }
 
 export interface PVC {
