@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -55,16 +56,12 @@ func dashboardServer(t *testing.T, extra ...dashboard.LoginUser) (*httptest.Serv
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv.Namespaces = func(ctx context.Context) ([]string, error) {
+	srv.Namespaces = func(ctx context.Context) ([]corev1.Namespace, error) {
 		list, err := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return nil, err
 		}
-		var out []string
-		for _, n := range list.Items {
-			out = append(out, n.Name)
-		}
-		return out, nil
+		return list.Items, nil
 	}
 	ts := httptest.NewServer(srv.Handler())
 	t.Cleanup(ts.Close)
