@@ -7,7 +7,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -22,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/yaml"
 
+	"github.com/mpijob/mpijob/config"
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/dataconn"
 	"github.com/mpijob/mpijob/pkg/jobspec"
@@ -98,12 +97,8 @@ func (f *s3) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func baseRuntime(t *testing.T) *trainer.ClusterTrainingRuntime {
 	t.Helper()
-	b, err := os.ReadFile("../../config/runtimes/mpi-openmpi.yaml")
+	rt, err := config.Runtime("mpi-openmpi")
 	if err != nil {
-		t.Fatal(err)
-	}
-	rt := &trainer.ClusterTrainingRuntime{}
-	if err := yaml.Unmarshal(b, rt); err != nil {
 		t.Fatal(err)
 	}
 	return rt

@@ -2,7 +2,6 @@ package diagnose
 
 import (
 	"context"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -22,8 +21,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
-	"sigs.k8s.io/yaml"
 
+	"github.com/mpijob/mpijob/config"
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
@@ -31,12 +30,8 @@ import (
 // openMPIRuntime is the runtime the project ships (config/runtimes).
 func openMPIRuntime(t *testing.T) *trainer.ClusterTrainingRuntime {
 	t.Helper()
-	b, err := os.ReadFile("../../config/runtimes/mpi-openmpi.yaml")
+	rt, err := config.Runtime("mpi-openmpi")
 	if err != nil {
-		t.Fatal(err)
-	}
-	rt := &trainer.ClusterTrainingRuntime{}
-	if err := yaml.Unmarshal(b, rt); err != nil {
 		t.Fatal(err)
 	}
 	return rt

@@ -3,7 +3,6 @@ package netpol
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"testing"
 	"time"
 
@@ -18,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-	"sigs.k8s.io/yaml"
 
+	"github.com/mpijob/mpijob/config"
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
@@ -28,12 +27,8 @@ import (
 // MPI policy (a PyTorch runtime), whose jobs are not mpijob's to guard.
 func mpiRuntime(t *testing.T) *trainer.ClusterTrainingRuntime {
 	t.Helper()
-	b, err := os.ReadFile("../../config/runtimes/mpi-openmpi.yaml")
+	rt, err := config.Runtime("mpi-openmpi")
 	if err != nil {
-		t.Fatal(err)
-	}
-	rt := &trainer.ClusterTrainingRuntime{}
-	if err := yaml.Unmarshal(b, rt); err != nil {
 		t.Fatal(err)
 	}
 	return rt

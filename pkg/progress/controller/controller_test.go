@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -18,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
-	"sigs.k8s.io/yaml"
 
+	"github.com/mpijob/mpijob/config"
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/diagnose"
 	"github.com/mpijob/mpijob/pkg/progress"
@@ -41,12 +40,8 @@ type cluster struct {
 
 func newCluster(t *testing.T, tj *trainer.TrainJob) *cluster {
 	t.Helper()
-	b, err := os.ReadFile("../../../config/runtimes/mpi-openmpi.yaml")
+	rt, err := config.Runtime("mpi-openmpi")
 	if err != nil {
-		t.Fatal(err)
-	}
-	rt := &trainer.ClusterTrainingRuntime{}
-	if err := yaml.Unmarshal(b, rt); err != nil {
 		t.Fatal(err)
 	}
 	tj.Name, tj.Namespace, tj.UID = "hello", "team-a", "job-uid"
