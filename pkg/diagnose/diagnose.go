@@ -135,12 +135,6 @@ type finding struct {
 	subject               *api.PodRef
 }
 
-// about is f with its subject.
-func (f finding) about(subject *api.PodRef) finding {
-	f.subject = subject
-	return f
-}
-
 // workerRef is a Worker pod's PodRef, from its completion index (nil when
 // it has none).
 func workerRef(p *corev1.Pod) *api.PodRef {

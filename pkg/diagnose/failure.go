@@ -29,7 +29,7 @@ var logRules = []logRule{
 		explain: func(m []string, in Input) finding {
 			return finding{reason: ReasonSSHConnectionRefused,
 				message: fmt.Sprintf("The Launcher could not open an SSH connection to %s on port %s: the connection was refused.", workerHost(m[1]), m[2]),
-				next:    "Check that the Worker image" + named(in.WorkerImage) + " starts sshd on port " + m[2] + " (the runtime's Worker command) and that no NetworkPolicy blocks traffic between the job's pods."}.about(hostRef(m[1]))
+				next:    "Check that the Worker image" + named(in.WorkerImage) + " starts sshd on port " + m[2] + " (the runtime's Worker command) and that no NetworkPolicy blocks traffic between the job's pods.", subject: hostRef(m[1])}
 		},
 	},
 	{
@@ -41,7 +41,7 @@ var logRules = []logRule{
 			}
 			return finding{reason: ReasonHostUnreachable,
 				message: fmt.Sprintf("The Launcher could not reach %s: the host did not resolve or did not answer.", workerHost(host)),
-				next:    "Check that cluster DNS works and that the Worker pods are Running; a NetworkPolicy may block the job's pods from each other."}.about(hostRef(host))
+				next:    "Check that cluster DNS works and that the Worker pods are Running; a NetworkPolicy may block the job's pods from each other.", subject: hostRef(host)}
 		},
 	},
 	{
@@ -49,7 +49,7 @@ var logRules = []logRule{
 		explain: func(m []string, in Input) finding {
 			return finding{reason: ReasonRankKilled,
 				message: fmt.Sprintf("Rank %s on %s was killed (signal 9), most likely because it ran out of memory and the system stopped it to protect the node.", m[1], workerHost(m[2])),
-				next:    "Give each Worker more memory or run fewer slots per worker; `kubectl mpijob describe` shows each Worker's memory limit."}.about(hostRef(m[2]))
+				next:    "Give each Worker more memory or run fewer slots per worker; `kubectl mpijob describe` shows each Worker's memory limit.", subject: hostRef(m[2])}
 		},
 	},
 	{
@@ -61,7 +61,7 @@ var logRules = []logRule{
 			}
 			return finding{reason: ReasonRankSignaled,
 				message: fmt.Sprintf("Rank %s on %s crashed on signal %s.", m[1], workerHost(m[2]), sig),
-				next:    "Read the Launcher log around the crash (`kubectl mpijob logs --all`); signal 11 is a segmentation fault in the program."}.about(hostRef(m[2]))
+				next:    "Read the Launcher log around the crash (`kubectl mpijob logs --all`); signal 11 is a segmentation fault in the program.", subject: hostRef(m[2])}
 		},
 	},
 	{
@@ -114,7 +114,7 @@ func explainFailure(in Input) finding {
 	if in.Previous != nil && in.Previous.Phase == api.PhaseRunning && in.Previous.Reason == ReasonWorkerEvicted {
 		return finding{reason: ReasonWorkerEvicted, message: in.Previous.Message, next: ranked(
 			"Resubmit the job (`kubectl mpijob clone NAME NEW`).",
-			"Ask an administrator to drain nodes only when no MPI job runs there, or to protect running Workers with a PodDisruptionBudget.")}.about(in.Previous.Subject)
+			"Ask an administrator to drain nodes only when no MPI job runs there, or to protect running Workers with a PodDisruptionBudget."), subject: in.Previous.Subject}
 	}
 	for _, p := range sortedByIndex(in.Workers) {
 		if r, m, n, ok := podFailure(p, workerName(p), ReasonWorkerOOMKilled, ReasonWorkerEvicted); ok {
@@ -144,7 +144,7 @@ func explainFailure(in Input) finding {
 	if launcherState(in) == api.LauncherDeleted || launcherWasDeleted(in) {
 		return finding{reason: ReasonLauncherDeleted,
 			message: "The Launcher pod was deleted while the Workers ran, so the job could not finish.",
-			next:    "Resubmit the job (`kubectl mpijob clone`); do not delete the Launcher pod of a running job."}.about(api.LauncherRef())
+			next:    "Resubmit the job (`kubectl mpijob clone`); do not delete the Launcher pod of a running job.", subject: api.LauncherRef()}
 	}
 	if r, m, n, ok := launcherKilled(in); ok {
 		return finding{reason: r, message: m, next: n, subject: api.LauncherRef()}
@@ -157,7 +157,7 @@ func explainFailure(in Input) finding {
 			msg += fmt.Sprintf(" The last output: %q.", last)
 		}
 		return finding{reason: ReasonLauncherFailed, message: msg,
-			next: "Read the Launcher log (`kubectl mpijob logs NAME`) for the program's own error."}.about(api.LauncherRef())
+			next: "Read the Launcher log (`kubectl mpijob logs NAME`) for the program's own error.", subject: api.LauncherRef()}
 	}
 	msg := "The job failed."
 	if c := cond(tj, trainer.TrainJobFailed); c != nil && c.Message != "" {
