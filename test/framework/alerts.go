@@ -24,22 +24,13 @@ type Alert struct {
 
 // Alerts lists the alerts Prometheus has now (pending and firing).
 func Alerts(ctx context.Context, promURL string) ([]Alert, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, strings.TrimRight(promURL, "/")+"/api/v1/alerts", nil)
-	if err != nil {
-		return nil, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = resp.Body.Close() }()
 	var body struct {
 		Data struct {
 			Alerts []Alert `json:"alerts"`
 		} `json:"data"`
 	}
-	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
-		return nil, fmt.Errorf("decoding Prometheus's alerts: %w", err)
+	if err := getJSON(ctx, promURL, "/api/v1/alerts", &body); err != nil {
+		return nil, fmt.Errorf("reading Prometheus's alerts: %w", err)
 	}
 	return body.Data.Alerts, nil
 }
