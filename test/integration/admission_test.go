@@ -24,6 +24,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/pkg/localcluster"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 	"github.com/mpijob/mpijob/test/framework"
@@ -201,7 +202,7 @@ func TestRuntimePolicy(t *testing.T) {
 	})
 	deny := func(t *testing.T, job *trainer.TrainJob, want ...string) {
 		t.Helper()
-		err := c.Client.Create(ctx, job, client.DryRunAll)
+		err := jobspec.CreateTrainJob(ctx, c.Client, job, client.DryRunAll)
 		if err == nil {
 			t.Fatalf("job %s admitted, want denied", job.Name)
 		}
@@ -220,7 +221,7 @@ func TestRuntimePolicy(t *testing.T) {
 		"spec.runtimePatches[launcher].tolerations")
 
 	running := framework.MakeTrainJob("running", ns, rt.Name).NumNodes(2).OnKwokNodes().HoldOnKwok().Obj()
-	if err := c.Client.Create(ctx, running); err != nil {
+	if err := jobspec.CreateTrainJob(ctx, c.Client, running); err != nil {
 		t.Fatalf("a job within the policy was denied: %v", err)
 	}
 	c.WaitForStatus(t, ns, running.Name, 2*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseRunning })
@@ -322,7 +323,9 @@ func TestTenantRuntimeOfAnotherFrameworkIsUpstreams(t *testing.T) {
 			RuntimeRef: trainer.RuntimeRef{Name: name, APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(trainer.TrainingRuntimeKind)},
 			Trainer:    &trainer.Trainer{NumNodes: ptr.To[int32](100000)},
 		}}
-	if err := devA.Create(ctx, job, client.DryRunAll); err != nil {
+	// Trainer's webhook reads runtimes from its cache: CreateTrainJob waits
+	// for it to see the one just made, as kubectl mpijob create does.
+	if err := jobspec.CreateTrainJob(ctx, devA, job, client.DryRunAll); err != nil {
 		t.Fatalf("a job of 100000 nodes on dev-a's torch runtime: %v, want admitted as upstream admits it", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 	"github.com/mpijob/mpijob/test/framework"
 )
@@ -46,7 +47,7 @@ func TestAdmissionHoldsAfterCreation(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			job := w.Obj()
-			if err := c.Client.Create(ctx, job); err != nil {
+			if err := jobspec.CreateTrainJob(ctx, c.Client, job); err != nil {
 				t.Fatalf("a compliant job was refused: %v", err)
 			}
 			c.WaitForStatus(t, ns, job.Name, time.Minute, func(s api.Status) bool {

@@ -119,7 +119,7 @@ func TestGangSchedulingTimeout(t *testing.T) {
 	// HoldOnKwok: the placed Workers keep running (kwok completes pods otherwise).
 	job := framework.MakeTrainJob("stuck", ns, rt.Name).NumNodes(3).OnKwokNodes().HoldOnKwok().
 		PatchWorkers(trainer.PodSpecPatch{NodeSelector: map[string]string{"kubernetes.io/hostname": "kwok-gpu-16"}}).Obj()
-	if err := c.Client.Create(ctx, job); err != nil {
+	if err := jobspec.CreateTrainJob(ctx, c.Client, job); err != nil {
 		t.Fatal(err)
 	}
 	s := c.WaitForStatus(t, ns, "stuck", 2*time.Minute, func(s api.Status) bool { return s.Reason == diagnose.ReasonGangSchedulingTimeout })

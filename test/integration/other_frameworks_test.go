@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/pkg/localcluster"
 	"github.com/mpijob/mpijob/pkg/netpol"
 	"github.com/mpijob/mpijob/test/framework"
@@ -134,7 +135,7 @@ func TestOtherFrameworksAreAdmittedAsUpstream(t *testing.T) {
 		}
 		t.Cleanup(func() { _ = c.Client.Delete(context.Background(), tj) })
 		t.Run(fw, func(t *testing.T) {
-			if err := user.Create(ctx, tj); err != nil {
+			if err := jobspec.CreateTrainJob(ctx, user, tj); err != nil {
 				t.Fatalf("a %s job from a colleague's manifest with 300 nodes: %v, want admitted as upstream admits it", fw, err)
 			}
 			jobs = append(jobs, tj)
@@ -251,7 +252,7 @@ func TestTorchJobDeletedAndRecreatedAtOnce(t *testing.T) {
 		}
 	}
 	first := job()
-	if err := user.Create(ctx, first); err != nil {
+	if err := jobspec.CreateTrainJob(ctx, user, first); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), job()) })

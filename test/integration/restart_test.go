@@ -25,6 +25,7 @@ import (
 
 	"github.com/mpijob/mpijob/pkg/api"
 	clicmd "github.com/mpijob/mpijob/pkg/cli"
+	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/pkg/localcluster"
 	"github.com/mpijob/mpijob/test/framework"
 )
@@ -157,7 +158,7 @@ func TestManagerDownStaleStatusAndNoAdmission(t *testing.T) {
 			Trainer:    &trainer.Trainer{NumNodes: ptr.To[int32](2)},
 			Suspend:    ptr.To(true),
 		}}
-	if err := c.Client.Create(ctx, torch); err != nil {
+	if err := jobspec.CreateTrainJob(ctx, c.Client, torch); err != nil {
 		t.Errorf("a PyTorch job created while mpijob-manager is down: %v, want admitted", err)
 	} else if err := c.Client.Patch(ctx, torch.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"team":"a"}},"spec":{"suspend":true}}`))); err != nil {
 		t.Errorf("a PyTorch job changed while mpijob-manager is down: %v, want admitted", err)
