@@ -24,6 +24,7 @@ from . import progress as _progress
 from .backends import Backend, KubernetesBackend
 from .types import (
     JobEvent,
+    JobSpec,
     LifecycleEvent,
     MPIJob,
     Runtime,
@@ -127,13 +128,8 @@ class MPIJobClient:
         >>> client.create_job("train", ["mpirun", "python3", "train.py"], workers=4,
         ...                   runtime="mpi-openmpi-gpu", resources_per_worker={"nvidia.com/gpu": 8})
         """
-        return self._backend.create_job(name=name, command=command, workers=workers, image=image, slots_per_worker=slots_per_worker,
-                                        resources_per_worker=resources_per_worker, launcher_resources=launcher_resources, runtime=runtime, env=env,
-                                        node_selector=node_selector, volumes=volumes, queue=queue, dry_run=dry_run, worker_image=worker_image,
-                                        launcher_image=launcher_image, env_from_secret=env_from_secret, data_connection=data_connection, pvc=pvc,
-                                        config_map=config_map, timeout=timeout, retries=retries, priority=priority,
-                                        tolerations=tolerations, image_pull_secrets=image_pull_secrets, description=description,
-                                        launcher_flags=launcher_flags)
+        args = locals()  # the parameters, which test_client checks are JobSpec's fields and dry_run
+        return self._backend.create_job(JobSpec(**{f: args[f] for f in JobSpec.field_names()}), dry_run=dry_run)
 
     def get_progress(self, name: str) -> list[_progress.Report]:
         """Every progress report the job's ranks printed so far, oldest first, with the
@@ -268,8 +264,10 @@ class MPIJobClient:
 
     def clone_job(self, name: str, new_name: str, **overrides: Any) -> MPIJob:
         """Submit a copy of job ``name`` as ``new_name``, changed by ``overrides`` (the keyword
-        arguments of :meth:`create_job`: ``workers``, ``command``, ``image``, ``env``, ...).
-        The original is untouched.
+        arguments of :meth:`create_job`, the fields of :class:`JobSpec`: ``workers``, ``command``,
+        ``image``, ``env``, ...; ``dry_run`` too). The copy keeps the original's data connections,
+        PVCs and ConfigMaps (``CLONE_KEEPS``): an override of those, or an unknown one, raises
+        :class:`InvalidJobError` naming it. The original is untouched.
 
         >>> client.clone_job("hello", "hello-4", workers=4)
         """

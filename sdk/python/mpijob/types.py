@@ -9,7 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from dataclasses import fields as _fields
 from datetime import datetime
 from typing import Any, Literal, cast, get_args
 
@@ -59,6 +61,50 @@ def clean_text(s: Any) -> str:
     if not isinstance(s, str):
         return "" if s is None else str(s)
     return _CONTROL.sub("", _ESCAPE_SEQ.sub("", s))
+
+
+@dataclass
+class JobSpec:
+    """What :meth:`MPIJobClient.create_job` submits, as one typed object: the client passes it
+    to its backend whole, and :meth:`MPIJobClient.clone_job`'s overrides are its fields (but
+    ``name`` and the storage ones, which a clone keeps). Each field is the create_job argument
+    of its name; the backend checks them, naming the field of a bad one."""
+
+    name: str
+    command: Sequence[str] | None
+    workers: int
+    image: str | None = None
+    slots_per_worker: int | None = None
+    resources_per_worker: dict[str, str | int] | None = None
+    launcher_resources: dict[str, str | int] | None = None
+    runtime: str = "mpi-openmpi"
+    env: dict[str, str] | None = None
+    node_selector: dict[str, str] | None = None
+    volumes: Sequence[dict[str, Any]] | None = None
+    queue: str | None = None
+    worker_image: str | None = None
+    launcher_image: str | None = None
+    env_from_secret: dict[str, str] | None = None
+    data_connection: str | Sequence[str] | None = None
+    pvc: str | Sequence[str] | None = None
+    config_map: str | Sequence[str] | None = None
+    timeout: str | None = None
+    retries: int | None = None
+    priority: str | None = None
+    tolerations: Sequence[str | dict[str, Any]] | None = None
+    image_pull_secrets: str | Sequence[str] | None = None
+    description: str | None = None
+    launcher_flags: str | Sequence[str] | None = None
+
+    @classmethod
+    def field_names(cls) -> tuple[str, ...]:
+        """The fields, in order: create_job's arguments but ``dry_run``."""
+        return tuple(f.name for f in _fields(cls))
+
+
+#: The fields of a job a clone keeps as they are: its name is new, and its data connections,
+#: PVCs and ConfigMaps are the original's (``runtimePatches`` and environment copied whole).
+CLONE_KEEPS = ("name", "data_connection", "pvc", "config_map")
 
 
 @dataclass

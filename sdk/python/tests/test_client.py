@@ -133,21 +133,24 @@ def test_an_unreachable_api_server_is_a_typed_error(offline_client, call):
 
 def test_every_call_is_the_backends():
     # The facade holds no logic: each public call is an abstract call of the backend with the
-    # same signature, and passes every argument through as it came.
+    # same signature, and passes every argument through as it came; create_job passes its
+    # arguments as one JobSpec.
     import inspect
 
     from mpijob.backends import Backend
+    from mpijob.types import JobSpec
 
     calls = sorted(n for n, _ in inspect.getmembers(MPIJobClient, inspect.isfunction) if not n.startswith("_"))
     assert calls == sorted(Backend.__abstractmethods__)
     for n in calls:
-        assert inspect.signature(getattr(MPIJobClient, n)) == inspect.signature(getattr(Backend, n)), n
+        if n != "create_job":
+            assert inspect.signature(getattr(MPIJobClient, n)) == inspect.signature(getattr(Backend, n)), n
 
     seen = []
 
     def recorder(name):
         def call(self, *args, **kwargs):
-            seen.append((name, kwargs))
+            seen.append((name, args, kwargs))
             return name
         return call
 
@@ -161,4 +164,23 @@ def test_every_call_is_the_backends():
         args = {p.name: object() for p in params if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
         extra = {"extra_override": object()} if any(p.kind == p.VAR_KEYWORD for p in params) else {}
         assert getattr(c, n)(**args, **extra) == n
-        assert seen[-1] == (n, {**args, **extra}), n
+        if n == "create_job":
+            dry_run = args.pop("dry_run")
+            assert seen[-1] == (n, (JobSpec(**args),), {"dry_run": dry_run})
+        else:
+            assert seen[-1] == (n, (), {**args, **extra}), n
+
+
+def test_create_jobs_arguments_are_the_job_spec():
+    # One list of a job's settings: create_job's parameters are JobSpec's fields (same order,
+    # same defaults) and dry_run; clone_job takes them all but those a clone keeps.
+    import dataclasses
+    import inspect
+
+    from mpijob.types import CLONE_KEEPS, JobSpec
+
+    params = list(inspect.signature(MPIJobClient.create_job).parameters.values())[1:]
+    got = [(p.name, p.default) for p in params if p.name != "dry_run"]
+    want = [(f.name, inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default) for f in dataclasses.fields(JobSpec)]
+    assert got == want
+    assert set(CLONE_KEEPS) <= set(JobSpec.field_names())

@@ -45,7 +45,7 @@ def render() -> str:
     methods = ["create_job", "get_job", "list_jobs", "wait_for_job", "watch", "get_logs", "delete_job", "suspend_job", "resume_job",
                "clone_job", "list_runtimes", "convert_legacy"]
     parts.append(section("MPIJobClient", client.MPIJobClient, methods))
-    for cls in (types.MPIJob, types.JobStatus, types.Runtime, types.LifecycleEvent):
+    for cls in (types.JobSpec, types.MPIJob, types.JobStatus, types.Runtime, types.LifecycleEvent):
         fields = ", ".join(f"`{f}`" for f in cls.__dataclass_fields__)
         parts.append(f"## {cls.__name__}\n\n{inspect.getdoc(cls)}\n\nFields: {fields}.\n")
     parts.append("## Errors\n\n" + inspect.getdoc(errors) + "\n")

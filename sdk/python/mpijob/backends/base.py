@@ -14,6 +14,7 @@ from typing import Any
 from .. import progress as _progress
 from ..types import (
     JobEvent,
+    JobSpec,
     LifecycleEvent,
     MPIJob,
     Runtime,
@@ -28,36 +29,8 @@ class Backend(abc.ABC):
     last_log_sources: dict[str, str]
 
     @abc.abstractmethod
-    def create_job(
-        self,
-        name: str,
-        command: Sequence[str] | None,
-        workers: int,
-        image: str | None = None,
-        slots_per_worker: int | None = None,
-        resources_per_worker: dict[str, str | int] | None = None,
-        launcher_resources: dict[str, str | int] | None = None,
-        runtime: str = "mpi-openmpi",
-        env: dict[str, str] | None = None,
-        node_selector: dict[str, str] | None = None,
-        volumes: Sequence[dict[str, Any]] | None = None,
-        queue: str | None = None,
-        dry_run: bool = False,
-        worker_image: str | None = None,
-        launcher_image: str | None = None,
-        env_from_secret: dict[str, str] | None = None,
-        data_connection: str | Sequence[str] | None = None,
-        pvc: str | Sequence[str] | None = None,
-        config_map: str | Sequence[str] | None = None,
-        timeout: str | None = None,
-        retries: int | None = None,
-        priority: str | None = None,
-        tolerations: Sequence[str | dict[str, Any]] | None = None,
-        image_pull_secrets: str | Sequence[str] | None = None,
-        description: str | None = None,
-        launcher_flags: str | Sequence[str] | None = None,
-    ) -> MPIJob:
-        ...
+    def create_job(self, spec: JobSpec, dry_run: bool = False) -> MPIJob:
+        """Create the job ``spec`` describes (with ``dry_run``, let the cluster check it only)."""
 
     @abc.abstractmethod
     def get_progress(self, name: str) -> list[_progress.Report]:

@@ -38,12 +38,14 @@ from ..placement import placement_lines
 from ..redact import Redactor
 from ..suggest import closest
 from ..types import (
+    CLONE_KEEPS,
     CREATOR_ANNOTATION,
     NEVER_STARTS,
     PHASES,
     QUEUE_LABEL,
     STATUS_ANNOTATION,
     JobEvent,
+    JobSpec,
     JobStatus,
     LifecycleEvent,
     MPIJob,
@@ -78,58 +80,31 @@ class KubernetesBackend(Backend):
     def from_kubeconfig(cls, namespace: str | None, context: str | None, config_file: str | None) -> KubernetesBackend:
         return cls(KubernetesAPI.from_kubeconfig(namespace, context, config_file))
 
-    def create_job(
-        self,
-        name: str,
-        command: Sequence[str] | None,
-        workers: int,
-        image: str | None = None,
-        slots_per_worker: int | None = None,
-        resources_per_worker: dict[str, str | int] | None = None,
-        launcher_resources: dict[str, str | int] | None = None,
-        runtime: str = "mpi-openmpi",
-        env: dict[str, str] | None = None,
-        node_selector: dict[str, str] | None = None,
-        volumes: Sequence[dict[str, Any]] | None = None,
-        queue: str | None = None,
-        dry_run: bool = False,
-        worker_image: str | None = None,
-        launcher_image: str | None = None,
-        env_from_secret: dict[str, str] | None = None,
-        data_connection: str | Sequence[str] | None = None,
-        pvc: str | Sequence[str] | None = None,
-        config_map: str | Sequence[str] | None = None,
-        timeout: str | None = None,
-        retries: int | None = None,
-        priority: str | None = None,
-        tolerations: Sequence[str | dict[str, Any]] | None = None,
-        image_pull_secrets: str | Sequence[str] | None = None,
-        description: str | None = None,
-        launcher_flags: str | Sequence[str] | None = None,
-    ) -> MPIJob:
+    def create_job(self, spec: JobSpec, dry_run: bool = False) -> MPIJob:
+        command = spec.command
         if command is not None and (isinstance(command, str) or not all(isinstance(c, str) for c in command) or not command):
             raise InvalidJobError(f"command {command!r}: give a non-empty list of strings, e.g. ['mpirun', 'python3', 'train.py']", field="command")
-        for f, v in (("image", image), ("worker_image", worker_image), ("launcher_image", launcher_image)):
+        for f, v in (("image", spec.image), ("worker_image", spec.worker_image), ("launcher_image", spec.launcher_image)):
             if v is not None and (not isinstance(v, str) or not v.strip()):
                 raise InvalidJobError(f"{f}={v!r}: give an image reference, e.g. ghcr.io/mpijob/openmpi:4.1", field=f)
-        _v.check_str_map("env", env)
-        _v.warn_secret_looking(env)
-        _v.check_str_map("node_selector", node_selector)
-        vols = _v.volumes(volumes)
+        _v.check_str_map("env", spec.env)
+        _v.warn_secret_looking(spec.env)
+        _v.check_str_map("node_selector", spec.node_selector)
+        vols = _v.volumes(spec.volumes)
         inp = _jobspec.Input(
-            name=name, namespace=self.namespace, runtime=runtime, workers=workers, slots_per_worker=slots_per_worker or 0,
-            image=image or "", worker_image=worker_image or "", launcher_image=launcher_image or "",
-            command=list(command or []), resources_per_worker=_v.resources("resources_per_worker", resources_per_worker),
-            launcher_resources=_v.resources("launcher_resources", launcher_resources),
-            env=_v.env_list(env, env_from_secret), node_selector=dict(node_selector or {}), queue=queue or "",
-            data_connections=_v.names("data_connection", data_connection), pvcs=[_dataconn.PVC.parse(p) for p in _v.names("pvc", pvc)],
-            config_maps=[_dataconn.ConfigMap.parse(c) for c in _v.names("config_map", config_map)])
-        _scheduling(inp, {"timeout": timeout, "retries": retries, "priority": priority, "tolerations": tolerations,
-                          "image_pull_secrets": image_pull_secrets, "description": description, "launcher_flags": launcher_flags})
-        if slots_per_worker is not None:
-            _v.check_int("slots_per_worker", slots_per_worker, 1)
-        _b.build(inp, _b.offline_runtime(runtime))  # what needs no cluster is checked first
-        job = _b.build(inp, self._runtime(runtime))
+            name=spec.name, namespace=self.namespace, runtime=spec.runtime, workers=spec.workers, slots_per_worker=spec.slots_per_worker or 0,
+            image=spec.image or "", worker_image=spec.worker_image or "", launcher_image=spec.launcher_image or "",
+            command=list(command or []), resources_per_worker=_v.resources("resources_per_worker", spec.resources_per_worker),
+            launcher_resources=_v.resources("launcher_resources", spec.launcher_resources),
+            env=_v.env_list(spec.env, spec.env_from_secret), node_selector=dict(spec.node_selector or {}), queue=spec.queue or "",
+            data_connections=_v.names("data_connection", spec.data_connection),
+            pvcs=[_dataconn.PVC.parse(p) for p in _v.names("pvc", spec.pvc)],
+            config_maps=[_dataconn.ConfigMap.parse(c) for c in _v.names("config_map", spec.config_map)])
+        _scheduling(inp, {k: getattr(spec, k) for k in SCHEDULING_ARGS})
+        if spec.slots_per_worker is not None:
+            _v.check_int("slots_per_worker", spec.slots_per_worker, 1)
+        _b.build(inp, _b.offline_runtime(spec.runtime))  # what needs no cluster is checked first
+        job = _b.build(inp, self._runtime(spec.runtime))
         self._check_storage(inp)
         if vols:
             job.train_job["spec"].setdefault("runtimePatches", []).append(_b.patch(None, vols))
@@ -628,9 +603,8 @@ class KubernetesBackend(Backend):
             command = overrides["command"]
             if isinstance(command, str) or not command or not all(isinstance(c, str) for c in command):
                 raise InvalidJobError(f"command {command!r}: give a non-empty list of strings, e.g. ['mpirun', 'python3', 'train.py']", field="command")
-        allowed = {"command", "workers", "image", "worker_image", "launcher_image", "slots_per_worker", "resources_per_worker",
-                   "launcher_resources", "runtime", "env", "env_from_secret", "node_selector", "volumes", "queue", "dry_run",
-                   *SCHEDULING_ARGS}
+        # create_job's arguments, but those a clone keeps (JobSpec).
+        allowed = {*(set(JobSpec.field_names()) - set(CLONE_KEEPS)), "dry_run"}
         unknown = set(overrides) - allowed
         if unknown:
             raise InvalidJobError(f"clone_job does not know {sorted(unknown)}: use {sorted(allowed)}", field=sorted(unknown)[0])

@@ -385,6 +385,19 @@ def test_clone_job_on_a_mocked_api():
     assert "mpijob.dev/status" not in (body["metadata"].get("annotations") or {})
 
 
+
+def test_clone_job_refuses_what_it_cannot_change():
+    # The overrides are JobSpec's fields: a typo, or the storage a clone keeps, is refused
+    # naming the argument and listing those it takes; nothing is created.
+    from mpijob import InvalidJobError
+    cluster = _Cluster(jobs=[_status_job("hello", {"phase": "Succeeded", "message": "done"})])
+    c = _offline_client(cluster, cluster)
+    for bad in ("worker", "pvc", "data_connection"):
+        with pytest.raises(InvalidJobError, match=rf"clone_job does not know \['{bad}'\]: use \[.*'workers'") as e:
+            c.clone_job("hello", "hello-2", **{bad: 2})
+        assert e.value.field == bad
+    assert cluster.created == []
+
 class _MetadataClient:
     """A stand-in of the official ApiClient that answers the list of TrainJobs' metadata
     (``PartialObjectMetadataList``) from a _Cluster, as the API server does, and records it;
