@@ -49,6 +49,8 @@ var roots = []struct {
 	{"Estimate", jobview.Estimate{}},
 	{"Detail", dashboard.Detail{}},
 	{"FailedPod", api.FailedPod{}},
+	{"Step", api.Step{}},
+	{"Command", api.Command{}},
 	{"Transition", api.Transition{}},
 	{"KEvent", dashboard.Event{}},
 	{"Namespace", dashboard.Namespace{}},

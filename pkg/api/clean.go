@@ -52,11 +52,19 @@ func (s Status) Clean() Status {
 }
 
 // MapProse is s with f applied to its prose, the texts that quote what a
-// job's pods said: Message, NextStep, each of NextSteps, the transitions'
+// job's pods said: Message, NextStep, each of NextSteps and of Steps (its
+// command's words too), the transitions'
 // messages, the pods' states and the failed pods' reasons.
 func (s Status) MapProse(f func(string) string) Status {
 	s.Message, s.NextStep = f(s.Message), f(s.NextStep)
 	s.NextSteps = mapped(s.NextSteps, f)
+	s.Steps = mapped(s.Steps, func(st Step) Step {
+		st.Text = f(st.Text)
+		if st.Command != nil {
+			st.Command = &Command{Verb: f(st.Command.Verb), Args: mapped(st.Command.Args, f)}
+		}
+		return st
+	})
 	s.History = mapped(s.History, func(t Transition) Transition { t.Message = f(t.Message); return t })
 	s.Pods = mapped(s.Pods, func(p PodRecord) PodRecord { p.State = f(p.State); return p })
 	s.Failed = mapped(s.Failed, func(p FailedPod) FailedPod { p.Reason = f(p.Reason); return p })

@@ -159,8 +159,13 @@ type Status struct {
 	Message string `json:"message,omitempty"`
 	// NextStep says what the user can do about it: the first of NextSteps.
 	NextStep string `json:"nextStep,omitempty"`
-	// NextSteps are the things to try, most likely fix first.
+	// NextSteps are the things to try, most likely fix first (when there
+	// are more than one): the texts of Steps.
 	NextSteps []string `json:"nextSteps,omitempty"`
+	// Steps are the next steps as data: each one's text and the command
+	// in it. NextStep and NextSteps say the same for readers of the
+	// texts alone.
+	Steps []Step `json:"steps,omitempty"`
 	// Launcher is the Launcher pod's state.
 	Launcher LauncherState `json:"launcher"`
 	// WorkersReady counts Workers whose pod is Ready (or has succeeded).

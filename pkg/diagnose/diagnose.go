@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -131,8 +132,9 @@ type Input struct {
 // (subject, nil for the job as a whole), found from the same pod, rank or
 // host the message names, never read back from the message.
 type finding struct {
-	reason, message, next string
-	subject               *api.PodRef
+	reason, message string
+	next            []api.Step
+	subject         *api.PodRef
 }
 
 // workerRef is a Worker pod's PodRef, from its completion index (nil when
@@ -175,23 +177,23 @@ func Diagnose(in Input) api.Status {
 		s.Phase = api.PhaseFailed
 		s.CompletionTime = condTime(tj, trainer.TrainJobFailed)
 		f := explainFailure(in)
-		s.Reason, s.Message, s.NextStep, s.Subject = f.reason, f.message, f.next, f.subject
+		s.Reason, s.Message, s.Steps, s.Subject = f.reason, f.message, f.next, f.subject
 	case tj.Spec.Suspend != nil && *tj.Spec.Suspend:
 		if in.Queue != nil && in.Queue.Inactive {
 			// Suspended the way Kueue honours: its Workload is inactive,
 			// so Kueue neither queues it nor resumes it.
 			s.Phase, s.Reason = api.PhaseSuspended, ReasonSuspended
 			s.Message = fmt.Sprintf("The job is suspended: its Kueue Workload %s is inactive, so no pods run and it does not queue (suspended by a user, or by Kueue after too many requeues).", in.Queue.Workload)
-			s.NextStep = fmt.Sprintf("Resume it with Resume in the dashboard, or `kubectl -n %s patch workload %s --type=merge -p '{\"spec\":{\"active\":true}}'`: it queues again and starts when %s admits it.", tj.Namespace, in.Queue.Workload, in.Queue.Name)
+			s.Steps = ranked(step(fmt.Sprintf("Resume it with Resume in the dashboard, or `kubectl -n %s patch workload %s --type=merge -p '{\"spec\":{\"active\":true}}'`: it queues again and starts when %s admits it.", tj.Namespace, in.Queue.Workload, in.Queue.Name)))
 		} else if in.Queue != nil && !in.Queue.Admitted && missingQueue.MatchString(in.Queue.Message) {
 			lq := in.Queue.Name[strings.LastIndex(in.Queue.Name, "/")+1:]
 			s.Phase, s.Reason = api.PhaseQueued, ReasonCannotStart
 			s.Message = fmt.Sprintf("The job can never start: its LocalQueue %s does not exist in namespace %s.", lq, tj.Namespace)
-			s.NextStep = ranked(
-				"Delete the job and create it again with a queue that exists (kubectl get localqueues -n "+tj.Namespace+"; --queue).",
-				"Or ask an administrator to create LocalQueue "+lq+" in namespace "+tj.Namespace+".")
+			s.Steps = ranked(
+				step("Delete the job and create it again with a queue that exists (kubectl get localqueues -n "+tj.Namespace+"; --queue)."),
+				step("Or ask an administrator to create LocalQueue "+lq+" in namespace "+tj.Namespace+"."))
 		} else if m, next, ok := neverAdmitted(in); ok {
-			s.Phase, s.Reason, s.Message, s.NextStep = api.PhaseQueued, ReasonCannotStart, m, next
+			s.Phase, s.Reason, s.Message, s.Steps = api.PhaseQueued, ReasonCannotStart, m, next
 		} else if in.Queue != nil && !in.Queue.Admitted {
 			s.Phase, s.Reason = api.PhaseQueued, ReasonQueued
 			whole := "the Launcher and " + api.Count(int(s.WorkersTotal), "Worker", "Workers")
@@ -210,18 +212,18 @@ func Diagnose(in Input) api.Status {
 			if in.Queue.EvictedPodsReadyTimeout {
 				s.Message += " Kueue stopped its pods and queued it again: they were not all Ready within its waitForPodsReady timeout (Workers that could not all be placed)."
 			}
-			s.NextStep = "Nothing to do: the job starts as soon as the queue admits it; `kubectl mpijob describe " + tj.Name + "` shows its place in the queue."
+			s.Steps = ranked(stepf("Nothing to do: the job starts as soon as the queue admits it; `%s` shows its place in the queue.", cli("describe")))
 		} else if in.Queue != nil && in.Queue.Admitted {
 			// Kueue admitted the job and is about to resume it.
 			s.Phase, s.Reason = api.PhaseQueued, ReasonAdmitted
 			s.Message = fmt.Sprintf("Admitted by queue %s: the whole job fits and starts now.", in.Queue.Name)
-			s.NextStep = "Nothing to do: the Launcher and Workers are being created."
+			s.Steps = ranked(step("Nothing to do: the Launcher and Workers are being created."))
 		} else if q := tj.Labels[queue.NameLabel]; q != "" && !userSuspended(in) {
 			// Kueue suspends every job it manages until it admits it:
 			// that is queueing, not a user's suspension.
 			s.Phase, s.Reason = api.PhaseQueued, ReasonQueued
 			s.Message = fmt.Sprintf("Waiting for queue %s to take the job.", q)
-			s.NextStep = "Nothing to do: the job starts as soon as the queue admits it. If this lasts, check that LocalQueue " + q + " exists in the namespace (`kubectl get localqueues`)."
+			s.Steps = ranked(step("Nothing to do: the job starts as soon as the queue admits it. If this lasts, check that LocalQueue " + q + " exists in the namespace (`kubectl get localqueues`)."))
 		} else if tj.Annotations[api.SuspendedByAnnotation] == api.SuspendedByGangTimeout {
 			s.Phase, s.Reason = api.PhaseSuspended, ReasonGangSchedulingTimeout
 			s.Message = "mpijob-manager suspended the job: its Workers could not all be placed within the runtime's gang-scheduling timeout, so the placed ones were stopped to free what they held."
@@ -230,25 +232,27 @@ func Diagnose(in Input) api.Status {
 			} else if p != nil && p.Phase == api.PhaseSuspended && p.Reason == ReasonGangSchedulingTimeout {
 				s.Message = p.Message
 			}
-			s.NextStep = ranked(
-				"Resume it when the cluster has room (spec.suspend: false, e.g. `kubectl patch trainjob "+tj.Name+" --type=merge -p '{\"spec\":{\"suspend\":false}}'`, or Resume in the dashboard).",
-				"Or resubmit it smaller: kubectl mpijob clone "+tj.Name+" NEW --workers N.",
-				"Or submit it through a Kueue queue, which admits a job only when all of it fits.")
+			s.Steps = ranked(
+				step("Resume it when the cluster has room (spec.suspend: false, e.g. `kubectl patch trainjob "+tj.Name+" --type=merge -p '{\"spec\":{\"suspend\":false}}'`, or Resume in the dashboard)."),
+				stepf("Or resubmit it smaller: %s.", cli("clone", api.NamePlaceholder, api.NewPlaceholder, "--workers", "N")),
+				step("Or submit it through a Kueue queue, which admits a job only when all of it fits."))
 		} else {
 			s.Phase, s.Reason = api.PhaseSuspended, ReasonSuspended
 			s.Message = "The job is suspended: no pods run."
-			s.NextStep = "Resume it by setting spec.suspend to false."
+			s.Steps = ranked(step("Resume it by setting spec.suspend to false."))
 		}
 	default:
 		var f finding
 		s.Phase, f = explainUnfinished(in, s)
-		s.Reason, s.Message, s.NextStep, s.Subject = f.reason, f.message, f.next, f.subject
+		s.Reason, s.Message, s.Steps, s.Subject = f.reason, f.message, f.next, f.subject
 	}
 	// Commands in next steps name this job, ready to paste.
-	s.NextStep = nameCommands(s.NextStep, tj.Name)
-	// A rule gives ranked next steps one per line, most likely fix first.
-	if steps := strings.Split(s.NextStep, "\n"); len(steps) > 1 {
-		s.NextStep, s.NextSteps = steps[0], steps
+	s.Steps = namedSteps(s.Steps, tj.Name)
+	if len(s.Steps) > 0 {
+		s.NextStep = s.Steps[0].Text
+	}
+	if len(s.Steps) > 1 {
+		s.NextSteps = api.StepTexts(s.Steps)
 	}
 	s.LastTransitionTime = transitionTime(in, s.Phase)
 	return redactStatus(s)
@@ -266,24 +270,43 @@ func redactStatus(s api.Status) api.Status {
 	})
 }
 
-// jobCommand is a `kubectl mpijob VERB NAME [NEW]` of a rule's next step.
-var jobCommand = regexp.MustCompile(`(kubectl mpijob [a-z]+) NAME( NEW)?\b`)
+// ranked are next steps, most likely fix first, as rules return them.
+func ranked(steps ...api.Step) []api.Step { return steps }
 
-// nameCommands fills the job's name into the commands rules write with
-// NAME, and a new name (JOB-2) for a clone's NEW.
-func nameCommands(text, job string) string {
-	return jobCommand.ReplaceAllStringFunc(text, func(m string) string {
-		sub := jobCommand.FindStringSubmatch(m)
-		out := sub[1] + " " + job
-		if sub[2] != "" {
-			out += " " + job + "-2"
-		}
-		return out
-	})
+// step is a next step in words alone.
+func step(text string) api.Step { return api.Step{Text: text} }
+
+// stepf is a next step that runs c: format says where, with one %s.
+func stepf(format string, c api.Command) api.Step {
+	return api.Step{Text: fmt.Sprintf(format, c), Command: &c}
 }
 
-// ranked joins next steps, most likely fix first, as rules return them.
-func ranked(steps ...string) string { return strings.Join(steps, "\n") }
+// jobVerbs are the commands of one job: their first argument is its name
+// (and a clone's second the new name), which cli fills in with
+// placeholders when a rule leaves them out and api.Step.Named fills in.
+var jobVerbs = map[string]int{"logs": 1, "describe": 1, "events": 1, "delete": 1, "clone": 2}
+
+// cli is a kubectl mpijob command of a next step.
+func cli(verb string, args ...string) api.Command {
+	names := []string{api.NamePlaceholder, api.NewPlaceholder}[:jobVerbs[verb]]
+	for i, n := range names {
+		if i >= len(args) || args[i] != n {
+			args = append(slices.Clone(names[i:]), args[i:]...)
+			args = append(slices.Clone(names[:i]), args...)
+			break
+		}
+	}
+	return api.Command{Verb: verb, Args: args}
+}
+
+// namedSteps fills the job's name into each step's command.
+func namedSteps(steps []api.Step, job string) []api.Step {
+	out := make([]api.Step, len(steps))
+	for i, st := range steps {
+		out[i] = st.Named(job)
+	}
+	return out
+}
 
 func transitionTime(in Input, p api.Phase) *metav1.Time {
 	if in.Previous != nil && in.Previous.Phase == p && in.Previous.LastTransitionTime != nil {
@@ -500,17 +523,17 @@ var (
 // neverAdmitted reads Kueue's reasons that no finished job can change: the
 // ClusterQueue has no quota for a resource the job asks for, or less than
 // the job asks for even with everything it may borrow.
-func neverAdmitted(in Input) (message, next string, ok bool) {
+func neverAdmitted(in Input) (message string, next []api.Step, ok bool) {
 	q := in.Queue
 	if q == nil || q.Admitted || strings.Contains(q.Message, "insufficient unused quota") {
-		return "", "", false
+		return "", nil, false
 	}
 	if m := kueueNoResource.FindStringSubmatch(q.Message); m != nil {
 		return fmt.Sprintf("The job can never start: queue %s has no quota for %s, which the job asks for (Kueue: %s).", q.Name, m[1], q.Message),
 			ranked(
-				fmt.Sprintf("Check the resource name %s (GPUs are nvidia.com/gpu or amd.com/gpu), or remove it from the job, and resubmit.", m[1]),
-				"Or submit to a queue whose ClusterQueue covers "+m[1]+" (kubectl get localqueues).",
-				"Or ask an administrator to add "+m[1]+" to the ClusterQueue's resource groups."), true
+				step(fmt.Sprintf("Check the resource name %s (GPUs are nvidia.com/gpu or amd.com/gpu), or remove it from the job, and resubmit.", m[1])),
+				step("Or submit to a queue whose ClusterQueue covers "+m[1]+" (kubectl get localqueues)."),
+				step("Or ask an administrator to add "+m[1]+" to the ClusterQueue's resource groups.")), true
 	}
 	if ms := kueueOverMax.FindAllStringSubmatch(q.Message, -1); ms != nil {
 		var asks, most []string
@@ -520,8 +543,8 @@ func neverAdmitted(in Input) (message, next string, ok bool) {
 		}
 		return fmt.Sprintf("The job can never start: it asks for %s, more than queue %s could ever admit (at most %s, borrowing included).", strings.Join(asks, " and "), q.Name, strings.Join(most, " and ")),
 			ranked(
-				fmt.Sprintf("Ask for at most %s in all: fewer Workers or less per Worker (kubectl mpijob clone NAME NEW --workers N).", strings.Join(most, " and ")),
-				"Or ask an administrator for a larger ClusterQueue quota."), true
+				stepf("Ask for at most "+strings.Join(most, " and ")+" in all: fewer Workers or less per Worker (%s).", cli("clone", api.NamePlaceholder, api.NewPlaceholder, "--workers", "N")),
+				step("Or ask an administrator for a larger ClusterQueue quota.")), true
 	}
-	return "", "", false
+	return "", nil, false
 }

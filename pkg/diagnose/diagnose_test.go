@@ -178,12 +178,12 @@ func TestDiagnose(t *testing.T) {
 		want api.Status
 	}{
 		"no JobSet yet": {
-			next: []string{"Wait a few seconds; if this lasts, check that the Trainer controller runs and read `kubectl mpijob events`."},
+			next: []string{"Wait a few seconds; if this lasts, check that the Trainer controller runs and read `kubectl mpijob events hello`."},
 			in:   Input{TrainJob: job(2).obj()},
 			want: api.Status{Phase: api.PhasePending, Reason: ReasonJobSetNotCreated, Launcher: api.LauncherNotCreated, WorkersTotal: 2, Message: "Trainer has not created the job's pods yet."},
 		},
 		"the JobSet removed at the timeout, before Trainer says so": {
-			next: []string{"Give the job a longer timeout (`kubectl mpijob clone hello hello-2 --timeout 2h`), or find out why it is slow with `kubectl mpijob logs --all`."},
+			next: []string{"Give the job a longer timeout: `kubectl mpijob clone hello hello-2 --timeout 2h`.", "Or find out why it is slow: `kubectl mpijob logs hello --all`."},
 			in: Input{TrainJob: func() *trainer.TrainJob {
 				tj := job(2).deadline(40).obj()
 				tj.CreationTimestamp = metav1.NewTime(t0.Add(-time.Minute))
@@ -193,7 +193,7 @@ func TestDiagnose(t *testing.T) {
 				Message: "The job reached its timeout of 40s (spec.activeDeadlineSeconds 40); Trainer is stopping it."},
 		},
 		"a JobSet not created yet, timeout or not": {
-			next: []string{"Wait a few seconds; if this lasts, check that the Trainer controller runs and read `kubectl mpijob events`."},
+			next: []string{"Wait a few seconds; if this lasts, check that the Trainer controller runs and read `kubectl mpijob events hello`."},
 			in:   Input{TrainJob: job(2).deadline(40).obj(), Previous: &api.Status{Phase: api.PhasePending, Reason: ReasonJobSetNotCreated}, Now: t0},
 			want: api.Status{Phase: api.PhasePending, Reason: ReasonJobSetNotCreated, Launcher: api.LauncherNotCreated, WorkersTotal: 2, Message: "Trainer has not created the job's pods yet."},
 		},
@@ -282,7 +282,7 @@ func TestDiagnose(t *testing.T) {
 				Message: "Pods cannot be created: ResourceQuota team-quota is used up (requested requests.nvidia.com/gpu=1, in use requests.nvidia.com/gpu=8, limit requests.nvidia.com/gpu=8)."},
 		},
 		"Workers placed, not Ready": {
-			next: []string{"Nothing to do yet; if this lasts, `kubectl mpijob describe` shows which Worker is not Ready and why."},
+			next: []string{"Nothing to do yet; if this lasts, `kubectl mpijob describe hello` shows which Worker is not Ready and why."},
 			in:   Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(worker("0").running(true), worker("1").running(false))},
 			want: api.Status{Phase: api.PhaseStarting, Reason: ReasonWorkersNotReady, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1, Message: "Waiting for Workers to be Ready: 1 of 2 Ready."},
 		},
@@ -328,21 +328,21 @@ func TestDiagnose(t *testing.T) {
 			want: api.Status{Phase: api.PhaseRunning, Launcher: api.LauncherRunning, WorkersTotal: 2, WorkersReady: 2, StartTime: ptr.To(metav1.NewTime(t0)), Message: "Running on 2 Workers."},
 		},
 		"launcher deleted while Workers run": {
-			next: []string{"The job cannot finish without its Launcher: delete it and resubmit (`kubectl mpijob clone`)."},
+			next: []string{"The job cannot finish without its Launcher: delete it and resubmit (`kubectl mpijob clone hello hello-2`)."},
 			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(worker("0").running(true), worker("1").running(true)),
 				Previous: &api.Status{Phase: api.PhaseRunning, Launcher: api.LauncherRunning}},
 			want: api.Status{Subject: api.LauncherRef(), Phase: api.PhaseRunning, Reason: ReasonLauncherDeleted, Launcher: api.LauncherDeleted, WorkersTotal: 2, WorkersReady: 2,
 				Message: "The Launcher pod was deleted while the Workers run."},
 		},
 		"launcher being deleted": {
-			next: []string{"The job cannot finish without its Launcher: delete it and resubmit (`kubectl mpijob clone`)."},
+			next: []string{"The job cannot finish without its Launcher: delete it and resubmit (`kubectl mpijob clone hello hello-2`)."},
 			in: Input{TrainJob: job(1).obj(), JobSet: jobset(1), Workers: pods(worker("0").running(true)),
 				Launcher: pods(launcher().running(false).deleting())},
 			want: api.Status{Subject: api.LauncherRef(), Phase: api.PhaseRunning, Reason: ReasonLauncherDeleted, Launcher: api.LauncherDeleted, WorkersTotal: 1, WorkersReady: 1, StartTime: ptr.To(metav1.NewTime(t0)),
 				Message: "The Launcher pod was deleted while the Workers run."},
 		},
 		"failed after its Launcher was deleted": {
-			next: []string{"Resubmit the job (`kubectl mpijob clone`); do not delete the Launcher pod of a running job."},
+			next: []string{"Resubmit the job (`kubectl mpijob clone hello hello-2`); do not delete the Launcher pod of a running job."},
 			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2),
 				Workers: pods(worker("0").running(true), worker("1").running(true)), Launcher: pods(launcher().terminated("Error", 143)),
 				Previous: &api.Status{Phase: api.PhaseRunning, Reason: ReasonLauncherDeleted, Launcher: api.LauncherDeleted}},
@@ -351,14 +351,14 @@ func TestDiagnose(t *testing.T) {
 				Message: "The Launcher pod was deleted while the Workers ran, so the job could not finish."},
 		},
 		"a deleted Launcher stays deleted while its pod ends": {
-			next: []string{"The job cannot finish without its Launcher: delete it and resubmit (`kubectl mpijob clone`)."},
+			next: []string{"The job cannot finish without its Launcher: delete it and resubmit (`kubectl mpijob clone hello hello-2`)."},
 			in: Input{TrainJob: job(1).obj(), JobSet: jobset(1), Workers: pods(worker("0").running(true)),
 				Launcher: pods(launcher().terminated("Error", 137).deleting())},
 			want: api.Status{Subject: api.LauncherRef(), Phase: api.PhaseRunning, Reason: ReasonLauncherDeleted, Launcher: api.LauncherDeleted, WorkersTotal: 1, WorkersReady: 1,
 				StartTime: ptr.To(metav1.NewTime(t0)), Message: "The Launcher pod was deleted while the Workers run."},
 		},
 		"a deleted Launcher's pod is gone": {
-			next: []string{"The job cannot finish without its Launcher: delete it and resubmit (`kubectl mpijob clone`)."},
+			next: []string{"The job cannot finish without its Launcher: delete it and resubmit (`kubectl mpijob clone hello hello-2`)."},
 			in: Input{TrainJob: job(1).obj(), JobSet: jobset(1), Workers: pods(worker("0").terminated("Completed", 0)),
 				Previous: &api.Status{Phase: api.PhaseRunning, Reason: ReasonLauncherDeleted, Launcher: api.LauncherDeleted}},
 			want: api.Status{Subject: api.LauncherRef(), Phase: api.PhaseRunning, Reason: ReasonLauncherDeleted, Launcher: api.LauncherDeleted, WorkersTotal: 1, WorkersReady: 1,
@@ -409,7 +409,7 @@ func TestDiagnose(t *testing.T) {
 					"(its log and what it writes to its own file system count): Pod ephemeral local storage usage exceeds the total limit of containers 1Gi."},
 		},
 		"deadline exceeded": {
-			next: []string{"Give the job a longer timeout (`kubectl mpijob clone hello hello-2 --timeout 2h`), or find out why it is slow with `kubectl mpijob logs --all`."},
+			next: []string{"Give the job a longer timeout: `kubectl mpijob clone hello hello-2 --timeout 2h`.", "Or find out why it is slow: `kubectl mpijob logs hello --all`."},
 			in:   Input{TrainJob: job(2).deadline(600).cond(trainer.TrainJobFailed, trainer.TrainJobDeadlineExceededReason, "").obj(), JobSet: jobset(2)},
 			want: api.Status{Phase: api.PhaseFailed, Reason: ReasonDeadlineExceeded, Launcher: api.LauncherNotCreated, WorkersTotal: 2,
 				CompletionTime: ptr.To(metav1.NewTime(t0)), Message: "The job ran longer than its timeout of 10m (spec.activeDeadlineSeconds 600) and was stopped."},
@@ -431,7 +431,7 @@ func TestDiagnose(t *testing.T) {
 				Message: "The Launcher could not reach Worker 0 (hello-node-0-0): the host did not resolve or did not answer."},
 		},
 		"rank exited on signal 9 is translated": {
-			next: []string{"Give each Worker more memory or run fewer slots per worker; `kubectl mpijob describe` shows each Worker's memory limit."},
+			next: []string{"Give each Worker more memory or run fewer slots per worker; `kubectl mpijob describe hello` shows each Worker's memory limit."},
 			in: Input{TrainJob: job(4).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(4), Launcher: pods(launcher().terminated("Error", 137)),
 				LauncherLog: "mpirun noticed that process rank 3 with PID 0 on node hello-node-0-3 exited on signal 9 (Killed)."},
 			want: api.Status{Subject: api.WorkerRef(3), Phase: api.PhaseFailed, Reason: ReasonRankKilled, Launcher: api.LauncherFailed, WorkersTotal: 4,
@@ -439,7 +439,7 @@ func TestDiagnose(t *testing.T) {
 				Message: "Rank 3 on Worker 3 (hello-node-0-3) was killed (signal 9), most likely because it ran out of memory and the system stopped it to protect the node."},
 		},
 		"rank segfault": {
-			next: []string{"Read the Launcher log around the crash (`kubectl mpijob logs --all`); signal 11 is a segmentation fault in the program."},
+			next: []string{"Read the Launcher log around the crash (`kubectl mpijob logs hello --all`); signal 11 is a segmentation fault in the program."},
 			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2), Launcher: pods(launcher().terminated("Error", 139)),
 				LauncherLog: "mpirun noticed that process rank 1 with PID 51 on node hello-node-0-1 exited on signal 11 (Segmentation fault)."},
 			want: api.Status{Subject: api.WorkerRef(1), Phase: api.PhaseFailed, Reason: ReasonRankSignaled, Launcher: api.LauncherFailed, WorkersTotal: 2,
@@ -460,7 +460,7 @@ func TestDiagnose(t *testing.T) {
 				StartTime: ptr.To(metav1.NewTime(t0)), CompletionTime: ptr.To(metav1.NewTime(t0)), Message: "The Launcher exited with code 3."},
 		},
 		"launcher killed by the node's OOM killer": {
-			next: []string{"Set the Launcher's memory request and limit to what it uses (--launcher-memory), so the scheduler reserves it.", "Ask an administrator which pods on node mpijob-node-1 use more memory than they request.", "Resubmit the job (`kubectl mpijob clone`)."},
+			next: []string{"Set the Launcher's memory request and limit to what it uses (--launcher-memory), so the scheduler reserves it.", "Ask an administrator which pods on node mpijob-node-1 use more memory than they request.", "Resubmit the job (`kubectl mpijob clone hello hello-2`)."},
 			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2), Launcher: pods(launcher().terminated("Error", 137)),
 				Events: []corev1.Event{{Reason: "SystemOOM", Type: corev1.EventTypeWarning, InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "mpijob-node-1"},
 					Message: "System OOM encountered, victim process: mpirun, pid: 4242", LastTimestamp: metav1.NewTime(t0)}}},
@@ -469,7 +469,7 @@ func TestDiagnose(t *testing.T) {
 				Message: "The Launcher (pod hello-launcher-0-0) was killed (exit code 137) when node mpijob-node-1 ran out of memory: the node's out-of-memory killer chose process mpirun. The Launcher has no memory limit, so what it uses is not reserved for it."},
 		},
 		"launcher killed, another node's OOM is not its cause": {
-			next: []string{"Set the Launcher's memory request and limit to what it uses (--launcher-memory), so the scheduler reserves it.", "Ask an administrator whether node mpijob-node-1 ran out of memory (its SystemOOM events).", "Read the Launcher log (`kubectl mpijob logs hello`) for what it did last.", "Resubmit the job (`kubectl mpijob clone`)."},
+			next: []string{"Set the Launcher's memory request and limit to what it uses (--launcher-memory), so the scheduler reserves it.", "Ask an administrator whether node mpijob-node-1 ran out of memory (its SystemOOM events).", "Read the Launcher log (`kubectl mpijob logs hello`) for what it did last.", "Resubmit the job (`kubectl mpijob clone hello hello-2`)."},
 			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2), Launcher: pods(launcher().terminated("Error", 137)),
 				Events: []corev1.Event{{Reason: "SystemOOM", Type: corev1.EventTypeWarning, InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "mpijob-node-2"},
 					Message: "System OOM encountered, victim process: python, pid: 1", LastTimestamp: metav1.NewTime(t0)}}},
@@ -516,7 +516,7 @@ func TestDiagnose(t *testing.T) {
 			if len(tc.next) > 1 {
 				tc.want.NextSteps = tc.next
 			}
-			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(api.Status{}, "LastTransitionTime")); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(api.Status{}, "LastTransitionTime", "Steps")); diff != "" { // Steps: their texts are NextSteps (checkSteps)
 				t.Errorf("Diagnose (-want,+got):\n%s", diff)
 			}
 			if got.Reason != "" && got.Phase != api.PhaseRunning && got.NextStep == "" && got.Reason != ReasonLauncherNotStarted {
@@ -956,7 +956,7 @@ func TestPodsRefused(t *testing.T) {
 			if len(tc.next) > 1 {
 				tc.want.NextSteps = tc.next
 			}
-			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(api.Status{}, "LastTransitionTime")); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(api.Status{}, "LastTransitionTime", "Steps")); diff != "" { // Steps: their texts are NextSteps (checkSteps)
 				t.Errorf("Diagnose (-want,+got):\n%s", diff)
 			}
 		})
@@ -1296,24 +1296,39 @@ func TestCapacityPodKeepsWhatFreeCapacityNeeds(t *testing.T) {
 	}
 }
 
-func TestNameCommands(t *testing.T) {
-	cases := map[string]struct{ in, want string }{
+func TestStepsNameTheJob(t *testing.T) {
+	cases := map[string]struct {
+		step api.Step
+		want api.Step
+	}{
 		"clone gets the job and a new name": {
-			in:   "Use fewer Workers: kubectl mpijob clone NAME NEW --workers 4.",
-			want: "Use fewer Workers: kubectl mpijob clone pm-13485 pm-13485-2 --workers 4.",
+			step: stepf("Use fewer Workers: %s.", cli("clone", "NAME", "NEW", "--workers", "4")),
+			want: api.Step{Text: "Use fewer Workers: kubectl mpijob clone pm-13485 pm-13485-2 --workers 4.",
+				Command: &api.Command{Verb: "clone", Args: []string{"pm-13485", "pm-13485-2", "--workers", "4"}}},
 		},
-		"logs in backticks, a placeholder flag value stays": {
-			in:   "Read it (`kubectl mpijob logs NAME --worker N`).\nThen `kubectl mpijob events NAME`.",
-			want: "Read it (`kubectl mpijob logs pm-13485 --worker N`).\nThen `kubectl mpijob events pm-13485`.",
+		"a rule that leaves the names out gets them": {
+			step: stepf("Resubmit it (`%s`).", cli("clone")),
+			want: api.Step{Text: "Resubmit it (`kubectl mpijob clone pm-13485 pm-13485-2`).",
+				Command: &api.Command{Verb: "clone", Args: []string{"pm-13485", "pm-13485-2"}}},
 		},
-		"other commands and words are left alone": {
-			in:   "Check NAME in `kubectl get localqueues`; kubectl mpijob describe NAMESPACE is not a job.",
-			want: "Check NAME in `kubectl get localqueues`; kubectl mpijob describe NAMESPACE is not a job.",
+		"logs: a placeholder flag value stays": {
+			step: stepf("Read it (`%s`).", cli("logs", "--worker", "N")),
+			want: api.Step{Text: "Read it (`kubectl mpijob logs pm-13485 --worker N`).",
+				Command: &api.Command{Verb: "logs", Args: []string{"pm-13485", "--worker", "N"}}},
+		},
+		"a command of no job": {
+			step: stepf("List them: `%s`.", cli("runtimes list")),
+			want: api.Step{Text: "List them: `kubectl mpijob runtimes list`.", Command: &api.Command{Verb: "runtimes list"}},
+		},
+		"words alone, NAME in them too, are left alone": {
+			step: step("Check NAME in `kubectl get localqueues`."),
+			want: api.Step{Text: "Check NAME in `kubectl get localqueues`."},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, nameCommands(tc.in, "pm-13485")); diff != "" {
+			got := namedSteps([]api.Step{tc.step}, "pm-13485")
+			if diff := cmp.Diff([]api.Step{tc.want}, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})

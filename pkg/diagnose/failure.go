@@ -29,7 +29,7 @@ var logRules = []logRule{
 		explain: func(m []string, in Input) finding {
 			return finding{reason: ReasonSSHConnectionRefused,
 				message: fmt.Sprintf("The Launcher could not open an SSH connection to %s on port %s: the connection was refused.", workerHost(m[1]), m[2]),
-				next:    "Check that the Worker image" + named(in.WorkerImage) + " starts sshd on port " + m[2] + " (the runtime's Worker command) and that no NetworkPolicy blocks traffic between the job's pods.", subject: hostRef(m[1])}
+				next:    ranked(step("Check that the Worker image" + named(in.WorkerImage) + " starts sshd on port " + m[2] + " (the runtime's Worker command) and that no NetworkPolicy blocks traffic between the job's pods.")), subject: hostRef(m[1])}
 		},
 	},
 	{
@@ -41,7 +41,7 @@ var logRules = []logRule{
 			}
 			return finding{reason: ReasonHostUnreachable,
 				message: fmt.Sprintf("The Launcher could not reach %s: the host did not resolve or did not answer.", workerHost(host)),
-				next:    "Check that cluster DNS works and that the Worker pods are Running; a NetworkPolicy may block the job's pods from each other.", subject: hostRef(host)}
+				next:    ranked(step("Check that cluster DNS works and that the Worker pods are Running; a NetworkPolicy may block the job's pods from each other.")), subject: hostRef(host)}
 		},
 	},
 	{
@@ -49,7 +49,7 @@ var logRules = []logRule{
 		explain: func(m []string, in Input) finding {
 			return finding{reason: ReasonRankKilled,
 				message: fmt.Sprintf("Rank %s on %s was killed (signal 9), most likely because it ran out of memory and the system stopped it to protect the node.", m[1], workerHost(m[2])),
-				next:    "Give each Worker more memory or run fewer slots per worker; `kubectl mpijob describe` shows each Worker's memory limit.", subject: hostRef(m[2])}
+				next:    ranked(stepf("Give each Worker more memory or run fewer slots per worker; `%s` shows each Worker's memory limit.", cli("describe"))), subject: hostRef(m[2])}
 		},
 	},
 	{
@@ -61,7 +61,7 @@ var logRules = []logRule{
 			}
 			return finding{reason: ReasonRankSignaled,
 				message: fmt.Sprintf("Rank %s on %s crashed on signal %s.", m[1], workerHost(m[2]), sig),
-				next:    "Read the Launcher log around the crash (`kubectl mpijob logs --all`); signal 11 is a segmentation fault in the program.", subject: hostRef(m[2])}
+				next:    ranked(stepf("Read the Launcher log around the crash (`%s`); signal 11 is a segmentation fault in the program.", cli("logs", "--all"))), subject: hostRef(m[2])}
 		},
 	},
 	{
@@ -69,7 +69,7 @@ var logRules = []logRule{
 		explain: func([]string, Input) finding {
 			return finding{reason: ReasonHostUnreachable,
 				message: "mpirun could not start or keep its daemons on the Workers over SSH.",
-				next:    "Check the Worker pods are Running and Ready and that sshd accepts the job's key; then resubmit the job."}
+				next:    ranked(step("Check the Worker pods are Running and Ready and that sshd accepts the job's key; then resubmit the job."))}
 		},
 	},
 }
@@ -97,7 +97,11 @@ func workerHost(h string) string {
 }
 
 // deadlineNext is what to do about a job that reached its timeout.
-const deadlineNext = "Give the job a longer timeout (`kubectl mpijob clone NAME NEW --timeout 2h`), or find out why it is slow with `kubectl mpijob logs --all`."
+func deadlineNext() []api.Step {
+	return ranked(
+		stepf("Give the job a longer timeout: `%s`.", cli("clone", api.NamePlaceholder, api.NewPlaceholder, "--timeout", "2h")),
+		stepf("Or find out why it is slow: `%s`.", cli("logs", api.NamePlaceholder, "--all")))
+}
 
 // timeoutOf names tj's timeout: "timeout of 10m (spec.activeDeadlineSeconds 600)".
 func timeoutOf(tj *trainer.TrainJob) string {
@@ -108,13 +112,13 @@ func timeoutOf(tj *trainer.TrainJob) string {
 func explainFailure(in Input) finding {
 	tj := in.TrainJob
 	if c := cond(tj, trainer.TrainJobFailed); c != nil && c.Reason == trainer.TrainJobDeadlineExceededReason {
-		return finding{reason: ReasonDeadlineExceeded, message: fmt.Sprintf("The job ran longer than its %s and was stopped.", timeoutOf(tj)), next: deadlineNext}
+		return finding{reason: ReasonDeadlineExceeded, message: fmt.Sprintf("The job ran longer than its %s and was stopped.", timeoutOf(tj)), next: deadlineNext()}
 	}
 	// A Worker lost while the Launcher ran is why mpirun then failed.
 	if in.Previous != nil && in.Previous.Phase == api.PhaseRunning && in.Previous.Reason == ReasonWorkerEvicted {
 		return finding{reason: ReasonWorkerEvicted, message: in.Previous.Message, next: ranked(
-			"Resubmit the job (`kubectl mpijob clone NAME NEW`).",
-			"Ask an administrator to drain nodes only when no MPI job runs there, or to protect running Workers with a PodDisruptionBudget."), subject: in.Previous.Subject}
+			stepf("Resubmit the job (`%s`).", cli("clone", "NAME", "NEW")),
+			step("Ask an administrator to drain nodes only when no MPI job runs there, or to protect running Workers with a PodDisruptionBudget.")), subject: in.Previous.Subject}
 	}
 	for _, p := range sortedByIndex(in.Workers) {
 		if r, m, n, ok := podFailure(p, workerName(p), ReasonWorkerOOMKilled, ReasonWorkerEvicted); ok {
@@ -144,7 +148,7 @@ func explainFailure(in Input) finding {
 	if launcherState(in) == api.LauncherDeleted || launcherWasDeleted(in) {
 		return finding{reason: ReasonLauncherDeleted,
 			message: "The Launcher pod was deleted while the Workers ran, so the job could not finish.",
-			next:    "Resubmit the job (`kubectl mpijob clone`); do not delete the Launcher pod of a running job.", subject: api.LauncherRef()}
+			next:    ranked(stepf("Resubmit the job (`%s`); do not delete the Launcher pod of a running job.", cli("clone"))), subject: api.LauncherRef()}
 	}
 	if r, m, n, ok := launcherKilled(in); ok {
 		return finding{reason: r, message: m, next: n, subject: api.LauncherRef()}
@@ -157,28 +161,28 @@ func explainFailure(in Input) finding {
 			msg += fmt.Sprintf(" The last output: %q.", last)
 		}
 		return finding{reason: ReasonLauncherFailed, message: msg,
-			next: "Read the Launcher log (`kubectl mpijob logs NAME`) for the program's own error.", subject: api.LauncherRef()}
+			next: ranked(stepf("Read the Launcher log (`%s`) for the program's own error.", cli("logs", "NAME"))), subject: api.LauncherRef()}
 	}
 	msg := "The job failed."
 	if c := cond(tj, trainer.TrainJobFailed); c != nil && c.Message != "" {
 		msg = "The job failed: " + trimMessage(c.Message, 400)
 	}
-	return finding{reason: ReasonFailed, message: msg, next: "Read the events (`kubectl mpijob events NAME`) and the Launcher log."}
+	return finding{reason: ReasonFailed, message: msg, next: ranked(stepf("Read the events (`%s`) and the Launcher log.", cli("events", "NAME")))}
 }
 
 // podFailure explains an OOM kill or an eviction of one pod.
-func podFailure(p *corev1.Pod, who, oomReason, evictReason string) (reason, message, next string, ok bool) {
+func podFailure(p *corev1.Pod, who, oomReason, evictReason string) (reason, message string, next []api.Step, ok bool) {
 	if p.Status.Reason == "Evicted" && strings.Contains(p.Status.Message, "ephemeral local storage") && strings.Contains(p.Status.Message, "limit") {
 		return evictReason,
 			fmt.Sprintf("%s was evicted from node %s: it wrote more than its ephemeral-storage limit allows (its log and what it writes to its own file system count): %s",
 				capitalize(who), p.Spec.NodeName, trimMessage(p.Status.Message, 300)),
-			"Write large files to a PVC (--pvc) or the job's artifacts instead of the container's own file system, and log less; " +
-				"or ask your administrator for a higher ephemeral-storage limit (the namespace's LimitRange).", true
+			ranked(step("Write large files to a PVC (--pvc) or the job's artifacts instead of the container's own file system, and log less; " +
+				"or ask your administrator for a higher ephemeral-storage limit (the namespace's LimitRange).")), true
 	}
 	if p.Status.Reason == "Evicted" {
 		return evictReason,
 			fmt.Sprintf("%s was evicted from node %s: %s", capitalize(who), p.Spec.NodeName, trimMessage(p.Status.Message, 300)),
-			"The node ran short of a resource; set requests for memory and ephemeral storage that cover what the job uses, then resubmit.", true
+			ranked(step("The node ran short of a resource; set requests for memory and ephemeral storage that cover what the job uses, then resubmit.")), true
 	}
 	for _, cs := range p.Status.ContainerStatuses {
 		for _, t := range []*corev1.ContainerStateTerminated{cs.State.Terminated, cs.LastTerminationState.Terminated} {
@@ -192,14 +196,14 @@ func podFailure(p *corev1.Pod, who, oomReason, evictReason string) (reason, mess
 			} else {
 				msg += ": it has no memory limit, so the node itself ran out."
 			}
-			next := "Give each Worker more memory (a higher memory limit per worker) or run fewer slots per worker."
+			next := ranked(step("Give each Worker more memory (a higher memory limit per worker) or run fewer slots per worker."))
 			if oomReason == ReasonLauncherOOMKilled {
-				next = "Give the Launcher more memory (a higher launcher memory limit)."
+				next = ranked(step("Give the Launcher more memory (a higher launcher memory limit)."))
 			}
 			return oomReason, msg, next, true
 		}
 	}
-	return "", "", "", false
+	return "", "", nil, false
 }
 
 func launcherExitCode(pods []corev1.Pod) (int32, bool) {
@@ -254,7 +258,7 @@ func named(image string) string {
 
 // sshdDidNotStart explains a Worker whose node container could not start
 // its command (sshd): an image without it.
-func sshdDidNotStart(p *corev1.Pod, image string) (message, next string, ok bool) {
+func sshdDidNotStart(p *corev1.Pod, image string) (message string, next []api.Step, ok bool) {
 	for _, cs := range p.Status.ContainerStatuses {
 		if cs.Name != api.NodeContainer {
 			continue
@@ -272,15 +276,15 @@ func sshdDidNotStart(p *corev1.Pod, image string) (message, next string, ok bool
 			}
 			return fmt.Sprintf("%s could not start %s, so no SSH server answers the Launcher: image %s lacks it (%s).",
 					capitalize(workerName(p)), what, image, trimMessage(firstNonEmpty(t.Message, t.Reason), 200)),
-				"Use a Worker image with sshd (build it FROM the runtime's image, see docs/runtimes.md#images), or keep the runtime's Worker image and put your own image on the Launcher only (--launcher-image).", true
+				ranked(step("Use a Worker image with sshd (build it FROM the runtime's image, see docs/runtimes.md#images), or keep the runtime's Worker image and put your own image on the Launcher only (--launcher-image).")), true
 		}
 	}
-	return "", "", false
+	return "", nil, false
 }
 
 // sshdNotAnswering explains a Worker that runs but whose readiness probe
 // (the SSH port) fails for longer than sshd needs to start.
-func sshdNotAnswering(in Input) (message, next string, who *api.PodRef, ok bool) {
+func sshdNotAnswering(in Input) (message string, next []api.Step, who *api.PodRef, ok bool) {
 	for _, p := range sortedByIndex(in.Workers) {
 		for _, cs := range p.Status.ContainerStatuses {
 			if cs.Name != api.NodeContainer || cs.Ready || cs.State.Running == nil || in.Now.Sub(cs.State.Running.StartedAt.Time) < sshdStartGrace {
@@ -301,10 +305,10 @@ func sshdNotAnswering(in Input) (message, next string, who *api.PodRef, ok bool)
 			}
 			return fmt.Sprintf("%s runs but nothing answers SSH on port %s (its readiness probe is refused), so the Launcher cannot start: image %s may lack sshd or run it on another port.",
 					capitalize(workerName(p)), port, image),
-				fmt.Sprintf("Use a Worker image whose sshd listens on port %s (build it FROM the runtime's image, see docs/runtimes.md#images); `kubectl mpijob logs NAME --worker N` shows what a Worker printed.", port), workerRef(p), true
+				ranked(stepf("Use a Worker image whose sshd listens on port "+port+" (build it FROM the runtime's image, see docs/runtimes.md#images); `%s` shows what a Worker printed.", cli("logs", api.NamePlaceholder, "--worker", "N"))), workerRef(p), true
 		}
 	}
-	return "", "", nil, false
+	return "", nil, nil, false
 }
 
 // sshdStartGrace is how long a running Worker may take to answer SSH.
@@ -352,7 +356,7 @@ var startFailedRe = regexp.MustCompile(`exec: "([^"]+)": (?:stat \S+: )?(no such
 
 // sshdMissingFromEvents explains a Worker whose command could not start,
 // from its pod's Warning Event, once the pod itself is gone.
-func sshdMissingFromEvents(in Input) (message, next string, who *api.PodRef, ok bool) {
+func sshdMissingFromEvents(in Input) (message string, next []api.Step, who *api.PodRef, ok bool) {
 	for _, e := range in.Events {
 		if e.InvolvedObject.Kind != "Pod" || e.Type != corev1.EventTypeWarning {
 			continue
@@ -367,9 +371,9 @@ func sshdMissingFromEvents(in Input) (message, next string, who *api.PodRef, ok 
 		}
 		name, ref := goneWorkerName(in.TrainJob, e.InvolvedObject.Name)
 		return fmt.Sprintf("%s could not start %s, so no SSH server answers the Launcher: image %s lacks it (%s).", name, m[1], image, m[2]),
-			"Use a Worker image with sshd (build it FROM the runtime's image, see docs/runtimes.md#images), or keep the runtime's Worker image and put your own image on the Launcher only (--launcher-image).", ref, true
+			ranked(step("Use a Worker image with sshd (build it FROM the runtime's image, see docs/runtimes.md#images), or keep the runtime's Worker image and put your own image on the Launcher only (--launcher-image).")), ref, true
 	}
-	return "", "", nil, false
+	return "", nil, nil, false
 }
 
 // systemOOM reads the kubelet's "System OOM encountered, victim process:
@@ -380,10 +384,10 @@ var systemOOM = regexp.MustCompile(`victim process: ([^,]+)`)
 // its container runtime did not call OOMKilled: the node's own
 // out-of-memory killer (the kubelet then records a SystemOOM Event on the
 // Node), or a kill from outside.
-func launcherKilled(in Input) (reason, message, next string, ok bool) {
+func launcherKilled(in Input) (reason, message string, next []api.Step, ok bool) {
 	p, t := failedLauncher(in.Launcher)
 	if p == nil || t.ExitCode != 137 {
-		return "", "", "", false
+		return "", "", nil, false
 	}
 	finished := t.FinishedAt.Time
 	for _, e := range in.Events {
@@ -404,15 +408,15 @@ func launcherKilled(in Input) (reason, message, next string, ok bool) {
 			msg += " The Launcher has no memory limit, so what it uses is not reserved for it."
 		}
 		return ReasonLauncherOOMKilled, msg, ranked(
-			"Set the Launcher's memory request and limit to what it uses (--launcher-memory), so the scheduler reserves it.",
-			"Ask an administrator which pods on node "+p.Spec.NodeName+" use more memory than they request.",
-			"Resubmit the job (`kubectl mpijob clone`)."), true
+			step("Set the Launcher's memory request and limit to what it uses (--launcher-memory), so the scheduler reserves it."),
+			step("Ask an administrator which pods on node "+p.Spec.NodeName+" use more memory than they request."),
+			stepf("Resubmit the job (`%s`).", cli("clone"))), true
 	}
 	return ReasonLauncherFailed,
 		fmt.Sprintf("The Launcher (pod %s) was killed with SIGKILL (exit code 137) without a container memory limit being hit: the node's out-of-memory killer or a process outside the job stopped it.", p.Name),
 		ranked(
-			"Set the Launcher's memory request and limit to what it uses (--launcher-memory), so the scheduler reserves it.",
-			"Ask an administrator whether node "+p.Spec.NodeName+" ran out of memory (its SystemOOM events).",
-			"Read the Launcher log (`kubectl mpijob logs NAME`) for what it did last.",
-			"Resubmit the job (`kubectl mpijob clone`)."), true
+			step("Set the Launcher's memory request and limit to what it uses (--launcher-memory), so the scheduler reserves it."),
+			step("Ask an administrator whether node "+p.Spec.NodeName+" ran out of memory (its SystemOOM events)."),
+			stepf("Read the Launcher log (`%s`) for what it did last.", cli("logs", "NAME")),
+			stepf("Resubmit the job (`%s`).", cli("clone"))), true
 }

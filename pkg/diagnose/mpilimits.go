@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"fmt"
+	"github.com/mpijob/mpijob/pkg/api"
 	"regexp"
 )
 
@@ -28,7 +29,7 @@ type mpiLimit struct {
 	failed  *regexp.Regexp
 	running *regexp.Regexp
 	what    string
-	steps   []string
+	steps   []api.Step
 }
 
 // mpiLimits are tried before the program's own traceback: the exception
@@ -40,18 +41,18 @@ var mpiLimits = []mpiLimit{
 		reason: ReasonRMAWindowRefused,
 		failed: regexp.MustCompile(`MPI_ERR_WIN: invalid window`),
 		what:   "Open MPI 4.1 could not create its one-sided (RMA) window (MPI_ERR_WIN): its osc/rdma component needs an RDMA network, which pods do not have, and its osc/pt2pt component offers no window at MPI_THREAD_MULTIPLE, the level mpi4py asks for by default",
-		steps: []string{
-			"Run it with Open MPI's osc/pt2pt below MPI_THREAD_MULTIPLE: `kubectl mpijob clone NAME NEW -- mpirun --mca osc pt2pt -x MPI4PY_RC_THREAD_LEVEL=serialized <command>` (a C program: MPI_Init, or MPI_Init_thread at most MPI_THREAD_SERIALIZED).",
-			"Or run it on MPICH, whose one-sided MPI works across Workers: `kubectl mpijob clone NAME NEW --runtime mpi-mpich -- mpijob-mpiexec <command>`.",
+		steps: []api.Step{
+			stepf("Run it with Open MPI's osc/pt2pt below MPI_THREAD_MULTIPLE: `%s` (a C program: MPI_Init, or MPI_Init_thread at most MPI_THREAD_SERIALIZED).", cli("clone", "NAME", "NEW", "--", "mpirun", "--mca", "osc", "pt2pt", "-x", "MPI4PY_RC_THREAD_LEVEL=serialized", "<command>")),
+			stepf("Or run it on MPICH, whose one-sided MPI works across Workers: `%s`.", cli("clone", "NAME", "NEW", "--runtime", "mpi-mpich", "--", "mpijob-mpiexec", "<command>")),
 		},
 	},
 	{
 		reason: ReasonSharedWindowAcrossWorkers,
 		failed: regexp.MustCompile(`MPI_ERR_RMA_SHARED`),
 		what:   "it asked for a shared-memory window (Win.Allocate_shared, MPI_Win_allocate_shared) over ranks on different Workers, and MPI refused it (MPI_ERR_RMA_SHARED): memory is shared only between the ranks of one Worker (one pod), as between the ranks of one machine",
-		steps: []string{
-			"Split the communicator by Worker first and share memory within it: node = comm.Split_type(MPI.COMM_TYPE_SHARED), then MPI.Win.Allocate_shared(size, disp_unit, comm=node) (in C: MPI_Comm_split_type with MPI_COMM_TYPE_SHARED).",
-			"To reach the memory of ranks on other Workers, use a one-sided window over the whole communicator (Win.Allocate or Win.Create) instead.",
+		steps: []api.Step{
+			step("Split the communicator by Worker first and share memory within it: node = comm.Split_type(MPI.COMM_TYPE_SHARED), then MPI.Win.Allocate_shared(size, disp_unit, comm=node) (in C: MPI_Comm_split_type with MPI_COMM_TYPE_SHARED)."),
+			step("To reach the memory of ranks on other Workers, use a one-sided window over the whole communicator (Win.Allocate or Win.Create) instead."),
 		},
 	},
 	{
@@ -61,10 +62,10 @@ var mpiLimits = []mpiLimit{
 		failed:  regexp.MustCompile(`All nodes which are allocated for this job are already filled`),
 		running: regexp.MustCompile(`MPI_ERR_SPAWN`),
 		what:    "MPI_Comm_spawn could not start the new ranks (MPI_ERR_SPAWN): mpirun gave every slot of the job's Workers to the first ranks (Trainer's hostfile gives each Worker the job's slots per worker), and Open MPI starts spawned ranks only on free slots (\"All nodes which are allocated for this job are already filled\")",
-		steps: []string{
-			"On Open MPI 4.1 (mpi-openmpi), let the spawned ranks share the Workers' slots: `kubectl mpijob clone NAME NEW -- mpirun --oversubscribe <command>`.",
-			"Or run it on MPICH, whose mpiexec starts spawned ranks beside the others: `kubectl mpijob clone NAME NEW --runtime mpi-mpich -- mpijob-mpiexec <command>`.",
-			"Or leave slots free for them: start fewer ranks than the job has slots (mpirun -np N), or give the job more slots per worker (--slots-per-worker). The spawned program must be where every Worker sees it (the image, a ConfigMap or a shared folder), not in one rank's /tmp.",
+		steps: []api.Step{
+			stepf("On Open MPI 4.1 (mpi-openmpi), let the spawned ranks share the Workers' slots: `%s`.", cli("clone", "NAME", "NEW", "--", "mpirun", "--oversubscribe", "<command>")),
+			stepf("Or run it on MPICH, whose mpiexec starts spawned ranks beside the others: `%s`.", cli("clone", "NAME", "NEW", "--runtime", "mpi-mpich", "--", "mpijob-mpiexec", "<command>")),
+			step("Or leave slots free for them: start fewer ranks than the job has slots (mpirun -np N), or give the job more slots per worker (--slots-per-worker). The spawned program must be where every Worker sees it (the image, a ConfigMap or a shared folder), not in one rank's /tmp."),
 		},
 	},
 }

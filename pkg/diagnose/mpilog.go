@@ -70,9 +70,9 @@ var programRules = []logRule{
 			return finding{reason: ReasonEnvForwardConflict,
 				message: "mpirun refused to start: the command passes variables with -x, and the job's data connections or PVCs pass theirs through OMPI_MCA_mca_base_env_list; the Launcher image's mpirun is Open MPI 4's own, which does not take both.",
 				next: ranked(
-					"Run the job on an mpijob Open MPI image (the runtime's image, or one built FROM ghcr.io/mpijob/openmpi:4.1): its mpirun passes both.",
-					"Or pass every variable with -x and clear the list: sh -c 'unset OMPI_MCA_mca_base_env_list; exec mpirun -x AWS_ACCESS_KEY_ID -x AWS_SECRET_ACCESS_KEY -x ... -x NAME PROGRAM' (the list's names are in the Launcher's environment: kubectl mpijob describe NAME).",
-					"Or leave -x out and run on mpi-openmpi5, whose Open MPI 5 takes both.")}
+					step("Run the job on an mpijob Open MPI image (the runtime's image, or one built FROM ghcr.io/mpijob/openmpi:4.1): its mpirun passes both."),
+					stepf("Or pass every variable with -x and clear the list: sh -c 'unset OMPI_MCA_mca_base_env_list; exec mpirun -x AWS_ACCESS_KEY_ID -x AWS_SECRET_ACCESS_KEY -x ... -x NAME PROGRAM' (the list's names are in the Launcher's environment: %s).", cli("describe", "NAME")),
+					step("Or leave -x out and run on mpi-openmpi5, whose Open MPI 5 takes both."))}
 		},
 	},
 	{
@@ -87,10 +87,10 @@ var programRules = []logRule{
 			return finding{reason: ReasonGPUOutOfMemory, subject: ref,
 				message: fmt.Sprintf("%s ran out of GPU memory (%s).", capitalize(who), what),
 				next: ranked(
-					"Reduce the batch size (or the model's size per GPU) and run it again: kubectl mpijob clone NAME NEW -- <command with a smaller batch>.",
-					"Run fewer slots per worker, so fewer ranks share one GPU (--slots-per-worker).",
-					"Use GPUs with more memory (a runtime or node selector for larger GPUs).",
-					"Save GPU memory in the program: mixed precision or gradient checkpointing.")}
+					stepf("Reduce the batch size (or the model's size per GPU) and run it again: %s.", cli("clone", "NAME", "NEW", "--", "<command with a smaller batch>")),
+					step("Run fewer slots per worker, so fewer ranks share one GPU (--slots-per-worker)."),
+					step("Use GPUs with more memory (a runtime or node selector for larger GPUs)."),
+					step("Save GPU memory in the program: mixed precision or gradient checkpointing."))}
 		},
 	},
 	{
@@ -101,8 +101,8 @@ var programRules = []logRule{
 			return finding{reason: ReasonGPUSharedByRanks, subject: rankRef(in, m[1]),
 				message: fmt.Sprintf("Ranks %s and %s (%s) both use GPU %s, and NCCL refuses two ranks on one GPU: the program picks the same GPU for every rank of a Worker, or the Worker has fewer GPUs than its %s.", m[2], m[1], rankWorker(in, m[1]), m[3], api.Count(slots, "slot", "slots")),
 				next: ranked(
-					"Give each rank a GPU of its own by its local rank: torch.cuda.set_device(local_rank), with local_rank from OMPI_COMM_WORLD_LOCAL_RANK (Open MPI) or MPI_LOCALRANKID (MPICH, Intel MPI); examples/training/cnn_torch.py does.",
-					"Run as many slots per Worker as it has GPUs: `kubectl mpijob clone NAME NEW --slots-per-worker G --gpus G`.")}
+					step("Give each rank a GPU of its own by its local rank: torch.cuda.set_device(local_rank), with local_rank from OMPI_COMM_WORLD_LOCAL_RANK (Open MPI) or MPI_LOCALRANKID (MPICH, Intel MPI); examples/training/cnn_torch.py does."),
+					stepf("Run as many slots per Worker as it has GPUs: `%s`.", cli("clone", "NAME", "NEW", "--slots-per-worker", "G", "--gpus", "G")))}
 		},
 	},
 	{
@@ -118,9 +118,9 @@ var programRules = []logRule{
 			return finding{reason: ReasonNoGPU, subject: ref,
 				message: fmt.Sprintf("The program asked for a GPU, and %s has none it can use (%s).", who, trimMessage(what, 200)),
 				next: ranked(
-					"Ask for GPUs on a GPU runtime: `kubectl mpijob clone NAME NEW --runtime mpi-openmpi-gpu --gpus 1` (the cluster needs nodes with nvidia.com/gpu; `kubectl mpijob create --dry-run=server` says whether it can place them).",
-					"Or run it on CPUs: the program's CPU option (--device cpu for the reference workloads).",
-					"\"Torch not compiled with CUDA enabled\" means the image's PyTorch is a CPU build: use an image with a CUDA build of PyTorch.")}
+					stepf("Ask for GPUs on a GPU runtime: `%s` (the cluster needs nodes with nvidia.com/gpu; `kubectl mpijob create --dry-run=server` says whether it can place them).", cli("clone", "NAME", "NEW", "--runtime", "mpi-openmpi-gpu", "--gpus", "1")),
+					step("Or run it on CPUs: the program's CPU option (--device cpu for the reference workloads)."),
+					step("\"Torch not compiled with CUDA enabled\" means the image's PyTorch is a CPU build: use an image with a CUDA build of PyTorch."))}
 		},
 	},
 	{
@@ -134,9 +134,9 @@ var programRules = []logRule{
 			return finding{reason: ReasonNCCLError, subject: ref,
 				message: fmt.Sprintf("NCCL %s failed on %s with %s%s.", m[2], who, m[1], detail),
 				next: ranked(
-					"Run it again with NCCL_DEBUG=INFO in --env: NCCL then names the transport and the call that failed.",
-					"An \"unhandled system error\" is most often the network or /dev/shm: check that the job's pods may reach each other (the namespace's NetworkPolicies), set NCCL_SOCKET_IFNAME=eth0, and give the Workers a memory-backed /dev/shm (the GPU runtimes mount one).",
-					"All Workers must run the same image (the same NCCL and CUDA).")}
+					step("Run it again with NCCL_DEBUG=INFO in --env: NCCL then names the transport and the call that failed."),
+					step("An \"unhandled system error\" is most often the network or /dev/shm: check that the job's pods may reach each other (the namespace's NetworkPolicies), set NCCL_SOCKET_IFNAME=eth0, and give the Workers a memory-backed /dev/shm (the GPU runtimes mount one)."),
+					step("All Workers must run the same image (the same NCCL and CUDA)."))}
 		},
 	},
 	{
@@ -152,14 +152,14 @@ var programRules = []logRule{
 				return finding{reason: ReasonProgramError, subject: ref,
 					message: fmt.Sprintf("The Launcher's own command raised %s%s, outside mpirun: no rank had started or was running it.", strings.TrimSpace(m[2]), where),
 					next: ranked(
-						"Fix the error in the program"+where+"; the whole traceback is in `kubectl mpijob logs NAME`.",
-						"The Launcher runs this part itself (before or after mpirun, or instead of it): start the ranks with mpirun (mpijob-mpiexec on MPICH and Intel MPI) for it to run on the Workers.")}
+						stepf("Fix the error in the program"+where+"; the whole traceback is in `%s`.", cli("logs")),
+						step("The Launcher runs this part itself (before or after mpirun, or instead of it): start the ranks with mpirun (mpijob-mpiexec on MPICH and Intel MPI) for it to run on the Workers."))}
 			}
 			return finding{reason: ReasonProgramError, subject: ref,
 				message: fmt.Sprintf("The program raised %s%s on %s.", strings.TrimSpace(m[2]), where, who),
 				next: ranked(
-					"Fix the error in the program"+where+"; the whole traceback is in `kubectl mpijob logs NAME --all`.",
-					"Reproduce it on one Worker first: kubectl mpijob clone NAME NEW --workers 1.")}
+					stepf("Fix the error in the program"+where+"; the whole traceback is in `%s`.", cli("logs", api.NamePlaceholder, "--all")),
+					stepf("Reproduce it on one Worker first: %s.", cli("clone", "NAME", "NEW", "--workers", "1")))}
 		},
 	},
 	{
@@ -172,8 +172,8 @@ var programRules = []logRule{
 			return finding{reason: ReasonMPIAbort, subject: rankRef(in, rank),
 				message: fmt.Sprintf("Rank %s (%s) called MPI_Abort with error code %s on %s: the program stopped the job itself.", rank, rankWorker(in, rank), code, comm),
 				next: ranked(
-					"Read what rank "+rank+" printed before it aborted (`kubectl mpijob logs NAME --all`): the program says why.",
-					"Look up error code "+code+" in the program's documentation.")}
+					stepf("Read what rank "+rank+" printed before it aborted (`%s`): the program says why.", cli("logs", api.NamePlaceholder, "--all")),
+					step("Look up error code "+code+" in the program's documentation."))}
 		},
 	},
 	{
@@ -182,9 +182,9 @@ var programRules = []logRule{
 			return finding{reason: ReasonExecutableNotFound, subject: hostRef(m[2]),
 				message: fmt.Sprintf("mpirun could not start %s on %s: the Workers' image%s has no such executable, or may not run it.", m[1], workerHost(m[2]), named(in.WorkerImage)),
 				next: ranked(
-					"Use a Worker image that contains "+m[1]+" (kubectl mpijob create --image, or --worker-image): the ranks run in the Workers' image, not the Launcher's.",
-					"Or fix the path in the command.",
-					"If the file is there, make it executable for the image's user (chmod +x).")}
+					step("Use a Worker image that contains "+m[1]+" (kubectl mpijob create --image, or --worker-image): the ranks run in the Workers' image, not the Launcher's."),
+					step("Or fix the path in the command."),
+					step("If the file is there, make it executable for the image's user (chmod +x)."))}
 		},
 	},
 	{
@@ -194,8 +194,8 @@ var programRules = []logRule{
 			return finding{reason: ReasonExecutableNotFound, subject: hostRef(m[1]),
 				message: fmt.Sprintf("mpiexec could not start %s on %s: %s (the Workers' image%s).", m[2], workerHost(m[1]), strings.ToLower(m[3]), named(in.WorkerImage)),
 				next: ranked(
-					"Use a Worker image that contains "+m[2]+" (kubectl mpijob create --image, or --worker-image): the ranks run in the Workers' image, not the Launcher's.",
-					"Or fix the path in the command.")}
+					step("Use a Worker image that contains "+m[2]+" (kubectl mpijob create --image, or --worker-image): the ranks run in the Workers' image, not the Launcher's."),
+					step("Or fix the path in the command."))}
 		},
 	},
 	{
@@ -212,8 +212,8 @@ var programRules = []logRule{
 			return finding{reason: ReasonPermissionDenied, subject: api.LauncherRef(),
 				message: fmt.Sprintf("The Launcher cannot use the job's SSH key %s (%s), so it cannot log in to the Workers.", key, why),
 				next: ranked(
-					"Keep the runtime's securityContext (runAsUser 1000, fsGroup 1000): Trainer mounts the key Secret for that user; a runtimePatch or image that changes the user breaks it.",
-					"If you built the Launcher image yourself, do not chmod or chown "+path.Dir(key)+" in it: the key Secret is mounted there (docs/runtimes.md#images).")}
+					step("Keep the runtime's securityContext (runAsUser 1000, fsGroup 1000): Trainer mounts the key Secret for that user; a runtimePatch or image that changes the user breaks it."),
+					step("If you built the Launcher image yourself, do not chmod or chown "+path.Dir(key)+" in it: the key Secret is mounted there (docs/runtimes.md#images)."))}
 		},
 	},
 	{
@@ -223,8 +223,8 @@ var programRules = []logRule{
 			return finding{reason: ReasonPermissionDenied, subject: hostRef(m[1]),
 				message: fmt.Sprintf("%s refused the Launcher's SSH key (Permission denied (publickey)): its sshd cannot read the job's authorized key, or runs as another user.", capitalize(workerHost(m[1]))),
 				next: ranked(
-					"Keep the runtime's Worker securityContext (runAsUser 1000, fsGroup 1000) and sshd command: Trainer mounts the authorized key for that user.",
-					"A Worker image of your own must run sshd as the runtime's image does (FROM the runtime's image, docs/runtimes.md#images).")}
+					step("Keep the runtime's Worker securityContext (runAsUser 1000, fsGroup 1000) and sshd command: Trainer mounts the authorized key for that user."),
+					step("A Worker image of your own must run sshd as the runtime's image does (FROM the runtime's image, docs/runtimes.md#images)."))}
 		},
 	},
 	{
@@ -236,8 +236,8 @@ var programRules = []logRule{
 			return finding{reason: ReasonPermissionDenied, subject: api.LauncherRef(),
 				message: fmt.Sprintf("The Launcher cannot open the hostfile %s that Trainer mounts: it is missing or not readable for the Launcher's user.", file),
 				next: ranked(
-					"Keep the runtime's Launcher securityContext (runAsUser 1000, fsGroup 1000) and do not replace the Trainer-mounted "+path.Dir(file)+" with a volume of your own.",
-					"Pass the hostfile mpirun is given by the runtime (leave --hostfile out of the command unless you know its path).")}
+					step("Keep the runtime's Launcher securityContext (runAsUser 1000, fsGroup 1000) and do not replace the Trainer-mounted "+path.Dir(file)+" with a volume of your own."),
+					step("Pass the hostfile mpirun is given by the runtime (leave --hostfile out of the command unless you know its path)."))}
 		},
 	},
 	{
@@ -247,8 +247,8 @@ var programRules = []logRule{
 			return finding{reason: ReasonMPIAbort, subject: rankRef(in, m[3]),
 				message: fmt.Sprintf("Rank %s (%s) aborted with error code %s: %s", m[3], rankWorker(in, m[3]), m[1], trimMessage(strings.TrimSpace(m[5]), 300)),
 				next: ranked(
-					"Read what rank "+m[3]+" printed before it aborted (`kubectl mpijob logs NAME --all`): the MPI error stack names the call that failed.",
-					"A \"Fatal error in PMPI_…\" is often a mismatch between ranks (message sizes, communicators): reproduce it with fewer Workers (kubectl mpijob clone NAME NEW --workers 2).")}
+					stepf("Read what rank "+m[3]+" printed before it aborted (`%s`): the MPI error stack names the call that failed.", cli("logs", api.NamePlaceholder, "--all")),
+					stepf("A \"Fatal error in PMPI_…\" is often a mismatch between ranks (message sizes, communicators): reproduce it with fewer Workers (%s).", cli("clone", "NAME", "NEW", "--workers", "2")))}
 		},
 	},
 	{
@@ -261,9 +261,9 @@ var programRules = []logRule{
 			return finding{reason: ReasonNotEnoughSlots,
 				message: fmt.Sprintf("mpirun asked for %d ranks of %s, but the job has %s × %s = %d slots.", asked, m[2], api.Count(workers, "Worker", "Workers"), api.Count(slots, "slot", "slots"), have),
 				next: ranked(
-					fmt.Sprintf("Ask mpirun for at most %d ranks (-np %d), or leave -np out: mpirun then starts one rank per slot.", have, have),
-					fmt.Sprintf("Or give the job the slots: kubectl mpijob clone NAME NEW --workers %d (or --slots-per-worker %d).", need, (asked+workers-1)/workers),
-					"Or add --oversubscribe to mpirun to run more ranks than slots (ranks then share CPUs).")}
+					step(fmt.Sprintf("Ask mpirun for at most %d ranks (-np %d), or leave -np out: mpirun then starts one rank per slot.", have, have)),
+					stepf(fmt.Sprintf("Or give the job the slots: %%s (or --slots-per-worker %d).", (asked+workers-1)/workers), cli("clone", api.NamePlaceholder, api.NewPlaceholder, "--workers", strconv.Itoa(need))),
+					step("Or add --oversubscribe to mpirun to run more ranks than slots (ranks then share CPUs)."))}
 		},
 	},
 	{
@@ -280,8 +280,8 @@ var programRules = []logRule{
 			return finding{reason: ReasonCollectiveTimeout, subject: ref,
 				message: fmt.Sprintf("%s waited in %s, longer than its timeout: another rank stopped taking part (it failed, hung, or is far slower).", capitalize(who), what),
 				next: ranked(
-					"Find the rank that stopped: its own error is earlier in the logs (`kubectl mpijob logs NAME --all`); the ranks that waited only report the timeout.",
-					"If one step is legitimately that slow (a large checkpoint on one rank), raise the timeout in init_process_group(timeout=...).")}
+					stepf("Find the rank that stopped: its own error is earlier in the logs (`%s`); the ranks that waited only report the timeout.", cli("logs", "NAME", "--all")),
+					step("If one step is legitimately that slow (a large checkpoint on one rank), raise the timeout in init_process_group(timeout=...)."))}
 		},
 	},
 	{
@@ -291,8 +291,8 @@ var programRules = []logRule{
 			return finding{reason: ReasonTransportError, subject: ref,
 				message: fmt.Sprintf("The ranks' communication library failed on %s: %s", who, trimMessage(strings.TrimSpace(m[1]), 300)),
 				next: ranked(
-					"Check that the job's pods may reach each other (a NetworkPolicy of the namespace may block them) and that all Workers run the same image.",
-					"Run it again with NCCL_DEBUG=INFO (NCCL) or UCX_LOG_LEVEL=info (UCX) in --env to see which transport fails; set NCCL_SOCKET_IFNAME or UCX_TLS to one the nodes have.")}
+					step("Check that the job's pods may reach each other (a NetworkPolicy of the namespace may block them) and that all Workers run the same image."),
+					step("Run it again with NCCL_DEBUG=INFO (NCCL) or UCX_LOG_LEVEL=info (UCX) in --env to see which transport fails; set NCCL_SOCKET_IFNAME or UCX_TLS to one the nodes have."))}
 		},
 	},
 }
@@ -308,8 +308,8 @@ var rankFailedRules = []logRule{
 			}
 			return finding{reason: ReasonRankFailed, message: msg, subject: rankRef(in, m[1]),
 				next: ranked(
-					"Read rank "+m[1]+"'s output (`kubectl mpijob logs NAME --all`) for the program's own error.",
-					"Reproduce it on one Worker: kubectl mpijob clone NAME NEW --workers 1.")}
+					stepf("Read rank "+m[1]+"'s output (`%s`) for the program's own error.", cli("logs", api.NamePlaceholder, "--all")),
+					stepf("Reproduce it on one Worker: %s.", cli("clone", "NAME", "NEW", "--workers", "1")))}
 		},
 	},
 	{
@@ -329,8 +329,8 @@ var rankFailedRules = []logRule{
 			}
 			return finding{reason: ReasonRankFailed, message: msg,
 				next: ranked(
-					"Read the ranks' output (`kubectl mpijob logs NAME --all`) for the program's own error.",
-					"Reproduce it on one Worker: kubectl mpijob clone NAME NEW --workers 1.")}
+					stepf("Read the ranks' output (`%s`) for the program's own error.", cli("logs", "NAME", "--all")),
+					stepf("Reproduce it on one Worker: %s.", cli("clone", "NAME", "NEW", "--workers", "1")))}
 		},
 	},
 	{
@@ -346,14 +346,14 @@ var rankFailedRules = []logRule{
 				return finding{reason: ReasonRankKilled, subject: hostRef(m[2]),
 					message: fmt.Sprintf("%s on %s was killed (signal 9), most likely because it ran out of memory and the system stopped it to protect the node.", who, workerHost(m[2])),
 					next: ranked(
-						"Give each Worker more memory or run fewer slots per worker; `kubectl mpijob describe` shows each Worker's memory limit.",
-						"Read the ranks' output (`kubectl mpijob logs NAME --all`) for what it did last.")}
+						stepf("Give each Worker more memory or run fewer slots per worker; `%s` shows each Worker's memory limit.", cli("describe")),
+						stepf("Read the ranks' output (`%s`) for what it did last.", cli("logs", "NAME", "--all")))}
 			}
 			return finding{reason: ReasonRankSignaled, subject: hostRef(m[2]),
 				message: fmt.Sprintf("%s on %s crashed on signal %s (%s).", who, workerHost(m[2]), m[3], m[4]),
 				next: ranked(
-					"Read the ranks' output around the crash (`kubectl mpijob logs NAME --all`).",
-					"Reproduce it on one Worker: kubectl mpijob clone NAME NEW --workers 1.")}
+					stepf("Read the ranks' output around the crash (`%s`).", cli("logs", "NAME", "--all")),
+					stepf("Reproduce it on one Worker: %s.", cli("clone", "NAME", "NEW", "--workers", "1")))}
 		},
 	},
 	{
@@ -367,8 +367,8 @@ var rankFailedRules = []logRule{
 			return finding{reason: ReasonRankFailed, subject: hostRef(m[2]),
 				message: fmt.Sprintf("%s on %s exited with code %s, so mpiexec stopped the job.", who, workerHost(m[2]), m[3]),
 				next: ranked(
-					"Read the ranks' output (`kubectl mpijob logs NAME --all`) for the program's own error.",
-					"Reproduce it on one Worker: kubectl mpijob clone NAME NEW --workers 1.")}
+					stepf("Read the ranks' output (`%s`) for the program's own error.", cli("logs", "NAME", "--all")),
+					stepf("Reproduce it on one Worker: %s.", cli("clone", "NAME", "NEW", "--workers", "1")))}
 		},
 	},
 }

@@ -21,7 +21,7 @@ import (
 // for, or has less of a resource allocatable than one Worker requests (or
 // none at all: an unknown resource name). It looks at what the nodes are,
 // never at what is free, so waiting for capacity is never called hopeless.
-func neverFits(in Input) (message, next string, ok bool) {
+func neverFits(in Input) (message string, next []api.Step, ok bool) {
 	var waiting *corev1.Pod
 	for _, p := range sortedByIndex(in.Workers) {
 		if p.Spec.NodeName == "" && p.DeletionTimestamp == nil {
@@ -30,7 +30,7 @@ func neverFits(in Input) (message, next string, ok bool) {
 		}
 	}
 	if waiting == nil || len(in.AllNodes) == 0 {
-		return "", "", false
+		return "", nil, false
 	}
 	requests, _ := runtimes.PodDemand(&waiting.Spec)
 	affinity := nodeaffinity.GetRequiredNodeAffinity(waiting)
@@ -82,22 +82,23 @@ func neverFits(in Input) (message, next string, ok bool) {
 			}
 		}
 		if fits {
-			return "", "", false
+			return "", nil, false
 		}
 	}
-	var why, steps []string
+	var why []string
+	var steps []api.Step
 	for _, t := range sortedKeys(taints) {
 		why = append(why, fmt.Sprintf("%s %s taint %s, which the Workers do not tolerate", api.Count(taints[t], "node", "nodes"), api.Agree(taints[t], "carries", "carry"), t))
 		if r, ok := resourceTaints[t]; ok {
-			steps = append(steps, fmt.Sprintf("The nodes with taint %s are kept for pods that ask for %s (those are given the toleration): if the Workers need it, ask for it (--gpus N, or resources per Worker); otherwise they run elsewhere.", t, r))
+			steps = append(steps, step(fmt.Sprintf("The nodes with taint %s are kept for pods that ask for %s (those are given the toleration): if the Workers need it, ask for it (--gpus N, or resources per Worker); otherwise they run elsewhere.", t, r)))
 			continue
 		}
-		steps = append(steps, fmt.Sprintf("If the Workers belong on the nodes with taint %s, use a runtime that tolerates it (`kubectl mpijob runtimes list`) or add the toleration in the job's runtimePatches.", t))
+		steps = append(steps, stepf("If the Workers belong on the nodes with taint "+t+", use a runtime that tolerates it (`%s`) or add the toleration in the job's runtimePatches.", cli("runtimes list")))
 	}
 	if unmatched > 0 {
 		sel := selectorString(waiting)
 		why = append(why, fmt.Sprintf("%s %s match the Workers' %s", api.Count(unmatched, "node", "nodes"), api.Agree(unmatched, "does not", "do not"), sel))
-		steps = append(steps, fmt.Sprintf("Fix the Workers' %s: no node that could take them has it (ask an administrator which node labels exist).", sel))
+		steps = append(steps, step(fmt.Sprintf("Fix the Workers' %s: no node that could take them has it (ask an administrator which node labels exist).", sel)))
 	}
 	for _, name := range sortedKeys(short) {
 		want := requests[name]
@@ -105,15 +106,15 @@ func neverFits(in Input) (message, next string, ok bool) {
 		case o.IsZero():
 			why = append(why, fmt.Sprintf("no node offers %s at all, and one Worker asks for %s", name, want.String()))
 			// A misspelt resource is the likeliest cause of all.
-			steps = append([]string{fmt.Sprintf("Check the resource name %s (GPUs are nvidia.com/gpu or amd.com/gpu), or remove it from the job.", name)}, steps...)
+			steps = append([]api.Step{step(fmt.Sprintf("Check the resource name %s (GPUs are nvidia.com/gpu or amd.com/gpu), or remove it from the job.", name))}, steps...)
 		case l.IsZero():
 			why = append(why, fmt.Sprintf("%s %s no %s", api.Count(short[name], "node", "nodes"), api.Agree(short[name], "has", "have"), name))
 		default:
 			why = append(why, fmt.Sprintf("%s %s less than the %s %s one Worker asks for (the largest has %s)", api.Count(short[name], "node", "nodes"), api.Agree(short[name], "has", "have"), want.String(), name, l.String()))
-			steps = append(steps, fmt.Sprintf("Ask for at most %s %s per Worker (use more Workers instead): no node the Workers may use has more.", l.String(), name))
+			steps = append(steps, step(fmt.Sprintf("Ask for at most %s %s per Worker (use more Workers instead): no node the Workers may use has more.", l.String(), name)))
 		}
 	}
-	steps = append(steps, "Delete this job and resubmit it changed (`kubectl mpijob clone NAME NEW`): while it waits it holds what its placed pods and its queue admission hold.")
+	steps = append(steps, stepf("Delete this job and resubmit it changed (`%s`): while it waits it holds what its placed pods and its queue admission hold.", cli("clone")))
 	return fmt.Sprintf("The job can never start: no node could take a Worker even if the cluster were empty: %s.", strings.Join(why, "; ")), ranked(steps...), true
 }
 

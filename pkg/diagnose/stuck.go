@@ -201,19 +201,19 @@ func lastN(lines []string, n int) []string {
 
 // rankFailedOthersWaiting explains a running job whose rank failed while
 // the others wait for it (the manager read it from the Launcher's log).
-func rankFailedOthersWaiting(in Input) (message, next string, who *api.PodRef, ok bool) {
+func rankFailedOthersWaiting(in Input) (message string, next []api.Step, who *api.PodRef, ok bool) {
 	if in.TrainJob == nil {
-		return "", "", nil, false
+		return "", nil, nil, false
 	}
 	f, err := api.ReadRankFailure(in.TrainJob.Annotations)
 	if err != nil || f == nil || f.Silent {
-		return "", "", nil, false
+		return "", nil, nil, false
 	}
-	rank, read := "A rank", "Read the ranks' output (`kubectl mpijob logs NAME`) for the error."
+	rank, read := "A rank", stepf("Read the ranks' output (`%s`) for the error.", cli("logs"))
 	if f.Rank != nil {
 		r := fmt.Sprint(*f.Rank)
 		rank, who = fmt.Sprintf("Rank %s (%s)", r, rankWorker(in, r)), rankRef(in, r)
-		read = fmt.Sprintf("Read rank %s's output (`kubectl mpijob logs NAME --rank %s`) for the whole error.", r, r)
+		read = stepf("Read rank "+r+"'s output (`%s`) for the whole error.", cli("logs", api.NamePlaceholder, "--rank", r))
 	}
 	msg := fmt.Sprintf("%s failed at %s with %q and printed nothing since, but the job keeps running: the other ranks are waiting for it in a collective and will wait for as long as the job runs.",
 		rank, f.At.UTC().Format(time.RFC3339), trimMessage(f.Error, 200))
@@ -224,34 +224,34 @@ func rankFailedOthersWaiting(in Input) (message, next string, who *api.PodRef, o
 		}
 		msg += " Its last lines: " + strings.TrimSuffix(trimMessage(strings.Join(trimmed, " | "), 400), ".") + "."
 	}
-	mpi4py := "Run Python programs as `python -m mpi4py script.py` (mpirun python -m mpi4py ...): one rank's uncaught exception then aborts every rank, and the job fails with the error instead of hanging."
-	stop := fmt.Sprintf("Delete the job (`kubectl mpijob delete NAME`) or %s: it holds its Workers while the other ranks wait.", suspendAdvice(in))
+	mpi4py := step("Run Python programs as `python -m mpi4py script.py` (mpirun python -m mpi4py ...): one rank's uncaught exception then aborts every rank, and the job fails with the error instead of hanging.")
+	stop := stepf("Delete the job (`%s`) or "+suspendAdvice(in)+": it holds its Workers while the other ranks wait.", cli("delete"))
 	if l := runningMPILimit(append([]string{f.Error}, f.Lines...)...); l != nil {
 		// An MPI feature the pods shape: its fix comes first.
 		msg += " " + capitalize(l.what) + "."
-		return msg, ranked(append(append([]string(nil), l.steps...), stop, mpi4py)...), who, true
+		return msg, ranked(append(append([]api.Step(nil), l.steps...), stop, mpi4py)...), who, true
 	}
 	return msg, ranked(mpi4py, stop, read), who, true
 }
 
 // rankSilent explains a running job whose rank went silent while the
 // others print on (the manager read it from the Launcher's log).
-func rankSilent(in Input) (message, next string, who *api.PodRef, ok bool) {
+func rankSilent(in Input) (message string, next []api.Step, who *api.PodRef, ok bool) {
 	if in.TrainJob == nil {
-		return "", "", nil, false
+		return "", nil, nil, false
 	}
 	f, err := api.ReadRankFailure(in.TrainJob.Annotations)
 	if err != nil || f == nil || !f.Silent || f.Rank == nil {
-		return "", "", nil, false
+		return "", nil, nil, false
 	}
 	r := fmt.Sprint(*f.Rank)
 	since := in.Now.Sub(f.At.Time).Round(time.Second)
 	msg := fmt.Sprintf("Rank %s (%s) has printed nothing for %s while the other ranks print on (the runtime's progress check allows %s): it may be stuck in a deadlock, a hung read or a wait for a peer. Its last line: %q.",
 		r, rankWorker(in, r), since, in.ProgressTimeout, trimMessage(f.Error, 200))
 	return msg, ranked(
-		fmt.Sprintf("Read what rank %s printed last (`kubectl mpijob logs NAME --rank %s`) and look at the rank's process on its Worker (`kubectl exec` into it; `py-spy dump --pid PID` for Python).", r, r),
-		fmt.Sprintf("Delete the job (`kubectl mpijob delete NAME`) or %s: it holds its Workers while rank %s is stuck.", suspendAdvice(in), r),
-		"If the rank is only quiet (it works without printing), have every rank print its progress, or raise the runtime's policy.mpijob.dev/progress-timeout."), rankRef(in, r), true
+		stepf("Read what rank "+r+" printed last (`%s`) and look at the rank's process on its Worker (`kubectl exec` into it; `py-spy dump --pid PID` for Python).", cli("logs", api.NamePlaceholder, "--rank", r)),
+		stepf("Delete the job (`%s`) or "+suspendAdvice(in)+": it holds its Workers while rank "+r+" is stuck.", cli("delete")),
+		step("If the rank is only quiet (it works without printing), have every rank print its progress, or raise the runtime's policy.mpijob.dev/progress-timeout.")), rankRef(in, r), true
 }
 
 // suspendAdvice says how to suspend the job: through its Kueue Workload

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -44,7 +45,35 @@ func diagnoseBoth(t *testing.T, in Input) api.Status {
 	if want := subjectNamedIn(got.Message); got.Reason != "" && !cmp.Equal(want, got.Subject) {
 		t.Errorf("%s: subject %+v, but the message names %+v: %s", got.Reason, got.Subject, want, got.Message)
 	}
+	checkSteps(t, in.TrainJob.Name, got)
 	return got
+}
+
+// mpijobCommand is a kubectl mpijob command in a step's words (tests only).
+var mpijobCommand = regexp.MustCompile(`kubectl mpijob (logs|clone|describe|events|delete|runtimes)\b`)
+
+// checkSteps fails when a step's words name a kubectl mpijob command its
+// Command does not hold, when its Command is not in its words as written,
+// or when a placeholder for the job's name is left in it: the SDK and the
+// dashboard render the Command, so such a step would say one thing in the
+// CLI and another there. The texts are the steps' too.
+func checkSteps(t *testing.T, job string, s api.Status) {
+	t.Helper()
+	for _, st := range s.Steps {
+		switch {
+		case st.Command == nil && mpijobCommand.MatchString(st.Text):
+			t.Errorf("%s: a step names a command but holds none: %s", s.Reason, st.Text)
+		case st.Command != nil && !strings.Contains(st.Text, st.Command.String()):
+			t.Errorf("%s: step's command %q is not in its words: %s", s.Reason, st.Command, st.Text)
+		case st.Command != nil && jobVerbs[st.Command.Verb] > 0 && (len(st.Command.Args) == 0 || st.Command.Args[0] != job):
+			t.Errorf("%s: step's command %q does not name the job %s", s.Reason, st.Command, job)
+		case st.Command != nil && slices.Contains(st.Command.Args, api.NewPlaceholder):
+			t.Errorf("%s: step's command %q keeps the placeholder NEW", s.Reason, st.Command)
+		}
+	}
+	if texts := api.StepTexts(s.Steps); len(texts) > 1 && !cmp.Equal(texts, s.NextSteps) || len(texts) > 0 && texts[0] != s.NextStep || len(texts) == 0 && s.NextStep != "" {
+		t.Errorf("%s: next steps %q and %q are not the steps' texts %q", s.Reason, s.NextStep, s.NextSteps, texts)
+	}
 }
 
 var (

@@ -26,11 +26,11 @@ func explainUnfinished(in Input, s api.Status) (api.Phase, finding) {
 		// Trainer removed the JobSet at the timeout and has not yet said
 		// so on the job: that, not "not created", is what happens.
 		return in.Previous.Phase, finding{reason: ReasonDeadlineExceeded,
-			message: fmt.Sprintf("The job reached its %s; Trainer is stopping it.", timeoutOf(in.TrainJob)), next: deadlineNext}
+			message: fmt.Sprintf("The job reached its %s; Trainer is stopping it.", timeoutOf(in.TrainJob)), next: deadlineNext()}
 	}
 	if in.JobSet == nil {
 		return api.PhasePending, finding{reason: ReasonJobSetNotCreated, message: "Trainer has not created the job's pods yet.",
-			next: "Wait a few seconds; if this lasts, check that the Trainer controller runs and read `kubectl mpijob events`."}
+			next: ranked(stepf("Wait a few seconds; if this lasts, check that the Trainer controller runs and read `%s`.", cli("events")))}
 	}
 	all := append(append([]corev1.Pod{}, in.Workers...), in.Launcher...)
 	if r, m, n, ok := imageBuilding(all, in.Events, in.Now); ok {
@@ -57,7 +57,7 @@ func explainUnfinished(in Input, s api.Status) (api.Phase, finding) {
 				// after it (mpirun gives up, Trainer ends the job), and
 				// naming them instead would hide the cause.
 				// (A status written before subjects: the Worker lost now.)
-				return api.PhaseRunning, finding{reason: ReasonWorkerEvicted, message: p.Message, next: ranked(append([]string{p.NextStep}, p.NextSteps[min(1, len(p.NextSteps)):]...)...), subject: cmp.Or(p.Subject, lost)}
+				return api.PhaseRunning, finding{reason: ReasonWorkerEvicted, message: p.Message, next: previousSteps(p), subject: cmp.Or(p.Subject, lost)}
 			}
 			return api.PhaseRunning, finding{reason: ReasonWorkerEvicted, message: m, next: n, subject: lost}
 		}
@@ -66,14 +66,14 @@ func explainUnfinished(in Input, s api.Status) (api.Phase, finding) {
 		// are gone now are being stopped, not waiting to be scheduled.
 		if p := in.Previous; p != nil && p.Reason == ReasonWorkerEvicted && p.Phase == api.PhaseRunning {
 			// mpirun failed because a Worker was lost: that stays the news.
-			return api.PhaseRunning, finding{reason: ReasonWorkerEvicted, message: p.Message, next: ranked(append([]string{p.NextStep}, p.NextSteps[min(1, len(p.NextSteps)):]...)...), subject: p.Subject}
+			return api.PhaseRunning, finding{reason: ReasonWorkerEvicted, message: p.Message, next: previousSteps(p), subject: p.Subject}
 		}
 		return api.PhaseRunning, finding{reason: ReasonLauncherFailed, message: launcherFailed(in), subject: api.LauncherRef()}
 	case api.LauncherSucceeded:
 		// The Launcher ran, so every Worker had been placed: Workers gone
 		// now were stopped by the job's success (JobSet ends the others
 		// before Trainer marks the job Complete), not waiting to be placed.
-		return api.PhaseRunning, finding{reason: "", message: "The Launcher finished; Trainer is completing the job.", next: ""}
+		return api.PhaseRunning, finding{reason: "", message: "The Launcher finished; Trainer is completing the job.", next: ranked(step(""))}
 	}
 	if waiting := unscheduled(in.Workers); waiting > 0 || int32(len(in.Workers)) < s.WorkersTotal {
 		if waiting == 0 {
@@ -97,7 +97,7 @@ func explainUnfinished(in Input, s api.Status) (api.Phase, finding) {
 		if m, n, ok := volumeWait(in, sched); ok {
 			return phase, finding{reason: ReasonUnschedulable, message: msg + ": " + m, next: n}
 		}
-		next := "The job starts when capacity frees up; to start sooner use fewer Workers or smaller Workers."
+		next := ranked(step("The job starts when capacity frees up; to start sooner use fewer Workers or smaller Workers."))
 		why, fit := fitExplanation(in)
 		switch {
 		case constraint.MatchString(sched) && why != "" && fit == 0:
@@ -106,7 +106,7 @@ func explainUnfinished(in Input, s api.Status) (api.Phase, finding) {
 			msg += ": " + why + " (scheduler: " + strings.TrimSuffix(sched, ".") + ")"
 		case constraint.MatchString(sched):
 			msg += ": " + strings.TrimSuffix(sched, ".")
-			next = "The scheduler names what keeps the Workers off the nodes (taints, node selectors, affinity, volumes): check them with `kubectl mpijob describe`; the job starts once enough nodes both match and have room."
+			next = ranked(stepf("The scheduler names what keeps the Workers off the nodes (taints, node selectors, affinity, volumes): check them with `%s`; the job starts once enough nodes both match and have room.", cli("describe")))
 		case why != "":
 			msg += ": " + why
 		case sched != "":
@@ -116,7 +116,7 @@ func explainUnfinished(in Input, s api.Status) (api.Phase, finding) {
 			in.Now.Sub(in.Previous.LastTransitionTime.Time) > in.GangTimeout {
 			return phase, finding{reason: ReasonGangSchedulingTimeout,
 				message: msg + fmt.Sprintf(" (waiting longer than the gang-scheduling timeout of %s).", in.GangTimeout),
-				next:    "Use fewer Workers or fewer GPUs per worker, or ask an administrator for capacity; delete the job to free what it holds."}
+				next:    ranked(step("Use fewer Workers or fewer GPUs per worker, or ask an administrator for capacity; delete the job to free what it holds."))}
 		}
 		return phase, finding{reason: ReasonUnschedulable, message: msg + ".", next: next}
 	}
@@ -134,7 +134,7 @@ func explainUnfinished(in Input, s api.Status) (api.Phase, finding) {
 		}
 		return api.PhaseStarting, finding{reason: ReasonWorkersNotReady,
 			message: fmt.Sprintf("Waiting for Workers to be Ready: %d of %d Ready.", s.WorkersReady, s.WorkersTotal),
-			next:    "Nothing to do yet; if this lasts, `kubectl mpijob describe` shows which Worker is not Ready and why."}
+			next:    ranked(stepf("Nothing to do yet; if this lasts, `%s` shows which Worker is not Ready and why.", cli("describe")))}
 	}
 	switch s.Launcher {
 	case api.LauncherRunning, api.LauncherSucceeded:
@@ -150,20 +150,20 @@ func explainUnfinished(in Input, s api.Status) (api.Phase, finding) {
 			// The Launcher's output is what stopped.
 			return api.PhaseRunning, finding{reason: ReasonNoProgress, message: m, next: n, subject: api.LauncherRef()}
 		}
-		return api.PhaseRunning, finding{reason: "", message: fmt.Sprintf("Running on %d Workers.", s.WorkersTotal), next: ""}
+		return api.PhaseRunning, finding{reason: "", message: fmt.Sprintf("Running on %d Workers.", s.WorkersTotal), next: ranked(step(""))}
 	case api.LauncherFailed:
 		return api.PhaseRunning, finding{reason: ReasonLauncherFailed, message: launcherFailed(in), subject: api.LauncherRef()}
 	case api.LauncherDeleted:
 		return api.PhaseRunning, finding{reason: ReasonLauncherDeleted, subject: api.LauncherRef(), message: "The Launcher pod was deleted while the Workers run.",
-			next: "The job cannot finish without its Launcher: delete it and resubmit (`kubectl mpijob clone`)."}
+			next: ranked(stepf("The job cannot finish without its Launcher: delete it and resubmit (`%s`).", cli("clone")))}
 	default:
 		if sched := launcherUnschedulable(in); sched != "" {
 			return api.PhaseStarting, finding{reason: ReasonUnschedulable,
 				message: fmt.Sprintf("All Workers are Ready, but the Launcher cannot be scheduled: %s.", sched),
-				next: ranked("The scheduler names what keeps the Launcher off the nodes (a taint it does not tolerate, a node selector, affinity, room): give the runtime's Launcher template the tolerations or node selector the nodes need, or ask an administrator; `kubectl mpijob describe NAME` shows the Launcher pod.",
-					"Delete the job while it waits (`kubectl mpijob delete NAME`): its Workers hold their resources until the Launcher runs.")}
+				next: ranked(stepf("The scheduler names what keeps the Launcher off the nodes (a taint it does not tolerate, a node selector, affinity, room): give the runtime's Launcher template the tolerations or node selector the nodes need, or ask an administrator; `%s` shows the Launcher pod.", cli("describe", "NAME")),
+					stepf("Delete the job while it waits (`%s`): its Workers hold their resources until the Launcher runs.", cli("delete")))}
 		}
-		return api.PhaseStarting, finding{reason: ReasonLauncherNotStarted, message: "All Workers are Ready; the Launcher is starting.", next: ""}
+		return api.PhaseStarting, finding{reason: ReasonLauncherNotStarted, message: "All Workers are Ready; the Launcher is starting.", next: ranked(step(""))}
 	}
 }
 
@@ -171,7 +171,7 @@ var quotaRe = regexp.MustCompile(`exceeded quota: ([^,]+), requested: ([^,]+), u
 
 // quotaExceeded finds a pod creation that a ResourceQuota refused after the
 // job was admitted (another job took the quota in between).
-func quotaExceeded(events []corev1.Event) (reason, message, next string, ok bool) {
+func quotaExceeded(events []corev1.Event) (reason, message string, next []api.Step, ok bool) {
 	for _, e := range events {
 		if e.Reason != "FailedCreate" || !strings.Contains(e.Message, "exceeded quota") {
 			continue
@@ -182,9 +182,9 @@ func quotaExceeded(events []corev1.Event) (reason, message, next string, ok bool
 				strings.TrimSpace(m[1]), m[2], m[3], strings.TrimSpace(m[4]))
 		}
 		return ReasonQuotaExceeded, msg,
-			"Wait for other jobs in the namespace to finish, delete some, or ask an administrator for a larger quota.", true
+			ranked(step("Wait for other jobs in the namespace to finish, delete some, or ask an administrator for a larger quota.")), true
 	}
-	return "", "", "", false
+	return "", "", nil, false
 }
 
 var (
@@ -199,7 +199,7 @@ var (
 // podsRefused finds pod creations that admission refuses for a reason no
 // wait can change (Pod Security, a policy webhook, an invalid pod): the
 // Job retries, the queue keeps the job's quota, and nothing ever runs.
-func podsRefused(in Input) (reason, message, next string, ok bool) {
+func podsRefused(in Input) (reason, message string, next []api.Step, ok bool) {
 	for _, e := range in.Events {
 		if e.Reason != "FailedCreate" || e.InvolvedObject.Kind != "Job" || strings.Contains(e.Message, "exceeded quota") {
 			continue
@@ -219,23 +219,23 @@ func podsRefused(in Input) (reason, message, next string, ok bool) {
 			return ReasonPodsRefused,
 				fmt.Sprintf("The job can never start: namespace %s's Pod Security level %q refuses %s: %s.", ns, m[1], whose, detail),
 				ranked(
-					fmt.Sprintf("Remove from the job what Pod Security level %q forbids (%s): it comes from the job's runtimePatches or its runtime's pod template; then resubmit.", m[1], detail),
-					release,
-					"Or ask an administrator for a namespace whose Pod Security level allows it."), true
+					step(fmt.Sprintf("Remove from the job what Pod Security level %q forbids (%s): it comes from the job's runtimePatches or its runtime's pod template; then resubmit.", m[1], detail)),
+					step(release),
+					step("Or ask an administrator for a namespace whose Pod Security level allows it.")), true
 		}
 		if m := webhookRefusal.FindStringSubmatch(text); m != nil {
 			return ReasonPodsRefused,
 				fmt.Sprintf("The job can never start: admission webhook %s refuses %s: %s.", m[1], whose, strings.TrimSuffix(trimMessage(m[2], 300), ".")),
-				ranked("Change the job as the webhook says, then resubmit.", release,
-					"Or ask an administrator about the policy behind webhook "+m[1]+"."), true
+				ranked(step("Change the job as the webhook says, then resubmit."), step(release),
+					step("Or ask an administrator about the policy behind webhook "+m[1]+".")), true
 		}
 		if strings.Contains(text, "forbidden") || strings.Contains(text, "Invalid value") || strings.Contains(text, "is invalid") {
 			return ReasonPodsRefused,
 				fmt.Sprintf("The job can never start: %s cannot be created: %s.", whose, strings.TrimSuffix(trimMessage(text, 400), ".")),
-				ranked("Fix what the message names in the job (or its runtime), then resubmit.", release), true
+				ranked(step("Fix what the message names in the job (or its runtime), then resubmit."), step(release)), true
 		}
 	}
-	return "", "", "", false
+	return "", "", nil, false
 }
 
 // launcherFailed says what follows a failed Launcher: the job's end, or,
@@ -259,7 +259,7 @@ const BuilderComponent = api.ImageBuilderComponent
 // building for its first use: its pull failed, and the builder's last word
 // on the pod is BuildingImage. The job then waits (it starts at the
 // kubelet's next pull after the import); it has not failed.
-func imageBuilding(pods []corev1.Pod, events []corev1.Event, now time.Time) (reason, message, next string, ok bool) {
+func imageBuilding(pods []corev1.Pod, events []corev1.Event, now time.Time) (reason, message string, next []api.Step, ok bool) {
 	for _, p := range sortedByIndex(pods) {
 		var last *corev1.Event
 		for i := range events {
@@ -278,7 +278,7 @@ func imageBuilding(pods []corev1.Pod, events []corev1.Event, now time.Time) (rea
 			if !api.PullFailed(cs) && (cs.State.Waiting == nil || cs.State.Waiting.Reason != "ContainerCreating") {
 				continue
 			}
-			next := "Nothing to do: the pods start once the image is imported; `make images` builds every image ahead of time."
+			next := ranked(step("Nothing to do: the pods start once the image is imported; `make images` builds every image ahead of time."))
 			if last.Reason == api.EventImageBuilt {
 				// Built and imported: the kubelet pulls again at the end of
 				// its back-off (at most 5 minutes).
@@ -290,7 +290,7 @@ func imageBuilding(pods []corev1.Pod, events []corev1.Event, now time.Time) (rea
 				fmt.Sprintf("The local cluster is building image %q for its first use (for %s so far): %s", cs.Image, since, last.Message), next, true
 		}
 	}
-	return "", "", "", false
+	return "", "", nil, false
 }
 
 // eventTime is when an Event last happened.
@@ -305,7 +305,7 @@ func eventTime(e *corev1.Event) time.Time {
 }
 
 // imagePull finds a pod that cannot pull its image.
-func imagePull(pods []corev1.Pod) (reason, message, next string, who *api.PodRef, ok bool) {
+func imagePull(pods []corev1.Pod) (reason, message string, next []api.Step, who *api.PodRef, ok bool) {
 	for _, p := range sortedByIndex(pods) {
 		for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 			if !api.PullFailed(cs) {
@@ -320,16 +320,16 @@ func imagePull(pods []corev1.Pod) (reason, message, next string, who *api.PodRef
 			if w.Message != "" {
 				msg += ": " + trimMessage(w.Message, 300)
 			}
-			next := "Check the image name and tag, that the registry is reachable from the nodes, and add an imagePullSecret for a private registry."
+			next := ranked(step("Check the image name and tag, that the registry is reachable from the nodes, and add an imagePullSecret for a private registry."))
 			if strings.HasPrefix(cs.Image, "ghcr.io/mpijob/") {
 				// One of mpijob's own MPI images, which no public registry
 				// serves: the installation builds and pushes them.
-				next = "This is one of mpijob's MPI images, which are built from the repository, not pulled from ghcr.io: build and push them to your registry with `make images REGISTRY=registry.example.com/team`, then install with `kubectl apply --server-side -k config/registry` (docs/admin.md, Images from your registry)."
+				next = ranked(step("This is one of mpijob's MPI images, which are built from the repository, not pulled from ghcr.io: build and push them to your registry with `make images REGISTRY=registry.example.com/team`, then install with `kubectl apply --server-side -k config/registry` (docs/admin.md, Images from your registry)."))
 			}
 			return ReasonImagePullFailed, msg, next, ref, true
 		}
 	}
-	return "", "", "", nil, false
+	return "", "", nil, nil, false
 }
 
 // registryOf names the registry of an image reference ("docker.io" when none).
@@ -402,7 +402,7 @@ func placedPending(in Input) map[string]*corev1.Pod {
 // in-memory volumes (the SSH key Secret Trainer mounts) by the pod's
 // memory limit, so a limit of a few bytes fails with "no space left on
 // device".
-func mountFailed(in Input) (message, next string, who *api.PodRef, ok bool) {
+func mountFailed(in Input) (message string, next []api.Step, who *api.PodRef, ok bool) {
 	pending := placedPending(in)
 	var ev *corev1.Event
 	for i := range in.Events {
@@ -415,7 +415,7 @@ func mountFailed(in Input) (message, next string, who *api.PodRef, ok bool) {
 		}
 	}
 	if ev == nil {
-		return "", "", nil, false
+		return "", nil, nil, false
 	}
 	p := pending[ev.InvolvedObject.Name]
 	msg := fmt.Sprintf("%s cannot start: a volume does not mount: %s.", capitalize(workerName(p)), strings.TrimSuffix(trimMessage(ev.Message, 300), "."))
@@ -430,12 +430,12 @@ func mountFailed(in Input) (message, next string, who *api.PodRef, ok bool) {
 			}
 		}
 		return msg, ranked(
-			fmt.Sprintf("The kubelet sizes a pod's in-memory volumes (the SSH key Trainer mounts) by the pod's memory: %s is too small. Delete the job and run it again with more memory per Worker, e.g. kubectl mpijob clone NAME NEW --memory 1Gi (memory is in bytes unless it has a unit: Mi, Gi).", limit),
-			"Until then the job holds its Workers: delete it (kubectl mpijob delete NAME)."), workerRef(p), true
+			stepf("The kubelet sizes a pod's in-memory volumes (the SSH key Trainer mounts) by the pod's memory: "+limit+" is too small. Delete the job and run it again with more memory per Worker, e.g. %s (memory is in bytes unless it has a unit: Mi, Gi).", cli("clone", api.NamePlaceholder, api.NewPlaceholder, "--memory", "1Gi")),
+			stepf("Until then the job holds its Workers: delete it (%s).", cli("delete"))), workerRef(p), true
 	}
 	return msg, ranked(
-		"Read the pod's Events (kubectl mpijob describe NAME, or kubectl describe pod "+p.Name+"): a missing Secret, ConfigMap or PersistentVolumeClaim, or a volume another node holds, keeps it from starting.",
-		"Fix the volume, or delete the job (kubectl mpijob delete NAME): until then it holds its Workers."), workerRef(p), true
+		stepf("Read the pod's Events (%s, or kubectl describe pod "+p.Name+"): a missing Secret, ConfigMap or PersistentVolumeClaim, or a volume another node holds, keeps it from starting.", cli("describe")),
+		stepf("Fix the volume, or delete the job (%s): until then it holds its Workers.", cli("delete"))), workerRef(p), true
 }
 
 // podsOverdue reports whether the job's JobSet has existed for a while and
@@ -499,29 +499,29 @@ var antiAffinityNodes = regexp.MustCompile(`(\d+) node\(s\) didn't match pod ant
 // neverPlaced says when the waiting Workers can never be placed, whatever
 // frees up: the runtime's one-Worker-per-node rule with more Workers than
 // the nodes that take Workers at all.
-func neverPlaced(in Input, sched string) (message, next string, ok bool) {
+func neverPlaced(in Input, sched string) (message string, next []api.Step, ok bool) {
 	m := antiAffinityNodes.FindStringSubmatch(sched)
 	if m == nil || strings.Contains(sched, "Insufficient") {
-		return "", "", false
+		return "", nil, false
 	}
 	nodes, _ := strconv.Atoi(m[1])
 	total := int(workersTotal(in))
 	if nodes == 0 || total <= nodes {
-		return "", "", false
+		return "", nil, false
 	}
 	return fmt.Sprintf("The job can never start: it asks for %s, but the runtime places one Worker per node and only %s can take one (scheduler: %s).",
 			api.Count(total, "Worker", "Workers"), api.Count(nodes, "node", "nodes"), sched),
 		ranked(
-			fmt.Sprintf("Use at most %d Workers with more slots per worker: kubectl mpijob clone NAME NEW --workers %d --slots-per-worker N.", nodes, nodes),
-			"Delete this job: its placed Workers hold their resources while it waits.",
-			"Or ask an administrator for more nodes (or a runtime without the one-Worker-per-node rule)."), true
+			stepf(fmt.Sprintf("Use at most %d Workers with more slots per worker: %%s.", nodes), cli("clone", api.NamePlaceholder, api.NewPlaceholder, "--workers", strconv.Itoa(nodes), "--slots-per-worker", "N")),
+			step("Delete this job: its placed Workers hold their resources while it waits."),
+			step("Or ask an administrator for more nodes (or a runtime without the one-Worker-per-node rule).")), true
 }
 
 // workerLost finds a Worker that stopped while the Launcher runs: deleted,
 // or evicted through the API (a node drain). sshd exits 0 on SIGTERM, so
 // its Job counts the index as completed and never replaces it; MPI cannot
 // go on without it. (Once the Launcher ran, every Worker had been Ready.)
-func workerLost(in Input, total int32) (message, next string, lost *api.PodRef, ok bool) {
+func workerLost(in Input, total int32) (message string, next []api.Step, lost *api.PodRef, ok bool) {
 	byIndex := map[string]*corev1.Pod{}
 	for _, p := range sortedByIndex(in.Workers) {
 		byIndex[p.Labels[completionIndexLabel]] = p
@@ -573,10 +573,10 @@ func workerLost(in Input, total int32) (message, next string, lost *api.PodRef, 
 		}
 		return fmt.Sprintf("%s %s while the Launcher ran: MPI cannot go on without it, and its Job does not replace a Worker that stopped cleanly.", capitalize(who), how),
 			ranked(
-				"Resubmit the job (`kubectl mpijob clone NAME NEW`); delete this one, its Launcher and other Workers hold their resources until mpirun gives up.",
-				"Ask an administrator to drain nodes only when no MPI job runs there, or to protect running Workers with a PodDisruptionBudget."), api.WorkerRef(int32(i)), true
+				stepf("Resubmit the job (`%s`); delete this one, its Launcher and other Workers hold their resources until mpirun gives up.", cli("clone", "NAME", "NEW")),
+				step("Ask an administrator to drain nodes only when no MPI job runs there, or to protect running Workers with a PodDisruptionBudget.")), api.WorkerRef(int32(i)), true
 	}
-	return "", "", nil, false
+	return "", nil, nil, false
 }
 
 // disrupted reports a pod the control plane stopped (an eviction, a
@@ -597,13 +597,13 @@ func disrupted(p *corev1.Pod) bool {
 // than the job's progress timeout: a program stuck in a collective, or
 // MPI stuck in finalize after every rank printed its last line (MPICH over
 // UCX). The job keeps running; the evidence is the last line and its time.
-func noProgress(in Input, s api.Status) (message, next string, ok bool) {
+func noProgress(in Input, s api.Status) (message string, next []api.Step, ok bool) {
 	if in.ProgressTimeout <= 0 || s.Launcher != api.LauncherRunning {
-		return "", "", false
+		return "", nil, false
 	}
 	since := quietSince(in, s)
 	if since == nil || in.Now.Sub(*since) <= in.ProgressTimeout {
-		return "", "", false
+		return "", nil, false
 	}
 	quiet := in.Now.Sub(*since).Round(time.Second)
 	msg := fmt.Sprintf("The Launcher has printed nothing for %s, longer than the job's progress timeout of %s; the job keeps running.", quiet, in.ProgressTimeout)
@@ -612,9 +612,9 @@ func noProgress(in Input, s api.Status) (message, next string, ok bool) {
 			quiet, in.ProgressTimeout, in.LastOutput.UTC().Format(time.RFC3339), trimMessage(in.LastLine, 200))
 	}
 	return msg, ranked(
-		"Look at every rank's last output (`kubectl mpijob logs NAME --all`): ranks that all finished but a Launcher that does not exit is MPI stuck in finalize; ranks that stop mid-way are stuck in a collective or waiting on a peer.",
-		"If it is stuck, delete the job and resubmit (`kubectl mpijob clone NAME NEW`); it holds its Workers until then.",
-		"If the program is only quiet, print progress more often or raise "+`policy.mpijob.dev/progress-timeout`+" on the job."), true
+		stepf("Look at every rank's last output (`%s`): ranks that all finished but a Launcher that does not exit is MPI stuck in finalize; ranks that stop mid-way are stuck in a collective or waiting on a peer.", cli("logs", "NAME", "--all")),
+		stepf("If it is stuck, delete the job and resubmit (`%s`); it holds its Workers until then.", cli("clone", "NAME", "NEW")),
+		step("If the program is only quiet, print progress more often or raise "+`policy.mpijob.dev/progress-timeout`+" on the job.")), true
 }
 
 var (
@@ -624,7 +624,7 @@ var (
 
 // volumeWait explains Workers that wait for a PersistentVolumeClaim: one
 // not bound to a volume yet, or one that does not exist.
-func volumeWait(in Input, sched string) (message, next string, ok bool) {
+func volumeWait(in Input, sched string) (message string, next []api.Step, ok bool) {
 	ns := ""
 	if in.TrainJob != nil {
 		ns = in.TrainJob.Namespace
@@ -632,11 +632,11 @@ func volumeWait(in Input, sched string) (message, next string, ok bool) {
 	if m := missingClaim.FindStringSubmatch(sched); m != nil {
 		return fmt.Sprintf("their PersistentVolumeClaim %s does not exist in namespace %s (scheduler: %s).", m[1], ns, sched),
 			ranked(
-				fmt.Sprintf("Create PersistentVolumeClaim %s in namespace %s: the job starts once it is bound.", m[1], ns),
-				"Or fix the claim's name in the job's volumes and resubmit (`kubectl mpijob clone NAME NEW`)."), true
+				step(fmt.Sprintf("Create PersistentVolumeClaim %s in namespace %s: the job starts once it is bound.", m[1], ns)),
+				stepf("Or fix the claim's name in the job's volumes and resubmit (`%s`).", cli("clone", "NAME", "NEW"))), true
 	}
 	if !unboundClaims.MatchString(sched) {
-		return "", "", false
+		return "", nil, false
 	}
 	var claims []string
 	for _, p := range sortedByIndex(in.Workers) {
@@ -660,8 +660,8 @@ func volumeWait(in Input, sched string) (message, next string, ok bool) {
 	}
 	return fmt.Sprintf("%s not bound to a volume yet (scheduler: %s).", what, sched),
 		ranked(
-			fmt.Sprintf("Check the claim (`%s`): it needs a StorageClass that provisions volumes or a PersistentVolume that matches it; the job starts once it is Bound.", check),
-			"A claim with ReadWriteOnce can be used by the Workers of one node only: use ReadWriteMany for Workers on several nodes."), true
+			step(fmt.Sprintf("Check the claim (`%s`): it needs a StorageClass that provisions volumes or a PersistentVolume that matches it; the job starts once it is Bound.", check)),
+			step("A claim with ReadWriteOnce can be used by the Workers of one node only: use ReadWriteMany for Workers on several nodes.")), true
 }
 
 // quietSince is when the running Launcher last printed, or started when it
@@ -685,4 +685,23 @@ func deadlineReached(in Input) bool {
 		return false
 	}
 	return !in.Now.Before(tj.CreationTimestamp.Add(time.Duration(tj.Spec.ActiveDeadlineSeconds) * time.Second))
+}
+
+// previousSteps are the next steps of the status before (one written
+// before steps were data has their texts alone).
+func previousSteps(p *api.Status) []api.Step {
+	if len(p.Steps) > 0 {
+		return p.Steps
+	}
+	if len(p.NextSteps) > 0 {
+		out := make([]api.Step, len(p.NextSteps))
+		for i, t := range p.NextSteps {
+			out[i] = step(t)
+		}
+		return out
+	}
+	if p.NextStep != "" {
+		return ranked(step(p.NextStep))
+	}
+	return nil
 }

@@ -28,12 +28,15 @@ type Job struct {
 	// Runtime is the runtime the user chose (the base of a per-job runtime).
 	Runtime string `json:"runtime"`
 	// MPI is true for jobs on an MPI runtime (those mpijob-manager reports on).
-	MPI            bool              `json:"mpi"`
-	Phase          api.Phase         `json:"phase"`
-	Reason         string            `json:"reason,omitempty"`
-	Message        string            `json:"message,omitempty"`
-	NextStep       string            `json:"nextStep,omitempty"`
-	NextSteps      []string          `json:"nextSteps,omitempty"`
+	MPI       bool      `json:"mpi"`
+	Phase     api.Phase `json:"phase"`
+	Reason    string    `json:"reason,omitempty"`
+	Message   string    `json:"message,omitempty"`
+	NextStep  string    `json:"nextStep,omitempty"`
+	NextSteps []string  `json:"nextSteps,omitempty"`
+	// Steps are the next steps as data (api.Step): the dashboard shows
+	// each one's command as a command.
+	Steps          []api.Step        `json:"steps,omitempty"`
 	QueuePosition  *int32            `json:"queuePosition,omitempty"`
 	Launcher       api.LauncherState `json:"launcher,omitempty"`
 	WorkersReady   int32             `json:"workersReady"`
@@ -65,6 +68,7 @@ type Job struct {
 // slices are copied (its pointers point at values nobody changes).
 func (j Job) Copy() Job {
 	j.NextSteps = slices.Clone(j.NextSteps)
+	j.Steps = slices.Clone(j.Steps)
 	j.Failed = slices.Clone(j.Failed)
 	return j
 }
@@ -109,7 +113,7 @@ func JobWith(tj *trainer.TrainJob, st api.Status, ok bool) Job {
 		}
 		return j
 	}
-	j.Phase, j.Reason, j.Message, j.NextStep, j.NextSteps = st.Phase, st.Reason, st.Message, st.NextStep, st.NextSteps
+	j.Phase, j.Reason, j.Message, j.NextStep, j.NextSteps, j.Steps = st.Phase, st.Reason, st.Message, st.NextStep, st.NextSteps, st.Steps
 	j.Failed = st.Failed
 	if kueue {
 		j.Suspended = st.Phase == api.PhaseSuspended

@@ -20,7 +20,8 @@ from .constants import GROUP as GROUP
 from .constants import QUEUE_LABEL as QUEUE_LABEL
 from .constants import STATUS_ANNOTATION as STATUS_ANNOTATION
 from .constants import VERSION as VERSION
-from .nextsteps import sdk_words
+from .nextsteps import Command as Command
+from .nextsteps import Step as Step
 from .progress import Progress
 
 Phase = Literal["Pending", "Queued", "GangScheduling", "Starting", "Running", "Succeeded", "Failed", "Suspended"]
@@ -169,6 +170,9 @@ class JobStatus:
     message: str = ""
     next_step: str = ""
     next_steps: list[str] = field(default_factory=list)
+    #: The next steps as data: each one's text as the manager wrote it (the CLI's command in
+    #: it) and that command (:class:`Step`); ``next_steps`` are their texts in this SDK's words.
+    steps: list[Step] = field(default_factory=list)
     launcher: LauncherState = ""
     workers_ready: int = 0
     workers_total: int = 0
@@ -213,14 +217,18 @@ class JobStatus:
         if raw:
             try:
                 s = json.loads(raw)
-                job = meta.get("name", "")
-                steps = list(s.get("nextSteps") or ([s["nextStep"]] if s.get("nextStep") else []))
+                steps = [st for st in (Step.from_dict(d, clean_text) for d in s.get("steps") or []) if st is not None]
+                first = steps[0].sdk_text() if steps else clean_text(s.get("nextStep", ""))
+                if not steps:
+                    # A status written before steps were data: its texts alone, as they are.
+                    steps = [Step(clean_text(x)) for x in (s.get("nextSteps") or ([s["nextStep"]] if s.get("nextStep") else []))
+                             if isinstance(x, str)]
+                words = [st.sdk_text() for st in steps]
                 return cls(
                     phase=cast(Phase, clean_text(s.get("phase", "Pending"))), reason=clean_text(s.get("reason", "")),
                     message=clean_text(s.get("message", "")),
                     # The manager names the CLI's commands; Python users get this SDK's calls.
-                    next_step=sdk_words(clean_text(s.get("nextStep", "")), job),
-                    next_steps=[sdk_words(clean_text(x), job) for x in steps],
+                    next_step=first, next_steps=words, steps=steps,
                     launcher=cast(LauncherState, clean_text(s.get("launcher", ""))),
                     workers_ready=s.get("workersReady", 0), workers_total=s.get("workersTotal", 0),
                     slots_per_worker=s.get("slotsPerWorker", 0), gpus_per_worker=clean_text(s.get("gpusPerWorker", "")),

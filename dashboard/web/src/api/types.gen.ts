@@ -34,6 +34,11 @@ export interface CloneSource {
   reason?: string;
 }
 
+export interface Command {
+  verb: string;
+  args?: string[];
+}
+
 export interface ConfigMap {
   name: string;
   mount_path?: string;
@@ -88,6 +93,7 @@ export interface Job {
   message?: string;
   nextStep?: string;
   nextSteps?: string[];
+  steps?: Step[];
   queuePosition?: number;
   launcher?: string;
   workersReady: number;
@@ -271,6 +277,11 @@ export interface Settings {
   timeout?: string;
   timeoutSeconds?: number;
   retries?: number;
+}
+
+export interface Step {
+  text: string;
+  command?: Command;
 }
 
 export interface TrainerStatus {

@@ -365,7 +365,9 @@ def test_wait_for_job_on_a_mocked_api(monkeypatch):
     monkeypatch.setattr("time.sleep", lambda s: None)
     cluster = _Cluster(jobs=[_status_job("ok", {"phase": "Succeeded", "message": "done"}),
                              _status_job("bad", {"phase": "Failed", "reason": "WorkerOOMKilled", "message": "Worker 1 ran out of memory.",
-                                                 "nextStep": "See `kubectl mpijob logs NAME --all`."})])
+                                                 "nextStep": "See `kubectl mpijob logs bad --all`.",
+                                                 "steps": [{"text": "See `kubectl mpijob logs bad --all`.",
+                                                            "command": {"verb": "logs", "args": ["bad", "--all"]}}]})])
     c = _offline_client(cluster, cluster)
     assert c.wait_for_job("ok", timeout=5).status.phase == "Succeeded"
     assert c.wait_for_job("ok", phases="Running", timeout=5).name == "ok"  # Running is passed on the way

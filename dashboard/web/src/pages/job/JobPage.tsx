@@ -41,6 +41,7 @@ import { useNow } from '../../lib/useNow';
 import { ArtifactsTab } from './ArtifactsTab';
 import { LogViewer } from './LogViewer';
 import { progressText } from '../../lib/progress';
+import { jobSteps, stepParts } from '../../lib/steps';
 import { PhaseBadge } from '../../components/PhaseBadge';
 import type { Detail, KEvent, Pod, Transition } from '../../api/types';
 import { useStream } from '../../lib/useStream';
@@ -239,10 +240,21 @@ function Overview({ detail, now }: { detail: Detail; now: number }) {
             {j.nextStep && (
               <>
                 <Title headingLevel="h4" style={{ marginTop: 8 }}>Next steps, most likely fix first</Title>
-                <List isPlain={false} component="ol">
-                  {(j.nextSteps?.length ? j.nextSteps : [j.nextStep]).map((s, i) => (
-                    <ListItem key={i}>{s}</ListItem>
-                  ))}
+                <List isPlain={false} component="ol" aria-label="Next steps">
+                  {jobSteps(j).map((s, i) => {
+                    const p = stepParts(s);
+                    return (
+                      <ListItem key={i}>
+                        {p.before}
+                        {p.command && (
+                          <ClipboardCopy isReadOnly hoverTip="Copy" clickTip="Copied" variant="inline-compact" isCode aria-label="Command">
+                            {p.command}
+                          </ClipboardCopy>
+                        )}
+                        {p.after}
+                      </ListItem>
+                    );
+                  })}
                 </List>
               </>
             )}
