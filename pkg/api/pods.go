@@ -37,6 +37,39 @@ func PodState(p *corev1.Pod) string {
 	return string(p.Status.Phase)
 }
 
+// PodExit is how the container PodState is of ended: its exit code and
+// the signal that ended it (0: none), or nil when it has not ended.
+func PodExit(p *corev1.Pod) (code *int32, signal int32) {
+	if p.Status.Reason != "" {
+		return nil, 0
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		if c.State.Waiting != nil && c.State.Waiting.Reason != "" {
+			return nil, 0
+		}
+		if t := c.State.Terminated; t != nil {
+			code, signal := t.ExitCode, t.Signal
+			if signal == 0 && code > 128 && code < 160 {
+				// A shell's and the container runtime's convention:
+				// 128 + the signal.
+				signal = code - 128
+			}
+			return &code, signal
+		}
+	}
+	return nil, 0
+}
+
+// Failed tells a pod that ended badly: a non-zero exit, a kill or an
+// eviction (a record without an exit code, or written before it had one,
+// by its state in words).
+func (r PodRecord) Failed() bool {
+	if r.ExitCode != nil {
+		return *r.ExitCode != 0
+	}
+	return FailedState(r.State)
+}
+
 // FailedState tells a pod state in words (PodState) that ended badly: a
 // non-zero exit, a kill or an eviction.
 func FailedState(s string) bool {
@@ -52,10 +85,10 @@ func FailedPods(records []PodRecord, named *PodRef, reason string) []FailedPod {
 	found := false
 	for _, r := range records {
 		isNamed := named != nil && r.Role == named.Role && r.Index == named.Index
-		if !isNamed && !FailedState(r.State) {
+		if !isNamed && !r.Failed() {
 			continue
 		}
-		f := FailedPod{Role: r.Role, Index: r.Index, Pod: r.Pod, Node: r.Node, Reason: r.State}
+		f := FailedPod{Role: r.Role, Index: r.Index, Pod: r.Pod, Node: r.Node, Reason: r.State, ExitCode: r.ExitCode, Signal: r.Signal}
 		if isNamed {
 			found = true
 			if reason != "" {
@@ -103,7 +136,9 @@ func RecordPods(prev []PodRecord, launcher, workers []corev1.Pod) []PodRecord {
 			return
 		}
 		created[k] = p.CreationTimestamp
-		now[k] = PodRecord{Role: role, Index: idx, Pod: p.Name, Node: p.Spec.NodeName, State: PodState(p), Restarts: PodRestarts(p)}
+		code, signal := PodExit(p)
+		now[k] = PodRecord{Role: role, Index: idx, Pod: p.Name, Node: p.Spec.NodeName, State: PodState(p), Restarts: PodRestarts(p),
+			ExitCode: code, Signal: signal}
 	}
 	for i := range launcher {
 		add("launcher", &launcher[i])
@@ -144,4 +179,30 @@ func WithTransition(h []Transition, t Transition) []Transition {
 		h = h[len(h)-MaxHistory:]
 	}
 	return h
+}
+
+// linuxSignals name the signals that end containers (Linux's numbers: a
+// container's, whatever system the client runs on).
+var linuxSignals = map[int32]string{1: "SIGHUP", 2: "SIGINT", 3: "SIGQUIT", 4: "SIGILL", 6: "SIGABRT", 7: "SIGBUS",
+	8: "SIGFPE", 9: "SIGKILL", 11: "SIGSEGV", 13: "SIGPIPE", 14: "SIGALRM", 15: "SIGTERM"}
+
+// SignalName is a Linux signal's name (SIGKILL), or "signal N".
+func SignalName(n int32) string {
+	if s, ok := linuxSignals[n]; ok {
+		return s
+	}
+	return fmt.Sprintf("signal %d", n)
+}
+
+// Ended says how a failed pod ended, in words: "exit code 137, SIGKILL";
+// empty when its record had no exit code.
+func (f FailedPod) Ended() string {
+	if f.ExitCode == nil {
+		return ""
+	}
+	out := fmt.Sprintf("exit code %d", *f.ExitCode)
+	if f.Signal != 0 {
+		out += ", " + SignalName(f.Signal)
+	}
+	return out
 }

@@ -237,6 +237,12 @@ type PodRecord struct {
 	// OOMKilled (exit 137), Pending: Unschedulable, ...
 	State    string `json:"state"`
 	Restarts int32  `json:"restarts,omitempty"`
+	// ExitCode is how its container (the one State is of) last ended,
+	// when it did: 137 for a kill.
+	ExitCode *int32 `json:"exitCode,omitempty"`
+	// Signal is the signal that ended it (9 for SIGKILL), when one did:
+	// the runtime's, or ExitCode above 128.
+	Signal int32 `json:"signal,omitempty"`
 	// Gone is true when the manager saw the pod removed while the job
 	// ran; State is then its last state. (A finished job's status is not
 	// written again: its pods' records are as the job ended.)
@@ -269,6 +275,11 @@ type FailedPod struct {
 	// Reason is the status's reason for the pod the diagnosis names, else
 	// the pod's last state in words ("Error (exit 1)").
 	Reason string `json:"reason"`
+	// ExitCode and Signal are the pod's record's: how it ended, as
+	// numbers (none for a pod that left no record, such as one an Event
+	// or a log line names).
+	ExitCode *int32 `json:"exitCode,omitempty"`
+	Signal   int32  `json:"signal,omitempty"`
 }
 
 // Transition is a change of a job's phase or reason.

@@ -324,7 +324,7 @@ func TestRecordPods(t *testing.T) {
 			workers:  []corev1.Pod{pod("1", "w1", "n2", t0, oom), pod("0", "w0", "n1", t0, running)},
 			want: []PodRecord{{Role: "launcher", Pod: "l", Node: "n1", State: "Running"},
 				{Role: "worker", Index: 0, Pod: "w0", Node: "n1", State: "Running"},
-				{Role: "worker", Index: 1, Pod: "w1", Node: "n2", State: "OOMKilled (exit 137)", Restarts: 1}},
+				{Role: "worker", Index: 1, Pod: "w1", Node: "n2", State: "OOMKilled (exit 137)", Restarts: 1, ExitCode: ptr.To[int32](137), Signal: 9}},
 		},
 		"a pod gone keeps its last record": {
 			prev:     []PodRecord{{Role: "launcher", Pod: "l", State: "Completed (exit 0)"}, {Role: "worker", Index: 1, Pod: "w1", State: "Running"}},

@@ -256,7 +256,13 @@ func describe(ctx context.Context, cl *clients, name string, out io.Writer, now 
 	if len(s.Failed) > 0 {
 		var names []string
 		for _, f := range s.Failed {
-			names = append(names, fmt.Sprintf("%s (%s)", podLabel(f.Role, int(f.Index)), f.Reason))
+			why := f.Reason
+			if ended := f.Ended(); ended != "" && !strings.Contains(why, "(exit ") {
+				why += "; " + ended
+			} else if f.Signal != 0 {
+				why += "; " + api.SignalName(f.Signal)
+			}
+			names = append(names, fmt.Sprintf("%s (%s)", podLabel(f.Role, int(f.Index)), why))
 		}
 		fmt.Fprintf(out, "  Failed: %s\n", strings.Join(names, ", "))
 	}

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -129,7 +130,7 @@ func TestDescribeAfterThePodsAndEventsAreGone(t *testing.T) {
 			{Role: "launcher", Pod: "pm-launcher-0-0-abcde", Node: "node-1", State: "Error (exit 1)", Gone: true},
 			{Role: "worker", Index: 1, Pod: "pm-node-0-1-fghij", Node: "node-2", State: "OOMKilled (exit 137)", Restarts: 2, Gone: true},
 		},
-		Failed: []api.FailedPod{{Role: "launcher", Pod: "pm-launcher-0-0-abcde", Reason: "Error (exit 1)"}, {Role: "worker", Index: 1, Pod: "pm-node-0-1-fghij", Reason: "WorkerOOMKilled"}},
+		Failed: []api.FailedPod{{Role: "launcher", Pod: "pm-launcher-0-0-abcde", Reason: "Error (exit 1)"}, {Role: "worker", Index: 1, Pod: "pm-node-0-1-fghij", Reason: "WorkerOOMKilled", ExitCode: ptr.To[int32](137), Signal: 9}},
 		History: []api.Transition{
 			{Time: metav1.NewTime(now.Add(-3 * time.Hour)), Phase: api.PhaseRunning, Message: "Running on 2 Workers."},
 			{Time: metav1.NewTime(now.Add(-2 * time.Hour)), Phase: api.PhaseFailed, Reason: "WorkerOOMKilled", Message: "Worker 1 was killed: out of memory."},
@@ -144,7 +145,7 @@ func TestDescribeAfterThePodsAndEventsAreGone(t *testing.T) {
 		"gone; as mpijob-manager last saw them:",
 		"worker-1  pm-node-0-1-fghij",
 		"OOMKilled (exit 137) (pod gone)",
-		"Failed: launcher (Error (exit 1)), worker-1 (WorkerOOMKilled)",
+		"Failed: launcher (Error (exit 1)), worker-1 (WorkerOOMKilled; exit code 137, SIGKILL)",
 		"(their logs: kubectl mpijob logs pm --all)",
 		"none left in the cluster (Events expire); the job's transitions as its status kept them:",
 		"3h    Running  -                Running on 2 Workers.",

@@ -57,6 +57,11 @@ _ESCAPE_SEQ = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
 
 
+def _int_or_none(v: Any) -> int | None:
+    """A whole number of a status, or None when it is not one."""
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
 def clean_text(s: Any) -> str:
     """``s`` without what a terminal would act on rather than show."""
     if not isinstance(s, str):
@@ -121,6 +126,10 @@ class PodRecord:
     restarts: int = 0
     #: True once the pod was removed; ``state`` is its last.
     gone: bool = False
+    #: How its container ended (``state`` is of that container), when it did: 137 for a kill.
+    exit_code: int | None = None
+    #: The signal that ended it (9: SIGKILL), else 0.
+    signal: int = 0
 
 
 @dataclass
@@ -142,6 +151,10 @@ class FailedPod:
     reason: str
     pod: str = ""
     node: str = ""
+    #: How it ended, from its record (None: no record with an exit code, e.g. a Worker that an
+    #: Event names); ``signal`` is the one that ended it (9: SIGKILL), else 0.
+    exit_code: int | None = None
+    signal: int = 0
 
 
 @dataclass
@@ -238,14 +251,16 @@ class JobStatus:
                     creator=creator, observed_time=_time(s.get("observedTime")),
                     pods=[PodRecord(role=clean_text(p.get("role", "")), index=int(p.get("index", 0)), pod=clean_text(p.get("pod", "")),
                                     node=clean_text(p.get("node", "")), state=clean_text(p.get("state", "")),
-                                    restarts=int(p.get("restarts", 0)), gone=bool(p.get("gone", False)))
+                                    restarts=int(p.get("restarts", 0)), gone=bool(p.get("gone", False)),
+                                    exit_code=_int_or_none(p.get("exitCode")), signal=_int_or_none(p.get("signal")) or 0)
                           for p in s.get("pods") or []],
                     history=[Transition(time=_time(t.get("time")), phase=clean_text(t.get("phase", "")),
                                         reason=clean_text(t.get("reason", "")), message=clean_text(t.get("message", "")))
                              for t in s.get("history") or []],
                     failed=[FailedPod(role=clean_text(f.get("role", "")), index=int(f.get("index", 0)),
                                       reason=clean_text(f.get("reason", "")), pod=clean_text(f.get("pod", "")),
-                                      node=clean_text(f.get("node", "")))
+                                      node=clean_text(f.get("node", "")), exit_code=_int_or_none(f.get("exitCode")),
+                                      signal=_int_or_none(f.get("signal")) or 0)
                             for f in s.get("failed") or []],
                     subject=_pod_ref(s.get("subject")),
                 )

@@ -17,7 +17,8 @@ VECTORS = json.loads((ROOT / "pkg/jobview/testdata/pods.json").read_text())["vec
 def test_failed_pods_match_go(v):
     obj = {"metadata": {"name": "pi", "annotations": {"mpijob.dev/status": json.dumps(v["status"])}}}
     got = JobStatus.from_trainjob(obj).failed
-    want = [FailedPod(role=f["role"], index=f["index"], reason=f["reason"], pod=f.get("pod", ""), node=f.get("node", ""))
+    want = [FailedPod(role=f["role"], index=f["index"], reason=f["reason"], pod=f.get("pod", ""), node=f.get("node", ""),
+                      exit_code=f.get("exitCode"), signal=f.get("signal", 0))
             for f in v["failed"]]
     assert got == want
 
@@ -57,3 +58,19 @@ def test_log_sources_match_go(v):
     got = log_from(w["role"], pod_live=w.get("podLive", False), launcher_live=w.get("launcherLive", False),
                    finished=w.get("finished", False), store=w.get("store", False), store_only=w.get("storeOnly", False))
     assert got == v["from"]
+
+
+def test_how_a_pod_ended_is_numbers():
+    v = next(v for v in VECTORS if any("exitCode" in f for f in v["failed"]))
+    obj = {"metadata": {"name": "pi", "annotations": {"mpijob.dev/status": json.dumps(v["status"])}}}
+    s = JobStatus.from_trainjob(obj)
+    assert [(f.exit_code, f.signal) for f in s.failed] == [(f.get("exitCode"), f.get("signal", 0)) for f in v["failed"]]
+    assert any(f.signal == 9 for f in s.failed)
+    assert [(p.exit_code, p.signal) for p in s.pods] == [(p.get("exitCode"), p.get("signal", 0)) for p in v["status"]["pods"]]
+
+
+def test_garbled_exit_codes_are_none():
+    status = {"phase": "Failed", "failed": [{"role": "worker", "index": 1, "reason": "x", "exitCode": "137", "signal": True}]}
+    obj = {"metadata": {"name": "pi", "annotations": {"mpijob.dev/status": json.dumps(status)}}}
+    f = JobStatus.from_trainjob(obj).failed[0]
+    assert (f.exit_code, f.signal) == (None, 0)

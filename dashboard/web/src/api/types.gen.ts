@@ -76,6 +76,8 @@ export interface FailedPod {
   pod?: string;
   node?: string;
   reason: string;
+  exitCode?: number;
+  signal?: number;
 }
 
 export interface FieldError {
