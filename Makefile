@@ -68,13 +68,13 @@ install-plugin: ## Install kubectl-mpijob and its completion helper kubectl_comp
 # hash of its inputs is kept next to the build); node_modules only when the
 # lockfile changes.
 .PHONY: dashboard
-dashboard: ## Build the dashboard's front end (npm ci, vite build) into dashboard/web/dist/app when its inputs changed.
+dashboard: ## Build the dashboard's front end (npm ci, vite build) into dashboard/static/app when its inputs changed.
 	@hash=$$(cat $(WEB)/package-lock.json $(WEB)/package.json $(WEB)/index.html $(WEB)/vite.config.ts $(WEB)/tsconfig.json $$(find $(WEB)/src -type f | sort) | sha256sum | cut -c1-16); \
-	if [ -f $(WEB)/dist/app/index.html ] && [ "$$(cat $(WEB)/dist/app/.inputs 2>/dev/null)" = "$$hash" ]; then echo "dashboard front end is current ($$hash)"; exit 0; fi; \
+	if [ -f dashboard/static/app/index.html ] && [ "$$(cat dashboard/static/app/.inputs 2>/dev/null)" = "$$hash" ]; then echo "dashboard front end is current ($$hash)"; exit 0; fi; \
 	$(MAKE) --no-print-directory web-deps || exit 1; \
 	echo "building the dashboard front end ($$hash)"; \
 	(cd $(WEB) && npm run --silent build) || exit 1; \
-	echo $$hash > $(WEB)/dist/app/.inputs
+	echo $$hash > dashboard/static/app/.inputs
 
 .PHONY: web-deps
 web-deps:

@@ -30,7 +30,7 @@ import (
 	"github.com/mpijob/mpijob/pkg/api"
 )
 
-//go:embed all:web/dist
+//go:embed all:static
 var webFS embed.FS
 
 // SessionCookie holds the opaque id of the session of a user who logged in
@@ -134,7 +134,7 @@ func (s *Server) Handler() http.Handler {
 // static serves the embedded front end; unknown paths get index.html (the
 // front end routes them).
 func (s *Server) static() http.Handler {
-	dist, err := fs.Sub(webFS, "web/dist/app")
+	dist, err := fs.Sub(webFS, "static/app")
 	if err != nil {
 		panic(err)
 	}

@@ -3,7 +3,7 @@ import react from '@vitejs/plugin-react';
 
 export default defineConfig({
   plugins: [react()],
-  build: { outDir: 'dist/app', emptyOutDir: true, chunkSizeWarningLimit: 2000 },
+  build: { outDir: '../static/app', emptyOutDir: true, chunkSizeWarningLimit: 2000 },
   server: { proxy: { '/api': 'http://127.0.0.1:9090' } },
   test: { environment: 'jsdom', include: ['src/**/*.test.ts', 'src/**/*.test.tsx'] },
 });

@@ -631,7 +631,7 @@ func (c *Cluster) installProject(ctx context.Context) error {
 }
 
 // startDashboard builds mpijob-dashboard from this checkout (with the
-// front end `make dashboard` built into dashboard/web/dist/app) and starts
+// front end `make dashboard` built into dashboard/static/app) and starts
 // it on DashboardURL. Its login page offers the kubeconfig's users; it
 // acts with each user's own token. Namespace names for users who may not
 // list namespaces come from the admin context (names only; each is then
