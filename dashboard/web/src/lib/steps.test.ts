@@ -12,7 +12,9 @@ describe('steps', () => {
       const p = stepParts(s);
       expect(s.command ? commandText(s.command) : '').toBe(v.cli);
       expect(p.command ?? '').toBe(v.cli);
-      expect(p.before + (p.command ?? '') + p.after).toBe(s.text);
+      const marked = p.command && s.text.includes('`' + p.command + '`');
+      expect(marked ? `${p.before}\`${p.command}\`${p.after}` : p.before + (p.command ?? '') + p.after).toBe(s.text);
+      if (marked) expect(p.before.endsWith('`') || p.after.startsWith('`')).toBe(false);
     });
   }
   it('shows words that do not hold their command as words', () => {

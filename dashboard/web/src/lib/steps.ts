@@ -27,7 +27,15 @@ export function stepParts(s: Step): StepParts {
   const cmd = commandText(s.command);
   const at = s.text.indexOf(cmd);
   if (at < 0) return { before: s.text, after: '' };
-  return { before: s.text.slice(0, at), command: cmd, after: s.text.slice(at + cmd.length) };
+  let before = s.text.slice(0, at);
+  let after = s.text.slice(at + cmd.length);
+  // The backticks that mark it as code in the words: the page shows it as
+  // code instead.
+  if (before.endsWith('`') && after.startsWith('`')) {
+    before = before.slice(0, -1);
+    after = after.slice(1);
+  }
+  return { before, command: cmd, after };
 }
 
 // jobSteps are a job's next steps: its steps, or (a status written before
