@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -8,6 +9,7 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -23,9 +25,10 @@ import (
 const (
 	// cacheIdle is how long an unused cache lives.
 	cacheIdle = 2 * time.Minute
-	// recheck is how often a cache's user is asked again (with their own
-	// access review) whether they may still list the namespace's jobs.
-	recheck = 30 * time.Second
+	// cacheRecheck is how often a cache's user is asked again (with
+	// their own access review) whether they may still list the
+	// namespace's jobs.
+	cacheRecheck = 30 * time.Second
 	// syncTimeout bounds the first list of a new cache.
 	syncTimeout = 30 * time.Second
 )
@@ -40,12 +43,20 @@ type jobCache struct {
 
 type cacheKey struct{ token, namespace string }
 
+// trainJobMapper maps the one kind the caches hold.
+var trainJobMapper = func() meta.RESTMapper {
+	m := meta.NewDefaultRESTMapper([]schema.GroupVersion{trainer.GroupVersion})
+	m.Add(trainer.GroupVersion.WithKind("TrainJob"), meta.RESTScopeNamespace)
+	m.Add(trainer.GroupVersion.WithKind("TrainJobList"), meta.RESTScopeNamespace)
+	return m
+}()
+
 // jobsCache returns a synced cache of ns's TrainJobs ("" = all) watched
 // with c's credentials, after checking (at most every 30 s) that c may
 // still list them.
 func (s *Server) jobsCache(ctx context.Context, c *userClients, token, ns string) (client.Reader, error) {
-	if s.dial != nil {
-		// The handlers' tests: the fake API server's clients list directly.
+	if s.listDirect {
+		// Handlers' tests: the fake API server's clients list directly.
 		return c, nil
 	}
 	s.janitor.Do(func() { go s.sweep() })
@@ -59,7 +70,7 @@ func (s *Server) jobsCache(ctx context.Context, c *userClients, token, ns string
 	if jc != nil {
 		jc.mu.Lock()
 		jc.used = time.Now()
-		stale := time.Since(jc.checked) > recheck
+		stale := time.Since(jc.checked) > cmp.Or(s.recheck, cacheRecheck)
 		jc.mu.Unlock()
 		if !stale {
 			return jc.cache, nil
@@ -93,7 +104,9 @@ func (s *Server) jobsCache(ctx context.Context, c *userClients, token, ns string
 	cfg.QPS, cfg.Burst = 50, 100
 	// The list needs no managedFields (a third of a TrainJob's size); the
 	// job page and its YAML read the job itself.
-	opts := ctrlcache.Options{Scheme: scheme, DefaultTransform: ctrlcache.TransformStripManagedFields()}
+	// It caches TrainJobs alone, so a fixed mapping spares each new
+	// user's cache the API server's discovery.
+	opts := ctrlcache.Options{Scheme: scheme, Mapper: trainJobMapper, DefaultTransform: ctrlcache.TransformStripManagedFields()}
 	if ns != "" {
 		opts.DefaultNamespaces = map[string]ctrlcache.Config{ns: {}}
 	}

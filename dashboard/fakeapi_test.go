@@ -136,7 +136,7 @@ func newFakeAPI(t *testing.T, objs ...client.Object) *fakeAPI {
 	f := &fakeAPI{t: t, store: store, namespaces: namespaces}
 	f.server = &Server{Base: &rest.Config{Host: "https://fake.invalid"},
 		Users: []LoginUser{{Name: "dev-a", Token: token("dev-a")}, {Name: "viewer-a", Token: token("viewer-a")}},
-		dial:  f.dial,
+		dial:  f.dial, listDirect: true,
 		// Tenants may not list namespaces: the dashboard's own account
 		// names the candidates, and each user's access review decides.
 		Namespaces: func(context.Context) ([]corev1.Namespace, error) { return f.namespaceObjects(), nil }}

@@ -68,7 +68,16 @@ func TestLoginFlow(t *testing.T) {
 // changes; another tenant's job stream is refused as the API server
 // refuses it.
 func TestStream(t *testing.T) {
+	for name, cached := range map[string]bool{"listed on each change": false, "through the users' watch caches": true} {
+		t.Run(name, func(t *testing.T) { testStream(t, cached) })
+	}
+}
+
+func testStream(t *testing.T, cached bool) {
 	f := newFakeAPI(t, mpiJob("team-a", "pi", &api.Status{Phase: api.PhaseRunning})...)
+	if cached {
+		f.serveTrainJobs(t)
+	}
 	srv := httptest.NewServer(f.h)
 	defer srv.Close()
 	open := func(user, query string) (*bufio.Scanner, func()) {

@@ -67,10 +67,16 @@ type Server struct {
 	// tests are the Test runtime runs.
 	tests runtimeTests
 	// dial, when set, gives the clients that act with a token instead of
-	// clients of Base, and job lists are read from them on each request
-	// instead of from a per-user watch cache: the handlers' tests give
-	// clients of a fake API server that enforces their users' RBAC.
+	// clients of Base: the handlers' tests give clients of a fake API
+	// server that enforces their users' RBAC.
 	dial func(token string) (client.WithWatch, kubernetes.Interface)
+	// listDirect reads job lists from the user's clients on each request
+	// instead of from their watch cache (jobsCache): handlers' tests whose
+	// fake API server serves no watch over HTTP.
+	listDirect bool
+	// recheck is how often a cache's user is asked again whether they
+	// may still list its jobs (default cacheRecheck).
+	recheck time.Duration
 
 	sessions sessions
 	limits   streamLimits

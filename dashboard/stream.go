@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -114,11 +115,11 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *userClients) 
 	// passing problem to report as "retrying".
 	denied := false
 	// The first push asks which namespaces the user may list; later ones
-	// reuse that answer for up to recheck, as the caches do their access.
+	// reuse that answer for up to the caches' recheck, as they do their access.
 	pushed := false
 	push := func() bool {
 		if job == "" {
-			maxAge := recheck
+			maxAge := cmp.Or(s.recheck, cacheRecheck)
 			if !pushed {
 				maxAge = 0
 			}

@@ -2,8 +2,9 @@ package diagnose
 
 import (
 	"fmt"
-	"github.com/mpijob/mpijob/pkg/api"
 	"regexp"
+
+	"github.com/mpijob/mpijob/pkg/api"
 )
 
 // Reasons for MPI features that pods shape: one-sided windows, shared
