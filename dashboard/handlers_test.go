@@ -203,12 +203,13 @@ func TestLogTargets(t *testing.T) {
 		code  int
 		has   []string
 	}{
-		"every pod, labelled":     {query: "target=all", code: 200, has: []string{"[launcher] fake logs", "[worker-0] fake logs", "[worker-1] fake logs"}},
-		"one Worker":              {query: "target=worker-1&timestamps=1", code: 200, has: []string{"fake logs"}},
-		"the last lines":          {query: "tail=10", code: 200, has: []string{"fake logs"}},
-		"a negative tail":         {query: "tail=-1", code: 400, has: []string{`tail \"-1\": use a number of lines, 0 or more`}},
-		"since no time":           {query: "sinceSeconds=0", code: 400, has: []string{`sinceSeconds \"0\": use a number of seconds, 1 or more`}},
-		"a target that is no pod": {query: "target=nodes", code: 404},
+		"every pod, labelled":    {query: "target=all", code: 200, has: []string{"[launcher] fake logs", "[worker-0] fake logs", "[worker-1] fake logs"}},
+		"one Worker":             {query: "target=worker-1&timestamps=1", code: 200, has: []string{"fake logs"}},
+		"the last lines":         {query: "tail=10", code: 200, has: []string{"fake logs"}},
+		"a negative tail":        {query: "tail=-1", code: 400, has: []string{`tail \"-1\": use a number of lines, 0 or more`}},
+		"since no time":          {query: "sinceSeconds=0", code: 400, has: []string{`sinceSeconds \"0\": use a number of seconds, 1 or more`}},
+		"a target that is none":  {query: "target=nodes", code: 400, has: []string{`target \"nodes\": use launcher, worker-N or all`}},
+		"a Worker the job lacks": {query: "target=worker-2", code: 404, has: []string{"job pi has no worker-2: it has 2 Workers (worker-0 to worker-1)"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -58,30 +59,58 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients)
 		opts.SinceSeconds = &n
 	}
 	keepTime := q.Get("timestamps") == "1"
+	tj := &trainer.TrainJob{}
+	if err := c.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
+		s.apiError(w, err)
+		return
+	}
 	live, err := c.jobPods(r.Context(), ns, name)
 	if err != nil {
 		s.apiError(w, err)
 		return
 	}
-	pods := make([]jobview.Pod, 0, len(live))
+	pods := map[string]jobview.Pod{}
+	st, _ := api.StatusOf(tj)
+	job := jobview.LogJob{Workers: int(st.WorkersTotal), Finished: st.Phase.Finished()}
+	if tj.Spec.Trainer != nil && tj.Spec.Trainer.NumNodes != nil {
+		job.Workers = max(job.Workers, int(*tj.Spec.Trainer.NumNodes))
+	}
 	for i := range live {
-		pods = append(pods, jobview.PodOf(&live[i]))
-	}
-	var chosen []jobview.Pod
-	for _, p := range pods {
-		label := labelOf(p)
-		if target == "all" || target == label {
-			chosen = append(chosen, p)
+		p := jobview.PodOf(&live[i])
+		pods[labelOf(p)] = p
+		if p.Role == "launcher" {
+			job.LauncherLive = true
+		} else {
+			job.LiveWorkers = append(job.LiveWorkers, p.Index)
 		}
 	}
-	if len(chosen) == 0 && s.storedLogs(w, r, c, ns, name, target, pods, opts, keepTime) {
+	// Which logs, and where each one is read: the plan the CLI and the SDK
+	// execute too (jobview.PlanLogs). The store is asked whether it is
+	// there only when a log would come from it.
+	req := jobview.LogRequest{Target: target}
+	job.Store = true
+	plan := jobview.PlanLogs(req, job)
+	store := logstore.Reader(nil)
+	if slices.ContainsFunc(plan.Reads, func(rd jobview.LogRead) bool { return rd.From == jobview.LogStore }) {
+		if store = logstore.NewReader(c.cs); store == nil || !store.Available(r.Context()) {
+			store, job.Store = nil, false
+			plan = jobview.PlanLogs(req, job)
+		}
+	}
+	switch plan.Missing {
+	case "":
+	case jobview.MissingBadTarget:
+		writeError(w, http.StatusBadRequest, fmt.Sprintf("target %q: use launcher, worker-N or all", target))
 		return
-	}
-	if len(chosen) == 0 {
+	case jobview.MissingWorkerOutOfRange:
+		writeError(w, http.StatusNotFound, fmt.Sprintf("job %s has no %s: it has %d Workers (worker-0 to worker-%d)", name, target, plan.Workers, plan.Workers-1))
+		return
+	default:
 		var have []string
-		for _, p := range pods {
-			have = append(have, labelOf(p))
+		for label := range pods {
+			have = append(have, label)
 		}
+		slices.Sort(have)
 		msg := fmt.Sprintf("job %s has no pod %q now", name, target)
 		if len(have) > 0 {
 			msg += ": it has " + strings.Join(have, ", ")
@@ -91,9 +120,55 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients)
 		writeError(w, http.StatusNotFound, msg)
 		return
 	}
+	var fromPods, fromStore []jobview.LogRead
+	for _, rd := range plan.Reads {
+		if rd.From == jobview.LogStore {
+			fromStore = append(fromStore, rd)
+		} else {
+			fromPods = append(fromPods, rd)
+		}
+	}
+	// The stored lines of the gone pods: read whole (a store cannot be
+	// followed).
+	var stored []logs.Reader
+	for _, rd := range fromStore {
+		q := logstore.Query{Role: rd.Role, Index: rd.Index}
+		if opts.SinceSeconds != nil {
+			q.SinceSeconds = *opts.SinceSeconds
+		}
+		rc, err := store.Open(r.Context(), ns, name, q)
+		if err != nil {
+			if len(fromPods) == 0 && len(stored) == 0 {
+				s.apiError(w, err)
+				return
+			}
+			continue
+		}
+		defer func() { _ = rc.Close() }()
+		var rd2 io.Reader = rc
+		if opts.TailLines != nil {
+			lines, err := logstore.Tail(rc, *opts.TailLines)
+			if err != nil {
+				continue
+			}
+			rd2 = strings.NewReader(strings.Join(lines, "\n") + "\n")
+		}
+		stored = append(stored, logs.Reader{Label: rd.Label, R: rd2})
+	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
+	switch {
+	case len(fromStore) > 0 && len(fromPods) == 0:
+		w.Header().Set(logstore.SourceHeader, logstore.SourceStore)
+	case len(fromStore) > 0:
+		// Some pods are gone: the page says whose lines the store gave.
+		var gone []string
+		for _, rd := range fromStore {
+			gone = append(gone, rd.Label)
+		}
+		w.Header().Set(storedHeader, strings.Join(gone, ","))
+	}
 	flusher, _ := w.(http.Flusher)
 	var mu sync.Mutex
 	write := func(label, line string) {
@@ -107,21 +182,7 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients)
 			flusher.Flush()
 		}
 	}
-	if !opts.Follow && len(chosen) > 1 {
-		// Merged by time, as kubectl mpijob logs --all, while the pods'
-		// logs stream in: one line per pod is held, never a whole log.
-		var readers []logs.Reader
-		for _, p := range chosen {
-			rc, err := c.cs.CoreV1().Pods(ns).GetLogs(p.Name, opts).Stream(r.Context())
-			if err != nil {
-				if !apierrors.IsBadRequest(err) {
-					s.Log.Info("cannot read a pod's log", "pod", p.Name, "err", err)
-				}
-				continue
-			}
-			defer func() { _ = rc.Close() }()
-			readers = append(readers, logs.Reader{Label: labelOf(p), R: rc})
-		}
+	mergeInto := func(readers []logs.Reader) {
 		red := map[string]*logs.Redactor{}
 		_ = logs.MergeReaders(readers, func(l logs.Line) error {
 			if red[l.Label] == nil {
@@ -130,16 +191,39 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients)
 			write(l.Label, render(l, red[l.Label], keepTime))
 			return r.Context().Err()
 		})
+	}
+	if !opts.Follow {
+		// Merged by time, as kubectl mpijob logs --all, the pods' logs
+		// and the store's lines alike, while they stream in: one line per
+		// log is held, never a whole log.
+		readers := stored
+		for _, rd := range fromPods {
+			p := pods[rd.Label]
+			rc, err := c.cs.CoreV1().Pods(ns).GetLogs(p.Name, opts).Stream(r.Context())
+			if err != nil {
+				if !apierrors.IsBadRequest(err) {
+					s.Log.Info("cannot read a pod's log", "pod", p.Name, "err", err)
+				}
+				continue
+			}
+			defer func() { _ = rc.Close() }()
+			readers = append(readers, logs.Reader{Label: rd.Label, R: rc})
+		}
+		mergeInto(readers)
 		return
 	}
+	// Followed: the gone pods' stored lines first (they ended before the
+	// live ones), then each live pod's log as it comes.
+	mergeInto(stored)
 	var wg sync.WaitGroup
-	for _, p := range chosen {
+	for _, rd := range fromPods {
+		p := pods[rd.Label]
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			rc, err := c.cs.CoreV1().Pods(ns).GetLogs(p.Name, opts).Stream(r.Context())
 			if err != nil {
-				write(labelOf(p), fmt.Sprintf("(no log from %s: %s)", p.Name, reason(err)))
+				write(rd.Label, fmt.Sprintf("(no log from %s: %s)", p.Name, reason(err)))
 				return
 			}
 			defer func() { _ = rc.Close() }()
@@ -147,106 +231,17 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients)
 			sc := bufio.NewScanner(rc)
 			sc.Buffer(make([]byte, 64<<10), 1<<20)
 			for sc.Scan() {
-				write(labelOf(p), render(logs.NewLine(labelOf(p), sc.Text()), red, keepTime))
+				write(rd.Label, render(logs.NewLine(rd.Label, sc.Text()), red, keepTime))
 			}
 		}()
 	}
 	wg.Wait()
 }
 
-// storedLogs answers a log whose pods are gone from the log store, read
-// as the user through logs.mpijob.dev, when the cluster keeps one: the
-// Launcher's, a Worker's, or all of them merged as the live ones are. The
-// X-Mpijob-Log-Source header says so; false when there is no store (or
-// nothing the user may read there), for the caller to say why.
-func (s *Server) storedLogs(w http.ResponseWriter, r *http.Request, c *userClients, ns, name, target string, pods []jobview.Pod, opts *corev1.PodLogOptions, keepTime bool) bool {
-	store := logstore.NewReader(c.cs)
-	if store == nil || !store.Available(r.Context()) {
-		return false
-	}
-	tj := &trainer.TrainJob{}
-	if err := c.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
-		return false
-	}
-	// Where the CLI and the SDK read it too (jobview.LogFrom): a finished
-	// job's pods, and a running job's Workers that are gone while its
-	// Launcher runs; not a job that has not started.
-	st, _ := api.StatusOf(tj)
-	where := jobview.LogWhere{Role: "launcher", Finished: st.Phase.Finished(), Store: true}
-	for _, p := range pods {
-		where.LauncherLive = where.LauncherLive || p.Role == "launcher"
-	}
-	if strings.HasPrefix(target, "worker-") {
-		where.Role = "worker"
-	}
-	if jobview.LogFrom(where) != jobview.LogStore {
-		return false
-	}
-	n := int32(0)
-	if tj.Spec.Trainer != nil && tj.Spec.Trainer.NumNodes != nil {
-		n = *tj.Spec.Trainer.NumNodes
-	}
-	var wanted []logstore.Query
-	var labels []string
-	switch {
-	case target == "launcher":
-		wanted, labels = []logstore.Query{{Role: "launcher", Index: -1}}, []string{"launcher"}
-	case target == "all":
-		wanted, labels = []logstore.Query{{Role: "launcher", Index: -1}}, []string{"launcher"}
-		for i := 0; i < int(n); i++ {
-			wanted = append(wanted, logstore.Query{Role: "worker", Index: i})
-			labels = append(labels, fmt.Sprintf("worker-%d", i))
-		}
-	case strings.HasPrefix(target, "worker-"):
-		i, err := strconv.Atoi(strings.TrimPrefix(target, "worker-"))
-		if err != nil || i < 0 || int32(i) >= n {
-			return false
-		}
-		wanted, labels = []logstore.Query{{Role: "worker", Index: i}}, []string{target}
-	default:
-		return false
-	}
-	var readers []logs.Reader
-	for i, q := range wanted {
-		if opts.SinceSeconds != nil {
-			q.SinceSeconds = *opts.SinceSeconds
-		}
-		rc, err := store.Open(r.Context(), ns, name, q)
-		if err != nil {
-			if i == 0 {
-				s.apiError(w, err)
-				return true
-			}
-			continue
-		}
-		defer func() { _ = rc.Close() }()
-		var rd io.Reader = rc
-		if opts.TailLines != nil {
-			lines, err := logstore.Tail(rc, *opts.TailLines)
-			if err != nil {
-				continue
-			}
-			rd = strings.NewReader(strings.Join(lines, "\n") + "\n")
-		}
-		readers = append(readers, logs.Reader{Label: labels[i], R: rd})
-	}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.Header().Set(logstore.SourceHeader, logstore.SourceStore)
-	red := map[string]*logs.Redactor{}
-	_ = logs.MergeReaders(readers, func(l logs.Line) error {
-		if red[l.Label] == nil {
-			red[l.Label] = &logs.Redactor{}
-		}
-		if target == "all" {
-			_, _ = io.WriteString(w, "["+l.Label+"] ")
-		}
-		_, _ = io.WriteString(w, render(l, red[l.Label], keepTime)+"\n")
-		return r.Context().Err()
-	})
-	return true
-}
+// storedHeader names the logs of an answer that the log store gave, the
+// others being their pods' (X-Mpijob-Log-Source says an answer is the
+// store's alone).
+const storedHeader = "X-Mpijob-Log-Stored"
 
 // podLog reads a pod's log (its first container) as the user, up to 1 MiB.
 func (c *userClients) podLog(ctx context.Context, ns, pod string) (string, error) {

@@ -560,77 +560,53 @@ func (l *logsOptions) sources(ctx context.Context, cl *clients, tj *trainer.Trai
 		return nil, err
 	}
 	s, _ := statusOf(tj)
-	forced := l.source == sourceStore
-	// Where each log is read: the one rule the dashboard and the SDK
-	// follow too (jobview.LogFrom).
-	where := jobview.LogWhere{LauncherLive: len(launcher) > 0, Finished: s.Phase.Finished(), Store: stored, StoreOnly: forced}
-	launcherSrc := func() (source, bool) {
-		w := where
-		w.Role, w.PodLive = "launcher", len(launcher) > 0
-		switch jobview.LogFrom(w) {
-		case jobview.LogPod:
-			return source{label: "launcher", pod: launcher[0], role: api.LauncherJob, index: -1}, true
-		case jobview.LogStore:
-			return source{label: "launcher", gone: true, role: api.LauncherJob, index: -1}, true
-		}
-		return source{}, false
-	}
 	byIndex := map[int]corev1.Pod{}
+	job := jobview.LogJob{Workers: int(s.WorkersTotal), LauncherLive: len(launcher) > 0, Finished: s.Phase.Finished(), Store: stored}
+	if tj.Spec.Trainer != nil && tj.Spec.Trainer.NumNodes != nil {
+		job.Workers = max(job.Workers, int(*tj.Spec.Trainer.NumNodes))
+	}
 	for i, w := range workers {
 		idx, err := strconv.Atoi(w.Labels["batch.kubernetes.io/job-completion-index"])
 		if err != nil {
 			idx = i
 		}
 		byIndex[idx] = w
+		job.LiveWorkers = append(job.LiveWorkers, idx)
 	}
-	workerSrc := func(i int) (source, bool) {
-		label := fmt.Sprintf("worker-%d", i)
-		p, live := byIndex[i]
-		w := where
-		w.Role, w.PodLive = "worker", live
-		switch jobview.LogFrom(w) {
-		case jobview.LogPod:
-			return source{label: label, pod: p, role: "worker", index: i}, true
-		case jobview.LogStore:
-			return source{label: label, gone: true, role: "worker", index: i}, true
-		}
-		return source{}, false
-	}
-	total := int(s.WorkersTotal)
-	for idx := range byIndex {
-		if idx+1 > total {
-			total = idx + 1
-		}
-	}
-	var sources []source
+	req := jobview.LogRequest{Target: "launcher", StoreOnly: l.source == sourceStore}
 	switch {
 	case l.all:
-		if src, ok := launcherSrc(); ok {
-			sources = append(sources, src)
+		req.Target = "all"
+	case l.worker >= 0:
+		req.Target = fmt.Sprintf("worker-%d", l.worker)
+	}
+	// Which logs, and where each one is read: the one plan the dashboard
+	// and the SDK follow too (jobview.PlanLogs).
+	plan := jobview.PlanLogs(req, job)
+	switch plan.Missing {
+	case jobview.MissingWorkerOutOfRange:
+		return nil, &exitError{code: ExitNotFound, msg: fmt.Sprintf("--worker %d: job %s has %d Workers (0 to %d)", l.worker, name, plan.Workers, plan.Workers-1)}
+	case jobview.MissingWorker:
+		return nil, &exitError{code: ExitNotFound, msg: fmt.Sprintf("--worker %d: job %s has no pod for Worker %d (phase %s)%s", l.worker, name, l.worker, s.Phase, noStoreHint(stored))}
+	case jobview.MissingLauncher:
+		return nil, &exitError{code: ExitNotFound, msg: fmt.Sprintf("job %s has no Launcher pod (phase %s)%s: try --all, or kubectl mpijob describe %s", name, s.Phase, noStoreHint(stored), name)}
+	case jobview.MissingAll, jobview.MissingBadTarget:
+		return nil, &exitError{code: ExitNotFound, msg: fmt.Sprintf("job %s has no pods yet: kubectl mpijob describe %s", name, name)}
+	}
+	sources := make([]source, 0, len(plan.Reads))
+	for _, r := range plan.Reads {
+		src := source{label: r.Label, role: r.Role, index: r.Index, gone: r.From == jobview.LogStore}
+		if r.Role == "launcher" {
+			src.role = api.LauncherJob
 		}
-		for i := 0; i < total; i++ {
-			if src, ok := workerSrc(i); ok {
-				sources = append(sources, src)
+		if r.From == jobview.LogPod {
+			if r.Role == "launcher" {
+				src.pod = launcher[0]
+			} else {
+				src.pod = byIndex[r.Index]
 			}
 		}
-	case l.worker >= 0:
-		if l.worker >= total {
-			return nil, &exitError{code: ExitNotFound, msg: fmt.Sprintf("--worker %d: job %s has %d Workers (0 to %d)", l.worker, name, total, total-1)}
-		}
-		src, ok := workerSrc(l.worker)
-		if !ok {
-			return nil, &exitError{code: ExitNotFound, msg: fmt.Sprintf("--worker %d: job %s has no pod for Worker %d (phase %s)%s", l.worker, name, l.worker, s.Phase, noStoreHint(stored))}
-		}
 		sources = append(sources, src)
-	default:
-		src, ok := launcherSrc()
-		if !ok {
-			return nil, &exitError{code: ExitNotFound, msg: fmt.Sprintf("job %s has no Launcher pod (phase %s)%s: try --all, or kubectl mpijob describe %s", name, s.Phase, noStoreHint(stored), name)}
-		}
-		sources = append(sources, src)
-	}
-	if len(sources) == 0 {
-		return nil, &exitError{code: ExitNotFound, msg: fmt.Sprintf("job %s has no pods yet: kubectl mpijob describe %s", name, name)}
 	}
 	return sources, nil
 }

@@ -1,5 +1,11 @@
 package jobview
 
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
 // LogSource is where one Launcher's or Worker's log is read.
 type LogSource string
 
@@ -46,4 +52,125 @@ func LogFrom(w LogWhere) LogSource {
 		return LogStore
 	}
 	return LogNone
+}
+
+// LogRequest is a selection of a job's logs: Target is "launcher",
+// "worker-N" or "all"; StoreOnly asks for the log store's lines alone
+// (--source store).
+type LogRequest struct {
+	Target    string `json:"target"`
+	StoreOnly bool   `json:"storeOnly,omitempty"`
+}
+
+// LogJob is what the plan needs of a job.
+type LogJob struct {
+	// Workers is the job's Workers: its spec's, or its status's when
+	// that says more.
+	Workers int `json:"workers"`
+	// LauncherLive: the job has its Launcher pod now.
+	LauncherLive bool `json:"launcherLive,omitempty"`
+	// LiveWorkers are the indexes of the Workers whose pod is there now.
+	LiveWorkers []int `json:"liveWorkers,omitempty"`
+	// Finished: the job Succeeded or Failed.
+	Finished bool `json:"finished,omitempty"`
+	// Store: the cluster keeps a log store the user may read.
+	Store bool `json:"store,omitempty"`
+}
+
+// LogRead is one log of a plan: whose, and where it is read.
+type LogRead struct {
+	// Label is launcher or worker-N, the prefix of its lines when several
+	// are merged.
+	Label string `json:"label"`
+	Role  string `json:"role"`
+	// Index is the Worker's index (-1: the Launcher).
+	Index int       `json:"index"`
+	From  LogSource `json:"from"`
+}
+
+// Why a plan reads nothing (LogPlan.Missing); each interface says it in
+// its own words.
+const (
+	// MissingBadTarget: the target is none of launcher, worker-N, all.
+	MissingBadTarget = "bad-target"
+	// MissingWorkerOutOfRange: the job has no Worker of that index.
+	MissingWorkerOutOfRange = "worker-out-of-range"
+	// MissingWorker: that Worker has no pod and the store nothing of it.
+	MissingWorker = "no-worker-log"
+	// MissingLauncher: the Launcher has no pod and the store nothing of it.
+	MissingLauncher = "no-launcher-log"
+	// MissingAll: no pod of the job has a log anywhere (yet).
+	MissingAll = "no-logs"
+)
+
+// LogPlan is where each log a request asks for is read, in the order they
+// are shown: the Launcher first, then the Workers by index.
+type LogPlan struct {
+	Reads []LogRead `json:"reads,omitempty"`
+	// Workers is how many Workers the job has, counting pods beyond its
+	// spec (the range a worker-N target must be in).
+	Workers int `json:"workers"`
+	// Missing says why nothing is read (Reads is empty).
+	Missing string `json:"missing,omitempty"`
+}
+
+// PlanLogs decides, for the CLI, the dashboard and the SDK alike, which
+// logs a request reads and where each one comes from (LogFrom): its pod,
+// the log store, or nowhere (left out). Vectors: testdata/log-plans.json.
+func PlanLogs(req LogRequest, job LogJob) LogPlan {
+	plan := LogPlan{Workers: job.Workers}
+	live := map[int]bool{}
+	for _, i := range job.LiveWorkers {
+		live[i] = true
+		plan.Workers = max(plan.Workers, i+1)
+	}
+	where := LogWhere{LauncherLive: job.LauncherLive, Finished: job.Finished, Store: job.Store, StoreOnly: req.StoreOnly}
+	read := func(role string, index int) (LogRead, bool) {
+		w := where
+		w.Role = role
+		label := "launcher"
+		if role == "worker" {
+			w.PodLive, label = live[index], fmt.Sprintf("worker-%d", index)
+		} else {
+			w.PodLive = job.LauncherLive
+		}
+		from := LogFrom(w)
+		return LogRead{Label: label, Role: role, Index: index, From: from}, from != LogNone
+	}
+	switch {
+	case req.Target == "" || req.Target == "launcher":
+		if r, ok := read("launcher", -1); ok {
+			plan.Reads = []LogRead{r}
+		} else {
+			plan.Missing = MissingLauncher
+		}
+	case req.Target == "all":
+		if r, ok := read("launcher", -1); ok {
+			plan.Reads = append(plan.Reads, r)
+		}
+		for i := range plan.Workers {
+			if r, ok := read("worker", i); ok {
+				plan.Reads = append(plan.Reads, r)
+			}
+		}
+		if len(plan.Reads) == 0 {
+			plan.Missing = MissingAll
+		}
+	default:
+		n, ok := strings.CutPrefix(req.Target, "worker-")
+		i, err := strconv.Atoi(n)
+		switch {
+		case !ok || err != nil || i < 0 || strconv.Itoa(i) != n:
+			plan.Missing = MissingBadTarget
+		case i >= plan.Workers:
+			plan.Missing = MissingWorkerOutOfRange
+		default:
+			if r, ok := read("worker", i); ok {
+				plan.Reads = []LogRead{r}
+			} else {
+				plan.Missing = MissingWorker
+			}
+		}
+	}
+	return plan
 }

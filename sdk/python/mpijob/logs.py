@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 
@@ -21,6 +22,70 @@ def log_from(role: str, *, pod_live: bool, launcher_live: bool, finished: bool, 
     if finished or store_only or (role == "worker" and launcher_live):
         return "store"
     return "none"
+
+
+@dataclass
+class LogRead:
+    """One log of a plan: whose (``label`` launcher or worker-N, ``role``, ``index``, -1 for the
+    Launcher) and where it is read (``source``: "pod" or "store")."""
+
+    label: str
+    role: str
+    index: int
+    source: str
+
+
+@dataclass
+class LogPlan:
+    """The logs a request reads, in the order shown, and the job's Workers (pods beyond its spec
+    counted); ``missing`` says why nothing is read (Go's jobview.Missing* words)."""
+
+    reads: list[LogRead] = field(default_factory=list)
+    workers: int = 0
+    missing: str = ""
+
+
+_WORKER_TARGET = re.compile(r"worker-(0|[1-9][0-9]*)")
+
+
+def plan_logs(target: str, *, workers: int, launcher_live: bool, live_workers: Sequence[int], finished: bool,
+              store: bool, store_only: bool = False) -> LogPlan:
+    """Which logs a request reads and where each one comes from: ``target`` is "launcher" (or
+    ""), "worker-N" or "all". The plan the CLI and the dashboard execute too (Go's
+    ``jobview.PlanLogs``, tested with the same vectors, ``pkg/jobview/testdata/log-plans.json``)."""
+    live = set(live_workers)
+    plan = LogPlan(workers=max([workers] + [i + 1 for i in live]))
+
+    def read(role: str, index: int) -> LogRead | None:
+        pod_live = launcher_live if role == "launcher" else index in live
+        src = log_from(role, pod_live=pod_live, launcher_live=launcher_live, finished=finished, store=store, store_only=store_only)
+        if src == "none":
+            return None
+        return LogRead("launcher" if role == "launcher" else f"worker-{index}", role, index, src)
+
+    if target in ("", "launcher"):
+        r = read("launcher", -1)
+        if r is None:
+            plan.missing = "no-launcher-log"
+        else:
+            plan.reads = [r]
+    elif target == "all":
+        plan.reads = [r for r in [read("launcher", -1)] + [read("worker", i) for i in range(plan.workers)] if r is not None]
+        if not plan.reads:
+            plan.missing = "no-logs"
+    else:
+        m = _WORKER_TARGET.fullmatch(target)
+        if m is None:
+            plan.missing = "bad-target"
+        elif int(m.group(1)) >= plan.workers:
+            plan.missing = "worker-out-of-range"
+        else:
+            r = read("worker", int(m.group(1)))
+            if r is None:
+                plan.missing = "no-worker-log"
+            else:
+                plan.reads = [r]
+    return plan
 
 
 def merge_logs(streams: Sequence[tuple[str, Sequence[str]]]) -> list[tuple[str, str]]:

@@ -74,3 +74,19 @@ def test_garbled_exit_codes_are_none():
     obj = {"metadata": {"name": "pi", "annotations": {"mpijob.dev/status": json.dumps(status)}}}
     f = JobStatus.from_trainjob(obj).failed[0]
     assert (f.exit_code, f.signal) == (None, 0)
+
+
+LOG_PLANS = json.loads((ROOT / "pkg/jobview/testdata/log-plans.json").read_text())["vectors"]
+
+
+@pytest.mark.parametrize("v", LOG_PLANS, ids=[v["name"] for v in LOG_PLANS])
+def test_log_plans_match_go(v):
+    from mpijob.logs import LogPlan, LogRead, plan_logs
+    j, req = v["job"], v["request"]
+    got = plan_logs(req["target"], workers=j["workers"], launcher_live=j.get("launcherLive", False),
+                    live_workers=j.get("liveWorkers", []), finished=j.get("finished", False), store=j.get("store", False),
+                    store_only=req.get("storeOnly", False))
+    p = v["plan"]
+    want = LogPlan(reads=[LogRead(r["label"], r["role"], r["index"], r["from"]) for r in p.get("reads", [])],
+                   workers=p["workers"], missing=p.get("missing", ""))
+    assert got == want

@@ -409,42 +409,22 @@ class KubernetesBackend(Backend):
                 by_index[int((p.metadata.labels or {}).get(COMPLETION_INDEX, i))] = p
             except (TypeError, ValueError):
                 by_index[i] = p
-        total = max([int(((obj.get("spec") or {}).get("trainer") or {}).get("numNodes") or 0)] + [i + 1 for i in by_index])
-
-        # Where each log is read: the CLI's and the dashboard's rule (logs.log_from).
-        def where(role: str, live: bool) -> str:
-            return _logs.log_from(role, pod_live=live, launcher_live=bool(launcher), finished=status.finished, store=store,
-                            store_only=forced)
-
-        def launcher_src() -> _Source | None:
-            src = where("launcher", bool(launcher))
-            if src == "none":
-                return None
-            return _Source("launcher", launcher[0] if src == "pod" else None, "launcher", None)
-
-        def worker_src(i: int) -> _Source | None:
-            src = where("worker", i in by_index)
-            if src == "none":
-                return None
-            return _Source(f"worker-{i}", by_index[i] if src == "pod" else None, "worker", i)
-
-        sources: list[_Source] = []
-        if worker is None:
-            src = launcher_src()
-            if src is None:
-                raise JobNotFoundError(f"job {name} has no Launcher pod (phase {status.phase}){no_store}; try worker='all'", name=name)
-            sources = [src]
-        elif worker == "all":
-            sources = [s for s in [launcher_src()] + [worker_src(i) for i in range(total)] if s is not None]
-        else:
-            assert isinstance(worker, int)
-            if worker >= total:
-                raise JobNotFoundError(f"worker {worker}: job {name} has {total} Workers (0 to {total - 1})", name=name)
-            src = worker_src(worker)
-            if src is None:
-                raise JobNotFoundError(f"worker {worker}: job {name} has no pod for Worker {worker} (phase {status.phase}){no_store}",
-                                       name=name)
-            sources = [src]
+        spec_workers = int(((obj.get("spec") or {}).get("trainer") or {}).get("numNodes") or 0)
+        target = "launcher" if worker is None else "all" if worker == "all" else f"worker-{worker}"
+        # Which logs, and where each one is read: the plan the CLI and the dashboard execute too
+        # (logs.plan_logs, Go's jobview.PlanLogs).
+        plan = _logs.plan_logs(target, workers=max(spec_workers, status.workers_total), launcher_live=bool(launcher),
+                               live_workers=list(by_index), finished=status.finished, store=store, store_only=forced)
+        if plan.missing == "no-launcher-log":
+            raise JobNotFoundError(f"job {name} has no Launcher pod (phase {status.phase}){no_store}; try worker='all'", name=name)
+        if plan.missing == "worker-out-of-range":
+            raise JobNotFoundError(f"worker {worker}: job {name} has {plan.workers} Workers (0 to {plan.workers - 1})", name=name)
+        if plan.missing == "no-worker-log":
+            raise JobNotFoundError(f"worker {worker}: job {name} has no pod for Worker {worker} (phase {status.phase}){no_store}",
+                                   name=name)
+        sources = [_Source(r.label, (launcher[0] if r.role == "launcher" else by_index[r.index]) if r.source == "pod" else None,
+                           r.role, None if r.role == "launcher" else r.index)
+                   for r in plan.reads]
         if not sources:
             raise JobNotFoundError(f"job {name} has no pods yet", name=name)
         prefix = len(sources) > 1

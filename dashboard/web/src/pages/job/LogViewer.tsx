@@ -41,6 +41,8 @@ export function LogViewer({ namespace, name, pods, target, onTarget }: {
   const [dropped, setDropped] = useState(0);
   const [error, setError] = useState('');
   const [stored, setStored] = useState(false);
+  // The gone pods whose lines the log store gave, beside the live ones'.
+  const [storedOf, setStoredOf] = useState<string[]>([]);
   const [query, setQuery] = useState('');
   const [only, setOnly] = useState(false);
   const [podFilter, setPodFilter] = useState('');
@@ -92,6 +94,7 @@ export function LogViewer({ namespace, name, pods, target, onTarget }: {
         return;
       }
       setStored(res.headers.get('X-Mpijob-Log-Source') === 'log store');
+      setStoredOf((res.headers.get('X-Mpijob-Log-Stored') ?? '').split(',').filter(Boolean));
       const reader = res.body!.getReader();
       const dec = new TextDecoder();
       for (;;) {
@@ -210,6 +213,10 @@ export function LogViewer({ namespace, name, pods, target, onTarget }: {
       {stored && (
         <Alert variant="info" isInline data-testid="log-source-store"
           title="From the log store: the pods of this job are gone, and these are the lines kept for them." />
+      )}
+      {!stored && storedOf.length > 0 && (
+        <Alert variant="info" isInline data-testid="log-source-mixed"
+          title={`${storedOf.join(', ')}: ${storedOf.length === 1 ? 'its pod is' : 'their pods are'} gone, and ${storedOf.length === 1 ? 'its' : 'their'} lines are the ones the log store kept; the others are read from their pods.`} />
       )}
       <div data-testid="log" role="region" aria-label="Log">
         <PFLogViewer data={shown} height={520} isTextWrapped scrollToRow={follow ? shown.length : undefined} />
