@@ -137,14 +137,14 @@ func PlanLogs(req LogRequest, job LogJob) LogPlan {
 		from := LogFrom(w)
 		return LogRead{Label: label, Role: role, Index: index, From: from}, from != LogNone
 	}
-	switch {
-	case req.Target == "" || req.Target == "launcher":
+	switch req.Target {
+	case "", "launcher":
 		if r, ok := read("launcher", -1); ok {
 			plan.Reads = []LogRead{r}
 		} else {
 			plan.Missing = MissingLauncher
 		}
-	case req.Target == "all":
+	case "all":
 		if r, ok := read("launcher", -1); ok {
 			plan.Reads = append(plan.Reads, r)
 		}
