@@ -195,7 +195,7 @@ func TestDashboardAPIActsAsTheUser(t *testing.T) {
 	// Logs: the Launcher's, one Worker's, all merged with prefixes.
 	wantAPI(t, call(t, "GET", ts.URL+"/api/jobs/team-a/"+name+"/logs", tokens["dev-a"]), http.StatusOK, "allreduce over 2 ranks ok")
 	wantAPI(t, call(t, "GET", ts.URL+"/api/jobs/team-a/"+name+"/logs?target=all", tokens["dev-a"]), http.StatusOK, "[launcher] ")
-	wantAPI(t, call(t, "GET", ts.URL+"/api/jobs/team-a/"+name+"/logs?target=worker-7", tokens["dev-a"]), http.StatusNotFound, `no pod "worker-7"`)
+	wantAPI(t, call(t, "GET", ts.URL+"/api/jobs/team-a/"+name+"/logs?target=worker-7", tokens["dev-a"]), http.StatusNotFound, "has no worker-7: it has 2 Workers (worker-0 to worker-1)")
 	wantAPI(t, call(t, "GET", ts.URL+"/api/jobs/team-a/"+name+"/logs?tail=-3", tokens["dev-a"]), http.StatusBadRequest, `tail "-3"`)
 	wantAPI(t, call(t, "GET", ts.URL+"/api/jobs/team-a/"+name+"/events", tokens["dev-a"]), http.StatusOK, `"events":[`)
 	wantAPI(t, call(t, "DELETE", ts.URL+"/api/jobs/team-a/"+name, tokens["dev-a"]), http.StatusOK)
