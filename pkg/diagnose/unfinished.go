@@ -146,7 +146,7 @@ func explainUnfinished(in Input, s api.Status) (api.Phase, finding) {
 				return api.PhaseRunning, finding{reason: ReasonRankSilent, message: m, next: n, subject: who}
 			}
 		}
-		if m, n, ok := noProgress(in, s); ok {
+		if m, n, ok := launcherSilent(in, s); ok {
 			// The Launcher's output is what stopped.
 			return api.PhaseRunning, finding{reason: ReasonNoProgress, message: m, next: n, subject: api.LauncherRef()}
 		}
@@ -593,11 +593,11 @@ func disrupted(p *corev1.Pod) bool {
 	return false
 }
 
-// noProgress says when a running Launcher has printed nothing for longer
+// launcherSilent says when a running Launcher has printed nothing for longer
 // than the job's progress timeout: a program stuck in a collective, or
 // MPI stuck in finalize after every rank printed its last line (MPICH over
 // UCX). The job keeps running; the evidence is the last line and its time.
-func noProgress(in Input, s api.Status) (message string, next []api.Step, ok bool) {
+func launcherSilent(in Input, s api.Status) (message string, next []api.Step, ok bool) {
 	if in.ProgressTimeout <= 0 || s.Launcher != api.LauncherRunning {
 		return "", nil, false
 	}
