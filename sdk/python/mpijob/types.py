@@ -321,8 +321,10 @@ class MPIJob:
             name=meta.get("name", ""), namespace=meta.get("namespace", ""),
             runtime=(meta.get("labels") or {}).get("mpijob.dev/base-runtime") or (spec.get("runtimeRef") or {}).get("name", ""),
             workers=nodes - 1 if launcher_hosts_ranks else nodes,
-            # The manager reads the slots from the job's runtime when the job does not set them.
-            slots_per_worker=tr.get("numProcPerNode") or status.slots_per_worker or 1,
+            # The manager's (it reads them from the job's runtime when the job does not set
+            # them), else the job's own: Go's jobview.JobWith takes them in the same order.
+            slots_per_worker=(status.slots_per_worker if status.from_manager and status.slots_per_worker > 0 else 0)
+            or tr.get("numProcPerNode") or 1,
             status=status, created=_time(meta.get("creationTimestamp")),
             queue=(meta.get("labels") or {}).get(QUEUE_LABEL), raw=obj,
             progress=Progress.of_job(obj),

@@ -145,3 +145,17 @@ def test_row_from_metadata_matches_the_cli(v):
 def test_whole_reads_match_the_cli():
     from mpijob.backends.kubernetes import MAX_GETS
     assert ROW["maxWholeReads"] == MAX_GETS
+
+
+def test_slots_per_worker_are_the_managers_first_as_in_go():
+    # Go's jobview.JobWith: the status's slots when the manager wrote some, else the spec's, else 1.
+    from support import _trainjob
+
+    from mpijob import MPIJob
+    tj = _trainjob({"phase": "Running", "slotsPerWorker": 4})
+    tj["spec"]["trainer"]["numProcPerNode"] = 2
+    assert MPIJob.from_trainjob(tj).slots_per_worker == 4
+    tj = _trainjob({"phase": "Running"})
+    tj["spec"]["trainer"]["numProcPerNode"] = 2
+    assert MPIJob.from_trainjob(tj).slots_per_worker == 2
+    assert MPIJob.from_trainjob(_trainjob(None)).slots_per_worker == 1
