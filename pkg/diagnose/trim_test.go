@@ -61,6 +61,8 @@ func checkSteps(t *testing.T, job string, s api.Status) {
 	t.Helper()
 	for _, st := range s.Steps {
 		switch {
+		case strings.TrimSpace(st.Text) == "":
+			t.Errorf("%s: a step with no words: %+v", s.Reason, st)
 		case st.Command == nil && mpijobCommand.MatchString(st.Text):
 			t.Errorf("%s: a step names a command but holds none: %s", s.Reason, st.Text)
 		case st.Command != nil && !strings.Contains(st.Text, st.Command.String()):

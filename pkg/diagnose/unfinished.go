@@ -73,7 +73,7 @@ func explainUnfinished(in Input, s api.Status) (api.Phase, finding) {
 		// The Launcher ran, so every Worker had been placed: Workers gone
 		// now were stopped by the job's success (JobSet ends the others
 		// before Trainer marks the job Complete), not waiting to be placed.
-		return api.PhaseRunning, finding{reason: "", message: "The Launcher finished; Trainer is completing the job.", next: ranked(step(""))}
+		return api.PhaseRunning, finding{reason: "", message: "The Launcher finished; Trainer is completing the job."}
 	}
 	if waiting := unscheduled(in.Workers); waiting > 0 || int32(len(in.Workers)) < s.WorkersTotal {
 		if waiting == 0 {
@@ -150,7 +150,7 @@ func explainUnfinished(in Input, s api.Status) (api.Phase, finding) {
 			// The Launcher's output is what stopped.
 			return api.PhaseRunning, finding{reason: ReasonNoProgress, message: m, next: n, subject: api.LauncherRef()}
 		}
-		return api.PhaseRunning, finding{reason: "", message: fmt.Sprintf("Running on %d Workers.", s.WorkersTotal), next: ranked(step(""))}
+		return api.PhaseRunning, finding{reason: "", message: fmt.Sprintf("Running on %d Workers.", s.WorkersTotal)}
 	case api.LauncherFailed:
 		return api.PhaseRunning, finding{reason: ReasonLauncherFailed, message: launcherFailed(in), subject: api.LauncherRef()}
 	case api.LauncherDeleted:
@@ -163,7 +163,7 @@ func explainUnfinished(in Input, s api.Status) (api.Phase, finding) {
 				next: ranked(stepf("The scheduler names what keeps the Launcher off the nodes (a taint it does not tolerate, a node selector, affinity, room): give the runtime's Launcher template the tolerations or node selector the nodes need, or ask an administrator; `%s` shows the Launcher pod.", cli("describe", "NAME")),
 					stepf("Delete the job while it waits (`%s`): its Workers hold their resources until the Launcher runs.", cli("delete")))}
 		}
-		return api.PhaseStarting, finding{reason: ReasonLauncherNotStarted, message: "All Workers are Ready; the Launcher is starting.", next: ranked(step(""))}
+		return api.PhaseStarting, finding{reason: ReasonLauncherNotStarted, message: "All Workers are Ready; the Launcher is starting."}
 	}
 }
 
