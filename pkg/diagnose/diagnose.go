@@ -234,7 +234,7 @@ func Diagnose(in Input) api.Status {
 			}
 			s.Steps = ranked(
 				step("Resume it when the cluster has room (spec.suspend: false, e.g. `kubectl patch trainjob "+tj.Name+" --type=merge -p '{\"spec\":{\"suspend\":false}}'`, or Resume in the dashboard)."),
-				stepf("Or resubmit it smaller: %s.", cli("clone", api.NamePlaceholder, api.NewPlaceholder, "--workers", "N")),
+				stepf("Or resubmit it smaller: %s.", cli("clone", "--workers", "N")),
 				step("Or submit it through a Kueue queue, which admits a job only when all of it fits."))
 		} else {
 			s.Phase, s.Reason = api.PhaseSuspended, ReasonSuspended
@@ -282,21 +282,15 @@ func stepf(format string, c api.Command) api.Step {
 }
 
 // jobVerbs are the commands of one job: their first argument is its name
-// (and a clone's second the new name), which cli fills in with
-// placeholders when a rule leaves them out and api.Step.Named fills in.
+// (and a clone's second the new name), which cli puts in as placeholders
+// and api.Step.Named fills in.
 var jobVerbs = map[string]int{"logs": 1, "describe": 1, "events": 1, "delete": 1, "clone": 2}
 
-// cli is a kubectl mpijob command of a next step.
+// cli is a kubectl mpijob command of a next step: verb, the job's name
+// (and a clone's new name) for a command of one job, then args.
 func cli(verb string, args ...string) api.Command {
 	names := []string{api.NamePlaceholder, api.NewPlaceholder}[:jobVerbs[verb]]
-	for i, n := range names {
-		if i >= len(args) || args[i] != n {
-			args = append(slices.Clone(names[i:]), args[i:]...)
-			args = append(slices.Clone(names[:i]), args...)
-			break
-		}
-	}
-	return api.Command{Verb: verb, Args: args}
+	return api.Command{Verb: verb, Args: slices.Concat(names, args)}
 }
 
 // namedSteps fills the job's name into each step's command.
@@ -543,7 +537,7 @@ func neverAdmitted(in Input) (message string, next []api.Step, ok bool) {
 		}
 		return fmt.Sprintf("The job can never start: it asks for %s, more than queue %s could ever admit (at most %s, borrowing included).", strings.Join(asks, " and "), q.Name, strings.Join(most, " and ")),
 			ranked(
-				stepf("Ask for at most "+strings.Join(most, " and ")+" in all: fewer Workers or less per Worker (%s).", cli("clone", api.NamePlaceholder, api.NewPlaceholder, "--workers", "N")),
+				stepf("Ask for at most "+strings.Join(most, " and ")+" in all: fewer Workers or less per Worker (%s).", cli("clone", "--workers", "N")),
 				step("Or ask an administrator for a larger ClusterQueue quota.")), true
 	}
 	return "", nil, false

@@ -1302,11 +1302,11 @@ func TestStepsNameTheJob(t *testing.T) {
 		want api.Step
 	}{
 		"clone gets the job and a new name": {
-			step: stepf("Use fewer Workers: %s.", cli("clone", "NAME", "NEW", "--workers", "4")),
+			step: stepf("Use fewer Workers: %s.", cli("clone", "--workers", "4")),
 			want: api.Step{Text: "Use fewer Workers: kubectl mpijob clone pm-13485 pm-13485-2 --workers 4.",
 				Command: &api.Command{Verb: "clone", Args: []string{"pm-13485", "pm-13485-2", "--workers", "4"}}},
 		},
-		"a rule that leaves the names out gets them": {
+		"a clone of nothing else names the job and a new one": {
 			step: stepf("Resubmit it (`%s`).", cli("clone")),
 			want: api.Step{Text: "Resubmit it (`kubectl mpijob clone pm-13485 pm-13485-2`).",
 				Command: &api.Command{Verb: "clone", Args: []string{"pm-13485", "pm-13485-2"}}},

@@ -99,8 +99,8 @@ func workerHost(h string) string {
 // deadlineNext is what to do about a job that reached its timeout.
 func deadlineNext() []api.Step {
 	return ranked(
-		stepf("Give the job a longer timeout: `%s`.", cli("clone", api.NamePlaceholder, api.NewPlaceholder, "--timeout", "2h")),
-		stepf("Or find out why it is slow: `%s`.", cli("logs", api.NamePlaceholder, "--all")))
+		stepf("Give the job a longer timeout: `%s`.", cli("clone", "--timeout", "2h")),
+		stepf("Or find out why it is slow: `%s`.", cli("logs", "--all")))
 }
 
 // timeoutOf names tj's timeout: "timeout of 10m (spec.activeDeadlineSeconds 600)".
@@ -117,7 +117,7 @@ func explainFailure(in Input) finding {
 	// A Worker lost while the Launcher ran is why mpirun then failed.
 	if in.Previous != nil && in.Previous.Phase == api.PhaseRunning && in.Previous.Reason == ReasonWorkerEvicted {
 		return finding{reason: ReasonWorkerEvicted, message: in.Previous.Message, next: ranked(
-			stepf("Resubmit the job (`%s`).", cli("clone", "NAME", "NEW")),
+			stepf("Resubmit the job (`%s`).", cli("clone")),
 			step("Ask an administrator to drain nodes only when no MPI job runs there, or to protect running Workers with a PodDisruptionBudget.")), subject: in.Previous.Subject}
 	}
 	for _, p := range sortedByIndex(in.Workers) {
@@ -161,13 +161,13 @@ func explainFailure(in Input) finding {
 			msg += fmt.Sprintf(" The last output: %q.", last)
 		}
 		return finding{reason: ReasonLauncherFailed, message: msg,
-			next: ranked(stepf("Read the Launcher log (`%s`) for the program's own error.", cli("logs", "NAME"))), subject: api.LauncherRef()}
+			next: ranked(stepf("Read the Launcher log (`%s`) for the program's own error.", cli("logs"))), subject: api.LauncherRef()}
 	}
 	msg := "The job failed."
 	if c := cond(tj, trainer.TrainJobFailed); c != nil && c.Message != "" {
 		msg = "The job failed: " + trimMessage(c.Message, 400)
 	}
-	return finding{reason: ReasonFailed, message: msg, next: ranked(stepf("Read the events (`%s`) and the Launcher log.", cli("events", "NAME")))}
+	return finding{reason: ReasonFailed, message: msg, next: ranked(stepf("Read the events (`%s`) and the Launcher log.", cli("events")))}
 }
 
 // podFailure explains an OOM kill or an eviction of one pod.
@@ -305,7 +305,7 @@ func sshdNotAnswering(in Input) (message string, next []api.Step, who *api.PodRe
 			}
 			return fmt.Sprintf("%s runs but nothing answers SSH on port %s (its readiness probe is refused), so the Launcher cannot start: image %s may lack sshd or run it on another port.",
 					capitalize(workerName(p)), port, image),
-				ranked(stepf("Use a Worker image whose sshd listens on port "+port+" (build it FROM the runtime's image, see docs/runtimes.md#images); `%s` shows what a Worker printed.", cli("logs", api.NamePlaceholder, "--worker", "N"))), workerRef(p), true
+				ranked(stepf("Use a Worker image whose sshd listens on port "+port+" (build it FROM the runtime's image, see docs/runtimes.md#images); `%s` shows what a Worker printed.", cli("logs", "--worker", "N"))), workerRef(p), true
 		}
 	}
 	return "", nil, nil, false
@@ -417,6 +417,6 @@ func launcherKilled(in Input) (reason, message string, next []api.Step, ok bool)
 		ranked(
 			step("Set the Launcher's memory request and limit to what it uses (--launcher-memory), so the scheduler reserves it."),
 			step("Ask an administrator whether node "+p.Spec.NodeName+" ran out of memory (its SystemOOM events)."),
-			stepf("Read the Launcher log (`%s`) for what it did last.", cli("logs", "NAME")),
+			stepf("Read the Launcher log (`%s`) for what it did last.", cli("logs")),
 			stepf("Resubmit the job (`%s`).", cli("clone"))), true
 }

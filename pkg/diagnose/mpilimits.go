@@ -43,8 +43,8 @@ var mpiLimits = []mpiLimit{
 		failed: regexp.MustCompile(`MPI_ERR_WIN: invalid window`),
 		what:   "Open MPI 4.1 could not create its one-sided (RMA) window (MPI_ERR_WIN): its osc/rdma component needs an RDMA network, which pods do not have, and its osc/pt2pt component offers no window at MPI_THREAD_MULTIPLE, the level mpi4py asks for by default",
 		steps: []api.Step{
-			stepf("Run it with Open MPI's osc/pt2pt below MPI_THREAD_MULTIPLE: `%s` (a C program: MPI_Init, or MPI_Init_thread at most MPI_THREAD_SERIALIZED).", cli("clone", "NAME", "NEW", "--", "mpirun", "--mca", "osc", "pt2pt", "-x", "MPI4PY_RC_THREAD_LEVEL=serialized", "<command>")),
-			stepf("Or run it on MPICH, whose one-sided MPI works across Workers: `%s`.", cli("clone", "NAME", "NEW", "--runtime", "mpi-mpich", "--", "mpijob-mpiexec", "<command>")),
+			stepf("Run it with Open MPI's osc/pt2pt below MPI_THREAD_MULTIPLE: `%s` (a C program: MPI_Init, or MPI_Init_thread at most MPI_THREAD_SERIALIZED).", cli("clone", "--", "mpirun", "--mca", "osc", "pt2pt", "-x", "MPI4PY_RC_THREAD_LEVEL=serialized", "<command>")),
+			stepf("Or run it on MPICH, whose one-sided MPI works across Workers: `%s`.", cli("clone", "--runtime", "mpi-mpich", "--", "mpijob-mpiexec", "<command>")),
 		},
 	},
 	{
@@ -64,8 +64,8 @@ var mpiLimits = []mpiLimit{
 		running: regexp.MustCompile(`MPI_ERR_SPAWN`),
 		what:    "MPI_Comm_spawn could not start the new ranks (MPI_ERR_SPAWN): mpirun gave every slot of the job's Workers to the first ranks (Trainer's hostfile gives each Worker the job's slots per worker), and Open MPI starts spawned ranks only on free slots (\"All nodes which are allocated for this job are already filled\")",
 		steps: []api.Step{
-			stepf("On Open MPI 4.1 (mpi-openmpi), let the spawned ranks share the Workers' slots: `%s`.", cli("clone", "NAME", "NEW", "--", "mpirun", "--oversubscribe", "<command>")),
-			stepf("Or run it on MPICH, whose mpiexec starts spawned ranks beside the others: `%s`.", cli("clone", "NAME", "NEW", "--runtime", "mpi-mpich", "--", "mpijob-mpiexec", "<command>")),
+			stepf("On Open MPI 4.1 (mpi-openmpi), let the spawned ranks share the Workers' slots: `%s`.", cli("clone", "--", "mpirun", "--oversubscribe", "<command>")),
+			stepf("Or run it on MPICH, whose mpiexec starts spawned ranks beside the others: `%s`.", cli("clone", "--runtime", "mpi-mpich", "--", "mpijob-mpiexec", "<command>")),
 			step("Or leave slots free for them: start fewer ranks than the job has slots (mpirun -np N), or give the job more slots per worker (--slots-per-worker). The spawned program must be where every Worker sees it (the image, a ConfigMap or a shared folder), not in one rank's /tmp."),
 		},
 	},

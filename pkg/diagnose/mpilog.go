@@ -71,7 +71,7 @@ var programRules = []logRule{
 				message: "mpirun refused to start: the command passes variables with -x, and the job's data connections or PVCs pass theirs through OMPI_MCA_mca_base_env_list; the Launcher image's mpirun is Open MPI 4's own, which does not take both.",
 				next: ranked(
 					step("Run the job on an mpijob Open MPI image (the runtime's image, or one built FROM ghcr.io/mpijob/openmpi:4.1): its mpirun passes both."),
-					stepf("Or pass every variable with -x and clear the list: sh -c 'unset OMPI_MCA_mca_base_env_list; exec mpirun -x AWS_ACCESS_KEY_ID -x AWS_SECRET_ACCESS_KEY -x ... -x NAME PROGRAM' (the list's names are in the Launcher's environment: %s).", cli("describe", "NAME")),
+					stepf("Or pass every variable with -x and clear the list: sh -c 'unset OMPI_MCA_mca_base_env_list; exec mpirun -x AWS_ACCESS_KEY_ID -x AWS_SECRET_ACCESS_KEY -x ... -x NAME PROGRAM' (the list's names are in the Launcher's environment: %s).", cli("describe")),
 					step("Or leave -x out and run on mpi-openmpi5, whose Open MPI 5 takes both."))}
 		},
 	},
@@ -87,7 +87,7 @@ var programRules = []logRule{
 			return finding{reason: ReasonGPUOutOfMemory, subject: ref,
 				message: fmt.Sprintf("%s ran out of GPU memory (%s).", capitalize(who), what),
 				next: ranked(
-					stepf("Reduce the batch size (or the model's size per GPU) and run it again: %s.", cli("clone", "NAME", "NEW", "--", "<command with a smaller batch>")),
+					stepf("Reduce the batch size (or the model's size per GPU) and run it again: %s.", cli("clone", "--", "<command with a smaller batch>")),
 					step("Run fewer slots per worker, so fewer ranks share one GPU (--slots-per-worker)."),
 					step("Use GPUs with more memory (a runtime or node selector for larger GPUs)."),
 					step("Save GPU memory in the program: mixed precision or gradient checkpointing."))}
@@ -102,7 +102,7 @@ var programRules = []logRule{
 				message: fmt.Sprintf("Ranks %s and %s (%s) both use GPU %s, and NCCL refuses two ranks on one GPU: the program picks the same GPU for every rank of a Worker, or the Worker has fewer GPUs than its %s.", m[2], m[1], rankWorker(in, m[1]), m[3], api.Count(slots, "slot", "slots")),
 				next: ranked(
 					step("Give each rank a GPU of its own by its local rank: torch.cuda.set_device(local_rank), with local_rank from OMPI_COMM_WORLD_LOCAL_RANK (Open MPI) or MPI_LOCALRANKID (MPICH, Intel MPI); examples/training/cnn_torch.py does."),
-					stepf("Run as many slots per Worker as it has GPUs: `%s`.", cli("clone", "NAME", "NEW", "--slots-per-worker", "G", "--gpus", "G")))}
+					stepf("Run as many slots per Worker as it has GPUs: `%s`.", cli("clone", "--slots-per-worker", "G", "--gpus", "G")))}
 		},
 	},
 	{
@@ -118,7 +118,7 @@ var programRules = []logRule{
 			return finding{reason: ReasonNoGPU, subject: ref,
 				message: fmt.Sprintf("The program asked for a GPU, and %s has none it can use (%s).", who, trimMessage(what, 200)),
 				next: ranked(
-					stepf("Ask for GPUs on a GPU runtime: `%s` (the cluster needs nodes with nvidia.com/gpu; `kubectl mpijob create --dry-run=server` says whether it can place them).", cli("clone", "NAME", "NEW", "--runtime", "mpi-openmpi-gpu", "--gpus", "1")),
+					stepf("Ask for GPUs on a GPU runtime: `%s` (the cluster needs nodes with nvidia.com/gpu; `kubectl mpijob create --dry-run=server` says whether it can place them).", cli("clone", "--runtime", "mpi-openmpi-gpu", "--gpus", "1")),
 					step("Or run it on CPUs: the program's CPU option (--device cpu for the reference workloads)."),
 					step("\"Torch not compiled with CUDA enabled\" means the image's PyTorch is a CPU build: use an image with a CUDA build of PyTorch."))}
 		},
@@ -158,8 +158,8 @@ var programRules = []logRule{
 			return finding{reason: ReasonProgramError, subject: ref,
 				message: fmt.Sprintf("The program raised %s%s on %s.", strings.TrimSpace(m[2]), where, who),
 				next: ranked(
-					stepf("Fix the error in the program"+where+"; the whole traceback is in `%s`.", cli("logs", api.NamePlaceholder, "--all")),
-					stepf("Reproduce it on one Worker first: %s.", cli("clone", "NAME", "NEW", "--workers", "1")))}
+					stepf("Fix the error in the program"+where+"; the whole traceback is in `%s`.", cli("logs", "--all")),
+					stepf("Reproduce it on one Worker first: %s.", cli("clone", "--workers", "1")))}
 		},
 	},
 	{
@@ -172,7 +172,7 @@ var programRules = []logRule{
 			return finding{reason: ReasonMPIAbort, subject: rankRef(in, rank),
 				message: fmt.Sprintf("Rank %s (%s) called MPI_Abort with error code %s on %s: the program stopped the job itself.", rank, rankWorker(in, rank), code, comm),
 				next: ranked(
-					stepf("Read what rank "+rank+" printed before it aborted (`%s`): the program says why.", cli("logs", api.NamePlaceholder, "--all")),
+					stepf("Read what rank "+rank+" printed before it aborted (`%s`): the program says why.", cli("logs", "--all")),
 					step("Look up error code "+code+" in the program's documentation."))}
 		},
 	},
@@ -247,8 +247,8 @@ var programRules = []logRule{
 			return finding{reason: ReasonMPIAbort, subject: rankRef(in, m[3]),
 				message: fmt.Sprintf("Rank %s (%s) aborted with error code %s: %s", m[3], rankWorker(in, m[3]), m[1], trimMessage(strings.TrimSpace(m[5]), 300)),
 				next: ranked(
-					stepf("Read what rank "+m[3]+" printed before it aborted (`%s`): the MPI error stack names the call that failed.", cli("logs", api.NamePlaceholder, "--all")),
-					stepf("A \"Fatal error in PMPI_…\" is often a mismatch between ranks (message sizes, communicators): reproduce it with fewer Workers (%s).", cli("clone", "NAME", "NEW", "--workers", "2")))}
+					stepf("Read what rank "+m[3]+" printed before it aborted (`%s`): the MPI error stack names the call that failed.", cli("logs", "--all")),
+					stepf("A \"Fatal error in PMPI_…\" is often a mismatch between ranks (message sizes, communicators): reproduce it with fewer Workers (%s).", cli("clone", "--workers", "2")))}
 		},
 	},
 	{
@@ -262,7 +262,7 @@ var programRules = []logRule{
 				message: fmt.Sprintf("mpirun asked for %d ranks of %s, but the job has %s × %s = %d slots.", asked, m[2], api.Count(workers, "Worker", "Workers"), api.Count(slots, "slot", "slots"), have),
 				next: ranked(
 					step(fmt.Sprintf("Ask mpirun for at most %d ranks (-np %d), or leave -np out: mpirun then starts one rank per slot.", have, have)),
-					stepf(fmt.Sprintf("Or give the job the slots: %%s (or --slots-per-worker %d).", (asked+workers-1)/workers), cli("clone", api.NamePlaceholder, api.NewPlaceholder, "--workers", strconv.Itoa(need))),
+					stepf(fmt.Sprintf("Or give the job the slots: %%s (or --slots-per-worker %d).", (asked+workers-1)/workers), cli("clone", "--workers", strconv.Itoa(need))),
 					step("Or add --oversubscribe to mpirun to run more ranks than slots (ranks then share CPUs)."))}
 		},
 	},
@@ -280,7 +280,7 @@ var programRules = []logRule{
 			return finding{reason: ReasonCollectiveTimeout, subject: ref,
 				message: fmt.Sprintf("%s waited in %s, longer than its timeout: another rank stopped taking part (it failed, hung, or is far slower).", capitalize(who), what),
 				next: ranked(
-					stepf("Find the rank that stopped: its own error is earlier in the logs (`%s`); the ranks that waited only report the timeout.", cli("logs", "NAME", "--all")),
+					stepf("Find the rank that stopped: its own error is earlier in the logs (`%s`); the ranks that waited only report the timeout.", cli("logs", "--all")),
 					step("If one step is legitimately that slow (a large checkpoint on one rank), raise the timeout in init_process_group(timeout=...)."))}
 		},
 	},
@@ -308,8 +308,8 @@ var rankFailedRules = []logRule{
 			}
 			return finding{reason: ReasonRankFailed, message: msg, subject: rankRef(in, m[1]),
 				next: ranked(
-					stepf("Read rank "+m[1]+"'s output (`%s`) for the program's own error.", cli("logs", api.NamePlaceholder, "--all")),
-					stepf("Reproduce it on one Worker: %s.", cli("clone", "NAME", "NEW", "--workers", "1")))}
+					stepf("Read rank "+m[1]+"'s output (`%s`) for the program's own error.", cli("logs", "--all")),
+					stepf("Reproduce it on one Worker: %s.", cli("clone", "--workers", "1")))}
 		},
 	},
 	{
@@ -329,8 +329,8 @@ var rankFailedRules = []logRule{
 			}
 			return finding{reason: ReasonRankFailed, message: msg,
 				next: ranked(
-					stepf("Read the ranks' output (`%s`) for the program's own error.", cli("logs", "NAME", "--all")),
-					stepf("Reproduce it on one Worker: %s.", cli("clone", "NAME", "NEW", "--workers", "1")))}
+					stepf("Read the ranks' output (`%s`) for the program's own error.", cli("logs", "--all")),
+					stepf("Reproduce it on one Worker: %s.", cli("clone", "--workers", "1")))}
 		},
 	},
 	{
@@ -347,13 +347,13 @@ var rankFailedRules = []logRule{
 					message: fmt.Sprintf("%s on %s was killed (signal 9), most likely because it ran out of memory and the system stopped it to protect the node.", who, workerHost(m[2])),
 					next: ranked(
 						stepf("Give each Worker more memory or run fewer slots per worker; `%s` shows each Worker's memory limit.", cli("describe")),
-						stepf("Read the ranks' output (`%s`) for what it did last.", cli("logs", "NAME", "--all")))}
+						stepf("Read the ranks' output (`%s`) for what it did last.", cli("logs", "--all")))}
 			}
 			return finding{reason: ReasonRankSignaled, subject: hostRef(m[2]),
 				message: fmt.Sprintf("%s on %s crashed on signal %s (%s).", who, workerHost(m[2]), m[3], m[4]),
 				next: ranked(
-					stepf("Read the ranks' output around the crash (`%s`).", cli("logs", "NAME", "--all")),
-					stepf("Reproduce it on one Worker: %s.", cli("clone", "NAME", "NEW", "--workers", "1")))}
+					stepf("Read the ranks' output around the crash (`%s`).", cli("logs", "--all")),
+					stepf("Reproduce it on one Worker: %s.", cli("clone", "--workers", "1")))}
 		},
 	},
 	{
@@ -367,8 +367,8 @@ var rankFailedRules = []logRule{
 			return finding{reason: ReasonRankFailed, subject: hostRef(m[2]),
 				message: fmt.Sprintf("%s on %s exited with code %s, so mpiexec stopped the job.", who, workerHost(m[2]), m[3]),
 				next: ranked(
-					stepf("Read the ranks' output (`%s`) for the program's own error.", cli("logs", "NAME", "--all")),
-					stepf("Reproduce it on one Worker: %s.", cli("clone", "NAME", "NEW", "--workers", "1")))}
+					stepf("Read the ranks' output (`%s`) for the program's own error.", cli("logs", "--all")),
+					stepf("Reproduce it on one Worker: %s.", cli("clone", "--workers", "1")))}
 		},
 	},
 }

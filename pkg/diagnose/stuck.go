@@ -213,7 +213,7 @@ func rankFailedOthersWaiting(in Input) (message string, next []api.Step, who *ap
 	if f.Rank != nil {
 		r := fmt.Sprint(*f.Rank)
 		rank, who = fmt.Sprintf("Rank %s (%s)", r, rankWorker(in, r)), rankRef(in, r)
-		read = stepf("Read rank "+r+"'s output (`%s`) for the whole error.", cli("logs", api.NamePlaceholder, "--rank", r))
+		read = stepf("Read rank "+r+"'s output (`%s`) for the whole error.", cli("logs", "--rank", r))
 	}
 	msg := fmt.Sprintf("%s failed at %s with %q and printed nothing since, but the job keeps running: the other ranks are waiting for it in a collective and will wait for as long as the job runs.",
 		rank, f.At.UTC().Format(time.RFC3339), trimMessage(f.Error, 200))
@@ -249,7 +249,7 @@ func rankSilent(in Input) (message string, next []api.Step, who *api.PodRef, ok 
 	msg := fmt.Sprintf("Rank %s (%s) has printed nothing for %s while the other ranks print on (the runtime's progress check allows %s): it may be stuck in a deadlock, a hung read or a wait for a peer. Its last line: %q.",
 		r, rankWorker(in, r), since, in.ProgressTimeout, trimMessage(f.Error, 200))
 	return msg, ranked(
-		stepf("Read what rank "+r+" printed last (`%s`) and look at the rank's process on its Worker (`kubectl exec` into it; `py-spy dump --pid PID` for Python).", cli("logs", api.NamePlaceholder, "--rank", r)),
+		stepf("Read what rank "+r+" printed last (`%s`) and look at the rank's process on its Worker (`kubectl exec` into it; `py-spy dump --pid PID` for Python).", cli("logs", "--rank", r)),
 		stepf("Delete the job (`%s`) or "+suspendAdvice(in)+": it holds its Workers while rank "+r+" is stuck.", cli("delete")),
 		step("If the rank is only quiet (it works without printing), have every rank print its progress, or raise the runtime's policy.mpijob.dev/progress-timeout.")), rankRef(in, r), true
 }

@@ -160,7 +160,7 @@ func explainUnfinished(in Input, s api.Status) (api.Phase, finding) {
 		if sched := launcherUnschedulable(in); sched != "" {
 			return api.PhaseStarting, finding{reason: ReasonUnschedulable,
 				message: fmt.Sprintf("All Workers are Ready, but the Launcher cannot be scheduled: %s.", sched),
-				next: ranked(stepf("The scheduler names what keeps the Launcher off the nodes (a taint it does not tolerate, a node selector, affinity, room): give the runtime's Launcher template the tolerations or node selector the nodes need, or ask an administrator; `%s` shows the Launcher pod.", cli("describe", "NAME")),
+				next: ranked(stepf("The scheduler names what keeps the Launcher off the nodes (a taint it does not tolerate, a node selector, affinity, room): give the runtime's Launcher template the tolerations or node selector the nodes need, or ask an administrator; `%s` shows the Launcher pod.", cli("describe")),
 					stepf("Delete the job while it waits (`%s`): its Workers hold their resources until the Launcher runs.", cli("delete")))}
 		}
 		return api.PhaseStarting, finding{reason: ReasonLauncherNotStarted, message: "All Workers are Ready; the Launcher is starting."}
@@ -430,7 +430,7 @@ func mountFailed(in Input) (message string, next []api.Step, who *api.PodRef, ok
 			}
 		}
 		return msg, ranked(
-			stepf("The kubelet sizes a pod's in-memory volumes (the SSH key Trainer mounts) by the pod's memory: "+limit+" is too small. Delete the job and run it again with more memory per Worker, e.g. %s (memory is in bytes unless it has a unit: Mi, Gi).", cli("clone", api.NamePlaceholder, api.NewPlaceholder, "--memory", "1Gi")),
+			stepf("The kubelet sizes a pod's in-memory volumes (the SSH key Trainer mounts) by the pod's memory: "+limit+" is too small. Delete the job and run it again with more memory per Worker, e.g. %s (memory is in bytes unless it has a unit: Mi, Gi).", cli("clone", "--memory", "1Gi")),
 			stepf("Until then the job holds its Workers: delete it (%s).", cli("delete"))), workerRef(p), true
 	}
 	return msg, ranked(
@@ -512,7 +512,7 @@ func neverPlaced(in Input, sched string) (message string, next []api.Step, ok bo
 	return fmt.Sprintf("The job can never start: it asks for %s, but the runtime places one Worker per node and only %s can take one (scheduler: %s).",
 			api.Count(total, "Worker", "Workers"), api.Count(nodes, "node", "nodes"), sched),
 		ranked(
-			stepf(fmt.Sprintf("Use at most %d Workers with more slots per worker: %%s.", nodes), cli("clone", api.NamePlaceholder, api.NewPlaceholder, "--workers", strconv.Itoa(nodes), "--slots-per-worker", "N")),
+			stepf(fmt.Sprintf("Use at most %d Workers with more slots per worker: %%s.", nodes), cli("clone", "--workers", strconv.Itoa(nodes), "--slots-per-worker", "N")),
 			step("Delete this job: its placed Workers hold their resources while it waits."),
 			step("Or ask an administrator for more nodes (or a runtime without the one-Worker-per-node rule).")), true
 }
@@ -573,7 +573,7 @@ func workerLost(in Input, total int32) (message string, next []api.Step, lost *a
 		}
 		return fmt.Sprintf("%s %s while the Launcher ran: MPI cannot go on without it, and its Job does not replace a Worker that stopped cleanly.", capitalize(who), how),
 			ranked(
-				stepf("Resubmit the job (`%s`); delete this one, its Launcher and other Workers hold their resources until mpirun gives up.", cli("clone", "NAME", "NEW")),
+				stepf("Resubmit the job (`%s`); delete this one, its Launcher and other Workers hold their resources until mpirun gives up.", cli("clone")),
 				step("Ask an administrator to drain nodes only when no MPI job runs there, or to protect running Workers with a PodDisruptionBudget.")), api.WorkerRef(int32(i)), true
 	}
 	return "", nil, nil, false
@@ -612,8 +612,8 @@ func launcherSilent(in Input, s api.Status) (message string, next []api.Step, ok
 			quiet, in.ProgressTimeout, in.LastOutput.UTC().Format(time.RFC3339), trimMessage(in.LastLine, 200))
 	}
 	return msg, ranked(
-		stepf("Look at every rank's last output (`%s`): ranks that all finished but a Launcher that does not exit is MPI stuck in finalize; ranks that stop mid-way are stuck in a collective or waiting on a peer.", cli("logs", "NAME", "--all")),
-		stepf("If it is stuck, delete the job and resubmit (`%s`); it holds its Workers until then.", cli("clone", "NAME", "NEW")),
+		stepf("Look at every rank's last output (`%s`): ranks that all finished but a Launcher that does not exit is MPI stuck in finalize; ranks that stop mid-way are stuck in a collective or waiting on a peer.", cli("logs", "--all")),
+		stepf("If it is stuck, delete the job and resubmit (`%s`); it holds its Workers until then.", cli("clone")),
 		step("If the program is only quiet, print progress more often or raise "+`policy.mpijob.dev/progress-timeout`+" on the job.")), true
 }
 
@@ -633,7 +633,7 @@ func volumeWait(in Input, sched string) (message string, next []api.Step, ok boo
 		return fmt.Sprintf("their PersistentVolumeClaim %s does not exist in namespace %s (scheduler: %s).", m[1], ns, sched),
 			ranked(
 				step(fmt.Sprintf("Create PersistentVolumeClaim %s in namespace %s: the job starts once it is bound.", m[1], ns)),
-				stepf("Or fix the claim's name in the job's volumes and resubmit (`%s`).", cli("clone", "NAME", "NEW"))), true
+				stepf("Or fix the claim's name in the job's volumes and resubmit (`%s`).", cli("clone"))), true
 	}
 	if !unboundClaims.MatchString(sched) {
 		return "", nil, false
