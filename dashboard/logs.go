@@ -71,10 +71,7 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients)
 	}
 	pods := map[string]jobview.Pod{}
 	st, _ := api.StatusOf(tj)
-	job := jobview.LogJob{Workers: int(st.WorkersTotal), Finished: st.Phase.Finished()}
-	if tj.Spec.Trainer != nil && tj.Spec.Trainer.NumNodes != nil {
-		job.Workers = max(job.Workers, int(*tj.Spec.Trainer.NumNodes))
-	}
+	job := jobview.LogJobOf(tj, st)
 	for i := range live {
 		p := jobview.PodOf(&live[i])
 		pods[labelOf(p)] = p

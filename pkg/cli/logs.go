@@ -561,10 +561,8 @@ func (l *logsOptions) sources(ctx context.Context, cl *clients, tj *trainer.Trai
 	}
 	s, _ := statusOf(tj)
 	byIndex := map[int]corev1.Pod{}
-	job := jobview.LogJob{Workers: int(s.WorkersTotal), LauncherLive: len(launcher) > 0, Finished: s.Phase.Finished(), Store: stored}
-	if tj.Spec.Trainer != nil && tj.Spec.Trainer.NumNodes != nil {
-		job.Workers = max(job.Workers, int(*tj.Spec.Trainer.NumNodes))
-	}
+	job := jobview.LogJobOf(tj, s)
+	job.LauncherLive, job.Store = len(launcher) > 0, stored
 	for i, w := range workers {
 		idx, err := strconv.Atoi(w.Labels["batch.kubernetes.io/job-completion-index"])
 		if err != nil {

@@ -4,6 +4,10 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+
+	"github.com/mpijob/mpijob/pkg/api"
 )
 
 // LogSource is where one Launcher's or Worker's log is read.
@@ -75,6 +79,17 @@ type LogJob struct {
 	Finished bool `json:"finished,omitempty"`
 	// Store: the cluster keeps a log store the user may read.
 	Store bool `json:"store,omitempty"`
+}
+
+// LogJobOf is what a plan needs of tj that its spec and status st say:
+// its Workers (the spec's, or the status's when that says more) and
+// whether it finished; the caller adds its live pods and the store.
+func LogJobOf(tj *trainer.TrainJob, st api.Status) LogJob {
+	job := LogJob{Workers: int(st.WorkersTotal), Finished: st.Phase.Finished()}
+	if tj.Spec.Trainer != nil && tj.Spec.Trainer.NumNodes != nil {
+		job.Workers = max(job.Workers, int(*tj.Spec.Trainer.NumNodes))
+	}
+	return job
 }
 
 // LogRead is one log of a plan: whose, and where it is read.
