@@ -24,6 +24,19 @@ def check_name(name: Any) -> None:
             "with a letter or digit", field="name")
 
 
+def check_command(command: Any, *, runtimes: bool = True) -> None:
+    """A job's command: a non-empty list of strings, or None for the runtime's (where
+    ``runtimes``; a clone's new command is never None)."""
+    if (command is not None or not runtimes) and (isinstance(command, str) or not command or not all(isinstance(c, str) for c in command)):
+        raise InvalidJobError(f"command {command!r}: give a non-empty list of strings, e.g. ['mpirun', 'python3', 'train.py']", field="command")
+
+
+def check_image(field: str, v: Any, *, runtimes: bool = True) -> None:
+    """An image setting: an image reference, or None for the runtime's (where ``runtimes``)."""
+    if (v is not None or not runtimes) and (not isinstance(v, str) or not v.strip()):
+        raise InvalidJobError(f"{field}={v!r}: give an image reference, e.g. ghcr.io/mpijob/openmpi:4.1", field=field)
+
+
 def check_int(field: str, v: Any, minimum: int) -> None:
     if isinstance(v, bool) or not isinstance(v, int) or v < minimum:
         raise InvalidJobError(f"{field}={v!r}: use an integer of at least {minimum}", field=field)

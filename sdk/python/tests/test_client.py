@@ -109,9 +109,11 @@ def test_env_that_looks_like_a_secret_is_warned_about(env, warn):
     (lambda c: c.delete_job("a", grace_period="5"), "grace_period"),
     (lambda c: c.delete_job("a", grace_period=True), "grace_period"),
     (lambda c: c.clone_job("a", "b", command="echo hi"), "command"),
+    (lambda c: c.clone_job("a", "b", command=None), "command"),
     (lambda c: c.clone_job("a", "B"), "name"),
+    (lambda c: c.create_job("a", ["mpirun"], workers=1, worker_image=" "), "worker_image"),
 ], ids=["until-str", "since-words", "since-0", "since-bool", "phase-typo", "timeout-negative", "grace-negative",
-        "grace-str", "grace-bool", "clone-command-str", "clone-bad-name"])
+        "grace-str", "grace-bool", "clone-command-str", "clone-command-none", "clone-bad-name", "create-blank-image"])
 def test_bad_arguments_are_typed_errors_before_any_api_call(offline_client, call, field):
     with pytest.raises(InvalidJobError) as e:
         call(offline_client)

@@ -81,12 +81,9 @@ class KubernetesBackend(Backend):
         return cls(KubernetesAPI.from_kubeconfig(namespace, context, config_file))
 
     def create_job(self, spec: JobSpec, dry_run: bool = False) -> MPIJob:
-        command = spec.command
-        if command is not None and (isinstance(command, str) or not all(isinstance(c, str) for c in command) or not command):
-            raise InvalidJobError(f"command {command!r}: give a non-empty list of strings, e.g. ['mpirun', 'python3', 'train.py']", field="command")
+        _v.check_command(spec.command)
         for f, v in (("image", spec.image), ("worker_image", spec.worker_image), ("launcher_image", spec.launcher_image)):
-            if v is not None and (not isinstance(v, str) or not v.strip()):
-                raise InvalidJobError(f"{f}={v!r}: give an image reference, e.g. ghcr.io/mpijob/openmpi:4.1", field=f)
+            _v.check_image(f, v)
         _v.check_str_map("env", spec.env)
         _v.warn_secret_looking(spec.env)
         _v.check_str_map("node_selector", spec.node_selector)
@@ -94,7 +91,7 @@ class KubernetesBackend(Backend):
         inp = _jobspec.Input(
             name=spec.name, namespace=self.namespace, runtime=spec.runtime, workers=spec.workers, slots_per_worker=spec.slots_per_worker or 0,
             image=spec.image or "", worker_image=spec.worker_image or "", launcher_image=spec.launcher_image or "",
-            command=list(command or []), resources_per_worker=_v.resources("resources_per_worker", spec.resources_per_worker),
+            command=list(spec.command or []), resources_per_worker=_v.resources("resources_per_worker", spec.resources_per_worker),
             launcher_resources=_v.resources("launcher_resources", spec.launcher_resources),
             env=_v.env_list(spec.env, spec.env_from_secret), node_selector=dict(spec.node_selector or {}), queue=spec.queue or "",
             data_connections=_v.names("data_connection", spec.data_connection),
@@ -580,9 +577,8 @@ class KubernetesBackend(Backend):
     def clone_job(self, name: str, new_name: str, **overrides: Any) -> MPIJob:
         _v.check_name(new_name)
         if "command" in overrides:
-            command = overrides["command"]
-            if isinstance(command, str) or not command or not all(isinstance(c, str) for c in command):
-                raise InvalidJobError(f"command {command!r}: give a non-empty list of strings, e.g. ['mpirun', 'python3', 'train.py']", field="command")
+            # A clone replaces the command with another, never with the runtime's.
+            _v.check_command(overrides["command"], runtimes=False)
         # create_job's arguments, but those a clone keeps (JobSpec).
         allowed = {*(set(JobSpec.field_names()) - set(CLONE_KEEPS)), "dry_run"}
         unknown = set(overrides) - allowed
@@ -598,13 +594,11 @@ class KubernetesBackend(Backend):
         base_name = (meta.get("labels") or {}).get(_jobspec.BASE_RUNTIME_LABEL) or ref.get("name", "")
         inp, kept = _jobspec.input_of(src, rt, self._runtime(base_name))
         o = dict(overrides)
-        # clone_job takes create_job's arguments and checks them the same way.
+        # clone_job takes create_job's arguments and checks them the same way (the command above).
         command = o.get("command", inp.command or None)
-        if "command" in o and (isinstance(command, str) or not command or not all(isinstance(c, str) for c in command)):
-            raise InvalidJobError(f"command {command!r}: give a non-empty list of strings, e.g. ['mpirun', 'python3', 'train.py']", field="command")
         for f in ("image", "worker_image", "launcher_image"):
-            if f in o and (not isinstance(o[f], str) or not o[f].strip()):
-                raise InvalidJobError(f"{f}={o[f]!r}: give an image reference, e.g. ghcr.io/mpijob/openmpi:4.1", field=f)
+            if f in o:
+                _v.check_image(f, o[f], runtimes=False)
         if "image" in o:
             inp.image, inp.worker_image, inp.launcher_image = o["image"], "", ""
         inp.worker_image = o.get("worker_image", inp.worker_image)
