@@ -58,6 +58,10 @@ type PVCStore struct {
 	tj   *trainer.TrainJob
 	spec corev1.PodSpec // of the reader, before it starts
 
+	// run execs a command in the reader pod (remote when nil: the pod's
+	// exec subresource; tests give their own).
+	run func(ctx context.Context, pod string, out io.Writer, command ...string) error
+
 	mu   sync.Mutex
 	pod  string
 	objs []Object
@@ -182,11 +186,16 @@ func (s *PVCStore) start(ctx context.Context) (string, error) {
 		why = pendingReason(got)
 		return false, nil
 	})
-	if err != nil {
+	switch {
+	case err == nil:
+	case wait.Interrupted(err) && ctx.Err() == nil:
 		if why == "" {
 			why = err.Error()
 		}
 		return "", fmt.Errorf("the pod %s that reads PVC %s did not start within 2m: %s", pod.Name, s.Claim, why)
+	default:
+		// It ended, or the caller gave up.
+		return "", fmt.Errorf("the pod %s that reads PVC %s did not start: %w", pod.Name, s.Claim, err)
 	}
 	return s.pod, nil
 }
@@ -212,6 +221,15 @@ func (s *PVCStore) exec(ctx context.Context, out io.Writer, command ...string) e
 	if err != nil {
 		return err
 	}
+	if s.run != nil {
+		return s.run(ctx, pod, out, command...)
+	}
+	return s.remote(ctx, pod, out, command...)
+}
+
+// remote runs command in pod through its exec subresource: WebSockets,
+// else SPDY.
+func (s *PVCStore) remote(ctx context.Context, pod string, out io.Writer, command ...string) error {
 	req := s.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(s.tj.Namespace).Name(pod).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{Container: "reader", Command: command, Stdout: true, Stderr: true}, scheme.ParameterCodec)
 	spdy, err := remotecommand.NewSPDYExecutor(s.cfg, "POST", req.URL())

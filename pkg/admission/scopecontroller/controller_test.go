@@ -8,8 +8,13 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/mpijob/mpijob/pkg/admission"
@@ -71,5 +76,29 @@ func TestReconcileWritesTheMPIRuntimes(t *testing.T) {
 	empty := &Reconciler{Client: fake.NewClientBuilder().WithScheme(api.NewScheme()).Build(), Mutating: "m", Validating: "v"}
 	if _, err := empty.Reconcile(context.Background(), reconcile.Request{}); err != nil {
 		t.Errorf("with no configuration installed: %v", err)
+	}
+}
+
+// SetupWithManager registers the controller with its watches on a manager
+// (not started: nothing is read).
+func TestSetupWithManager(t *testing.T) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, trainer.AddToScheme} {
+		if err := add(s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mgr, err := ctrl.NewManager(&rest.Config{Host: "https://127.0.0.1:1"}, ctrl.Options{Scheme: s, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &Reconciler{Client: mgr.GetClient(), Mutating: "m", Validating: "v"}
+	if err := r.SetupWithManager(mgr); err != nil {
+		t.Fatalf("SetupWithManager: %v", err)
+	}
+	// A second controller of the same name is refused: the first one was
+	// registered.
+	if err := (&Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err == nil {
+		t.Error("a second webhook-scope controller was registered: the first one was not")
 	}
 }
