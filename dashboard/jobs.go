@@ -11,10 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/cached"
@@ -145,28 +143,9 @@ type listed struct {
 	namespaces []string
 }
 
-// Detail is the job page.
-type Detail struct {
-	Job       jobview.Job        `json:"job"`
-	Pods      []jobview.Pod      `json:"pods"`
-	Resources *jobview.Resources `json:"resources,omitempty"`
-	YAML      string             `json:"yaml"`
-	// RuntimeKind is ClusterTrainingRuntime, or TrainingRuntime for a
-	// per-job runtime.
-	RuntimeKind string `json:"runtimeKind"`
-	// StaleNote says, while mpijob-manager is not running, that the status
-	// may be stale and how old it is (the CLI's and the SDK's words).
-	StaleNote string `json:"staleNote,omitempty"`
-	// History is the job's transitions as its status kept them: what its
-	// Events said, after the cluster's Events expired.
-	History []api.Transition `json:"history,omitempty"`
-	// Settings are what the job's creator set beyond its shape
-	// (description, priority, timeout, retries), as describe shows them.
-	Settings jobview.Settings `json:"settings"`
-	// status is the manager's status of the job, which vouches for its
-	// Events (eventsWith).
-	status api.Status
-}
+// Detail is the job page: the one detail of a job (pkg/jobview), which
+// describe prints too.
+type Detail = jobview.Detail
 
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request, c *userClients) {
 	d, err := s.detailOf(r.Context(), c, r.PathValue("ns"), r.PathValue("name"))
@@ -182,50 +161,40 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request, c *userClients) 
 }
 
 func (s *Server) detailOf(ctx context.Context, c *userClients, ns, name string) (*Detail, error) {
+	// Gather, as the user: the job, its pods, its runtime, the manager's
+	// state.
 	tj := &trainer.TrainJob{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
 		return nil, err
 	}
-	st, ok := api.StatusOf(tj)
-	d := &Detail{Job: jobview.JobWith(tj, st, ok), RuntimeKind: ptr.Deref(tj.Spec.RuntimeRef.Kind, trainer.ClusterTrainingRuntimeKind)}
-	if ok {
-		d.status = st
-		d.StaleNote = c.managerState(ctx).StaleNote(st.ObservedTime, time.Now())
-	}
-	if d.Job.Phase == api.PhaseQueued {
-		// The estimate needs the namespace's finished jobs.
-		if jobs, err := s.jobsOf(ctx, c, ns); err == nil {
-			jobs = append(jobs, d.Job)
-			jobview.EstimateStarts(jobs, time.Now())
-			d.Job.Estimate = jobs[len(jobs)-1].Estimate
-		}
+	now := time.Now()
+	k := jobview.Known{Job: tj, Now: now}
+	if _, ok := api.StatusOf(tj); ok {
+		m := c.managerState(ctx)
+		k.Manager = &m
 	}
 	pods, err := c.jobPods(ctx, ns, name)
 	if err != nil && !apierrors.IsForbidden(err) {
 		return nil, err
 	}
-	d.Pods = jobview.Pods(pods, d.status, d.Job.WorkersTotal)
-	d.History = d.status.History
-	spec, _, found, err := (runtimes.RuntimeLookup{Client: c}).Get(ctx, tj)
-	if err != nil || !found {
-		spec = nil // unread: the settings have no retries
+	k.Pods = pods
+	switch rt, err := (runtimes.RuntimeLookup{Client: c}).Find(ctx, tj); {
+	case err != nil:
+		k.RuntimeError = err.Error()
+	case rt != nil:
+		k.Runtime, k.RuntimeAnnotations = rt.Spec, rt.Annotations
 	}
-	d.Settings = jobview.SettingsOf(tj, spec)
-	if spec != nil {
-		d.Job.MPI = d.Job.MPI || runtimes.IsMPI(spec)
-		if shape, err := runtimes.ShapeOf(tj, spec); err == nil {
-			d.Resources = jobview.ResourcesOf(shape)
+	// Decide: one detail (pkg/jobview).
+	d := jobview.DetailOf(k)
+	if d.Job.Phase == api.PhaseQueued {
+		// The estimate needs the namespace's finished jobs.
+		if jobs, err := s.jobsOf(ctx, c, ns); err == nil {
+			jobs = append(jobs, d.Job)
+			jobview.EstimateStarts(jobs, now)
+			d.Job.Estimate = jobs[len(jobs)-1].Estimate
 		}
 	}
-	clean := tj.DeepCopy()
-	clean.ManagedFields = nil
-	clean.APIVersion, clean.Kind = trainer.GroupVersion.String(), trainer.TrainJobKind
-	b, err := yaml.Marshal(clean)
-	if err != nil {
-		return nil, err
-	}
-	d.YAML = string(b)
-	return d, nil
+	return &d, nil
 }
 
 func (c *userClients) jobPods(ctx context.Context, ns, name string) ([]corev1.Pod, error) {

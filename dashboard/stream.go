@@ -144,7 +144,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *userClients) 
 		if !send("job", d) {
 			return false
 		}
-		evs, err := c.eventsWith(ctx, ns, job, d.status)
+		evs, err := c.eventsWith(ctx, ns, job, d.Status)
 		if err == nil {
 			return send("events", map[string]any{"events": evs})
 		}

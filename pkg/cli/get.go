@@ -14,7 +14,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/cli-runtime/pkg/printers"
@@ -23,7 +22,6 @@ import (
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/jobview"
-	"github.com/mpijob/mpijob/pkg/progress"
 )
 
 // getOptions is `kubectl mpijob get`.
@@ -342,60 +340,15 @@ func jobTable(jobs []trainer.TrainJob, now time.Time) *metav1.Table {
 	}}
 	for i := range jobs {
 		j := &jobs[i]
-		s, fromManager := statusOf(j)
-		workers := fmt.Sprintf("%d/%d", s.WorkersReady, s.WorkersTotal)
-		reason := s.Reason
-		if !fromManager {
-			workers = fmt.Sprintf("?/%d", s.WorkersTotal)
-			reason = "(no mpijob-manager status)"
-		}
-		if reason == "" {
-			reason = "-"
-		}
-		phase := string(s.Phase)
-		if s.Phase == api.PhaseQueued && s.QueuePosition != nil {
-			phase = fmt.Sprintf("Queued (#%d)", *s.QueuePosition)
-		}
-		// The job as every interface shows it (pkg/jobview): slots and GPUs
-		// per Worker as the manager read them from the runtime, else the
-		// job's own; its creator.
-		v := jobview.JobWith(j, s, fromManager)
-		slots, gpus, creator := max(v.SlotsPerWorker, 1), v.GPUsPerWorker, v.Creator
-		if gpus == "" {
-			gpus = "-"
-		}
-		if creator == "" {
-			creator = "-"
-		}
-		row := metav1.TableRow{
-			Cells: []any{j.Name, api.RuntimeOf(j.Labels, j.Spec.RuntimeRef.Name), phase, workers, progressOf(j),
-				duration.HumanDuration(now.Sub(j.CreationTimestamp.Time)), jobDuration(s, now), int64(slots), gpus, creator, reason},
+		// The job as every interface shows it (pkg/jobview): one row, the
+		// SDK's MPIJob.row too.
+		r := jobview.RowOf(jobview.JobOf(j), now)
+		t.Rows = append(t.Rows, metav1.TableRow{
+			Cells:  []any{r.Name, r.Runtime, r.Phase, r.Workers, r.Progress, r.Age, r.Duration, int64(r.Slots), r.GPUs, r.Creator, r.Reason},
 			Object: runtime.RawExtension{Object: j},
-		}
-		t.Rows = append(t.Rows, row)
+		})
 	}
 	return t
-}
-
-// progressOf is the job's last progress report, short ("-": none).
-func progressOf(j *trainer.TrainJob) string {
-	if p, ok := progress.Of(j); ok {
-		if s := p.Short(); s != "" {
-			return s
-		}
-	}
-	return "-"
-}
-
-func jobDuration(s api.Status, now time.Time) string {
-	if s.StartTime == nil {
-		return "-"
-	}
-	end := now
-	if s.CompletionTime != nil {
-		end = s.CompletionTime.Time
-	}
-	return duration.HumanDuration(end.Sub(s.StartTime.Time))
 }
 
 // rowPrinter prints get -w's rows aligned with the table above them (the

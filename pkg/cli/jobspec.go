@@ -361,3 +361,16 @@ func describeResources(rl corev1.ResourceList) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// describeWords is describeResources of a resource list in words
+// (jobview.Quantities): cpu=2,memory=8Gi.
+func describeWords(rl map[string]string) string {
+	if len(rl) == 0 {
+		return "-"
+	}
+	parts := make([]string, 0, len(rl))
+	for _, k := range slices.Sorted(maps.Keys(rl)) {
+		parts = append(parts, k+"="+rl[k])
+	}
+	return strings.Join(parts, ",")
+}

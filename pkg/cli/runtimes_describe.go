@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobview"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
@@ -68,7 +69,7 @@ func (r *runtimesDescribeOptions) Run(ctx context.Context) error {
 	}
 	if pol, errs := runtimes.ParsePolicy(ann); len(errs) > 0 {
 		fmt.Fprintf(w, "Policy:\tINVALID: %v\n", errs.ToAggregate())
-	} else if lines := policyLines(pol); len(lines) > 0 {
+	} else if lines := jobview.PolicyLines(pol); len(lines) > 0 {
 		fmt.Fprintf(w, "Policy:\t%s\n", strings.Join(lines, "; "))
 	} else {
 		fmt.Fprintf(w, "Policy:\tnone\n")

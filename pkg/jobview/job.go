@@ -28,7 +28,10 @@ type Job struct {
 	// Runtime is the runtime the user chose (the base of a per-job runtime).
 	Runtime string `json:"runtime"`
 	// MPI is true for jobs on an MPI runtime (those mpijob-manager reports on).
-	MPI       bool      `json:"mpi"`
+	MPI bool `json:"mpi"`
+	// Reported is true once mpijob-manager has written the job's status;
+	// until then the phase is Trainer's and the Workers ready are unknown.
+	Reported  bool      `json:"reported"`
 	Phase     api.Phase `json:"phase"`
 	Reason    string    `json:"reason,omitempty"`
 	Message   string    `json:"message,omitempty"`
@@ -113,6 +116,7 @@ func JobWith(tj *trainer.TrainJob, st api.Status, ok bool) Job {
 		}
 		return j
 	}
+	j.Reported = true
 	j.Phase, j.Reason, j.Message, j.NextStep, j.NextSteps, j.Steps = st.Phase, st.Reason, st.Message, st.NextStep, st.NextSteps, st.Steps
 	j.Failed = st.Failed
 	if kueue {

@@ -43,7 +43,7 @@ func TestJobOf(t *testing.T) {
 		"the manager's status, on a per-job runtime": {
 			in: job(status(api.Status{Phase: api.PhaseQueued, Reason: "Queued", Message: "Waiting in queue", QueuePosition: ptr.To[int32](2), WorkersTotal: 4, SlotsPerWorker: 2, StartTime: &started}),
 				map[string]string{api.BaseRuntimeLabel: "mpi-openmpi"}),
-			want: Job{Name: "pi", Namespace: "team-a", Runtime: "mpi-openmpi", MPI: true, Phase: api.PhaseQueued, Reason: "Queued", Message: "Waiting in queue",
+			want: Job{Name: "pi", Namespace: "team-a", Runtime: "mpi-openmpi", MPI: true, Reported: true, Phase: api.PhaseQueued, Reason: "Queued", Message: "Waiting in queue",
 				QueuePosition: ptr.To[int32](2), WorkersTotal: 4, SlotsPerWorker: 2, Creator: "dev-a", Created: t0, Started: &started.Time},
 		},
 		"no status yet: Trainer's conditions": {
@@ -114,12 +114,14 @@ func TestPodHealth(t *testing.T) {
 }
 
 func TestResourcesSummary(t *testing.T) {
-	pod := func(rl corev1.ResourceList) corev1.PodSpec {
-		return corev1.PodSpec{Containers: []corev1.Container{{Name: "node", Image: "img:1", Resources: corev1.ResourceRequirements{Requests: rl, Limits: rl}}}}
+	pod := func(req, lim corev1.ResourceList) corev1.PodSpec {
+		return corev1.PodSpec{Containers: []corev1.Container{{Name: "node", Image: "img:1", Resources: corev1.ResourceRequirements{Requests: req, Limits: lim}}}}
 	}
+	worker := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"), "nvidia.com/gpu": resource.MustParse("1")}
 	s := runtimes.Shape{Workers: 2, Launchers: 1, SlotsPerWorker: 2,
-		WorkerPod:   pod(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"), "nvidia.com/gpu": resource.MustParse("1")}),
-		LauncherPod: pod(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi")}),
+		WorkerPod: pod(worker, corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("6Gi"), "nvidia.com/gpu": resource.MustParse("1")}),
+		// A Launcher with limits alone: its requests are its limits.
+		LauncherPod: pod(nil, corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi")}),
 	}
 	got := ResourcesOf(s)
 	want := &Resources{
@@ -127,8 +129,14 @@ func TestResourcesSummary(t *testing.T) {
 		Worker:      map[string]string{"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": "1"},
 		Launcher:    map[string]string{"cpu": "500m", "memory": "1Gi"},
 		Total:       map[string]string{"cpu": "4.5", "memory": "9Gi", "nvidia.com/gpu": "2"},
-		Summary:     "2 Workers × 2 slots, 4 CPUs, 8Gi, 2 GPUs",
+		Summary:     "2 Workers × 2 slots = 4 ranks, 4 CPUs, 8Gi, 2 GPUs",
 		WorkerImage: "img:1", LauncherImage: "img:1",
+		Launchers:        1,
+		LauncherRequests: map[string]string{"cpu": "500m", "memory": "1Gi"},
+		LauncherLimits:   map[string]string{"cpu": "500m", "memory": "1Gi"},
+		WorkerRequests:   map[string]string{"cpu": "2", "memory": "4Gi", "nvidia.com/gpu": "1"},
+		WorkerLimits:     map[string]string{"memory": "6Gi", "nvidia.com/gpu": "1"},
+		TotalRequests:    map[string]string{"cpu": "4.5", "memory": "9Gi", "nvidia.com/gpu": "2"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ResourcesOf (-want,+got):\n%s", diff)

@@ -14,14 +14,27 @@ import (
 
 // Resources summarizes what the job asks for.
 type Resources struct {
-	Workers        int32             `json:"workers"`
-	SlotsPerWorker int32             `json:"slotsPerWorker"`
-	Worker         map[string]string `json:"worker"`
-	Launcher       map[string]string `json:"launcher"`
-	Total          map[string]string `json:"total"`
-	Summary        string            `json:"summary"`
-	WorkerImage    string            `json:"workerImage,omitempty"`
-	LauncherImage  string            `json:"launcherImage,omitempty"`
+	Workers        int32 `json:"workers"`
+	SlotsPerWorker int32 `json:"slotsPerWorker"`
+	// Worker and Launcher are what one pod asks for (its requests, else
+	// its limits), Total what the job does.
+	Worker   map[string]string `json:"worker"`
+	Launcher map[string]string `json:"launcher"`
+	Total    map[string]string `json:"total"`
+	// Summary is the job in a sentence (Summary).
+	Summary       string `json:"summary"`
+	WorkerImage   string `json:"workerImage,omitempty"`
+	LauncherImage string `json:"launcherImage,omitempty"`
+	// Launchers is how many Launcher pods the job has (1). The requests
+	// and limits of one Launcher and one Worker, and the requests of the
+	// whole job, as describe prints them (an out-of-memory next step
+	// sends the user to the limits).
+	Launchers        int32             `json:"launchers"`
+	LauncherRequests map[string]string `json:"launcherRequests"`
+	LauncherLimits   map[string]string `json:"launcherLimits"`
+	WorkerRequests   map[string]string `json:"workerRequests"`
+	WorkerLimits     map[string]string `json:"workerLimits"`
+	TotalRequests    map[string]string `json:"totalRequests"`
 }
 
 // ResourcesOf is what a job of shape s asks for: per Worker, for the
@@ -40,34 +53,14 @@ func ResourcesOf(s runtimes.Shape) *Resources {
 		return out
 	}
 	worker, launcher := pick(wReq, wLim), pick(lReq, lLim)
-	total := corev1.ResourceList{}
-	for k, v := range worker {
-		q := v.DeepCopy()
-		q.Mul(int64(s.Workers))
-		total[k] = q
+	r := &Resources{
+		Workers: s.Workers, SlotsPerWorker: s.SlotsPerWorker, Launchers: s.Launchers,
+		Worker: Quantities(worker), Launcher: Quantities(launcher), Total: Quantities(sum(launcher, 1, worker, s.Workers)),
+		Summary:          Summary(s.Workers, s.SlotsPerWorker, worker),
+		LauncherRequests: Quantities(lReq), LauncherLimits: Quantities(lLim),
+		WorkerRequests: Quantities(wReq), WorkerLimits: Quantities(wLim),
+		TotalRequests: Quantities(sum(lReq, int64(s.Launchers), wReq, s.Workers)),
 	}
-	for k, v := range launcher {
-		if _, ok := total[k]; !ok {
-			total[k] = resource.Quantity{}
-		}
-		q := total[k]
-		q.Add(v)
-		total[k] = q
-	}
-	r := &Resources{Workers: s.Workers, SlotsPerWorker: s.SlotsPerWorker, Worker: Quantities(worker), Launcher: Quantities(launcher), Total: Quantities(total)}
-	gpus := resource.Quantity{}
-	for k, v := range worker {
-		if strings.HasSuffix(string(k), "/gpu") {
-			q := v.DeepCopy()
-			q.Mul(int64(s.Workers))
-			gpus.Add(q)
-		}
-	}
-	cpu, mem := worker[corev1.ResourceCPU], worker[corev1.ResourceMemory]
-	cpu.Mul(int64(s.Workers))
-	mem.Mul(int64(s.Workers))
-	r.Summary = fmt.Sprintf("%d %s × %d %s, %s CPUs, %s, %s GPUs", s.Workers, api.Agree(int(s.Workers), "Worker", "Workers"), s.SlotsPerWorker,
-		api.Agree(int(s.SlotsPerWorker), "slot", "slots"), Readable(corev1.ResourceCPU, cpu), Readable(corev1.ResourceMemory, mem), gpus.String())
 	for _, c := range s.WorkerPod.Containers {
 		if c.Name == api.NodeContainer {
 			r.WorkerImage = c.Image
@@ -79,6 +72,54 @@ func ResourcesOf(s runtimes.Shape) *Resources {
 		}
 	}
 	return r
+}
+
+// sum is launchers × launcher + workers × worker.
+func sum(launcher corev1.ResourceList, launchers int64, worker corev1.ResourceList, workers int32) corev1.ResourceList {
+	total := corev1.ResourceList{}
+	for _, part := range []struct {
+		rl corev1.ResourceList
+		n  int64
+	}{{worker, int64(workers)}, {launcher, launchers}} {
+		for k, v := range part.rl {
+			q := v.DeepCopy()
+			q.Mul(part.n)
+			if t, ok := total[k]; ok {
+				q.Add(t)
+			}
+			total[k] = q
+		}
+	}
+	return total
+}
+
+// Summary is a job of the given Workers and slots per worker, each Worker asking
+// for worker, in a sentence: "4 Workers × 2 slots = 8 ranks, 8 CPUs, 32Gi,
+// 4 GPUs" (no CPUs or memory where a Worker asks for none). The wizard's
+// Review step says the same (testdata/summaries.json).
+func Summary(workers, slots int32, worker corev1.ResourceList) string {
+	slots = max(slots, 1)
+	ranks := int(workers) * int(slots)
+	parts := []string{fmt.Sprintf("%d %s × %d %s = %d %s", workers, api.Agree(int(workers), "Worker", "Workers"), slots,
+		api.Agree(int(slots), "slot", "slots"), ranks, api.Agree(ranks, "rank", "ranks"))}
+	if cpu, ok := worker[corev1.ResourceCPU]; ok {
+		cpu.Mul(int64(workers))
+		parts = append(parts, Readable(corev1.ResourceCPU, cpu)+" CPUs")
+	}
+	if mem, ok := worker[corev1.ResourceMemory]; ok {
+		mem.Mul(int64(workers))
+		parts = append(parts, Readable(corev1.ResourceMemory, mem))
+	}
+	gpus := resource.Quantity{}
+	for k, v := range worker {
+		if strings.HasSuffix(string(k), "/gpu") {
+			q := v.DeepCopy()
+			q.Mul(int64(workers))
+			gpus.Add(q)
+		}
+	}
+	n := gpus.Value()
+	return strings.Join(append(parts, fmt.Sprintf("%d %s", n, api.Agree(int(n), "GPU", "GPUs"))), ", ")
 }
 
 // Quantities is a resource list in words: "cpu": "500m".

@@ -5,11 +5,13 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mpijob/mpijob/pkg/api"
@@ -108,6 +110,71 @@ func TestPodVectors(t *testing.T) {
 				if diff := cmp.Diff(tc.Failed, api.FailedPods(st.Pods, st.Subject, st.Reason), cmpopts.EquateEmpty()); diff != "" {
 					t.Errorf("api.FailedPods (-want,+got):\n%s", diff)
 				}
+			}
+		})
+	}
+}
+
+// TestSummaryVectors: testdata/summaries.json, which the wizard's Review
+// step loads too (createForm.vectors.test.ts).
+func TestSummaryVectors(t *testing.T) {
+	raw, err := os.ReadFile("testdata/summaries.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Vectors []struct {
+			Name           string            `json:"name"`
+			Workers        int32             `json:"workers"`
+			SlotsPerWorker int32             `json:"slotsPerWorker"`
+			Worker         map[string]string `json:"worker"`
+			Summary        string            `json:"summary"`
+		} `json:"vectors"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Vectors) < 8 {
+		t.Fatalf("%d vectors", len(v.Vectors))
+	}
+	for _, tc := range v.Vectors {
+		t.Run(tc.Name, func(t *testing.T) {
+			rl := corev1.ResourceList{}
+			for k, q := range tc.Worker {
+				rl[corev1.ResourceName(k)] = resource.MustParse(q)
+			}
+			if diff := cmp.Diff(tc.Summary, Summary(tc.Workers, tc.SlotsPerWorker, rl)); diff != "" {
+				t.Errorf("Summary (-vector +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestRowVectors: testdata/jobs.json, a TrainJob and the row a list shows
+// of it (get's cells), which the SDK's MPIJob.row returns too.
+func TestRowVectors(t *testing.T) {
+	raw, err := os.ReadFile("testdata/jobs.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v struct {
+		Vectors []struct {
+			Name     string            `json:"name"`
+			Now      time.Time         `json:"now"`
+			TrainJob *trainer.TrainJob `json:"trainJob"`
+			Row      Row               `json:"row"`
+		} `json:"vectors"`
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		t.Fatal(err)
+	}
+	if len(v.Vectors) < 6 {
+		t.Fatalf("%d vectors", len(v.Vectors))
+	}
+	for _, tc := range v.Vectors {
+		t.Run(tc.Name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.Row, RowOf(JobOf(tc.TrainJob), tc.Now)); diff != "" {
+				t.Errorf("RowOf (-vector +got):\n%s", diff)
 			}
 		})
 	}

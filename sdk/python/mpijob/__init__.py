@@ -23,7 +23,7 @@ from .errors import (
 )
 from .logs import merge_logs
 from .redact import Redactor, redact
-from .types import PHASES, FailedPod, JobEvent, JobSpec, JobStatus, LifecycleEvent, MPIJob, PodRecord, PodRef, Runtime, Transition, is_job_object
+from .types import PHASES, FailedPod, JobEvent, JobRow, JobSpec, JobStatus, LifecycleEvent, MPIJob, PodRecord, PodRef, Runtime, Transition, is_job_object
 
 __all__ = [
     "PHASES",
@@ -33,6 +33,7 @@ __all__ = [
     "JobEvent",
     "JobFailedError",
     "JobNotFoundError",
+    "JobRow",
     "JobSpec",
     "JobStatus",
     "LifecycleEvent",

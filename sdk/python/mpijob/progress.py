@@ -237,9 +237,17 @@ class Progress:
         if self.step is not None and self.total_steps is not None:
             parts.append(f"step {self.step}/{self.total_steps}")
         elif self.epoch is not None and self.total_epochs is not None:
-            e = int(self.epoch) if float(self.epoch).is_integer() else self.epoch
-            parts.append(f"epoch {e}/{self.total_epochs}")
+            parts.append(f"epoch {_epoch(self.epoch)}/{self.total_epochs}")
+        elif self.epoch is not None:
+            parts.append(f"epoch {_epoch(self.epoch)}")
+        elif self.step is not None:
+            parts.append(f"step {self.step}")
         return " ".join(parts)
+
+
+def _epoch(e: float) -> str:
+    """An epoch as Go's PROGRESS column writes it: "3", "2.50"."""
+    return str(int(e)) if float(e).is_integer() else f"{e:.2f}"
 
 
 def _summary(seconds: int) -> str:

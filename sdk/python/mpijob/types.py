@@ -12,7 +12,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from dataclasses import fields as _fields
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import Any, Literal, cast, get_args
 
 from .constants import CREATOR_ANNOTATION as CREATOR_ANNOTATION
@@ -292,7 +292,11 @@ class MPIJob:
     """An MPI job: a TrainJob on an MPI runtime. ``raw`` is the TrainJob as the API returned it;
     from :meth:`MPIJobClient.list_jobs` (without ``full=True``) its metadata only
     (``kind: PartialObjectMetadata``): the list reads no specs when mpijob-manager's status
-    names each job's runtime, Workers and slots."""
+    names each job's runtime, Workers and slots. ``row()`` is the job as the line
+    ``kubectl mpijob get -o wide`` prints (:class:`JobRow`), for a table in a notebook::
+
+        for j in client.list_jobs():
+            print(j.row())"""
 
     name: str
     namespace: str
@@ -330,6 +334,26 @@ class MPIJob:
             progress=Progress.of_job(obj),
         )
 
+    def row(self, now: datetime | None = None) -> JobRow:
+        """The job as one line of a list, the cells ``kubectl mpijob get -o wide`` prints (Go's
+        ``jobview.RowOf``; both are tested with pkg/jobview/testdata/jobs.json). ``now`` is when the
+        age and the duration are taken (default: now)."""
+        now = now or datetime.now(timezone.utc)
+        st = self.status
+        phase = st.phase if not (st.phase == "Queued" and st.queue_position is not None) else f"Queued (#{st.queue_position})"
+        gpus = st.gpus_per_worker if st.from_manager and st.gpus_per_worker else _gpus_of(self.raw)
+        ran = "-"
+        if st.start_time is not None:
+            ran = human_duration((st.completion_time or now) - st.start_time)
+        return JobRow(
+            name=self.name, namespace=self.namespace, runtime=self.runtime, phase=phase,
+            workers=f"{st.workers_ready}/{st.workers_total}" if st.from_manager else f"?/{st.workers_total}",
+            progress=str(self.progress or "") or "-",
+            age=human_duration(now - self.created) if self.created else "-", duration=ran,
+            slots=max(self.slots_per_worker, 1), gpus=gpus or "-", creator=st.creator or "-",
+            reason=(st.reason or "-") if st.from_manager else NO_STATUS_REASON,
+        )
+
     @classmethod
     def from_metadata(cls, obj: dict[str, Any]) -> MPIJob | None:
         """The job from its metadata alone (a ``PartialObjectMetadata``, or a whole TrainJob) when
@@ -346,6 +370,77 @@ class MPIJob:
             created=_time(meta.get("creationTimestamp")), queue=(meta.get("labels") or {}).get(QUEUE_LABEL),
             raw=obj, progress=Progress.of_job(obj),
         )
+
+
+#: A row's reason while mpijob-manager has written no status for the job (Go: ``jobview.NoStatusReason``).
+NO_STATUS_REASON = "(no mpijob-manager status)"
+
+
+@dataclass(frozen=True)
+class JobRow:
+    """A job as one line of a list (:meth:`MPIJob.row`): the cells ``kubectl mpijob get -o wide``
+    prints, "-" for nothing. ``phase`` carries a queued job's place ("Queued (#2)"); ``workers`` is
+    ready/total, "?/2" while mpijob-manager has written no status."""
+
+    name: str
+    namespace: str
+    runtime: str
+    phase: str
+    workers: str
+    progress: str
+    age: str
+    duration: str
+    slots: int
+    gpus: str
+    creator: str
+    reason: str
+
+
+def human_duration(d: timedelta) -> str:
+    """A duration as kubectl writes ages ("90s", "9m30s", "125m", "26h", "3d"): Kubernetes'
+    ``duration.HumanDuration``."""
+    seconds = int(d.total_seconds())
+    if seconds < -1:
+        return "<invalid>"
+    if seconds < 0:
+        return "0s"
+    if seconds < 120:
+        return f"{seconds}s"
+    minutes = seconds // 60
+    if minutes < 10:
+        return f"{minutes}m" if seconds % 60 == 0 else f"{minutes}m{seconds % 60}s"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = seconds // 3600
+    if hours < 8:
+        return f"{hours}h" if minutes % 60 == 0 else f"{hours}h{minutes % 60}m"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        return f"{hours // 24}d" if hours % 24 == 0 else f"{hours // 24}d{hours % 24}h"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        years, days = hours // 24 // 365, hours // 24 % 365
+        return f"{years}y" if days == 0 else f"{years}y{days}d"
+    return f"{hours // 24 // 365}y"
+
+
+def _gpus_of(obj: dict[str, Any]) -> str:
+    """What a job's own resourcesPerNode asks of GPUs, in the words of Go's ``runtimes.GPUsOf``:
+    "2" (nvidia.com/gpu), "1 amd.com/gpu" for another, "" for none."""
+    res = (((obj.get("spec") or {}).get("trainer") or {}).get("resourcesPerNode")) or {}
+    asked = {**(res.get("limits") or {}), **(res.get("requests") or {})}
+    parts: list[str] = []
+    for name in sorted(asked):
+        q = str(asked[name])
+        if not name.endswith("/gpu") or q in ("0", ""):
+            continue
+        if name == "nvidia.com/gpu":
+            parts.insert(0, q)
+        else:
+            parts.append(f"{q} {name}")
+    return ", ".join(parts)
 
 
 @dataclass

@@ -90,3 +90,46 @@ def test_log_plans_match_go(v):
     want = LogPlan(reads=[LogRead(r["label"], r["role"], r["index"], r["from"]) for r in p.get("reads", [])],
                    workers=p["workers"], missing=p.get("missing", ""))
     assert got == want
+
+
+JOBS = json.loads((ROOT / "pkg/jobview/testdata/jobs.json").read_text())["vectors"]
+
+
+@pytest.mark.parametrize("v", JOBS, ids=[v["name"] for v in JOBS])
+def test_row_matches_go(v):
+    # The cells `kubectl mpijob get -o wide` prints of the same TrainJob (Go: jobview.RowOf).
+    from datetime import datetime
+
+    from mpijob import JobRow, MPIJob
+    now = datetime.fromisoformat(v["now"].replace("Z", "+00:00"))
+    got = MPIJob.from_trainjob(v["trainJob"]).row(now)
+    assert got == JobRow(**v["row"])
+
+
+def test_row_from_metadata_alone_matches_go():
+    # A list reads metadata alone where the manager's status names the runtime and the shape:
+    # the row is the same.
+    from datetime import datetime
+
+    from mpijob import JobRow, MPIJob
+    checked = 0
+    for v in JOBS:
+        meta = {"metadata": v["trainJob"]["metadata"], "kind": "PartialObjectMetadata"}
+        job = MPIJob.from_metadata(meta)
+        if job is None or v["trainJob"]["metadata"].get("labels", {}).get("mpijob.dev/base-runtime"):
+            continue
+        now = datetime.fromisoformat(v["now"].replace("Z", "+00:00"))
+        assert job.row(now) == JobRow(**v["row"]), v["name"]
+        checked += 1
+    assert checked >= 3
+
+
+def test_human_duration_is_kubectls():
+    from datetime import timedelta
+
+    from mpijob.types import human_duration
+    cases = {0: "0s", -1: "0s", -5: "<invalid>", 119: "119s", 120: "2m", 150: "2m30s", 600: "10m", 10799: "179m",
+             3 * 3600 + 60: "3h1m", 8 * 3600: "8h", 47 * 3600: "47h", 2 * 86400: "2d", 7 * 86400 + 3600: "7d1h",
+             30 * 86400: "30d", 3 * 365 * 86400: "3y", 3 * 365 * 86400 + 86400: "3y1d", 9 * 365 * 86400: "9y"}
+    for s, want in cases.items():
+        assert human_duration(timedelta(seconds=s)) == want, s

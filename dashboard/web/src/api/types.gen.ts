@@ -58,11 +58,21 @@ export interface Detail {
   job: Job;
   pods: Pod[];
   resources?: Resources;
-  yaml: string;
   runtimeKind: string;
+  runtimeCopy?: string;
+  runtimeError?: string;
   staleNote?: string;
   history?: Transition[];
   settings: Settings;
+  progressLine?: string;
+  metrics?: string[];
+  dataConnections?: string[];
+  pvcs?: Mount[];
+  configMaps?: Mount[];
+  command?: string;
+  env?: string[];
+  policy?: string[];
+  yaml: string;
 }
 
 export interface Estimate {
@@ -90,6 +100,7 @@ export interface Job {
   namespace: string;
   runtime: string;
   mpi: boolean;
+  reported: boolean;
   phase: Phase;
   reason?: string;
   message?: string;
@@ -183,6 +194,11 @@ export interface Metrics {
   how: string;
 }
 
+export interface Mount {
+  name: string;
+  path: string;
+}
+
 export interface Namespace {
   name: string;
   canDelete: boolean;
@@ -256,6 +272,12 @@ export interface Resources {
   summary: string;
   workerImage?: string;
   launcherImage?: string;
+  launchers: number;
+  launcherRequests: Record<string, string>;
+  launcherLimits: Record<string, string>;
+  workerRequests: Record<string, string>;
+  workerLimits: Record<string, string>;
+  totalRequests: Record<string, string>;
 }
 
 export interface RuntimeInfo {

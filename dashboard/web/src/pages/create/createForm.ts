@@ -257,18 +257,68 @@ export function toInput(f: Form): JobInput {
   return input;
 }
 
-/** summary is the Review step's sentence: "4 Workers × 2 slots = 8 ranks, 8 CPUs, 32Gi, 4 GPUs". */
+/** summary is the Review step's sentence: "4 Workers × 2 slots = 8 ranks, 8 CPUs, 32Gi, 4 GPUs", for what the form sets, else the runtime's. */
 export function summary(f: Form, rt?: RuntimeInfo): string {
   const slots = f.slotsPerWorker > 0 ? f.slotsPerWorker : rt?.slotsPerWorker || 1;
-  const parts = [`${f.workers} ${f.workers === 1 ? 'Worker' : 'Workers'} × ${slots} ${slots === 1 ? 'slot' : 'slots'} = ${f.workers * slots} ${f.workers * slots === 1 ? 'rank' : 'ranks'}`];
-  const cpu = f.cpu.trim() || rt?.workerRequests?.cpu;
-  if (cpu) parts.push(`${times(f.workers, cpu)} CPUs`);
-  const mem = f.memory.trim() || rt?.workerRequests?.memory;
-  if (mem) parts.push(times(f.workers, mem));
-  const gpuDefault = Number(rt?.workerRequests?.['nvidia.com/gpu'] ?? 0);
-  const gpus = f.gpus >= 0 ? f.gpus : gpuDefault;
-  parts.push(`${f.workers * gpus} ${f.workers * gpus === 1 ? 'GPU' : 'GPUs'}`);
+  const worker: Record<string, string> = { ...(rt?.workerRequests ?? {}) };
+  if (f.cpu.trim()) worker.cpu = f.cpu.trim();
+  if (f.memory.trim()) worker.memory = f.memory.trim();
+  if (f.gpus >= 0) worker['nvidia.com/gpu'] = String(f.gpus);
+  return summaryOf(f.workers, slots, worker);
+}
+
+/**
+ * summaryOf is a job of `workers` Workers with `slots` slots each, each asking for `worker`, in a sentence: Go's
+ * jobview.Summary, which a job's page shows; both are tested with pkg/jobview/testdata/summaries.json.
+ */
+export function summaryOf(workers: number, slots: number, worker: Record<string, string>): string {
+  slots = Math.max(slots, 1);
+  const ranks = workers * slots;
+  const agree = (n: number, one: string, many: string) => `${n} ${n === 1 ? one : many}`;
+  const parts = [`${agree(workers, 'Worker', 'Workers')} × ${agree(slots, 'slot', 'slots')} = ${agree(ranks, 'rank', 'ranks')}`];
+  if (worker.cpu !== undefined) parts.push(`${readable('cpu', workers, worker.cpu)} CPUs`);
+  if (worker.memory !== undefined) parts.push(readable('memory', workers, worker.memory));
+  let gpus = 0;
+  for (const [k, v] of Object.entries(worker)) if (k.endsWith('/gpu')) gpus += Number(v) * workers;
+  parts.push(agree(gpus, 'GPU', 'GPUs'));
   return parts.join(', ');
+}
+
+const binaryUnits: [string, number][] = [['Ei', 2 ** 60], ['Pi', 2 ** 50], ['Ti', 2 ** 40], ['Gi', 2 ** 30], ['Mi', 2 ** 20], ['Ki', 2 ** 10]];
+const decimalScale: Record<string, number> = { '': 1, m: 1e-3, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18 };
+
+/**
+ * readable is n × q as Go's jobview.Readable writes such a sum: CPUs in cores ("2", "1.5") or millicores under one
+ * ("500m"); memory exact in the largest binary unit that divides it ("4608Mi") when q is binary, else in the largest
+ * binary unit to three significant digits ("14.9Gi").
+ */
+export function readable(name: 'cpu' | 'memory', n: number, q: string): string {
+  const m = q.trim().match(quantity);
+  if (!m) return `${n} × ${q}`;
+  const unit = m[3] ?? '';
+  const binary = unit.endsWith('i');
+  const scale = binary ? binaryUnits.find(([u]) => u === unit)![1] : decimalScale[unit];
+  if (name === 'cpu') {
+    const milli = Math.round(Number(m[1]) * scale * 1000) * n;
+    return milli % 1000 === 0 ? String(milli / 1000) : milli < 1000 ? `${milli}m` : String(milli / 1000);
+  }
+  const bytes = Number(m[1]) * scale * n;
+  if (binary && Number.isInteger(bytes)) {
+    const exact = binaryUnits.find(([, size]) => bytes % size === 0);
+    if (exact) return `${bytes / exact[1]}${exact[0]}`;
+  }
+  if (bytes < 1024) return String(bytes);
+  const [u, size] = binaryUnits.find(([, s]) => bytes >= s)!;
+  return `${threeDigits(bytes / size)}${u}`;
+}
+
+/** threeDigits is Go's strconv.FormatFloat(v, 'g', 3, 64): "14.9", "128", "1e+03". */
+function threeDigits(v: number): string {
+  const p = v.toPrecision(3);
+  if (!p.includes('e')) return String(Number(p));
+  const [mant, exp] = p.split('e');
+  const e = Number(exp);
+  return `${Number(mant)}e${e < 0 ? '-' : '+'}${String(Math.abs(e)).padStart(2, '0')}`;
 }
 
 /** times multiplies a quantity ("500m", "8Gi", "4") by n, keeping its unit. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { JobInput } from '../../api/types';
-import { envError, minMemoryBytes, nameError, priorityError, quantityError, retriesError, timeoutError, tolerationsOf, workersError } from './createForm';
+import { envError, minMemoryBytes, nameError, priorityError, quantityError, retriesError, summaryOf, timeoutError, tolerationsOf, workersError } from './createForm';
 import type { Toleration } from './createForm';
 
 // The builder's shared vectors (pkg/jobspec/testdata/vectors, which Go and
@@ -75,5 +75,21 @@ describe('the form checks as the builder does', () => {
         }
       });
     }
+  }
+});
+
+// The job's resources in a sentence (pkg/jobview/testdata/summaries.json,
+// which Go's jobview.Summary is tested with): the Review step says of a
+// job what its page will say.
+const summaries = (import.meta.glob('../../../../../pkg/jobview/testdata/summaries.json', { eager: true, import: 'default' }) as Record<
+  string,
+  { vectors: { name: string; workers: number; slotsPerWorker: number; worker: Record<string, string>; summary: string }[] }
+>);
+const summaryVectors = Object.values(summaries)[0].vectors;
+
+describe('the summary matches Go', () => {
+  it('has the vectors', () => expect(summaryVectors.length).toBeGreaterThanOrEqual(8));
+  for (const v of summaryVectors) {
+    it(v.name, () => expect(summaryOf(v.workers, v.slotsPerWorker, v.worker)).toBe(v.summary));
   }
 });

@@ -276,6 +276,13 @@ function Overview({ detail, now }: { detail: Detail; now: number }) {
         {detail.settings?.priority && <Item term="Priority">{detail.settings.priority} (Kueue WorkloadPriorityClass)</Item>}
         {detail.settings?.timeout && <Item term="Timeout">{detail.settings.timeout} (the job is stopped after it)</Item>}
         {!!detail.settings?.retries && <Item term="Retries">up to {detail.settings.retries} (the whole job starts again after a failure)</Item>}
+        {!!detail.dataConnections?.length && <Item term="Data connections">{detail.dataConnections.join(', ')} (keys from their Secrets)</Item>}
+        {!!detail.pvcs?.length && <Item term="PVCs">{detail.pvcs.map((m) => `${m.name} at ${m.path}`).join(', ')}</Item>}
+        {!!detail.configMaps?.length && <Item term="ConfigMaps">{detail.configMaps.map((m) => `${m.name} at ${m.path} (read-only)`).join(', ')}</Item>}
+        {detail.command && <Item term="Command"><code data-testid="command">{detail.command}</code></Item>}
+        {!!detail.env?.length && <Item term="Env">{detail.env.join(', ')}</Item>}
+        {r && <Item term="Worker limits">{Object.entries(r.workerLimits ?? {}).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}</Item>}
+        {!!detail.policy?.length && <Item term="Runtime policy">{detail.policy.join('; ')}</Item>}
       </DescriptionList>
     </Flex>
   );
