@@ -16,7 +16,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -31,9 +30,6 @@ import (
 	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
-
-// logTailLines is how much of a failed Launcher's log the diagnosis reads.
-const logTailLines = 200
 
 // Reconciler keeps the mpijob Status of every MPI TrainJob.
 type Reconciler struct {
@@ -300,8 +296,26 @@ func (r *Reconciler) gather(ctx context.Context, tj *trainer.TrainJob, k known, 
 			}
 		}
 	}
-	if condTrue(tj, trainer.TrainJobFailed) && len(in.Launcher) > 0 {
-		in.LauncherLog = r.launcherLog(ctx, newest(in.Launcher))
+	if p, errs := runtimes.ParsePolicy(k.runtimeAnnotations); len(errs) == 0 {
+		in.GangTimeout = p.GangTimeout
+	}
+	in.ProgressTimeout = runtimes.ProgressTimeoutOf(k.runtimeAnnotations, tj.Annotations)
+	// The Launcher's log, read once (ReadLauncherLog, Observe): a failed
+	// job's MPI errors; and, for a running job with a progress timeout,
+	// its last line and that line's time, which tell a job that makes no
+	// progress.
+	failed := condTrue(tj, trainer.TrainJobFailed) && len(in.Launcher) > 0
+	if watch := in.ProgressTimeout > 0 && launcherState(in) == api.LauncherRunning; failed || watch {
+		if o, ok := r.observe(ctx, newest(in.Launcher), in.ProgressTimeout, now); ok {
+			if failed {
+				in.LauncherLog = o.Tail
+			}
+			if watch {
+				in.LastOutput, in.LastLine = o.LastAt, o.LastLine
+			}
+		}
+	}
+	if failed {
 		// A Launcher killed with SIGKILL that no container limit explains:
 		// the kubelet records the node's own OOM kills on the Node.
 		if code, ok := launcherExitCode(in.Launcher); ok && code == 137 {
@@ -322,15 +336,6 @@ func (r *Reconciler) gather(ctx context.Context, tj *trainer.TrainJob, k known, 
 	} else if q != nil {
 		in.Queue = &Queue{Name: q.Queue, Admitted: q.Admitted, Position: q.Position, Pending: q.Pending, Message: strings.TrimSuffix(q.Message, "."),
 			EvictedPodsReadyTimeout: q.EvictedPodsReadyTimeout, Workload: q.Workload, Inactive: q.Inactive}
-	}
-	if p, errs := runtimes.ParsePolicy(k.runtimeAnnotations); len(errs) == 0 {
-		in.GangTimeout = p.GangTimeout
-	}
-	in.ProgressTimeout = runtimes.ProgressTimeoutOf(k.runtimeAnnotations, tj.Annotations)
-	// The Launcher's last line and its time tell a job that makes no
-	// progress; read only for jobs with a progress timeout.
-	if in.ProgressTimeout > 0 && launcherState(in) == api.LauncherRunning {
-		in.LastOutput, in.LastLine = r.lastOutput(ctx, newest(in.Launcher))
 	}
 	return in, nil
 }
@@ -395,23 +400,26 @@ func (r *Reconciler) write(ctx context.Context, tj *trainer.TrainJob, s api.Stat
 	return nil
 }
 
-func (r *Reconciler) launcherLog(ctx context.Context, p *corev1.Pod) string {
-	if r.Logs == nil {
-		return ""
+// observe reads the Launcher's log once (tried three times: a failed
+// Launcher's log can lag its pod's end) and says what it holds; ok is
+// false when it could not be read.
+func (r *Reconciler) observe(ctx context.Context, p *corev1.Pod, progressTimeout time.Duration, now time.Time) (Observation, bool) {
+	if r.Logs == nil || p == nil {
+		return Observation{}, false
 	}
 	for try := 0; try < 3; try++ {
-		b, err := r.Logs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{TailLines: ptr.To[int64](logTailLines)}).DoRaw(ctx)
+		log, err := ReadLauncherLog(ctx, r.Logs, p)
 		if err == nil {
-			return string(b)
+			return Observe(log, now, progressTimeout), true
 		}
 		ctrl.LoggerFrom(ctx).Info("cannot read the Launcher's log", "pod", p.Name, "try", try+1, "err", err.Error())
 		select {
 		case <-ctx.Done():
-			return ""
+			return Observation{}, false
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	return ""
+	return Observation{}, false
 }
 
 // freeCapacity is every schedulable node's allocatable minus the requests
@@ -427,27 +435,6 @@ func (r *Reconciler) freeCapacity(ctx context.Context) ([]NodeFree, []corev1.Nod
 	}
 	nodes, free, _ := placement.ReadFree(ctx, r.Client, podReader, podOpts...)
 	return free, nodes
-}
-
-// lastOutput reads the time and text of the Launcher's last log line.
-func (r *Reconciler) lastOutput(ctx context.Context, p *corev1.Pod) (*time.Time, string) {
-	if r.Logs == nil || p == nil {
-		return nil, ""
-	}
-	b, err := r.Logs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{TailLines: ptr.To[int64](1), Timestamps: true}).DoRaw(ctx)
-	if err != nil {
-		return nil, ""
-	}
-	line := strings.TrimRight(string(b), "\n")
-	ts, text, found := strings.Cut(line, " ")
-	if !found {
-		return nil, ""
-	}
-	t, err := time.Parse(time.RFC3339Nano, ts)
-	if err != nil {
-		return nil, ""
-	}
-	return &t, text
 }
 
 // queueSnapshotTTL is how long one read of Kueue's Workloads serves every

@@ -22,7 +22,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -43,9 +42,6 @@ const RankFailureFieldManager = "mpijob.dev/rank-failure"
 
 // Interval is how often a running job's Launcher log is read for progress.
 const Interval = 10 * time.Second
-
-// tailLines bounds each read of the Launcher's log.
-const tailLines = 200
 
 // Reconciler publishes the progress a running MPI job's ranks print: it
 // reads the last lines of the Launcher's log every Interval (gather), takes
@@ -149,8 +145,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{RequeueAfter: Interval}, nil
 	}
-	if p, ok := progress.Last(string(log)); ok {
-		if err := r.write(ctx, tj, progress.Status(p, r.now(), complete)); err != nil {
+	// Decide, from one read of the log (diagnose.Observe, the diagnosis's
+	// reading too).
+	now := r.now()
+	o := diagnose.Observe(string(log), now, progressTimeout)
+	if p := o.Progress; p != nil {
+		if err := r.write(ctx, tj, progress.Status(*p, now, complete)); err != nil {
 			return ctrl.Result{}, err
 		}
 	} else if s, ok := progress.FromTrainer(tj.Status.TrainerStatus); ok {
@@ -169,29 +169,49 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.markFinished(tj)
 		return ctrl.Result{}, nil
 	}
-	if f := diagnose.FindRankFailure(string(log)); f != nil && r.now().Sub(f.At.Time) >= diagnose.RankFailureGrace {
-		if err := r.writeRankFailure(ctx, tj, f); err != nil {
-			return ctrl.Result{}, err
-		}
-		return ctrl.Result{RequeueAfter: Interval}, nil
-	}
 	old, _ := api.ReadRankFailure(tj.Annotations)
-	if old != nil && !old.Silent {
-		return ctrl.Result{RequeueAfter: Interval}, nil
-	}
-	if f := diagnose.FindSilentRank(string(log), progressTimeout, r.now()); f != nil {
-		if err := r.writeRankFailure(ctx, tj, f); err != nil {
+	switch note, drop := RankPlan(o, old, now); {
+	case note != nil:
+		if err := r.writeRankFailure(ctx, tj, note); err != nil {
 			return ctrl.Result{}, err
 		}
-	} else if old != nil && (old.Rank == nil || diagnose.PrintedSince(string(log), *old.Rank, old.At.Time)) {
-		// The rank printed again: it was only slow. (A rank whose lines
-		// scrolled out of the lines read, with no new one, is still
-		// silent.)
+	case drop:
 		if err := r.clearRankFailure(ctx, tj); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
 	return ctrl.Result{RequeueAfter: Interval}, nil
+}
+
+// RankPlan decides the rank-failure annotation of a running job from one
+// read of its Launcher's log, given the one it has (old; nil: none): note
+// is what to write (nil: nothing new), drop whether to remove it.
+//
+//   - A rank that failed while the job runs on, for RankFailureGrace
+//     (its peers may yet fail the job themselves), is noted; it stays
+//     noted.
+//   - Else a silent rank is noted; a noted silent rank that printed since
+//     is cleared: it was only slow. One whose lines scrolled out of the
+//     lines read, with no new one, is still silent.
+//
+// Why an annotation, which the diagnosis reads back through the API
+// server, and not a value in memory: the finding must outlive the read
+// that made it. A failed rank's traceback scrolls out of the last
+// LogTailLines lines while its peers print on (they wait in a collective
+// and keep logging), and a manager restart or a new leader (two replicas)
+// starts with no memory; the annotation keeps the finding, with its time,
+// for the diagnosis whenever it next runs, and for the next leader.
+func RankPlan(o diagnose.Observation, old *api.RankFailure, now time.Time) (note *api.RankFailure, drop bool) {
+	if f := o.RankFailure; f != nil && now.Sub(f.At.Time) >= diagnose.RankFailureGrace {
+		return f, false
+	}
+	if old != nil && !old.Silent {
+		return nil, false
+	}
+	if f := o.Silent; f != nil {
+		return f, false
+	}
+	return nil, old != nil && (old.Rank == nil || o.PrintedSince(*old.Rank, old.At.Time))
 }
 
 // clearRankFailure removes a silent rank's annotation once it prints
@@ -232,9 +252,8 @@ func (r *Reconciler) launcherLog(ctx context.Context, launcher *corev1.Pod) ([]b
 	if r.LauncherLog != nil {
 		return r.LauncherLog(ctx, launcher)
 	}
-	return r.Logs.CoreV1().Pods(launcher.Namespace).GetLogs(launcher.Name, &corev1.PodLogOptions{
-		Container: api.NodeContainer, TailLines: ptr.To[int64](tailLines), Timestamps: true,
-	}).DoRaw(ctx)
+	log, err := diagnose.ReadLauncherLog(ctx, r.Logs, launcher)
+	return []byte(log), err
 }
 
 func (r *Reconciler) markFinished(tj *trainer.TrainJob) {

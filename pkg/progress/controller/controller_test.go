@@ -257,3 +257,47 @@ func TestReconcileWaitsOrLeavesAlone(t *testing.T) {
 		})
 	}
 }
+
+// RankPlan, the pure decision of the rank-failure annotation from one
+// read of the log and the annotation the job has.
+func TestRankPlan(t *testing.T) {
+	at := func(s string) string { return "2026-11-26T22:" + s + "Z" }
+	line := func(ts, rank, text string) string { return at(ts) + " [1," + rank + "]<stdout>:" + text + "\n" }
+	now := t0.Add(20 * time.Minute)
+	failedLog := line("01:00", "1", "") + at("01:00") + " [1,1]<stderr>:Traceback (most recent call last):\n" + at("01:00") + " [1,1]<stderr>:RuntimeError: boom\n" + line("19:00", "0", "waiting")
+	silentLog := line("00:50", "1", "step 0") + line("00:55", "1", "step 1") + line("01:00", "1", "step 1") +
+		line("18:00", "0", "step 7") + line("18:30", "0", "step 8") + line("19:00", "0", "step 9")
+	printedLog := line("01:00", "1", "step 1") + line("18:00", "1", "step 2") + line("19:00", "0", "step 9")
+	silentOld := &api.RankFailure{Rank: ptr.To(1), Silent: true, Error: "step 1", At: metav1.NewTime(t0.Add(time.Minute))}
+	failedOld := &api.RankFailure{Rank: ptr.To(1), Error: "RuntimeError: boom", At: metav1.NewTime(t0.Add(time.Minute))}
+	cases := map[string]struct {
+		log       string
+		old       *api.RankFailure
+		now       time.Time
+		wantError string // the noted failure's error ("": none)
+		wantClear bool
+	}{
+		"a failed rank, past the grace":                {log: failedLog, now: now, wantError: "RuntimeError: boom"},
+		"a failed rank, within the grace":              {log: failedLog, now: t0.Add(time.Minute + 5*time.Second)},
+		"a silent rank":                                {log: silentLog, now: now, wantError: "step 1"},
+		"a noted failure stays, even once it scrolled": {log: line("19:00", "0", "waiting"), old: failedOld, now: now},
+		"a silent rank that printed again is cleared":  {log: printedLog, old: silentOld, now: now, wantClear: true},
+		// The defect the issue named: a silent rank whose lines scrolled
+		// out of the lines read was cleared as if it had printed.
+		"a silent rank whose lines scrolled out stays": {log: line("19:00", "0", "step 9"), old: silentOld, now: now},
+		"nothing noted, nothing found":                 {log: line("19:00", "0", "step 9"), now: now},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			o := diagnose.Observe(tc.log, tc.now, 10*time.Minute)
+			note, drop := RankPlan(o, tc.old, tc.now)
+			got := ""
+			if note != nil {
+				got = note.Error
+			}
+			if got != tc.wantError || drop != tc.wantClear {
+				t.Errorf("RankPlan = note %q, drop %v; want %q, %v", got, drop, tc.wantError, tc.wantClear)
+			}
+		})
+	}
+}
