@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -25,20 +26,28 @@ import (
 	"github.com/mpijob/mpijob/dashboard"
 )
 
+// settings are the dashboard's command line.
+type settings struct {
+	listen, kubeconfig, namespacesContext, promURL string
+	offerUsers                                     bool
+	scrape                                         time.Duration
+}
+
+func parseFlags(fs *flag.FlagSet, args []string) (settings, error) {
+	var s settings
+	fs.StringVar(&s.listen, "listen", "127.0.0.1:9090", "address to serve on")
+	fs.StringVar(&s.kubeconfig, "kubeconfig", "", "kubeconfig for the API server's address and CA (empty: in-cluster); users' own tokens are used for every call")
+	fs.BoolVar(&s.offerUsers, "offer-kubeconfig-users", false, "offer the kubeconfig's token users on a login page (the local cluster)")
+	fs.StringVar(&s.namespacesContext, "namespaces-context", "", "kubeconfig context that lists namespace names for users who may not list namespaces (empty: in-cluster service account; \"-\": none)")
+	fs.StringVar(&s.promURL, "prometheus-url", "", "Prometheus that scrapes the kubelets' resource metrics and mpijob-manager, for the job page's Metrics tab (empty: no Metrics tab data)")
+	fs.DurationVar(&s.scrape, "prometheus-scrape-interval", 15*time.Second, "how often that Prometheus scrapes (the finest step of a chart)")
+	return s, fs.Parse(args)
+}
+
 func main() {
-	var listen, kubeconfig, namespacesContext string
-	var offerUsers bool
-	var promURL string
-	var scrape time.Duration
-	flag.StringVar(&listen, "listen", "127.0.0.1:9090", "address to serve on")
-	flag.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig for the API server's address and CA (empty: in-cluster); users' own tokens are used for every call")
-	flag.BoolVar(&offerUsers, "offer-kubeconfig-users", false, "offer the kubeconfig's token users on a login page (the local cluster)")
-	flag.StringVar(&namespacesContext, "namespaces-context", "", "kubeconfig context that lists namespace names for users who may not list namespaces (empty: in-cluster service account; \"-\": none)")
-	flag.StringVar(&promURL, "prometheus-url", "", "Prometheus that scrapes the kubelets' resource metrics and mpijob-manager, for the job page's Metrics tab (empty: no Metrics tab data)")
-	flag.DurationVar(&scrape, "prometheus-scrape-interval", 15*time.Second, "how often that Prometheus scrapes (the finest step of a chart)")
-	flag.Parse()
+	s, _ := parseFlags(flag.CommandLine, os.Args[1:]) // flag.ExitOnError: a bad flag exits
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := run(listen, kubeconfig, namespacesContext, offerUsers, log, promURL, scrape); err != nil {
+	if err := run(s.listen, s.kubeconfig, s.namespacesContext, s.offerUsers, log, s.promURL, s.scrape); err != nil {
 		fmt.Fprintln(os.Stderr, "mpijob-dashboard:", err)
 		os.Exit(1)
 	}
@@ -93,6 +102,14 @@ func run(listen, kubeconfig, nsContext string, offerUsers bool, log *slog.Logger
 			raw, err := clientcmd.LoadFromFile(kubeconfig)
 			if err != nil {
 				return err
+			}
+			if _, ok := raw.Contexts[nsContext]; !ok {
+				names := make([]string, 0, len(raw.Contexts))
+				for n := range raw.Contexts {
+					names = append(names, n)
+				}
+				sort.Strings(names)
+				return fmt.Errorf("--namespaces-context %q is not a context of %s: use one of %s, or - for none", nsContext, kubeconfig, strings.Join(names, ", "))
 			}
 			if nsCfg, err = clientcmd.NewNonInteractiveClientConfig(*raw, nsContext, &clientcmd.ConfigOverrides{}, nil).ClientConfig(); err != nil {
 				return err

@@ -8,6 +8,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"flag"
+	"fmt"
 	"math"
 	"net/http"
 	"os"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -45,65 +47,80 @@ import (
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
-func main() {
-	var (
-		metricsAddr, probeAddr, webhookHost, certDir, leaderNS string
-		certSecret, webhookService, metricsService, pprofAddr  string
-		webhookPort, maxWorkers, logAPIPort                    int
-		leaderElect, metricsSecure, certManagement             bool
-	)
-	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", "address of the metrics endpoint (HTTPS with authentication unless --metrics-secure=false); 0 disables it")
-	flag.BoolVar(&metricsSecure, "metrics-secure", true, "serve metrics over HTTPS and require an authorized token")
-	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
-	flag.StringVar(&webhookHost, "webhook-host", "", "address the webhook server binds")
-	flag.IntVar(&webhookPort, "webhook-port", 9443, "port of the webhook server")
-	flag.StringVar(&certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "folder with tls.crt and tls.key (the Secret --webhook-cert-secret mounted) for the webhook server and the metrics endpoint")
-	flag.BoolVar(&certManagement, "cert-management", true, "make and rotate the serving certificate in the Secret --webhook-cert-secret and write its CA into mpijob's webhook configurations (cert-controller); false when cert-manager or OpenShift's service CA provides both")
-	flag.StringVar(&certSecret, "webhook-cert-secret", certs.SecretName, "Secret in the manager's namespace that holds the serving certificate")
-	flag.StringVar(&webhookService, "webhook-service", certs.WebhookServiceName, "Service the API server calls the webhooks through (the certificate names it)")
-	flag.StringVar(&metricsService, "metrics-service", certs.MetricsServiceName, "Service Prometheus scrapes the metrics through (the certificate names it too); empty for none")
-	flag.BoolVar(&leaderElect, "leader-elect", false, "elect a leader so only one replica acts")
-	flag.StringVar(&leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease "+api.ManagerLeaseName+" (default: the pod's); clients read it to tell a stale status")
-	flag.IntVar(&maxWorkers, "max-workers", 256, "most Workers (nodes) a TrainJob of any framework may ask for where its runtime's policy.mpijob.dev/max-workers says nothing; 0 lifts the cap")
-	flag.StringVar(&pprofAddr, "pprof-bind-address", "0", "address of Go's /debug/pprof profiles (e.g. 127.0.0.1:6060, to find where CPU and memory go); 0 disables it")
-	flag.IntVar(&logAPIPort, "log-api-port", 8444, "port of the log store's read API (logs.mpijob.dev, an aggregated API), served when the environment sets "+logStoreURLEnv)
-	opts := zap.Options{}
-	opts.BindFlags(flag.CommandLine)
-	flag.Parse()
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
-	log := ctrl.Log.WithName("setup")
+// options are the manager's command line.
+type options struct {
+	metricsAddr, probeAddr, webhookHost, certDir, leaderNS string
+	certSecret, webhookService, metricsService, pprofAddr  string
+	webhookPort, maxWorkers, logAPIPort                    int
+	leaderElect, metricsSecure, certManagement             bool
+	zap                                                    zap.Options
+}
 
+// parseFlags reads the command line; a value out of range is an error
+// naming the flag.
+func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
+	var o options
+	fs.StringVar(&o.metricsAddr, "metrics-bind-address", ":8443", "address of the metrics endpoint (HTTPS with authentication unless --metrics-secure=false); 0 disables it")
+	fs.BoolVar(&o.metricsSecure, "metrics-secure", true, "serve metrics over HTTPS and require an authorized token")
+	fs.StringVar(&o.probeAddr, "health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+	fs.StringVar(&o.webhookHost, "webhook-host", "", "address the webhook server binds")
+	fs.IntVar(&o.webhookPort, "webhook-port", 9443, "port of the webhook server")
+	fs.StringVar(&o.certDir, "webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "folder with tls.crt and tls.key (the Secret --webhook-cert-secret mounted) for the webhook server and the metrics endpoint")
+	fs.BoolVar(&o.certManagement, "cert-management", true, "make and rotate the serving certificate in the Secret --webhook-cert-secret and write its CA into mpijob's webhook configurations (cert-controller); false when cert-manager or OpenShift's service CA provides both")
+	fs.StringVar(&o.certSecret, "webhook-cert-secret", certs.SecretName, "Secret in the manager's namespace that holds the serving certificate")
+	fs.StringVar(&o.webhookService, "webhook-service", certs.WebhookServiceName, "Service the API server calls the webhooks through (the certificate names it)")
+	fs.StringVar(&o.metricsService, "metrics-service", certs.MetricsServiceName, "Service Prometheus scrapes the metrics through (the certificate names it too); empty for none")
+	fs.BoolVar(&o.leaderElect, "leader-elect", false, "elect a leader so only one replica acts")
+	fs.StringVar(&o.leaderNS, "leader-election-namespace", "", "namespace of the leader election Lease "+api.ManagerLeaseName+" (default: the pod's); clients read it to tell a stale status")
+	fs.IntVar(&o.maxWorkers, "max-workers", 256, "most Workers (nodes) a TrainJob of any framework may ask for where its runtime's policy.mpijob.dev/max-workers says nothing; 0 lifts the cap")
+	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "0", "address of Go's /debug/pprof profiles (e.g. 127.0.0.1:6060, to find where CPU and memory go); 0 disables it")
+	fs.IntVar(&o.logAPIPort, "log-api-port", 8444, "port of the log store's read API (logs.mpijob.dev, an aggregated API), served when the environment sets "+logStoreURLEnv)
+	o.zap.BindFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.maxWorkers < 0 || o.maxWorkers > math.MaxInt32 {
+		return o, fmt.Errorf("--max-workers %d: give 0 (no cap) to 2147483647", o.maxWorkers)
+	}
+	return o, nil
+}
+
+// newScheme is the types the manager reads and writes.
+func newScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, trainer.AddToScheme, jobsetv1alpha2.AddToScheme} {
 		if err := add(scheme); err != nil {
-			log.Error(err, "failed to build the scheme")
-			os.Exit(1)
+			return nil, err
 		}
 	}
-	cfg := ctrl.GetConfigOrDie()
-	// The metrics endpoint serves the webhook's certificate (it names the
-	// metrics Service too) once it is mounted.
-	var metricsCert certs.Lazy
-	metricsOpts := metricsserver.Options{BindAddress: metricsAddr, SecureServing: metricsSecure,
+	return scheme, nil
+}
+
+// managerOptions are controller-runtime's options for o: metrics served
+// with metricsCert (the webhook's certificate, once mounted), leader
+// election on the Lease clients read, and a cache trimmed to what the
+// manager reads.
+func managerOptions(o options, scheme *runtime.Scheme, metricsCert *certs.Lazy) ctrl.Options {
+	metricsOpts := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.metricsSecure,
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = metricsCert.GetCertificate }}}
-	if metricsSecure {
+	if o.metricsSecure {
 		// TokenReview, then SubjectAccessReview, as controller-runtime's
 		// filters.WithAuthenticationAndAuthorization, without k8s.io/apiserver
 		// (see pkg/metricsauth).
 		metricsOpts.FilterProvider = metricsauth.Filter
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	return ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsOpts,
-		HealthProbeBindAddress:  probeAddr,
-		PprofBindAddress:        pprofAddr,
-		LeaderElection:          leaderElect,
+		HealthProbeBindAddress:  o.probeAddr,
+		PprofBindAddress:        o.pprofAddr,
+		LeaderElection:          o.leaderElect,
 		LeaderElectionID:        api.ManagerLeaseName,
-		LeaderElectionNamespace: leaderNS,
+		LeaderElectionNamespace: o.leaderNS,
 		// A replica that stops hands the Lease over at once, so the other
 		// one (or a restarted one) leads without waiting for it to expire.
 		LeaderElectionReleaseOnCancel: true,
-		WebhookServer:                 webhook.NewServer(webhook.Options{Host: webhookHost, Port: webhookPort, CertDir: certDir}),
+		WebhookServer:                 webhook.NewServer(webhook.Options{Host: o.webhookHost, Port: o.webhookPort, CertDir: o.certDir}),
 		// No reader of the cache needs managedFields (writes are
 		// server-side applies and patches): dropping them keeps about a
 		// fifth less of every cached pod, TrainJob and JobSet in memory.
@@ -124,56 +141,83 @@ func main() {
 		// Kueue's Workloads and LocalQueues are read as unstructured data
 		// (mpijob depends on Kueue's API, not its Go module), from the cache.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
-	})
+	}
+}
+
+func main() {
+	o, err := parseFlags(flag.CommandLine, os.Args[1:])
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+	log := ctrl.Log.WithName("setup")
 	if err != nil {
-		log.Error(err, "failed to create the manager")
+		log.Error(err, "bad command line")
+		os.Exit(2)
+	}
+	if err := run(ctrl.SetupSignalHandler(), ctrl.GetConfigOrDie(), o); err != nil {
+		log.Error(err, "mpijob-manager stopped")
 		os.Exit(1)
 	}
+}
 
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, runtimes.PodsByJobSet, runtimes.IndexPodsByJobSet); err != nil {
-		log.Error(err, "failed to index pods by JobSet")
-		os.Exit(1)
+// run makes the manager for the API server cfg reaches, sets it up and
+// runs it until ctx ends.
+func run(ctx context.Context, cfg *rest.Config, o options) error {
+	scheme, err := newScheme()
+	if err != nil {
+		return fmt.Errorf("failed to build the scheme: %w", err)
 	}
-
+	// The metrics endpoint serves the webhook's certificate (it names the
+	// metrics Service too) once it is mounted.
+	var metricsCert certs.Lazy
+	mgr, err := ctrl.NewManager(cfg, managerOptions(o, scheme, &metricsCert))
+	if err != nil {
+		return fmt.Errorf("failed to create the manager: %w", err)
+	}
 	logs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		log.Error(err, "failed to create a clientset")
-		os.Exit(1)
+		return fmt.Errorf("failed to create a clientset: %w", err)
 	}
 	// Only the manager may write a job's status: admission learns who the
 	// manager is from the API server itself.
-	self, err := logs.AuthenticationV1().SelfSubjectReviews().Create(context.Background(), &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
+	self, err := logs.AuthenticationV1().SelfSubjectReviews().Create(ctx, &authenticationv1.SelfSubjectReview{}, metav1.CreateOptions{})
 	if err != nil {
-		log.Error(err, "failed to learn which user the manager acts as (SelfSubjectReview)")
-		os.Exit(1)
+		return fmt.Errorf("failed to learn which user the manager acts as (SelfSubjectReview): %w", err)
 	}
-	if maxWorkers < 0 || maxWorkers > math.MaxInt32 {
-		log.Error(nil, "--max-workers must be between 0 and 2147483647", "value", maxWorkers)
-		os.Exit(2)
+	if err := wire(ctx, mgr, o, logs, self.Status.UserInfo.Username, &metricsCert); err != nil {
+		return err
 	}
+	ctrl.Log.WithName("setup").Info("starting mpijob-manager")
+	return mgr.Start(ctx)
+}
 
+// wire sets up on mgr everything mpijob-manager runs: the certificate,
+// the webhooks (once it is there), the log store's read API, the
+// controllers, the jobs' metrics and the health checks. self is the user
+// the manager acts as (only it may write a job's status).
+func wire(ctx context.Context, mgr ctrl.Manager, o options, logs kubernetes.Interface, self string, metricsCert *certs.Lazy) error {
+	log := ctrl.Log.WithName("setup")
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, runtimes.PodsByJobSet, runtimes.IndexPodsByJobSet); err != nil {
+		return fmt.Errorf("failed to index pods by JobSet: %w", err)
+	}
 	lookup := runtimes.RuntimeLookup{Client: mgr.GetClient(), Live: mgr.GetAPIReader()}
 	// The quota pre-flight reads ResourceQuotas from the cache: their
 	// informer starts with the manager, not at the first create.
-	if _, err := mgr.GetCache().GetInformer(context.Background(), &corev1.ResourceQuota{}); err != nil {
-		log.Error(err, "failed to watch ResourceQuotas")
-		os.Exit(1)
+	if _, err := mgr.GetCache().GetInformer(ctx, &corev1.ResourceQuota{}); err != nil {
+		return fmt.Errorf("failed to watch ResourceQuotas: %w", err)
 	}
 	// The webhooks are served once the serving certificate is there: made
 	// by cert-controller's rotator (every replica runs it), or, with
 	// --cert-management=false, provided by cert-manager or the platform.
 	certsReady := make(chan struct{})
-	if certManagement {
+	if o.certManagement {
 		cc := certs.Config{
-			Namespace: certs.Namespace(), SecretName: certSecret, WebhookServiceName: webhookService,
-			MetricsServiceName: metricsService, LogsServiceName: certs.LogsServiceName, CertDir: certDir,
+			Namespace: certs.Namespace(), SecretName: o.certSecret, WebhookServiceName: o.webhookService,
+			MetricsServiceName: o.metricsService, LogsServiceName: certs.LogsServiceName, CertDir: o.certDir,
 		}
 		if os.Getenv(logStoreURLEnv) != "" {
 			cc.LogsAPIService = certs.LogsAPIServiceName
 		}
 		if err := certs.Manage(mgr, cc, certsReady); err != nil {
-			log.Error(err, "failed to set up certificate rotation")
-			os.Exit(1)
+			return fmt.Errorf("failed to set up certificate rotation: %w", err)
 		}
 	} else {
 		close(certsReady)
@@ -185,97 +229,99 @@ func main() {
 		Visibility: queue.Visibility{REST: logs.Discovery().RESTClient()},
 		Recorder:   mgr.GetEventRecorder(api.FieldManager), Runtimes: lookup,
 	}
-	placer := &placement.Reader{Client: mgr.GetClient(), Queues: diag.QueueSnapshots(), Priorities: mgr.GetAPIReader()}
-	ctx := ctrl.SetupSignalHandler()
+	hooks := webhooks{scheme: mgr.GetScheme(), server: mgr.GetWebhookServer(), lookup: lookup, client: mgr.GetClient(), live: mgr.GetAPIReader(),
+		maxWorkers: int32(o.maxWorkers), self: self,
+		placer: &placement.Reader{Client: mgr.GetClient(), Queues: diag.QueueSnapshots(), Priorities: mgr.GetAPIReader()}}
 	go func() {
 		select {
 		case <-certsReady:
 		case <-ctx.Done():
 			return
 		}
-		log.Info("serving certificate ready", "dir", certDir)
-		if err := metricsCert.Load(ctx, certDir); err != nil {
-			log.Error(err, "failed to load the serving certificate", "dir", certDir)
+		log.Info("serving certificate ready", "dir", o.certDir)
+		if err := metricsCert.Load(ctx, o.certDir); err != nil {
+			log.Error(err, "failed to load the serving certificate", "dir", o.certDir)
 			os.Exit(1)
 		}
-		// Every webhook shares one budget of bytes in flight
-		// (mpiadmission.Bounded): the port answers whoever reaches it, and
-		// large reviews sent at once must not take the replica down.
-		hooks := mgr.GetWebhookServer()
-		register := func(path string, h http.Handler) {
-			hooks.Register(path, mpiadmission.Bounded(h, mpiadmission.DefaultInFlightBytes))
-		}
-		register(mpiadmission.MutatePath, admission.WithDefaulter(scheme, &mpiadmission.Defaulter{Runtimes: lookup}))
-		register(mpiadmission.ValidatePath, admission.WithValidator(scheme, &mpiadmission.Validator{
-			Runtimes: lookup, Client: mgr.GetClient(), MaxWorkers: int32(maxWorkers), Manager: self.Status.UserInfo.Username,
-			Pods: mgr.GetClient(), Priorities: mgr.GetAPIReader(), Placement: placer,
-		}))
-		register(mpiadmission.ValidateClusterRuntimePath, admission.WithValidator(scheme, mpiadmission.ClusterRuntimeValidator{}))
-		register(mpiadmission.ValidateRuntimePath, admission.WithValidator(scheme, mpiadmission.RuntimeValidator{Client: mgr.GetAPIReader()}))
-		register(mpiadmission.ValidateWorkloadPath, &admission.Webhook{Handler: mpiadmission.WorkloadActiveOnly{}})
+		hooks.register()
 	}()
-	if err := addLogAPI(mgr, logs, &metricsCert, certsReady, logAPIPort); err != nil {
-		log.Error(err, "failed to set up the log store's read API")
-		os.Exit(1)
+	if err := addLogAPI(mgr, logs, metricsCert, certsReady, o.logAPIPort); err != nil {
+		return fmt.Errorf("failed to set up the log store's read API: %w", err)
 	}
-	log.Info("admission", "manager", self.Status.UserInfo.Username, "maxWorkers", maxWorkers)
-	if err := diag.SetupWithManager(mgr); err != nil {
-		log.Error(err, "failed to set up the diagnosis controller")
-		os.Exit(1)
+	log.Info("admission", "manager", self, "maxWorkers", o.maxWorkers)
+	for _, c := range []struct {
+		what  string
+		setup func(ctrl.Manager) error
+	}{
+		{"the diagnosis controller", diag.SetupWithManager},
+		// Training progress the ranks print, published where OpenShift AI's
+		// training views read it.
+		{"the progress controller", (&progresscontroller.Reconciler{Client: mgr.GetClient(), Logs: logs, Runtimes: lookup}).SetupWithManager},
+		{"the NetworkPolicy controller", (&netpol.Reconciler{Client: mgr.GetClient(), Runtimes: lookup}).SetupWithManager},
+		// Which TrainJobs are MPI jobs, kept current in the webhook
+		// configurations' and the manager-down policy's match condition: no
+		// other framework's TrainJob reaches mpijob's webhooks.
+		{"the webhook scope controller", (&scopecontroller.Reconciler{Client: mgr.GetClient(), Mutating: certs.MutatingWebhookName, Validating: certs.ValidatingWebhookName}).SetupWithManager},
+		{"the per-job runtime controller", (&perjob.Reconciler{Client: mgr.GetClient()}).SetupWithManager},
+	} {
+		if err := c.setup(mgr); err != nil {
+			return fmt.Errorf("failed to set up %s: %w", c.what, err)
+		}
 	}
-
-	// Training progress the ranks print, published where OpenShift AI's
-	// training views read it.
-	if err := (&progresscontroller.Reconciler{Client: mgr.GetClient(), Logs: logs, Runtimes: lookup}).SetupWithManager(mgr); err != nil {
-		log.Error(err, "failed to set up the progress controller")
-		os.Exit(1)
-	}
-
-	if err := (&netpol.Reconciler{Client: mgr.GetClient(), Runtimes: lookup}).SetupWithManager(mgr); err != nil {
-		log.Error(err, "failed to set up the NetworkPolicy controller")
-		os.Exit(1)
-	}
-
-	// Which TrainJobs are MPI jobs, kept current in the webhook
-	// configurations' and the manager-down policy's match condition: no
-	// other framework's TrainJob reaches mpijob's webhooks.
-	if err := (&scopecontroller.Reconciler{Client: mgr.GetClient(), Mutating: certs.MutatingWebhookName, Validating: certs.ValidatingWebhookName}).SetupWithManager(mgr); err != nil {
-		log.Error(err, "failed to set up the webhook scope controller")
-		os.Exit(1)
-	}
-
-	if err := (&perjob.Reconciler{Client: mgr.GetClient()}).SetupWithManager(mgr); err != nil {
-		log.Error(err, "failed to set up the per-job runtime controller")
-		os.Exit(1)
-	}
-
 	// Every MPI job's phase and its pods' roles at each scrape, from the
 	// cache (the leader only): the series dashboards and recording rules
 	// join with the kubelets' container metrics.
-	ctrlmetrics.Registry.MustRegister(metrics.JobsCollector{Cache: mgr.GetCache(), Elected: mgr.Elected()})
-
+	if err := ctrlmetrics.Registry.Register(metrics.JobsCollector{Cache: mgr.GetCache(), Elected: mgr.Elected()}); err != nil {
+		return fmt.Errorf("failed to register the jobs' metrics: %w", err)
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		log.Error(err, "failed to add the health check")
-		os.Exit(1)
+		return fmt.Errorf("failed to add the health check: %w", err)
 	}
 	// Ready once the webhooks answer, so a rollout or a Service never sends
 	// admission requests to a replica still waiting for its certificate.
-	if err := mgr.AddReadyzCheck("readyz", func(req *http.Request) error {
+	return mgr.AddReadyzCheck("readyz", ready(certsReady, mgr.GetWebhookServer().StartedChecker()))
+}
+
+// ready is the readiness check: the serving certificate is there and the
+// webhook server answers.
+func ready(certsReady <-chan struct{}, started healthz.Checker) healthz.Checker {
+	return func(req *http.Request) error {
 		select {
 		case <-certsReady:
-			return mgr.GetWebhookServer().StartedChecker()(req)
+			return started(req)
 		default:
 			return errors.New("the serving certificate is not ready")
 		}
-	}); err != nil {
-		log.Error(err, "failed to add the readiness check")
-		os.Exit(1)
 	}
-	log.Info("starting mpijob-manager")
-	if err := mgr.Start(ctx); err != nil {
-		log.Error(err, "manager stopped")
-		os.Exit(1)
+}
+
+// webhooks are mpijob's admission webhooks and what they read.
+type webhooks struct {
+	scheme     *runtime.Scheme
+	server     webhook.Server
+	lookup     runtimes.RuntimeLookup
+	client     client.Client
+	live       client.Reader
+	placer     *placement.Reader
+	maxWorkers int32
+	self       string
+}
+
+// register serves every webhook. They share one budget of bytes in
+// flight (mpiadmission.Bounded): the port answers whoever reaches it, and
+// large reviews sent at once must not take the replica down.
+func (w webhooks) register() {
+	reg := func(path string, h http.Handler) {
+		w.server.Register(path, mpiadmission.Bounded(h, mpiadmission.DefaultInFlightBytes))
 	}
+	reg(mpiadmission.MutatePath, admission.WithDefaulter(w.scheme, &mpiadmission.Defaulter{Runtimes: w.lookup}))
+	reg(mpiadmission.ValidatePath, admission.WithValidator(w.scheme, &mpiadmission.Validator{
+		Runtimes: w.lookup, Client: w.client, MaxWorkers: w.maxWorkers, Manager: w.self,
+		Pods: w.client, Priorities: w.live, Placement: w.placer,
+	}))
+	reg(mpiadmission.ValidateClusterRuntimePath, admission.WithValidator(w.scheme, mpiadmission.ClusterRuntimeValidator{}))
+	reg(mpiadmission.ValidateRuntimePath, admission.WithValidator(w.scheme, mpiadmission.RuntimeValidator{Client: w.live}))
+	reg(mpiadmission.ValidateWorkloadPath, &admission.Webhook{Handler: mpiadmission.WorkloadActiveOnly{}})
 }
 
 // stripManagedFields is controller-runtime's transform, made once (the

@@ -1,0 +1,188 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	mpiadmission "github.com/mpijob/mpijob/pkg/admission"
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/certs"
+	"github.com/mpijob/mpijob/pkg/runtimes"
+)
+
+func parse(t *testing.T, args ...string) (options, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("mpijob-manager", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	return parseFlags(fs, args)
+}
+
+func TestFlags(t *testing.T) {
+	o, err := parse(t)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.maxWorkers != 256 || !o.metricsSecure || !o.certManagement || o.webhookPort != 9443 || o.certSecret != certs.SecretName || o.leaderElect {
+		t.Errorf("defaults %+v", o)
+	}
+	o, err = parse(t, "--leader-elect", "--max-workers=0", "--cert-management=false", "--zap-log-level=debug")
+	if err != nil || !o.leaderElect || o.maxWorkers != 0 || o.certManagement {
+		t.Errorf("parsed %+v, %v", o, err)
+	}
+	for _, bad := range []string{"-1", "3000000000"} {
+		if _, err := parse(t, "--max-workers="+bad); err == nil || !strings.Contains(err.Error(), "--max-workers "+bad) || !strings.Contains(err.Error(), "0 (no cap)") {
+			t.Errorf("--max-workers=%s: %v, want an error naming the flag, the value and the range", bad, err)
+		}
+	}
+	if _, err := parse(t, "--max-wrokers=3"); err == nil {
+		t.Error("a misspelt flag was taken")
+	}
+}
+
+func TestManagerOptions(t *testing.T) {
+	scheme, err := newScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, _ := parse(t, "--leader-elect", "--leader-election-namespace=mpijob-system")
+	opts := managerOptions(o, scheme, &certs.Lazy{})
+	if !opts.LeaderElection || opts.LeaderElectionID != api.ManagerLeaseName || opts.LeaderElectionNamespace != "mpijob-system" || !opts.LeaderElectionReleaseOnCancel {
+		t.Errorf("leader election %v %q %q", opts.LeaderElection, opts.LeaderElectionID, opts.LeaderElectionNamespace)
+	}
+	if opts.Metrics.FilterProvider == nil || !opts.Metrics.SecureServing {
+		t.Error("secure metrics without the token filter")
+	}
+	if opts.Cache.DefaultTransform == nil || len(opts.Cache.ByObject) != 3 || !opts.Client.Cache.Unstructured {
+		t.Errorf("cache %+v: trimmed objects and unstructured reads from the cache", opts.Cache)
+	}
+	o, _ = parse(t, "--metrics-secure=false")
+	if opts := managerOptions(o, scheme, &certs.Lazy{}); opts.Metrics.FilterProvider != nil {
+		t.Error("--metrics-secure=false still filters")
+	}
+}
+
+// wire sets everything up on a manager that is not started (nothing is
+// read): the controllers, the health checks; the webhooks register on the
+// server once the certificate is there.
+func TestWire(t *testing.T) {
+	scheme, err := newScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The certificate is made once the manager runs: until then no
+	// webhook is served (the manager is not started here).
+	o, _ := parse(t, "--health-probe-bind-address=0")
+	opts := managerOptions(o, scheme, &certs.Lazy{})
+	opts.Metrics = metricsserver.Options{BindAddress: "0"}
+	// No API server: the types' scopes from a fixed mapper.
+	opts.MapperProvider = func(*rest.Config, *http.Client) (meta.RESTMapper, error) {
+		m := meta.NewDefaultRESTMapper(nil)
+		for gvk := range scheme.AllKnownTypes() {
+			scope := meta.RESTScopeNamespace
+			switch gvk.Kind {
+			case "Node", "Namespace", "ClusterTrainingRuntime", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration", "ValidatingAdmissionPolicy":
+				scope = meta.RESTScopeRoot
+			}
+			m.Add(gvk, scope)
+		}
+		return m, nil
+	}
+	mgr, err := ctrl.NewManager(&rest.Config{Host: "https://127.0.0.1:1"}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	t.Setenv(logStoreURLEnv, "")
+	if err := wire(ctx, mgr, o, kubefake.NewClientset(), "system:serviceaccount:mpijob-system:mpijob-manager", &certs.Lazy{}); err != nil {
+		t.Fatalf("wire: %v", err)
+	}
+	// The pod index is there: a second one of the name is refused.
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, runtimes.PodsByJobSet, func(client.Object) []string { return nil }); err == nil {
+		t.Error("no pod index by JobSet was set up")
+	}
+	// Ready only once the certificate is there, and the webhook server
+	// answers: not before the manager starts it.
+	if err := mgr.GetWebhookServer().StartedChecker()(httptest.NewRequest(http.MethodGet, "/readyz", nil)); err == nil {
+		t.Error("the webhook server answers before the manager started")
+	}
+}
+
+func TestWebhooksRegister(t *testing.T) {
+	scheme, err := newScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(&rest.Config{Host: "https://127.0.0.1:1"}, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := webhooks{scheme: scheme, server: mgr.GetWebhookServer(), client: mgr.GetClient(), live: mgr.GetAPIReader(), maxWorkers: 8, self: "me"}
+	w.register()
+	mux := mgr.GetWebhookServer().WebhookMux()
+	for _, path := range []string{mpiadmission.MutatePath, mpiadmission.ValidatePath, mpiadmission.ValidateClusterRuntimePath, mpiadmission.ValidateRuntimePath, mpiadmission.ValidateWorkloadPath} {
+		if _, pattern := mux.Handler(httptest.NewRequest(http.MethodPost, path, nil)); pattern != path {
+			t.Errorf("%s is not served (pattern %q)", path, pattern)
+		}
+	}
+}
+
+func TestReady(t *testing.T) {
+	certsReady := make(chan struct{})
+	started := func(*http.Request) error { return nil }
+	check := ready(certsReady, started)
+	req := httptest.NewRequest(http.MethodGet, "/readyz", nil)
+	if err := check(req); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Errorf("before the certificate: %v", err)
+	}
+	close(certsReady)
+	if err := check(req); err != nil {
+		t.Errorf("after it: %v", err)
+	}
+}
+
+func TestAddLogAPI(t *testing.T) {
+	scheme, err := newScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(&rest.Config{Host: "https://127.0.0.1:1"}, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(logStoreURLEnv, "loki:3100")
+	if err := addLogAPI(mgr, kubefake.NewClientset(), &certs.Lazy{}, nil, 8444); err == nil || !strings.Contains(err.Error(), "http://loki.logging.svc:3100") {
+		t.Errorf("a URL without its scheme: %v, want an error with an example", err)
+	}
+	t.Setenv(logStoreURLEnv, "http://loki:3100")
+	if err := addLogAPI(mgr, kubefake.NewClientset(), &certs.Lazy{}, nil, 8444); err != nil {
+		t.Errorf("a store: %v", err)
+	}
+}
+
+// run stops at once, saying why, when the API server refuses it: the
+// manager's cache asks what kinds there are first.
+func TestRunNeedsTheAPIServer(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Error(w, `{"kind":"Status","apiVersion":"v1","status":"Failure","message":"forbidden","reason":"Forbidden","code":403}`, http.StatusForbidden)
+	}))
+	defer srv.Close()
+	o, _ := parse(t, "--health-probe-bind-address=0", "--metrics-bind-address=0")
+	err := run(context.Background(), &rest.Config{Host: srv.URL}, o)
+	if err == nil || !strings.Contains(err.Error(), "failed to create the manager") || !strings.Contains(err.Error(), "forbidden") {
+		t.Errorf("run against an API server that refuses: %v, want an error that passes on its answer", err)
+	}
+}
