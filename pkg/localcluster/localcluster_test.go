@@ -198,7 +198,10 @@ func TestProgressReportsLongSteps(t *testing.T) {
 	var buf syncBuffer
 	p := NewProgress(&buf)
 	done := p.Step("building %s", "things")
-	time.Sleep(70 * time.Millisecond)
+	// Wait for a heartbeat (not for a time that should hold one).
+	for deadline := time.Now().Add(5 * time.Second); !strings.Contains(buf.String(), "still running") && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	done()
 	done() // a second call must not print twice
 	out := buf.String()
@@ -211,7 +214,8 @@ func TestProgressReportsLongSteps(t *testing.T) {
 		t.Errorf("done printed %d times, want 1:\n%s", n, out)
 	}
 	before := strings.Count(out, "still running")
-	time.Sleep(60 * time.Millisecond)
+	// Nothing may happen now: three heartbeats' time shows none came.
+	time.Sleep(3 * heartbeat)
 	if after := strings.Count(buf.String(), "still running"); after != before {
 		t.Errorf("heartbeat went on after the step was done")
 	}
