@@ -22,7 +22,7 @@ import (
 )
 
 // A fake cluster where the test job, once created, already has the
-// manager's status st and the pods pods (a job that finished at once).
+// manager's status st and the given pods (a job that finished at once).
 func finishedCluster(t *testing.T, st api.Status, createErr error, pods ...corev1.Pod) (client.Client, *[]string) {
 	t.Helper()
 	var deleted []string
