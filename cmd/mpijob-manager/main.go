@@ -224,8 +224,11 @@ func wire(ctx context.Context, mgr ctrl.Manager, o options, logs kubernetes.Inte
 	}
 	// The diagnosis and the placement said at a dry run share one read of
 	// Kueue's queues.
+	// One reader of Launchers' logs for the diagnosis and the progress
+	// controller: a running Launcher's log is read once per round.
+	observer := &diagnose.Observer{Logs: logs}
 	diag := &diagnose.Reconciler{
-		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Capacity: mgr.GetClient(), Logs: logs,
+		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Capacity: mgr.GetClient(), Logs: logs, Observer: observer,
 		Visibility: queue.Visibility{REST: logs.Discovery().RESTClient()},
 		Recorder:   mgr.GetEventRecorder(api.FieldManager), Runtimes: lookup,
 	}
@@ -256,7 +259,7 @@ func wire(ctx context.Context, mgr ctrl.Manager, o options, logs kubernetes.Inte
 		{"the diagnosis controller", diag.SetupWithManager},
 		// Training progress the ranks print, published where OpenShift AI's
 		// training views read it.
-		{"the progress controller", (&progresscontroller.Reconciler{Client: mgr.GetClient(), Logs: logs, Runtimes: lookup}).SetupWithManager},
+		{"the progress controller", (&progresscontroller.Reconciler{Client: mgr.GetClient(), Logs: logs, Observer: observer, Runtimes: lookup}).SetupWithManager},
 		{"the NetworkPolicy controller", (&netpol.Reconciler{Client: mgr.GetClient(), Runtimes: lookup}).SetupWithManager},
 		// Which TrainJobs are MPI jobs, kept current in the webhook
 		// configurations' and the manager-down policy's match condition: no

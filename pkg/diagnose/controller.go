@@ -46,8 +46,11 @@ type Reconciler struct {
 	Visibility queue.PendingLister
 	// Queues answers where queued jobs stand, from one shared read of
 	// Kueue's Workloads per few seconds (nil: made from Reader).
-	Queues   *queue.Snapshots
-	Logs     kubernetes.Interface
+	Queues *queue.Snapshots
+	Logs   kubernetes.Interface
+	// Observer reads Launchers' logs, shared with the progress controller
+	// (nil: one of its own, over Logs).
+	Observer *Observer
 	Recorder events.EventRecorder
 	Runtimes runtimes.RuntimeLookup
 	// Now is the clock (tests set it).
@@ -306,7 +309,7 @@ func (r *Reconciler) gather(ctx context.Context, tj *trainer.TrainJob, k known, 
 	// progress.
 	failed := condTrue(tj, trainer.TrainJobFailed) && len(in.Launcher) > 0
 	if watch := in.ProgressTimeout > 0 && launcherState(in) == api.LauncherRunning; failed || watch {
-		if o, ok := r.observe(ctx, newest(in.Launcher), in.ProgressTimeout, now); ok {
+		if o, ok := r.observe(ctx, newest(in.Launcher), in.ProgressTimeout, now, failed); ok {
 			if failed {
 				in.LauncherLog = o.Tail
 			}
@@ -400,17 +403,35 @@ func (r *Reconciler) write(ctx context.Context, tj *trainer.TrainJob, s api.Stat
 	return nil
 }
 
-// observe reads the Launcher's log once (tried three times: a failed
-// Launcher's log can lag its pod's end) and says what it holds; ok is
-// false when it could not be read.
-func (r *Reconciler) observe(ctx context.Context, p *corev1.Pod, progressTimeout time.Duration, now time.Time) (Observation, bool) {
-	if r.Logs == nil || p == nil {
+// ObservationMaxAge is how old a read of a running Launcher's log the
+// diagnosis takes for its last line (the progress controller reads one
+// every 10 s): the progress timeout it is judged against is minutes.
+const ObservationMaxAge = 20 * time.Second
+
+// observe is what the Launcher's log says (the shared Observer: a running
+// Launcher's last read when it is young enough, a failed job's lines
+// read once), tried three times: a failed Launcher's log can lag its
+// pod's end. ok is false when it could not be read.
+func (r *Reconciler) observe(ctx context.Context, p *corev1.Pod, progressTimeout time.Duration, now time.Time, tail bool) (Observation, bool) {
+	if p == nil || (r.Logs == nil && r.Observer == nil) {
 		return Observation{}, false
 	}
+	r.mu.Lock()
+	if r.Observer == nil {
+		r.Observer = &Observer{Logs: r.Logs}
+	}
+	obs := r.Observer
+	r.mu.Unlock()
+	maxAge := ObservationMaxAge
+	if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
+		maxAge = keepFor // its log no longer changes
+	} else if tail {
+		maxAge = 0 // a failed job's Launcher still running: its last lines
+	}
 	for try := 0; try < 3; try++ {
-		log, err := ReadLauncherLog(ctx, r.Logs, p)
+		o, err := obs.Observe(ctx, p, progressTimeout, maxAge, now, tail)
 		if err == nil {
-			return Observe(log, now, progressTimeout), true
+			return o, true
 		}
 		ctrl.LoggerFrom(ctx).Info("cannot read the Launcher's log", "pod", p.Name, "try", try+1, "err", err.Error())
 		select {

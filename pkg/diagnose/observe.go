@@ -3,9 +3,11 @@ package diagnose
 import (
 	"context"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
@@ -44,23 +46,29 @@ type Observation struct {
 	LastLine string
 	LastAt   *time.Time
 	// Tail is the lines read without their timestamps: what the
-	// diagnosis's rules read a failed job's MPI errors from.
+	// diagnosis's rules read a failed job's MPI errors from. An
+	// Observer keeps it only for a reader that asks for it.
 	Tail string
 
-	log string
+	// printed is when each rank last printed in the lines read.
+	printed map[int]time.Time
 }
 
 // Observe reads the facts of log (ReadLauncherLog's lines) at now; a
 // progress timeout of 0 looks for no silent rank.
 func Observe(log string, now time.Time, progressTimeout time.Duration) Observation {
-	o := Observation{log: log, RankFailure: FindRankFailure(log), Silent: FindSilentRank(log, progressTimeout, now)}
+	o := Observation{RankFailure: FindRankFailure(log), Silent: FindSilentRank(log, progressTimeout, now), printed: map[int]time.Time{}}
 	if p, ok := progress.Last(log); ok {
 		o.Progress = &p
 	}
 	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
 	texts := make([]string, 0, len(lines))
 	for _, raw := range lines {
-		texts = append(texts, logs.NewLine("", raw).Text)
+		l := logs.NewLine("", raw)
+		texts = append(texts, l.Text)
+		if t, ok := logs.SplitRank(l.Text); ok && l.Stamp != "" && l.Time.After(o.printed[t.Rank]) {
+			o.printed[t.Rank] = l.Time
+		}
 	}
 	if log != "" {
 		if last := logs.NewLine("", lines[len(lines)-1]); last.Stamp != "" {
@@ -72,7 +80,88 @@ func Observe(log string, now time.Time, progressTimeout time.Duration) Observati
 }
 
 // PrintedSince says whether rank printed a line after since in the lines
-// read: a silent rank that prints again was only slow.
+// read (PrintedSince of the log): a silent rank that prints again was only
+// slow.
 func (o Observation) PrintedSince(rank int, since time.Time) bool {
-	return PrintedSince(o.log, rank, since)
+	return o.printed[rank].After(since)
+}
+
+// Observer reads Launchers' logs for the whole manager: the progress
+// controller and the diagnosis share one, and a read serves every reader
+// that accepts an observation of its age. The progress controller reads a
+// running Launcher every Interval; the diagnosis's look at a running job's
+// last line takes that read instead of one of its own, and a failed
+// Launcher's log, which no longer changes, is read once for both. Kept
+// reads are dropped once older than keepFor (or past maxObserved of them).
+type Observer struct {
+	Logs kubernetes.Interface
+	// Read reads a Launcher's log (ReadLauncherLog when nil; tests give
+	// their own).
+	Read func(ctx context.Context, p *corev1.Pod) (string, error)
+
+	mu    sync.Mutex
+	kept  map[types.UID]kept
+	reads int
+}
+
+// kept is one read of a Launcher in one phase.
+type kept struct {
+	phase   corev1.PodPhase
+	at      time.Time
+	timeout time.Duration
+	obs     Observation
+}
+
+const (
+	// keepFor is how long a read is kept: longer than any reader's
+	// maxAge.
+	keepFor = 2 * time.Minute
+	// maxObserved bounds the reads kept (one per Launcher).
+	maxObserved = 10000
+)
+
+// Observe is what p's log says, from a read made no more than maxAge
+// before now of p in its current phase with the same progress timeout,
+// or from a read made now; tail asks for the lines themselves
+// (Observation.Tail), which only a reader that needs them keeps.
+func (o *Observer) Observe(ctx context.Context, p *corev1.Pod, progressTimeout, maxAge time.Duration, now time.Time, tail bool) (Observation, error) {
+	o.mu.Lock()
+	k, ok := o.kept[p.UID]
+	o.mu.Unlock()
+	if ok && k.phase == p.Status.Phase && k.timeout == progressTimeout && now.Sub(k.at) <= maxAge && (!tail || k.obs.Tail != "") {
+		return k.obs, nil
+	}
+	read := o.Read
+	if read == nil {
+		read = func(ctx context.Context, p *corev1.Pod) (string, error) { return ReadLauncherLog(ctx, o.Logs, p) }
+	}
+	log, err := read(ctx, p)
+	if err != nil {
+		return Observation{}, err
+	}
+	obs := Observe(log, now, progressTimeout)
+	keep := obs
+	if !tail {
+		keep.Tail = ""
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.reads++
+	if o.kept == nil {
+		o.kept = map[types.UID]kept{}
+	}
+	for uid, k := range o.kept {
+		if now.Sub(k.at) > keepFor || len(o.kept) >= maxObserved {
+			delete(o.kept, uid)
+		}
+	}
+	o.kept[p.UID] = kept{phase: p.Status.Phase, at: now, timeout: progressTimeout, obs: keep}
+	return obs, nil
+}
+
+// Reads is how many times the observer read a log.
+func (o *Observer) Reads() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.reads
 }

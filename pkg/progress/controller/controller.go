@@ -59,6 +59,10 @@ type Reconciler struct {
 	// LauncherLog reads the last lines of the Launcher's log, with the
 	// kubelet's timestamps (from Logs when nil; tests give their own).
 	LauncherLog func(ctx context.Context, launcher *corev1.Pod) ([]byte, error)
+	// Observer reads Launchers' logs, shared with the diagnosis, which
+	// takes this controller's reads of a running Launcher (nil: one of
+	// its own, reading with LauncherLog or Logs).
+	Observer *diagnose.Observer
 
 	mu sync.Mutex
 	// finished are the jobs whose final progress is written, forgotten
@@ -136,7 +140,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{RequeueAfter: Interval}, nil
 	}
-	log, err := r.launcherLog(ctx, launcher)
+	// Gather: one read of the log, and what it says (diagnose.Observe, the
+	// diagnosis's reading too). A read the diagnosis made moments ago
+	// serves.
+	now := r.now()
+	o, err := r.observer().Observe(ctx, launcher, progressTimeout, Interval/2, now, false)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).V(1).Info("cannot read the Launcher's log for progress", "pod", launcher.Name, "err", err.Error())
 		if complete || failed {
@@ -145,10 +153,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{RequeueAfter: Interval}, nil
 	}
-	// Decide, from one read of the log (diagnose.Observe, the diagnosis's
-	// reading too).
-	now := r.now()
-	o := diagnose.Observe(string(log), now, progressTimeout)
+	// Decide and apply.
 	if p := o.Progress; p != nil {
 		if err := r.write(ctx, tj, progress.Status(*p, now, complete)); err != nil {
 			return ctrl.Result{}, err
@@ -248,12 +253,21 @@ func (r *Reconciler) writeRankFailure(ctx context.Context, tj *trainer.TrainJob,
 	return nil
 }
 
-func (r *Reconciler) launcherLog(ctx context.Context, launcher *corev1.Pod) ([]byte, error) {
-	if r.LauncherLog != nil {
-		return r.LauncherLog(ctx, launcher)
+// observer is the shared Observer, or one of this controller's own.
+func (r *Reconciler) observer() *diagnose.Observer {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.Observer == nil {
+		r.Observer = &diagnose.Observer{Logs: r.Logs}
+		if r.LauncherLog != nil {
+			read := r.LauncherLog
+			r.Observer.Read = func(ctx context.Context, p *corev1.Pod) (string, error) {
+				b, err := read(ctx, p)
+				return string(b), err
+			}
+		}
 	}
-	log, err := diagnose.ReadLauncherLog(ctx, r.Logs, launcher)
-	return []byte(log), err
+	return r.Observer
 }
 
 func (r *Reconciler) markFinished(tj *trainer.TrainJob) {

@@ -137,6 +137,8 @@ func TestSilentRankStaysUntilItPrints(t *testing.T) {
 		t.Fatal("the silent rank's finding was cleared though the rank printed nothing new")
 	}
 	c.log += "2026-11-26T22:00:00Z [1,1]<stdout>:step 4\n"
+	// The next round reads the log again (a read moments old would serve).
+	c.now = c.now.Add(Interval)
 	c.reconcile(t)
 	if v, ok := c.job(t).Annotations[api.RankFailureAnnotation]; ok {
 		t.Fatalf("the rank printed again, yet its finding stays: %s", v)
