@@ -13,6 +13,7 @@ import (
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/logs"
+	"github.com/mpijob/mpijob/pkg/metrics"
 	"github.com/mpijob/mpijob/pkg/progress"
 )
 
@@ -129,6 +130,7 @@ func (o *Observer) Observe(ctx context.Context, p *corev1.Pod, progressTimeout, 
 	k, ok := o.kept[p.UID]
 	o.mu.Unlock()
 	if ok && k.phase == p.Status.Phase && k.timeout == progressTimeout && now.Sub(k.at) <= maxAge && (!tail || k.obs.Tail != "") {
+		metrics.LauncherLogReads.WithLabelValues("shared").Inc()
 		return k.obs, nil
 	}
 	read := o.Read
@@ -137,8 +139,10 @@ func (o *Observer) Observe(ctx context.Context, p *corev1.Pod, progressTimeout, 
 	}
 	log, err := read(ctx, p)
 	if err != nil {
+		metrics.LauncherLogReads.WithLabelValues("error").Inc()
 		return Observation{}, err
 	}
+	metrics.LauncherLogReads.WithLabelValues("read").Inc()
 	obs := Observe(log, now, progressTimeout)
 	keep := obs
 	if !tail {

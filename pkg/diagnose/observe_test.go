@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubefake "k8s.io/client-go/kubernetes/fake"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/metrics"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
@@ -141,6 +143,8 @@ func TestObserverSharesReads(t *testing.T) {
 		{name: "the pod ended: read again", at: now.Add(13 * time.Second), maxAge: keepFor, phase: corev1.PodFailed, wantReads: 4},
 		{name: "the ended pod's read serves", at: now.Add(70 * time.Second), maxAge: keepFor, phase: corev1.PodFailed, wantReads: 4},
 	}
+	shared := testutil.ToFloat64(metrics.LauncherLogReads.WithLabelValues("shared"))
+	read := testutil.ToFloat64(metrics.LauncherLogReads.WithLabelValues("read"))
 	for _, s := range steps {
 		if s.phase != "" {
 			pod.Status.Phase = s.phase
@@ -155,6 +159,13 @@ func TestObserverSharesReads(t *testing.T) {
 		if obs.LastLine != "[1,0]<stdout>:step 1" {
 			t.Errorf("%s: last line %q", s.name, obs.LastLine)
 		}
+	}
+	// The manager's metric says the same.
+	if d := testutil.ToFloat64(metrics.LauncherLogReads.WithLabelValues("read")) - read; d != 4 {
+		t.Errorf("mpijob_launcher_log_reads_total{outcome=read} rose by %v, want 4", d)
+	}
+	if d := testutil.ToFloat64(metrics.LauncherLogReads.WithLabelValues("shared")) - shared; d != 3 {
+		t.Errorf("mpijob_launcher_log_reads_total{outcome=shared} rose by %v, want 3", d)
 	}
 	// Old reads go: past keepFor, a new read of another pod sweeps them.
 	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "l2", UID: "u-2"}}

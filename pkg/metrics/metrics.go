@@ -53,10 +53,17 @@ var (
 		Namespace: namespace, Name: "kueue_visibility_requests_total",
 		Help: "Requests to Kueue's visibility API for queue positions, by outcome (ok, error: positions computed from the Workloads instead).",
 	}, []string{"outcome"})
+	// LauncherLogReads counts the manager's looks at Launchers' logs, by
+	// outcome: "read" (a read of the last 200 lines), "shared" (a read made
+	// moments before served), "error".
+	LauncherLogReads = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "launcher_log_reads_total",
+		Help: "Looks at Launchers' logs (progress, rank failures, diagnosis), by outcome (read, shared: a read made moments before served, error).",
+	}, []string{"outcome"})
 )
 
 func init() {
-	ctrlmetrics.Registry.MustRegister(JobsCreated, JobsSucceeded, JobsFailed, JobDuration, TimeToStart, SchedulingWait, WorkersReadyToLauncher, KueueVisibilityRequests)
+	ctrlmetrics.Registry.MustRegister(JobsCreated, JobsSucceeded, JobsFailed, JobDuration, TimeToStart, SchedulingWait, WorkersReadyToLauncher, KueueVisibilityRequests, LauncherLogReads)
 }
 
 // Transition records what a change of an MPI job from prev to next says.
