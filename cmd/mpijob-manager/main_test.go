@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -122,14 +123,7 @@ func TestWire(t *testing.T) {
 }
 
 func TestWebhooksRegister(t *testing.T) {
-	scheme, err := newScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr, err := ctrl.NewManager(&rest.Config{Host: "https://127.0.0.1:1"}, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	scheme, mgr := bareManager(t)
 	w := webhooks{scheme: scheme, server: mgr.GetWebhookServer(), client: mgr.GetClient(), live: mgr.GetAPIReader(), maxWorkers: 8, self: "me"}
 	w.register()
 	mux := mgr.GetWebhookServer().WebhookMux()
@@ -155,14 +149,7 @@ func TestReady(t *testing.T) {
 }
 
 func TestAddLogAPI(t *testing.T) {
-	scheme, err := newScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgr, err := ctrl.NewManager(&rest.Config{Host: "https://127.0.0.1:1"}, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, mgr := bareManager(t)
 	t.Setenv(logStoreURLEnv, "loki:3100")
 	if err := addLogAPI(mgr, kubefake.NewClientset(), &certs.Lazy{}, nil, 8444); err == nil || !strings.Contains(err.Error(), "http://loki.logging.svc:3100") {
 		t.Errorf("a URL without its scheme: %v, want an error with an example", err)
@@ -185,4 +172,19 @@ func TestRunNeedsTheAPIServer(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "failed to create the manager") || !strings.Contains(err.Error(), "forbidden") {
 		t.Errorf("run against an API server that refuses: %v, want an error that passes on its answer", err)
 	}
+}
+
+// bareManager is a manager of the manager's types for an API server that
+// is not there: set up, never started.
+func bareManager(t *testing.T) (*runtime.Scheme, ctrl.Manager) {
+	t.Helper()
+	scheme, err := newScheme()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(&rest.Config{Host: "https://127.0.0.1:1"}, ctrl.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return scheme, mgr
 }

@@ -1,8 +1,6 @@
 package jobview
 
 import (
-	"encoding/json"
-	"os"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,11 +11,7 @@ import (
 )
 
 func TestPlanLogsVectors(t *testing.T) {
-	raw, err := os.ReadFile("testdata/log-plans.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var file struct {
+	type vectors struct {
 		Vectors []struct {
 			Name    string     `json:"name"`
 			Request LogRequest `json:"request"`
@@ -25,12 +19,7 @@ func TestPlanLogsVectors(t *testing.T) {
 			Plan    LogPlan    `json:"plan"`
 		} `json:"vectors"`
 	}
-	if err := json.Unmarshal(raw, &file); err != nil {
-		t.Fatal(err)
-	}
-	if len(file.Vectors) < 15 {
-		t.Fatalf("%d vectors, want the whole set", len(file.Vectors))
-	}
+	file := loadVectors[vectors](t, "testdata/log-plans.json", func(v vectors) int { return len(v.Vectors) }, 15)
 	for _, v := range file.Vectors {
 		t.Run(v.Name, func(t *testing.T) {
 			if diff := cmp.Diff(v.Plan, PlanLogs(v.Request, v.Job)); diff != "" {

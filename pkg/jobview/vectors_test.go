@@ -39,17 +39,24 @@ type podVectors struct {
 }
 
 func loadPodVectors(t *testing.T) podVectors {
+	return loadVectors[podVectors](t, "testdata/pods.json", func(v podVectors) int { return len(v.Vectors) }, 4)
+}
+
+// loadVectors reads a file of shared vectors (testdata/, which the SDK or
+// the front end load too) into a T, and fails the test when it holds
+// fewer than least of them (count says how many it holds).
+func loadVectors[T any](t *testing.T, file string, count func(T) int, least int) T {
 	t.Helper()
-	raw, err := os.ReadFile("testdata/pods.json")
+	raw, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var v podVectors
+	var v T
 	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
+		t.Fatalf("%s: %v", file, err)
 	}
-	if len(v.Vectors) < 4 {
-		t.Fatalf("%d vectors", len(v.Vectors))
+	if n := count(v); n < least {
+		t.Fatalf("%s: %d vectors, want at least %d", file, n, least)
 	}
 	return v
 }
@@ -118,11 +125,7 @@ func TestPodVectors(t *testing.T) {
 // TestSummaryVectors: testdata/summaries.json, which the wizard's Review
 // step loads too (createForm.vectors.test.ts).
 func TestSummaryVectors(t *testing.T) {
-	raw, err := os.ReadFile("testdata/summaries.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v struct {
+	type vectors struct {
 		Vectors []struct {
 			Name           string            `json:"name"`
 			Workers        int32             `json:"workers"`
@@ -131,12 +134,7 @@ func TestSummaryVectors(t *testing.T) {
 			Summary        string            `json:"summary"`
 		} `json:"vectors"`
 	}
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
-	}
-	if len(v.Vectors) < 8 {
-		t.Fatalf("%d vectors", len(v.Vectors))
-	}
+	v := loadVectors[vectors](t, "testdata/summaries.json", func(v vectors) int { return len(v.Vectors) }, 8)
 	for _, tc := range v.Vectors {
 		t.Run(tc.Name, func(t *testing.T) {
 			rl := corev1.ResourceList{}
@@ -153,11 +151,7 @@ func TestSummaryVectors(t *testing.T) {
 // TestRowVectors: testdata/jobs.json, a TrainJob and the row a list shows
 // of it (get's cells), which the SDK's MPIJob.row returns too.
 func TestRowVectors(t *testing.T) {
-	raw, err := os.ReadFile("testdata/jobs.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var v struct {
+	type vectors struct {
 		Vectors []struct {
 			Name     string            `json:"name"`
 			Now      time.Time         `json:"now"`
@@ -165,12 +159,7 @@ func TestRowVectors(t *testing.T) {
 			Row      Row               `json:"row"`
 		} `json:"vectors"`
 	}
-	if err := json.Unmarshal(raw, &v); err != nil {
-		t.Fatal(err)
-	}
-	if len(v.Vectors) < 6 {
-		t.Fatalf("%d vectors", len(v.Vectors))
-	}
+	v := loadVectors[vectors](t, "testdata/jobs.json", func(v vectors) int { return len(v.Vectors) }, 6)
 	for _, tc := range v.Vectors {
 		t.Run(tc.Name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.Row, RowOf(JobOf(tc.TrainJob), tc.Now)); diff != "" {
