@@ -50,6 +50,13 @@ const Interval = 10 * time.Second
 // read it notes a rank that failed while the job runs on
 // (api.RankFailureAnnotation, once it has run on for
 // diagnose.RankFailureGrace), which the diagnosis names.
+//
+// It reads through the diagnosis's Observer (one read of a Launcher per
+// round for both), but writes apart from the diagnosis, under its own
+// field owner: progress changes every few seconds of training and is
+// applied at once, where the diagnosis's status is written on a change
+// of phase or reason, coalesced; one apply of both would rewrite the
+// status (and wake every watcher of it) at progress's pace.
 type Reconciler struct {
 	Client   client.Client
 	Logs     kubernetes.Interface
