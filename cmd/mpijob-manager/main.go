@@ -232,7 +232,11 @@ func wire(ctx context.Context, mgr ctrl.Manager, o options, logs kubernetes.Inte
 		Visibility: queue.Visibility{REST: logs.Discovery().RESTClient()},
 		Recorder:   mgr.GetEventRecorder(api.FieldManager), Runtimes: lookup,
 	}
-	hooks := webhooks{scheme: mgr.GetScheme(), server: mgr.GetWebhookServer(), lookup: lookup, client: mgr.GetClient(), live: mgr.GetAPIReader(),
+	// mgr.GetWebhookServer adds the webhook server to what the manager
+	// starts, and a server started before its certificate is mounted
+	// stops the manager: it is asked for only once the certificate is
+	// there (the webhooks' registration, the readiness check).
+	hooks := webhooks{scheme: mgr.GetScheme(), mgr: mgr, lookup: lookup, client: mgr.GetClient(), live: mgr.GetAPIReader(),
 		maxWorkers: int32(o.maxWorkers), self: self,
 		placer: &placement.Reader{Client: mgr.GetClient(), Queues: diag.QueueSnapshots(), Priorities: mgr.GetAPIReader()}}
 	go func() {
@@ -282,16 +286,17 @@ func wire(ctx context.Context, mgr ctrl.Manager, o options, logs kubernetes.Inte
 	}
 	// Ready once the webhooks answer, so a rollout or a Service never sends
 	// admission requests to a replica still waiting for its certificate.
-	return mgr.AddReadyzCheck("readyz", ready(certsReady, mgr.GetWebhookServer().StartedChecker()))
+	return mgr.AddReadyzCheck("readyz", ready(certsReady, func() healthz.Checker { return mgr.GetWebhookServer().StartedChecker() }))
 }
 
 // ready is the readiness check: the serving certificate is there and the
-// webhook server answers.
-func ready(certsReady <-chan struct{}, started healthz.Checker) healthz.Checker {
+// webhook server answers (started is asked for the server's check only
+// then: see wire).
+func ready(certsReady <-chan struct{}, started func() healthz.Checker) healthz.Checker {
 	return func(req *http.Request) error {
 		select {
 		case <-certsReady:
-			return started(req)
+			return started()(req)
 		default:
 			return errors.New("the serving certificate is not ready")
 		}
@@ -301,7 +306,7 @@ func ready(certsReady <-chan struct{}, started healthz.Checker) healthz.Checker 
 // webhooks are mpijob's admission webhooks and what they read.
 type webhooks struct {
 	scheme     *runtime.Scheme
-	server     webhook.Server
+	mgr        ctrl.Manager
 	lookup     runtimes.RuntimeLookup
 	client     client.Client
 	live       client.Reader
@@ -314,8 +319,9 @@ type webhooks struct {
 // flight (mpiadmission.Bounded): the port answers whoever reaches it, and
 // large reviews sent at once must not take the replica down.
 func (w webhooks) register() {
+	server := w.mgr.GetWebhookServer()
 	reg := func(path string, h http.Handler) {
-		w.server.Register(path, mpiadmission.Bounded(h, mpiadmission.DefaultInFlightBytes))
+		server.Register(path, mpiadmission.Bounded(h, mpiadmission.DefaultInFlightBytes))
 	}
 	reg(mpiadmission.MutatePath, admission.WithDefaulter(w.scheme, &mpiadmission.Defaulter{Runtimes: w.lookup}))
 	reg(mpiadmission.ValidatePath, admission.WithValidator(w.scheme, &mpiadmission.Validator{

@@ -16,7 +16,9 @@ import (
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	mpiadmission "github.com/mpijob/mpijob/pkg/admission"
 	"github.com/mpijob/mpijob/pkg/api"
@@ -108,8 +110,15 @@ func TestWire(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	t.Setenv(logStoreURLEnv, "")
-	if err := wire(ctx, mgr, o, kubefake.NewClientset(), "system:serviceaccount:mpijob-system:mpijob-manager", &certs.Lazy{}); err != nil {
+	counted := &countingManager{Manager: mgr}
+	if err := wire(ctx, counted, o, kubefake.NewClientset(), "system:serviceaccount:mpijob-system:mpijob-manager", &certs.Lazy{}); err != nil {
 		t.Fatalf("wire: %v", err)
+	}
+	// Asking for the webhook server adds it to what the manager starts;
+	// started before the certificate is mounted, it stops the manager
+	// (it did on a new cluster). Nothing asks before the certificate.
+	if counted.webhookServer != 0 {
+		t.Errorf("wire asked for the webhook server %d times before the certificate was there", counted.webhookServer)
 	}
 	// The pod index is there: a second one of the name is refused.
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, runtimes.PodsByJobSet, func(client.Object) []string { return nil }); err == nil {
@@ -124,7 +133,7 @@ func TestWire(t *testing.T) {
 
 func TestWebhooksRegister(t *testing.T) {
 	scheme, mgr := bareManager(t)
-	w := webhooks{scheme: scheme, server: mgr.GetWebhookServer(), client: mgr.GetClient(), live: mgr.GetAPIReader(), maxWorkers: 8, self: "me"}
+	w := webhooks{scheme: scheme, mgr: mgr, client: mgr.GetClient(), live: mgr.GetAPIReader(), maxWorkers: 8, self: "me"}
 	w.register()
 	mux := mgr.GetWebhookServer().WebhookMux()
 	for _, path := range []string{mpiadmission.MutatePath, mpiadmission.ValidatePath, mpiadmission.ValidateClusterRuntimePath, mpiadmission.ValidateRuntimePath, mpiadmission.ValidateWorkloadPath} {
@@ -136,11 +145,12 @@ func TestWebhooksRegister(t *testing.T) {
 
 func TestReady(t *testing.T) {
 	certsReady := make(chan struct{})
-	started := func(*http.Request) error { return nil }
+	asked := 0
+	started := func() healthz.Checker { asked++; return func(*http.Request) error { return nil } }
 	check := ready(certsReady, started)
 	req := httptest.NewRequest(http.MethodGet, "/readyz", nil)
-	if err := check(req); err == nil || !strings.Contains(err.Error(), "certificate") {
-		t.Errorf("before the certificate: %v", err)
+	if err := check(req); err == nil || !strings.Contains(err.Error(), "certificate") || asked != 0 {
+		t.Errorf("before the certificate: %v (the webhook server asked for %d times)", err, asked)
 	}
 	close(certsReady)
 	if err := check(req); err != nil {
@@ -187,4 +197,15 @@ func bareManager(t *testing.T) (*runtime.Scheme, ctrl.Manager) {
 		t.Fatal(err)
 	}
 	return scheme, mgr
+}
+
+// countingManager counts who asks for the webhook server.
+type countingManager struct {
+	ctrl.Manager
+	webhookServer int
+}
+
+func (m *countingManager) GetWebhookServer() webhook.Server {
+	m.webhookServer++
+	return m.Manager.GetWebhookServer()
 }
