@@ -410,8 +410,11 @@ const ObservationMaxAge = 20 * time.Second
 
 // observe is what the Launcher's log says (the shared Observer: a running
 // Launcher's last read when it is young enough, a failed job's lines
-// read once), tried three times: a failed Launcher's log can lag its
-// pod's end. ok is false when it could not be read.
+// read once). A failed job's lines (tail) are tried three times, half a
+// second apart: a failed Launcher's log can lag its pod's end. A running
+// Launcher's is tried once: a log that cannot be read (a pod on a node
+// with no kubelet to serve it) must not hold a reconcile worker every
+// round. ok is false when it could not be read.
 func (r *Reconciler) observe(ctx context.Context, p *corev1.Pod, progressTimeout time.Duration, now time.Time, tail bool) (Observation, bool) {
 	if p == nil || (r.Logs == nil && r.Observer == nil) {
 		return Observation{}, false
@@ -428,12 +431,23 @@ func (r *Reconciler) observe(ctx context.Context, p *corev1.Pod, progressTimeout
 	} else if tail {
 		maxAge = 0 // a failed job's Launcher still running: its last lines
 	}
-	for try := 0; try < 3; try++ {
+	tries := 1
+	if tail {
+		tries = 3
+	}
+	for try := 0; try < tries; try++ {
 		o, err := obs.Observe(ctx, p, progressTimeout, maxAge, now, tail)
 		if err == nil {
 			return o, true
 		}
-		ctrl.LoggerFrom(ctx).Info("cannot read the Launcher's log", "pod", p.Name, "try", try+1, "err", err.Error())
+		log := ctrl.LoggerFrom(ctx)
+		if !tail {
+			log = log.V(1) // a running Launcher's: said again every round
+		}
+		log.Info("cannot read the Launcher's log", "pod", p.Name, "try", try+1, "err", err.Error())
+		if try+1 == tries {
+			break
+		}
 		select {
 		case <-ctx.Done():
 			return Observation{}, false

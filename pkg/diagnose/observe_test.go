@@ -201,3 +201,26 @@ func TestDiagnosisTakesTheProgressRead(t *testing.T) {
 		t.Errorf("%d log reads for one round of both, want 1", n)
 	}
 }
+
+// A running Launcher whose log cannot be read (a pod on a kwok node, with
+// no kubelet to serve it) costs one read per round and no wait: the
+// reconcile worker is not held. A failed job's lines are tried again.
+func TestUnreadableLogIsTriedOnceWhileRunning(t *testing.T) {
+	tj := job(2).obj()
+	tj.Annotations = map[string]string{runtimes.ProgressTimeoutAnnotation: "10m"}
+	l := jobPod(tj, launcher().running(true))
+	c := newCluster(t, tj, l, jobPod(tj, worker("0").running(true)), jobPod(tj, worker("1").running(true)))
+	reads := 0
+	c.r.Observer = &Observer{Read: func(context.Context, *corev1.Pod) (string, error) {
+		reads++
+		return "", errors.New("the server could not find the requested resource")
+	}}
+	c.reconcile(t)
+	// One try: the half-second waits come only between tries.
+	if reads != 1 {
+		t.Errorf("%d reads for a running job's round, want 1", reads)
+	}
+	if _, ok := c.r.observe(context.Background(), l, 0, c.now, true); ok || reads != 4 {
+		t.Errorf("a failed job's lines: %d reads in all, want 3 more", reads)
+	}
+}
