@@ -81,8 +81,10 @@ func Observe(log string, now time.Time, progressTimeout time.Duration) Observati
 }
 
 // PrintedSince says whether rank printed a line after since in the lines
-// read (PrintedSince of the log): a silent rank that prints again was only
-// slow.
+// read (timestamped, rank-tagged): a silent rank that prints again was only
+// slow. A rank with no line in the lines read is not known to have
+// printed: its lines may have scrolled out while the others printed on,
+// which says nothing of it.
 func (o Observation) PrintedSince(rank int, since time.Time) bool {
 	return o.printed[rank].After(since)
 }

@@ -81,21 +81,6 @@ func FindSilentRank(log string, timeout time.Duration, now time.Time) *api.RankF
 	return &api.RankFailure{Rank: silent, Error: line, Lines: []string{line}, At: metav1.NewTime(s.last), Silent: true}
 }
 
-// PrintedSince reports whether the log (lines led by the kubelet's
-// timestamps) holds a line of rank after since: a rank once found silent
-// printed again. A rank with no line in the log read is not known to have
-// printed: its lines may have scrolled out of the lines read while the
-// others printed on, which says nothing of it.
-func PrintedSince(log string, rank int, since time.Time) bool {
-	for _, raw := range strings.Split(strings.TrimRight(log, "\n"), "\n") {
-		l := logs.NewLine("", raw)
-		if t, ok := logs.SplitRank(l.Text); ok && t.Rank == rank && l.Stamp != "" && l.Time.After(since) {
-			return true
-		}
-	}
-	return false
-}
-
 // RankFailureGrace is how long a job must keep running after a rank's
 // error before it is called stuck: mpirun stops a job whose rank exits
 // without finalizing MPI within seconds.

@@ -254,7 +254,7 @@ func TestPrintedSince(t *testing.T) {
 		"empty log":                                       {log: "", want: false},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if got := PrintedSince(tc.log, 1, since); got != tc.want {
+			if got := Observe(tc.log, since, 0).PrintedSince(1, since); got != tc.want {
 				t.Errorf("PrintedSince = %v, want %v", got, tc.want)
 			}
 		})
