@@ -350,20 +350,14 @@ func (c *clients) createJob(ctx context.Context, job *jobspec.Job, serverDryRun 
 	return err
 }
 
+// describeResources writes a resource list as describe does:
+// cpu=2,memory=8Gi ("-" for none).
 func describeResources(rl corev1.ResourceList) string {
-	if len(rl) == 0 {
-		return "-"
-	}
-	var parts []string
-	for _, k := range slices.Sorted(maps.Keys(rl)) {
-		q := rl[k]
-		parts = append(parts, fmt.Sprintf("%s=%s", k, jobview.Readable(k, q)))
-	}
-	return strings.Join(parts, ",")
+	return describeWords(jobview.Quantities(rl))
 }
 
-// describeWords is describeResources of a resource list in words
-// (jobview.Quantities): cpu=2,memory=8Gi.
+// describeWords is describeResources of a list already in words
+// (jobview.Quantities), by name.
 func describeWords(rl map[string]string) string {
 	if len(rl) == 0 {
 		return "-"
