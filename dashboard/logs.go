@@ -256,12 +256,7 @@ func render(l logs.Line, red *logs.Redactor, keepTime bool) string {
 }
 
 // labelOf names a pod as the CLI's merged log does.
-func labelOf(p jobview.Pod) string {
-	if p.Role == "launcher" {
-		return "launcher"
-	}
-	return fmt.Sprintf("worker-%d", p.Index)
-}
+func labelOf(p jobview.Pod) string { return jobview.PodLabel(p.Role, p.Index) }
 
 func reason(err error) string {
 	if st, ok := err.(apierrors.APIStatus); ok {

@@ -1,7 +1,6 @@
 package jobview
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -143,9 +142,9 @@ func PlanLogs(req LogRequest, job LogJob) LogPlan {
 	read := func(role string, index int) (LogRead, bool) {
 		w := where
 		w.Role = role
-		label := "launcher"
+		label := PodLabel(role, index)
 		if role == "worker" {
-			w.PodLive, label = live[index], fmt.Sprintf("worker-%d", index)
+			w.PodLive = live[index]
 		} else {
 			w.PodLive = job.LauncherLive
 		}
