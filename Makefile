@@ -98,7 +98,7 @@ docs: sdk-venv ## Regenerate docs/cli.md from the commands and docs/sdk.md from 
 
 REGISTRY ?=
 .PHONY: images
-images: $(DEV) dashboard ## Build every MPI image (OpenMPI 4 and 5, MPICH, Intel MPI, Intel MPI with TensorFlow, Horovod, DeepSpeed) into the cache and the running cluster; with REGISTRY=quay.io/team also push them and mpijob's own, and write config/registry.
+images: $(DEV) dashboard ## Build every MPI image (OpenMPI 4 and 5, MPICH, Intel MPI, Intel MPI with TensorFlow, Horovod, DeepSpeed, and the CUDA image for GPU Workers) into the cache and the running cluster (the CUDA image stays in the cache: no node here has a GPU); with REGISTRY=quay.io/team also push them and mpijob's own, and write config/registry.
 	$(DEV) images --all $(if $(REGISTRY),--push $(REGISTRY) --overlay config/registry)
 
 .PHONY: toolchain

@@ -214,7 +214,8 @@ func newImagesCmd() *cobra.Command {
 		Short: "Build MPI images (and import them into the running local cluster), or push them to your registry",
 		Long: `Build the named MPI images, or every one with --all, cached by their inputs.
 When the local cluster runs, each is imported into its nodes, so jobs on the
-runtime that uses it start. make dev builds only openmpi and mpich; the other
+runtime that uses it start; the CUDA image (openmpi-cuda, for GPU Workers)
+is only built, since no node here has a GPU. make dev builds only openmpi and mpich; the other
 flavours are built here, once.
 
 With --push REGISTRY every image (and mpijob-manager's and mpijob-dashboard's)

@@ -12,4 +12,7 @@ const (
 	EventImageBuilt = "ImageBuilt"
 	// EventImageBuildFailed: the build failed; it is retried with back-off.
 	EventImageBuildFailed = "ImageBuildFailed"
+	// EventGPUImageNotLocal: a pod on a real node (no GPU) uses a GPU image,
+	// which the local cluster does not import; the pod cannot start there.
+	EventGPUImageNotLocal = "GPUImageNotLocal"
 )

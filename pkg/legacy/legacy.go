@@ -198,7 +198,13 @@ func convert(job *mpiv2.MPIJob) (*Result, error) {
 		return nil, err
 	}
 	separateLauncher := !runtimes.LauncherAsNode(&base.Spec)
-	baseImage := nodeContainer(&base.Spec.Template.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec).Image
+	// Each role's image in the runtime: the GPU runtime's Workers run the
+	// CUDA image and its Launcher the CPU one.
+	baseImages := map[string]string{}
+	for i := range base.Spec.Template.Spec.ReplicatedJobs {
+		rj := &base.Spec.Template.Spec.ReplicatedJobs[i]
+		baseImages[rj.Name] = nodeContainer(&rj.Template.Spec.Template.Spec).Image
+	}
 
 	tj := &trainer.TrainJob{
 		TypeMeta: metav1.TypeMeta{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind},
@@ -251,7 +257,7 @@ func convert(job *mpiv2.MPIJob) (*Result, error) {
 	over := jobspec.Overrides{}
 	var workerRes, launcherRes *corev1.ResourceRequirements
 	perJob := fmt.Sprintf("the job's runtime %s", job.Name)
-	if lc.Image != "" && lc.Image != baseImage {
+	if lc.Image != "" && lc.Image != baseImages[api.LauncherJob] {
 		over.LauncherImage = lc.Image
 		c.note("Launcher image", Changed, "→ the Launcher's image in %s", perJob)
 	}
@@ -270,7 +276,7 @@ func convert(job *mpiv2.MPIJob) (*Result, error) {
 	}
 	var patches []trainer.ReplicatedJobPatch
 	if worker != nil {
-		if wc.Image != "" && wc.Image != baseImage {
+		if wc.Image != "" && wc.Image != baseImages[api.WorkerJob] {
 			over.WorkerImage = wc.Image
 			c.note("Worker image", Changed, "→ the Workers' image in %s (Trainer sets spec.trainer.image on the Launcher only)", perJob)
 		}

@@ -7,12 +7,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -50,7 +52,7 @@ const prebuildEnv = "MPIJOB_PREBUILD_IMAGES"
 func prebuild(ctx context.Context, opts Options, out io.Writer) {
 	var missing []Image
 	for _, im := range Images {
-		if !im.OnDemand {
+		if !im.OnDemand || im.GPU {
 			continue
 		}
 		if tar, err := im.Tar(opts.images()); err != nil || !fileExists(tar) {
@@ -99,7 +101,7 @@ func OnDemandWanted(opts Options, pod *corev1.Pod) []Image {
 	}
 	var out []Image
 	for _, im := range Images {
-		if !im.OnDemand || !refs.Has(im.Ref) {
+		if !im.OnDemand || im.GPU || !refs.Has(im.Ref) {
 			continue
 		}
 		tar, err := im.Tar(opts.images())
@@ -108,6 +110,28 @@ func OnDemandWanted(opts Options, pod *corev1.Pod) []Image {
 		}
 	}
 	return out
+}
+
+// GPUImagesOf returns the GPU images pod refers to where it is placed on a
+// real node: the local cluster never imports those (Image.GPU), so the
+// pod cannot start there.
+func GPUImagesOf(opts Options, pod *corev1.Pod) []Image {
+	if _, ok := nodeOf(opts, pod); !ok {
+		return nil
+	}
+	var out []Image
+	for _, ct := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		if im, ok := ImageNamed(ct.Image); ok && im.GPU && !slices.ContainsFunc(out, func(o Image) bool { return o.Name == im.Name }) {
+			out = append(out, im)
+		}
+	}
+	return out
+}
+
+// gpuImageMessage is the Warning a pod on a real node gets for a GPU image.
+func gpuImageMessage(im Image) string {
+	return fmt.Sprintf("%s is a GPU image: the local cluster's real nodes have no GPU and never hold it (6 GB). "+
+		"Give the Workers GPUs (kubectl mpijob create --gpus 1 places them on the kwok GPU nodes), or run on a CPU runtime such as mpi-openmpi.", im.Ref)
 }
 
 // ServeImages watches the pods of the real nodes and, when one refers to an
@@ -124,10 +148,20 @@ func ServeImages(ctx context.Context, opts Options, out io.Writer) error {
 	defer queue.ShutDown()
 	var mu sync.Mutex
 	waiting := map[string][]*corev1.Pod{} // image name → pods told about it
+	toldGPU := sets.New[types.UID]()      // pods told their GPU image is not here
 	onPod := func(obj any) {
 		pod, ok := obj.(*corev1.Pod)
 		if !ok || pod.Status.Phase != corev1.PodPending {
 			return
+		}
+		if gpu := GPUImagesOf(opts, pod); len(gpu) > 0 {
+			mu.Lock()
+			first := !toldGPU.Has(pod.UID)
+			toldGPU.Insert(pod.UID)
+			mu.Unlock()
+			if first {
+				go tell(ctx, cs, []*corev1.Pod{pod}, corev1.EventTypeWarning, api.EventGPUImageNotLocal, gpuImageMessage(gpu[0]))
+			}
 		}
 		for _, im := range OnDemandWanted(opts, pod) {
 			mu.Lock()

@@ -52,6 +52,12 @@ func EnsureImages(ctx context.Context, opts Options, out io.Writer, imgs []Image
 	if _, err := BuildImagesOf(ctx, opts, c.progress, imgs, why); err != nil {
 		return err
 	}
+	for _, im := range imgs {
+		if im.GPU {
+			tar, _ := im.Tar(opts.images())
+			fmt.Fprintf(out, "%s is built (%s): a GPU image, for GPU Workers only, so it is not imported into the local cluster's nodes, which have no GPU. Push it to your registry with `make images REGISTRY=...`.\n", im.Ref, tar)
+		}
+	}
 	if ok, _ := Status(ctx, opts); !ok {
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,8 +57,8 @@ func TestSelectImages(t *testing.T) {
 		"short names":         {names: []string{"openmpi5", "intel"}, want: []string{"openmpi5", "intel"}},
 		"a reference":         {names: []string{"ghcr.io/mpijob/mpich:5.0"}, want: []string{"mpich"}},
 		"all":                 {all: true, want: ImageNames()},
-		"nothing named":       {wantErr: "name an image (openmpi, mpich, openmpi5, intel, intel-tensorflow, horovod, deepspeed) or use --all"},
-		"a typo lists images": {names: []string{"openmpi6"}, wantErr: `unknown image "openmpi6": the images are openmpi, mpich, openmpi5, intel, intel-tensorflow, horovod, deepspeed`},
+		"nothing named":       {wantErr: "name an image (openmpi, mpich, openmpi5, openmpi-cuda, intel, intel-tensorflow, horovod, deepspeed) or use --all"},
+		"a typo lists images": {names: []string{"openmpi6"}, wantErr: `unknown image "openmpi6": the images are openmpi, mpich, openmpi5, openmpi-cuda, intel, intel-tensorflow, horovod, deepspeed`},
 	}
 	for n, tc := range cases {
 		t.Run(n, func(t *testing.T) {
@@ -219,6 +220,72 @@ func TestOnDemandWanted(t *testing.T) {
 	}
 	if got := names(OnDemandWanted(opts, pod(nodeName(2), intel.Ref, intel.Ref))); !cmp.Equal(got, []string{"intel"}) {
 		t.Errorf("node 2 lacks the Intel image; wanted %v, want [intel]", got)
+	}
+}
+
+// The GPU image is never built for, nor imported into, the local
+// cluster's real nodes (they have no GPU): a pod there that asks for it
+// gets a Warning instead, and a pod on a kwok node asks for nothing.
+func TestGPUImageStaysOffTheRealNodes(t *testing.T) {
+	root, err := FindRepoRoot(".")
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := Options{RepoRoot: root, CacheDir: t.TempDir(), RealNodes: 2}
+	cuda, ok := ImageNamed("openmpi-cuda")
+	if !ok || !cuda.GPU {
+		t.Fatalf("no GPU image openmpi-cuda: %+v", cuda)
+	}
+	openmpi, _ := ImageNamed("openmpi")
+	pod := func(node string, images ...string) *corev1.Pod {
+		p := &corev1.Pod{Spec: corev1.PodSpec{NodeName: node}}
+		for _, im := range images {
+			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Image: im})
+		}
+		return p
+	}
+	onReal := pod(nodeName(1), openmpi.Ref, cuda.Ref, cuda.Ref)
+	if got := OnDemandWanted(opts, onReal); len(got) != 0 {
+		t.Errorf("a pod on a real node wants the GPU image built: %v", got)
+	}
+	got := GPUImagesOf(opts, onReal)
+	if len(got) != 1 || got[0].Name != "openmpi-cuda" {
+		t.Errorf("GPUImagesOf a real node's pod = %v, want [openmpi-cuda] once", got)
+	}
+	if got := GPUImagesOf(opts, pod("kwok-node-0", cuda.Ref)); len(got) != 0 {
+		t.Errorf("a pod on a kwok GPU node is told its image is missing: %v", got)
+	}
+	if got := GPUImagesOf(opts, pod(nodeName(2), openmpi.Ref)); len(got) != 0 {
+		t.Errorf("a CPU image is called a GPU image: %v", got)
+	}
+	msg := gpuImageMessage(cuda)
+	for _, want := range []string{cuda.Ref, "no GPU", "--gpus", "mpi-openmpi"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("the Warning %q does not say %q", msg, want)
+		}
+	}
+
+	// Built, it is still not among what the nodes import.
+	tar, err := cuda.Tar(opts.images())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(tar), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(tar, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tars, err := images.ImageTars(opts.images())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(tars, tar) {
+		t.Errorf("the nodes import the built GPU image: %v", tars)
+	}
+	openmpiTar, _ := openmpi.Tar(opts.images())
+	if !slices.Contains(tars, openmpiTar) {
+		t.Errorf("the nodes do not import the OpenMPI image: %v", tars)
 	}
 }
 

@@ -47,6 +47,9 @@ func (im Image) Containerfile() string {
 	if s := run(im.Install); s != "" {
 		w("RUN %s\n", s)
 	}
+	if im.Check != "" {
+		w("# The image's check: a build that fails it fails.\nRUN %s\n", run(im.Check))
+	}
 	w("RUN rm -rf /tmp/wheels && apt-get clean && rm -rf /var/lib/apt/lists/*\n")
 	for _, p := range cPrograms {
 		w("COPY --from=build --chmod=0755 /tmp/%s /usr/local/bin/%s\n", p, p)

@@ -68,6 +68,17 @@ type Image struct {
 	// local cluster's image builder (when a pod first asks for one) and the
 	// tests that need them build them, once, cached by their inputs.
 	OnDemand bool
+	// GPU images are for Workers with GPUs: `make images` builds them into
+	// the cache and pushes them with REGISTRY, but the local cluster never
+	// imports them into its real nodes, nor builds one when a pod asks for
+	// it. Those nodes have no GPU (its GPU nodes are kwok's, which run no
+	// container), and the CUDA image is about 6 GB unpacked, twice that in
+	// each node's containerd.
+	GPU bool
+	// Check runs in the finished image as root, after Install; a build
+	// whose check fails fails. The CUDA image proves there, on a machine
+	// without a GPU, that its PyTorch is a CUDA build and that NCCL loads.
+	Check string
 }
 
 // suite is the Debian release the image is made from.
@@ -161,11 +172,23 @@ const (
 	deepspeedVersion = "0.19.8"
 	deepspeedVenv    = "/opt/deepspeed"
 
+	// PyTorch's CUDA build from PyPI, the GPU image's: CUDA 13.2, cuDNN and
+	// NCCL 2.30 come as NVIDIA's wheels (about 5 GB installed). CUDA 13
+	// needs an NVIDIA driver of the 580 series or newer on the GPU nodes.
+	torchCUDAVersion = "2.15.0"
+	torchCUDAVenv    = "/opt/torch"
+
 	// TensorFlow's CPU build for Python 3.11 (bookworm's): 2.20.0 is the
 	// newest tensorflow-cpu on PyPI.
 	tensorflowVersion = "2.20.0"
 	tensorflowMinor   = "2.20"
 )
+
+// cudaCheck is the GPU image's Check: PyTorch is a CUDA build, and NCCL's
+// library loads and says its version (neither needs a GPU).
+const cudaCheck = `import torch, torch.cuda.nccl as nccl; ` +
+	`assert torch.version.cuda, "torch " + torch.__version__ + " is not a CUDA build"; ` +
+	`print("torch", torch.__version__, "CUDA", torch.version.cuda, "NCCL", ".".join(map(str, nccl.version())))`
 
 // Images are the MPI images; their Containerfiles in images/ describe the
 // same content for people who build with a container engine.
@@ -211,6 +234,25 @@ var Images = []Image{
 		Install: openmpiInstall,
 		Env:     []string{"OMPI_MCA_btl=tcp,self", "OMPI_MCA_btl_tcp_if_include=eth0", "PRTE_MCA_prte_if_include=eth0"},
 		Files:   withExamples(openmpiFiles),
+	},
+	{
+		// The GPU image, for the mpi-openmpi-gpu runtime's Workers: the
+		// OpenMPI 4.1 image with PyTorch's CUDA build from PyPI in a
+		// virtual environment first on PATH, over Debian's mpi4py,
+		// scikit-learn and boto3 (--system-site-packages). Its Launcher
+		// runs the CPU image, with the same OpenMPI. The ranks meet over
+		// NCCL on the pod network (eth0).
+		Name: "openmpi-cuda", Ref: "ghcr.io/mpijob/openmpi-cuda:4.1", Dir: "openmpi-cuda", OnDemand: true, GPU: true,
+		Packages: withCompiler("openmpi-bin", "python3-sklearn", "python3-boto3", "python3-venv", "libopenmpi-dev"), MPICC: "mpicc.openmpi",
+		Install: fmt.Sprintf("python3 -m venv --system-site-packages %[1]s\n%[1]s/bin/pip install -q --no-cache-dir torch==%[2]s\n", torchCUDAVenv, torchCUDAVersion) + openmpiInstall,
+		Check:   torchCUDAVenv + "/bin/python3 -c '" + cudaCheck + "'\n",
+		Env: []string{
+			"PATH=" + torchCUDAVenv + "/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+			"OMPI_MCA_btl=tcp,self", "OMPI_MCA_btl_tcp_if_include=eth0", "OMPI_MCA_oob_tcp_if_include=eth0",
+			// NCCL and gloo pick the pod's interface, not the loopback.
+			"NCCL_SOCKET_IFNAME=eth0", "GLOO_SOCKET_IFNAME=eth0",
+		},
+		Files: withExamples(openmpiFiles),
 	},
 	// Intel MPI from Intel's wheels (impi-rt), in a virtual environment
 	// first on PATH; Debian's OpenMPI-built python3-mpi4py stays out of it.
@@ -344,6 +386,9 @@ func (im Image) Tar(opts Options) (string, error) {
 	if sshEnv(im.Env) != "" {
 		parts = append(parts, "sshd-setenv-one-line")
 	}
+	if im.Check != "" {
+		parts = append(parts, "check "+im.Check)
+	}
 	if im.Setup != "" || im.BuildSetup != "" || im.Install != "" {
 		parts = append(parts, "setup "+im.Setup, "build-setup "+im.BuildSetup, "install "+im.Install, "mpicc "+im.MPICC)
 	}
@@ -382,7 +427,7 @@ func ImageTars(opts Options) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		if im.OnDemand && !fileExists(t) {
+		if im.GPU || im.OnDemand && !fileExists(t) {
 			continue
 		}
 		tars = append(tars, t)
@@ -640,7 +685,7 @@ func buildImage(ctx context.Context, opts Options, base string, im Image, out st
 			return err
 		}
 	}
-	script = fmt.Sprintf(aptInstall, strings.Join(im.Packages, " ")) + im.Setup + im.Install + "rm -rf /tmp/wheels\n" + aptClean
+	script = fmt.Sprintf(aptInstall, strings.Join(im.Packages, " ")) + im.Setup + im.Install + "rm -rf /tmp/wheels\n" + im.Check + aptClean
 	if err := chroot(ctx, root, script); err != nil {
 		return err
 	}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -248,5 +249,68 @@ func TestRuntimeCommandsExistInTheirImages(t *testing.T) {
 	}
 	if checked == 0 {
 		t.Error("no runtime runs a file of mpijob's own: the check checked nothing")
+	}
+}
+
+// The GPU runtime's Workers run the GPU image (PyTorch's CUDA build with
+// NCCL) and its Launcher the CPU image with the same MPI from the same
+// Debian release: mpirun on the Launcher starts orted on the Workers, and
+// the two must be one OpenMPI.
+func TestGPURuntimeRunsTheGPUImageWithTheLaunchersMPI(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "config", "runtimes", "mpi-openmpi-gpu.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rt trainer.ClusterTrainingRuntime
+	if err := yaml.Unmarshal(b, &rt); err != nil {
+		t.Fatal(err)
+	}
+	byRole := map[string]Image{}
+	for _, rj := range rt.Spec.Template.Spec.ReplicatedJobs {
+		for _, c := range rj.Template.Spec.Template.Spec.Containers {
+			im, ok := ImageNamed(c.Image)
+			if !ok {
+				t.Fatalf("%s runs %s, which no recipe builds", rj.Name, c.Image)
+			}
+			byRole[rj.Name] = im
+		}
+	}
+	worker, launcher := byRole["node"], byRole["launcher"]
+	if !worker.GPU || !strings.Contains(worker.Check, "torch.version.cuda") || !strings.Contains(worker.Check, "nccl.version()") {
+		t.Errorf("the Workers run %s: GPU %v, check %q; want the GPU image, checked for a CUDA build and NCCL", worker.Ref, worker.GPU, worker.Check)
+	}
+	if launcher.GPU {
+		t.Errorf("the Launcher runs the GPU image %s; it needs no GPU", launcher.Ref)
+	}
+	if worker.suite() != launcher.suite() || worker.MPICC != launcher.MPICC || !slices.Contains(worker.Packages, "openmpi-bin") || !slices.Contains(launcher.Packages, "openmpi-bin") {
+		t.Errorf("Launcher %s (Debian %s, %s) and Workers %s (Debian %s, %s) do not share one OpenMPI",
+			launcher.Ref, launcher.suite(), launcher.MPICC, worker.Ref, worker.suite(), worker.MPICC)
+	}
+	if slices.Contains(worker.Packages, "python3-torch") {
+		t.Errorf("the GPU image installs Debian's CPU PyTorch beside the CUDA build: %v", worker.Packages)
+	}
+}
+
+// Only images marked GPU stay out of the nodes; every GPU image checks
+// itself at build time.
+func TestGPUImagesCheckThemselves(t *testing.T) {
+	gpu := 0
+	for _, im := range Images {
+		if !im.GPU {
+			continue
+		}
+		gpu++
+		if !im.OnDemand {
+			t.Errorf("%s is a GPU image that make dev would build", im.Name)
+		}
+		if im.Check == "" {
+			t.Errorf("%s is a GPU image without a check", im.Name)
+		}
+		if !strings.Contains(im.Containerfile(), im.Check[:20]) {
+			t.Errorf("%s's Containerfile does not run its check", im.Name)
+		}
+	}
+	if gpu == 0 {
+		t.Error("no GPU image")
 	}
 }

@@ -138,7 +138,9 @@ def convert(manifest: str | dict[str, Any], runtimes: dict[str, dict[str, Any]])
     mpi = base["spec"]["mlPolicy"]["mpi"]
     separate = not mpi.get("runLauncherAsNode", False)
     rjs = base["spec"]["template"]["spec"]["replicatedJobs"]
-    base_image = _node_container(rjs[0]["template"]["spec"]["template"]["spec"]).get("image", "")
+    # Each role's image in the runtime: the GPU runtime's Workers run the
+    # CUDA image and its Launcher the CPU one.
+    base_images = {rj["name"]: _node_container(rj["template"]["spec"]["template"]["spec"]).get("image", "") for rj in rjs}
 
     tj: dict[str, Any] = {
         "apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob",
@@ -185,7 +187,7 @@ def convert(manifest: str | dict[str, Any], runtimes: dict[str, dict[str, Any]])
     launcher_image = worker_image = ""
     worker_res: dict[str, Any] | None = None
     launcher_res: dict[str, Any] | None = None
-    if lc.get("image") and lc["image"] != base_image:
+    if lc.get("image") and lc["image"] != base_images.get("launcher"):
         launcher_image = lc["image"]
         note("Launcher image", "changed", f"→ the Launcher's image in {per_job}")
     if _has_resources(lc.get("resources")):
@@ -201,7 +203,7 @@ def convert(manifest: str | dict[str, Any], runtimes: dict[str, dict[str, Any]])
             launcher_res = None
     patches: list[dict[str, Any]] = []
     if worker:
-        if wc.get("image") and wc["image"] != base_image:
+        if wc.get("image") and wc["image"] != base_images.get("node"):
             worker_image = wc["image"]
             note("Worker image", "changed", f"→ the Workers' image in {per_job} (Trainer sets spec.trainer.image on the Launcher only)")
         if _has_resources(wc.get("resources")):
