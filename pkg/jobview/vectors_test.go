@@ -2,6 +2,7 @@ package jobview
 
 import (
 	"encoding/json"
+	"flag"
 	"os"
 	"strconv"
 	"testing"
@@ -166,5 +167,86 @@ func TestRowVectors(t *testing.T) {
 				t.Errorf("RowOf (-vector +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+var updateDetails = flag.Bool("update", false, "rewrite testdata/details.json from DetailOf")
+
+// detailVector is one case of testdata/details.json: a TrainJob of
+// jobs.json (by its name) read while the manager was as Manager says, and
+// the parts of its Detail that the SDK shows too (its MPIJob and JobStatus,
+// tests/test_jobview_vectors.py).
+type detailVector struct {
+	Job     string            `json:"job"`
+	Manager *api.ManagerState `json:"manager,omitempty"`
+	Detail  sharedDetail      `json:"detail"`
+}
+
+type sharedDetail struct {
+	StaleNote    string           `json:"staleNote"`
+	History      []api.Transition `json:"history"`
+	ProgressLine string           `json:"progressLine"`
+	Metrics      []string         `json:"metrics"`
+}
+
+// TestDetailVectors: testdata/details.json, the job page's stale note,
+// history, progress line and metrics of jobs.json's TrainJobs, which the
+// SDK computes from the same TrainJobs (go test -run TestDetailVectors
+// -update ./pkg/jobview writes them from DetailOf; the cases, which job
+// under which manager, are the file's).
+func TestDetailVectors(t *testing.T) {
+	type jobs struct {
+		Vectors []struct {
+			Name     string            `json:"name"`
+			Now      time.Time         `json:"now"`
+			TrainJob *trainer.TrainJob `json:"trainJob"`
+		} `json:"vectors"`
+	}
+	type details struct {
+		Vectors []detailVector `json:"vectors"`
+	}
+	js := loadVectors[jobs](t, "testdata/jobs.json", func(v jobs) int { return len(v.Vectors) }, 6)
+	ds := loadVectors[details](t, "testdata/details.json", func(v details) int { return len(v.Vectors) }, 5)
+	byName := map[string]int{}
+	for i, j := range js.Vectors {
+		byName[j.Name] = i
+	}
+	for i, tc := range ds.Vectors {
+		j, ok := byName[tc.Job]
+		if !ok {
+			t.Fatalf("details.json names %q, which jobs.json does not have", tc.Job)
+		}
+		in := js.Vectors[j]
+		d := DetailOf(Known{Job: in.TrainJob, Manager: tc.Manager, Now: in.Now})
+		got := sharedDetail{StaleNote: d.StaleNote, History: d.History, ProgressLine: d.ProgressLine, Metrics: d.Metrics}
+		if *updateDetails {
+			ds.Vectors[i].Detail = got
+			continue
+		}
+		if diff := cmp.Diff(tc.Detail, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s, manager %+v: DetailOf (-vector +got):\n%s", tc.Job, tc.Manager, diff)
+		}
+	}
+	if *updateDetails {
+		b, err := json.MarshalIndent(ds, "", "  ")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile("testdata/details.json", append(b, '\n'), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The file must exercise each part, or a part could drift unseen.
+	seen := map[string]bool{}
+	for _, tc := range ds.Vectors {
+		seen["staleNote"] = seen["staleNote"] || tc.Detail.StaleNote != ""
+		seen["history"] = seen["history"] || len(tc.Detail.History) > 0
+		seen["progressLine"] = seen["progressLine"] || tc.Detail.ProgressLine != ""
+		seen["metrics"] = seen["metrics"] || len(tc.Detail.Metrics) > 0
+	}
+	for _, part := range []string{"staleNote", "history", "progressLine", "metrics"} {
+		if !seen[part] {
+			t.Errorf("no vector of details.json shows a %s", part)
+		}
 	}
 }

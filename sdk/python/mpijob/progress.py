@@ -244,6 +244,21 @@ class Progress:
             parts.append(f"step {self.step}")
         return " ".join(parts)
 
+    def line(self) -> str:
+        """The progress in the one line a job page shows (Go: ``jobview.Detail.ProgressLine``):
+        ``45% epoch 9/20, about 1 hour 2 minutes left``."""
+        out = str(self)
+        if self.eta and self.eta != "complete":
+            out += f", about {self.eta} left"
+        return out
+
+    def metric_lines(self) -> list[str]:
+        """The training metrics as a job page lists them (Go: ``jobview.Detail.Metrics``): loss first,
+        then accuracy, then the others by name, each to 4 significant digits (``loss 0.1235``)."""
+        order = {"loss": 0, "accuracy": 1}
+        names = sorted(self.metrics, key=lambda k: (order.get(k, 2), k))
+        return [f"{k} {self.metrics[k]:.4g}" for k in names]
+
 
 def _epoch(e: float) -> str:
     """An epoch as Go's PROGRESS column writes it: "3", "2.50"."""

@@ -133,3 +133,36 @@ def test_human_duration_is_kubectls():
              30 * 86400: "30d", 3 * 365 * 86400: "3y", 3 * 365 * 86400 + 86400: "3y1d", 9 * 365 * 86400: "9y"}
     for s, want in cases.items():
         assert human_duration(timedelta(seconds=s)) == want, s
+
+
+DETAILS = json.loads((ROOT / "pkg/jobview/testdata/details.json").read_text())["vectors"]
+
+
+@pytest.mark.parametrize("v", DETAILS, ids=[f"{i}-{v['job']}" for i, v in enumerate(DETAILS)])
+def test_detail_matches_go(v):
+    # The job page's stale note, history, progress line and metrics (Go: jobview.DetailOf) from the same
+    # TrainJob, as the SDK's MPIJob, JobStatus and Progress give them.
+    from datetime import datetime
+
+    from mpijob import MPIJob
+    from mpijob.types import stale_note
+
+    def when(s):
+        t = datetime.fromisoformat(s.replace("Z", "+00:00"))
+        return None if t.year == 1 else t
+
+    src = next(j for j in JOBS if j["name"] == v["job"])
+    now = when(src["now"])
+    job = MPIJob.from_trainjob(src["trainJob"])
+    want = v["detail"]
+    manager = v.get("manager")
+    note = ""
+    if manager is not None and job.status.from_manager:
+        note = stale_note(manager["Running"], when(manager["Since"]), job.status.observed_time, now)
+    assert note == want["staleNote"]
+    history = [{"time": t.time.strftime("%Y-%m-%dT%H:%M:%SZ"), "phase": t.phase,
+                **({"reason": t.reason} if t.reason else {}), **({"message": t.message} if t.message else {})}
+               for t in job.status.history]
+    assert history == (want.get("history") or [])
+    assert (job.progress.line() if job.progress else "") == want["progressLine"]
+    assert (job.progress.metric_lines() if job.progress else []) == (want.get("metrics") or [])
