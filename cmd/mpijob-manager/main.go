@@ -222,8 +222,6 @@ func wire(ctx context.Context, mgr ctrl.Manager, o options, logs kubernetes.Inte
 	} else {
 		close(certsReady)
 	}
-	// The diagnosis and the placement said at a dry run share one read of
-	// Kueue's queues.
 	// One reader of Launchers' logs for the diagnosis and the progress
 	// controller: a running Launcher's log is read once per round.
 	observer := &diagnose.Observer{Logs: logs}
@@ -235,7 +233,9 @@ func wire(ctx context.Context, mgr ctrl.Manager, o options, logs kubernetes.Inte
 	// mgr.GetWebhookServer adds the webhook server to what the manager
 	// starts, and a server started before its certificate is mounted
 	// stops the manager: it is asked for only once the certificate is
-	// there (the webhooks' registration, the readiness check).
+	// there (the webhooks' registration, the readiness check). The
+	// diagnosis and the placement said at a dry run share one read of
+	// Kueue's queues.
 	hooks := webhooks{scheme: mgr.GetScheme(), mgr: mgr, lookup: lookup, client: mgr.GetClient(), live: mgr.GetAPIReader(),
 		maxWorkers: int32(o.maxWorkers), self: self,
 		placer: &placement.Reader{Client: mgr.GetClient(), Queues: diag.QueueSnapshots(), Priorities: mgr.GetAPIReader()}}

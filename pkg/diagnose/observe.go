@@ -58,24 +58,35 @@ type Observation struct {
 // Observe reads the facts of log (ReadLauncherLog's lines) at now; a
 // progress timeout of 0 looks for no silent rank.
 func Observe(log string, now time.Time, progressTimeout time.Duration) Observation {
-	o := Observation{RankFailure: FindRankFailure(log), Silent: FindSilentRank(log, progressTimeout, now), printed: map[int]time.Time{}}
-	if p, ok := progress.Last(log); ok {
-		o.Progress = &p
-	}
-	lines := strings.Split(strings.TrimRight(log, "\n"), "\n")
+	lines := parseLines(log)
+	o := Observation{RankFailure: findRankFailure(lines), Silent: findSilentRank(lines, progressTimeout, now), printed: map[int]time.Time{}}
 	texts := make([]string, 0, len(lines))
-	for _, raw := range lines {
-		l := logs.NewLine("", raw)
+	for _, l := range lines {
 		texts = append(texts, l.Text)
 		if t, ok := logs.SplitRank(l.Text); ok && l.Stamp != "" && l.Time.After(o.printed[t.Rank]) {
 			o.printed[t.Rank] = l.Time
 		}
 	}
 	if log != "" {
-		if last := logs.NewLine("", lines[len(lines)-1]); last.Stamp != "" {
+		if last := lines[len(lines)-1]; last.Stamp != "" {
 			o.LastLine, o.LastAt = last.Text, ptr.To(last.Time)
 		}
 		o.Tail = strings.Join(texts, "\n") + "\n"
+	}
+	// The last progress report, with its line's time (progress.Last's, read
+	// from the same lines).
+	for i := len(lines) - 1; i >= 0 && log != ""; i-- {
+		if !strings.Contains(lines[i].Text, progress.Prefix) {
+			continue
+		}
+		if r, ok := progress.Parse(lines[i].Text); ok {
+			p := progress.Point{Report: r}
+			if lines[i].Stamp != "" {
+				p.Time = lines[i].Time
+			}
+			o.Progress = &p
+			break
+		}
 	}
 	return o
 }

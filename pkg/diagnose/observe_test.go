@@ -17,6 +17,7 @@ import (
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/metrics"
+	"github.com/mpijob/mpijob/pkg/progress"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
@@ -34,8 +35,16 @@ func TestObserve(t *testing.T) {
 `
 	now := time.Date(2026, 11, 23, 10, 10, 0, 0, time.UTC)
 	o := Observe(log, now, 5*time.Minute)
-	if o.Progress == nil || o.Progress.Epoch == nil || *o.Progress.Epoch != 2 {
-		t.Errorf("progress %+v, want the last report (epoch 2)", o.Progress)
+	if o.Progress == nil || o.Progress.Epoch == nil || *o.Progress.Epoch != 2 || !o.Progress.Time.Equal(time.Date(2026, 11, 23, 10, 9, 0, 0, time.UTC)) {
+		t.Errorf("progress %+v, want the last report (epoch 2) at its line's time, 10:09:00", o.Progress)
+	}
+	// The one parse of the lines finds what progress.Last finds in the log.
+	if want, _ := progress.Last(log); o.Progress == nil || !cmp.Equal(want, *o.Progress) {
+		t.Errorf("progress %+v, progress.Last %+v", o.Progress, want)
+	}
+	// A report on a line without the kubelet's time has none.
+	if o := Observe(`MPIJOB_PROGRESS {"step": 3, "total_steps": 9}`+"\n", now, 0); o.Progress == nil || *o.Progress.Step != 3 || !o.Progress.Time.IsZero() {
+		t.Errorf("an untimed report: %+v", o.Progress)
 	}
 	if o.RankFailure == nil || *o.RankFailure.Rank != 1 || o.RankFailure.Error != "RuntimeError: boom" {
 		t.Errorf("rank failure %+v, want rank 1's RuntimeError", o.RankFailure)

@@ -33,6 +33,21 @@ const silentRankMinLines = 3
 // then nothing for longer than timeout, while another such rank printed
 // within timeout. The one silent longest; nil when none.
 func FindSilentRank(log string, timeout time.Duration, now time.Time) *api.RankFailure {
+	return findSilentRank(parseLines(log), timeout, now)
+}
+
+// parseLines splits a Launcher's log into its lines, each with its
+// timestamp and text: Observe parses a read once for every finding.
+func parseLines(log string) []logs.Line {
+	raw := strings.Split(strings.TrimRight(log, "\n"), "\n")
+	out := make([]logs.Line, len(raw))
+	for i, r := range raw {
+		out[i] = logs.NewLine("", r)
+	}
+	return out
+}
+
+func findSilentRank(lines []logs.Line, timeout time.Duration, now time.Time) *api.RankFailure {
 	if timeout <= 0 {
 		return nil
 	}
@@ -42,8 +57,7 @@ func FindSilentRank(log string, timeout time.Duration, now time.Time) *api.RankF
 		line string
 	}
 	byRank := map[int]*seen{}
-	for _, raw := range strings.Split(strings.TrimRight(log, "\n"), "\n") {
-		l := logs.NewLine("", raw)
+	for _, l := range lines {
 		t, ok := logs.SplitRank(l.Text)
 		if !ok || l.Stamp == "" {
 			continue
@@ -101,6 +115,10 @@ var (
 // Without rank tags it only counts a failure that is the log's last
 // output. nil when there is none.
 func FindRankFailure(log string) *api.RankFailure {
+	return findRankFailure(parseLines(log))
+}
+
+func findRankFailure(lines []logs.Line) *api.RankFailure {
 	type open struct {
 		lines []string
 		done  bool
@@ -109,8 +127,7 @@ func FindRankFailure(log string) *api.RankFailure {
 	byRank := map[int]*open{}
 	var order []int
 	var failed []*api.RankFailure
-	for _, raw := range strings.Split(strings.TrimRight(log, "\n"), "\n") {
-		l := logs.NewLine("", raw)
+	for _, l := range lines {
 		rank, text := -1, l.Text
 		if t, ok := logs.SplitRank(l.Text); ok {
 			rank, text = t.Rank, t.Message
