@@ -169,7 +169,7 @@ func (s *Server) detailOf(ctx context.Context, c *userClients, ns, name string) 
 	}
 	now := time.Now()
 	k := jobview.Known{Job: tj, Now: now}
-	if _, ok := api.StatusOf(tj); ok {
+	if api.HasStatus(tj.Annotations) {
 		m := c.managerState(ctx)
 		k.Manager = &m
 	}

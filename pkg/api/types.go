@@ -307,6 +307,13 @@ func ReadStatus(annotations map[string]string) (s Status, ok bool, err error) {
 	return s.Clean(), true, nil
 }
 
+// HasStatus says whether the manager has written a status on a TrainJob,
+// decoding nothing: what decides whether the manager's Lease is worth
+// reading beside it (its stale note), before jobview.DetailOf decodes it.
+func HasStatus(annotations map[string]string) bool {
+	return annotations[StatusAnnotation] != ""
+}
+
 // ReadPhase is ReadStatus's Phase, decoding nothing else: the metrics
 // scrape reads every job's phase at every scrape, and a status with its
 // history and pods is most of a kilobyte to decode and clean. A status

@@ -71,6 +71,11 @@ func TestReadStatus(t *testing.T) {
 			if d := cmp.Diff(want, []any{phase, phaseOK}); d != "" {
 				t.Errorf("ReadPhase [phase, ok] (-want +got):\n%s", d)
 			}
+			// HasStatus decodes nothing: a status that is there, valid or
+			// not, is the manager's to vouch for.
+			if has := HasStatus(tc.annotations); has != (tc.wantOK || tc.wantErr != "") {
+				t.Errorf("HasStatus = %v with ReadStatus ok %v, err %v", has, ok, err)
+			}
 		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 
+	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/jobview"
 	"github.com/mpijob/mpijob/pkg/queue"
 )
@@ -76,7 +77,7 @@ func describe(ctx context.Context, cl *clients, name string, out io.Writer, now 
 	if rtErr != nil {
 		k.Runtime, k.RuntimeError = nil, rtErr.Error()
 	}
-	if _, fromManager := statusOf(tj); fromManager {
+	if api.HasStatus(tj.Annotations) {
 		m := cl.managerState(ctx)
 		k.Manager = &m
 	}
