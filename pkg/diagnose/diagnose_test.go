@@ -234,6 +234,21 @@ func TestDiagnose(t *testing.T) {
 			want: api.Status{Subject: api.WorkerRef(1), Phase: api.PhaseStarting, Reason: ReasonImagePullFailed, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1,
 				Message: `Worker 1 (pod hello-node-0-1) cannot pull image "ghcr.io/mpijob/openmpi:4.1" from ghcr.io (ErrImagePull): failed to resolve reference "ghcr.io/mpijob/openmpi:4.1": not found`},
 		},
+		"the CUDA image on a Worker without a GPU: GPUs, or a CPU runtime": {
+			next: []string{"This is one of mpijob's MPI images, which are built from the repository, not pulled from ghcr.io: build and push them to your registry with `make images REGISTRY=registry.example.com/team`, then install with `kubectl apply --server-side -k config/registry` (docs/admin.md, Images from your registry).",
+				"ghcr.io/mpijob/openmpi-cuda:4.1 is a CUDA image, and this pod asks for no GPU: give the Workers GPUs (kubectl mpijob create --gpus 1), or run on a CPU runtime such as mpi-openmpi, whose image needs no GPU."},
+			in: Input{TrainJob: job(1).obj(), JobSet: jobset(1),
+				Workers: pods(worker("0").image("ghcr.io/mpijob/openmpi-cuda:4.1").waiting("ErrImagePull", `failed to resolve reference "ghcr.io/mpijob/openmpi-cuda:4.1": no such host`))},
+			want: api.Status{Subject: api.WorkerRef(0), Phase: api.PhaseStarting, Reason: ReasonImagePullFailed, Launcher: api.LauncherNotCreated, WorkersTotal: 1, WorkersReady: 0,
+				Message: `Worker 0 (pod hello-node-0-0) cannot pull image "ghcr.io/mpijob/openmpi-cuda:4.1" from ghcr.io (ErrImagePull): failed to resolve reference "ghcr.io/mpijob/openmpi-cuda:4.1": no such host`},
+		},
+		"the CUDA image on a Worker with a GPU: only the registry's step": {
+			next: []string{"This is one of mpijob's MPI images, which are built from the repository, not pulled from ghcr.io: build and push them to your registry with `make images REGISTRY=registry.example.com/team`, then install with `kubectl apply --server-side -k config/registry` (docs/admin.md, Images from your registry)."},
+			in: Input{TrainJob: job(1).obj(), JobSet: jobset(1),
+				Workers: pods(worker("0").image("ghcr.io/mpijob/openmpi-cuda:4.1").gpus("1").waiting("ErrImagePull", `not found`))},
+			want: api.Status{Subject: api.WorkerRef(0), Phase: api.PhaseStarting, Reason: ReasonImagePullFailed, Launcher: api.LauncherNotCreated, WorkersTotal: 1, WorkersReady: 0,
+				Message: `Worker 0 (pod hello-node-0-0) cannot pull image "ghcr.io/mpijob/openmpi-cuda:4.1" from ghcr.io (ErrImagePull): not found`},
+		},
 		"the local cluster builds the image for its first use: the job waits": {
 			next: []string{"Nothing to do: the pods start once the image is imported; `make images` builds every image ahead of time."},
 			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Now: t0.Add(90 * time.Second),

@@ -326,10 +326,40 @@ func imagePull(pods []corev1.Pod) (reason, message string, next []api.Step, who 
 				// serves: the installation builds and pushes them.
 				next = ranked(step("This is one of mpijob's MPI images, which are built from the repository, not pulled from ghcr.io: build and push them to your registry with `make images REGISTRY=registry.example.com/team`, then install with `kubectl apply --server-side -k config/registry` (docs/admin.md, Images from your registry)."))
 			}
+			if cudaImage(cs.Image) && !asksForGPUs(p) {
+				// A GPU runtime's CUDA image on a pod given no GPU (--gpus 0,
+				// or a cluster without GPUs): it would run, slowly, on CPUs,
+				// where a CPU image is a fraction of its size.
+				next = append(next, step(fmt.Sprintf("%s is a CUDA image, and this pod asks for no GPU: give the Workers GPUs (kubectl mpijob create --gpus 1), or run on a CPU runtime such as mpi-openmpi, whose image needs no GPU.", cs.Image)))
+			}
 			return ReasonImagePullFailed, msg, next, ref, true
 		}
 	}
 	return "", "", nil, nil, false
+}
+
+// cudaImage says whether an image's repository names CUDA
+// (ghcr.io/mpijob/openmpi-cuda, nvcr.io/nvidia/cuda, pytorch/…-cuda12…).
+func cudaImage(image string) bool {
+	repo := image
+	if i := strings.LastIndex(repo, "/"); i >= 0 {
+		repo = repo[i+1:]
+	}
+	return strings.Contains(strings.ToLower(repo), "cuda")
+}
+
+// asksForGPUs says whether any of the pod's containers asks for a GPU.
+func asksForGPUs(p *corev1.Pod) bool {
+	for _, c := range p.Spec.Containers {
+		for _, list := range []corev1.ResourceList{c.Resources.Limits, c.Resources.Requests} {
+			for name, q := range list {
+				if strings.HasSuffix(string(name), "/gpu") && !q.IsZero() {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // registryOf names the registry of an image reference ("docker.io" when none).
