@@ -175,6 +175,17 @@ func ServeImages(ctx context.Context, opts Options, out io.Writer) error {
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    onPod,
 		UpdateFunc: func(_, obj any) { onPod(obj) },
+		// The pods told of a GPU image are forgotten with the pod.
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				mu.Lock()
+				toldGPU.Delete(pod.UID)
+				mu.Unlock()
+			}
+		},
 	}); err != nil {
 		return err
 	}
