@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mpijob/mpijob/pkg/localcluster"
+	"github.com/mpijob/mpijob/pkg/localcluster/images"
 )
 
 func main() {
@@ -244,7 +245,7 @@ kustomization over config/default that installs from there, pinned by digest.`,
 			defer stop()
 			out := cmd.OutOrStdout()
 			if push == "" {
-				return localcluster.EnsureImages(ctx, opts, out, imgs, "asked for by mpijob-dev images")
+				return ensureImages(ctx, opts, out, imgs, all)
 			}
 			if err := localcluster.ValidRegistry(push); err != nil {
 				return err
@@ -285,6 +286,40 @@ kustomization over config/default that installs from there, pinned by digest.`,
 	cmd.Flags().StringVar(&push, "push", "", "push to this registry and path, e.g. quay.io/my-team (credentials from docker or podman login)")
 	cmd.Flags().StringVar(&overlay, "overlay", "", "with --push: write a kustomization over config/default that installs from the registry into this folder")
 	return cmd
+}
+
+// ensureImages builds imgs (and imports them into the running local
+// cluster). With --all the GPU images come last, and one the disk has no
+// room for is skipped with why: the local cluster never runs them, and
+// the other images are built.
+func ensureImages(ctx context.Context, opts localcluster.Options, out io.Writer, imgs []localcluster.Image, all bool) error {
+	const why = "asked for by mpijob-dev images"
+	if !all {
+		return localcluster.EnsureImages(ctx, opts, out, imgs, why)
+	}
+	var cpu, gpu []localcluster.Image
+	for _, im := range imgs {
+		if im.GPU {
+			gpu = append(gpu, im)
+		} else {
+			cpu = append(cpu, im)
+		}
+	}
+	if err := localcluster.EnsureImages(ctx, opts, out, cpu, why); err != nil {
+		return err
+	}
+	for _, im := range gpu {
+		err := localcluster.EnsureImages(ctx, opts, out, []localcluster.Image{im}, why)
+		var room *images.NoRoomError
+		if errors.As(err, &room) {
+			fmt.Fprintf(out, "skipped %s (a GPU image, which the local cluster does not run): %v\n", im.Ref, err)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // hostProcessCmd is one of the host processes `up` starts beside the

@@ -314,3 +314,36 @@ func TestGPUImagesCheckThemselves(t *testing.T) {
 		t.Error("no GPU image")
 	}
 }
+
+// A build that would fill the disk is refused before it starts, saying
+// what it needs, what is free and what to do; an image with no stated
+// need is never refused.
+func TestNeedRoom(t *testing.T) {
+	cuda, _ := ImageNamed("openmpi-cuda")
+	openmpi, _ := ImageNamed("openmpi")
+	if cuda.BuildSpace == 0 {
+		t.Fatal("the CUDA image states no build space")
+	}
+	err := needRoom(cuda, "/cache/images", 18<<30)
+	var room *NoRoomError
+	if !errors.As(err, &room) {
+		t.Fatalf("18 GiB free: %v, want a NoRoomError", err)
+	}
+	for _, want := range []string{"ghcr.io/mpijob/openmpi-cuda:4.1", "20.0 GiB", "/cache/images", "18.0 GiB is free", "make dev-down", "bin/mpijob-dev images openmpi-cuda"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%q does not say %q", err, want)
+		}
+	}
+	if err := needRoom(cuda, "/cache/images", 21<<30); err != nil {
+		t.Errorf("21 GiB free: %v", err)
+	}
+	if err := needRoom(openmpi, "/cache/images", 0); err != nil {
+		t.Errorf("an image without a stated need: %v", err)
+	}
+	if err := roomFor(cuda, t.TempDir()); err != nil {
+		var room *NoRoomError
+		if !errors.As(err, &room) {
+			t.Errorf("roomFor a real folder: %v", err)
+		}
+	}
+}
