@@ -250,7 +250,7 @@ var Images = []Image{
 		// Measured: a 6.5 GB root filesystem, a 3.7 GB gzipped layer, and
 		// the layer twice more (the OCI layout, then the tar) at the end.
 		BuildSpace: 20 << 30,
-		Packages: withCompiler("openmpi-bin", "python3-sklearn", "python3-boto3", "python3-venv", "libopenmpi-dev"), MPICC: "mpicc.openmpi",
+		Packages:   withCompiler("openmpi-bin", "python3-sklearn", "python3-boto3", "python3-venv", "libopenmpi-dev"), MPICC: "mpicc.openmpi",
 		Install: fmt.Sprintf("python3 -m venv --system-site-packages %[1]s\n%[1]s/bin/pip install -q --no-cache-dir torch==%[2]s\n", torchCUDAVenv, torchCUDAVersion) + openmpiInstall,
 		Check:   torchCUDAVenv + "/bin/python3 -c '" + cudaCheck + "'\n",
 		Env: []string{
