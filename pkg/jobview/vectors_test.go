@@ -149,18 +149,25 @@ func TestSummaryVectors(t *testing.T) {
 	}
 }
 
+// jobVectors are testdata/jobs.json: TrainJobs as read at Now, each with
+// the row a list shows of it.
+type jobVectors struct {
+	Vectors []struct {
+		Name     string            `json:"name"`
+		Now      time.Time         `json:"now"`
+		TrainJob *trainer.TrainJob `json:"trainJob"`
+		Row      Row               `json:"row"`
+	} `json:"vectors"`
+}
+
+func loadJobVectors(t *testing.T) jobVectors {
+	return loadVectors[jobVectors](t, "testdata/jobs.json", func(v jobVectors) int { return len(v.Vectors) }, 6)
+}
+
 // TestRowVectors: testdata/jobs.json, a TrainJob and the row a list shows
 // of it (get's cells), which the SDK's MPIJob.row returns too.
 func TestRowVectors(t *testing.T) {
-	type vectors struct {
-		Vectors []struct {
-			Name     string            `json:"name"`
-			Now      time.Time         `json:"now"`
-			TrainJob *trainer.TrainJob `json:"trainJob"`
-			Row      Row               `json:"row"`
-		} `json:"vectors"`
-	}
-	v := loadVectors[vectors](t, "testdata/jobs.json", func(v vectors) int { return len(v.Vectors) }, 6)
+	v := loadJobVectors(t)
 	for _, tc := range v.Vectors {
 		t.Run(tc.Name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.Row, RowOf(JobOf(tc.TrainJob), tc.Now)); diff != "" {
@@ -195,17 +202,10 @@ type sharedDetail struct {
 // -update ./pkg/jobview writes them from DetailOf; the cases, which job
 // under which manager, are the file's).
 func TestDetailVectors(t *testing.T) {
-	type jobs struct {
-		Vectors []struct {
-			Name     string            `json:"name"`
-			Now      time.Time         `json:"now"`
-			TrainJob *trainer.TrainJob `json:"trainJob"`
-		} `json:"vectors"`
-	}
 	type details struct {
 		Vectors []detailVector `json:"vectors"`
 	}
-	js := loadVectors[jobs](t, "testdata/jobs.json", func(v jobs) int { return len(v.Vectors) }, 6)
+	js := loadJobVectors(t)
 	ds := loadVectors[details](t, "testdata/details.json", func(v details) int { return len(v.Vectors) }, 5)
 	byName := map[string]int{}
 	for i, j := range js.Vectors {
