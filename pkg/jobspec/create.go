@@ -32,21 +32,42 @@ func RuntimeNotSeen(err error) bool {
 	return err != nil && (strings.Contains(err.Error(), RuntimeNotSeenText) || runtimeNotSeenKueue.MatchString(err.Error()))
 }
 
-// runtimeSeenTimeout bounds how long a create waits for Trainer to see a
-// runtime just created.
+// webhookUnreachable is the API server failing to reach an admission
+// webhook at all: a replica restarting while its address is still listed
+// (mpijob-manager runs two), or none ready for a moment. Nothing was
+// judged, so another try a moment later reaches one that answers. (With
+// every mpijob-manager replica gone, the API server's own policy refuses
+// instead, in words, and that is not tried again.)
+var webhookUnreachable = regexp.MustCompile(`failed calling webhook "[^"]+": failed to call webhook: .*(connect: connection refused|no endpoints available for service)`)
+
+// TryAgain says whether a create refused with err is worth another try:
+// a webhook that could not be reached, or, right after the job's runtime
+// was created (afterRuntime), Trainer or Kueue not having seen it yet. The
+// Python SDK follows the same rule (testdata/runtime-not-seen.json holds
+// the vectors both test).
+func TryAgain(err error, afterRuntime bool) bool {
+	return err != nil && (webhookUnreachable.MatchString(err.Error()) || afterRuntime && RuntimeNotSeen(err))
+}
+
+// runtimeSeenTimeout bounds how long a create tries again.
 const runtimeSeenTimeout = 10 * time.Second
 
 // CreateTrainJob creates tj whose runtime was just created, trying again
 // (for up to 10 s) while Trainer's or Kueue's webhook has not seen that
-// runtime; any
-// other error, or the same one after 10 s, is returned as it is.
+// runtime or a webhook cannot be reached; any other error, or the same one
+// after 10 s, is returned as it is.
 func CreateTrainJob(ctx context.Context, c client.Client, tj *trainer.TrainJob, opts ...client.CreateOption) error {
+	return create(ctx, c, tj, true, opts...)
+}
+
+// create creates tj, trying again for up to 10 s while TryAgain says so.
+func create(ctx context.Context, c client.Client, tj *trainer.TrainJob, afterRuntime bool, opts ...client.CreateOption) error {
 	var last error
 	backoff := wait.Backoff{Duration: 100 * time.Millisecond, Factor: 1.5, Steps: 100, Cap: time.Second}
 	deadline := time.Now().Add(runtimeSeenTimeout)
 	err := wait.ExponentialBackoffWithContext(ctx, backoff, func(ctx context.Context) (bool, error) {
 		last = c.Create(ctx, tj, opts...)
-		if RuntimeNotSeen(last) && time.Now().Before(deadline) {
+		if TryAgain(last, afterRuntime) && time.Now().Before(deadline) {
 			return false, nil
 		}
 		return true, nil
@@ -69,7 +90,7 @@ func Create(ctx context.Context, c client.Client, job *Job, serverDryRun bool) e
 		opts = append(opts, client.DryRunAll)
 	}
 	if rt == nil {
-		return c.Create(ctx, tj, opts...)
+		return create(ctx, c, tj, false, opts...)
 	}
 	rt.Namespace = tj.Namespace
 	if err := createRuntime(ctx, c, rt); err != nil {

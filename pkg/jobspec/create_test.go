@@ -23,8 +23,9 @@ func TestRuntimeNotSeenVectors(t *testing.T) {
 	}
 	var f struct {
 		Vectors []struct {
-			Error string `json:"error"`
-			Retry bool   `json:"retry"`
+			Error     string `json:"error"`
+			Retry     bool   `json:"retry"`
+			AnyCreate bool   `json:"anyCreate"`
 		} `json:"vectors"`
 	}
 	if err := json.Unmarshal(raw, &f); err != nil {
@@ -34,8 +35,11 @@ func TestRuntimeNotSeenVectors(t *testing.T) {
 		t.Fatal("no vectors")
 	}
 	for _, v := range f.Vectors {
-		if got := RuntimeNotSeen(errors.New(v.Error)); got != v.Retry {
-			t.Errorf("RuntimeNotSeen(%q) = %v, want %v", v.Error, got, v.Retry)
+		if got := TryAgain(errors.New(v.Error), true); got != v.Retry {
+			t.Errorf("TryAgain(%q, right after the runtime) = %v, want %v", v.Error, got, v.Retry)
+		}
+		if got := TryAgain(errors.New(v.Error), false); got != v.AnyCreate {
+			t.Errorf("TryAgain(%q, any create) = %v, want %v", v.Error, got, v.AnyCreate)
 		}
 	}
 }

@@ -10,6 +10,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -157,6 +158,43 @@ func TestPlacementCheckReadsTheLauncher(t *testing.T) {
 			got := tc.o.placementCheck(ctx, read(tc.log, tc.err), rt, "team-a")
 			if got.Result != tc.result || !strings.Contains(got.Detail, tc.detail) {
 				t.Errorf("placementCheck = %+v, want %s with %q", got, tc.result, tc.detail)
+			}
+		})
+	}
+}
+
+// The image builder's own Events on a job's pods, read directly: its last
+// word counts, and only for the job's pods.
+func TestBuilderSays(t *testing.T) {
+	at := func(s int) metav1.Time { return metav1.NewTime(time.Date(2026, 11, 28, 4, 0, s, 0, time.UTC)) }
+	ev := func(name, pod, reason, msg string, s int) *corev1.Event {
+		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns"}, Reason: reason, Message: msg, LastTimestamp: at(s),
+			Source: corev1.EventSource{Component: api.ImageBuilderComponent}, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: pod, Namespace: "ns"}}
+	}
+	pods := []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "job-node-0-0"}}}
+	cases := map[string]struct {
+		events []*corev1.Event
+		want   string
+	}{
+		"none":                  {},
+		"building":              {events: []*corev1.Event{ev("a", "job-node-0-0", api.EventBuildingImage, "builds it", 1)}, want: "builds it"},
+		"built after building":  {events: []*corev1.Event{ev("a", "job-node-0-0", api.EventBuildingImage, "builds it", 1), ev("b", "job-node-0-0", api.EventImageBuilt, "built", 2)}, want: "built"},
+		"failed after building": {events: []*corev1.Event{ev("a", "job-node-0-0", api.EventBuildingImage, "builds it", 1), ev("b", "job-node-0-0", api.EventImageBuildFailed, "failed", 2)}},
+		"another job's pod":     {events: []*corev1.Event{ev("a", "other-node-0-0", api.EventBuildingImage, "builds it", 1)}},
+		"the kubelet's, not yours": {events: []*corev1.Event{func() *corev1.Event {
+			e := ev("a", "job-node-0-0", api.EventBuildingImage, "x", 1)
+			e.Source.Component = "kubelet"
+			return e
+		}()}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			b := fake.NewClientBuilder().WithScheme(api.NewScheme())
+			for _, e := range tc.events {
+				b = b.WithObjects(e)
+			}
+			if got := builderSays(context.Background(), b.Build(), "ns", pods); got != tc.want {
+				t.Errorf("builderSays = %q, want %q", got, tc.want)
 			}
 		})
 	}

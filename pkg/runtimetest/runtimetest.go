@@ -152,6 +152,13 @@ func Run(ctx context.Context, c client.Client, ns string, rt *trainer.ClusterTra
 			// The pull fails until the image is imported: not the
 			// runtime's failure, and the kubelet retries on its own.
 			obs.building, obs.pullFailure = s.Message, ""
+		} else if obs.pullFailure != "" {
+			// The image builder's own word on a pod, read directly: the
+			// diagnosis that turns it into ImageBuilding can lag on a
+			// busy cluster.
+			if msg := builderSays(ctx, c, ns, append(launcher, workers...)); msg != "" {
+				obs.building, obs.pullFailure = msg, ""
+			}
 		}
 		obs.record(launcher, workers)
 		p.Checks = obs.live(s)
@@ -174,6 +181,45 @@ func Run(ctx context.Context, c client.Client, ns string, rt *trainer.ClusterTra
 // long enough for the local cluster's image builder to say it builds the
 // image (ImageBuilding).
 const pullGrace = 20 * time.Second
+
+// builderSays is the local cluster's image builder's last word on one of
+// pods while it builds or has just imported that pod's image (its
+// BuildingImage or ImageBuilt Event), or "" when its last word is a failed
+// build or it said none: elsewhere there is no builder.
+func builderSays(ctx context.Context, c client.Client, ns string, pods []corev1.Pod) string {
+	names := sets.New[string]()
+	for _, p := range pods {
+		names.Insert(p.Name)
+	}
+	evs := &corev1.EventList{}
+	if err := c.List(ctx, evs, client.InNamespace(ns)); err != nil {
+		return ""
+	}
+	var last *corev1.Event
+	for i := range evs.Items {
+		e := &evs.Items[i]
+		if e.Source.Component != api.ImageBuilderComponent || !names.Has(e.InvolvedObject.Name) {
+			continue
+		}
+		if last == nil || eventTime(e).After(eventTime(last)) {
+			last = e
+		}
+	}
+	if last == nil || (last.Reason != api.EventBuildingImage && last.Reason != api.EventImageBuilt) {
+		return ""
+	}
+	return last.Message
+}
+
+func eventTime(e *corev1.Event) time.Time {
+	switch {
+	case !e.LastTimestamp.IsZero():
+		return e.LastTimestamp.Time
+	case !e.EventTime.IsZero():
+		return e.EventTime.Time
+	}
+	return e.CreationTimestamp.Time
+}
 
 // ReasonImageBuilding is the diagnosis's reason while the local cluster
 // builds an image for its first use (diagnose.ReasonImageBuilding).

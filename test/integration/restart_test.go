@@ -41,7 +41,8 @@ func TestManagerDownRestartMidJob(t *testing.T) {
 	ns := c.NewNamespace(t, "restart")
 	job := framework.MakeTrainJob("steady", ns, "mpi-openmpi").NumNodes(2).
 		Command("sh", "-c", "sleep 12; mpirun /usr/local/bin/mpi-hello").Obj()
-	if err := c.Client.Create(ctx, job); err != nil {
+	// As the CLI creates (a replica that restarts under load is tried past).
+	if err := jobspec.CreateTrainJob(ctx, c.Client, job); err != nil {
 		t.Fatal(err)
 	}
 	c.WaitForStatus(t, ns, "steady", 2*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseRunning })

@@ -43,9 +43,13 @@ await step('dev-a creates a job through the wizard', async () => {
   await page.screenshot({ path: `${shots}/wizard-configuration-error.png` });
   await page.getByLabel('Workers', { exact: true }).fill('2');
   // The GPU runtime with its GPUs removed: CPU Workers with no one-per-node
-  // rule, so the clone's 3 Workers fit the 2 real nodes.
+  // rule, so the clone's 3 Workers fit the 2 real nodes. Its Workers' CUDA
+  // image is not on the local cluster's GPU-less nodes: the job runs the
+  // CPU image, as a user running this runtime on CPUs would ask.
   await page.getByLabel('Runtime', { exact: true }).selectOption('mpi-openmpi-gpu');
-  check((await page.getByTestId('runtime-info').textContent()).includes('ghcr.io/mpijob/openmpi:4.1'), "the runtime picker shows the runtime's image");
+  const info = await page.getByTestId('runtime-info').textContent();
+  check(info.includes('Worker image ghcr.io/mpijob/openmpi-cuda:4.1') && info.includes('Launcher image ghcr.io/mpijob/openmpi:4.1'), `the runtime picker shows the runtime's images (${info})`);
+  await page.getByLabel('Image', { exact: true }).fill('ghcr.io/mpijob/openmpi:4.1');
   await next(page).click();
 
   // Resources: more GPUs than team-a's quota (8), before submit.

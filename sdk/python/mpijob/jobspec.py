@@ -521,6 +521,19 @@ def runtime_not_seen(error: str) -> bool:
     return RUNTIME_NOT_SEEN_TEXT in error or _RUNTIME_NOT_SEEN_KUEUE.search(error) is not None
 
 
+# The API server failing to reach an admission webhook at all (a replica restarting while its
+# address is still listed, or none ready for a moment): nothing was judged, so another try a moment
+# later reaches one that answers (Go: jobspec.TryAgain).
+_WEBHOOK_UNREACHABLE = re.compile(
+    r'failed calling webhook "[^"]+": failed to call webhook: .*(connect: connection refused|no endpoints available for service)')
+
+
+def try_again(error: str, after_runtime: bool) -> bool:
+    """Whether a create refused with ``error`` is worth another try: a webhook that could not be reached,
+    or, right after the job's runtime was created, Trainer or Kueue not having seen it yet."""
+    return _WEBHOOK_UNREACHABLE.search(error) is not None or (after_runtime and runtime_not_seen(error))
+
+
 def _env_var(e: dict[str, Any]) -> dict[str, Any]:
     """A variable as the builder writes it: its value, or the Secret key it is read from."""
     if e.get("valueFrom"):

@@ -79,4 +79,5 @@ def test_errors_are_classified_from_the_status_not_the_sentence():
 def test_runtime_not_seen_matches_the_cli(v):
     # The vectors the Go tests load too (pkg/jobspec/testdata).
     from mpijob import jobspec
-    assert jobspec.runtime_not_seen(v["error"]) == v["retry"]
+    assert jobspec.try_again(v["error"], True) == v["retry"]
+    assert jobspec.try_again(v["error"], False) == v.get("anyCreate", False)

@@ -128,8 +128,9 @@ class KubernetesAPI:
             raise from_api_exception(e, name) from None
 
     def create_trainjob(self, body: dict[str, Any], dry_run: bool, retry: bool) -> tuple[dict[str, Any], list[str]]:
-        """Create the TrainJob; right after its runtime (``retry``), try again for up to 10 s
-        while Trainer's or Kueue's webhook has not seen that runtime yet (their caches lag).
+        """Create the TrainJob, trying again for up to 10 s while a webhook cannot be reached and,
+        right after its runtime (``retry``), while Trainer's or Kueue's webhook has not seen that
+        runtime yet (their caches lag).
         Returns the created object and the API server's warnings (admission's included)."""
         kwargs = {"dry_run": "All"} if dry_run else {}
         deadline = time.monotonic() + 10
@@ -140,7 +141,7 @@ class KubernetesAPI:
                     GROUP, VERSION, self.namespace, "trainjobs", body, **kwargs)
                 return created, warnings_of(headers)
             except ApiException as e:
-                if not (retry and _jobspec.runtime_not_seen(e.body or e.reason or "") and time.monotonic() < deadline):
+                if not (_jobspec.try_again(e.body or e.reason or "", retry) and time.monotonic() < deadline):
                     raise from_api_exception(e, body["metadata"]["name"]) from None
             time.sleep(delay)
             delay = min(delay * 1.5, 1.0)

@@ -269,7 +269,7 @@ export function CreatePage({ from = '', resubmit = false }: { from?: string; res
                 </FormSelect>)}
               {rt && (
                 <div data-testid="runtime-info" style={{ fontSize: 14, color: 'var(--pf-t--global--text--color--subtle)' }}>
-                  {rt.description ? `${rt.description.replace(/\.?$/, '.')} ` : ''}Image {rt.workerImage}; {rt.slotsPerWorker} {rt.slotsPerWorker === 1 ? 'slot' : 'slots'} per Worker by default
+                  {rt.description ? `${rt.description.replace(/\.?$/, '.')} ` : ''}{rt.launcherImage && rt.launcherImage !== rt.workerImage ? `Worker image ${rt.workerImage}, Launcher image ${rt.launcherImage}` : `Image ${rt.workerImage}`}; {rt.slotsPerWorker} {rt.slotsPerWorker === 1 ? 'slot' : 'slots'} per Worker by default
                   {rt.policy && Object.keys(rt.policy).length > 0 ? `; policy: ${Object.entries(rt.policy).map(([k, v]) => `${k} ${v}`).join(', ')}` : ''}.
                 </div>
               )}
