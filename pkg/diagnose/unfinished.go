@@ -267,7 +267,7 @@ func imageBuilding(pods []corev1.Pod, events []corev1.Event, now time.Time) (rea
 			if e.Source.Component != BuilderComponent || e.InvolvedObject.Kind != "Pod" || e.InvolvedObject.Name != p.Name {
 				continue
 			}
-			if last == nil || eventTime(e).After(eventTime(last)) {
+			if last == nil || api.EventTime(*e).After(api.EventTime(*last)) {
 				last = e
 			}
 		}
@@ -285,23 +285,12 @@ func imageBuilding(pods []corev1.Pod, events []corev1.Event, now time.Time) (rea
 				return ReasonImageBuilding,
 					fmt.Sprintf("The local cluster built image %q for its first use: %s The pod starts at the kubelet's next pull retry.", cs.Image, last.Message), next, true
 			}
-			since := now.Sub(eventTime(last)).Round(time.Second)
+			since := now.Sub(api.EventTime(*last)).Round(time.Second)
 			return ReasonImageBuilding,
 				fmt.Sprintf("The local cluster is building image %q for its first use (for %s so far): %s", cs.Image, since, last.Message), next, true
 		}
 	}
 	return "", "", nil, false
-}
-
-// eventTime is when an Event last happened.
-func eventTime(e *corev1.Event) time.Time {
-	switch {
-	case !e.LastTimestamp.IsZero():
-		return e.LastTimestamp.Time
-	case !e.EventTime.IsZero():
-		return e.EventTime.Time
-	}
-	return e.CreationTimestamp.Time
 }
 
 // imagePull finds a pod that cannot pull its image.

@@ -201,7 +201,7 @@ func builderSays(ctx context.Context, c client.Client, ns string, pods []corev1.
 		if e.Source.Component != api.ImageBuilderComponent || !names.Has(e.InvolvedObject.Name) {
 			continue
 		}
-		if last == nil || eventTime(e).After(eventTime(last)) {
+		if last == nil || api.EventTime(*e).After(api.EventTime(*last)) {
 			last = e
 		}
 	}
@@ -209,16 +209,6 @@ func builderSays(ctx context.Context, c client.Client, ns string, pods []corev1.
 		return ""
 	}
 	return last.Message
-}
-
-func eventTime(e *corev1.Event) time.Time {
-	switch {
-	case !e.LastTimestamp.IsZero():
-		return e.LastTimestamp.Time
-	case !e.EventTime.IsZero():
-		return e.EventTime.Time
-	}
-	return e.CreationTimestamp.Time
 }
 
 // ReasonImageBuilding is the diagnosis's reason while the local cluster
