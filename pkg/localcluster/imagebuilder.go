@@ -327,7 +327,7 @@ func recordBuildTime(opts Options, im Image, d time.Duration) {
 func onDemandNames() []string {
 	var out []string
 	for _, im := range Images {
-		if im.OnDemand {
+		if im.OnDemand && !im.GPU {
 			out = append(out, im.Name)
 		}
 	}
