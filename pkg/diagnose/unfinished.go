@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
 // explainUnfinished places a job that has neither finished nor been
@@ -261,16 +262,7 @@ const BuilderComponent = api.ImageBuilderComponent
 // kubelet's next pull after the import); it has not failed.
 func imageBuilding(pods []corev1.Pod, events []corev1.Event, now time.Time) (reason, message string, next []api.Step, ok bool) {
 	for _, p := range sortedByIndex(pods) {
-		var last *corev1.Event
-		for i := range events {
-			e := &events[i]
-			if e.Source.Component != BuilderComponent || e.InvolvedObject.Kind != "Pod" || e.InvolvedObject.Name != p.Name {
-				continue
-			}
-			if last == nil || api.EventTime(*e).After(api.EventTime(*last)) {
-				last = e
-			}
-		}
+		last := api.LastBuilderEvent(events, p.Name)
 		if last == nil || (last.Reason != api.EventBuildingImage && last.Reason != api.EventImageBuilt) {
 			continue
 		}
@@ -315,7 +307,7 @@ func imagePull(pods []corev1.Pod) (reason, message string, next []api.Step, who 
 				// serves: the installation builds and pushes them.
 				next = ranked(step("This is one of mpijob's MPI images, which are built from the repository, not pulled from ghcr.io: build and push them to your registry with `make images REGISTRY=registry.example.com/team`, then install with `kubectl apply --server-side -k config/registry` (docs/admin.md, Images from your registry)."))
 			}
-			if cudaImage(cs.Image) && !asksForGPUs(p) {
+			if cudaImage(cs.Image) && runtimes.GPUsOf(&p.Spec) == "" {
 				// A GPU runtime's CUDA image on a pod given no GPU (--gpus 0,
 				// or a cluster without GPUs): it would run, slowly, on CPUs,
 				// where a CPU image is a fraction of its size.
@@ -335,20 +327,6 @@ func cudaImage(image string) bool {
 		repo = repo[i+1:]
 	}
 	return strings.Contains(strings.ToLower(repo), "cuda")
-}
-
-// asksForGPUs says whether any of the pod's containers asks for a GPU.
-func asksForGPUs(p *corev1.Pod) bool {
-	for _, c := range p.Spec.Containers {
-		for _, list := range []corev1.ResourceList{c.Resources.Limits, c.Resources.Requests} {
-			for name, q := range list {
-				if strings.HasSuffix(string(name), "/gpu") && !q.IsZero() {
-					return true
-				}
-			}
-		}
-	}
-	return false
 }
 
 // registryOf names the registry of an image reference ("docker.io" when none).

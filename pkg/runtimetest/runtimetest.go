@@ -187,21 +187,13 @@ const pullGrace = 20 * time.Second
 // BuildingImage or ImageBuilt Event), or "" when its last word is a failed
 // build or it said none: elsewhere there is no builder.
 func builderSays(ctx context.Context, c client.Client, ns string, pods []corev1.Pod) string {
-	names := sets.New[string]()
-	for _, p := range pods {
-		names.Insert(p.Name)
-	}
 	evs := &corev1.EventList{}
 	if err := c.List(ctx, evs, client.InNamespace(ns)); err != nil {
 		return ""
 	}
 	var last *corev1.Event
-	for i := range evs.Items {
-		e := &evs.Items[i]
-		if e.Source.Component != api.ImageBuilderComponent || !names.Has(e.InvolvedObject.Name) {
-			continue
-		}
-		if last == nil || api.EventTime(*e).After(api.EventTime(*last)) {
+	for _, p := range pods {
+		if e := api.LastBuilderEvent(evs.Items, p.Name); e != nil && (last == nil || api.EventTime(*e).After(api.EventTime(*last))) {
 			last = e
 		}
 	}
