@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -52,7 +51,7 @@ const prebuildEnv = "MPIJOB_PREBUILD_IMAGES"
 func prebuild(ctx context.Context, opts Options, out io.Writer) {
 	var missing []Image
 	for _, im := range Images {
-		if !im.OnDemand || im.GPU {
+		if !im.BuiltForPods() {
 			continue
 		}
 		if tar, err := im.Tar(opts.images()); err != nil || !fileExists(tar) {
@@ -86,10 +85,7 @@ func OnDemandWanted(opts Options, pod *corev1.Pod) []Image {
 	if !ok {
 		return nil
 	}
-	refs := sets.New[string]()
-	for _, ct := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
-		refs.Insert(ct.Image)
-	}
+	refs := imageRefs(pod)
 	// An image the kubelet failed to pull is wanted even where the import
 	// marker says it is there: the kubelet deletes unused images under disk
 	// pressure.
@@ -101,7 +97,7 @@ func OnDemandWanted(opts Options, pod *corev1.Pod) []Image {
 	}
 	var out []Image
 	for _, im := range Images {
-		if !im.OnDemand || im.GPU || !refs.Has(im.Ref) {
+		if !im.BuiltForPods() || !refs.Has(im.Ref) {
 			continue
 		}
 		tar, err := im.Tar(opts.images())
@@ -119,13 +115,23 @@ func GPUImagesOf(opts Options, pod *corev1.Pod) []Image {
 	if _, ok := nodeOf(opts, pod); !ok {
 		return nil
 	}
+	refs := imageRefs(pod)
 	var out []Image
-	for _, ct := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
-		if im, ok := ImageNamed(ct.Image); ok && im.GPU && !slices.ContainsFunc(out, func(o Image) bool { return o.Name == im.Name }) {
+	for _, im := range Images {
+		if im.GPU && refs.Has(im.Ref) {
 			out = append(out, im)
 		}
 	}
 	return out
+}
+
+// imageRefs are the images pod's containers run.
+func imageRefs(pod *corev1.Pod) sets.Set[string] {
+	refs := sets.New[string]()
+	for _, ct := range append(append([]corev1.Container{}, pod.Spec.InitContainers...), pod.Spec.Containers...) {
+		refs.Insert(ct.Image)
+	}
+	return refs
 }
 
 // gpuImageMessage is the Warning a pod on a real node gets for a GPU image.
@@ -327,7 +333,7 @@ func recordBuildTime(opts Options, im Image, d time.Duration) {
 func onDemandNames() []string {
 	var out []string
 	for _, im := range Images {
-		if im.OnDemand && !im.GPU {
+		if im.BuiltForPods() {
 			out = append(out, im.Name)
 		}
 	}

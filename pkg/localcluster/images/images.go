@@ -85,6 +85,11 @@ type Image struct {
 	Check string
 }
 
+// BuiltForPods says whether the local cluster builds and imports im when a
+// pod first asks for it (and ahead, with make dev's --prebuild-images): the
+// on-demand images, but not the GPU ones, which its nodes never hold.
+func (im Image) BuiltForPods() bool { return im.OnDemand && !im.GPU }
+
 // suite is the Debian release the image is made from.
 func (im Image) suite() string {
 	if im.Suite == "" {
