@@ -167,6 +167,17 @@ func TestRegistryOverlayRewritesEveryRuntimeImage(t *testing.T) {
 // A pod on a real node that refers to an on-demand image its node has not
 // imported asks for a build; once the node's marker for the current build
 // is there, or on a kwok node, or for an image make dev builds, it does not.
+// pod is a pod on node whose init container runs images[0] and whose
+// containers run the rest.
+func pod(node string, images ...string) *corev1.Pod {
+	p := &corev1.Pod{Spec: corev1.PodSpec{NodeName: node}}
+	p.Spec.InitContainers = []corev1.Container{{Image: images[0]}}
+	for _, im := range images[1:] {
+		p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Image: im})
+	}
+	return p
+}
+
 func TestOnDemandWanted(t *testing.T) {
 	root, err := FindRepoRoot(".")
 	if err != nil {
@@ -175,14 +186,6 @@ func TestOnDemandWanted(t *testing.T) {
 	opts := Options{RepoRoot: root, CacheDir: t.TempDir(), RealNodes: 2}
 	intel, _ := ImageNamed("intel")
 	openmpi, _ := ImageNamed("openmpi")
-	pod := func(node string, images ...string) *corev1.Pod {
-		p := &corev1.Pod{Spec: corev1.PodSpec{NodeName: node}}
-		p.Spec.InitContainers = []corev1.Container{{Image: images[0]}}
-		for _, im := range images[1:] {
-			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Image: im})
-		}
-		return p
-	}
 	names := func(imgs []Image) []string {
 		var out []string
 		for _, im := range imgs {
@@ -237,13 +240,6 @@ func TestGPUImageStaysOffTheRealNodes(t *testing.T) {
 		t.Fatalf("no GPU image openmpi-cuda: %+v", cuda)
 	}
 	openmpi, _ := ImageNamed("openmpi")
-	pod := func(node string, images ...string) *corev1.Pod {
-		p := &corev1.Pod{Spec: corev1.PodSpec{NodeName: node}}
-		for _, im := range images {
-			p.Spec.Containers = append(p.Spec.Containers, corev1.Container{Image: im})
-		}
-		return p
-	}
 	onReal := pod(nodeName(1), openmpi.Ref, cuda.Ref, cuda.Ref)
 	if got := OnDemandWanted(opts, onReal); len(got) != 0 {
 		t.Errorf("a pod on a real node wants the GPU image built: %v", got)
@@ -252,10 +248,10 @@ func TestGPUImageStaysOffTheRealNodes(t *testing.T) {
 	if len(got) != 1 || got[0].Name != "openmpi-cuda" {
 		t.Errorf("GPUImagesOf a real node's pod = %v, want [openmpi-cuda] once", got)
 	}
-	if got := GPUImagesOf(opts, pod("kwok-node-0", cuda.Ref)); len(got) != 0 {
+	if got := GPUImagesOf(opts, pod("kwok-node-0", cuda.Ref, cuda.Ref)); len(got) != 0 {
 		t.Errorf("a pod on a kwok GPU node is told its image is missing: %v", got)
 	}
-	if got := GPUImagesOf(opts, pod(nodeName(2), openmpi.Ref)); len(got) != 0 {
+	if got := GPUImagesOf(opts, pod(nodeName(2), openmpi.Ref, openmpi.Ref)); len(got) != 0 {
 		t.Errorf("a CPU image is called a GPU image: %v", got)
 	}
 	msg := gpuImageMessage(cuda)
