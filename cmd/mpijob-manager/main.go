@@ -225,10 +225,13 @@ func wire(ctx context.Context, mgr ctrl.Manager, o options, logs kubernetes.Inte
 	// One reader of Launchers' logs for the diagnosis and the progress
 	// controller: a running Launcher's log is read once per round.
 	observer := &diagnose.Observer{Logs: logs}
+	prog := &progresscontroller.Reconciler{Client: mgr.GetClient(), Logs: logs, Observer: observer, Runtimes: lookup}
 	diag := &diagnose.Reconciler{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Capacity: mgr.GetClient(), Logs: logs, Observer: observer,
 		Visibility: queue.Visibility{REST: logs.Discovery().RESTClient()},
 		Recorder:   mgr.GetEventRecorder(api.FieldManager), Runtimes: lookup,
+		// The last progress report before the status that ends a watch.
+		BeforeFinished: prog.Finish,
 	}
 	// mgr.GetWebhookServer adds the webhook server to what the manager
 	// starts, and a server started before its certificate is mounted
@@ -263,7 +266,7 @@ func wire(ctx context.Context, mgr ctrl.Manager, o options, logs kubernetes.Inte
 		{"the diagnosis controller", diag.SetupWithManager},
 		// Training progress the ranks print, published where OpenShift AI's
 		// training views read it.
-		{"the progress controller", (&progresscontroller.Reconciler{Client: mgr.GetClient(), Logs: logs, Observer: observer, Runtimes: lookup}).SetupWithManager},
+		{"the progress controller", prog.SetupWithManager},
 		{"the NetworkPolicy controller", (&netpol.Reconciler{Client: mgr.GetClient(), Runtimes: lookup}).SetupWithManager},
 		// Which TrainJobs are MPI jobs, kept current in the webhook
 		// configurations' and the manager-down policy's match condition: no

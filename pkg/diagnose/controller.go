@@ -55,6 +55,13 @@ type Reconciler struct {
 	Runtimes runtimes.RuntimeLookup
 	// Now is the clock (tests set it).
 	Now func() time.Time
+	// BeforeFinished is called before a job's first status of a finished
+	// phase is written (nil: nothing). The manager gives the progress
+	// controller's Finish, so the job's last progress report is on the
+	// TrainJob before the status that ends every watch. Its error is
+	// logged and the status written anyway: a late report must not hold
+	// back the phase.
+	BeforeFinished func(ctx context.Context, tj *trainer.TrainJob) error
 	// MaxRemembered bounds what the diagnosis remembers of jobs (10,000
 	// when 0): beyond it the finished job written to longest ago is
 	// forgotten, and starts again from its written status (the cache has
@@ -351,6 +358,11 @@ func (r *Reconciler) apply(ctx context.Context, tj *trainer.TrainJob, k known, n
 	log := ctrl.LoggerFrom(ctx)
 	mem := k.mem
 	if p.Write {
+		if r.BeforeFinished != nil && p.Status.Phase.Finished() && (mem.written == nil || !mem.written.Phase.Finished()) {
+			if err := r.BeforeFinished(ctx, tj); err != nil {
+				log.Info("could not publish the last progress report before the finished status", "err", err.Error())
+			}
+		}
 		if err := r.write(ctx, tj, p.Status); err != nil {
 			return ctrl.Result{}, err
 		}

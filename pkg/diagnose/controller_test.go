@@ -300,3 +300,56 @@ func TestMemoryOfFinishedJobsIsBounded(t *testing.T) {
 		t.Error("the last finished job is still remembered beyond the bound")
 	}
 }
+
+// The job's last progress report goes out before the status that ends
+// every watch: BeforeFinished runs once, before the first finished status
+// is written, and not for the rounds after it.
+func TestBeforeFinishedRunsOnceBeforeTheFinishedStatus(t *testing.T) {
+	tj := job(2).obj()
+	c := newCluster(t, tj,
+		jobPod(tj, launcher().running(true)), jobPod(tj, worker("0").running(true)), jobPod(tj, worker("1").running(true)))
+	var calls []api.Phase // the phase on the job when the hook ran
+	c.r.BeforeFinished = func(_ context.Context, got *trainer.TrainJob) error {
+		if got.Name != tj.Name {
+			t.Errorf("BeforeFinished for %s, want %s", got.Name, tj.Name)
+		}
+		s, _ := c.status(t)
+		calls = append(calls, s.Phase)
+		return nil
+	}
+	for range 2 {
+		c.reconcile(t)
+		c.now = c.now.Add(2 * time.Second)
+	}
+	if s, _ := c.status(t); s.Phase != api.PhaseRunning || len(calls) != 0 {
+		t.Fatalf("while running: phase %s and %d calls of BeforeFinished, want Running and none", s.Phase, len(calls))
+	}
+	// The job ends: Trainer says Complete and the Launcher exited 0.
+	done := &trainer.TrainJob{}
+	if err := c.client.Get(context.Background(), c.key, done); err != nil {
+		t.Fatal(err)
+	}
+	done.Status.Conditions = job(2).cond(trainer.TrainJobComplete, "JobSetCompleted", "done").Status.Conditions
+	if err := c.client.Update(context.Background(), done); err != nil {
+		t.Fatal(err)
+	}
+	l := jobPod(tj, launcher().terminated("Completed", 0))
+	old := &corev1.Pod{}
+	if err := c.client.Get(context.Background(), client.ObjectKeyFromObject(l), old); err != nil {
+		t.Fatal(err)
+	}
+	old.Status = l.Status
+	if err := c.client.Update(context.Background(), old); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		c.reconcile(t)
+		c.now = c.now.Add(2 * time.Second)
+	}
+	if s, _ := c.status(t); s.Phase != api.PhaseSucceeded {
+		t.Fatalf("after the job ended: phase %s, want Succeeded", s.Phase)
+	}
+	if diff := cmp.Diff([]api.Phase{api.PhaseRunning}, calls); diff != "" {
+		t.Errorf("BeforeFinished calls (the phase on the job at each) (-want +got):\n%s", diff)
+	}
+}

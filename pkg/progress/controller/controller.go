@@ -90,6 +90,18 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("progress").For(&trainer.TrainJob{}).Complete(r)
 }
 
+// Finish publishes a finishing job's last progress report now. The
+// diagnosis calls it before it first writes a finished phase, so the
+// report lands before the status that says Succeeded or Failed: whoever
+// stops watching at that status (kubectl mpijob watch, the SDK's watch,
+// the dashboard) has already seen it. Without it a job that trains for
+// less than Interval could finish before this controller ever read its
+// Launcher, and the status could win the race with the final report.
+func (r *Reconciler) Finish(ctx context.Context, tj *trainer.TrainJob) error {
+	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tj)})
+	return err
+}
+
 // Reconcile implements reconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	tj := &trainer.TrainJob{}

@@ -303,3 +303,24 @@ func TestRankPlan(t *testing.T) {
 		})
 	}
 }
+
+// Finish, which the diagnosis calls before it writes Succeeded, writes a
+// finished job's last report as final at once, with no round of this
+// controller in between: a job that trained for less than Interval was
+// never read while it ran.
+func TestFinishWritesTheLastReport(t *testing.T) {
+	tj := &trainer.TrainJob{}
+	tj.Status.Conditions = []metav1.Condition{{Type: trainer.TrainJobComplete, Status: metav1.ConditionTrue, Reason: "Done", LastTransitionTime: metav1.NewTime(t0)}}
+	c := newCluster(t, tj)
+	c.log = "2026-11-26T21:59:50Z [1,0]<stdout>:MPIJOB_PROGRESS {\"epoch\": 12, \"total_epochs\": 12, \"loss\": 0.05, \"accuracy\": 0.97}\n"
+	if err := c.r.Finish(context.Background(), c.job(t)); err != nil {
+		t.Fatal(err)
+	}
+	got, ok := progress.Read(c.job(t).Annotations)
+	if !ok || got.Short() != "100% epoch 12/12" || got.TrainMetrics["accuracy"] != 0.97 {
+		t.Fatalf("after Finish the annotation is %q (ok %v), want 100%% epoch 12/12 with accuracy 0.97", c.job(t).Annotations[progress.Annotation], ok)
+	}
+	if c.r.remembered() != 1 {
+		t.Errorf("%d finished jobs remembered after Finish, want 1: its own round must not read the log again", c.r.remembered())
+	}
+}
