@@ -108,7 +108,18 @@ toolchain: $(DEV) ## Build the pinned cluster toolchain and MPI images into the 
 ##@ Test
 
 .PHONY: test
-test: verify test-unit test-web test-sdk-unit test-e2e ## Run every check and test (what CI runs).
+test: verify test-unit test-web test-sdk-unit test-cuda-image test-e2e ## Run every check and test (what CI runs).
+
+# The CUDA image for GPU Workers (ghcr.io/mpijob/openmpi-cuda) is checked
+# without a GPU: its build runs `import torch, torch.cuda.nccl` in the
+# finished image and fails unless PyTorch is a CUDA build and NCCL says its
+# version. make test builds it before the local cluster starts, while the
+# disk has the room its build needs (about 20 GiB); built once, it is
+# cached by its inputs (the check among them), so a cached image is one
+# that passed.
+.PHONY: test-cuda-image
+test-cuda-image: $(DEV) ## Build the CUDA image for GPU Workers if its inputs changed: the build checks, with no GPU, that PyTorch is a CUDA build and NCCL's version is readable.
+	$(DEV) images openmpi-cuda
 
 .PHONY: test-web
 test-web: web-deps ## The dashboard front end's component tests (vitest) and type check.
