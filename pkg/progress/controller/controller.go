@@ -70,6 +70,8 @@ type Reconciler struct {
 	// takes this controller's reads of a running Launcher (nil: one of
 	// its own, reading with LauncherLog or Logs).
 	Observer *diagnose.Observer
+	// FinishTimeout bounds Finish (FinishWithin when 0).
+	FinishTimeout time.Duration
 
 	mu sync.Mutex
 	// finished are the jobs whose final progress is written, forgotten
@@ -97,10 +99,24 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // the dashboard) has already seen it. Without it a job that trains for
 // less than Interval could finish before this controller ever read its
 // Launcher, and the status could win the race with the final report.
+//
+// It takes at most FinishTimeout: the diagnosis waits for it, and a
+// Launcher whose log cannot be served (a node with no kubelet) must not
+// hold the job's status back for long.
 func (r *Reconciler) Finish(ctx context.Context, tj *trainer.TrainJob) error {
+	within := r.FinishTimeout
+	if within <= 0 {
+		within = FinishWithin
+	}
+	ctx, cancel := context.WithTimeout(ctx, within)
+	defer cancel()
 	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tj)})
 	return err
 }
+
+// FinishWithin bounds Finish when FinishTimeout is not set; a read of a Launcher's last lines takes
+// milliseconds on a real node.
+const FinishWithin = 10 * time.Second
 
 // Reconcile implements reconcile.Reconciler.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {

@@ -324,3 +324,34 @@ func TestFinishWritesTheLastReport(t *testing.T) {
 		t.Errorf("%d finished jobs remembered after Finish, want 1: its own round must not read the log again", c.r.remembered())
 	}
 }
+
+// A Launcher whose log cannot be served holds Finish, and so the job's
+// finished status, for FinishTimeout at most: the read is given up and the
+// job is not read again.
+func TestFinishGivesUpOnALogThatDoesNotCome(t *testing.T) {
+	tj := &trainer.TrainJob{}
+	tj.Status.Conditions = []metav1.Condition{{Type: trainer.TrainJobComplete, Status: metav1.ConditionTrue, Reason: "Done", LastTransitionTime: metav1.NewTime(t0)}}
+	c := newCluster(t, tj)
+	c.r.FinishTimeout = 50 * time.Millisecond
+	c.r.LauncherLog = func(ctx context.Context, _ *corev1.Pod) ([]byte, error) {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(time.Minute):
+			return nil, fmt.Errorf("the read was not bounded")
+		}
+	}
+	done := make(chan error, 1)
+	go func() { done <- c.r.Finish(context.Background(), c.job(t)) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Finish: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Finish still waits for a log that does not come")
+	}
+	if _, ok := c.job(t).Annotations[progress.Annotation]; ok || c.r.remembered() != 1 {
+		t.Errorf("after a read given up: annotation written %v, %d jobs remembered; want none written and the job remembered", ok, c.r.remembered())
+	}
+}
