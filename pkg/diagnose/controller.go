@@ -358,7 +358,7 @@ func (r *Reconciler) apply(ctx context.Context, tj *trainer.TrainJob, k known, n
 	log := ctrl.LoggerFrom(ctx)
 	mem := k.mem
 	if p.Write {
-		if r.BeforeFinished != nil && p.Status.Phase.Finished() && (mem.written == nil || !mem.written.Phase.Finished()) {
+		if was, _ := k.written(); r.BeforeFinished != nil && p.Status.Phase.Finished() && !was.Phase.Finished() {
 			if err := r.BeforeFinished(ctx, tj); err != nil {
 				log.Info("could not publish the last progress report before the finished status", "err", err.Error())
 			}

@@ -114,8 +114,8 @@ func (r *Reconciler) Finish(ctx context.Context, tj *trainer.TrainJob) error {
 	return err
 }
 
-// FinishWithin bounds Finish when FinishTimeout is not set; a read of a Launcher's last lines takes
-// milliseconds on a real node.
+// FinishWithin bounds Finish when FinishTimeout is not set; a read of a
+// Launcher's last lines takes milliseconds on a real node.
 const FinishWithin = 10 * time.Second
 
 // Reconcile implements reconcile.Reconciler.
