@@ -33,6 +33,7 @@ type jobFlags struct {
 	resources, env, nodeSelector                     []string
 	envFromSecret, dataConnections, pvcs, configMaps []string
 	timeout, priority, description, launcherFlags    string
+	resumeFrom                                       string
 	retries                                          int32
 	tolerations, pullSecrets                         []string
 	// warnings are what input found worth saying without refusing (an
@@ -65,7 +66,8 @@ func (f *jobFlags) add(fs *pflag.FlagSet, defaults bool) {
 	fs.StringArrayVar(&f.pvcs, "pvc", nil, "PersistentVolumeClaim to mount on the Launcher and every Worker, CLAIM[:PATH] (PATH defaults to /mnt/CLAIM; repeatable)")
 	fs.StringArrayVar(&f.configMaps, "config-map", nil, "ConfigMap to mount read-only on the Launcher and every Worker, each key a file, NAME[:PATH] (PATH defaults to /config/NAME; repeatable)")
 	fs.StringVar(&f.timeout, "timeout", "", "stop the job once it has run this long, e.g. 90m, 2h or 1h30m (reason DeadlineExceeded; default: no limit)")
-	fs.Int32Var(&f.retries, "retries", 0, fmt.Sprintf("start the whole job again after a failure, up to this many times (0-%d): every Worker and the Launcher anew, the program from its start (resume from a checkpoint in your program)", jobspec.MaxRetries))
+	fs.Int32Var(&f.retries, "retries", 0, fmt.Sprintf("start the whole job again after a failure, up to this many times (0-%d): every Worker and the Launcher anew; a program that checkpoints resumes from its last checkpoint in $MPIJOB_CHECKPOINT_URI", jobspec.MaxRetries))
+	fs.StringVar(&f.resumeFrom, "resume-from", "", "start from another job's last checkpoint when this job has none of its own yet: that job's name, or its checkpoint folder s3://BUCKET/PATH/ or file:///PATH/ (needs --data-connection or --pvc; the program reads $MPIJOB_RESUME_FROM)")
 	fs.StringVar(&f.priority, "priority", "", "Kueue WorkloadPriorityClass of the job, with --queue (kubectl get workloadpriorityclasses)")
 	fs.StringArrayVar(&f.tolerations, "toleration", nil, "taint the Launcher and Workers tolerate, KEY[=VALUE][:EFFECT], e.g. dedicated=mpi:NoSchedule (no value: any value; no effect: every effect; repeatable)")
 	fs.StringArrayVar(&f.pullSecrets, "image-pull-secret", nil, "Secret of the job's namespace to pull the images with (repeatable)")
@@ -74,7 +76,7 @@ func (f *jobFlags) add(fs *pflag.FlagSet, defaults bool) {
 }
 
 var jobFlagNames = []string{"workers", "slots-per-worker", "runtime", "image", "worker-image", "launcher-image", "gpus", "cpu", "memory", "resource", "launcher-cpu", "launcher-memory", "env", "env-from-secret", "node-selector", "queue", "data-connection", "pvc", "config-map",
-	"timeout", "retries", "priority", "toleration", "image-pull-secret", "description", "launcher-flags"}
+	"timeout", "retries", "resume-from", "priority", "toleration", "image-pull-secret", "description", "launcher-flags"}
 
 // input sets on in what the given flags say.
 func (f *jobFlags) input(in *jobspec.Input, changed func(string) bool) error {
@@ -219,6 +221,9 @@ func (f *jobFlags) scheduling(in *jobspec.Input, changed func(string) bool) erro
 	}
 	if changed("retries") {
 		in.Retries = f.retries
+	}
+	if changed("resume-from") {
+		in.ResumeFrom = strings.TrimSpace(f.resumeFrom)
 	}
 	if changed("priority") {
 		in.Priority = strings.TrimSpace(f.priority)

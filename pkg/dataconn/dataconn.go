@@ -46,6 +46,18 @@ const (
 	// first data connection, else a folder named after the job on the
 	// first PVC.
 	OutputEnv = "MPIJOB_OUTPUT_URI"
+	// CheckpointEnv is the job's checkpoint place: checkpoints/ under its
+	// artifacts (OutputEnv). It names the job, so it stays the same across
+	// the job's retries, suspends and preemptions, and a copy of the job
+	// under another name gets its own.
+	CheckpointEnv = "MPIJOB_CHECKPOINT_URI"
+	// ResumeEnv is where a job that starts with no checkpoint of its own
+	// takes its first one: another job's checkpoint place, or a URI the
+	// user gave (--resume-from).
+	ResumeEnv = "MPIJOB_RESUME_FROM"
+	// CheckpointDir is the folder of the checkpoints under a job's
+	// artifacts.
+	CheckpointDir = "checkpoints/"
 	// ForwardEnv is OpenMPI's list of variables mpirun passes to every
 	// rank (the ranks on Workers are started over SSH and do not see the
 	// Worker container's environment); MPICH's and Intel MPI's Hydra pass
@@ -187,8 +199,51 @@ func Env(job string, connections []string, pvcs []PVC) []corev1.EnvVar {
 	}
 	env = append(env, corev1.EnvVar{Name: OutputEnv, Value: output})
 	forward = append(forward, OutputEnv)
+	env = append(env, corev1.EnvVar{Name: CheckpointEnv, Value: output + CheckpointDir})
+	forward = append(forward, CheckpointEnv)
 	env = append(env, corev1.EnvVar{Name: ForwardEnv, Value: strings.Join(forward, ";")})
 	return env
+}
+
+// CheckpointsOf is the checkpoint place of job on a job's first storage:
+// s3://BUCKET/JOB/checkpoints/ on its first data connection (the bucket
+// expanded from the connection's AWS_S3_BUCKET in the pods), else the
+// job's folder on its first PVC; "" without either.
+func CheckpointsOf(job string, connections []string, pvcs []PVC) string {
+	switch {
+	case len(connections) > 0:
+		return fmt.Sprintf("s3://$(%s)/%s/%s", Bucket, job, CheckpointDir)
+	case len(pvcs) > 0:
+		return fmt.Sprintf("file://%s/%s/%s", MountPathOf(pvcs[0]), job, CheckpointDir)
+	}
+	return ""
+}
+
+// WithResume adds ResumeEnv = uri to env (Env's variables), passed to
+// every rank as the others are.
+func WithResume(env []corev1.EnvVar, uri string) []corev1.EnvVar {
+	if uri == "" {
+		return env
+	}
+	out := make([]corev1.EnvVar, 0, len(env)+1)
+	for _, e := range env {
+		if e.Name == ForwardEnv && e.ValueFrom == nil {
+			out = append(out, corev1.EnvVar{Name: ResumeEnv, Value: uri})
+			e.Value += ";" + ResumeEnv
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// ResumeOf reads back the ResumeEnv of a node container's environment.
+func ResumeOf(env []corev1.EnvVar) string {
+	for _, e := range env {
+		if e.Name == ResumeEnv && e.ValueFrom == nil {
+			return e.Value
+		}
+	}
+	return ""
 }
 
 // MountPathOf is where p appears in the pods.
@@ -203,7 +258,7 @@ func MountPathOf(p PVC) string {
 // connections: the per-job runtime's admission check sets them aside.
 func IsJobEnv(e corev1.EnvVar) bool {
 	switch e.Name {
-	case ConnectionsEnv, JobNameEnv, OutputEnv, ForwardEnv:
+	case ConnectionsEnv, JobNameEnv, OutputEnv, CheckpointEnv, ResumeEnv, ForwardEnv:
 		return e.ValueFrom == nil
 	}
 	if e.ValueFrom == nil || e.ValueFrom.SecretKeyRef == nil {

@@ -59,7 +59,7 @@ func TestEnvNeverCarriesValuesOfTheSecret(t *testing.T) {
 	for _, e := range env {
 		if e.ValueFrom == nil {
 			switch e.Name {
-			case ConnectionsEnv, JobNameEnv, OutputEnv, ForwardEnv:
+			case ConnectionsEnv, JobNameEnv, OutputEnv, CheckpointEnv, ForwardEnv:
 			default:
 				t.Errorf("%s has a value; a connection's keys must be Secret references", e.Name)
 			}
@@ -191,5 +191,49 @@ func TestProblemNamesConnectionAndKey(t *testing.T) {
 		if got := tc.p.Error(); got != tc.want {
 			t.Errorf("Error() = %q, want %q", got, tc.want)
 		}
+	}
+}
+
+func TestCheckpointPlace(t *testing.T) {
+	cases := map[string]struct {
+		conns []string
+		pvcs  []PVC
+		want  string
+	}{
+		"first data connection": {conns: []string{"local-s3", "archive"}, pvcs: []PVC{{Claim: "data"}}, want: "s3://$(AWS_S3_BUCKET)/digits/checkpoints/"},
+		"first PVC":             {pvcs: []PVC{{Claim: "shared-data"}, {Claim: "other"}}, want: "file:///mnt/shared-data/digits/checkpoints/"},
+		"PVC at its own path":   {pvcs: []PVC{{Claim: "data", MountPath: "/mnt/x"}}, want: "file:///mnt/x/digits/checkpoints/"},
+		"no storage":            {want: ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := CheckpointsOf("digits", tc.conns, tc.pvcs); got != tc.want {
+				t.Errorf("CheckpointsOf = %q, want %q", got, tc.want)
+			}
+			var got string
+			for _, e := range Env("digits", tc.conns, tc.pvcs) {
+				if e.Name == CheckpointEnv {
+					got = e.Value
+				}
+			}
+			if got != tc.want {
+				t.Errorf("Env's %s = %q, want %q", CheckpointEnv, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestWithResume(t *testing.T) {
+	env := WithResume(Env("b", nil, []PVC{{Claim: "data"}}), "file:///mnt/data/a/checkpoints/")
+	if got := ResumeOf(env); got != "file:///mnt/data/a/checkpoints/" {
+		t.Errorf("ResumeOf = %q", got)
+	}
+	for _, e := range env {
+		if e.Name == ForwardEnv && !strings.HasSuffix(e.Value, ";"+ResumeEnv) {
+			t.Errorf("%s = %q: the ranks would not see %s", ForwardEnv, e.Value, ResumeEnv)
+		}
+	}
+	if diff := cmp.Diff(Env("b", nil, []PVC{{Claim: "data"}}), WithResume(Env("b", nil, []PVC{{Claim: "data"}}), "")); diff != "" {
+		t.Errorf("WithResume with no URI changed env:\n%s", diff)
 	}
 }

@@ -78,6 +78,9 @@ func InputOf(tj *trainer.TrainJob, rt *trainer.TrainingRuntime, base *trainer.Cl
 	}
 	in.DataConnections, in.PVCs = StorageOf(&rt.Spec)
 	in.ConfigMaps = ConfigMapsOf(&rt.Spec)
+	if worker != nil {
+		in.ResumeFrom = resumeInputOf(dataconn.ResumeOf(worker.Env), in.DataConnections, in.PVCs)
+	}
 	if launcher != nil && baseLauncher != nil {
 		if launcher.Image != baseLauncher.Image {
 			in.LauncherImage = launcher.Image
@@ -90,6 +93,27 @@ func InputOf(tj *trainer.TrainJob, rt *trainer.TrainingRuntime, base *trainer.Cl
 		in.Image, in.LauncherImage, in.WorkerImage = in.LauncherImage, "", ""
 	}
 	return in, kept
+}
+
+// resumeInputOf is the ResumeFrom that gives uri: the other job's name
+// when uri is its checkpoint place on this job's storage, else uri.
+func resumeInputOf(uri string, conns []string, pvcs []dataconn.PVC) string {
+	if uri == "" {
+		return ""
+	}
+	var head, tail string
+	switch {
+	case len(conns) > 0:
+		head, tail = fmt.Sprintf("s3://$(%s)/", dataconn.Bucket), "/"+dataconn.CheckpointDir
+	case len(pvcs) > 0:
+		head, tail = "file://"+dataconn.MountPathOf(pvcs[0])+"/", "/"+dataconn.CheckpointDir
+	}
+	if head != "" && strings.HasPrefix(uri, head) && strings.HasSuffix(uri, tail) {
+		if job := strings.TrimSuffix(strings.TrimPrefix(uri, head), tail); job != "" && !strings.Contains(job, "/") {
+			return job
+		}
+	}
+	return uri
 }
 
 // StorageOf reads back the data connections and PVCs of a job's runtime.
@@ -336,8 +360,8 @@ func contains(list []string, s string) bool {
 }
 
 // JobEnvErrors checks the variables the builder sets for a per-job
-// runtime's storage (dataconn.Env): MPIJOB_JOB_NAME and MPIJOB_OUTPUT_URI
-// must name the job the runtime belongs to. A runtime copied from another
+// runtime's storage (dataconn.Env): MPIJOB_JOB_NAME, MPIJOB_OUTPUT_URI and
+// MPIJOB_CHECKPOINT_URI must name the job the runtime belongs to. A runtime copied from another
 // job's exported YAML, renamed but with the other job's values, would write
 // its artifacts into that job's.
 func JobEnvErrors(rt *trainer.TrainingRuntime) field.ErrorList {
@@ -371,7 +395,8 @@ func Retarget(job *Job) {
 	eachJobEnv(&rt.Spec, tj.Name, func(_ *field.Path, e *corev1.EnvVar, want string) { e.Value = want })
 }
 
-// eachJobEnv calls fn with every MPIJOB_JOB_NAME and MPIJOB_OUTPUT_URI
+// eachJobEnv calls fn with every MPIJOB_JOB_NAME, MPIJOB_OUTPUT_URI and
+// MPIJOB_CHECKPOINT_URI
 // (with a value, not a reference) of spec's node containers, its path and
 // the value the builder gives job there.
 func eachJobEnv(spec *trainer.TrainingRuntimeSpec, job string, fn func(path *field.Path, e *corev1.EnvVar, want string)) {
@@ -399,7 +424,7 @@ func jobEnvValues(job string, spec *trainer.TrainingRuntimeSpec) map[string]stri
 	conns, pvcs := StorageOf(spec)
 	want := map[string]string{}
 	for _, e := range dataconn.Env(job, conns, pvcs) {
-		if e.Name == dataconn.JobNameEnv || e.Name == dataconn.OutputEnv {
+		if e.Name == dataconn.JobNameEnv || e.Name == dataconn.OutputEnv || e.Name == dataconn.CheckpointEnv {
 			want[e.Name] = e.Value
 		}
 	}

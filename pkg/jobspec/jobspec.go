@@ -79,6 +79,11 @@ type Input struct {
 	// failure: every Worker and the Launcher anew, the program from its
 	// start (JobSet's failurePolicy.maxRestarts; 0: none).
 	Retries int32 `json:"retries,omitempty"`
+	// ResumeFrom starts the job from another job's last checkpoint when it
+	// has none of its own yet: that job's name (its checkpoint place on
+	// this job's first data connection or PVC) or a folder URI,
+	// s3://BUCKET/PATH/ or file:///PATH/ (MPIJOB_RESUME_FROM).
+	ResumeFrom string `json:"resume_from,omitempty"`
 	// Priority is the Kueue WorkloadPriorityClass of a queued job.
 	Priority string `json:"priority,omitempty"`
 	// Tolerations let the Launcher and the Workers onto tainted nodes.
@@ -187,6 +192,10 @@ func Build(in Input, base *trainer.ClusterTrainingRuntime) (*Job, error) {
 	if err := validateStorage(in); err != nil {
 		return nil, err
 	}
+	resume, err := resumeURI(in)
+	if err != nil {
+		return nil, err
+	}
 	deadline, err := validateScheduling(in)
 	if err != nil {
 		return nil, err
@@ -245,7 +254,7 @@ func Build(in Input, base *trainer.ClusterTrainingRuntime) (*Job, error) {
 	rt := Derive(base, in.Name, in.Namespace, Overrides{
 		LauncherImage: launcherImage, WorkerImage: workerImage,
 		Worker: worker, Launcher: launcher,
-		Env:     dataconn.Env(in.Name, in.DataConnections, in.PVCs),
+		Env:     dataconn.WithResume(dataconn.Env(in.Name, in.DataConnections, in.PVCs), resume),
 		Volumes: vols, Mounts: mounts,
 		Retries: in.Retries,
 	})
@@ -492,6 +501,41 @@ func withPath(name, path string) string {
 
 // validateStorage checks the data connections, PVCs and ConfigMaps a job
 // names (their existence and keys are the cluster's to say: CheckStorage).
+// resumeURI is the folder a job resumes from (ResumeFrom): another job's
+// checkpoint place on this job's first storage, or the URI given.
+func resumeURI(in Input) (string, error) {
+	r := in.ResumeFrom
+	if r == "" {
+		return "", nil
+	}
+	if len(in.DataConnections) == 0 && len(in.PVCs) == 0 {
+		return "", errorf("resume_from", r, "a job reads a checkpoint through its data connection or PVC, and this one has neither: add a data connection (--data-connection) or a PVC (--pvc)")
+	}
+	if scheme, rest, ok := strings.Cut(r, "://"); ok {
+		switch {
+		case scheme != "s3" && scheme != "file":
+			return "", errorf("resume_from", r, "is not a checkpoint folder: use another job's name, s3://BUCKET/PATH/ or file:///PATH/")
+		case scheme == "s3" && (strings.HasPrefix(rest, "/") || !strings.Contains(strings.TrimSuffix(rest, "/"), "/")):
+			return "", errorf("resume_from", r, "names no folder in a bucket: use s3://BUCKET/PATH/, e.g. s3://my-bucket/other-job/checkpoints/")
+		case scheme == "file" && (!strings.HasPrefix(rest, "/") || strings.Contains(rest, "..") || rest == "/"):
+			return "", errorf("resume_from", r, "is not an absolute folder: use file:///PATH/ on the job's PVC, e.g. file:///mnt/shared-data/other-job/checkpoints/")
+		case strings.ContainsAny(r, " \t\n\"'$`"):
+			return "", errorf("resume_from", r, "has a space, quote or '$': give the folder's URI as it is")
+		}
+		if !strings.HasSuffix(r, "/") {
+			r += "/"
+		}
+		return r, nil
+	}
+	if errs := validation.IsDNS1123Label(r); len(errs) > 0 || len(r) > api.MaxJobNameLength {
+		return "", errorf("resume_from", r, "is neither a job name nor a URI: use another MPI job's name, s3://BUCKET/PATH/ or file:///PATH/")
+	}
+	if r == in.Name {
+		return "", errorf("resume_from", r, "is this job: a job resumes from its own checkpoints by itself; name another job")
+	}
+	return dataconn.CheckpointsOf(r, in.DataConnections, in.PVCs), nil
+}
+
 func validateStorage(in Input) error {
 	seen := map[string]bool{}
 	for _, c := range in.DataConnections {

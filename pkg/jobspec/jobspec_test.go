@@ -226,14 +226,15 @@ func TestExportedRuntimeNamesItsOwnJob(t *testing.T) {
 			for _, want := range []string{
 				`MPIJOB_JOB_NAME must name this runtime's job copy, or the job's artifacts would go to another job's: set it to "copy"`,
 				`MPIJOB_OUTPUT_URI must name this runtime's job copy, or the job's artifacts would go to another job's: set it to "` + output + `"`,
+				`MPIJOB_CHECKPOINT_URI must name this runtime's job copy, or the job's artifacts would go to another job's: set it to "` + output + `checkpoints/"`,
 			} {
 				if !slices.ContainsFunc(got, func(g string) bool { return strings.Contains(g, want) }) {
 					t.Errorf("errors %q lack %q", got, want)
 				}
 			}
-			// Launcher and Worker each carry both variables.
-			if len(errs) != 4 {
-				t.Errorf("%d errors, want 4 (two variables on the Launcher and on the Worker): %q", len(errs), got)
+			// Launcher and Worker each carry the three variables.
+			if len(errs) != 6 {
+				t.Errorf("%d errors, want 6 (three variables on the Launcher and on the Worker): %q", len(errs), got)
 			}
 
 			// create -f: only the TrainJob renamed.

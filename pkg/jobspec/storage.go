@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -53,6 +55,9 @@ func CheckStorage(ctx context.Context, c client.Reader, ns string, in Input) err
 			return errorf("pvcs", p.Claim, "has access modes %v; the Launcher and every Worker mount it, on different nodes: use a ReadWriteMany claim", pvc.Spec.AccessModes)
 		}
 	}
+	if err := checkResume(ctx, c, ns, in); err != nil {
+		return err
+	}
 	for _, cm := range in.ConfigMaps {
 		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: cm.Name}, &corev1.ConfigMap{})
 		switch {
@@ -63,6 +68,37 @@ func CheckStorage(ctx context.Context, c client.Reader, ns string, in Input) err
 		case err != nil:
 			return fmt.Errorf("failed to read ConfigMap %s/%s: %w", ns, cm.Name, err)
 		}
+	}
+	return nil
+}
+
+// checkResume checks, as the user, that the job a ResumeFrom names
+// exists in namespace ns: a typo would otherwise start the job from its
+// first step, or fail it once it runs.
+func checkResume(ctx context.Context, c client.Reader, ns string, in Input) error {
+	r := in.ResumeFrom
+	if r == "" || strings.Contains(r, "://") {
+		return nil
+	}
+	err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: r}, &trainer.TrainJob{})
+	switch {
+	case apierrors.IsNotFound(err):
+		hint := ""
+		list := &trainer.TrainJobList{}
+		if c.List(ctx, list, client.InNamespace(ns)) == nil {
+			var names []string
+			for _, j := range list.Items {
+				names = append(names, j.Name)
+			}
+			if m := suggest.Closest(r, names); m != "" {
+				hint = fmt.Sprintf(" (did you mean %s?)", m)
+			}
+		}
+		return errorf("resume_from", r, "no MPI job %s in namespace %s%s: name a job of this namespace (kubectl mpijob get), or, for a job that is gone, its checkpoint folder as a URI, e.g. s3://BUCKET/%s/checkpoints/", r, ns, hint, r)
+	case apierrors.IsForbidden(err):
+		return errorf("resume_from", r, "you may not read TrainJobs in namespace %s: give the checkpoint folder as a URI instead, e.g. s3://BUCKET/%s/checkpoints/", ns, r)
+	case err != nil:
+		return fmt.Errorf("failed to read MPI job %s/%s: %w", ns, r, err)
 	}
 	return nil
 }

@@ -75,6 +75,7 @@ class MPIJobClient:
         config_map: str | Sequence[str] | None = None,
         timeout: str | None = None,
         retries: int | None = None,
+        resume_from: str | None = None,
         priority: str | None = None,
         tolerations: Sequence[str | dict[str, Any]] | None = None,
         image_pull_secrets: str | Sequence[str] | None = None,
@@ -112,7 +113,12 @@ class MPIJobClient:
         :param timeout: stop the job once it has run this long, e.g. ``"90m"``, ``"2h"`` or ``"1h30m"``
             (reason DeadlineExceeded; None: no limit)
         :param retries: start the whole job again after a failure, up to this many times (0-10): every
-            Worker and the Launcher anew, the program from its start (resume from a checkpoint in it)
+            Worker and the Launcher anew; the program resumes from its last checkpoint in
+            ``$MPIJOB_CHECKPOINT_URI`` (``s3://BUCKET/NAME/checkpoints/``, see :mod:`mpijob.checkpoint`)
+        :param resume_from: start from another job's last checkpoint when this job has none of its
+            own yet: that job's name, or its checkpoint folder ``s3://BUCKET/PATH/`` or
+            ``file:///PATH/`` (needs ``data_connection`` or ``pvc``; the program reads
+            ``$MPIJOB_RESUME_FROM``)
         :param priority: the Kueue WorkloadPriorityClass of the job (with ``queue``)
         :param tolerations: taints the Launcher and Workers tolerate, ``"KEY[=VALUE][:EFFECT]"``
             (e.g. ``"dedicated=mpi:NoSchedule"``; no value: any value) or a pod's toleration dicts

@@ -31,6 +31,11 @@ REQUIRED = (ACCESS_KEY_ID, SECRET_ACCESS_KEY, ENDPOINT, BUCKET)
 CONNECTIONS_ENV = "MPIJOB_DATA_CONNECTIONS"
 JOB_NAME_ENV = "MPIJOB_JOB_NAME"
 OUTPUT_ENV = "MPIJOB_OUTPUT_URI"
+#: The job's checkpoint place: checkpoints/ under its artifacts.
+CHECKPOINT_ENV = "MPIJOB_CHECKPOINT_URI"
+#: Where a job with no checkpoint of its own takes its first (--resume-from).
+RESUME_ENV = "MPIJOB_RESUME_FROM"
+CHECKPOINT_DIR = "checkpoints/"
 FORWARD_ENV = "OMPI_MCA_mca_base_env_list"
 
 _DNS_NAME = re.compile(r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")
@@ -192,8 +197,39 @@ def env(job: str, connections: list[str], pvcs: list[PVC]) -> list[dict[str, Any
         output = f"file://{mount_path_of(pvcs[0])}/{job}/"
     out.append({"name": OUTPUT_ENV, "value": output})
     forward.append(OUTPUT_ENV)
+    out.append({"name": CHECKPOINT_ENV, "value": output + CHECKPOINT_DIR})
+    forward.append(CHECKPOINT_ENV)
     out.append({"name": FORWARD_ENV, "value": ";".join(forward)})
     return out
+
+
+def checkpoints_of(job: str, connections: list[str], pvcs: list[PVC]) -> str:
+    """Mirror of Go's ``dataconn.CheckpointsOf``: job's checkpoint place on the first storage."""
+    if connections:
+        return f"s3://$({BUCKET})/{job}/{CHECKPOINT_DIR}"
+    if pvcs:
+        return f"file://{mount_path_of(pvcs[0])}/{job}/{CHECKPOINT_DIR}"
+    return ""
+
+
+def with_resume(env_vars: list[dict[str, Any]], uri: str) -> list[dict[str, Any]]:
+    """Mirror of Go's ``dataconn.WithResume``."""
+    if not uri:
+        return env_vars
+    out: list[dict[str, Any]] = []
+    for e in env_vars:
+        if e.get("name") == FORWARD_ENV and "valueFrom" not in e:
+            out.append({"name": RESUME_ENV, "value": uri})
+            e = {**e, "value": e["value"] + ";" + RESUME_ENV}
+        out.append(e)
+    return out
+
+
+def resume_of(env_vars: list[dict[str, Any]]) -> str:
+    for e in env_vars:
+        if e.get("name") == RESUME_ENV and "valueFrom" not in e:
+            return str(e.get("value") or "")
+    return ""
 
 
 def volumes(pvcs: list[PVC], config_maps: list[ConfigMap] | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -81,6 +81,7 @@ class Input:
     config_maps: list[dataconn.ConfigMap] = field(default_factory=list)
     timeout: str = ""
     retries: int = 0
+    resume_from: str = ""
     priority: str = ""
     tolerations: list[dict[str, Any]] = field(default_factory=list)
     image_pull_secrets: list[str] = field(default_factory=list)
@@ -219,6 +220,7 @@ def build(inp: Input, base: dict[str, Any] | None) -> Job:
     if inp.queue and (len(inp.queue) > 253 or not _DNS_SUBDOMAIN.match(inp.queue)):
         raise _err("queue", inp.queue, "is not a valid LocalQueue name: use lower-case letters, digits, '-' and '.'")
     _validate_storage(inp)
+    resume = _resume_uri(inp)
     deadline = _validate_scheduling(inp)
     command = _with_launcher_flags(inp, base)
 
@@ -259,11 +261,55 @@ def build(inp: Input, base: dict[str, Any] | None) -> Job:
     if not (launcher_image or worker_image or worker or launcher or storage or inp.config_maps or inp.retries):
         return Job(tj)
     rt = derive(base, inp.name, inp.namespace, launcher_image, worker_image, worker, launcher,
-                env=dataconn.env(inp.name, list(inp.data_connections), list(inp.pvcs)), pvcs=list(inp.pvcs),
+                env=dataconn.with_resume(dataconn.env(inp.name, list(inp.data_connections), list(inp.pvcs)), resume), pvcs=list(inp.pvcs),
                 config_maps=list(inp.config_maps), retries=inp.retries)
     spec["runtimeRef"] = {"apiGroup": GROUP, "kind": "TrainingRuntime", "name": inp.name}
     meta.setdefault("labels", {})[BASE_RUNTIME_LABEL] = base_name
     return Job(tj, rt)
+
+
+def _resume_uri(inp: Input) -> str:
+    """Mirror of Go's ``resumeURI``: the folder the job resumes from."""
+    r = inp.resume_from
+    if not r:
+        return ""
+    if not isinstance(r, str):
+        raise _err("resume_from", r, "is neither a job name nor a URI: use another MPI job's name, s3://BUCKET/PATH/ or file:///PATH/")
+    if not (inp.data_connections or inp.pvcs):
+        raise _err("resume_from", r, "a job reads a checkpoint through its data connection or PVC, and this one has neither: "
+                                     "add a data connection (--data-connection) or a PVC (--pvc)")
+    if "://" in r:
+        scheme, rest = r.split("://", 1)
+        if scheme not in ("s3", "file"):
+            raise _err("resume_from", r, "is not a checkpoint folder: use another job's name, s3://BUCKET/PATH/ or file:///PATH/")
+        if scheme == "s3" and (rest.startswith("/") or "/" not in rest.rstrip("/")):
+            raise _err("resume_from", r, "names no folder in a bucket: use s3://BUCKET/PATH/, e.g. s3://my-bucket/other-job/checkpoints/")
+        if scheme == "file" and (not rest.startswith("/") or ".." in rest or rest == "/"):
+            raise _err("resume_from", r, "is not an absolute folder: use file:///PATH/ on the job's PVC, e.g. file:///mnt/shared-data/other-job/checkpoints/")
+        if any(c in r for c in " \t\n\"'$`"):
+            raise _err("resume_from", r, "has a space, quote or '$': give the folder's URI as it is")
+        return r if r.endswith("/") else r + "/"
+    if not _DNS_LABEL.match(r) or len(r) > MAX_NAME:
+        raise _err("resume_from", r, "is neither a job name nor a URI: use another MPI job's name, s3://BUCKET/PATH/ or file:///PATH/")
+    if r == inp.name:
+        raise _err("resume_from", r, "is this job: a job resumes from its own checkpoints by itself; name another job")
+    return dataconn.checkpoints_of(r, list(inp.data_connections), list(inp.pvcs))
+
+
+def _resume_input_of(uri: str, conns: list[str], pvcs: list[dataconn.PVC]) -> str:
+    """Mirror of Go's ``resumeInputOf``."""
+    if not uri:
+        return ""
+    head = tail = ""
+    if conns:
+        head, tail = f"s3://$({dataconn.BUCKET})/", "/" + dataconn.CHECKPOINT_DIR
+    elif pvcs:
+        head, tail = f"file://{dataconn.mount_path_of(pvcs[0])}/", "/" + dataconn.CHECKPOINT_DIR
+    if head and uri.startswith(head) and uri.endswith(tail):
+        job = uri[len(head):len(uri) - len(tail)]
+        if job and "/" not in job:
+            return job
+    return uri
 
 
 def _validate_storage(inp: Input) -> None:
@@ -647,6 +693,7 @@ def input_of(tj: dict[str, Any], rt: dict[str, Any] | None, base: dict[str, Any]
         inp.data_connections = dataconn.connections_of(gw.get("env") or [])
         inp.pvcs = _pvcs_of(rt["spec"], gw)
         inp.config_maps = _config_maps_of(rt["spec"], gw)
+        inp.resume_from = _resume_input_of(dataconn.resume_of(gw.get("env") or []), inp.data_connections, inp.pvcs)
     if gw and bw:
         if gw.get("image") != bw.get("image"):
             inp.worker_image = gw.get("image", "")

@@ -96,6 +96,7 @@ class JobSpec:
     config_map: str | Sequence[str] | None = None
     timeout: str | None = None
     retries: int | None = None
+    resume_from: str | None = None
     priority: str | None = None
     tolerations: Sequence[str | dict[str, Any]] | None = None
     image_pull_secrets: str | Sequence[str] | None = None

@@ -146,6 +146,7 @@ export interface JobInput {
   config_maps?: ConfigMap[];
   timeout?: string;
   retries?: number;
+  resume_from?: string;
   priority?: string;
   tolerations?: unknown[];
   image_pull_secrets?: string[];

@@ -124,6 +124,15 @@ class KubernetesBackend(Backend):
             if not self._api.pvc_exists(p.claim):
                 raise InvalidJobError(f"pvc {p.claim!r}: no such PersistentVolumeClaim in namespace {self.namespace}: create it first "
                                       "(kubectl get pvc lists them)", field="pvc")
+        r = inp.resume_from
+        if r and "://" not in r:
+            try:
+                self._api.get_trainjob(r)
+            except JobNotFoundError as e:
+                hint = f" (did you mean {e.suggestion}?)" if e.suggestion else ""
+                raise InvalidJobError(f"resume_from {r!r}: no MPI job {r} in namespace {self.namespace}{hint}: name a job of this "
+                                      f"namespace (list_jobs), or, for a job that is gone, its checkpoint folder as a URI, "
+                                      f"e.g. s3://BUCKET/{r}/checkpoints/", field="resume_from") from None
         for c in inp.config_maps:
             if not self._api.config_map_exists(c.name):
                 raise InvalidJobError(f"config_map {c.name!r}: no such ConfigMap in namespace {self.namespace}: create it first "
@@ -715,7 +724,7 @@ for _name, _fn in list(vars(KubernetesBackend).items()):
 
 
 #: create_job's and clone_job's arguments for what a job sets besides its shape and data.
-SCHEDULING_ARGS = ("timeout", "retries", "priority", "tolerations", "image_pull_secrets", "description", "launcher_flags")
+SCHEDULING_ARGS = ("timeout", "retries", "resume_from", "priority", "tolerations", "image_pull_secrets", "description", "launcher_flags")
 
 
 def _scheduling(inp: _jobspec.Input, args: dict[str, Any]) -> None:
@@ -725,6 +734,8 @@ def _scheduling(inp: _jobspec.Input, args: dict[str, Any]) -> None:
     if args.get("retries") is not None:
         _v.check_int("retries", args["retries"], 0)
         inp.retries = args["retries"]
+    if args.get("resume_from") is not None:
+        inp.resume_from = _v.optional_str("resume_from", args["resume_from"], "digits")
     if args.get("priority") is not None:
         inp.priority = _v.optional_str("priority", args["priority"], "high")
     if args.get("tolerations") is not None:
