@@ -20,7 +20,9 @@ Two modes:
   split over the ranks, so with one seed 1, 2, 4 and 8 ranks take the same
   steps and reach the same accuracy, up to the order in which floating-point
   sums are taken. Rank 0 prints a progress report per epoch
-  (docs/progress.md), writes checkpoint.pt each epoch and model.pt and
+  (docs/progress.md), writes a checkpoint each epoch to $MPIJOB_CHECKPOINT_URI
+  (and once more on SIGTERM) and resumes from the newest one at start
+  (docs/training.md, "Checkpoints and resume"), writes model.pt and
   metrics.json at the end to --output, and exits 3 below --target-accuracy.
 - ``--mode throughput`` trains on synthetic 3x32x32 images, --batch-per-rank
   images per rank per step (weak scaling: more ranks, more samples per
@@ -50,6 +52,11 @@ from collections.abc import Callable, Mapping
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mpijob_io
+
+try:  # in mpijob's images, next to this file
+    import mpijob_checkpoint as checkpoint
+except ImportError:  # the SDK's copy
+    from mpijob import checkpoint
 
 THROUGHPUT_PREFIX = "MPIJOB_THROUGHPUT "
 
@@ -106,7 +113,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="accuracy: float64 makes 1, 2, 4 and 8 ranks agree to many more digits (sums taken in another order differ less), at about half the speed")
     p.add_argument("--target-accuracy", type=float, default=0.95, help="accuracy: exit 3 when the test accuracy is lower")
     p.add_argument("--output", default="",
-                   help="accuracy: folder for checkpoint.pt, model.pt and metrics.json (rank 0): a path, s3://BUCKET/PREFIX/ or from-env ($MPIJOB_OUTPUT_URI)")
+                   help="accuracy: folder for model.pt and metrics.json (rank 0): a path, s3://BUCKET/PREFIX/ or from-env ($MPIJOB_OUTPUT_URI)")
+    p.add_argument("--checkpoint", default="from-env",
+                   help="accuracy: checkpoint place: from-env ($MPIJOB_CHECKPOINT_URI, none when unset), a folder URI, or none")
+    p.add_argument("--checkpoint-every", type=int, default=1, help="accuracy: write a checkpoint every N epochs (and once more on SIGTERM)")
     # throughput mode
     p.add_argument("--batch-per-rank", type=int, default=64, help="throughput: images per rank per step")
     p.add_argument("--steps", type=int, default=30, help="throughput: timed steps")
@@ -456,14 +466,49 @@ def accuracy(torch, args, reducer: Reducer, device) -> int:
     loss_fn = torch.nn.CrossEntropyLoss(reduction="sum")
     gen = torch.Generator().manual_seed(args.seed + 2)
     steps = math.ceil(args.samples / args.global_batch)
+    place = os.environ.get(checkpoint.CHECKPOINT_ENV, "") if args.checkpoint == "from-env" else ("" if args.checkpoint == "none" else args.checkpoint)
+    stop = checkpoint.StopOnSignal()
+    done_epochs, done_steps = 0, 0
+    if place or os.environ.get(checkpoint.RESUME_ENV):
+        # Rank 0 reads it and sends it to the others over MPI; NCCL ranks started without MPI read it each.
+        got = checkpoint.load_latest(place or None, like={"model": net.state_dict()}) if rank == 0 or reducer.comm is None else None
+        if reducer.comm is not None and size > 1:
+            got = reducer.comm.bcast(got, root=0)
+        if got is not None:
+            net.load_state_dict(got.state["model"])
+            opt.load_state_dict(got.state["optimizer"])
+            gen.set_state(got.state["order"])
+            checkpoint.set_rng_state(got.state["rng"])
+            done_epochs, done_steps = got.epoch, got.step
+            if rank == 0:
+                print(f"resumed from epoch {got.epoch}, step {got.step} of {args.epochs} epochs: {got.uri} (written {got.age_seconds():.0f}s ago)", flush=True)
+                mpijob_io.progress(epoch=got.epoch, total_epochs=args.epochs, step=got.epoch * steps + got.step, total_steps=args.epochs * steps,
+                                   resumed=checkpoint.resumed_report(got))
+
+    def stop_requested() -> bool:
+        flag = torch.tensor([1.0 if stop.got else 0.0], device=device, dtype=dtype)
+        return bool(float(reducer.sum_(flag)[0]) > 0)
+
+    def save(epochs: int, step: int, order_state) -> None:
+        if rank == 0 and place:
+            c = checkpoint.save({"model": net.state_dict(), "optimizer": opt.state_dict(), "order": order_state, "rng": checkpoint.rng_state()},
+                                epoch=epochs, step=step, total_epochs=args.epochs, uri=place)
+            print(f"checkpoint written: epoch {epochs}, step {step}: {c.uri}", flush=True)
+
     start = time.monotonic()
     acc = 0.0
     loss_avg = 0.0
-    for epoch in range(1, args.epochs + 1):
+    for epoch in range(done_epochs + 1, args.epochs + 1):
         net.train()
+        before_epoch = gen.get_state()
         order = torch.randperm(args.samples, generator=gen).to(device)
         total = torch.zeros(1, device=device, dtype=dtype)
-        for s in range(steps):
+        first = done_steps if epoch == done_epochs + 1 else 0
+        for s in range(first, steps):
+            if place and stop_requested():
+                save(epoch - 1, s, before_epoch)
+                print(f"rank {rank}: stopped by SIGTERM at epoch {epoch}, step {s}; the checkpoint has it", file=sys.stderr, flush=True)
+                return 143
             batch = order[s * args.global_batch : (s + 1) * args.global_batch]
             mine = batch[rank::size]
             opt.zero_grad(set_to_none=False)
@@ -485,15 +530,13 @@ def accuracy(torch, args, reducer: Reducer, device) -> int:
             counts = reducer.sum_(torch.cat([correct.reshape(1), total]))
         acc = float(counts[0]) / len(ytest)
         loss_avg = float(counts[1]) / args.samples
+        if epoch % args.checkpoint_every == 0 or epoch == args.epochs:
+            save(epoch, 0, gen.get_state())
         if rank == 0:
             elapsed = time.monotonic() - start
-            eta = elapsed / epoch * (args.epochs - epoch)
+            eta = elapsed / (epoch - done_epochs) * (args.epochs - epoch)
             print(f"epoch {epoch}/{args.epochs} loss {loss_avg:.4f} test accuracy {acc:.4f} elapsed {elapsed:.1f}s eta {eta:.1f}s", flush=True)
             mpijob_io.progress(epoch=epoch, total_epochs=args.epochs, loss=round(loss_avg, 6), accuracy=round(acc, 6), eta_seconds=round(eta, 1))
-            if output:
-                buf = io.BytesIO()
-                torch.save({"epoch": epoch, "model": net.state_dict(), "optimizer": opt.state_dict()}, buf)
-                mpijob_io.write(output, "checkpoint.pt", buf.getvalue())
 
     if rank != 0:
         return 0
@@ -508,7 +551,7 @@ def accuracy(torch, args, reducer: Reducer, device) -> int:
                    "samples_per_second": round(rate, 1), "samples": args.samples, "global_batch": args.global_batch, "width": args.width,
                    "seed": args.seed, "framework": f"torch {torch.__version__}"}
         mpijob_io.write(output, "metrics.json", json.dumps(metrics, indent=2).encode())
-        print(f"checkpoint, model and metrics written to {where.rsplit('/', 1)[0]}/", flush=True)
+        print(f"model and metrics written to {where.rsplit('/', 1)[0]}/", flush=True)
     if acc < args.target_accuracy:
         print(f"test accuracy {acc:.4f} is below --target-accuracy {args.target_accuracy}: train longer (--epochs, --samples) or lower the target", file=sys.stderr, flush=True)
         return 3

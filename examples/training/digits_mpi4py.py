@@ -20,6 +20,15 @@ with a data connection or a PVC has (s3://BUCKET/JOB/ on the first data
 connection). --data reads the digits from a location instead of
 scikit-learn's copy (the local cluster's buckets hold it at
 s3://BUCKET/datasets/digits/digits.csv.gz).
+
+Checkpoints (docs/training.md, "Checkpoints and resume"): in a job with a
+data connection or a PVC, rank 0 writes one to $MPIJOB_CHECKPOINT_URI after
+every --checkpoint-every epochs, and once more when the job is stopped
+(SIGTERM: a preemption, a suspend, a drained node). At start every rank
+resumes from the newest complete one (weights, epoch, step and the shuffle's
+random state), else from $MPIJOB_RESUME_FROM (--resume-from), and says so
+in a progress report. The result of a resumed run is the uninterrupted
+run's.
 """
 
 from __future__ import annotations
@@ -39,6 +48,11 @@ from mpi4py import MPI
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mpijob_io
 
+try:  # in mpijob's images, next to this file
+    import mpijob_checkpoint as checkpoint
+except ImportError:  # the SDK's copy
+    from mpijob import checkpoint
+
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
@@ -50,6 +64,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--output", default="", help="folder for model.npz and metrics.json (rank 0): a path, file:///path, s3://BUCKET/PREFIX/, or from-env ($MPIJOB_OUTPUT_URI)")
     p.add_argument("--data", default="", help="digits.csv.gz to learn from: a path, file:///path or s3://BUCKET/KEY (default: scikit-learn's copy)")
     p.add_argument("--min-accuracy", type=float, default=0.0, help="exit 3 when the test accuracy is lower")
+    p.add_argument("--checkpoint", default="from-env", help="checkpoint place: from-env ($MPIJOB_CHECKPOINT_URI, none when unset), a folder URI, or none")
+    p.add_argument("--checkpoint-every", type=int, default=1, help="write a checkpoint every N epochs (and once more on SIGTERM)")
+    p.add_argument("--epoch-seconds", type=float, default=0.0, help="make each epoch last at least this long (to try preemption and retries)")
+    p.add_argument("--fail-once-at-epoch", type=int, default=0, help="rank 1 (else 0) exits 1 at the start of this epoch unless the run resumed (to try --retries)")
     return p.parse_args(argv)
 
 
@@ -130,11 +148,50 @@ def main(argv: list[str]) -> int:
 
     shuffle = np.random.default_rng(args.seed + 1)
     steps_per_epoch = int(np.ceil(len(train) / args.batch_size))
+    place = os.environ.get(checkpoint.CHECKPOINT_ENV, "") if args.checkpoint == "from-env" else ("" if args.checkpoint == "none" else args.checkpoint)
+    stop = checkpoint.StopOnSignal()
+    # Where to start: after the epochs (and steps) of the newest checkpoint.
+    done_epochs, done_steps, resumed = 0, 0, None
+    if place or os.environ.get(checkpoint.RESUME_ENV):
+        like = {"model": params}
+        got = checkpoint.load_latest(place or None, like=like) if rank == 0 else None
+        got = comm.bcast(got, root=0)
+        if got is not None:
+            for k in names:
+                params[k] = np.array(got.state["model"][k], dtype=np.float64)
+            shuffle.bit_generator.state = got.state["shuffle"]
+            done_epochs, done_steps, resumed = got.epoch, got.step, got
+            if rank == 0:
+                print(f"resumed from epoch {got.epoch}, step {got.step} of {args.epochs} epochs: {got.uri} "
+                      f"(written {got.age_seconds():.0f}s ago)", flush=True)
+                mpijob_io.progress(epoch=got.epoch, total_epochs=args.epochs, step=got.epoch * steps_per_epoch + got.step,
+                                   total_steps=args.epochs * steps_per_epoch, resumed=checkpoint.resumed_report(got))
+
+    def save(epochs: int, steps: int, before_epoch: dict) -> None:
+        if rank == 0 and place:
+            c = checkpoint.save({"model": params, "shuffle": before_epoch, "total_loss": total_loss},
+                                epoch=epochs, step=steps, total_epochs=args.epochs, uri=place)
+            print(f"checkpoint written: epoch {epochs}, step {steps}: {c.uri}", flush=True)
+
     start = time.monotonic()
-    for epoch in range(1, args.epochs + 1):
+    total_loss = 0.0
+    for epoch in range(done_epochs + 1, args.epochs + 1):
+        if epoch == args.fail_once_at_epoch and resumed is None and rank == min(1, size - 1):
+            print(f"rank {rank}: failing at the start of epoch {epoch} as --fail-once-at-epoch asks", file=sys.stderr, flush=True)
+            comm.Abort(1)
+        epoch_start = time.monotonic()
+        before_epoch = shuffle.bit_generator.state
         order = train[shuffle.permutation(len(train))]
-        total_loss = 0.0
-        for s in range(steps_per_epoch):
+        first = 0
+        if epoch == done_epochs + 1 and done_steps:
+            first, total_loss = done_steps, float(resumed.state.get("total_loss", 0.0))
+        else:
+            total_loss = 0.0
+        for s in range(first, steps_per_epoch):
+            if stop.requested(comm):
+                save(epoch - 1, s, before_epoch)
+                print(f"rank {rank}: stopped by SIGTERM at epoch {epoch}, step {s}; the checkpoint has it", file=sys.stderr, flush=True)
+                return 143
             batch = order[s * args.batch_size : (s + 1) * args.batch_size]
             mine = batch[rank::size]  # this rank's share of the global batch
             local = np.zeros_like(flat)
@@ -150,10 +207,14 @@ def main(argv: list[str]) -> int:
                 n = params[k].size
                 params[k] -= args.lr * summed[offset : offset + n].reshape(params[k].shape) / len(batch)
                 offset += n
+            if args.epoch_seconds:
+                time.sleep(max(0.0, epoch_start + args.epoch_seconds * (s + 1) / steps_per_epoch - time.monotonic()))
+        if epoch % args.checkpoint_every == 0 or epoch == args.epochs:
+            save(epoch, 0, shuffle.bit_generator.state)
         if rank == 0:
             acc = accuracy(params, x[test], y[test])
             elapsed = time.monotonic() - start
-            eta = elapsed / epoch * (args.epochs - epoch)
+            eta = elapsed / (epoch - done_epochs) * (args.epochs - epoch)
             loss = total_loss / len(train)
             print(
                 f"epoch {epoch}/{args.epochs} loss {loss:.4f} "

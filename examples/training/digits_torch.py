@@ -15,6 +15,9 @@ The global batch is fixed and split over the ranks, so with a fixed seed 1,
 floating-point summation order. Rank 0 prints a progress report per epoch
 (docs/progress.md), the final "test accuracy X", and with --output writes
 model.pt (a state_dict) and metrics.json.
+
+It checkpoints and resumes as digits_mpi4py.py does (weights, optimizer,
+epoch, step, random state; docs/training.md, "Checkpoints and resume").
 """
 
 from __future__ import annotations
@@ -35,6 +38,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mpijob_io
 from digits_mpi4py import load, split
 
+try:  # in mpijob's images, next to this file
+    import mpijob_checkpoint as checkpoint
+except ImportError:  # the SDK's copy
+    from mpijob import checkpoint
+
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
@@ -46,6 +54,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--data", default="", help="digits.csv.gz: a path, file:///path or s3://BUCKET/KEY (default: scikit-learn's copy)")
     p.add_argument("--output", default="", help="folder for model.pt and metrics.json (rank 0): a path, s3://BUCKET/PREFIX/ or from-env ($MPIJOB_OUTPUT_URI)")
     p.add_argument("--min-accuracy", type=float, default=0.0, help="exit 3 when the test accuracy is lower")
+    p.add_argument("--checkpoint", default="from-env", help="checkpoint place: from-env ($MPIJOB_CHECKPOINT_URI, none when unset), a folder URI, or none")
+    p.add_argument("--checkpoint-every", type=int, default=1, help="write a checkpoint every N epochs (and once more on SIGTERM)")
+    p.add_argument("--epoch-seconds", type=float, default=0.0, help="make each epoch last at least this long (to try preemption and retries)")
+    p.add_argument("--fail-once-at-epoch", type=int, default=0, help="rank 1 (else 0) exits 1 at the start of this epoch unless the run resumed (to try --retries)")
     return p.parse_args(argv)
 
 
@@ -82,12 +94,48 @@ def main(argv: list[str]) -> int:
 
     shuffle = np.random.default_rng(args.seed + 1)
     steps = int(np.ceil(len(train) / args.batch_size))
+    place = os.environ.get(checkpoint.CHECKPOINT_ENV, "") if args.checkpoint == "from-env" else ("" if args.checkpoint == "none" else args.checkpoint)
+    stop = checkpoint.StopOnSignal()
+    done_epochs, done_steps, resumed = 0, 0, None
+    if place or os.environ.get(checkpoint.RESUME_ENV):
+        got = checkpoint.load_latest(place or None, like={"model": net.state_dict()}) if rank == 0 else None
+        got = comm.bcast(got, root=0)
+        if got is not None:
+            net.load_state_dict(got.state["model"])
+            opt.load_state_dict(got.state["optimizer"])
+            shuffle.bit_generator.state = got.state["shuffle"]
+            checkpoint.set_rng_state(got.state["rng"])
+            done_epochs, done_steps, resumed = got.epoch, got.step, got
+            if rank == 0:
+                print(f"resumed from epoch {got.epoch}, step {got.step} of {args.epochs} epochs: {got.uri} "
+                      f"(written {got.age_seconds():.0f}s ago)", flush=True)
+                mpijob_io.progress(epoch=got.epoch, total_epochs=args.epochs, step=got.epoch * steps + got.step,
+                                   total_steps=args.epochs * steps, resumed=checkpoint.resumed_report(got))
+
+    def save(epochs: int, step: int, before_epoch: dict, total: float) -> None:
+        if rank == 0 and place:
+            c = checkpoint.save({"model": net.state_dict(), "optimizer": opt.state_dict(), "shuffle": before_epoch,
+                                 "rng": checkpoint.rng_state(), "total": total},
+                                epoch=epochs, step=step, total_epochs=args.epochs, uri=place)
+            print(f"checkpoint written: epoch {epochs}, step {step}: {c.uri}", flush=True)
+
     start = time.monotonic()
     acc = 0.0
-    for epoch in range(1, args.epochs + 1):
+    for epoch in range(done_epochs + 1, args.epochs + 1):
+        if epoch == args.fail_once_at_epoch and resumed is None and rank == min(1, size - 1):
+            print(f"rank {rank}: failing at the start of epoch {epoch} as --fail-once-at-epoch asks", file=sys.stderr, flush=True)
+            comm.Abort(1)
+        epoch_start = time.monotonic()
+        before_epoch = shuffle.bit_generator.state
         order = train[shuffle.permutation(len(train))]
-        total = 0.0
-        for s in range(steps):
+        first, total = 0, 0.0
+        if epoch == done_epochs + 1 and done_steps:
+            first, total = done_steps, float(resumed.state.get("total", 0.0))
+        for s in range(first, steps):
+            if stop.requested(comm):
+                save(epoch - 1, s, before_epoch, total)
+                print(f"rank {rank}: stopped by SIGTERM at epoch {epoch}, step {s}; the checkpoint has it", file=sys.stderr, flush=True)
+                return 143
             batch = order[s * args.batch_size : (s + 1) * args.batch_size]
             mine = torch.from_numpy(batch[rank::size])
             opt.zero_grad()
@@ -105,14 +153,21 @@ def main(argv: list[str]) -> int:
                 offset += n
             opt.step()
             total += comm.allreduce(float(loss.detach()), op=MPI.SUM)
+            if args.epoch_seconds:
+                time.sleep(max(0.0, epoch_start + args.epoch_seconds * (s + 1) / steps - time.monotonic()))
+        if epoch % args.checkpoint_every == 0 or epoch == args.epochs:
+            save(epoch, 0, shuffle.bit_generator.state, 0.0)
         with torch.no_grad():
             acc = float((net(xt[test]).argmax(dim=1) == yt[test]).double().mean())
         if rank == 0:
             elapsed = time.monotonic() - start
-            eta = elapsed / epoch * (args.epochs - epoch)
+            eta = elapsed / (epoch - done_epochs) * (args.epochs - epoch)
             print(f"epoch {epoch}/{args.epochs} loss {total / len(train):.4f} test accuracy {acc:.4f} elapsed {elapsed:.1f}s eta {eta:.1f}s", flush=True)
             mpijob_io.progress(epoch=epoch, total_epochs=args.epochs, loss=round(total / len(train), 6), accuracy=round(acc, 6), eta_seconds=round(eta, 1))
 
+    if done_epochs >= args.epochs:
+        with torch.no_grad():
+            acc = float((net(xt[test]).argmax(dim=1) == yt[test]).double().mean())
     if rank != 0:
         return 0
     seconds = time.monotonic() - start

@@ -29,11 +29,15 @@ FIELDS = ("epoch", "total_epochs", "step", "total_steps", "loss", "accuracy", "e
 
 
 def progress(out: Any = None, **fields: Any) -> str:
-    """Print one progress report; unknown fields go under "metrics"."""
+    """Print one progress report; unknown fields go under "metrics". ``resumed`` (a dict:
+    epoch, step, age_seconds, from) says where a run took up again (docs/progress.md)."""
     report: dict[str, Any] = {}
     metrics: dict[str, float] = {}
     for k, v in fields.items():
         if v is None:
+            continue
+        if k == "resumed":
+            report[k] = v
             continue
         if isinstance(v, float) and not math.isfinite(v):
             v = str(v)  # NaN or inf: JSON has no number for it

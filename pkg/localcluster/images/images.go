@@ -119,6 +119,9 @@ var examples = map[string]string{
 	"../examples/training/digits_torch.py":  "/opt/mpijob/examples/digits_torch.py",
 	"../examples/training/cnn_torch.py":     "/opt/mpijob/examples/cnn_torch.py",
 	"../examples/training/mpijob_io.py":     "/opt/mpijob/examples/mpijob_io.py",
+	// The SDK's checkpoint module, one file with no other part of the SDK:
+	// the examples save and resume with it, and so can users' programs.
+	"../sdk/python/mpijob/checkpoint.py": "/opt/mpijob/examples/mpijob_checkpoint.py",
 }
 
 // withExamples adds the examples (and extra) to an image's files.
