@@ -345,9 +345,29 @@ func (r *Reconciler) gather(ctx context.Context, tj *trainer.TrainJob, k known, 
 		log.V(1).Info("cannot read the job's queue", "err", err)
 	} else if q != nil {
 		in.Queue = &Queue{Name: q.Queue, Admitted: q.Admitted, Position: q.Position, Pending: q.Pending, Message: strings.TrimSuffix(q.Message, "."),
-			EvictedPodsReadyTimeout: q.EvictedPodsReadyTimeout, Workload: q.Workload, Inactive: q.Inactive}
+			EvictedPodsReadyTimeout: q.EvictedPodsReadyTimeout, Workload: q.Workload, Inactive: q.Inactive,
+			Preempted: q.Preempted, PreemptedWhy: q.Preemption.Why, Preemptions: q.Preemptions}
+		if q.Preempted && q.Preemption.ByJobUID != "" {
+			in.Queue.PreemptedBy = r.jobNamed(ctx, tj.Namespace, q.Preemption.ByJobUID)
+		}
 	}
 	return in, nil
+}
+
+// jobNamed is the name of the TrainJob with uid in namespace ns, "" when
+// none there has it: the job Kueue preempted another for is named only to
+// the tenants of its own namespace.
+func (r *Reconciler) jobNamed(ctx context.Context, ns string, uid types.UID) string {
+	l := &trainer.TrainJobList{}
+	if err := r.Reader.List(ctx, l, client.InNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
+		return ""
+	}
+	for i := range l.Items {
+		if l.Items[i].UID == uid {
+			return l.Items[i].Name
+		}
+	}
+	return ""
 }
 
 // apply carries out p: it writes the status first, then remembers what was

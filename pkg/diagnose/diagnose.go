@@ -47,6 +47,10 @@ const (
 	ReasonLauncherFailed        = "LauncherFailed"
 	ReasonGangSchedulingTimeout = "GangSchedulingTimeout"
 	ReasonSuspended             = "Suspended"
+	// ReasonPreempted: Kueue stopped the job to make room for another of
+	// higher priority (or to reclaim quota lent in its cohort); it queues
+	// again and starts when it fits.
+	ReasonPreempted = "Preempted"
 	ReasonQueued                = "Queued"
 	ReasonAdmitted              = "Admitted"
 	ReasonFailed                = "Failed"
@@ -78,6 +82,15 @@ type Queue struct {
 	// spec.active is false: the job was suspended through Kueue.
 	Workload string
 	Inactive bool
+	// Preempted: Kueue evicted the job for another and has not admitted it
+	// again yet. PreemptedBy names the job it made room for when that job
+	// is in the same namespace ("" otherwise: another tenant's job is not
+	// named), PreemptedWhy is Kueue's reason in words ("prioritization in
+	// the ClusterQueue"), Preemptions how often it happened to this job.
+	Preempted    bool
+	PreemptedBy  string
+	PreemptedWhy string
+	Preemptions  int32
 }
 
 // Input is everything the diagnosis looks at.
@@ -178,6 +191,16 @@ func Diagnose(in Input) api.Status {
 		s.CompletionTime = condTime(tj, trainer.TrainJobFailed)
 		f := explainFailure(in)
 		s.Reason, s.Message, s.Steps, s.Subject = f.reason, f.message, f.next, f.subject
+	case in.Queue != nil && in.Queue.Preempted && !(tj.Spec.Suspend != nil && *tj.Spec.Suspend && in.Queue.Inactive):
+		// Kueue evicted the job for another: its pods stop (the Launcher
+		// may exit with an error as they go), and it queues again. Said
+		// as such from the eviction on, not as an admission or a failure.
+		s.Phase, s.Reason = api.PhaseQueued, ReasonPreempted
+		s.Message, s.Steps = preempted(in)
+		s.QueuePosition = nil
+		if in.Queue.Position > 0 {
+			s.QueuePosition = &in.Queue.Position
+		}
 	case tj.Spec.Suspend != nil && *tj.Spec.Suspend:
 		if in.Queue != nil && in.Queue.Inactive {
 			// Suspended the way Kueue honours: its Workload is inactive,
@@ -256,6 +279,53 @@ func Diagnose(in Input) api.Status {
 	}
 	s.LastTransitionTime = transitionTime(in, s.Phase)
 	return redactStatus(s)
+}
+
+// preempted says that Kueue preempted the job, for what, and that it
+// starts again by itself when it fits.
+func preempted(in Input) (string, []api.Step) {
+	q := in.Queue
+	by := "another job"
+	if q.PreemptedBy != "" {
+		by = "job " + q.PreemptedBy
+	} else if q.PreemptedWhy != "" && strings.Contains(q.PreemptedWhy, "cohort") {
+		by = "a job of another queue in its cohort"
+	}
+	why := ""
+	if q.PreemptedWhy != "" {
+		why = " (Kueue: " + q.PreemptedWhy + ")"
+	}
+	m := fmt.Sprintf("Preempted: Kueue stopped the whole job to make room for %s%s in queue %s.", by, why, q.Name)
+	if q.Preemptions > 1 {
+		m = strings.TrimSuffix(m, ".") + fmt.Sprintf(", the %s time.", ordinal(int(q.Preemptions)))
+	}
+	where := ""
+	if q.Position > 0 {
+		where = fmt.Sprintf(" It is at position %d", q.Position)
+		if q.Pending > 0 {
+			where += fmt.Sprintf(" of %d", q.Pending)
+		}
+		where += "."
+	}
+	m += " It starts again by itself when it fits again, from its last checkpoint if its program writes one ($MPIJOB_CHECKPOINT_URI)." + where
+	return m, ranked(
+		stepf("Nothing to do: it starts again when queue "+q.Name+" has room; `%s` shows where it waits.", cli("describe")),
+		step("To keep it from being preempted, give it a higher priority: resubmit it with a higher --priority (an administrator knows the cluster's WorkloadPriorityClasses), or ask about the ClusterQueue's preemption policy."))
+}
+
+// ordinal is 2nd, 3rd, 4th, ...
+func ordinal(n int) string {
+	suffix := "th"
+	switch {
+	case n%100 >= 11 && n%100 <= 13:
+	case n%10 == 1:
+		suffix = "st"
+	case n%10 == 2:
+		suffix = "nd"
+	case n%10 == 3:
+		suffix = "rd"
+	}
+	return strconv.Itoa(n) + suffix
 }
 
 // redactStatus hides the secrets a program printed: the diagnosis quotes

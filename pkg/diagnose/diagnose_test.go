@@ -1349,3 +1349,40 @@ func TestStepsNameTheJob(t *testing.T) {
 		})
 	}
 }
+
+// A job Kueue preempted is said to be preempted, from the eviction (its
+// Workload still holding quota, its Launcher failing as its pods stop) to
+// its admission again: not "Admitted ... starts now", not a failed job.
+func TestPreemptedIsNamed(t *testing.T) {
+	low := job(2).suspend().obj()
+	low.Labels = map[string]string{queue.NameLabel: "default"}
+	q := &Queue{Name: "team-a/default", Admitted: true, Preempted: true, PreemptedBy: "high", PreemptedWhy: "prioritization in the ClusterQueue", Preemptions: 1}
+	got := diagnoseBoth(t, Input{TrainJob: low, Queue: q, Now: t0, Previous: &api.Status{Phase: api.PhaseRunning}})
+	if got.Phase != api.PhaseQueued || got.Reason != ReasonPreempted {
+		t.Fatalf("while evicted: %s/%s %q, want Queued/Preempted", got.Phase, got.Reason, got.Message)
+	}
+	for _, want := range []string{"make room for job high", "prioritization in the ClusterQueue", "queue team-a/default", "starts again by itself when it fits"} {
+		if !strings.Contains(got.Message, want) {
+			t.Errorf("message %q lacks %q", got.Message, want)
+		}
+	}
+	// Back in the queue, at a position; another tenant's job is not named.
+	q = &Queue{Name: "team-a/default", Preempted: true, PreemptedWhy: "reclamation within the cohort", Preemptions: 2, Position: 1, Pending: 3}
+	got = diagnoseBoth(t, Input{TrainJob: low, Queue: q, Now: t0})
+	if got.Reason != ReasonPreempted || got.QueuePosition == nil || *got.QueuePosition != 1 ||
+		!strings.Contains(got.Message, "a job of another queue in its cohort") || !strings.Contains(got.Message, "the 2nd time") || !strings.Contains(got.Message, "position 1 of 3") {
+		t.Errorf("queued again: %s %v %q", got.Reason, got.QueuePosition, got.Message)
+	}
+	// Still running when the eviction is seen (not yet suspended): preempted, not Running or Failed.
+	running := job(2).obj()
+	running.Labels = map[string]string{queue.NameLabel: "default"}
+	got = diagnoseBoth(t, Input{TrainJob: running, Queue: &Queue{Name: "team-a/default", Admitted: true, Preempted: true}, Now: t0})
+	if got.Reason != ReasonPreempted {
+		t.Errorf("evicted while running: %s/%s", got.Phase, got.Reason)
+	}
+	// Admitted again: no longer preempted.
+	got = diagnoseBoth(t, Input{TrainJob: low, Queue: &Queue{Name: "team-a/default", Admitted: true, Preemptions: 1}, Now: t0})
+	if got.Reason == ReasonPreempted {
+		t.Errorf("admitted again: still %s", got.Reason)
+	}
+}

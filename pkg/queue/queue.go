@@ -11,7 +11,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
+	"strings"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -65,6 +67,43 @@ type Workload struct {
 	// Inactive: spec.active is false; the job is suspended (by its user, or
 	// by Kueue when it gave up on it) and does not queue.
 	Inactive bool
+	// Preempted: Kueue evicted it for another Workload (condition Evicted,
+	// reason Preempted) and it has not been admitted again since.
+	Preempted bool
+	// Preemption is what Kueue's eviction said of the last preemption.
+	Preemption Preemption
+	// Preemptions counts the times Kueue preempted it
+	// (status.schedulingStats.evictions with reason Preempted).
+	Preemptions int32
+}
+
+// Preemption is what Kueue says when it preempts a Workload: "Preempted to
+// accommodate a workload (UID: ..., JobUID: ...) due to prioritization in
+// the ClusterQueue; ...".
+type Preemption struct {
+	// ByJobUID is the UID of the job Kueue made room for ("" when unknown).
+	ByJobUID types.UID
+	// Why is Kueue's reason in words: "prioritization in the
+	// ClusterQueue", "reclamation within the cohort", ...
+	Why string
+	// When is the time of the eviction.
+	When time.Time
+}
+
+var preemptionMessage = regexp.MustCompile(`JobUID: ([^,)\s]+)\) due to ([^;]+)`)
+
+// ParsePreemption reads Kueue's eviction message of a preemption.
+func ParsePreemption(msg string) Preemption {
+	var p Preemption
+	if m := preemptionMessage.FindStringSubmatch(msg); m != nil {
+		if m[1] != "UNKNOWN" {
+			p.ByJobUID = types.UID(m[1])
+		}
+		if m[2] != "UNKNOWN" {
+			p.Why = strings.TrimSpace(m[2])
+		}
+	}
+	return p
 }
 
 // Pending reports whether the Workload waits for quota.
@@ -122,6 +161,17 @@ func FromUnstructured(u *unstructured.Unstructured) Workload {
 			w.OwnerUID = o.UID
 		}
 	}
+	evictions, _, _ := unstructured.NestedSlice(u.Object, "status", "schedulingStats", "evictions")
+	for _, e := range evictions {
+		if m, ok := e.(map[string]any); ok && m["reason"] == "Preempted" {
+			switch n := m["count"].(type) {
+			case int64:
+				w.Preemptions += int32(n)
+			case float64:
+				w.Preemptions += int32(n)
+			}
+		}
+	}
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
 		m, ok := c.(map[string]any)
@@ -142,8 +192,15 @@ func FromUnstructured(u *unstructured.Unstructured) Workload {
 			w.Finished = status == string(metav1.ConditionTrue)
 		case "Evicted":
 			if status == string(metav1.ConditionTrue) {
-				if reason, _ := m["reason"].(string); reason == "PodsReadyTimeout" {
+				switch reason, _ := m["reason"].(string); reason {
+				case "PodsReadyTimeout":
 					w.EvictedPodsReadyTimeout = true
+				case "Preempted":
+					w.Preempted = true
+					w.Preemption = ParsePreemption(msg)
+					if ts, ok := m["lastTransitionTime"].(string); ok {
+						w.Preemption.When, _ = time.Parse(time.RFC3339, ts)
+					}
 				}
 			}
 			// An evicted Workload queues again from the time of eviction.
@@ -176,12 +233,18 @@ type State struct {
 	// spec.active is false (the job is suspended through Kueue).
 	Workload string
 	Inactive bool
+	// Preempted: Kueue evicted the job for another and has not admitted
+	// it again yet; Preemption says for what, Preemptions how often.
+	Preempted   bool
+	Preemption  Preemption
+	Preemptions int32
 }
 
 // of fills in what st says of the job's own Workload w.
 func (st *State) of(w Workload) {
 	st.Admitted, st.Message, st.EvictedPodsReadyTimeout = w.Admitted, w.Message, w.EvictedPodsReadyTimeout
 	st.Workload, st.Inactive = w.Name, w.Inactive
+	st.Preempted, st.Preemption, st.Preemptions = w.Preempted, w.Preemption, w.Preemptions
 }
 
 // Lookup returns the queue state of the job with the given labels and UID,

@@ -187,3 +187,61 @@ func TestPriorityProblem(t *testing.T) {
 		})
 	}
 }
+
+func TestPreemptedWorkload(t *testing.T) {
+	const doc = `
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: Workload
+metadata:
+  name: trainjob-low-1a2b3
+  namespace: team-a
+  creationTimestamp: "2026-11-22T10:00:00Z"
+  labels:
+    kueue.x-k8s.io/job-uid: "1234"
+spec:
+  queueName: default
+status:
+  schedulingStats:
+    evictions:
+    - reason: Preempted
+      underlyingCause: InClusterQueue
+      count: 2
+    - reason: PodsReadyTimeout
+      underlyingCause: ""
+      count: 1
+  conditions:
+  - type: QuotaReserved
+    status: "True"
+    reason: QuotaReserved
+    lastTransitionTime: "2026-11-22T10:00:01Z"
+  - type: Evicted
+    status: "True"
+    reason: Preempted
+    message: "Preempted to accommodate a workload (UID: wl-9, JobUID: 5678) due to prioritization in the ClusterQueue; preemptor path: /team-a; preemptee path: /team-a"
+    lastTransitionTime: "2026-11-22T10:05:00Z"
+`
+	u := &unstructured.Unstructured{}
+	if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+		t.Fatal(err)
+	}
+	w := FromUnstructured(u)
+	want := Preemption{ByJobUID: "5678", Why: "prioritization in the ClusterQueue", When: time.Date(2026, 11, 22, 10, 5, 0, 0, time.UTC)}
+	if !w.Preempted || w.Preemptions != 2 || w.Preemption != want {
+		t.Errorf("got preempted %v, %d preemptions, %+v; want true, 2, %+v", w.Preempted, w.Preemptions, w.Preemption, want)
+	}
+	if w.Pending() {
+		t.Errorf("a Workload still holding its quota while evicted is not pending")
+	}
+	// Kueue resets Evicted when it admits the Workload again: not preempted now, counted still.
+	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
+	conds[1].(map[string]any)["status"] = "False"
+	if err := unstructured.SetNestedSlice(u.Object, conds, "status", "conditions"); err != nil {
+		t.Fatal(err)
+	}
+	if w := FromUnstructured(u); w.Preempted || w.Preemptions != 2 {
+		t.Errorf("admitted again: preempted %v, %d preemptions; want false, 2", w.Preempted, w.Preemptions)
+	}
+	if got := ParsePreemption("Preempted to accommodate a workload (UID: UNKNOWN, JobUID: UNKNOWN) due to UNKNOWN; preemptor path: UNKNOWN"); got != (Preemption{}) {
+		t.Errorf("unknowns: %+v, want nothing", got)
+	}
+}
