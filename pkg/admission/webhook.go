@@ -346,12 +346,15 @@ func (v *Validator) priorityErrors(ctx context.Context, tj *trainer.TrainJob) (f
 	return nil, nil
 }
 
-var managerAnnotations = []string{api.StatusAnnotation, api.RankFailureAnnotation}
+var managerAnnotations = []string{api.StatusAnnotation, api.RankFailureAnnotation, api.ResumedAnnotation}
 
 func managerOnly(key string) *field.Error {
 	what := "a job's status (its diagnosis, shown by kubectl mpijob, the SDK and the dashboard)"
-	if key == api.RankFailureAnnotation {
+	switch key {
+	case api.RankFailureAnnotation:
 		what = "which rank of a job failed (read from its Launcher's log; the diagnosis names it)"
+	case api.ResumedAnnotation:
+		what = "where a job's program resumed from a checkpoint (read from its Launcher's log)"
 	}
 	return field.Forbidden(annotationPath(key), "only mpijob-manager writes "+what+": leave this annotation out, or as it is")
 }

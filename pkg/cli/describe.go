@@ -157,6 +157,12 @@ func printDetail(out io.Writer, d jobview.Detail, tj *trainer.TrainJob, events [
 	p("Slots per worker", "%d", max(j.SlotsPerWorker, 1))
 	if pr := j.Progress; pr != nil {
 		p("Progress", "%s", orDash(d.ProgressLine))
+		if d.ResumedLine != "" {
+			p("Resumed", "%s", d.ResumedLine)
+		}
+		if d.AttemptsLine != "" {
+			p("Attempts", "%s", d.AttemptsLine)
+		}
 		if len(d.Metrics) > 0 {
 			p("Metrics", "%s", strings.Join(d.Metrics, ", "))
 		}

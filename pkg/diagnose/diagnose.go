@@ -51,9 +51,9 @@ const (
 	// higher priority (or to reclaim quota lent in its cohort); it queues
 	// again and starts when it fits.
 	ReasonPreempted = "Preempted"
-	ReasonQueued                = "Queued"
-	ReasonAdmitted              = "Admitted"
-	ReasonFailed                = "Failed"
+	ReasonQueued    = "Queued"
+	ReasonAdmitted  = "Admitted"
+	ReasonFailed    = "Failed"
 )
 
 // completionIndexLabel numbers the pods of an indexed Job: Worker i is the
@@ -269,6 +269,12 @@ func Diagnose(in Input) api.Status {
 		s.Phase, f = explainUnfinished(in, s)
 		s.Reason, s.Message, s.Steps, s.Subject = f.reason, f.message, f.next, f.subject
 	}
+	// Where the program took up again, and how often the job started
+	// again: every interface shows them beside the phase.
+	if r, err := api.ReadResumed(tj.Annotations); err == nil && r != nil {
+		s.Resumed = r
+	}
+	s.Attempts = attemptsOf(in)
 	// Commands in next steps name this job, ready to paste.
 	s.Steps = namedSteps(s.Steps, tj.Name)
 	if len(s.Steps) > 0 {
@@ -279,6 +285,26 @@ func Diagnose(in Input) api.Status {
 	}
 	s.LastTransitionTime = transitionTime(in, s.Phase)
 	return redactStatus(s)
+}
+
+// attemptsOf counts the job's new starts: JobSet's restarts after a
+// failure (of its failure policy's maxRestarts) and Kueue's preemptions;
+// nil for a first attempt.
+func attemptsOf(in Input) *api.Attempts {
+	var a api.Attempts
+	if js := in.JobSet; js != nil {
+		a.Retries = js.Status.Restarts
+		if fp := js.Spec.FailurePolicy; fp != nil {
+			a.MaxRetries = fp.MaxRestarts
+		}
+	}
+	if in.Queue != nil {
+		a.Preemptions = in.Queue.Preemptions
+	}
+	if a.Retries == 0 && a.Preemptions == 0 {
+		return nil
+	}
+	return &a
 }
 
 // preempted says that Kueue preempted the job, for what, and that it

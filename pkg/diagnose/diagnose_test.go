@@ -275,7 +275,7 @@ func TestDiagnose(t *testing.T) {
 				js.Status.Restarts = 1
 				return js
 			}(), Workers: pods(worker("0").running(true), worker("1").running(true)), Launcher: pods(launcher().terminated("Error", 1))},
-			want: api.Status{Subject: api.LauncherRef(), Phase: api.PhaseRunning, Reason: ReasonLauncherFailed, Launcher: api.LauncherFailed, WorkersTotal: 2, WorkersReady: 2,
+			want: api.Status{Subject: api.LauncherRef(), Phase: api.PhaseRunning, Reason: ReasonLauncherFailed, Attempts: &api.Attempts{Retries: 1, MaxRetries: 2}, Launcher: api.LauncherFailed, WorkersTotal: 2, WorkersReady: 2,
 				StartTime: ptr.To(metav1.NewTime(t0)), Message: "The Launcher failed on try 2 of 3; JobSet starts the whole job again (retries)."},
 		},
 		"a build that failed is a pull failure again": {

@@ -36,6 +36,9 @@ func ReadLauncherLog(ctx context.Context, cs kubernetes.Interface, p *corev1.Pod
 type Observation struct {
 	// Progress is the last progress report (nil: none in the lines read).
 	Progress *progress.Point
+	// Resumed is the last report that says the program resumed from a
+	// checkpoint (nil: none in the lines read).
+	Resumed *progress.Point
 	// RankFailure is a rank that failed (a traceback, an MPI abort) while
 	// the job runs on; nil when none did.
 	RankFailure *api.RankFailure
@@ -84,8 +87,13 @@ func Observe(log string, now time.Time, progressTimeout time.Duration) Observati
 			if lines[i].Stamp != "" {
 				p.Time = lines[i].Time
 			}
-			o.Progress = &p
-			break
+			if o.Progress == nil {
+				o.Progress = &p
+			}
+			if r.Resumed != nil {
+				o.Resumed = &p
+				break
+			}
 		}
 	}
 	return o

@@ -63,6 +63,12 @@ type Detail struct {
 	// (40%), about 2 minutes left"), Metrics its training metrics
 	// ("loss 0.1234"); empty when the ranks report none.
 	ProgressLine string   `json:"progressLine,omitempty"`
+	// ResumedLine says where the program took up again from a checkpoint
+	// ("resumed from epoch 12 of 30 (checkpoint written 4 minutes
+	// earlier)"); AttemptsLine how often the job started again ("retry 1
+	// of 3, preempted once"). Empty for a first run from its first step.
+	ResumedLine  string `json:"resumedLine,omitempty"`
+	AttemptsLine string `json:"attemptsLine,omitempty"`
 	Metrics      []string `json:"metrics,omitempty"`
 	// DataConnections, PVCs and ConfigMaps are what the job mounts.
 	DataConnections []string `json:"dataConnections,omitempty"`
@@ -100,6 +106,12 @@ func DetailOf(k Known) Detail {
 	}
 	if ok {
 		d.Status, d.History = st, st.History
+		if st.Resumed != nil {
+			d.ResumedLine = st.Resumed.Text()
+		}
+		if st.Attempts != nil {
+			d.AttemptsLine = st.Attempts.Text()
+		}
 		if k.Manager != nil {
 			d.StaleNote = k.Manager.StaleNote(st.ObservedTime, k.Now)
 		}

@@ -194,6 +194,8 @@ type sharedDetail struct {
 	History      []api.Transition `json:"history"`
 	ProgressLine string           `json:"progressLine"`
 	Metrics      []string         `json:"metrics"`
+	ResumedLine  string           `json:"resumedLine,omitempty"`
+	AttemptsLine string           `json:"attemptsLine,omitempty"`
 }
 
 // TestDetailVectors: testdata/details.json, the job page's stale note,
@@ -218,7 +220,8 @@ func TestDetailVectors(t *testing.T) {
 		}
 		in := js.Vectors[j]
 		d := DetailOf(Known{Job: in.TrainJob, Manager: tc.Manager, Now: in.Now})
-		got := sharedDetail{StaleNote: d.StaleNote, History: d.History, ProgressLine: d.ProgressLine, Metrics: d.Metrics}
+		got := sharedDetail{StaleNote: d.StaleNote, History: d.History, ProgressLine: d.ProgressLine, Metrics: d.Metrics,
+			ResumedLine: d.ResumedLine, AttemptsLine: d.AttemptsLine}
 		if *updateDetails {
 			ds.Vectors[i].Detail = got
 			continue
@@ -243,8 +246,10 @@ func TestDetailVectors(t *testing.T) {
 		seen["history"] = seen["history"] || len(tc.Detail.History) > 0
 		seen["progressLine"] = seen["progressLine"] || tc.Detail.ProgressLine != ""
 		seen["metrics"] = seen["metrics"] || len(tc.Detail.Metrics) > 0
+		seen["resumedLine"] = seen["resumedLine"] || tc.Detail.ResumedLine != ""
+		seen["attemptsLine"] = seen["attemptsLine"] || tc.Detail.AttemptsLine != ""
 	}
-	for _, part := range []string{"staleNote", "history", "progressLine", "metrics"} {
+	for _, part := range []string{"staleNote", "history", "progressLine", "metrics", "resumedLine", "attemptsLine"} {
 		if !seen[part] {
 			t.Errorf("no vector of details.json shows a %s", part)
 		}

@@ -38,7 +38,23 @@ type Report struct {
 	ETASeconds  *float64 `json:"eta_seconds,omitempty"`
 	// Metrics are other numbers the program reports (learning rate, ...).
 	Metrics map[string]float64 `json:"metrics,omitempty"`
+	// Resumed says that the program took up again from a checkpoint
+	// (mpijob.checkpoint's resumed_report), in the report it prints first.
+	Resumed *Resumed `json:"resumed,omitempty"`
 }
+
+// Resumed is where a program took up again: after Epoch epochs and Step
+// steps of the next, from a checkpoint written AgeSeconds before; From is
+// another job's checkpoint (--resume-from), "" for the job's own.
+type Resumed struct {
+	Epoch      float64 `json:"epoch"`
+	Step       float64 `json:"step,omitempty"`
+	AgeSeconds float64 `json:"age_seconds,omitempty"`
+	From       string  `json:"from,omitempty"`
+}
+
+// MaxFromLength is the longest checkpoint URI a report keeps.
+const MaxFromLength = 512
 
 // Bounds of a progress report (shared with the SDK and the examples,
 // pkg/progress/testdata/vectors.json).
@@ -127,10 +143,48 @@ func Parse(line string) (Report, bool) {
 		}
 		r.Metrics = keptMetrics(values)
 	}
+	if m, ok := raw["resumed"].(map[string]any); ok {
+		r.Resumed = resumedOf(m)
+	}
 	if r.Epoch == nil && r.Step == nil {
 		return Report{}, false
 	}
 	return r, true
+}
+
+// resumedOf reads a report's resumed part: an epoch is needed, numbers out
+// of range are left out, and a From that is not a plain URI is dropped.
+func resumedOf(m map[string]any) *Resumed {
+	num := func(k string, hi float64) (float64, bool) {
+		v, ok := m[k].(float64)
+		return v, ok && !math.IsNaN(v) && !math.IsInf(v, 0) && v >= 0 && v <= hi
+	}
+	e, ok := num("epoch", MaxCount)
+	if !ok {
+		return nil
+	}
+	r := &Resumed{Epoch: e}
+	if v, ok := num("step", MaxCount); ok {
+		r.Step = v
+	}
+	if v, ok := num("age_seconds", math.MaxInt32); ok {
+		r.AgeSeconds = v
+	}
+	if f, ok := m["from"].(string); ok && len(f) <= MaxFromLength && plainURI(f) {
+		r.From = f
+	}
+	return r
+}
+
+// plainURI reports whether s has only printable ASCII without spaces: no
+// escape, control or direction character reaches a terminal or a page.
+func plainURI(s string) bool {
+	for _, c := range s {
+		if c <= ' ' || c > '~' {
+			return false
+		}
+	}
+	return true
 }
 
 // Point is a report with the time its line was logged (zero when the log

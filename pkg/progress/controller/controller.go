@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,6 +40,9 @@ const FieldManager = "mpijob.dev/progress"
 // RankFailureFieldManager owns the rank-failure annotation (an apply under
 // FieldManager without the progress annotation would remove it).
 const RankFailureFieldManager = "mpijob.dev/rank-failure"
+
+// ResumedFieldManager owns the resumed annotation (api.ResumedAnnotation).
+const ResumedFieldManager = "mpijob.dev/resumed"
 
 // Interval is how often a running job's Launcher log is read for progress.
 const Interval = 10 * time.Second
@@ -205,6 +209,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 		}
 	}
+	if p := o.Resumed; p != nil {
+		if err := r.writeResumed(ctx, tj, ResumedOf(*p)); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if complete || failed {
 		r.markFinished(tj)
 		return ctrl.Result{}, nil
@@ -285,6 +294,37 @@ func (r *Reconciler) writeRankFailure(ctx context.Context, tj *trainer.TrainJob,
 		return fmt.Errorf("failed to note the failed rank of %s/%s: %w", tj.Namespace, tj.Name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("a rank failed while the job runs on", "error", f.Error)
+	return nil
+}
+
+// ResumedOf is what a report that says the program resumed notes on the job.
+func ResumedOf(p progress.Point) api.Resumed {
+	r := p.Resumed
+	out := api.Resumed{Epoch: r.Epoch, Step: r.Step, AgeSeconds: r.AgeSeconds, From: r.From, At: metav1.NewTime(p.Time.Truncate(time.Second))}
+	if p.TotalEpochs != nil {
+		out.TotalEpochs = *p.TotalEpochs
+	}
+	return out
+}
+
+// writeResumed applies the resumed annotation when it is new: each
+// attempt that resumes says so once, at its start.
+func (r *Reconciler) writeResumed(ctx context.Context, tj *trainer.TrainJob, res api.Resumed) error {
+	if old, err := api.ReadResumed(tj.Annotations); err == nil && old != nil && equality.Semantic.DeepEqual(*old, res) {
+		return nil
+	}
+	raw, err := res.Encode()
+	if err != nil {
+		return err
+	}
+	u := api.AnnotationOf(tj, api.ResumedAnnotation, raw)
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(ResumedFieldManager), client.ForceOwnership); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return nil
+		}
+		return fmt.Errorf("failed to note where %s/%s resumed: %w", tj.Namespace, tj.Name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("the program resumed from a checkpoint", "epoch", res.Epoch, "step", res.Step)
 	return nil
 }
 

@@ -35,7 +35,9 @@ FIELDS = ("epoch", "total_epochs", "step", "total_steps", "loss", "accuracy", "e
 
 
 def format_report(**fields: Any) -> str:
-    """The progress line for ``fields``; names outside :data:`FIELDS` go under ``metrics``."""
+    """The progress line for ``fields``; names outside :data:`FIELDS` go under ``metrics``, but
+    ``resumed`` (a dict: ``epoch``, ``step``, ``age_seconds``, ``from``; see
+    :func:`mpijob.checkpoint.resumed_report`), which says where a run took up again."""
     rep: dict[str, Any] = {}
     metrics: dict[str, Any] = {}
     for k, v in fields.items():
@@ -43,7 +45,7 @@ def format_report(**fields: Any) -> str:
             continue
         if isinstance(v, float) and not math.isfinite(v):
             v = str(v)  # JSON has no NaN: the reader leaves it out
-        (rep if k in FIELDS else metrics)[k] = v
+        (rep if k in FIELDS or k == "resumed" else metrics)[k] = v
     if "epoch" not in rep and "step" not in rep:
         raise ValueError("a progress report needs epoch= or step=")
     if metrics:
@@ -72,6 +74,9 @@ class Report:
     eta_seconds: float | None = None
     metrics: dict[str, float] = field(default_factory=dict)
     time: datetime | None = None
+    #: Where the program took up again from a checkpoint (Go's ``progress.Resumed``): ``epoch``,
+    #: ``step``, ``age_seconds`` and ``from`` (another job's checkpoint), or None.
+    resumed: dict[str, Any] | None = None
 
     @property
     def percent(self) -> int | None:
@@ -135,9 +140,32 @@ def parse(line: str) -> Report | None:
                eta_seconds=_num(raw.get("eta_seconds"), 0, _INT32_MAX))
     if "metrics" in raw:
         r.metrics = _metrics(raw.get("metrics"))
+    if isinstance(raw.get("resumed"), dict):
+        r.resumed = _resumed(raw["resumed"])
     if r.epoch is None and r.step is None:
         return None
     return r
+
+
+MAX_FROM_LENGTH = 512
+
+
+def _resumed(m: dict[str, Any]) -> dict[str, Any] | None:
+    """Mirror of Go's ``resumedOf``."""
+    epoch = _num(m.get("epoch"), 0, MAX_COUNT)
+    if epoch is None:
+        return None
+    out: dict[str, Any] = {"epoch": epoch}
+    step = _num(m.get("step"), 0, MAX_COUNT)
+    if step:
+        out["step"] = step
+    age = _num(m.get("age_seconds"), 0, _INT32_MAX)
+    if age:
+        out["age_seconds"] = age
+    f = m.get("from")
+    if isinstance(f, str) and f and len(f) <= MAX_FROM_LENGTH and all(" " < c <= "~" for c in f):
+        out["from"] = f
+    return out
 
 
 def parse_log(log: str) -> list[Report]:

@@ -216,6 +216,12 @@ class JobStatus:
     #: The job's runtime as the manager names it (the runtime it was derived from); "" until
     #: the manager writes a status.
     runtime: str = ""
+    #: Where the program took up again from a checkpoint ("resumed from epoch 12 of 30
+    #: (checkpoint written 4 minutes earlier)"; Go's ``api.Resumed.Text``), "" when it
+    #: started from its first step.
+    resumed: str = ""
+    #: How often the job started again ("retry 1 of 3, preempted once"), "" for a first attempt.
+    attempts: str = ""
 
     @property
     def finished(self) -> bool:
@@ -264,6 +270,7 @@ class JobStatus:
                                       signal=_int_or_none(f.get("signal")) or 0)
                             for f in s.get("failed") or []],
                     subject=_pod_ref(s.get("subject")),
+                    resumed=resumed_text(s.get("resumed")), attempts=attempts_text(s.get("attempts")),
                 )
             except (ValueError, TypeError, AttributeError):
                 pass
@@ -286,6 +293,58 @@ class JobStatus:
             # A queue holds suspended jobs until they fit.
             st.phase = "Queued" if QUEUE_LABEL in (meta.get("labels") or {}) else "Suspended"
         return st
+
+
+def _count(n: int, one: str, many: str) -> str:
+    return f"{n} {one if n == 1 else many}"
+
+
+def _num(f: Any) -> str:
+    return str(int(f)) if float(f).is_integer() else f"{float(f):g}"
+
+
+def _ago(seconds: float) -> str:
+    """Go's ``api.Ago``: a duration in whole units."""
+    s = int(seconds)
+    if s < 60:
+        return _count(s, "second", "seconds")
+    if s < 3600:
+        return _count(s // 60, "minute", "minutes")
+    if s < 48 * 3600:
+        return _count(s // 3600, "hour", "hours")
+    return _count(s // 86400, "day", "days")
+
+
+def resumed_text(r: Any) -> str:
+    """Go's ``api.Resumed.Text`` of a status's ``resumed`` ("" when there is none)."""
+    if not isinstance(r, dict) or not isinstance(r.get("epoch"), (int, float)):
+        return ""
+    out = f"resumed from epoch {_num(r['epoch'])}"
+    if r.get("totalEpochs"):
+        out += f" of {_num(r['totalEpochs'])}"
+    if r.get("step"):
+        out += f", step {_num(r['step'])} of the next"
+    notes = []
+    if r.get("from"):
+        notes.append("another job's checkpoint, " + clean_text(str(r["from"])))
+    if r.get("ageSeconds"):
+        notes.append(f"checkpoint written {_ago(float(r['ageSeconds']))} earlier")
+    return out + (f" ({'; '.join(notes)})" if notes else "")
+
+
+def attempts_text(a: Any) -> str:
+    """Go's ``api.Attempts.Text``: "retry 2 of 3, preempted once" ("" for a first attempt)."""
+    if not isinstance(a, dict):
+        return ""
+    parts = []
+    retries, most, preempted = int(a.get("retries") or 0), int(a.get("maxRetries") or 0), int(a.get("preemptions") or 0)
+    if retries > 0:
+        parts.append(f"retry {retries} of {most}" if most > 0 else f"retry {retries}")
+    if preempted == 1:
+        parts.append("preempted once")
+    elif preempted > 1:
+        parts.append(f"preempted {preempted} times")
+    return ", ".join(parts)
 
 
 @dataclass

@@ -166,3 +166,5 @@ def test_detail_matches_go(v):
     assert history == (want.get("history") or [])
     assert (job.progress.line() if job.progress else "") == want["progressLine"]
     assert (job.progress.metric_lines() if job.progress else []) == (want.get("metrics") or [])
+    assert job.status.resumed == want.get("resumedLine", "")
+    assert job.status.attempts == want.get("attemptsLine", "")

@@ -52,6 +52,7 @@ def test_parse(case):
     for k in progress.FIELDS:
         assert getattr(got, k) == want.get(k), k
     assert got.metrics == want.get("metrics", {})
+    assert got.resumed == want.get("resumed")
 
 
 @pytest.mark.parametrize("case", PROGRESS["emit"], ids=[c["name"] for c in PROGRESS["emit"]])

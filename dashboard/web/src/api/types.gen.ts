@@ -65,6 +65,8 @@ export interface Detail {
   history?: Transition[];
   settings: Settings;
   progressLine?: string;
+  resumedLine?: string;
+  attemptsLine?: string;
   metrics?: string[];
   dataConnections?: string[];
   pvcs?: Mount[];
@@ -246,6 +248,7 @@ export interface ProgressPoint {
   accuracy?: number;
   eta_seconds?: number;
   metrics?: Record<string, number>;
+  resumed?: Resumed;
 }
 
 export interface QuotaCheck {
@@ -279,6 +282,13 @@ export interface Resources {
   workerRequests: Record<string, string>;
   workerLimits: Record<string, string>;
   totalRequests: Record<string, string>;
+}
+
+export interface Resumed {
+  epoch: number;
+  step?: number;
+  age_seconds?: number;
+  from?: string;
 }
 
 export interface RuntimeInfo {

@@ -272,6 +272,8 @@ function Overview({ detail, now }: { detail: Detail; now: number }) {
         <Item term="Creator">{j.creator ?? '-'}</Item>
         <Item term="Started">{j.started ? new Date(j.started).toLocaleString() : '-'}</Item>
         <Item term="Duration">{runTime(j.started, j.finished, now)}</Item>
+        {detail.resumedLine && <Item term="Resumed"><span data-testid="resumed">{detail.resumedLine}</span></Item>}
+        {detail.attemptsLine && <Item term="Attempts"><span data-testid="attempts">{detail.attemptsLine}</span></Item>}
         {detail.settings?.description && <Item term="Description">{detail.settings.description}</Item>}
         {detail.settings?.priority && <Item term="Priority">{detail.settings.priority} (Kueue WorkloadPriorityClass)</Item>}
         {detail.settings?.timeout && <Item term="Timeout">{detail.settings.timeout} (the job is stopped after it)</Item>}
