@@ -40,6 +40,11 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mpijob_io
 
+try:  # in mpijob's images, next to this file
+    import mpijob_checkpoint as checkpoint
+except ImportError:  # the SDK's copy
+    from mpijob import checkpoint
+
 
 class UsageError(Exception):
     """A flag's value that cannot work: the message names the flag, the value and the fix."""
@@ -54,6 +59,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=0,
                    help="TensorFlow threads per rank (default: the Worker's cores shared by its ranks)")
+    p.add_argument("--checkpoint", default="from-env", help="checkpoint place: from-env ($MPIJOB_CHECKPOINT_URI, none when unset), a folder URI, or none")
     p.add_argument("--output", default="", help="folder for model.keras and metrics.json (rank 0): a path, file:///path, s3://BUCKET/PREFIX/, or from-env ($MPIJOB_OUTPUT_URI)")
     p.add_argument("--min-accuracy", type=float, default=0.95, help="exit 3 when the final test accuracy is lower (a fraction: 0.95)")
     return p.parse_args(argv)
@@ -143,12 +149,47 @@ def main(argv: list[str]) -> int:
     shuffle = np.random.default_rng(args.seed + 1)
     steps_per_epoch = int(np.ceil(len(train) / args.batch_size))
     summed = np.empty(sum(sizes), dtype="float32")
+    # Checkpoints (docs/training.md, "Checkpoints and resume"): the weights,
+    # the optimizer's variables (momentum, iterations), epoch, step and the
+    # data order's random state.
+    optimizer.build(model.trainable_variables)
+    place = os.environ.get(checkpoint.CHECKPOINT_ENV, "") if args.checkpoint == "from-env" else ("" if args.checkpoint == "none" else args.checkpoint)
+    stop = checkpoint.StopOnSignal()
+    done_epochs, done_steps, resumed_loss = 0, 0, 0.0
+    if place or os.environ.get(checkpoint.RESUME_ENV):
+        got = checkpoint.load_latest(place or None, like={"model": model.get_weights()}) if rank == 0 else None
+        got = comm.bcast(got, root=0)
+        if got is not None:
+            model.set_weights(got.state["model"])
+            for v, a in zip(optimizer.variables, got.state["optimizer"], strict=True):
+                v.assign(a)
+            shuffle.bit_generator.state = got.state["shuffle"]
+            done_epochs, done_steps, resumed_loss = got.epoch, got.step, float(got.state.get("total_loss", 0.0))
+            if rank == 0:
+                print(f"resumed from epoch {got.epoch}, step {got.step} of {args.epochs} epochs: {got.uri} (written {got.age_seconds():.0f}s ago)", flush=True)
+                mpijob_io.progress(epoch=got.epoch, total_epochs=args.epochs, step=got.epoch * steps_per_epoch + got.step,
+                                   total_steps=args.epochs * steps_per_epoch, resumed=checkpoint.resumed_report(got))
+
+    def save(epochs: int, step: int, before_epoch: dict, total_loss: float) -> None:
+        if rank == 0 and place:
+            c = checkpoint.save({"model": model.get_weights(), "optimizer": [v.numpy() for v in optimizer.variables],
+                                 "shuffle": before_epoch, "total_loss": total_loss},
+                                epoch=epochs, step=step, total_epochs=args.epochs, uri=place)
+            print(f"checkpoint written: epoch {epochs}, step {step}: {c.uri}", flush=True)
+
     start = time.monotonic()
     acc = 0.0
-    for epoch in range(1, args.epochs + 1):
+    for epoch in range(done_epochs + 1, args.epochs + 1):
+        before_epoch = shuffle.bit_generator.state
         order = train[shuffle.permutation(len(train))]
-        total_loss = 0.0
-        for s in range(steps_per_epoch):
+        first, total_loss = 0, 0.0
+        if epoch == done_epochs + 1 and done_steps:
+            first, total_loss = done_steps, resumed_loss
+        for s in range(first, steps_per_epoch):
+            if place and stop.requested(comm):
+                save(epoch - 1, s, before_epoch, total_loss)
+                print(f"rank {rank}: stopped by SIGTERM at epoch {epoch}, step {s}; the checkpoint has it", file=sys.stderr, flush=True)
+                return 143
             batch = order[s * args.batch_size : (s + 1) * args.batch_size]
             mine = batch[rank::size]  # this rank's share of the global batch
             if len(mine):
@@ -164,13 +205,16 @@ def main(argv: list[str]) -> int:
                 grads.append(tf.constant(mean[offset : offset + n].reshape(shape)))
                 offset += n
             optimizer.apply_gradients(zip(grads, model.trainable_variables, strict=True))
+        save(epoch, 0, shuffle.bit_generator.state, 0.0)
         if rank == 0:
             acc = accuracy(test)
             elapsed = time.monotonic() - start
-            eta = elapsed / epoch * (args.epochs - epoch)
+            eta = elapsed / (epoch - done_epochs) * (args.epochs - epoch)
             loss = total_loss / len(train)
             print(f"epoch {epoch}/{args.epochs} loss {loss:.4f} test accuracy {acc:.4f} elapsed {elapsed:.1f}s eta {eta:.1f}s", flush=True)
             mpijob_io.progress(epoch=epoch, total_epochs=args.epochs, loss=round(loss, 6), accuracy=round(acc, 6), eta_seconds=round(eta, 1))
+    if done_epochs >= args.epochs and rank == 0:
+        acc = accuracy(test)
 
     # The ranks applied the same updates: their weights agree.
     mine_sum = float(sum(np.abs(w).sum() for w in model.get_weights()))
