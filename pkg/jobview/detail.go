@@ -62,13 +62,13 @@ type Detail struct {
 	// ProgressLine is the last progress report in one line ("step 40/100
 	// (40%), about 2 minutes left"), Metrics its training metrics
 	// ("loss 0.1234"); empty when the ranks report none.
-	ProgressLine string   `json:"progressLine,omitempty"`
+	ProgressLine string `json:"progressLine,omitempty"`
 	// ResumedLine says where the program took up again from a checkpoint
 	// ("resumed from epoch 12 of 30 (checkpoint written 4 minutes
 	// earlier)"); AttemptsLine how often the job started again ("retry 1
 	// of 3, preempted once"). Empty for a first run from its first step.
-	ResumedLine  string `json:"resumedLine,omitempty"`
-	AttemptsLine string `json:"attemptsLine,omitempty"`
+	ResumedLine  string   `json:"resumedLine,omitempty"`
+	AttemptsLine string   `json:"attemptsLine,omitempty"`
 	Metrics      []string `json:"metrics,omitempty"`
 	// DataConnections, PVCs and ConfigMaps are what the job mounts.
 	DataConnections []string `json:"dataConnections,omitempty"`
