@@ -158,6 +158,11 @@ func (c *createOptions) Run(ctx context.Context) error {
 			tj.Namespace = cl.namespace
 		}
 		if job.Runtime == nil {
+			if err := cl.copyRuntime(ctx, job); err != nil {
+				return err
+			}
+		}
+		if job.Runtime == nil {
 			if job, err = cl.fitWorkers(ctx, job); err != nil {
 				return err
 			}
@@ -217,6 +222,27 @@ func offlineRuntime(name string) *trainer.ClusterTrainingRuntime {
 	launcher.Template.Spec.Template.Spec.Containers = []corev1.Container{{Name: api.NodeContainer, Command: []string{"mpirun"}}}
 	rt.Spec.Template.Spec.ReplicatedJobs = []jobsetv1alpha2.ReplicatedJob{launcher}
 	return rt
+}
+
+// copyRuntime gives a TrainJob from a file that names another job's
+// per-job runtime (kubectl get trainjob X -o yaml, renamed) a copy of that
+// runtime of its own, read as the user: its own artifacts and checkpoint
+// place, the same images, resources and data connections.
+func (c *clients) copyRuntime(ctx context.Context, job *jobspec.Job) error {
+	tj := job.TrainJob
+	ref := tj.Spec.RuntimeRef
+	if ptr.Deref(ref.Kind, "") != trainer.TrainingRuntimeKind || ref.Name == tj.Name {
+		return nil
+	}
+	src := &trainer.TrainingRuntime{}
+	if err := c.Get(ctx, client.ObjectKey{Namespace: tj.Namespace, Name: ref.Name}, src); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {
+			return nil // admission and Trainer answer a missing runtime
+		}
+		return err
+	}
+	jobspec.CopyRuntime(job, src)
+	return nil
 }
 
 // fitWorkers makes a TrainJob from a file do what it says: an image or
@@ -360,7 +386,12 @@ func readJobFile(path string, stdin io.Reader) (*jobspec.Job, error) {
 		}
 	}
 	// A job exported from another (get -o yaml) and given a new name: its
-	// runtime becomes the new job's, with the new job's artifacts folder.
+	// runtime becomes the new job's, with the new job's artifacts folder,
+	// and what the cluster wrote on the old one is left out.
+	jobspec.Exported(job.TrainJob)
+	if job.Runtime != nil {
+		jobspec.ExportedRuntime(job.Runtime)
+	}
 	jobspec.Retarget(job)
 	return job, nil
 }

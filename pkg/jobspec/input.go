@@ -376,6 +376,59 @@ func JobEnvErrors(rt *trainer.TrainingRuntime) field.ErrorList {
 	return errs
 }
 
+// KueuePatchManager is the runtime patch Kueue writes on a TrainJob it
+// admits; a copy of the job must leave it out (Kueue adds its own again,
+// and refuses a second one as a duplicate).
+const KueuePatchManager = "kueue.x-k8s.io/manager"
+
+// Exported makes a TrainJob read from an export (kubectl get -o yaml) one
+// to create anew: what the cluster wrote on the job it was exported from
+// (its identity, status and Kueue's runtime patch) is left out; what the
+// user wrote is kept.
+func Exported(tj *trainer.TrainJob) {
+	tj.ResourceVersion, tj.UID, tj.Generation, tj.CreationTimestamp = "", "", 0, metav1.Time{}
+	tj.ManagedFields, tj.DeletionTimestamp, tj.SelfLink = nil, nil, ""
+	tj.Status = trainer.TrainJobStatus{}
+	tj.Spec.RuntimePatches = slices.DeleteFunc(tj.Spec.RuntimePatches, func(p trainer.RuntimePatch) bool { return p.Manager == KueuePatchManager })
+	if len(tj.Spec.RuntimePatches) == 0 {
+		tj.Spec.RuntimePatches = nil
+	}
+}
+
+// ExportedRuntime does for a per-job runtime read from an export what
+// Exported does for its TrainJob; its owner, the job it was exported from,
+// is left out too (the new job adopts it).
+func ExportedRuntime(rt *trainer.TrainingRuntime) {
+	rt.ResourceVersion, rt.UID, rt.Generation, rt.CreationTimestamp = "", "", 0, metav1.Time{}
+	rt.ManagedFields, rt.DeletionTimestamp, rt.SelfLink, rt.OwnerReferences = nil, nil, "", nil
+}
+
+// CopyRuntime gives job a runtime of its own when its TrainJob names the
+// per-job runtime of another job (an export renamed without its runtime):
+// a copy of src, the other job's runtime, made the TrainJob's own by
+// Retarget. It reports whether it did.
+func CopyRuntime(job *Job, src *trainer.TrainingRuntime) bool {
+	tj := job.TrainJob
+	if job.Runtime != nil || src == nil || !IsDerived(src.Labels) || src.Labels[api.JobLabel] == tj.Name {
+		return false
+	}
+	rt := &trainer.TrainingRuntime{
+		TypeMeta: metav1.TypeMeta{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainingRuntimeKind},
+		ObjectMeta: metav1.ObjectMeta{Name: src.Name, Namespace: tj.Namespace, Labels: map[string]string{}, Annotations: map[string]string{},
+			Finalizers: []string{api.JobRuntimeFinalizer}},
+		Spec: *src.Spec.DeepCopy(),
+	}
+	for k, v := range src.Labels {
+		rt.Labels[k] = v
+	}
+	for k, v := range src.Annotations {
+		rt.Annotations[k] = v
+	}
+	job.Runtime = rt
+	Retarget(job)
+	return true
+}
+
 // Retarget makes job's per-job runtime the TrainJob's own when a file
 // names the TrainJob anew but keeps the runtime of the job it was exported
 // from: the runtime takes the TrainJob's name (and its job label), the

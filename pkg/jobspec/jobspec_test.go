@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mpijob/mpijob/config"
 	"github.com/mpijob/mpijob/pkg/api"
@@ -255,5 +256,44 @@ func TestExportedRuntimeNamesItsOwnJob(t *testing.T) {
 				t.Errorf("retargeted runtime differs from one built for the new name (-want,+got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// An export of a job with a per-job runtime, renamed, runs again as a job
+// of its own: the TrainJob alone (kubectl get trainjob X -o yaml) gets a
+// copy of X's runtime with its own artifacts and checkpoint place, and
+// what the cluster wrote on X (status, identity, Kueue's patch) is left out.
+func TestExportRenamedGetsItsOwnRuntime(t *testing.T) {
+	base := baseRuntime(t, "mpi-openmpi")
+	orig, err := Build(Input{Name: "orig", Namespace: "team-a", Runtime: base.Name, Workers: 2, DataConnections: []string{"local-s3"}, Queue: "default"}, base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	exported := orig.TrainJob.DeepCopy()
+	exported.Name, exported.ResourceVersion, exported.UID = "copy", "123", "uid-1"
+	exported.Spec.RuntimePatches = append(exported.Spec.RuntimePatches, trainer.RuntimePatch{Manager: KueuePatchManager})
+	exported.Status.Conditions = []metav1.Condition{{Type: trainer.TrainJobComplete, Status: metav1.ConditionTrue}}
+	Exported(exported)
+	if exported.ResourceVersion != "" || exported.UID != "" || len(exported.Spec.RuntimePatches) != 0 || len(exported.Status.Conditions) != 0 {
+		t.Errorf("Exported kept what the cluster wrote: %+v", exported)
+	}
+	job := &Job{TrainJob: exported}
+	if !CopyRuntime(job, orig.Runtime) {
+		t.Fatal("CopyRuntime made no runtime for a renamed export")
+	}
+	if job.Runtime.Name != "copy" || job.TrainJob.Spec.RuntimeRef.Name != "copy" || job.Runtime.Labels[api.JobLabel] != "copy" {
+		t.Errorf("the copy's runtime %s (job label %s), referred as %s; want copy", job.Runtime.Name, job.Runtime.Labels[api.JobLabel], job.TrainJob.Spec.RuntimeRef.Name)
+	}
+	if errs := JobEnvErrors(job.Runtime); len(errs) > 0 {
+		t.Errorf("the copied runtime still names the original job: %v", errs)
+	}
+	_, worker := nodeContainers(&job.Runtime.Spec)
+	for _, e := range worker.Env {
+		if e.Name == dataconn.CheckpointEnv && e.Value != "s3://$(AWS_S3_BUCKET)/copy/checkpoints/" {
+			t.Errorf("the copy's checkpoint place is %s, want its own", e.Value)
+		}
+	}
+	if CopyRuntime(&Job{TrainJob: orig.TrainJob.DeepCopy()}, orig.Runtime) {
+		t.Error("a job's own runtime was copied again")
 	}
 }
