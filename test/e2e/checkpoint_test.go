@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/minio/minio-go/v7"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/dataconn"
@@ -232,5 +234,50 @@ func TestPreemptionResumes(t *testing.T) {
 	}
 	if !named {
 		t.Errorf("no Preempted Event names %s", high)
+	}
+}
+
+// A job's YAML is enough to run it again: the TrainJob of a job with a
+// per-job runtime (a data connection), exported with kubectl and renamed,
+// is created again with kubectl mpijob create -f and runs with a runtime,
+// artifacts and checkpoint place of its own.
+func TestExportedJobRunsAgain(t *testing.T) {
+	t.Parallel()
+	c := framework.Get(t)
+	const ns, user = "team-a", "dev-a"
+	orig := framework.UniqueName("orig")
+	expect(t, mpijob(t, user, ns, append([]string{"create", orig, "--workers", "1", "--slots-per-worker", "2", "--data-connection", localcluster.DataConnectionName},
+		digitsCommand("--epochs", "2")...)...), 0, "created")
+	t.Cleanup(func() { mpijob(t, user, ns, "delete", orig) })
+	if got := c.WaitForTrainJob(t, ns, orig, 8*time.Minute, trainer.TrainJobComplete, trainer.TrainJobFailed); got != trainer.TrainJobComplete {
+		t.Fatalf("%s ended %s", orig, got)
+	}
+	out, err := c.Kubectl(t, user, ns, "", "get", "trainjob", orig, "-o", "yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := framework.UniqueName("again")
+	renamed := strings.Replace(out, "name: "+orig+"\n", "name: "+again+"\n", 1)
+	file := t.TempDir() + "/job.yaml"
+	if err := os.WriteFile(file, []byte(renamed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, mpijob(t, user, ns, "create", "-f", file), 0, "mpijob "+again+" created")
+	t.Cleanup(func() { mpijob(t, user, ns, "delete", again) })
+	if got := c.WaitForTrainJob(t, ns, again, 8*time.Minute, trainer.TrainJobComplete, trainer.TrainJobFailed); got != trainer.TrainJobComplete {
+		t.Fatalf("%s ended %s:\n%s", again, got, mpijob(t, user, ns, "describe", again).out)
+	}
+	tj := &trainer.TrainJob{}
+	if err := c.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: again}, tj); err != nil {
+		t.Fatal(err)
+	}
+	if tj.Spec.RuntimeRef.Name != again {
+		t.Errorf("the copy runs on runtime %s, want its own (%s)", tj.Spec.RuntimeRef.Name, again)
+	}
+	if ck := checkpointsOf(t, ns, again); len(ck) == 0 {
+		t.Errorf("the copy wrote no checkpoint under its own place %s/checkpoints/", again)
+	}
+	if log := mpijob(t, user, ns, "logs", again).out; strings.Contains(log, "resumed from") {
+		t.Errorf("the copy resumed from the original's checkpoints instead of starting on its own:\n%s", log)
 	}
 }
