@@ -191,7 +191,7 @@ func Diagnose(in Input) api.Status {
 		s.CompletionTime = condTime(tj, trainer.TrainJobFailed)
 		f := explainFailure(in)
 		s.Reason, s.Message, s.Steps, s.Subject = f.reason, f.message, f.next, f.subject
-	case in.Queue != nil && in.Queue.Preempted && !(tj.Spec.Suspend != nil && *tj.Spec.Suspend && in.Queue.Inactive):
+	case in.Queue != nil && in.Queue.Preempted && !in.Queue.Inactive:
 		// Kueue evicted the job for another: its pods stop (the Launcher
 		// may exit with an error as they go), and it queues again. Said
 		// as such from the eviction on, not as an admission or a failure.

@@ -387,7 +387,7 @@ const KueuePatchManager = "kueue.x-k8s.io/manager"
 // user wrote is kept.
 func Exported(tj *trainer.TrainJob) {
 	tj.ResourceVersion, tj.UID, tj.Generation, tj.CreationTimestamp = "", "", 0, metav1.Time{}
-	tj.ManagedFields, tj.DeletionTimestamp, tj.SelfLink = nil, nil, ""
+	tj.ManagedFields, tj.DeletionTimestamp = nil, nil
 	tj.Status = trainer.TrainJobStatus{}
 	tj.Spec.RuntimePatches = slices.DeleteFunc(tj.Spec.RuntimePatches, func(p trainer.RuntimePatch) bool { return p.Manager == KueuePatchManager })
 	if len(tj.Spec.RuntimePatches) == 0 {
@@ -400,7 +400,7 @@ func Exported(tj *trainer.TrainJob) {
 // is left out too (the new job adopts it).
 func ExportedRuntime(rt *trainer.TrainingRuntime) {
 	rt.ResourceVersion, rt.UID, rt.Generation, rt.CreationTimestamp = "", "", 0, metav1.Time{}
-	rt.ManagedFields, rt.DeletionTimestamp, rt.SelfLink, rt.OwnerReferences = nil, nil, "", nil
+	rt.ManagedFields, rt.DeletionTimestamp, rt.OwnerReferences = nil, nil, nil
 }
 
 // CopyRuntime gives job a runtime of its own when its TrainJob names the

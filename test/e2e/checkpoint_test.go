@@ -33,10 +33,11 @@ func digitsCommand(extra ...string) []string {
 		"--data", "s3://$(AWS_S3_BUCKET)/" + localcluster.DigitsDatasetKey}, extra...)
 }
 
-// checkpointsOf lists the checkpoint folders a job wrote to its bucket.
-func checkpointsOf(t *testing.T, ns, job string) []string {
+// checkpointsOf lists the checkpoint folders a job of team-a wrote to its
+// bucket.
+func checkpointsOf(t *testing.T, job string) []string {
 	t.Helper()
-	keys := connectionOf(t, ns)
+	keys := connectionOf(t, "team-a")
 	var out []string
 	prefix := job + "/" + dataconn.CheckpointDir
 	for o := range s3Client(t, keys).ListObjects(context.Background(), keys[dataconn.Bucket], minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
@@ -91,7 +92,7 @@ func TestRetryResumesFromCheckpoint(t *testing.T) {
 	if got != want {
 		t.Errorf("a resumed run's accuracy %.4f differs from an uninterrupted run's %.4f", got, want)
 	}
-	if ck := checkpointsOf(t, ns, name); len(ck) != 3 || ck[len(ck)-1] != "ckpt-000008-000000000" {
+	if ck := checkpointsOf(t, name); len(ck) != 3 || ck[len(ck)-1] != "ckpt-000008-000000000" {
 		t.Errorf("checkpoints in the bucket %v, want the last 3, up to epoch 8", ck)
 	}
 	st := c.WaitForStatus(t, ns, name, 90*time.Second, func(s api.Status) bool { return s.Resumed != nil })
@@ -138,7 +139,7 @@ func TestResumeFromAnotherJob(t *testing.T) {
 		if m == nil || m[1] != "3" || !strings.Contains(m[4], "/"+first+"/checkpoints/") {
 			t.Fatalf("%s did not resume from %s's epoch 3:\n%s", next, first, log)
 		}
-		if ck := checkpointsOf(t, ns, next); len(ck) == 0 || ck[len(ck)-1] != "ckpt-000005-000000000" {
+		if ck := checkpointsOf(t, next); len(ck) == 0 || ck[len(ck)-1] != "ckpt-000005-000000000" {
 			t.Errorf("%s's own checkpoints %v, want its own place up to epoch 5", next, ck)
 		}
 		st := c.WaitForStatus(t, ns, next, 90*time.Second, func(s api.Status) bool { return s.Resumed != nil })
@@ -201,7 +202,7 @@ func TestPreemptionResumes(t *testing.T) {
 	}
 	create(low, lowPC, digitsCommand("--epochs", "12", "--epoch-seconds", "4")...)
 	c.WaitForStatus(t, ns, low, 5*time.Minute, func(s api.Status) bool {
-		return s.Phase == api.PhaseRunning && len(checkpointsOf(t, ns, low)) >= 2
+		return s.Phase == api.PhaseRunning && len(checkpointsOf(t, low)) >= 2
 	})
 	create(high, highPC, digitsCommand("--epochs", "2", "--checkpoint", "none")...)
 
@@ -274,7 +275,7 @@ func TestExportedJobRunsAgain(t *testing.T) {
 	if tj.Spec.RuntimeRef.Name != again {
 		t.Errorf("the copy runs on runtime %s, want its own (%s)", tj.Spec.RuntimeRef.Name, again)
 	}
-	if ck := checkpointsOf(t, ns, again); len(ck) == 0 {
+	if ck := checkpointsOf(t, again); len(ck) == 0 {
 		t.Errorf("the copy wrote no checkpoint under its own place %s/checkpoints/", again)
 	}
 	if log := mpijob(t, user, ns, "logs", again).out; strings.Contains(log, "resumed from") {
