@@ -471,9 +471,11 @@ def accuracy(torch, args, reducer: Reducer, device) -> int:
     done_epochs, done_steps = 0, 0
     if place or os.environ.get(checkpoint.RESUME_ENV):
         # Rank 0 reads it and sends it to the others over MPI; NCCL ranks started without MPI read it each.
-        got = checkpoint.load_latest(place or None, like={"model": net.state_dict()}) if rank == 0 or reducer.comm is None else None
+        like = {"model": net.state_dict()}
         if reducer.comm is not None and size > 1:
-            got = reducer.comm.bcast(got, root=0)
+            got = checkpoint.load_on_rank0(rank, lambda o: reducer.comm.bcast(o, root=0), place or None, like=like)
+        else:
+            got = checkpoint.load_latest(place or None, like=like)
         if got is not None:
             net.load_state_dict(got.state["model"])
             opt.load_state_dict(got.state["optimizer"])

@@ -71,8 +71,7 @@ def main(argv: list[str]) -> int:
     stop = checkpoint.StopOnSignal()
     done_epochs, done_steps = 0, 0
     if place or os.environ.get(checkpoint.RESUME_ENV):
-        got = checkpoint.load_latest(place or None, like={"model": model.state_dict()}) if rank == 0 else None
-        got = hvd.broadcast_object(got, root_rank=0)
+        got = checkpoint.load_on_rank0(rank, lambda o: hvd.broadcast_object(o, root_rank=0), place or None, like={"model": model.state_dict()})
         if got is not None:
             model.load_state_dict(got.state["model"])
             opt.load_state_dict(got.state["optimizer"])

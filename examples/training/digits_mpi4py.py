@@ -154,8 +154,7 @@ def main(argv: list[str]) -> int:
     done_epochs, done_steps, resumed = 0, 0, None
     if place or os.environ.get(checkpoint.RESUME_ENV):
         like = {"model": params}
-        got = checkpoint.load_latest(place or None, like=like) if rank == 0 else None
-        got = comm.bcast(got, root=0)
+        got = checkpoint.load_on_rank0(rank, lambda o: comm.bcast(o, root=0), place or None, like=like)
         if got is not None:
             for k in names:
                 params[k] = np.array(got.state["model"][k], dtype=np.float64)

@@ -157,8 +157,7 @@ def main(argv: list[str]) -> int:
     stop = checkpoint.StopOnSignal()
     done_epochs, done_steps, resumed_loss = 0, 0, 0.0
     if place or os.environ.get(checkpoint.RESUME_ENV):
-        got = checkpoint.load_latest(place or None, like={"model": model.get_weights()}) if rank == 0 else None
-        got = comm.bcast(got, root=0)
+        got = checkpoint.load_on_rank0(rank, lambda o: comm.bcast(o, root=0), place or None, like={"model": model.get_weights()})
         if got is not None:
             model.set_weights(got.state["model"])
             for v, a in zip(optimizer.variables, got.state["optimizer"], strict=True):

@@ -98,8 +98,7 @@ def main(argv: list[str]) -> int:
     stop = checkpoint.StopOnSignal()
     done_epochs, done_steps, resumed = 0, 0, None
     if place or os.environ.get(checkpoint.RESUME_ENV):
-        got = checkpoint.load_latest(place or None, like={"model": net.state_dict()}) if rank == 0 else None
-        got = comm.bcast(got, root=0)
+        got = checkpoint.load_on_rank0(rank, lambda o: comm.bcast(o, root=0), place or None, like={"model": net.state_dict()})
         if got is not None:
             net.load_state_dict(got.state["model"])
             opt.load_state_dict(got.state["optimizer"])

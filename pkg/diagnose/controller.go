@@ -61,7 +61,9 @@ type Reconciler struct {
 	// TrainJob before the status that ends every watch. Its error is
 	// logged and the status written anyway: a late report must not hold
 	// back the phase.
-	BeforeFinished func(ctx context.Context, tj *trainer.TrainJob) error
+	// It returns where the program resumed from a checkpoint, if its log
+	// says so, for the finished status.
+	BeforeFinished func(ctx context.Context, tj *trainer.TrainJob) (*api.Resumed, error)
 	// MaxRemembered bounds what the diagnosis remembers of jobs (10,000
 	// when 0): beyond it the finished job written to longest ago is
 	// forgotten, and starts again from its written status (the cache has
@@ -379,8 +381,12 @@ func (r *Reconciler) apply(ctx context.Context, tj *trainer.TrainJob, k known, n
 	mem := k.mem
 	if p.Write {
 		if was, _ := k.written(); r.BeforeFinished != nil && p.Status.Phase.Finished() && !was.Phase.Finished() {
-			if err := r.BeforeFinished(ctx, tj); err != nil {
+			res, err := r.BeforeFinished(ctx, tj)
+			if err != nil {
 				log.Info("could not publish the last progress report before the finished status", "err", err.Error())
+			}
+			if res != nil {
+				p.Status.Resumed = res
 			}
 		}
 		if err := r.write(ctx, tj, p.Status); err != nil {

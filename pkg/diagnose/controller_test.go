@@ -309,13 +309,13 @@ func TestBeforeFinishedRunsOnceBeforeTheFinishedStatus(t *testing.T) {
 	c := newCluster(t, tj,
 		jobPod(tj, launcher().running(true)), jobPod(tj, worker("0").running(true)), jobPod(tj, worker("1").running(true)))
 	var calls []api.Phase // the phase on the job when the hook ran
-	c.r.BeforeFinished = func(_ context.Context, got *trainer.TrainJob) error {
+	c.r.BeforeFinished = func(_ context.Context, got *trainer.TrainJob) (*api.Resumed, error) {
 		if got.Name != tj.Name {
 			t.Errorf("BeforeFinished for %s, want %s", got.Name, tj.Name)
 		}
 		s, _ := c.status(t)
 		calls = append(calls, s.Phase)
-		return nil
+		return &api.Resumed{Epoch: 3}, nil
 	}
 	for range 2 {
 		c.reconcile(t)
@@ -348,6 +348,10 @@ func TestBeforeFinishedRunsOnceBeforeTheFinishedStatus(t *testing.T) {
 	}
 	if s, _ := c.status(t); s.Phase != api.PhaseSucceeded {
 		t.Fatalf("after the job ended: phase %s, want Succeeded", s.Phase)
+	}
+	// Where the program resumed, read by the hook, is on the first finished status.
+	if s, _ := c.status(t); s.Resumed == nil || s.Resumed.Epoch != 3 {
+		t.Errorf("the finished status's resume %+v, want the hook's epoch 3", s.Resumed)
 	}
 	if diff := cmp.Diff([]api.Phase{api.PhaseRunning}, calls); diff != "" {
 		t.Errorf("BeforeFinished calls (the phase on the job at each) (-want +got):\n%s", diff)

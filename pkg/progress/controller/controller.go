@@ -84,6 +84,9 @@ type Reconciler struct {
 	finished map[types.UID]types.NamespacedName
 	order    []types.UID
 	uids     map[types.NamespacedName]types.UID
+	// resumed is what Finish's read found of a job's resume, for the
+	// finished status it comes before (taken by Finish at once).
+	resumed map[types.UID]api.Resumed
 }
 
 // maxFinished bounds the finished jobs remembered.
@@ -107,7 +110,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // It takes at most FinishTimeout: the diagnosis waits for it, and a
 // Launcher whose log cannot be served (a node with no kubelet) must not
 // hold the job's status back for long.
-func (r *Reconciler) Finish(ctx context.Context, tj *trainer.TrainJob) error {
+//
+// It returns where the program resumed from a checkpoint, when the log
+// says so: the finished status carries it, as the annotation it wrote
+// moments before is not yet in the status's copy of the job.
+func (r *Reconciler) Finish(ctx context.Context, tj *trainer.TrainJob) (*api.Resumed, error) {
 	within := r.FinishTimeout
 	if within <= 0 {
 		within = FinishWithin
@@ -115,7 +122,14 @@ func (r *Reconciler) Finish(ctx context.Context, tj *trainer.TrainJob) error {
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
 	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tj)})
-	return err
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res, ok := r.resumed[tj.UID]
+	delete(r.resumed, tj.UID)
+	if !ok {
+		return nil, err
+	}
+	return &res, err
 }
 
 // FinishWithin bounds Finish when FinishTimeout is not set; a read of a
@@ -310,6 +324,12 @@ func ResumedOf(p progress.Point) api.Resumed {
 // writeResumed applies the resumed annotation when it is new: each
 // attempt that resumes says so once, at its start.
 func (r *Reconciler) writeResumed(ctx context.Context, tj *trainer.TrainJob, res api.Resumed) error {
+	r.mu.Lock()
+	if r.resumed == nil {
+		r.resumed = map[types.UID]api.Resumed{}
+	}
+	r.resumed[tj.UID] = res
+	r.mu.Unlock()
 	if old, err := api.ReadResumed(tj.Annotations); err == nil && old != nil && equality.Semantic.DeepEqual(*old, res) {
 		return nil
 	}

@@ -313,7 +313,7 @@ func TestFinishWritesTheLastReport(t *testing.T) {
 	tj.Status.Conditions = []metav1.Condition{{Type: trainer.TrainJobComplete, Status: metav1.ConditionTrue, Reason: "Done", LastTransitionTime: metav1.NewTime(t0)}}
 	c := newCluster(t, tj)
 	c.log = "2026-11-26T21:59:50Z [1,0]<stdout>:MPIJOB_PROGRESS {\"epoch\": 12, \"total_epochs\": 12, \"loss\": 0.05, \"accuracy\": 0.97}\n"
-	if err := c.r.Finish(context.Background(), c.job(t)); err != nil {
+	if _, err := c.r.Finish(context.Background(), c.job(t)); err != nil {
 		t.Fatal(err)
 	}
 	got, ok := progress.Read(c.job(t).Annotations)
@@ -322,6 +322,29 @@ func TestFinishWritesTheLastReport(t *testing.T) {
 	}
 	if c.r.remembered() != 1 {
 		t.Errorf("%d finished jobs remembered after Finish, want 1: its own round must not read the log again", c.r.remembered())
+	}
+}
+
+// A program that resumed from a checkpoint says so in a report: the
+// controller notes it on the job (mpijob.dev/resumed) and Finish returns
+// it for the finished status, even once the report scrolled past.
+func TestResumedIsNotedAndReturned(t *testing.T) {
+	tj := &trainer.TrainJob{}
+	tj.Status.Conditions = []metav1.Condition{{Type: trainer.TrainJobComplete, Status: metav1.ConditionTrue, Reason: "Done", LastTransitionTime: metav1.NewTime(t0)}}
+	c := newCluster(t, tj)
+	c.log = "2026-11-26T21:59:40Z [1,0]<stdout>:MPIJOB_PROGRESS {\"epoch\": 4, \"total_epochs\": 8, \"resumed\": {\"epoch\": 4, \"age_seconds\": 31}}\n" +
+		"2026-11-26T21:59:50Z [1,0]<stdout>:MPIJOB_PROGRESS {\"epoch\": 8, \"total_epochs\": 8}\n"
+	res, err := c.r.Finish(context.Background(), c.job(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := api.Resumed{Epoch: 4, TotalEpochs: 8, AgeSeconds: 31, At: metav1.NewTime(time.Date(2026, 11, 26, 21, 59, 40, 0, time.UTC))}
+	if res == nil || !res.At.Equal(&want.At) || res.Epoch != 4 || res.TotalEpochs != 8 || res.AgeSeconds != 31 {
+		t.Fatalf("Finish returned %+v, want %+v", res, want)
+	}
+	noted, err := api.ReadResumed(c.job(t).Annotations)
+	if err != nil || noted == nil || noted.Text() != "resumed from epoch 4 of 8 (checkpoint written 31 seconds earlier)" {
+		t.Errorf("the job's %s: %+v (%v)", api.ResumedAnnotation, noted, err)
 	}
 }
 
@@ -342,7 +365,7 @@ func TestFinishGivesUpOnALogThatDoesNotCome(t *testing.T) {
 		}
 	}
 	done := make(chan error, 1)
-	go func() { done <- c.r.Finish(context.Background(), c.job(t)) }()
+	go func() { _, err := c.r.Finish(context.Background(), c.job(t)); done <- err }()
 	select {
 	case err := <-done:
 		if err != nil {

@@ -554,6 +554,24 @@ def load_latest(uri: str | None = None, *, like: Any = None, resume_from: str | 
     return got
 
 
+def load_on_rank0(rank: int, bcast: Any, uri: str | None = None, *, like: Any = None) -> Loaded | None:
+    """:func:`load_latest` read by rank 0 alone and sent to every rank with ``bcast`` (a callable
+    that takes rank 0's object and returns it on every rank: ``lambda o: comm.bcast(o, root=0)``,
+    ``hvd.broadcast_object``). A refused checkpoint raises CheckpointError on every rank, so no
+    rank waits for rank 0 in a collective while rank 0 has stopped."""
+    got: Loaded | None = None
+    err = ""
+    if rank == 0:
+        try:
+            got = load_latest(uri, like=like)
+        except CheckpointError as e:
+            err = str(e)
+    sent: tuple[Loaded | None, str] = bcast((got, err))
+    if sent[1]:
+        raise CheckpointError(sent[1] if rank == 0 else "rank 0 refused the checkpoint (its error says why)")
+    return sent[0]
+
+
 def _newest(store: _Store, like: Any) -> Loaded | None:
     for folder in reversed(store.names()):
         m = _manifest(store, folder)

@@ -193,3 +193,20 @@ def test_s3_place_writes_the_manifest_last_and_prunes(monkeypatch):
     del fake.objects[("team-a", "digits/checkpoints/ckpt-000002-000000000/manifest.json")]
     got = ck.load_latest(uri, like=_state())
     assert got is not None and got.epoch == 1 and got.uri == "s3://team-a/digits/checkpoints/ckpt-000001-000000000/"
+
+
+def test_load_on_rank0_raises_on_every_rank(tmp_path):
+    ck.save(_state(hidden=4), epoch=1, uri=str(tmp_path))
+    sent = {}
+
+    def bcast(o):  # rank 0's object reaches the other ranks
+        sent.setdefault("v", o)
+        return sent["v"]
+
+    with pytest.raises(ck.CheckpointError, match="another model"):
+        ck.load_on_rank0(0, bcast, str(tmp_path), like=_state(hidden=8))
+    with pytest.raises(ck.CheckpointError, match="rank 0 refused"):
+        ck.load_on_rank0(1, bcast, str(tmp_path), like=_state(hidden=8))
+    sent.clear()
+    got = ck.load_on_rank0(0, bcast, str(tmp_path), like=_state(hidden=4))
+    assert got is not None and ck.load_on_rank0(1, bcast, str(tmp_path)) is got
