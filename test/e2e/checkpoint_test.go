@@ -103,6 +103,10 @@ func TestRetryResumesFromCheckpoint(t *testing.T) {
 		t.Errorf("status resumed %+v, attempts %+v: want epoch 4, retry 1 of 2", st.Resumed, st.Attempts)
 	}
 	expect(t, mpijob(t, user, ns, "describe", name), 0, "Resumed:", "resumed from epoch 4 of 8", "Attempts:", "retry 1 of 2")
+	t.Run("the dashboard shows it", func(t *testing.T) {
+		ts, _ := dashboardServer(t)
+		browserCheck(t, "resume.mjs", ts.URL, "Resumed and Attempts on the job page", "JOB="+name)
+	})
 }
 
 // --resume-from starts a new job from another job's last checkpoint; a
