@@ -61,6 +61,11 @@ func IsNoStorage(err error) bool {
 	return errors.As(err, &e)
 }
 
+// IsCheckpoint reports whether an object under a job's folder is one of
+// its checkpoints ($MPIJOB_CHECKPOINT_URI, checkpoints/): the job's
+// working state for a resume, not an artifact, so listings leave them out.
+func IsCheckpoint(name string) bool { return strings.HasPrefix(name, dataconn.CheckpointDir) }
+
 // Source is where one job's artifacts are: an S3 prefix (Store) or a
 // folder on a PVC (PVCStore).
 type Source interface {
@@ -174,7 +179,11 @@ func (s *Store) List(ctx context.Context) ([]Object, error) {
 		if o.Err != nil {
 			return nil, s.explain(o.Err)
 		}
-		out = append(out, Object{Name: strings.TrimPrefix(o.Key, s.prefix), Size: o.Size, LastModified: o.LastModified})
+		name := strings.TrimPrefix(o.Key, s.prefix)
+		if IsCheckpoint(name) {
+			continue
+		}
+		out = append(out, Object{Name: name, Size: o.Size, LastModified: o.LastModified})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil

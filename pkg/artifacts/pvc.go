@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -276,6 +277,7 @@ func (s *PVCStore) list(ctx context.Context) ([]Object, error) {
 	if err != nil {
 		return nil, fmt.Errorf("failed to list %s on PVC %s: %w", s.Dir, s.Claim, err)
 	}
+	objs = slices.DeleteFunc(objs, func(o Object) bool { return IsCheckpoint(o.Name) })
 	s.objs = objs
 	return objs, nil
 }

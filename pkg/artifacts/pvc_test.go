@@ -94,3 +94,16 @@ func TestParseFind(t *testing.T) {
 		})
 	}
 }
+
+func TestCheckpointsAreNotArtifacts(t *testing.T) {
+	for name, want := range map[string]bool{
+		"checkpoints/ckpt-000001-000000000/arrays.npz": true,
+		"model.npz":              false,
+		"logs/checkpoints/x.txt": false,
+		"checkpoints.txt":        false,
+	} {
+		if got := IsCheckpoint(name); got != want {
+			t.Errorf("IsCheckpoint(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

@@ -81,6 +81,8 @@ def list_and_download(connection: str, data: dict[str, str], job: str, download_
     try:
         for page in s3.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
             for o in page.get("Contents", []):
+                if is_checkpoint(o["Key"][len(prefix):]):
+                    continue
                 out.append({"name": o["Key"][len(prefix):], "size": o["Size"], "last_modified": o["LastModified"],
                             "uri": f"s3://{bucket}/{o['Key']}"})
     except Exception as e:
@@ -160,6 +162,11 @@ def reader_pod_spec(template: dict[str, Any], claim: str, mount: str) -> dict[st
     return out
 
 
+def is_checkpoint(name: str) -> bool:
+    """Go's ``artifacts.IsCheckpoint``: the job's checkpoints (``checkpoints/``) are not artifacts."""
+    return name.startswith("checkpoints/")
+
+
 def parse_find(out: str) -> list[dict[str, Any]]:
     """find's ``SIZE MTIME PATH\\0`` records, sorted by name."""
     objs: list[dict[str, Any]] = []
@@ -231,7 +238,7 @@ class PVCReader:
 
     def list(self) -> list[dict[str, Any]]:
         out = "".join(self.backend.exec_pod(self._start(), "reader", ["/bin/sh", "-c", _LIST_SCRIPT, "list", self.dir]))
-        objs = parse_find(out)
+        objs = [o for o in parse_find(out) if not is_checkpoint(o["name"])]
         for o in objs:
             o["uri"] = self.uri + o["name"]
         return objs
