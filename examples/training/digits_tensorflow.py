@@ -152,8 +152,9 @@ def main(argv: list[str]) -> int:
     # Checkpoints (docs/training.md, "Checkpoints and resume"): the weights,
     # the optimizer's variables (momentum, iterations), epoch, step and the
     # data order's random state.
-    optimizer.build(model.trainable_variables)
     place = os.environ.get(checkpoint.CHECKPOINT_ENV, "") if args.checkpoint == "from-env" else ("" if args.checkpoint == "none" else args.checkpoint)
+    if place or os.environ.get(checkpoint.RESUME_ENV):
+        optimizer.build(model.trainable_variables)  # its variables exist before the first step, to save or restore
     stop = checkpoint.StopOnSignal()
     done_epochs, done_steps, resumed_loss = 0, 0, 0.0
     if place or os.environ.get(checkpoint.RESUME_ENV):
