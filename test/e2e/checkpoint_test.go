@@ -85,7 +85,7 @@ func TestRetryResumesFromCheckpoint(t *testing.T) {
 	}
 	// The log holds both attempts (the log store keeps the first's): the
 	// one after the resume trains epochs 5 to 8 only.
-	after := log[strings.Index(log, m[0]):]
+	_, after, _ := strings.Cut(log, m[0])
 	if strings.Contains(after, "epoch 1/8") || strings.Contains(after, "epoch 4/8") || !strings.Contains(after, "epoch 5/8") || !strings.Contains(after, "epoch 8/8") {
 		t.Errorf("the attempt after the failure trained epochs it had already done (or not epochs 5 to 8):\n%s", after)
 	}
