@@ -386,8 +386,7 @@ const KueuePatchManager = "kueue.x-k8s.io/manager"
 // (its identity, status and Kueue's runtime patch) is left out; what the
 // user wrote is kept.
 func Exported(tj *trainer.TrainJob) {
-	tj.ResourceVersion, tj.UID, tj.Generation, tj.CreationTimestamp = "", "", 0, metav1.Time{}
-	tj.ManagedFields, tj.DeletionTimestamp = nil, nil
+	clearServerFields(&tj.ObjectMeta)
 	tj.Status = trainer.TrainJobStatus{}
 	tj.Spec.RuntimePatches = slices.DeleteFunc(tj.Spec.RuntimePatches, func(p trainer.RuntimePatch) bool { return p.Manager == KueuePatchManager })
 	if len(tj.Spec.RuntimePatches) == 0 {
@@ -399,8 +398,15 @@ func Exported(tj *trainer.TrainJob) {
 // Exported does for its TrainJob; its owner, the job it was exported from,
 // is left out too (the new job adopts it).
 func ExportedRuntime(rt *trainer.TrainingRuntime) {
-	rt.ResourceVersion, rt.UID, rt.Generation, rt.CreationTimestamp = "", "", 0, metav1.Time{}
-	rt.ManagedFields, rt.DeletionTimestamp, rt.OwnerReferences = nil, nil, nil
+	clearServerFields(&rt.ObjectMeta)
+	rt.OwnerReferences = nil
+}
+
+// clearServerFields leaves out of an exported object's metadata what the
+// API server wrote on the object it was read from.
+func clearServerFields(m *metav1.ObjectMeta) {
+	m.ResourceVersion, m.UID, m.Generation, m.CreationTimestamp = "", "", 0, metav1.Time{}
+	m.ManagedFields, m.DeletionTimestamp = nil, nil
 }
 
 // CopyRuntime gives job a runtime of its own when its TrainJob names the
@@ -412,18 +418,10 @@ func CopyRuntime(job *Job, src *trainer.TrainingRuntime) bool {
 	if job.Runtime != nil || src == nil || !IsDerived(src.Labels) || src.Labels[api.JobLabel] == tj.Name {
 		return false
 	}
-	rt := &trainer.TrainingRuntime{
-		TypeMeta: metav1.TypeMeta{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainingRuntimeKind},
-		ObjectMeta: metav1.ObjectMeta{Name: src.Name, Namespace: tj.Namespace, Labels: map[string]string{}, Annotations: map[string]string{},
-			Finalizers: []string{api.JobRuntimeFinalizer}},
-		Spec: *src.Spec.DeepCopy(),
-	}
-	for k, v := range src.Labels {
-		rt.Labels[k] = v
-	}
-	for k, v := range src.Annotations {
-		rt.Annotations[k] = v
-	}
+	rt := src.DeepCopy()
+	ExportedRuntime(rt)
+	rt.TypeMeta = metav1.TypeMeta{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainingRuntimeKind}
+	rt.Namespace, rt.Finalizers = tj.Namespace, []string{api.JobRuntimeFinalizer}
 	job.Runtime = rt
 	Retarget(job)
 	return true

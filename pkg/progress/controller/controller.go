@@ -300,15 +300,28 @@ func (r *Reconciler) writeRankFailure(ctx context.Context, tj *trainer.TrainJob,
 	if err != nil {
 		return err
 	}
-	u := api.AnnotationOf(tj, api.RankFailureAnnotation, raw)
-	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(RankFailureFieldManager), client.ForceOwnership); err != nil {
-		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			return nil
-		}
+	applied, err := r.applyAnnotation(ctx, tj, api.RankFailureAnnotation, raw, RankFailureFieldManager)
+	if err != nil {
 		return fmt.Errorf("failed to note the failed rank of %s/%s: %w", tj.Namespace, tj.Name, err)
 	}
-	ctrl.LoggerFrom(ctx).Info("a rank failed while the job runs on", "error", f.Error)
+	if applied {
+		ctrl.LoggerFrom(ctx).Info("a rank failed while the job runs on", "error", f.Error)
+	}
 	return nil
+}
+
+// applyAnnotation applies one annotation of the job under its own field
+// owner; a job that is gone or changed meanwhile is left (applied false):
+// the next round sees it again.
+func (r *Reconciler) applyAnnotation(ctx context.Context, tj *trainer.TrainJob, key, value, owner string) (applied bool, err error) {
+	u := api.AnnotationOf(tj, key, value)
+	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(owner), client.ForceOwnership); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			return false, nil
+		}
+		return false, err
+	}
+	return true, nil
 }
 
 // ResumedOf is what a report that says the program resumed notes on the job.
@@ -337,14 +350,13 @@ func (r *Reconciler) writeResumed(ctx context.Context, tj *trainer.TrainJob, res
 	if err != nil {
 		return err
 	}
-	u := api.AnnotationOf(tj, api.ResumedAnnotation, raw)
-	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(ResumedFieldManager), client.ForceOwnership); err != nil {
-		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-			return nil
-		}
+	applied, err := r.applyAnnotation(ctx, tj, api.ResumedAnnotation, raw, ResumedFieldManager)
+	if err != nil {
 		return fmt.Errorf("failed to note where %s/%s resumed: %w", tj.Namespace, tj.Name, err)
 	}
-	ctrl.LoggerFrom(ctx).Info("the program resumed from a checkpoint", "epoch", res.Epoch, "step", res.Step)
+	if applied {
+		ctrl.LoggerFrom(ctx).Info("the program resumed from a checkpoint", "epoch", res.Epoch, "step", res.Step)
+	}
 	return nil
 }
 
