@@ -18,6 +18,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+
 	"github.com/mpijob/mpijob/pkg/certs"
 	"github.com/mpijob/mpijob/pkg/logstore"
 )
@@ -153,16 +155,28 @@ func logStoreClient(url, token, tenant, ca string) (*logstore.Client, error) {
 }
 
 // jobSetOf finds a job's JobSet in the manager's cache: a stored log is
-// read for the job that exists now (logstore.API.JobSet).
+// read for the job that exists now (logstore.API.JobSet). Trainer deletes
+// the JobSet of a job stopped by its activeDeadlineSeconds (--timeout)
+// while the TrainJob stays: its lines are then those stored since the
+// TrainJob was made, by name (an earlier job of the name was deleted
+// before this one was made, so its lines are older).
 func jobSetOf(c client.Reader) func(ctx context.Context, ns, name string) (string, time.Time, bool, error) {
 	return func(ctx context.Context, ns, name string) (string, time.Time, bool, error) {
 		js := &jobsetv1alpha2.JobSet{}
-		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, js); err != nil {
+		err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, js)
+		if err == nil {
+			return string(js.UID), js.CreationTimestamp.Time, true, nil
+		}
+		if !apierrors.IsNotFound(err) {
+			return "", time.Time{}, false, err
+		}
+		tj := &trainer.TrainJob{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
 			if apierrors.IsNotFound(err) {
 				return "", time.Time{}, false, nil
 			}
 			return "", time.Time{}, false, err
 		}
-		return string(js.UID), js.CreationTimestamp.Time, true, nil
+		return "", tj.CreationTimestamp.Time, true, nil
 	}
 }

@@ -20,6 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+
 	"github.com/mpijob/mpijob/pkg/certs"
 	"github.com/mpijob/mpijob/pkg/logstore"
 )
@@ -89,13 +91,20 @@ func TestJobSetOf(t *testing.T) {
 		t.Fatal(err)
 	}
 	js := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "cnn", UID: "js-1", CreationTimestamp: metav1.NewTime(time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC))}}
-	find := jobSetOf(fake.NewClientBuilder().WithScheme(scheme).WithObjects(js).Build())
+	// A job stopped by its deadline: Trainer deleted its JobSet, the
+	// TrainJob stays, and its lines are read by name from its creation.
+	timedOut := &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "timed-out", CreationTimestamp: metav1.NewTime(time.Date(2026, 11, 28, 0, 0, 0, 0, time.UTC))}}
+	find := jobSetOf(fake.NewClientBuilder().WithScheme(scheme).WithObjects(js, timedOut).Build())
 	uid, at, ok, err := find(context.Background(), "team-a", "cnn")
 	if err != nil || !ok || uid != "js-1" || !at.Equal(js.CreationTimestamp.Time) {
 		t.Errorf("found %q %v %v %v", uid, at, ok, err)
 	}
+	uid, at, ok, err = find(context.Background(), "team-a", "timed-out")
+	if err != nil || !ok || uid != "" || !at.Equal(timedOut.CreationTimestamp.Time) {
+		t.Errorf("a timed-out job without its JobSet: found %q %v %v %v, want its TrainJob's creation and no JobSet UID", uid, at, ok, err)
+	}
 	if _, _, ok, err := find(context.Background(), "team-a", "gone"); ok || err != nil {
-		t.Errorf("a job without a JobSet: %v %v", ok, err)
+		t.Errorf("no job of the name: %v %v", ok, err)
 	}
 }
 

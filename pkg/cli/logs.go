@@ -216,12 +216,26 @@ func (l *logsOptions) Run(ctx context.Context) error {
 	if l.since > 0 {
 		opts.SinceSeconds = ptr.To(int64(l.since.Seconds()))
 	}
-	if l.tail >= 0 {
-		opts.TailLines = ptr.To(l.tail)
+	// --tail keeps the last lines shown: with --rank or --grep those are
+	// known only once the lines are filtered, so the whole log is read and
+	// the tail cut here (followed logs keep kubectl's meaning: the last
+	// lines read, then the new ones).
+	tail := l.tail
+	filtered := (l.ranks != nil || re != nil) && !l.follow
+	if tail >= 0 && !filtered {
+		opts.TailLines = ptr.To(tail)
+	}
+	if filtered {
+		tail = -1
 	}
 	prefix := len(sources) > 1
 	f := &lineFilter{grep: re, timestamps: l.timestamps, prefix: prefix, ranks: l.ranks}
+	if filtered && l.tail >= 0 {
+		f.keep = int(l.tail)
+		f.kept = []string{}
+	}
 	var live, gone []source
+	var unread []string
 	for _, s := range sources {
 		if s.gone {
 			gone = append(gone, s)
@@ -243,9 +257,16 @@ func (l *logsOptions) Run(ctx context.Context) error {
 		var stitched []*stitch
 		for _, s := range sources {
 			if s.gone {
-				r, err := l.openStored(ctx, store, tj.Namespace, name, s, time.Time{})
+				r, err := l.openStoredTail(ctx, store, tj.Namespace, name, s, tail)
 				if err != nil {
-					return err
+					if len(sources) == 1 {
+						return err
+					}
+					// The live pods' lines are still shown; the read
+					// that failed is said, and the exit is not 0.
+					fmt.Fprintf(l.ErrOut, "%v\n", err)
+					unread = append(unread, s.label)
+					continue
 				}
 				readers = append(readers, logs.Reader{Label: s.label, R: r})
 				continue
@@ -261,7 +282,7 @@ func (l *logsOptions) Run(ctx context.Context) error {
 			var r io.Reader = rc
 			// The kubelet serves a pod's current log file only: lines it
 			// rotated away come from the store, before the first it serves.
-			if store != nil && l.source == sourceAuto && l.tail < 0 {
+			if store != nil && l.source == sourceAuto && tail < 0 {
 				st := &stitch{label: s.label}
 				stitched = append(stitched, st)
 				s := s
@@ -275,6 +296,7 @@ func (l *logsOptions) Run(ctx context.Context) error {
 			f.print(l.Out, line)
 			return nil
 		})
+		f.flush(l.Out)
 		for _, st := range stitched {
 			if st.stored > 0 {
 				fmt.Fprintf(l.ErrOut, "The first %d lines of %s (before %s) come from the log store: the kubelet rotated them out of the pod's log.\n",
@@ -284,11 +306,46 @@ func (l *logsOptions) Run(ctx context.Context) error {
 	}
 	if l.ranks != nil && f.printed == 0 {
 		fmt.Fprintln(l.ErrOut, f.noRankLines(name, l.rank))
+	} else if err == nil && !l.follow && f.received == 0 && len(unread) == 0 {
+		// Never silently empty: nothing from the pods nor the store.
+		s, _ := statusOf(tj)
+		fmt.Fprintln(l.ErrOut, emptyLog(name, sources, s.Phase, l.since))
 	}
 	if l.showRedactions {
 		fmt.Fprintf(l.ErrOut, "%d secret(s) redacted\n", f.redacted())
 	}
+	if err == nil && len(unread) > 0 {
+		return &exitError{code: 1, msg: fmt.Sprintf("the log store could not be read for %s (above); the other lines are shown", strings.Join(unread, ", "))}
+	}
 	return err
+}
+
+// emptyLog says why a read found no line at all, and where else to look.
+func emptyLog(job string, sources []source, phase api.Phase, since time.Duration) string {
+	var live, gone []source
+	for _, s := range sources {
+		if s.gone {
+			gone = append(gone, s)
+		} else {
+			live = append(live, s)
+		}
+	}
+	window := ""
+	if since > 0 {
+		window = " in the last " + since.String()
+	}
+	var why string
+	switch {
+	case len(gone) > 0 && len(live) == 0:
+		why = fmt.Sprintf("No line of job %s%s: its pods are gone and the log store holds nothing of %s. "+
+			"The job may have stopped before its programs printed, or the store has not received the last lines yet (it gets them within seconds: run this again)",
+			job, window, labels(gone))
+	case len(gone) > 0:
+		why = fmt.Sprintf("No line of job %s%s: %s printed nothing yet, and the log store holds nothing of %s", job, window, labels(live), labels(gone))
+	default:
+		why = fmt.Sprintf("No line of job %s%s: %s printed nothing yet", job, window, labels(live))
+	}
+	return fmt.Sprintf("%s (phase %s). What happened to it: kubectl mpijob describe %s; its Events: kubectl mpijob events %s.", why, phase, job, job)
 }
 
 // storeOf is the log store's reader when the cluster serves one and
@@ -303,6 +360,16 @@ func (l *logsOptions) storeOf(ctx context.Context, cl *clients) logstore.Reader 
 // openStored streams what the store keeps of a source (its role and
 // index), with --since and --tail applied; end, when given, bounds it.
 func (l *logsOptions) openStored(ctx context.Context, store logstore.Reader, ns, job string, s source, end time.Time) (io.Reader, error) {
+	return l.openStoredRange(ctx, store, ns, job, s, end, l.tail)
+}
+
+// openStoredTail is openStored up to now, keeping the last tail lines (all
+// when tail < 0).
+func (l *logsOptions) openStoredTail(ctx context.Context, store logstore.Reader, ns, job string, s source, tail int64) (io.Reader, error) {
+	return l.openStoredRange(ctx, store, ns, job, s, time.Time{}, tail)
+}
+
+func (l *logsOptions) openStoredRange(ctx context.Context, store logstore.Reader, ns, job string, s source, end time.Time, tail int64) (io.Reader, error) {
 	q := logstore.Query{Role: s.role, Index: s.index}
 	if s.role == api.LauncherJob {
 		q.Index = -1
@@ -318,11 +385,11 @@ func (l *logsOptions) openStored(ctx context.Context, store logstore.Reader, ns,
 		}
 		return nil, fmt.Errorf("reading %s of job %s from the log store: %w", s.label, job, err)
 	}
-	if l.tail < 0 || !end.IsZero() {
+	if tail < 0 || !end.IsZero() {
 		return closeAtEOF{rc}, nil
 	}
 	defer func() { _ = rc.Close() }()
-	lines, err := logstore.Tail(rc, l.tail)
+	lines, err := logstore.Tail(rc, tail)
 	if err != nil {
 		return nil, err
 	}
@@ -463,6 +530,12 @@ type lineFilter struct {
 	ranks     logs.Selection
 	seen      map[int]bool
 	printed   int
+	// received counts every line read, before any filter.
+	received int
+	// keep > 0 holds the last keep lines shown in kept until flush
+	// (--tail with --rank or --grep).
+	keep      int
+	kept      []string
 	mu        sync.Mutex
 	redactors map[string]*logs.Redactor
 }
@@ -505,6 +578,7 @@ func (f *lineFilter) print(w io.Writer, l logs.Line) {
 	if f.redactors == nil {
 		f.redactors = map[string]*logs.Redactor{}
 	}
+	f.received++
 	r := f.redactors[l.Label]
 	if r == nil {
 		r = &logs.Redactor{}
@@ -537,7 +611,27 @@ func (f *lineFilter) print(w io.Writer, l logs.Line) {
 	}
 	b.WriteString(text)
 	b.WriteByte('\n')
+	if f.kept != nil {
+		if f.keep == 0 {
+			return
+		}
+		f.kept = append(f.kept, b.String())
+		if len(f.kept) > f.keep {
+			f.kept = f.kept[1:]
+		}
+		return
+	}
 	_, _ = io.WriteString(w, b.String())
+}
+
+// flush writes the lines held for --tail.
+func (f *lineFilter) flush(w io.Writer) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, line := range f.kept {
+		_, _ = io.WriteString(w, line)
+	}
+	f.kept = f.kept[:0]
 }
 
 func (f *lineFilter) redacted() int {

@@ -173,6 +173,12 @@ func Diagnose(in Input) api.Status {
 		ObservedGeneration: tj.Generation,
 		StartTime:          launcherStart(in.Launcher),
 	}
+	// The Launcher's pod goes with the job (JobSet removes a finished
+	// job's pods; Trainer deletes the JobSet of a job past its deadline):
+	// the start seen before stays.
+	if s.StartTime == nil && in.Previous != nil {
+		s.StartTime = in.Previous.StartTime
+	}
 	s.SlotsPerWorker, s.GPUsPerWorker = in.SlotsPerWorker, in.GPUsPerWorker
 	if tj.Spec.Trainer != nil && tj.Spec.Trainer.NumProcPerNode != nil {
 		s.SlotsPerWorker = *tj.Spec.Trainer.NumProcPerNode

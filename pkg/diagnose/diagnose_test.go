@@ -188,8 +188,10 @@ func TestDiagnose(t *testing.T) {
 				tj := job(2).deadline(40).obj()
 				tj.CreationTimestamp = metav1.NewTime(t0.Add(-time.Minute))
 				return tj
-			}(), Previous: &api.Status{Phase: api.PhaseRunning, Reason: "Running"}, Now: t0},
+			}(), Previous: &api.Status{Phase: api.PhaseRunning, Reason: "Running", StartTime: ptr.To(metav1.NewTime(t0.Add(-50 * time.Second)))}, Now: t0},
+			// The Launcher's start seen before stays: its pod is gone.
 			want: api.Status{Phase: api.PhaseRunning, Reason: ReasonDeadlineExceeded, Launcher: api.LauncherNotCreated, WorkersTotal: 2,
+				StartTime: ptr.To(metav1.NewTime(t0.Add(-50 * time.Second))),
 				Message: "The job reached its timeout of 40s (spec.activeDeadlineSeconds 40); Trainer is stopping it."},
 		},
 		"a JobSet not created yet, timeout or not": {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -52,13 +53,34 @@ func NewReader(cs kubernetes.Interface) Reader {
 	return APIReader{REST: rc, Discovery: cs.Discovery()}
 }
 
-// Available asks discovery for logs.mpijob.dev/v1alpha1.
+// availableRetry is the first wait before discovery is asked again.
+var availableRetry = 500 * time.Millisecond
+
+// Available asks discovery for logs.mpijob.dev/v1alpha1. A group the
+// API server does not serve is an answer at once; any other error (the
+// aggregated API briefly unavailable, a timeout on a loaded cluster) is
+// asked again, a few times over about ten seconds, before the store is
+// taken as absent.
 func (a APIReader) Available(ctx context.Context) bool {
 	if a.Discovery == nil || a.REST == nil {
 		return false
 	}
-	_, err := a.Discovery.ServerResourcesForGroupVersion(Group + "/" + Version)
-	return err == nil
+	delay := availableRetry
+	for try := 0; ; try++ {
+		_, err := a.Discovery.ServerResourcesForGroupVersion(Group + "/" + Version)
+		if err == nil {
+			return true
+		}
+		if apierrors.IsNotFound(err) || try == 4 {
+			return false
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(delay):
+		}
+		delay *= 2
+	}
 }
 
 // Open streams the lines.
