@@ -527,9 +527,9 @@ type lineFilter struct {
 	timestamps bool
 	prefix     bool
 	// ranks keeps only these ranks' lines; seen and printed count.
-	ranks     logs.Selection
-	seen      map[int]bool
-	printed   int
+	ranks   logs.Selection
+	seen    map[int]bool
+	printed int
 	// received counts every line read, before any filter.
 	received int
 	// keep > 0 holds the last keep lines shown in kept until flush

@@ -192,7 +192,7 @@ func TestDiagnose(t *testing.T) {
 			// The Launcher's start seen before stays: its pod is gone.
 			want: api.Status{Phase: api.PhaseRunning, Reason: ReasonDeadlineExceeded, Launcher: api.LauncherNotCreated, WorkersTotal: 2,
 				StartTime: ptr.To(metav1.NewTime(t0.Add(-50 * time.Second))),
-				Message: "The job reached its timeout of 40s (spec.activeDeadlineSeconds 40); Trainer is stopping it."},
+				Message:   "The job reached its timeout of 40s (spec.activeDeadlineSeconds 40); Trainer is stopping it."},
 		},
 		"a JobSet not created yet, timeout or not": {
 			next: []string{"Wait a few seconds; if this lasts, check that the Trainer controller runs and read `kubectl mpijob events hello`."},
