@@ -332,7 +332,11 @@ func (r *Reconciler) gather(ctx context.Context, tj *trainer.TrainJob, k known, 
 		// the kubelet records the node's own OOM kills on the Node.
 		if code, ok := launcherExitCode(in.Launcher); ok && code == 137 {
 			evs := &corev1.EventList{}
-			if err := r.Reader.List(ctx, evs, client.MatchingFieldsSelector{Selector: fields.AndSelectors(
+			// Only where the kubelet records a Node's Events (the default
+			// namespace, which tenants cannot write): a tenant's Event
+			// about a node in its own namespace is not the node's
+			// (nodeEventTrusted checks again).
+			if err := r.Reader.List(ctx, evs, client.InNamespace(metav1.NamespaceDefault), client.MatchingFieldsSelector{Selector: fields.AndSelectors(
 				fields.OneTermEqualSelector("reason", "SystemOOM"), fields.OneTermEqualSelector("involvedObject.kind", "Node"))}); err == nil {
 				in.Events = append(in.Events, evs.Items...)
 			}

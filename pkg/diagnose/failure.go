@@ -9,6 +9,7 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/jobspec"
@@ -380,6 +381,14 @@ func sshdMissingFromEvents(in Input) (message string, next []api.Step, who *api.
 // mpirun, pid: 4242" Node Event.
 var systemOOM = regexp.MustCompile(`victim process: ([^,]+)`)
 
+// nodeEventTrusted tells a Node's Event the kubelet recorded: in the
+// default namespace (where Events about cluster-scoped objects go, and
+// which tenants cannot write) from the kubelet. An Event a tenant made in
+// its own namespace about a node is none of the node's.
+func nodeEventTrusted(e corev1.Event) bool {
+	return e.Namespace == metav1.NamespaceDefault && (e.Source.Component == "kubelet" || e.ReportingController == "kubelet")
+}
+
 // launcherKilled explains a Launcher killed with SIGKILL (exit 137) that
 // its container runtime did not call OOMKilled: the node's own
 // out-of-memory killer (the kubelet then records a SystemOOM Event on the
@@ -391,7 +400,7 @@ func launcherKilled(in Input) (reason, message string, next []api.Step, ok bool)
 	}
 	finished := t.FinishedAt.Time
 	for _, e := range in.Events {
-		if e.Reason != "SystemOOM" || e.InvolvedObject.Kind != "Node" || e.InvolvedObject.Name != p.Spec.NodeName {
+		if e.Reason != "SystemOOM" || e.InvolvedObject.Kind != "Node" || e.InvolvedObject.Name != p.Spec.NodeName || !nodeEventTrusted(e) {
 			continue
 		}
 		at := api.EventTime(e)

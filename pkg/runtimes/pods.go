@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -83,9 +82,10 @@ func workerIndex(p corev1.Pod) string {
 // controller is a Job (batch/v1) that js controls, by UID. A pod anyone
 // who may create pods in the namespace can make with the JobSet's labels
 // is not the job's, and nothing the manager writes about the job (its
-// status, progress, rank failure) may come from it. A pod of a Job being
-// deleted (its Job gone from the list) counts while it stops, if its
-// controller bears the name JobSet gives its Jobs.
+// status, progress, rank failure) may come from it. Nor does a pod whose
+// Job is gone, even while it stops: its owner can no longer be checked,
+// and a pod made with a made-up owner (which the garbage collector then
+// deletes, slowly with a long grace period) looks just the same.
 //
 // The Jobs are read as metadata only (the manager's cache holds their
 // names, UIDs and owners). Residual: a tenant who may create Jobs could
@@ -117,13 +117,7 @@ func OwnedByJobSet(pods []corev1.Pod, jobs []metav1.PartialObjectMetadata, js *j
 		if ref == nil || ref.Kind != "Job" || ref.APIVersion != batchv1.SchemeGroupVersion.String() {
 			continue
 		}
-		if j, ok := byName[ref.Name]; ok {
-			if j.UID == ref.UID {
-				out = append(out, p)
-			}
-			continue
-		}
-		if p.DeletionTimestamp != nil && strings.HasPrefix(ref.Name, js.Name+"-") {
+		if j, ok := byName[ref.Name]; ok && j.UID == ref.UID {
 			out = append(out, p)
 		}
 	}

@@ -136,7 +136,10 @@ func TestOwnedByJobSet(t *testing.T) {
 	for _, p := range OwnedByJobSet(pods, jobs, js) {
 		got = append(got, p.Name)
 	}
-	if diff := cmp.Diff([]string{"launcher", "worker", "job-gone-stopping"}, got); diff != "" {
+	// A pod whose Job is gone is not the job's, stopping or not: one made
+	// with the job's labels and a made-up owner is deleted by the garbage
+	// collector and stops just the same (the red team's forged Launcher).
+	if diff := cmp.Diff([]string{"launcher", "worker"}, got); diff != "" {
 		t.Errorf("pods kept (-want +got):\n%s", diff)
 	}
 }
