@@ -96,13 +96,22 @@ func staticGoBuild(ctx context.Context, repoRoot, out, pkg, ldflags string, env 
 }
 
 func buildProjectImage(ctx context.Context, opts Options, im projectImage) (string, string, error) {
-	work := filepath.Join(images.Dir(opts.images()), "work", im.Name)
-	_ = os.RemoveAll(work)
+	// A work folder of this build's own, and the tar written aside and
+	// renamed: two builds of one image at once (two make targets) never
+	// mix their files, and an interrupted one leaves no torn tar under
+	// the name a later build takes as done.
+	if err := os.MkdirAll(filepath.Join(images.Dir(opts.images()), "work"), 0o755); err != nil {
+		return "", "", err
+	}
+	work, err := os.MkdirTemp(filepath.Join(images.Dir(opts.images()), "work"), im.Name+"-")
+	if err != nil {
+		return "", "", err
+	}
 	rootfs := filepath.Join(work, "rootfs")
 	if err := os.MkdirAll(filepath.Join(rootfs, "etc", "ssl", "certs"), 0o755); err != nil {
 		return "", "", err
 	}
-	defer func() { _ = os.RemoveAll(work) }()
+	defer func() { _ = os.RemoveAll(work); _ = os.Remove(work + "-layer.tar") }()
 	bin := filepath.Join(rootfs, im.Name)
 	cmd := staticGoBuild(ctx, opts.RepoRoot, bin, im.Package, "-s -w", "GOOS=linux", "GOARCH=amd64")
 	if out, err := cmd.CombinedOutput(); err != nil {
@@ -144,8 +153,13 @@ func buildProjectImage(ctx context.Context, opts Options, im projectImage) (stri
 		Env:        []string{"PATH=/", "SSL_CERT_FILE=" + images.CACertificates},
 		Labels:     map[string]string{"org.opencontainers.image.source": "mpijob " + im.Package},
 	}
-	if err := images.WriteImage(rootfs, work+"-layer.tar", ref, cfg, out); err != nil {
+	tmp := fmt.Sprintf("%s.%d.tmp", out, os.Getpid())
+	if err := images.WriteImage(rootfs, work+"-layer.tar", ref, cfg, tmp); err != nil {
+		_ = os.Remove(tmp)
 		return "", "", fmt.Errorf("failed to write image %s: %w", ref, err)
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return "", "", err
 	}
 	return ref, out, nil
 }
