@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobview"
 	"github.com/mpijob/mpijob/pkg/logstore"
 	"github.com/mpijob/mpijob/pkg/placement"
 	"github.com/mpijob/mpijob/pkg/runtimes"
@@ -119,7 +120,71 @@ func (c *clients) job(ctx context.Context, name string) (*trainer.TrainJob, erro
 		}
 		return nil, &exitError{code: ExitNotFound, msg: msg}
 	}
-	return tj, err
+	if err != nil {
+		return nil, err
+	}
+	if fw := c.frameworkOf(ctx, tj); fw != jobview.FrameworkMPI && fw != jobview.FrameworkUnknown {
+		return nil, notMPI(tj, fw)
+	}
+	return tj, nil
+}
+
+// notMPI says that a TrainJob is another framework's, and where to read it.
+func notMPI(tj *trainer.TrainJob, fw string) error {
+	return &exitError{code: ExitNotFound, msg: fmt.Sprintf("TrainJob %q in namespace %s is a %s job (runtime %s), not an MPI job: kubectl mpijob shows and changes MPI jobs only; "+
+		"read it with `kubectl get trainjob %s -n %s`, or list every framework's jobs with `kubectl mpijob get --all-frameworks`",
+		tj.Name, tj.Namespace, fw, tj.Spec.RuntimeRef.Name, tj.Name, tj.Namespace)}
+}
+
+// frameworkOf is one job's framework (jobview.FrameworkOf), reading only
+// its runtime; unknown when that cannot be read.
+func (c *clients) frameworkOf(ctx context.Context, tj *trainer.TrainJob) string {
+	ref := jobview.RefOf(tj)
+	rts := jobview.Frameworks{}
+	if _, mine := tj.Labels[api.BaseRuntimeLabel]; mine {
+		return jobview.FrameworkMPI
+	}
+	if ref.RuntimeKind == trainer.TrainingRuntimeKind {
+		rt := &trainer.TrainingRuntime{}
+		if err := c.Get(ctx, client.ObjectKey{Namespace: tj.Namespace, Name: ref.RuntimeName}, rt); err == nil {
+			rts.Namespaced = map[string]map[string]string{tj.Namespace: {rt.Name: jobview.RuntimeFramework(&rt.Spec, rt.Labels)}}
+		}
+	} else {
+		rt := &trainer.ClusterTrainingRuntime{}
+		if err := c.Get(ctx, client.ObjectKey{Name: ref.RuntimeName}, rt); err == nil {
+			rts.Cluster = map[string]string{rt.Name: jobview.RuntimeFramework(&rt.Spec, rt.Labels)}
+		}
+	}
+	return jobview.FrameworkOf(ref, rts)
+}
+
+// frameworks reads the framework of every ClusterTrainingRuntime, and of
+// the TrainingRuntimes of namespace ns (every namespace when ""): the
+// runtimes jobview.FrameworkOf tells MPI jobs by. What cannot be read is
+// left out (a job on it is of an unknown framework).
+func (c *clients) frameworks(ctx context.Context, ns string) jobview.Frameworks {
+	out := jobview.Frameworks{Cluster: map[string]string{}, Namespaced: map[string]map[string]string{}}
+	cl := &trainer.ClusterTrainingRuntimeList{}
+	if err := c.List(ctx, cl); err == nil {
+		for i := range cl.Items {
+			out.Cluster[cl.Items[i].Name] = jobview.RuntimeFramework(&cl.Items[i].Spec, cl.Items[i].Labels)
+		}
+	}
+	var opts []client.ListOption
+	if ns != "" {
+		opts = append(opts, client.InNamespace(ns))
+	}
+	nl := &trainer.TrainingRuntimeList{}
+	if err := c.List(ctx, nl, opts...); err == nil {
+		for i := range nl.Items {
+			rt := &nl.Items[i]
+			if out.Namespaced[rt.Namespace] == nil {
+				out.Namespaced[rt.Namespace] = map[string]string{}
+			}
+			out.Namespaced[rt.Namespace][rt.Name] = jobview.RuntimeFramework(&rt.Spec, rt.Labels)
+		}
+	}
+	return out
 }
 
 // runtimeSpec finds the runtime a job names (or would name).

@@ -33,6 +33,8 @@ type getOptions struct {
 	runtime       string
 	watch         bool
 	names         []string
+	// allFrameworks lists every TrainJob, with its framework.
+	allFrameworks bool
 }
 
 func newGetOptions(o *Options) *getOptions {
@@ -70,6 +72,7 @@ func newGetCommand(o *Options) *cobra.Command {
 	cmd.Flags().BoolVarP(&g.allNamespaces, "all-namespaces", "A", false, "list the jobs of every namespace")
 	cmd.Flags().StringVar(&g.runtime, "runtime", "", "only jobs on this runtime")
 	cmd.Flags().BoolVarP(&g.watch, "watch", "w", false, "after listing, print changes as they happen")
+	cmd.Flags().BoolVar(&g.allFrameworks, "all-frameworks", false, "list every TrainJob (PyTorch, JAX, ... too), with a FRAMEWORK column; without it only MPI jobs are listed")
 	_ = cmd.RegisterFlagCompletionFunc("runtime", o.completeRuntimes)
 	return cmd
 }
@@ -135,13 +138,30 @@ func (g *getOptions) Run(ctx context.Context) error {
 			return err
 		}
 	}
-	jobs := filterJobs(l.Items, names, g.runtime)
+	// MPI jobs only, by the rule admission scopes them with (one rule:
+	// jobview.FrameworkOf); --all-frameworks lists the rest, marked.
+	rtNamespace := cl.namespace
+	if g.allNamespaces {
+		rtNamespace = ""
+	}
+	fws := cl.frameworks(ctx, rtNamespace)
+	frameworkOf := func(tj *trainer.TrainJob) string { return jobview.FrameworkOf(jobview.RefOf(tj), fws) }
+	all := filterJobs(l.Items, names, g.runtime)
+	jobs := all
+	if !g.allFrameworks {
+		jobs = slices.DeleteFunc(slices.Clone(all), func(tj trainer.TrainJob) bool { return frameworkOf(&tj) != jobview.FrameworkMPI })
+	}
 	for _, n := range names {
 		found := false
 		for _, j := range jobs {
 			found = found || j.Name == n
 		}
 		if !found {
+			for i := range all {
+				if all[i].Name == n {
+					return notMPI(&all[i], frameworkOf(&all[i]))
+				}
+			}
 			if _, err := cl.job(ctx, n); err != nil {
 				return err
 			}
@@ -190,6 +210,9 @@ func (g *getOptions) Run(ctx context.Context) error {
 		// Progress moves while a job runs: a watch always has the column.
 		table = jobTable(jobs, now)
 	}
+	if g.allFrameworks {
+		withFramework(table, frameworkOf)
+	}
 	if len(jobs) > 0 {
 		if err := tp.PrintObj(table, g.Out); err != nil {
 			return err
@@ -202,7 +225,19 @@ func (g *getOptions) Run(ctx context.Context) error {
 		return nil
 	}
 	rows := newRowPrinter(table, g.wide(), g.allNamespaces, len(jobs) > 0)
-	return g.watchJobs(ctx, cl, opts, l.ResourceVersion, names, rows)
+	return g.watchJobs(ctx, cl, opts, l.ResourceVersion, names, rows, frameworkOf)
+}
+
+// withFramework adds the FRAMEWORK column after RUNTIME (--all-frameworks).
+func withFramework(t *metav1.Table, frameworkOf func(*trainer.TrainJob) string) {
+	t.ColumnDefinitions = slices.Insert(t.ColumnDefinitions, 2, metav1.TableColumnDefinition{Name: "Framework", Type: "string"})
+	for i := range t.Rows {
+		fw := jobview.FrameworkUnknown
+		if tj, ok := t.Rows[i].Object.Object.(*trainer.TrainJob); ok {
+			fw = frameworkOf(tj)
+		}
+		t.Rows[i].Cells = slices.Insert(t.Rows[i].Cells, 2, any(fw))
+	}
 }
 
 // listRows lists the jobs for the table from their metadata: the manager's
@@ -224,7 +259,10 @@ func listRows(ctx context.Context, cl client.Reader, opts []client.ListOption, i
 	for _, m := range ml.Items {
 		tj := trainer.TrainJob{ObjectMeta: m.ObjectMeta}
 		st, fromStatus := api.RowFromStatus(tj.Annotations)
-		if !fromStatus {
+		// A job mpijob's builder did not make is read whole: its
+		// runtimeRef tells whether it is an MPI job (a status annotation
+		// on another framework's job is anyone's to write).
+		if _, built := tj.Labels[api.BaseRuntimeLabel]; !fromStatus || !built {
 			if whole = append(whole, len(items)); len(whole) > api.MaxWholeReads {
 				return false, nil
 			}
@@ -246,7 +284,7 @@ func listRows(ctx context.Context, cl client.Reader, opts []client.ListOption, i
 	return true, nil
 }
 
-func (g *getOptions) watchJobs(ctx context.Context, cl *clients, opts []client.ListOption, rv string, names []string, rows *rowPrinter) error {
+func (g *getOptions) watchJobs(ctx context.Context, cl *clients, opts []client.ListOption, rv string, names []string, rows *rowPrinter, frameworkOf func(*trainer.TrainJob) string) error {
 	w, err := cl.Watch(ctx, &trainer.TrainJobList{}, append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})...)
 	if err != nil {
 		return err
@@ -270,7 +308,14 @@ func (g *getOptions) watchJobs(ctx context.Context, cl *clients, opts []client.L
 		if len(filterJobs([]trainer.TrainJob{*tj}, names, g.runtime)) == 0 {
 			continue
 		}
-		rows.print(g.Out, tj, jobTable([]trainer.TrainJob{*tj}, time.Now()).Rows[0])
+		if !g.allFrameworks && frameworkOf(tj) != jobview.FrameworkMPI {
+			continue
+		}
+		t := jobTable([]trainer.TrainJob{*tj}, time.Now())
+		if g.allFrameworks {
+			withFramework(t, frameworkOf)
+		}
+		rows.print(g.Out, tj, t.Rows[0])
 	}
 }
 

@@ -3,6 +3,7 @@ package cli
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/cli-runtime/pkg/printers"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,6 +34,7 @@ func TestGetListsMetadataWhenItIsEnough(t *testing.T) {
 		managed("amd", "amd", api.Status{Phase: api.PhaseQueued, WorkersTotal: 2, SlotsPerWorker: 1, QueuePosition: ptr.To[int32](3), GPUsPerWorker: "1 amd.com/gpu", Runtime: "amd"}),
 	}
 	withRuntime[0].Labels = map[string]string{api.BaseRuntimeLabel: "mpi-openmpi"}
+	withRuntime[1].Labels = map[string]string{api.BaseRuntimeLabel: "amd"}
 	withRuntime[0].Spec.RuntimeRef.Name = "hello-runtime"
 	// A job the manager has not written a status for yet, one by one.
 	fresh := func(n int) []trainer.TrainJob {
@@ -40,6 +43,10 @@ func TestGetListsMetadataWhenItIsEnough(t *testing.T) {
 			out = append(out, testJob("team-a", fmt.Sprintf("new-%02d", i), "mpi-mpich", 3, nil, time.Second))
 		}
 		return out
+	}
+	madeByMPIJob := func(tj trainer.TrainJob) trainer.TrainJob {
+		tj.Labels = map[string]string{api.BaseRuntimeLabel: tj.Spec.RuntimeRef.Name}
+		return tj
 	}
 	metadata, whole, get := "*v1.PartialObjectMetadataList", "*v1alpha1.TrainJobList", "get"
 	cases := map[string]struct {
@@ -52,7 +59,7 @@ func TestGetListsMetadataWhenItIsEnough(t *testing.T) {
 		"every job has the manager's status and runtime": {jobs: withRuntime, calls: []string{metadata}},
 		"a status an older manager wrote, without the runtime: read whole": {jobs: append(withRuntime[:1:1], managed("old", "mpi-mpich", api.Status{Phase: api.PhaseSucceeded, WorkersTotal: 2})),
 			calls: []string{metadata, get}},
-		"a status without the runtime's shape (slots): read whole": {jobs: append(withRuntime[:1:1], managed("gone", "deleted-runtime", api.Status{Phase: api.PhasePending, WorkersTotal: 2, Runtime: "deleted-runtime"})),
+		"a status without the runtime's shape (slots): read whole": {jobs: append(withRuntime[:1:1], madeByMPIJob(managed("gone", "deleted-runtime", api.Status{Phase: api.PhasePending, WorkersTotal: 2, Runtime: "deleted-runtime"}))),
 			calls: []string{metadata, get}},
 		"two jobs the manager has not seen":        {jobs: append(withRuntime[:1:1], fresh(2)...), calls: []string{metadata, get, get}},
 		"one deleted before it is read: not shown": {jobs: append(withRuntime[:1:1], fresh(2)...), calls: []string{metadata, get, get}, deleted: "new-00"},
@@ -89,6 +96,8 @@ func TestGetListsMetadataWhenItIsEnough(t *testing.T) {
 			if err := g.Run(context.Background()); err != nil {
 				t.Fatal(err)
 			}
+			// Then the runtimes, which tell MPI jobs from the others.
+			tc.calls = append(tc.calls, "*v1alpha1.ClusterTrainingRuntimeList", "*v1alpha1.TrainingRuntimeList")
 			if d := cmp.Diff(tc.calls, calls); d != "" {
 				t.Errorf("calls (-want +got):\n%s", d)
 			}
@@ -104,6 +113,66 @@ func TestGetListsMetadataWhenItIsEnough(t *testing.T) {
 			}
 			if d := cmp.Diff(want.String(), out.String()); d != "" {
 				t.Errorf("table (-whole jobs +as printed):\n%s", d)
+			}
+		})
+	}
+}
+
+// MPI views show MPI jobs: a PyTorch TrainJob in the namespace is left out
+// of get, shown marked with --all-frameworks, and another verb on it says
+// what it is instead of acting on it.
+func TestGetShowsMPIJobsOnly(t *testing.T) {
+	torchRT := &trainer.ClusterTrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: "torch-distributed", Labels: map[string]string{"trainer.kubeflow.org/framework": "torch"}},
+		Spec: trainer.TrainingRuntimeSpec{MLPolicy: &trainer.MLPolicy{MLPolicySource: trainer.MLPolicySource{Torch: &trainer.TorchMLPolicySource{}}}}}
+	mpiRT := &trainer.ClusterTrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: "amd"},
+		Spec: trainer.TrainingRuntimeSpec{MLPolicy: &trainer.MLPolicy{MLPolicySource: trainer.MLPolicySource{MPI: &trainer.MPIMLPolicySource{}}}}}
+	mpi := testJob("team-a", "hello", "mpi-openmpi", 2, &api.Status{Phase: api.PhaseRunning, WorkersReady: 2, WorkersTotal: 2, SlotsPerWorker: 2, Runtime: "mpi-openmpi"}, time.Minute)
+	mpi.Labels = map[string]string{api.BaseRuntimeLabel: "mpi-openmpi"}
+	custom := testJob("team-a", "amd-job", "amd", 2, nil, time.Minute)
+	// A status annotation on another framework's job is anyone's to write:
+	// it does not make the job an MPI job.
+	torch := testJob("team-a", "bert", "torch-distributed", 2, &api.Status{Phase: api.PhaseRunning, Runtime: "torch-distributed", SlotsPerWorker: 1}, time.Minute)
+	cases := map[string]struct {
+		args    []string
+		code    int
+		want    []string
+		notWant []string
+	}{
+		"MPI jobs only":             {args: []string{"get"}, want: []string{"hello", "amd-job"}, notWant: []string{"bert", "FRAMEWORK"}},
+		"every framework, marked":   {args: []string{"get", "--all-frameworks"}, want: []string{"FRAMEWORK", "hello", "amd-job", "bert", "torch"}},
+		"the PyTorch job by name":   {args: []string{"get", "bert"}, code: ExitNotFound, want: []string{`TrainJob "bert" in namespace team-a is a torch job (runtime torch-distributed), not an MPI job`, "kubectl get trainjob bert -n team-a"}},
+		"describe of a PyTorch job": {args: []string{"describe", "bert"}, code: ExitNotFound, want: []string{"is a torch job (runtime torch-distributed), not an MPI job"}},
+		"delete of a PyTorch job":   {args: []string{"delete", "bert"}, code: ExitNotFound, want: []string{"not an MPI job"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			o, out, errOut := fakeOptions(t, interceptor.Funcs{}, torchRT, mpiRT, mpi.DeepCopy(), custom.DeepCopy(), torch.DeepCopy())
+			cmd := newRoot(o)
+			cmd.SetArgs(tc.args)
+			cmd.SetOut(out)
+			cmd.SetErr(errOut)
+			code := 0
+			if err := cmd.Execute(); err != nil {
+				code = 1
+				var exit *exitError
+				if errors.As(err, &exit) {
+					code = exit.code
+				}
+				errOut.WriteString(err.Error())
+			}
+			if code != tc.code {
+				t.Errorf("exit %d, want %d (stdout %q, stderr %q)", code, tc.code, out, errOut)
+			}
+			all := out.String() + errOut.String()
+			for _, w := range tc.want {
+				if !strings.Contains(all, w) {
+					t.Errorf("output lacks %q:\n%s", w, all)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(all, w) {
+					t.Errorf("output has %q:\n%s", w, all)
+				}
 			}
 		})
 	}

@@ -255,3 +255,47 @@ func TestDetailVectors(t *testing.T) {
 		}
 	}
 }
+
+// The MPI rule, from the vectors the SDK reads too.
+func TestFrameworkVectors(t *testing.T) {
+	var file struct {
+		Runtimes Frameworks `json:"runtimes"`
+		Vectors  []struct {
+			Name string `json:"name"`
+			Job  struct {
+				Name        string            `json:"name"`
+				Namespace   string            `json:"namespace"`
+				Labels      map[string]string `json:"labels"`
+				RuntimeKind string            `json:"runtimeKind"`
+				RuntimeName string            `json:"runtimeName"`
+			} `json:"job"`
+			Framework string `json:"framework"`
+		} `json:"vectors"`
+	}
+	b, err := os.ReadFile("testdata/frameworks.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &file); err != nil {
+		t.Fatal(err)
+	}
+	if len(file.Vectors) < 10 {
+		t.Fatalf("%d vectors read", len(file.Vectors))
+	}
+	seen := map[string]bool{}
+	for _, v := range file.Vectors {
+		seen[v.Framework] = true
+		t.Run(v.Name, func(t *testing.T) {
+			j := JobRef{Name: v.Job.Name, Namespace: v.Job.Namespace, Labels: v.Job.Labels, RuntimeKind: v.Job.RuntimeKind, RuntimeName: v.Job.RuntimeName}
+			if got := FrameworkOf(j, file.Runtimes); got != v.Framework {
+				t.Errorf("FrameworkOf = %q, want %q", got, v.Framework)
+			}
+			if got := IsMPIJob(j, file.Runtimes); got != (v.Framework == FrameworkMPI) {
+				t.Errorf("IsMPIJob = %v", got)
+			}
+		})
+	}
+	if !seen[FrameworkMPI] || !seen["torch"] || !seen[FrameworkUnknown] {
+		t.Errorf("the vectors cover %v: want mpi, torch and unknown", seen)
+	}
+}

@@ -165,9 +165,12 @@ class MPIJobClient:
         """
         return self._backend.get_job(name=name)
 
-    def list_jobs(self, runtime: str | None = None, phase: str | None = None, full: bool = False) -> list[MPIJob]:
+    def list_jobs(self, runtime: str | None = None, phase: str | None = None, full: bool = False,
+                  all_frameworks: bool = False) -> list[MPIJob]:
         """The namespace's MPI jobs, sorted by name, optionally only those on ``runtime`` or in
-        ``phase``.
+        ``phase``. Only MPI jobs, by the rule ``kubectl mpijob get`` and admission use
+        (:mod:`mpijob.frameworks`); ``all_frameworks=True`` lists every TrainJob, each with its
+        ``framework`` ("mpi", "torch", ...).
 
         The list reads the jobs' metadata and mpijob-manager's status, not their specs, as
         ``kubectl mpijob get`` does (at 10,000 jobs a fraction of the time): each job's ``raw``
@@ -176,7 +179,7 @@ class MPIJobClient:
 
         >>> [j.name for j in client.list_jobs(phase="Running")]
         """
-        return self._backend.list_jobs(runtime=runtime, phase=phase, full=full)
+        return self._backend.list_jobs(runtime=runtime, phase=phase, full=full, all_frameworks=all_frameworks)
 
     def list_runtimes(self) -> list[Runtime]:
         """The MPI runtimes of the cluster."""

@@ -373,6 +373,9 @@ class MPIJob:
     #: one line each for the fit in what the nodes have free, the free GPUs and its Kueue queue
     #: (position and estimated start), as ``kubectl mpijob create --dry-run=server`` prints them.
     placement: list[str] = field(default_factory=list)
+    #: The job's framework (:mod:`mpijob.frameworks`): "mpi", or, from ``list_jobs(all_frameworks=True)``,
+    #: another framework's ("torch", "jax", ... "unknown").
+    framework: str = "mpi"
 
     @classmethod
     def from_trainjob(cls, obj: dict[str, Any], launcher_hosts_ranks: bool = False) -> MPIJob:

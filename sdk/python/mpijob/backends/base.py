@@ -45,7 +45,8 @@ class Backend(abc.ABC):
         ...
 
     @abc.abstractmethod
-    def list_jobs(self, runtime: str | None = None, phase: str | None = None, full: bool = False) -> list[MPIJob]:
+    def list_jobs(self, runtime: str | None = None, phase: str | None = None, full: bool = False,
+                  all_frameworks: bool = False) -> list[MPIJob]:
         ...
 
     @abc.abstractmethod

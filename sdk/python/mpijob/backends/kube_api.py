@@ -219,6 +219,16 @@ class KubernetesAPI:
         except ApiException as e:
             raise from_api_exception(e) from None
 
+    def list_namespaced_runtimes(self) -> list[dict[str, Any]]:
+        """The namespace's TrainingRuntimes; none when the user may not list them."""
+        try:
+            items: list[dict[str, Any]] = self._custom.list_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainingruntimes")["items"]
+            return items
+        except ApiException as e:
+            if e.status in (401, 403, 404):
+                return []
+            raise from_api_exception(e) from None
+
     def job_runtime(self, name: str) -> dict[str, Any]:
         """A job's own namespaced TrainingRuntime."""
         try:

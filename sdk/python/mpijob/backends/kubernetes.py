@@ -6,6 +6,7 @@ writes through ``KubernetesAPI`` (``kube_api``), the thin layer over the officia
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import json
@@ -26,6 +27,8 @@ from .. import logs as _logs
 from .. import progress as _progress
 from .. import validation as _v
 from ..constants import COMPLETION_INDEX, PATCH_MANAGER
+from ..frameworks import BASE_RUNTIME_LABEL, framework_of_trainjob, runtime_framework
+from ..frameworks import MPI as MPI_FRAMEWORK
 from ..errors import (
     APIUnreachableError,
     InvalidJobError,
@@ -207,18 +210,37 @@ class KubernetesBackend(Backend):
                 j.status.stale_note = stale_note(running, since, j.status.observed_time, now)
         return jobs
 
-    def list_jobs(self, runtime: str | None = None, phase: str | None = None, full: bool = False) -> list[MPIJob]:
+    def list_jobs(self, runtime: str | None = None, phase: str | None = None, full: bool = False,
+                  all_frameworks: bool = False) -> list[MPIJob]:
         if phase is not None and phase not in PHASES:
             raise InvalidJobError(f"phase {phase!r}: use one of {', '.join(PHASES)}", field="phase")
         if not isinstance(full, bool):
             raise InvalidJobError(f"full {full!r}: use True (whole TrainJobs in .raw) or False (metadata only, faster)", field="full")
+        if not isinstance(all_frameworks, bool):
+            raise InvalidJobError(f"all_frameworks {all_frameworks!r}: use True (every TrainJob) or False (MPI jobs only)", field="all_frameworks")
         jobs = None if full else self._jobs_from_metadata()
         if jobs is None:
             items = self._api.list_trainjobs()
             rank_hosts = self._rank_hosts()
             jobs = [MPIJob.from_trainjob(o, rank_hosts.get((o.get("spec") or {}).get("runtimeRef", {}).get("name"), False)) for o in items]
-        return self._say_stale(sorted((j for j in jobs if (runtime is None or j.runtime == runtime) and (phase is None or j.status.phase == phase)),
+        # MPI jobs only, by the rule kubectl mpijob get and admission use (mpijob.frameworks).
+        cluster, namespaced = self._frameworks()
+        jobs = [dataclasses.replace(j, framework=framework_of_trainjob(j.raw, cluster, namespaced)) for j in jobs]
+        return self._say_stale(sorted((j for j in jobs if (all_frameworks or j.framework == MPI_FRAMEWORK)
+                                       and (runtime is None or j.runtime == runtime) and (phase is None or j.status.phase == phase)),
                                       key=lambda j: j.name))
+
+    def _frameworks(self) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+        """The framework of each ClusterTrainingRuntime, and of the namespace's TrainingRuntimes."""
+        try:
+            cluster = {(r.get("metadata") or {}).get("name", ""): runtime_framework(r.get("spec"), (r.get("metadata") or {}).get("labels"))
+                       for r in self._api.list_cluster_runtimes()}
+        except MPIJobError:
+            cluster = {}
+        list_ns = getattr(self._api, "list_namespaced_runtimes", None)
+        own = {(r.get("metadata") or {}).get("name", ""): runtime_framework(r.get("spec"), (r.get("metadata") or {}).get("labels"))
+               for r in (list_ns() if list_ns else [])}
+        return cluster, {self._api.namespace: own}
 
     def _jobs_from_metadata(self) -> list[MPIJob] | None:
         """The namespace's jobs from their metadata and mpijob-manager's status, which names each
@@ -232,7 +254,10 @@ class KubernetesBackend(Backend):
         jobs: list[MPIJob] = []
         whole: list[str] = []
         for m in metas:
-            job = MPIJob.from_metadata(m)
+            # A job mpijob's builder did not make is read whole: its runtimeRef tells whether it
+            # is an MPI job (a status annotation on another framework's job is anyone's to write).
+            built = BASE_RUNTIME_LABEL in ((m.get("metadata") or {}).get("labels") or {})
+            job = MPIJob.from_metadata(m) if built else None
             if job is not None:
                 jobs.append(job)
                 continue

@@ -436,14 +436,16 @@ class _CountingCluster(_Cluster):
         return super().get_namespaced_custom_object(group, version, namespace, plural, name)
 
     def list_namespaced_custom_object(self, group, version, namespace, plural, **kwargs):
-        self.lists += 1
+        if plural == "trainjobs":
+            self.lists += 1
         return super().list_namespaced_custom_object(group, version, namespace, plural, **kwargs)
 
 
 def _seen(name, workers=2, runtime="mpi-openmpi", phase="Running", slots=1):
     """A job whose manager status names its runtime, Workers and slots."""
     tj = _status_job(name, {"phase": phase, "message": "m", "runtime": runtime, "workersTotal": workers,
-                            "workersReady": workers, "slotsPerWorker": slots}, runtime=runtime)
+                            "workersReady": workers, "slotsPerWorker": slots}, runtime=runtime,
+                      labels={"mpijob.dev/base-runtime": runtime})
     tj["spec"]["trainer"] = {"numNodes": workers, "numProcPerNode": slots}
     return tj
 
@@ -505,6 +507,32 @@ def test_list_jobs_takes_the_workers_from_the_status_where_the_launcher_hosts_ra
     c._backend._api._api = _MetadataClient(cluster)
     fast, whole = c.list_jobs(), c.list_jobs(full=True)
     assert [_row(j) for j in fast] == [_row(j) for j in whole] == [("a", "mpi-ranks-on-launcher", 2, 1, "Running", True)]
+
+
+@pytest.mark.parametrize("full", [False, True])
+def test_list_jobs_lists_mpi_jobs_only(full):
+    # A PyTorch TrainJob in the namespace is left out, whatever status annotation it carries;
+    # all_frameworks=True lists it with its framework.
+    import copy
+    torch = _status_job("bert", {"phase": "Running", "message": "m", "runtime": "torch-distributed", "workersTotal": 2,
+                                 "workersReady": 2, "slotsPerWorker": 1}, runtime="torch-distributed")
+    cluster = _CountingCluster([_seen("a"), torch])
+    rt = copy.deepcopy(cluster.runtimes["mpi-openmpi"])
+    rt["metadata"]["name"] = "torch-distributed"
+    rt["spec"]["mlPolicy"] = {"torch": {}}
+    cluster.runtimes["torch-distributed"] = rt
+    c = _offline_client(cluster, cluster)
+    c._backend._api._api = _MetadataClient(cluster)
+    assert [j.name for j in c.list_jobs(full=full)] == ["a"]
+    every = c.list_jobs(full=full, all_frameworks=True)
+    assert [(j.name, j.framework) for j in every] == [("a", "mpi"), ("bert", "torch")]
+
+
+def test_list_jobs_refuses_an_all_frameworks_that_is_not_a_bool():
+    c = _offline_client(_Cluster(), _Cluster())
+    with pytest.raises(InvalidJobError) as e:
+        c.list_jobs(all_frameworks="yes")
+    assert e.value.field == "all_frameworks"
 
 
 @pytest.mark.parametrize("full", ["yes", 1, None])
