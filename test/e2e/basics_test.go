@@ -437,3 +437,26 @@ func TestOpenMPI5LostDaemonFailsTheJob(t *testing.T) {
 		t.Errorf("the rank finished although its job lost a Worker:\n%s", logs.out)
 	}
 }
+
+// No token where none is needed: the shipped runtimes mount no
+// ServiceAccount token into the Launcher or the Workers (no MPI program
+// talks to the Kubernetes API), so a rank has none to reach it with.
+func TestNoServiceAccountTokenInTheRanks(t *testing.T) {
+	c := framework.Get(t)
+	const ns, user = "team-a", "dev-a"
+	name := framework.UniqueName("notoken")
+	t.Cleanup(func() { mpijob(t, user, ns, "delete", name, "--wait=false") })
+	const probe = `for f in /var/run/secrets/kubernetes.io/serviceaccount/token /run/secrets/kubernetes.io/serviceaccount/token; do test -e $f && echo "TOKEN $f"; done; echo "probed on $(hostname)"`
+	expect(t, mpijob(t, user, ns, "create", name, "--workers", "2", "--slots-per-worker", "1", "--",
+		"sh", "-c", probe+"; mpirun -np 2 sh -c '"+probe+"'"), 0)
+	if got := c.WaitForTrainJob(t, ns, name, 4*time.Minute, trainer.TrainJobComplete, trainer.TrainJobFailed); got != trainer.TrainJobComplete {
+		t.Fatalf("the job ended %s:\n%s", got, mpijob(t, user, ns, "describe", name).out)
+	}
+	logs := mpijob(t, user, ns, "logs", name)
+	if n := strings.Count(logs.out, "probed on"); n != 3 {
+		t.Fatalf("%d probes ran, want 3 (the Launcher and two ranks): the test proves nothing\n%s", n, logs.out)
+	}
+	if strings.Contains(logs.out, "TOKEN ") {
+		t.Errorf("a ServiceAccount token is mounted in the job's pods:\n%s", logs.out)
+	}
+}
