@@ -373,7 +373,19 @@ func redactStatus(s api.Status) api.Status {
 }
 
 // ranked are next steps, most likely fix first, as rules return them.
-func ranked(steps ...api.Step) []api.Step { return steps }
+func ranked(steps ...api.Step) []api.Step {
+	return slices.DeleteFunc(steps, func(s api.Step) bool { return s.Text == "" })
+}
+
+// onOneWorker is the step that reproduces a failure on one Worker
+// (format has one %s, the clone command); none for a job of one Worker,
+// which already runs on one.
+func onOneWorker(in Input, format string) api.Step {
+	if workersTotal(in) <= 1 {
+		return api.Step{}
+	}
+	return stepf(format, cli("clone", "--workers", "1"))
+}
 
 // step is a next step in words alone.
 func step(text string) api.Step { return api.Step{Text: text} }

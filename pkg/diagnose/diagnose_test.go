@@ -331,13 +331,23 @@ func TestDiagnose(t *testing.T) {
 		},
 		"Workers Ready, the Launcher on a taint it does not tolerate": {
 			next: []string{
-				"The scheduler names what keeps the Launcher off the nodes (a taint it does not tolerate, a node selector, affinity, room): give the runtime's Launcher template the tolerations or node selector the nodes need, or ask an administrator; `kubectl mpijob describe hello` shows the Launcher pod.",
+				"The nodes carry a taint the Launcher does not tolerate: add it with --toleration (`kubectl mpijob clone hello hello-2 --toleration KEY=VALUE:NoSchedule`), or ask an administrator which nodes take the Launcher.",
 				"Delete the job while it waits (`kubectl mpijob delete hello`): its Workers hold their resources until the Launcher runs.",
 			},
 			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(worker("0").running(true), worker("1").running(true)),
 				Launcher: pods(launcher().unschedulable("0/3 nodes are available: 3 node(s) had untolerated taint {dedicated: infra}."))},
 			want: api.Status{Phase: api.PhaseStarting, Reason: ReasonUnschedulable, Launcher: api.LauncherPending, WorkersTotal: 2, WorkersReady: 2,
 				Message: "All Workers are Ready, but the Launcher cannot be scheduled: 0/3 nodes are available: 3 node(s) had untolerated taint {dedicated: infra}."},
+		},
+		"Workers Ready, no room for the Launcher: told of room, not of tolerations": {
+			next: []string{
+				"No node has room for the Launcher now (Insufficient cpu): lower what it asks with --launcher-cpu or --launcher-memory (`kubectl mpijob clone hello hello-2 --launcher-cpu 100m`), or wait until running pods finish.",
+				"Delete the job while it waits (`kubectl mpijob delete hello`): its Workers hold their resources until the Launcher runs.",
+			},
+			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(worker("0").running(true), worker("1").running(true)),
+				Launcher: pods(launcher().unschedulable("0/3 nodes are available: 3 Insufficient cpu."))},
+			want: api.Status{Phase: api.PhaseStarting, Reason: ReasonUnschedulable, Launcher: api.LauncherPending, WorkersTotal: 2, WorkersReady: 2,
+				Message: "All Workers are Ready, but the Launcher cannot be scheduled: 0/3 nodes are available: 3 Insufficient cpu."},
 		},
 		"Running": {
 			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(worker("0").running(true), worker("1").running(true)),
@@ -1397,5 +1407,28 @@ func TestPreemptedIsNamed(t *testing.T) {
 	got = diagnoseBoth(t, Input{TrainJob: low, Queue: &Queue{Name: "team-a/default", Admitted: true, Preemptions: 1}, Now: t0})
 	if got.Reason == ReasonPreempted {
 		t.Errorf("admitted again: still %s", got.Reason)
+	}
+}
+
+// A job of one Worker is not told to reproduce its failure on one Worker:
+// the same log on two Workers is.
+func TestOneWorkerJobIsNotToldToUseOneWorker(t *testing.T) {
+	log, err := os.ReadFile("testdata/launcher-logs/openmpi4-exit.log")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for workers, want := range map[int32]bool{1: false, 2: true} {
+		tj := job(workers).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj()
+		got := diagnoseBoth(t, Input{TrainJob: tj, JobSet: jobset(workers), Launcher: pods(launcher().terminated("Error", 1)), LauncherLog: string(log), Now: t0})
+		if got.Reason != ReasonRankFailed {
+			t.Fatalf("%d Workers: %s %s", workers, got.Reason, got.Message)
+		}
+		told := false
+		for _, s := range append([]string{got.NextStep}, got.NextSteps...) {
+			told = told || strings.Contains(s, "on one Worker")
+		}
+		if told != want {
+			t.Errorf("%d Worker(s): told to reproduce on one Worker %v, want %v (steps %q)", workers, told, want, got.NextSteps)
+		}
 	}
 }

@@ -159,7 +159,7 @@ var programRules = []logRule{
 				message: fmt.Sprintf("The program raised %s%s on %s.", strings.TrimSpace(m[2]), where, who),
 				next: ranked(
 					stepf("Fix the error in the program"+where+"; the whole traceback is in `%s`.", cli("logs", "--all")),
-					stepf("Reproduce it on one Worker first: %s.", cli("clone", "--workers", "1")))}
+					onOneWorker(in, "Reproduce it on one Worker first: %s."))}
 		},
 	},
 	{
@@ -309,7 +309,7 @@ var rankFailedRules = []logRule{
 			return finding{reason: ReasonRankFailed, message: msg, subject: rankRef(in, m[1]),
 				next: ranked(
 					stepf("Read rank "+m[1]+"'s output (`%s`) for the program's own error.", cli("logs", "--all")),
-					stepf("Reproduce it on one Worker: %s.", cli("clone", "--workers", "1")))}
+					onOneWorker(in, "Reproduce it on one Worker: %s."))}
 		},
 	},
 	{
@@ -330,7 +330,7 @@ var rankFailedRules = []logRule{
 			return finding{reason: ReasonRankFailed, message: msg,
 				next: ranked(
 					stepf("Read the ranks' output (`%s`) for the program's own error.", cli("logs", "--all")),
-					stepf("Reproduce it on one Worker: %s.", cli("clone", "--workers", "1")))}
+					onOneWorker(in, "Reproduce it on one Worker: %s."))}
 		},
 	},
 	{
@@ -353,7 +353,7 @@ var rankFailedRules = []logRule{
 				message: fmt.Sprintf("%s on %s crashed on signal %s (%s).", who, workerHost(m[2]), m[3], m[4]),
 				next: ranked(
 					stepf("Read the ranks' output around the crash (`%s`).", cli("logs", "--all")),
-					stepf("Reproduce it on one Worker: %s.", cli("clone", "--workers", "1")))}
+					onOneWorker(in, "Reproduce it on one Worker: %s."))}
 		},
 	},
 	{
@@ -368,7 +368,7 @@ var rankFailedRules = []logRule{
 				message: fmt.Sprintf("%s on %s exited with code %s, so mpiexec stopped the job.", who, workerHost(m[2]), m[3]),
 				next: ranked(
 					stepf("Read the ranks' output (`%s`) for the program's own error.", cli("logs", "--all")),
-					stepf("Reproduce it on one Worker: %s.", cli("clone", "--workers", "1")))}
+					onOneWorker(in, "Reproduce it on one Worker: %s."))}
 		},
 	},
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -161,7 +162,7 @@ func explainUnfinished(in Input, s api.Status) (api.Phase, finding) {
 		if sched := launcherUnschedulable(in); sched != "" {
 			return api.PhaseStarting, finding{reason: ReasonUnschedulable,
 				message: fmt.Sprintf("All Workers are Ready, but the Launcher cannot be scheduled: %s.", sched),
-				next: ranked(stepf("The scheduler names what keeps the Launcher off the nodes (a taint it does not tolerate, a node selector, affinity, room): give the runtime's Launcher template the tolerations or node selector the nodes need, or ask an administrator; `%s` shows the Launcher pod.", cli("describe")),
+				next: ranked(launcherPlacementStep(sched),
 					stepf("Delete the job while it waits (`%s`): its Workers hold their resources until the Launcher runs.", cli("delete")))}
 		}
 		return api.PhaseStarting, finding{reason: ReasonLauncherNotStarted, message: "All Workers are Ready; the Launcher is starting."}
@@ -360,6 +361,39 @@ func launcherUnschedulable(in Input) string {
 	}
 	return schedulerMessage([]corev1.Pod{*p})
 }
+
+// launcherPlacementStep is the first step for a Launcher the scheduler
+// cannot place, by what the scheduler said: room (Insufficient cpu or
+// memory), a taint, or a node selector or affinity.
+func launcherPlacementStep(sched string) api.Step {
+	lower := strings.ToLower(sched)
+	switch {
+	case strings.Contains(lower, "insufficient"):
+		return stepf("No node has room for the Launcher now ("+strings.TrimSpace(insufficientOf(sched))+"): lower what it asks with --launcher-cpu or --launcher-memory (`%s`), or wait until running pods finish.", cli("clone", "--launcher-cpu", "100m"))
+	case strings.Contains(lower, "taint"):
+		return stepf("The nodes carry a taint the Launcher does not tolerate: add it with --toleration (`%s`), or ask an administrator which nodes take the Launcher.", cli("clone", "--toleration", "KEY=VALUE:NoSchedule"))
+	case strings.Contains(lower, "affinity") || strings.Contains(lower, "selector"):
+		return stepf("No node matches the Launcher's node selector or affinity: change --node-selector (`%s`), or ask an administrator which labels the nodes carry.", cli("clone", "--node-selector", "KEY=VALUE"))
+	}
+	return stepf("The scheduler names what keeps the Launcher off the nodes: give it the tolerations or node selector the nodes need, or ask an administrator; `%s` shows the Launcher pod.", cli("describe"))
+}
+
+// insufficientOf is the "Insufficient cpu, Insufficient memory" part of
+// a scheduler message ("more room" when there is none to quote).
+func insufficientOf(sched string) string {
+	var parts []string
+	for _, m := range insufficientRe.FindAllString(sched, -1) {
+		if !slices.Contains(parts, m) {
+			parts = append(parts, m)
+		}
+	}
+	if len(parts) == 0 {
+		return "it needs more room than any node has free"
+	}
+	return strings.Join(parts, ", ")
+}
+
+var insufficientRe = regexp.MustCompile(`Insufficient [A-Za-z0-9./-]+`)
 
 // unschedulable counts the pods the scheduler tried and failed to place.
 func unschedulable(pods []corev1.Pod) int {
