@@ -259,10 +259,9 @@ func listRows(ctx context.Context, cl client.Reader, opts []client.ListOption, i
 	for _, m := range ml.Items {
 		tj := trainer.TrainJob{ObjectMeta: m.ObjectMeta}
 		st, fromStatus := api.RowFromStatus(tj.Annotations)
-		// A job mpijob's builder did not make is read whole: its
-		// runtimeRef tells whether it is an MPI job (a status annotation
-		// on another framework's job is anyone's to write).
-		if _, built := tj.Labels[api.BaseRuntimeLabel]; !fromStatus || !built {
+		// The manager's status names the job's runtime (it writes one
+		// for MPI jobs only): that runtime tells the framework.
+		if !fromStatus {
 			if whole = append(whole, len(items)); len(whole) > api.MaxWholeReads {
 				return false, nil
 			}

@@ -25,7 +25,7 @@ import (
 	"github.com/mpijob/mpijob/test/framework"
 )
 
-// The all-or-nothing gate: 200 one-Worker, one-GPU jobs created at once by
+// The all-or-nothing gate: 100 one-Worker, one-GPU jobs created at once by
 // 20 clients as dev-a, in a tenant set up as team-a is (its ResourceQuota,
 // LimitRange and ClusterQueue, copied from the live team-a so the shipped
 // configuration is what is tested, and a LocalQueue "default"), where the
@@ -39,7 +39,7 @@ func TestQuotaBurstAdmitsWhole(t *testing.T) {
 	c := framework.Get(t)
 	ctx := context.Background()
 	devA := c.As(t, "dev-a")
-	const jobs, clients = 200, 20
+	const jobs, clients = 100, 20
 	ns := c.NewNamespace(t, "burst")
 	gpuQuota := tenantLike(t, c, "team-a", ns)
 	burst := framework.UniqueName("burst")
@@ -216,6 +216,10 @@ func tenantLike(t *testing.T, c *framework.Cluster, tenant, ns string) int64 {
 		"spec":     cq.Object["spec"],
 	}}
 	_ = unstructured.SetNestedStringMap(ownCQ.Object, map[string]string{"kubernetes.io/metadata.name": ns}, "spec", "namespaceSelector", "matchLabels")
+	// Out of the tenants' cohort: its burst of pending workloads is not
+	// scheduled with team-a's and team-b's, which the tests beside it use.
+	unstructured.RemoveNestedField(ownCQ.Object, "spec", "cohortName")
+	unstructured.RemoveNestedField(ownCQ.Object, "spec", "cohort")
 	lq := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
 		"metadata": map[string]any{"name": "default", "namespace": ns},
