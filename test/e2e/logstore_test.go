@@ -327,3 +327,36 @@ func TestStoredLogIsTheJobThatExists(t *testing.T) {
 		t.Errorf("the job created again shows the earlier job's lines:\n%s", r.out)
 	}
 }
+
+// A job stopped by its timeout keeps its log: Trainer deletes the JobSet
+// of a job past its activeDeadlineSeconds, and the store's answer was
+// bound to the JobSet, so `logs` printed nothing and exited 0 (a new user
+// lost the logs of four timed-out jobs, and the diagnosis's next step was
+// to read them). The status keeps the Launcher's start, so get shows a
+// duration.
+func TestLogsOfATimedOutJob(t *testing.T) {
+	c := framework.Get(t)
+	const ns, user = "team-a", "dev-a"
+	name := framework.UniqueName("timeout")
+	t.Cleanup(func() { mpijob(t, user, ns, "delete", name, "--wait=false") })
+	expect(t, mpijob(t, user, ns, "create", name, "--workers", "2", "--timeout", "1m", "--",
+		"mpirun", "-np", "2", "sh", "-c", `i=0; while true; do echo "tick $i"; i=$((i+1)); sleep 1; done`), 0)
+	s := c.WaitForStatus(t, ns, name, 4*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseFailed })
+	if s.StartTime == nil {
+		t.Errorf("the timed-out job's status has no start time: %+v", s)
+	}
+	waitFor(t, 2*time.Minute, "the job's pods to be gone", func() (bool, string) {
+		pods := &corev1.PodList{}
+		if err := c.Client.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: name}); err != nil {
+			return false, err.Error()
+		}
+		return len(pods.Items) == 0, fmt.Sprintf("%d pods", len(pods.Items))
+	})
+	waitFor(t, time.Minute, "the timed-out job's stored lines", func() (bool, string) {
+		r := runCLI(t, user, ns, "logs", name)
+		return r.code == 0 && strings.Contains(r.out, "tick 20"), fmt.Sprintf("exit %d, %d bytes", r.code, len(r.out))
+	})
+	if r := mpijob(t, user, ns, "get", name); strings.Contains(r.out, "Failed") && strings.HasSuffix(strings.TrimSpace(r.out), "-") {
+		t.Errorf("get shows no duration for the timed-out job:\n%s", r.out)
+	}
+}
