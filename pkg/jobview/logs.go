@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mpijob/mpijob/pkg/api"
 )
@@ -84,7 +85,17 @@ type LogJob struct {
 // its Workers (the spec's, or the status's when that says more) and
 // whether it finished; the caller adds its live pods and the store.
 func LogJobOf(tj *trainer.TrainJob, st api.Status) LogJob {
-	job := LogJob{Workers: int(st.WorkersTotal), Finished: st.Phase.Finished()}
+	// Finished by the manager's status, or by Trainer's own condition,
+	// which the status follows a moment later: JobSet removes a failed
+	// job's pods at once, and in that moment the Launcher's lines are the
+	// store's.
+	finished := st.Phase.Finished()
+	for _, c := range tj.Status.Conditions {
+		if (c.Type == trainer.TrainJobComplete || c.Type == trainer.TrainJobFailed) && c.Status == metav1.ConditionTrue {
+			finished = true
+		}
+	}
+	job := LogJob{Workers: int(st.WorkersTotal), Finished: finished}
 	if tj.Spec.Trainer != nil && tj.Spec.Trainer.NumNodes != nil {
 		job.Workers = max(job.Workers, int(*tj.Spec.Trainer.NumNodes))
 	}

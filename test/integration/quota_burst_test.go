@@ -220,6 +220,22 @@ func tenantLike(t *testing.T, c *framework.Cluster, tenant, ns string) int64 {
 	// scheduled with team-a's and team-b's, which the tests beside it use.
 	unstructured.RemoveNestedField(ownCQ.Object, "spec", "cohortName")
 	unstructured.RemoveNestedField(ownCQ.Object, "spec", "cohort")
+	// Without a cohort there is nothing to borrow from or lend to: Kueue
+	// refuses the limits then.
+	groups, _, _ = unstructured.NestedSlice(ownCQ.Object, "spec", "resourceGroups")
+	for _, g := range groups {
+		flavors, _, _ := unstructured.NestedSlice(g.(map[string]any), "flavors")
+		for _, f := range flavors {
+			res, _, _ := unstructured.NestedSlice(f.(map[string]any), "resources")
+			for _, r := range res {
+				delete(r.(map[string]any), "borrowingLimit")
+				delete(r.(map[string]any), "lendingLimit")
+			}
+			_ = unstructured.SetNestedSlice(f.(map[string]any), res, "resources")
+		}
+		_ = unstructured.SetNestedSlice(g.(map[string]any), flavors, "flavors")
+	}
+	_ = unstructured.SetNestedSlice(ownCQ.Object, groups, "spec", "resourceGroups")
 	lq := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
 		"metadata": map[string]any{"name": "default", "namespace": ns},

@@ -441,8 +441,12 @@ class KubernetesBackend(Backend):
         target = "launcher" if worker is None else "all" if worker == "all" else f"worker-{worker}"
         # Which logs, and where each one is read: the plan the CLI and the dashboard execute too
         # (logs.plan_logs, Go's jobview.PlanLogs).
+        # Finished by the manager's status, or by Trainer's own condition, which the status follows
+        # a moment later (Go's jobview.LogJobOf): JobSet removes a failed job's pods at once.
+        finished = status.finished or any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+                                          for c in ((obj.get("status") or {}).get("conditions") or []))
         plan = _logs.plan_logs(target, workers=max(spec_workers, status.workers_total), launcher_live=bool(launcher),
-                               live_workers=list(by_index), finished=status.finished, store=store, store_only=forced)
+                               live_workers=list(by_index), finished=finished, store=store, store_only=forced)
         if plan.missing == "no-launcher-log":
             raise JobNotFoundError(f"job {name} has no Launcher pod (phase {status.phase}){no_store}; try worker='all'", name=name)
         if plan.missing == "worker-out-of-range":
