@@ -367,16 +367,7 @@ func TestGetVerb(t *testing.T) {
 			} else if err != nil {
 				t.Fatal(err)
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("output lacks %q:\n%s", w, got)
-				}
-			}
-			for _, w := range tc.absent {
-				if strings.Contains(got, w) {
-					t.Errorf("output has %q:\n%s", w, got)
-				}
-			}
+			checkOutput(t, got, tc.want, tc.absent)
 		})
 	}
 }
@@ -519,6 +510,21 @@ func TestStaleStatusIsSaid(t *testing.T) {
 				t.Errorf("describe:\n%s\nwant a Status line %q", out.String(), tc.describe)
 			}
 		})
+	}
+}
+
+// checkOutput checks that got holds every want and none of absent.
+func checkOutput(t *testing.T, got string, want, absent []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("output lacks %q:\n%s", w, got)
+		}
+	}
+	for _, w := range absent {
+		if strings.Contains(got, w) {
+			t.Errorf("output has %q:\n%s", w, got)
+		}
 	}
 }
 

@@ -163,17 +163,7 @@ func TestGetShowsMPIJobsOnly(t *testing.T) {
 			if code != tc.code {
 				t.Errorf("exit %d, want %d (stdout %q, stderr %q)", code, tc.code, out, errOut)
 			}
-			all := out.String() + errOut.String()
-			for _, w := range tc.want {
-				if !strings.Contains(all, w) {
-					t.Errorf("output lacks %q:\n%s", w, all)
-				}
-			}
-			for _, w := range tc.notWant {
-				if strings.Contains(all, w) {
-					t.Errorf("output has %q:\n%s", w, all)
-				}
-			}
+			checkOutput(t, out.String()+errOut.String(), tc.want, tc.notWant)
 		})
 	}
 }

@@ -257,7 +257,7 @@ func (l *logsOptions) Run(ctx context.Context) error {
 		var stitched []*stitch
 		for _, s := range sources {
 			if s.gone {
-				r, err := l.openStoredTail(ctx, store, tj.Namespace, name, s, tail)
+				r, err := l.openStored(ctx, store, tj.Namespace, name, s, time.Time{}, tail)
 				if err != nil {
 					if len(sources) == 1 {
 						return err
@@ -287,7 +287,7 @@ func (l *logsOptions) Run(ctx context.Context) error {
 				stitched = append(stitched, st)
 				s := s
 				r = st.reader(rc, func(end time.Time) (io.Reader, error) {
-					return l.openStored(ctx, store, tj.Namespace, name, s, end)
+					return l.openStored(ctx, store, tj.Namespace, name, s, end, tail)
 				})
 			}
 			readers = append(readers, logs.Reader{Label: s.label, R: r})
@@ -309,7 +309,7 @@ func (l *logsOptions) Run(ctx context.Context) error {
 	} else if err == nil && !l.follow && f.received == 0 && len(unread) == 0 {
 		// Never silently empty: nothing from the pods nor the store.
 		s, _ := statusOf(tj)
-		fmt.Fprintln(l.ErrOut, emptyLog(name, sources, s.Phase, l.since))
+		fmt.Fprintln(l.ErrOut, emptyLog(name, live, gone, s.Phase, l.since))
 	}
 	if l.showRedactions {
 		fmt.Fprintf(l.ErrOut, "%d secret(s) redacted\n", f.redacted())
@@ -321,15 +321,7 @@ func (l *logsOptions) Run(ctx context.Context) error {
 }
 
 // emptyLog says why a read found no line at all, and where else to look.
-func emptyLog(job string, sources []source, phase api.Phase, since time.Duration) string {
-	var live, gone []source
-	for _, s := range sources {
-		if s.gone {
-			gone = append(gone, s)
-		} else {
-			live = append(live, s)
-		}
-	}
+func emptyLog(job string, live, gone []source, phase api.Phase, since time.Duration) string {
 	window := ""
 	if since > 0 {
 		window = " in the last " + since.String()
@@ -358,18 +350,9 @@ func (l *logsOptions) storeOf(ctx context.Context, cl *clients) logstore.Reader 
 }
 
 // openStored streams what the store keeps of a source (its role and
-// index), with --since and --tail applied; end, when given, bounds it.
-func (l *logsOptions) openStored(ctx context.Context, store logstore.Reader, ns, job string, s source, end time.Time) (io.Reader, error) {
-	return l.openStoredRange(ctx, store, ns, job, s, end, l.tail)
-}
-
-// openStoredTail is openStored up to now, keeping the last tail lines (all
-// when tail < 0).
-func (l *logsOptions) openStoredTail(ctx context.Context, store logstore.Reader, ns, job string, s source, tail int64) (io.Reader, error) {
-	return l.openStoredRange(ctx, store, ns, job, s, time.Time{}, tail)
-}
-
-func (l *logsOptions) openStoredRange(ctx context.Context, store logstore.Reader, ns, job string, s source, end time.Time, tail int64) (io.Reader, error) {
+// index), with --since applied, keeping the last tail lines (all when
+// tail < 0); end, when given, bounds it.
+func (l *logsOptions) openStored(ctx context.Context, store logstore.Reader, ns, job string, s source, end time.Time, tail int64) (io.Reader, error) {
 	q := logstore.Query{Role: s.role, Index: s.index}
 	if s.role == api.LauncherJob {
 		q.Index = -1

@@ -45,9 +45,12 @@ def framework_of(name: str, namespace: str, labels: Mapping[str, str] | None, ru
     return UNKNOWN
 
 
-def framework_of_trainjob(obj: Mapping[str, Any], cluster: Mapping[str, str], namespaced: Mapping[str, Mapping[str, str]]) -> str:
-    """:func:`framework_of` for a TrainJob as the API returns it."""
+def framework_of_trainjob(obj: Mapping[str, Any], cluster: Mapping[str, str], namespaced: Mapping[str, Mapping[str, str]],
+                          runtime: str = "") -> str:
+    """:func:`framework_of` for a TrainJob as the API returns it. ``runtime`` stands in for
+    ``spec.runtimeRef.name`` when the object has no spec (a metadata list: the runtime
+    mpijob-manager's status names, as Go's ``listRows`` takes it)."""
     meta = obj.get("metadata") or {}
     ref = (obj.get("spec") or {}).get("runtimeRef") or {}
     return framework_of(meta.get("name", ""), meta.get("namespace", ""), meta.get("labels") or {}, ref.get("kind") or "",
-                        ref.get("name", ""), cluster, namespaced)
+                        ref.get("name") or runtime, cluster, namespaced)

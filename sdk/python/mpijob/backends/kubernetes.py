@@ -36,7 +36,7 @@ from ..errors import (
     WaitTimeoutError,
 )
 from ..frameworks import MPI as MPI_FRAMEWORK
-from ..frameworks import framework_of, runtime_framework
+from ..frameworks import framework_of_trainjob, runtime_framework
 from ..placement import placement_lines
 from ..redact import Redactor
 from ..suggest import closest
@@ -225,7 +225,7 @@ class KubernetesBackend(Backend):
             jobs = [MPIJob.from_trainjob(o, rank_hosts.get((o.get("spec") or {}).get("runtimeRef", {}).get("name"), False)) for o in items]
         # MPI jobs only, by the rule kubectl mpijob get and admission use (mpijob.frameworks).
         cluster, namespaced = self._frameworks()
-        jobs = [dataclasses.replace(j, framework=_framework(j, cluster, namespaced)) for j in jobs]
+        jobs = [dataclasses.replace(j, framework=framework_of_trainjob(j.raw, cluster, namespaced, runtime=j.runtime)) for j in jobs]
         return self._say_stale(sorted((j for j in jobs if (all_frameworks or j.framework == MPI_FRAMEWORK)
                                        and (runtime is None or j.runtime == runtime) and (phase is None or j.status.phase == phase)),
                                       key=lambda j: j.name))
@@ -773,12 +773,3 @@ def _scheduling(inp: _jobspec.Input, args: dict[str, Any]) -> None:
     if args.get("launcher_flags") is not None:
         inp.launcher_flags = _v.launcher_flags(args["launcher_flags"])
 
-
-def _framework(job: MPIJob, cluster: dict[str, str], namespaced: dict[str, dict[str, str]]) -> str:
-    """A listed job's framework (mpijob.frameworks): from its runtimeRef when the list read its
-    spec, else from the runtime mpijob-manager's status names (the metadata list; Go's listRows
-    does the same)."""
-    meta = job.raw.get("metadata") or {}
-    ref = (job.raw.get("spec") or {}).get("runtimeRef") or {}
-    return framework_of(job.name, job.namespace, meta.get("labels") or {}, ref.get("kind") or "", ref.get("name") or job.runtime,
-                        cluster, namespaced)
