@@ -78,8 +78,8 @@ func (d *Defaulter) Default(ctx context.Context, tj *trainer.TrainJob) error {
 			return nil
 		}
 	}
-	if _, ferr := runtimes.ParseProgressTimeout(tj.Annotations); ferr != nil {
-		return invalid(tj, field.ErrorList{ferr})
+	if errs := jobPolicyErrors(tj.Annotations); len(errs) > 0 {
+		return invalid(tj, errs)
 	}
 	if tj.Annotations == nil {
 		tj.Annotations = map[string]string{}
@@ -186,9 +186,7 @@ func (v *Validator) ValidateUpdate(ctx context.Context, old, tj *trainer.TrainJo
 			errs = append(errs, managerOnly(key))
 		}
 	}
-	if _, ferr := runtimes.ParseProgressTimeout(tj.Annotations); ferr != nil {
-		errs = append(errs, ferr)
-	}
+	errs = append(errs, jobPolicyErrors(tj.Annotations)...)
 	if old.Labels[queue.PriorityLabel] != tj.Labels[queue.PriorityLabel] && rt != nil {
 		perrs, err := v.priorityErrors(ctx, tj)
 		if err != nil {
@@ -346,7 +344,20 @@ func (v *Validator) priorityErrors(ctx context.Context, tj *trainer.TrainJob) (f
 	return nil, nil
 }
 
-var managerAnnotations = []string{api.StatusAnnotation, api.RankFailureAnnotation, api.ResumedAnnotation}
+var managerAnnotations = []string{api.StatusAnnotation, api.RankFailureAnnotation, api.ResumedAnnotation, api.EndedByAnnotation}
+
+// jobPolicyErrors checks the policy annotations a job may set for itself
+// (its progress timeout, how long it is left when it can never finish).
+func jobPolicyErrors(annotations map[string]string) field.ErrorList {
+	var errs field.ErrorList
+	if _, ferr := runtimes.ParseProgressTimeout(annotations); ferr != nil {
+		errs = append(errs, ferr)
+	}
+	if _, ferr := runtimes.ParseEndStuckAfter(annotations); ferr != nil {
+		errs = append(errs, ferr)
+	}
+	return errs
+}
 
 func managerOnly(key string) *field.Error {
 	what := "a job's status (its diagnosis, shown by kubectl mpijob, the SDK and the dashboard)"
@@ -355,6 +366,8 @@ func managerOnly(key string) *field.Error {
 		what = "which rank of a job failed (read from its Launcher's log; the diagnosis names it)"
 	case api.ResumedAnnotation:
 		what = "where a job's program resumed from a checkpoint (read from its Launcher's log)"
+	case api.EndedByAnnotation:
+		what = "why it ended a job that could never finish"
 	}
 	return field.Forbidden(annotationPath(key), "only mpijob-manager writes "+what+": leave this annotation out, or as it is")
 }

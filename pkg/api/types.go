@@ -23,6 +23,11 @@ const (
 	SuspendedByAnnotation = "mpijob.dev/suspended-by"
 	// SuspendedByGangTimeout is SuspendedByAnnotation's value for a gang-scheduling timeout.
 	SuspendedByGangTimeout = "gang-scheduling-timeout"
+	// EndedByAnnotation is set by mpijob-manager when it ends a job that
+	// could never finish: an Ended as JSON, the diagnosis at the time
+	// (RankFailedOthersWaiting, ImagePullFailed, CannotStart) and the grace
+	// period waited. Only the manager writes it (admission).
+	EndedByAnnotation = "mpijob.dev/ended-by"
 	// CreatorAnnotation names the user who created the TrainJob; admission
 	// sets it and refuses changes to it.
 	CreatorAnnotation = "mpijob.dev/creator"

@@ -2,12 +2,14 @@ package diagnose
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -312,6 +314,7 @@ func (r *Reconciler) gather(ctx context.Context, tj *trainer.TrainJob, k known, 
 		in.GangTimeout = p.GangTimeout
 	}
 	in.ProgressTimeout = runtimes.ProgressTimeoutOf(k.runtimeAnnotations, tj.Annotations)
+	in.EndStuckAfter = runtimes.EndStuckAfterOf(k.runtimeAnnotations, tj.Annotations)
 	// The Launcher's log, read once (ReadLauncherLog, Observe): a failed
 	// job's MPI errors; and, for a running job with a progress timeout,
 	// its last line and that line's time, which tell a job that makes no
@@ -419,7 +422,67 @@ func (r *Reconciler) apply(ctx context.Context, tj *trainer.TrainJob, k known, n
 		}
 		log.Info("suspended after the gang-scheduling timeout", "message", p.Status.Message)
 	}
+	if p.End != nil {
+		if err := r.end(ctx, tj, *p.End); err != nil {
+			return ctrl.Result{}, err
+		}
+		// Look again soon: its pods stop and Trainer marks it Failed.
+		return ctrl.Result{RequeueAfter: waitingRefresh}, nil
+	}
 	return ctrl.Result{RequeueAfter: p.Requeue}, nil
+}
+
+// end ends a job that can never finish: it records why on the TrainJob
+// (EndedByAnnotation, which the diagnosis reads from then on), then gives
+// each running Job of its JobSet a deadline that has passed. The Job
+// controller stops their pods (their logs stay in the log store), JobSet
+// fails the job by the runtimes' failure policy rule for DeadlineExceeded,
+// and Trainer marks the TrainJob Failed.
+func (r *Reconciler) end(ctx context.Context, tj *trainer.TrainJob, e api.Ended) error {
+	raw, err := e.Encode()
+	if err != nil {
+		return err
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{api.EndedByAnnotation: raw}}})
+	if err != nil {
+		return err
+	}
+	if err := r.Client.Patch(ctx, tj, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(api.FieldManager)); err != nil {
+		return fmt.Errorf("failed to record why %s/%s is ended: %w", tj.Namespace, tj.Name, err)
+	}
+	jobs := &batchv1.JobList{}
+	if err := r.Reader.List(ctx, jobs, client.InNamespace(tj.Namespace), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: tj.Name}); err != nil {
+		return fmt.Errorf("failed to list the Jobs of %s/%s to end it: %w", tj.Namespace, tj.Name, err)
+	}
+	js := &jobsetv1alpha2.JobSet{}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(tj), js); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	for i := range jobs.Items {
+		j := &jobs.Items[i]
+		if !metav1.IsControlledBy(j, js) || j.Status.CompletionTime != nil || jobDone(j) {
+			continue
+		}
+		if err := r.Client.Patch(ctx, j, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"activeDeadlineSeconds":1}}`)), client.FieldOwner(api.FieldManager)); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("failed to end Job %s/%s of %s: %w", j.Namespace, j.Name, tj.Name, err)
+		}
+	}
+	if r.Recorder != nil {
+		r.Recorder.Eventf(tj, nil, corev1.EventTypeWarning, "Ended", "End", "mpijob-manager ended the job: %s for longer than %s (%s). %s",
+			e.Reason, e.After, runtimes.EndStuckAfterAnnotation, e.Message)
+	}
+	ctrl.LoggerFrom(ctx).Info("ended a job that could never finish", "reason", e.Reason, "after", e.After)
+	return nil
+}
+
+// jobDone reports a Job that has already finished.
+func jobDone(j *batchv1.Job) bool {
+	for _, c := range j.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Reconciler) now() time.Time {

@@ -132,6 +132,9 @@ type Input struct {
 	// ProgressTimeout is how long a running Launcher may print nothing
 	// before the job is said to make no progress (0: never).
 	ProgressTimeout time.Duration
+	// EndStuckAfter is how long a job that can never finish is left
+	// before mpijob-manager ends it (0: never).
+	EndStuckAfter time.Duration
 	// LastOutput is when the running Launcher last printed, and LastLine
 	// what (nil: nothing yet, or not read).
 	LastOutput *time.Time
@@ -196,6 +199,10 @@ func Diagnose(in Input) api.Status {
 		s.Phase = api.PhaseFailed
 		s.CompletionTime = condTime(tj, trainer.TrainJobFailed)
 		f := explainFailure(in)
+		if e, err := api.ReadEnded(tj.Annotations); err == nil && e != nil {
+			// mpijob-manager ended it: that, not the Jobs' deadline, is why.
+			f = endedFinding(e, true)
+		}
 		s.Reason, s.Message, s.Steps, s.Subject = f.reason, f.message, f.next, f.subject
 	case in.Queue != nil && in.Queue.Preempted && !in.Queue.Inactive:
 		// Kueue evicted the job for another: its pods stop (the Launcher
@@ -273,6 +280,10 @@ func Diagnose(in Input) api.Status {
 	default:
 		var f finding
 		s.Phase, f = explainUnfinished(in, s)
+		if e, err := api.ReadEnded(tj.Annotations); err == nil && e != nil {
+			// Its pods are stopping: say so until Trainer marks it Failed.
+			f = endedFinding(e, false)
+		}
 		s.Reason, s.Message, s.Steps, s.Subject = f.reason, f.message, f.next, f.subject
 	}
 	// Where the program took up again, and how often the job started

@@ -42,6 +42,10 @@ type Plan struct {
 	// Suspend: the job is past its gang-scheduling timeout and holds
 	// Workers that were placed; suspending it frees their nodes.
 	Suspend bool
+	// End: the job can never finish and has said so for longer than its
+	// end-stuck-after: mpijob-manager records why (EndedByAnnotation) and
+	// ends it (nil: not now).
+	End *api.Ended
 	// Requeue is when to look again though nothing changed (0: only when
 	// something the job watches changes).
 	Requeue time.Duration
@@ -167,6 +171,13 @@ func decide(tj *trainer.TrainJob, k known, in Input) Plan {
 	}
 	if p.Requeue == 0 {
 		p.Requeue = nextLook(in, s)
+	}
+	if _, ended := tj.Annotations[api.EndedByAnnotation]; !ended {
+		end, wait := toEnd(s, in.EndStuckAfter, in.Now)
+		p.End = end
+		if wait > 0 && (p.Requeue == 0 || wait < p.Requeue) {
+			p.Requeue = wait
+		}
 	}
 	return p
 }

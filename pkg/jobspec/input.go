@@ -31,7 +31,7 @@ var legacyPatchManagers = []string{"mpijob.dev/kubectl-mpijob", "mpijob.dev/pyth
 func InputOf(tj *trainer.TrainJob, rt *trainer.TrainingRuntime, base *trainer.ClusterTrainingRuntime) (Input, []trainer.RuntimePatch) {
 	in := Input{Name: tj.Name, Namespace: tj.Namespace, Runtime: base.Name, Queue: tj.Labels[queue.NameLabel],
 		Priority: tj.Labels[queue.PriorityLabel], Description: tj.Annotations[api.DescriptionAnnotation],
-		Timeout: FormatTimeout(tj.Spec.ActiveDeadlineSeconds)}
+		Timeout: FormatTimeout(tj.Spec.ActiveDeadlineSeconds), EndStuckAfter: tj.Annotations[runtimes.EndStuckAfterAnnotation]}
 	asNode := runtimes.LauncherAsNode(&base.Spec)
 	numNodes := ptr.Deref(base.Spec.MLPolicy.NumNodes, 1)
 	if tr := tj.Spec.Trainer; tr != nil {
@@ -229,7 +229,13 @@ func Normalize(spec *trainer.TrainingRuntimeSpec, base *trainer.TrainingRuntimeS
 	// Retries: a failure policy that only restarts the whole job, as the
 	// builder writes it (the API server defaults its strategy to
 	// Recreate), is the base's.
-	if fp := out.Template.Spec.FailurePolicy; fp != nil && len(fp.Rules) == 0 && (fp.RestartStrategy == "" || fp.RestartStrategy == jobsetv1alpha2.Recreate) {
+	// The base's own rules (the shipped runtimes' EndedByMPIJobManager)
+	// stay as they are beside the builder's maxRestarts.
+	var baseRules []jobsetv1alpha2.FailurePolicyRule
+	if bp := base.Template.Spec.FailurePolicy; bp != nil {
+		baseRules = bp.Rules
+	}
+	if fp := out.Template.Spec.FailurePolicy; fp != nil && equality.Semantic.DeepEqual(fp.Rules, baseRules) && (fp.RestartStrategy == "" || fp.RestartStrategy == jobsetv1alpha2.Recreate) {
 		out.Template.Spec.FailurePolicy = base.Template.Spec.FailurePolicy.DeepCopy()
 	}
 	baseLauncher, baseWorker := nodeContainers(base)

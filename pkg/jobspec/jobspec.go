@@ -93,6 +93,13 @@ type Input struct {
 	ImagePullSecrets []string `json:"image_pull_secrets,omitempty"`
 	// Description is a line about the job for the people who list it.
 	Description string `json:"description,omitempty"`
+	// EndStuckAfter is how long the job is left once it can never finish
+	// (a rank failed while the others wait, an image that cannot be
+	// pulled, Workers no node can take) before mpijob-manager ends it: a
+	// duration such as 30m, or "off" (annotation
+	// policy.mpijob.dev/end-stuck-after; "": the runtime's, 10m on the
+	// shipped runtimes).
+	EndStuckAfter string `json:"end_stuck_after,omitempty"`
 	// LauncherFlags go to mpirun (or mpiexec) before the program, e.g.
 	// --bind-to none: inserted after the first word of the command, or
 	// of the runtime's command when the job gives none.
@@ -238,8 +245,14 @@ func Build(in Input, base *trainer.ClusterTrainingRuntime) (*Job, error) {
 	if in.Priority != "" {
 		tj.Labels[queue.PriorityLabel] = in.Priority
 	}
+	if in.Description != "" || in.EndStuckAfter != "" {
+		tj.Annotations = map[string]string{}
+	}
 	if in.Description != "" {
-		tj.Annotations = map[string]string{api.DescriptionAnnotation: in.Description}
+		tj.Annotations[api.DescriptionAnnotation] = in.Description
+	}
+	if in.EndStuckAfter != "" {
+		tj.Annotations[runtimes.EndStuckAfterAnnotation] = in.EndStuckAfter
 	}
 	if p := (PodPatch{NodeSelector: in.NodeSelector, Tolerations: in.Tolerations, ImagePullSecrets: in.ImagePullSecrets}); !p.Empty() {
 		tj.Spec.RuntimePatches = []trainer.RuntimePatch{p.RuntimePatch()}

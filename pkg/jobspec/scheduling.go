@@ -115,6 +115,11 @@ func validateScheduling(in Input) (int64, error) {
 		}
 		seen[s] = true
 	}
+	if in.EndStuckAfter != "" {
+		if _, ferr := runtimes.ParseEndStuckAfter(map[string]string{runtimes.EndStuckAfterAnnotation: in.EndStuckAfter}); ferr != nil {
+			return 0, errorf("end_stuck_after", in.EndStuckAfter, "is not a grace period: use a duration such as 10m, 30m or 2h, or off (never end the job)")
+		}
+	}
 	if n := utf8.RuneCountInString(in.Description); n > MaxDescription {
 		return 0, errorf("description", string([]rune(in.Description)[:40])+"…", "is %d characters: use at most %d", n, MaxDescription)
 	}

@@ -143,6 +143,9 @@ func DetailOf(k Known) Detail {
 			d.ConfigMaps = append(d.ConfigMaps, Mount{Name: c.Name, Path: dataconn.ConfigMapPathOf(c)})
 		}
 		if pol, errs := runtimes.ParsePolicy(k.RuntimeAnnotations); len(errs) == 0 {
+			// The job's own timeouts win over its runtime's.
+			pol.ProgressTimeout = runtimes.ProgressTimeoutOf(k.RuntimeAnnotations, tj.Annotations)
+			pol.EndStuckAfter = runtimes.EndStuckAfterOf(k.RuntimeAnnotations, tj.Annotations)
 			d.Policy = PolicyLines(pol)
 		}
 	}
@@ -188,6 +191,12 @@ func PolicyLines(p runtimes.Policy) []string {
 	}
 	if p.GangTimeout > 0 {
 		out = append(out, fmt.Sprintf("gang-scheduling timeout: %s", p.GangTimeout))
+	}
+	if p.ProgressTimeout > 0 {
+		out = append(out, fmt.Sprintf("progress timeout: %s (a warning when the Launcher prints nothing for longer)", p.ProgressTimeout))
+	}
+	if p.EndStuckAfter > 0 {
+		out = append(out, fmt.Sprintf("ended when it can never finish, after: %s", p.EndStuckAfter))
 	}
 	return out
 }

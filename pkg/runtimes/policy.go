@@ -29,6 +29,11 @@ const (
 	// a running job whose Launcher prints nothing for longer gets a
 	// NoProgress Warning. Off by default.
 	ProgressTimeoutAnnotation = PolicyPrefix + "progress-timeout"
+	// EndStuckAfterAnnotation, on a runtime or on a job (the job's wins):
+	// how long a job that can never finish (a rank failed while the others
+	// wait, an image that cannot be pulled, Workers no node can ever take)
+	// is left before mpijob-manager ends it. Off when absent.
+	EndStuckAfterAnnotation = PolicyPrefix + "end-stuck-after"
 	// MinAvailableAnnotation is refused: see ParsePolicy.
 	MinAvailableAnnotation = PolicyPrefix + "min-available"
 	// PriorityClassAnnotation is refused: see ParsePolicy.
@@ -40,7 +45,7 @@ const (
 // silently off.
 var PolicyKeys = []string{
 	MaxWorkersAnnotation, MaxGPUsPerWorkerAnnotation, RequiredNodeSelectorAnnotation, RequiredTolerationsAnnotation,
-	GangTimeoutAnnotation, ProgressTimeoutAnnotation,
+	GangTimeoutAnnotation, ProgressTimeoutAnnotation, EndStuckAfterAnnotation,
 }
 
 // Policy is what an administrator allows jobs of one runtime.
@@ -58,13 +63,28 @@ type Policy struct {
 	// ProgressTimeout is how long a running job's Launcher may print
 	// nothing before the diagnosis warns (0: never).
 	ProgressTimeout time.Duration
+	// EndStuckAfter is how long a job that can never finish is left
+	// before it is ended (0: never).
+	EndStuckAfter time.Duration
 }
 
 // ParseProgressTimeout reads policy.mpijob.dev/progress-timeout from a
 // runtime's or a job's annotations (0 when absent, or "off" or "0": no
 // check).
 func ParseProgressTimeout(annotations map[string]string) (time.Duration, *field.Error) {
-	v, ok := annotations[ProgressTimeoutAnnotation]
+	return parseOffDuration(annotations, ProgressTimeoutAnnotation, "30m")
+}
+
+// ParseEndStuckAfter reads policy.mpijob.dev/end-stuck-after from a
+// runtime's or a job's annotations (0 when absent, or "off" or "0": a
+// job that can never finish is only reported, never ended).
+func ParseEndStuckAfter(annotations map[string]string) (time.Duration, *field.Error) {
+	return parseOffDuration(annotations, EndStuckAfterAnnotation, "10m")
+}
+
+// parseOffDuration reads a positive duration or "off" (0) at key.
+func parseOffDuration(annotations map[string]string, key, example string) (time.Duration, *field.Error) {
+	v, ok := annotations[key]
 	if !ok {
 		return 0, nil
 	}
@@ -74,9 +94,22 @@ func ParseProgressTimeout(annotations map[string]string) (time.Duration, *field.
 	}
 	d, err := time.ParseDuration(strings.TrimSpace(v))
 	if err != nil || d <= 0 {
-		return 0, field.Invalid(field.NewPath("metadata", "annotations").Key(ProgressTimeoutAnnotation), v, `must be a positive duration such as 30m, or "off"`)
+		return 0, field.Invalid(field.NewPath("metadata", "annotations").Key(key), v, `must be a positive duration such as `+example+`, or "off"`)
 	}
 	return d, nil
+}
+
+// EndStuckAfterOf is how long a job that can never finish is left before
+// it is ended: the job's own annotation when it has a valid one ("off"
+// keeps the job), else its runtime's (0: never ended).
+func EndStuckAfterOf(runtimeAnnotations, jobAnnotations map[string]string) time.Duration {
+	if _, ok := jobAnnotations[EndStuckAfterAnnotation]; ok {
+		if d, err := ParseEndStuckAfter(jobAnnotations); err == nil {
+			return d
+		}
+	}
+	d, _ := ParseEndStuckAfter(runtimeAnnotations)
+	return d
 }
 
 // ProgressTimeoutOf is a job's progress timeout: the job's own annotation
@@ -142,6 +175,11 @@ func ParsePolicy(annotations map[string]string) (Policy, field.ErrorList) {
 		errs = append(errs, err)
 	} else {
 		p.ProgressTimeout = d
+	}
+	if d, err := ParseEndStuckAfter(annotations); err != nil {
+		errs = append(errs, err)
+	} else {
+		p.EndStuckAfter = d
 	}
 	if v, ok := annotations[MinAvailableAnnotation]; ok {
 		// Refused rather than ignored, so no administrator believes a

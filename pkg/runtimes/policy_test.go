@@ -53,7 +53,7 @@ func TestParsePolicy(t *testing.T) {
 			annotations: map[string]string{PolicyPrefix + "max-worker": "4", PolicyPrefix + "zzz": "1", "other.example.com/max-worker": "4"},
 			wantErrs: []string{
 				`metadata.annotations[policy.mpijob.dev/max-worker]: Unsupported value: "policy.mpijob.dev/max-worker": is not a policy of mpijob, so it would limit nothing: did you mean policy.mpijob.dev/max-workers?`,
-				`metadata.annotations[policy.mpijob.dev/zzz]: Unsupported value: "policy.mpijob.dev/zzz": is not a policy of mpijob, so it would limit nothing: the policies are policy.mpijob.dev/max-workers, policy.mpijob.dev/max-gpus-per-worker, policy.mpijob.dev/required-node-selector, policy.mpijob.dev/required-tolerations, policy.mpijob.dev/gang-scheduling-timeout, policy.mpijob.dev/progress-timeout`,
+				`metadata.annotations[policy.mpijob.dev/zzz]: Unsupported value: "policy.mpijob.dev/zzz": is not a policy of mpijob, so it would limit nothing: the policies are policy.mpijob.dev/max-workers, policy.mpijob.dev/max-gpus-per-worker, policy.mpijob.dev/required-node-selector, policy.mpijob.dev/required-tolerations, policy.mpijob.dev/gang-scheduling-timeout, policy.mpijob.dev/progress-timeout, policy.mpijob.dev/end-stuck-after`,
 			},
 		},
 		"priority-class, which no job could satisfy, is refused with the way out": {
@@ -115,6 +115,34 @@ func TestProgressTimeoutOf(t *testing.T) {
 				t.Errorf("ProgressTimeoutOf = %s, want %s", got, tc.want)
 			}
 		})
+	}
+}
+
+// A job's own end-stuck-after wins over its runtime's, "off" keeps the job
+// for good, and a bad job value (admission refuses it) leaves the
+// runtime's.
+func TestEndStuckAfterOf(t *testing.T) {
+	rt := map[string]string{EndStuckAfterAnnotation: "10m"}
+	cases := map[string]struct {
+		runtime, job map[string]string
+		want         time.Duration
+	}{
+		"the runtime's":                       {runtime: rt, want: 10 * time.Minute},
+		"the job's wins":                      {runtime: rt, job: map[string]string{EndStuckAfterAnnotation: "45s"}, want: 45 * time.Second},
+		"the job keeps itself":                {runtime: rt, job: map[string]string{EndStuckAfterAnnotation: "off"}, want: 0},
+		"a bad job value keeps the runtime's": {runtime: rt, job: map[string]string{EndStuckAfterAnnotation: "-1m"}, want: 10 * time.Minute},
+		"none anywhere":                       {want: 0},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := EndStuckAfterOf(tc.runtime, tc.job); got != tc.want {
+				t.Errorf("EndStuckAfterOf = %s, want %s", got, tc.want)
+			}
+		})
+	}
+	if _, err := ParseEndStuckAfter(map[string]string{EndStuckAfterAnnotation: "soon"}); err == nil ||
+		err.Error() != `metadata.annotations[policy.mpijob.dev/end-stuck-after]: Invalid value: "soon": must be a positive duration such as 10m, or "off"` {
+		t.Errorf("end-stuck-after \"soon\": %v, want the annotation, the value and the form", err)
 	}
 }
 

@@ -81,6 +81,7 @@ class MPIJobClient:
         image_pull_secrets: str | Sequence[str] | None = None,
         description: str | None = None,
         launcher_flags: str | Sequence[str] | None = None,
+        end_stuck_after: str | None = None,
     ) -> MPIJob:
         """Create an MPI job: a Launcher that runs ``command`` (None: the runtime's)
         and ``workers`` Workers with ``slots_per_worker`` ranks each.
@@ -126,6 +127,10 @@ class MPIJobClient:
         :param description: a line about the job (at most 500 characters), shown by describe and the dashboard
         :param launcher_flags: flags for mpirun (or mpiexec) before the program, ``"--bind-to none"`` or
             a list; added to ``command``, or to the runtime's command
+        :param end_stuck_after: end the job when it can never finish (a rank failed while the others
+            wait, an image that cannot be pulled, Workers no node can take) and has said so this long,
+            e.g. ``"30m"``, or ``"off"`` (None: the runtime's, 10m on the shipped runtimes); its logs
+            and diagnosis are kept
         :param dry_run: let the cluster check the job (admission and quota included) without creating it
 
         Raises :class:`InvalidJobError` naming the argument (before any API call for bad settings),

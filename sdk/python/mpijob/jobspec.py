@@ -33,6 +33,8 @@ QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 MPI_IMPLEMENTATION = "mpijob.dev/mpi-implementation"
 DESCRIPTION = "mpijob.dev/description"
+# How long a job that can never finish is left before mpijob-manager ends it (a Go duration, or off).
+END_STUCK_AFTER = "policy.mpijob.dev/end-stuck-after"
 #: JobSet names the Launcher pod "<name>-launcher-0-0-xxxxx"; a hostname has at most 63.
 MAX_NAME = 63 - len("-launcher-0-0-xxxxx")
 
@@ -87,6 +89,7 @@ class Input:
     image_pull_secrets: list[str] = field(default_factory=list)
     description: str = ""
     launcher_flags: list[str] = field(default_factory=list)
+    end_stuck_after: str = ""
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Input:
@@ -251,7 +254,9 @@ def build(inp: Input, base: dict[str, Any] | None) -> Job:
     if inp.priority:
         meta.setdefault("labels", {})[PRIORITY_LABEL] = inp.priority
     if inp.description:
-        meta["annotations"] = {DESCRIPTION: inp.description}
+        meta.setdefault("annotations", {})[DESCRIPTION] = inp.description
+    if inp.end_stuck_after:
+        meta.setdefault("annotations", {})[END_STUCK_AFTER] = inp.end_stuck_after
     if inp.node_selector or inp.tolerations or inp.image_pull_secrets:
         spec["runtimePatches"] = [pod_patch(inp.node_selector, inp.tolerations, inp.image_pull_secrets)]
     tj = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "TrainJob", "metadata": meta, "spec": spec}
@@ -499,6 +504,23 @@ def _toleration_problem(t: dict[str, Any]) -> str:
     return ""
 
 
+# A Go duration (time.ParseDuration): numbers with units, as 10m, 1h30m, 90s or 1.5h.
+_GO_DURATION = re.compile(r"^(?:(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:ns|us|µs|ms|s|m|h))+$")
+_GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "ms": 1e-3, "s": 1, "m": 60, "h": 3600}
+
+
+def valid_grace(s: str) -> bool:
+    """Whether s is a value of policy.mpijob.dev/end-stuck-after: a positive Go duration, or off (0).
+    Mirror of Go's runtimes.ParseEndStuckAfter."""
+    s = s.strip() if isinstance(s, str) else ""
+    if s in ("off", "0"):
+        return True
+    if not _GO_DURATION.match(s):
+        return False
+    total = sum(float(n) * _GO_UNITS[u] for n, u in re.findall(r"([0-9.]+)(ns|us|µs|ms|s|m|h)", s))
+    return total > 0
+
+
 def _validate_scheduling(inp: Input) -> int:
     """Check the timeout, retries, priority, tolerations, image pull Secrets and description;
     return the timeout in seconds (0: none). Mirror of Go's validateScheduling."""
@@ -529,6 +551,8 @@ def _validate_scheduling(inp: Input) -> int:
         seen.add(s)
     if len(inp.description) > MAX_DESCRIPTION:
         raise _err("description", inp.description[:40] + "…", f"is {len(inp.description)} characters: use at most {MAX_DESCRIPTION}")
+    if inp.end_stuck_after and not valid_grace(inp.end_stuck_after):
+        raise _err("end_stuck_after", inp.end_stuck_after, "is not a grace period: use a duration such as 10m, 30m or 2h, or off (never end the job)")
     return deadline
 
 
@@ -661,6 +685,7 @@ def input_of(tj: dict[str, Any], rt: dict[str, Any] | None, base: dict[str, Any]
                 image=tr.get("image") or "", queue=(meta.get("labels") or {}).get(QUEUE_LABEL, ""),
                 priority=(meta.get("labels") or {}).get(PRIORITY_LABEL, ""),
                 description=(meta.get("annotations") or {}).get(DESCRIPTION, ""),
+                end_stuck_after=(meta.get("annotations") or {}).get(END_STUCK_AFTER, ""),
                 timeout=format_timeout(spec.get("activeDeadlineSeconds") or 0))
     if tr.get("resourcesPerNode"):
         r = tr["resourcesPerNode"]

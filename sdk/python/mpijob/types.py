@@ -102,6 +102,7 @@ class JobSpec:
     image_pull_secrets: str | Sequence[str] | None = None
     description: str | None = None
     launcher_flags: str | Sequence[str] | None = None
+    end_stuck_after: str | None = None
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:

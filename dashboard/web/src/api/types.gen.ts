@@ -153,6 +153,7 @@ export interface JobInput {
   tolerations?: unknown[];
   image_pull_secrets?: string[];
   description?: string;
+  end_stuck_after?: string;
   launcher_flags?: string[];
 }
 

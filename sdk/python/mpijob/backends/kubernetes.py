@@ -750,7 +750,7 @@ for _name, _fn in list(vars(KubernetesBackend).items()):
 
 
 #: create_job's and clone_job's arguments for what a job sets besides its shape and data.
-SCHEDULING_ARGS = ("timeout", "retries", "resume_from", "priority", "tolerations", "image_pull_secrets", "description", "launcher_flags")
+SCHEDULING_ARGS = ("timeout", "retries", "resume_from", "priority", "tolerations", "image_pull_secrets", "description", "launcher_flags", "end_stuck_after")
 
 
 def _scheduling(inp: _jobspec.Input, args: dict[str, Any]) -> None:
@@ -772,4 +772,6 @@ def _scheduling(inp: _jobspec.Input, args: dict[str, Any]) -> None:
         inp.description = _v.optional_str("description", args["description"], "nightly run")
     if args.get("launcher_flags") is not None:
         inp.launcher_flags = _v.launcher_flags(args["launcher_flags"])
+    if args.get("end_stuck_after") is not None:
+        inp.end_stuck_after = _v.optional_str("end_stuck_after", args["end_stuck_after"], "30m")
 

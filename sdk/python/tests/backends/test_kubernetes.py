@@ -55,8 +55,9 @@ def test_the_whole_job_at_create_time():
     c = _offline_client(custom)
     c.create_job("sched", ["mpirun", "python3", "train.py"], workers=2, queue="default", timeout="1h30m", retries=2, priority="high",
                  tolerations=["dedicated=mpi:NoSchedule", {"key": "spot", "operator": "Exists"}], image_pull_secrets="regcred",
-                 description="nightly", launcher_flags="--bind-to none")
+                 description="nightly", launcher_flags="--bind-to none", end_stuck_after="30m")
     tj = custom.created["trainjobs"]
+    assert tj["metadata"]["annotations"]["policy.mpijob.dev/end-stuck-after"] == "30m"
     assert tj["spec"]["activeDeadlineSeconds"] == 5400
     assert tj["metadata"]["labels"]["kueue.x-k8s.io/priority-class"] == "high"
     assert tj["metadata"]["annotations"]["mpijob.dev/description"] == "nightly"
@@ -64,7 +65,9 @@ def test_the_whole_job_at_create_time():
     pod = tj["spec"]["runtimePatches"][0]["trainingRuntimeSpec"]["template"]["spec"]["replicatedJobs"][1]["template"]["spec"]["template"]["spec"]
     assert pod["tolerations"] == [{"key": "dedicated", "operator": "Equal", "value": "mpi", "effect": "NoSchedule"}, {"key": "spot", "operator": "Exists"}]
     assert pod["imagePullSecrets"] == [{"name": "regcred"}]
-    assert custom.created["trainingruntimes"]["spec"]["template"]["spec"]["failurePolicy"] == {"maxRestarts": 2}
+    # The retries beside the runtime's rule that fails a job mpijob-manager ended.
+    assert custom.created["trainingruntimes"]["spec"]["template"]["spec"]["failurePolicy"] == {
+        "maxRestarts": 2, "rules": [{"name": "EndedByMPIJobManager", "action": "FailJobSet", "onJobFailureReasons": ["DeadlineExceeded"]}]}
 
 
 @pytest.mark.parametrize("kwargs,field,text", [
@@ -74,6 +77,8 @@ def test_the_whole_job_at_create_time():
     ({"launcher_flags": 5}, "launcher_flags", "give a string"),
     ({"tolerations": ["a=b:Never"]}, "tolerations", "the effect"),
     ({"launcher_flags": "--bind-to none", "command": ["python3", "t.py"]}, "launcher_flags", 'starts with "python3"'),
+    ({"end_stuck_after": "soon"}, "end_stuck_after", "is not a grace period"),
+    ({"end_stuck_after": 30}, "end_stuck_after", "give a string"),
 ])
 def test_bad_settings_name_the_argument(kwargs, field, text):
     c = _offline_client(_RecordingCustom())
