@@ -22,6 +22,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mpijob/mpijob/pkg/suggest"
 )
 
 const (
@@ -407,6 +409,9 @@ func PriorityProblem(name string, classes map[string]int64) string {
 			list += ", "
 		}
 		list += fmt.Sprintf("%s (%d)", n, classes[n])
+	}
+	if near := suggest.Closest(name, names); near != "" {
+		return fmt.Sprintf("is no WorkloadPriorityClass of this cluster; did you mean %q? The classes are %s", near, list)
 	}
 	return "is no WorkloadPriorityClass of this cluster: use one of " + list
 }

@@ -174,7 +174,9 @@ func TestPriorityProblem(t *testing.T) {
 		want    string
 	}{
 		"a class of the cluster": {name: "high", classes: classes, want: ""},
-		"a typo lists the classes, highest first": {name: "hihg", classes: classes,
+		"a typo names the closest and lists the classes, highest first": {name: "hgh", classes: classes,
+			want: `is no WorkloadPriorityClass of this cluster; did you mean "high"? The classes are high (1000), medium (100), low (10)`},
+		"nothing close: the classes, highest first": {name: "urgent", classes: classes,
 			want: "is no WorkloadPriorityClass of this cluster: use one of high (1000), medium (100), low (10)"},
 		"none at all": {name: "high", classes: map[string]int64{},
 			want: "this cluster has no WorkloadPriorityClass: leave the priority out, or ask an administrator to create one (kubectl get workloadpriorityclasses)"},

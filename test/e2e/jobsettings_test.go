@@ -56,8 +56,13 @@ func TestTheWholeJobAtCreateTime(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), secret) })
 
-	expect(t, mpijob(t, user, ns, "create", framework.UniqueName("typo"), "--workers", "1", "--queue", "default", "--priority", pc+"x"), 5,
-		`is no WorkloadPriorityClass of this cluster: use one of`, pc+" (1000)")
+	// The local cluster's own classes (config/dev/queues.yaml): a typo
+	// gets the closest, and a tenant can list them as the help says.
+	expect(t, mpijob(t, user, ns, "create", framework.UniqueName("typo"), "--workers", "1", "--queue", "default", "--priority", "hgh"), 5,
+		`is no WorkloadPriorityClass of this cluster; did you mean "high"? The classes are`, "high (1000)", "low (-100)", pc+" (1000)")
+	if out, err := c.Kubectl(t, user, "", "", "get", "workloadpriorityclasses"); err != nil || !strings.Contains(out, "high") || !strings.Contains(out, "low") {
+		t.Errorf("dev-a lists the priority classes (%v): %s", err, out)
+	}
 
 	name := framework.UniqueName("whole")
 	t.Cleanup(func() { mpijob(t, user, ns, "delete", name, "--wait=false") })
