@@ -11,6 +11,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	k8slabels "k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/mpijob/mpijob/pkg/api"
@@ -126,6 +127,15 @@ func printDetail(out io.Writer, d jobview.Detail, tj *trainer.TrainJob, events [
 	}
 	if set.Retries > 0 {
 		p("Retries", "up to %d (the whole job starts again after a failure)", set.Retries)
+	}
+	if len(set.NodeSelector) > 0 {
+		p("Node selector", "%s", k8slabels.FormatLabels(set.NodeSelector))
+	}
+	if len(set.Tolerations) > 0 {
+		p("Tolerations", "%s", strings.Join(set.Tolerations, ", "))
+	}
+	if len(set.ImagePullSecrets) > 0 {
+		p("Pull Secrets", "%s", strings.Join(set.ImagePullSecrets, ", "))
 	}
 	p("Phase", "%s", j.Phase)
 	if d.StaleNote != "" {

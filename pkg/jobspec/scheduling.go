@@ -247,6 +247,33 @@ func (p PodPatch) RuntimePatch() trainer.RuntimePatch {
 	}
 }
 
+// PlacementOf is what the job's runtime patches set on its pods, whoever
+// wrote them (the builder, Kueue, a YAML): node labels, tolerations and
+// image pull Secrets, each once.
+func PlacementOf(tj *trainer.TrainJob) PodPatch {
+	var out PodPatch
+	for _, p := range tj.Spec.RuntimePatches {
+		pp := podPatchOf(p)
+		for k, v := range pp.NodeSelector {
+			if out.NodeSelector == nil {
+				out.NodeSelector = map[string]string{}
+			}
+			out.NodeSelector[k] = v
+		}
+		for _, t := range pp.Tolerations {
+			if !slices.ContainsFunc(out.Tolerations, func(o corev1.Toleration) bool { return o.MatchToleration(&t) && o.TolerationSeconds == t.TolerationSeconds }) {
+				out.Tolerations = append(out.Tolerations, t)
+			}
+		}
+		for _, s := range pp.ImagePullSecrets {
+			if !slices.Contains(out.ImagePullSecrets, s) {
+				out.ImagePullSecrets = append(out.ImagePullSecrets, s)
+			}
+		}
+	}
+	return out
+}
+
 // podPatchOf reads back what a builder's runtime patch sets (its first
 // replicated job's pod that sets anything).
 func podPatchOf(p trainer.RuntimePatch) PodPatch {

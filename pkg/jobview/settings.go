@@ -6,6 +6,7 @@ import (
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/pkg/queue"
+	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
 // Settings are what a job's creator set beyond its shape
@@ -23,6 +24,11 @@ type Settings struct {
 	// Retries is how many times JobSet starts the whole job again after
 	// a failure (the job's runtime's failurePolicy.maxRestarts).
 	Retries int32 `json:"retries,omitempty"`
+	// NodeSelector, Tolerations (as --toleration takes them) and
+	// ImagePullSecrets are what the job's runtime patches set on its pods.
+	NodeSelector     map[string]string `json:"nodeSelector,omitempty"`
+	Tolerations      []string          `json:"tolerations,omitempty"`
+	ImagePullSecrets []string          `json:"imagePullSecrets,omitempty"`
 }
 
 // SettingsOf reads the settings of tj, whose runtime's spec is spec (nil
@@ -31,6 +37,11 @@ func SettingsOf(tj *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec) Setting
 	s := Settings{Description: tj.Annotations[api.DescriptionAnnotation], Priority: tj.Labels[queue.PriorityLabel]}
 	if d := tj.Spec.ActiveDeadlineSeconds; d > 0 {
 		s.Timeout, s.TimeoutSeconds = jobspec.FormatTimeout(d), d
+	}
+	pp := jobspec.PlacementOf(tj)
+	s.NodeSelector, s.ImagePullSecrets = pp.NodeSelector, pp.ImagePullSecrets
+	for _, t := range pp.Tolerations {
+		s.Tolerations = append(s.Tolerations, runtimes.FormatToleration(t))
 	}
 	if spec != nil && spec.Template.Spec.FailurePolicy != nil {
 		s.Retries = spec.Template.Spec.FailurePolicy.MaxRestarts

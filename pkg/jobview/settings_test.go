@@ -5,10 +5,12 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/pkg/queue"
 )
 
@@ -28,6 +30,17 @@ func TestSettingsOf(t *testing.T) {
 				Spec: trainer.TrainJobSpec{ActiveDeadlineSeconds: 5400}},
 			spec: withRetries,
 			want: Settings{Description: "digits, 8 ranks", Priority: "high", Timeout: "1h30m", TimeoutSeconds: 5400, Retries: 2},
+		},
+		"placement from the runtime patches: describe shows the tolerations": {
+			tj: func() *trainer.TrainJob {
+				tj := &trainer.TrainJob{}
+				tj.Spec.RuntimePatches = []trainer.RuntimePatch{jobspec.PodPatch{NodeSelector: map[string]string{"disktype": "ssd"},
+					Tolerations: []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "mpi", Effect: corev1.TaintEffectNoSchedule},
+						{Key: "spot", Operator: corev1.TolerationOpExists}},
+					ImagePullSecrets: []string{"regcred"}}.RuntimePatch()}
+				return tj
+			}(),
+			want: Settings{NodeSelector: map[string]string{"disktype": "ssd"}, Tolerations: []string{"dedicated=mpi:NoSchedule", "spot"}, ImagePullSecrets: []string{"regcred"}},
 		},
 		"runtime not read: no retries": {
 			tj:   &trainer.TrainJob{Spec: trainer.TrainJobSpec{ActiveDeadlineSeconds: 40}},

@@ -121,7 +121,8 @@ func TestTheWholeJobAtCreateTime(t *testing.T) {
 		t.Errorf("no Kueue Workload of %s in %s", name, ns)
 	}
 
-	expect(t, mpijob(t, user, ns, "describe", name), 0, "Description:       nightly digits, e2e", "Priority:          "+pc, "Timeout:           40s")
+	expect(t, mpijob(t, user, ns, "describe", name), 0, "Description:       nightly digits, e2e", "Priority:          "+pc, "Timeout:           40s",
+		"Tolerations:       mpijob.dev/e2e=yes:NoSchedule", "Pull Secrets:      "+secret.Name)
 
 	// 40 s after it started, Trainer stops it and the diagnosis names the timeout.
 	st := c.WaitForStatus(t, ns, name, 3*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseFailed })

@@ -5,7 +5,7 @@ import pathlib
 import sys
 
 import mpijob
-from mpijob import client, errors, types
+from mpijob import client, errors, progress, types
 
 HEADER = """# Python SDK `mpijob`
 
@@ -38,14 +38,19 @@ def section(title, obj, members=None):
     return "\n".join(out)
 
 
+def public_methods(cls) -> list[str]:
+    """Every public method of cls, in the order of its source: none is left out of the reference."""
+    names = [n for n, m in vars(cls).items() if not n.startswith("_") and callable(m)]
+    return sorted(names, key=lambda n: inspect.getsourcelines(getattr(cls, n))[1])
+
+
 def render() -> str:
     root = pathlib.Path(__file__).resolve().parents[3]
     example = (root / "examples" / "sdk_quickstart.py").read_text().strip()
     parts = [HEADER.format(example=example)]
-    methods = ["create_job", "get_job", "list_jobs", "wait_for_job", "watch", "get_logs", "delete_job", "suspend_job", "resume_job",
-               "clone_job", "list_runtimes", "convert_legacy"]
+    methods = public_methods(client.MPIJobClient)
     parts.append(section("MPIJobClient", client.MPIJobClient, methods))
-    for cls in (types.JobSpec, types.MPIJob, types.JobStatus, types.Runtime, types.LifecycleEvent):
+    for cls in (types.JobSpec, types.MPIJob, types.JobStatus, types.Runtime, types.LifecycleEvent, types.JobEvent, progress.Report):
         fields = ", ".join(f"`{f}`" for f in cls.__dataclass_fields__)
         parts.append(f"## {cls.__name__}\n\n{inspect.getdoc(cls)}\n\nFields: {fields}.\n")
     parts.append("## Errors\n\n" + inspect.getdoc(errors) + "\n")

@@ -313,6 +313,9 @@ export interface Settings {
   timeout?: string;
   timeoutSeconds?: number;
   retries?: number;
+  nodeSelector?: Record<string, string>;
+  tolerations?: string[];
+  imagePullSecrets?: string[];
 }
 
 export interface Step {
