@@ -261,7 +261,9 @@ func PlacementOf(tj *trainer.TrainJob) PodPatch {
 			out.NodeSelector[k] = v
 		}
 		for _, t := range pp.Tolerations {
-			if !slices.ContainsFunc(out.Tolerations, func(o corev1.Toleration) bool { return o.MatchToleration(&t) && o.TolerationSeconds == t.TolerationSeconds }) {
+			if !slices.ContainsFunc(out.Tolerations, func(o corev1.Toleration) bool {
+				return o.MatchToleration(&t) && o.TolerationSeconds == t.TolerationSeconds
+			}) {
 				out.Tolerations = append(out.Tolerations, t)
 			}
 		}
