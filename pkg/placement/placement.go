@@ -11,6 +11,7 @@ package placement
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -176,12 +177,22 @@ func Judge(in Input) Answer {
 	// Which nodes the Workers may use does not change as they are placed:
 	// worked out once, not per Worker.
 	workerNodes := usable(in.Worker, in.Free, nodes)
+	// The shipped runtimes place one Worker per node (a required pod
+	// anti-affinity over the node's hostname): a node that took one takes
+	// no other.
+	perNode := oneWorkerPerNode(in.Worker)
+	taken := map[string]bool{}
 	for ans.Placed < in.Workers {
-		name := best(worker, workerNodes, free)
+		candidates := workerNodes
+		if perNode {
+			candidates = slices.DeleteFunc(slices.Clone(workerNodes), func(n string) bool { return taken[n] })
+		}
+		name := best(worker, candidates, free)
 		if name == "" {
 			break
 		}
 		take(free[name], worker)
+		taken[name] = true
 		ans.Placed++
 	}
 	ans.Fits = launcherFits && ans.Placed == in.Workers
@@ -196,6 +207,12 @@ func Judge(in Input) Answer {
 		if why := neverFits(worker, workerNodes, nodes); why != "" {
 			ans.Never = true
 			say("never fits as the cluster is now: %s", why)
+			break
+		}
+		if able := roomy(worker, workerNodes, nodes); perNode && able < int(in.Workers) {
+			ans.Never = true
+			say("never fits as the cluster is now: it asks for %s, but the runtime places one Worker per node and only %s can take one: use at most %d Workers (more slots per worker for more ranks).",
+				api.Count(int(in.Workers), "Worker", "Workers"), api.Count(able, "node", "nodes"), able)
 			break
 		}
 		workers := fmt.Sprintf("only %d of the %d Workers (each %s) fit", ans.Placed, in.Workers, each)
@@ -390,6 +407,33 @@ func take(free, want corev1.ResourceList) {
 		f.Sub(q)
 		free[name] = f
 	}
+}
+
+// oneWorkerPerNode reports a Worker pod that may not share a node with
+// another Worker of its job: a required pod anti-affinity over the node's
+// hostname (what the shipped runtimes set).
+func oneWorkerPerNode(spec *corev1.PodSpec) bool {
+	if spec == nil || spec.Affinity == nil || spec.Affinity.PodAntiAffinity == nil {
+		return false
+	}
+	for _, term := range spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+		if term.TopologyKey == corev1.LabelHostname {
+			return true
+		}
+	}
+	return false
+}
+
+// roomy counts the nodes among usableNodes whose allocatable takes one
+// Worker with nothing else running.
+func roomy(want corev1.ResourceList, usableNodes []string, nodes map[string]*corev1.Node) int {
+	n := 0
+	for _, name := range usableNodes {
+		if fits(nodes[name].Status.Allocatable, want) {
+			n++
+		}
+	}
+	return n
 }
 
 // neverFits says when one Worker asks for more of a resource than any

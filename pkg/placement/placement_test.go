@@ -26,6 +26,12 @@ func gpuTaint(n *corev1.Node) {
 	n.Spec.Taints = append(n.Spec.Taints, corev1.Taint{Key: "nvidia.com/gpu", Effect: corev1.TaintEffectNoSchedule})
 }
 
+// perNode is the shipped runtimes' one Worker per node.
+func perNode(p *corev1.PodSpec) {
+	p.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+		TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"jobset.sigs.k8s.io/replicatedjob-name": "node"}}}}}}
+}
+
 func cordoned(n *corev1.Node) { n.Spec.Unschedulable = true }
 
 func notReady(n *corev1.Node) {
@@ -93,6 +99,20 @@ func TestJudge(t *testing.T) {
 			nodes: cluster(), workers: 1, worker: spec(map[string]string{"nvidia.com/gpu": "8"}),
 			want: Answer{Never: true, Lines: []string{
 				"Placement: never fits as the cluster is now: a Worker asks for 8 nvidia.com/gpu, and no node it may use has that much allocatable even with nothing else running (most: 4 on gpu-0): ask for less per Worker and use more Workers.",
+				"Placement: free GPUs now: 8 of 8 nvidia.com/gpu on 2 nodes.",
+			}},
+		},
+		"one Worker per node: two fit on two nodes": {
+			nodes: cluster(), workers: 2, worker: spec(map[string]string{"nvidia.com/gpu": "1"}, perNode),
+			want: Answer{Fits: true, Placed: 2, Lines: []string{
+				"Placement: fits now: the Launcher and 2 Workers (each 1 nvidia.com/gpu) fit in what the nodes have free.",
+				"Placement: free GPUs now: 8 of 8 nvidia.com/gpu on 2 nodes.",
+			}},
+		},
+		"one Worker per node: three never fit on the two nodes that take one, however free": {
+			nodes: cluster(), workers: 3, worker: spec(map[string]string{"nvidia.com/gpu": "1"}, perNode),
+			want: Answer{Never: true, Placed: 2, Lines: []string{
+				"Placement: never fits as the cluster is now: it asks for 3 Workers, but the runtime places one Worker per node and only 2 nodes can take one: use at most 2 Workers (more slots per worker for more ranks).",
 				"Placement: free GPUs now: 8 of 8 nvidia.com/gpu on 2 nodes.",
 			}},
 		},

@@ -27,6 +27,11 @@ func TestPlacementInTheCLIAndTheWizard(t *testing.T) {
 		// taint keeps it off), which have 2 CPUs each.
 		r = mpijob(t, "dev-a", "team-a", "create", "too-wide", "--workers", "1", "--cpu", "3", "--dry-run=server")
 		expect(t, r, 0, "never fits as the cluster is now: a Worker asks for 3 cpu, and no node it may use has that much allocatable even with nothing else running (most: 2 on mpijob-node-")
+		// One Worker per node: three CPU Workers can never be placed on the
+		// two real nodes, however free (the diagnosis of the real job says
+		// CannotStart "only 2 nodes can take one"; the dry run said "fits").
+		r = mpijob(t, "dev-a", "team-a", "create", "three", "--workers", "3", "--dry-run=server")
+		expect(t, r, 0, "never fits as the cluster is now: it asks for 3 Workers, but the runtime places one Worker per node and only 2 nodes can take one: use at most 2 Workers")
 		// -o yaml stays YAML: placement goes to stderr.
 		r = mpijob(t, "dev-a", "team-a", append([]string{"create", "placed", "--workers", "2", "--dry-run=server", "-o", "yaml"}, onKwok...)...)
 		expect(t, r, 0)
