@@ -272,6 +272,15 @@ func (l *logsOptions) Run(ctx context.Context) error {
 				continue
 			}
 			rc, err := cl.cs.CoreV1().Pods(s.pod.Namespace).GetLogs(s.pod.Name, opts).Stream(ctx)
+			if err != nil && notStartedYet(err) {
+				// Its program never started (a step before it, such as the
+				// Launcher's wait for the Workers, failed or still runs):
+				// that step's output says why.
+				if irc, init, ierr := initLogs(ctx, cl, &s.pod, opts); ierr == nil {
+					fmt.Fprintf(l.ErrOut, "%s: its program has not started (%s); the output of its init container %s:\n", s.label, waitingReason(&s.pod), init)
+					rc, err = irc, nil
+				}
+			}
 			if apierrors.IsNotFound(err) && len(sources) > 1 {
 				continue // the pod went away meanwhile (Workers end with the job)
 			}
@@ -697,6 +706,33 @@ func noStoreHint(stored bool) string {
 // notStartedYet reports the API server's answer for a container that has
 // not started: "container \"node\" in pod \"x\" is waiting to start:
 // ContainerCreating".
+// initLogs opens the log of the pod's init container that ran last (the
+// one that failed, or the one still running), and names it.
+func initLogs(ctx context.Context, cl *clients, pod *corev1.Pod, opts *corev1.PodLogOptions) (io.ReadCloser, string, error) {
+	statuses := pod.Status.InitContainerStatuses
+	for i := len(statuses) - 1; i >= 0; i-- {
+		cs := statuses[i]
+		if cs.State.Running == nil && cs.State.Terminated == nil {
+			continue
+		}
+		o := opts.DeepCopy()
+		o.Container = cs.Name
+		rc, err := cl.cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, o).Stream(ctx)
+		return rc, cs.Name, err
+	}
+	return nil, "", fmt.Errorf("no init container of pod %s has run", pod.Name)
+}
+
+// waitingReason is why the pod's program container waits ("PodInitializing").
+func waitingReason(pod *corev1.Pod) string {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.State.Waiting != nil && cs.State.Waiting.Reason != "" {
+			return cs.State.Waiting.Reason
+		}
+	}
+	return "waiting"
+}
+
 func notStartedYet(err error) bool {
 	return apierrors.IsBadRequest(err) && (strings.Contains(err.Error(), "is waiting to start") || strings.Contains(err.Error(), "PodInitializing"))
 }

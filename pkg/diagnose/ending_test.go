@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/mpijob/mpijob/pkg/api"
@@ -130,5 +131,33 @@ func TestEndedJobSaysWhy(t *testing.T) {
 				t.Errorf("subject %v, want Worker 1", s.Subject)
 			}
 		})
+	}
+}
+
+// A Launcher whose wait for the Workers gave up (a Worker on a node that
+// runs no container, such as a kwok node) fails before mpirun: the init
+// container's termination message names the Worker, instead of "jobset
+// failed".
+func TestLauncherInitFailureIsNamed(t *testing.T) {
+	l := launcher()
+	l.Status.Phase = corev1.PodFailed
+	l.Status.InitContainerStatuses = []corev1.ContainerStatus{{Name: "wait-for-workers", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+		ExitCode: 1, Reason: "Error", Message: "Worker gpukwok-node-0-1.gpukwok: sshd on port 2222 did not answer the Launcher within 120 s\n"}}}}
+	l.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "node", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "PodInitializing"}}}}
+	in := Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "jobset failed: first failed job: gpukwok-launcher-0").obj(), JobSet: jobset(2), Now: t0,
+		Launcher: pods(l), Workers: pods(worker("0").running(true), worker("1").running(true))}
+	s := Diagnose(in)
+	if s.Phase != api.PhaseFailed || s.Reason != ReasonHostUnreachable {
+		t.Fatalf("%s %s: %s; want Failed HostUnreachable", s.Phase, s.Reason, s.Message)
+	}
+	want := "The Launcher gave up before mpirun started: Worker 1 (gpukwok-node-0-1) did not answer on port 2222 within 120 s (the Launcher's wait-for-workers step), so the job failed."
+	if s.Message != want {
+		t.Errorf("message\n got %q\nwant %q", s.Message, want)
+	}
+	if !strings.Contains(s.NextStep, "kwok") || !strings.Contains(s.NextStep, "kubectl mpijob describe hello") {
+		t.Errorf("next step %q", s.NextStep)
+	}
+	if s.Subject == nil || *s.Subject != *api.WorkerRef(1) {
+		t.Errorf("subject %v, want Worker 1", s.Subject)
 	}
 }

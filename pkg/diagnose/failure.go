@@ -137,6 +137,9 @@ func explainFailure(in Input) finding {
 			return finding{reason: r, message: m, next: n, subject: api.LauncherRef()}
 		}
 	}
+	if f, ok := launcherInitFailed(in); ok {
+		return f
+	}
 	// The rules read the program's and mpirun's words: rank tags out.
 	text := logs.StripRanks(in.LauncherLog)
 	for _, rules := range [][]logRule{limitRules, programRules, logRules, rankFailedRules} {
@@ -428,4 +431,54 @@ func launcherKilled(in Input) (reason, message string, next []api.Step, ok bool)
 			step("Ask an administrator whether node "+p.Spec.NodeName+" ran out of memory (its SystemOOM events)."),
 			stepf("Read the Launcher log (`%s`) for what it did last.", cli("logs")),
 			stepf("Resubmit the job (`%s`).", cli("clone"))), true
+}
+
+// workerDidNotAnswer is the runtimes' wait-for-workers step giving up:
+// "Worker HOST: sshd on port 2222 did not answer the Launcher within 120 s".
+var workerDidNotAnswer = regexp.MustCompile(`Worker (\S+?): sshd on port (\d+) did not answer the Launcher within (\d+ s)`)
+
+// launcherInitFailed explains a Launcher whose init container failed, so
+// mpirun never started (its main container's log is empty: "waiting to
+// start: PodInitializing"): the container's termination message (its log's
+// last words, FallbackToLogsOnError) says why.
+func launcherInitFailed(in Input) (finding, bool) {
+	for _, p := range in.Launcher {
+		for _, cs := range p.Status.InitContainerStatuses {
+			t := cs.State.Terminated
+			if t == nil || t.ExitCode == 0 {
+				continue
+			}
+			said := strings.TrimSpace(t.Message)
+			if m := workerDidNotAnswer.FindStringSubmatch(said); m != nil {
+				host := strings.SplitN(m[1], ".", 2)[0]
+				who := "Worker " + host
+				var subject *api.PodRef
+				if i := strings.LastIndex(host, "-"); i > 0 {
+					if n, err := strconv.Atoi(host[i+1:]); err == nil {
+						who = fmt.Sprintf("Worker %d (%s)", n, host)
+						subject = api.WorkerRef(int32(n))
+					}
+				}
+				return finding{reason: ReasonHostUnreachable,
+					message: fmt.Sprintf("The Launcher gave up before mpirun started: %s did not answer on port %s within %s (the Launcher's %s step), so the job failed.", who, m[2], m[3], cs.Name),
+					next: ranked(
+						stepf("Check that every Worker runs and is Ready (`%s`): a Worker on a simulated node, such as the local cluster's kwok GPU nodes, runs no container, so nothing ever answers; run GPU jobs where the nodes have real GPUs, or on CPUs (`--runtime mpi-openmpi --gpus 0`).", cli("describe")),
+						step("Check that no NetworkPolicy of the namespace blocks port "+m[2]+" between the job's pods, and that the Worker image runs sshd on it.")),
+					subject: subject}, true
+			}
+			msg := fmt.Sprintf("The Launcher's %s step exited with code %d before mpirun started, so the job failed.", cs.Name, t.ExitCode)
+			if said != "" {
+				msg += fmt.Sprintf(" It said: %q.", trimMessage(lastLine(said), 300))
+			}
+			return finding{reason: ReasonLauncherFailed, message: msg,
+				next: ranked(stepf("Read its output (`%s`) and fix what it waits for.", cli("logs"))), subject: api.LauncherRef()}, true
+		}
+	}
+	return finding{}, false
+}
+
+// lastLine is the last non-empty line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
 }
