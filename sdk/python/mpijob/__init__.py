@@ -20,12 +20,14 @@ from .errors import (
     PermissionDeniedError,
     QuotaExceededError,
     WaitTimeoutError,
+    explain,
 )
 from .logs import merge_logs
 from .redact import Redactor, redact
 from .types import PHASES, FailedPod, JobEvent, JobRow, JobSpec, JobStatus, LifecycleEvent, MPIJob, PodRecord, PodRef, Runtime, Transition, is_job_object
 
 __all__ = [
+    "explain",
     "PHASES",
     "APIUnreachableError",
     "FailedPod",

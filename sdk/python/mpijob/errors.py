@@ -139,3 +139,35 @@ def from_api_exception(e: Any, name: str = "") -> MPIJobError:
     if status == 409:
         return InvalidJobError(message + " (pick another name, or delete the job first)", field="name")
     return MPIJobError(f"API error {status}: {message}")
+
+
+def explain(e: BaseException) -> MPIJobError | None:
+    """The cluster's refusal inside another client's exception, as a typed mpijob error (None when
+    there is none). The official Kubeflow SDK raises ``RuntimeError("Failed to create TrainJob: ...")``
+    and keeps the API server's answer, where mpijob's admission says what is wrong and the fix, in
+    ``__cause__``::
+
+        from kubeflow.trainer import TrainerClient
+        import mpijob
+
+        try:
+            TrainerClient().train(runtime=..., trainer=...)
+        except RuntimeError as e:
+            refusal = mpijob.explain(e)
+            if refusal is None:
+                raise
+            print(refusal)  # the field, the value and the fix, as kubectl mpijob says them
+
+    It follows ``__cause__`` and ``__context__`` to the first ``kubernetes.client.ApiException`` (or
+    an exception with its ``status`` and ``body``) and maps it as the mpijob SDK's own calls do.
+    """
+    seen: set[int] = set()
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        if isinstance(cur, MPIJobError):
+            return cur
+        if isinstance(getattr(cur, "status", None), int) and hasattr(cur, "body"):
+            return from_api_exception(cur)
+        cur = cur.__cause__ or cur.__context__
+    return None

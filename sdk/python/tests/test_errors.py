@@ -81,3 +81,31 @@ def test_runtime_not_seen_matches_the_cli(v):
     from mpijob import jobspec
     assert jobspec.try_again(v["error"], True) == v["retry"]
     assert jobspec.try_again(v["error"], False) == v.get("anyCreate", False)
+
+
+def test_explain_finds_the_refusal_another_sdk_hides_in_its_cause():
+    """The Kubeflow SDK raises RuntimeError("Failed to create TrainJob ...") from the API's answer:
+    mpijob.explain gives the refusal as mpijob's own calls would, naming the field."""
+    import mpijob
+
+    class ApiException(Exception):
+        def __init__(self, status, body):
+            super().__init__(f"({status})")
+            self.status, self.body, self.reason = status, body, "Unprocessable Entity"
+
+    body = json.dumps({"kind": "Status", "status": "Failure", "reason": "Invalid", "code": 422,
+                       "message": 'admission webhook "validate.trainjob.mpijob.dev" denied the request: spec.trainer.image: Forbidden: '
+                                  "runtime mpi-openmpi gives the image to the Launcher only: use kubectl mpijob create --image",
+                       "details": {"causes": [{"field": "spec.trainer.image", "message": "Forbidden"}]}})
+    try:
+        try:
+            raise ApiException(422, body)
+        except Exception as inner:
+            raise RuntimeError("Failed to create TrainJob: team-a/x") from inner
+    except RuntimeError as e:
+        got = mpijob.explain(e)
+    assert isinstance(got, mpijob.InvalidJobError) and got.field == "spec.trainer.image", got
+    assert "kubectl mpijob create --image" in str(got)
+    assert mpijob.explain(RuntimeError("no cause")) is None
+    quota = mpijob.QuotaExceededError("over", [])
+    assert mpijob.explain(RuntimeError("wrapped")) is None and mpijob.explain(quota) is quota

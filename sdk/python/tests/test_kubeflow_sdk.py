@@ -12,6 +12,7 @@ from kubeflow.common.types import KubernetesBackendConfig
 from kubeflow.trainer import CustomTrainerContainer, TrainerClient
 from kubernetes.client.rest import ApiException
 
+import mpijob
 from mpijob import MPIJobClient
 
 USER_IMAGE = "localhost/mpijob/user-train:1"
@@ -101,5 +102,8 @@ def test_train_that_would_reach_the_launcher_only_is_refused(kubeconfig_path, tr
     assert isinstance(cause, ApiException) and cause.status in (400, 403, 422), cause
     body = cause.body if isinstance(cause.body, str) else cause.body.decode()
     assert field in body and "mpi-openmpi" in body and "kubectl mpijob create" in body, body
+    # mpijob.explain reads the same refusal out of the Kubeflow SDK's exception, as docs/runtimes.md shows.
+    refusal = mpijob.explain(e.value)
+    assert isinstance(refusal, mpijob.InvalidJobError) and "kubectl mpijob create" in str(refusal), refusal
     # Refused at admission: nothing was stored, so the list says so at once.
     assert {j.name for j in tc.list_jobs()} == before

@@ -55,7 +55,7 @@ def render() -> str:
         parts.append(f"## {cls.__name__}\n\n{inspect.getdoc(cls)}\n\nFields: {fields}.\n")
     parts.append("## Errors\n\n" + inspect.getdoc(errors) + "\n")
     for name in ("MPIJobError", "InvalidJobError", "JobNotFoundError", "PermissionDeniedError", "QuotaExceededError",
-                 "JobFailedError", "WaitTimeoutError"):
+                 "JobFailedError", "WaitTimeoutError", "explain"):
         parts.append(f"### `{name}`\n\n{inspect.getdoc(getattr(errors, name))}\n")
     parts.append("## Phases\n\n" + ", ".join(f"`{p}`" for p in mpijob.PHASES) +
                  ". The same words as `kubectl mpijob` and docs/troubleshooting.md.\n")
