@@ -306,21 +306,25 @@ func (c *Cluster) Finish(ctx context.Context) error {
 			return err
 		}
 	}
+	// The tenants' shared claims need none of the later builds: they are
+	// there as soon as jobs can run (docs/training.md's --pvc shared-data).
+	done := p.Step("creating the ReadWriteMany claim %s in each tenant namespace", SharedClaim)
+	if err := c.startSharedVolumes(ctx); err != nil {
+		return err
+	}
+	done()
 	if err := c.await(ctx, c.later, laterParts); err != nil {
 		return err
 	}
 
-	done := p.Step("starting the log store (Grafana Loki %s, built from its Go module) and its collector of the nodes' pod logs", toolchain.LokiVersion)
+	done = p.Step("starting the log store (Grafana Loki %s, built from its Go module) and its collector of the nodes' pod logs", toolchain.LokiVersion)
 	if err := c.startLogStore(ctx); err != nil {
 		return err
 	}
 	done()
 
-	done = p.Step("starting the S3 object store (versitygw %s) on %s: a bucket, an account and the data connection %s per tenant namespace, the digits dataset in each bucket; a ReadWriteMany claim %s per tenant namespace", toolchain.VersityGWVersion, S3Endpoint, DataConnectionName, SharedClaim)
+	done = p.Step("starting the S3 object store (versitygw %s) on %s: a bucket, an account and the data connection %s per tenant namespace, the digits dataset in each bucket", toolchain.VersityGWVersion, S3Endpoint, DataConnectionName)
 	if err := c.startS3(ctx); err != nil {
-		return err
-	}
-	if err := c.startSharedVolumes(ctx); err != nil {
 		return err
 	}
 	done()
