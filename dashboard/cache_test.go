@@ -278,7 +278,7 @@ func TestJobListCacheStopsServingAUserWhoLostAccess(t *testing.T) {
 	f.serveTrainJobs(t)
 	// Asked again on every request after the first.
 	f.server.recheck = time.Nanosecond
-	rbac["dev-c"] = []grant{{ns: "team-a", verbs: "get,list,watch", resources: "trainjobs"}}
+	rbac["dev-c"] = []grant{{ns: "team-a", verbs: "get,list,watch", resources: "trainjobs"}, {verbs: "get,list,watch", resources: "clustertrainingruntimes"}}
 	t.Cleanup(func() { delete(rbac, "dev-c") })
 	if code, names := listNames(t, f, "dev-c"); code != http.StatusOK || len(names) != 1 {
 		t.Fatalf("dev-c's list of team-a: %d %v, want the job", code, names)

@@ -31,6 +31,10 @@ type JobQuery struct {
 	Asc bool
 	// Page (from 1) of PerPage jobs; PerPage 0 is every job on one page.
 	Page, PerPage int
+	// AllFrameworks lists the TrainJobs of other frameworks too
+	// (frameworks=all); the list is of MPI jobs otherwise, by the rule
+	// admission, the CLI and the SDK share (jobview.IsMPIJob).
+	AllFrameworks bool
 
 	re *regexp.Regexp
 }
@@ -92,6 +96,13 @@ func ParseJobQuery(v url.Values) (JobQuery, error) {
 	default:
 		return q, fmt.Errorf("order %q: use asc or desc", o)
 	}
+	switch f := v.Get("frameworks"); f {
+	case "", "mpi":
+	case "all":
+		q.AllFrameworks = true
+	default:
+		return q, fmt.Errorf("frameworks %q: use mpi (the default: MPI jobs only) or all (every TrainJob)", f)
+	}
 	if p := v.Get("page"); p != "" {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 1 {
@@ -137,11 +148,16 @@ func (q JobQuery) matches(j *jobview.Job) bool {
 // Apply filters, sorts and pages jobs (in any order). It leaves jobs as
 // they are; the page holds copies of its rows.
 func (q JobQuery) Apply(jobs []jobview.Job) JobPage {
-	out := JobPage{All: len(jobs), Runtimes: []string{}, Page: 1, PerPage: q.PerPage}
+	out := JobPage{Runtimes: []string{}, Page: 1, PerPage: q.PerPage}
 	seen := map[string]bool{}
 	shown := make([]*jobview.Job, 0, len(jobs))
 	for i := range jobs {
 		j := &jobs[i]
+		if !j.MPI && !q.AllFrameworks {
+			// Another framework's TrainJob: not in an MPI view.
+			continue
+		}
+		out.All++
 		if j.Runtime != "" && !seen[j.Runtime] {
 			seen[j.Runtime] = true
 			out.Runtimes = append(out.Runtimes, j.Runtime)

@@ -53,7 +53,7 @@ func TestParseJobQueryErrors(t *testing.T) {
 func TestJobQueryApply(t *testing.T) {
 	t0 := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
 	job := func(ns, name, rt string, phase api.Phase, age int) jobview.Job {
-		return jobview.Job{Namespace: ns, Name: name, Runtime: rt, Phase: phase, Created: t0.Add(-time.Duration(age) * time.Minute)}
+		return jobview.Job{Namespace: ns, Name: name, Runtime: rt, Phase: phase, Created: t0.Add(-time.Duration(age) * time.Minute), MPI: true}
 	}
 	// Newest first, as jobsWithin lists them; b-2 and a-2 were created together.
 	jobs := []jobview.Job{
@@ -63,6 +63,10 @@ func TestJobQueryApply(t *testing.T) {
 		job("team-b", "b-2", "mpi-openmpi", api.PhaseSucceeded, 3),
 		job("team-b", "Train-9", "", api.PhasePending, 4),
 	}
+	// A PyTorch TrainJob: in no MPI view, counted nowhere, unless asked for.
+	torch := job("team-a", "torch-1", "torch-distributed", api.PhaseRunning, 0)
+	torch.MPI = false
+	jobs = append([]jobview.Job{torch}, jobs...)
 	type want struct {
 		Names                   []string
 		Total, All, Page, PerPg int
@@ -88,6 +92,7 @@ func TestJobQueryApply(t *testing.T) {
 		"past the last page: the last":          {"perPage=2&page=9", want{[]string{"Train-9"}, 5, 5, 3, 2}},
 		"a page of filtered jobs":               {"perPage=1&page=2&runtime=mpi-openmpi&sort=name", want{[]string{"b-2"}, 3, 5, 2, 1}},
 		"nothing matches: page 1":               {"perPage=2&page=4&phase=Suspended", want{nil, 0, 5, 1, 2}},
+		"every framework":                       {"frameworks=all&runtime=torch-distributed", want{[]string{"torch-1"}, 1, 6, 1, 0}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -108,7 +113,11 @@ func TestJobQueryApply(t *testing.T) {
 			if d := cmp.Diff(tc.want, got); d != "" {
 				t.Errorf("%q (-want +got):\n%s", tc.query, d)
 			}
-			if d := cmp.Diff([]string{"mpi-mpich", "mpi-openmpi"}, p.Runtimes); d != "" {
+			runtimes := []string{"mpi-mpich", "mpi-openmpi"}
+			if q.AllFrameworks {
+				runtimes = append(runtimes, "torch-distributed")
+			}
+			if d := cmp.Diff(runtimes, p.Runtimes); d != "" {
 				t.Errorf("runtimes (-want +got):\n%s", d)
 			}
 			if d := cmp.Diff(jobs, in); d != "" {
