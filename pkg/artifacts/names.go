@@ -31,6 +31,10 @@ func NameProblem(name string) string {
 		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' {
 			return fmt.Sprintf("has the control character %U", r)
 		}
+		if unicode.Is(unicode.Cf, r) {
+			// Invisible: U+202E turns what follows around on screen.
+			return fmt.Sprintf("has the invisible format character %U", r)
+		}
 		if r == '\\' {
 			return "has a backslash"
 		}
@@ -44,6 +48,11 @@ func NameProblem(name string) string {
 			return "climbs out of the job's folder (..)"
 		case ".", "":
 			return "has an empty or '.' folder"
+		}
+		if strings.HasPrefix(part, ".") {
+			// .git/config, .bashrc: a hidden file changes what tools run
+			// in the folder do.
+			return "is hidden (a file or folder starting with '.', such as .git or .bashrc, changes what tools in the folder do)"
 		}
 	}
 	return ""

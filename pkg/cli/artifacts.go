@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -21,7 +22,8 @@ import (
 type artifactsOptions struct {
 	*Options
 	name     string
-	download string
+	download  string
+	overwrite bool
 	only     []string
 	now      func() time.Time
 	// open finds a job's store (artifacts.Open; a fake in unit tests).
@@ -51,6 +53,7 @@ func newArtifactsCommand(o *Options) *cobra.Command {
 	}
 	cmd.Flags().StringVar(&a.download, "download", "", "download the artifacts into this folder (made if missing)")
 	cmd.Flags().StringArrayVar(&a.only, "file", nil, "with --download, only this artifact (repeatable)")
+	cmd.Flags().BoolVar(&a.overwrite, "overwrite", false, "with --download, replace files that already exist in the folder (without it, nothing is downloaded when one would be replaced)")
 	return cmd
 }
 
@@ -100,7 +103,12 @@ func (a *artifactsOptions) Run(ctx context.Context) error {
 		w := tabwriter.NewWriter(a.Out, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(w, "NAME\tSIZE\tAGE")
 		for _, o := range objs {
-			fmt.Fprintf(w, "%s\t%s\t%s\n", o.Name, humanBytes(o.Size), duration.HumanDuration(a.now().Sub(o.LastModified)))
+			name := o.Name
+			if artifacts.NameProblem(name) != "" {
+				// A newline or U+202E in a name must not fake a row.
+				name = strconv.Quote(name)
+			}
+			fmt.Fprintf(w, "%s\t%s\t%s\n", name, humanBytes(o.Size), duration.HumanDuration(a.now().Sub(o.LastModified)))
 		}
 		return w.Flush()
 	}
@@ -118,6 +126,27 @@ func (a *artifactsOptions) Run(ctx context.Context) error {
 	if len(want) > 0 {
 		missing := slices.Sorted(maps.Keys(want))
 		return usageErr("--file %s: %s has no such artifact; it has %s", missing[0], where, names(objs))
+	}
+	// Nothing already in the folder is replaced unless asked: a job
+	// chooses its artifacts' names, and the folder is the user's.
+	if !a.overwrite {
+		var there []string
+		for _, o := range picked {
+			if artifacts.NameProblem(o.Name) != "" {
+				continue
+			}
+			dst := filepath.Join(a.download, filepath.FromSlash(o.Name))
+			if _, err := os.Lstat(dst); err == nil {
+				there = append(there, dst)
+			}
+		}
+		if len(there) > 0 {
+			more := ""
+			if len(there) > 1 {
+				more = fmt.Sprintf(" (and %d more)", len(there)-1)
+			}
+			return usageErr("--download %s: %s already exists%s: nothing was downloaded; give --overwrite to replace, or download into another folder", a.download, there[0], more)
+		}
 	}
 	for i, o := range picked {
 		if why := artifacts.NameProblem(o.Name); why != "" {

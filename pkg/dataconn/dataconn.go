@@ -11,6 +11,7 @@ package dataconn
 
 import (
 	"fmt"
+	"path"
 	"net/url"
 	"regexp"
 	"slices"
@@ -358,7 +359,14 @@ func validateMountPath(mp string) string {
 	if !strings.HasPrefix(mp, "/") || strings.Contains(mp, ":") || strings.Contains(mp, "..") {
 		return fmt.Sprintf("mount path %q must be an absolute path without ':' or '..', e.g. /mnt/data", mp)
 	}
-	for _, reserved := range []string{"/home/mpiuser", "/proc", "/dev", "/sys", "/usr", "/bin", "/lib", "/etc"} {
+	if clean := path.Clean(mp); clean != mp {
+		// //etc and /./etc are /etc: judged as written, they slipped past.
+		return fmt.Sprintf("mount path %q is %s written another way: write it plainly, without '//', '/./' or a trailing '/', e.g. /mnt/data", mp, clean)
+	}
+	if mp == "/" {
+		return fmt.Sprintf("mount path %q would hide the whole file system of the pods: use a path under /mnt", mp)
+	}
+	for _, reserved := range []string{"/home/mpiuser", "/proc", "/dev", "/sys", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/opt/mpijob"} {
 		if mp == reserved || strings.HasPrefix(mp, reserved+"/") {
 			return fmt.Sprintf("mount path %q would hide %s, which the MPI runtime needs: use a path under /mnt", mp, reserved)
 		}

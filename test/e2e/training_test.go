@@ -581,6 +581,9 @@ func TestPVCInAndOut(t *testing.T) {
 		if math.Abs(got-metrics.Accuracy) > 0.5/360 || math.Abs(got-acc) > 0.5/360+1e-4 {
 			t.Errorf("the model downloaded from PVC %s scores %.4f, the job said %.4f", localcluster.SharedClaim, got, metrics.Accuracy)
 		}
+		// Downloading again replaces nothing unless asked.
+		expect(t, mpijob(t, user, ns, "artifacts", writer, "--download", dir), 2, "already exists (and 1 more): nothing was downloaded; give --overwrite to replace")
+		expect(t, mpijob(t, user, ns, "artifacts", writer, "--download", dir, "--overwrite"), 0, "[2/2]")
 		expect(t, mpijob(t, user, ns, "artifacts", writer, "--download", dir, "--file", "model.pt"), 2,
 			"--file model.pt: pvc://"+localcluster.SharedClaim+"/"+writer+"/ has no such artifact; it has metrics.json, model.npz")
 

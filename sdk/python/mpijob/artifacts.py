@@ -37,6 +37,8 @@ def name_problem(name: str) -> str:
     for ch in name:
         if unicodedata.category(ch) == "Cc" or ch in "\u2028\u2029":
             return f"has the control character U+{ord(ch):04X}"
+        if unicodedata.category(ch) == "Cf":
+            return f"has the invisible format character U+{ord(ch):04X}"
         if ch == "\\":
             return "has a backslash"
     if name.startswith("/"):
@@ -46,6 +48,8 @@ def name_problem(name: str) -> str:
             return "climbs out of the job's folder (..)"
         if part in (".", ""):
             return "has an empty or '.' folder"
+        if part.startswith("."):
+            return "is hidden (a file or folder starting with '.', such as .git or .bashrc, changes what tools in the folder do)"
     return ""
 
 
@@ -74,7 +78,18 @@ def _explain(connection: str, data: dict[str, str], e: Exception) -> MPIJobError
     return MPIJobError(f"data connection {connection}: {ep}: {e}")
 
 
-def list_and_download(connection: str, data: dict[str, str], job: str, download_dir: str | None, files: list[str]) -> list[dict[str, Any]]:
+def _refuse_overwrite(picked: list[dict[str, Any]], download_dir: str) -> None:
+    """Nothing already in download_dir is replaced unless asked (Go: the CLI's --overwrite)."""
+    there = [dst for o in picked if not name_problem(o["name"])
+             for dst in [os.path.join(download_dir, *o["name"].split("/"))] if os.path.lexists(dst)]
+    if there:
+        more = f" (and {len(there) - 1} more)" if len(there) > 1 else ""
+        raise InvalidJobError(f"download_dir {download_dir!r}: {there[0]} already exists{more}: nothing was downloaded; "
+                              "pass overwrite=True to replace, or download into another folder", field="overwrite")
+
+
+def list_and_download(connection: str, data: dict[str, str], job: str, download_dir: str | None, files: list[str],
+                      overwrite: bool = False) -> list[dict[str, Any]]:
     s3 = _client(data)
     bucket, prefix = data["AWS_S3_BUCKET"].strip(), job + "/"
     out: list[dict[str, Any]] = []
@@ -97,6 +112,8 @@ def list_and_download(connection: str, data: dict[str, str], job: str, download_
     if missing:
         raise InvalidJobError(f"files {missing!r}: s3://{bucket}/{prefix} has no such artifact; it has {sorted(have)}", field="files")
     picked = [o for o in out if not files or o["name"] in files]
+    if not overwrite:
+        _refuse_overwrite(picked, download_dir)
     for o in picked:
         if why := name_problem(o["name"]):
             o["skipped"] = f"the name {why}, so it is not written under {download_dir}"
@@ -262,7 +279,7 @@ def _b64_stream(chunks: Iterator[str]) -> Iterator[bytes]:
         yield base64.b64decode(rest)
 
 
-def list_and_download_pvc(reader: PVCReader, download_dir: str | None, files: list[str]) -> list[dict[str, Any]]:
+def list_and_download_pvc(reader: PVCReader, download_dir: str | None, files: list[str], overwrite: bool = False) -> list[dict[str, Any]]:
     out = reader.list()
     if download_dir is None:
         if files:
@@ -273,6 +290,8 @@ def list_and_download_pvc(reader: PVCReader, download_dir: str | None, files: li
     if missing:
         raise InvalidJobError(f"files {missing!r}: {reader.uri} has no such artifact; it has {sorted(have)}", field="files")
     picked = [o for o in out if not files or o["name"] in files]
+    if not overwrite:
+        _refuse_overwrite(picked, download_dir)
     for o in picked:
         if why := name_problem(o["name"]):
             o["skipped"] = f"the name {why}, so it is not written under {download_dir}"

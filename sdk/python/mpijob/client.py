@@ -147,10 +147,14 @@ class MPIJobClient:
         time each was logged (read from the Launcher's log; empty when none)."""
         return self._backend.get_progress(name=name)
 
-    def get_artifacts(self, name: str, download_dir: str | None = None, files: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    def get_artifacts(self, name: str, download_dir: str | None = None, files: Sequence[str] | None = None,
+                      overwrite: bool = False) -> list[dict[str, Any]]:
         """What job ``name`` wrote to its ``$MPIJOB_OUTPUT_URI``:
         ``[{"name": "model.npz", "size": 1234, "last_modified": datetime, "uri": ...}]``.
         With ``download_dir``, download them (or only ``files``) there; each gets a ``"path"``.
+        A file already in ``download_dir`` is not replaced unless ``overwrite=True`` (nothing is
+        downloaded then); a name that is hidden (``.git/config``), climbs out of the folder or
+        has control or invisible characters is skipped (``"skipped"`` says why).
 
         On a data connection, the objects under ``s3://BUCKET/NAME/``: the connection's Secret
         is read as you, and boto3 is needed (``pip install 'mpijob[s3]'``). On a PVC (a job with
@@ -160,7 +164,7 @@ class MPIJobClient:
         Raises :class:`InvalidJobError` when the job has neither or a file is not there,
         :class:`MPIJobError` naming the connection or claim when reading fails.
         """
-        return self._backend.get_artifacts(name=name, download_dir=download_dir, files=files)
+        return self._backend.get_artifacts(name=name, download_dir=download_dir, files=files, overwrite=overwrite)
 
     def get_job(self, name: str) -> MPIJob:
         """The job ``name`` with its status (phase, Launcher, Workers ready/total,

@@ -247,10 +247,22 @@ def validate_pvc(p: PVC) -> str:
     return _validate_mount_path(mount_path_of(p))
 
 
+def _clean_path(mp: str) -> str:
+    """Go's path.Clean for an absolute path without '..': no '//', no '.', no trailing '/'."""
+    parts = [p for p in mp.split("/") if p not in ("", ".")]
+    return "/" + "/".join(parts)
+
+
 def _validate_mount_path(mp: str) -> str:
     if not mp.startswith("/") or ":" in mp or ".." in mp:
         return f'mount path "{mp}" must be an absolute path without \':\' or \'..\', e.g. /mnt/data'
-    for reserved in ("/home/mpiuser", "/proc", "/dev", "/sys", "/usr", "/bin", "/lib", "/etc"):
+    clean = _clean_path(mp)
+    if clean != mp:
+        # //etc and /./etc are /etc: judged as written, they slipped past.
+        return f'mount path "{mp}" is {clean} written another way: write it plainly, without \'//\', \'/./\' or a trailing \'/\', e.g. /mnt/data'
+    if mp == "/":
+        return f'mount path "{mp}" would hide the whole file system of the pods: use a path under /mnt'
+    for reserved in ("/home/mpiuser", "/proc", "/dev", "/sys", "/usr", "/bin", "/sbin", "/lib", "/lib64", "/etc", "/opt/mpijob"):
         if mp == reserved or mp.startswith(reserved + "/"):
             return f'mount path "{mp}" would hide {reserved}, which the MPI runtime needs: use a path under /mnt'
     return ""

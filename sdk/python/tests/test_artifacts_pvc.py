@@ -128,3 +128,20 @@ def test_a_user_who_may_not_create_pods() -> None:
     with pytest.raises(PermissionDeniedError, match=want), artifacts.PVCReader(be, TJ, TEMPLATE, PVC(claim="shared-data")) as r:
         r.list()
     assert be.deleted == []
+
+
+def test_a_download_replaces_nothing_unless_asked_and_writes_no_hidden_file(tmp_path: pathlib.Path) -> None:
+    """The red team's PVC: a planted .git/config is never written, and a file already in the folder is kept
+    (nothing downloaded) unless overwrite=True."""
+    be = FakeBackend({".git/config": b"[core]\n\tfsmonitor = touch /tmp/pwned", "model.pt": b"new"})
+    (tmp_path / "model.pt").write_bytes(b"mine")
+    with pytest.raises(InvalidJobError, match=r"model.pt already exists: nothing was downloaded; pass overwrite=True") as e, \
+            artifacts.PVCReader(be, TJ, TEMPLATE, PVC(claim="shared-data")) as r:
+        artifacts.list_and_download_pvc(r, str(tmp_path), [])
+    assert e.value.field == "overwrite"
+    assert (tmp_path / "model.pt").read_bytes() == b"mine"
+    with artifacts.PVCReader(be, TJ, TEMPLATE, PVC(claim="shared-data")) as r:
+        got = artifacts.list_and_download_pvc(r, str(tmp_path), [], overwrite=True)
+    assert (tmp_path / "model.pt").read_bytes() == b"new"
+    assert not (tmp_path / ".git").exists()
+    assert [o["name"] for o in got if "skipped" in o] == [".git/config"]

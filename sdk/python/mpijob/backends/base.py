@@ -37,7 +37,8 @@ class Backend(abc.ABC):
         ...
 
     @abc.abstractmethod
-    def get_artifacts(self, name: str, download_dir: str | None = None, files: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    def get_artifacts(self, name: str, download_dir: str | None = None, files: Sequence[str] | None = None,
+                      overwrite: bool = False) -> list[dict[str, Any]]:
         ...
 
     @abc.abstractmethod

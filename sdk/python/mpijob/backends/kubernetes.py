@@ -149,7 +149,8 @@ class KubernetesBackend(Backend):
         log = self._api.pod_log(launchers[0].metadata.name, container="node", timestamps=True)
         return _progress.parse_log(log or "")
 
-    def get_artifacts(self, name: str, download_dir: str | None = None, files: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    def get_artifacts(self, name: str, download_dir: str | None = None, files: Sequence[str] | None = None,
+                      overwrite: bool = False) -> list[dict[str, Any]]:
         from .. import artifacts as _artifacts
 
         obj = self._get(name)
@@ -165,7 +166,7 @@ class KubernetesBackend(Backend):
         if not conns and pvcs:
             with _artifacts.PVCReader(self._api, obj, _artifacts.reader_template(spec), pvcs[0],
                                       say=_log.info) as reader:
-                return _artifacts.list_and_download_pvc(reader, download_dir, list(files or []))
+                return _artifacts.list_and_download_pvc(reader, download_dir, list(files or []), overwrite)
         if not conns:
             raise InvalidJobError(f"job {name} has no data connection or PVC, so it has no artifacts to list: create it "
                                   f"with data_connection= or pvc= and have it write to ${_dataconn.OUTPUT_ENV}", field="name")
@@ -174,7 +175,7 @@ class KubernetesBackend(Backend):
         if problem is not None:
             raise InvalidJobError(str(problem), field="data_connection")
         assert secret is not None
-        return _artifacts.list_and_download(conns[0], secret["data"], name, download_dir, list(files or []))
+        return _artifacts.list_and_download(conns[0], secret["data"], name, download_dir, list(files or []), overwrite)
 
     def _create(self, job: _jobspec.Job, dry_run: bool) -> MPIJob:
         body, rt = job.train_job, job.runtime
