@@ -95,4 +95,6 @@ const exitCodes = `## Exit codes
 | 6 | wait / runtimes test: the job finished in another phase (diagnosis printed) |
 | 7 | timeout |
 
+` + "`doctor`" + ` has its own: 0 all is well, 1 warnings, 2 problems.
+
 `

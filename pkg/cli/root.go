@@ -129,6 +129,7 @@ Use it as "kubectl mpijob", "oc mpijob" or on its own.`,
 		newArtifactsCommand(o),
 		newDocsCommand(o),
 		newVersionCommand(o),
+		newDoctorCommand(o),
 	)
 	return root
 }

@@ -108,6 +108,18 @@ func (c *Cluster) installEngine(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
+		// The version each CRD comes from, as a Helm chart labels it:
+		// kubectl mpijob doctor reads it.
+		if _, v, ok := strings.Cut(filepath.Base(dirs[s.mod]), "@"); ok {
+			for _, o := range objs {
+				labels := o.GetLabels()
+				if labels == nil {
+					labels = map[string]string{}
+				}
+				labels["app.kubernetes.io/version"] = v
+				o.SetLabels(labels)
+			}
+		}
 		if err := manifests.Apply(ctx, cl, fieldOwner, objs); err != nil {
 			return err
 		}
