@@ -21,11 +21,11 @@ import (
 // artifactsOptions is `kubectl mpijob artifacts`.
 type artifactsOptions struct {
 	*Options
-	name     string
+	name      string
 	download  string
 	overwrite bool
-	only     []string
-	now      func() time.Time
+	only      []string
+	now       func() time.Time
 	// open finds a job's store (artifacts.Open; a fake in unit tests).
 	open func(ctx context.Context, cl *clients, name string, progress io.Writer) (artifacts.Source, error)
 }

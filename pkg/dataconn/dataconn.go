@@ -11,8 +11,8 @@ package dataconn
 
 import (
 	"fmt"
-	"path"
 	"net/url"
+	"path"
 	"regexp"
 	"slices"
 	"strings"

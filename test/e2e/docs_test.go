@@ -9,8 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -108,7 +108,6 @@ func docCommands(t *testing.T, path string) []docCommand {
 	}
 	return out
 }
-
 
 var makeTarget = regexp.MustCompile(`(?m)^([A-Za-z0-9_.-]+):`)
 
