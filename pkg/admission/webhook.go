@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"sort"
+	"strconv"
 	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -151,6 +153,10 @@ type Validator struct {
 	// can place the job now (free capacity, free GPUs, its Kueue queue),
 	// as warnings. Nil says nothing.
 	Placement Placer
+	// Namespaces reads a job's Namespace (the API server: one read per
+	// create of an MPI job) for its cap on active MPI jobs
+	// (api.MaxActiveJobsAnnotation). Nil skips the check.
+	Namespaces client.Reader
 }
 
 // Placer judges whether the cluster can place a job now
@@ -445,6 +451,11 @@ func (v *Validator) admit(ctx context.Context, tj *trainer.TrainJob, rt *runtime
 	if errs := append(ValidateTrainJob(job, policy), ValidateWorkerFields(job)...); len(errs) > 0 {
 		return nil, invalid(tj, errs)
 	}
+	if create {
+		if err := v.activeJobCap(ctx, tj); err != nil {
+			return nil, err
+		}
+	}
 	if !create || !ours {
 		// Quota was checked when the job was created, and an admitted
 		// job's pods already count against it. A job on another MPI
@@ -664,4 +675,86 @@ func pvcMountErrors(spec *trainer.TrainingRuntimeSpec) field.ErrorList {
 		}
 	}
 	return errs
+}
+
+// activeJobCap refuses a new MPI job in a namespace that already has as
+// many active (unfinished) MPI jobs as its administrator allows
+// (annotation mpijob.dev/max-active-jobs on the Namespace, which tenants
+// cannot edit).
+func (v *Validator) activeJobCap(ctx context.Context, tj *trainer.TrainJob) error {
+	if v.Namespaces == nil || v.Pods == nil {
+		return nil
+	}
+	ns := &corev1.Namespace{}
+	if err := v.Namespaces.Get(ctx, client.ObjectKey{Name: tj.Namespace}, ns); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return apierrors.NewInternalError(fmt.Errorf("failed to read namespace %s for its cap on MPI jobs: %w", tj.Namespace, err))
+	}
+	limit, ok := MaxActiveJobs(ns.Annotations)
+	if !ok {
+		return nil
+	}
+	jobs := &trainer.TrainJobList{}
+	if err := v.Pods.List(ctx, jobs, client.InNamespace(tj.Namespace)); err != nil {
+		return apierrors.NewInternalError(fmt.Errorf("failed to list the MPI jobs of %s: %w", tj.Namespace, err))
+	}
+	active := ActiveMPIJobs(jobs.Items, tj.Name, func(j *trainer.TrainJob) bool {
+		spec, _, found, err := v.Runtimes.Get(ctx, j)
+		return err == nil && found && runtimes.IsMPI(spec)
+	})
+	if len(active) < limit {
+		return nil
+	}
+	return invalid(tj, field.ErrorList{field.Forbidden(field.NewPath("metadata", "namespace"), ActiveJobsDenial(tj.Namespace, limit, active))})
+}
+
+// MaxActiveJobs reads a Namespace's cap on active MPI jobs (ok false: no
+// cap, or a value that is not a whole number of at least 0).
+func MaxActiveJobs(annotations map[string]string) (int, bool) {
+	v, ok := annotations[api.MaxActiveJobsAnnotation]
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		return 0, false
+	}
+	return n, true
+}
+
+// ActiveMPIJobs names the jobs of jobs that are MPI jobs (isMPI) and have
+// not finished, but self (a job of the same name being created again).
+func ActiveMPIJobs(jobs []trainer.TrainJob, self string, isMPI func(*trainer.TrainJob) bool) []string {
+	var out []string
+	for i := range jobs {
+		j := &jobs[i]
+		if j.Name == self || j.DeletionTimestamp != nil || finishedJob(j) || !isMPI(j) {
+			continue
+		}
+		out = append(out, j.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func finishedJob(j *trainer.TrainJob) bool {
+	for _, c := range j.Status.Conditions {
+		if (c.Type == trainer.TrainJobComplete || c.Type == trainer.TrainJobFailed) && c.Status == metav1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
+// ActiveJobsDenial says the cap is reached, with the numbers and the jobs.
+func ActiveJobsDenial(ns string, limit int, active []string) string {
+	names := active
+	more := ""
+	if len(names) > 5 {
+		names, more = names[:5], fmt.Sprintf(" and %d more", len(active)-5)
+	}
+	return fmt.Sprintf("namespace %s allows at most %d active MPI jobs (annotation %s on the namespace), and %d are active (%s%s): wait for one to finish, delete one (kubectl mpijob get; kubectl mpijob delete NAME), or ask an administrator to raise the cap",
+		ns, limit, api.MaxActiveJobsAnnotation, len(active), strings.Join(names, ", "), more)
 }

@@ -479,3 +479,37 @@ func TestPlacementOnDryRunOnly(t *testing.T) {
 		})
 	}
 }
+
+// A namespace's cap on active MPI jobs counts the MPI jobs that have not
+// finished, but the job itself, and says the numbers and the names.
+func TestActiveJobCap(t *testing.T) {
+	job := func(name string, conds ...string) trainer.TrainJob {
+		j := trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		for _, c := range conds {
+			j.Status.Conditions = append(j.Status.Conditions, metav1.Condition{Type: c, Status: metav1.ConditionTrue})
+		}
+		return j
+	}
+	jobs := []trainer.TrainJob{job("a"), job("done", trainer.TrainJobComplete), job("failed", trainer.TrainJobFailed), job("torch"), job("b"), job("again")}
+	isMPI := func(j *trainer.TrainJob) bool { return j.Name != "torch" }
+	if d := cmp.Diff([]string{"a", "b"}, ActiveMPIJobs(jobs, "again", isMPI)); d != "" {
+		t.Errorf("active (-want +got):\n%s", d)
+	}
+	for v, want := range map[string]int{"3": 3, " 0 ": 0} {
+		if n, ok := MaxActiveJobs(map[string]string{api.MaxActiveJobsAnnotation: v}); !ok || n != want {
+			t.Errorf("cap %q: %d %v, want %d", v, n, ok, want)
+		}
+	}
+	for _, bad := range []string{"", "many", "-1"} {
+		if _, ok := MaxActiveJobs(map[string]string{api.MaxActiveJobsAnnotation: bad}); ok {
+			t.Errorf("cap %q taken", bad)
+		}
+	}
+	if _, ok := MaxActiveJobs(nil); ok {
+		t.Error("no annotation, yet a cap")
+	}
+	want := "namespace team-a allows at most 2 active MPI jobs (annotation mpijob.dev/max-active-jobs on the namespace), and 2 are active (a, b): wait for one to finish, delete one (kubectl mpijob get; kubectl mpijob delete NAME), or ask an administrator to raise the cap"
+	if got := ActiveJobsDenial("team-a", 2, []string{"a", "b"}); got != want {
+		t.Errorf("denial\n got %q\nwant %q", got, want)
+	}
+}

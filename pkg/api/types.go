@@ -28,6 +28,10 @@ const (
 	// (RankFailedOthersWaiting, ImagePullFailed, CannotStart) and the grace
 	// period waited. Only the manager writes it (admission).
 	EndedByAnnotation = "mpijob.dev/ended-by"
+	// MaxActiveJobsAnnotation, on a Namespace (set by an administrator:
+	// tenants cannot edit namespaces), caps the MPI jobs there that have
+	// not finished; admission refuses one more, naming the active ones.
+	MaxActiveJobsAnnotation = "mpijob.dev/max-active-jobs"
 	// CreatorAnnotation names the user who created the TrainJob; admission
 	// sets it and refuses changes to it.
 	CreatorAnnotation = "mpijob.dev/creator"
