@@ -284,12 +284,12 @@ func (f *fakeAPI) do(user, method, path, body string) answer {
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
-	req := httptest.NewRequest(method, "http://dash.local"+path, rd)
+	req := httptest.NewRequest(method, "http://localhost:9090"+path, rd)
 	if user != "" {
 		req.Header.Set("Authorization", "Bearer "+token(user))
 	} else {
 		// A browser on the dashboard's own page (the cross-site guard).
-		req.Header.Set("Origin", "http://dash.local")
+		req.Header.Set("Origin", "http://localhost:9090")
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")

@@ -131,3 +131,38 @@ func TestRefusedTokensAreRemembered(t *testing.T) {
 		t.Errorf("%d refused tokens remembered, want at most %d", n, refusedMax)
 	}
 }
+
+// A dashboard that offers its users without a credential answers only to
+// loopback names: a DNS-rebound name (same origin to the browser) is
+// refused before any handler, login included.
+func TestLoopbackOnlyWithALoginPage(t *testing.T) {
+	s := &Server{Users: []LoginUser{{Name: "dev-a", Token: "t"}}}
+	h := s.Handler()
+	for host, want := range map[string]int{
+		"127.0.0.1:9090": http.StatusOK, "localhost:9090": http.StatusOK, "[::1]:9090": http.StatusOK, "LOCALHOST": http.StatusOK,
+		"evil.example:9090": http.StatusMisdirectedRequest, "127.0.0.1.evil.example": http.StatusMisdirectedRequest, "10.0.0.5:9090": http.StatusMisdirectedRequest,
+	} {
+		r := httptest.NewRequest(http.MethodGet, "/api/healthz", nil)
+		r.Host = host
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		if w.Code != want {
+			t.Errorf("Host %s: %d, want %d (%s)", host, w.Code, want, w.Body.String())
+		}
+	}
+	r := httptest.NewRequest(http.MethodPost, "/api/login", strings.NewReader(`{"user":"dev-a"}`))
+	r.Host, r.Header["Origin"], r.Header["Content-Type"] = "evil.example:9090", []string{"http://evil.example:9090"}, []string{"application/json"}
+	w := httptest.NewRecorder()
+	h.ServeHTTP(w, r)
+	if w.Code != http.StatusMisdirectedRequest || !strings.Contains(w.Body.String(), "answers only to a loopback address") {
+		t.Errorf("a rebound login: %d %s", w.Code, w.Body.String())
+	}
+	// Behind a proxy (no login page) the host is the proxy's business.
+	r = httptest.NewRequest(http.MethodGet, "/api/healthz", nil)
+	r.Host = "mpijob.apps.example.com"
+	w = httptest.NewRecorder()
+	(&Server{}).Handler().ServeHTTP(w, r)
+	if w.Code != http.StatusOK {
+		t.Errorf("behind a proxy: %d", w.Code)
+	}
+}

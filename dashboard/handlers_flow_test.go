@@ -33,9 +33,9 @@ func TestLoginFlow(t *testing.T) {
 	if got := f.do("", "POST", "/api/login", `not json`); got.code != 400 {
 		t.Errorf("login with no JSON: HTTP %d %s", got.code, got.body)
 	}
-	req := httptest.NewRequest("POST", "http://dash.local/api/login", strings.NewReader(`{"user":"viewer-a"}`))
+	req := httptest.NewRequest("POST", "http://localhost:9090/api/login", strings.NewReader(`{"user":"viewer-a"}`))
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Origin", "http://dash.local")
+	req.Header.Set("Origin", "http://localhost:9090")
 	rec := httptest.NewRecorder()
 	f.h.ServeHTTP(rec, req)
 	if rec.Code != 200 {
@@ -46,8 +46,8 @@ func TestLoginFlow(t *testing.T) {
 		t.Fatalf("login cookies %+v: want one HttpOnly session cookie that is not the token", cookies)
 	}
 	withCookie := func(method, path string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest(method, "http://dash.local"+path, nil)
-		req.Header.Set("Origin", "http://dash.local")
+		req := httptest.NewRequest(method, "http://localhost:9090"+path, nil)
+		req.Header.Set("Origin", "http://localhost:9090")
 		req.AddCookie(cookies[0])
 		rec := httptest.NewRecorder()
 		f.h.ServeHTTP(rec, req)

@@ -13,8 +13,10 @@ import (
 	"embed"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"path"
 	"strings"
@@ -134,7 +136,40 @@ func (s *Server) Handler() http.Handler {
 		writeError(w, http.StatusNotFound, "no such API: "+r.Method+" "+r.URL.Path)
 	})
 	mux.Handle("/", s.static())
-	return guard(mux)
+	return guard(s.loopbackOnly(mux))
+}
+
+// loopbackOnly refuses, on a dashboard whose login page offers users with
+// no credential (the local cluster's), any request addressed to a host
+// name other than a loopback one: a page on another site whose name
+// resolves to 127.0.0.1 (DNS rebinding) is then same-origin to the
+// browser, but names its own host in every request.
+func (s *Server) loopbackOnly(h http.Handler) http.Handler {
+	if len(s.Users) == 0 {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !LoopbackHost(r.Host) {
+			writeError(w, http.StatusMisdirectedRequest, fmt.Sprintf("this dashboard offers its users without a credential, so it answers only to a loopback address, not to host %q (a site whose name points at this machine cannot reach it): open http://127.0.0.1 or http://localhost with its port", r.Host))
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+// LoopbackHost reports whether a request's Host (with or without a port)
+// is localhost or a loopback address.
+func LoopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // static serves the embedded front end; unknown paths get index.html (the

@@ -88,8 +88,8 @@ func TestLoginCookieHoldsNoToken(t *testing.T) {
 	s := &Server{Base: &rest.Config{Host: api.URL}, Users: []LoginUser{{Name: "dev-a", Token: token}}}
 	h := s.Handler()
 	send := func(method, path, body, cookie string) *httptest.ResponseRecorder {
-		req := httptest.NewRequest(method, "http://dash"+path, strings.NewReader(body))
-		req.Header.Set("Origin", "http://dash")
+		req := httptest.NewRequest(method, "http://localhost"+path, strings.NewReader(body))
+		req.Header.Set("Origin", "http://localhost")
 		if body != "" {
 			req.Header.Set("Content-Type", "application/json")
 		}
