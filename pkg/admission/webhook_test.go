@@ -495,7 +495,7 @@ func TestActiveJobCap(t *testing.T) {
 	if d := cmp.Diff([]string{"a", "b"}, ActiveMPIJobs(jobs, "again", isMPI)); d != "" {
 		t.Errorf("active (-want +got):\n%s", d)
 	}
-	for v, want := range map[string]int{"3": 3, " 0 ": 0} {
+	for v, want := range map[string]int{"3": 3, "0": 0, "12": 12} {
 		if n, ok := MaxActiveJobs(map[string]string{api.MaxActiveJobsAnnotation: v}); !ok || n != want {
 			t.Errorf("cap %q: %d %v, want %d", v, n, ok, want)
 		}

@@ -27,7 +27,6 @@ from .redact import Redactor, redact
 from .types import PHASES, FailedPod, JobEvent, JobRow, JobSpec, JobStatus, LifecycleEvent, MPIJob, PodRecord, PodRef, Runtime, Transition, is_job_object
 
 __all__ = [
-    "explain",
     "PHASES",
     "APIUnreachableError",
     "FailedPod",
@@ -50,6 +49,7 @@ __all__ = [
     "Runtime",
     "Transition",
     "WaitTimeoutError",
+    "explain",
     "is_job_object",
     "merge_logs",
     "redact",
