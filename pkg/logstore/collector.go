@@ -1,6 +1,7 @@
 package logstore
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -53,6 +54,9 @@ type Collector struct {
 
 	mu    sync.Mutex
 	files map[string]*tailed // by device:inode
+	// saved is what the positions file holds: a pass that moved nothing
+	// (every quiet second) does not write it again.
+	saved []byte
 }
 
 // tailed is one log file being read.
@@ -110,7 +114,9 @@ func (c *Collector) load() {
 	if err := json.Unmarshal(b, &c.files); err != nil {
 		c.logf("log collector: ignoring unreadable positions %s: %v", c.Positions, err)
 		c.files = map[string]*tailed{}
+		return
 	}
+	c.saved = b
 }
 
 func (c *Collector) save() error {
@@ -121,11 +127,18 @@ func (c *Collector) save() error {
 	if err != nil {
 		return err
 	}
+	if bytes.Equal(b, c.saved) {
+		return nil
+	}
 	tmp := c.Positions + ".tmp"
 	if err := os.WriteFile(tmp, b, 0o600); err != nil {
 		return err
 	}
-	return os.Rename(tmp, c.Positions)
+	if err := os.Rename(tmp, c.Positions); err != nil {
+		return err
+	}
+	c.saved = b
+	return nil
 }
 
 // found is a log file of a pass, in the order to read it.

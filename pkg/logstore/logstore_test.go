@@ -579,6 +579,18 @@ func TestCollectorCapsLinesWithoutEnd(t *testing.T) {
 	if st.Size() > 8<<10 {
 		t.Errorf("positions file of %d bytes: the partial line is held there without end", st.Size())
 	}
+	// A pass that reads nothing new leaves the positions file alone (it
+	// was written every second).
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(positions, old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Pass(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(positions); err != nil || !st.ModTime().Equal(old) {
+		t.Errorf("a quiet pass wrote the positions again (%v, %v)", st.ModTime(), err)
+	}
 	// What is still waiting for its end is in the positions; with it, the
 	// pieces are everything written.
 	if !strings.HasPrefix(wrote.String(), stored.String()) || len(wrote.String())-len(stored.String()) > 4096 {
