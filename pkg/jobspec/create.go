@@ -124,7 +124,11 @@ func createRuntime(ctx context.Context, c client.Client, rt *trainer.TrainingRun
 		return err
 	}
 	old := &trainer.TrainingRuntime{}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(rt), old); err != nil {
+	if err := c.Get(ctx, client.ObjectKeyFromObject(rt), old); apierrors.IsNotFound(err) {
+		// It went between the two calls (an earlier dry run's runtime,
+		// deleted a moment ago): the name is free again.
+		return createAgain(ctx, c, rt)
+	} else if err != nil {
 		return err
 	}
 	if old.Labels[api.JobLabel] != rt.Name {
@@ -141,8 +145,13 @@ func createRuntime(ctx context.Context, c client.Client, rt *trainer.TrainingRun
 	if err := c.Delete(ctx, old, client.Preconditions{UID: &old.UID}); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	// The old one may still be going (garbage collection of a job just
-	// deleted): wait for it a little.
+	return createAgain(ctx, c, rt)
+}
+
+// createAgain creates rt while an earlier runtime of its name may still be
+// going (garbage collection of a job just deleted, a finalizer being
+// released): it waits for it a little.
+func createAgain(ctx context.Context, c client.Client, rt *trainer.TrainingRuntime) error {
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		err := c.Create(ctx, rt.DeepCopy())
 		if !apierrors.IsAlreadyExists(err) || time.Now().After(deadline) {

@@ -8,11 +8,15 @@ import (
 	"testing"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/mpijob/mpijob/pkg/api"
 )
 
 // The vectors the Python SDK tests too.
@@ -91,4 +95,30 @@ func testScheme(t *testing.T) *runtime.Scheme {
 		t.Fatal(err)
 	}
 	return s
+}
+
+// An earlier dry run's runtime of the same name that goes between the
+// refused create and the read of it is no error: the name is free, and
+// the runtime is created (the quickstart's two dry runs of "big" in a row
+// failed with `trainingruntimes "big" not found`).
+func TestCreateRuntimeWhileTheOldOneGoes(t *testing.T) {
+	creates := 0
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			creates++
+			if creates == 1 {
+				return apierrors.NewAlreadyExists(schema.GroupResource{Group: "trainer.kubeflow.org", Resource: "trainingruntimes"}, obj.GetName())
+			}
+			return cl.Create(ctx, obj, opts...)
+		}}).Build()
+	rt := &trainer.TrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: "big", Namespace: "team-a", Labels: map[string]string{api.JobLabel: "big"}}}
+	if err := createRuntime(context.Background(), c, rt); err != nil {
+		t.Fatalf("createRuntime: %v", err)
+	}
+	if creates != 2 {
+		t.Errorf("%d creates, want 2 (refused, then made)", creates)
+	}
+	if err := c.Get(context.Background(), client.ObjectKeyFromObject(rt), &trainer.TrainingRuntime{}); err != nil {
+		t.Errorf("the runtime is not there: %v", err)
+	}
 }

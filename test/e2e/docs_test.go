@@ -177,8 +177,8 @@ func checkDocMPIJob(t *testing.T, c docCommand) {
 	}
 	// A person types the next command seconds after the last: a per-job
 	// runtime an earlier dry run of the same name made (and deleted) is
-	// gone by then. (Two creates of one name within a second can still
-	// meet it while it goes.)
+	// gone by then. (One that goes while the next create looks at it is
+	// no error either: jobspec's TestCreateRuntimeWhileTheOldOneGoes.)
 	if len(own) > 1 {
 		waitFor(t, 30*time.Second, own[1]+"'s earlier runtime gone", func() (bool, string) {
 			err := framework.Get(t).Client.Get(context.Background(), client.ObjectKey{Namespace: "team-a", Name: own[1]}, &trainer.TrainingRuntime{})

@@ -250,7 +250,10 @@ class KubernetesAPI:
             except ApiException as e:
                 if e.status != 409:
                     raise from_api_exception(e, name) from None
-            old = self.job_runtime(name)
+            try:
+                old = self.job_runtime(name)
+            except JobNotFoundError:
+                continue  # it went between the two calls (an earlier dry run's, just deleted): create again
             if ((old.get("metadata") or {}).get("labels") or {}).get(_jobspec.JOB_LABEL) != name:
                 raise InvalidJobError(f"a TrainingRuntime named {name} already exists in namespace {self.namespace} and is not "
                                       "this job's: give the job another name", field="name")
