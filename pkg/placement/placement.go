@@ -455,7 +455,9 @@ func neverFits(want corev1.ResourceList, usableNodes []string, nodes map[string]
 		case topNode == "":
 			return fmt.Sprintf("a Worker asks for %s %s, and no node it may use offers %s at all: check the resource name (GPUs are nvidia.com/gpu or amd.com/gpu).", q.String(), name, name)
 		case top.Cmp(q) < 0:
-			return fmt.Sprintf("a Worker asks for %s %s, and no node it may use has that much allocatable even with nothing else running (most: %s on %s): ask for less per Worker and use more Workers.", q.String(), name, top.String(), topNode)
+			// The amount, not the node's name: tenants, who read this at a
+			// dry run, may not list the cluster's nodes.
+			return fmt.Sprintf("a Worker asks for %s %s, and no node it may use has that much allocatable even with nothing else running (the most one has: %s): ask for less per Worker and use more Workers.", q.String(), name, top.String())
 		}
 	}
 	return ""

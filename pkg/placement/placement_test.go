@@ -98,7 +98,7 @@ func TestJudge(t *testing.T) {
 		"a Worker larger than any node never fits, and says the largest": {
 			nodes: cluster(), workers: 1, worker: spec(map[string]string{"nvidia.com/gpu": "8"}),
 			want: Answer{Never: true, Lines: []string{
-				"Placement: never fits as the cluster is now: a Worker asks for 8 nvidia.com/gpu, and no node it may use has that much allocatable even with nothing else running (most: 4 on gpu-0): ask for less per Worker and use more Workers.",
+				"Placement: never fits as the cluster is now: a Worker asks for 8 nvidia.com/gpu, and no node it may use has that much allocatable even with nothing else running (the most one has: 4): ask for less per Worker and use more Workers.",
 				"Placement: free GPUs now: 8 of 8 nvidia.com/gpu on 2 nodes.",
 			}},
 		},

@@ -26,7 +26,7 @@ func TestPlacementInTheCLIAndTheWizard(t *testing.T) {
 		// A CPU Worker may use the two real nodes only (the GPU nodes'
 		// taint keeps it off), which have 2 CPUs each.
 		r = mpijob(t, "dev-a", "team-a", "create", "too-wide", "--workers", "1", "--cpu", "3", "--dry-run=server")
-		expect(t, r, 0, "never fits as the cluster is now: a Worker asks for 3 cpu, and no node it may use has that much allocatable even with nothing else running (most: 2 on mpijob-node-")
+		expect(t, r, 0, "never fits as the cluster is now: a Worker asks for 3 cpu, and no node it may use has that much allocatable even with nothing else running (the most one has: 2)")
 		// One Worker per node: three CPU Workers can never be placed on the
 		// two real nodes, however free (the diagnosis of the real job says
 		// CannotStart "only 2 nodes can take one"; the dry run said "fits").
