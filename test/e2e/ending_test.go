@@ -58,7 +58,7 @@ func TestNeverFinishingJobsAreEnded(t *testing.T) {
 		name := names[i]
 		t.Run(tc.reason, func(t *testing.T) {
 			ctx := context.Background()
-			s := c.WaitForStatus(t, ns, name, 5*time.Minute, func(s api.Status) bool { return s.Phase.Finished() })
+			s := c.WaitForStatus(t, ns, name, 10*time.Minute, func(s api.Status) bool { return s.Phase.Finished() })
 			// First named for what it is while it ran or waited, then ended.
 			var named *api.Transition
 			for i := range s.History {

@@ -25,7 +25,7 @@ func TestGPUJobOnSimulatedNodesSaysWhy(t *testing.T) {
 	t.Cleanup(func() { mpijob(t, user, ns, "delete", name, "--wait=false") })
 	expect(t, mpijob(t, user, ns, "create", name, "--runtime", "mpi-openmpi-gpu", "--workers", "2", "--gpus", "1"), 0)
 
-	s := c.WaitForStatus(t, ns, name, 6*time.Minute, func(s api.Status) bool { return s.Phase.Finished() })
+	s := c.WaitForStatus(t, ns, name, 10*time.Minute, func(s api.Status) bool { return s.Phase.Finished() })
 	t.Logf("%s %s: %s (next: %s)", s.Phase, s.Reason, s.Message, s.NextStep)
 	if s.Phase != api.PhaseFailed || s.Reason != diagnose.ReasonHostUnreachable {
 		t.Errorf("%s %s, want Failed %s", s.Phase, s.Reason, diagnose.ReasonHostUnreachable)
