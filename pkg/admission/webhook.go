@@ -26,6 +26,7 @@ import (
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/dataconn"
 	"github.com/mpijob/mpijob/pkg/jobspec"
+	"github.com/mpijob/mpijob/pkg/jobview"
 	"github.com/mpijob/mpijob/pkg/placement"
 	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
@@ -730,22 +731,13 @@ func ActiveMPIJobs(jobs []trainer.TrainJob, self string, isMPI func(*trainer.Tra
 	var out []string
 	for i := range jobs {
 		j := &jobs[i]
-		if j.Name == self || j.DeletionTimestamp != nil || finishedJob(j) || !isMPI(j) {
+		if j.Name == self || j.DeletionTimestamp != nil || jobview.TrainerFinished(j) || !isMPI(j) {
 			continue
 		}
 		out = append(out, j.Name)
 	}
 	sort.Strings(out)
 	return out
-}
-
-func finishedJob(j *trainer.TrainJob) bool {
-	for _, c := range j.Status.Conditions {
-		if (c.Type == trainer.TrainJobComplete || c.Type == trainer.TrainJobFailed) && c.Status == metav1.ConditionTrue {
-			return true
-		}
-	}
-	return false
 }
 
 // ActiveJobsDenial says the cap is reached, with the numbers and the jobs.

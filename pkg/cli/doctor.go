@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -322,20 +324,13 @@ func (d *doctorOptions) images(ctx context.Context, cl *clients) []Finding {
 		for _, rj := range rt.Spec.Template.Spec.ReplicatedJobs {
 			pod := rj.Template.Spec.Template.Spec
 			for _, c := range append(append([]corev1.Container{}, pod.InitContainers...), pod.Containers...) {
-				want[c.Image] = appendOnce(want[c.Image], rt.Name)
+				if !slices.Contains(want[c.Image], rt.Name) {
+					want[c.Image] = append(want[c.Image], rt.Name)
+				}
 			}
 		}
 	}
 	return ImageFindings(want, nodes.Items)
-}
-
-func appendOnce(s []string, v string) []string {
-	for _, x := range s {
-		if x == v {
-			return s
-		}
-	}
-	return append(s, v)
 }
 
 // ImageFindings says which runtimes' images (image → runtimes) no node
@@ -410,12 +405,7 @@ func (d *doctorOptions) certificates(ctx context.Context, cl *clients) []Finding
 func CertFindings(bundles map[string][]byte, now time.Time) []Finding {
 	const check = "certificates"
 	var out []Finding
-	names := make([]string, 0, len(bundles))
-	for n := range bundles {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, where := range names {
+	for _, where := range slices.Sorted(maps.Keys(bundles)) {
 		rest := bundles[where]
 		found := false
 		for {

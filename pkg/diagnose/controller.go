@@ -460,7 +460,7 @@ func (r *Reconciler) end(ctx context.Context, tj *trainer.TrainJob, e api.Ended)
 	}
 	for i := range jobs.Items {
 		j := &jobs.Items[i]
-		if !metav1.IsControlledBy(j, js) || j.Status.CompletionTime != nil || jobDone(j) {
+		if !metav1.IsControlledBy(j, js) || jobDone(j) {
 			continue
 		}
 		if err := r.Client.Patch(ctx, j, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"activeDeadlineSeconds":1}}`)), client.FieldOwner(api.FieldManager)); err != nil && !apierrors.IsNotFound(err) {

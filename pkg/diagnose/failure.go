@@ -468,17 +468,11 @@ func launcherInitFailed(in Input) (finding, bool) {
 			}
 			msg := fmt.Sprintf("The Launcher's %s step exited with code %d before mpirun started, so the job failed.", cs.Name, t.ExitCode)
 			if said != "" {
-				msg += fmt.Sprintf(" It said: %q.", trimMessage(lastLine(said), 300))
+				msg += fmt.Sprintf(" It said: %q.", trimMessage(lastWords(said, ""), 300))
 			}
 			return finding{reason: ReasonLauncherFailed, message: msg,
 				next: ranked(stepf("Read its output (`%s`) and fix what it waits for.", cli("logs"))), subject: api.LauncherRef()}, true
 		}
 	}
 	return finding{}, false
-}
-
-// lastLine is the last non-empty line of s.
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
 }

@@ -81,6 +81,17 @@ type LogJob struct {
 	Store bool `json:"store,omitempty"`
 }
 
+// TrainerFinished reports a TrainJob that Trainer has marked Complete or
+// Failed.
+func TrainerFinished(tj *trainer.TrainJob) bool {
+	for _, c := range tj.Status.Conditions {
+		if (c.Type == trainer.TrainJobComplete || c.Type == trainer.TrainJobFailed) && c.Status == metav1.ConditionTrue {
+			return true
+		}
+	}
+	return false
+}
+
 // LogJobOf is what a plan needs of tj that its spec and status st say:
 // its Workers (the spec's, or the status's when that says more) and
 // whether it finished; the caller adds its live pods and the store.
@@ -89,13 +100,7 @@ func LogJobOf(tj *trainer.TrainJob, st api.Status) LogJob {
 	// which the status follows a moment later: JobSet removes a failed
 	// job's pods at once, and in that moment the Launcher's lines are the
 	// store's.
-	finished := st.Phase.Finished()
-	for _, c := range tj.Status.Conditions {
-		if (c.Type == trainer.TrainJobComplete || c.Type == trainer.TrainJobFailed) && c.Status == metav1.ConditionTrue {
-			finished = true
-		}
-	}
-	job := LogJob{Workers: int(st.WorkersTotal), Finished: finished}
+	job := LogJob{Workers: int(st.WorkersTotal), Finished: st.Phase.Finished() || TrainerFinished(tj)}
 	if tj.Spec.Trainer != nil && tj.Spec.Trainer.NumNodes != nil {
 		job.Workers = max(job.Workers, int(*tj.Spec.Trainer.NumNodes))
 	}
