@@ -326,7 +326,7 @@ func (w webhooks) register() {
 	reg := func(path string, h http.Handler) {
 		server.Register(path, mpiadmission.Bounded(h, mpiadmission.DefaultInFlightBytes))
 	}
-	reg(mpiadmission.MutatePath, admission.WithDefaulter(w.scheme, &mpiadmission.Defaulter{Runtimes: w.lookup}))
+	reg(mpiadmission.MutatePath, admission.WithDefaulter(w.scheme, &mpiadmission.Defaulter{Runtimes: w.lookup, Copier: &mpiadmission.RuntimeCopier{Client: w.client, Live: w.live, Cache: w.client}}))
 	reg(mpiadmission.ValidatePath, admission.WithValidator(w.scheme, &mpiadmission.Validator{
 		Runtimes: w.lookup, Client: w.client, MaxWorkers: w.maxWorkers, Manager: w.self,
 		Pods: w.client, Priorities: w.live, Placement: w.placer, Namespaces: w.live,

@@ -509,6 +509,7 @@ def accuracy(torch, args, reducer: Reducer, device) -> int:
         for s in range(first, steps):
             if place and stop_requested():
                 save(epoch - 1, s, before_epoch)
+                stop_requested()  # every rank waits until the checkpoint is written
                 print(f"rank {rank}: stopped by SIGTERM at epoch {epoch}, step {s}; the checkpoint has it", file=sys.stderr, flush=True)
                 return 143
             batch = order[s * args.global_batch : (s + 1) * args.global_batch]

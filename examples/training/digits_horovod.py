@@ -99,6 +99,7 @@ def main(argv: list[str]) -> int:
             # Every rank stops at the same step once one got SIGTERM.
             if place and stop.requested(lambda flag: int(hvd.allreduce(torch.tensor(flag), op=hvd.Sum))):
                 save(epoch - 1, i, before_epoch)
+                stop.finish(lambda flag: int(hvd.allreduce(torch.tensor(flag), op=hvd.Sum)))
                 print(f"rank {rank}: stopped by SIGTERM at epoch {epoch}, step {i}; the checkpoint has it", file=sys.stderr, flush=True)
                 return 143
             s = i * args.batch_size

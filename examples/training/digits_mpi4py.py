@@ -189,6 +189,7 @@ def main(argv: list[str]) -> int:
         for s in range(first, steps_per_epoch):
             if stop.requested(comm):
                 save(epoch - 1, s, before_epoch)
+                stop.finish(comm)
                 print(f"rank {rank}: stopped by SIGTERM at epoch {epoch}, step {s}; the checkpoint has it", file=sys.stderr, flush=True)
                 return 143
             batch = order[s * args.batch_size : (s + 1) * args.batch_size]

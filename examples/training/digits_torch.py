@@ -133,6 +133,7 @@ def main(argv: list[str]) -> int:
         for s in range(first, steps):
             if stop.requested(comm):
                 save(epoch - 1, s, before_epoch, total)
+                stop.finish(comm)
                 print(f"rank {rank}: stopped by SIGTERM at epoch {epoch}, step {s}; the checkpoint has it", file=sys.stderr, flush=True)
                 return 143
             batch = order[s * args.batch_size : (s + 1) * args.batch_size]

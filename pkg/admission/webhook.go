@@ -54,6 +54,9 @@ const (
 // it is (the webhook configuration sends none here: ScopeCondition).
 type Defaulter struct {
 	Runtimes runtimes.RuntimeLookup
+	// Copier gives a job created from another job's exported YAML a copy
+	// of that job's per-job runtime (nil: none is made).
+	Copier *RuntimeCopier
 }
 
 var _ admission.Defaulter[*trainer.TrainJob] = (*Defaulter)(nil)
@@ -66,6 +69,11 @@ func (d *Defaulter) Default(ctx context.Context, tj *trainer.TrainJob) error {
 	}
 	if req.Operation != admissionv1.Create {
 		return nil
+	}
+	if d.Copier != nil {
+		if err := d.Copier.Copy(ctx, req, tj); err != nil {
+			return err
+		}
 	}
 	if d.Runtimes.Client != nil {
 		rt, err := d.Runtimes.Find(ctx, withNamespace(ctx, tj))
@@ -504,7 +512,14 @@ func (v *Validator) placement(ctx context.Context, tj *trainer.TrainJob, shape r
 func (v *Validator) perJobBase(ctx context.Context, tj *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec) (*trainer.ClusterTrainingRuntime, field.ErrorList, error) {
 	path := field.NewPath("spec", "runtimeRef", "name")
 	rt := &trainer.TrainingRuntime{}
-	if err := v.Runtimes.Client.Get(ctx, client.ObjectKey{Namespace: tj.Namespace, Name: tj.Spec.RuntimeRef.Name}, rt); err != nil {
+	key := client.ObjectKey{Namespace: tj.Namespace, Name: tj.Spec.RuntimeRef.Name}
+	err := v.Runtimes.Client.Get(ctx, key, rt)
+	if apierrors.IsNotFound(err) && v.Runtimes.Live != nil {
+		// Made a moment ago (a client's, or the mutating webhook's copy):
+		// not in the cache yet.
+		err = v.Runtimes.Live.Get(ctx, key, rt)
+	}
+	if err != nil {
 		return nil, nil, fmt.Errorf("failed to read TrainingRuntime %s: %w", tj.Spec.RuntimeRef.Name, err)
 	}
 	name := rt.Name
@@ -514,9 +529,9 @@ func (v *Validator) perJobBase(ctx context.Context, tj *trainer.TrainJob, spec *
 				"use an MPI ClusterTrainingRuntime (kubectl mpijob runtimes list), or ask an administrator to publish this one as a ClusterTrainingRuntime",
 			name, api.JobLabel, api.BaseRuntimeLabel))}, nil
 	}
-	if rt.Labels[api.JobLabel] != tj.Name {
+	if rt.Labels[api.JobLabel] != tj.Name && !copiedOnCreate(ctx) {
 		return nil, field.ErrorList{field.Forbidden(path, fmt.Sprintf(
-			"TrainingRuntime %s belongs to job %s, not %s: each job has a runtime of its own (kubectl mpijob create or clone makes it)", name, rt.Labels[api.JobLabel], tj.Name))}, nil
+			"TrainingRuntime %s belongs to job %s, not %s: each job has a runtime of its own (kubectl mpijob create -f, clone, or kubectl create -f as a user who may create TrainingRuntimes makes it)", name, rt.Labels[api.JobLabel], tj.Name))}, nil
 	}
 	baseName := rt.Labels[api.BaseRuntimeLabel]
 	base := &trainer.ClusterTrainingRuntime{}
@@ -532,11 +547,23 @@ func (v *Validator) perJobBase(ctx context.Context, tj *trainer.TrainJob, spec *
 	if errs := jobspec.JobEnvErrors(rt); len(errs) > 0 {
 		return nil, errs, nil
 	}
+	if errs := jobspec.GracePeriodErrors(rt); len(errs) > 0 {
+		return nil, errs, nil
+	}
 	if !runtimes.IsMPI(&base.Spec) || !jobspec.SameSpec(jobspec.Normalize(spec, &base.Spec), &base.Spec) {
 		return nil, field.ErrorList{field.Forbidden(path, fmt.Sprintf(
-			"TrainingRuntime %s differs from %s in more than the images and resources of the Launcher and the Workers: recreate the job with kubectl mpijob create (or the SDK), which derives it", name, baseName))}, nil
+			"TrainingRuntime %s differs from %s in more than a job may change (the images, resources, storage, retries and grace period of the Launcher and the Workers): recreate the job with kubectl mpijob create (or the SDK), which derives it", name, baseName))}, nil
 	}
 	return base, nil, nil
+}
+
+// copiedOnCreate reports whether the request is a server dry run of a
+// create: the mutating webhook makes a job created from another job's
+// YAML a copy of that job's runtime, except on a dry run, so the runtime
+// judged then is the one the copy would be made from.
+func copiedOnCreate(ctx context.Context) bool {
+	req, err := admission.RequestFromContext(ctx)
+	return err == nil && req.Operation == admissionv1.Create && ptr.Deref(req.DryRun, false)
 }
 
 // memoryErrors refuses pods that could never start for want of memory: a

@@ -62,6 +62,10 @@ const (
 	// gone: Trainer's webhook refuses every update of a TrainJob whose
 	// runtime is missing, the garbage collector's last one included.
 	JobRuntimeFinalizer = "mpijob.dev/job-runtime"
+	// CopiedFromAnnotation on a per-job runtime names the job whose
+	// runtime mpijob-manager copied for a job created from that job's
+	// exported YAML (admission.RuntimeCopier).
+	CopiedFromAnnotation = "mpijob.dev/copied-from"
 )
 
 // MaxJobNameLength is the longest MPI job name: JobSet names the Launcher

@@ -68,6 +68,9 @@ func InputOf(tj *trainer.TrainJob, rt *trainer.TrainingRuntime, base *trainer.Cl
 	if fp := rt.Spec.Template.Spec.FailurePolicy; fp != nil && !sameRestarts(rt.Spec.Template.Spec.FailurePolicy, base.Spec.Template.Spec.FailurePolicy) {
 		in.Retries = fp.MaxRestarts
 	}
+	if g := GracePeriodOf(&rt.Spec); g != nil && !equality.Semantic.DeepEqual(g, GracePeriodOf(&base.Spec)) {
+		in.GracePeriod = FormatTimeout(*g)
+	}
 	baseLauncher, baseWorker := nodeContainers(&base.Spec)
 	launcher, worker := nodeContainers(&rt.Spec)
 	if worker != nil && baseWorker != nil {
@@ -249,6 +252,10 @@ func Normalize(spec *trainer.TrainingRuntimeSpec, base *trainer.TrainingRuntimeS
 			continue
 		}
 		pod := &rj.Template.Spec.Template.Spec
+		// The grace period, within what a job may ask for, is the base's.
+		if g := pod.TerminationGracePeriodSeconds; g != nil && *g >= 1 && *g <= MaxGracePeriod {
+			pod.TerminationGracePeriodSeconds = gracePeriodOf(base, rj.Name)
+		}
 		removed := map[string]bool{}
 		pod.Volumes = slices.DeleteFunc(pod.Volumes, func(v corev1.Volume) bool {
 			pvc := v.PersistentVolumeClaim != nil && v.Name == dataconn.VolumeName(v.PersistentVolumeClaim.ClaimName)
@@ -279,6 +286,37 @@ func Normalize(spec *trainer.TrainingRuntimeSpec, base *trainer.TrainingRuntimeS
 		}
 	}
 	return out
+}
+
+// GracePeriodOf is the Workers' terminationGracePeriodSeconds in spec (the
+// builder gives the Launcher the same); nil when the runtime sets none.
+func GracePeriodOf(spec *trainer.TrainingRuntimeSpec) *int64 {
+	return gracePeriodOf(spec, api.WorkerJob)
+}
+
+func gracePeriodOf(spec *trainer.TrainingRuntimeSpec, replicatedJob string) *int64 {
+	for i := range spec.Template.Spec.ReplicatedJobs {
+		if rj := &spec.Template.Spec.ReplicatedJobs[i]; rj.Name == replicatedJob {
+			if g := rj.Template.Spec.Template.Spec.TerminationGracePeriodSeconds; g != nil {
+				return ptr.To(*g)
+			}
+		}
+	}
+	return nil
+}
+
+// GracePeriodErrors refuses a per-job runtime whose pods would take
+// longer than MaxGracePeriod to stop.
+func GracePeriodErrors(rt *trainer.TrainingRuntime) field.ErrorList {
+	var errs field.ErrorList
+	rjs := field.NewPath("spec", "template", "spec", "replicatedJobs")
+	for i := range rt.Spec.Template.Spec.ReplicatedJobs {
+		if g := rt.Spec.Template.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec.TerminationGracePeriodSeconds; g != nil && *g > MaxGracePeriod {
+			errs = append(errs, field.Invalid(rjs.Index(i).Child("template", "spec", "template", "spec", "terminationGracePeriodSeconds"), *g,
+				fmt.Sprintf("a job's pods may take at most %d s (%s) to stop: a pod that takes longer holds its node that long; save checkpoints more often instead (--grace-period)", MaxGracePeriod, FormatTimeout(MaxGracePeriod))))
+		}
+	}
+	return errs
 }
 
 // sameRestarts reports whether two failure policies restart a job as often.

@@ -100,6 +100,12 @@ type Input struct {
 	// policy.mpijob.dev/end-stuck-after; "": the runtime's, 10m on the
 	// shipped runtimes).
 	EndStuckAfter string `json:"end_stuck_after,omitempty"`
+	// GracePeriod is how long the ranks have to save a checkpoint and exit
+	// when the job is stopped (preempted, suspended, retried, ended): a
+	// duration such as 90s, 5m or 1h, at most MaxGracePeriod (the pods'
+	// terminationGracePeriodSeconds; "": the runtime's, 60s on the shipped
+	// runtimes).
+	GracePeriod string `json:"grace_period,omitempty"`
 	// LauncherFlags go to mpirun (or mpiexec) before the program, e.g.
 	// --bind-to none: inserted after the first word of the command, or
 	// of the runtime's command when the job gives none.
@@ -207,6 +213,10 @@ func Build(in Input, base *trainer.ClusterTrainingRuntime) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
+	grace, err := parseGracePeriod(in.GracePeriod)
+	if err != nil {
+		return nil, err
+	}
 	command, err := withLauncherFlags(in, base)
 	if err != nil {
 		return nil, err
@@ -260,7 +270,7 @@ func Build(in Input, base *trainer.ClusterTrainingRuntime) (*Job, error) {
 	launcherImage := first(in.LauncherImage, in.Image)
 	workerImage := first(in.WorkerImage, in.Image)
 	storage := len(in.DataConnections) > 0 || len(in.PVCs) > 0 || len(in.ConfigMaps) > 0
-	if launcherImage == "" && workerImage == "" && len(worker) == 0 && len(launcher) == 0 && !storage && in.Retries == 0 {
+	if launcherImage == "" && workerImage == "" && len(worker) == 0 && len(launcher) == 0 && !storage && in.Retries == 0 && grace == nil {
 		return &Job{TrainJob: tj}, nil
 	}
 	vols, mounts := dataconn.Volumes(in.PVCs, in.ConfigMaps...)
@@ -269,7 +279,7 @@ func Build(in Input, base *trainer.ClusterTrainingRuntime) (*Job, error) {
 		Worker: worker, Launcher: launcher,
 		Env:     dataconn.WithResume(dataconn.Env(in.Name, in.DataConnections, in.PVCs), resume),
 		Volumes: vols, Mounts: mounts,
-		Retries: in.Retries,
+		Retries: in.Retries, GracePeriod: grace,
 	})
 	tj.Spec.RuntimeRef = trainer.RuntimeRef{Name: rt.Name, APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(trainer.TrainingRuntimeKind)}
 	if tj.Labels == nil {
@@ -291,6 +301,9 @@ type Overrides struct {
 	Mounts  []corev1.VolumeMount
 	// Retries sets JobSet's failurePolicy.maxRestarts (0: the base's).
 	Retries int32
+	// GracePeriod sets the Launcher's and the Workers'
+	// terminationGracePeriodSeconds (nil: the base's).
+	GracePeriod *int64
 }
 
 // Derive makes the per-job TrainingRuntime of job name in namespace: base
@@ -345,6 +358,9 @@ func Derive(base *trainer.ClusterTrainingRuntime, job, namespace string, o Overr
 			continue
 		}
 		pod := &rj.Template.Spec.Template.Spec
+		if o.GracePeriod != nil {
+			pod.TerminationGracePeriodSeconds = ptr.To(*o.GracePeriod)
+		}
 		pod.Volumes = append(pod.Volumes, o.Volumes...)
 		for c := range pod.Containers {
 			if pod.Containers[c].Name != api.NodeContainer {

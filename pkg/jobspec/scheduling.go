@@ -58,6 +58,26 @@ func ParseTimeout(s string) (int64, error) {
 	return secs, nil
 }
 
+// MaxGracePeriod is the longest grace period a job may give its ranks to
+// stop: a pod that takes longer holds its node (and the quota Kueue would
+// give the job that preempted it) for that long.
+const MaxGracePeriod = 3600
+
+// parseGracePeriod reads Input.GracePeriod ("": nil, the runtime's).
+func parseGracePeriod(s string) (*int64, error) {
+	if s == "" {
+		return nil, nil
+	}
+	secs, err := ParseTimeout(s)
+	if err != nil {
+		return nil, errorf("grace_period", s, "is not a duration: use e.g. 90s, 5m or 1h (whole hours h, minutes m and seconds s), or leave it out for the runtime's")
+	}
+	if secs > MaxGracePeriod {
+		return nil, errorf("grace_period", s, "is more than %s: a pod that takes longer to stop holds its node that long; save checkpoints more often instead", FormatTimeout(MaxGracePeriod))
+	}
+	return &secs, nil
+}
+
 // FormatTimeout writes seconds the way ParseTimeout reads them, largest
 // units first (5400 → 1h30m).
 func FormatTimeout(secs int64) string {

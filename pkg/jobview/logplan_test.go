@@ -43,6 +43,10 @@ func TestLogJobOf(t *testing.T) {
 		"no Workers in the spec":          {tj: &trainer.TrainJob{}, st: api.Status{WorkersTotal: 2}, want: LogJob{Workers: 2}},
 		"a finished job":                  {tj: spec(1), st: api.Status{Phase: api.PhaseFailed}, want: LogJob{Workers: 1, Finished: true}},
 		"a job the manager has not named": {tj: spec(2), want: LogJob{Workers: 2}},
+		// Their pods are gone until they start again: the store has their lines.
+		"a suspended job": {tj: spec(2), st: api.Status{Phase: api.PhaseSuspended}, want: LogJob{Workers: 2, Finished: true}},
+		"a preempted job": {tj: spec(2), st: api.Status{Phase: api.PhaseQueued, Reason: "Preempted"}, want: LogJob{Workers: 2, Finished: true}},
+		"a queued job":    {tj: spec(2), st: api.Status{Phase: api.PhaseQueued, Reason: "Queued"}, want: LogJob{Workers: 2}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

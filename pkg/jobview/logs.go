@@ -75,7 +75,8 @@ type LogJob struct {
 	LauncherLive bool `json:"launcherLive,omitempty"`
 	// LiveWorkers are the indexes of the Workers whose pod is there now.
 	LiveWorkers []int `json:"liveWorkers,omitempty"`
-	// Finished: the job Succeeded or Failed.
+	// Finished: the job Succeeded or Failed, or it is suspended or
+	// preempted (its pods gone until it starts again).
 	Finished bool `json:"finished,omitempty"`
 	// Store: the cluster keeps a log store the user may read.
 	Store bool `json:"store,omitempty"`
@@ -100,12 +101,19 @@ func LogJobOf(tj *trainer.TrainJob, st api.Status) LogJob {
 	// which the status follows a moment later: JobSet removes a failed
 	// job's pods at once, and in that moment the Launcher's lines are the
 	// store's.
-	job := LogJob{Workers: int(st.WorkersTotal), Finished: st.Phase.Finished() || TrainerFinished(tj)}
+	// A suspended or preempted job's pods are gone until it starts again:
+	// what it printed is the store's too.
+	stopped := st.Phase == api.PhaseSuspended || st.Reason == reasonPreempted
+	job := LogJob{Workers: int(st.WorkersTotal), Finished: st.Phase.Finished() || TrainerFinished(tj) || stopped}
 	if tj.Spec.Trainer != nil && tj.Spec.Trainer.NumNodes != nil {
 		job.Workers = max(job.Workers, int(*tj.Spec.Trainer.NumNodes))
 	}
 	return job
 }
+
+// reasonPreempted is the diagnosis' reason for a job Kueue stopped to make
+// room for another (diagnose.ReasonPreempted).
+const reasonPreempted = "Preempted"
 
 // LogRead is one log of a plan: whose, and where it is read.
 type LogRead struct {

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -247,8 +249,9 @@ func TestPreemptionResumes(t *testing.T) {
 
 // A job's YAML is enough to run it again: the TrainJob of a job with a
 // per-job runtime (a data connection), exported with kubectl and renamed,
-// is created again with kubectl mpijob create -f and runs with a runtime,
-// artifacts and checkpoint place of its own.
+// is created again with kubectl mpijob create -f and with plain kubectl
+// create -f, and each copy runs with a runtime, artifacts and checkpoint
+// place of its own.
 func TestExportedJobRunsAgain(t *testing.T) {
 	t.Parallel()
 	c := framework.Get(t)
@@ -264,28 +267,107 @@ func TestExportedJobRunsAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	again := framework.UniqueName("again")
-	renamed := strings.Replace(out, "name: "+orig+"\n", "name: "+again+"\n", 1)
-	file := t.TempDir() + "/job.yaml"
-	if err := os.WriteFile(file, []byte(renamed), 0o600); err != nil {
-		t.Fatal(err)
+	// Two copies: one with kubectl mpijob create -f, one with plain
+	// kubectl create -f (the mutating webhook copies the runtime).
+	again, plain := framework.UniqueName("again"), framework.UniqueName("plain")
+	fileFor := func(name string) string {
+		file := t.TempDir() + "/job.yaml"
+		if err := os.WriteFile(file, []byte(strings.Replace(out, "name: "+orig+"\n", "name: "+name+"\n", 1)), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return file
 	}
-	expect(t, mpijob(t, user, ns, "create", "-f", file), 0, "mpijob "+again+" created")
+	expect(t, mpijob(t, user, ns, "create", "-f", fileFor(again)), 0, "mpijob "+again+" created")
 	t.Cleanup(func() { mpijob(t, user, ns, "delete", again) })
-	if got := c.WaitForTrainJob(t, ns, again, 8*time.Minute, trainer.TrainJobComplete, trainer.TrainJobFailed); got != trainer.TrainJobComplete {
-		t.Fatalf("%s ended %s:\n%s", again, got, mpijob(t, user, ns, "describe", again).out)
+	if got, err := c.Kubectl(t, user, ns, "", "create", "-f", fileFor(plain)); err != nil || !strings.Contains(got, plain+" created") {
+		t.Fatalf("kubectl create -f of the renamed export: %v\n%s", err, got)
 	}
-	tj := &trainer.TrainJob{}
-	if err := c.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: again}, tj); err != nil {
-		t.Fatal(err)
+	t.Cleanup(func() { mpijob(t, user, ns, "delete", plain) })
+	for _, name := range []string{again, plain} {
+		if got := c.WaitForTrainJob(t, ns, name, 8*time.Minute, trainer.TrainJobComplete, trainer.TrainJobFailed); got != trainer.TrainJobComplete {
+			t.Fatalf("%s ended %s:\n%s", name, got, mpijob(t, user, ns, "describe", name).out)
+		}
+		tj := &trainer.TrainJob{}
+		if err := c.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
+			t.Fatal(err)
+		}
+		if tj.Spec.RuntimeRef.Name != name {
+			t.Errorf("the copy %s runs on runtime %s, want its own", name, tj.Spec.RuntimeRef.Name)
+		}
+		rt := &trainer.TrainingRuntime{}
+		if err := c.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, rt); err != nil {
+			t.Errorf("the copy %s has no runtime of its own: %v", name, err)
+		} else if len(rt.OwnerReferences) != 1 || rt.OwnerReferences[0].UID != tj.UID {
+			t.Errorf("the runtime of %s is owned by %v, want the job alone (deleted with it)", name, rt.OwnerReferences)
+		}
+		if ck := checkpointsOf(t, name); len(ck) == 0 {
+			t.Errorf("the copy %s wrote no checkpoint under its own place %s/checkpoints/", name, name)
+		}
+		if log := mpijob(t, user, ns, "logs", name).out; strings.Contains(log, "resumed from") {
+			t.Errorf("the copy %s resumed from the original's checkpoints instead of starting on its own:\n%s", name, log)
+		}
 	}
-	if tj.Spec.RuntimeRef.Name != again {
-		t.Errorf("the copy runs on runtime %s, want its own (%s)", tj.Spec.RuntimeRef.Name, again)
+	if ck := checkpointsOf(t, orig); len(ck) != 2 {
+		t.Errorf("the original's checkpoint place holds %d checkpoints after its copies ran, want its own 2: %v", len(ck), ck)
 	}
-	if ck := checkpointsOf(t, again); len(ck) == 0 {
-		t.Errorf("the copy wrote no checkpoint under its own place %s/checkpoints/", again)
+}
+
+// stoppedLine is what a reference workload's rank prints once it saved on
+// SIGTERM.
+var stoppedLine = regexp.MustCompile(`rank 0: stopped by SIGTERM at epoch (\d+), step (\d+); the checkpoint has it`)
+
+// A stopped job stops gracefully: when a running job is suspended, its
+// ranks get SIGTERM before sshd on the Workers stops (the runtimes'
+// preStop hooks), agree at the next step, rank 0 saves where they are
+// (mid-epoch) within the pods' grace period, and every rank exits. Resumed,
+// the job goes on from that step, not from the last epoch's end.
+func TestGracefulStopSavesACheckpoint(t *testing.T) {
+	t.Parallel()
+	c := framework.Get(t)
+	const ns, user = "team-a", "dev-a"
+	name := framework.UniqueName("graceful")
+	args := append([]string{"create", name, "--workers", "2", "--slots-per-worker", "1", "--data-connection", localcluster.DataConnectionName},
+		digitsCommand("--epochs", "8", "--epoch-seconds", "4")...)
+	expect(t, mpijob(t, user, ns, args...), 0, "created")
+	t.Cleanup(func() { mpijob(t, user, ns, "delete", name) })
+	c.WaitForStatus(t, ns, name, 5*time.Minute, func(s api.Status) bool {
+		return s.Phase == api.PhaseRunning && len(checkpointsOf(t, name)) >= 1
+	})
+	expect(t, mpijob(t, user, ns, "suspend", name), 0, "suspended")
+	c.WaitForStatus(t, ns, name, 2*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseSuspended })
+
+	// The lines of the stopped pods, from the log store (logs of a
+	// suspended job read it).
+	var log string
+	var m []string
+	deadline := time.Now().Add(2 * time.Minute)
+	for m == nil && time.Now().Before(deadline) {
+		log = mpijob(t, user, ns, "logs", name, "--all").out
+		if m = stoppedLine.FindStringSubmatch(log); m == nil {
+			time.Sleep(3 * time.Second)
+		}
 	}
-	if log := mpijob(t, user, ns, "logs", again).out; strings.Contains(log, "resumed from") {
-		t.Errorf("the copy resumed from the original's checkpoints instead of starting on its own:\n%s", log)
+	if m == nil {
+		t.Fatalf("no rank saved on SIGTERM when the job was suspended:\n%s", log)
+	}
+	if !strings.Contains(log, "mpijob: the pod is stopping: SIGTERM to the ranks here") {
+		t.Errorf("no Worker said it sent SIGTERM to its ranks:\n%s", log)
+	}
+	epoch, _ := strconv.Atoi(m[1])
+	step, _ := strconv.Atoi(m[2])
+	want := fmt.Sprintf("ckpt-%06d-%09d", epoch-1, step)
+	if ck := checkpointsOf(t, name); !slices.Contains(ck, want) {
+		t.Fatalf("the checkpoint saved on SIGTERM (%s) is not in the job's place: %v", want, ck)
+	}
+	t.Logf("saved on SIGTERM: epoch %d, step %d", epoch-1, step)
+
+	expect(t, mpijob(t, user, ns, "resume", name), 0, "resumed")
+	if got := c.WaitForTrainJob(t, ns, name, 8*time.Minute, trainer.TrainJobComplete, trainer.TrainJobFailed); got != trainer.TrainJobComplete {
+		t.Fatalf("%s ended %s after its resume:\n%s", name, got, mpijob(t, user, ns, "describe", name).out)
+	}
+	log = mpijob(t, user, ns, "logs", name).out
+	r := resumedLine.FindStringSubmatch(log)
+	if r == nil || r[1] != strconv.Itoa(epoch-1) || r[2] != strconv.Itoa(step) {
+		t.Errorf("after the resume the job did not go on from epoch %d, step %d (the SIGTERM save):\n%s", epoch-1, step, log)
 	}
 }

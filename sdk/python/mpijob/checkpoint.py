@@ -628,7 +628,8 @@ class StopOnSignal:
     program saves a checkpoint and stops within the pod's grace period.
 
     ``requested(comm)`` is True on every rank at the same step once any rank got the signal
-    (an MPI allreduce of the flag; without ``comm``, this process's flag alone)."""
+    (an MPI allreduce of the flag; without ``comm``, this process's flag alone). After the
+    save, ``finish(comm)`` holds every rank until it is written."""
 
     def __init__(self, signals: tuple[int, ...] = (signal.SIGTERM,)):
         self._got = False
@@ -637,7 +638,9 @@ class StopOnSignal:
 
     def _note(self, signum: int, frame: Any) -> None:
         if not self._got:
-            print(f"mpijob.checkpoint: got signal {signum}: saving a checkpoint, then stopping", file=sys.stderr, flush=True)
+            # os.write, not print: a handler that prints while the program is printing to the
+            # same stream raises "reentrant call" inside the program's own print.
+            os.write(2, f"mpijob.checkpoint: got signal {signum}: saving a checkpoint, then stopping\n".encode())
         self._got = True
 
     @property
@@ -653,3 +656,8 @@ class StopOnSignal:
             return bool(comm.allreduce(1 if self._got else 0, op=MPI.MAX))
         # torch.distributed or Horovod: a callable that takes and returns an int
         return bool(comm(1 if self._got else 0))
+
+    def finish(self, comm: Any = None) -> None:
+        """Call on every rank after the save and before exiting: no rank leaves before the
+        checkpoint is written (mpirun ends the other ranks as soon as one exits non-zero)."""
+        self.requested(comm)

@@ -446,6 +446,9 @@ class KubernetesBackend(Backend):
         # a moment later (Go's jobview.LogJobOf): JobSet removes a failed job's pods at once.
         finished = status.finished or any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
                                           for c in ((obj.get("status") or {}).get("conditions") or []))
+        # A suspended or preempted job's pods are gone until it starts again: what it printed is
+        # the store's too.
+        finished = finished or status.phase == "Suspended" or status.reason == "Preempted"
         plan = _logs.plan_logs(target, workers=max(spec_workers, status.workers_total), launcher_live=bool(launcher),
                                live_workers=list(by_index), finished=finished, store=store, store_only=forced)
         if plan.missing == "no-launcher-log":
