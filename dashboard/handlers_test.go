@@ -48,7 +48,7 @@ func TestRoutes(t *testing.T) {
 		"a bad list parameter":            {user: "dev-a", method: "GET", path: "/api/jobs?phase=Runnin", code: 400, has: []string{`phase \"Runnin\" is not a phase`}},
 		"a bad stream parameter":          {user: "dev-a", method: "GET", path: "/api/stream?namespace=team-a&perPage=-1", code: 400, has: []string{`perPage \"-1\"`}},
 		"a job's page": {user: "viewer-a", method: "GET", path: "/api/jobs/team-a/pi", code: 200, has: []string{`"phase":"Running"`, `"role":"launcher"`, `"summary":`, `"runtimeKind":"ClusterTrainingRuntime"`,
-			`"settings":{"description":"digits on 2 Workers","timeout":"10m","timeoutSeconds":600}`}},
+			`"settings":{"description":"digits on 2 Workers","timeout":"10m","timeoutSeconds":600,"gracePeriod":"1m"}`}},
 		"another tenant's job page":        {user: "dev-b", method: "GET", path: "/api/jobs/team-a/pi", code: 403, has: []string{`User \"dev-b\" cannot get resource \"trainjobs\"`}},
 		"a job that does not exist":        {user: "dev-a", method: "GET", path: "/api/jobs/team-a/nope", code: 404, has: []string{"MPI job nope does not exist in namespace team-a"}},
 		"a job's events":                   {user: "viewer-a", method: "GET", path: "/api/jobs/team-a/pi/events", code: 200, has: []string{`"events":`}},

@@ -206,6 +206,10 @@ type Status struct {
 	Attempts *Attempts `json:"attempts,omitempty"`
 	// StartTime is when the Launcher started running.
 	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// FirstStartTime is when the job's first Launcher started, when that
+	// was before StartTime (a retry or a preemption started the job
+	// again): a job's duration counts every attempt.
+	FirstStartTime *metav1.Time `json:"firstStartTime,omitempty"`
 	// CompletionTime is when the job succeeded or failed.
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 	// LastTransitionTime is when Phase last changed.

@@ -128,6 +128,9 @@ func printDetail(out io.Writer, d jobview.Detail, tj *trainer.TrainJob, events [
 	if set.Retries > 0 {
 		p("Retries", "up to %d (the whole job starts again after a failure)", set.Retries)
 	}
+	if set.GracePeriod != "" {
+		p("Grace period", "%s (the ranks get SIGTERM and this long to save a checkpoint when the job is stopped)", set.GracePeriod)
+	}
 	if len(set.NodeSelector) > 0 {
 		p("Node selector", "%s", k8slabels.FormatLabels(set.NodeSelector))
 	}
@@ -189,7 +192,11 @@ func printDetail(out io.Writer, d jobview.Detail, tj *trainer.TrainJob, events [
 	}
 	list("ConfigMaps", mounts(d.ConfigMaps, " (read-only)"))
 	if j.Started != nil {
-		p("Started", "%s", j.Started.UTC().Format(time.RFC3339))
+		if j.AttemptStarted != nil {
+			p("Started", "%s (this attempt: %s)", j.Started.UTC().Format(time.RFC3339), j.AttemptStarted.UTC().Format(time.RFC3339))
+		} else {
+			p("Started", "%s", j.Started.UTC().Format(time.RFC3339))
+		}
 	}
 	if j.Finished != nil {
 		p("Finished", "%s (ran %s)", j.Finished.UTC().Format(time.RFC3339), jobview.Ran(j.Started, j.Finished, now))

@@ -182,6 +182,7 @@ func Diagnose(in Input) api.Status {
 	if s.StartTime == nil && in.Previous != nil {
 		s.StartTime = in.Previous.StartTime
 	}
+	s.FirstStartTime = firstStart(in.Previous, s.StartTime)
 	s.SlotsPerWorker, s.GPUsPerWorker = in.SlotsPerWorker, in.GPUsPerWorker
 	if tj.Spec.Trainer != nil && tj.Spec.Trainer.NumProcPerNode != nil {
 		s.SlotsPerWorker = *tj.Spec.Trainer.NumProcPerNode
@@ -666,4 +667,21 @@ func neverAdmitted(in Input) (message string, next []api.Step, ok bool) {
 				step("Or ask an administrator for a larger ClusterQueue quota.")), true
 	}
 	return "", nil, false
+}
+
+// firstStart is the start of the job's first attempt when it came before
+// start, this attempt's (nil otherwise): kept from the previous status
+// across retries and preemptions.
+func firstStart(prev *api.Status, start *metav1.Time) *metav1.Time {
+	if prev == nil {
+		return nil
+	}
+	first := prev.FirstStartTime
+	if first == nil {
+		first = prev.StartTime
+	}
+	if first == nil || (start != nil && !first.Before(start)) {
+		return nil
+	}
+	return first.DeepCopy()
 }

@@ -1432,3 +1432,29 @@ func TestOneWorkerJobIsNotToldToUseOneWorker(t *testing.T) {
 		}
 	}
 }
+
+// A job started again (a retry, a preemption) keeps its first attempt's
+// start, so its duration counts every attempt; a first attempt has none.
+func TestFirstStart(t *testing.T) {
+	at := func(m int) *metav1.Time { return &metav1.Time{Time: time.Date(2026, 11, 28, 10, m, 0, 0, time.UTC)} }
+	cases := map[string]struct {
+		prev  *api.Status
+		start *metav1.Time
+		want  *metav1.Time
+	}{
+		"no previous status":                  {start: at(5)},
+		"the same attempt":                    {prev: &api.Status{StartTime: at(5)}, start: at(5)},
+		"a retry started a new Launcher":      {prev: &api.Status{StartTime: at(5)}, start: at(20), want: at(5)},
+		"a second retry keeps the first":      {prev: &api.Status{StartTime: at(20), FirstStartTime: at(5)}, start: at(40), want: at(5)},
+		"between attempts (no Launcher)":      {prev: &api.Status{StartTime: at(20), FirstStartTime: at(5)}, start: at(20), want: at(5)},
+		"never started":                       {prev: &api.Status{}, start: nil},
+		"preempted before the new one starts": {prev: &api.Status{StartTime: at(5)}, start: nil, want: at(5)},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, firstStart(tc.prev, tc.start)); diff != "" {
+				t.Errorf("firstStart (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

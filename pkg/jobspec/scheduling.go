@@ -69,7 +69,10 @@ func parseGracePeriod(s string) (*int64, error) {
 		return nil, nil
 	}
 	secs, err := ParseTimeout(s)
-	if err != nil {
+	switch {
+	case err != nil && timeoutPattern.MatchString(s):
+		return nil, errorf("grace_period", s, "must be 1s or more: the ranks get SIGTERM and this long to save and exit")
+	case err != nil:
 		return nil, errorf("grace_period", s, "is not a duration: use e.g. 90s, 5m or 1h (whole hours h, minutes m and seconds s), or leave it out for the runtime's")
 	}
 	if secs > MaxGracePeriod {

@@ -93,7 +93,7 @@ func TestDetailOf(t *testing.T) {
 		Policy:       []string{"max workers per job: 8"},
 		PVCs:         []Mount{{Name: "data", Path: "/mnt/data"}},
 		ConfigMaps:   []Mount{{Name: "settings", Path: "/mnt/settings"}},
-		Settings:     Settings{Description: "a CNN", Timeout: "1h30m", TimeoutSeconds: 5400, Retries: 2},
+		Settings:     Settings{Description: "a CNN", Timeout: "1h30m", TimeoutSeconds: 5400, Retries: 2, GracePeriod: "1m"},
 		Summary:      "2 Workers × 2 slots = 4 ranks, 4 CPUs, 8Gi, 0 GPUs",
 		WorkerLimits: map[string]string{"cpu": "2", "memory": "4Gi"},
 	}

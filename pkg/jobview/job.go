@@ -52,8 +52,11 @@ type Job struct {
 	Creator       string     `json:"creator,omitempty"`
 	Created       time.Time  `json:"created"`
 	Started       *time.Time `json:"started,omitempty"`
-	Finished      *time.Time `json:"finished,omitempty"`
-	Transitioned  *time.Time `json:"transitioned,omitempty"`
+	// AttemptStarted is when this attempt's Launcher started, once the job
+	// was started again (Started is then its first attempt's).
+	AttemptStarted *time.Time `json:"attemptStarted,omitempty"`
+	Finished       *time.Time `json:"finished,omitempty"`
+	Transitioned   *time.Time `json:"transitioned,omitempty"`
 	// Observed is when mpijob-manager last wrote this status.
 	Observed *time.Time `json:"observed,omitempty"`
 	// Estimate is a queued job's estimated start (estimateStarts).
@@ -132,6 +135,11 @@ func JobWith(tj *trainer.TrainJob, st api.Status, ok bool) Job {
 	}
 	if st.StartTime != nil {
 		j.Started = &st.StartTime.Time
+	}
+	// A job started again (a retry, a preemption) has run since its first
+	// attempt: its duration counts them all.
+	if st.FirstStartTime != nil {
+		j.Started, j.AttemptStarted = &st.FirstStartTime.Time, j.Started
 	}
 	if st.CompletionTime != nil {
 		j.Finished = &st.CompletionTime.Time

@@ -24,6 +24,10 @@ type Settings struct {
 	// Retries is how many times JobSet starts the whole job again after
 	// a failure (the job's runtime's failurePolicy.maxRestarts).
 	Retries int32 `json:"retries,omitempty"`
+	// GracePeriod is how long the ranks have to save and exit when the
+	// job is stopped (its runtime's terminationGracePeriodSeconds, as
+	// --grace-period takes it: "1m"); empty when the runtime sets none.
+	GracePeriod string `json:"gracePeriod,omitempty"`
 	// NodeSelector, Tolerations (as --toleration takes them) and
 	// ImagePullSecrets are what the job's runtime patches set on its pods.
 	NodeSelector     map[string]string `json:"nodeSelector,omitempty"`
@@ -45,6 +49,11 @@ func SettingsOf(tj *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec) Setting
 	}
 	if spec != nil && spec.Template.Spec.FailurePolicy != nil {
 		s.Retries = spec.Template.Spec.FailurePolicy.MaxRestarts
+	}
+	if spec != nil {
+		if g := jobspec.GracePeriodOf(spec); g != nil {
+			s.GracePeriod = jobspec.FormatTimeout(*g)
+		}
 	}
 	return s
 }

@@ -7,6 +7,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
@@ -23,6 +24,11 @@ func TestSettingsOf(t *testing.T) {
 		want Settings
 	}{
 		"nothing set": {tj: &trainer.TrainJob{}, want: Settings{}},
+		"a grace period (--grace-period 5m)": {tj: &trainer.TrainJob{}, spec: func() *trainer.TrainingRuntimeSpec {
+			rj := jobsetv1alpha2.ReplicatedJob{Name: api.WorkerJob}
+			rj.Template.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](300)
+			return &trainer.TrainingRuntimeSpec{Template: trainer.JobSetTemplateSpec{Spec: jobsetv1alpha2.JobSetSpec{ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{rj}}}}
+		}(), want: Settings{GracePeriod: "5m"}},
 		"everything set": {
 			tj: &trainer.TrainJob{
 				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{api.DescriptionAnnotation: "digits, 8 ranks"},

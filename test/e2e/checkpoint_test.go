@@ -15,6 +15,7 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/minio/minio-go/v7"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -104,7 +105,7 @@ func TestRetryResumesFromCheckpoint(t *testing.T) {
 	if st.Resumed.Epoch != 4 || st.Attempts == nil || st.Attempts.Retries != 1 || st.Attempts.MaxRetries != 2 {
 		t.Errorf("status resumed %+v, attempts %+v: want epoch 4, retry 1 of 2", st.Resumed, st.Attempts)
 	}
-	expect(t, mpijob(t, user, ns, "describe", name), 0, "Resumed:", "resumed from epoch 4 of 8", "Attempts:", "retry 1 of 2")
+	expect(t, mpijob(t, user, ns, "describe", name), 0, "Resumed:", "resumed from epoch 4 of 8", "Attempts:", "retry 1 of 2", "(this attempt: ")
 	t.Run("the dashboard shows it", func(t *testing.T) {
 		ts, _ := dashboardServer(t)
 		browserCheck(t, "resume.mjs", ts.URL, "Resumed and Attempts on the job page", "JOB="+name)
@@ -326,13 +327,27 @@ func TestGracefulStopSavesACheckpoint(t *testing.T) {
 	c := framework.Get(t)
 	const ns, user = "team-a", "dev-a"
 	name := framework.UniqueName("graceful")
-	args := append([]string{"create", name, "--workers", "2", "--slots-per-worker", "1", "--data-connection", localcluster.DataConnectionName},
-		digitsCommand("--epochs", "8", "--epoch-seconds", "4")...)
-	expect(t, mpijob(t, user, ns, args...), 0, "created")
+	create := func(extra ...string) result {
+		args := append([]string{"create", name, "--workers", "2", "--slots-per-worker", "1", "--data-connection", localcluster.DataConnectionName}, extra...)
+		return mpijob(t, user, ns, append(args, digitsCommand("--epochs", "8", "--epoch-seconds", "4")...)...)
+	}
+	expect(t, create("--grace-period", "2h"), 2, `--grace-period "2h"`, "is more than 1h")
+	expect(t, create("--grace-period", "2 min"), 2, `--grace-period "2 min"`, "is not a duration")
+	expect(t, create("--grace-period", "2m"), 0, "created")
 	t.Cleanup(func() { mpijob(t, user, ns, "delete", name) })
 	c.WaitForStatus(t, ns, name, 5*time.Minute, func(s api.Status) bool {
 		return s.Phase == api.PhaseRunning && len(checkpointsOf(t, name)) >= 1
 	})
+	pods := &corev1.PodList{}
+	if err := c.Client.List(context.Background(), pods, client.InNamespace(ns), client.MatchingLabels{"jobset.sigs.k8s.io/jobset-name": name}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if g := p.Spec.TerminationGracePeriodSeconds; g == nil || *g != 120 {
+			t.Errorf("pod %s has a grace period of %v s, want --grace-period 2m (120 s)", p.Name, g)
+		}
+	}
+	expect(t, mpijob(t, user, ns, "describe", name), 0, "Grace period:", "2m")
 	expect(t, mpijob(t, user, ns, "suspend", name), 0, "suspended")
 	c.WaitForStatus(t, ns, name, 2*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseSuspended })
 

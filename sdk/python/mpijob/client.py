@@ -82,6 +82,7 @@ class MPIJobClient:
         description: str | None = None,
         launcher_flags: str | Sequence[str] | None = None,
         end_stuck_after: str | None = None,
+        grace_period: str | None = None,
     ) -> MPIJob:
         """Create an MPI job: a Launcher that runs ``command`` (None: the runtime's)
         and ``workers`` Workers with ``slots_per_worker`` ranks each.
@@ -131,6 +132,9 @@ class MPIJobClient:
             wait, an image that cannot be pulled, Workers no node can take) and has said so this long,
             e.g. ``"30m"``, or ``"off"`` (None: the runtime's, 10m on the shipped runtimes); its logs
             and diagnosis are kept
+        :param grace_period: how long the ranks have to save a checkpoint and exit when the job is
+            stopped (preempted, suspended, retried, ended): they get SIGTERM first, e.g. ``"5m"``
+            (at most ``"1h"``; None: the runtime's, 60s on the shipped runtimes)
         :param dry_run: let the cluster check the job (admission and quota included) without creating it
 
         Raises :class:`InvalidJobError` naming the argument (before any API call for bad settings),

@@ -90,6 +90,7 @@ class Input:
     description: str = ""
     launcher_flags: list[str] = field(default_factory=list)
     end_stuck_after: str = ""
+    grace_period: str = ""
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Input:
@@ -225,6 +226,7 @@ def build(inp: Input, base: dict[str, Any] | None) -> Job:
     _validate_storage(inp)
     resume = _resume_uri(inp)
     deadline = _validate_scheduling(inp)
+    grace = parse_grace_period(inp.grace_period)
     command = _with_launcher_flags(inp, base)
 
     meta: dict[str, Any] = {"name": inp.name}
@@ -263,11 +265,11 @@ def build(inp: Input, base: dict[str, Any] | None) -> Job:
     launcher_image = inp.launcher_image or inp.image
     worker_image = inp.worker_image or inp.image
     storage = bool(inp.data_connections or inp.pvcs)
-    if not (launcher_image or worker_image or worker or launcher or storage or inp.config_maps or inp.retries):
+    if not (launcher_image or worker_image or worker or launcher or storage or inp.config_maps or inp.retries or grace):
         return Job(tj)
     rt = derive(base, inp.name, inp.namespace, launcher_image, worker_image, worker, launcher,
                 env=dataconn.with_resume(dataconn.env(inp.name, list(inp.data_connections), list(inp.pvcs)), resume), pvcs=list(inp.pvcs),
-                config_maps=list(inp.config_maps), retries=inp.retries)
+                config_maps=list(inp.config_maps), retries=inp.retries, grace_period=grace)
     spec["runtimeRef"] = {"apiGroup": GROUP, "kind": "TrainingRuntime", "name": inp.name}
     meta.setdefault("labels", {})[BASE_RUNTIME_LABEL] = base_name
     return Job(tj, rt)
@@ -348,7 +350,7 @@ def _validate_storage(inp: Input) -> None:
 def derive(base: dict[str, Any], job: str, namespace: str, launcher_image: str, worker_image: str,
            worker: dict[str, str], launcher: dict[str, str], env: list[dict[str, Any]] | None = None,
            pvcs: list[dataconn.PVC] | None = None, config_maps: list[dataconn.ConfigMap] | None = None,
-           retries: int = 0) -> dict[str, Any]:
+           retries: int = 0, grace_period: int | None = None) -> dict[str, Any]:
     """The per-job TrainingRuntime: ``base`` with the node containers' images and resources changed."""
     base_meta = base.get("metadata") or {}
     labels = {JOB_LABEL: job, BASE_RUNTIME_LABEL: base_meta["name"]}
@@ -374,6 +376,8 @@ def derive(base: dict[str, Any], job: str, namespace: str, launcher_image: str, 
         else:
             continue
         pod = rj["template"]["spec"]["template"]["spec"]
+        if grace_period is not None:
+            pod["terminationGracePeriodSeconds"] = grace_period
         vols, mounts = dataconn.volumes(pvcs or [], config_maps)
         if vols:
             pod["volumes"] = (pod.get("volumes") or []) + vols
@@ -449,6 +453,36 @@ def parse_timeout(s: str) -> int:
     if secs < 1:
         raise ValueError("must be more than 0: use e.g. 90m, 2h or 1h30m, or leave it out for no limit")
     return secs
+
+
+#: The longest grace period a job may give its ranks to stop (Go's jobspec.MaxGracePeriod): a pod
+#: that takes longer holds its node, and the quota of the job that preempted it, that long.
+MAX_GRACE_PERIOD = 3600
+
+
+def parse_grace_period(s: str) -> int | None:
+    """Seconds of ``Input.grace_period`` (None: the runtime's). Mirror of Go's parseGracePeriod."""
+    if not s:
+        return None
+    try:
+        secs = parse_timeout(s)
+    except ValueError:
+        if isinstance(s, str) and _TIMEOUT.match(s):
+            raise _err("grace_period", s, "must be 1s or more: the ranks get SIGTERM and this long to save and exit") from None
+        raise _err("grace_period", s, "is not a duration: use e.g. 90s, 5m or 1h (whole hours h, minutes m and seconds s), "
+                                      "or leave it out for the runtime's") from None
+    if secs > MAX_GRACE_PERIOD:
+        raise _err("grace_period", s, f"is more than {format_timeout(MAX_GRACE_PERIOD)}: a pod that takes longer to stop holds its node "
+                                      "that long; save checkpoints more often instead")
+    return secs
+
+
+def grace_period_of(spec: dict[str, Any]) -> int | None:
+    """The Workers' terminationGracePeriodSeconds in a runtime spec (Go's jobspec.GracePeriodOf)."""
+    for rj in ((spec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []:
+        if rj.get("name") == "node":
+            return ((((rj.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}).get("terminationGracePeriodSeconds")
+    return None
 
 
 def format_timeout(secs: int) -> str:
@@ -712,6 +746,9 @@ def input_of(tj: dict[str, Any], rt: dict[str, Any] | None, base: dict[str, Any]
     base_restarts = ((base["spec"].get("template") or {}).get("spec") or {}).get("failurePolicy") or {}
     if restarts.get("maxRestarts", 0) != base_restarts.get("maxRestarts", 0):
         inp.retries = restarts.get("maxRestarts", 0)
+    grace = grace_period_of(rt["spec"])
+    if grace is not None and grace != grace_period_of(base["spec"]):
+        inp.grace_period = format_timeout(grace)
     bl, bw = _node_containers(base["spec"])
     gl, gw = _node_containers(rt["spec"])
     if gw:

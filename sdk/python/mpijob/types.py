@@ -103,6 +103,7 @@ class JobSpec:
     description: str | None = None
     launcher_flags: str | Sequence[str] | None = None
     end_stuck_after: str | None = None
+    grace_period: str | None = None
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:
@@ -196,6 +197,9 @@ class JobStatus:
     gpus_per_worker: str = ""
     queue_position: int | None = None
     start_time: datetime | None = None
+    #: When the job's first Launcher started, once a retry or a preemption started it again
+    #: (``start_time`` is then this attempt's): a job's duration counts every attempt.
+    first_start_time: datetime | None = None
     completion_time: datetime | None = None
     creator: str = ""
     from_manager: bool = True
@@ -255,7 +259,8 @@ class JobStatus:
                     slots_per_worker=s.get("slotsPerWorker", 0), gpus_per_worker=clean_text(s.get("gpusPerWorker", "")),
                     runtime=clean_text(s.get("runtime", "")),
                     queue_position=s.get("queuePosition"),
-                    start_time=_time(s.get("startTime")), completion_time=_time(s.get("completionTime")),
+                    start_time=_time(s.get("startTime")), first_start_time=_time(s.get("firstStartTime")),
+                    completion_time=_time(s.get("completionTime")),
                     creator=creator, observed_time=_time(s.get("observedTime")),
                     pods=[PodRecord(role=clean_text(p.get("role", "")), index=int(p.get("index", 0)), pod=clean_text(p.get("pod", "")),
                                     node=clean_text(p.get("node", "")), state=clean_text(p.get("state", "")),
@@ -407,8 +412,9 @@ class MPIJob:
         phase = st.phase if not (st.phase == "Queued" and st.queue_position is not None) else f"Queued (#{st.queue_position})"
         gpus = st.gpus_per_worker if st.from_manager and st.gpus_per_worker else _gpus_of(self.raw)
         ran = "-"
-        if st.start_time is not None:
-            ran = human_duration((st.completion_time or now) - st.start_time)
+        started = st.first_start_time or st.start_time  # every attempt counts
+        if started is not None:
+            ran = human_duration((st.completion_time or now) - started)
         return JobRow(
             name=self.name, namespace=self.namespace, runtime=self.runtime, phase=phase,
             workers=f"{st.workers_ready}/{st.workers_total}" if st.from_manager else f"?/{st.workers_total}",

@@ -118,6 +118,7 @@ export interface Job {
   creator?: string;
   created: string;
   started?: string;
+  attemptStarted?: string;
   finished?: string;
   transitioned?: string;
   observed?: string;
@@ -154,6 +155,7 @@ export interface JobInput {
   image_pull_secrets?: string[];
   description?: string;
   end_stuck_after?: string;
+  grace_period?: string;
   launcher_flags?: string[];
 }
 
@@ -313,6 +315,7 @@ export interface Settings {
   timeout?: string;
   timeoutSeconds?: number;
   retries?: number;
+  gracePeriod?: string;
   nodeSelector?: Record<string, string>;
   tolerations?: string[];
   imagePullSecrets?: string[];

@@ -754,7 +754,7 @@ for _name, _fn in list(vars(KubernetesBackend).items()):
 
 
 #: create_job's and clone_job's arguments for what a job sets besides its shape and data.
-SCHEDULING_ARGS = ("timeout", "retries", "resume_from", "priority", "tolerations", "image_pull_secrets", "description", "launcher_flags", "end_stuck_after")
+SCHEDULING_ARGS = ("timeout", "retries", "resume_from", "priority", "tolerations", "image_pull_secrets", "description", "launcher_flags", "end_stuck_after", "grace_period")
 
 
 def _scheduling(inp: _jobspec.Input, args: dict[str, Any]) -> None:
@@ -778,4 +778,6 @@ def _scheduling(inp: _jobspec.Input, args: dict[str, Any]) -> None:
         inp.launcher_flags = _v.launcher_flags(args["launcher_flags"])
     if args.get("end_stuck_after") is not None:
         inp.end_stuck_after = _v.optional_str("end_stuck_after", args["end_stuck_after"], "30m")
+    if args.get("grace_period") is not None:
+        inp.grace_period = _v.optional_str("grace_period", args["grace_period"], "5m")
 

@@ -270,7 +270,10 @@ function Overview({ detail, now }: { detail: Detail; now: number }) {
         <Item term="Images">{r ? (r.workerImage === r.launcherImage ? r.workerImage : `Workers ${r.workerImage}, Launcher ${r.launcherImage}`) : '-'}</Item>
         <Item term="Created">{new Date(j.created).toLocaleString()} ({age(j.created, now)} ago)</Item>
         <Item term="Creator">{j.creator ?? '-'}</Item>
-        <Item term="Started">{j.started ? new Date(j.started).toLocaleString() : '-'}</Item>
+        <Item term="Started">
+          {j.started ? new Date(j.started).toLocaleString() : '-'}
+          {j.attemptStarted && ` (this attempt: ${new Date(j.attemptStarted).toLocaleString()})`}
+        </Item>
         <Item term="Duration">{runTime(j.started, j.finished, now)}</Item>
         {detail.resumedLine && <Item term="Resumed"><span data-testid="resumed">{detail.resumedLine}</span></Item>}
         {detail.attemptsLine && <Item term="Attempts"><span data-testid="attempts">{detail.attemptsLine}</span></Item>}
@@ -278,6 +281,9 @@ function Overview({ detail, now }: { detail: Detail; now: number }) {
         {detail.settings?.priority && <Item term="Priority">{detail.settings.priority} (Kueue WorkloadPriorityClass)</Item>}
         {detail.settings?.timeout && <Item term="Timeout">{detail.settings.timeout} (the job is stopped after it)</Item>}
         {!!detail.settings?.retries && <Item term="Retries">up to {detail.settings.retries} (the whole job starts again after a failure)</Item>}
+        {!!detail.settings?.gracePeriod && (
+          <Item term="Grace period">{detail.settings.gracePeriod} (the ranks get SIGTERM and this long to save a checkpoint when the job is stopped)</Item>
+        )}
         {!!detail.dataConnections?.length && <Item term="Data connections">{detail.dataConnections.join(', ')} (keys from their Secrets)</Item>}
         {!!detail.pvcs?.length && <Item term="PVCs">{detail.pvcs.map((m) => `${m.name} at ${m.path}`).join(', ')}</Item>}
         {!!detail.configMaps?.length && <Item term="ConfigMaps">{detail.configMaps.map((m) => `${m.name} at ${m.path} (read-only)`).join(', ')}</Item>}
