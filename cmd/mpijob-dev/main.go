@@ -128,7 +128,7 @@ func newDownCmd() *cobra.Command {
 func newReloadCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "reload",
-		Short: "Rebuild mpijob-manager and the dashboard from this checkout, re-apply the runtimes and roles, and restart both in the running cluster, and the image builder with this checkout's recipes",
+		Short: "Rebuild mpijob-manager and the dashboard from this checkout, re-apply the runtimes and roles, and restart both in the running cluster, the image builder with this checkout's recipes and the log collector",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			opts, err := options()
 			if err != nil {

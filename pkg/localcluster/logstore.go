@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -235,13 +236,23 @@ func ServeLogs(ctx context.Context, opts Options, out io.Writer) error {
 	}
 	// Pods of JobSets only; each one seen is remembered by UID, after it
 	// is gone too, while its node keeps its log folder (the lines it still
-	// has to send).
+	// has to send). A pod's lines are its job's only when the pod's Job is
+	// one the job's JobSet controls (logstore.Owned): labels and names are
+	// anyone's to write in a namespace, the owners' UIDs are not. The Jobs
+	// of JobSets are remembered by UID the same way.
 	factory := informers.NewSharedInformerFactoryWithOptions(cs, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
 		o.LabelSelector = jobsetv1alpha2.JobSetNameKey
 	}))
 	inf := factory.Core().V1().Pods().Informer()
+	jobInf := factory.Batch().V1().Jobs().Informer()
+	type seenPod struct {
+		target logstore.Target
+		jobUID string
+	}
 	var mu sync.Mutex
-	known := map[string]logstore.Target{}
+	known := map[string]seenPod{}
+	jobs := map[string]logstore.JobOwner{}
+	jobKeys := map[string]string{} // Job UID → namespace/name
 	remember := func(obj any) {
 		p, ok := obj.(*corev1.Pod)
 		if !ok {
@@ -249,12 +260,27 @@ func ServeLogs(ctx context.Context, opts Options, out io.Writer) error {
 		}
 		t, mpi := logstore.FromPod(logstore.Target{Namespace: p.Namespace, Pod: p.Name, UID: string(p.UID)}, p)
 		if mpi {
+			_, jobUID := logstore.PodJob(p)
 			mu.Lock()
-			known[string(p.UID)] = t
+			known[string(p.UID)] = seenPod{target: t, jobUID: jobUID}
+			mu.Unlock()
+		}
+	}
+	rememberJob := func(obj any) {
+		j, ok := obj.(*batchv1.Job)
+		if !ok {
+			return
+		}
+		if owner, ok := logstore.JobOwnerOf(j); ok {
+			mu.Lock()
+			jobs[string(j.UID)], jobKeys[string(j.UID)] = owner, j.Namespace+"/"+j.Name
 			mu.Unlock()
 		}
 	}
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: remember, UpdateFunc: func(_, o any) { remember(o) }}); err != nil {
+		return err
+	}
+	if _, err := jobInf.AddEventHandler(cache.ResourceEventHandlerFuncs{AddFunc: rememberJob, UpdateFunc: func(_, o any) { rememberJob(o) }}); err != nil {
 		return err
 	}
 	factory.Start(ctx.Done())
@@ -271,14 +297,19 @@ func ServeLogs(ctx context.Context, opts Options, out io.Writer) error {
 		Store:     &logstore.Client{URL: LokiURL, HTTP: &http.Client{Timeout: time.Minute}},
 		Positions: opts.path("loki", "positions.json"),
 		Log:       out,
+		// A pod not seen yet, or whose Job is not its JobSet's (yet: the
+		// Job's event may come after the pod's), is left for a later pass;
+		// never read by its name alone.
 		Pod: func(ns, name, uid string) (logstore.Target, bool, bool) {
 			mu.Lock()
-			t, ok := known[uid]
-			mu.Unlock()
-			if ok {
-				return t, true, true
+			defer mu.Unlock()
+			p, ok := known[uid]
+			if !ok {
+				return logstore.Target{}, false, true
 			}
-			return logstore.Target{}, false, false
+			owner, ownerKnown := jobs[p.jobUID]
+			t, mine := logstore.Owned(p.target, p.jobUID, owner, ownerKnown)
+			return t, mine, true
 		},
 	}
 	target, _ := url.Parse(LokiURL)
@@ -323,9 +354,19 @@ func ServeLogs(ctx context.Context, opts Options, out io.Writer) error {
 	go wait.UntilWithContext(ctx, func(context.Context) {
 		mu.Lock()
 		defer mu.Unlock()
-		for uid, t := range known {
+		live := map[string]bool{}
+		for uid, p := range known {
+			t := p.target
 			if _, exists, _ := inf.GetIndexer().GetByKey(t.Namespace + "/" + t.Pod); !exists && !podDirExists(dirs, t) {
 				delete(known, uid)
+			} else {
+				live[p.jobUID] = true
+			}
+		}
+		for uid := range jobs {
+			if _, exists, _ := jobInf.GetIndexer().GetByKey(jobKeys[uid]); !exists && !live[uid] {
+				delete(jobs, uid)
+				delete(jobKeys, uid)
 			}
 		}
 	}, 10*time.Minute)

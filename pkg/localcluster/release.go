@@ -419,6 +419,26 @@ func RestartImageBuilder(ctx context.Context, opts Options, out io.Writer) error
 		return err
 	}
 	done()
+	// The log collector decides whose lines a pod's are: the checkout's
+	// rule, not the one it started with. It keeps its read offsets in its
+	// positions file, so no line is read twice or lost.
+	if fileExists(filepath.Join(opts.runDir(), logCollectorProcess+".pid")) {
+		done = c.progress.Step("restarting the log collector with this checkout")
+		stopPidFiles(opts.runDir(), 5*time.Second, func(name string) bool { return name == logCollectorProcess })
+		self, err := os.Executable()
+		if err != nil {
+			return err
+		}
+		if err := c.startProcess(logCollectorProcess, self, []string{logCollectorProcess}, []string{"MPIJOB_CACHE_DIR=" + opts.CacheDir}); err != nil {
+			return err
+		}
+		if err := c.waitFor(ctx, logCollectorProcess, 60*time.Second, func(ctx context.Context) bool {
+			return httpOK(ctx, LogStoreURL+"/ready")
+		}); err != nil {
+			return err
+		}
+		done()
+	}
 	return nil
 }
 

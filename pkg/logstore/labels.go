@@ -6,7 +6,9 @@ import (
 	"strconv"
 	"strings"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
@@ -179,4 +181,46 @@ func (s Selector) LogQL() string {
 	}
 	b.WriteString("}")
 	return b.String()
+}
+
+// JobOwner is what the collector keeps of a Job that a JobSet controls:
+// the JobSet's name and UID.
+type JobOwner struct {
+	JobSet    string
+	JobSetUID string
+}
+
+// JobOwnerOf is the JobSet that controls job (false for a Job no JobSet
+// controls).
+func JobOwnerOf(job metav1.Object) (JobOwner, bool) {
+	ref := metav1.GetControllerOfNoCopy(job)
+	if ref == nil || ref.Kind != "JobSet" || ref.APIVersion != jobsetv1alpha2.GroupVersion.String() {
+		return JobOwner{}, false
+	}
+	return JobOwner{JobSet: ref.Name, JobSetUID: string(ref.UID)}, true
+}
+
+// PodJob is the Job that controls pod, by name and UID ("" when no Job
+// does): the owner the collector checks before it takes the pod's lines
+// as its job's.
+func PodJob(pod metav1.Object) (name, uid string) {
+	ref := metav1.GetControllerOfNoCopy(pod)
+	if ref == nil || ref.Kind != "Job" || ref.APIVersion != batchv1.SchemeGroupVersion.String() {
+		return "", ""
+	}
+	return ref.Name, string(ref.UID)
+}
+
+// Owned is the rule for whose lines a pod's are: t (read from the pod's
+// labels by FromPod) speaks for its job only when the pod's controller is
+// a Job (jobUID) that the job's JobSet controls, as the collector saw that
+// Job (owner). Labels and names are anyone's to write in a namespace; the
+// owners' UIDs are the Job and JobSet controllers'. The JobSet's UID is
+// taken from the Job, not from the pod's label.
+func Owned(t Target, jobUID string, owner JobOwner, ownerKnown bool) (Target, bool) {
+	if jobUID == "" || !ownerKnown || owner.JobSet != t.Job || owner.JobSetUID == "" {
+		return t, false
+	}
+	t.JobSetUID = owner.JobSetUID
+	return t, true
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 )
 
 func TestParseCRI(t *testing.T) {
@@ -639,5 +640,47 @@ func TestCollectorSharesEachPassAmongTenants(t *testing.T) {
 	}
 	if n := len(loki.entries["team-a"]); n != 4000 {
 		t.Errorf("the chatty tenant's lines after 11 passes: %d, want all 4000", n)
+	}
+}
+
+// A pod's lines are its job's only when its Job is one the job's JobSet
+// controls: copied labels, a made-up Job or another JobSet's Job are not
+// enough, and the JobSet's UID comes from the Job, not from the pod.
+func TestOwned(t *testing.T) {
+	t0 := Target{Namespace: "team-a", Pod: "pi-launcher-0-0-zzzzz", Job: "pi", Role: "launcher", JobSetUID: "forged-uid"}
+	owner := JobOwner{JobSet: "pi", JobSetUID: "js-uid"}
+	cases := map[string]struct {
+		jobUID     string
+		owner      JobOwner
+		ownerKnown bool
+		want       bool
+	}{
+		"made by the job's JobSet":          {jobUID: "job-uid", owner: owner, ownerKnown: true, want: true},
+		"no Job controls the pod":           {owner: owner, ownerKnown: true},
+		"a Job not seen (made up, or gone)": {jobUID: "job-uid"},
+		"another JobSet's Job":              {jobUID: "job-uid", owner: JobOwner{JobSet: "other", JobSetUID: "x"}, ownerKnown: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, ok := Owned(t0, tc.jobUID, tc.owner, tc.ownerKnown)
+			if ok != tc.want {
+				t.Fatalf("Owned = %v, want %v", ok, tc.want)
+			}
+			if ok && got.JobSetUID != "js-uid" {
+				t.Errorf("JobSetUID %q, want the Job's owner's (js-uid), not the pod's label", got.JobSetUID)
+			}
+		})
+	}
+	pod := &metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "pi-launcher-0", UID: "job-uid", Controller: ptr.To(true)}}}
+	if name, uid := PodJob(pod); name != "pi-launcher-0" || uid != "job-uid" {
+		t.Errorf("PodJob = %s %s", name, uid)
+	}
+	notController := &metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "x", UID: "u"}}}
+	if _, uid := PodJob(notController); uid != "" {
+		t.Errorf("an owner that is not the controller counted: %s", uid)
+	}
+	job := &metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{{APIVersion: "jobset.x-k8s.io/v1alpha2", Kind: "JobSet", Name: "pi", UID: "js-uid", Controller: ptr.To(true)}}}
+	if got, ok := JobOwnerOf(job); !ok || got != owner {
+		t.Errorf("JobOwnerOf = %+v %v, want %+v", got, ok, owner)
 	}
 }

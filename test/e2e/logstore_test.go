@@ -360,3 +360,47 @@ func TestLogsOfATimedOutJob(t *testing.T) {
 		t.Errorf("get shows no duration for the timed-out job:\n%s", r.out)
 	}
 }
+
+// A pod speaks for a job only when the job's own controllers made it: a
+// tenant's pod that copies a running job's JobSet labels (its UID too) and
+// its Launcher's name has its lines stored as nobody's, and the job's log
+// shows only the job's own lines (the red team's forged log).
+func TestForgedPodLinesAreNotTheJobs(t *testing.T) {
+	t.Parallel()
+	c := framework.Get(t)
+	const ns, user = "team-a", "dev-a"
+	name := framework.UniqueName("genuine")
+	expect(t, mpijob(t, user, ns, "create", name, "--workers", "1", "--", "mpirun", "sh", "-c", "echo genuine line; sleep 90"), 0, "created")
+	t.Cleanup(func() { mpijob(t, user, ns, "delete", name, "--wait=false") })
+	c.WaitForStatus(t, ns, name, 4*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseRunning })
+	js := &jobsetv1alpha2.JobSet{}
+	if err := c.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, js); err != nil {
+		t.Fatal(err)
+	}
+	forged := name + "-launcher-0-0-zzzzz"
+	pod := fmt.Sprintf(`{"apiVersion":"v1","kind":"Pod","metadata":{"name":%q,"labels":{
+		"jobset.sigs.k8s.io/jobset-name":%q,"jobset.sigs.k8s.io/replicatedjob-name":"launcher",
+		"batch.kubernetes.io/job-completion-index":"0","jobset.sigs.k8s.io/jobset-uid":%q}},
+	  "spec":{"restartPolicy":"Never","securityContext":{"runAsNonRoot":true,"runAsUser":1000,"seccompProfile":{"type":"RuntimeDefault"}},
+	    "containers":[{"name":"node","image":"ghcr.io/mpijob/openmpi:4.1","imagePullPolicy":"IfNotPresent",
+	      "command":["sh","-c","echo FORGED rank failure line"],
+	      "resources":{"requests":{"cpu":"10m","memory":"16Mi"},"limits":{"cpu":"100m","memory":"64Mi"}},
+	      "securityContext":{"allowPrivilegeEscalation":false,"capabilities":{"drop":["ALL"]}}}]}}`, forged, name, string(js.UID))
+	if out, err := c.Kubectl(t, user, ns, pod, "create", "-f", "-"); err != nil {
+		t.Fatalf("dev-a could not create the forged pod: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { _, _ = c.Kubectl(t, user, ns, "", "delete", "pod", forged, "--wait=false") })
+	waitFor(t, 2*time.Minute, "the forged pod to have run", func() (bool, string) {
+		out, err := c.Kubectl(t, user, ns, "", "logs", forged)
+		return err == nil && strings.Contains(out, "FORGED"), out
+	})
+	waitFor(t, time.Minute, "the job's own line in the store", func() (bool, string) {
+		r := quiet(t, "logs", name, "--all", "--source", "store")
+		return strings.Contains(r.out, "genuine line"), r.out
+	})
+	// The collector passes every second: give it several.
+	time.Sleep(10 * time.Second)
+	if r := quiet(t, "logs", name, "--all", "--source", "store"); strings.Contains(r.out, "FORGED") {
+		t.Errorf("the forged pod's line is stored as job %s's:\n%s", name, r.out)
+	}
+}
