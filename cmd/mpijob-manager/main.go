@@ -330,6 +330,7 @@ func (w webhooks) register() {
 	reg(mpiadmission.ValidatePath, admission.WithValidator(w.scheme, &mpiadmission.Validator{
 		Runtimes: w.lookup, Client: w.client, MaxWorkers: w.maxWorkers, Manager: w.self,
 		Pods: w.client, Priorities: w.live, Placement: w.placer, Namespaces: w.live,
+		ServiceAccounts: &mpiadmission.ServiceAccountCheck{Live: w.live, Reviews: w.client},
 	}))
 	reg(mpiadmission.ValidateClusterRuntimePath, admission.WithValidator(w.scheme, mpiadmission.ClusterRuntimeValidator{}))
 	reg(mpiadmission.ValidateRuntimePath, admission.WithValidator(w.scheme, mpiadmission.RuntimeValidator{Client: w.live}))

@@ -166,6 +166,10 @@ type Validator struct {
 	// create of an MPI job) for its cap on active MPI jobs
 	// (api.MaxActiveJobsAnnotation). Nil skips the check.
 	Namespaces client.Reader
+	// ServiceAccounts checks, on a create, that the user may use each
+	// ServiceAccount a job's own runtime names (a token in the ranks):
+	// nil refuses every such job.
+	ServiceAccounts *ServiceAccountCheck
 }
 
 // Placer judges whether the cluster can place a job now
@@ -443,6 +447,13 @@ func (v *Validator) admit(ctx context.Context, tj *trainer.TrainJob, rt *runtime
 			return nil, invalid(tj, errs)
 		}
 		job.BaseRuntime, annotations = base.Name, base.Annotations
+		if create {
+			if errs, err := v.ServiceAccounts.Check(ctx, tj, spec); err != nil {
+				return nil, apierrors.NewInternalError(err)
+			} else if len(errs) > 0 {
+				return nil, invalid(tj, errs)
+			}
+		}
 	}
 	policy, perrs := runtimes.ParsePolicy(annotations)
 	if len(perrs) > 0 {

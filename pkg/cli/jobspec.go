@@ -33,7 +33,7 @@ type jobFlags struct {
 	resources, env, nodeSelector                     []string
 	envFromSecret, dataConnections, pvcs, configMaps []string
 	timeout, priority, description, launcherFlags    string
-	endStuckAfter, gracePeriod                       string
+	endStuckAfter, gracePeriod, serviceAccount       string
 	resumeFrom                                       string
 	retries                                          int32
 	tolerations, pullSecrets                         []string
@@ -68,6 +68,7 @@ func (f *jobFlags) add(fs *pflag.FlagSet, defaults bool) {
 	fs.StringArrayVar(&f.configMaps, "config-map", nil, "ConfigMap to mount read-only on the Launcher and every Worker, each key a file, NAME[:PATH] (PATH defaults to /config/NAME; repeatable)")
 	fs.StringVar(&f.endStuckAfter, "end-stuck-after", "", "end the job when it can never finish (a rank failed while the others wait, an image that cannot be pulled, Workers no node can take) and has said so this long, e.g. 30m, or off (default: the runtime's, 10m on the shipped runtimes)")
 	fs.StringVar(&f.gracePeriod, "grace-period", "", fmt.Sprintf("time the ranks have to save a checkpoint and exit when the job is stopped (preempted, suspended, retried, ended): they get SIGTERM first, e.g. 90s, 5m (at most %s; default: the runtime's, 60s on the shipped runtimes)", jobspec.FormatTimeout(jobspec.MaxGracePeriod)))
+	fs.StringVar(&f.serviceAccount, "service-account", "", "ServiceAccount of the job's namespace whose token the Launcher and every Worker get (default: none, no token); you must be allowed to create its tokens")
 	fs.StringVar(&f.timeout, "timeout", "", "stop the job once it has run this long, e.g. 90m, 2h or 1h30m (reason DeadlineExceeded; default: no limit)")
 	fs.Int32Var(&f.retries, "retries", 0, fmt.Sprintf("start the whole job again after a failure, up to this many times (0-%d): every Worker and the Launcher anew; a program that checkpoints resumes from its last checkpoint in $MPIJOB_CHECKPOINT_URI", jobspec.MaxRetries))
 	fs.StringVar(&f.resumeFrom, "resume-from", "", "start from another job's last checkpoint when this job has none of its own yet: that job's name, or its checkpoint folder s3://BUCKET/PATH/ or file:///PATH/ (needs --data-connection or --pvc; the program reads $MPIJOB_RESUME_FROM)")
@@ -79,7 +80,7 @@ func (f *jobFlags) add(fs *pflag.FlagSet, defaults bool) {
 }
 
 var jobFlagNames = []string{"workers", "slots-per-worker", "runtime", "image", "worker-image", "launcher-image", "gpus", "cpu", "memory", "resource", "launcher-cpu", "launcher-memory", "env", "env-from-secret", "node-selector", "queue", "data-connection", "pvc", "config-map",
-	"timeout", "end-stuck-after", "grace-period", "retries", "resume-from", "priority", "toleration", "image-pull-secret", "description", "launcher-flags"}
+	"timeout", "end-stuck-after", "grace-period", "service-account", "retries", "resume-from", "priority", "toleration", "image-pull-secret", "description", "launcher-flags"}
 
 // input sets on in what the given flags say.
 func (f *jobFlags) input(in *jobspec.Input, changed func(string) bool) error {
@@ -224,6 +225,9 @@ func (f *jobFlags) scheduling(in *jobspec.Input, changed func(string) bool) erro
 	}
 	if changed("end-stuck-after") {
 		in.EndStuckAfter = strings.TrimSpace(f.endStuckAfter)
+	}
+	if changed("service-account") {
+		in.ServiceAccount = strings.TrimSpace(f.serviceAccount)
 	}
 	if changed("grace-period") {
 		in.GracePeriod = strings.TrimSpace(f.gracePeriod)

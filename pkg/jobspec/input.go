@@ -68,6 +68,7 @@ func InputOf(tj *trainer.TrainJob, rt *trainer.TrainingRuntime, base *trainer.Cl
 	if fp := rt.Spec.Template.Spec.FailurePolicy; fp != nil && !sameRestarts(rt.Spec.Template.Spec.FailurePolicy, base.Spec.Template.Spec.FailurePolicy) {
 		in.Retries = fp.MaxRestarts
 	}
+	in.ServiceAccount = ServiceAccountOf(&rt.Spec)
 	if g := GracePeriodOf(&rt.Spec); g != nil && !equality.Semantic.DeepEqual(g, GracePeriodOf(&base.Spec)) {
 		in.GracePeriod = FormatTimeout(*g)
 	}
@@ -256,6 +257,13 @@ func Normalize(spec *trainer.TrainingRuntimeSpec, base *trainer.TrainingRuntimeS
 		if g := pod.TerminationGracePeriodSeconds; g != nil && *g >= 1 && *g <= MaxGracePeriod {
 			pod.TerminationGracePeriodSeconds = gracePeriodOf(base, rj.Name)
 		}
+		// A ServiceAccount with its token, as the builder sets it, is the
+		// base's (admission checks the user may use it: ServiceAccountOf).
+		if pod.ServiceAccountName != "" && ptr.Deref(pod.AutomountServiceAccountToken, false) {
+			if bp := podOf(base, rj.Name); bp != nil {
+				pod.ServiceAccountName, pod.AutomountServiceAccountToken = bp.ServiceAccountName, bp.AutomountServiceAccountToken
+			}
+		}
 		removed := map[string]bool{}
 		pod.Volumes = slices.DeleteFunc(pod.Volumes, func(v corev1.Volume) bool {
 			pvc := v.PersistentVolumeClaim != nil && v.Name == dataconn.VolumeName(v.PersistentVolumeClaim.ClaimName)
@@ -300,6 +308,35 @@ func gracePeriodOf(spec *trainer.TrainingRuntimeSpec, replicatedJob string) *int
 			if g := rj.Template.Spec.Template.Spec.TerminationGracePeriodSeconds; g != nil {
 				return ptr.To(*g)
 			}
+		}
+	}
+	return nil
+}
+
+// ServiceAccountOf is the ServiceAccount the Workers of spec run as ("":
+// the namespace's default, or none set).
+func ServiceAccountOf(spec *trainer.TrainingRuntimeSpec) string {
+	if p := podOf(spec, api.WorkerJob); p != nil {
+		return p.ServiceAccountName
+	}
+	return ""
+}
+
+// ServiceAccountsOf are the ServiceAccounts spec's pods name, each once.
+func ServiceAccountsOf(spec *trainer.TrainingRuntimeSpec) []string {
+	var out []string
+	for i := range spec.Template.Spec.ReplicatedJobs {
+		if sa := spec.Template.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec.ServiceAccountName; sa != "" && !slices.Contains(out, sa) {
+			out = append(out, sa)
+		}
+	}
+	return out
+}
+
+func podOf(spec *trainer.TrainingRuntimeSpec, replicatedJob string) *corev1.PodSpec {
+	for i := range spec.Template.Spec.ReplicatedJobs {
+		if rj := &spec.Template.Spec.ReplicatedJobs[i]; rj.Name == replicatedJob {
+			return &rj.Template.Spec.Template.Spec
 		}
 	}
 	return nil

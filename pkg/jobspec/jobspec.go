@@ -106,6 +106,11 @@ type Input struct {
 	// terminationGracePeriodSeconds; "": the runtime's, 60s on the shipped
 	// runtimes).
 	GracePeriod string `json:"grace_period,omitempty"`
+	// ServiceAccount is a ServiceAccount of the job's namespace whose token
+	// the Launcher and the Workers get ("": none; the shipped runtimes
+	// mount no token). Admission lets only a user who may create that
+	// ServiceAccount's tokens name it.
+	ServiceAccount string `json:"service_account,omitempty"`
 	// LauncherFlags go to mpirun (or mpiexec) before the program, e.g.
 	// --bind-to none: inserted after the first word of the command, or
 	// of the runtime's command when the job gives none.
@@ -217,6 +222,11 @@ func Build(in Input, base *trainer.ClusterTrainingRuntime) (*Job, error) {
 	if err != nil {
 		return nil, err
 	}
+	if in.ServiceAccount != "" {
+		if errs := validation.IsDNS1123Subdomain(in.ServiceAccount); len(errs) > 0 {
+			return nil, errorf("service_account", in.ServiceAccount, "is not a ServiceAccount name: use lower-case letters, digits, '-' and '.' (kubectl get serviceaccounts)")
+		}
+	}
 	command, err := withLauncherFlags(in, base)
 	if err != nil {
 		return nil, err
@@ -270,7 +280,7 @@ func Build(in Input, base *trainer.ClusterTrainingRuntime) (*Job, error) {
 	launcherImage := first(in.LauncherImage, in.Image)
 	workerImage := first(in.WorkerImage, in.Image)
 	storage := len(in.DataConnections) > 0 || len(in.PVCs) > 0 || len(in.ConfigMaps) > 0
-	if launcherImage == "" && workerImage == "" && len(worker) == 0 && len(launcher) == 0 && !storage && in.Retries == 0 && grace == nil {
+	if launcherImage == "" && workerImage == "" && len(worker) == 0 && len(launcher) == 0 && !storage && in.Retries == 0 && grace == nil && in.ServiceAccount == "" {
 		return &Job{TrainJob: tj}, nil
 	}
 	vols, mounts := dataconn.Volumes(in.PVCs, in.ConfigMaps...)
@@ -279,7 +289,7 @@ func Build(in Input, base *trainer.ClusterTrainingRuntime) (*Job, error) {
 		Worker: worker, Launcher: launcher,
 		Env:     dataconn.WithResume(dataconn.Env(in.Name, in.DataConnections, in.PVCs), resume),
 		Volumes: vols, Mounts: mounts,
-		Retries: in.Retries, GracePeriod: grace,
+		Retries: in.Retries, GracePeriod: grace, ServiceAccount: in.ServiceAccount,
 	})
 	tj.Spec.RuntimeRef = trainer.RuntimeRef{Name: rt.Name, APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(trainer.TrainingRuntimeKind)}
 	if tj.Labels == nil {
@@ -304,6 +314,9 @@ type Overrides struct {
 	// GracePeriod sets the Launcher's and the Workers'
 	// terminationGracePeriodSeconds (nil: the base's).
 	GracePeriod *int64
+	// ServiceAccount gives the Launcher and the Workers that
+	// ServiceAccount and its token ("": the base's, no token).
+	ServiceAccount string
 }
 
 // Derive makes the per-job TrainingRuntime of job name in namespace: base
@@ -360,6 +373,9 @@ func Derive(base *trainer.ClusterTrainingRuntime, job, namespace string, o Overr
 		pod := &rj.Template.Spec.Template.Spec
 		if o.GracePeriod != nil {
 			pod.TerminationGracePeriodSeconds = ptr.To(*o.GracePeriod)
+		}
+		if o.ServiceAccount != "" {
+			pod.ServiceAccountName, pod.AutomountServiceAccountToken = o.ServiceAccount, ptr.To(true)
 		}
 		pod.Volumes = append(pod.Volumes, o.Volumes...)
 		for c := range pod.Containers {

@@ -424,7 +424,8 @@ func RestartImageBuilder(ctx context.Context, opts Options, out io.Writer) error
 	// positions file, so no line is read twice or lost.
 	if fileExists(filepath.Join(opts.runDir(), logCollectorProcess+".pid")) {
 		done = c.progress.Step("restarting the log collector with this checkout")
-		stopPidFiles(opts.runDir(), 5*time.Second, func(name string) bool { return name == logCollectorProcess })
+		// Time to send what it read and save its offsets.
+		stopPidFiles(opts.runDir(), 10*time.Second, func(name string) bool { return name == logCollectorProcess })
 		self, err := os.Executable()
 		if err != nil {
 			return err

@@ -14,7 +14,9 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -458,5 +460,68 @@ func TestNoServiceAccountTokenInTheRanks(t *testing.T) {
 	}
 	if strings.Contains(logs.out, "TOKEN ") {
 		t.Errorf("a ServiceAccount token is mounted in the job's pods:\n%s", logs.out)
+	}
+}
+
+// A job that needs the API names a ServiceAccount: only a user who may
+// create that ServiceAccount's tokens may give it to a job (Kubernetes'
+// edit role may; a user who may only run MPI jobs may not), and then the
+// Launcher and every rank have its token.
+func TestServiceAccountForAJobThatAsks(t *testing.T) {
+	t.Parallel()
+	c := framework.Get(t)
+	const ns = "team-a"
+	ctx := context.Background()
+	sa := strings.ToLower(framework.UniqueName("trainer"))
+	runner := "jobs-only-" + sa // may create MPI jobs (mpijob-edit), not tokens
+	create := func(o client.Object) {
+		t.Helper()
+		if err := c.Client.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Client.Delete(context.Background(), o) })
+	}
+	create(&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: sa, Namespace: ns}})
+	create(&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: runner, Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "mpijob-edit"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: runner}}})
+	as := func(args ...string) result {
+		return mpijob(t, "admin", ns, append([]string{"--as", runner}, args...)...)
+	}
+
+	name := framework.UniqueName("token")
+	t.Cleanup(func() { mpijob(t, "admin", ns, "delete", name, "--wait=false") })
+	const probe = `test -s /var/run/secrets/kubernetes.io/serviceaccount/token && echo "TOKEN on $(hostname)"; echo "probed on $(hostname)"`
+	args := []string{"create", name, "--workers", "2", "--slots-per-worker", "1", "--service-account", sa, "--",
+		"sh", "-c", probe + "; mpirun -np 2 sh -c '" + probe + "'"}
+	expect(t, as("create", name, "--workers", "1", "--service-account", "no-such-sa", "--", "mpirun", "hostname"),
+		5, "--service-account no-such-sa", "has no ServiceAccount no-such-sa")
+	expect(t, as(args...), 5, "--service-account "+sa, "may not create tokens of ServiceAccount "+sa)
+
+	// An administrator lets the runner use it.
+	create(&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: sa + "-token", Namespace: ns},
+		Rules: []rbacv1.PolicyRule{{APIGroups: []string{""}, Resources: []string{"serviceaccounts/token"}, Verbs: []string{"create"}, ResourceNames: []string{sa}}}})
+	create(&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Name: sa + "-token", Namespace: ns},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: sa + "-token"},
+		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: runner}}})
+	waitFor(t, 30*time.Second, "the runner's create of a job with the ServiceAccount", func() (bool, string) {
+		r := as(args...)
+		return r.code == 0, r.out + r.errOut
+	})
+	if got := c.WaitForTrainJob(t, ns, name, 4*time.Minute, trainer.TrainJobComplete, trainer.TrainJobFailed); got != trainer.TrainJobComplete {
+		t.Fatalf("the job ended %s:\n%s", got, mpijob(t, "admin", ns, "describe", name).out)
+	}
+	logs := mpijob(t, "admin", ns, "logs", name).out
+	if n, tokens := strings.Count(logs, "probed on"), strings.Count(logs, "TOKEN on"); n != 3 || tokens != 3 {
+		t.Errorf("%d probes found %d tokens, want 3 and 3 (the Launcher and two ranks):\n%s", n, tokens, logs)
+	}
+	pods := &corev1.PodList{}
+	if err := c.Client.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{"jobset.sigs.k8s.io/jobset-name": name}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Spec.ServiceAccountName != sa {
+			t.Errorf("pod %s runs as ServiceAccount %q, want %s", p.Name, p.Spec.ServiceAccountName, sa)
+		}
 	}
 }

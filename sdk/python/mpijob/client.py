@@ -83,6 +83,7 @@ class MPIJobClient:
         launcher_flags: str | Sequence[str] | None = None,
         end_stuck_after: str | None = None,
         grace_period: str | None = None,
+        service_account: str | None = None,
     ) -> MPIJob:
         """Create an MPI job: a Launcher that runs ``command`` (None: the runtime's)
         and ``workers`` Workers with ``slots_per_worker`` ranks each.
@@ -135,6 +136,8 @@ class MPIJobClient:
         :param grace_period: how long the ranks have to save a checkpoint and exit when the job is
             stopped (preempted, suspended, retried, ended): they get SIGTERM first, e.g. ``"5m"``
             (at most ``"1h"``; None: the runtime's, 60s on the shipped runtimes)
+        :param service_account: a ServiceAccount of the namespace whose token the Launcher and every
+            Worker get (None: none, no token in the ranks); you must be allowed to create its tokens
         :param dry_run: let the cluster check the job (admission and quota included) without creating it
 
         Raises :class:`InvalidJobError` naming the argument (before any API call for bad settings),

@@ -91,6 +91,7 @@ class Input:
     launcher_flags: list[str] = field(default_factory=list)
     end_stuck_after: str = ""
     grace_period: str = ""
+    service_account: str = ""
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Input:
@@ -227,6 +228,10 @@ def build(inp: Input, base: dict[str, Any] | None) -> Job:
     resume = _resume_uri(inp)
     deadline = _validate_scheduling(inp)
     grace = parse_grace_period(inp.grace_period)
+    if inp.service_account and (not isinstance(inp.service_account, str) or len(inp.service_account) > 253
+                                or not _DNS_SUBDOMAIN.match(inp.service_account)):
+        raise _err("service_account", inp.service_account, "is not a ServiceAccount name: use lower-case letters, digits, '-' and '.' "
+                                                           "(kubectl get serviceaccounts)")
     command = _with_launcher_flags(inp, base)
 
     meta: dict[str, Any] = {"name": inp.name}
@@ -265,11 +270,13 @@ def build(inp: Input, base: dict[str, Any] | None) -> Job:
     launcher_image = inp.launcher_image or inp.image
     worker_image = inp.worker_image or inp.image
     storage = bool(inp.data_connections or inp.pvcs)
-    if not (launcher_image or worker_image or worker or launcher or storage or inp.config_maps or inp.retries or grace):
+    if not (launcher_image or worker_image or worker or launcher or storage or inp.config_maps or inp.retries or grace
+            or inp.service_account):
         return Job(tj)
     rt = derive(base, inp.name, inp.namespace, launcher_image, worker_image, worker, launcher,
                 env=dataconn.with_resume(dataconn.env(inp.name, list(inp.data_connections), list(inp.pvcs)), resume), pvcs=list(inp.pvcs),
-                config_maps=list(inp.config_maps), retries=inp.retries, grace_period=grace)
+                config_maps=list(inp.config_maps), retries=inp.retries, grace_period=grace,
+                service_account=inp.service_account)
     spec["runtimeRef"] = {"apiGroup": GROUP, "kind": "TrainingRuntime", "name": inp.name}
     meta.setdefault("labels", {})[BASE_RUNTIME_LABEL] = base_name
     return Job(tj, rt)
@@ -350,7 +357,7 @@ def _validate_storage(inp: Input) -> None:
 def derive(base: dict[str, Any], job: str, namespace: str, launcher_image: str, worker_image: str,
            worker: dict[str, str], launcher: dict[str, str], env: list[dict[str, Any]] | None = None,
            pvcs: list[dataconn.PVC] | None = None, config_maps: list[dataconn.ConfigMap] | None = None,
-           retries: int = 0, grace_period: int | None = None) -> dict[str, Any]:
+           retries: int = 0, grace_period: int | None = None, service_account: str = "") -> dict[str, Any]:
     """The per-job TrainingRuntime: ``base`` with the node containers' images and resources changed."""
     base_meta = base.get("metadata") or {}
     labels = {JOB_LABEL: job, BASE_RUNTIME_LABEL: base_meta["name"]}
@@ -378,6 +385,8 @@ def derive(base: dict[str, Any], job: str, namespace: str, launcher_image: str, 
         pod = rj["template"]["spec"]["template"]["spec"]
         if grace_period is not None:
             pod["terminationGracePeriodSeconds"] = grace_period
+        if service_account:
+            pod["serviceAccountName"], pod["automountServiceAccountToken"] = service_account, True
         vols, mounts = dataconn.volumes(pvcs or [], config_maps)
         if vols:
             pod["volumes"] = (pod.get("volumes") or []) + vols
@@ -483,6 +492,14 @@ def grace_period_of(spec: dict[str, Any]) -> int | None:
         if rj.get("name") == "node":
             return ((((rj.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}).get("terminationGracePeriodSeconds")
     return None
+
+
+def _service_account_of(spec: dict[str, Any]) -> str:
+    """The ServiceAccount the Workers of a runtime spec run as (Go's jobspec.ServiceAccountOf)."""
+    for rj in ((spec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []:
+        if rj.get("name") == "node":
+            return ((((rj.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}).get("serviceAccountName") or ""
+    return ""
 
 
 def format_timeout(secs: int) -> str:
@@ -746,6 +763,7 @@ def input_of(tj: dict[str, Any], rt: dict[str, Any] | None, base: dict[str, Any]
     base_restarts = ((base["spec"].get("template") or {}).get("spec") or {}).get("failurePolicy") or {}
     if restarts.get("maxRestarts", 0) != base_restarts.get("maxRestarts", 0):
         inp.retries = restarts.get("maxRestarts", 0)
+    inp.service_account = _service_account_of(rt["spec"])
     grace = grace_period_of(rt["spec"])
     if grace is not None and grace != grace_period_of(base["spec"]):
         inp.grace_period = format_timeout(grace)

@@ -104,6 +104,7 @@ class JobSpec:
     launcher_flags: str | Sequence[str] | None = None
     end_stuck_after: str | None = None
     grace_period: str | None = None
+    service_account: str | None = None
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:

@@ -156,6 +156,7 @@ export interface JobInput {
   description?: string;
   end_stuck_after?: string;
   grace_period?: string;
+  service_account?: string;
   launcher_flags?: string[];
 }
 

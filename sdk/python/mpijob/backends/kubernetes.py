@@ -754,7 +754,7 @@ for _name, _fn in list(vars(KubernetesBackend).items()):
 
 
 #: create_job's and clone_job's arguments for what a job sets besides its shape and data.
-SCHEDULING_ARGS = ("timeout", "retries", "resume_from", "priority", "tolerations", "image_pull_secrets", "description", "launcher_flags", "end_stuck_after", "grace_period")
+SCHEDULING_ARGS = ("timeout", "retries", "resume_from", "priority", "tolerations", "image_pull_secrets", "description", "launcher_flags", "end_stuck_after", "grace_period", "service_account")
 
 
 def _scheduling(inp: _jobspec.Input, args: dict[str, Any]) -> None:
@@ -780,4 +780,6 @@ def _scheduling(inp: _jobspec.Input, args: dict[str, Any]) -> None:
         inp.end_stuck_after = _v.optional_str("end_stuck_after", args["end_stuck_after"], "30m")
     if args.get("grace_period") is not None:
         inp.grace_period = _v.optional_str("grace_period", args["grace_period"], "5m")
+    if args.get("service_account") is not None:
+        inp.service_account = _v.optional_str("service_account", args["service_account"], "trainer")
 
