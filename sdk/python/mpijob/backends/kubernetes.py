@@ -754,7 +754,8 @@ for _name, _fn in list(vars(KubernetesBackend).items()):
 
 
 #: create_job's and clone_job's arguments for what a job sets besides its shape and data.
-SCHEDULING_ARGS = ("timeout", "retries", "resume_from", "priority", "tolerations", "image_pull_secrets", "description", "launcher_flags", "end_stuck_after", "grace_period", "service_account")
+SCHEDULING_ARGS = ("timeout", "retries", "resume_from", "priority", "tolerations", "image_pull_secrets", "description", "launcher_flags",
+                   "end_stuck_after", "grace_period", "service_account")
 
 
 def _scheduling(inp: _jobspec.Input, args: dict[str, Any]) -> None:
