@@ -64,7 +64,10 @@ func MainContext(ctx context.Context, args []string, streams genericiooptions.IO
 		return ExitOK
 	}
 	code, msg := explain(err, root)
-	fmt.Fprintln(api.CleanWriter(streams.ErrOut), "error: "+msg)
+	if msg != "" {
+		// A remote command's own exit code (exec) comes without words.
+		fmt.Fprintln(api.CleanWriter(streams.ErrOut), "error: "+msg)
+	}
 	return code
 }
 
@@ -121,6 +124,8 @@ Use it as "kubectl mpijob", "oc mpijob" or on its own.`,
 		newWaitCommand(o),
 		newDeleteCommand(o),
 		newSuspendCommand(o),
+		newExecCommand(o),
+		newPortForwardCommand(o),
 		newResumeCommand(o),
 		newCloneCommand(o),
 		newConvertCommand(o),

@@ -7,6 +7,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -552,5 +554,61 @@ func TestCLIDeleteGracePeriodReachesThePods(t *testing.T) {
 		return err == nil && len(pods.Items) == 0, err
 	}); err != nil {
 		t.Errorf("the job's pods are not gone: %v", err)
+	}
+}
+
+// exec reaches the Launcher, a Worker or the Worker that hosts a rank of a
+// running job, returns the command's exit code, and port-forward reaches a
+// port on the Launcher; another tenant reaches neither.
+func TestExecAndPortForward(t *testing.T) {
+	t.Parallel()
+	c := framework.Get(t)
+	const ns, user = "team-a", "dev-a"
+	name := framework.UniqueName("inside")
+	t.Cleanup(func() { mpijob(t, user, ns, "delete", name, "--wait=false") })
+	// The Launcher serves a file on port 8000 while its 2 Workers x 2 slots sleep.
+	expect(t, mpijob(t, user, ns, "create", name, "--workers", "2", "--slots-per-worker", "2", "--",
+		"sh", "-c", "cd /tmp && echo served-by-the-launcher > hello.txt && exec python3 -m http.server 8000"), 0, "created")
+	c.WaitForStatus(t, ns, name, 4*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseRunning && s.WorkersReady == 2 })
+
+	r := mpijob(t, user, ns, "exec", name, "--rank", "3", "--", "hostname")
+	expect(t, r, 0, "rank 3 runs on Worker 1")
+	if !strings.HasPrefix(strings.TrimSpace(r.out), name+"-node-0-1") {
+		t.Errorf("exec --rank 3 ran on %q, want Worker 1 (%s-node-0-1)", strings.TrimSpace(r.out), name)
+	}
+	r = mpijob(t, user, ns, "exec", name, "--", "cat", "/tmp/hello.txt")
+	expect(t, r, 0, "the Launcher", "served-by-the-launcher")
+	expect(t, mpijob(t, user, ns, "exec", name, "--worker", "0", "--", "sh", "-c", "exit 7"), 7)
+	expect(t, mpijob(t, user, ns, "exec", name, "--rank", "4", "--", "hostname"), 3, "--rank 4: the job has 4 ranks (0 to 3")
+	expect(t, mpijob(t, "dev-b", ns, "exec", name, "--", "hostname"), 4)
+
+	// port-forward until the test ends it.
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	port := 18000 + time.Now().Nanosecond()%1000
+	done := make(chan result, 1)
+	go func() {
+		var out, errOut bytes.Buffer
+		code := cli.MainContext(ctx, []string{"--kubeconfig", c.Kubeconfig, "--context", user, "-n", ns, "port-forward", name, fmt.Sprintf("%d:8000", port)},
+			genericiooptions.IOStreams{In: &bytes.Buffer{}, Out: &out, ErrOut: &errOut})
+		done <- result{code: code, out: out.String(), errOut: errOut.String()}
+	}()
+	waitFor(t, 30*time.Second, "the Launcher's file through port-forward", func() (bool, string) {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/hello.txt", port))
+		if err != nil {
+			return false, err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strings.Contains(string(b), "served-by-the-launcher"), string(b)
+	})
+	cancel()
+	select {
+	case r := <-done:
+		if r.code != 0 {
+			t.Errorf("port-forward ended with exit %d: %s", r.code, r.errOut)
+		}
+	case <-time.After(30 * time.Second):
+		t.Error("port-forward did not end when interrupted")
 	}
 }
