@@ -145,7 +145,7 @@ exec lacks too.`,
 			return e.Run(cmd.Context())
 		},
 	}
-	e.target.flags(cmd, "run in")
+	e.flags(cmd, "run in")
 	cmd.Flags().BoolVarP(&e.stdin, "stdin", "i", false, "pass stdin to the command")
 	cmd.Flags().BoolVarP(&e.tty, "tty", "t", false, "give the command a terminal (with -i: a shell)")
 	cmd.Flags().BoolVarP(&e.quiet, "quiet", "q", false, "say nothing of which pod the command runs in")
@@ -179,7 +179,7 @@ func (e *execOptions) Validate() error {
 	if len(e.command) == 0 {
 		return usageErr("exec needs a COMMAND after --: kubectl mpijob exec %s -- ps aux", e.name)
 	}
-	return e.target.validate()
+	return e.validate()
 }
 
 // Run finds the pod and runs the command there; the command's exit code
@@ -197,7 +197,7 @@ func (e *execOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pod, what, err := e.target.choose(tj, launcher, workers)
+	pod, what, err := e.choose(tj, launcher, workers)
 	if err != nil {
 		return err
 	}

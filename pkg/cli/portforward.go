@@ -48,7 +48,7 @@ takes: the right to create pods/portforward in the job's namespace.`,
 			return p.Run(cmd.Context())
 		},
 	}
-	p.target.flags(cmd, "forward to")
+	p.flags(cmd, "forward to")
 	cmd.Flags().StringSliceVar(&p.address, "address", []string{"localhost"}, "local addresses to listen on (comma-separated): localhost, 127.0.0.1, ::1 or an IP")
 	return cmd
 }
@@ -74,7 +74,7 @@ func (p *portForwardOptions) Validate() error {
 			return err
 		}
 	}
-	return p.target.validate()
+	return p.validate()
 }
 
 // checkPortSpec checks REMOTE or LOCAL:REMOTE (LOCAL may be empty: a free
@@ -110,7 +110,7 @@ func (p *portForwardOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pod, what, err := p.target.choose(tj, launcher, workers)
+	pod, what, err := p.choose(tj, launcher, workers)
 	if err != nil {
 		return err
 	}

@@ -598,8 +598,8 @@ func TestExecAndPortForward(t *testing.T) {
 		if err != nil {
 			return false, err.Error()
 		}
-		defer resp.Body.Close()
 		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
 		return strings.Contains(string(b), "served-by-the-launcher"), string(b)
 	})
 	cancel()
