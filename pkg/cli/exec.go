@@ -9,6 +9,8 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	kscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/exec"
 	kexec "k8s.io/kubectl/pkg/cmd/exec"
 	"k8s.io/utils/ptr"
@@ -207,6 +209,10 @@ func (e *execOptions) Run(ctx context.Context) error {
 	if cl.cfg == nil {
 		return errors.New("exec needs a cluster connection")
 	}
+	// kubectl's exec makes a REST client of the config: the core group's.
+	cfg := rest.CopyConfig(cl.cfg)
+	cfg.GroupVersion, cfg.APIPath = &corev1.SchemeGroupVersion, "/api"
+	cfg.NegotiatedSerializer = kscheme.Codecs.WithoutConversion()
 	opts := &kexec.ExecOptions{
 		StreamOptions: kexec.StreamOptions{
 			Namespace: pod.Namespace, PodName: pod.Name, ContainerName: api.NodeContainer,
@@ -215,7 +221,7 @@ func (e *execOptions) Run(ctx context.Context) error {
 		Command:   e.command,
 		Executor:  &kexec.DefaultRemoteExecutor{},
 		PodClient: cl.cs.CoreV1(),
-		Config:    cl.cfg,
+		Config:    cfg,
 	}
 	err = opts.Run()
 	var code exec.CodeExitError
