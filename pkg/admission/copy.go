@@ -115,17 +115,22 @@ func (c *RuntimeCopier) Copy(ctx context.Context, req admission.Request, tj *tra
 // subjectAccessReview asks the API server whether user may create
 // TrainingRuntimes in namespace.
 func (c *RuntimeCopier) subjectAccessReview(ctx context.Context, user authenticationv1.UserInfo, namespace string) (bool, error) {
+	return userMay(ctx, c.Client, user, authorizationv1.ResourceAttributes{
+		Namespace: namespace, Verb: "create", Group: trainer.GroupVersion.Group, Resource: "trainingruntimes",
+	})
+}
+
+// userMay asks the API server (a SubjectAccessReview) whether user may do
+// what attrs say.
+func userMay(ctx context.Context, cl client.Client, user authenticationv1.UserInfo, attrs authorizationv1.ResourceAttributes) (bool, error) {
 	extra := map[string]authorizationv1.ExtraValue{}
 	for k, v := range user.Extra {
 		extra[k] = authorizationv1.ExtraValue(v)
 	}
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: user.Username, UID: user.UID, Groups: user.Groups, Extra: extra,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Namespace: namespace, Verb: "create", Group: trainer.GroupVersion.Group, Resource: "trainingruntimes",
-		},
+		User: user.Username, UID: user.UID, Groups: user.Groups, Extra: extra, ResourceAttributes: &attrs,
 	}}
-	if err := c.Client.Create(ctx, sar); err != nil {
+	if err := cl.Create(ctx, sar); err != nil {
 		return false, err
 	}
 	return sar.Status.Allowed, nil

@@ -74,18 +74,7 @@ func (c *ServiceAccountCheck) Check(ctx context.Context, tj *trainer.TrainJob, s
 }
 
 func (c *ServiceAccountCheck) subjectAccessReview(ctx context.Context, user authenticationv1.UserInfo, namespace, sa string) (bool, error) {
-	extra := map[string]authorizationv1.ExtraValue{}
-	for k, v := range user.Extra {
-		extra[k] = authorizationv1.ExtraValue(v)
-	}
-	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-		User: user.Username, UID: user.UID, Groups: user.Groups, Extra: extra,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Namespace: namespace, Verb: "create", Resource: "serviceaccounts", Subresource: "token", Name: sa,
-		},
-	}}
-	if err := c.Reviews.Create(ctx, sar); err != nil {
-		return false, err
-	}
-	return sar.Status.Allowed, nil
+	return userMay(ctx, c.Reviews, user, authorizationv1.ResourceAttributes{
+		Namespace: namespace, Verb: "create", Resource: "serviceaccounts", Subresource: "token", Name: sa,
+	})
 }

@@ -105,6 +105,25 @@ func (t *target) choose(tj *trainer.TrainJob, launcher, workers []corev1.Pod) (*
 	return nil, "", &exitError{code: ExitNotFound, msg: fmt.Sprintf("%s of job %s, which has no running pod now (phase %s): kubectl mpijob describe %s", what, tj.Name, st.Phase, tj.Name)}
 }
 
+// find reads job name and its pods as the user and picks t's pod: the
+// lookup exec and port-forward share.
+func (t *target) find(ctx context.Context, o *Options, name string) (*clients, *corev1.Pod, string, error) {
+	cl, err := o.clients()
+	if err != nil {
+		return nil, nil, "", err
+	}
+	tj, err := cl.job(ctx, name)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	launcher, workers, err := cl.pods(ctx, tj)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	pod, what, err := t.choose(tj, launcher, workers)
+	return cl, pod, what, err
+}
+
 // execOptions is `kubectl mpijob exec`: a command in the Launcher's or a
 // Worker's "node" container, as kubectl exec runs it (its library, so -i
 // and -t behave the same).
@@ -187,19 +206,7 @@ func (e *execOptions) Validate() error {
 // Run finds the pod and runs the command there; the command's exit code
 // is exec's.
 func (e *execOptions) Run(ctx context.Context) error {
-	cl, err := e.clients()
-	if err != nil {
-		return err
-	}
-	tj, err := cl.job(ctx, e.name)
-	if err != nil {
-		return err
-	}
-	launcher, workers, err := cl.pods(ctx, tj)
-	if err != nil {
-		return err
-	}
-	pod, what, err := e.choose(tj, launcher, workers)
+	cl, pod, what, err := e.find(ctx, e.Options, e.name)
 	if err != nil {
 		return err
 	}

@@ -98,19 +98,7 @@ func checkPortSpec(spec string) error {
 
 // Run finds the pod and forwards until ctx ends or the pod goes.
 func (p *portForwardOptions) Run(ctx context.Context) error {
-	cl, err := p.clients()
-	if err != nil {
-		return err
-	}
-	tj, err := cl.job(ctx, p.name)
-	if err != nil {
-		return err
-	}
-	launcher, workers, err := cl.pods(ctx, tj)
-	if err != nil {
-		return err
-	}
-	pod, what, err := p.choose(tj, launcher, workers)
+	cl, pod, what, err := p.find(ctx, p.Options, p.name)
 	if err != nil {
 		return err
 	}

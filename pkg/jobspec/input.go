@@ -303,12 +303,8 @@ func GracePeriodOf(spec *trainer.TrainingRuntimeSpec) *int64 {
 }
 
 func gracePeriodOf(spec *trainer.TrainingRuntimeSpec, replicatedJob string) *int64 {
-	for i := range spec.Template.Spec.ReplicatedJobs {
-		if rj := &spec.Template.Spec.ReplicatedJobs[i]; rj.Name == replicatedJob {
-			if g := rj.Template.Spec.Template.Spec.TerminationGracePeriodSeconds; g != nil {
-				return ptr.To(*g)
-			}
-		}
+	if p := podOf(spec, replicatedJob); p != nil && p.TerminationGracePeriodSeconds != nil {
+		return ptr.To(*p.TerminationGracePeriodSeconds)
 	}
 	return nil
 }

@@ -251,8 +251,11 @@ func ServeLogs(ctx context.Context, opts Options, out io.Writer) error {
 	}
 	var mu sync.Mutex
 	known := map[string]seenPod{}
-	jobs := map[string]logstore.JobOwner{}
-	jobKeys := map[string]string{} // Job UID → namespace/name
+	type seenJob struct {
+		owner logstore.JobOwner
+		key   string // namespace/name, in the Jobs' informer
+	}
+	jobs := map[string]seenJob{}
 	remember := func(obj any) {
 		p, ok := obj.(*corev1.Pod)
 		if !ok {
@@ -273,7 +276,7 @@ func ServeLogs(ctx context.Context, opts Options, out io.Writer) error {
 		}
 		if owner, ok := logstore.JobOwnerOf(j); ok {
 			mu.Lock()
-			jobs[string(j.UID)], jobKeys[string(j.UID)] = owner, j.Namespace+"/"+j.Name
+			jobs[string(j.UID)] = seenJob{owner: owner, key: j.Namespace + "/" + j.Name}
 			mu.Unlock()
 		}
 	}
@@ -307,8 +310,8 @@ func ServeLogs(ctx context.Context, opts Options, out io.Writer) error {
 			if !ok {
 				return logstore.Target{}, false, true
 			}
-			owner, ownerKnown := jobs[p.jobUID]
-			t, mine := logstore.Owned(p.target, p.jobUID, owner, ownerKnown)
+			j, ownerKnown := jobs[p.jobUID]
+			t, mine := logstore.Owned(p.target, p.jobUID, j.owner, ownerKnown)
 			return t, mine, true
 		},
 	}
@@ -363,10 +366,9 @@ func ServeLogs(ctx context.Context, opts Options, out io.Writer) error {
 				live[p.jobUID] = true
 			}
 		}
-		for uid := range jobs {
-			if _, exists, _ := jobInf.GetIndexer().GetByKey(jobKeys[uid]); !exists && !live[uid] {
+		for uid, j := range jobs {
+			if _, exists, _ := jobInf.GetIndexer().GetByKey(j.key); !exists && !live[uid] {
 				delete(jobs, uid)
-				delete(jobKeys, uid)
 			}
 		}
 	}, 10*time.Minute)

@@ -486,20 +486,22 @@ def parse_grace_period(s: str) -> int | None:
     return secs
 
 
-def grace_period_of(spec: dict[str, Any]) -> int | None:
-    """The Workers' terminationGracePeriodSeconds in a runtime spec (Go's jobspec.GracePeriodOf)."""
+def _worker_pod(spec: dict[str, Any]) -> dict[str, Any]:
+    """The Workers' pod spec in a runtime spec ({} when it has none; Go's jobspec podOf)."""
     for rj in ((spec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []:
         if rj.get("name") == "node":
-            return ((((rj.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}).get("terminationGracePeriodSeconds")
-    return None
+            return (((rj.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}
+    return {}
+
+
+def grace_period_of(spec: dict[str, Any]) -> int | None:
+    """The Workers' terminationGracePeriodSeconds in a runtime spec (Go's jobspec.GracePeriodOf)."""
+    return _worker_pod(spec).get("terminationGracePeriodSeconds")
 
 
 def _service_account_of(spec: dict[str, Any]) -> str:
     """The ServiceAccount the Workers of a runtime spec run as (Go's jobspec.ServiceAccountOf)."""
-    for rj in ((spec.get("template") or {}).get("spec") or {}).get("replicatedJobs") or []:
-        if rj.get("name") == "node":
-            return ((((rj.get("template") or {}).get("spec") or {}).get("template") or {}).get("spec") or {}).get("serviceAccountName") or ""
-    return ""
+    return _worker_pod(spec).get("serviceAccountName") or ""
 
 
 def format_timeout(secs: int) -> str:
