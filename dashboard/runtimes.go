@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -47,7 +46,10 @@ func (c *userClients) mpiRuntimes(ctx context.Context) map[string]bool {
 
 // RuntimeInfo is one MPI runtime as the wizard's picker shows it.
 type RuntimeInfo struct {
-	Name        string `json:"name"`
+	Name string `json:"name"`
+	// Namespace is set for a namespace's own runtime (a TrainingRuntime),
+	// empty for a ClusterTrainingRuntime.
+	Namespace   string `json:"namespace,omitempty"`
 	MPI         string `json:"mpi,omitempty"`
 	Description string `json:"description,omitempty"`
 	// LauncherImage and WorkerImage are the runtime's images.
@@ -67,19 +69,21 @@ type RuntimeInfo struct {
 	Policy map[string]string `json:"policy,omitempty"`
 }
 
+// listRuntimes answers the MPI runtimes a job may pick: the cluster's,
+// then those of namespace ?namespace= (runtimes.ListBases), each marked
+// by its namespace.
 func (s *Server) listRuntimes(w http.ResponseWriter, r *http.Request, c *userClients) {
-	l := &trainer.ClusterTrainingRuntimeList{}
-	if err := c.List(r.Context(), l); err != nil {
+	bases, err := runtimes.ListBases(r.Context(), c, r.URL.Query().Get("namespace"))
+	if err != nil {
 		s.apiError(w, err)
 		return
 	}
 	out := []RuntimeInfo{}
-	for i := range l.Items {
-		if info, ok := runtimeInfo(&l.Items[i]); ok {
+	for _, b := range bases {
+		if info, ok := runtimeInfo(b); ok {
 			out = append(out, info)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	canCreate, _ := c.can(r.Context(), "", "create", trainer.GroupVersion.Group, "clustertrainingruntimes", "")
 	writeJSON(w, http.StatusOK, map[string]any{"runtimes": out, "canCreate": canCreate, "policyKeys": policyKeys()})
 }
@@ -90,7 +94,7 @@ func runtimeInfo(rt *trainer.ClusterTrainingRuntime) (RuntimeInfo, bool) {
 		return RuntimeInfo{}, false
 	}
 	info := RuntimeInfo{
-		Name: rt.Name, MPI: rt.Annotations["mpijob.dev/mpi-implementation"], Description: rt.Annotations[api.DescriptionAnnotation],
+		Name: rt.Name, Namespace: rt.Namespace, MPI: rt.Annotations["mpijob.dev/mpi-implementation"], Description: rt.Annotations[api.DescriptionAnnotation],
 		LauncherHostsRanks: runtimes.LauncherAsNode(&rt.Spec), Workers: 1, Policy: map[string]string{},
 	}
 	for k, v := range rt.Annotations {
@@ -153,8 +157,9 @@ func (s *Server) testRuntime(w http.ResponseWriter, r *http.Request, c *userClie
 		writeError(w, http.StatusBadRequest, `say where to run the test job: {"namespace": "NS"}, a namespace where you may create TrainJobs`)
 		return
 	}
-	rt := &trainer.ClusterTrainingRuntime{}
-	if err := c.Get(r.Context(), client.ObjectKey{Name: r.PathValue("name")}, rt); err != nil {
+	// The cluster's runtime of that name, or the test namespace's own.
+	rt, err := runtimes.FindBase(r.Context(), c, req.Namespace, r.PathValue("name"))
+	if err != nil {
 		s.apiError(w, err)
 		return
 	}

@@ -146,20 +146,26 @@ func (s *Server) buildJob(w http.ResponseWriter, r *http.Request, c *userClients
 	if in.Runtime == "" {
 		in.Runtime = jobspec.DefaultRuntime
 	}
-	base := &trainer.ClusterTrainingRuntime{}
-	if err := c.Get(r.Context(), client.ObjectKey{Name: in.Runtime}, base); err != nil {
+	base, err := runtimes.FindBase(r.Context(), c, ns, in.Runtime)
+	if err != nil {
 		if !apierrors.IsNotFound(err) {
 			s.apiError(w, err)
 			return nil, true
 		}
 		msg := fmt.Sprintf("no runtime %q", in.Runtime)
-		if near := suggest.Closest(in.Runtime, runtimes.RuntimeLookup{Client: c}.MPIRuntimeNames(r.Context())); near != "" {
+		var names []string
+		if bases, err := runtimes.ListBases(r.Context(), c, ns); err == nil {
+			for _, b := range bases {
+				names = append(names, b.Name)
+			}
+		}
+		if near := suggest.Closest(in.Runtime, names); near != "" {
 			msg += fmt.Sprintf("; did you mean %q?", near)
 		}
 		writeJSON(w, http.StatusUnprocessableEntity, CreateAnswer{Error: msg, Fields: []FieldError{{Field: "runtime", Message: msg}}})
 		return nil, true
 	}
-	job, err := jobspec.Build(in, base)
+	job, err = jobspec.Build(in, base)
 	if err != nil {
 		var e *jobspec.Error
 		if errors.As(err, &e) {
@@ -279,8 +285,9 @@ func (s *Server) quotaCheck(w http.ResponseWriter, r *http.Request, c *userClien
 	if job.Runtime != nil {
 		spec = &job.Runtime.Spec
 	} else {
-		base := &trainer.ClusterTrainingRuntime{}
-		if err := c.Get(r.Context(), client.ObjectKey{Name: job.TrainJob.Spec.RuntimeRef.Name}, base); err != nil {
+		ref := job.TrainJob.Spec.RuntimeRef
+		base, err := runtimes.FindBaseOfKind(r.Context(), c, job.TrainJob.Namespace, ref.Name, ptr.Deref(ref.Kind, ""))
+		if err != nil {
 			s.apiError(w, err)
 			return
 		}
@@ -378,6 +385,7 @@ func (s *Server) jobInput(w http.ResponseWriter, r *http.Request, c *userClients
 		return
 	}
 	var rt *trainer.TrainingRuntime
+	baseKind := src.Labels[api.BaseRuntimeKindLabel]
 	if ptr.Deref(src.Spec.RuntimeRef.Kind, "") == trainer.TrainingRuntimeKind {
 		rt = &trainer.TrainingRuntime{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: src.Namespace, Name: src.Spec.RuntimeRef.Name}, rt); err != nil {
@@ -385,12 +393,12 @@ func (s *Server) jobInput(w http.ResponseWriter, r *http.Request, c *userClients
 			return
 		}
 		if !jobspec.IsDerived(rt.Labels) {
-			writeError(w, http.StatusUnprocessableEntity, fmt.Sprintf("job %s runs on the namespace's own TrainingRuntime %s, which the wizard does not edit: copy its YAML instead", src.Name, rt.Name))
-			return
+			// On the namespace's own runtime itself: that is the base.
+			rt, baseKind = nil, trainer.TrainingRuntimeKind
 		}
 	}
-	base := &trainer.ClusterTrainingRuntime{}
-	if err := c.Get(ctx, client.ObjectKey{Name: api.RuntimeOf(src.Labels, src.Spec.RuntimeRef.Name)}, base); err != nil {
+	base, err := runtimes.FindBaseOfKind(ctx, c, src.Namespace, api.RuntimeOf(src.Labels, src.Spec.RuntimeRef.Name), baseKind)
+	if err != nil {
 		s.apiError(w, err)
 		return
 	}

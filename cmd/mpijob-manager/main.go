@@ -132,11 +132,13 @@ func managerOptions(o options, scheme *runtime.Scheme, metricsCert *certs.Lazy) 
 		// is held once across pods. Every other pod keeps only its node, phase and
 		// resources, which free capacity counts (diagnose.TrimPod): one
 		// cache of all pods, where a second cache held every JobSet's pod
-		// again.
+		// again. TrainJobs keep only the annotations the manager reads
+		// (diagnose.TrimTrainJob): a tenant's own may be of any size.
 		Cache: cache.Options{DefaultTransform: stripAndTrimWorkloads, ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:            {Transform: diagnose.TrimPod},
 			&corev1.Node{}:           {Transform: diagnose.CapacityNode},
 			&jobsetv1alpha2.JobSet{}: {Transform: diagnose.TrimJobSet},
+			&trainer.TrainJob{}:      {Transform: diagnose.TrimTrainJob},
 		}},
 		// Kueue's Workloads and LocalQueues are read as unstructured data
 		// (mpijob depends on Kueue's API, not its Go module), from the cache.
@@ -330,7 +332,7 @@ func (w webhooks) register() {
 	reg(mpiadmission.ValidatePath, admission.WithValidator(w.scheme, &mpiadmission.Validator{
 		Runtimes: w.lookup, Client: w.client, MaxWorkers: w.maxWorkers, Manager: w.self,
 		Pods: w.client, Priorities: w.live, Placement: w.placer, Namespaces: w.live,
-		ServiceAccounts: &mpiadmission.ServiceAccountCheck{Live: w.live, Reviews: w.client},
+		ServiceAccounts: &mpiadmission.ServiceAccountCheck{Live: w.live, Reviews: w.client}, Reviews: w.client,
 	}))
 	reg(mpiadmission.ValidateClusterRuntimePath, admission.WithValidator(w.scheme, mpiadmission.ClusterRuntimeValidator{}))
 	reg(mpiadmission.ValidateRuntimePath, admission.WithValidator(w.scheme, mpiadmission.RuntimeValidator{Client: w.live}))

@@ -68,7 +68,7 @@ func TestManagerOptions(t *testing.T) {
 	if opts.Metrics.FilterProvider == nil || !opts.Metrics.SecureServing {
 		t.Error("secure metrics without the token filter")
 	}
-	if opts.Cache.DefaultTransform == nil || len(opts.Cache.ByObject) != 3 || !opts.Client.Cache.Unstructured {
+	if opts.Cache.DefaultTransform == nil || len(opts.Cache.ByObject) != 4 || !opts.Client.Cache.Unstructured {
 		t.Errorf("cache %+v: trimmed objects and unstructured reads from the cache", opts.Cache)
 	}
 	o, _ = parse(t, "--metrics-secure=false")

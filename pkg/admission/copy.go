@@ -59,7 +59,18 @@ func (c *RuntimeCopier) Copy(ctx context.Context, req admission.Request, tj *tra
 		return nil
 	}
 	src := &trainer.TrainingRuntime{}
-	if err := c.Live.Get(ctx, client.ObjectKey{Namespace: tj.Namespace, Name: ref.Name}, src); err != nil {
+	key := client.ObjectKey{Namespace: tj.Namespace, Name: ref.Name}
+	// Every job on a namespaced runtime comes here (a tenant's PyTorch
+	// runtime too): the cache answers most, the API server one made a
+	// moment ago.
+	var err error = apierrors.NewNotFound(trainer.GroupVersion.WithResource("trainingruntimes").GroupResource(), ref.Name)
+	if c.Cache != nil {
+		err = c.Cache.Get(ctx, key, src)
+	}
+	if apierrors.IsNotFound(err) {
+		err = c.Live.Get(ctx, key, src)
+	}
+	if err != nil {
 		// A missing runtime is the validating webhooks' to answer.
 		return client.IgnoreNotFound(err)
 	}

@@ -48,7 +48,8 @@ func (ClusterRuntimeValidator) ValidateDelete(context.Context, *trainer.ClusterT
 }
 
 // RuntimeValidator guards namespaced TrainingRuntimes. Their policy
-// annotations are checked as a cluster runtime's. A per-job runtime
+// annotations are checked as a cluster runtime's, and a namespace's own MPI
+// runtime must keep the cluster's guards (NamespacedRuntimeErrors). A per-job runtime
 // (pkg/jobspec) was admitted with its job, so it cannot change afterwards,
 // and a new one cannot be slipped under a job that already exists: either
 // would run pods that admission never saw.
@@ -65,7 +66,7 @@ func (v RuntimeValidator) ValidateCreate(ctx context.Context, rt *trainer.Traini
 		return nil, err
 	}
 	if !jobspec.IsDerived(rt.Labels) {
-		return nil, nil
+		return nil, namespacedRuntimeInvalid(rt)
 	}
 	if errs := jobspec.JobEnvErrors(rt); len(errs) > 0 {
 		return nil, runtimeInvalid(rt.Name, errs)
@@ -95,7 +96,7 @@ func (v RuntimeValidator) ValidateUpdate(_ context.Context, old, rt *trainer.Tra
 		return nil, err
 	}
 	if !jobspec.IsDerived(old.Labels) && !jobspec.IsDerived(rt.Labels) {
-		return nil, nil
+		return nil, namespacedRuntimeInvalid(rt)
 	}
 	var errs field.ErrorList
 	labels := field.NewPath("metadata", "labels")
@@ -128,6 +129,22 @@ func (RuntimeValidator) ValidateDelete(context.Context, *trainer.TrainingRuntime
 func policyErrors(kind, name string, annotations map[string]string) error {
 	if _, errs := runtimes.ParsePolicy(annotations); len(errs) > 0 {
 		return apierrors.NewInvalid(schema.GroupKind{Group: trainer.GroupVersion.Group, Kind: kind}, name, errs)
+	}
+	return nil
+}
+
+// namespacedRuntimeInvalid refuses a namespace's own MPI runtime that
+// breaks a guard of the cluster's (NamespacedRuntimeErrors); its jobs are
+// checked again when they are created.
+func namespacedRuntimeInvalid(rt *trainer.TrainingRuntime) error {
+	if !runtimes.IsMPI(&rt.Spec) {
+		return nil
+	}
+	if errs := NamespacedRuntimeErrors(&rt.Spec); len(errs) > 0 {
+		for _, e := range errs {
+			e.Field = "spec"
+		}
+		return runtimeInvalid(rt.Name, errs)
 	}
 	return nil
 }

@@ -32,14 +32,16 @@ const ManagerRunningPolicy = api.ManagerRunningPolicy
 // ScopeExpression is the CEL expression of ScopeCondition for the MPI
 // ClusterTrainingRuntimes named: a TrainJob is mpijob's when
 //   - it was made by mpijob's job builder (label mpijob.dev/base-runtime),
-//   - it references a TrainingRuntime named after itself (mpijob's per-job
-//     runtime),
+//   - it references a TrainingRuntime of its namespace: mpijob's per-job
+//     runtime, or a tenant's own runtime, which the webhooks read and judge
+//     as an MPI runtime when it has an MPI policy (a match condition cannot
+//     read the runtime, and a tenant's MPI runtime must not skip
+//     admission); a job on a namespaced runtime of another framework is
+//     let through unchanged;
 //   - or it references one of those ClusterTrainingRuntimes, or a name
 //     starting with "mpi-" (a typo of an MPI runtime gets a suggestion).
 //
-// A namespaced TrainingRuntime of the tenant's own is not mpijob's: Trainer
-// runs it as upstream does. The names are sorted so the expression changes
-// only when the set does.
+// The names are sorted so the expression changes only when the set does.
 func ScopeExpression(mpiRuntimes []string) string {
 	names := slices.Clone(mpiRuntimes)
 	slices.Sort(names)
@@ -53,9 +55,8 @@ func ScopeExpression(mpiRuntimes []string) string {
 	// would refuse the request instead of leaving it to the schema.
 	return fmt.Sprintf("has(object.spec) && has(object.spec.runtimeRef) && has(object.spec.runtimeRef.name) && ("+
 		"(has(object.metadata) && has(object.metadata.labels) && '%s' in object.metadata.labels) || "+
-		"(has(object.spec.runtimeRef.kind) && object.spec.runtimeRef.kind == '%s' ? "+
-		"has(object.metadata) && has(object.metadata.name) && object.spec.runtimeRef.name == object.metadata.name : "+
-		"(object.spec.runtimeRef.name.startsWith('mpi-') || object.spec.runtimeRef.name in [%s])))",
+		"(has(object.spec.runtimeRef.kind) && object.spec.runtimeRef.kind == '%s' && has(object.metadata)) || "+
+		"object.spec.runtimeRef.name.startsWith('mpi-') || object.spec.runtimeRef.name in [%s])",
 		api.BaseRuntimeLabel, trainer.TrainingRuntimeKind, strings.Join(quoted, ", "))
 }
 

@@ -59,16 +59,20 @@ func TestScopeExpression(t *testing.T) {
 		tj   *trainer.TrainJob
 		want bool
 	}{
-		"torch on upstream's runtime":               {tj: job("t", "torch-distributed", trainer.ClusterTrainingRuntimeKind, nil), want: false},
-		"jax, kind left to the default":             {tj: job("j", "jax-distributed", "", nil), want: false},
-		"xgboost on a tenant's own runtime":         {tj: job("x", "my-xgboost", trainer.TrainingRuntimeKind, nil), want: false},
+		"torch on upstream's runtime":   {tj: job("t", "torch-distributed", trainer.ClusterTrainingRuntimeKind, nil), want: false},
+		"jax, kind left to the default": {tj: job("j", "jax-distributed", "", nil), want: false},
+		// A match condition cannot read the runtime: every job on a
+		// namespaced runtime reaches the webhooks, which let another
+		// framework's through unchanged (TestNamespacedRuntimes).
+		"xgboost on a tenant's own runtime":         {tj: job("x", "my-xgboost", trainer.TrainingRuntimeKind, nil), want: true},
+		"a tenant's own MPI runtime":                {tj: job("x", "team-mpi", trainer.TrainingRuntimeKind, nil), want: true},
 		"an MPI job on mpijob's runtime":            {tj: job("m", "mpi-openmpi", trainer.ClusterTrainingRuntimeKind, nil), want: true},
 		"upstream's deepspeed-distributed":          {tj: job("d", "deepspeed-distributed", "", nil), want: true},
 		"a typo of an MPI runtime":                  {tj: job("m", "mpi-opnempi", "", nil), want: true},
 		"a per-job runtime (named after its job)":   {tj: job("m", "m", trainer.TrainingRuntimeKind, nil), want: true},
 		"a job mpijob's builder made":               {tj: job("m", "other", trainer.TrainingRuntimeKind, map[string]string{api.BaseRuntimeLabel: "mpi-openmpi"}), want: true},
-		"a tenant runtime under another job's name": {tj: job("m", "n", trainer.TrainingRuntimeKind, map[string]string{"team": "a"}), want: false},
-		"a name only generateName will give":        {tj: job("", "m", trainer.TrainingRuntimeKind, nil), want: false},
+		"a tenant runtime under another job's name": {tj: job("m", "n", trainer.TrainingRuntimeKind, map[string]string{"team": "a"}), want: true},
+		"a name only generateName will give":        {tj: job("", "m", trainer.TrainingRuntimeKind, nil), want: true},
 	}
 	expr := ScopeExpression(mpi)
 	for name, tc := range cases {

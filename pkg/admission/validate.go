@@ -35,6 +35,10 @@ type Job struct {
 	// ClusterMaxWorkers caps Workers where the runtime's policy sets no
 	// max-workers (0: no cap).
 	ClusterMaxWorkers int32
+	// NamespaceRuntime is true when the job runs on a TrainingRuntime of
+	// its namespace's own (not mpijob's per-job copy): its policy may
+	// lower ClusterMaxWorkers, never raise it.
+	NamespaceRuntime bool
 }
 
 // clusterCapDetail explains the cluster-wide Worker cap.
@@ -126,7 +130,11 @@ func ValidateTrainJob(j Job, p runtimes.Policy) field.ErrorList {
 			errs = append(errs, field.Invalid(spec.Child("trainer", "numProcPerNode"), *tr.NumProcPerNode, "slots per worker must be at least 1"))
 		}
 	}
-	if p.MaxWorkers > 0 && j.Workers > p.MaxWorkers {
+	if j.NamespaceRuntime && j.ClusterMaxWorkers > 0 && j.Workers > j.ClusterMaxWorkers && (p.MaxWorkers == 0 || p.MaxWorkers > j.ClusterMaxWorkers) {
+		errs = append(errs, field.Invalid(spec.Child("trainer", "numNodes"), j.Workers, fmt.Sprintf(
+			"this cluster allows at most %d Workers per job (mpijob-manager --max-workers), and runtime %s is namespace %s's own, whose %s cannot raise that: use at most %d Workers, or ask an administrator for a ClusterTrainingRuntime that allows more",
+			j.ClusterMaxWorkers, j.runtimeName(), tj.Namespace, runtimes.MaxWorkersAnnotation, j.ClusterMaxWorkers)))
+	} else if p.MaxWorkers > 0 && j.Workers > p.MaxWorkers {
 		errs = append(errs, field.Invalid(spec.Child("trainer", "numNodes"), j.Workers,
 			fmt.Sprintf("runtime %s allows at most %d Workers per job (%s): use at most %d Workers", j.runtimeName(), p.MaxWorkers, runtimes.MaxWorkersAnnotation, p.MaxWorkers)))
 	} else if p.MaxWorkers == 0 && j.ClusterMaxWorkers > 0 && j.Workers > j.ClusterMaxWorkers {

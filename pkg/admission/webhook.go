@@ -12,6 +12,7 @@ import (
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	admissionv1 "k8s.io/api/admission/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -170,12 +171,16 @@ type Validator struct {
 	// ServiceAccount a job's own runtime names (a token in the ranks):
 	// nil refuses every such job.
 	ServiceAccounts *ServiceAccountCheck
+	// Reviews creates SubjectAccessReviews: whether the user may list the
+	// cluster's nodes, for placement's answer. Nil: redacted for everyone.
+	Reviews client.Client
 }
 
 // Placer judges whether the cluster can place a job now
 // (placement.Reader).
 type Placer interface {
-	Judge(ctx context.Context, tj *trainer.TrainJob, shape runtimes.Shape) (placement.Answer, error)
+	// Judge's answer is redacted for a user who may not list nodes.
+	Judge(ctx context.Context, tj *trainer.TrainJob, shape runtimes.Shape, redacted bool) (placement.Answer, error)
 }
 
 var _ admission.Validator[*trainer.TrainJob] = (*Validator)(nil)
@@ -297,13 +302,19 @@ func withNamespace(ctx context.Context, tj *trainer.TrainJob) *trainer.TrainJob 
 }
 
 // ownedByMPIJob reports whether tj follows mpijob's conventions: it was
-// made by mpijob's job builder (CLI, SDK, dashboard) or runs on one of
-// mpijob's own runtimes. Such a job gets the cluster's Worker cap, the
+// made by mpijob's job builder (CLI, SDK, dashboard), runs on one of
+// mpijob's own runtimes, or runs on an MPI runtime of its namespace. Such a job gets the cluster's Worker cap, the
 // quota pre-flight and the earlier-pods check; a job on another MPI
 // runtime (upstream's deepspeed-distributed, say) gets only the refusals
 // of a job that could never run as its user meant (docs/admin.md).
 func ownedByMPIJob(tj *trainer.TrainJob, rt *runtimes.Runtime) bool {
 	if _, ok := tj.Labels[api.BaseRuntimeLabel]; ok {
+		return true
+	}
+	if ptr.Deref(tj.Spec.RuntimeRef.Kind, "") == trainer.TrainingRuntimeKind {
+		// A namespaced MPI runtime (a per-job one, or a tenant's own) is
+		// governed as mpijob's: a tenant may create TrainingRuntimes, so
+		// the cluster's guards must hold on them.
 		return true
 	}
 	return rt.Labels[api.RuntimeLabel] == "true" || jobspec.IsDerived(rt.Labels)
@@ -436,17 +447,29 @@ func (v *Validator) admit(ctx context.Context, tj *trainer.TrainJob, rt *runtime
 		job.ClusterMaxWorkers = v.MaxWorkers
 	}
 	if ptr.Deref(tj.Spec.RuntimeRef.Kind, "") == trainer.TrainingRuntimeKind {
-		// A namespaced MPI runtime must be a per-job copy of a cluster
-		// runtime, held to that runtime's policy: editors may create
-		// TrainingRuntimes, and policy lives on ClusterTrainingRuntimes.
-		base, errs, err := v.perJobBase(ctx, tj, spec)
-		if err != nil {
-			return nil, apierrors.NewInternalError(err)
+		if jobspec.IsDerived(rt.Labels) {
+			// mpijob's per-job copy of a cluster runtime, held to that
+			// runtime's policy.
+			base, errs, err := v.perJobBase(ctx, tj, spec)
+			if err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+			if len(errs) > 0 {
+				return nil, invalid(tj, errs)
+			}
+			job.BaseRuntime, annotations = base.Name, base.Annotations
+			job.NamespaceRuntime = runtimes.IsNamespaced(base)
+		} else {
+			// A runtime of the namespace's own: its policy annotations
+			// (which only its own jobs follow) and the cluster's guards,
+			// which no runtime of a tenant's can loosen: the Worker cap,
+			// where claims may be mounted, the grace period, the
+			// ServiceAccount, the quota pre-flight.
+			job.NamespaceRuntime = true
+			if errs := NamespacedRuntimeErrors(spec); len(errs) > 0 {
+				return nil, invalid(tj, errs)
+			}
 		}
-		if len(errs) > 0 {
-			return nil, invalid(tj, errs)
-		}
-		job.BaseRuntime, annotations = base.Name, base.Annotations
 		if create {
 			if errs, err := v.ServiceAccounts.Check(ctx, tj, spec); err != nil {
 				return nil, apierrors.NewInternalError(err)
@@ -506,10 +529,21 @@ func (v *Validator) placement(ctx context.Context, tj *trainer.TrainJob, shape r
 	if v.Placement == nil || !create {
 		return warnings
 	}
-	if req, err := admission.RequestFromContext(ctx); err != nil || !ptr.Deref(req.DryRun, false) {
+	req, err := admission.RequestFromContext(ctx)
+	if err != nil || !ptr.Deref(req.DryRun, false) {
 		return warnings
 	}
-	ans, err := v.Placement.Judge(ctx, tj, shape)
+	// A tenant, who may not list the nodes, learns whether the job fits,
+	// not what the cluster's nodes have free.
+	redacted := true
+	if v.Reviews != nil {
+		may, err := userMay(ctx, v.Reviews, req.UserInfo, authorizationv1.ResourceAttributes{Verb: "list", Resource: "nodes"})
+		if err != nil {
+			return append(warnings, placement.Prefix+"could not be worked out now: "+err.Error())
+		}
+		redacted = !may
+	}
+	ans, err := v.Placement.Judge(ctx, tj, shape, redacted)
 	if err != nil {
 		return append(warnings, placement.Prefix+"could not be worked out now: "+err.Error())
 	}
@@ -517,7 +551,8 @@ func (v *Validator) placement(ctx context.Context, tj *trainer.TrainJob, shape r
 }
 
 // perJobBase checks the namespaced runtime of tj: it must be mpijob's
-// per-job runtime of this job, derived from an MPI ClusterTrainingRuntime
+// per-job runtime of this job, derived from an MPI ClusterTrainingRuntime (or
+// an MPI TrainingRuntime of the namespace's own)
 // with nothing changed but the node containers' images and resources.
 // It returns that base runtime, whose policy then applies.
 func (v *Validator) perJobBase(ctx context.Context, tj *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec) (*trainer.ClusterTrainingRuntime, field.ErrorList, error) {
@@ -545,12 +580,27 @@ func (v *Validator) perJobBase(ctx context.Context, tj *trainer.TrainJob, spec *
 			"TrainingRuntime %s belongs to job %s, not %s: each job has a runtime of its own (kubectl mpijob create -f, clone, or kubectl create -f as a user who may create TrainingRuntimes makes it)", name, rt.Labels[api.JobLabel], tj.Name))}, nil
 	}
 	baseName := rt.Labels[api.BaseRuntimeLabel]
+	baseKind := trainer.ClusterTrainingRuntimeKind
 	base := &trainer.ClusterTrainingRuntime{}
-	if err := v.Runtimes.Client.Get(ctx, client.ObjectKey{Name: baseName}, base); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, field.ErrorList{field.NotFound(path, fmt.Sprintf("runtime %s of this job was derived from ClusterTrainingRuntime %s, which does not exist (any more)", name, baseName))}, nil
+	var berr error
+	if rt.Labels[api.BaseRuntimeKindLabel] == trainer.TrainingRuntimeKind {
+		// Derived from a runtime of the namespace's own.
+		baseKind = trainer.TrainingRuntimeKind
+		own := &trainer.TrainingRuntime{}
+		if berr = v.Runtimes.Client.Get(ctx, client.ObjectKey{Namespace: tj.Namespace, Name: baseName}, own); berr == nil {
+			if jobspec.IsDerived(own.Labels) {
+				return nil, field.ErrorList{field.Forbidden(path, fmt.Sprintf("runtime %s of this job names TrainingRuntime %s as its base, which is another job's own runtime: create the job on a runtime of kubectl mpijob runtimes list", name, baseName))}, nil
+			}
+			base = runtimes.AsBase(own)
 		}
-		return nil, nil, fmt.Errorf("failed to read ClusterTrainingRuntime %s: %w", baseName, err)
+	} else {
+		berr = v.Runtimes.Client.Get(ctx, client.ObjectKey{Name: baseName}, base)
+	}
+	if berr != nil {
+		if apierrors.IsNotFound(berr) {
+			return nil, field.ErrorList{field.NotFound(path, fmt.Sprintf("runtime %s of this job was derived from %s %s, which does not exist (any more)", name, baseKind, baseName))}, nil
+		}
+		return nil, nil, fmt.Errorf("failed to read %s %s: %w", baseKind, baseName, berr)
 	}
 	if errs := pvcMountErrors(spec); len(errs) > 0 {
 		return nil, errs, nil
@@ -566,6 +616,15 @@ func (v *Validator) perJobBase(ctx context.Context, tj *trainer.TrainJob, spec *
 			"TrainingRuntime %s differs from %s in more than a job may change (the images, resources, storage, retries and grace period of the Launcher and the Workers): recreate the job with kubectl mpijob create (or the SDK), which derives it", name, baseName))}, nil
 	}
 	return base, nil, nil
+}
+
+// NamespacedRuntimeErrors are the cluster's guards on an MPI runtime of a
+// namespace's own (a tenant's TrainingRuntime, not mpijob's per-job
+// copy), which its jobs and the runtime itself are checked against: where
+// it mounts claims, and how long its pods may take to stop.
+func NamespacedRuntimeErrors(spec *trainer.TrainingRuntimeSpec) field.ErrorList {
+	errs := pvcMountErrors(spec)
+	return append(errs, jobspec.GracePeriodErrors(&trainer.TrainingRuntime{Spec: *spec})...)
 }
 
 // copiedOnCreate reports whether the request is a server dry run of a

@@ -12,13 +12,16 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	admissionv1 "k8s.io/api/admission/v1"
 	authnv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/mpijob/mpijob/config"
@@ -152,7 +155,25 @@ func TestValidator(t *testing.T) {
 	ds.Name, ds.Labels, ds.Annotations = "deepspeed-distributed", map[string]string{"trainer.kubeflow.org/framework": "deepspeed"}, nil
 	dsGPU := gpu.DeepCopy()
 	dsGPU.Name, dsGPU.Labels, dsGPU.Annotations = "deepspeed-gpu", nil, nil
-	cl := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(gpu, cpu, wide, quota, torch, tenantWide, tenantNarrow, ds, dsGPU).Build()
+	// A tenant's own MPI runtimes: a copy of mpi-openmpi whose policy
+	// tries to lift the cluster's cap, one that lowers it, one that mounts
+	// a claim over /usr/bin and one whose pods take 2 h to stop.
+	teamMPI := &trainer.TrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: "team-mpi", Namespace: "team-a",
+		Annotations: map[string]string{runtimes.MaxWorkersAnnotation: "2147483647"}}, Spec: *cpu.Spec.DeepCopy()}
+	teamSmall := teamMPI.DeepCopy()
+	teamSmall.Name, teamSmall.Annotations[runtimes.MaxWorkersAnnotation] = "team-small", "2"
+	teamUsr := teamMPI.DeepCopy()
+	teamUsr.Name, teamUsr.Annotations = "team-usr", nil
+	for i := range teamUsr.Spec.Template.Spec.ReplicatedJobs {
+		pod := &teamUsr.Spec.Template.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
+		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "tools", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "tools"}}})
+		pod.Containers[0].VolumeMounts = append(pod.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "tools", MountPath: "/usr/bin"})
+	}
+	teamSlow := teamMPI.DeepCopy()
+	teamSlow.Name, teamSlow.Annotations = "team-slow", nil
+	teamSlow.Spec.Template.Spec.ReplicatedJobs[1].Template.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To[int64](7200)
+	teamGPU := &trainer.TrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: "team-gpu", Namespace: "team-a"}, Spec: *gpu.Spec.DeepCopy()}
+	cl := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(gpu, cpu, wide, quota, torch, tenantWide, tenantNarrow, ds, dsGPU, teamMPI, teamSmall, teamUsr, teamSlow, teamGPU).Build()
 	v := &Validator{Runtimes: runtimes.RuntimeLookup{Client: cl}, Client: cl, MaxWorkers: 256}
 	other := tjOn("torch", "torch-distributed", 2)
 	cases := map[string]struct {
@@ -176,6 +197,19 @@ func TestValidator(t *testing.T) {
 		"another framework's job is not judged":              {tj: tjOn("torch-huge", "torch-distributed", 2147483647), allowed: true},
 		"nor one on a tenant's runtime of another framework": {tj: onTenant("lift", "torch-mine", 2147483647), allowed: true},
 		"nor one on a tenant's runtime that lowers the cap":  {tj: onTenant("low", "torch-small", 5), allowed: true},
+		// A tenant's own MPI runtime is governed as mpijob's: its policy
+		// may lower the cluster's cap, never raise it, and the cluster's
+		// guards hold.
+		"a tenant's MPI runtime": {tj: onTenant("mine", "team-mpi", 2), allowed: true},
+		"a tenant's MPI runtime cannot lift the cluster cap": {tj: onTenant("lift-mpi", "team-mpi", 2147483647), reason: metav1.StatusReasonInvalid,
+			msg: "this cluster allows at most 256 Workers per job (mpijob-manager --max-workers), and runtime team-mpi is namespace team-a's own, whose policy.mpijob.dev/max-workers cannot raise that"},
+		"a tenant's MPI runtime may lower it": {tj: onTenant("low-mpi", "team-small", 3), reason: metav1.StatusReasonInvalid, msg: "runtime team-small allows at most 2 Workers per job"},
+		"a tenant's MPI runtime has the quota pre-flight": {tj: onTenant("gpu-mpi", "team-gpu", 9), reason: metav1.StatusReasonForbidden,
+			msg: "does not fit the quota of namespace team-a", causes: 1},
+		"a tenant's MPI runtime may not mount over /usr/bin": {tj: onTenant("usr", "team-usr", 1), reason: metav1.StatusReasonInvalid, msg: "mounts PVC tools in node of replicated job"},
+		"a tenant's MPI runtime may not hold a node 2 h":     {tj: onTenant("slow", "team-slow", 1), reason: metav1.StatusReasonInvalid, msg: "a job's pods may take at most 3600 s"},
+		"a status written by a tenant, on its own runtime": {tj: withAnnotations(onTenant("forged-own", "team-mpi", 1), api.RankFailureAnnotation, `{"rank":3}`), reason: metav1.StatusReasonInvalid,
+			msg: "metadata.annotations[mpijob.dev/rank-failure]: Forbidden"},
 		// An MPI runtime that is not mpijob's (upstream's): no cluster cap
 		// and no quota pre-flight, but what could never run is refused.
 		"an upstream MPI runtime has no cluster cap":      {tj: tjOn("ds-wide", "deepspeed-distributed", 300), allowed: true},
@@ -433,9 +467,9 @@ func TestMemoryErrors(t *testing.T) {
 // fakePlacer answers every job with one line and counts its calls.
 type fakePlacer struct{ calls int }
 
-func (f *fakePlacer) Judge(_ context.Context, tj *trainer.TrainJob, shape runtimes.Shape) (placement.Answer, error) {
+func (f *fakePlacer) Judge(_ context.Context, tj *trainer.TrainJob, shape runtimes.Shape, redacted bool) (placement.Answer, error) {
 	f.calls++
-	return placement.Answer{Lines: []string{fmt.Sprintf("%s%s: %d Workers", placement.Prefix, tj.Name, shape.Workers)}}, nil
+	return placement.Answer{Lines: []string{fmt.Sprintf("%s%s: %d Workers (redacted %v)", placement.Prefix, tj.Name, shape.Workers, redacted)}}, nil
 }
 
 // Whether the cluster can place a job now is said on a server dry run of
@@ -443,26 +477,36 @@ func (f *fakePlacer) Judge(_ context.Context, tj *trainer.TrainJob, shape runtim
 func TestPlacementOnDryRunOnly(t *testing.T) {
 	cpu := shipped(t, "mpi-openmpi")
 	cl := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(cpu).Build()
-	withDryRun := func(dry bool) context.Context {
+	as := func(user string, dry bool) context.Context {
 		req := admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{Operation: admissionv1.Create, Namespace: "team-a",
-			UserInfo: authnv1.UserInfo{Username: "dev-a"}, DryRun: ptr.To(dry)}}
+			UserInfo: authnv1.UserInfo{Username: user}, DryRun: ptr.To(dry)}}
 		return admission.NewContextWithRequest(context.Background(), req)
 	}
+	withDryRun := func(dry bool) context.Context { return as("dev-a", dry) }
+	// Only "admin" may list nodes.
+	reviews := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithInterceptorFuncs(interceptor.Funcs{
+		Create: func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.CreateOption) error {
+			sar := obj.(*authorizationv1.SubjectAccessReview)
+			sar.Status.Allowed = sar.Spec.User == "admin" && sar.Spec.ResourceAttributes.Resource == "nodes" && sar.Spec.ResourceAttributes.Verb == "list"
+			return nil
+		}}).Build()
 	cases := map[string]struct {
 		ctx   context.Context
 		tj    *trainer.TrainJob
 		want  []string
 		calls int
 	}{
-		"a dry run says where the job stands": {ctx: withDryRun(true), tj: tjOn("hello", "mpi-openmpi", 3),
-			want: []string{"Placement: hello: 3 Workers"}, calls: 1},
+		"a dry run says where the job stands, redacted for a tenant": {ctx: withDryRun(true), tj: tjOn("hello", "mpi-openmpi", 3),
+			want: []string{"Placement: hello: 3 Workers (redacted true)"}, calls: 1},
+		"in full for one who may list nodes": {ctx: as("admin", true), tj: withAnnotations(tjOn("hello", "mpi-openmpi", 3), api.CreatorAnnotation, "admin"),
+			want: []string{"Placement: hello: 3 Workers (redacted false)"}, calls: 1},
 		"a real create says nothing of it": {ctx: withDryRun(false), tj: tjOn("hello", "mpi-openmpi", 3)},
 		"a refused job is not placed":      {ctx: withDryRun(true), tj: tjOn("none", "mpi-openmpi", 0)},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			p := &fakePlacer{}
-			v := &Validator{Runtimes: runtimes.RuntimeLookup{Client: cl}, Client: cl, MaxWorkers: 256, Placement: p}
+			v := &Validator{Runtimes: runtimes.RuntimeLookup{Client: cl}, Client: cl, MaxWorkers: 256, Placement: p, Reviews: reviews}
 			got, _ := v.ValidateCreate(tc.ctx, tc.tj)
 			var lines []string
 			for _, w := range got {
@@ -511,5 +555,36 @@ func TestActiveJobCap(t *testing.T) {
 	want := "namespace team-a allows at most 2 active MPI jobs (annotation mpijob.dev/max-active-jobs on the namespace), and 2 are active (a, b): wait for one to finish, delete one (kubectl mpijob get; kubectl mpijob delete NAME), or ask an administrator to raise the cap"
 	if got := ActiveJobsDenial("team-a", 2, []string{"a", "b"}); got != want {
 		t.Errorf("denial\n got %q\nwant %q", got, want)
+	}
+}
+
+// A namespace's own MPI runtime is refused when it breaks a guard of the
+// cluster's, on create and on update; one of another framework is not
+// judged.
+func TestNamespacedRuntimeGuards(t *testing.T) {
+	cpu := shipped(t, "mpi-openmpi")
+	ok := &trainer.TrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: "team-mpi", Namespace: "team-a"}, Spec: *cpu.Spec.DeepCopy()}
+	usr := ok.DeepCopy()
+	for i := range usr.Spec.Template.Spec.ReplicatedJobs {
+		pod := &usr.Spec.Template.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
+		pod.Volumes = append(pod.Volumes, corev1.Volume{Name: "tools", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "tools"}}})
+		pod.Containers[0].VolumeMounts = append(pod.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "tools", MountPath: "/usr/bin"})
+	}
+	torch := usr.DeepCopy()
+	torch.Spec.MLPolicy = &trainer.MLPolicy{NumNodes: ptr.To[int32](1), MLPolicySource: trainer.MLPolicySource{Torch: &trainer.TorchMLPolicySource{}}}
+	v := RuntimeValidator{Client: fake.NewClientBuilder().WithScheme(api.NewScheme()).Build()}
+	ctx := context.Background()
+	if _, err := v.ValidateCreate(ctx, ok); err != nil {
+		t.Errorf("a fine runtime refused: %v", err)
+	}
+	_, err := v.ValidateCreate(ctx, usr)
+	if err == nil || !strings.Contains(err.Error(), "/usr/bin") {
+		t.Errorf("a runtime mounting a claim over /usr/bin: %v, want refused naming /usr/bin", err)
+	}
+	if _, err := v.ValidateUpdate(ctx, ok, usr); err == nil {
+		t.Error("an update that mounts a claim over /usr/bin was allowed")
+	}
+	if _, err := v.ValidateCreate(ctx, torch); err != nil {
+		t.Errorf("another framework's runtime judged: %v", err)
 	}
 }

@@ -58,6 +58,10 @@ const (
 	// names the ClusterTrainingRuntime it was derived from: the runtime the
 	// user chose, whose policy admission applies.
 	BaseRuntimeLabel = "mpijob.dev/base-runtime"
+	// BaseRuntimeKindLabel, beside BaseRuntimeLabel, is "TrainingRuntime"
+	// when the base is a runtime of the job's own namespace (absent: a
+	// ClusterTrainingRuntime).
+	BaseRuntimeKindLabel = "mpijob.dev/base-runtime-kind"
 	// JobRuntimeFinalizer keeps a per-job runtime until its TrainJob is
 	// gone: Trainer's webhook refuses every update of a TrainJob whose
 	// runtime is missing, the garbage collector's last one included.

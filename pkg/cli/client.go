@@ -216,13 +216,10 @@ func (c *clients) unknownRuntime(ctx context.Context, name string, err error) er
 		return err
 	}
 	msg := fmt.Sprintf("runtime %q does not exist", name)
-	l := &trainer.ClusterTrainingRuntimeList{}
-	if c.List(ctx, l) == nil {
+	if bases, err := runtimes.ListBases(ctx, c, c.namespace); err == nil {
 		var names []string
-		for _, r := range l.Items {
-			if runtimes.IsMPI(&r.Spec) {
-				names = append(names, r.Name)
-			}
+		for _, r := range bases {
+			names = append(names, r.Name)
 		}
 		if s := suggest.Closest(name, names); s != "" {
 			msg += fmt.Sprintf(": did you mean %q?", s)

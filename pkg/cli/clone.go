@@ -91,6 +91,7 @@ func (c *cloneOptions) Run(ctx context.Context) error {
 // (volumes, tolerations) and other labels and annotations are kept.
 func (c *clients) cloneJob(ctx context.Context, src *trainer.TrainJob, name string, f *jobFlags, changed func(string) bool) (*jobspec.Job, error) {
 	baseName := api.RuntimeOf(src.Labels, src.Spec.RuntimeRef.Name)
+	baseKind := src.Labels[api.BaseRuntimeKindLabel]
 	var rt *trainer.TrainingRuntime
 	if ptr.Deref(src.Spec.RuntimeRef.Kind, "") == trainer.TrainingRuntimeKind {
 		rt = &trainer.TrainingRuntime{}
@@ -98,10 +99,11 @@ func (c *clients) cloneJob(ctx context.Context, src *trainer.TrainJob, name stri
 			return nil, err
 		}
 		if !jobspec.IsDerived(rt.Labels) {
-			return nil, usageErr("job %s runs on the namespace's own TrainingRuntime %s: clone it with kubectl get trainjob %s -o yaml, edited", src.Name, rt.Name, src.Name)
+			// On the namespace's own runtime itself: that is the base.
+			rt, baseKind = nil, trainer.TrainingRuntimeKind
 		}
 	}
-	base, err := c.clusterRuntime(ctx, baseName)
+	base, err := c.baseRuntimeOfKind(ctx, src.Namespace, baseName, baseKind)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +113,7 @@ func (c *clients) cloneJob(ctx context.Context, src *trainer.TrainJob, name stri
 		return nil, err
 	}
 	if in.Runtime != base.Name {
-		if base, err = c.clusterRuntime(ctx, in.Runtime); err != nil {
+		if base, err = c.baseRuntime(ctx, src.Namespace, in.Runtime); err != nil {
 			return nil, err
 		}
 	}
@@ -121,7 +123,7 @@ func (c *clients) cloneJob(ctx context.Context, src *trainer.TrainJob, name stri
 	}
 	tj := job.TrainJob
 	for k, v := range src.Labels {
-		if _, set := tj.Labels[k]; !set && k != api.BaseRuntimeLabel && k != queue.NameLabel && k != queue.PriorityLabel {
+		if _, set := tj.Labels[k]; !set && k != api.BaseRuntimeLabel && k != api.BaseRuntimeKindLabel && k != queue.NameLabel && k != queue.PriorityLabel {
 			if tj.Labels == nil {
 				tj.Labels = map[string]string{}
 			}

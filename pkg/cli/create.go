@@ -140,7 +140,7 @@ func (c *createOptions) Run(ctx context.Context) error {
 	if c.fromFlags {
 		c.printWarnings(c.ErrOut)
 		c.in.Namespace = cl.namespace
-		base, err := cl.clusterRuntime(ctx, c.in.Runtime)
+		base, err := cl.baseRuntime(ctx, cl.namespace, c.in.Runtime)
 		if err != nil {
 			return err
 		}

@@ -13,7 +13,6 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/spf13/pflag"
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/dataconn"
 	"github.com/mpijob/mpijob/pkg/jobspec"
@@ -345,14 +344,22 @@ func buildErr(err error) error {
 	return usageErr("%s %q: %s", flagOf(e.Field), e.Value, e.Problem)
 }
 
-// clusterRuntime gets an MPI ClusterTrainingRuntime, with "did you mean".
-func (c *clients) clusterRuntime(ctx context.Context, name string) (*trainer.ClusterTrainingRuntime, error) {
-	rt := &trainer.ClusterTrainingRuntime{}
-	if err := c.Get(ctx, client.ObjectKey{Name: name}, rt); err != nil {
+// baseRuntime gets the MPI runtime a job in namespace ns picks by name:
+// a ClusterTrainingRuntime, or the namespace's own TrainingRuntime
+// (runtimes.FindBase), with "did you mean".
+func (c *clients) baseRuntime(ctx context.Context, ns, name string) (*trainer.ClusterTrainingRuntime, error) {
+	return c.baseRuntimeOfKind(ctx, ns, name, "")
+}
+
+// baseRuntimeOfKind is baseRuntime of one kind ("" either:
+// runtimes.FindBaseOfKind).
+func (c *clients) baseRuntimeOfKind(ctx context.Context, ns, name, kind string) (*trainer.ClusterTrainingRuntime, error) {
+	rt, err := runtimes.FindBaseOfKind(ctx, c, ns, name, kind)
+	if err != nil {
 		return nil, c.unknownRuntime(ctx, name, err)
 	}
 	if !runtimes.IsMPI(&rt.Spec) {
-		return nil, usageErr("--runtime %s is not an MPI runtime (it has no MPI policy): see kubectl mpijob runtimes list", name)
+		return nil, usageErr("runtime %s has no MPI policy: it is not an MPI runtime (kubectl mpijob runtimes list shows them)", name)
 	}
 	return rt, nil
 }

@@ -6,11 +6,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/spf13/cobra"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/mpijob/mpijob/pkg/runtimes"
 	"github.com/mpijob/mpijob/pkg/runtimetest"
 )
 
@@ -69,15 +66,9 @@ func (r *runtimesTestOptions) Run(ctx context.Context) error {
 }
 
 func runtimeTest(ctx context.Context, o *Options, cl *clients, name string, timeout time.Duration, keep bool) error {
-	if _, _, err := cl.runtimeSpec(ctx, "", name, trainer.ClusterTrainingRuntimeKind); err != nil {
+	rt, err := cl.baseRuntime(ctx, cl.namespace, name)
+	if err != nil {
 		return err
-	}
-	rt := &trainer.ClusterTrainingRuntime{}
-	if err := cl.Get(ctx, client.ObjectKey{Name: name}, rt); err != nil {
-		return err
-	}
-	if !runtimes.IsMPI(&rt.Spec) {
-		return usageErr("runtime %s is not an MPI runtime", name)
 	}
 	started := false
 	p, err := runtimetest.Run(ctx, cl, cl.namespace, rt, runtimetest.Options{Timeout: timeout, Keep: keep, Log: cl.podLog, Progress: func(p runtimetest.Progress) {

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"text/tabwriter"
 
-	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/spf13/cobra"
 	"k8s.io/utils/ptr"
 
@@ -41,15 +40,14 @@ func (r *runtimesDescribeOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	spec, ann, err := cl.runtimeSpec(ctx, "", r.name, trainer.ClusterTrainingRuntimeKind)
+	rt, err := cl.baseRuntime(ctx, cl.namespace, r.name)
 	if err != nil {
 		return err
 	}
-	if !runtimes.IsMPI(spec) {
-		return usageErr("runtime %s has no MPI policy: it is not an MPI runtime", r.name)
-	}
+	spec, ann := &rt.Spec, rt.Annotations
 	w := tabwriter.NewWriter(r.Out, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(w, "Name:\t%s\n", r.name)
+	fmt.Fprintf(w, "Scope:\t%s\n", runtimeScope(rt))
 	fmt.Fprintf(w, "Description:\t%s\n", orDash(ann[api.DescriptionAnnotation]))
 	fmt.Fprintf(w, "MPI:\t%s\n", orDash(ann["mpijob.dev/mpi-implementation"]))
 	fmt.Fprintf(w, "Launcher hosts ranks:\t%v\n", runtimes.LauncherAsNode(spec))

@@ -3,7 +3,6 @@ package cli
 import (
 	"context"
 	"fmt"
-	"sort"
 	"text/tabwriter"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -29,33 +28,37 @@ func newRuntimesListCommand(o *Options) *cobra.Command {
 	}
 }
 
-// Run prints the cluster's MPI runtimes, by name.
+// Run prints the MPI runtimes a job here may pick: the cluster's, then
+// the namespace's own (marked in SCOPE), by name.
 func (r *runtimesListOptions) Run(ctx context.Context) error {
 	cl, err := r.clients()
 	if err != nil {
 		return err
 	}
-	l := &trainer.ClusterTrainingRuntimeList{}
-	if err := cl.List(ctx, l); err != nil {
+	bases, err := runtimes.ListBases(ctx, cl, cl.namespace)
+	if err != nil {
 		return err
 	}
-	sort.Slice(l.Items, func(i, j int) bool { return l.Items[i].Name < l.Items[j].Name })
-	w := tabwriter.NewWriter(r.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAME\tMPI\tLAUNCHER HOSTS RANKS\tIMAGE\tDESCRIPTION")
-	n := 0
-	for _, rt := range l.Items {
-		if !runtimes.IsMPI(&rt.Spec) {
-			continue
-		}
-		n++
-		fmt.Fprintf(w, "%s\t%s\t%v\t%s\t%s\n", rt.Name, orDash(rt.Annotations["mpijob.dev/mpi-implementation"]),
-			runtimes.LauncherAsNode(&rt.Spec), workerImage(&rt.Spec), orDash(rt.Annotations[api.DescriptionAnnotation]))
-	}
-	if n == 0 {
+	if len(bases) == 0 {
 		fmt.Fprintln(r.ErrOut, "No MPI runtimes: install them with kubectl apply --server-side -k config/runtimes")
 		return nil
 	}
+	w := tabwriter.NewWriter(r.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tSCOPE\tMPI\tLAUNCHER HOSTS RANKS\tIMAGE\tDESCRIPTION")
+	for _, rt := range bases {
+		fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s\t%s\n", rt.Name, runtimeScope(rt), orDash(rt.Annotations["mpijob.dev/mpi-implementation"]),
+			runtimes.LauncherAsNode(&rt.Spec), workerImage(&rt.Spec), orDash(rt.Annotations[api.DescriptionAnnotation]))
+	}
 	return w.Flush()
+}
+
+// runtimeScope is "cluster" for a ClusterTrainingRuntime and "namespace
+// NS" for a namespace's own.
+func runtimeScope(rt *trainer.ClusterTrainingRuntime) string {
+	if runtimes.IsNamespaced(rt) {
+		return "namespace " + rt.Namespace
+	}
+	return "cluster"
 }
 
 func workerImage(spec *trainer.TrainingRuntimeSpec) string {

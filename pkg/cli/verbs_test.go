@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"slices"
 	"strings"
 	"sync"
@@ -95,12 +96,20 @@ func TestRuntimesVerbs(t *testing.T) {
 	mpi, hydra := shippedRuntime(t, "mpi-openmpi"), shippedRuntime(t, "mpi-mpich")
 	torch := mpi.DeepCopy()
 	torch.Name, torch.Spec.MLPolicy.MPI, torch.Spec.MLPolicy.Torch = "torch-distributed", nil, &trainer.TorchMLPolicySource{}
-	o, out, _ := fakeOptions(t, interceptor.Funcs{}, mpi, hydra, torch)
+	// The namespace's own MPI runtime is listed after the cluster's,
+	// marked; another namespace's and a job's own runtime are not.
+	own := &trainer.TrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: "team-mpi", Namespace: "team-a"}, Spec: *mpi.Spec.DeepCopy()}
+	theirs := own.DeepCopy()
+	theirs.Namespace = "team-b"
+	perJob := own.DeepCopy()
+	perJob.Name, perJob.Labels = "job-1", map[string]string{api.JobLabel: "job-1", api.BaseRuntimeLabel: "mpi-openmpi"}
+	o, out, _ := fakeOptions(t, interceptor.Funcs{}, mpi, hydra, torch, own, theirs, perJob)
 	if err := (&runtimesListOptions{Options: o}).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	if len(lines) != 3 || !strings.HasPrefix(lines[0], "NAME") || !strings.HasPrefix(lines[1], "mpi-mpich") || !strings.HasPrefix(lines[2], "mpi-openmpi") {
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "NAME") || !strings.HasPrefix(lines[1], "mpi-mpich") || !strings.HasPrefix(lines[2], "mpi-openmpi") ||
+		!strings.HasPrefix(lines[3], "team-mpi") || !strings.Contains(lines[3], "namespace team-a") || !strings.Contains(lines[2], "cluster") {
 		t.Fatalf("runtimes list:\n%s", out)
 	}
 	if !strings.Contains(lines[2], "ghcr.io/mpijob/openmpi:4.1") || strings.Contains(out.String(), "torch-distributed") {

@@ -1,8 +1,14 @@
 package diagnose
 
 import (
+	"slices"
+	"strings"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
+
+	"github.com/mpijob/mpijob/pkg/api"
 )
 
 // The manager's cache keeps every MPI job's JobSet and pods for as long as
@@ -164,4 +170,49 @@ func trimContainerStatuses(cs []corev1.ContainerStatus) {
 		cs[i].VolumeMounts, cs[i].User = nil, nil
 		cs[i].ContainerID, cs[i].ImageID = "", ""
 	}
+}
+
+// KeptTrainJobAnnotations are the annotations of a TrainJob that the
+// manager reads (its own bookkeeping; admission keeps tenants from
+// writing most of them); KeptTrainJobAnnotationPrefixes those of whole
+// families (runtime policy on a job, OpenShift AI's progress). The cache
+// keeps no other: a tenant's annotations are the tenant's to write, any
+// size, and 700 jobs with 240 KB of them each once filled the manager's
+// memory limit. A reader of another annotation must add it here.
+var (
+	KeptTrainJobAnnotations = []string{
+		api.StatusAnnotation, api.CreatorAnnotation, api.RankFailureAnnotation, api.ResumedAnnotation,
+		api.EndedByAnnotation, api.SuspendedByAnnotation, api.NetworkPolicyAnnotation, api.CopiedFromAnnotation,
+	}
+	KeptTrainJobAnnotationPrefixes = []string{"policy.mpijob.dev/", "trainer.opendatahub.io/"}
+)
+
+// TrimTrainJob is a cache transform for TrainJobs: it drops managed fields
+// and every annotation the manager does not read (KeptTrainJobAnnotations).
+// The manager writes TrainJobs only by server-side apply and patches, so
+// nothing it drops here is ever written back.
+func TrimTrainJob(obj any) (any, error) {
+	tj, ok := obj.(*trainer.TrainJob)
+	if !ok {
+		return obj, nil
+	}
+	tj.ManagedFields = nil
+	for k := range tj.Annotations {
+		if !keptTrainJobAnnotation(k) {
+			delete(tj.Annotations, k)
+		}
+	}
+	return tj, nil
+}
+
+func keptTrainJobAnnotation(key string) bool {
+	if slices.Contains(KeptTrainJobAnnotations, key) {
+		return true
+	}
+	for _, p := range KeptTrainJobAnnotationPrefixes {
+		if strings.HasPrefix(key, p) {
+			return true
+		}
+	}
+	return false
 }

@@ -142,6 +142,19 @@ func trimmed(t *testing.T, in Input) Input {
 		return out
 	}
 	in.Launcher, in.Workers = trim(in.Launcher), trim(in.Workers)
+	if in.TrainJob != nil {
+		tj := in.TrainJob.DeepCopy()
+		if tj.Annotations == nil {
+			tj.Annotations = map[string]string{}
+		}
+		// What a tenant may write and no reader uses.
+		tj.Annotations["kubectl.kubernetes.io/last-applied-configuration"] = strings.Repeat("x", 1<<10)
+		out, err := TrimTrainJob(tj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.TrainJob = out.(*trainer.TrainJob)
+	}
 	return in
 }
 
@@ -514,4 +527,22 @@ func TestSharedForgetsWhatNoPodHolds(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Errorf("%d values still held after every pod holding them was collected, want 0", s.size())
+}
+
+// The cache keeps a TrainJob's annotations that the manager reads and no
+// other: a tenant's own, of any size, cost the manager nothing.
+func TestTrimTrainJob(t *testing.T) {
+	tj := &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: "j", ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}}, Annotations: map[string]string{
+		api.StatusAnnotation: `{"phase":"Running"}`, api.CreatorAnnotation: "dev-a", "policy.mpijob.dev/progress-timeout": "5m",
+		"trainer.opendatahub.io/trainerStatus": "{}", "team.example.com/notes": strings.Repeat("n", 240<<10), api.DescriptionAnnotation: "digits",
+	}}}
+	out, err := TrimTrainJob(tj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := out.(*trainer.TrainJob)
+	want := map[string]string{api.StatusAnnotation: `{"phase":"Running"}`, api.CreatorAnnotation: "dev-a", "policy.mpijob.dev/progress-timeout": "5m", "trainer.opendatahub.io/trainerStatus": "{}"}
+	if diff := cmp.Diff(want, got.Annotations); diff != "" || got.ManagedFields != nil {
+		t.Errorf("annotations kept (-want +got):\n%s\nmanaged fields %v", diff, got.ManagedFields)
+	}
 }

@@ -219,9 +219,7 @@ func Owned(rt *trainer.TrainingRuntime, tj *trainer.TrainJob) []metav1.OwnerRefe
 }
 
 // IsDerived reports whether rt is a per-job runtime of mpijob.
-func IsDerived(labels map[string]string) bool {
-	return labels[api.JobLabel] != "" && labels[api.BaseRuntimeLabel] != ""
-}
+func IsDerived(labels map[string]string) bool { return runtimes.IsPerJob(labels) }
 
 // Normalize returns the spec of a per-job runtime with its node
 // containers' images and resources set back to base's, and the data

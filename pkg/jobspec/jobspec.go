@@ -147,8 +147,10 @@ func errorf(field, value, format string, args ...any) *Error {
 	return &Error{Field: field, Value: value, Problem: fmt.Sprintf(format, args...)}
 }
 
-// Build turns in into the objects of one MPI job on base. It checks every
-// value first and returns an *Error naming the first bad one.
+// Build turns in into the objects of one MPI job on base (a
+// ClusterTrainingRuntime, or a namespace's own TrainingRuntime carried as
+// one: runtimes.AsBase). It checks every value first and returns an *Error
+// naming the first bad one.
 func Build(in Input, base *trainer.ClusterTrainingRuntime) (*Job, error) {
 	if err := validateName(in.Name); err != nil {
 		return nil, err
@@ -236,7 +238,7 @@ func Build(in Input, base *trainer.ClusterTrainingRuntime) (*Job, error) {
 		TypeMeta:   metav1.TypeMeta{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind},
 		ObjectMeta: metav1.ObjectMeta{Name: in.Name, Namespace: in.Namespace},
 		Spec: trainer.TrainJobSpec{
-			RuntimeRef: trainer.RuntimeRef{Name: base.Name, APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(trainer.ClusterTrainingRuntimeKind)},
+			RuntimeRef: trainer.RuntimeRef{Name: base.Name, APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(runtimes.KindOf(base))},
 			Trainer:    &trainer.Trainer{},
 		},
 	}
@@ -296,6 +298,9 @@ func Build(in Input, base *trainer.ClusterTrainingRuntime) (*Job, error) {
 		tj.Labels = map[string]string{}
 	}
 	tj.Labels[api.BaseRuntimeLabel] = base.Name
+	if runtimes.IsNamespaced(base) {
+		tj.Labels[api.BaseRuntimeKindLabel] = trainer.TrainingRuntimeKind
+	}
 	return &Job{TrainJob: tj, Runtime: rt}, nil
 }
 
@@ -341,9 +346,12 @@ func Derive(base *trainer.ClusterTrainingRuntime, job, namespace string, o Overr
 	// Trainer and the Kubeflow SDK read the framework label; mpijob's
 	// runtime label stays off so the copy is not listed as a runtime.
 	for k, v := range base.Labels {
-		if k != api.RuntimeLabel {
+		if _, ours := rt.Labels[k]; !ours && k != api.RuntimeLabel && k != api.BaseRuntimeKindLabel {
 			rt.Labels[k] = v
 		}
+	}
+	if runtimes.IsNamespaced(base) {
+		rt.Labels[api.BaseRuntimeKindLabel] = trainer.TrainingRuntimeKind
 	}
 	// The base's annotations (MPI implementation, runtime policy) hold for
 	// the copy: the diagnosis reads them from the job's runtime.

@@ -25,10 +25,13 @@ var update = flag.Bool("update", false, "rewrite the want parts of testdata/vect
 // vector is one shared test vector: an Input, and either the objects it
 // builds or the error it gets. The SDK's tests read the same files.
 type vector struct {
-	Input Input           `json:"input"`
-	Want  *wantObjects    `json:"want,omitempty"`
-	Error *Error          `json:"error,omitempty"`
-	Raw   json.RawMessage `json:"-"`
+	Input Input `json:"input"`
+	// BaseNamespace, when set, makes the base runtime a TrainingRuntime of
+	// that namespace (runtimes.AsBase) instead of a ClusterTrainingRuntime.
+	BaseNamespace string          `json:"base_namespace,omitempty"`
+	Want          *wantObjects    `json:"want,omitempty"`
+	Error         *Error          `json:"error,omitempty"`
+	Raw           json.RawMessage `json:"-"`
 }
 
 type wantObjects struct {
@@ -81,7 +84,9 @@ func TestVectors(t *testing.T) {
 			if err := json.Unmarshal(raw, &v); err != nil {
 				t.Fatal(err)
 			}
-			job, err := Build(v.Input, baseRuntime(t, v.Input.Runtime))
+			base := baseRuntime(t, v.Input.Runtime)
+			base.Namespace = v.BaseNamespace
+			job, err := Build(v.Input, base)
 			var gotErr *Error
 			if err != nil && !errors.As(err, &gotErr) {
 				t.Fatalf("Build returned %T %v, want *Error", err, err)

@@ -117,6 +117,10 @@ type Input struct {
 	Free  []NodeFree
 	// Queue is the job's Kueue queue; nil when it goes to none.
 	Queue *Queue
+	// Redacted is set when the reader may not list the cluster's nodes (a
+	// tenant): the answer then says whether the job fits, never what the
+	// nodes have (no free GPUs of the cluster, no node's allocatable).
+	Redacted bool
 }
 
 // Queue is where the job would stand in its Kueue queue.
@@ -204,7 +208,7 @@ func Judge(in Input) Answer {
 	case ans.Fits:
 		say("fits now: the Launcher and %s (each %s) fit in what the nodes have free.", api.Count(int(in.Workers), "Worker", "Workers"), each)
 	default:
-		if why := neverFits(worker, workerNodes, nodes); why != "" {
+		if why := neverFits(worker, workerNodes, nodes, in.Redacted); why != "" {
 			ans.Never = true
 			say("never fits as the cluster is now: %s", why)
 			break
@@ -232,7 +236,7 @@ func Judge(in Input) Answer {
 		}
 		say("does not fit now: %s; the job waits until running pods finish, then its pods start together.", what)
 	}
-	if line := gpuLine(in, worker, workerNodes); line != "" {
+	if line := gpuLine(in, worker, workerNodes); line != "" && !in.Redacted {
 		say("%s", line)
 	}
 	if q := in.Queue; q != nil {
@@ -438,7 +442,7 @@ func roomy(want corev1.ResourceList, usableNodes []string, nodes map[string]*cor
 
 // neverFits says when one Worker asks for more of a resource than any
 // node it may use has allocatable ("" when every resource fits some node).
-func neverFits(want corev1.ResourceList, usableNodes []string, nodes map[string]*corev1.Node) string {
+func neverFits(want corev1.ResourceList, usableNodes []string, nodes map[string]*corev1.Node, redacted bool) string {
 	for _, name := range sortedNames(want) {
 		if name == corev1.ResourcePods {
 			continue
@@ -455,8 +459,11 @@ func neverFits(want corev1.ResourceList, usableNodes []string, nodes map[string]
 		case topNode == "":
 			return fmt.Sprintf("a Worker asks for %s %s, and no node it may use offers %s at all: check the resource name (GPUs are nvidia.com/gpu or amd.com/gpu).", q.String(), name, name)
 		case top.Cmp(q) < 0:
-			// The amount, not the node's name: tenants, who read this at a
-			// dry run, may not list the cluster's nodes.
+			// Never the node's name, and not even the amount for a reader
+			// who may not list the cluster's nodes.
+			if redacted {
+				return fmt.Sprintf("a Worker asks for %s %s, and no node it may use has that much allocatable even with nothing else running: ask for less per Worker and use more Workers.", q.String(), name)
+			}
 			return fmt.Sprintf("a Worker asks for %s %s, and no node it may use has that much allocatable even with nothing else running (the most one has: %s): ask for less per Worker and use more Workers.", q.String(), name, top.String())
 		}
 	}

@@ -74,7 +74,9 @@ func TestJudge(t *testing.T) {
 		workers int32
 		worker  *corev1.PodSpec
 		queue   *Queue
-		want    Answer
+		// redacted: the reader may not list nodes.
+		redacted bool
+		want     Answer
 	}{
 		"GPU Workers fit on the free GPUs": {
 			nodes: cluster(), workers: 2, worker: spec(map[string]string{"nvidia.com/gpu": "2", "cpu": "2"}),
@@ -100,6 +102,12 @@ func TestJudge(t *testing.T) {
 			want: Answer{Never: true, Lines: []string{
 				"Placement: never fits as the cluster is now: a Worker asks for 8 nvidia.com/gpu, and no node it may use has that much allocatable even with nothing else running (the most one has: 4): ask for less per Worker and use more Workers.",
 				"Placement: free GPUs now: 8 of 8 nvidia.com/gpu on 2 nodes.",
+			}},
+		},
+		"for a tenant, the same without what the nodes have": {
+			nodes: cluster(), workers: 1, worker: spec(map[string]string{"nvidia.com/gpu": "8"}), redacted: true,
+			want: Answer{Never: true, Lines: []string{
+				"Placement: never fits as the cluster is now: a Worker asks for 8 nvidia.com/gpu, and no node it may use has that much allocatable even with nothing else running: ask for less per Worker and use more Workers.",
 			}},
 		},
 		"one Worker per node: two fit on two nodes": {
@@ -205,7 +213,7 @@ func TestJudge(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := Judge(Input{Workers: tc.workers, Worker: tc.worker, Launcher: launcher, Nodes: tc.nodes, Free: Free(tc.nodes, tc.pods), Queue: tc.queue})
+			got := Judge(Input{Workers: tc.workers, Worker: tc.worker, Launcher: launcher, Nodes: tc.nodes, Free: Free(tc.nodes, tc.pods), Queue: tc.queue, Redacted: tc.redacted})
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Judge (-want +got):\n%s", diff)
 			}

@@ -51,14 +51,16 @@ func ReadFree(ctx context.Context, nodeReader, podReader client.Reader, podOpts 
 }
 
 // Judge says whether the cluster can place tj, of the given shape, now.
-func (r *Reader) Judge(ctx context.Context, tj *trainer.TrainJob, shape runtimes.Shape) (Answer, error) {
+// A redacted answer (a reader who may not list nodes) says only whether
+// the job fits (Input.Redacted).
+func (r *Reader) Judge(ctx context.Context, tj *trainer.TrainJob, shape runtimes.Shape, redacted bool) (Answer, error) {
 	nodes, free, err := ReadFree(ctx, r.Client, r.Client, client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return Answer{}, err
 	}
 	in := Input{
 		Workers: shape.Workers, Worker: &shape.WorkerPod, Launcher: &shape.LauncherPod,
-		Nodes: nodes, Free: free,
+		Nodes: nodes, Free: free, Redacted: redacted,
 	}
 	if lq := tj.Labels[queue.NameLabel]; lq != "" && r.Queues != nil {
 		q, err := r.queue(ctx, tj, lq)

@@ -88,7 +88,7 @@ func Run(ctx context.Context, c client.Client, ns string, rt *trainer.ClusterTra
 	}
 	tj := &trainer.TrainJob{}
 	tj.Name, tj.Namespace = "rt-test-"+rand.String(5), ns
-	tj.Spec.RuntimeRef = trainer.RuntimeRef{Name: rt.Name, APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(trainer.ClusterTrainingRuntimeKind)}
+	tj.Spec.RuntimeRef = trainer.RuntimeRef{Name: rt.Name, APIGroup: ptr.To(trainer.GroupVersion.Group), Kind: ptr.To(runtimes.KindOf(rt))}
 	nodes := int32(2)
 	if runtimes.LauncherAsNode(&rt.Spec) {
 		nodes = 3

@@ -27,6 +27,8 @@ PATCH_MANAGER = "mpijob.dev/job-builder"
 DEFAULT_RUNTIME = "mpi-openmpi"
 JOB_LABEL = "mpijob.dev/job"
 BASE_RUNTIME_LABEL = "mpijob.dev/base-runtime"
+# Beside BASE_RUNTIME_LABEL: "TrainingRuntime" when the base is a runtime of the job's own namespace.
+BASE_RUNTIME_KIND_LABEL = "mpijob.dev/base-runtime-kind"
 JOB_RUNTIME_FINALIZER = "mpijob.dev/job-runtime"
 RUNTIME_LABEL = "mpijob.dev/runtime"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
@@ -203,8 +205,8 @@ def _validate(inp: Input, base: dict[str, Any] | None) -> None:
 
 
 def build(inp: Input, base: dict[str, Any] | None) -> Job:
-    """Build the objects of one MPI job on ``base`` (a ClusterTrainingRuntime
-    as a dict). Raises :class:`BuildError` naming the first bad field."""
+    """Build the objects of one MPI job on ``base`` (a ClusterTrainingRuntime as a dict, or a
+    namespace's own TrainingRuntime: its metadata then has the namespace). Raises :class:`BuildError` naming the first bad field."""
     _validate(inp, base)
     assert base is not None
     worker = _parse_resources("resources_per_worker", inp.resources_per_worker or {}, True)
@@ -253,7 +255,7 @@ def build(inp: Input, base: dict[str, Any] | None) -> Job:
             env.append(var)
     if env:
         trainer["env"] = env
-    spec: dict[str, Any] = {"runtimeRef": {"apiGroup": GROUP, "kind": "ClusterTrainingRuntime", "name": base_name}, "trainer": trainer}
+    spec: dict[str, Any] = {"runtimeRef": {"apiGroup": GROUP, "kind": kind_of(base), "name": base_name}, "trainer": trainer}
     if deadline:
         spec["activeDeadlineSeconds"] = deadline
     if inp.queue:
@@ -279,7 +281,26 @@ def build(inp: Input, base: dict[str, Any] | None) -> Job:
                 service_account=inp.service_account)
     spec["runtimeRef"] = {"apiGroup": GROUP, "kind": "TrainingRuntime", "name": inp.name}
     meta.setdefault("labels", {})[BASE_RUNTIME_LABEL] = base_name
+    if is_namespaced(base):
+        meta["labels"][BASE_RUNTIME_KIND_LABEL] = "TrainingRuntime"
     return Job(tj, rt)
+
+
+def is_derived(labels: dict[str, str] | None) -> bool:
+    """Mirror of Go's ``jobspec.IsDerived``: the labels of a per-job runtime mpijob made."""
+    labels = labels or {}
+    return bool(labels.get(JOB_LABEL) and labels.get(BASE_RUNTIME_LABEL))
+
+
+def is_namespaced(base: dict[str, Any]) -> bool:
+    """Mirror of Go's ``runtimes.IsNamespaced``: ``base`` is a TrainingRuntime of a namespace
+    (its metadata has a namespace), not a ClusterTrainingRuntime."""
+    return bool((base.get("metadata") or {}).get("namespace"))
+
+
+def kind_of(base: dict[str, Any]) -> str:
+    """The runtimeRef kind that names ``base``."""
+    return "TrainingRuntime" if is_namespaced(base) else "ClusterTrainingRuntime"
 
 
 def _resume_uri(inp: Input) -> str:
@@ -361,7 +382,10 @@ def derive(base: dict[str, Any], job: str, namespace: str, launcher_image: str, 
     """The per-job TrainingRuntime: ``base`` with the node containers' images and resources changed."""
     base_meta = base.get("metadata") or {}
     labels = {JOB_LABEL: job, BASE_RUNTIME_LABEL: base_meta["name"]}
-    labels.update({k: v for k, v in (base_meta.get("labels") or {}).items() if k != RUNTIME_LABEL})
+    labels.update({k: v for k, v in (base_meta.get("labels") or {}).items()
+                   if k not in labels and k not in (RUNTIME_LABEL, BASE_RUNTIME_KIND_LABEL)})
+    if is_namespaced(base):
+        labels[BASE_RUNTIME_KIND_LABEL] = "TrainingRuntime"
     annotations = {DESCRIPTION: f"runtime of MPI job {job}: {base_meta['name']} with the job's images and resources (deleted with the job)"}
     # The base's annotations (MPI implementation, runtime policy) hold for the
     # copy: the diagnosis reads them from the job's runtime.

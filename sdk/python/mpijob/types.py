@@ -516,7 +516,8 @@ def _gpus_of(obj: dict[str, Any]) -> str:
 
 @dataclass
 class Runtime:
-    """An MPI runtime (ClusterTrainingRuntime with an MPI policy)."""
+    """An MPI runtime: a ClusterTrainingRuntime with an MPI policy, or one of the namespace's own
+    TrainingRuntimes (``namespace`` set), which jobs of that namespace may pick too."""
 
     name: str
     mpi_implementation: str
@@ -524,6 +525,7 @@ class Runtime:
     launcher_hosts_ranks: bool
     worker_image: str
     raw: dict[str, Any] = field(default_factory=dict, repr=False)
+    namespace: str = ""
 
 
 @dataclass

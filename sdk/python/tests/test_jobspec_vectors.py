@@ -38,6 +38,10 @@ def test_vector(path):
     v = json.loads(path.read_text())
     inp = jobspec.Input.from_dict(v["input"])
     base = _base(inp.runtime)
+    if v.get("base_namespace"):
+        # A TrainingRuntime of that namespace, as Go's runtimes.AsBase carries it.
+        base["kind"] = "TrainingRuntime"
+        base["metadata"]["namespace"] = v["base_namespace"]
     if "error" in v:
         with pytest.raises(jobspec.BuildError) as e:
             jobspec.build(inp, base)

@@ -12,7 +12,7 @@ export const apiRoutes = {
   manager: () => '/api/manager',
   namespaces: () => '/api/namespaces',
   dataConnections: (ns: string) => `/api/namespaces/${seg(ns)}/data-connections`,
-  runtimes: () => '/api/runtimes',
+  runtimes: (ns?: string) => `/api/runtimes${ns ? `?namespace=${seg(ns)}` : ''}`,
   runtimeTest: (name: string) => `/api/runtimes/${seg(name)}/test`,
   runtimeTestRun: (id: string) => `/api/runtime-tests/${seg(id)}`,
   jobs: () => '/api/jobs',

@@ -3,7 +3,8 @@ import { api, send } from './client';
 import { apiRoutes } from './routes';
 import type { RuntimeInfo } from './types';
 
-export const listRuntimes = () => api<{ runtimes: RuntimeInfo[]; canCreate: boolean; policyKeys: string[] }>(apiRoutes.runtimes());
+/** The cluster's MPI runtimes, then namespace ns's own (each with its namespace set). */
+export const listRuntimes = (ns?: string) => api<{ runtimes: RuntimeInfo[]; canCreate: boolean; policyKeys: string[] }>(apiRoutes.runtimes(ns));
 
 /** Creates a runtime from a template; the answer names any field that is wrong. */
 export const createRuntime = (input: { from: string; name: string; description: string; image: string; policy: Record<string, string> }) =>

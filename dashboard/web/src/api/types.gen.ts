@@ -297,6 +297,7 @@ export interface Resumed {
 
 export interface RuntimeInfo {
   name: string;
+  namespace?: string;
   mpi?: string;
   description?: string;
   launcherImage?: string;

@@ -194,23 +194,47 @@ class KubernetesAPI:
 
     # -- runtimes --------------------------------------------------------------
 
-    def cluster_runtime(self, name: str) -> dict[str, Any]:
-        """The MPI ClusterTrainingRuntime ``name``; InvalidJobError (field ``runtime``) naming
-        a close one when it does not exist, or when it is not an MPI runtime."""
-        try:
-            rt: dict[str, Any] = self._custom.get_cluster_custom_object(GROUP, VERSION, "clustertrainingruntimes", name)
-        except ApiException as e:
-            if e.status != 404:
-                raise from_api_exception(e) from None
+    def base_runtime(self, name: str, kind: str = "") -> dict[str, Any]:
+        """The MPI runtime a job here picks by ``name`` (mirror of Go's ``runtimes.FindBase``): the
+        ClusterTrainingRuntime of that name, else the namespace's own TrainingRuntime (not another
+        job's per-job runtime); only the latter when ``kind`` is "TrainingRuntime". InvalidJobError
+        (field ``runtime``) naming a close one when there is none, or when it is not an MPI runtime."""
+        rt: dict[str, Any] | None = None
+        if kind != "TrainingRuntime":
+            try:
+                rt = self._custom.get_cluster_custom_object(GROUP, VERSION, "clustertrainingruntimes", name)
+            except ApiException as e:
+                if e.status != 404:
+                    raise from_api_exception(e) from None
+        if rt is None:
+            try:
+                own: dict[str, Any] = self._custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainingruntimes", name)
+                if not _jobspec.is_derived((own.get("metadata") or {}).get("labels")):
+                    rt = own
+            except ApiException as e:
+                if e.status not in (403, 404):
+                    raise from_api_exception(e) from None
+        if rt is None:
             names = []
             with contextlib.suppress(MPIJobError):
-                names = [r["metadata"]["name"] for r in self.list_cluster_runtimes() if ((r.get("spec") or {}).get("mlPolicy") or {}).get("mpi")]
+                names = [r["metadata"]["name"] for r in self.list_base_runtimes()]
             close = closest(name, names)
             hint = f": did you mean {close!r}?" if close else (f": MPI runtimes are {', '.join(names)}" if names else "")
-            raise InvalidJobError(f"runtime {name!r} does not exist{hint}", field="runtime") from None
+            raise InvalidJobError(f"runtime {name!r} does not exist{hint}", field="runtime")
         if not ((rt.get("spec") or {}).get("mlPolicy") or {}).get("mpi"):
             raise InvalidJobError(f"runtime {name!r} is not an MPI runtime (it has no MPI policy)", field="runtime")
         return rt
+
+    def list_base_runtimes(self) -> list[dict[str, Any]]:
+        """The MPI runtimes a job here may pick (mirror of Go's ``runtimes.ListBases``): the
+        cluster's, then the namespace's own (not per-job runtimes), each sorted by name."""
+        def mpi(r: dict[str, Any]) -> bool:
+            return bool(((r.get("spec") or {}).get("mlPolicy") or {}).get("mpi"))
+
+        cluster = sorted((r for r in self.list_cluster_runtimes() if mpi(r)), key=lambda r: r["metadata"]["name"])
+        own = sorted((r for r in self.list_namespaced_runtimes() if mpi(r) and not _jobspec.is_derived((r.get("metadata") or {}).get("labels"))),
+                     key=lambda r: r["metadata"]["name"])
+        return cluster + own
 
     def list_cluster_runtimes(self) -> list[dict[str, Any]]:
         try:

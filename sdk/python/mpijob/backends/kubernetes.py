@@ -274,18 +274,15 @@ class KubernetesBackend(Backend):
         return {r.name: r.launcher_hosts_ranks for r in self._runtimes_safe()}
 
     def list_runtimes(self) -> list[Runtime]:
-        items = self._api.list_cluster_runtimes()
         out = []
-        for r in items:
-            spec = r.get("spec") or {}
-            if not ((spec.get("mlPolicy") or {}).get("mpi")):
-                continue
-            ann = (r.get("metadata") or {}).get("annotations") or {}
+        for r in self._api.list_base_runtimes():
+            meta = r.get("metadata") or {}
+            ann = meta.get("annotations") or {}
             out.append(Runtime(
-                name=r["metadata"]["name"], mpi_implementation=ann.get("mpijob.dev/mpi-implementation", ""),
+                name=meta["name"], mpi_implementation=ann.get("mpijob.dev/mpi-implementation", ""),
                 description=ann.get("mpijob.dev/description", ""), launcher_hosts_ranks=_b.launcher_hosts_ranks(r),
-                worker_image=_b.worker_image(r), raw=r))
-        return sorted(out, key=lambda r: r.name)
+                worker_image=_b.worker_image(r), raw=r, namespace=meta.get("namespace", "")))
+        return out
 
     def wait_for_job(self, name: str, phases: Iterable[str] = ("Succeeded",), timeout: float = 600,
                      poll_interval: float = 2) -> MPIJob:
@@ -628,10 +625,14 @@ class KubernetesBackend(Backend):
         meta = src.get("metadata") or {}
         ref = spec.get("runtimeRef") or {}
         rt = None
+        base_kind = (meta.get("labels") or {}).get(_jobspec.BASE_RUNTIME_KIND_LABEL, "")
         if ref.get("kind") == "TrainingRuntime":
             rt = self._api.job_runtime(ref["name"])
+            if not _jobspec.is_derived((rt.get("metadata") or {}).get("labels")):
+                # On the namespace's own runtime itself: that is the base.
+                rt, base_kind = None, "TrainingRuntime"
         base_name = (meta.get("labels") or {}).get(_jobspec.BASE_RUNTIME_LABEL) or ref.get("name", "")
-        inp, kept = _jobspec.input_of(src, rt, self._runtime(base_name))
+        inp, kept = _jobspec.input_of(src, rt, self._runtime(base_name, base_kind))
         o = dict(overrides)
         # clone_job takes create_job's arguments and checks them the same way (the command above).
         command = o.get("command", inp.command or None)
@@ -694,8 +695,8 @@ class KubernetesBackend(Backend):
     def _get(self, name: str) -> dict[str, Any]:
         return self._api.get_trainjob(name)
 
-    def _runtime(self, name: str) -> dict[str, Any]:
-        return self._api.cluster_runtime(name)
+    def _runtime(self, name: str, kind: str = "") -> dict[str, Any]:
+        return self._api.base_runtime(name, kind)
 
     def _runtimes_safe(self) -> list[Runtime]:
         try:

@@ -1,5 +1,6 @@
 """The Kubernetes backend (mpijob.backends.kubernetes) over stand-ins of the official client's APIs."""
 
+import copy
 from datetime import datetime, timezone
 from typing import Any, ClassVar
 
@@ -595,3 +596,48 @@ def test_suspend_and_resume_go_where_they_hold():
     with pytest.raises(Exception, match="Workload does not exist yet"):
         _offline_client(early).resume_job("hello")
     assert early.patches == []
+
+
+class _ClusterWithOwnRuntimes(_Cluster):
+    """_Cluster whose namespace team-a has a runtime of its own (a copy of mpi-openmpi), a job's
+    per-job runtime, and a PyTorch runtime."""
+
+    def __init__(self):
+        super().__init__()
+        own = copy.deepcopy(self.runtimes["mpi-openmpi"])
+        own["kind"] = "TrainingRuntime"
+        own["metadata"] = {"name": "team-mpi", "namespace": "team-a", "annotations": {"mpijob.dev/description": "team A's MPI"}}
+        per_job = copy.deepcopy(own)
+        per_job["metadata"] = {"name": "job-1", "namespace": "team-a", "labels": {"mpijob.dev/job": "job-1", "mpijob.dev/base-runtime": "mpi-openmpi"}}
+        torch = {"kind": "TrainingRuntime", "metadata": {"name": "torch-mine", "namespace": "team-a"}, "spec": {"mlPolicy": {"torch": {}}}}
+        self.own = {r["metadata"]["name"]: r for r in (own, per_job, torch)}
+
+    def get_namespaced_custom_object(self, group, version, namespace, plural, name):
+        if plural == "trainingruntimes" and name in self.own:
+            return self.own[name]
+        return super().get_namespaced_custom_object(group, version, namespace, plural, name)
+
+    def list_namespaced_custom_object(self, group, version, namespace, plural, **kwargs):
+        if plural == "trainingruntimes":
+            return {"items": list(self.own.values())}
+        return super().list_namespaced_custom_object(group, version, namespace, plural, **kwargs)
+
+
+def test_the_namespaces_own_runtime_is_listed_and_picked():
+    cluster = _ClusterWithOwnRuntimes()
+    c = _offline_client(cluster, cluster)
+    rts = c.list_runtimes()
+    # The cluster's first, then the namespace's own; neither a job's runtime nor PyTorch's.
+    assert [(r.name, r.namespace) for r in rts] == [("mpi-intel", ""), ("mpi-openmpi", ""), ("mpi-openmpi-gpu", ""), ("team-mpi", "team-a")]
+    c.create_job("mine", ["mpirun", "hostname"], workers=2, runtime="team-mpi")
+    (_, tj), = [x for x in cluster.created if x[0] == "trainjobs"]
+    assert tj["spec"]["runtimeRef"] == {"apiGroup": "trainer.kubeflow.org", "kind": "TrainingRuntime", "name": "team-mpi"}
+    # A typo is named with the namespace's runtime as a suggestion; a job's own runtime is no base.
+    with pytest.raises(InvalidJobError) as e:
+        c.create_job("typo", ["mpirun", "hostname"], workers=2, runtime="team-mpo")
+    assert "did you mean 'team-mpi'" in str(e.value)
+    with pytest.raises(InvalidJobError):
+        c.create_job("other", ["mpirun", "hostname"], workers=2, runtime="job-1")
+    with pytest.raises(InvalidJobError) as e:
+        c.create_job("torch", ["mpirun", "hostname"], workers=2, runtime="torch-mine")
+    assert "not an MPI runtime" in str(e.value)

@@ -112,11 +112,14 @@ export function CreatePage({ from = '', resubmit = false }: { from?: string; res
   }, [form.namespace]);
 
   useEffect(() => {
+    // The cluster's runtimes and the namespace's own, marked.
+    listRuntimes(form.namespace || undefined).then((r) => setRts(r.runtimes), (e: ApiError) => setProblem(e.message));
+  }, [form.namespace]);
+  useEffect(() => {
     if (nsError) setProblem(nsError);
     if (namespaces?.length && !from) setForm((f) => (f.namespace ? f : { ...f, namespace: namespaces[0].name }));
   }, [namespaces, nsError, from]);
   useEffect(() => {
-    listRuntimes().then((r) => setRts(r.runtimes), (e: ApiError) => setProblem(e.message));
     const [ns, name] = from.split('/');
     if (ns && name) {
       jobInput(ns, name).then(
@@ -265,7 +268,7 @@ export function CreatePage({ from = '', resubmit = false }: { from?: string; res
             <Form onSubmit={(e) => e.preventDefault()}>
               {field('runtime', 'Runtime', help.runtime,
                 <FormSelect id="runtime" aria-label="Runtime" value={form.runtime} onChange={(_, v) => set({ runtime: v, slotsPerWorker: 0 })}>
-                  {rts.map((r) => <FormSelectOption key={r.name} value={r.name} label={`${r.name}${r.mpi ? ` (${r.mpi})` : ''}`} />)}
+                  {rts.map((r) => <FormSelectOption key={`${r.namespace ?? ''}/${r.name}`} value={r.name} label={`${r.name}${r.mpi ? ` (${r.mpi})` : ''}${r.namespace ? ` · namespace ${r.namespace}'s own` : ''}`} />)}
                 </FormSelect>)}
               {rt && (
                 <div data-testid="runtime-info" style={{ fontSize: 14, color: 'var(--pf-t--global--text--color--subtle)' }}>

@@ -43,8 +43,13 @@ export function RuntimesPage() {
   const visible = useNamespaces().namespaces;
   const namespaces = useMemo(() => (visible ?? []).filter((n) => n.canCreate), [visible]);
   const [error, setError] = useState('');
+  // The namespace whose own runtimes are listed after the cluster's.
+  const [ownNs, setOwnNs] = useState('');
+  useEffect(() => {
+    if (!ownNs && namespaces.length) setOwnNs(namespaces[0].name);
+  }, [namespaces, ownNs]);
   const load = () =>
-    listRuntimes().then(
+    listRuntimes(ownNs || undefined).then(
       (r) => {
         setRts(r.runtimes);
         setAdmin({ canCreate: r.canCreate, policyKeys: r.policyKeys ?? [] });
@@ -53,7 +58,8 @@ export function RuntimesPage() {
     );
   useEffect(() => {
     load();
-  }, []);
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, [ownNs]);
   return (
     <>
       <PageSection>
@@ -64,10 +70,18 @@ export function RuntimesPage() {
         </p>
       </PageSection>
       <PageSection>
+        {namespaces.length > 1 && (
+          <div style={{ display: 'flex', gap: 8, alignItems: 'center', marginBottom: 16 }}>
+            <span>Also the runtimes of namespace</span>
+            <FormSelect aria-label="Namespace whose own runtimes are listed" value={ownNs} onChange={(_, v) => setOwnNs(v)} style={{ maxWidth: 240 }}>
+              {namespaces.map((n) => <FormSelectOption key={n.name} value={n.name} label={n.name} />)}
+            </FormSelect>
+          </div>
+        )}
         {error && <Alert variant="danger" isInline title={error} />}
         {rts?.length === 0 && <Alert variant="info" isInline title="No MPI runtimes: install them with kubectl apply --server-side -k config/runtimes" />}
         {(rts ?? []).map((rt) => (
-          <RuntimeCard key={rt.name} rt={rt} namespaces={namespaces} admin={admin} onCreated={load} />
+          <RuntimeCard key={`${rt.namespace ?? ''}/${rt.name}`} rt={rt} namespaces={rt.namespace ? namespaces.filter((n) => n.name === rt.namespace) : namespaces} admin={admin} onCreated={load} />
         ))}
       </PageSection>
     </>
@@ -105,9 +119,9 @@ function RuntimeCard({ rt, namespaces, admin, onCreated }: { rt: RuntimeInfo; na
 
   const policy = Object.entries(rt.policy ?? {});
   return (
-    <Card style={{ marginBottom: 16 }} data-testid={`runtime-${rt.name}`}>
+    <Card style={{ marginBottom: 16 }} data-testid={`runtime-${rt.namespace ? `${rt.namespace}-` : ''}${rt.name}`}>
       <CardTitle>
-        {rt.name} {rt.mpi && <Label color="blue">{rt.mpi}</Label>}
+        {rt.name} {rt.mpi && <Label color="blue">{rt.mpi}</Label>} {rt.namespace && <Label color="purple">namespace {rt.namespace}&apos;s own</Label>}
       </CardTitle>
       <CardBody>
         {rt.description && <p>{rt.description}</p>}
@@ -130,7 +144,7 @@ function RuntimeCard({ rt, namespaces, admin, onCreated }: { rt: RuntimeInfo; na
               {namespaces.map((n) => <FormSelectOption key={n.name} value={n.name} label={n.name} />)}
             </FormSelect>
             <Button variant="secondary" onClick={test} isDisabled={running || !ns} isLoading={running}>Test runtime</Button>
-            {admin.canCreate && <Button variant="link" onClick={() => setTemplating(!templating)}>Use as template</Button>}
+            {admin.canCreate && !rt.namespace && <Button variant="link" onClick={() => setTemplating(!templating)}>Use as template</Button>}
           </div>
         )}
         {templating && <TemplateForm from={rt} policyKeys={admin.policyKeys} onCreated={() => { setTemplating(false); onCreated(); }} />}
