@@ -24,7 +24,10 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,7 +42,12 @@ var webFS embed.FS
 // on the login page (the token itself stays in the dashboard).
 const SessionCookie = "mpijob_session"
 
-var scheme = api.NewScheme()
+// scheme is mpijob's, with CRDs for the doctor's checks (pkg/doctor).
+var scheme = func() *runtime.Scheme {
+	s := api.NewScheme()
+	utilruntime.Must(apiextensionsv1.AddToScheme(s))
+	return s
+}()
 
 // LoginUser is a user the login page offers (the local cluster's users).
 type LoginUser struct {
@@ -111,6 +119,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/whoami", s.authed(s.whoami))
 	mux.HandleFunc("GET /api/namespaces", s.authed(s.namespaces))
 	mux.HandleFunc("GET /api/manager", s.authed(s.manager))
+	mux.HandleFunc("GET /api/doctor", s.authed(s.doctor))
 	mux.HandleFunc("GET /api/runtimes", s.authed(s.listRuntimes))
 	mux.HandleFunc("POST /api/runtimes", s.authed(s.createRuntime))
 	mux.HandleFunc("POST /api/runtimes/{name}/test", s.authed(s.testRuntime))

@@ -28,6 +28,7 @@ import (
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/artifacts"
 	"github.com/mpijob/mpijob/pkg/dataconn"
+	"github.com/mpijob/mpijob/pkg/doctor"
 	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/pkg/jobview"
 	"github.com/mpijob/mpijob/pkg/progress"
@@ -56,6 +57,8 @@ var roots = []struct {
 	{"KEvent", dashboard.Event{}},
 	{"Namespace", dashboard.Namespace{}},
 	{"Manager", dashboard.Manager{}},
+	{"Doctor", dashboard.Doctor{}},
+	{"DoctorFinding", doctor.Finding{}},
 	{"RuntimeInfo", dashboard.RuntimeInfo{}},
 	{"FieldError", dashboard.FieldError{}},
 	{"CreateAnswer", dashboard.CreateAnswer{}},

@@ -1,3 +1,5 @@
+//go:build e2e
+
 package e2e
 
 import (
@@ -15,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/cli"
 	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/pkg/netpol"
 	"github.com/mpijob/mpijob/pkg/runtimes"
@@ -96,7 +99,7 @@ func TestTenantMPIRuntimeIsGoverned(t *testing.T) {
 	job := framework.UniqueName("own")
 	expect(t, mpijob(t, "dev-a", "team-a", "create", job, "--runtime", name, "--workers", "2"), 0, "created in namespace team-a")
 	t.Cleanup(func() { mpijob(t, "dev-a", "team-a", "delete", job, "--wait=false") })
-	expect(t, mpijob(t, "dev-a", "team-a", "create", job+"-x", "--runtime", name[:len(name)-1], "--workers", "2", "--dry-run", "client"), 1, "did you mean")
+	expect(t, mpijob(t, "dev-a", "team-a", "create", job+"-x", "--runtime", name[:len(name)-1], "--workers", "2", "--dry-run=server"), cli.ExitNotFound, `did you mean "`+name+`"`)
 	tj := &trainer.TrainJob{}
 	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: job}, tj); err != nil {
 		t.Fatal(err)

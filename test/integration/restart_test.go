@@ -5,6 +5,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"os"
@@ -136,6 +137,22 @@ func TestManagerDownStaleStatusAndNoAdmission(t *testing.T) {
 	}
 	if body := dashboardGet(t, c, "dev-a", "/api/jobs/"+ns+"/held"); !strings.Contains(body, "this status is as it saw the job") {
 		t.Errorf("dashboard job detail while the manager is down has no stale note: %.300s", body)
+	}
+	// doctor names the stopped manager, as an error (exit 2), with the fix.
+	code, out = cli("doctor", "-o", "json")
+	var findings []clicmd.Finding
+	if err := json.Unmarshal([]byte(out), &findings); err != nil {
+		t.Fatalf("doctor -o json while the manager is down (exit %d): %v\n%s", code, err, out)
+	}
+	admissionDown := false
+	for _, f := range findings {
+		if f.Check == "admission" && f.Severity == clicmd.SeverityError && strings.Contains(f.Message, "no mpijob-manager replica is ready") &&
+			strings.Contains(f.Fix, "kubectl -n mpijob-system get deployment/mpijob-manager") {
+			admissionDown = true
+		}
+	}
+	if code != 2 || !admissionDown {
+		t.Errorf("doctor while the manager is down: exit %d, want 2 with an admission error naming the manager and the fix:\n%s", code, out)
 	}
 	code, out = cli("create", "refused", "--workers", "1")
 	if code == 0 || !strings.Contains(out, "mpijob admission is unavailable") {

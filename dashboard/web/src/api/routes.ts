@@ -10,6 +10,7 @@ export const apiRoutes = {
   logout: () => '/api/logout',
   whoami: () => '/api/whoami',
   manager: () => '/api/manager',
+  doctor: (ns: string) => `/api/doctor?namespace=${seg(ns)}`,
   namespaces: () => '/api/namespaces',
   dataConnections: (ns: string) => `/api/namespaces/${seg(ns)}/data-connections`,
   runtimes: (ns?: string) => `/api/runtimes${ns ? `?namespace=${seg(ns)}` : ''}`,

@@ -77,6 +77,19 @@ export interface Detail {
   yaml: string;
 }
 
+export interface Doctor {
+  findings: DoctorFinding[];
+  worst: string;
+  namespace: string;
+}
+
+export interface DoctorFinding {
+  check: string;
+  severity: string;
+  message: string;
+  fix?: string;
+}
+
 export interface Estimate {
   start?: string;
   basis: string;

@@ -18,6 +18,7 @@ import { jobOfPath, navigate, paths } from './routes';
 import { reasonText, safeNext } from '../pages/login/login';
 import { CreatePage } from '../pages/create/CreatePage';
 import { JobsPage } from '../pages/jobs/JobsPage';
+import { ClusterPage } from '../pages/cluster/ClusterPage';
 import { RuntimesPage } from '../pages/runtimes/RuntimesPage';
 import { JobPage } from '../pages/job/JobPage';
 import { LoginPage } from '../pages/login/LoginPage';
@@ -95,6 +96,9 @@ export function App() {
             <ToolbarItem>
               <Button variant="link" onClick={() => navigate(paths.runtimes())} data-testid="nav-runtimes">Runtimes</Button>
             </ToolbarItem>
+            <ToolbarItem>
+              <Button variant="link" onClick={() => navigate(paths.cluster())} data-testid="nav-cluster">Cluster</Button>
+            </ToolbarItem>
             <ToolbarItem align={{ default: 'alignEnd' }}>
               <span data-testid="user">{user}</span>
             </ToolbarItem>
@@ -112,6 +116,8 @@ export function App() {
       {managerNote && <Alert variant="warning" isInline title={managerNote} data-testid="manager-down" />}
       {url.pathname === '/runtimes' ? (
         <RuntimesPage />
+      ) : url.pathname === '/cluster' ? (
+        <ClusterPage />
       ) : url.pathname === '/create' ? (
         <CreatePage from={url.searchParams.get('from') ?? ''} resubmit={url.searchParams.get('resubmit') === 'true'} />
       ) : job ? (

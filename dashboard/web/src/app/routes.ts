@@ -2,10 +2,11 @@
 // the browser between pages. Pages import it; App renders the page a path
 // names (no page imports App).
 
-/** The page paths: "/", "/runtimes", "/create[?from=NS/NAME[&resubmit=true]]", "/jobs/NS/NAME[?tab=TAB]", "/login". */
+/** The page paths: "/", "/runtimes", "/cluster", "/create[?from=NS/NAME[&resubmit=true]]", "/jobs/NS/NAME[?tab=TAB]", "/login". */
 export const paths = {
   jobs: () => '/',
   runtimes: () => '/runtimes',
+  cluster: () => '/cluster',
   create: (from?: { namespace: string; name: string }, resubmit = false) =>
     from ? `/create?from=${encodeURIComponent(from.namespace)}/${encodeURIComponent(from.name)}${resubmit ? '&resubmit=true' : ''}` : '/create',
   job: (namespace: string, name: string, tab?: string) =>

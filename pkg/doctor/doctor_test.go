@@ -1,4 +1,4 @@
-package cli
+package doctor
 
 import (
 	"crypto/ecdsa"
