@@ -1,14 +1,18 @@
 // The Cluster page: kubectl mpijob doctor's checks (pkg/doctor), made as
-// the user.
+// the user, and the usage per namespace (pkg/usage).
 
 package dashboard
 
 import (
+	"fmt"
 	"net/http"
+	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/mpijob/mpijob/pkg/doctor"
+	"github.com/mpijob/mpijob/pkg/usage"
 )
 
 // Doctor is the answer of GET /api/doctor.
@@ -39,4 +43,49 @@ func quoteOrEmpty(s string) string {
 		return "(none)"
 	}
 	return `"` + s + `"`
+}
+
+// Usage is the answer of GET /api/usage.
+type Usage struct {
+	// Since is the window, as asked (7d).
+	Since string `json:"since"`
+	// Rows are the namespaces the user may see jobs in, by name.
+	Rows []usage.Row `json:"rows"`
+}
+
+// usage serves GET /api/usage?since=7d: the usage rules' CPU-, memory-
+// and GPU-hours per namespace (pkg/usage). Prometheus knows nothing of
+// users, so only the namespaces the user may list jobs in are answered.
+func (s *Server) usage(w http.ResponseWriter, r *http.Request, c *userClients) {
+	since := r.URL.Query().Get("since")
+	if since == "" {
+		since = "7d"
+	}
+	window, err := usage.ParseSince(since)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, "since "+err.Error())
+		return
+	}
+	prom, err := s.prometheus()
+	if err != nil {
+		writeError(w, http.StatusServiceUnavailable, err.Error())
+		return
+	}
+	mine, err := s.listable(r.Context(), c, 0)
+	if err != nil {
+		s.apiError(w, err)
+		return
+	}
+	rows, err := usage.Read(r.Context(), prom, "", window, time.Now())
+	if err != nil {
+		writeError(w, http.StatusBadGateway, fmt.Sprintf("Prometheus at %s did not answer: %v", s.PrometheusURL, err))
+		return
+	}
+	out := Usage{Since: since, Rows: []usage.Row{}}
+	for _, row := range rows {
+		if slices.Contains(mine, row.Namespace) {
+			out.Rows = append(out.Rows, row)
+		}
+	}
+	writeJSON(w, http.StatusOK, out)
 }

@@ -120,6 +120,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/namespaces", s.authed(s.namespaces))
 	mux.HandleFunc("GET /api/manager", s.authed(s.manager))
 	mux.HandleFunc("GET /api/doctor", s.authed(s.doctor))
+	mux.HandleFunc("GET /api/usage", s.authed(s.usage))
 	mux.HandleFunc("GET /api/runtimes", s.authed(s.listRuntimes))
 	mux.HandleFunc("POST /api/runtimes", s.authed(s.createRuntime))
 	mux.HandleFunc("POST /api/runtimes/{name}/test", s.authed(s.testRuntime))

@@ -32,6 +32,7 @@ import (
 	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/pkg/jobview"
 	"github.com/mpijob/mpijob/pkg/progress"
+	"github.com/mpijob/mpijob/pkg/usage"
 )
 
 const out = "dashboard/web/src/api/types.gen.ts"
@@ -59,6 +60,8 @@ var roots = []struct {
 	{"Manager", dashboard.Manager{}},
 	{"Doctor", dashboard.Doctor{}},
 	{"DoctorFinding", doctor.Finding{}},
+	{"Usage", dashboard.Usage{}},
+	{"UsageRow", usage.Row{}},
 	{"RuntimeInfo", dashboard.RuntimeInfo{}},
 	{"FieldError", dashboard.FieldError{}},
 	{"CreateAnswer", dashboard.CreateAnswer{}},

@@ -62,6 +62,9 @@ const (
 	// when the base is a runtime of the job's own namespace (absent: a
 	// ClusterTrainingRuntime).
 	BaseRuntimeKindLabel = "mpijob.dev/base-runtime-kind"
+	// CostCenterLabel on a Namespace names who pays for its MPI jobs: the
+	// usage series and kubectl mpijob usage carry it.
+	CostCenterLabel = "mpijob.dev/cost-center"
 	// JobRuntimeFinalizer keeps a per-job runtime until its TrainJob is
 	// gone: Trainer's webhook refuses every update of a TrainJob whose
 	// runtime is missing, the garbage collector's last one included.

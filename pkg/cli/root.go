@@ -135,6 +135,7 @@ Use it as "kubectl mpijob", "oc mpijob" or on its own.`,
 		newDocsCommand(o),
 		newVersionCommand(o),
 		newDoctorCommand(o),
+		newUsageCommand(o),
 	)
 	return root
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/cached"
+	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
 // Label names of the per-job series. A job's name is "trainjob", not
@@ -51,6 +52,8 @@ type JobState struct {
 	// Pods maps each of the job's pod names to its role, api.RoleLauncher
 	// or api.RoleWorker.
 	Pods map[string]string
+	// Requests are what its placed, unfinished pods ask for now.
+	Requests Requests
 }
 
 // JobsCollector reports every MPI job's current phase and its pods' roles
@@ -73,6 +76,9 @@ func (c JobsCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- jobPhaseDesc
 	ch <- jobSinceDesc
 	ch <- jobPodDesc
+	ch <- jobRequestsDesc
+	ch <- namespaceInfoDesc
+	ch <- gpuQuotaDesc
 }
 
 // Collect lists the jobs and sends their series.
@@ -92,6 +98,14 @@ func (c JobsCollector) Collect(ch chan<- prometheus.Metric) {
 		return
 	}
 	for _, m := range JobSeries(jobs) {
+		ch <- m
+	}
+	costCenters, quotas, err := cachedUsage(ctx, c.Cache)
+	if err != nil {
+		ch <- prometheus.NewInvalidMetric(jobRequestsDesc, err)
+		return
+	}
+	for _, m := range UsageSeries(jobs, costCenters, quotas) {
 		ch <- m
 	}
 }
@@ -117,6 +131,7 @@ func JobSeries(jobs []JobState) []prometheus.Metric {
 func CachedJobStates(ctx context.Context, c crcache.Informers) ([]JobState, error) {
 	type key struct{ ns, name string }
 	byJob := map[key]map[string]string{}
+	requests := map[key]Requests{}
 	err := each(ctx, c, &corev1.Pod{}, func(p *corev1.Pod) {
 		job, ok := p.Labels[jobsetv1alpha2.JobSetNameKey]
 		if !ok {
@@ -127,6 +142,17 @@ func CachedJobStates(ctx context.Context, c crcache.Informers) ([]JobState, erro
 			byJob[k] = map[string]string{}
 		}
 		byJob[k][p.Name] = api.PodRole(p.Labels[jobsetv1alpha2.ReplicatedJobNameKey])
+		if PodCounts(p) {
+			req, _ := runtimes.PodDemand(&p.Spec)
+			for name, q := range req {
+				if r := UsageResource(name); r != "" {
+					if requests[k] == nil {
+						requests[k] = Requests{}
+					}
+					requests[k][r] += q.AsApproximateFloat64()
+				}
+			}
+		}
 	})
 	if err != nil {
 		return nil, err
@@ -134,7 +160,8 @@ func CachedJobStates(ctx context.Context, c crcache.Informers) ([]JobState, erro
 	var out []JobState
 	err = each(ctx, c, &trainer.TrainJob{}, func(tj *trainer.TrainJob) {
 		if st, ok, err := api.ReadStatus(tj.Annotations); err == nil && ok {
-			j := JobState{Namespace: tj.Namespace, Name: tj.Name, Phase: st.Phase, Reason: st.Reason, Pods: byJob[key{tj.Namespace, tj.Name}]}
+			k := key{tj.Namespace, tj.Name}
+			j := JobState{Namespace: tj.Namespace, Name: tj.Name, Phase: st.Phase, Reason: st.Reason, Pods: byJob[k], Requests: requests[k]}
 			if st.LastTransitionTime != nil {
 				j.Since = st.LastTransitionTime.Time
 			}

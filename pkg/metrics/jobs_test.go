@@ -73,7 +73,7 @@ func (f informers) GetInformer(_ context.Context, obj client.Object, _ ...crcach
 
 func informersOf(t *testing.T, objs ...client.Object) informers {
 	f := informers{byType: map[reflect.Type]toolscache.SharedIndexInformer{}}
-	for _, o := range []client.Object{&corev1.Pod{}, &trainer.TrainJob{}} {
+	for _, o := range []client.Object{&corev1.Pod{}, &trainer.TrainJob{}, &corev1.Namespace{}, &corev1.ResourceQuota{}} {
 		f.byType[reflect.TypeOf(o)] = toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, o, 0, toolscache.Indexers{})
 	}
 	for _, o := range objs {
@@ -99,6 +99,10 @@ mpijob_job_pod_info{namespace="team-a",pod="hello-launcher-0-0-abcde",role="Laun
 mpijob_job_pod_info{namespace="team-a",pod="hello-node-0-0-fghij",role="Worker",trainjob="hello"} 1
 mpijob_job_pod_info{namespace="team-a",pod="hello-node-0-1-klmno",role="Worker",trainjob="hello"} 1
 mpijob_job_pod_info{namespace="team-b",pod="hello-node-0-0-zzzzz",role="Worker",trainjob="hello"} 1
+# HELP mpijob_namespace_info 1 for each namespace that has an MPI job, with its cost center (the Namespace's label mpijob.dev/cost-center; empty when it has none).
+# TYPE mpijob_namespace_info gauge
+mpijob_namespace_info{cost_center="",namespace="team-a"} 1
+mpijob_namespace_info{cost_center="",namespace="team-b"} 1
 `
 
 // A replica that does not lead reports nothing, so two replicas never

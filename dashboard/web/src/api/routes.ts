@@ -11,6 +11,7 @@ export const apiRoutes = {
   whoami: () => '/api/whoami',
   manager: () => '/api/manager',
   doctor: (ns: string) => `/api/doctor?namespace=${seg(ns)}`,
+  usage: (since: string) => `/api/usage?since=${seg(since)}`,
   namespaces: () => '/api/namespaces',
   dataConnections: (ns: string) => `/api/namespaces/${seg(ns)}/data-connections`,
   runtimes: (ns?: string) => `/api/runtimes${ns ? `?namespace=${seg(ns)}` : ''}`,

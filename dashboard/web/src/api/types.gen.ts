@@ -359,3 +359,17 @@ export interface Transition {
   reason?: string;
   message?: string;
 }
+
+export interface Usage {
+  since: string;
+  rows: UsageRow[];
+}
+
+export interface UsageRow {
+  namespace: string;
+  costCenter?: string;
+  cpuHours: number;
+  memoryGiBHours: number;
+  gpuHours: number;
+  cpuUsedHours: number;
+}

@@ -4,8 +4,8 @@
 import { useEffect, useMemo, useState } from 'react';
 import { Alert, Button, FormSelect, FormSelectOption, Label, PageSection, Title } from '@patternfly/react-core';
 import { Table, Tbody, Td, Th, Thead, Tr } from '@patternfly/react-table';
-import { runDoctor } from '../../api/doctor';
-import type { Doctor } from '../../api/types';
+import { readUsage, runDoctor } from '../../api/doctor';
+import type { Doctor, Usage } from '../../api/types';
 import type { ApiError } from '../../api/client';
 import { useNamespaces } from '../../app/NamespacesContext';
 
@@ -85,6 +85,56 @@ export function ClusterPage() {
           </>
         )}
       </PageSection>
+      <UsageSection />
     </>
+  );
+}
+
+const fmt = (v: number) => (v === 0 ? '0' : v < 10 ? v.toFixed(3) : v.toFixed(1));
+
+/** What MPI jobs used per namespace (kubectl mpijob usage): requests times how long pods were placed, and the CPU used. */
+function UsageSection() {
+  const [since, setSince] = useState('7d');
+  const [u, setU] = useState<Usage | null>(null);
+  const [error, setError] = useState('');
+  useEffect(() => {
+    setError('');
+    readUsage(since).then(setU, (e: ApiError) => setError(e.message));
+  }, [since]);
+  return (
+    <PageSection>
+      <Title headingLevel="h2">Usage</Title>
+      <p style={{ margin: '8px 0' }}>
+        What MPI jobs asked for (requests, times how long their pods were placed) and the CPU they used, per namespace you may see, with its cost center
+        (the namespace&apos;s label <code>mpijob.dev/cost-center</code>), as <code>kubectl mpijob usage</code> shows it.
+      </p>
+      <div style={{ display: 'flex', gap: 8, alignItems: 'center', marginBottom: 16 }}>
+        <span>Over the last</span>
+        <FormSelect aria-label="Usage window" value={since} onChange={(_, v) => setSince(v)} style={{ maxWidth: 160 }}>
+          {['1h', '1d', '7d', '30d', '90d'].map((w) => <FormSelectOption key={w} value={w} label={w} />)}
+        </FormSelect>
+      </div>
+      {error && <Alert variant="warning" isInline title={error} />}
+      {u && u.rows.length === 0 && <Alert variant="info" isInline title={`No MPI job ran in a namespace you may see in the last ${u.since}.`} />}
+      {u && u.rows.length > 0 && (
+        <Table aria-label="Usage per namespace" variant="compact" data-testid="usage-table">
+          <Thead>
+            <Tr><Th>Namespace</Th><Th>Cost center</Th><Th>CPU-hours</Th><Th>CPU-hours used</Th><Th>Memory GiB-hours</Th><Th>GPU-hours</Th></Tr>
+          </Thead>
+          <Tbody>
+            {u.rows.map((r) => (
+              <Tr key={`${r.namespace}/${r.costCenter ?? ''}`}>
+                <Td>{r.namespace}</Td>
+                <Td>{r.costCenter || '-'}</Td>
+                <Td>{fmt(r.cpuHours)}</Td>
+                <Td>{fmt(r.cpuUsedHours)}</Td>
+                <Td>{fmt(r.memoryGiBHours)}</Td>
+                <Td>{fmt(r.gpuHours)}</Td>
+              </Tr>
+            ))}
+          </Tbody>
+        </Table>
+      )}
+    </PageSection>
   );
 }
