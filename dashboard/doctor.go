@@ -82,8 +82,9 @@ func (s *Server) usage(w http.ResponseWriter, r *http.Request, c *userClients) {
 		return
 	}
 	out := Usage{Since: since, Rows: []usage.Row{}}
+	all := slices.Equal(mine, []string{""}) // may list jobs in every namespace
 	for _, row := range rows {
-		if slices.Contains(mine, row.Namespace) {
+		if all || slices.Contains(mine, row.Namespace) {
 			out.Rows = append(out.Rows, row)
 		}
 	}

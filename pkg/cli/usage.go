@@ -118,14 +118,14 @@ func (u *usageOptions) Run(ctx context.Context, since time.Duration) error {
 		return nil
 	}
 	w := tabwriter.NewWriter(u.Out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "NAMESPACE\tCOST CENTER\tCPU-HOURS\tCPU-HOURS USED\tMEMORY GiB-HOURS\tGPU-HOURS")
+	fmt.Fprintln(w, "NAMESPACE\tCOST CENTER\tCPU-HOURS\tUSED CPU-HOURS\tMEMORY GiB-HOURS\tGPU-HOURS")
 	for _, r := range rows {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Namespace, orDash(r.CostCenter), hours(r.CPUHours), hours(r.CPUUsedHours), hours(r.MemoryGiBHours), hours(r.GPUHours))
 	}
 	if err := w.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(u.ErrOut, "Over the last %s: what the pods asked for (requests) times how long they were placed; CPU-HOURS USED is what they used.\n", u.since)
+	fmt.Fprintf(u.ErrOut, "Over the last %s: what the pods asked for (requests) times how long they were placed; USED CPU-HOURS is what they used.\n", u.since)
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mpijob/mpijob/dashboard"
 	"github.com/mpijob/mpijob/pkg/cli"
 	"github.com/mpijob/mpijob/test/framework"
 )
@@ -103,6 +104,21 @@ func TestDoctor(t *testing.T) {
 		t.Errorf("dev-a: exit %d, want 0: %s", r.code, r.out)
 	}
 	expect(t, mpijob(t, "dev-a", "team-a", "doctor", "-o", "yaml"), 2, `--output "yaml": use json`)
+
+	// The dashboard's Cluster page runs the same checks as its user.
+	ts, tokens := dashboardServer(t, dashboard.LoginUser{Name: "admin", Token: clusterAdminToken(t, c)})
+	for user, want := range map[string]string{"admin": "", "dev-a": "skipped: you may not read nodes"} {
+		res := call(t, "GET", ts.URL+"/api/doctor?namespace=team-a", tokens[user])
+		wantAPI(t, res, 200, `"check":"admission"`, `"check":"trainer+kueue"`, want)
+		var d struct {
+			Findings []cli.Finding
+			Worst    string
+		}
+		if err := json.Unmarshal([]byte(res.body), &d); err != nil || len(d.Findings) < 8 || d.Worst == "" {
+			t.Errorf("%s: /api/doctor: %v %s", user, err, res.body)
+		}
+	}
+	wantAPI(t, call(t, "GET", ts.URL+"/api/doctor?namespace=Team_A", tokens["dev-a"]), 400, `namespace \"Team_A\": give the namespace`)
 
 	// Broken: a runtime whose image no node holds is named, with the fix.
 	base := &trainer.ClusterTrainingRuntime{}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mpijob/mpijob/dashboard"
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/usage"
 	"github.com/mpijob/mpijob/test/framework"
@@ -114,4 +115,13 @@ func TestUsageAgainstAKnownRunAndTheGPUQuotaAlert(t *testing.T) {
 		t.Errorf("dev-a's usage of team-a shows %s:\n%s", ns, r.out)
 	}
 	expect(t, mpijob(t, "admin", ns, "usage", "--since", "1 hour", "--prometheus-url", promURL), 2, `--since "1 hour" is not a window`)
+
+	// The dashboard's Cluster page: the same row for the administrator,
+	// none of it for a tenant who may not see the namespace.
+	ts, tokens := dashboardServer(t, dashboard.LoginUser{Name: "admin", Token: clusterAdminToken(t, c)})
+	wantAPI(t, call(t, "GET", ts.URL+"/api/usage?since=1h", tokens["admin"]), 200, `"namespace":"`+ns+`"`, `"costCenter":"cc-e2e"`)
+	if res := call(t, "GET", ts.URL+"/api/usage?since=1h", tokens["dev-a"]); res.code != 200 || strings.Contains(res.body, ns) {
+		t.Errorf("dev-a's /api/usage: HTTP %d %s, want 200 without %s", res.code, res.body, ns)
+	}
+	wantAPI(t, call(t, "GET", ts.URL+"/api/usage?since=forever", tokens["dev-a"]), 400, "is not a window")
 }
