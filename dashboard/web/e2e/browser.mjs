@@ -193,4 +193,23 @@ await step('crafted login link', async () => {
   await ctx.close();
 });
 
+// The Cluster page: doctor's checks as dev-a (what a tenant may not read
+// is skipped, not failed) and the usage of the namespaces dev-a may see.
+await step('cluster page', async () => {
+  const { ctx, page } = await login('dev-a');
+  await page.getByTestId('nav-cluster').click();
+  await page.getByRole('heading', { name: 'Cluster' }).waitFor();
+  const table = page.getByTestId('doctor-findings');
+  await table.waitFor({ timeout: 60_000 });
+  const admission = table.getByRole('row').filter({ hasText: /^admission/ });
+  const status = (await admission.locator('td').nth(1).textContent()).trim();
+  check(status === 'ok' || status === 'warning', `the admission check ran as dev-a (${status}): ${await admission.locator('td').nth(2).textContent()}`);
+  const images = table.getByRole('row').filter({ hasText: /^images/ });
+  check((await images.textContent()).includes('skipped: you may not read nodes'), 'a check a tenant may not make says skipped');
+  await page.getByRole('heading', { name: 'Usage' }).waitFor();
+  await axe(page, 'the Cluster page');
+  await page.screenshot({ path: `${shots}/cluster.png`, fullPage: true });
+  await ctx.close();
+});
+
 await finish('browser');
