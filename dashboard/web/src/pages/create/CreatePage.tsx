@@ -43,6 +43,8 @@ import {
   minMemoryBytes,
   priorityError,
   retriesError,
+  serviceAccountError,
+  gracePeriodError,
   timeoutError,
   tolerationsOf,
   quantityError,
@@ -79,6 +81,8 @@ const help = {
   priority: 'Kueue WorkloadPriorityClass of the job (with a queue): Kueue admits higher ones first and may preempt lower ones for them.',
   tolerations: 'Taints the Launcher and Workers tolerate, KEY[=VALUE][:EFFECT], e.g. dedicated=mpi:NoSchedule (no value: any value; no effect: every effect), one per line.',
   imagePullSecrets: 'Secrets of the project to pull the images with (a private registry), one per line.',
+  serviceAccount: 'A ServiceAccount of the project whose token the Launcher and the Workers get (you must be allowed to create its tokens). Empty: none, and no token in the ranks.',
+  gracePeriod: 'How long the ranks get to save a checkpoint and exit when the job is stopped, suspended or preempted, e.g. 90s or 5m (at most 1h). Empty: the runtime’s (60s on the shipped ones).',
 };
 
 /** The wizard; from ("NS/NAME") clones that job, resubmit applies its failure's fix. */
@@ -153,6 +157,8 @@ export function CreatePage({ from = '', resubmit = false }: { from?: string; res
     slots_per_worker: form.slotsPerWorker < 0 ? 'Use 1 or more (MPI ranks per Worker), or 0 for the runtime’s.' : '',
     timeout: timeoutError(form.timeout),
     retries: retriesError(form.retries),
+    service_account: serviceAccountError(form.serviceAccount),
+    grace_period: gracePeriodError(form.gracePeriod),
     priority: priorityError(form.priority, form.queue),
     description: form.description.length > 500 ? `Use at most 500 characters (${form.description.length} now).` : '',
   };
@@ -171,7 +177,7 @@ export function CreatePage({ from = '', resubmit = false }: { from?: string; res
     local[field] || serverErrors.find((e) => e.field === field || e.field.startsWith(field + '.'))?.message || quotaErrors.find((e) => e.field === field)?.message || '';
   const basicsOK = !local.name && !local.description && !!form.namespace;
   const configOK = !local.workers && !local.slots_per_worker && !local.env;
-  const advancedOK = !local.timeout && !local.retries && !local.priority && !local.tolerations && !local.node_selector;
+  const advancedOK = !local.timeout && !local.retries && !local.priority && !local.tolerations && !local.node_selector && !local.service_account && !local.grace_period;
   const resourcesOK = !Object.keys(local).some((k) => k.includes('resources') && local[k]) && quotaErrors.length === 0 && advancedOK;
 
   // The live quota check: the admission pre-flight's numbers, as the form
@@ -364,6 +370,10 @@ export function CreatePage({ from = '', resubmit = false }: { from?: string; res
                     validated={invalid('retries')}
                     onMinus={() => set({ retries: form.retries - 1 })} onPlus={() => set({ retries: form.retries + 1 })}
                     onChange={(e) => set({ retries: Number((e.target as HTMLInputElement).value) })} />)}
+                {field('grace-period', 'Grace period', help.gracePeriod,
+                  <TextInput id="grace-period" aria-label="Grace period" placeholder="e.g. 5m" value={form.gracePeriod} validated={invalid('grace_period')} onChange={(_, v) => set({ gracePeriod: v })} />, 'grace_period')}
+                {field('service-account', 'ServiceAccount', help.serviceAccount,
+                  <TextInput id="service-account" aria-label="ServiceAccount" placeholder="none: no token in the ranks" value={form.serviceAccount} validated={invalid('service_account')} onChange={(_, v) => set({ serviceAccount: v })} />, 'service_account')}
                 {field('tolerations', 'Tolerations', help.tolerations,
                   <TextArea id="tolerations" aria-label="Tolerations" placeholder="dedicated=mpi:NoSchedule" value={form.tolerations} validated={invalid('tolerations')} onChange={(_, v) => set({ tolerations: v })} />)}
                 {field('image-pull-secrets', 'Image pull Secrets', help.imagePullSecrets,
@@ -428,6 +438,8 @@ function Review({ form, rt, answer, onCheck }: { form: JobForm; rt?: RuntimeInfo
         {form.priority.trim() && <li>Priority {form.priority.trim()}</li>}
         {form.timeout.trim() && <li data-testid="review-timeout">Timeout {form.timeout.trim()}</li>}
         {form.retries > 0 && <li>Retries up to {form.retries} (the whole job starts again)</li>}
+        {form.gracePeriod.trim() && <li data-testid="review-grace-period">Grace period {form.gracePeriod.trim()} (to save and exit when stopped)</li>}
+        {form.serviceAccount.trim() && <li data-testid="review-service-account">ServiceAccount {form.serviceAccount.trim()} (its token in the ranks)</li>}
         {form.tolerations.trim() && <li>Tolerations {form.tolerations.split('\n').filter((l) => l.trim()).join(', ')}</li>}
         {form.imagePullSecrets.trim() && <li>Image pull Secrets {form.imagePullSecrets.split('\n').filter((l) => l.trim()).join(', ')}</li>}
       </ul>

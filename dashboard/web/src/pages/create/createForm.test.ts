@@ -80,12 +80,14 @@ describe('clone', () => {
     const f = { ...emptyForm, name: 'j', namespace: 'team-a', workers: 4, slotsPerWorker: 2, image: 'reg/x:1', command: 'mpirun\npython3 t.py', cpu: '2', memory: '8Gi', gpus: 1, launcherCpu: '500m', launcherMemory: '1Gi', env: [{ name: 'A', value: '1' }], queue: 'default', nodeSelector: 'disktype=ssd' };
     expect(fromInput(toInput(f), 'team-a')).toEqual(f);
   });
-  it('carries what a job sets besides its shape: timeout, retries, priority, tolerations, pull Secrets, description, ConfigMaps', () => {
+  it('carries what a job sets besides its shape: timeout, retries, priority, tolerations, pull Secrets, description, ConfigMaps, grace period, ServiceAccount', () => {
     const f = {
       ...emptyForm, name: 'j', namespace: 'team-a', queue: 'default', description: 'nightly digits', timeout: '1h30m', retries: 2, priority: 'high',
       tolerations: 'dedicated=mpi:NoSchedule\nspot', imagePullSecrets: 'regcred', launcherFlags: '--bind-to none', configMaps: 'cfg\nother:/etc/other',
+      gracePeriod: '5m', serviceAccount: 'trainer',
     };
     const input = toInput(f);
+    expect([input.grace_period, input.service_account]).toEqual(['5m', 'trainer']);
     expect(input.tolerations).toEqual([{ key: 'dedicated', operator: 'Equal', value: 'mpi', effect: 'NoSchedule' }, { key: 'spot', operator: 'Exists' }]);
     expect(input.launcher_flags).toEqual(['--bind-to', 'none']);
     expect(input.config_maps).toEqual([{ name: 'cfg' }, { name: 'other', mount_path: '/etc/other' }]);

@@ -51,6 +51,10 @@ export interface Form {
   imagePullSecrets: string;
   /** Flags for mpirun before the program, split at spaces. */
   launcherFlags: string;
+  /** ServiceAccount whose token the ranks get ("": none, no token). */
+  serviceAccount: string;
+  /** How long the ranks get to save and exit when the job stops: 90s, 5m ("": the runtime's). */
+  gracePeriod: string;
 }
 
 export const emptyForm: Form = {
@@ -79,6 +83,8 @@ export const emptyForm: Form = {
   tolerations: '',
   imagePullSecrets: '',
   launcherFlags: '',
+  serviceAccount: '',
+  gracePeriod: '',
 };
 
 /** The longest job name: the Launcher's pod names add to it (api.MaxJobNameLength). */
@@ -152,6 +158,30 @@ export function timeoutError(v: string): string {
   if (!m) return `"${v}" is not a duration: use e.g. 90m, 2h or 1h30m (whole hours h, minutes m and seconds s; a bare number has no unit).`;
   const secs = Number(m[1] ?? 0) * 3600 + Number(m[2] ?? 0) * 60 + Number(m[3] ?? 0);
   if (secs < 1) return `"${v}" must be more than 0: use e.g. 90m, 2h or 1h30m, or leave it empty for no limit.`;
+  return '';
+}
+
+/** serviceAccountError checks a ServiceAccount's name as the builder does ("" is none). */
+export function serviceAccountError(name: string): string {
+  const n = name.trim();
+  if (n === '') return '';
+  if (n.length > 253 || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(n))
+    return `"${n}" is not a ServiceAccount name: use lower-case letters, digits, '-' and '.' (kubectl get serviceaccounts).`;
+  return '';
+}
+
+/** maxGracePeriod is the longest grace period, in seconds (jobspec.MaxGracePeriod). */
+export const maxGracePeriod = 3600;
+
+/** gracePeriodError checks a grace period as the builder does: a duration of 1s to 1h ("" is the runtime's). */
+export function gracePeriodError(v: string): string {
+  const t = v.trim();
+  if (t === '') return '';
+  const m = t.match(timeoutPattern);
+  if (!m) return `"${v}" is not a duration: use e.g. 90s, 5m or 1h (whole hours h, minutes m and seconds s), or leave it empty for the runtime's.`;
+  const secs = Number(m[1] ?? 0) * 3600 + Number(m[2] ?? 0) * 60 + Number(m[3] ?? 0);
+  if (secs < 1) return `"${v}" must be 1s or more: the ranks get SIGTERM and this long to save and exit.`;
+  if (secs > maxGracePeriod) return `"${v}" is more than 1h: a pod that takes longer to stop holds its node that long; save checkpoints more often instead.`;
   return '';
 }
 
@@ -243,6 +273,8 @@ export function toInput(f: Form): JobInput {
   if (f.description.trim()) input.description = f.description.trim();
   if (f.timeout.trim()) input.timeout = f.timeout.trim();
   if (f.retries) input.retries = f.retries;
+  if (f.serviceAccount.trim()) input.service_account = f.serviceAccount.trim();
+  if (f.gracePeriod.trim()) input.grace_period = f.gracePeriod.trim();
   if (f.priority.trim()) input.priority = f.priority.trim();
   try {
     const tolerations = tolerationsOf(f.tolerations);
@@ -363,6 +395,8 @@ export function fromInput(input: JobInput, namespace: string): Form {
     tolerations: ((input.tolerations ?? []) as Toleration[]).map(formatToleration).join('\n'),
     imagePullSecrets: ((input.image_pull_secrets ?? []) as string[]).join('\n'),
     launcherFlags: ((input.launcher_flags ?? []) as string[]).join(' '),
+    serviceAccount: String(input.service_account ?? ''),
+    gracePeriod: String(input.grace_period ?? ''),
   };
 }
 

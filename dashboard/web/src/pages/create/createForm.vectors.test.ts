@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { JobInput } from '../../api/types';
-import { envError, minMemoryBytes, nameError, priorityError, quantityError, retriesError, summaryOf, timeoutError, tolerationsOf, workersError } from './createForm';
+import { envError, gracePeriodError, minMemoryBytes, nameError, priorityError, quantityError, retriesError, serviceAccountError, summaryOf, timeoutError, tolerationsOf, workersError } from './createForm';
 import type { Toleration } from './createForm';
 
 // The builder's shared vectors (pkg/jobspec/testdata/vectors, which Go and
@@ -31,6 +31,10 @@ function formCheck(field: string, input: JobInput): string | undefined {
       return timeoutError(input.timeout ?? '');
     case 'retries':
       return retriesError(input.retries ?? 0);
+    case 'service_account':
+      return serviceAccountError(input.service_account ?? '');
+    case 'grace_period':
+      return gracePeriodError(input.grace_period ?? '');
     case 'priority':
       // The name's form is the server's to check; the queue rule is the form's.
       if ((input.priority ?? '') !== '' && !/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/.test(input.priority ?? '')) return undefined;
@@ -59,7 +63,7 @@ describe('the form checks as the builder does', () => {
   it('loads the vectors', () => {
     expect(vectors.length).toBeGreaterThanOrEqual(20);
   });
-  const checked = ['name', 'workers', 'env', 'resources_per_worker.cpu', 'resources_per_worker.memory', 'launcher_resources.cpu', 'launcher_resources.memory', 'timeout', 'retries', 'priority', 'tolerations'];
+  const checked = ['name', 'workers', 'env', 'resources_per_worker.cpu', 'resources_per_worker.memory', 'launcher_resources.cpu', 'launcher_resources.memory', 'timeout', 'retries', 'priority', 'tolerations', 'service_account', 'grace_period'];
   for (const v of vectors) {
     if (v.error) {
       const said = formCheck(v.error.field, v.input);
