@@ -3,16 +3,23 @@ package netpol
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/klog/v2"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/runtimes"
@@ -24,13 +31,43 @@ type Reconciler struct {
 	Runtimes runtimes.RuntimeLookup
 }
 
-// SetupWithManager watches TrainJobs and the policies they own.
+// SetupWithManager watches TrainJobs and the policies they own. A job's
+// policy depends on its name, UID and opt-out annotation only: of a
+// TrainJob's updates, only a new spec or a changed opt-out wake it; the
+// status and progress writes that make most of a running job's updates do
+// not (issue "At the control plane's pace").
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("networkpolicy").
-		For(&trainer.TrainJob{}).
+		For(&trainer.TrainJob{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, optOutChanged))).
 		Owns(&networkingv1.NetworkPolicy{}).
 		Complete(r)
+}
+
+// optOutChanged passes a TrainJob update that changes the opt-out
+// annotation (creates and deletes pass too).
+var optOutChanged = predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+	return e.ObjectOld.GetAnnotations()[api.NetworkPolicyAnnotation] != e.ObjectNew.GetAnnotations()[api.NetworkPolicyAnnotation]
+}}
+
+// Current reports whether have, the policy there now, is want as far as
+// this controller owns it: the same spec, want's labels and want's
+// controller. Then nothing is applied: an apply that changes nothing still
+// costs the API server a write path and every watcher an event.
+func Current(have, want *networkingv1.NetworkPolicy) bool {
+	for k, v := range want.Labels {
+		if have.Labels[k] != v {
+			return false
+		}
+	}
+	for _, ref := range want.OwnerReferences {
+		if !slices.ContainsFunc(have.OwnerReferences, func(o metav1.OwnerReference) bool {
+			return o.UID == ref.UID && o.Kind == ref.Kind && ptr.Deref(o.Controller, false) == ptr.Deref(ref.Controller, false)
+		}) {
+			return false
+		}
+	}
+	return equality.Semantic.DeepEqual(have.Spec, want.Spec)
 }
 
 // Reconcile implements reconcile.Reconciler.
@@ -58,7 +95,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, nil
 	}
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(Build(tj))
+	want := Build(tj)
+	have := &networkingv1.NetworkPolicy{}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(want), have); err == nil && Current(have, want) {
+		return ctrl.Result{}, nil
+	} else if err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, fmt.Errorf("failed to read NetworkPolicy %s: %w", want.Name, err)
+	}
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/mpijob/mpijob/config"
 	"github.com/mpijob/mpijob/pkg/api"
@@ -57,9 +59,10 @@ func TestReconcile(t *testing.T) {
 		job      *trainer.TrainJob // nil: the job is gone
 		existing bool              // the job's policy is there before
 		want     bool              // the job's policy is there after
+		applies  int               // server-side applies made
 	}{
-		"an MPI job gets its policy":                     {job: trainJob(mpi.Name, nil), want: true},
-		"an MPI job keeps its policy":                    {job: trainJob(mpi.Name, nil), existing: true, want: true},
+		"an MPI job gets its policy":                     {job: trainJob(mpi.Name, nil), want: true, applies: 1},
+		"an MPI job keeps its policy, applying nothing":  {job: trainJob(mpi.Name, nil), existing: true, want: true},
 		"a job created opted out gets none":              {job: trainJob(mpi.Name, map[string]string{api.NetworkPolicyAnnotation: "disabled"})},
 		"a job that opts out loses its policy":           {job: trainJob(mpi.Name, map[string]string{api.NetworkPolicyAnnotation: "disabled"}), existing: true},
 		"a PyTorch job is not mpijob's to guard":         {job: trainJob("torch-distributed", nil)},
@@ -67,7 +70,7 @@ func TestReconcile(t *testing.T) {
 		"a job gone: nothing to do":                      {},
 		"a job being deleted gets none (it is going)":    {job: deleting(trainJob(mpi.Name, nil))},
 		"a job being deleted keeps what it has, for GC":  {job: deleting(trainJob(mpi.Name, nil)), existing: true, want: true},
-		"another value of the annotation does not count": {job: trainJob(mpi.Name, map[string]string{api.NetworkPolicyAnnotation: "enabled"}), want: true},
+		"another value of the annotation does not count": {job: trainJob(mpi.Name, map[string]string{api.NetworkPolicyAnnotation: "enabled"}), want: true, applies: 1},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -78,12 +81,19 @@ func TestReconcile(t *testing.T) {
 			if tc.existing {
 				objs = append(objs, existing.DeepCopy())
 			}
+			applies := 0
 			c := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(objs...).
-				WithInterceptorFuncs(interceptor.Funcs{Apply: applyCreates}).Build()
+				WithInterceptorFuncs(interceptor.Funcs{Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+					applies++
+					return applyCreates(ctx, c, obj, opts...)
+				}}).Build()
 			r := &Reconciler{Client: c, Runtimes: runtimes.RuntimeLookup{Client: c}}
 			res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Namespace: "team-a", Name: "hello"}})
 			if err != nil {
 				t.Fatalf("Reconcile: %v", err)
+			}
+			if applies != tc.applies {
+				t.Errorf("%d applies, want %d (none when the policy is already what it should be)", applies, tc.applies)
 			}
 			if res.RequeueAfter != 0 {
 				t.Errorf("requeued after %s, want no requeue (it acts on changes)", res.RequeueAfter)
@@ -127,4 +137,53 @@ func applyCreates(ctx context.Context, c client.WithWatch, obj runtime.ApplyConf
 		return c.Create(ctx, np)
 	}
 	return c.Apply(ctx, obj, opts...)
+}
+
+// A policy is current when its spec, labels and controller are what Build
+// says; anything else of it (a label someone added) does not matter.
+func TestCurrent(t *testing.T) {
+	want := Build(trainJob("mpi-openmpi", nil))
+	cases := map[string]struct {
+		edit func(*networkingv1.NetworkPolicy)
+		want bool
+	}{
+		"as built":                 {edit: func(*networkingv1.NetworkPolicy) {}, want: true},
+		"another label added":      {edit: func(p *networkingv1.NetworkPolicy) { p.Labels["team"] = "a" }, want: true},
+		"a label of ours changed":  {edit: func(p *networkingv1.NetworkPolicy) { p.Labels["app.kubernetes.io/managed-by"] = "me" }},
+		"ingress opened to all":    {edit: func(p *networkingv1.NetworkPolicy) { p.Spec.Ingress = []networkingv1.NetworkPolicyIngressRule{{}} }},
+		"owned by an older job":    {edit: func(p *networkingv1.NetworkPolicy) { p.OwnerReferences[0].UID = "uid-0" }},
+		"no owner":                 {edit: func(p *networkingv1.NetworkPolicy) { p.OwnerReferences = nil }},
+		"policy types left to API": {edit: func(p *networkingv1.NetworkPolicy) { p.Spec.PolicyTypes = nil }},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			have := want.DeepCopy()
+			tc.edit(have)
+			if got := Current(have, want); got != tc.want {
+				t.Errorf("Current = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// Of a TrainJob's updates, a status or progress write wakes nothing; a new
+// spec or a changed opt-out does.
+func TestOnlyChangesThatMatterWake(t *testing.T) {
+	p := predicate.Or(predicate.GenerationChangedPredicate{}, optOutChanged)
+	old := trainJob("mpi-openmpi", nil)
+	old.Generation = 1
+	status := old.DeepCopy()
+	status.Annotations = map[string]string{api.StatusAnnotation: `{"phase":"Running"}`}
+	spec := old.DeepCopy()
+	spec.Generation = 2
+	optOut := old.DeepCopy()
+	optOut.Annotations = map[string]string{api.NetworkPolicyAnnotation: "disabled"}
+	for name, tc := range map[string]struct {
+		now  *trainer.TrainJob
+		want bool
+	}{"a status write": {status, false}, "a new spec": {spec, true}, "an opt-out": {optOut, true}} {
+		if got := p.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: tc.now}); got != tc.want {
+			t.Errorf("%s wakes the controller: %v, want %v", name, got, tc.want)
+		}
+	}
 }

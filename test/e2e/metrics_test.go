@@ -163,8 +163,9 @@ func TestMetricsOverTime(t *testing.T) {
 				}
 			}
 		}
-		// The recording rules' two groups, and the alerts' (alerts_test.go).
-		return recording == 2 && len(rules.Groups) == 3, "rule groups loaded"
+		// The recording rules' three groups (jobs, resources, usage), and
+		// the alerts' (alerts_test.go).
+		return recording == 3 && len(rules.Groups) == 4, "rule groups loaded"
 	})
 	// Every query of the Grafana dashboard has data.
 	b, err := os.ReadFile(filepath.Join(root, "config", "monitoring", "grafana-dashboard.json"))
