@@ -35,7 +35,12 @@ type ServiceAccountCheck struct {
 // Check returns the errors of tj's runtime spec's ServiceAccounts; a nil
 // check refuses any.
 func (c *ServiceAccountCheck) Check(ctx context.Context, tj *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec) (field.ErrorList, error) {
-	sas := jobspec.ServiceAccountsOf(spec)
+	return c.CheckAccounts(ctx, tj, jobspec.ServiceAccountsOf(spec))
+}
+
+// CheckAccounts returns the errors of ServiceAccounts sas that tj's pods
+// would name or get a token of; a nil check refuses any.
+func (c *ServiceAccountCheck) CheckAccounts(ctx context.Context, tj *trainer.TrainJob, sas []string) (field.ErrorList, error) {
 	if len(sas) == 0 {
 		return nil, nil
 	}

@@ -470,12 +470,25 @@ func (v *Validator) admit(ctx context.Context, tj *trainer.TrainJob, rt *runtime
 				return nil, invalid(tj, errs)
 			}
 		}
-		if create {
-			if errs, err := v.ServiceAccounts.Check(ctx, tj, spec); err != nil {
-				return nil, apierrors.NewInternalError(err)
-			} else if len(errs) > 0 {
-				return nil, invalid(tj, errs)
+	}
+	if create {
+		// No token where none is needed: a ServiceAccount that the job's
+		// own runtime (mpijob's per-job one, or the namespace's) or its
+		// runtime patches name, or whose token they mount, needs the
+		// user's right to create its tokens. A cluster runtime's own are
+		// its administrator's.
+		sas := jobspec.PatchAccountsOf(tj, spec)
+		if ptr.Deref(tj.Spec.RuntimeRef.Kind, "") == trainer.TrainingRuntimeKind {
+			for _, sa := range jobspec.TokenAccountsOf(spec) {
+				if !slices.Contains(sas, sa) {
+					sas = append(sas, sa)
+				}
 			}
+		}
+		if errs, err := v.ServiceAccounts.CheckAccounts(ctx, tj, sas); err != nil {
+			return nil, apierrors.NewInternalError(err)
+		} else if len(errs) > 0 {
+			return nil, invalid(tj, errs)
 		}
 	}
 	policy, perrs := runtimes.ParsePolicy(annotations)

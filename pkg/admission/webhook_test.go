@@ -588,3 +588,63 @@ func TestNamespacedRuntimeGuards(t *testing.T) {
 		t.Errorf("another framework's runtime judged: %v", err)
 	}
 }
+
+// No token where none is needed: a ServiceAccount that a job's runtime
+// patches name or whose token they mount (a projected volume), or that a
+// namespace's own runtime gives its pods, needs the user's right to create
+// its tokens; a shipped runtime's pods mount none.
+func TestTokensNeedTheRightToUseTheAccount(t *testing.T) {
+	cpu := shipped(t, "mpi-openmpi")
+	own := &trainer.TrainingRuntime{ObjectMeta: metav1.ObjectMeta{Name: "team-mpi", Namespace: "team-a"}, Spec: *cpu.Spec.DeepCopy()}
+	automount := own.DeepCopy()
+	automount.Name = "team-automount"
+	for i := range automount.Spec.Template.Spec.ReplicatedJobs {
+		automount.Spec.Template.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec.AutomountServiceAccountToken = nil
+	}
+	sas := []client.Object{&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "default", Namespace: "team-a"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "trainer", Namespace: "team-a"}}}
+	cl := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(append(sas, cpu, own, automount)...).Build()
+	// dev-a may create tokens of "trainer" only.
+	check := &ServiceAccountCheck{Live: cl, MayUse: func(_ context.Context, _ authnv1.UserInfo, _, sa string) (bool, error) { return sa == "trainer", nil }}
+	v := &Validator{Runtimes: runtimes.RuntimeLookup{Client: cl}, Client: cl, MaxWorkers: 256, ServiceAccounts: check}
+	patched := func(name string, ps trainer.PodSpecPatch) *trainer.TrainJob {
+		tj := tjOn(name, "mpi-openmpi", 1)
+		tj.Spec.RuntimePatches = []trainer.RuntimePatch{{Manager: "example.com/dev-a", TrainingRuntimeSpec: &trainer.TrainingRuntimeSpecPatch{Template: &trainer.JobSetTemplatePatch{
+			Spec: &trainer.JobSetSpecPatch{ReplicatedJobs: []trainer.ReplicatedJobPatch{{Name: api.WorkerJob, Template: &trainer.JobTemplatePatch{Spec: &trainer.JobSpecPatch{
+				Template: &trainer.PodTemplatePatch{Spec: &ps}}}}}}}}}}
+		return tj
+	}
+	token := corev1.Volume{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+		{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}}}
+	onOwn := func(name, rt string) *trainer.TrainJob {
+		tj := tjOn(name, rt, 1)
+		tj.Spec.RuntimeRef.Kind = ptr.To(trainer.TrainingRuntimeKind)
+		return tj
+	}
+	cases := map[string]struct {
+		tj   *trainer.TrainJob
+		want string // "" admitted
+	}{
+		"a shipped runtime: no token":                       {tj: tjOn("plain", "mpi-openmpi", 1)},
+		"a patch names a ServiceAccount the user may use":   {tj: patched("named-ok", trainer.PodSpecPatch{ServiceAccountName: ptr.To("trainer")})},
+		"a patch mounts the default ServiceAccount's token": {tj: patched("projected", trainer.PodSpecPatch{Volumes: []corev1.Volume{token}}), want: "may not create tokens of ServiceAccount default"},
+		"a patch names a ServiceAccount the user may not":   {tj: patched("named", trainer.PodSpecPatch{ServiceAccountName: ptr.To("default")}), want: "may not create tokens of ServiceAccount default"},
+		"a patch names one that does not exist":             {tj: patched("missing", trainer.PodSpecPatch{ServiceAccountName: ptr.To("ghost")}), want: "namespace team-a has no ServiceAccount ghost"},
+		"the namespace's own runtime that mounts no token":  {tj: onOwn("own", "team-mpi")},
+		"the namespace's own runtime that mounts the token": {tj: onOwn("own-token", "team-automount"), want: "may not create tokens of ServiceAccount default"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := v.ValidateCreate(reqCtx(t, admissionv1.Create, "dev-a", nil), tc.tj)
+			if tc.want == "" {
+				if err != nil {
+					t.Errorf("refused: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("got %v, want refused with %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -327,6 +327,77 @@ func ServiceAccountsOf(spec *trainer.TrainingRuntimeSpec) []string {
 	return out
 }
 
+// TokenAccountsOf are the ServiceAccounts whose token spec's pods get,
+// besides those they name (ServiceAccountsOf): a pod that mounts a token
+// (automountServiceAccountToken not false, or a projected
+// serviceAccountToken volume) gets its ServiceAccount's, "default" when it
+// names none.
+func TokenAccountsOf(spec *trainer.TrainingRuntimeSpec) []string {
+	out := ServiceAccountsOf(spec)
+	for i := range spec.Template.Spec.ReplicatedJobs {
+		pod := &spec.Template.Spec.ReplicatedJobs[i].Template.Spec.Template.Spec
+		if ptr.Deref(pod.AutomountServiceAccountToken, true) || projectsToken(pod.Volumes) {
+			out = addAccount(out, pod.ServiceAccountName)
+		}
+	}
+	return out
+}
+
+// PatchAccountsOf are the ServiceAccounts a TrainJob's runtime patches
+// give its pods, by name or by a projected serviceAccountToken volume (of
+// the patch's ServiceAccount, else the runtime pod's, else "default").
+func PatchAccountsOf(tj *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec) []string {
+	var out []string
+	for _, p := range tj.Spec.RuntimePatches {
+		if p.TrainingRuntimeSpec == nil || p.TrainingRuntimeSpec.Template == nil || p.TrainingRuntimeSpec.Template.Spec == nil {
+			continue
+		}
+		for _, rj := range p.TrainingRuntimeSpec.Template.Spec.ReplicatedJobs {
+			if rj.Template == nil || rj.Template.Spec == nil || rj.Template.Spec.Template == nil || rj.Template.Spec.Template.Spec == nil {
+				continue
+			}
+			ps := rj.Template.Spec.Template.Spec
+			sa := ptr.Deref(ps.ServiceAccountName, "")
+			if sa != "" {
+				out = addAccount(out, sa)
+			}
+			if projectsToken(ps.Volumes) {
+				if sa == "" {
+					if pod := podOf(spec, rj.Name); pod != nil {
+						sa = pod.ServiceAccountName
+					}
+				}
+				out = addAccount(out, sa)
+			}
+		}
+	}
+	return out
+}
+
+func projectsToken(vols []corev1.Volume) bool {
+	for _, v := range vols {
+		if v.Projected == nil {
+			continue
+		}
+		for _, src := range v.Projected.Sources {
+			if src.ServiceAccountToken != nil {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func addAccount(out []string, sa string) []string {
+	if sa == "" {
+		sa = "default"
+	}
+	if !slices.Contains(out, sa) {
+		out = append(out, sa)
+	}
+	return out
+}
+
 func podOf(spec *trainer.TrainingRuntimeSpec, replicatedJob string) *corev1.PodSpec {
 	for i := range spec.Template.Spec.ReplicatedJobs {
 		if rj := &spec.Template.Spec.ReplicatedJobs[i]; rj.Name == replicatedJob {
