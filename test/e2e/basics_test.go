@@ -19,6 +19,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -497,6 +498,23 @@ func TestServiceAccountForAJobThatAsks(t *testing.T) {
 	expect(t, as("create", name, "--workers", "1", "--service-account", "no-such-sa", "--", "mpirun", "hostname"),
 		5, "--service-account no-such-sa", "has no ServiceAccount no-such-sa")
 	expect(t, as(args...), 5, "--service-account "+sa, "may not create tokens of ServiceAccount "+sa)
+	// Nor through a runtime patch of a plain TrainJob: a projected token
+	// volume of the namespace's default ServiceAccount is refused too.
+	patched := framework.MakeTrainJob(framework.UniqueName("projected"), ns, "mpi-openmpi").NumNodes(1).PatchWorkers(trainer.PodSpecPatch{
+		Volumes: []corev1.Volume{{Name: "token", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+			{ServiceAccountToken: &corev1.ServiceAccountTokenProjection{Path: "token"}}}}}}},
+	})
+	runnerClient, err := client.New(func() *rest.Config {
+		cfg := rest.CopyConfig(c.Config)
+		cfg.Impersonate = rest.ImpersonationConfig{UserName: runner}
+		return cfg
+	}(), client.Options{Scheme: c.Client.Scheme()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runnerClient.Create(ctx, patched.Obj(), client.DryRunAll); err == nil || !strings.Contains(err.Error(), "may not create tokens of ServiceAccount default") {
+		t.Errorf("a runtime patch mounting the default ServiceAccount's token, by a user who may not create its tokens: %v, want refused", err)
+	}
 
 	// An administrator lets the runner use it.
 	create(&rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Name: sa + "-token", Namespace: ns},
