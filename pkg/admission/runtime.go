@@ -3,12 +3,15 @@ package admission
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -119,9 +122,38 @@ func (v RuntimeValidator) ValidateUpdate(_ context.Context, old, rt *trainer.Tra
 	return nil, nil
 }
 
-// ValidateDelete implements admission.Validator.
-func (RuntimeValidator) ValidateDelete(context.Context, *trainer.TrainingRuntime) (admission.Warnings, error) {
-	return nil, nil
+// ValidateDelete refuses to delete a namespace's own MPI runtime while a
+// TrainJob references it: Trainer validates every update of a TrainJob
+// against its runtime, the garbage collector's last one included, so a job
+// whose runtime is gone can never finish being deleted. (mpijob's per-job
+// runtimes hold a finalizer for this instead.)
+func (v RuntimeValidator) ValidateDelete(ctx context.Context, rt *trainer.TrainingRuntime) (admission.Warnings, error) {
+	if rt == nil || jobspec.IsDerived(rt.Labels) || !runtimes.IsMPI(&rt.Spec) || v.Client == nil {
+		return nil, nil
+	}
+	ns := namespaceOf(ctx, rt.Namespace)
+	jobs := &trainer.TrainJobList{}
+	if err := v.Client.List(ctx, jobs, client.InNamespace(ns)); err != nil {
+		return nil, apierrors.NewInternalError(fmt.Errorf("failed to list the TrainJobs of %s: %w", ns, err))
+	}
+	var users []string
+	for i := range jobs.Items {
+		ref := jobs.Items[i].Spec.RuntimeRef
+		if ptr.Deref(ref.Kind, "") == trainer.TrainingRuntimeKind && ref.Name == rt.Name {
+			users = append(users, jobs.Items[i].Name)
+		}
+	}
+	if len(users) == 0 {
+		return nil, nil
+	}
+	sort.Strings(users)
+	shown := users
+	if len(shown) > 5 {
+		shown = shown[:5]
+	}
+	return nil, apierrors.NewForbidden(trainer.GroupVersion.WithResource("trainingruntimes").GroupResource(), rt.Name, fmt.Errorf(
+		"%s %s it (%s): delete them first (kubectl mpijob delete %s), then the runtime; a job whose runtime is gone can never finish being deleted",
+		api.Count(len(users), "job", "jobs"), api.Agree(len(users), "uses", "use"), strings.Join(shown, ", "), strings.Join(shown, " ")))
 }
 
 // policyErrors refuses a runtime whose policy annotations are unknown or

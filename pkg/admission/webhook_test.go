@@ -587,6 +587,20 @@ func TestNamespacedRuntimeGuards(t *testing.T) {
 	if _, err := v.ValidateCreate(ctx, torch); err != nil {
 		t.Errorf("another framework's runtime judged: %v", err)
 	}
+
+	// Not deleted while a job references it (the job could never finish
+	// being deleted); a runtime no job uses is.
+	user := &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: "uses-it", Namespace: "team-a"},
+		Spec: trainer.TrainJobSpec{RuntimeRef: trainer.RuntimeRef{Name: "team-mpi", Kind: ptr.To(trainer.TrainingRuntimeKind)}}}
+	v = RuntimeValidator{Client: fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(user).Build()}
+	if _, err := v.ValidateDelete(ctx, ok); err == nil || !strings.Contains(err.Error(), "1 job uses it (uses-it): delete them first (kubectl mpijob delete uses-it)") {
+		t.Errorf("deleting a runtime a job uses: %v, want refused naming the job", err)
+	}
+	unused := ok.DeepCopy()
+	unused.Name = "team-mpi-2"
+	if _, err := v.ValidateDelete(ctx, unused); err != nil {
+		t.Errorf("deleting a runtime no job uses: %v", err)
+	}
 }
 
 // No token where none is needed: a ServiceAccount that a job's runtime

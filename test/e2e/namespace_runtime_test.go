@@ -46,7 +46,27 @@ func TestTenantMPIRuntimeIsGoverned(t *testing.T) {
 	if err := devA.Create(ctx, rt); err != nil {
 		t.Fatalf("dev-a cannot make an MPI TrainingRuntime in team-a: %v", err)
 	}
-	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), rt) })
+	// Runs last: the jobs on it go first (Trainer could never finish
+	// deleting a job whose runtime is gone, and admission refuses to
+	// delete a runtime a job uses).
+	t.Cleanup(func() {
+		ctx := context.Background()
+		_ = wait.PollUntilContextTimeout(ctx, 2*time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+			jobs := &trainer.TrainJobList{}
+			if err := c.Client.List(ctx, jobs, client.InNamespace("team-a")); err != nil {
+				return false, nil //nolint:nilerr // poll on
+			}
+			left := 0
+			for i := range jobs.Items {
+				if jobs.Items[i].Spec.RuntimeRef.Name == name {
+					left++
+					_ = c.Client.Delete(ctx, &jobs.Items[i], client.PropagationPolicy(metav1.DeletePropagationBackground))
+				}
+			}
+			return left == 0, nil
+		})
+		_ = c.Client.Delete(ctx, rt)
+	})
 
 	// A runtime of the tenant's that mounts a claim over /usr/bin.
 	usr := rt.DeepCopy()
@@ -114,4 +134,8 @@ func TestTenantMPIRuntimeIsGoverned(t *testing.T) {
 	}
 	expect(t, mpijob(t, "dev-a", "team-a", "wait", job, "--for=Succeeded", "--timeout", "4m"), 0, "is Succeeded")
 	expect(t, mpijob(t, "dev-a", "team-a", "describe", job), 0, "Creator:", "dev-a", name)
+	// The runtime is not deleted under its jobs.
+	if err := devA.Delete(ctx, rt); err == nil || !strings.Contains(err.Error(), "delete them first") {
+		t.Errorf("deleting the runtime while jobs use it: %v, want refused naming them", err)
+	}
 }
