@@ -13,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
-	"github.com/mpijob/mpijob/pkg/jobspec"
 )
 
 // ServiceAccountCheck admits a job whose own runtime gives its pods a
@@ -32,19 +31,20 @@ type ServiceAccountCheck struct {
 	MayUse func(ctx context.Context, user authenticationv1.UserInfo, namespace, sa string) (bool, error)
 }
 
-// Check returns the errors of tj's runtime spec's ServiceAccounts; a nil
-// check refuses any.
-func (c *ServiceAccountCheck) Check(ctx context.Context, tj *trainer.TrainJob, spec *trainer.TrainingRuntimeSpec) (field.ErrorList, error) {
-	return c.CheckAccounts(ctx, tj, jobspec.ServiceAccountsOf(spec))
-}
-
 // CheckAccounts returns the errors of ServiceAccounts sas that tj's pods
-// would name or get a token of; a nil check refuses any.
-func (c *ServiceAccountCheck) CheckAccounts(ctx context.Context, tj *trainer.TrainJob, sas []string) (field.ErrorList, error) {
+// would name or get a token of (fromPatches: through tj's runtime patches,
+// else through its runtime, which --service-account writes); a nil check
+// refuses any.
+func (c *ServiceAccountCheck) CheckAccounts(ctx context.Context, tj *trainer.TrainJob, sas []string, fromPatches bool) (field.ErrorList, error) {
 	if len(sas) == 0 {
 		return nil, nil
 	}
 	path := field.NewPath("spec", "runtimeRef", "name")
+	source, without := "--service-account %s", "leave --service-account out (no token)"
+	if fromPatches {
+		path = field.NewPath("spec", "runtimePatches")
+		source, without = "a runtime patch gives the pods ServiceAccount %s or its token", "take the ServiceAccount and its token volume out of the job's runtimePatches"
+	}
 	if c == nil {
 		return field.ErrorList{field.Forbidden(path, fmt.Sprintf("the job's runtime gives its pods ServiceAccount %s, and this cluster's mpijob-manager checks no ServiceAccount", sas[0]))}, nil
 	}
@@ -62,7 +62,7 @@ func (c *ServiceAccountCheck) CheckAccounts(ctx context.Context, tj *trainer.Tra
 			if !apierrors.IsNotFound(err) {
 				return nil, fmt.Errorf("failed to read ServiceAccount %s: %w", sa, err)
 			}
-			errs = append(errs, field.Forbidden(path, fmt.Sprintf("--service-account %s: namespace %s has no ServiceAccount %s (kubectl get serviceaccounts -n %s)", sa, tj.Namespace, sa, tj.Namespace)))
+			errs = append(errs, field.Forbidden(path, fmt.Sprintf(source+": namespace %s has no ServiceAccount %s (kubectl get serviceaccounts -n %s)", sa, tj.Namespace, sa, tj.Namespace)))
 			continue
 		}
 		ok, err := may(ctx, req.UserInfo, tj.Namespace, sa)
@@ -71,8 +71,8 @@ func (c *ServiceAccountCheck) CheckAccounts(ctx context.Context, tj *trainer.Tra
 		}
 		if !ok {
 			errs = append(errs, field.Forbidden(path, fmt.Sprintf(
-				"--service-account %s: %s may not create tokens of ServiceAccount %s in %s, so may not give its token to a job's ranks: ask an administrator for create on serviceaccounts/token (resourceNames: [%s]), or leave --service-account out (no token)",
-				sa, req.UserInfo.Username, sa, tj.Namespace, sa)))
+				source+": %s may not create tokens of ServiceAccount %s in %s, so may not give its token to a job's ranks: ask an administrator for create on serviceaccounts/token (resourceNames: [%s]), or %s",
+				sa, req.UserInfo.Username, sa, tj.Namespace, sa, without)))
 		}
 	}
 	return errs, nil

@@ -477,17 +477,23 @@ func (v *Validator) admit(ctx context.Context, tj *trainer.TrainJob, rt *runtime
 		// runtime patches name, or whose token they mount, needs the
 		// user's right to create its tokens. A cluster runtime's own are
 		// its administrator's.
-		sas := jobspec.PatchAccountsOf(tj, spec)
+		var own []string
 		if ptr.Deref(tj.Spec.RuntimeRef.Kind, "") == trainer.TrainingRuntimeKind {
-			for _, sa := range jobspec.TokenAccountsOf(spec) {
-				if !slices.Contains(sas, sa) {
-					sas = append(sas, sa)
-				}
-			}
+			own = jobspec.TokenAccountsOf(spec)
 		}
-		if errs, err := v.ServiceAccounts.CheckAccounts(ctx, tj, sas); err != nil {
-			return nil, apierrors.NewInternalError(err)
-		} else if len(errs) > 0 {
+		patched := slices.DeleteFunc(jobspec.PatchAccountsOf(tj, spec), func(sa string) bool { return slices.Contains(own, sa) })
+		var errs field.ErrorList
+		for _, c := range []struct {
+			sas         []string
+			fromPatches bool
+		}{{own, false}, {patched, true}} {
+			e, err := v.ServiceAccounts.CheckAccounts(ctx, tj, c.sas, c.fromPatches)
+			if err != nil {
+				return nil, apierrors.NewInternalError(err)
+			}
+			errs = append(errs, e...)
+		}
+		if len(errs) > 0 {
 			return nil, invalid(tj, errs)
 		}
 	}

@@ -641,7 +641,7 @@ func TestTokensNeedTheRightToUseTheAccount(t *testing.T) {
 	}{
 		"a shipped runtime: no token":                       {tj: tjOn("plain", "mpi-openmpi", 1)},
 		"a patch names a ServiceAccount the user may use":   {tj: patched("named-ok", trainer.PodSpecPatch{ServiceAccountName: ptr.To("trainer")})},
-		"a patch mounts the default ServiceAccount's token": {tj: patched("projected", trainer.PodSpecPatch{Volumes: []corev1.Volume{token}}), want: "may not create tokens of ServiceAccount default"},
+		"a patch mounts the default ServiceAccount's token": {tj: patched("projected", trainer.PodSpecPatch{Volumes: []corev1.Volume{token}}), want: "spec.runtimePatches: Forbidden: a runtime patch gives the pods ServiceAccount default or its token: dev-a may not create tokens of ServiceAccount default"},
 		"a patch names a ServiceAccount the user may not":   {tj: patched("named", trainer.PodSpecPatch{ServiceAccountName: ptr.To("default")}), want: "may not create tokens of ServiceAccount default"},
 		"a patch names one that does not exist":             {tj: patched("missing", trainer.PodSpecPatch{ServiceAccountName: ptr.To("ghost")}), want: "namespace team-a has no ServiceAccount ghost"},
 		"the namespace's own runtime that mounts no token":  {tj: onOwn("own", "team-mpi")},
