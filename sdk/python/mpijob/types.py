@@ -377,8 +377,9 @@ class MPIJob:
     #: The last progress the job's ranks reported (mpijob.progress), None when they report none.
     progress: Progress | None = None
     #: From a dry run (``create_job(..., dry_run=True)``): whether the cluster can place the job now,
-    #: one line each for the fit in what the nodes have free, the free GPUs and its Kueue queue
-    #: (position and estimated start), as ``kubectl mpijob create --dry-run=server`` prints them.
+    #: one line each for the fit in what the nodes have free, the free GPUs (for a user who may
+    #: list nodes) and its Kueue queue (position and estimated start), as
+    #: ``kubectl mpijob create --dry-run=server`` prints them.
     placement: list[str] = field(default_factory=list)
     #: The job's framework (:mod:`mpijob.frameworks`): "mpi", or, from ``list_jobs(all_frameworks=True)``,
     #: another framework's ("torch", "jax", ... "unknown").

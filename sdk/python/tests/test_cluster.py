@@ -136,13 +136,13 @@ def test_quota_denial(kubeconfig_path):
                            resources_per_worker={"nvidia.com/gpu": 4, "memory": "1Gi"}, dry_run=True)
     assert ok.name == "fits"
     # The dry run says whether the cluster can place it now, as `create --dry-run=server` does:
-    # the fit (its 4 GPUs on one kwok node, its Launcher on a real one), the free GPUs, team-a's
-    # default Kueue queue.
-    assert len(ok.placement) == 3, ok.placement
+    # the fit (its 4 GPUs on one kwok node, its Launcher on a real one) and team-a's default Kueue
+    # queue. dev-a may not list nodes, so the cluster's free GPUs are not said.
+    assert len(ok.placement) == 2, ok.placement
     # (Whether the Launcher fits depends on what else runs on the real nodes now.)
     assert ok.placement[0].startswith(("fits now: the Launcher and 1 Worker (each 4 nvidia.com/gpu", "does not fit now: ")), ok.placement
-    assert re.match(r"free GPUs now: \d+ of \d+ nvidia\.com/gpu on \d+ nodes?\.$", ok.placement[1]), ok.placement
-    assert ok.placement[2].startswith("Kueue queue team-a/default (ClusterQueue team-a): "), ok.placement
+    assert not any(p.startswith("free GPUs now") for p in ok.placement), ok.placement
+    assert ok.placement[1].startswith("Kueue queue team-a/default (ClusterQueue team-a): "), ok.placement
     with pytest.raises(JobNotFoundError):
         client.get_job("fits")
     # Neither the refused job nor the dry run leaves its runtime behind (the
