@@ -303,8 +303,9 @@ func withNamespace(ctx context.Context, tj *trainer.TrainJob) *trainer.TrainJob 
 
 // ownedByMPIJob reports whether tj follows mpijob's conventions: it was
 // made by mpijob's job builder (CLI, SDK, dashboard), runs on one of
-// mpijob's own runtimes, or runs on an MPI runtime of its namespace. Such a job gets the cluster's Worker cap, the
-// quota pre-flight and the earlier-pods check; a job on another MPI
+// mpijob's own runtimes, or runs on an MPI runtime of its namespace. Such
+// a job gets the cluster's Worker cap, the quota pre-flight and the
+// earlier-pods check; a job on another MPI
 // runtime (upstream's deepspeed-distributed, say) gets only the refusals
 // of a job that could never run as its user meant (docs/admin.md).
 func ownedByMPIJob(tj *trainer.TrainJob, rt *runtimes.Runtime) bool {
