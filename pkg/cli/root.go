@@ -136,6 +136,7 @@ Use it as "kubectl mpijob", "oc mpijob" or on its own.`,
 		newVersionCommand(o),
 		newDoctorCommand(o),
 		newUsageCommand(o),
+		newTopCommand(o),
 	)
 	return root
 }

@@ -74,7 +74,7 @@ func (u *usageOptions) Validate() (time.Duration, error) {
 		u.promURL = os.Getenv(PrometheusURLEnv)
 	}
 	if u.promURL == "" {
-		return 0, usageErr("no Prometheus to read usage from: give --prometheus-url (the local cluster's is http://127.0.0.1:9459; on OpenShift, the Thanos querier's tenancy port, https://thanos-querier.openshift-monitoring.svc:9092) or set $%s", PrometheusURLEnv)
+		return 0, usageErr("no Prometheus to read from: give --prometheus-url (the local cluster's is http://127.0.0.1:9459; on OpenShift, the Thanos querier's tenancy port, https://thanos-querier.openshift-monitoring.svc:9092) or set $%s", PrometheusURLEnv)
 	}
 	if p, err := url.Parse(u.promURL); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 		return 0, usageErr("--prometheus-url %q is not an http(s) URL: give Prometheus's address, e.g. http://127.0.0.1:9459", u.promURL)

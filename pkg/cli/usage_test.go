@@ -55,7 +55,7 @@ func TestUsageVerb(t *testing.T) {
 		want string
 	}{
 		"a window in words":    {usageOptions{since: "7 days", promURL: prom.URL}, `--since "7 days" is not a window`},
-		"no Prometheus":        {usageOptions{since: "7d"}, "no Prometheus to read usage from: give --prometheus-url"},
+		"no Prometheus":        {usageOptions{since: "7d"}, "no Prometheus to read from: give --prometheus-url"},
 		"a URL with no scheme": {usageOptions{since: "7d", promURL: "prometheus:9090"}, `--prometheus-url "prometheus:9090" is not an http(s) URL`},
 		"yaml":                 {usageOptions{since: "7d", promURL: prom.URL, output: "yaml"}, `--output "yaml": use json`},
 	} {

@@ -69,3 +69,19 @@ func TestRows(t *testing.T) {
 		t.Errorf("rows (-want +got):\n%s", diff)
 	}
 }
+
+func TestTopQueries(t *testing.T) {
+	cpu, mem, err := TopQueries("team-a", "hello")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `max by (pod) (pod:mpijob_cpu_usage_cores:rate1m{namespace="team-a",trainjob="hello"})`; cpu != want {
+		t.Errorf("cpu query\n got %s\nwant %s", cpu, want)
+	}
+	if want := `max by (pod) (pod:mpijob_memory_working_set_bytes:sum{namespace="team-a",trainjob="hello"})`; mem != want {
+		t.Errorf("memory query\n got %s\nwant %s", mem, want)
+	}
+	if _, _, err := TopQueries("team-a", `x"}`); err == nil {
+		t.Error("a job name that is no name was put into a query")
+	}
+}
