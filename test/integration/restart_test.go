@@ -141,7 +141,8 @@ func TestManagerDownStaleStatusAndNoAdmission(t *testing.T) {
 	// doctor names the stopped manager, as an error (exit 2), with the fix.
 	code, out = cli("doctor", "-o", "json")
 	var findings []clicmd.Finding
-	if err := json.Unmarshal([]byte(out), &findings); err != nil {
+	// The JSON list first; then doctor's one line on stderr (cli writes both to out).
+	if err := json.NewDecoder(strings.NewReader(out)).Decode(&findings); err != nil {
 		t.Fatalf("doctor -o json while the manager is down (exit %d): %v\n%s", code, err, out)
 	}
 	admissionDown := false
