@@ -126,4 +126,3 @@ func qty(l corev1.ResourceList, name corev1.ResourceName) string {
 	}
 	return "-"
 }
-
