@@ -3,13 +3,10 @@ package cli
 import (
 	"context"
 	"fmt"
-	"net/http"
 	"strconv"
 	"text/tabwriter"
 	"time"
 
-	promapi "github.com/prometheus/client_golang/api"
-	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 
@@ -39,11 +36,10 @@ func newTopCommand(o *Options) *cobra.Command {
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			t.name = args[0]
-			u := &usageOptions{Options: o, since: "1h", promURL: t.promURL}
-			if _, err := u.Validate(); err != nil {
+			var err error
+			if t.promURL, err = prometheusURL(t.promURL); err != nil {
 				return err
 			}
-			t.promURL = u.promURL
 			return t.Run(cmd.Context())
 		},
 	}
@@ -68,15 +64,11 @@ func (t *topOptions) Run(ctx context.Context) error {
 	if len(launcher)+len(workers) == 0 {
 		return &exitError{code: ExitOtherPhase, msg: fmt.Sprintf("job %s has no pods now (kubectl mpijob describe %s says why): top shows a running job", tj.Name, tj.Name)}
 	}
-	token := ""
-	if cl.cfg != nil {
-		token = cl.cfg.BearerToken
-	}
-	c, err := promapi.NewClient(promapi.Config{Address: t.promURL, RoundTripper: tenancy{ns: tj.Namespace, token: token, next: http.DefaultTransport}})
+	prom, err := cl.prometheus(t.promURL, tj.Namespace)
 	if err != nil {
-		return usageErr("--prometheus-url %q: %v", t.promURL, err)
+		return err
 	}
-	use, err := usage.ReadTop(ctx, promv1.NewAPI(c), tj.Namespace, tj.Name, t.now())
+	use, err := usage.ReadTop(ctx, prom, tj.Namespace, tj.Name, t.now())
 	if err != nil {
 		return fmt.Errorf("prometheus at %s did not answer: %w", t.promURL, err)
 	}

@@ -70,16 +70,41 @@ func (u *usageOptions) Validate() (time.Duration, error) {
 	if u.output != "" && u.output != "json" {
 		return 0, usageErr("--output %q: use json, or leave it out for a table", u.output)
 	}
-	if u.promURL == "" {
-		u.promURL = os.Getenv(PrometheusURLEnv)
-	}
-	if u.promURL == "" {
-		return 0, usageErr("no Prometheus to read from: give --prometheus-url (the local cluster's is http://127.0.0.1:9459; on OpenShift, the Thanos querier's tenancy port, https://thanos-querier.openshift-monitoring.svc:9092) or set $%s", PrometheusURLEnv)
-	}
-	if p, err := url.Parse(u.promURL); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-		return 0, usageErr("--prometheus-url %q is not an http(s) URL: give Prometheus's address, e.g. http://127.0.0.1:9459", u.promURL)
+	if u.promURL, err = prometheusURL(u.promURL); err != nil {
+		return 0, err
 	}
 	return since, nil
+}
+
+// prometheusURL is --prometheus-url (flag), else $MPIJOB_PROMETHEUS_URL,
+// checked: the Prometheus usage and top read.
+func prometheusURL(flag string) (string, error) {
+	u := flag
+	if u == "" {
+		u = os.Getenv(PrometheusURLEnv)
+	}
+	if u == "" {
+		return "", usageErr("no Prometheus to read from: give --prometheus-url (the local cluster's is http://127.0.0.1:9459; on OpenShift, the Thanos querier's tenancy port, https://thanos-querier.openshift-monitoring.svc:9092) or set $%s", PrometheusURLEnv)
+	}
+	if p, err := url.Parse(u); err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+		return "", usageErr("--prometheus-url %q is not an http(s) URL: give Prometheus's address, e.g. http://127.0.0.1:9459", u)
+	}
+	return u, nil
+}
+
+// prometheus is the query API of the Prometheus at promURL as the user:
+// their token, and namespace ns ("" for every one) for a tenancy-aware
+// querier.
+func (c *clients) prometheus(promURL, ns string) (promv1.API, error) {
+	token := ""
+	if c.cfg != nil {
+		token = c.cfg.BearerToken
+	}
+	pc, err := promapi.NewClient(promapi.Config{Address: promURL, RoundTripper: tenancy{ns: ns, token: token, next: http.DefaultTransport}})
+	if err != nil {
+		return nil, usageErr("--prometheus-url %q: %v", promURL, err)
+	}
+	return promv1.NewAPI(pc), nil
 }
 
 // Run asks Prometheus and prints a row per namespace.
@@ -92,15 +117,11 @@ func (u *usageOptions) Run(ctx context.Context, since time.Duration) error {
 	if u.allNamespaces {
 		ns = ""
 	}
-	token := ""
-	if cl.cfg != nil {
-		token = cl.cfg.BearerToken
-	}
-	c, err := promapi.NewClient(promapi.Config{Address: u.promURL, RoundTripper: tenancy{ns: ns, token: token, next: http.DefaultTransport}})
+	prom, err := cl.prometheus(u.promURL, ns)
 	if err != nil {
-		return usageErr("--prometheus-url %q: %v", u.promURL, err)
+		return err
 	}
-	rows, err := usage.Read(ctx, promv1.NewAPI(c), ns, since, u.now())
+	rows, err := usage.Read(ctx, prom, ns, since, u.now())
 	if err != nil {
 		return fmt.Errorf("prometheus at %s did not answer: %w (is it the Prometheus with mpijob's recording rules? kubectl mpijob doctor checks the cluster)", u.promURL, err)
 	}

@@ -221,18 +221,15 @@ class KubernetesAPI:
             close = closest(name, names)
             hint = f": did you mean {close!r}?" if close else (f": MPI runtimes are {', '.join(names)}" if names else "")
             raise InvalidJobError(f"runtime {name!r} does not exist{hint}", field="runtime")
-        if not ((rt.get("spec") or {}).get("mlPolicy") or {}).get("mpi"):
+        if not _has_mpi_policy(rt):
             raise InvalidJobError(f"runtime {name!r} is not an MPI runtime (it has no MPI policy)", field="runtime")
         return rt
 
     def list_base_runtimes(self) -> list[dict[str, Any]]:
         """The MPI runtimes a job here may pick (mirror of Go's ``runtimes.ListBases``): the
         cluster's, then the namespace's own (not per-job runtimes), each sorted by name."""
-        def mpi(r: dict[str, Any]) -> bool:
-            return bool(((r.get("spec") or {}).get("mlPolicy") or {}).get("mpi"))
-
-        cluster = sorted((r for r in self.list_cluster_runtimes() if mpi(r)), key=lambda r: r["metadata"]["name"])
-        own = sorted((r for r in self.list_namespaced_runtimes() if mpi(r) and not _jobspec.is_derived((r.get("metadata") or {}).get("labels"))),
+        cluster = sorted((r for r in self.list_cluster_runtimes() if _has_mpi_policy(r)), key=lambda r: r["metadata"]["name"])
+        own = sorted((r for r in self.list_namespaced_runtimes() if _has_mpi_policy(r) and not _jobspec.is_derived((r.get("metadata") or {}).get("labels"))),
                      key=lambda r: r["metadata"]["name"])
         return cluster + own
 
@@ -515,3 +512,8 @@ def load_config(context: str | None, config_file: str | None) -> tuple[Any, str 
         except OSError:
             pass
         return k8s.ApiClient(cfg), ns
+
+
+def _has_mpi_policy(rt: dict[str, Any]) -> bool:
+    """Whether a runtime (as a dict) has an MPI ML policy: what base_runtime and list_base_runtimes pick."""
+    return bool(((rt.get("spec") or {}).get("mlPolicy") or {}).get("mpi"))
