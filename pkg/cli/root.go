@@ -137,6 +137,7 @@ Use it as "kubectl mpijob", "oc mpijob" or on its own.`,
 		newDoctorCommand(o),
 		newUsageCommand(o),
 		newTopCommand(o),
+		newStacksCommand(o),
 	)
 	return root
 }

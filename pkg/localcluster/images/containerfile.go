@@ -50,6 +50,7 @@ func (im Image) Containerfile() string {
 	if im.Check != "" {
 		w("# The image's check: a build that fails it fails.\nRUN %s\n", run(im.Check))
 	}
+	w("# The stack hook in every Python's site-packages (kubectl mpijob stacks).\nRUN %s\n", run(stacksHook))
 	w("RUN rm -rf /tmp/wheels && apt-get clean && rm -rf /var/lib/apt/lists/*\n")
 	for _, p := range cPrograms {
 		w("COPY --from=build --chmod=0755 /tmp/%s /usr/local/bin/%s\n", p, p)

@@ -122,7 +122,20 @@ var examples = map[string]string{
 	// The SDK's checkpoint module, one file with no other part of the SDK:
 	// the examples save and resume with it, and so can users' programs.
 	"../sdk/python/mpijob/checkpoint.py": "/opt/mpijob/examples/mpijob_checkpoint.py",
+	// The stack hook (kubectl mpijob stacks), which stacksHook has every
+	// Python of the image import at start-up.
+	"common/mpijob_stacks.py": stacksHookDir + "/mpijob_stacks.py",
 }
+
+// stacksHookDir holds the stack hook, images/common/mpijob_stacks.py.
+const stacksHookDir = "/opt/mpijob/python"
+
+// stacksHook writes mpijob-stacks.pth into the system Python's and each
+// virtual environment's site-packages: a .pth's path line puts the hook's
+// folder on sys.path and its import line runs the hook in every Python
+// process that starts (python -S and -I skip it, as they skip site).
+const stacksHook = `for d in /usr/lib/python3/dist-packages /opt/*/lib/python3*/site-packages; do if [ -d "$d" ]; then printf '%s\n' ` + stacksHookDir + ` 'import mpijob_stacks' > "$d/mpijob-stacks.pth"; fi; done
+`
 
 // withExamples adds the examples (and extra) to an image's files.
 func withExamples(extra ...map[string]string) map[string]string {
@@ -404,6 +417,7 @@ func (im Image) Tar(opts Options) (string, error) {
 	if im.Check != "" {
 		parts = append(parts, "check "+im.Check)
 	}
+	parts = append(parts, "stacks-hook "+stacksHook)
 	if im.Setup != "" || im.BuildSetup != "" || im.Install != "" {
 		parts = append(parts, "setup "+im.Setup, "build-setup "+im.BuildSetup, "install "+im.Install, "mpicc "+im.MPICC)
 	}
@@ -738,7 +752,7 @@ func buildImage(ctx context.Context, opts Options, base string, im Image, out st
 			return err
 		}
 	}
-	script = fmt.Sprintf(aptInstall, strings.Join(im.Packages, " ")) + im.Setup + im.Install + "rm -rf /tmp/wheels\n" + im.Check + aptClean
+	script = fmt.Sprintf(aptInstall, strings.Join(im.Packages, " ")) + im.Setup + im.Install + "rm -rf /tmp/wheels\n" + im.Check + stacksHook + aptClean
 	if err := chroot(ctx, root, script); err != nil {
 		return err
 	}

@@ -1,0 +1,162 @@
+package stacks
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/kubernetes"
+	kscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
+
+	"github.com/mpijob/mpijob/pkg/api"
+)
+
+// maxOutput bounds what one pod's collector may return.
+const maxOutput = 4 << 20
+
+// PodsOf are the running pods of a job's Launcher and Workers (as
+// runtimes.JobPods lists them), where the collector runs.
+func PodsOf(launcher, workers []corev1.Pod) []Pod {
+	var out []Pod
+	for _, p := range launcher {
+		if p.Status.Phase == corev1.PodRunning {
+			out = append(out, Pod{Name: p.Name, Worker: -1, Node: p.Spec.NodeName})
+			break
+		}
+	}
+	for _, p := range workers {
+		if p.Status.Phase != corev1.PodRunning {
+			continue
+		}
+		idx, err := strconv.Atoi(p.Labels["batch.kubernetes.io/job-completion-index"])
+		if err != nil {
+			continue
+		}
+		out = append(out, Pod{Name: p.Name, Worker: idx, Node: p.Spec.NodeName})
+	}
+	return out
+}
+
+// Result is what the collectors of a job's pods found.
+type Result struct {
+	Ranks  []Rank  `json:"ranks"`
+	Groups []Group `json:"groups"`
+	// Contrast is the groups in a sentence (see Contrast).
+	Contrast string `json:"contrast,omitempty"`
+	// Failed are the pods the collector could not run in, with why.
+	Failed []string `json:"failed,omitempty"`
+}
+
+// Collect runs the collector in each pod's node container, side by side,
+// with cfg's identity (the user's, or the manager's for the diagnosis),
+// and groups what they found. An error is returned only when no pod
+// answered; a Forbidden one says which right is missing.
+func Collect(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, namespace string, pods []Pod) (Result, error) {
+	type answer struct {
+		pod Pod
+		out string
+		err error
+	}
+	answers := make([]answer, len(pods))
+	var wg sync.WaitGroup
+	for i, p := range pods {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := run(ctx, cfg, cs, namespace, p.Name)
+			answers[i] = answer{pod: p, out: out, err: err}
+		}()
+	}
+	wg.Wait()
+	var res Result
+	var firstErr error
+	for _, a := range answers {
+		if a.err != nil {
+			if firstErr == nil {
+				firstErr = a.err
+			}
+			res.Failed = append(res.Failed, fmt.Sprintf("%s (pod %s): %v", a.pod.Where(), a.pod.Name, a.err))
+			continue
+		}
+		res.Ranks = append(res.Ranks, RanksOf(a.pod, Parse(a.out))...)
+	}
+	if firstErr != nil && len(res.Failed) == len(pods) {
+		if apierrors.IsForbidden(firstErr) {
+			return res, fmt.Errorf("taking stacks runs a command in the job's pods, which needs the right to create pods/exec in namespace %s: %w", namespace, firstErr)
+		}
+		return res, firstErr
+	}
+	sort.SliceStable(res.Ranks, func(i, j int) bool { return res.Ranks[i].Rank < res.Ranks[j].Rank })
+	res.Groups = GroupRanks(res.Ranks)
+	res.Contrast = Contrast(res.Groups)
+	return res, nil
+}
+
+// limited keeps the first maxOutput bytes written and drops the rest.
+type limited struct{ bytes.Buffer }
+
+func (l *limited) Write(p []byte) (int, error) {
+	if room := maxOutput - l.Len(); room > 0 {
+		if len(p) > room {
+			l.Buffer.Write(p[:room])
+		} else {
+			l.Buffer.Write(p)
+		}
+	}
+	return len(p), nil
+}
+
+// run runs the collector in pod's node container and returns its output.
+func run(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, namespace, pod string) (string, error) {
+	req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(pod).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{
+			Container: api.NodeContainer,
+			Command:   []string{"sh", "-c", Script},
+			Stdout:    true,
+			Stderr:    true,
+		}, kscheme.ParameterCodec)
+	spdy, err := remotecommand.NewSPDYExecutor(cfg, "POST", req.URL())
+	if err != nil {
+		return "", err
+	}
+	ws, err := remotecommand.NewWebSocketExecutor(cfg, "GET", req.URL().String())
+	if err != nil {
+		return "", err
+	}
+	exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
+		return !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err)
+	})
+	if err != nil {
+		return "", err
+	}
+	var out limited
+	var stderr limited
+	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &stderr})
+	if err != nil {
+		var se *apierrors.StatusError
+		if errors.As(err, &se) {
+			return "", se
+		}
+		if msg := stderr.String(); msg != "" && !errors.Is(err, io.EOF) {
+			return out.String(), fmt.Errorf("%w: %s", err, firstLine(msg))
+		}
+		return "", err
+	}
+	return out.String(), nil
+}
+
+func firstLine(s string) string {
+	if i := bytes.IndexByte([]byte(s), '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
