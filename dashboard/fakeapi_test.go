@@ -1,6 +1,7 @@
 package dashboard
 
 import (
+	"github.com/mpijob/mpijob/pkg/stacks"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -136,12 +137,26 @@ func newFakeAPI(t *testing.T, objs ...client.Object) *fakeAPI {
 	f := &fakeAPI{t: t, store: store, namespaces: namespaces}
 	f.server = &Server{Base: &rest.Config{Host: "https://fake.invalid"},
 		Users: []LoginUser{{Name: "dev-a", Token: token("dev-a")}, {Name: "viewer-a", Token: token("viewer-a")}},
-		dial:  f.dial, listDirect: true,
+		dial:  f.dial, listDirect: true, collectStacks: fakeStacks,
 		// Tenants may not list namespaces: the dashboard's own account
 		// names the candidates, and each user's access review decides.
 		Namespaces: func(context.Context) ([]corev1.Namespace, error) { return f.namespaceObjects(), nil }}
 	f.h = f.server.Handler()
 	return f
+}
+
+// fakeStacks answers for the stack collector without pods: each Worker
+// hosts one rank (its index), in comm.Allreduce; the Launcher none.
+func fakeStacks(_ context.Context, _ *rest.Config, _ kubernetes.Interface, _ string, pods []stacks.Pod) (stacks.Result, error) {
+	var ranks []stacks.Rank
+	for _, p := range pods {
+		if p.Worker >= 0 {
+			ranks = append(ranks, stacks.Rank{Rank: p.Worker, Pod: p, State: "running", Hook: true,
+				Frames: []stacks.Frame{{File: "/opt/train.py", Line: 120, Func: "step", Source: "comm.Allreduce(a, b)"}}})
+		}
+	}
+	g := stacks.GroupRanks(ranks)
+	return stacks.Result{Ranks: ranks, Groups: g, Contrast: stacks.Contrast(g)}, nil
 }
 
 // shippedRuntime is one of the runtimes the project ships (config/runtimes).

@@ -66,7 +66,11 @@ func TestRoutes(t *testing.T) {
 		"data connections":                 {user: "dev-a", method: "GET", path: "/api/namespaces/team-a/data-connections", code: 200, has: []string{`"connections":`}},
 		"another tenant's data connections: none shown": {user: "dev-b", method: "GET", path: "/api/namespaces/team-a/data-connections", code: 200,
 			has: []string{`"connections":[]`, "you may not list Secrets in this namespace"}},
-		"metrics without Prometheus": {user: "dev-a", method: "GET", path: "/api/jobs/team-a/pi/metrics", code: 503, has: []string{"Prometheus"}},
+		"a job's stacks, taken as the tenant": {user: "dev-a", method: "POST", path: "/api/jobs/team-a/pi/stacks", code: 200,
+			has: []string{`"headline":"ranks 0-1 (2): comm.Allreduce ← train.py:120 step()"`, `"pods":"Workers 0-1"`}},
+		"another tenant's stacks":      {user: "dev-b", method: "POST", path: "/api/jobs/team-a/pi/stacks", code: 403},
+		"stacks of a job that is gone": {user: "dev-a", method: "POST", path: "/api/jobs/team-a/nope/stacks", code: 404, has: []string{"MPI job nope does not exist"}},
+		"metrics without Prometheus":   {user: "dev-a", method: "GET", path: "/api/jobs/team-a/pi/metrics", code: 503, has: []string{"Prometheus"}},
 
 		"create: a tenant in their namespace (dry run)": {user: "dev-a", method: "POST", path: "/api/jobs/team-a?dryRun=true",
 			body: `{"name":"new","runtime":"mpi-openmpi","workers":2,"slots_per_worker":1,"command":["mpirun","hostname"]}`, code: 200,
@@ -120,6 +124,15 @@ func TestRoutes(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A finished job has no ranks to take stacks of: the answer says so.
+func TestStacksOfAFinishedJob(t *testing.T) {
+	f := newFakeAPI(t, mpiJob("team-a", "done", &api.Status{Phase: api.PhaseSucceeded})...)
+	got := f.do("dev-a", "POST", "/api/jobs/team-a/done/stacks", "")
+	if want := "job done is Succeeded: stacks show where a running job's ranks are"; got.code != 409 || !strings.Contains(got.body, want) {
+		t.Errorf("HTTP %d %s, want 409 with %q", got.code, got.body, want)
 	}
 }
 

@@ -80,6 +80,9 @@ type Server struct {
 	// clients of Base: the handlers' tests give clients of a fake API
 	// server that enforces their users' RBAC.
 	dial func(token string) (client.WithWatch, kubernetes.Interface)
+	// collectStacks, when set, takes the Stacks tab's stacks instead of
+	// exec in the pods (the handlers' tests).
+	collectStacks collectStacks
 	// listDirect reads job lists from the user's clients on each request
 	// instead of from their watch cache (jobsCache): handlers' tests whose
 	// fake API server serves no watch over HTTP.
@@ -137,6 +140,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /api/jobs/{ns}/{name}/logs", s.authed(s.limited("log streams", MaxLogStreamsPerUser, s.jobLogs)))
 	mux.HandleFunc("GET /api/jobs/{ns}/{name}/metrics", s.authed(s.jobMetrics))
 	mux.HandleFunc("GET /api/jobs/{ns}/{name}/progress", s.authed(s.jobProgress))
+	mux.HandleFunc("POST /api/jobs/{ns}/{name}/stacks", s.authed(s.jobStacks))
 	mux.HandleFunc("GET /api/jobs/{ns}/{name}/artifacts", s.authed(s.jobArtifacts))
 	mux.HandleFunc("GET /api/jobs/{ns}/{name}/artifacts/{file...}", s.authed(s.jobArtifact))
 	mux.HandleFunc("GET /api/namespaces/{ns}/data-connections", s.authed(s.dataConnections))

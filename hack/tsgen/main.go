@@ -32,6 +32,7 @@ import (
 	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/pkg/jobview"
 	"github.com/mpijob/mpijob/pkg/progress"
+	"github.com/mpijob/mpijob/pkg/stacks"
 	"github.com/mpijob/mpijob/pkg/usage"
 )
 
@@ -77,6 +78,11 @@ var roots = []struct {
 	{"ArtifactObject", artifacts.Object{}},
 	{"ProgressPoint", progress.Point{}},
 	{"TrainerStatus", progress.TrainerStatus{}},
+	{"Stacks", stacks.Result{}},
+	{"StackGroup", stacks.Group{}},
+	{"StackFrame", stacks.Frame{}},
+	{"StackRank", stacks.Rank{}},
+	{"StackPod", stacks.Pod{}},
 }
 
 // fixed are types written by hand: times and quantities travel as strings.

@@ -24,6 +24,7 @@ from .errors import (
 )
 from .logs import merge_logs
 from .redact import Redactor, redact
+from .stacks import Stacks
 from .types import PHASES, FailedPod, JobEvent, JobRow, JobSpec, JobStatus, LifecycleEvent, MPIJob, PodRecord, PodRef, Runtime, Transition, is_job_object
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "QuotaExceededError",
     "Redactor",
     "Runtime",
+    "Stacks",
     "Transition",
     "WaitTimeoutError",
     "explain",

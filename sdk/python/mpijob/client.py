@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from . import progress as _progress
+from .stacks import Stacks
 from .backends import Backend, KubernetesBackend
 from .types import (
     JobEvent,
@@ -153,6 +154,24 @@ class MPIJobClient:
         """Every progress report the job's ranks printed so far, oldest first, with the
         time each was logged (read from the Launcher's log; empty when none)."""
         return self._backend.get_progress(name=name)
+
+    def get_stacks(self, name: str) -> Stacks:
+        """Where each rank of running job ``name`` is now: every rank's Python stack, taken
+        at once, identical ones grouped (``print(client.get_stacks("train"))``):
+        ``ranks 0-6 (7): comm.Allreduce ← train.py:120 step()`` and
+        ``rank 7 on Worker 1: comm.recv ← train.py:88 load_batch()``; ``contrast`` says it in
+        a sentence. The same collector and grouping as ``kubectl mpijob stacks``.
+
+        It runs a small collector in the job's pods (the right to create pods/exec), which
+        signals each rank's process to write its stacks; the process keeps running. mpijob's
+        images have the hook that answers (faulthandler on SIGUSR2), also while a rank is
+        inside MPI, NCCL or another C extension; frames inside C code are not shown. A rank
+        that is not Python, or runs without the hook, has its state only.
+
+        Raises :class:`JobNotFoundError`, :class:`MPIJobError` for a job that has finished or
+        has no running pod, :class:`PermissionDeniedError` without the right to exec.
+        """
+        return self._backend.get_stacks(name=name)
 
     def get_artifacts(self, name: str, download_dir: str | None = None, files: Sequence[str] | None = None,
                       overwrite: bool = False) -> list[dict[str, Any]]:

@@ -1,13 +1,15 @@
 // Jobs: read, act on, create, and their tabs' data.
 import { api, send } from './client';
 import { apiRoutes } from './routes';
-import type { ArtifactList, CloneSource, CreateAnswer, JobInput, Metrics, ProgressPoint, QuotaCheck } from './types';
+import type { ArtifactList, CloneSource, CreateAnswer, JobInput, Metrics, ProgressPoint, QuotaCheck, Stacks } from './types';
 
 export const deleteJob = (ns: string, name: string) => api(apiRoutes.job(ns, name), { method: 'DELETE' });
 export const suspendJob = (ns: string, name: string, what: 'suspend' | 'resume') => api(apiRoutes.jobAction(ns, name, what), { method: 'POST' });
 export const jobInput = (ns: string, name: string) => api<CloneSource>(apiRoutes.jobInput(ns, name));
 export const jobMetrics = (ns: string, name: string) => api<Metrics>(apiRoutes.jobMetrics(ns, name));
 export const jobProgress = (ns: string, name: string) => api<{ points: ProgressPoint[] }>(apiRoutes.jobProgress(ns, name));
+/** Takes every rank's stack now (a POST: it signals the ranks, which keep running). */
+export const jobStacks = (ns: string, name: string) => api<Stacks>(apiRoutes.jobStacks(ns, name), { method: 'POST' });
 export const jobArtifacts = (ns: string, name: string) => api<ArtifactList>(apiRoutes.jobArtifacts(ns, name));
 
 /** Creates the job (or with dryRun only checks it); the answer names any field that is wrong. */

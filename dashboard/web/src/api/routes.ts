@@ -27,6 +27,7 @@ export const apiRoutes = {
   jobLogs: (ns: string, name: string, query: URLSearchParams) => `${job(ns, name)}/logs?${query}`,
   jobMetrics: (ns: string, name: string) => `${job(ns, name)}/metrics`,
   jobProgress: (ns: string, name: string) => `${job(ns, name)}/progress`,
+  jobStacks: (ns: string, name: string) => `${job(ns, name)}/stacks`,
   jobArtifacts: (ns: string, name: string) => `${job(ns, name)}/artifacts`,
   jobArtifact: (ns: string, name: string, file: string) => `${job(ns, name)}/artifacts/${file.split('/').map(seg).join('/')}`,
   /** The live stream of a namespace's jobs ("" = every namespace), or of one job. */

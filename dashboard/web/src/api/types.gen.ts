@@ -336,6 +336,48 @@ export interface Settings {
   imagePullSecrets?: string[];
 }
 
+export interface StackFrame {
+  file: string;
+  line: number;
+  func: string;
+  source?: string;
+}
+
+export interface StackGroup {
+  ranks: number[];
+  rankText: string;
+  callee?: string;
+  where?: string;
+  headline: string;
+  frames?: StackFrame[];
+  states: string;
+  pods: string;
+  nodes?: string[];
+}
+
+export interface StackPod {
+  name: string;
+  worker: number;
+  node?: string;
+}
+
+export interface StackRank {
+  rank: number;
+  pod: StackPod;
+  state: string;
+  hook: boolean;
+  comm: string;
+  frames?: StackFrame[];
+  threads?: number;
+}
+
+export interface Stacks {
+  ranks: StackRank[];
+  groups: StackGroup[];
+  contrast?: string;
+  failed?: string[];
+}
+
 export interface Step {
   text: string;
   command?: Command;

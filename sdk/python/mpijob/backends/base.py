@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .. import progress as _progress
+from .. import stacks as _stacks
 from ..types import (
     JobEvent,
     JobSpec,
@@ -34,6 +35,10 @@ class Backend(abc.ABC):
 
     @abc.abstractmethod
     def get_progress(self, name: str) -> list[_progress.Report]:
+        ...
+
+    @abc.abstractmethod
+    def get_stacks(self, name: str) -> _stacks.Stacks:
         ...
 
     @abc.abstractmethod

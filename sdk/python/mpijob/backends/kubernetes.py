@@ -25,6 +25,7 @@ from .. import dataconn as _dataconn
 from .. import jobspec as _jobspec
 from .. import logs as _logs
 from .. import progress as _progress
+from .. import stacks as _stacks
 from .. import validation as _v
 from ..constants import COMPLETION_INDEX, PATCH_MANAGER
 from ..errors import (
@@ -33,6 +34,7 @@ from ..errors import (
     JobFailedError,
     JobNotFoundError,
     MPIJobError,
+    PermissionDeniedError,
     WaitTimeoutError,
 )
 from ..frameworks import MPI as MPI_FRAMEWORK
@@ -148,6 +150,41 @@ class KubernetesBackend(Backend):
             return []
         log = self._api.pod_log(launchers[0].metadata.name, container="node", timestamps=True)
         return _progress.parse_log(log or "")
+
+    def get_stacks(self, name: str) -> _stacks.Stacks:
+        from concurrent.futures import ThreadPoolExecutor
+
+        job = self.get_job(name)
+        if job.status.finished:
+            raise MPIJobError(f"job {name} is {job.status.phase}: stacks shows where a running job's ranks are "
+                              f"(its output: client.get_logs({name!r}))")
+        launchers, workers = self._pods(name)
+        pods = _stacks.pods_of(launchers, workers)
+        if not pods:
+            raise MPIJobError(f"job {name} has no running pod now (phase {job.status.phase}): "
+                              f"client.get_job({name!r}).status says why")
+
+        def collect(pod: _stacks.Pod) -> str:
+            return "".join(self._api.exec_pod(pod.name, "node", ["sh", "-c", _stacks.SCRIPT]))
+
+        ranks: list[_stacks.Rank] = []
+        failed: list[str] = []
+        errors: list[MPIJobError] = []
+        with ThreadPoolExecutor(max_workers=min(16, len(pods))) as pool:
+            for pod, fut in [(p, pool.submit(collect, p)) for p in pods]:
+                try:
+                    ranks += _stacks.ranks_of(pod, _stacks.parse(fut.result()))
+                except MPIJobError as e:
+                    errors.append(e)
+                    failed.append(f"{pod.where()} (pod {pod.name}): {e}")
+        if errors and len(errors) == len(pods):
+            if isinstance(errors[0], PermissionDeniedError):
+                raise PermissionDeniedError(f"taking stacks runs a command in the job's pods, which needs the right to "
+                                            f"create pods/exec in namespace {self._api.namespace}: {errors[0]}") from None
+            raise errors[0]
+        ranks.sort(key=lambda r: r.rank)
+        groups = _stacks.group(ranks)
+        return _stacks.Stacks(ranks=ranks, groups=groups, contrast=_stacks.contrast(groups), failed=failed)
 
     def get_artifacts(self, name: str, download_dir: str | None = None, files: Sequence[str] | None = None,
                       overwrite: bool = False) -> list[dict[str, Any]]:

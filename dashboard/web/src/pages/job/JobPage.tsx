@@ -39,6 +39,7 @@ import { DeleteJobModal } from '../../components/DeleteJobModal';
 import { age, runTime, startsIn } from '../../lib/format';
 import { useNow } from '../../lib/useNow';
 import { ArtifactsTab } from './ArtifactsTab';
+import { StacksTab } from './StacksTab';
 import { LogViewer } from './LogViewer';
 import { progressText } from '../../lib/progress';
 import { jobSteps, stepParts } from '../../lib/steps';
@@ -138,6 +139,9 @@ export function JobPage({ namespace, name, tab }: { namespace: string; name: str
               <Suspense fallback={<Spinner aria-label="Loading the charts" />}>
                 <TrainingTab namespace={namespace} name={name} phase={detail.job.phase} status={detail.job.progress} />
               </Suspense>
+            </Tab>
+            <Tab eventKey="stacks" title={<TabTitleText>Stacks</TabTitleText>} data-testid="stacks-tab">
+              <StacksTab namespace={namespace} name={name} phase={detail.job.phase} />
             </Tab>
             <Tab eventKey="artifacts" title={<TabTitleText>Artifacts</TabTitleText>} data-testid="artifacts-tab">
               <ArtifactsTab namespace={namespace} name={name} now={now} />
