@@ -41,6 +41,7 @@ func TestDefaultBuilds(t *testing.T) {
 		"ClusterRole/mpijob-dashboard",
 		"ClusterRole/mpijob-edit",
 		"ClusterRole/mpijob-manager",
+		"ClusterRole/mpijob-manager-stacks",
 		"ClusterRole/mpijob-metrics-reader",
 		"ClusterRole/mpijob-queue-view",
 		"ClusterRole/mpijob-runtime-reader",

@@ -45,6 +45,7 @@ import (
 	progresscontroller "github.com/mpijob/mpijob/pkg/progress/controller"
 	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
+	"github.com/mpijob/mpijob/pkg/stacks"
 )
 
 // options are the manager's command line.
@@ -234,6 +235,10 @@ func wire(ctx context.Context, mgr ctrl.Manager, o options, logs kubernetes.Inte
 		Recorder:   mgr.GetEventRecorder(api.FieldManager), Runtimes: lookup,
 		// The last progress report before the status that ends a watch.
 		BeforeFinished: prog.Finish,
+		// A stuck job's stacks, taken once per finding (pods/exec).
+		Stacks: func(ctx context.Context, ns string, pods []stacks.Pod) (stacks.Result, error) {
+			return stacks.Collect(ctx, mgr.GetConfig(), logs, ns, pods)
+		},
 	}
 	// mgr.GetWebhookServer adds the webhook server to what the manager
 	// starts, and a server started before its certificate is mounted

@@ -375,7 +375,7 @@ func (v *Validator) priorityErrors(ctx context.Context, tj *trainer.TrainJob) (f
 	return nil, nil
 }
 
-var managerAnnotations = []string{api.StatusAnnotation, api.RankFailureAnnotation, api.ResumedAnnotation, api.EndedByAnnotation}
+var managerAnnotations = []string{api.StatusAnnotation, api.RankFailureAnnotation, api.ResumedAnnotation, api.EndedByAnnotation, api.StacksAnnotation}
 
 // jobPolicyErrors checks the policy annotations a job may set for itself
 // (its progress timeout, how long it is left when it can never finish).
@@ -399,6 +399,8 @@ func managerOnly(key string) *field.Error {
 		what = "where a job's program resumed from a checkpoint (read from its Launcher's log)"
 	case api.EndedByAnnotation:
 		what = "why it ended a job that could never finish"
+	case api.StacksAnnotation:
+		what = "where a stuck job's ranks were when the diagnosis looked"
 	}
 	return field.Forbidden(annotationPath(key), "only mpijob-manager writes "+what+": leave this annotation out, or as it is")
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/mpijob/mpijob/pkg/placement"
 	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
+	"github.com/mpijob/mpijob/pkg/stacks"
 )
 
 // Reconciler keeps the mpijob Status of every MPI TrainJob.
@@ -53,6 +54,9 @@ type Reconciler struct {
 	// Observer reads Launchers' logs, shared with the progress controller
 	// (nil: one of its own, over Logs).
 	Observer *Observer
+	// Stacks takes a running job's stacks (stacks.Collect as the manager);
+	// nil: never.
+	Stacks   func(ctx context.Context, namespace string, pods []stacks.Pod) (stacks.Result, error)
 	Recorder events.EventRecorder
 	Runtimes runtimes.RuntimeLookup
 	// Now is the clock (tests set it).
@@ -90,6 +94,8 @@ type memory struct {
 	diagnosed api.Status
 	written   *api.Status // nil: nothing written since the manager started
 	wroteAt   time.Time
+	// stacksTried is when the ranks' stacks were last taken (or tried).
+	stacksTried time.Time
 }
 
 // recall is what the manager remembers of tj, or a fresh memory (ok false).
@@ -231,6 +237,9 @@ func (r *Reconciler) recallJob(ctx context.Context, tj *trainer.TrainJob) (k kno
 func (r *Reconciler) gather(ctx context.Context, tj *trainer.TrainJob, k known, now time.Time) (Input, error) {
 	log := ctrl.LoggerFrom(ctx)
 	in := Input{TrainJob: tj, Now: now}
+	if st, err := api.ReadStackSnapshot(tj.Annotations); err == nil {
+		in.Stacks = st
+	}
 	if shape, err := runtimes.ShapeOf(tj, k.spec); err == nil {
 		for _, c := range shape.WorkerPod.Containers {
 			if c.Name == api.NodeContainer {
@@ -402,6 +411,10 @@ func (r *Reconciler) apply(ctx context.Context, tj *trainer.TrainJob, k known, n
 		s := p.Status
 		mem.written, mem.wroteAt = &s, now
 	}
+	if p.TakeStacks && r.Stacks != nil {
+		mem.stacksTried = now
+		r.takeStacks(ctx, tj, p.Status, now)
+	}
 	if p.Remember {
 		mem.diagnosed = p.Status
 		r.store(tj, mem)
@@ -431,6 +444,47 @@ func (r *Reconciler) apply(ctx context.Context, tj *trainer.TrainJob, k known, n
 	}
 	return ctrl.Result{RequeueAfter: p.Requeue}, nil
 }
+
+// takeStacks takes a stuck job's stacks once and keeps what they say on
+// the job (api.StacksAnnotation), which brings the diagnosis back to add it
+// to the message. A failure is kept too, so it is not tried again for the
+// same finding; it changes nothing else.
+func (r *Reconciler) takeStacks(ctx context.Context, tj *trainer.TrainJob, s api.Status, now time.Time) {
+	log := ctrl.LoggerFrom(ctx)
+	snap := api.StackSnapshot{At: metav1.NewTime(now), Reason: s.Reason}
+	launcher, workers, err := runtimes.JobPods(ctx, r.Reader, tj)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(ctx, stacksTimeout)
+		var res stacks.Result
+		res, err = r.Stacks(ctx, tj.Namespace, stacks.PodsOf(launcher, workers))
+		cancel()
+		snap.Contrast = res.Contrast
+		for i, g := range res.Groups {
+			if i == api.MaxStackGroups {
+				break
+			}
+			snap.Groups = append(snap.Groups, g.Headline)
+		}
+	}
+	if err != nil {
+		snap.Error = err.Error()
+		log.Info("could not take the stacks of a stuck job", "err", snap.Error)
+	}
+	raw, err := snap.Encode()
+	if err != nil {
+		return
+	}
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{api.StacksAnnotation: raw}}})
+	if err != nil {
+		return
+	}
+	if err := r.Client.Patch(ctx, tj, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(api.FieldManager)); err != nil {
+		log.Info("could not keep the stacks of a stuck job", "err", err.Error())
+	}
+}
+
+// stacksTimeout bounds taking a stuck job's stacks.
+const stacksTimeout = 20 * time.Second
 
 // end ends a job that can never finish: it records why on the TrainJob
 // (EndedByAnnotation, which the diagnosis reads from then on), then gives

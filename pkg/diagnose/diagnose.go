@@ -139,6 +139,9 @@ type Input struct {
 	// what (nil: nothing yet, or not read).
 	LastOutput *time.Time
 	LastLine   string
+	// Stacks is where the ranks were when the manager last took their
+	// stacks (api.StacksAnnotation; nil: never).
+	Stacks *api.StackSnapshot
 	// Now is the time of the diagnosis.
 	Now time.Time
 }

@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"fmt"
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -46,6 +47,10 @@ type Plan struct {
 	// end-stuck-after: mpijob-manager records why (EndedByAnnotation) and
 	// ends it (nil: not now).
 	End *api.Ended
+	// TakeStacks: the job's finding is a silent rank or no output, and
+	// its ranks' stacks were not taken since it began: take them once
+	// (api.StacksAnnotation), and the message says where the ranks wait.
+	TakeStacks bool
 	// Requeue is when to look again though nothing changed (0: only when
 	// something the job watches changes).
 	Requeue time.Duration
@@ -156,6 +161,7 @@ func decide(tj *trainer.TrainJob, k known, in Input) Plan {
 		}
 		p.Transition = t
 	}
+	p.TakeStacks = withStacks(&s, in, k.mem)
 	p.Status = s
 	if !hadWritten || changed(written, s) || k.forged() {
 		// A forged status is put back as soon as a phase change would be.
@@ -180,6 +186,52 @@ func decide(tj *trainer.TrainJob, k known, in Input) Plan {
 		}
 	}
 	return p
+}
+
+// stacksFor are the findings whose message says where the ranks wait: a
+// rank silent while the others print, and a job that prints nothing.
+var stacksFor = map[string]bool{ReasonRankSilent: true, ReasonNoProgress: true}
+
+// since is when s's finding began: its transition in s.History.
+func since(s api.Status) time.Time {
+	for i := len(s.History) - 1; i >= 0; i-- {
+		if t := s.History[i]; t.Phase == s.Phase && t.Reason == s.Reason {
+			return t.Time.Time
+		}
+	}
+	return time.Time{}
+}
+
+// withStacks adds to a stuck job's message where its ranks wait, from the
+// stacks taken since its finding began; it reports whether they are still
+// to be taken (once per finding: mem says when they were tried).
+func withStacks(s *api.Status, in Input, mem memory) bool {
+	if s.Phase != api.PhaseRunning || !stacksFor[s.Reason] {
+		return false
+	}
+	// Times on the object are whole seconds.
+	from := since(*s).Truncate(time.Second)
+	if st := in.Stacks; st != nil && st.Reason == s.Reason && !st.At.Time.Before(from) {
+		if st.Error == "" {
+			s.Message += " " + stacksSentence(*st)
+		}
+		return false
+	}
+	return mem.stacksTried.IsZero() || mem.stacksTried.Before(from)
+}
+
+// stacksSentence is a snapshot in the message's words: "Their stacks at
+// 10:42:07 UTC: rank 7 waits in comm.recv while ranks 0-6 wait in
+// comm.Allreduce (kubectl mpijob stacks NAME shows them now)."
+func stacksSentence(st api.StackSnapshot) string {
+	what := st.Contrast
+	if what == "" && len(st.Groups) > 0 {
+		what = st.Groups[0]
+	}
+	if what == "" {
+		return ""
+	}
+	return fmt.Sprintf("Stacks at %s: %s.", st.At.UTC().Format("15:04:05 MST"), what)
 }
 
 // nextLook is when to look at a job again though nothing it watches

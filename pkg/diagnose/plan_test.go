@@ -324,3 +324,43 @@ func TestFailedPodIsTheFindingsSubject(t *testing.T) {
 		t.Errorf("the failed pod with the diagnosis's reason (-want,+got):\n%s\nmessage: %s", diff, s.Message)
 	}
 }
+
+// A silent rank or a job with no output gets its stacks taken once per
+// finding; the message then says where the ranks wait. A snapshot of an
+// earlier finding, or one that failed, adds nothing.
+func TestWithStacks(t *testing.T) {
+	began := t0.Add(-time.Minute + 400*time.Millisecond)
+	silent := api.Status{Phase: api.PhaseRunning, Reason: ReasonRankSilent, Message: "Rank 1 (Worker 1) has printed nothing for 5m.",
+		History: []api.Transition{{Time: metav1.NewTime(t0.Add(-time.Hour)), Phase: api.PhaseRunning}, {Time: metav1.NewTime(began), Phase: api.PhaseRunning, Reason: ReasonRankSilent}}}
+	snap := func(at time.Time, reason, errText string) *api.StackSnapshot {
+		return &api.StackSnapshot{At: metav1.NewTime(at), Reason: reason, Contrast: "rank 1 waits in comm.recv while rank 0 waits in comm.Allreduce", Error: errText}
+	}
+	cases := map[string]struct {
+		status  api.Status
+		snap    *api.StackSnapshot
+		tried   time.Time
+		take    bool
+		message string
+	}{
+		"a silent rank, no stacks yet":   {status: silent, take: true, message: silent.Message},
+		"tried for this finding already": {status: silent, tried: began, message: silent.Message},
+		"taken in the same second":       {status: silent, snap: snap(began.Truncate(time.Second), ReasonRankSilent, ""), message: silent.Message + " Stacks at 03:59:00 UTC: rank 1 waits in comm.recv while rank 0 waits in comm.Allreduce."},
+		"tried for an earlier finding":   {status: silent, tried: began.Add(-time.Second), take: true, message: silent.Message},
+		"taken for this finding": {status: silent, snap: snap(began.Add(1600*time.Millisecond), ReasonRankSilent, ""),
+			message: silent.Message + " Stacks at 03:59:02 UTC: rank 1 waits in comm.recv while rank 0 waits in comm.Allreduce."},
+		"taken for another finding":  {status: silent, snap: snap(began.Add(2*time.Second), ReasonNoProgress, ""), take: true, message: silent.Message},
+		"taken before this finding":  {status: silent, snap: snap(began.Add(-time.Second), ReasonRankSilent, ""), take: true, message: silent.Message},
+		"taking them failed":         {status: silent, snap: snap(began.Add(2*time.Second), ReasonRankSilent, "pods/exec forbidden"), message: silent.Message},
+		"a job that runs well":       {status: api.Status{Phase: api.PhaseRunning, Message: "Running."}, message: "Running."},
+		"a failed job's silent rank": {status: api.Status{Phase: api.PhaseFailed, Reason: ReasonRankSilent, Message: "m"}, message: "m"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := tc.status
+			take := withStacks(&s, Input{Stacks: tc.snap}, memory{stacksTried: tc.tried})
+			if diff := cmp.Diff([]any{tc.take, tc.message}, []any{take, s.Message}); diff != "" {
+				t.Errorf("take, message (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

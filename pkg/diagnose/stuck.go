@@ -251,7 +251,7 @@ func rankSilent(in Input) (message string, next []api.Step, who *api.PodRef, ok 
 	msg := fmt.Sprintf("Rank %s (%s) has printed nothing for %s while the other ranks print on (the runtime's progress check allows %s): it may be stuck in a deadlock, a hung read or a wait for a peer. Its last line: %q.",
 		r, rankWorker(in, r), since, in.ProgressTimeout, trimMessage(f.Error, 200))
 	return msg, ranked(
-		stepf("Read what rank "+r+" printed last (`%s`) and look at the rank's process on its Worker (`kubectl exec` into it; `py-spy dump --pid PID` for Python).", cli("logs", "--rank", r)),
+		stepf("Read what rank "+r+" printed last (`%s`) and see where every rank waits now (kubectl mpijob stacks on the job: each rank's stack, identical ones grouped).", cli("logs", "--rank", r)),
 		stepf("Delete the job (`%s`) or "+suspendAdvice(in)+": it holds its Workers while rank "+r+" is stuck.", cli("delete")),
 		step("If the rank is only quiet (it works without printing), have every rank print its progress, or raise the runtime's policy.mpijob.dev/progress-timeout.")), rankRef(in, r), true
 }

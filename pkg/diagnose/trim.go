@@ -181,7 +181,7 @@ func trimContainerStatuses(cs []corev1.ContainerStatus) {
 // memory limit. A reader of another annotation must add it here.
 var (
 	KeptTrainJobAnnotations = []string{
-		api.StatusAnnotation, api.CreatorAnnotation, api.RankFailureAnnotation, api.ResumedAnnotation,
+		api.StatusAnnotation, api.CreatorAnnotation, api.RankFailureAnnotation, api.ResumedAnnotation, api.StacksAnnotation,
 		api.EndedByAnnotation, api.SuspendedByAnnotation, api.NetworkPolicyAnnotation, api.CopiedFromAnnotation,
 	}
 	KeptTrainJobAnnotationPrefixes = []string{"policy.mpijob.dev/", "trainer.opendatahub.io/"}

@@ -643,7 +643,7 @@ func launcherSilent(in Input, s api.Status) (message string, next []api.Step, ok
 			quiet, in.ProgressTimeout, in.LastOutput.UTC().Format(time.RFC3339), trimMessage(in.LastLine, 200))
 	}
 	return msg, ranked(
-		stepf("Look at every rank's last output (`%s`): ranks that all finished but a Launcher that does not exit is MPI stuck in finalize; ranks that stop mid-way are stuck in a collective or waiting on a peer.", cli("logs", "--all")),
+		stepf("Look at every rank's last output (`%s`): ranks that all finished but a Launcher that does not exit is MPI stuck in finalize; ranks that stop mid-way are stuck in a collective or waiting on a peer (kubectl mpijob stacks on the job shows where each rank waits now).", cli("logs", "--all")),
 		stepf("If it is stuck, delete the job and resubmit (`%s`); it holds its Workers until then.", cli("clone")),
 		step("If the program is only quiet, print progress more often or raise "+`policy.mpijob.dev/progress-timeout`+" on the job.")), true
 }

@@ -146,6 +146,12 @@ func TestSilentRankIsNamed(t *testing.T) {
 	if len(s.NextSteps) != 3 || !strings.Contains(s.NextSteps[0], "kubectl mpijob logs "+name+" --rank 1") {
 		t.Errorf("next steps: %q", s.NextSteps)
 	}
+	// The manager takes the ranks' stacks once (it may exec in team-a's
+	// pods: config/dev/tenants.yaml) and the message says where they wait.
+	s = c.WaitForStatus(t, ns, name, time.Minute, func(s api.Status) bool { return strings.Contains(s.Message, "Stacks at ") })
+	if want := "rank 1 waits in <string>:6 <module> while rank 0 waits in <string>:"; !strings.Contains(s.Message, want) {
+		t.Errorf("message lacks %q: %s", want, s.Message)
+	}
 	// Prometheus alerts on it (config/monitoring/alerts.yaml).
 	a := framework.WaitForFiringAlert(t, "MPIJobStuck", map[string]string{"namespace": ns, "trainjob": name, "reason": diagnose.ReasonRankSilent}, 2*time.Minute)
 	if !strings.Contains(a.Annotations["description"], "kubectl mpijob describe "+name) {

@@ -21,15 +21,17 @@ func TestManagerLeastPrivilege(t *testing.T) {
 		attrs authorizationv1.ResourceAttributes
 		want  bool
 	}{
-		"patch TrainJobs (status annotation)": {authorizationv1.ResourceAttributes{Group: "trainer.kubeflow.org", Resource: "trainjobs", Verb: "patch", Namespace: "team-a"}, true},
-		"read a Launcher's log":               {authorizationv1.ResourceAttributes{Resource: "pods", Subresource: "log", Verb: "get", Namespace: "team-a"}, true},
-		"apply NetworkPolicies":               {authorizationv1.ResourceAttributes{Group: "networking.k8s.io", Resource: "networkpolicies", Verb: "patch", Namespace: "team-a"}, true},
-		"no pods/exec":                        {authorizationv1.ResourceAttributes{Resource: "pods", Subresource: "exec", Verb: "create", Namespace: "team-a"}, false},
-		"no Secrets anywhere":                 {authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "get"}, false},
-		"cannot delete TrainJobs":             {authorizationv1.ResourceAttributes{Group: "trainer.kubeflow.org", Resource: "trainjobs", Verb: "delete", Namespace: "team-a"}, false},
-		"cannot create pods":                  {authorizationv1.ResourceAttributes{Resource: "pods", Verb: "create", Namespace: "team-a"}, false},
-		"cannot change runtimes":              {authorizationv1.ResourceAttributes{Group: "trainer.kubeflow.org", Resource: "clustertrainingruntimes", Verb: "update"}, false},
-		"leases only in its namespace":        {authorizationv1.ResourceAttributes{Group: "coordination.k8s.io", Resource: "leases", Verb: "update", Namespace: "team-a"}, false},
+		"patch TrainJobs (status annotation)":               {authorizationv1.ResourceAttributes{Group: "trainer.kubeflow.org", Resource: "trainjobs", Verb: "patch", Namespace: "team-a"}, true},
+		"read a Launcher's log":                             {authorizationv1.ResourceAttributes{Resource: "pods", Subresource: "log", Verb: "get", Namespace: "team-a"}, true},
+		"apply NetworkPolicies":                             {authorizationv1.ResourceAttributes{Group: "networking.k8s.io", Resource: "networkpolicies", Verb: "patch", Namespace: "team-a"}, true},
+		"pods/exec where a namespace allows it (stacks)":    {authorizationv1.ResourceAttributes{Resource: "pods", Subresource: "exec", Verb: "create", Namespace: "team-a"}, true},
+		"no pods/exec elsewhere":                            {authorizationv1.ResourceAttributes{Resource: "pods", Subresource: "exec", Verb: "create", Namespace: "kube-system"}, false},
+		"no pods/exec in a namespace that did not allow it": {authorizationv1.ResourceAttributes{Resource: "pods", Subresource: "exec", Verb: "create", Namespace: "default"}, false},
+		"no Secrets anywhere":                               {authorizationv1.ResourceAttributes{Resource: "secrets", Verb: "get"}, false},
+		"cannot delete TrainJobs":                           {authorizationv1.ResourceAttributes{Group: "trainer.kubeflow.org", Resource: "trainjobs", Verb: "delete", Namespace: "team-a"}, false},
+		"cannot create pods":                                {authorizationv1.ResourceAttributes{Resource: "pods", Verb: "create", Namespace: "team-a"}, false},
+		"cannot change runtimes":                            {authorizationv1.ResourceAttributes{Group: "trainer.kubeflow.org", Resource: "clustertrainingruntimes", Verb: "update"}, false},
+		"leases only in its namespace":                      {authorizationv1.ResourceAttributes{Group: "coordination.k8s.io", Resource: "leases", Verb: "update", Namespace: "team-a"}, false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
