@@ -1,10 +1,10 @@
 package dashboard
 
 import (
-	"github.com/mpijob/mpijob/pkg/stacks"
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/mpijob/mpijob/pkg/stacks"
 	"io"
 	"net/http"
 	"net/http/httptest"
