@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/mpijob/mpijob/pkg/stacks"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -35,6 +34,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/stacks"
 )
 
 // The handlers' tests run against a fake API server: one object store that
