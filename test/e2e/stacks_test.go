@@ -85,6 +85,9 @@ func TestStacksOfAHungJob(t *testing.T) {
 	// Taking stacks ends nothing: the ranks still run and answer again.
 	expect(t, mpijob(t, "dev-a", "team-a", "get", name), 0, "Running")
 	expect(t, mpijob(t, "dev-a", "team-a", "stacks", name), 0, "ranks 0-2 (3)")
+	// The dashboard's Stacks tab, as dev-a.
+	ts, _ := dashboardServer(t)
+	browserCheck(t, "stacks.mjs", ts.URL, "stacks tab checks", "JOB="+name)
 
 	expect(t, mpijob(t, "dev-b", "team-b", "stacks", name), cli.ExitNotFound)
 	expect(t, mpijob(t, "dev-a", "team-a", "stacks", name+"x"), cli.ExitNotFound, `did you mean "`+name+`"`)
