@@ -21,8 +21,8 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from . import progress as _progress
-from .stacks import Stacks
 from .backends import Backend, KubernetesBackend
+from .stacks import Stacks
 from .types import (
     JobEvent,
     JobSpec,

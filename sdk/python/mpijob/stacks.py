@@ -11,6 +11,7 @@ import posixpath
 import re
 from dataclasses import dataclass, field
 from importlib import resources
+from typing import Any
 
 SCRIPT = resources.files(__package__).joinpath("stacks-collect.sh").read_text(encoding="utf-8")
 """The collector, run with ``sh -c`` in a pod's node container."""
@@ -305,7 +306,7 @@ def contrast(groups: list[Group]) -> str:
     return ", ".join(_ranks_wait(g) for g in groups[1:]) + " while " + _ranks_wait(groups[0])
 
 
-def pods_of(launchers: list, workers: list) -> list[Pod]:
+def pods_of(launchers: list[Any], workers: list[Any]) -> list[Pod]:
     """The running pods of a job's Launcher and Workers (Kubernetes client objects)."""
     out = []
     for p in launchers:

@@ -324,3 +324,55 @@ def test_the_whole_job_at_create_time(kubeconfig_path):
         assert "timeout of 30s" in got.message
     finally:
         client.delete_job(name, wait=False)
+
+
+_HANG = """import numpy as np
+from mpi4py import MPI
+comm = MPI.COMM_WORLD
+rank, size = comm.Get_rank(), comm.Get_size()
+def wait_for_peer():
+    return comm.recv(source=0, tag=99)
+def step():
+    comm.Allreduce(np.ones(4), np.empty(4), op=MPI.SUM)
+print("rank", rank, "starting", flush=True)
+if rank == size - 1:
+    wait_for_peer()
+else:
+    step()
+"""
+
+
+def test_get_stacks_of_a_hung_job(kubeconfig_path):
+    """dev-a takes the stacks of a job whose last rank waits in recv while the others allreduce;
+    dev-b cannot; the job runs on."""
+    import base64
+    import time
+
+    from mpijob import MPIJobError, PermissionDeniedError
+    client = MPIJobClient(namespace="team-a", context="dev-a", config_file=kubeconfig_path)
+    name = unique("sdk-stacks")
+    script = base64.b64encode(_HANG.encode()).decode()
+    client.create_job(name, command=["mpirun", "sh", "-c", f"echo {script} | base64 -d > /tmp/hang.py && exec python3 /tmp/hang.py"],
+                      workers=2, slots_per_worker=2)
+    try:
+        client.wait_for_job(name, phases=("Running",), timeout=180)
+        deadline, s = time.monotonic() + 120, None
+        while time.monotonic() < deadline:
+            try:
+                s = client.get_stacks(name)
+            except MPIJobError:
+                s = None
+            if s and len(s.ranks) == 4 and len(s.groups) == 2:
+                break
+            time.sleep(3)
+        assert s and len(s.groups) == 2, s
+        assert (s.groups[0].rank_text, s.groups[0].callee, s.groups[0].where) == ("0-2", "comm.Allreduce", "hang.py:8 step()"), s.groups[0]
+        assert (s.groups[1].rank_text, s.groups[1].callee, s.groups[1].pods) == ("3", "comm.recv", "Worker 1"), s.groups[1]
+        assert s.contrast == "rank 3 waits in comm.recv while ranks 0-2 wait in comm.Allreduce"
+        assert "comm.Allreduce(np.ones(4), np.empty(4), op=MPI.SUM)" in str(s)
+        assert client.get_job(name).status.phase == "Running"
+        other = MPIJobClient(namespace="team-a", context="dev-b", config_file=kubeconfig_path)
+        with pytest.raises((PermissionDeniedError, JobNotFoundError)):
+            other.get_stacks(name)
+    finally:
+        client.delete_job(name, wait=False)

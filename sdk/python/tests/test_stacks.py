@@ -17,7 +17,7 @@ VECTORS = json.loads((REPO / "pkg/stacks/testdata/vectors.json").read_text())["c
 def test_the_collector_is_gos():
     shipped = (REPO / "sdk/python/mpijob/stacks-collect.sh").read_bytes()
     assert shipped == (REPO / "pkg/stacks/collect.sh").read_bytes(), "copy pkg/stacks/collect.sh to sdk/python/mpijob/stacks-collect.sh"
-    assert st.SCRIPT == shipped.decode()
+    assert shipped.decode() == st.SCRIPT
 
 
 @pytest.mark.parametrize("case", VECTORS, ids=[c["name"] for c in VECTORS])

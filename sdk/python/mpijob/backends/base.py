@@ -12,7 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .. import progress as _progress
-from .. import stacks as _stacks
+from ..stacks import Stacks
 from ..types import (
     JobEvent,
     JobSpec,
@@ -38,7 +38,7 @@ class Backend(abc.ABC):
         ...
 
     @abc.abstractmethod
-    def get_stacks(self, name: str) -> _stacks.Stacks:
+    def get_stacks(self, name: str) -> Stacks:
         ...
 
     @abc.abstractmethod

@@ -374,11 +374,17 @@ class KubernetesAPI:
 
     def exec_pod(self, pod: str, container: str, command: list[str]) -> Iterator[str]:
         """Run ``command`` in the pod, yielding its stdout as it comes; a non-zero exit
-        raises :class:`MPIJobError` with its stderr."""
+        raises :class:`MPIJobError` with its stderr. Safe from several threads at once: the
+        client's ``stream`` swaps its API client's request method while it runs, so each exec
+        gets an API client of its own."""
         from kubernetes.stream import stream
 
+        core = self._core
+        api_client = getattr(core, "api_client", None)
+        if isinstance(api_client, k8s.ApiClient):
+            core = k8s.CoreV1Api(k8s.ApiClient(api_client.configuration))
         try:
-            resp = stream(self._core.connect_get_namespaced_pod_exec, pod, self.namespace, container=container,
+            resp = stream(core.connect_get_namespaced_pod_exec, pod, self.namespace, container=container,
                           command=command, stderr=True, stdin=False, stdout=True, tty=False, _preload_content=False)
         except ApiException as e:
             raise from_api_exception(e, pod) from None
