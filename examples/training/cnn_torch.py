@@ -500,6 +500,7 @@ def accuracy(torch, args, reducer: Reducer, device) -> int:
     start = time.monotonic()
     acc = 0.0
     loss_avg = 0.0
+    times = mpijob_io.StepTimes()
     for epoch in range(done_epochs + 1, args.epochs + 1):
         net.train()
         before_epoch = gen.get_state()
@@ -515,10 +516,12 @@ def accuracy(torch, args, reducer: Reducer, device) -> int:
             batch = order[s * args.global_batch : (s + 1) * args.global_batch]
             mine = batch[rank::size]
             opt.zero_grad(set_to_none=False)
-            if len(mine):
-                loss = loss_fn(net(xtrain[mine]), ytrain[mine])
-                loss.backward()
-                total += loss.detach()
+            with times:  # this rank's own work, not the wait for the others
+                if len(mine):
+                    loss = loss_fn(net(xtrain[mine]), ytrain[mine])
+                    loss.backward()
+                    total += loss.detach()
+                sync(torch, device)
             # Sum over the ranks, divide by the global batch: every rank's loss is a sum.
             if overlap is not None:
                 overlap.wait(1.0 / len(batch))
@@ -535,11 +538,15 @@ def accuracy(torch, args, reducer: Reducer, device) -> int:
         loss_avg = float(counts[1]) / args.samples
         if epoch % args.checkpoint_every == 0 or epoch == args.epochs:
             save(epoch, 0, gen.get_state())
+        # Each rank's step time, to rank 0 (a collective over MPI; none
+        # under torchrun without mpi4py).
+        every = times.gather(reducer.comm) if reducer.comm is not None and size > 1 else None
         if rank == 0:
             elapsed = time.monotonic() - start
             eta = elapsed / (epoch - done_epochs) * (args.epochs - epoch)
             print(f"epoch {epoch}/{args.epochs} loss {loss_avg:.4f} test accuracy {acc:.4f} elapsed {elapsed:.1f}s eta {eta:.1f}s", flush=True)
-            mpijob_io.progress(epoch=epoch, total_epochs=args.epochs, loss=round(loss_avg, 6), accuracy=round(acc, 6), eta_seconds=round(eta, 1))
+            mpijob_io.progress(epoch=epoch, total_epochs=args.epochs, loss=round(loss_avg, 6), accuracy=round(acc, 6), eta_seconds=round(eta, 1),
+                               rank_step_seconds=every)
 
     if rank != 0:
         return 0

@@ -174,6 +174,7 @@ def main(argv: list[str]) -> int:
 
     start = time.monotonic()
     total_loss = 0.0
+    times = mpijob_io.StepTimes()
     for epoch in range(done_epochs + 1, args.epochs + 1):
         if epoch == args.fail_once_at_epoch and resumed is None and rank == min(1, size - 1):
             print(f"rank {rank}: failing at the start of epoch {epoch} as --fail-once-at-epoch asks", file=sys.stderr, flush=True)
@@ -196,9 +197,10 @@ def main(argv: list[str]) -> int:
             mine = batch[rank::size]  # this rank's share of the global batch
             local = np.zeros_like(flat)
             loss = 0.0
-            if len(mine):
-                g, loss = grads(params, x[mine], y[mine])
-                local = np.concatenate([g[k].ravel() for k in names])
+            with times:  # this rank's own work, not the wait in the Allreduce
+                if len(mine):
+                    g, loss = grads(params, x[mine], y[mine])
+                    local = np.concatenate([g[k].ravel() for k in names])
             summed = np.empty_like(local)
             comm.Allreduce(local, summed, op=MPI.SUM)
             total_loss += comm.allreduce(loss, op=MPI.SUM)
@@ -211,6 +213,7 @@ def main(argv: list[str]) -> int:
                 time.sleep(max(0.0, epoch_start + args.epoch_seconds * (s + 1) / steps_per_epoch - time.monotonic()))
         if epoch % args.checkpoint_every == 0 or epoch == args.epochs:
             save(epoch, 0, shuffle.bit_generator.state)
+        every = times.gather(comm)  # each rank's step time, to rank 0 (a collective)
         if rank == 0:
             acc = accuracy(params, x[test], y[test])
             elapsed = time.monotonic() - start
@@ -221,7 +224,8 @@ def main(argv: list[str]) -> int:
                 f"test accuracy {acc:.4f} elapsed {elapsed:.1f}s eta {eta:.1f}s",
                 flush=True,
             )
-            mpijob_io.progress(epoch=epoch, total_epochs=args.epochs, loss=round(loss, 6), accuracy=round(acc, 6), eta_seconds=round(eta, 1))
+            mpijob_io.progress(epoch=epoch, total_epochs=args.epochs, loss=round(loss, 6), accuracy=round(acc, 6), eta_seconds=round(eta, 1),
+                               rank_step_seconds=every)
 
     if rank != 0:
         return 0

@@ -21,11 +21,12 @@ import json
 import math
 import os
 import sys
+import time
 from typing import Any
 from urllib.parse import urlparse
 
 PREFIX = "MPIJOB_PROGRESS "
-FIELDS = ("epoch", "total_epochs", "step", "total_steps", "loss", "accuracy", "eta_seconds")
+FIELDS = ("epoch", "total_epochs", "step", "total_steps", "loss", "accuracy", "eta_seconds", "rank_step_seconds")
 
 
 def progress(out: Any = None, **fields: Any) -> str:
@@ -50,6 +51,29 @@ def progress(out: Any = None, **fields: Any) -> str:
     line = PREFIX + json.dumps(report, separators=(", ", ": "), sort_keys=False)
     print(line, file=out or sys.stdout, flush=True)
     return line
+
+
+class StepTimes:
+    """This rank's time computing its steps, not counting the wait for the other ranks in a
+    collective (the SDK's mpijob.progress.StepTimes): ``with times:`` around each step's own
+    work, then at each report ``every = times.gather(comm)`` on every rank (a collective) and
+    ``progress(..., rank_step_seconds=every)`` on rank 0 (docs/progress.md)."""
+
+    def __init__(self) -> None:
+        self.seconds, self.steps, self._t = 0.0, 0, 0.0
+
+    def __enter__(self) -> StepTimes:
+        self._t = time.monotonic()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds += time.monotonic() - self._t
+        self.steps += 1
+
+    def gather(self, comm: Any) -> Any:
+        mine = round(self.seconds / self.steps, 6) if self.steps else 0.0
+        self.seconds, self.steps = 0.0, 0
+        return comm.gather(mine, root=0)
 
 
 def _s3():

@@ -41,6 +41,11 @@ type Report struct {
 	// Resumed says that the program took up again from a checkpoint
 	// (mpijob.checkpoint's resumed_report), in the report it prints first.
 	Resumed *Resumed `json:"resumed,omitempty"`
+	// RankStepSeconds is each rank's mean time computing one step since
+	// the last report (not the wait for the others in a collective),
+	// indexed by rank: rank 0 gathers them (the examples' StepTimes). The
+	// step times of kubectl mpijob top and the slow-rank warning.
+	RankStepSeconds []float64 `json:"rank_step_seconds,omitempty"`
 }
 
 // Resumed is where a program took up again: after Epoch epochs and Step
@@ -66,6 +71,11 @@ const (
 	MaxMetrics = 32
 	// MaxMetricNameLength is the longest metric name kept.
 	MaxMetricNameLength = 64
+	// MaxRanks is the most ranks a report's rank_step_seconds holds, and
+	// MaxStepSeconds the longest step time in it; a list past either, or
+	// with a value that is not a number in range, is left out whole.
+	MaxRanks       = 65536
+	MaxStepSeconds = 1e6
 )
 
 // MetricName reports whether name may be a metric's name: letters,
@@ -146,10 +156,30 @@ func Parse(line string) (Report, bool) {
 	if m, ok := raw["resumed"].(map[string]any); ok {
 		r.Resumed = resumedOf(m)
 	}
+	r.RankStepSeconds = stepSeconds(raw["rank_step_seconds"])
 	if r.Epoch == nil && r.Step == nil {
 		return Report{}, false
 	}
 	return r, true
+}
+
+// stepSeconds reads rank_step_seconds: a list of at most MaxRanks
+// numbers in [0, MaxStepSeconds]; anything else leaves it out whole (a
+// rank's place in the list is its number).
+func stepSeconds(v any) []float64 {
+	l, ok := v.([]any)
+	if !ok || len(l) == 0 || len(l) > MaxRanks {
+		return nil
+	}
+	out := make([]float64, len(l))
+	for i, x := range l {
+		f, ok := x.(float64)
+		if !ok || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 || f > MaxStepSeconds {
+			return nil
+		}
+		out[i] = f
+	}
+	return out
 }
 
 // resumedOf reads a report's resumed part: an epoch is needed, numbers out

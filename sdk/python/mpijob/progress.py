@@ -25,13 +25,14 @@ import json
 import math
 import re
 import sys
+import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import IO, Any
 
 PREFIX = "MPIJOB_PROGRESS "
 ANNOTATION = "trainer.opendatahub.io/trainerStatus"
-FIELDS = ("epoch", "total_epochs", "step", "total_steps", "loss", "accuracy", "eta_seconds")
+FIELDS = ("epoch", "total_epochs", "step", "total_steps", "loss", "accuracy", "eta_seconds", "rank_step_seconds")
 
 
 def format_report(**fields: Any) -> str:
@@ -77,6 +78,9 @@ class Report:
     #: Where the program took up again from a checkpoint (Go's ``progress.Resumed``): ``epoch``,
     #: ``step``, ``age_seconds`` and ``from`` (another job's checkpoint), or None.
     resumed: dict[str, Any] | None = None
+    #: Each rank's mean seconds computing one step since the last report (not the wait for the
+    #: others), indexed by rank: rank 0 gathers them (:class:`StepTimes`); None when not reported.
+    rank_step_seconds: list[float] | None = None
 
     @property
     def percent(self) -> int | None:
@@ -142,12 +146,63 @@ def parse(line: str) -> Report | None:
         r.metrics = _metrics(raw.get("metrics"))
     if isinstance(raw.get("resumed"), dict):
         r.resumed = _resumed(raw["resumed"])
+    r.rank_step_seconds = _step_seconds(raw.get("rank_step_seconds"))
     if r.epoch is None and r.step is None:
         return None
     return r
 
 
 MAX_FROM_LENGTH = 512
+# Go: progress.MaxRanks, MaxStepSeconds.
+MAX_RANKS = 65536
+MAX_STEP_SECONDS = 1e6
+
+
+def _step_seconds(v: Any) -> list[float] | None:
+    """Mirror of Go's ``stepSeconds``: at most MAX_RANKS numbers in [0, MAX_STEP_SECONDS], else none."""
+    if not isinstance(v, list) or not v or len(v) > MAX_RANKS:
+        return None
+    out = [_num(x, 0, MAX_STEP_SECONDS) for x in v]
+    return None if any(x is None for x in out) else [float(x) for x in out if x is not None]
+
+
+class StepTimes:
+    """This rank's time computing its steps, not counting the wait for the other ranks in a
+    collective; at each report, every rank's mean to rank 0 for ``rank_step_seconds``::
+
+        times = StepTimes()
+        for batch in batches:
+            with times:
+                loss = forward_backward(batch)   # this rank's own work
+            allreduce_gradients()                # waiting for the others: not counted
+        every = times.gather(comm)               # a collective: every rank calls it
+        if rank == 0:
+            report(epoch=epoch, rank_step_seconds=every)
+
+    ``kubectl mpijob top`` shows the median and the slowest, and mpijob-manager names a rank
+    that stays slower than the others (``SlowRank``)."""
+
+    def __init__(self) -> None:
+        self.seconds, self.steps, self._t = 0.0, 0, 0.0
+
+    def __enter__(self) -> StepTimes:
+        self._t = time.monotonic()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.seconds += time.monotonic() - self._t
+        self.steps += 1
+
+    def mean(self) -> float:
+        """This rank's mean seconds per step since the last gather (0 without a step)."""
+        return round(self.seconds / self.steps, 6) if self.steps else 0.0
+
+    def gather(self, comm: Any) -> list[float] | None:
+        """Every rank's mean to rank 0 (mpi4py's ``comm.gather``; a list there, None elsewhere),
+        and a fresh start for the next report."""
+        mine = self.mean()
+        self.seconds, self.steps = 0.0, 0
+        return comm.gather(mine, root=0)  # type: ignore[no-any-return]
 
 
 def _resumed(m: dict[str, Any]) -> dict[str, Any] | None:
