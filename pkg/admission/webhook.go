@@ -387,6 +387,9 @@ func jobPolicyErrors(annotations map[string]string) field.ErrorList {
 	if _, ferr := runtimes.ParseEndStuckAfter(annotations); ferr != nil {
 		errs = append(errs, ferr)
 	}
+	if _, _, ferr := runtimes.ParseSlowRankAfter(annotations); ferr != nil {
+		errs = append(errs, ferr)
+	}
 	return errs
 }
 

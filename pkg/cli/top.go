@@ -7,10 +7,15 @@ import (
 	"text/tabwriter"
 	"time"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
+	"k8s.io/utils/ptr"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/diagnose"
+	"github.com/mpijob/mpijob/pkg/progress"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 	"github.com/mpijob/mpijob/pkg/usage"
 )
@@ -109,7 +114,51 @@ func (t *topOptions) Run(ctx context.Context) error {
 	if missing > 0 {
 		fmt.Fprintf(t.ErrOut, "%s no sample in Prometheus yet (a pod that just started, or one on a node whose kubelet it does not scrape).\n", api.Count(missing, "pod has", "pods have"))
 	}
+	if len(launcher) > 0 {
+		t.printSteps(ctx, cl, tj, &launcher[0])
+	}
 	return nil
+}
+
+// printSteps prints the ranks' own step times from the last progress
+// report that has them (rank_step_seconds, read from the Launcher's log as
+// the user): the median rank's and the slowest rank's, with its Worker.
+func (t *topOptions) printSteps(ctx context.Context, cl *clients, tj *trainer.TrainJob, launcher *corev1.Pod) {
+	tail := int64(diagnose.LogTailLines)
+	b, err := cl.cs.CoreV1().Pods(launcher.Namespace).GetLogs(launcher.Name, &corev1.PodLogOptions{Container: api.NodeContainer, TailLines: &tail, Timestamps: true}).DoRaw(ctx)
+	if err != nil {
+		return
+	}
+	p, steps, ok := progress.LastSteps(progress.All(string(b)))
+	if !ok {
+		fmt.Fprintln(t.Out, "\nStep times: none reported (a program reports each rank's with rank_step_seconds in its progress lines: docs/training.md#progress).")
+		return
+	}
+	st, _ := statusOf(tj)
+	slots := st.SlotsPerWorker
+	if slots == 0 && tj.Spec.Trainer != nil {
+		slots = ptr.Deref(tj.Spec.Trainer.NumProcPerNode, 1)
+	}
+	when := ""
+	if !p.Time.IsZero() {
+		when = fmt.Sprintf(", reported %s ago", duration.HumanDuration(t.now().Sub(p.Time)))
+	}
+	fmt.Fprintf(t.Out, "\nStep times (each rank's own work per step, %d ranks%s): median %s; slowest rank %d (Worker %d) %s, %.1f× the median\n",
+		steps.Ranks, when, stepSeconds(steps.Median), steps.Slowest, steps.Slowest/int(max(slots, 1)), stepSeconds(steps.SlowestSeconds), ratio(steps.SlowestSeconds, steps.Median))
+}
+
+func stepSeconds(s float64) string {
+	if s < 0.1 {
+		return fmt.Sprintf("%.0f ms", s*1000)
+	}
+	return fmt.Sprintf("%.2f s", s)
+}
+
+func ratio(a, b float64) float64 {
+	if b <= 0 {
+		return 1
+	}
+	return a / b
 }
 
 func qty(l corev1.ResourceList, name corev1.ResourceName) string {

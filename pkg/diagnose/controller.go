@@ -336,8 +336,13 @@ func (r *Reconciler) gather(ctx context.Context, tj *trainer.TrainJob, k known, 
 			}
 			if watch {
 				in.LastOutput, in.LastLine = o.LastAt, o.LastLine
+				in.SlowRank = FindSlowRank(o.Steps, runtimes.SlowRankAfterOf(k.runtimeAnnotations, tj.Annotations), now)
 			}
 		}
+	}
+	if in.SlowRank != nil && in.Nodes == nil {
+		// What differs on the slow rank's node.
+		in.Nodes, in.AllNodes = r.freeCapacity(ctx)
 	}
 	if failed {
 		// A Launcher killed with SIGKILL that no container limit explains:

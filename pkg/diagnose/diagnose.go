@@ -139,6 +139,9 @@ type Input struct {
 	// what (nil: nothing yet, or not read).
 	LastOutput *time.Time
 	LastLine   string
+	// SlowRank is a rank whose steps stayed slower than the others' (the
+	// ranks' step times in the Launcher's log; nil: none, or not read).
+	SlowRank *SlowRank
 	// Stacks is where the ranks were when the manager last took their
 	// stacks (api.StacksAnnotation; nil: never).
 	Stacks *api.StackSnapshot

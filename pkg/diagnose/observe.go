@@ -49,6 +49,9 @@ type Observation struct {
 	// readable time).
 	LastLine string
 	LastAt   *time.Time
+	// Steps are the progress reports with the ranks' step times, oldest
+	// first (FindSlowRank reads them).
+	Steps []StepReport
 	// Tail is the lines read without their timestamps: what the
 	// diagnosis's rules read a failed job's MPI errors from. An
 	// Observer keeps it only for a reader that asks for it.
@@ -76,6 +79,17 @@ func Observe(log string, now time.Time, progressTimeout time.Duration) Observati
 		}
 		o.Tail = strings.Join(texts, "\n") + "\n"
 	}
+	// Every report with the ranks' step times.
+	var points []progress.Point
+	for _, l := range lines {
+		if !strings.Contains(l.Text, progress.Prefix) {
+			continue
+		}
+		if r, ok := progress.Parse(l.Text); ok && len(r.RankStepSeconds) > 1 && l.Stamp != "" {
+			points = append(points, progress.Point{Time: l.Time, Report: r})
+		}
+	}
+	o.Steps = stepReports(points)
 	// The last progress report, with its line's time (progress.Last's, read
 	// from the same lines).
 	for i := len(lines) - 1; i >= 0 && log != ""; i-- {

@@ -335,7 +335,7 @@ func changed(a, b api.Status) bool {
 func warning(s api.Status) bool {
 	return s.Phase == api.PhaseFailed || s.Reason == ReasonImagePullFailed || s.Reason == ReasonQuotaExceeded || s.Reason == ReasonGangSchedulingTimeout ||
 		s.Reason == ReasonPodsRefused || s.Reason == ReasonCannotStart || s.Reason == ReasonNoProgress || s.Reason == ReasonRankFailedOthersWaiting ||
-		s.Reason == ReasonRankSilent
+		s.Reason == ReasonRankSilent || s.Reason == ReasonSlowRank
 }
 
 // eventOf is the Event a status change gets: its type, reason and text.

@@ -152,6 +152,9 @@ func explainUnfinished(in Input, s api.Status) (api.Phase, finding) {
 			// The Launcher's output is what stopped.
 			return api.PhaseRunning, finding{reason: ReasonNoProgress, message: m, next: n, subject: api.LauncherRef()}
 		}
+		if m, n, who, ok := slowRank(in); ok && s.Launcher == api.LauncherRunning {
+			return api.PhaseRunning, finding{reason: ReasonSlowRank, message: m, next: n, subject: who}
+		}
 		return api.PhaseRunning, finding{reason: "", message: fmt.Sprintf("Running on %d Workers.", s.WorkersTotal)}
 	case api.LauncherFailed:
 		return api.PhaseRunning, finding{reason: ReasonLauncherFailed, message: launcherFailed(in), subject: api.LauncherRef()}

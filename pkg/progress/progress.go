@@ -413,3 +413,44 @@ func trim(f float64) string {
 	}
 	return fmt.Sprintf("%.2f", f)
 }
+
+// Steps is a report's step times in brief: how many ranks reported, the
+// median rank's seconds, and the slowest rank with its seconds.
+type Steps struct {
+	Ranks          int     `json:"ranks"`
+	Median         float64 `json:"median"`
+	Slowest        int     `json:"slowest"`
+	SlowestSeconds float64 `json:"slowestSeconds"`
+}
+
+// StepsOf summarizes r's rank_step_seconds (ok false when it has none).
+func StepsOf(r Report) (Steps, bool) {
+	v := r.RankStepSeconds
+	if len(v) == 0 {
+		return Steps{}, false
+	}
+	s := Steps{Ranks: len(v)}
+	sorted := append([]float64(nil), v...)
+	sort.Float64s(sorted)
+	if n := len(sorted); n%2 == 1 {
+		s.Median = sorted[n/2]
+	} else {
+		s.Median = (sorted[n/2-1] + sorted[n/2]) / 2
+	}
+	for i, x := range v {
+		if x > s.SlowestSeconds {
+			s.Slowest, s.SlowestSeconds = i, x
+		}
+	}
+	return s, true
+}
+
+// LastSteps is the last report of points that has step times.
+func LastSteps(points []Point) (Point, Steps, bool) {
+	for i := len(points) - 1; i >= 0; i-- {
+		if s, ok := StepsOf(points[i].Report); ok {
+			return points[i], s, true
+		}
+	}
+	return Point{}, Steps{}, false
+}

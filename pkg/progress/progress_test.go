@@ -141,3 +141,24 @@ func TestReadRefusesGarbage(t *testing.T) {
 		t.Errorf("Read = %+v, %v", s, ok)
 	}
 }
+
+func TestStepsOf(t *testing.T) {
+	cases := map[string]struct {
+		seconds []float64
+		want    Steps
+		ok      bool
+	}{
+		"none":       {},
+		"odd ranks":  {seconds: []float64{0.2, 0.62, 0.21}, want: Steps{Ranks: 3, Median: 0.21, Slowest: 1, SlowestSeconds: 0.62}, ok: true},
+		"even ranks": {seconds: []float64{0.2, 0.2, 0.3, 0.6}, want: Steps{Ranks: 4, Median: 0.25, Slowest: 3, SlowestSeconds: 0.6}, ok: true},
+		"one rank":   {seconds: []float64{0.4}, want: Steps{Ranks: 1, Median: 0.4, Slowest: 0, SlowestSeconds: 0.4}, ok: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, ok := StepsOf(Report{RankStepSeconds: tc.seconds})
+			if ok != tc.ok || got != tc.want {
+				t.Errorf("StepsOf = %+v %v, want %+v %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}

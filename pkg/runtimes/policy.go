@@ -34,6 +34,11 @@ const (
 	// wait, an image that cannot be pulled, Workers no node can ever take)
 	// is left before mpijob-manager ends it. Off when absent.
 	EndStuckAfterAnnotation = PolicyPrefix + "end-stuck-after"
+	// SlowRankAfterAnnotation, on a runtime or on a job (the job's wins):
+	// how long a rank must stay slower than the others (the ranks' step
+	// times in their progress reports) before a SlowRank Warning names it.
+	// DefaultSlowRankAfter when absent; "off" turns it off.
+	SlowRankAfterAnnotation = PolicyPrefix + "slow-rank-after"
 	// MinAvailableAnnotation is refused: see ParsePolicy.
 	MinAvailableAnnotation = PolicyPrefix + "min-available"
 	// PriorityClassAnnotation is refused: see ParsePolicy.
@@ -45,7 +50,32 @@ const (
 // silently off.
 var PolicyKeys = []string{
 	MaxWorkersAnnotation, MaxGPUsPerWorkerAnnotation, RequiredNodeSelectorAnnotation, RequiredTolerationsAnnotation,
-	GangTimeoutAnnotation, ProgressTimeoutAnnotation, EndStuckAfterAnnotation,
+	GangTimeoutAnnotation, ProgressTimeoutAnnotation, EndStuckAfterAnnotation, SlowRankAfterAnnotation,
+}
+
+// DefaultSlowRankAfter is how long a rank stays slower than the others
+// before it is named, when neither the runtime nor the job says.
+const DefaultSlowRankAfter = 5 * time.Minute
+
+// ParseSlowRankAfter reads policy.mpijob.dev/slow-rank-after (present is
+// false when absent; 0 for "off").
+func ParseSlowRankAfter(annotations map[string]string) (d time.Duration, present bool, ferr *field.Error) {
+	if _, ok := annotations[SlowRankAfterAnnotation]; !ok {
+		return 0, false, nil
+	}
+	d, ferr = parseOffDuration(annotations, SlowRankAfterAnnotation, "5m")
+	return d, true, ferr
+}
+
+// SlowRankAfterOf is a job's slow-rank window: the job's annotation, else
+// its runtime's, else DefaultSlowRankAfter (0: off).
+func SlowRankAfterOf(runtimeAnnotations, jobAnnotations map[string]string) time.Duration {
+	for _, a := range []map[string]string{jobAnnotations, runtimeAnnotations} {
+		if d, ok, err := ParseSlowRankAfter(a); ok && err == nil {
+			return d
+		}
+	}
+	return DefaultSlowRankAfter
 }
 
 // Policy is what an administrator allows jobs of one runtime.
@@ -175,6 +205,9 @@ func ParsePolicy(annotations map[string]string) (Policy, field.ErrorList) {
 		errs = append(errs, err)
 	} else {
 		p.ProgressTimeout = d
+	}
+	if _, _, err := ParseSlowRankAfter(annotations); err != nil {
+		errs = append(errs, err)
 	}
 	if d, err := ParseEndStuckAfter(annotations); err != nil {
 		errs = append(errs, err)

@@ -53,7 +53,7 @@ func TestParsePolicy(t *testing.T) {
 			annotations: map[string]string{PolicyPrefix + "max-worker": "4", PolicyPrefix + "zzz": "1", "other.example.com/max-worker": "4"},
 			wantErrs: []string{
 				`metadata.annotations[policy.mpijob.dev/max-worker]: Unsupported value: "policy.mpijob.dev/max-worker": is not a policy of mpijob, so it would limit nothing: did you mean policy.mpijob.dev/max-workers?`,
-				`metadata.annotations[policy.mpijob.dev/zzz]: Unsupported value: "policy.mpijob.dev/zzz": is not a policy of mpijob, so it would limit nothing: the policies are policy.mpijob.dev/max-workers, policy.mpijob.dev/max-gpus-per-worker, policy.mpijob.dev/required-node-selector, policy.mpijob.dev/required-tolerations, policy.mpijob.dev/gang-scheduling-timeout, policy.mpijob.dev/progress-timeout, policy.mpijob.dev/end-stuck-after`,
+				`metadata.annotations[policy.mpijob.dev/zzz]: Unsupported value: "policy.mpijob.dev/zzz": is not a policy of mpijob, so it would limit nothing: the policies are policy.mpijob.dev/max-workers, policy.mpijob.dev/max-gpus-per-worker, policy.mpijob.dev/required-node-selector, policy.mpijob.dev/required-tolerations, policy.mpijob.dev/gang-scheduling-timeout, policy.mpijob.dev/progress-timeout, policy.mpijob.dev/end-stuck-after, policy.mpijob.dev/slow-rank-after`,
 			},
 		},
 		"priority-class, which no job could satisfy, is refused with the way out": {
@@ -157,5 +157,32 @@ func TestPodDemand(t *testing.T) {
 	}
 	if diff := cmp.Diff(rl("nvidia.com/gpu", "2", "memory", "4Gi"), lim, cmpQuantity); diff != "" {
 		t.Errorf("limits (-want,+got):\n%s", diff)
+	}
+}
+
+// A job's slow-rank-after wins over its runtime's; "off" turns it off; a
+// bad value is refused naming the annotation and the form.
+func TestSlowRankAfter(t *testing.T) {
+	rt := map[string]string{SlowRankAfterAnnotation: "10m"}
+	cases := map[string]struct {
+		runtime, job map[string]string
+		want         time.Duration
+	}{
+		"neither says: the default":      {want: DefaultSlowRankAfter},
+		"the runtime's":                  {runtime: rt, want: 10 * time.Minute},
+		"the job's wins":                 {runtime: rt, job: map[string]string{SlowRankAfterAnnotation: "30s"}, want: 30 * time.Second},
+		"off on the job":                 {runtime: rt, job: map[string]string{SlowRankAfterAnnotation: "off"}, want: 0},
+		"a bad job value: the runtime's": {runtime: rt, job: map[string]string{SlowRankAfterAnnotation: "soon"}, want: 10 * time.Minute},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := SlowRankAfterOf(tc.runtime, tc.job); got != tc.want {
+				t.Errorf("SlowRankAfterOf = %s, want %s", got, tc.want)
+			}
+		})
+	}
+	_, _, err := ParseSlowRankAfter(map[string]string{SlowRankAfterAnnotation: "soon"})
+	if err == nil || err.Error() != `metadata.annotations[policy.mpijob.dev/slow-rank-after]: Invalid value: "soon": must be a positive duration such as 5m, or "off"` {
+		t.Errorf("slow-rank-after \"soon\": %v", err)
 	}
 }
