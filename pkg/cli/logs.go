@@ -212,7 +212,8 @@ func (l *logsOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	opts := &corev1.PodLogOptions{Timestamps: true, Follow: l.follow}
+	// The node container by name: a pod with a sidecar has more than one.
+	opts := &corev1.PodLogOptions{Container: api.NodeContainer, Timestamps: true, Follow: l.follow}
 	if l.since > 0 {
 		opts.SinceSeconds = ptr.To(int64(l.since.Seconds()))
 	}

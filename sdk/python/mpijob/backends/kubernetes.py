@@ -517,7 +517,8 @@ class KubernetesBackend(Backend):
                 return None
             return (f"[{label}] " if prefix else "") + text
 
-        kwargs: dict[str, Any] = {"timestamps": True}
+        # The node container by name (api.NodeContainer): a pod with a sidecar has more than one.
+        kwargs: dict[str, Any] = {"timestamps": True, "container": "node"}
         if since_s:
             kwargs["since_seconds"] = since_s
         if tail is not None:
