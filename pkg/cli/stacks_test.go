@@ -3,7 +3,6 @@ package cli
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -19,8 +18,11 @@ import (
 // reason and what to run instead; nothing reaches a pod.
 func TestStacksRefuses(t *testing.T) {
 	done := fakeJob("trained")
-	b, _ := json.Marshal(api.Status{Phase: api.PhaseSucceeded})
-	done.Annotations = map[string]string{api.StatusAnnotation: string(b)}
+	enc, err := api.Status{Phase: api.PhaseSucceeded}.Encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	done.Annotations = map[string]string{api.StatusAnnotation: enc}
 	cases := map[string]struct {
 		name, output string
 		code         int

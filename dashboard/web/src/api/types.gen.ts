@@ -266,6 +266,7 @@ export interface ProgressPoint {
   eta_seconds?: number;
   metrics?: Record<string, number>;
   resumed?: Resumed;
+  rank_step_seconds?: number[];
 }
 
 export interface QuotaCheck {
