@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { bytes, metricsOf, progressText, seriesOf } from './progress';
+import { bytes, lastStepTimes, metricsOf, progressText, seriesOf, stepSeconds } from './progress';
+import type { ProgressPoint } from '../api/types';
 
 describe('progressText', () => {
   it('says nothing for a job that reports no progress', () => {
@@ -50,5 +51,22 @@ describe('bytes', () => {
     expect(bytes(512)).toBe('512 B');
     expect(bytes(12600)).toBe('12.3 KiB');
     expect(bytes(4 << 20)).toBe('4.0 MiB');
+  });
+});
+
+describe('lastStepTimes', () => {
+  it('takes the last report with step times: the median and the slowest rank', () => {
+    const got = lastStepTimes([
+      { epoch: 1, rank_step_seconds: [0.2, 0.9] },
+      { epoch: 2, rank_step_seconds: [0.2, 0.2, 0.62, 0.21] },
+      { epoch: 3 },
+    ] as ProgressPoint[]);
+    expect(got).toMatchObject({ ranks: 4, slowest: 2, slowestSeconds: 0.62 });
+    expect(got!.median).toBeCloseTo(0.205, 9);
+    expect(stepSeconds(got!.slowestSeconds)).toBe('0.62 s');
+    expect(stepSeconds(0.012)).toBe('12 ms');
+  });
+  it('is null without step times', () => {
+    expect(lastStepTimes([{ epoch: 1 } as ProgressPoint])).toBeNull();
   });
 });

@@ -64,3 +64,31 @@ export function bytes(n: number): string {
   if (n >= 1 << 10) return `${(n / (1 << 10)).toFixed(1)} KiB`;
   return `${n} B`;
 }
+
+/** The ranks' own step times of the last report that has them (Go: progress.LastSteps). */
+export interface StepTimes {
+  ranks: number;
+  median: number;
+  slowest: number;
+  slowestSeconds: number;
+  time?: string;
+}
+
+export function lastStepTimes(points: ProgressPoint[]): StepTimes | null {
+  for (let i = points.length - 1; i >= 0; i--) {
+    const v = points[i].rank_step_seconds;
+    if (!v || v.length === 0) continue;
+    const sorted = [...v].sort((a, b) => a - b);
+    const n = sorted.length;
+    const median = n % 2 === 1 ? sorted[(n - 1) / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
+    let slowest = 0;
+    v.forEach((x, r) => { if (x > v[slowest]) slowest = r; });
+    return { ranks: n, median, slowest, slowestSeconds: v[slowest], time: points[i].time };
+  }
+  return null;
+}
+
+/** A step time in words: "0.62 s", "12 ms" (Go: cli stepSeconds). */
+export function stepSeconds(s: number): string {
+  return s < 0.1 ? `${Math.round(s * 1000)} ms` : `${s.toFixed(2)} s`;
+}

@@ -3,7 +3,7 @@ import { Alert, Card, CardBody, CardTitle, Content, DescriptionList, Description
 import { Chart, ChartAxis, ChartGroup, ChartLine, ChartThemeColor, ChartVoronoiContainer } from '@patternfly/react-charts/victory';
 import { jobProgress } from '../../api/jobs';
 import { live } from '../../lib/metrics';
-import { metricsOf, progressText, seriesOf, type Series } from '../../lib/progress';
+import { lastStepTimes, metricsOf, progressText, seriesOf, stepSeconds, type Series } from '../../lib/progress';
 import type { Phase, ProgressPoint, TrainerStatus } from '../../api/types';
 
 // The Training tab: the progress the ranks report (docs/progress.md), and
@@ -27,6 +27,7 @@ export function TrainingTab({ namespace, name, phase, status }: { namespace: str
   if (error) return <Alert variant="warning" isInline title="No progress" data-testid="progress-error">{error}</Alert>;
   if (!points) return <Spinner aria-label="Loading the progress" />;
   const series = seriesOf(points);
+  const steps = lastStepTimes(points);
   return (
     <Flex direction={{ default: 'column' }} gap={{ default: 'gapMd' }} style={{ marginTop: 16 }} data-testid="training">
       {status ? (
@@ -61,6 +62,19 @@ export function TrainingTab({ namespace, name, phase, status }: { namespace: str
           <code>MPIJOB_PROGRESS {'{"epoch": 3, "total_epochs": 20, "loss": 0.31, "accuracy": 0.9}'}</code> (Python:{' '}
           <code>mpijob.progress.report(...)</code>; see docs/progress.md).
         </Content>
+      )}
+      {steps && (
+        <Card isCompact data-testid="step-times">
+          <CardTitle>Step times</CardTitle>
+          <CardBody>
+            <Content component="p">
+              Each rank's own work per step in the last report ({steps.ranks} ranks): median {stepSeconds(steps.median)}; slowest rank{' '}
+              {steps.slowest}, {stepSeconds(steps.slowestSeconds)}
+              {steps.median > 0 && ` (${(steps.slowestSeconds / steps.median).toFixed(1)}× the median)`}. In synchronous training every rank
+              waits for the slowest at each step.
+            </Content>
+          </CardBody>
+        </Card>
       )}
       {series.map((s) => <SeriesChart key={s.name} s={s} />)}
     </Flex>
