@@ -52,7 +52,7 @@ func TestSlowRankIsNamed(t *testing.T) {
 	name := framework.UniqueName("slow")
 	b64 := base64.StdEncoding.EncodeToString([]byte(stepsProgram))
 	rankCmd := fmt.Sprintf(`echo %s | base64 -d > /tmp/steps.py && exec python3 /tmp/steps.py`, b64)
-	expect(t, mpijob(t, "dev-a", ns, "create", name, "--workers", "3", "--slots-per-worker", "1", "--cpu", "500m",
+	expect(t, mpijob(t, "dev-a", ns, "create", name, "--workers", "3", "--slots-per-worker", "1", "--cpu", "300m",
 		"--env", "OPENBLAS_NUM_THREADS=1", "--env", "OMP_NUM_THREADS=1", "--", "mpirun", "sh", "-c", rankCmd), 0, "created")
 	t.Cleanup(func() { mpijob(t, "dev-a", ns, "delete", name, "--wait=false") })
 	if out, err := c.Kubectl(t, "dev-a", ns, "", "annotate", "trainjob", name, runtimes.SlowRankAfterAnnotation+"=40s"); err != nil {
@@ -64,9 +64,9 @@ func TestSlowRankIsNamed(t *testing.T) {
 		t.Fatalf("Worker 2's pod: %v %q", err, pod)
 	}
 	out, err := c.Kubectl(t, "admin", ns, "", "patch", "pod", pod, "--subresource", "resize", "-p",
-		`{"spec":{"containers":[{"name":"node","resources":{"requests":{"cpu":"100m"},"limits":{"cpu":"100m"}}}]}}`)
+		`{"spec":{"containers":[{"name":"node","resources":{"requests":{"cpu":"60m"},"limits":{"cpu":"60m"}}}]}}`)
 	if err != nil {
-		t.Fatalf("resize Worker 2 to 100m: %v: %s", err, out)
+		t.Fatalf("resize Worker 2 to 60m: %v: %s", err, out)
 	}
 	s := c.WaitForStatus(t, ns, name, 4*time.Minute, func(s api.Status) bool {
 		if s.Phase.Finished() {
@@ -75,7 +75,7 @@ func TestSlowRankIsNamed(t *testing.T) {
 		return s.Reason == diagnose.ReasonSlowRank
 	})
 	t.Logf("SlowRank: %s", s.Message)
-	for _, want := range []string{"Rank 2 (Worker 2 on node ", "per step", "× the median rank's", "its Worker may use 100m CPU, the others 500m"} {
+	for _, want := range []string{"Rank 2 (Worker 2 on node ", "per step", "× the median rank's", "its Worker may use 60m CPU, the others 300m"} {
 		if !strings.Contains(s.Message, want) {
 			t.Errorf("message lacks %q: %s", want, s.Message)
 		}
