@@ -21,8 +21,8 @@ import (
 // waits for it at each step.
 const ReasonSlowRank = "SlowRank"
 
-// SlowFactor is how much slower than the median rank a rank must be, in
-// every report of the window, to be named.
+// SlowFactor is how much slower than the other ranks' median a rank must
+// be, in every report of the window, to be named.
 const SlowFactor = 1.5
 
 // slowMinReports is how many reports the window needs.
@@ -37,8 +37,8 @@ type StepReport struct {
 // SlowRank is a rank that stayed slower than the others.
 type SlowRank struct {
 	Rank int
-	// Seconds is its median step time over the window; Median the median
-	// rank's; Ratio the first over the second.
+	// Seconds is its median step time over the window; Median the other
+	// ranks' median; Ratio the first over the second.
 	Seconds, Median, Ratio float64
 	// Since is the first report of the window, Reports how many it has.
 	Since   time.Time
@@ -58,7 +58,7 @@ func stepReports(points []progress.Point) []StepReport {
 }
 
 // FindSlowRank names the rank that was at least SlowFactor slower than
-// the median rank in every report of the last window (at least
+// the median of the other ranks in every report of the last window (at least
 // slowMinReports of them, the first at least two thirds of window old, all
 // with the same ranks); the slowest such rank, nil when none or window is
 // 0.
@@ -76,23 +76,23 @@ func FindSlowRank(reports []StepReport, window time.Duration, now time.Time) *Sl
 		return nil
 	}
 	n := len(in[0].Seconds)
-	medians := make([]float64, len(in))
-	for i, r := range in {
+	if n < 2 {
+		return nil
+	}
+	for _, r := range in {
 		if len(r.Seconds) != n {
-			return nil
-		}
-		medians[i] = median(r.Seconds)
-		if medians[i] <= 0 {
 			return nil
 		}
 	}
 	var best *SlowRank
 	for rank := 0; rank < n; rank++ {
 		mine := make([]float64, len(in))
+		others := make([]float64, len(in))
 		slow := true
 		for i, r := range in {
-			mine[i] = r.Seconds[rank]
-			if r.Seconds[rank] < SlowFactor*medians[i] {
+			rest := append(append([]float64(nil), r.Seconds[:rank]...), r.Seconds[rank+1:]...)
+			mine[i], others[i] = r.Seconds[rank], median(rest)
+			if others[i] <= 0 || mine[i] < SlowFactor*others[i] {
 				slow = false
 				break
 			}
@@ -100,7 +100,7 @@ func FindSlowRank(reports []StepReport, window time.Duration, now time.Time) *Sl
 		if !slow {
 			continue
 		}
-		s := SlowRank{Rank: rank, Seconds: median(mine), Median: median(medians), Since: in[0].At, Reports: len(in)}
+		s := SlowRank{Rank: rank, Seconds: median(mine), Median: median(others), Since: in[0].At, Reports: len(in)}
 		s.Ratio = s.Seconds / s.Median
 		if best == nil || s.Ratio > best.Ratio {
 			best = &s
@@ -141,7 +141,7 @@ func slowRank(in Input) (message string, next []api.Step, who *api.PodRef, ok bo
 	if pod != nil && pod.Spec.NodeName != "" {
 		where += " on node " + pod.Spec.NodeName
 	}
-	msg := fmt.Sprintf("Rank %s (%s) takes %s per step, %.1f× the median rank's %s, in each of the last %d progress reports (since %s): in synchronous training every rank waits for it at each step.",
+	msg := fmt.Sprintf("Rank %s (%s) takes %s per step, %.1f× the other ranks' median of %s, in each of the last %d progress reports (since %s): in synchronous training every rank waits for it at each step.",
 		r, where, seconds(sr.Seconds), sr.Ratio, seconds(sr.Median), sr.Reports, sr.Since.UTC().Format("15:04:05 MST"))
 	diffs, cpuLow, busy := differences(in, pod)
 	if len(diffs) > 0 {

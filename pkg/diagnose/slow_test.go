@@ -26,7 +26,7 @@ func TestFindSlowRank(t *testing.T) {
 	}{
 		"rank 2 slow in every report": {
 			reports: []StepReport{at(4*time.Minute, 0.2, 0.2, 0.2, 0.2), at(150*time.Second, 0.2, 0.21, 0.6, 0.2), at(90*time.Second, 0.2, 0.2, 0.62, 0.22), at(30*time.Second, 0.21, 0.2, 0.64, 0.2)},
-			want:    &SlowRank{Rank: 2, Seconds: 0.62, Median: 0.205, Ratio: 0.62 / 0.205, Since: t0.Add(-150 * time.Second), Reports: 3},
+			want:    &SlowRank{Rank: 2, Seconds: 0.62, Median: 0.2, Ratio: 3.1, Since: t0.Add(-150 * time.Second), Reports: 3},
 		},
 		"slow once only": {
 			reports: []StepReport{at(150*time.Second, 0.2, 0.21, 0.6, 0.2), at(90*time.Second, 0.2, 0.2, 0.25, 0.22), at(30*time.Second, 0.21, 0.2, 0.64, 0.2)},
@@ -42,6 +42,10 @@ func TestFindSlowRank(t *testing.T) {
 		},
 		"all equally slow": {
 			reports: []StepReport{at(150*time.Second, 0.6, 0.6), at(90*time.Second, 0.6, 0.6), at(30*time.Second, 0.6, 0.6)},
+		},
+		"two ranks, one slow": {
+			reports: []StepReport{at(150*time.Second, 0.2, 0.9), at(90*time.Second, 0.21, 0.95), at(30*time.Second, 0.2, 1)},
+			want:    &SlowRank{Rank: 1, Seconds: 0.95, Median: 0.2, Ratio: 4.75, Since: t0.Add(-150 * time.Second), Reports: 3},
 		},
 		"two slow: the slower": {
 			reports: []StepReport{at(150*time.Second, 0.2, 0.5, 0.8, 0.2, 0.2), at(90*time.Second, 0.2, 0.5, 0.8, 0.2, 0.2), at(30*time.Second, 0.2, 0.5, 0.8, 0.2, 0.2)},
@@ -77,7 +81,7 @@ func TestSlowRankSaysWhatDiffers(t *testing.T) {
 	if !ok || who == nil || who.Index != 1 {
 		t.Fatalf("slowRank: ok %v, who %+v", ok, who)
 	}
-	for _, want := range []string{"Rank 3 (Worker 1 on node n2) takes 0.80 s per step, 4.0× the median rank's 0.20 s, in each of the last 6 progress reports (since 03:55:00 UTC)",
+	for _, want := range []string{"Rank 3 (Worker 1 on node n2) takes 0.80 s per step, 4.0× the other ranks' median of 0.20 s, in each of the last 6 progress reports (since 03:55:00 UTC)",
 		"its Worker may use 250m CPU, the others 1", "node n2 has 5% of its CPU unrequested"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message lacks %q: %s", want, msg)

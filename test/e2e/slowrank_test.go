@@ -40,9 +40,9 @@ for epoch in range(1, 100000):
         mpijob_io.progress(epoch=epoch, rank_step_seconds=every)
 `
 
-// A Worker resized to a fifth of the others' CPU (in place, as an
-// administrator or a vertical autoscaler would) makes its rank the slow
-// one: top shows the ranks' step times with it as the slowest, and the
+// A Worker resized to a fifth of the other's CPU (in place, as an
+// administrator or a vertical autoscaler would; the runtime places one
+// Worker per node, so two here) makes its rank the slow one: top shows the ranks' step times with it as the slowest, and the
 // status warns SlowRank, naming the rank, its Worker and node, and the
 // lower CPU limit there.
 func TestSlowRankIsNamed(t *testing.T) {
@@ -52,21 +52,21 @@ func TestSlowRankIsNamed(t *testing.T) {
 	name := framework.UniqueName("slow")
 	b64 := base64.StdEncoding.EncodeToString([]byte(stepsProgram))
 	rankCmd := fmt.Sprintf(`echo %s | base64 -d > /tmp/steps.py && exec python3 /tmp/steps.py`, b64)
-	expect(t, mpijob(t, "dev-a", ns, "create", name, "--workers", "3", "--slots-per-worker", "1", "--cpu", "300m",
+	expect(t, mpijob(t, "dev-a", ns, "create", name, "--workers", "2", "--slots-per-worker", "1", "--cpu", "300m",
 		"--env", "OPENBLAS_NUM_THREADS=1", "--env", "OMP_NUM_THREADS=1", "--", "mpirun", "sh", "-c", rankCmd), 0, "created")
 	t.Cleanup(func() { mpijob(t, "dev-a", ns, "delete", name, "--wait=false") })
 	if out, err := c.Kubectl(t, "dev-a", ns, "", "annotate", "trainjob", name, runtimes.SlowRankAfterAnnotation+"=40s"); err != nil {
 		t.Fatalf("annotate: %v: %s", err, out)
 	}
 	expect(t, mpijob(t, "dev-a", ns, "wait", name, "--for=Running", "--timeout", "3m"), 0)
-	pod, err := c.Kubectl(t, "admin", ns, "", "get", "pods", "-l", "jobset.sigs.k8s.io/jobset-name="+name+",batch.kubernetes.io/job-completion-index=2,jobset.sigs.k8s.io/replicatedjob-name=node", "-o", "jsonpath={.items[0].metadata.name}")
+	pod, err := c.Kubectl(t, "admin", ns, "", "get", "pods", "-l", "jobset.sigs.k8s.io/jobset-name="+name+",batch.kubernetes.io/job-completion-index=1,jobset.sigs.k8s.io/replicatedjob-name=node", "-o", "jsonpath={.items[0].metadata.name}")
 	if err != nil || pod == "" {
-		t.Fatalf("Worker 2's pod: %v %q", err, pod)
+		t.Fatalf("Worker 1's pod: %v %q", err, pod)
 	}
 	out, err := c.Kubectl(t, "admin", ns, "", "patch", "pod", pod, "--subresource", "resize", "-p",
 		`{"spec":{"containers":[{"name":"node","resources":{"requests":{"cpu":"60m"},"limits":{"cpu":"60m"}}}]}}`)
 	if err != nil {
-		t.Fatalf("resize Worker 2 to 60m: %v: %s", err, out)
+		t.Fatalf("resize Worker 1 to 60m: %v: %s", err, out)
 	}
 	s := c.WaitForStatus(t, ns, name, 4*time.Minute, func(s api.Status) bool {
 		if s.Phase.Finished() {
@@ -75,7 +75,7 @@ func TestSlowRankIsNamed(t *testing.T) {
 		return s.Reason == diagnose.ReasonSlowRank
 	})
 	t.Logf("SlowRank: %s", s.Message)
-	for _, want := range []string{"Rank 2 (Worker 2 on node ", "per step", "× the median rank's", "its Worker may use 60m CPU, the others 300m"} {
+	for _, want := range []string{"Rank 1 (Worker 1 on node ", "per step", "× the other ranks' median of", "its Worker may use 60m CPU, the others 300m"} {
 		if !strings.Contains(s.Message, want) {
 			t.Errorf("message lacks %q: %s", want, s.Message)
 		}
@@ -83,15 +83,15 @@ func TestSlowRankIsNamed(t *testing.T) {
 	if len(s.NextSteps) < 2 || !strings.Contains(s.NextSteps[0], "Give every Worker the same CPU") {
 		t.Errorf("next steps: %q", s.NextSteps)
 	}
-	if s.Subject == nil || s.Subject.Index != 2 {
-		t.Errorf("the finding is about %+v, want Worker 2", s.Subject)
+	if s.Subject == nil || s.Subject.Index != 1 {
+		t.Errorf("the finding is about %+v, want Worker 1", s.Subject)
 	}
 	if promURL := framework.PrometheusURL(); promURL != "" {
 		r := runCLI(t, "dev-a", ns, "top", name, "--prometheus-url", promURL)
 		t.Logf("top:\n%s", r.out)
-		if !strings.Contains(r.out, "slowest rank 2 (Worker 2)") {
-			t.Errorf("top names rank 2 the slowest:\n%s", r.out)
+		if !strings.Contains(r.out, "slowest rank 1 (Worker 1)") {
+			t.Errorf("top names rank 1 the slowest:\n%s", r.out)
 		}
 	}
-	expect(t, mpijob(t, "dev-a", ns, "describe", name), 0, "SlowRank", "Rank 2 (Worker 2")
+	expect(t, mpijob(t, "dev-a", ns, "describe", name), 0, "SlowRank", "Rank 1 (Worker 1")
 }
