@@ -143,8 +143,8 @@ func (t *topOptions) printSteps(ctx context.Context, cl *clients, tj *trainer.Tr
 	if !p.Time.IsZero() {
 		when = fmt.Sprintf(", reported %s ago", duration.HumanDuration(t.now().Sub(p.Time)))
 	}
-	fmt.Fprintf(t.Out, "\nStep times (each rank's own work per step, %d ranks%s): median %s; slowest rank %d (Worker %d) %s, %.1f× the median\n",
-		steps.Ranks, when, stepSeconds(steps.Median), steps.Slowest, steps.Slowest/int(max(slots, 1)), stepSeconds(steps.SlowestSeconds), ratio(steps.SlowestSeconds, steps.Median))
+	fmt.Fprintf(t.Out, "\nStep times (each rank's own work per step, %d ranks%s): median %s; slowest rank %d (Worker %d) %s, %.1f× the other ranks' median\n",
+		steps.Ranks, when, stepSeconds(steps.Median), steps.Slowest, steps.Slowest/int(max(slots, 1)), stepSeconds(steps.SlowestSeconds), ratio(steps.SlowestSeconds, steps.Others))
 }
 
 func stepSeconds(s float64) string {

@@ -421,6 +421,9 @@ type Steps struct {
 	Median         float64 `json:"median"`
 	Slowest        int     `json:"slowest"`
 	SlowestSeconds float64 `json:"slowestSeconds"`
+	// Others is the median of the other ranks than the slowest (what the
+	// slow-rank warning compares it with); 0 for one rank.
+	Others float64 `json:"others"`
 }
 
 // StepsOf summarizes r's rank_step_seconds (ok false when it has none).
@@ -440,6 +443,15 @@ func StepsOf(r Report) (Steps, bool) {
 	for i, x := range v {
 		if x > s.SlowestSeconds {
 			s.Slowest, s.SlowestSeconds = i, x
+		}
+	}
+	if len(v) > 1 {
+		rest := append(append([]float64(nil), v[:s.Slowest]...), v[s.Slowest+1:]...)
+		sort.Float64s(rest)
+		if n := len(rest); n%2 == 1 {
+			s.Others = rest[n/2]
+		} else {
+			s.Others = (rest[n/2-1] + rest[n/2]) / 2
 		}
 	}
 	return s, true

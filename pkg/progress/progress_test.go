@@ -149,8 +149,9 @@ func TestStepsOf(t *testing.T) {
 		ok      bool
 	}{
 		"none":       {},
-		"odd ranks":  {seconds: []float64{0.2, 0.62, 0.21}, want: Steps{Ranks: 3, Median: 0.21, Slowest: 1, SlowestSeconds: 0.62}, ok: true},
-		"even ranks": {seconds: []float64{0.2, 0.2, 0.3, 0.6}, want: Steps{Ranks: 4, Median: 0.25, Slowest: 3, SlowestSeconds: 0.6}, ok: true},
+		"odd ranks":  {seconds: []float64{0.2, 0.62, 0.3}, want: Steps{Ranks: 3, Median: 0.3, Slowest: 1, SlowestSeconds: 0.62, Others: 0.25}, ok: true},
+		"even ranks": {seconds: []float64{0.2, 0.2, 0.3, 0.6}, want: Steps{Ranks: 4, Median: 0.25, Slowest: 3, SlowestSeconds: 0.6, Others: 0.2}, ok: true},
+		"two ranks":  {seconds: []float64{0.125, 0.625}, want: Steps{Ranks: 2, Median: 0.375, Slowest: 1, SlowestSeconds: 0.625, Others: 0.125}, ok: true},
 		"one rank":   {seconds: []float64{0.4}, want: Steps{Ranks: 1, Median: 0.4, Slowest: 0, SlowestSeconds: 0.4}, ok: true},
 	}
 	for name, tc := range cases {
