@@ -61,7 +61,7 @@ describe('lastStepTimes', () => {
       { epoch: 2, rank_step_seconds: [0.2, 0.2, 0.62, 0.21] },
       { epoch: 3 },
     ] as ProgressPoint[]);
-    expect(got).toMatchObject({ ranks: 4, slowest: 2, slowestSeconds: 0.62 });
+    expect(got).toMatchObject({ ranks: 4, slowest: 2, slowestSeconds: 0.62, others: 0.2 });
     expect(got!.median).toBeCloseTo(0.205, 9);
     expect(stepSeconds(got!.slowestSeconds)).toBe('0.62 s');
     expect(stepSeconds(0.012)).toBe('12 ms');

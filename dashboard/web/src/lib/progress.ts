@@ -71,19 +71,26 @@ export interface StepTimes {
   median: number;
   slowest: number;
   slowestSeconds: number;
+  /** The other ranks' median (what the slow-rank warning compares with); 0 for one rank. */
+  others: number;
   time?: string;
+}
+
+function medianOf(v: number[]): number {
+  const s = [...v].sort((a, b) => a - b);
+  const n = s.length;
+  if (n === 0) return 0;
+  return n % 2 === 1 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
 }
 
 export function lastStepTimes(points: ProgressPoint[]): StepTimes | null {
   for (let i = points.length - 1; i >= 0; i--) {
     const v = points[i].rank_step_seconds;
     if (!v || v.length === 0) continue;
-    const sorted = [...v].sort((a, b) => a - b);
-    const n = sorted.length;
-    const median = n % 2 === 1 ? sorted[(n - 1) / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2;
     let slowest = 0;
     v.forEach((x, r) => { if (x > v[slowest]) slowest = r; });
-    return { ranks: n, median, slowest, slowestSeconds: v[slowest], time: points[i].time };
+    const others = v.length > 1 ? medianOf(v.filter((_, r) => r !== slowest)) : 0;
+    return { ranks: v.length, median: medianOf(v), slowest, slowestSeconds: v[slowest], others, time: points[i].time };
   }
   return null;
 }

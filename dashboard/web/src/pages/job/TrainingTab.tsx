@@ -70,7 +70,7 @@ export function TrainingTab({ namespace, name, phase, status }: { namespace: str
             <Content component="p">
               Each rank's own work per step in the last report ({steps.ranks} ranks): median {stepSeconds(steps.median)}; slowest rank{' '}
               {steps.slowest}, {stepSeconds(steps.slowestSeconds)}
-              {steps.median > 0 && ` (${(steps.slowestSeconds / steps.median).toFixed(1)}× the median)`}. In synchronous training every rank
+              {steps.others > 0 && ` (${(steps.slowestSeconds / steps.others).toFixed(1)}× the other ranks' median)`}. In synchronous training every rank
               waits for the slowest at each step.
             </Content>
           </CardBody>
