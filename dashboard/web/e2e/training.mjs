@@ -25,6 +25,8 @@ await step('dev-a sees progress and charts on the Training tab', async () => {
   const acc = Number(await page.getByTestId('metric-accuracy').textContent());
   check(acc >= 0.95, `the last accuracy is shown (${acc})`);
   check((await loss.locator('svg path').count()) > 0, 'the loss line is drawn');
+  const steps = await page.getByTestId('step-times').textContent();
+  check(/\(\d+ ranks\): median \d/.test(steps), `the ranks' step times are shown (${steps})`);
   await page.screenshot({ path: `${shots}/job-training.png`, fullPage: true });
   await ctx.close();
 });
