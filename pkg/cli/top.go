@@ -148,6 +148,9 @@ func (t *topOptions) printSteps(ctx context.Context, cl *clients, tj *trainer.Tr
 }
 
 func stepSeconds(s float64) string {
+	if s < 0.01 {
+		return fmt.Sprintf("%.2f ms", s*1000)
+	}
 	if s < 0.1 {
 		return fmt.Sprintf("%.0f ms", s*1000)
 	}

@@ -245,6 +245,9 @@ func nodeCPU(p *corev1.Pod) resource.Quantity {
 
 // seconds writes a step time: "0.62 s", "12 ms".
 func seconds(s float64) string {
+	if s < 0.01 {
+		return fmt.Sprintf("%.2f ms", s*1000)
+	}
 	if s < 0.1 {
 		return fmt.Sprintf("%.0f ms", s*1000)
 	}

@@ -65,6 +65,7 @@ describe('lastStepTimes', () => {
     expect(got!.median).toBeCloseTo(0.205, 9);
     expect(stepSeconds(got!.slowestSeconds)).toBe('0.62 s');
     expect(stepSeconds(0.012)).toBe('12 ms');
+    expect(stepSeconds(0.00035)).toBe('0.35 ms');
   });
   it('is null without step times', () => {
     expect(lastStepTimes([{ epoch: 1 } as ProgressPoint])).toBeNull();

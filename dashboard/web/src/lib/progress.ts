@@ -97,5 +97,6 @@ export function lastStepTimes(points: ProgressPoint[]): StepTimes | null {
 
 /** A step time in words: "0.62 s", "12 ms" (Go: cli stepSeconds). */
 export function stepSeconds(s: number): string {
+  if (s < 0.01) return `${(s * 1000).toFixed(2)} ms`;
   return s < 0.1 ? `${Math.round(s * 1000)} ms` : `${s.toFixed(2)} s`;
 }
