@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	"github.com/mpijob/mpijob/pkg/localcluster/images"
@@ -51,6 +52,14 @@ func (c *Cluster) importImages(ctx context.Context, n realNode) error {
 			if err := c.importTar(ctx, n, t, refs[t], present); err != nil {
 				return err
 			}
+		}
+	}
+	// Earlier builds of an image keep their content while containerd's CRI
+	// holds them by ID (sha256:...) after the name moved to the new build:
+	// each rebuilt image would stay on the node in full. They go now.
+	if present, err = presentRefs(ctx, n); err == nil {
+		for _, ref := range danglingIDs(present) {
+			_ = images.Run(ctx, "ctr", "--address", n.socket(), "-n", "k8s.io", "images", "rm", ref)
 		}
 	}
 	// A second name for the OpenMPI image stands in for a user's own image
@@ -111,6 +120,25 @@ func parseImageList(out string) map[string]string {
 		present[f[0]] = f[2]
 	}
 	return present
+}
+
+// danglingIDs are the image IDs (refs "sha256:...") of present whose
+// manifest no name holds: earlier builds of a rebuilt image. Sorted.
+func danglingIDs(present map[string]string) []string {
+	named := map[string]bool{}
+	for ref, digest := range present {
+		if !strings.HasPrefix(ref, "sha256:") {
+			named[digest] = true
+		}
+	}
+	var out []string
+	for ref, digest := range present {
+		if strings.HasPrefix(ref, "sha256:") && !named[digest] {
+			out = append(out, ref)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // sameBuild says whether digest (of a node's image) is the manifest that

@@ -39,3 +39,21 @@ func TestSameBuild(t *testing.T) {
 		t.Error("an unreadable tar must leave the decision to the marker")
 	}
 }
+
+// The IDs no name holds are an image's earlier builds; an ID whose image
+// still has a name stays.
+func TestDanglingIDs(t *testing.T) {
+	present := map[string]string{
+		"ghcr.io/mpijob/mpich:5.0":   "sha256:new",
+		"sha256:idnew":               "sha256:new",
+		"sha256:idold":               "sha256:old",
+		"sha256:idolder":             "sha256:older",
+		"registry.k8s.io/pause:3.10": "sha256:pause",
+	}
+	if diff := cmp.Diff([]string{"sha256:idold", "sha256:idolder"}, danglingIDs(present)); diff != "" {
+		t.Errorf("danglingIDs (-want,+got):\n%s", diff)
+	}
+	if got := danglingIDs(map[string]string{}); got != nil {
+		t.Errorf("no images: %v", got)
+	}
+}
