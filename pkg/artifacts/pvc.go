@@ -20,14 +20,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/remotecommand"
-	"k8s.io/streaming/pkg/httpstream"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/podexec"
 	"github.com/mpijob/mpijob/pkg/dataconn"
 )
 
@@ -228,36 +226,13 @@ func (s *PVCStore) exec(ctx context.Context, out io.Writer, command ...string) e
 	return s.remote(ctx, pod, out, command...)
 }
 
-// remote runs command in pod through its exec subresource: WebSockets,
-// else SPDY.
+// remote runs command in pod's reader container (podexec.Run).
 func (s *PVCStore) remote(ctx context.Context, pod string, out io.Writer, command ...string) error {
-	req := s.cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(s.tj.Namespace).Name(pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: "reader", Command: command, Stdout: true, Stderr: true}, scheme.ParameterCodec)
-	spdy, err := remotecommand.NewSPDYExecutor(s.cfg, "POST", req.URL())
-	if err != nil {
-		return err
+	err := podexec.Run(ctx, s.cfg, s.cs, s.tj.Namespace, pod, "reader", command, out)
+	if apierrors.IsForbidden(err) {
+		return fmt.Errorf("you may not exec into pods in %s, which reading PVC %s takes: ask for a role with pods/exec there: %w", s.tj.Namespace, s.Claim, err)
 	}
-	ws, err := remotecommand.NewWebSocketExecutor(s.cfg, "GET", req.URL().String())
-	if err != nil {
-		return err
-	}
-	ex, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-		return httpstream.IsUpgradeFailure(err) || httpstream.IsHTTPSProxyError(err)
-	})
-	if err != nil {
-		return err
-	}
-	var stderr bytes.Buffer
-	if err := ex.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: out, Stderr: &stderr}); err != nil {
-		if apierrors.IsForbidden(err) {
-			return fmt.Errorf("you may not exec into pods in %s, which reading PVC %s takes: ask for a role with pods/exec there: %w", s.tj.Namespace, s.Claim, err)
-		}
-		if msg := strings.TrimSpace(stderr.String()); msg != "" {
-			return fmt.Errorf("%w: %s", err, msg)
-		}
-		return err
-	}
-	return nil
+	return err
 }
 
 // List lists the files under the job's folder, by name.

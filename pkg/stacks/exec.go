@@ -3,9 +3,7 @@ package stacks
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"sort"
 	"strconv"
 	"sync"
@@ -13,11 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
-	kscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/remotecommand"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/podexec"
 )
 
 // maxOutput bounds what one pod's collector may return.
@@ -117,46 +114,9 @@ func (l *limited) Write(p []byte) (int, error) {
 
 // run runs the collector in pod's node container and returns its output.
 func run(ctx context.Context, cfg *rest.Config, cs kubernetes.Interface, namespace, pod string) (string, error) {
-	req := cs.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{
-			Container: api.NodeContainer,
-			Command:   []string{"sh", "-c", Script},
-			Stdout:    true,
-			Stderr:    true,
-		}, kscheme.ParameterCodec)
-	spdy, err := remotecommand.NewSPDYExecutor(cfg, "POST", req.URL())
-	if err != nil {
-		return "", err
-	}
-	ws, err := remotecommand.NewWebSocketExecutor(cfg, "GET", req.URL().String())
-	if err != nil {
-		return "", err
-	}
-	exec, err := remotecommand.NewFallbackExecutor(ws, spdy, func(err error) bool {
-		return !apierrors.IsForbidden(err) && !apierrors.IsNotFound(err)
-	})
-	if err != nil {
-		return "", err
-	}
 	var out limited
-	var stderr limited
-	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &out, Stderr: &stderr})
-	if err != nil {
-		var se *apierrors.StatusError
-		if errors.As(err, &se) {
-			return "", se
-		}
-		if msg := stderr.String(); msg != "" && !errors.Is(err, io.EOF) {
-			return out.String(), fmt.Errorf("%w: %s", err, firstLine(msg))
-		}
+	if err := podexec.Run(ctx, cfg, cs, namespace, pod, api.NodeContainer, []string{"sh", "-c", Script}, &out); err != nil {
 		return "", err
 	}
 	return out.String(), nil
-}
-
-func firstLine(s string) string {
-	if i := bytes.IndexByte([]byte(s), '\n'); i >= 0 {
-		return s[:i]
-	}
-	return s
 }
