@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
-	"github.com/mpijob/mpijob/pkg/podexec"
 	"github.com/mpijob/mpijob/pkg/dataconn"
+	"github.com/mpijob/mpijob/pkg/podexec"
 )
 
 // ReaderLabel marks the short-lived pods that read a job's artifacts off

@@ -124,12 +124,11 @@ func (t *topOptions) Run(ctx context.Context) error {
 // report that has them (rank_step_seconds, read from the Launcher's log as
 // the user): the median rank's and the slowest rank's, with its Worker.
 func (t *topOptions) printSteps(ctx context.Context, cl *clients, tj *trainer.TrainJob, launcher *corev1.Pod) {
-	tail := int64(diagnose.LogTailLines)
-	b, err := cl.cs.CoreV1().Pods(launcher.Namespace).GetLogs(launcher.Name, &corev1.PodLogOptions{Container: api.NodeContainer, TailLines: &tail, Timestamps: true}).DoRaw(ctx)
+	log, err := diagnose.ReadLauncherLog(ctx, cl.cs, launcher)
 	if err != nil {
 		return
 	}
-	p, steps, ok := progress.LastSteps(progress.All(string(b)))
+	p, steps, ok := progress.LastSteps(progress.All(log))
 	if !ok {
 		fmt.Fprintln(t.Out, "\nStep times: none reported (a program reports each rank's with rank_step_seconds in its progress lines: docs/training.md#progress).")
 		return
@@ -144,17 +143,7 @@ func (t *topOptions) printSteps(ctx context.Context, cl *clients, tj *trainer.Tr
 		when = fmt.Sprintf(", reported %s ago", duration.HumanDuration(t.now().Sub(p.Time)))
 	}
 	fmt.Fprintf(t.Out, "\nStep times (each rank's own work per step, %d ranks%s): median %s; slowest rank %d (Worker %d) %s, %.1f× the other ranks' median\n",
-		steps.Ranks, when, stepSeconds(steps.Median), steps.Slowest, steps.Slowest/int(max(slots, 1)), stepSeconds(steps.SlowestSeconds), ratio(steps.SlowestSeconds, steps.Others))
-}
-
-func stepSeconds(s float64) string {
-	if s < 0.01 {
-		return fmt.Sprintf("%.2f ms", s*1000)
-	}
-	if s < 0.1 {
-		return fmt.Sprintf("%.0f ms", s*1000)
-	}
-	return fmt.Sprintf("%.2f s", s)
+		steps.Ranks, when, progress.StepSeconds(steps.Median), steps.Slowest, steps.Slowest/int(max(slots, 1)), progress.StepSeconds(steps.SlowestSeconds), ratio(steps.SlowestSeconds, steps.Others))
 }
 
 func ratio(a, b float64) float64 {

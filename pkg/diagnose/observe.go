@@ -67,10 +67,22 @@ func Observe(log string, now time.Time, progressTimeout time.Duration) Observati
 	lines := parseLines(log)
 	o := Observation{RankFailure: findRankFailure(lines), Silent: findSilentRank(lines, progressTimeout, now), printed: map[int]time.Time{}}
 	texts := make([]string, 0, len(lines))
+	// Every progress report, with its line's time (zero without one).
+	var points []progress.Point
 	for _, l := range lines {
 		texts = append(texts, l.Text)
 		if t, ok := logs.SplitRank(l.Text); ok && l.Stamp != "" && l.Time.After(o.printed[t.Rank]) {
 			o.printed[t.Rank] = l.Time
+		}
+		if !strings.Contains(l.Text, progress.Prefix) {
+			continue
+		}
+		if r, ok := progress.Parse(l.Text); ok {
+			p := progress.Point{Report: r}
+			if l.Stamp != "" {
+				p.Time = l.Time
+			}
+			points = append(points, p)
 		}
 	}
 	if log != "" {
@@ -79,37 +91,20 @@ func Observe(log string, now time.Time, progressTimeout time.Duration) Observati
 		}
 		o.Tail = strings.Join(texts, "\n") + "\n"
 	}
-	// Every report with the ranks' step times.
-	var points []progress.Point
-	for _, l := range lines {
-		if !strings.Contains(l.Text, progress.Prefix) {
-			continue
-		}
-		if r, ok := progress.Parse(l.Text); ok && len(r.RankStepSeconds) > 1 && l.Stamp != "" {
-			points = append(points, progress.Point{Time: l.Time, Report: r})
+	// The last report (progress.Last's, from the same lines), the last
+	// that says the program resumed, and those with the ranks' step times.
+	if n := len(points); n > 0 {
+		last := points[n-1]
+		o.Progress = &last
+	}
+	for i := len(points) - 1; i >= 0; i-- {
+		if points[i].Resumed != nil {
+			resumed := points[i]
+			o.Resumed = &resumed
+			break
 		}
 	}
 	o.Steps = stepReports(points)
-	// The last progress report, with its line's time (progress.Last's, read
-	// from the same lines).
-	for i := len(lines) - 1; i >= 0 && log != ""; i-- {
-		if !strings.Contains(lines[i].Text, progress.Prefix) {
-			continue
-		}
-		if r, ok := progress.Parse(lines[i].Text); ok {
-			p := progress.Point{Report: r}
-			if lines[i].Stamp != "" {
-				p.Time = lines[i].Time
-			}
-			if o.Progress == nil {
-				o.Progress = &p
-			}
-			if r.Resumed != nil {
-				o.Resumed = &p
-				break
-			}
-		}
-	}
 	return o
 }
 

@@ -3,7 +3,6 @@ package diagnose
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -91,7 +90,7 @@ func FindSlowRank(reports []StepReport, window time.Duration, now time.Time) *Sl
 		slow := true
 		for i, r := range in {
 			rest := append(append([]float64(nil), r.Seconds[:rank]...), r.Seconds[rank+1:]...)
-			mine[i], others[i] = r.Seconds[rank], median(rest)
+			mine[i], others[i] = r.Seconds[rank], progress.Median(rest)
 			if others[i] <= 0 || mine[i] < SlowFactor*others[i] {
 				slow = false
 				break
@@ -100,25 +99,13 @@ func FindSlowRank(reports []StepReport, window time.Duration, now time.Time) *Sl
 		if !slow {
 			continue
 		}
-		s := SlowRank{Rank: rank, Seconds: median(mine), Median: median(others), Since: in[0].At, Reports: len(in)}
+		s := SlowRank{Rank: rank, Seconds: progress.Median(mine), Median: progress.Median(others), Since: in[0].At, Reports: len(in)}
 		s.Ratio = s.Seconds / s.Median
 		if best == nil || s.Ratio > best.Ratio {
 			best = &s
 		}
 	}
 	return best
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // slowRank explains a running job whose rank stays slower than the
@@ -142,7 +129,7 @@ func slowRank(in Input) (message string, next []api.Step, who *api.PodRef, ok bo
 		where += " on node " + pod.Spec.NodeName
 	}
 	msg := fmt.Sprintf("Rank %s (%s) takes %s per step, %.1f× the other ranks' median of %s, in each of the last %d progress reports (since %s): in synchronous training every rank waits for it at each step.",
-		r, where, seconds(sr.Seconds), sr.Ratio, seconds(sr.Median), sr.Reports, sr.Since.UTC().Format("15:04:05 MST"))
+		r, where, progress.StepSeconds(sr.Seconds), sr.Ratio, progress.StepSeconds(sr.Median), sr.Reports, sr.Since.UTC().Format("15:04:05 MST"))
 	diffs, cpuLow, busy := differences(in, pod)
 	if len(diffs) > 0 {
 		msg += " What differs there: " + strings.Join(diffs, "; ") + "."
@@ -241,15 +228,4 @@ func nodeCPU(p *corev1.Pod) resource.Quantity {
 		}
 	}
 	return resource.Quantity{}
-}
-
-// seconds writes a step time: "0.62 s", "12 ms".
-func seconds(s float64) string {
-	if s < 0.01 {
-		return fmt.Sprintf("%.2f ms", s*1000)
-	}
-	if s < 0.1 {
-		return fmt.Sprintf("%.0f ms", s*1000)
-	}
-	return fmt.Sprintf("%.2f s", s)
 }

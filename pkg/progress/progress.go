@@ -432,29 +432,41 @@ func StepsOf(r Report) (Steps, bool) {
 	if len(v) == 0 {
 		return Steps{}, false
 	}
-	s := Steps{Ranks: len(v)}
-	sorted := append([]float64(nil), v...)
-	sort.Float64s(sorted)
-	if n := len(sorted); n%2 == 1 {
-		s.Median = sorted[n/2]
-	} else {
-		s.Median = (sorted[n/2-1] + sorted[n/2]) / 2
-	}
+	s := Steps{Ranks: len(v), Median: Median(v)}
 	for i, x := range v {
 		if x > s.SlowestSeconds {
 			s.Slowest, s.SlowestSeconds = i, x
 		}
 	}
 	if len(v) > 1 {
-		rest := append(append([]float64(nil), v[:s.Slowest]...), v[s.Slowest+1:]...)
-		sort.Float64s(rest)
-		if n := len(rest); n%2 == 1 {
-			s.Others = rest[n/2]
-		} else {
-			s.Others = (rest[n/2-1] + rest[n/2]) / 2
-		}
+		s.Others = Median(append(append([]float64(nil), v[:s.Slowest]...), v[s.Slowest+1:]...))
 	}
 	return s, true
+}
+
+// Median is v's median (0 for none); v is left as it is.
+func Median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	if n := len(s); n%2 == 1 {
+		return s[n/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// StepSeconds writes a step time as top and the slow-rank warning say it:
+// "0.35 ms", "12 ms", "0.62 s".
+func StepSeconds(s float64) string {
+	if s < 0.01 {
+		return fmt.Sprintf("%.2f ms", s*1000)
+	}
+	if s < 0.1 {
+		return fmt.Sprintf("%.0f ms", s*1000)
+	}
+	return fmt.Sprintf("%.2f s", s)
 }
 
 // LastSteps is the last report of points that has step times.

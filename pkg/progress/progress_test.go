@@ -163,3 +163,11 @@ func TestStepsOf(t *testing.T) {
 		})
 	}
 }
+
+func TestStepSeconds(t *testing.T) {
+	for s, want := range map[float64]string{0.00035: "0.35 ms", 0.012: "12 ms", 0.62: "0.62 s", 1.5: "1.50 s"} {
+		if got := StepSeconds(s); got != want {
+			t.Errorf("StepSeconds(%v) = %q, want %q", s, got, want)
+		}
+	}
+}
