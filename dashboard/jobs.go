@@ -151,13 +151,35 @@ func (s *Server) getJob(w http.ResponseWriter, r *http.Request, c *userClients) 
 	d, err := s.detailOf(r.Context(), c, r.PathValue("ns"), r.PathValue("name"))
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			writeError(w, http.StatusNotFound, fmt.Sprintf("MPI job %s does not exist in namespace %s (it may have been deleted)", r.PathValue("name"), r.PathValue("ns")))
+			writeError(w, http.StatusNotFound, jobGone(r.PathValue("ns"), r.PathValue("name")))
 			return
 		}
 		s.apiError(w, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, d)
+}
+
+// jobGone says that MPI job ns/name is not there.
+func jobGone(ns, name string) string {
+	return fmt.Sprintf("MPI job %s does not exist in namespace %s (it may have been deleted)", name, ns)
+}
+
+// jobOf reads the TrainJob of the request's {ns} and {name} as the user;
+// when it cannot, it answers (404 with jobGone, else the API server's
+// error) and ok is false.
+func (s *Server) jobOf(w http.ResponseWriter, r *http.Request, c *userClients) (tj *trainer.TrainJob, ok bool) {
+	ns, name := r.PathValue("ns"), r.PathValue("name")
+	tj = &trainer.TrainJob{}
+	if err := c.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
+		if apierrors.IsNotFound(err) {
+			writeError(w, http.StatusNotFound, jobGone(ns, name))
+			return nil, false
+		}
+		s.apiError(w, err)
+		return nil, false
+	}
+	return tj, true
 }
 
 func (s *Server) detailOf(ctx context.Context, c *userClients, ns, name string) (*Detail, error) {

@@ -15,8 +15,6 @@ import (
 	promapi "github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
 )
@@ -208,14 +206,8 @@ func (s *Server) prometheus() (promv1.API, error) {
 // nothing of users, so the job is read as the user first: who may not see
 // the job sees none of its metrics.
 func (s *Server) jobMetrics(w http.ResponseWriter, r *http.Request, c *userClients) {
-	ns, name := r.PathValue("ns"), r.PathValue("name")
-	tj := &trainer.TrainJob{}
-	if err := c.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
-		if apierrors.IsNotFound(err) {
-			writeError(w, http.StatusNotFound, fmt.Sprintf("MPI job %s does not exist in namespace %s (it may have been deleted)", name, ns))
-			return
-		}
-		s.apiError(w, err)
+	tj, ok := s.jobOf(w, r, c)
+	if !ok {
 		return
 	}
 	prom, err := s.prometheus()

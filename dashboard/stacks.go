@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"net/http"
 
-	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/runtimes"
@@ -26,16 +24,11 @@ type collectStacks func(ctx context.Context, cfg *rest.Config, cs kubernetes.Int
 // right to create pods/exec, as kubectl mpijob stacks), and answers the
 // groups. A POST: it signals the ranks' processes, which keep running.
 func (s *Server) jobStacks(w http.ResponseWriter, r *http.Request, c *userClients) {
-	ns, name := r.PathValue("ns"), r.PathValue("name")
-	tj := &trainer.TrainJob{}
-	if err := c.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
-		if apierrors.IsNotFound(err) {
-			writeError(w, http.StatusNotFound, fmt.Sprintf("MPI job %s does not exist in namespace %s (it may have been deleted)", name, ns))
-			return
-		}
-		s.apiError(w, err)
+	tj, ok := s.jobOf(w, r, c)
+	if !ok {
 		return
 	}
+	ns, name := r.PathValue("ns"), r.PathValue("name")
 	st, _ := api.StatusOf(tj)
 	if st.Phase.Finished() {
 		writeError(w, http.StatusConflict, fmt.Sprintf("job %s is %s: stacks show where a running job's ranks are; its Logs tab has its output", name, st.Phase))

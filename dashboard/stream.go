@@ -132,7 +132,7 @@ func (s *Server) stream(w http.ResponseWriter, r *http.Request, c *userClients) 
 		}
 		d, err := s.detailOf(ctx, c, ns, job)
 		if apierrors.IsNotFound(err) {
-			return send("gone", map[string]any{"error": fmt.Sprintf("MPI job %s does not exist in namespace %s (it may have been deleted)", job, ns)})
+			return send("gone", map[string]any{"error": jobGone(ns, job)})
 		}
 		if apierrors.IsForbidden(err) {
 			denied = true
