@@ -544,25 +544,7 @@ func (f *lineFilter) noRankLines(job, spec string) string {
 		seen = append(seen, r)
 	}
 	sort.Ints(seen)
-	return fmt.Sprintf("No line from rank %s in job %s's log; ranks that printed: %s.", spec, job, rankList(seen))
-}
-
-// rankList writes ranks compactly: 0-3,7.
-func rankList(rs []int) string {
-	var parts []string
-	for i := 0; i < len(rs); {
-		j := i
-		for j+1 < len(rs) && rs[j+1] == rs[j]+1 {
-			j++
-		}
-		if j > i {
-			parts = append(parts, fmt.Sprintf("%d-%d", rs[i], rs[j]))
-		} else {
-			parts = append(parts, strconv.Itoa(rs[i]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ",")
+	return fmt.Sprintf("No line from rank %s in job %s's log; ranks that printed: %s.", spec, job, logs.RanksText(seen))
 }
 
 func (f *lineFilter) print(w io.Writer, l logs.Line) {

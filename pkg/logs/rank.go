@@ -88,6 +88,25 @@ func (s Selection) Ranks() []int {
 	return out
 }
 
+// RanksText writes sorted ranks as a selection, the form ParseSelection
+// reads: "0-6", "7", "0,2,5-7".
+func RanksText(ranks []int) string {
+	var parts []string
+	for i := 0; i < len(ranks); {
+		j := i
+		for j+1 < len(ranks) && ranks[j+1] == ranks[j]+1 {
+			j++
+		}
+		if j == i {
+			parts = append(parts, strconv.Itoa(ranks[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", ranks[i], ranks[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
+}
+
 // Has reports whether a line's text (time cut) is from a selected rank.
 func (s Selection) Has(text string) bool {
 	t, ok := SplitRank(text)

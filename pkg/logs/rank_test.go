@@ -3,6 +3,7 @@ package logs
 import (
 	"encoding/json"
 	"os"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -85,5 +86,31 @@ func TestShown(t *testing.T) {
 		if got := Shown(in); got != want {
 			t.Errorf("Shown(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+func TestRanksText(t *testing.T) {
+	cases := map[string]struct {
+		ranks []int
+		want  string
+	}{
+		"none":    {nil, ""},
+		"one":     {[]int{7}, "7"},
+		"a range": {[]int{0, 1, 2, 3}, "0-3"},
+		"mixed":   {[]int{0, 2, 5, 6, 7}, "0,2,5-7"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := RanksText(c.ranks)
+			if got != c.want {
+				t.Errorf("RanksText(%v) = %q, want %q", c.ranks, got, c.want)
+			}
+			if got != "" {
+				sel, err := ParseSelection(got)
+				if err != nil || !slices.Equal(sel.Ranks(), c.ranks) {
+					t.Errorf("ParseSelection(%q) = %v, %v: not the ranks written", got, sel.Ranks(), err)
+				}
+			}
+		})
 	}
 }

@@ -15,6 +15,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/mpijob/mpijob/pkg/logs"
 )
 
 // Script is the collector, run with `sh -c` in a pod's node container.
@@ -314,7 +316,7 @@ func GroupRanks(ranks []Rank) []Group {
 				nodes[r.Pod.Node] = true
 			}
 		}
-		g.RankText = RankText(g.Ranks)
+		g.RankText = logs.RanksText(g.Ranks)
 		g.States = countWords(states)
 		g.Pods = podsText(workers)
 		for n := range nodes {
@@ -399,24 +401,6 @@ func has(g Group) string {
 	return "have"
 }
 
-// RankText writes ranks (sorted) as a selection: "0-6", "0,2,5-7".
-func RankText(ranks []int) string {
-	var parts []string
-	for i := 0; i < len(ranks); {
-		j := i
-		for j+1 < len(ranks) && ranks[j+1] == ranks[j]+1 {
-			j++
-		}
-		if j == i {
-			parts = append(parts, strconv.Itoa(ranks[i]))
-		} else {
-			parts = append(parts, fmt.Sprintf("%d-%d", ranks[i], ranks[j]))
-		}
-		i = j + 1
-	}
-	return strings.Join(parts, ",")
-}
-
 // podsText is "the Launcher", "Worker 3", "Workers 0-1", "the Launcher and
 // Workers 0-1".
 func podsText(workers map[int]bool) string {
@@ -439,7 +423,7 @@ func podsText(workers map[int]bool) string {
 	case 1:
 		parts = append(parts, "Worker "+strconv.Itoa(idx[0]))
 	default:
-		parts = append(parts, "Workers "+RankText(idx))
+		parts = append(parts, "Workers "+logs.RanksText(idx))
 	}
 	return strings.Join(parts, " and ")
 }

@@ -121,22 +121,3 @@ func TestParseKeepsEveryThreadAndSource(t *testing.T) {
 		t.Errorf("Parse (-want +got):\n%s", diff)
 	}
 }
-
-func TestRankText(t *testing.T) {
-	cases := map[string]struct {
-		ranks []int
-		want  string
-	}{
-		"none":    {nil, ""},
-		"one":     {[]int{7}, "7"},
-		"a range": {[]int{0, 1, 2, 3}, "0-3"},
-		"mixed":   {[]int{0, 2, 5, 6, 7}, "0,2,5-7"},
-	}
-	for name, c := range cases {
-		t.Run(name, func(t *testing.T) {
-			if got := RankText(c.ranks); got != c.want {
-				t.Errorf("RankText(%v) = %q, want %q", c.ranks, got, c.want)
-			}
-		})
-	}
-}
