@@ -2,7 +2,6 @@ package dashboard
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -10,21 +9,18 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobpods"
 	"github.com/mpijob/mpijob/pkg/jobview"
 	"github.com/mpijob/mpijob/pkg/logs"
 	"github.com/mpijob/mpijob/pkg/logstore"
 )
-
-// maxLogBytes caps one pod's log the server sends (the browser keeps less).
-const maxLogBytes = 100 << 20
 
 // jobLogs streams a job's log as text/plain, one line per line, secrets
 // masked as the CLI does:
@@ -34,6 +30,9 @@ const maxLogBytes = 100 << 20
 //	follow=1 keeps streaming while the pods run
 //	tail=N, sinceSeconds=S limit what is sent
 //	timestamps=1 keeps the kubelet's time in front of each line
+//
+// The pods and logs are read as the CLI and the SDK read them
+// (jobpods): the node container, jobpods.MaxLogBytes of each pod.
 func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients) {
 	ns, name := r.PathValue("ns"), r.PathValue("name")
 	q := r.URL.Query()
@@ -41,14 +40,14 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients)
 	if target == "" {
 		target = "launcher"
 	}
-	opts := &corev1.PodLogOptions{Container: "node", Follow: q.Get("follow") == "1", Timestamps: true, LimitBytes: ptr.To[int64](maxLogBytes)}
+	win := jobpods.Window{Follow: q.Get("follow") == "1"}
 	if v := q.Get("tail"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n < 0 {
 			writeError(w, http.StatusBadRequest, fmt.Sprintf("tail %q: use a number of lines, 0 or more", v))
 			return
 		}
-		opts.TailLines = &n
+		win.TailLines = &n
 	}
 	if v := q.Get("sinceSeconds"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
@@ -56,7 +55,7 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients)
 			writeError(w, http.StatusBadRequest, fmt.Sprintf("sinceSeconds %q: use a number of seconds, 1 or more", v))
 			return
 		}
-		opts.SinceSeconds = &n
+		win.SinceSeconds = n
 	}
 	keepTime := q.Get("timestamps") == "1"
 	tj := &trainer.TrainJob{}
@@ -64,33 +63,22 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients)
 		s.apiError(w, err)
 		return
 	}
-	live, err := c.jobPods(r.Context(), ns, name)
+	jp, err := jobpods.List(r.Context(), c, tj)
 	if err != nil {
 		s.apiError(w, err)
 		return
 	}
-	pods := map[string]jobview.Pod{}
 	st, _ := api.StatusOf(tj)
-	job := jobview.LogJobOf(tj, st)
-	for i := range live {
-		p := jobview.PodOf(&live[i])
-		pods[labelOf(p)] = p
-		if p.Role == "launcher" {
-			job.LauncherLive = true
-		} else {
-			job.LiveWorkers = append(job.LiveWorkers, p.Index)
-		}
-	}
 	// Which logs, and where each one is read: the plan the CLI and the SDK
 	// execute too (jobview.PlanLogs). The store is asked whether it is
 	// there only when a log would come from it.
 	req := jobview.LogRequest{Target: target}
-	job.Store = true
+	job := jp.LogJob(tj, st, true)
 	plan := jobview.PlanLogs(req, job)
-	store := logstore.Reader(nil)
+	rd := jobpods.Reader{CS: c.cs}
 	if slices.ContainsFunc(plan.Reads, func(rd jobview.LogRead) bool { return rd.From == jobview.LogStore }) {
-		if store = logstore.NewReader(c.cs); store == nil || !store.Available(r.Context()) {
-			store, job.Store = nil, false
+		if rd.Store = logstore.NewReader(c.cs); rd.Store == nil || !rd.Store.Available(r.Context()) {
+			rd.Store, job.Store = nil, false
 			plan = jobview.PlanLogs(req, job)
 		}
 	}
@@ -104,10 +92,11 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients)
 		return
 	default:
 		var have []string
-		for label := range pods {
-			have = append(have, label)
+		for _, p := range append(slices.Clone(jp.Launchers), jp.Workers...) {
+			have = append(have, labelOf(jobview.PodOf(&p)))
 		}
 		slices.Sort(have)
+		have = slices.Compact(have)
 		msg := fmt.Sprintf("job %s has no pod %q now", name, target)
 		if len(have) > 0 {
 			msg += ": it has " + strings.Join(have, ", ")
@@ -118,39 +107,28 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients)
 		return
 	}
 	var fromPods, fromStore []jobview.LogRead
-	for _, rd := range plan.Reads {
-		if rd.From == jobview.LogStore {
-			fromStore = append(fromStore, rd)
+	for _, read := range plan.Reads {
+		if read.From == jobview.LogStore {
+			fromStore = append(fromStore, read)
 		} else {
-			fromPods = append(fromPods, rd)
+			fromPods = append(fromPods, read)
 		}
 	}
 	// The stored lines of the gone pods: read whole (a store cannot be
 	// followed).
 	var stored []logs.Reader
-	for _, rd := range fromStore {
-		q := logstore.Query{Role: rd.Role, Index: rd.Index}
-		if opts.SinceSeconds != nil {
-			q.SinceSeconds = *opts.SinceSeconds
-		}
-		rc, err := store.Open(r.Context(), ns, name, q)
+	for _, read := range fromStore {
+		rc, err := rd.OpenStored(r.Context(), ns, name, read, win, time.Time{})
 		if err != nil {
 			if len(fromPods) == 0 && len(stored) == 0 {
 				s.apiError(w, err)
 				return
 			}
+			s.Log.Info("cannot read a gone pod's lines from the log store", "job", name, "log", read.Label, "err", err)
 			continue
 		}
 		defer func() { _ = rc.Close() }()
-		var rd2 io.Reader = rc
-		if opts.TailLines != nil {
-			lines, err := logstore.Tail(rc, *opts.TailLines)
-			if err != nil {
-				continue
-			}
-			rd2 = strings.NewReader(strings.Join(lines, "\n") + "\n")
-		}
-		stored = append(stored, logs.Reader{Label: rd.Label, R: rd2})
+		stored = append(stored, logs.Reader{Label: read.Label, R: rc})
 	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
@@ -161,8 +139,8 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients)
 	case len(fromStore) > 0:
 		// Some pods are gone: the page says whose lines the store gave.
 		var gone []string
-		for _, rd := range fromStore {
-			gone = append(gone, rd.Label)
+		for _, read := range fromStore {
+			gone = append(gone, read.Label)
 		}
 		w.Header().Set(storedHeader, strings.Join(gone, ","))
 	}
@@ -175,7 +153,7 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients)
 			fmt.Fprintf(w, "[%s] ", label)
 		}
 		_, _ = io.WriteString(w, line+"\n")
-		if flusher != nil && opts.Follow {
+		if flusher != nil && win.Follow {
 			flusher.Flush()
 		}
 	}
@@ -189,14 +167,17 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients)
 			return r.Context().Err()
 		})
 	}
-	if !opts.Follow {
+	if !win.Follow {
 		// Merged by time, as kubectl mpijob logs --all, the pods' logs
 		// and the store's lines alike, while they stream in: one line per
 		// log is held, never a whole log.
 		readers := stored
-		for _, rd := range fromPods {
-			p := pods[rd.Label]
-			rc, err := c.cs.CoreV1().Pods(ns).GetLogs(p.Name, opts).Stream(r.Context())
+		for _, read := range fromPods {
+			p := jp.PodOf(read)
+			if p == nil {
+				continue
+			}
+			rc, _, err := rd.OpenPod(r.Context(), p, win)
 			if err != nil {
 				if !apierrors.IsBadRequest(err) {
 					s.Log.Info("cannot read a pod's log", "pod", p.Name, "err", err)
@@ -204,7 +185,7 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients)
 				continue
 			}
 			defer func() { _ = rc.Close() }()
-			readers = append(readers, logs.Reader{Label: rd.Label, R: rc})
+			readers = append(readers, logs.Reader{Label: read.Label, R: rc})
 		}
 		mergeInto(readers)
 		return
@@ -213,14 +194,17 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients)
 	// live ones), then each live pod's log as it comes.
 	mergeInto(stored)
 	var wg sync.WaitGroup
-	for _, rd := range fromPods {
-		p := pods[rd.Label]
+	for _, read := range fromPods {
+		p := jp.PodOf(read)
+		if p == nil {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			rc, err := c.cs.CoreV1().Pods(ns).GetLogs(p.Name, opts).Stream(r.Context())
+			rc, _, err := rd.OpenPod(r.Context(), p, win)
 			if err != nil {
-				write(rd.Label, fmt.Sprintf("(no log from %s: %s)", p.Name, reason(err)))
+				write(read.Label, fmt.Sprintf("(no log from %s: %s)", p.Name, reason(err)))
 				return
 			}
 			defer func() { _ = rc.Close() }()
@@ -228,7 +212,7 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients)
 			sc := bufio.NewScanner(rc)
 			sc.Buffer(make([]byte, 64<<10), 1<<20)
 			for sc.Scan() {
-				write(rd.Label, render(logs.NewLine(rd.Label, sc.Text()), red, keepTime))
+				write(read.Label, render(logs.NewLine(read.Label, sc.Text()), red, keepTime))
 			}
 		}()
 	}
@@ -240,12 +224,6 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients)
 // store's alone).
 const storedHeader = "X-Mpijob-Log-Stored"
 
-// podLog reads a pod's log (its first container) as the user, up to 1 MiB.
-func (c *userClients) podLog(ctx context.Context, ns, pod string) (string, error) {
-	limit := int64(1 << 20)
-	b, err := c.cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{LimitBytes: &limit}).DoRaw(ctx)
-	return string(b), err
-}
 
 func render(l logs.Line, red *logs.Redactor, keepTime bool) string {
 	text := red.Line(l.Text)

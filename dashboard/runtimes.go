@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobpods"
 	"github.com/mpijob/mpijob/pkg/jobview"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 	"github.com/mpijob/mpijob/pkg/runtimetest"
@@ -190,7 +191,7 @@ func (s *Server) testRuntime(w http.ResponseWriter, r *http.Request, c *userClie
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 		defer cancel()
-		_, err := runtimetest.Run(ctx, c, req.Namespace, rt, runtimetest.Options{Timeout: 5 * time.Minute, Log: c.podLog, Progress: func(p runtimetest.Progress) {
+		_, err := runtimetest.Run(ctx, c, req.Namespace, rt, runtimetest.Options{Timeout: 5 * time.Minute, Log: jobpods.Reader{CS: c.cs}.Log, Progress: func(p runtimetest.Progress) {
 			t.mu.Lock()
 			run.progress = p
 			t.mu.Unlock()

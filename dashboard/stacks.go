@@ -12,7 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/mpijob/mpijob/pkg/api"
-	"github.com/mpijob/mpijob/pkg/runtimes"
+	"github.com/mpijob/mpijob/pkg/jobpods"
 	"github.com/mpijob/mpijob/pkg/stacks"
 )
 
@@ -34,12 +34,12 @@ func (s *Server) jobStacks(w http.ResponseWriter, r *http.Request, c *userClient
 		writeError(w, http.StatusConflict, fmt.Sprintf("job %s is %s: stacks show where a running job's ranks are; its Logs tab has its output", name, st.Phase))
 		return
 	}
-	launcher, workers, err := runtimes.JobPods(r.Context(), c, tj)
+	jp, err := jobpods.List(r.Context(), c, tj)
 	if err != nil {
 		s.apiError(w, err)
 		return
 	}
-	pods := stacks.PodsOf(launcher, workers)
+	pods := stacks.PodsOf(jp.Launchers, jp.Workers)
 	if len(pods) == 0 {
 		writeError(w, http.StatusConflict, fmt.Sprintf("job %s has no running pod now (phase %s): its Overview says why", name, st.Phase))
 		return

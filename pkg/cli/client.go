@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobpods"
 	"github.com/mpijob/mpijob/pkg/jobview"
 	"github.com/mpijob/mpijob/pkg/logstore"
 	"github.com/mpijob/mpijob/pkg/placement"
@@ -232,7 +233,8 @@ func (c *clients) unknownRuntime(ctx context.Context, name string, err error) er
 
 // pods returns the Launcher and Worker pods of a job, Workers by index.
 func (c *clients) pods(ctx context.Context, tj *trainer.TrainJob) (launcher, workers []corev1.Pod, err error) {
-	return runtimes.JobPods(ctx, c, tj)
+	p, err := jobpods.List(ctx, c, tj)
+	return p.Launchers, p.Workers, err
 }
 
 // statusOf is the job's Status: mpijob-manager's when it wrote one, else a
@@ -329,9 +331,3 @@ func (c *clients) managerState(ctx context.Context) api.ManagerState {
 	return api.ManagerStateOf(lease, time.Now())
 }
 
-// podLog reads a pod's log (its first container), up to 1 MiB.
-func (c *clients) podLog(ctx context.Context, ns, pod string) (string, error) {
-	limit := int64(1 << 20)
-	b, err := c.cs.CoreV1().Pods(ns).GetLogs(pod, &corev1.PodLogOptions{LimitBytes: &limit}).DoRaw(ctx)
-	return string(b), err
-}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/spf13/cobra"
@@ -16,6 +15,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobpods"
 )
 
 // target is the pod of a job a verb reaches: the Launcher, a Worker by
@@ -89,18 +89,13 @@ func (t *target) choose(tj *trainer.TrainJob, launcher, workers []corev1.Pod) (*
 		}
 		what = fmt.Sprintf("Worker %d", t.worker)
 	default:
-		for i := range launcher {
-			if launcher[i].Status.Phase == corev1.PodRunning {
-				return &launcher[i], "the Launcher", nil
-			}
+		if pod := (jobpods.Pods{Launchers: launcher}).Running(jobpods.RoleLauncher, -1); pod != nil {
+			return pod, "the Launcher", nil
 		}
 		return nil, "", &exitError{code: ExitNotFound, msg: fmt.Sprintf("job %s has no running Launcher (phase %s): kubectl mpijob describe %s", tj.Name, st.Phase, tj.Name)}
 	}
-	for i := range workers {
-		idx, err := strconv.Atoi(workers[i].Labels["batch.kubernetes.io/job-completion-index"])
-		if err == nil && idx == index && workers[i].Status.Phase == corev1.PodRunning {
-			return &workers[i], what, nil
-		}
+	if pod := (jobpods.Pods{Launchers: launcher, Workers: workers}).Running(jobpods.RoleWorker, index); pod != nil {
+		return pod, what, nil
 	}
 	return nil, "", &exitError{code: ExitNotFound, msg: fmt.Sprintf("%s of job %s, which has no running pod now (phase %s): kubectl mpijob describe %s", what, tj.Name, st.Phase, tj.Name)}
 }

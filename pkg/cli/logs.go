@@ -9,7 +9,6 @@ import (
 	"io"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobpods"
 	"github.com/mpijob/mpijob/pkg/jobview"
 	"github.com/mpijob/mpijob/pkg/logs"
 	"github.com/mpijob/mpijob/pkg/logstore"
@@ -110,13 +110,13 @@ const (
 // source is one log asked for: a pod's, or, when the pod is gone, the log
 // store's lines of its role and index.
 type source struct {
-	label string
-	pod   corev1.Pod
-	// gone: no pod; the lines come from the store.
-	gone  bool
-	role  string
-	index int
+	jobview.LogRead
+	// pod is the live pod read (nil: gone, the lines come from the store).
+	pod *corev1.Pod
 }
+
+// gone: no pod; the lines come from the store.
+func (s source) gone() bool { return s.pod == nil }
 
 // Complete takes the job's name and whether --worker was given.
 func (l *logsOptions) Complete(args []string, workerSet bool) {
@@ -212,11 +212,10 @@ func (l *logsOptions) Run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// The node container by name: a pod with a sidecar has more than one.
-	opts := &corev1.PodLogOptions{Container: api.NodeContainer, Timestamps: true, Follow: l.follow}
-	if l.since > 0 {
-		opts.SinceSeconds = ptr.To(int64(l.since.Seconds()))
-	}
+	// Read as the dashboard and the SDK read (jobpods): the node
+	// container by name, the same byte limit.
+	rd := jobpods.Reader{CS: cl.cs, Store: store}
+	win := jobpods.Window{Follow: l.follow, SinceSeconds: int64(l.since.Seconds())}
 	// --tail keeps the last lines shown: with --rank or --grep those are
 	// known only once the lines are filtered, so the whole log is read and
 	// the tail cut here (followed logs keep kubectl's meaning: the last
@@ -224,7 +223,7 @@ func (l *logsOptions) Run(ctx context.Context) error {
 	tail := l.tail
 	filtered := (l.ranks != nil || re != nil) && !l.follow
 	if tail >= 0 && !filtered {
-		opts.TailLines = ptr.To(tail)
+		win.TailLines = ptr.To(tail)
 	}
 	if filtered {
 		tail = -1
@@ -238,7 +237,7 @@ func (l *logsOptions) Run(ctx context.Context) error {
 	var live, gone []source
 	var unread []string
 	for _, s := range sources {
-		if s.gone {
+		if s.gone() {
 			gone = append(gone, s)
 		} else {
 			live = append(live, s)
@@ -248,7 +247,7 @@ func (l *logsOptions) Run(ctx context.Context) error {
 		if len(gone) > 0 {
 			fmt.Fprintf(l.ErrOut, "Following the live pods only; %s: pod gone, its lines are in the log store (run without -f).\n", labels(gone))
 		}
-		err = l.followAll(ctx, cl, live, opts, f)
+		err = l.followAll(ctx, rd, live, win, f)
 	} else {
 		if len(gone) > 0 {
 			fmt.Fprintf(l.ErrOut, "%s from the log store: %s.\n", linesOf(gone), goneWhy(l.source))
@@ -257,8 +256,8 @@ func (l *logsOptions) Run(ctx context.Context) error {
 		var readers []logs.Reader
 		var stitched []*stitch
 		for _, s := range sources {
-			if s.gone {
-				r, err := l.openStored(ctx, store, tj.Namespace, name, s, time.Time{}, tail)
+			if s.gone() {
+				r, err := openStored(ctx, rd, tj.Namespace, name, s, win, time.Time{}, tail)
 				if err != nil {
 					if len(sources) == 1 {
 						return err
@@ -266,21 +265,18 @@ func (l *logsOptions) Run(ctx context.Context) error {
 					// The live pods' lines are still shown; the read
 					// that failed is said, and the exit is not 0.
 					fmt.Fprintf(l.ErrOut, "%v\n", err)
-					unread = append(unread, s.label)
+					unread = append(unread, s.Label)
 					continue
 				}
-				readers = append(readers, logs.Reader{Label: s.label, R: r})
+				readers = append(readers, logs.Reader{Label: s.Label, R: r})
 				continue
 			}
-			rc, err := cl.cs.CoreV1().Pods(s.pod.Namespace).GetLogs(s.pod.Name, opts).Stream(ctx)
-			if err != nil && notStartedYet(err) {
-				// Its program never started (a step before it, such as the
-				// Launcher's wait for the Workers, failed or still runs):
-				// that step's output says why.
-				if irc, init, ierr := initLogs(ctx, cl, &s.pod, opts); ierr == nil {
-					fmt.Fprintf(l.ErrOut, "%s: its program has not started (%s); the output of its init container %s:\n", s.label, waitingReason(&s.pod), init)
-					rc, err = irc, nil
-				}
+			// Its program never started (a step before it, such as the
+			// Launcher's wait for the Workers, failed or still runs): that
+			// step's output says why.
+			rc, notStarted, err := rd.OpenPod(ctx, s.pod, win)
+			if notStarted != nil {
+				fmt.Fprintf(l.ErrOut, "%s: its program has not started (%s); the output of its init container %s:\n", s.Label, notStarted.Waiting, notStarted.Container)
 			}
 			if apierrors.IsNotFound(err) && len(sources) > 1 {
 				continue // the pod went away meanwhile (Workers end with the job)
@@ -293,14 +289,14 @@ func (l *logsOptions) Run(ctx context.Context) error {
 			// The kubelet serves a pod's current log file only: lines it
 			// rotated away come from the store, before the first it serves.
 			if store != nil && l.source == sourceAuto && tail < 0 {
-				st := &stitch{label: s.label}
+				st := &stitch{label: s.Label}
 				stitched = append(stitched, st)
 				s := s
 				r = st.reader(rc, func(end time.Time) (io.Reader, error) {
-					return l.openStored(ctx, store, tj.Namespace, name, s, end, tail)
+					return openStored(ctx, rd, tj.Namespace, name, s, win, end, tail)
 				})
 			}
-			readers = append(readers, logs.Reader{Label: s.label, R: r})
+			readers = append(readers, logs.Reader{Label: s.Label, R: r})
 		}
 		err = logs.MergeReaders(readers, func(line logs.Line) error {
 			f.print(l.Out, line)
@@ -359,37 +355,19 @@ func (l *logsOptions) storeOf(ctx context.Context, cl *clients) logstore.Reader 
 	return cl.store
 }
 
-// openStored streams what the store keeps of a source (its role and
-// index), with --since applied, keeping the last tail lines (all when
-// tail < 0); end, when given, bounds it.
-func (l *logsOptions) openStored(ctx context.Context, store logstore.Reader, ns, job string, s source, end time.Time, tail int64) (io.Reader, error) {
-	q := logstore.Query{Role: s.role, Index: s.index}
-	if s.role == api.LauncherJob {
-		q.Index = -1
+// openStored streams what the store keeps of a source (jobpods), with
+// --since applied, keeping the last tail lines (all when tail < 0); end,
+// when given, bounds it.
+func openStored(ctx context.Context, rd jobpods.Reader, ns, job string, s source, win jobpods.Window, end time.Time, tail int64) (io.Reader, error) {
+	win.TailLines = nil
+	if tail >= 0 && end.IsZero() {
+		win.TailLines = ptr.To(tail)
 	}
-	if l.since > 0 {
-		q.SinceSeconds = int64(l.since.Seconds())
-	}
-	q.End = end
-	rc, err := store.Open(ctx, ns, job, q)
-	if err != nil {
-		if apierrors.IsForbidden(err) {
-			return nil, fmt.Errorf("the log store refused to show %s of job %s: %w", s.label, job, err)
-		}
-		return nil, fmt.Errorf("reading %s of job %s from the log store: %w", s.label, job, err)
-	}
-	if tail < 0 || !end.IsZero() {
-		return closeAtEOF{rc}, nil
-	}
-	defer func() { _ = rc.Close() }()
-	lines, err := logstore.Tail(rc, tail)
+	rc, err := rd.OpenStored(ctx, ns, job, s.LogRead, win, end)
 	if err != nil {
 		return nil, err
 	}
-	if len(lines) == 0 {
-		return strings.NewReader(""), nil
-	}
-	return strings.NewReader(strings.Join(lines, "\n") + "\n"), nil
+	return closeAtEOF{rc}, nil
 }
 
 // closeAtEOF closes a stream once it is read to its end.
@@ -453,7 +431,7 @@ func (e errReader) Read([]byte) (int, error) { return 0, e.err }
 func labels(ss []source) string {
 	var out []string
 	for _, s := range ss {
-		out = append(out, s.label)
+		out = append(out, s.Label)
 	}
 	return strings.Join(out, ", ")
 }
@@ -470,7 +448,7 @@ func goneWhy(source string) string {
 	return "the pod is gone (JobSet removes a finished job's pods)"
 }
 
-func (l *logsOptions) followAll(ctx context.Context, cl *clients, sources []source, opts *corev1.PodLogOptions, f *lineFilter) error {
+func (l *logsOptions) followAll(ctx context.Context, rd jobpods.Reader, sources []source, win jobpods.Window, f *lineFilter) error {
 	type tagged struct{ label, line string }
 	ch := make(chan tagged, 256)
 	errs := make(chan error, len(sources))
@@ -479,16 +457,16 @@ func (l *logsOptions) followAll(ctx context.Context, cl *clients, sources []sour
 		wg.Add(1)
 		go func(s source) {
 			defer wg.Done()
-			rc, err := cl.cs.CoreV1().Pods(s.pod.Namespace).GetLogs(s.pod.Name, opts).Stream(ctx)
+			rc, err := rd.StreamPod(ctx, s.pod, win)
 			// A container still being created has no log yet: the kubelet
 			// says so with an error, which is not a log line. Wait for it.
-			for err != nil && notStartedYet(err) {
+			for err != nil && jobpods.NotStartedYet(err) {
 				select {
 				case <-ctx.Done():
 					return
 				case <-time.After(time.Second):
 				}
-				rc, err = cl.cs.CoreV1().Pods(s.pod.Namespace).GetLogs(s.pod.Name, opts).Stream(ctx)
+				rc, err = rd.StreamPod(ctx, s.pod, win)
 			}
 			if apierrors.IsNotFound(err) && len(sources) > 1 {
 				return // the pod went away meanwhile (Workers end with the job)
@@ -501,7 +479,7 @@ func (l *logsOptions) followAll(ctx context.Context, cl *clients, sources []sour
 			sc := bufio.NewScanner(rc)
 			sc.Buffer(make([]byte, 64*1024), 4*1024*1024)
 			for sc.Scan() {
-				ch <- tagged{s.label, sc.Text()}
+				ch <- tagged{s.Label, sc.Text()}
 			}
 		}(s)
 	}
@@ -624,22 +602,12 @@ func (f *lineFilter) redacted() int {
 // there is neither (yet).
 func (l *logsOptions) sources(ctx context.Context, cl *clients, tj *trainer.TrainJob, stored bool) ([]source, error) {
 	name := tj.Name
-	launcher, workers, err := cl.pods(ctx, tj)
+	jp, err := jobpods.List(ctx, cl, tj)
 	if err != nil {
 		return nil, err
 	}
 	s, _ := statusOf(tj)
-	byIndex := map[int]corev1.Pod{}
-	job := jobview.LogJobOf(tj, s)
-	job.LauncherLive, job.Store = len(launcher) > 0, stored
-	for i, w := range workers {
-		idx, err := strconv.Atoi(w.Labels["batch.kubernetes.io/job-completion-index"])
-		if err != nil {
-			idx = i
-		}
-		byIndex[idx] = w
-		job.LiveWorkers = append(job.LiveWorkers, idx)
-	}
+	job := jp.LogJob(tj, s, stored)
 	req := jobview.LogRequest{Target: "launcher", StoreOnly: l.source == sourceStore}
 	switch {
 	case l.all:
@@ -662,18 +630,7 @@ func (l *logsOptions) sources(ctx context.Context, cl *clients, tj *trainer.Trai
 	}
 	sources := make([]source, 0, len(plan.Reads))
 	for _, r := range plan.Reads {
-		src := source{label: r.Label, role: r.Role, index: r.Index, gone: r.From == jobview.LogStore}
-		if r.Role == "launcher" {
-			src.role = api.LauncherJob
-		}
-		if r.From == jobview.LogPod {
-			if r.Role == "launcher" {
-				src.pod = launcher[0]
-			} else {
-				src.pod = byIndex[r.Index]
-			}
-		}
-		sources = append(sources, src)
+		sources = append(sources, source{LogRead: r, pod: jp.PodOf(r)})
 	}
 	return sources, nil
 }
@@ -686,36 +643,3 @@ func noStoreHint(stored bool) string {
 	return ", and this cluster keeps no log store to read once pods are gone"
 }
 
-// notStartedYet reports the API server's answer for a container that has
-// not started: "container \"node\" in pod \"x\" is waiting to start:
-// ContainerCreating".
-// initLogs opens the log of the pod's init container that ran last (the
-// one that failed, or the one still running), and names it.
-func initLogs(ctx context.Context, cl *clients, pod *corev1.Pod, opts *corev1.PodLogOptions) (io.ReadCloser, string, error) {
-	statuses := pod.Status.InitContainerStatuses
-	for i := len(statuses) - 1; i >= 0; i-- {
-		cs := statuses[i]
-		if cs.State.Running == nil && cs.State.Terminated == nil {
-			continue
-		}
-		o := opts.DeepCopy()
-		o.Container = cs.Name
-		rc, err := cl.cs.CoreV1().Pods(pod.Namespace).GetLogs(pod.Name, o).Stream(ctx)
-		return rc, cs.Name, err
-	}
-	return nil, "", fmt.Errorf("no init container of pod %s has run", pod.Name)
-}
-
-// waitingReason is why the pod's program container waits ("PodInitializing").
-func waitingReason(pod *corev1.Pod) string {
-	for _, cs := range pod.Status.ContainerStatuses {
-		if cs.State.Waiting != nil && cs.State.Waiting.Reason != "" {
-			return cs.State.Waiting.Reason
-		}
-	}
-	return "waiting"
-}
-
-func notStartedYet(err error) bool {
-	return apierrors.IsBadRequest(err) && (strings.Contains(err.Error(), "is waiting to start") || strings.Contains(err.Error(), "PodInitializing"))
-}

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/mpijob/mpijob/pkg/runtimetest"
+	"github.com/mpijob/mpijob/pkg/jobpods"
 )
 
 // runtimesTestOptions is `kubectl mpijob runtimes test`.
@@ -71,7 +72,7 @@ func runtimeTest(ctx context.Context, o *Options, cl *clients, name string, time
 		return err
 	}
 	started := false
-	p, err := runtimetest.Run(ctx, cl, cl.namespace, rt, runtimetest.Options{Timeout: timeout, Keep: keep, Log: cl.podLog, Progress: func(p runtimetest.Progress) {
+	p, err := runtimetest.Run(ctx, cl, cl.namespace, rt, runtimetest.Options{Timeout: timeout, Keep: keep, Log: jobpods.Reader{CS: cl.cs}.Log, Progress: func(p runtimetest.Progress) {
 		if !started {
 			started = true
 			fmt.Fprintf(o.ErrOut, "testing runtime %s with job %s/%s (1 Launcher + 2 Workers)...\n", name, p.Namespace, p.Job)

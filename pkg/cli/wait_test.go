@@ -7,8 +7,6 @@ import (
 	"testing"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/mpijob/mpijob/pkg/api"
@@ -63,15 +61,5 @@ func TestWaitExitCodes(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-func TestNotStartedYet(t *testing.T) {
-	waiting := apierrors.NewBadRequest(`container "node" in pod "hello-launcher-0-0-x" is waiting to start: ContainerCreating`)
-	if !notStartedYet(waiting) {
-		t.Error("a container waiting to start is not recognised")
-	}
-	if notStartedYet(apierrors.NewBadRequest("a container name must be specified")) || notStartedYet(apierrors.NewNotFound(schema.GroupResource{Resource: "pods"}, "x")) {
-		t.Error("other errors must not be waited on")
 	}
 }

@@ -26,6 +26,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobpods"
 	"github.com/mpijob/mpijob/pkg/logs"
 	"github.com/mpijob/mpijob/pkg/metrics"
 	"github.com/mpijob/mpijob/pkg/placement"
@@ -457,11 +458,11 @@ func (r *Reconciler) apply(ctx context.Context, tj *trainer.TrainJob, k known, n
 func (r *Reconciler) takeStacks(ctx context.Context, tj *trainer.TrainJob, s api.Status, now time.Time) {
 	log := ctrl.LoggerFrom(ctx)
 	snap := api.StackSnapshot{At: metav1.NewTime(now), Reason: s.Reason}
-	launcher, workers, err := runtimes.JobPods(ctx, r.Reader, tj)
+	jp, err := jobpods.List(ctx, r.Reader, tj)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(ctx, stacksTimeout)
 		var res stacks.Result
-		res, err = r.Stacks(ctx, tj.Namespace, stacks.PodsOf(launcher, workers))
+		res, err = r.Stacks(ctx, tj.Namespace, stacks.PodsOf(jp.Launchers, jp.Workers))
 		cancel()
 		snap.Contrast = res.Contrast
 		for i, g := range res.Groups {

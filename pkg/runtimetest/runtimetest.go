@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobpods"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
@@ -143,7 +144,8 @@ func Run(ctx context.Context, c client.Client, ns string, rt *trainer.ClusterTra
 		p.Phase, last = s.Phase, s
 		// Pods are watched while the job runs: once it finishes, JobSet
 		// stops the Workers, so what they showed must be recorded before.
-		launcher, workers, err := runtimes.JobPods(ctx, c, tj)
+		jp, err := jobpods.List(ctx, c, tj)
+		launcher, workers := jp.Launchers, jp.Workers
 		if err != nil {
 			return false, nil //nolint:nilerr // as above: the next tick lists them again
 		}

@@ -21,7 +21,7 @@ import (
 const maxOutput = 4 << 20
 
 // PodsOf are the running pods of a job's Launcher and Workers (as
-// runtimes.JobPods lists them), where the collector runs.
+// jobpods.List lists them), where the collector runs.
 func PodsOf(launcher, workers []corev1.Pod) []Pod {
 	var out []Pod
 	for _, p := range launcher {

@@ -28,6 +28,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobpods"
 	"github.com/mpijob/mpijob/pkg/diagnose"
 	"github.com/mpijob/mpijob/pkg/progress"
 	"github.com/mpijob/mpijob/pkg/runtimes"
@@ -165,7 +166,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	complete := meta.IsStatusConditionTrue(tj.Status.Conditions, trainer.TrainJobComplete)
 	failed := meta.IsStatusConditionTrue(tj.Status.Conditions, trainer.TrainJobFailed)
 	// Only read (the Launcher's name and phase): the cache's own pods.
-	launchers, _, err := runtimes.JobPods(ctx, r.Client, tj, client.UnsafeDisableDeepCopy)
+	jp, err := jobpods.List(ctx, r.Client, tj, client.UnsafeDisableDeepCopy)
+	launchers := jp.Launchers
 	if err != nil {
 		return ctrl.Result{}, err
 	}

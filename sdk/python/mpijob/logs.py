@@ -6,6 +6,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import Any
+
+from .constants import COMPLETION_INDEX, REPLICATED_JOB
 
 
 def log_from(role: str, *, pod_live: bool, launcher_live: bool, finished: bool, store: bool, store_only: bool) -> str:
@@ -22,6 +25,59 @@ def log_from(role: str, *, pod_live: bool, launcher_live: bool, finished: bool, 
     if finished or store_only or (role == "worker" and launcher_live):
         return "store"
     return "none"
+
+
+#: The most of one pod's log a read takes (Go's ``jobpods.MaxLogBytes``): the guard of the reader,
+#: not of the log, which the kubelet's rotation keeps well below it.
+MAX_LOG_BYTES = 100 << 20
+
+#: The container of the Launcher and Workers that runs the program (Go's ``api.NodeContainer``).
+NODE_CONTAINER = "node"
+
+_INDEX = re.compile(r"0|[1-9][0-9]*")
+
+
+def pod_log_options(*, tail_lines: int | None = None, since_seconds: int | None = None, follow: bool = False) -> dict[str, Any]:
+    """The options of every read of a pod's live log, as the keyword arguments of the Kubernetes
+    client's ``read_namespaced_pod_log``: the node container by name (a pod with a sidecar has more
+    than one), the kubelet's timestamps and one byte limit. The CLI and the dashboard send the same
+    (Go's ``jobpods.LogOptions``, vectors ``pkg/jobpods/testdata/log-options.json``)."""
+    out: dict[str, Any] = {"container": NODE_CONTAINER, "timestamps": True, "limit_bytes": MAX_LOG_BYTES}
+    if tail_lines is not None and tail_lines >= 0:
+        out["tail_lines"] = tail_lines
+    if since_seconds:
+        out["since_seconds"] = since_seconds
+    if follow:
+        out["follow"] = True
+    return out
+
+
+def worker_index(pod: Any) -> int | None:
+    """A Worker pod's index, from its indexed Job's label (None: none readable)."""
+    value = ((pod.metadata.labels or {}).get(COMPLETION_INDEX)) or ""
+    return int(value) if _INDEX.fullmatch(value) else None
+
+
+def split_pods(pods: Sequence[Any]) -> tuple[list[Any], list[Any]]:
+    """A job's Launcher pods (newest first, then by name) and Worker pods (by index as a number, a
+    pod with no readable index last, then by name); other pods are left out. Every interface sorts
+    them so (Go's ``jobpods.Split``, vectors ``pkg/jobpods/testdata/job-pods.json``)."""
+    def role(p: Any) -> str:
+        return str((p.metadata.labels or {}).get(REPLICATED_JOB, ""))
+
+    def created(p: Any) -> float:
+        t = p.metadata.creation_timestamp
+        return t.timestamp() if t is not None else 0.0
+
+    launchers = sorted((p for p in pods if role(p) == "launcher"), key=lambda p: p.metadata.name)
+    launchers.sort(key=created, reverse=True)
+
+    def worker_key(p: Any) -> tuple[int, int, str]:
+        i = worker_index(p)
+        return (0, i, p.metadata.name) if i is not None else (1, 0, p.metadata.name)
+
+    workers = sorted((p for p in pods if role(p) == "node"), key=worker_key)
+    return launchers, workers
 
 
 @dataclass

@@ -168,3 +168,40 @@ def test_detail_matches_go(v):
     assert (job.progress.metric_lines() if job.progress else []) == (want.get("metrics") or [])
     assert job.status.resumed == want.get("resumedLine", "")
     assert job.status.attempts == want.get("attemptsLine", "")
+
+
+JOB_PODS = json.loads((ROOT / "pkg/jobpods/testdata/job-pods.json").read_text())["vectors"]
+
+
+def _pod(p):
+    from datetime import datetime
+    from types import SimpleNamespace
+    labels = {}
+    if p.get("replicatedJob"):
+        labels["jobset.sigs.k8s.io/replicatedjob-name"] = p["replicatedJob"]
+    if "index" in p:
+        labels["batch.kubernetes.io/job-completion-index"] = p["index"]
+    created = datetime.fromisoformat(p["created"].replace("Z", "+00:00"))
+    return SimpleNamespace(metadata=SimpleNamespace(name=p["name"], labels=labels, creation_timestamp=created))
+
+
+@pytest.mark.parametrize("v", JOB_PODS, ids=[v["name"] for v in JOB_PODS])
+def test_job_pods_sort_as_go(v):
+    from mpijob.logs import split_pods
+    launchers, workers = split_pods([_pod(p) for p in v["pods"]])
+    assert [p.metadata.name for p in launchers] == v["launchers"]
+    assert [p.metadata.name for p in workers] == v["workers"]
+
+
+LOG_OPTIONS = json.loads((ROOT / "pkg/jobpods/testdata/log-options.json").read_text())["vectors"]
+
+
+@pytest.mark.parametrize("v", LOG_OPTIONS, ids=[v["name"] for v in LOG_OPTIONS])
+def test_pod_log_options_match_go(v):
+    import re
+
+    from mpijob.logs import pod_log_options
+    w = v["window"]
+    got = pod_log_options(tail_lines=w.get("tailLines"), since_seconds=w.get("sinceSeconds"), follow=w.get("follow", False))
+    want = {re.sub(r"([A-Z])", lambda m: "_" + m.group(1).lower(), k): val for k, val in v["want"].items()}
+    assert got == want

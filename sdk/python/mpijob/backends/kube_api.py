@@ -17,15 +17,14 @@ from kubernetes.client.rest import ApiException
 
 from .. import jobspec as _jobspec
 from ..constants import (
-    COMPLETION_INDEX,
     GROUP,
     JOBSET_NAME,
     LOG_STORE_GROUP_VERSION,
     MANAGER_LEASE_NAME,
     MANAGER_LEASE_NAMESPACE,
-    REPLICATED_JOB,
     VERSION,
 )
+from ..logs import split_pods
 from ..errors import InvalidJobError, JobNotFoundError, MPIJobError, WaitTimeoutError, from_api_exception
 from ..placement import warnings_of
 from ..suggest import closest
@@ -404,16 +403,13 @@ class KubernetesAPI:
     # -- pods, logs, events ------------------------------------------------------
 
     def job_pods(self, name: str) -> tuple[list[Any], list[Any]]:
-        """The job's Launcher pods (newest first) and Worker pods (by index)."""
+        """The job's Launcher pods (newest first) and Worker pods (by index), as the user lists them."""
         try:
             pods = self._core.list_namespaced_pod(self.namespace, label_selector=f"{JOBSET_NAME}={name}").items
         except ApiException as e:
             raise from_api_exception(e, name) from None
-        launcher = sorted((p for p in pods if p.metadata.labels.get(REPLICATED_JOB) == "launcher"),
-                          key=lambda p: p.metadata.creation_timestamp, reverse=True)
-        workers = sorted((p for p in pods if p.metadata.labels.get(REPLICATED_JOB) == "node"),
-                         key=lambda p: int(p.metadata.labels.get(COMPLETION_INDEX, "0")))
-        return launcher, workers
+        # Sorted as the CLI and the dashboard sort them (logs.split_pods, Go's jobpods.Split).
+        return split_pods(pods)
 
     def delete_job_pods(self, name: str, grace_period: int) -> None:
         try:

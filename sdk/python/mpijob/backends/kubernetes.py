@@ -27,7 +27,7 @@ from .. import logs as _logs
 from .. import progress as _progress
 from .. import stacks as _stacks
 from .. import validation as _v
-from ..constants import COMPLETION_INDEX, PATCH_MANAGER
+from ..constants import PATCH_MANAGER
 from ..errors import (
     APIUnreachableError,
     InvalidJobError,
@@ -148,7 +148,7 @@ class KubernetesBackend(Backend):
         launchers, _ = self._pods(name)
         if not launchers:
             return []
-        log = self._api.pod_log(launchers[0].metadata.name, container="node", timestamps=True)
+        log = self._api.pod_log(launchers[0].metadata.name, **_logs.pod_log_options())
         return _progress.parse_log(log or "")
 
     def get_stacks(self, name: str) -> _stacks.Stacks:
@@ -466,11 +466,14 @@ class KubernetesBackend(Backend):
                                    "an administrator installs one with config/logstore, or read the pods with source='pods'", name=name)
         forced = source == "store"
         no_store = "" if store else ", and this cluster keeps no log store to read once pods are gone"
+        # Each Worker's pod by index; of two with one index (one stops while its replacement
+        # starts), the running one: Go's jobpods.Pods.Worker.
         by_index: dict[int, Any] = {}
-        for i, p in enumerate(workers):
-            try:
-                by_index[int((p.metadata.labels or {}).get(COMPLETION_INDEX, i))] = p
-            except (TypeError, ValueError):
+        for p in workers:
+            i = _logs.worker_index(p)
+            if i is None:
+                continue
+            if i not in by_index or (_phase(by_index[i]) != "Running" and _phase(p) == "Running"):
                 by_index[i] = p
         spec_workers = int(((obj.get("spec") or {}).get("trainer") or {}).get("numNodes") or 0)
         target = "launcher" if worker is None else "all" if worker == "all" else f"worker-{worker}"
@@ -517,12 +520,9 @@ class KubernetesBackend(Backend):
                 return None
             return (f"[{label}] " if prefix else "") + text
 
-        # The node container by name (api.NodeContainer): a pod with a sidecar has more than one.
-        kwargs: dict[str, Any] = {"timestamps": True, "container": "node"}
-        if since_s:
-            kwargs["since_seconds"] = since_s
-        if tail is not None:
-            kwargs["tail_lines"] = tail
+        # Read as the CLI and the dashboard read (Go's jobpods.LogOptions): the node container by
+        # name, the kubelet's timestamps, one byte limit. stream_pod_log follows by itself.
+        kwargs = _logs.pod_log_options(tail_lines=tail, since_seconds=since_s)
         live = [(s.label, s.pod) for s in sources if s.pod is not None]
         self.last_log_sources = {s.label: ("pod" if s.pod is not None else "log store") for s in sources}
         if follow and live:
@@ -750,6 +750,10 @@ class KubernetesBackend(Backend):
 
     def _pods(self, name: str) -> tuple[list[Any], list[Any]]:
         return self._api.job_pods(name)
+
+
+def _phase(pod: Any) -> str:
+    return str(getattr(pod.status, "phase", "") or "") if pod.status is not None else ""
 
 
 class _Source:
