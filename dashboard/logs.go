@@ -224,7 +224,6 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients)
 // store's alone).
 const storedHeader = "X-Mpijob-Log-Stored"
 
-
 func render(l logs.Line, red *logs.Redactor, keepTime bool) string {
 	text := red.Line(l.Text)
 	if keepTime && l.Stamp != "" {

@@ -330,4 +330,3 @@ func (c *clients) managerState(ctx context.Context) api.ManagerState {
 	}
 	return api.ManagerStateOf(lease, time.Now())
 }
-

@@ -642,4 +642,3 @@ func noStoreHint(stored bool) string {
 	}
 	return ", and this cluster keeps no log store to read once pods are gone"
 }
-

@@ -8,8 +8,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mpijob/mpijob/pkg/runtimetest"
 	"github.com/mpijob/mpijob/pkg/jobpods"
+	"github.com/mpijob/mpijob/pkg/runtimetest"
 )
 
 // runtimesTestOptions is `kubectl mpijob runtimes test`.

@@ -74,8 +74,8 @@ func TestSplitVectors(t *testing.T) {
 func TestLogOptionsVectors(t *testing.T) {
 	var file struct {
 		Vectors []struct {
-			Name   string                `json:"name"`
-			Window Window                `json:"window"`
+			Name   string               `json:"name"`
+			Window Window               `json:"window"`
 			Want   corev1.PodLogOptions `json:"want"`
 		} `json:"vectors"`
 	}
@@ -243,4 +243,3 @@ func readJSON(t *testing.T, path string, v any) {
 		t.Fatalf("%s: %v", path, err)
 	}
 }
-

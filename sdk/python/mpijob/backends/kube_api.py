@@ -24,8 +24,8 @@ from ..constants import (
     MANAGER_LEASE_NAMESPACE,
     VERSION,
 )
-from ..logs import split_pods
 from ..errors import InvalidJobError, JobNotFoundError, MPIJobError, WaitTimeoutError, from_api_exception
+from ..logs import split_pods
 from ..placement import warnings_of
 from ..suggest import closest
 
