@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"net/http"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/usage"
 )
 
 // Metrics are a job's resource use over its life and its phases as bands,
@@ -60,14 +60,9 @@ var metricQueries = []struct{ metric, query string }{
 	{"gpu", `avg by (pod) (DCGM_FI_DEV_GPU_UTIL{%[1]s})`},
 }
 
-// podSelector matches exactly the pods of TrainJob name: JobSet names them
-// <jobset>-<replicated job>-<job index>-<pod index>-<5 characters>, and an
-// MPI runtime's replicated jobs are "launcher" and "node". A job called
-// "a-node-0-0" cannot match "a"'s pattern: its pods have more parts.
-func podSelector(ns, name string) string {
-	re := "^" + regexp.QuoteMeta(name) + "-(" + api.LauncherJob + "|" + api.WorkerJob + ")-[0-9]+-[0-9]+-[a-z0-9]{5}$"
-	return fmt.Sprintf(`namespace=%q,pod=~%q`, ns, re)
-}
+// podSelector matches exactly the pods of TrainJob name (usage.PodSelector,
+// which kubectl mpijob top reads too).
+func podSelector(ns, name string) string { return usage.PodSelector(ns, name) }
 
 // roleOfPod tells the role from a pod name podSelector matched.
 func roleOfPod(job, pod string) string {

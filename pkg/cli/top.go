@@ -35,7 +35,7 @@ func newTopCommand(o *Options) *cobra.Command {
 		Short: "What the Launcher and each Worker of a running job use now: CPU and memory against their requests and limits, and GPUs",
 		Long: "Show, for the Launcher and each Worker of a job, its node, the CPU it used over the last minute and its memory now (from Prometheus's " +
 			"recording rules, as kubectl mpijob usage reads them: --prometheus-url or $" + PrometheusURLEnv + ") against the pod's requests and limits, " +
-			"and its GPUs. A pod that uses nine tenths of its CPU limit or more is marked: the kernel throttles it there, and in synchronous " +
+			"and its GPUs with their utilisation now where NVIDIA's DCGM exporter runs (DCGM_FI_DEV_GPU_UTIL). A pod that uses nine tenths of its CPU limit or more is marked: the kernel throttles it there, and in synchronous " +
 			"training every rank waits for the slowest.",
 		Example: "  kubectl mpijob top hello --prometheus-url http://127.0.0.1:9459",
 		Args:    cobra.ExactArgs(1),
@@ -106,7 +106,7 @@ func (t *topOptions) Run(ctx context.Context) error {
 		}
 		fmt.Fprintf(w, "%s\t%s\t%s\t%s/%s/%s\t%s/%s/%s\t%s\t%s\n", p.Name, role, orDash(p.Spec.NodeName),
 			cpuUsed, qty(req, corev1.ResourceCPU), qty(lim, corev1.ResourceCPU),
-			memUsed, qty(req, corev1.ResourceMemory), qty(lim, corev1.ResourceMemory), orDash(runtimes.GPUsOf(&p.Spec)), orDash(note))
+			memUsed, qty(req, corev1.ResourceMemory), qty(lim, corev1.ResourceMemory), gpuCell(runtimes.GPUsOf(&p.Spec), u.GPUPercent), orDash(note))
 	}
 	if err := w.Flush(); err != nil {
 		return err
@@ -144,6 +144,20 @@ func (t *topOptions) printSteps(ctx context.Context, cl *clients, tj *trainer.Tr
 	}
 	fmt.Fprintf(t.Out, "\nStep times (each rank's own work per step, %d ranks%s): median %s; slowest rank %d (Worker %d) %s, %.1f× the other ranks' median\n",
 		steps.Ranks, when, progress.StepSeconds(steps.Median), steps.Slowest, steps.Slowest/int(max(slots, 1)), progress.StepSeconds(steps.SlowestSeconds), ratio(steps.SlowestSeconds, steps.Others))
+}
+
+// gpuCell is a pod's GPUs and, where NVIDIA's DCGM exporter reports them,
+// their mean utilisation now: "nvidia.com/gpu: 2 (87% used)".
+func gpuCell(gpus string, percent *float64) string {
+	switch {
+	case gpus == "" && percent == nil:
+		return "-"
+	case percent == nil:
+		return gpus
+	case gpus == "":
+		return fmt.Sprintf("%.0f%% used", *percent)
+	}
+	return fmt.Sprintf("%s (%.0f%% used)", gpus, *percent)
 }
 
 func ratio(a, b float64) float64 {

@@ -71,7 +71,7 @@ func TestRows(t *testing.T) {
 }
 
 func TestTopQueries(t *testing.T) {
-	cpu, mem, err := TopQueries("team-a", "hello")
+	cpu, mem, gpu, err := TopQueries("team-a", "hello")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +81,10 @@ func TestTopQueries(t *testing.T) {
 	if want := `max by (pod) (pod:mpijob_memory_working_set_bytes:sum{namespace="team-a",trainjob="hello"})`; mem != want {
 		t.Errorf("memory query\n got %s\nwant %s", mem, want)
 	}
-	if _, _, err := TopQueries("team-a", `x"}`); err == nil {
+	if want := `avg by (pod) (DCGM_FI_DEV_GPU_UTIL{namespace="team-a",pod=~"^hello-(launcher|node)-[0-9]+-[0-9]+-[a-z0-9]{5}$"})`; gpu != want {
+		t.Errorf("gpu query\n got %s\nwant %s", gpu, want)
+	}
+	if _, _, _, err := TopQueries("team-a", `x"}`); err == nil {
 		t.Error("a job name that is no name was put into a query")
 	}
 }
