@@ -22,6 +22,7 @@ from typing import Any
 
 from . import progress as _progress
 from .backends import Backend, KubernetesBackend
+from .errors import InvalidJobError
 from .stacks import Stacks
 from .types import (
     JobEvent,
@@ -147,8 +148,38 @@ class MPIJobClient:
         >>> client.create_job("train", ["mpirun", "python3", "train.py"], workers=4,
         ...                   runtime="mpi-openmpi-gpu", resources_per_worker={"nvidia.com/gpu": 8})
         """
-        args = locals()  # the parameters, which test_client checks are JobSpec's fields and dry_run
-        return self._backend.create_job(JobSpec(**{f: args[f] for f in JobSpec.field_names()}), dry_run=dry_run)
+        # A thin layer over submit_job: the parameters are JobSpec's fields by name (test_client
+        # checks they stay the same list), and dry_run.
+        spec = JobSpec(
+            name=name, command=command, workers=workers, image=image, slots_per_worker=slots_per_worker,
+            resources_per_worker=resources_per_worker, launcher_resources=launcher_resources, runtime=runtime, env=env,
+            node_selector=node_selector, volumes=volumes, queue=queue, worker_image=worker_image,
+            launcher_image=launcher_image, env_from_secret=env_from_secret, data_connection=data_connection, pvc=pvc,
+            config_map=config_map, timeout=timeout, retries=retries, resume_from=resume_from, priority=priority,
+            tolerations=tolerations, image_pull_secrets=image_pull_secrets, description=description,
+            launcher_flags=launcher_flags, end_stuck_after=end_stuck_after, grace_period=grace_period,
+            service_account=service_account,
+        )
+        return self.submit_job(spec, dry_run=dry_run)
+
+    def submit_job(self, spec: JobSpec, dry_run: bool = False) -> MPIJob:
+        """Create the MPI job ``spec`` describes: one typed :class:`JobSpec`, whose fields are
+        :meth:`create_job`'s arguments by the same names. Build it once, keep it, change it with
+        :func:`dataclasses.replace`, and pass it to a pipeline step as it is.
+
+        >>> from mpijob import JobSpec
+        >>> spec = JobSpec(name="train", command=["mpirun", "python3", "train.py"], workers=4,
+        ...                data_connection="s3-data")
+        >>> client.submit_job(spec)
+
+        Raises what :meth:`create_job` raises, naming the field of a bad setting, and
+        :class:`InvalidJobError` when ``spec`` is not a JobSpec.
+        """
+        if not isinstance(spec, JobSpec):
+            hint = " (keyword arguments go to create_job)" if isinstance(spec, dict) else ""
+            raise InvalidJobError(f"spec: a {type(spec).__name__} is not a JobSpec{hint}: "
+                                  "build one with mpijob.JobSpec(name=..., command=[...], workers=N)", field="spec")
+        return self._backend.create_job(spec, dry_run=dry_run)
 
     def get_progress(self, name: str) -> list[_progress.Report]:
         """Every progress report the job's ranks printed so far, oldest first, with the

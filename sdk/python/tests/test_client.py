@@ -149,7 +149,8 @@ def test_every_call_is_the_backends():
     from mpijob.backends import Backend
     from mpijob.types import JobSpec
 
-    calls = sorted(n for n, _ in inspect.getmembers(MPIJobClient, inspect.isfunction) if not n.startswith("_"))
+    # submit_job is create_job with its JobSpec built by the caller: the backend's create_job.
+    calls = sorted(n for n, _ in inspect.getmembers(MPIJobClient, inspect.isfunction) if not n.startswith("_") and n != "submit_job")
     assert calls == sorted(Backend.__abstractmethods__)
     for n in calls:
         if n != "create_job":
@@ -193,3 +194,41 @@ def test_create_jobs_arguments_are_the_job_spec():
     want = [(f.name, inspect.Parameter.empty if f.default is dataclasses.MISSING else f.default) for f in dataclasses.fields(JobSpec)]
     assert got == want
     assert set(CLONE_KEEPS) <= set(JobSpec.field_names())
+
+
+def test_submit_job_takes_one_typed_job_spec():
+    # The typed form and the keyword form submit the same JobSpec; anything else is refused,
+    # naming the argument, before any API call.
+    from dataclasses import replace
+
+    from mpijob import JobSpec
+    from mpijob.backends import Backend
+    from mpijob.errors import InvalidJobError
+
+    seen = []
+
+    class Recording(Backend):
+        pass
+
+    for n in Backend.__abstractmethods__:
+        setattr(Recording, n, lambda self, *a, **k: seen.append((a, k)) or "created")
+    Recording.__abstractmethods__ = frozenset()
+    backend = Recording()
+    backend.namespace = "team-a"
+    c = MPIJobClient(backend=backend)
+    spec = JobSpec(name="train", command=["mpirun", "python3", "train.py"], workers=4, data_connection="s3-data", retries=2)
+    assert c.submit_job(spec) == "created"
+    assert seen[-1] == ((spec,), {"dry_run": False})
+    c.create_job("train", ["mpirun", "python3", "train.py"], workers=4, data_connection="s3-data", retries=2, dry_run=True)
+    assert seen[-1] == ((spec,), {"dry_run": True})
+    bigger = replace(spec, workers=8)
+    c.submit_job(bigger)
+    assert seen[-1][0][0].workers == 8 and spec.workers == 4
+    n = len(seen)
+    for bad in ({"name": "train", "command": ["mpirun"], "workers": 1}, "train", None):
+        with pytest.raises(InvalidJobError) as e:
+            c.submit_job(bad)
+        assert e.value.field == "spec" and "is not a JobSpec" in str(e.value)
+    with pytest.raises(InvalidJobError, match="keyword arguments go to create_job"):
+        c.submit_job({})
+    assert len(seen) == n  # nothing reached the backend
