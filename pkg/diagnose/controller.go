@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -30,9 +31,11 @@ import (
 	"github.com/mpijob/mpijob/pkg/logs"
 	"github.com/mpijob/mpijob/pkg/metrics"
 	"github.com/mpijob/mpijob/pkg/placement"
+	"github.com/mpijob/mpijob/pkg/progress"
 	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 	"github.com/mpijob/mpijob/pkg/stacks"
+	"github.com/mpijob/mpijob/pkg/wake"
 )
 
 // Reconciler keeps the mpijob Status of every MPI TrainJob.
@@ -157,6 +160,10 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 	delete(r.seen, key)
 }
 
+// IgnoredWrites are the TrainJob annotations whose changes do not wake
+// the diagnosis (wake.TrainJobChanged).
+var IgnoredWrites = []string{api.StatusAnnotation, api.StacksAnnotation, progress.Annotation}
+
 // SetupWithManager registers the controller: it watches TrainJobs, their
 // JobSets and the JobSets' pods.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
@@ -173,7 +180,11 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// side by side): with one, 500 starting jobs' statuses trailed
 		// their pods by half a minute (bench/scale).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
-		For(&trainer.TrainJob{}).
+		// Not its own writes (the status, the stacks) nor the progress
+		// annotation, which it never reads: at a running job's pace they
+		// made most of its wakes. The rank-failure annotation the progress
+		// controller notes does wake it.
+		For(&trainer.TrainJob{}, builder.WithPredicates(wake.TrainJobChanged(IgnoredWrites...))).
 		Watches(&jobsetv1alpha2.JobSet{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &trainer.TrainJob{})).
 		Watches(&corev1.Pod{}, byJobSetName).
 		Complete(r)

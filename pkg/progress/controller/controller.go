@@ -24,6 +24,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
@@ -32,6 +33,7 @@ import (
 	"github.com/mpijob/mpijob/pkg/jobpods"
 	"github.com/mpijob/mpijob/pkg/progress"
 	"github.com/mpijob/mpijob/pkg/runtimes"
+	"github.com/mpijob/mpijob/pkg/wake"
 )
 
 // FieldManager owns the progress annotation: a field owner of its own, so
@@ -94,11 +96,22 @@ type Reconciler struct {
 const maxFinished = 10000
 
 // SetupWithManager registers the controller; it watches TrainJobs only
-// and polls the running ones.
+// and polls the running ones every Interval. Of a TrainJob's updates it
+// wakes for those it acts on (wake.TrainJobChanged): its spec, Trainer's
+// conditions and runtime status, a setting of the job's; not its own
+// writes (progress, rank failure, resumed) nor the diagnosis's (status,
+// stacks), which its poll of a running job covers, and which made most of
+// its wakes (issue "At the control plane's pace").
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.finished, r.uids = map[types.UID]types.NamespacedName{}, map[types.NamespacedName]types.UID{}
-	return ctrl.NewControllerManagedBy(mgr).Named("progress").For(&trainer.TrainJob{}).Complete(r)
+	return ctrl.NewControllerManagedBy(mgr).Named("progress").
+		For(&trainer.TrainJob{}, builder.WithPredicates(wake.TrainJobChanged(IgnoredWrites...))).
+		Complete(r)
 }
+
+// IgnoredWrites are the TrainJob annotations whose changes do not wake
+// this controller: its own, and the diagnosis's.
+var IgnoredWrites = []string{progress.Annotation, api.RankFailureAnnotation, api.ResumedAnnotation, api.StatusAnnotation, api.StacksAnnotation}
 
 // Finish publishes a finishing job's last progress report now. The
 // diagnosis calls it before it first writes a finished phase, so the

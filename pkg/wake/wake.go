@@ -1,0 +1,61 @@
+// Package wake says what wakes mpijob-manager's controllers of a TrainJob:
+// the predicates each one's watch takes, in one place. Every write to a
+// TrainJob is an update event for every controller that watches TrainJobs,
+// and a running job's are mostly mpijob's own (its status, its progress,
+// a rank's failure): a controller that acts on none of them must not wake
+// for them (issue "At the control plane's pace").
+package wake
+
+import (
+	"strings"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+)
+
+// TrainJobChanged passes a TrainJob's creates and deletes, and the updates
+// that change more than the annotations ignored: its spec (generation),
+// its status (Trainer's conditions and runtime status), its labels,
+// finalizers or deletion, or another annotation. An ignored key that ends
+// in "/" ignores every annotation of that prefix. A write that changes
+// only the object's resourceVersion and managed fields passes nothing.
+func TrainJobChanged(ignored ...string) predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*trainer.TrainJob)
+		n, ok2 := e.ObjectNew.(*trainer.TrainJob)
+		if !ok1 || !ok2 {
+			return true
+		}
+		return Changed(o, n, ignored...)
+	}}
+}
+
+// Changed is TrainJobChanged's decision for one update from o to n.
+func Changed(o, n *trainer.TrainJob, ignored ...string) bool {
+	if o.Generation != n.Generation || !o.DeletionTimestamp.Equal(n.DeletionTimestamp) ||
+		!equality.Semantic.DeepEqual(o.Labels, n.Labels) || !equality.Semantic.DeepEqual(o.Finalizers, n.Finalizers) ||
+		!equality.Semantic.DeepEqual(o.Status, n.Status) {
+		return true
+	}
+	skip := func(k string) bool {
+		for _, i := range ignored {
+			if k == i || (strings.HasSuffix(i, "/") && strings.HasPrefix(k, i)) {
+				return true
+			}
+		}
+		return false
+	}
+	for k, v := range n.Annotations {
+		if w, had := o.Annotations[k]; (!had || w != v) && !skip(k) {
+			return true
+		}
+	}
+	for k := range o.Annotations {
+		if _, has := n.Annotations[k]; !has && !skip(k) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,52 @@
+package wake
+
+import (
+	"testing"
+
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+)
+
+func TestChanged(t *testing.T) {
+	base := func() *trainer.TrainJob {
+		return &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: "j", Generation: 1, ResourceVersion: "1",
+			Annotations: map[string]string{"mpijob.dev/status": "a", "trainer.opendatahub.io/trainerStatus": "p", "policy.mpijob.dev/progress-timeout": "5m"}}}
+	}
+	ignored := []string{"mpijob.dev/status", "trainer.opendatahub.io/"}
+	cases := map[string]struct {
+		change func(*trainer.TrainJob)
+		want   bool
+	}{
+		"only the resourceVersion":      {func(tj *trainer.TrainJob) { tj.ResourceVersion = "2" }, false},
+		"an ignored annotation":         {func(tj *trainer.TrainJob) { tj.Annotations["mpijob.dev/status"] = "b" }, false},
+		"an ignored prefix":             {func(tj *trainer.TrainJob) { tj.Annotations["trainer.opendatahub.io/trainerStatus"] = "q" }, false},
+		"an ignored annotation removed": {func(tj *trainer.TrainJob) { delete(tj.Annotations, "mpijob.dev/status") }, false},
+		"another annotation":            {func(tj *trainer.TrainJob) { tj.Annotations["policy.mpijob.dev/progress-timeout"] = "1m" }, true},
+		"another annotation added":      {func(tj *trainer.TrainJob) { tj.Annotations["mpijob.dev/rank-failure"] = "{}" }, true},
+		"another annotation removed":    {func(tj *trainer.TrainJob) { delete(tj.Annotations, "policy.mpijob.dev/progress-timeout") }, true},
+		"the spec":                      {func(tj *trainer.TrainJob) { tj.Generation = 2 }, true},
+		"Trainer's conditions": {func(tj *trainer.TrainJob) {
+			tj.Status.Conditions = []metav1.Condition{{Type: "Complete", Status: "True"}}
+		}, true},
+		"deletion":    {func(tj *trainer.TrainJob) { tj.DeletionTimestamp = ptr.To(metav1.Now()) }, true},
+		"a label":     {func(tj *trainer.TrainJob) { tj.Labels = map[string]string{"kueue.x-k8s.io/queue-name": "q"} }, true},
+		"a finalizer": {func(tj *trainer.TrainJob) { tj.Finalizers = []string{"x"} }, true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			o, n := base(), base()
+			tc.change(n)
+			if got := Changed(o, n, ignored...); got != tc.want {
+				t.Errorf("Changed = %v, want %v", got, tc.want)
+			}
+			if got := TrainJobChanged(ignored...).Update(event.UpdateEvent{ObjectOld: o, ObjectNew: n}); got != tc.want {
+				t.Errorf("the predicate passes = %v, want %v", got, tc.want)
+			}
+		})
+	}
+	if !TrainJobChanged().Create(event.CreateEvent{Object: base()}) || !TrainJobChanged().Delete(event.DeleteEvent{Object: base()}) {
+		t.Error("creates and deletes must pass")
+	}
+}
