@@ -129,6 +129,9 @@ type result struct {
 	manager  usage
 	// cpu is each program's CPU time over the scale scenario.
 	cpu map[string]time.Duration
+	// calls are the API server's requests over the scale scenario, by
+	// verb and resource (apiserver_request_total).
+	calls map[string]float64
 }
 
 func run() error {
@@ -246,6 +249,10 @@ func (b *bench) mode(ctx context.Context, mode string) (*result, error) {
 			return nil, err
 		}
 		before, procs := b.use(pids), processCPU()
+		callsBefore, err := b.requests(ctx)
+		if err != nil {
+			return nil, err
+		}
 		var done func()
 		if r.scale, done, err = b.start(ctx, mode, "scale", *jobs, *creators); err != nil {
 			return nil, err
@@ -254,6 +261,16 @@ func (b *bench) mode(ctx context.Context, mode string) (*result, error) {
 		after := b.use(pids)
 		r.manager = usage{cpu: after.cpu - before.cpu, rss: after.rss, peak: after.peak, replicas: len(pids), measurable: len(pids) > 0}
 		r.cpu = minus(processCPU(), procs)
+		callsAfter, err := b.requests(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r.calls = map[string]float64{}
+		for k, v := range callsAfter {
+			if d := v - callsBefore[k]; d > 0 {
+				r.calls[k] = d
+			}
+		}
 		done()
 	}
 	before, err := b.webhookHists(ctx)
@@ -716,6 +733,41 @@ func (b *bench) webhookHists(ctx context.Context) (map[string]*hist, error) {
 	return out, nil
 }
 
+// requests reads the API server's request counts by verb and resource
+// ("LIST pods", "PATCH trainjobs/status", "WATCH jobsets.jobset.x-k8s.io"):
+// every client's, the bench's own watches included, the same in both
+// modes.
+func (b *bench) requests(ctx context.Context) (map[string]float64, error) {
+	raw, err := b.cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	fam := fams["apiserver_request_total"]
+	if fam == nil {
+		return out, nil
+	}
+	for _, m := range fam.GetMetric() {
+		res := label(m, "resource")
+		if res == "" {
+			continue // discovery, /metrics, health
+		}
+		if g := label(m, "group"); g != "" {
+			res += "." + g
+		}
+		if sub := label(m, "subresource"); sub != "" {
+			res += "/" + sub
+		}
+		out[label(m, "verb")+" "+res] += m.GetCounter().GetValue()
+	}
+	return out, nil
+}
+
 func label(m *dto.Metric, name string) string {
 	for _, l := range m.GetLabel() {
 		if l.GetName() == name {
@@ -770,19 +822,19 @@ func report(rs map[string]*result) error {
 	if *jobs > 0 {
 		s := fmt.Sprintf("%d jobs × %d Workers (%d pods), %d clients", *jobs, *workers, *jobs*(*workers+1), *creators)
 		row(s+": creates done", full.scale.created, bare.scale.created, "")
-		row(s+": every pod placed", full.scale.placed, bare.scale.placed, "≤ 1.10")
-		row(s+": every pod Running", full.scale.running, bare.scale.running, "≤ 1.10")
+		row(s+": every pod placed", full.scale.placed, bare.scale.placed, "≤ 1.25 (goal 1.10)")
+		row(s+": every pod Running", full.scale.running, bare.scale.running, "≤ 1.25 (goal 1.10)")
 		row(s+": every job's status Running", full.scale.status, 0, "≤ 2m")
 	}
 	if *burst > 0 {
 		s := fmt.Sprintf("burst %d × %d (%d pods), %d clients", *burst, *workers, *burst*(*workers+1), *burstClients)
 		row(s+": creates done", full.burst.created, bare.burst.created, "")
-		row(s+": every pod placed", full.burst.placed, bare.burst.placed, "≤ 1.10")
-		row(s+": every pod Running", full.burst.running, bare.burst.running, "≤ 1.10")
+		row(s+": every pod placed", full.burst.placed, bare.burst.placed, "≤ 1.25 (goal 1.10)")
+		row(s+": every pod Running", full.burst.running, bare.burst.running, "≤ 1.25 (goal 1.10)")
 	}
 	if *suspended > 0 {
 		s := fmt.Sprintf("%d suspended creates, %d clients", *suspended, *suspendedClients)
-		row(s+": all done", full.susp.total, bare.susp.total, "≤ 1.10")
+		row(s+": all done", full.susp.total, bare.susp.total, "≤ 1.25 (goal 1.10)")
 		fmt.Fprintf(w, "%s: create p50\t%s\t%s\t%s\t\t\n", s, ms(pct(bare.susp.latency, 50)), ms(pct(full.susp.latency, 50)), ratio(pct(full.susp.latency, 50), pct(bare.susp.latency, 50)))
 		fmt.Fprintf(w, "%s: create p99\t%s\t%s\t%s\t\t\n", s, ms(pct(bare.susp.latency, 99)), ms(pct(full.susp.latency, 99)), ratio(pct(full.susp.latency, 99), pct(bare.susp.latency, 99)))
 	}
@@ -809,7 +861,7 @@ func report(rs map[string]*result) error {
 			h := r.hooks[n]
 			target := ""
 			if strings.Contains(n, "mpijob") {
-				target = "p99 ≤ 20ms"
+				target = "p99 ≤ 50ms"
 			}
 			fmt.Fprintf(w, "%s\t%s\t%.0f\t%.1fms\t%.1fms\t≤ %gms\t%s\t\n", n, mode, h.total, 1000*h.quantile(0.5), 1000*h.quantile(0.99), 1000*h.bucket(0.99), target)
 		}
@@ -863,8 +915,47 @@ func report(rs map[string]*result) error {
 			fmt.Fprintf(w, "%s\t%.1fs\t%.1fs\t%+.1fs\t\n", k, bare.cpu[k].Seconds(), full.cpu[k].Seconds(), (full.cpu[k] - bare.cpu[k]).Seconds())
 		}
 		fmt.Fprintf(w, "all programs\t%.1fs\t%.1fs\t%+.1fs\t\n", tb.Seconds(), tf.Seconds(), (tf - tb).Seconds())
+		if a := bare.cpu["kube-apiserver"]; a > 0 {
+			fmt.Fprintf(w, "kube-apiserver's added CPU, of the bare run's (target ≤ 50%%)\t\t\t%.0f%%\t\n", 100*(full.cpu["kube-apiserver"]-a).Seconds()/a.Seconds())
+		}
 		fmt.Fprintf(w, "machine's CPU over the scenario (cores × time to every pod Running)\t%.1fs\t%.1fs\t\t\n",
 			float64(runtime.NumCPU())*bare.scale.running.Seconds(), float64(runtime.NumCPU())*full.scale.running.Seconds())
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	if *jobs > 0 && (len(full.calls) > 0 || len(bare.calls) > 0) {
+		fmt.Println()
+		w = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(w, "API requests per job over the %d-job scenario, by verb and resource (apiserver_request_total)\tbare\tfull\tdifference\t\n", *jobs)
+		var keys []string
+		var tb, tf float64
+		for k, v := range full.calls {
+			keys = append(keys, k)
+			tf += v
+		}
+		for k, v := range bare.calls {
+			tb += v
+			if _, ok := full.calls[k]; !ok {
+				keys = append(keys, k)
+			}
+		}
+		// The largest differences first: what mpijob adds.
+		sort.Slice(keys, func(i, j int) bool {
+			di, dj := full.calls[keys[i]]-bare.calls[keys[i]], full.calls[keys[j]]-bare.calls[keys[j]]
+			if di != dj {
+				return di > dj
+			}
+			return keys[i] < keys[j]
+		})
+		n := float64(*jobs)
+		for i, k := range keys {
+			if i == 20 {
+				break
+			}
+			fmt.Fprintf(w, "%s\t%.1f\t%.1f\t%+.1f\t\n", k, bare.calls[k]/n, full.calls[k]/n, (full.calls[k]-bare.calls[k])/n)
+		}
+		fmt.Fprintf(w, "all requests\t%.1f\t%.1f\t%+.1f\t\n", tb/n, tf/n, (tf-tb)/n)
 		if err := w.Flush(); err != nil {
 			return err
 		}
@@ -875,7 +966,7 @@ func report(rs map[string]*result) error {
 		m := full.manager
 		fmt.Fprintf(w, "mpijob-manager over the %d-job scenario (%d replicas)\tvalue\ttarget\t\n", *jobs, m.replicas)
 		fmt.Fprintf(w, "CPU time, all replicas\t%.1fs\t\t\n", m.cpu.Seconds())
-		fmt.Fprintf(w, "CPU time per job\t%.1fms\t\t\n", float64(m.cpu.Microseconds())/1000/float64(*jobs))
+		fmt.Fprintf(w, "CPU time per job\t%.1fms\t≤ 40ms\t\n", float64(m.cpu.Microseconds())/1000/float64(*jobs))
 		fmt.Fprintf(w, "RSS at the end, largest replica\t%d MiB\t≤ 100 MiB\t\n", m.rss>>20)
 		fmt.Fprintf(w, "peak RSS (VmHWM), largest replica\t%d MiB\t\t\n", m.peak>>20)
 		fmt.Fprintf(w, "RSS per job\t%.0f KiB\t\t\n", float64(m.rss>>10)/float64(*jobs))
