@@ -161,8 +161,10 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 }
 
 // IgnoredWrites are the TrainJob annotations whose changes do not wake
-// the diagnosis (wake.TrainJobChanged).
-var IgnoredWrites = []string{api.StatusAnnotation, api.StacksAnnotation, progress.Annotation}
+// the diagnosis (wake.TrainJobChanged): its status, and the progress it
+// never reads. The stacks it keeps do wake it: the next round adds what
+// they say to the message (takeStacks).
+var IgnoredWrites = []string{api.StatusAnnotation, progress.Annotation}
 
 // SetupWithManager registers the controller: it watches TrainJobs, their
 // JobSets and the JobSets' pods.
@@ -180,10 +182,10 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// side by side): with one, 500 starting jobs' statuses trailed
 		// their pods by half a minute (bench/scale).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 4}).
-		// Not its own writes (the status, the stacks) nor the progress
-		// annotation, which it never reads: at a running job's pace they
-		// made most of its wakes. The rank-failure annotation the progress
-		// controller notes does wake it.
+		// Not its own status writes nor the progress annotation, which it
+		// never reads: at a running job's pace they made most of its
+		// wakes. The rank-failure annotation the progress controller
+		// notes, and the stacks it keeps, do wake it.
 		For(&trainer.TrainJob{}, builder.WithPredicates(wake.TrainJobChanged(IgnoredWrites...))).
 		Watches(&jobsetv1alpha2.JobSet{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &trainer.TrainJob{})).
 		Watches(&corev1.Pod{}, byJobSetName).
