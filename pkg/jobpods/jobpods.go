@@ -142,7 +142,6 @@ func (p Pods) Worker(i int) *corev1.Pod {
 // Running is the running pod of a role ("launcher" or "worker") and Worker
 // index: the pod exec, port-forward and stacks reach.
 func (p Pods) Running(role string, index int) *corev1.Pod {
-	var pod *corev1.Pod
 	if role == RoleLauncher {
 		for i := range p.Launchers {
 			if p.Launchers[i].Status.Phase == corev1.PodRunning {
@@ -151,7 +150,7 @@ func (p Pods) Running(role string, index int) *corev1.Pod {
 		}
 		return nil
 	}
-	if pod = p.Worker(index); pod != nil && pod.Status.Phase == corev1.PodRunning {
+	if pod := p.Worker(index); pod != nil && pod.Status.Phase == corev1.PodRunning {
 		return pod
 	}
 	return nil

@@ -17,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/jobview"
@@ -68,6 +69,42 @@ func TestSplitVectors(t *testing.T) {
 				t.Errorf("Workers (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// List reads the job's pods through a client (another job's are left out)
+// and sorts them as Split does: Workers by index as a number, Launchers
+// newest first.
+func TestList(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	pod := func(job, rj, name, index string, created time.Time) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: name, CreationTimestamp: metav1.NewTime(created), Labels: map[string]string{
+			"jobset.sigs.k8s.io/jobset-name": job, "jobset.sigs.k8s.io/replicatedjob-name": rj, indexLabel: index,
+		}}}
+	}
+	c := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(
+		pod("j", "node", "j-node-0-10-aaaaa", "10", t0),
+		pod("j", "node", "j-node-0-2-bbbbb", "2", t0),
+		pod("j", "launcher", "j-launcher-0-0-old00", "0", t0),
+		pod("j", "launcher", "j-launcher-0-0-new00", "0", t0.Add(time.Minute)),
+		pod("other", "node", "other-node-0-0-ccccc", "0", t0),
+	).Build()
+	got, err := List(context.Background(), c, &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "j"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := func(ps []corev1.Pod) []string {
+		var out []string
+		for _, p := range ps {
+			out = append(out, p.Name)
+		}
+		return out
+	}
+	if d := cmp.Diff([]string{"j-launcher-0-0-new00", "j-launcher-0-0-old00"}, names(got.Launchers)); d != "" {
+		t.Errorf("launchers (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]string{"j-node-0-2-bbbbb", "j-node-0-10-aaaaa"}, names(got.Workers)); d != "" {
+		t.Errorf("workers (-want +got):\n%s", d)
 	}
 }
 

@@ -3,16 +3,12 @@ package runtimes
 import (
 	"context"
 	"fmt"
-	"sort"
 
-	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
-
-	"github.com/mpijob/mpijob/pkg/api"
 )
 
 // PodsByJobSet is the manager's cache index of pods by their JobSet's name
@@ -48,34 +44,6 @@ func ListJobSetPods(ctx context.Context, c client.Reader, ns, name string, opts 
 		return nil, err
 	}
 	return l, nil
-}
-
-// JobPods returns the Launcher and Worker pods of an MPI job: Workers by
-// their index, Launchers newest first (a restarted Launcher leaves the
-// old pod behind for a while). opts are ListJobSetPods's; the slices
-// returned are new, their pods the cache's own with
-// client.UnsafeDisableDeepCopy.
-func JobPods(ctx context.Context, c client.Reader, tj *trainer.TrainJob, opts ...client.ListOption) (launcher, workers []corev1.Pod, err error) {
-	l, err := ListJobSetPods(ctx, c, tj.Namespace, tj.Name, opts...)
-	if err != nil {
-		return nil, nil, err
-	}
-	for _, p := range l.Items {
-		switch p.Labels[jobsetv1alpha2.ReplicatedJobNameKey] {
-		case api.LauncherJob:
-			launcher = append(launcher, p)
-		case api.WorkerJob:
-			workers = append(workers, p)
-		}
-	}
-	sort.Slice(workers, func(i, j int) bool { return workerIndex(workers[i]) < workerIndex(workers[j]) })
-	sort.Slice(launcher, func(i, j int) bool { return launcher[i].CreationTimestamp.After(launcher[j].CreationTimestamp.Time) })
-	return launcher, workers, nil
-}
-
-// workerIndex sorts Job completion indexes as numbers.
-func workerIndex(p corev1.Pod) string {
-	return fmt.Sprintf("%6s", p.Labels["batch.kubernetes.io/job-completion-index"])
 }
 
 // JobSetPods keeps the pods of pods that JobSet js made: each pod's
