@@ -696,13 +696,18 @@ func (h *hist) bucket(q float64) float64 {
 
 // webhookHists reads the API server's admission-webhook latency by webhook
 // name (admit and validate summed).
-func (b *bench) webhookHists(ctx context.Context) (map[string]*hist, error) {
+// apiMetrics reads and parses the API server's own metrics.
+func (b *bench) apiMetrics(ctx context.Context) (map[string]*dto.MetricFamily, error) {
 	raw, err := b.cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
 		return nil, err
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	return parser.TextToMetricFamilies(bytes.NewReader(raw))
+}
+
+func (b *bench) webhookHists(ctx context.Context) (map[string]*hist, error) {
+	fams, err := b.apiMetrics(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -738,12 +743,7 @@ func (b *bench) webhookHists(ctx context.Context) (map[string]*hist, error) {
 // every client's, the bench's own watches included, the same in both
 // modes.
 func (b *bench) requests(ctx context.Context) (map[string]float64, error) {
-	raw, err := b.cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, err
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	fams, err := parser.TextToMetricFamilies(bytes.NewReader(raw))
+	fams, err := b.apiMetrics(ctx)
 	if err != nil {
 		return nil, err
 	}
