@@ -39,7 +39,7 @@ func (s *Server) jobStacks(w http.ResponseWriter, r *http.Request, c *userClient
 		s.apiError(w, err)
 		return
 	}
-	pods := stacks.PodsOf(jp.Launchers, jp.Workers)
+	pods := stacks.PodsOf(jp)
 	if len(pods) == 0 {
 		writeError(w, http.StatusConflict, fmt.Sprintf("job %s has no running pod now (phase %s): its Overview says why", name, st.Phase))
 		return

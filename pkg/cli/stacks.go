@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mpijob/mpijob/pkg/jobpods"
 	"github.com/mpijob/mpijob/pkg/stacks"
 )
 
@@ -83,11 +84,11 @@ func (s *stacksOptions) Run(ctx context.Context) error {
 	if st.Phase.Finished() {
 		return &exitError{code: ExitOtherPhase, msg: fmt.Sprintf("job %s is %s: stacks shows where a running job's ranks are (its output: kubectl mpijob logs %s)", tj.Name, st.Phase, tj.Name)}
 	}
-	launcher, workers, err := cl.pods(ctx, tj)
+	jp, err := jobpods.List(ctx, cl, tj)
 	if err != nil {
 		return err
 	}
-	pods := stacks.PodsOf(launcher, workers)
+	pods := stacks.PodsOf(jp)
 	if len(pods) == 0 {
 		return &exitError{code: ExitOtherPhase, msg: fmt.Sprintf("job %s has no running pod now (phase %s): kubectl mpijob describe %s says why", tj.Name, st.Phase, tj.Name)}
 	}

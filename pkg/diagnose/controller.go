@@ -475,7 +475,7 @@ func (r *Reconciler) takeStacks(ctx context.Context, tj *trainer.TrainJob, s api
 	if err == nil {
 		ctx, cancel := context.WithTimeout(ctx, stacksTimeout)
 		var res stacks.Result
-		res, err = r.Stacks(ctx, tj.Namespace, stacks.PodsOf(jp.Launchers, jp.Workers))
+		res, err = r.Stacks(ctx, tj.Namespace, stacks.PodsOf(jp))
 		cancel()
 		snap.Contrast = res.Contrast
 		for i, g := range res.Groups {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +13,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobpods"
 	"github.com/mpijob/mpijob/pkg/podexec"
 )
 
@@ -21,24 +21,19 @@ import (
 const maxOutput = 4 << 20
 
 // PodsOf are the running pods of a job's Launcher and Workers (as
-// jobpods.List lists them), where the collector runs.
-func PodsOf(launcher, workers []corev1.Pod) []Pod {
+// jobpods.List lists them), where the collector runs: the running
+// Launcher, and each running Worker with its index.
+func PodsOf(p jobpods.Pods) []Pod {
 	var out []Pod
-	for _, p := range launcher {
-		if p.Status.Phase == corev1.PodRunning {
-			out = append(out, Pod{Name: p.Name, Worker: -1, Node: p.Spec.NodeName})
-			break
-		}
+	if l := p.Running(jobpods.RoleLauncher, -1); l != nil {
+		out = append(out, Pod{Name: l.Name, Worker: -1, Node: l.Spec.NodeName})
 	}
-	for _, p := range workers {
-		if p.Status.Phase != corev1.PodRunning {
+	for _, w := range p.Workers {
+		idx, ok := jobpods.Index(&w)
+		if !ok || w.Status.Phase != corev1.PodRunning {
 			continue
 		}
-		idx, err := strconv.Atoi(p.Labels["batch.kubernetes.io/job-completion-index"])
-		if err != nil {
-			continue
-		}
-		out = append(out, Pod{Name: p.Name, Worker: idx, Node: p.Spec.NodeName})
+		out = append(out, Pod{Name: w.Name, Worker: idx, Node: w.Spec.NodeName})
 	}
 	return out
 }

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+from .logs import worker_index
+
 SCRIPT = resources.files(__package__).joinpath("stacks-collect.sh").read_text(encoding="utf-8")
 """The collector, run with ``sh -c`` in a pod's node container."""
 
@@ -314,7 +316,7 @@ def pods_of(launchers: list[Any], workers: list[Any]) -> list[Pod]:
             out.append(Pod(name=p.metadata.name, worker=-1, node=p.spec.node_name or ""))
             break
     for p in workers:
-        idx = (p.metadata.labels or {}).get("batch.kubernetes.io/job-completion-index")
-        if p.status.phase == "Running" and idx is not None and idx.isdigit():
-            out.append(Pod(name=p.metadata.name, worker=int(idx), node=p.spec.node_name or ""))
+        idx = worker_index(p)  # the rule every interface reads the index by (Go's jobpods.Index)
+        if p.status.phase == "Running" and idx is not None:
+            out.append(Pod(name=p.metadata.name, worker=idx, node=p.spec.node_name or ""))
     return out
