@@ -71,9 +71,11 @@ type Reconciler struct {
 	// TrainJob before the status that ends every watch. Its error is
 	// logged and the status written anyway: a late report must not hold
 	// back the phase.
-	// It returns where the program resumed from a checkpoint, if its log
-	// says so, for the finished status.
-	BeforeFinished func(ctx context.Context, tj *trainer.TrainJob) (*api.Resumed, error)
+	// It is given the job's newest Launcher as gathered (nil: none), so
+	// it reads nothing the diagnosis has already read. It returns where
+	// the program resumed from a checkpoint, if its log says so, for the
+	// finished status.
+	BeforeFinished func(ctx context.Context, tj *trainer.TrainJob, launcher *corev1.Pod) (*api.Resumed, error)
 	// MaxRemembered bounds what the diagnosis remembers of jobs (10,000
 	// when 0): beyond it the finished job written to longest ago is
 	// forgotten, and starts again from its written status (the cache has
@@ -90,6 +92,8 @@ type Reconciler struct {
 	mu         sync.Mutex
 	queuesOnce sync.Once
 	seen       map[types.NamespacedName]*memory
+	// events shares reads of Events among jobs (EventReadTTL).
+	events eventReads
 }
 
 type memory struct {
@@ -216,7 +220,7 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 	}
 	now := r.now()
 	if p, done := settled(tj, k, now); done {
-		return r.apply(ctx, tj, k, now, p)
+		return r.apply(ctx, tj, k, now, p, nil)
 	}
 	in, err := r.gather(ctx, tj, k, now)
 	if err != nil {
@@ -226,7 +230,11 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 	if generic(p.Status) {
 		ctrl.LoggerFrom(ctx).V(1).Info("failure explained by the exit code only", "logBytes", len(in.LauncherLog), "logTail", logTail(in.LauncherLog))
 	}
-	return r.apply(ctx, tj, k, now, p)
+	var launcher *corev1.Pod
+	if len(in.Launcher) > 0 {
+		launcher = newest(in.Launcher)
+	}
+	return r.apply(ctx, tj, k, now, p, launcher)
 }
 
 // recallJob reads the job's runtime, the status on the object and what
@@ -411,12 +419,14 @@ func (r *Reconciler) jobNamed(ctx context.Context, ns string, uid types.UID) str
 // diagnosed and written, emits the transition's Event and metrics, and
 // last suspends the job when p says so. A failed write changes nothing,
 // so the next round sees the same transition again and reports it then.
-func (r *Reconciler) apply(ctx context.Context, tj *trainer.TrainJob, k known, now time.Time, p Plan) (ctrl.Result, error) {
+// launcher is the job's newest Launcher as gathered (nil: none, or not
+// gathered), for BeforeFinished.
+func (r *Reconciler) apply(ctx context.Context, tj *trainer.TrainJob, k known, now time.Time, p Plan, launcher *corev1.Pod) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	mem := k.mem
 	if p.Write {
 		if was, _ := k.written(); r.BeforeFinished != nil && p.Status.Phase.Finished() && !was.Phase.Finished() {
-			res, err := r.BeforeFinished(ctx, tj)
+			res, err := r.BeforeFinished(ctx, tj, launcher)
 			if err != nil {
 				log.Info("could not publish the last progress report before the finished status", "err", err.Error())
 			}
@@ -690,14 +700,14 @@ func anyPullFailed(in Input) bool {
 
 // jobEvents lists the job's Events of one reason about objects of one kind
 // (read only when a rule needs them; a failed read gives none).
+// One read per namespace, reason and EventReadTTL serves every job there.
 func (r *Reconciler) jobEvents(ctx context.Context, tj *trainer.TrainJob, reason, kind string) []corev1.Event {
-	evs := &corev1.EventList{}
-	if err := r.Reader.List(ctx, evs, client.InNamespace(tj.Namespace), client.MatchingFieldsSelector{
-		Selector: fields.OneTermEqualSelector("reason", reason)}); err != nil {
+	items, err := r.events.list(ctx, r.Reader, tj.Namespace, reason, r.now())
+	if err != nil {
 		return nil
 	}
 	var out []corev1.Event
-	for _, e := range evs.Items {
+	for _, e := range items {
 		if e.InvolvedObject.Kind == kind && api.IsJobObject(tj.Name, kind, e.InvolvedObject.Name) {
 			out = append(out, e)
 		}

@@ -2,6 +2,7 @@ package diagnose
 
 import (
 	"context"
+	"errors"
 	"sort"
 	"strconv"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/config"
@@ -309,9 +311,13 @@ func TestBeforeFinishedRunsOnceBeforeTheFinishedStatus(t *testing.T) {
 	c := newCluster(t, tj,
 		jobPod(tj, launcher().running(true)), jobPod(tj, worker("0").running(true)), jobPod(tj, worker("1").running(true)))
 	var calls []api.Phase // the phase on the job when the hook ran
-	c.r.BeforeFinished = func(_ context.Context, got *trainer.TrainJob) (*api.Resumed, error) {
+	c.r.BeforeFinished = func(_ context.Context, got *trainer.TrainJob, l *corev1.Pod) (*api.Resumed, error) {
 		if got.Name != tj.Name {
 			t.Errorf("BeforeFinished for %s, want %s", got.Name, tj.Name)
+		}
+		// The Launcher the diagnosis gathered, ended as it saw it.
+		if l == nil || l.Labels[jobsetv1alpha2.ReplicatedJobNameKey] != api.LauncherJob || l.Status.Phase != corev1.PodSucceeded {
+			t.Errorf("BeforeFinished was given the Launcher %+v, want the job's, Succeeded", l)
 		}
 		s, _ := c.status(t)
 		calls = append(calls, s.Phase)
@@ -339,7 +345,7 @@ func TestBeforeFinishedRunsOnceBeforeTheFinishedStatus(t *testing.T) {
 		t.Fatal(err)
 	}
 	old.Status = l.Status
-	if err := c.client.Update(context.Background(), old); err != nil {
+	if err := c.client.Status().Update(context.Background(), old); err != nil {
 		t.Fatal(err)
 	}
 	for range 4 {
@@ -355,5 +361,67 @@ func TestBeforeFinishedRunsOnceBeforeTheFinishedStatus(t *testing.T) {
 	}
 	if diff := cmp.Diff([]api.Phase{api.PhaseRunning}, calls); diff != "" {
 		t.Errorf("BeforeFinished calls (the phase on the job at each) (-want +got):\n%s", diff)
+	}
+}
+
+// TestEventReadsAreShared: the diagnosis of two jobs in one namespace
+// within EventReadTTL lists the namespace's Events of a reason once, and
+// each job still gets only its own; after the TTL the next round reads
+// again, and a failed read is not kept.
+func TestEventReadsAreShared(t *testing.T) {
+	ev := func(name, obj string) *corev1.Event {
+		return &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a"}, Reason: "FailedCreate",
+			InvolvedObject: corev1.ObjectReference{Kind: "Job", Namespace: "team-a", Name: obj}}
+	}
+	lists := 0
+	fail := false
+	c := fake.NewClientBuilder().WithScheme(api.NewScheme()).
+		WithObjects(ev("a", "alpha-launcher-0"), ev("b", "beta-node-0"), ev("c", "gamma-node-0")).
+		WithIndex(&corev1.Event{}, "reason", func(o client.Object) []string { return []string{o.(*corev1.Event).Reason} }).
+		WithInterceptorFuncs(interceptor.Funcs{List: func(ctx context.Context, cl client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if _, ok := list.(*corev1.EventList); ok {
+				lists++
+				if fail {
+					return errors.New("the API server is away")
+				}
+			}
+			return cl.List(ctx, list, opts...)
+		}}).Build()
+	now := t0
+	r := &Reconciler{Client: c, Reader: c, Now: func() time.Time { return now }}
+	job := func(name string) *trainer.TrainJob {
+		return &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a"}}
+	}
+	names := func(evs []corev1.Event) []string {
+		var out []string
+		for _, e := range evs {
+			out = append(out, e.InvolvedObject.Name)
+		}
+		return out
+	}
+	ctx := context.Background()
+	got := map[string][]string{
+		"alpha": names(r.jobEvents(ctx, job("alpha"), "FailedCreate", "Job")),
+		"beta":  names(r.jobEvents(ctx, job("beta"), "FailedCreate", "Job")),
+		"delta": names(r.jobEvents(ctx, job("delta"), "FailedCreate", "Job")),
+	}
+	want := map[string][]string{"alpha": {"alpha-launcher-0"}, "beta": {"beta-node-0"}, "delta": nil}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("each job's Events (-want +got):\n%s", diff)
+	}
+	if lists != 1 {
+		t.Errorf("three jobs in one namespace within %v listed Events %d times, want 1", EventReadTTL, lists)
+	}
+	now = now.Add(EventReadTTL)
+	fail = true
+	if evs := r.jobEvents(ctx, job("alpha"), "FailedCreate", "Job"); evs != nil {
+		t.Errorf("a failed read gave %v, want none", names(evs))
+	}
+	fail = false
+	if got := names(r.jobEvents(ctx, job("alpha"), "FailedCreate", "Job")); !cmp.Equal(got, []string{"alpha-launcher-0"}) {
+		t.Errorf("after a failed read: %v", got)
+	}
+	if lists != 3 {
+		t.Errorf("after the TTL, a failed read and a retry: %d lists, want 3", lists)
 	}
 }

@@ -47,8 +47,20 @@ const RankFailureFieldManager = "mpijob.dev/rank-failure"
 // ResumedFieldManager owns the resumed annotation (api.ResumedAnnotation).
 const ResumedFieldManager = "mpijob.dev/resumed"
 
-// Interval is how often a running job's Launcher log is read for progress.
+// Interval is how often a running job's Launcher log is read for progress
+// while it says something new.
 const Interval = 10 * time.Second
+
+// QuietInterval is the longest wait between reads of a Launcher whose log
+// says nothing new, or cannot be read: each such read doubles the wait
+// from Interval up to it, and the first new line brings it back to
+// Interval. A job that prints has its progress read every Interval; one
+// that loads data, waits in a collective or runs where no kubelet serves
+// its log is read a quarter as often (log reads were the most frequent
+// request the manager made per job at the bench's scale: issue "At the
+// control plane's pace"). The diagnosis's own look at a running job's
+// last line does not wait for it (diagnose.ObservationMaxAge).
+const QuietInterval = 4 * Interval
 
 // Reconciler publishes the progress a running MPI job's ranks print: it
 // reads the last lines of the Launcher's log every Interval (gather), takes
@@ -90,6 +102,60 @@ type Reconciler struct {
 	// resumed is what Finish's read found of a job's resume, for the
 	// finished status it comes before (taken by Finish at once).
 	resumed map[types.UID]api.Resumed
+	// paces are the running jobs' waits between reads (Pace).
+	paces map[types.NamespacedName]pace
+}
+
+// pace is where a running job's reads stand: what the last read said and
+// the wait before the next.
+type pace struct {
+	uid  types.UID
+	last string
+	wait time.Duration
+}
+
+// Pace is the wait before the next read of a running job's Launcher,
+// after a read that said seen (ok false: it could not be read) where the
+// one before said last and was followed by wait (0: the first read). A
+// read that says something new, or a finding that waits on the next read
+// (a failed or silent rank), reads again after Interval; otherwise the
+// wait doubles, up to QuietInterval.
+func Pace(seen, last string, ok bool, finding bool, wait time.Duration) time.Duration {
+	if finding || (ok && seen != last) || wait <= 0 {
+		return Interval
+	}
+	return min(2*wait, QuietInterval)
+}
+
+// sayOf is what a read says, for Pace: its last line and that line's time.
+func sayOf(o diagnose.Observation) string {
+	if o.LastAt == nil {
+		return o.LastLine
+	}
+	return o.LastAt.UTC().Format(time.RFC3339Nano) + " " + o.LastLine
+}
+
+// paceOf records a read of tj's Launcher and returns the wait before the
+// next.
+func (r *Reconciler) paceOf(tj *trainer.TrainJob, o diagnose.Observation, ok bool) time.Duration {
+	key := client.ObjectKeyFromObject(tj)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.paces == nil {
+		r.paces = map[types.NamespacedName]pace{}
+	}
+	p := r.paces[key]
+	if p.uid != tj.UID {
+		p = pace{uid: tj.UID}
+	}
+	seen := p.last
+	if ok {
+		seen = sayOf(o)
+	}
+	p.wait = Pace(seen, p.last, ok, o.RankFailure != nil || o.Silent != nil, p.wait)
+	p.last = seen
+	r.paces[key] = p
+	return p.wait
 }
 
 // maxFinished bounds the finished jobs remembered.
@@ -125,17 +191,39 @@ var IgnoredWrites = []string{progress.Annotation, api.RankFailureAnnotation, api
 // Launcher whose log cannot be served (a node with no kubelet) must not
 // hold the job's status back for long.
 //
+// It reads the Launcher the diagnosis found (launcher, the job's newest;
+// nil or not started: nothing to read) and writes what it says as a round
+// of this controller would, but it is not this controller's Reconcile:
+// the diagnosis has the job and its Launcher in hand, so nothing is
+// gathered twice, and no controller runs another's reconcile outside its
+// workqueue (issue "At the control plane's pace").
+//
 // It returns where the program resumed from a checkpoint, when the log
-// says so: the finished status carries it, as the annotation it wrote
-// moments before is not yet in the status's copy of the job.
-func (r *Reconciler) Finish(ctx context.Context, tj *trainer.TrainJob) (*api.Resumed, error) {
+// says so (or an earlier round's read did): the finished status carries
+// it, as the annotation written moments before is not yet in the
+// status's copy of the job.
+func (r *Reconciler) Finish(ctx context.Context, tj *trainer.TrainJob, launcher *corev1.Pod) (*api.Resumed, error) {
 	within := r.FinishTimeout
 	if within <= 0 {
 		within = FinishWithin
 	}
 	ctx, cancel := context.WithTimeout(ctx, within)
 	defer cancel()
-	_, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tj)})
+	ended := meta.IsStatusConditionTrue(tj.Status.Conditions, trainer.TrainJobComplete) || meta.IsStatusConditionTrue(tj.Status.Conditions, trainer.TrainJobFailed)
+	var err error
+	if launcher != nil && launcher.Status.Phase != corev1.PodPending {
+		now := r.now()
+		// A read of this moment: the last lines are what is final.
+		o, rerr := r.observer().Observe(ctx, launcher, 0, 0, now, false)
+		if rerr != nil {
+			ctrl.LoggerFrom(ctx).V(1).Info("cannot read the Launcher's log for the last progress", "pod", launcher.Name, "err", rerr.Error())
+		} else {
+			err = r.publish(ctx, tj, o, now)
+		}
+	}
+	if ended && err == nil {
+		r.markFinished(tj)
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	res, ok := r.resumed[tj.UID]
@@ -144,6 +232,34 @@ func (r *Reconciler) Finish(ctx context.Context, tj *trainer.TrainJob) (*api.Res
 		return nil, err
 	}
 	return &res, err
+}
+
+// publish applies what one read of a job's Launcher says of its progress
+// and of where it resumed, each only when it changed.
+func (r *Reconciler) publish(ctx context.Context, tj *trainer.TrainJob, o diagnose.Observation, now time.Time) error {
+	complete := meta.IsStatusConditionTrue(tj.Status.Conditions, trainer.TrainJobComplete)
+	if p := o.Progress; p != nil {
+		if err := r.write(ctx, tj, progress.Status(*p, now, complete)); err != nil {
+			return err
+		}
+	} else if s, ok := progress.FromTrainer(tj.Status.TrainerStatus); ok {
+		// The job reports to Trainer's runtime status server instead (or
+		// its last report scrolled out of the lines read; then Trainer's
+		// field holds what mpijob wrote from it, and nothing changes): the
+		// annotation, which OpenShift AI's dashboard and mpijob's job
+		// lists read, says the same.
+		if old, had := progress.Read(tj.Annotations); !had || !old.SameForTrainer(s) {
+			if err := r.writeAnnotation(ctx, tj, s); err != nil {
+				return err
+			}
+		}
+	}
+	if p := o.Resumed; p != nil {
+		if err := r.writeResumed(ctx, tj, ResumedOf(*p)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // FinishWithin bounds Finish when FinishTimeout is not set; a read of a
@@ -219,29 +335,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.markFinished(tj)
 			return ctrl.Result{}, nil
 		}
-		return ctrl.Result{RequeueAfter: Interval}, nil
+		return ctrl.Result{RequeueAfter: r.paceOf(tj, o, false)}, nil
 	}
 	// Decide and apply.
-	if p := o.Progress; p != nil {
-		if err := r.write(ctx, tj, progress.Status(*p, now, complete)); err != nil {
-			return ctrl.Result{}, err
-		}
-	} else if s, ok := progress.FromTrainer(tj.Status.TrainerStatus); ok {
-		// The job reports to Trainer's runtime status server instead (or
-		// its last report scrolled out of the lines read; then Trainer's
-		// field holds what mpijob wrote from it, and nothing changes): the
-		// annotation, which OpenShift AI's dashboard and mpijob's job
-		// lists read, says the same.
-		if old, had := progress.Read(tj.Annotations); !had || !old.SameForTrainer(s) {
-			if err := r.writeAnnotation(ctx, tj, s); err != nil {
-				return ctrl.Result{}, err
-			}
-		}
-	}
-	if p := o.Resumed; p != nil {
-		if err := r.writeResumed(ctx, tj, ResumedOf(*p)); err != nil {
-			return ctrl.Result{}, err
-		}
+	if err := r.publish(ctx, tj, o, now); err != nil {
+		return ctrl.Result{}, err
 	}
 	if complete || failed {
 		r.markFinished(tj)
@@ -258,7 +356,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			return ctrl.Result{}, err
 		}
 	}
-	return ctrl.Result{RequeueAfter: Interval}, nil
+	return ctrl.Result{RequeueAfter: r.paceOf(tj, o, true)}, nil
 }
 
 // RankPlan decides the rank-failure annotation of a running job from one
@@ -402,6 +500,7 @@ func (r *Reconciler) markFinished(tj *trainer.TrainJob) {
 		return
 	}
 	key := client.ObjectKeyFromObject(tj)
+	delete(r.paces, key)
 	r.finished[tj.UID], r.uids[key] = key, tj.UID
 	r.order = append(r.order, tj.UID)
 	for len(r.order) > maxFinished {
@@ -432,6 +531,7 @@ func (r *Reconciler) forgetLocked(uid types.UID) {
 func (r *Reconciler) forgetKey(key types.NamespacedName) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	delete(r.paces, key)
 	if uid, ok := r.uids[key]; ok {
 		r.forgetLocked(uid)
 	}

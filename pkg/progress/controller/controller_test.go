@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -313,7 +314,7 @@ func TestFinishWritesTheLastReport(t *testing.T) {
 	tj.Status.Conditions = []metav1.Condition{{Type: trainer.TrainJobComplete, Status: metav1.ConditionTrue, Reason: "Done", LastTransitionTime: metav1.NewTime(t0)}}
 	c := newCluster(t, tj)
 	c.log = "2026-11-26T21:59:50Z [1,0]<stdout>:MPIJOB_PROGRESS {\"epoch\": 12, \"total_epochs\": 12, \"loss\": 0.05, \"accuracy\": 0.97}\n"
-	if _, err := c.r.Finish(context.Background(), c.job(t)); err != nil {
+	if _, err := c.r.Finish(context.Background(), c.job(t), c.launcher(t)); err != nil {
 		t.Fatal(err)
 	}
 	got, ok := progress.Read(c.job(t).Annotations)
@@ -334,7 +335,7 @@ func TestResumedIsNotedAndReturned(t *testing.T) {
 	c := newCluster(t, tj)
 	c.log = "2026-11-26T21:59:40Z [1,0]<stdout>:MPIJOB_PROGRESS {\"epoch\": 4, \"total_epochs\": 8, \"resumed\": {\"epoch\": 4, \"age_seconds\": 31}}\n" +
 		"2026-11-26T21:59:50Z [1,0]<stdout>:MPIJOB_PROGRESS {\"epoch\": 8, \"total_epochs\": 8}\n"
-	res, err := c.r.Finish(context.Background(), c.job(t))
+	res, err := c.r.Finish(context.Background(), c.job(t), c.launcher(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -365,7 +366,7 @@ func TestFinishGivesUpOnALogThatDoesNotCome(t *testing.T) {
 		}
 	}
 	done := make(chan error, 1)
-	go func() { _, err := c.r.Finish(context.Background(), c.job(t)); done <- err }()
+	go func() { _, err := c.r.Finish(context.Background(), c.job(t), c.launcher(t)); done <- err }()
 	select {
 	case err := <-done:
 		if err != nil {
@@ -377,4 +378,74 @@ func TestFinishGivesUpOnALogThatDoesNotCome(t *testing.T) {
 	if _, ok := c.job(t).Annotations[progress.Annotation]; ok || c.r.remembered() != 1 {
 		t.Errorf("after a read given up: annotation written %v, %d jobs remembered; want none written and the job remembered", ok, c.r.remembered())
 	}
+}
+
+func TestPace(t *testing.T) {
+	cases := map[string]struct {
+		seen, last string
+		ok         bool
+		finding    bool
+		wait       time.Duration
+		want       time.Duration
+	}{
+		"first read":                     {seen: "a", wait: 0, ok: true, want: Interval},
+		"a new line":                     {seen: "b", last: "a", ok: true, wait: QuietInterval, want: Interval},
+		"nothing new once":               {seen: "a", last: "a", ok: true, wait: Interval, want: 2 * Interval},
+		"nothing new again":              {seen: "a", last: "a", ok: true, wait: 2 * Interval, want: 4 * Interval},
+		"nothing new for long":           {seen: "a", last: "a", ok: true, wait: QuietInterval, want: QuietInterval},
+		"an unreadable log":              {seen: "a", last: "a", ok: false, wait: Interval, want: 2 * Interval},
+		"an unreadable first read":       {ok: false, want: Interval},
+		"a finding that waits on a read": {seen: "a", last: "a", ok: true, finding: true, wait: QuietInterval, want: Interval},
+		"an empty log stays empty":       {ok: true, wait: 2 * Interval, want: 4 * Interval},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := Pace(tc.seen, tc.last, tc.ok, tc.finding, tc.wait); got != tc.want {
+				t.Errorf("Pace = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// A Launcher whose log says nothing new is read less and less often, down
+// to one read per QuietInterval, and a new line brings the reads back to
+// every Interval.
+func TestQuietLauncherIsReadLessOften(t *testing.T) {
+	c := newCluster(t, &trainer.TrainJob{})
+	reads := 0
+	c.r.LauncherLog = func(context.Context, *corev1.Pod) ([]byte, error) { reads++; return []byte(c.log), nil }
+	c.log = "2026-11-26T21:59:50Z [1,0]<stdout>:loading the data\n"
+	var waits []time.Duration
+	round := func() {
+		t.Helper()
+		res, err := c.r.Reconcile(context.Background(), ctrl.Request{NamespacedName: c.key})
+		if err != nil {
+			t.Fatal(err)
+		}
+		waits = append(waits, res.RequeueAfter)
+		c.now = c.now.Add(res.RequeueAfter)
+	}
+	for range 5 {
+		round()
+	}
+	c.log += "2026-11-26T22:01:30Z [1,0]<stdout>:epoch 1\n"
+	round()
+	round()
+	want := []time.Duration{Interval, 2 * Interval, QuietInterval, QuietInterval, QuietInterval, Interval, 2 * Interval}
+	if diff := cmp.Diff(want, waits); diff != "" {
+		t.Errorf("waits between reads (-want +got):\n%s", diff)
+	}
+	if reads != 7 {
+		t.Errorf("%d reads in 7 rounds, want 7", reads)
+	}
+}
+
+// launcher is the job's Launcher pod, as the diagnosis hands it to Finish.
+func (c *cluster) launcher(t *testing.T) *corev1.Pod {
+	t.Helper()
+	p := &corev1.Pod{}
+	if err := c.client.Get(context.Background(), types.NamespacedName{Namespace: c.key.Namespace, Name: "hello-launcher-0-0"}, p); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
