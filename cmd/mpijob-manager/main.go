@@ -37,6 +37,8 @@ import (
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/certs"
 	"github.com/mpijob/mpijob/pkg/diagnose"
+	diagnosecontroller "github.com/mpijob/mpijob/pkg/diagnose/controller"
+	"github.com/mpijob/mpijob/pkg/launcherlog"
 	"github.com/mpijob/mpijob/pkg/metrics"
 	"github.com/mpijob/mpijob/pkg/metricsauth"
 	"github.com/mpijob/mpijob/pkg/netpol"
@@ -227,9 +229,9 @@ func wire(ctx context.Context, mgr ctrl.Manager, o options, logs kubernetes.Inte
 	}
 	// One reader of Launchers' logs for the diagnosis and the progress
 	// controller: a running Launcher's log is read once per round.
-	observer := &diagnose.Observer{Logs: logs}
+	observer := &launcherlog.Observer{Logs: logs}
 	prog := &progresscontroller.Reconciler{Client: mgr.GetClient(), Logs: logs, Observer: observer, Runtimes: lookup}
-	diag := &diagnose.Reconciler{
+	diag := &diagnosecontroller.Reconciler{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Capacity: mgr.GetClient(), Logs: logs, Observer: observer,
 		Visibility: queue.Visibility{REST: logs.Discovery().RESTClient()},
 		Recorder:   mgr.GetEventRecorder(api.FieldManager), Runtimes: lookup,

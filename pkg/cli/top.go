@@ -14,7 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"github.com/mpijob/mpijob/pkg/api"
-	"github.com/mpijob/mpijob/pkg/diagnose"
+	"github.com/mpijob/mpijob/pkg/launcherlog"
 	"github.com/mpijob/mpijob/pkg/progress"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 	"github.com/mpijob/mpijob/pkg/usage"
@@ -124,7 +124,7 @@ func (t *topOptions) Run(ctx context.Context) error {
 // report that has them (rank_step_seconds, read from the Launcher's log as
 // the user): the median rank's and the slowest rank's, with its Worker.
 func (t *topOptions) printSteps(ctx context.Context, cl *clients, tj *trainer.TrainJob, launcher *corev1.Pod) {
-	log, err := diagnose.ReadLauncherLog(ctx, cl.cs, launcher)
+	log, err := launcherlog.ReadLauncherLog(ctx, cl.cs, launcher)
 	if err != nil {
 		return
 	}

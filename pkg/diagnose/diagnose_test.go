@@ -11,7 +11,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
-	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,144 +19,26 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/diagnose/diagnosetest"
 	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
-var t0 = time.Date(2026, 11, 22, 4, 0, 0, 0, time.UTC)
-
-// --- fluent builders --------------------------------------------------------
-
-type jobW struct{ trainer.TrainJob }
-
-func job(workers int32) *jobW {
-	return &jobW{trainer.TrainJob{
-		ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "ns", Generation: 1},
-		Spec:       trainer.TrainJobSpec{Trainer: &trainer.Trainer{NumNodes: ptr.To(workers), NumProcPerNode: ptr.To[int32](2)}},
-	}}
-}
-
-func (w *jobW) cond(t, reason, msg string) *jobW {
-	w.Status.Conditions = append(w.Status.Conditions, metav1.Condition{Type: t, Status: metav1.ConditionTrue, Reason: reason, Message: msg, LastTransitionTime: metav1.NewTime(t0)})
-	return w
-}
-
-func (w *jobW) suspend() *jobW         { w.Spec.Suspend = ptr.To(true); return w }
-func (w *jobW) deadline(s int64) *jobW { w.Spec.ActiveDeadlineSeconds = s; return w }
-func (w *jobW) obj() *trainer.TrainJob { return &w.TrainJob }
-
-func jobset(workers int32) *jobsetv1alpha2.JobSet {
-	return &jobsetv1alpha2.JobSet{Spec: jobsetv1alpha2.JobSetSpec{ReplicatedJobs: []jobsetv1alpha2.ReplicatedJob{
-		{Name: "node", Replicas: 1, Template: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Parallelism: ptr.To(workers)}}},
-		{Name: "launcher", Replicas: 1},
-	}}}
-}
-
-type podW struct{ corev1.Pod }
-
-func worker(i string) *podW {
-	return &podW{corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "hello-node-0-" + i, Labels: map[string]string{
-			"jobset.sigs.k8s.io/replicatedjob-name": "node", completionIndexLabel: i,
-		}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "node", Image: "ghcr.io/mpijob/openmpi:4.1"}}},
-		Status: corev1.PodStatus{Phase: corev1.PodPending,
-			Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: "0/18 nodes are available: 16 Insufficient nvidia.com/gpu."}}},
-	}}
-}
-
-func launcher() *podW {
-	p := worker("0")
-	p.Name = "hello-launcher-0-0"
-	p.Labels["jobset.sigs.k8s.io/replicatedjob-name"] = "launcher"
-	return p
-}
-
-func (w *podW) unschedulable(msg string) *podW {
-	w.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: msg}}
-	return w
-}
-
-func (w *podW) on(node string) {
-	w.Spec.NodeName = node
-	w.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}
-}
-
-func (w *podW) running(ready bool) *podW {
-	if w.Spec.NodeName == "" {
-		w.on("mpijob-node-1")
-	}
-	w.Status.Phase = corev1.PodRunning
-	st := corev1.ConditionFalse
-	if ready {
-		st = corev1.ConditionTrue
-	}
-	w.Status.Conditions = append(w.Status.Conditions, corev1.PodCondition{Type: corev1.PodReady, Status: st})
-	w.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "node", Image: w.Spec.Containers[0].Image,
-		State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: metav1.NewTime(t0)}}}}
-	return w
-}
-
-func (w *podW) terminated(reason string, code int32) *podW {
-	w.on("mpijob-node-1")
-	w.Status.Phase = corev1.PodFailed
-	if code == 0 {
-		w.Status.Phase = corev1.PodSucceeded
-	}
-	w.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "node", State: corev1.ContainerState{
-		Terminated: &corev1.ContainerStateTerminated{Reason: reason, ExitCode: code, StartedAt: metav1.NewTime(t0)}}}}
-	return w
-}
-
-func (w *podW) waiting(reason, msg string) *podW {
-	w.on("mpijob-node-1")
-	w.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "node", Image: w.Spec.Containers[0].Image,
-		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: reason, Message: msg}}}}
-	return w
-}
-
-func (w *podW) image(ref string) *podW {
-	w.Spec.Containers[0].Image = ref
-	return w
-}
+// The builders the diagnosis's tests share (package diagnosetest).
+var (
+	t0       = diagnosetest.T0
+	job      = diagnosetest.Job
+	jobset   = diagnosetest.JobSet
+	worker   = diagnosetest.Worker
+	launcher = diagnosetest.Launcher
+	pods     = diagnosetest.Pods
+)
 
 // builderEvent is what the local cluster's image builder records on
 // Worker 1's pod.
 func builderEvent(reason, msg string, at time.Time) corev1.Event {
 	return corev1.Event{Reason: reason, Message: msg, Source: corev1.EventSource{Component: BuilderComponent},
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "hello-node-0-1"}, LastTimestamp: metav1.NewTime(at)}
-}
-
-func (w *podW) memLimit(q string) *podW {
-	w.Spec.Containers[0].Resources.Limits = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse(q)}
-	return w
-}
-
-func (w *podW) gpus(n string) *podW {
-	w.Spec.Containers[0].Resources.Requests = corev1.ResourceList{"nvidia.com/gpu": resource.MustParse(n)}
-	return w
-}
-
-func (w *podW) evicted(msg string) *podW {
-	w.on("mpijob-node-2")
-	w.Status.Phase = corev1.PodFailed
-	w.Status.Reason, w.Status.Message = "Evicted", msg
-	return w
-}
-
-func (w *podW) deleting() *podW {
-	w.DeletionTimestamp = ptr.To(metav1.NewTime(t0))
-	return w
-}
-
-func (w *podW) obj() corev1.Pod { return w.Pod }
-
-func pods(ws ...*podW) []corev1.Pod {
-	out := make([]corev1.Pod, 0, len(ws))
-	for _, w := range ws {
-		out = append(out, w.obj())
-	}
-	return out
 }
 
 func gpuNodes(free ...string) []NodeFree {
@@ -179,13 +60,13 @@ func TestDiagnose(t *testing.T) {
 	}{
 		"no JobSet yet": {
 			next: []string{"Wait a few seconds; if this lasts, check that the Trainer controller runs and read `kubectl mpijob events hello`."},
-			in:   Input{TrainJob: job(2).obj()},
+			in:   Input{TrainJob: job(2).Obj()},
 			want: api.Status{Phase: api.PhasePending, Reason: ReasonJobSetNotCreated, Launcher: api.LauncherNotCreated, WorkersTotal: 2, Message: "Trainer has not created the job's pods yet."},
 		},
 		"the JobSet removed at the timeout, before Trainer says so": {
 			next: []string{"Give the job a longer timeout: `kubectl mpijob clone hello hello-2 --timeout 2h`.", "Or find out why it is slow: `kubectl mpijob logs hello --all`."},
 			in: Input{TrainJob: func() *trainer.TrainJob {
-				tj := job(2).deadline(40).obj()
+				tj := job(2).Deadline(40).Obj()
 				tj.CreationTimestamp = metav1.NewTime(t0.Add(-time.Minute))
 				return tj
 			}(), Previous: &api.Status{Phase: api.PhaseRunning, Reason: "Running", StartTime: ptr.To(metav1.NewTime(t0.Add(-50 * time.Second)))}, Now: t0},
@@ -196,111 +77,111 @@ func TestDiagnose(t *testing.T) {
 		},
 		"a JobSet not created yet, timeout or not": {
 			next: []string{"Wait a few seconds; if this lasts, check that the Trainer controller runs and read `kubectl mpijob events hello`."},
-			in:   Input{TrainJob: job(2).deadline(40).obj(), Previous: &api.Status{Phase: api.PhasePending, Reason: ReasonJobSetNotCreated}, Now: t0},
+			in:   Input{TrainJob: job(2).Deadline(40).Obj(), Previous: &api.Status{Phase: api.PhasePending, Reason: ReasonJobSetNotCreated}, Now: t0},
 			want: api.Status{Phase: api.PhasePending, Reason: ReasonJobSetNotCreated, Launcher: api.LauncherNotCreated, WorkersTotal: 2, Message: "Trainer has not created the job's pods yet."},
 		},
 		"no Worker placed: Pending with the scarce resource": {
 			next: []string{"The job starts when capacity frees up; to start sooner use fewer Workers or smaller Workers."},
-			in: Input{TrainJob: job(4).obj(), JobSet: jobset(4),
-				Workers: pods(worker("0").gpus("3"), worker("1").gpus("3"), worker("2").gpus("3"), worker("3").gpus("3")),
+			in: Input{TrainJob: job(4).Obj(), JobSet: jobset(4),
+				Workers: pods(worker("0").GPUs("3"), worker("1").GPUs("3"), worker("2").GPUs("3"), worker("3").GPUs("3")),
 				Nodes:   gpuNodes("8", "3", "2", "0")},
 			want: api.Status{Phase: api.PhasePending, Reason: ReasonUnschedulable, Launcher: api.LauncherNotCreated, WorkersTotal: 4,
 				Message: "Waiting for 4 Workers to be scheduled: only 2 nodes have 3 free nvidia.com/gpu."},
 		},
 		"some Workers placed: GangScheduling": {
 			next: []string{"The job starts when capacity frees up; to start sooner use fewer Workers or smaller Workers."},
-			in: Input{TrainJob: job(3).obj(), JobSet: jobset(3),
-				Workers: pods(worker("0").gpus("1").running(true), worker("1").gpus("1"), worker("2").gpus("1"))},
+			in: Input{TrainJob: job(3).Obj(), JobSet: jobset(3),
+				Workers: pods(worker("0").GPUs("1").Running(true), worker("1").GPUs("1"), worker("2").GPUs("1"))},
 			want: api.Status{Phase: api.PhaseGangScheduling, Reason: ReasonUnschedulable, Launcher: api.LauncherNotCreated, WorkersTotal: 3, WorkersReady: 1,
 				Message: "Waiting for 2 Workers to be scheduled: 0/18 nodes are available: 16 Insufficient nvidia.com/gpu."},
 		},
 		"gang timeout passed": {
 			next: []string{"Use fewer Workers or fewer GPUs per worker, or ask an administrator for capacity; delete the job to free what it holds."},
-			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), GangTimeout: time.Minute, Now: t0.Add(2 * time.Minute),
+			in: Input{TrainJob: job(2).Obj(), JobSet: jobset(2), GangTimeout: time.Minute, Now: t0.Add(2 * time.Minute),
 				Previous: &api.Status{Phase: api.PhaseGangScheduling, LastTransitionTime: ptr.To(metav1.NewTime(t0))},
-				Workers:  pods(worker("0").running(true), worker("1"))},
+				Workers:  pods(worker("0").Running(true), worker("1"))},
 			want: api.Status{Phase: api.PhaseGangScheduling, Reason: ReasonGangSchedulingTimeout, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1,
 				Message: "Waiting for 1 Worker to be scheduled: 0/18 nodes are available: 16 Insufficient nvidia.com/gpu (waiting longer than the gang-scheduling timeout of 1m0s)."},
 		},
 		"image pull error names the Worker, image and registry": {
 			next: []string{"Check the image name and tag, that the registry is reachable from the nodes, and add an imagePullSecret for a private registry."},
-			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2),
-				Workers: pods(worker("0").running(true), worker("1").image("quay.io/team/train:1").waiting("ImagePullBackOff", `Back-off pulling image "quay.io/team/train:1"`))},
+			in: Input{TrainJob: job(2).Obj(), JobSet: jobset(2),
+				Workers: pods(worker("0").Running(true), worker("1").Image("quay.io/team/train:1").Waiting("ImagePullBackOff", `Back-off pulling image "quay.io/team/train:1"`))},
 			want: api.Status{Subject: api.WorkerRef(1), Phase: api.PhaseStarting, Reason: ReasonImagePullFailed, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1,
 				Message: `Worker 1 (pod hello-node-0-1) cannot pull image "quay.io/team/train:1" from quay.io (ImagePullBackOff): Back-off pulling image "quay.io/team/train:1"`},
 		},
 		"one of mpijob's own images missing from the registry: build and push it": {
 			next: []string{"This is one of mpijob's MPI images, which are built from the repository, not pulled from ghcr.io: build and push them to your registry with `make images REGISTRY=registry.example.com/team`, then install with `kubectl apply --server-side -k config/registry` (docs/admin.md, Images from your registry)."},
-			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2),
-				Workers: pods(worker("0").running(true), worker("1").waiting("ErrImagePull", `failed to resolve reference "ghcr.io/mpijob/openmpi:4.1": not found`))},
+			in: Input{TrainJob: job(2).Obj(), JobSet: jobset(2),
+				Workers: pods(worker("0").Running(true), worker("1").Waiting("ErrImagePull", `failed to resolve reference "ghcr.io/mpijob/openmpi:4.1": not found`))},
 			want: api.Status{Subject: api.WorkerRef(1), Phase: api.PhaseStarting, Reason: ReasonImagePullFailed, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1,
 				Message: `Worker 1 (pod hello-node-0-1) cannot pull image "ghcr.io/mpijob/openmpi:4.1" from ghcr.io (ErrImagePull): failed to resolve reference "ghcr.io/mpijob/openmpi:4.1": not found`},
 		},
 		"the CUDA image on a Worker without a GPU: GPUs, or a CPU runtime": {
 			next: []string{"This is one of mpijob's MPI images, which are built from the repository, not pulled from ghcr.io: build and push them to your registry with `make images REGISTRY=registry.example.com/team`, then install with `kubectl apply --server-side -k config/registry` (docs/admin.md, Images from your registry).",
 				"ghcr.io/mpijob/openmpi-cuda:4.1 is a CUDA image, and this pod asks for no GPU: give the Workers GPUs (kubectl mpijob create --gpus 1), or run on a CPU runtime such as mpi-openmpi, whose image needs no GPU."},
-			in: Input{TrainJob: job(1).obj(), JobSet: jobset(1),
-				Workers: pods(worker("0").image("ghcr.io/mpijob/openmpi-cuda:4.1").waiting("ErrImagePull", `failed to resolve reference "ghcr.io/mpijob/openmpi-cuda:4.1": no such host`))},
+			in: Input{TrainJob: job(1).Obj(), JobSet: jobset(1),
+				Workers: pods(worker("0").Image("ghcr.io/mpijob/openmpi-cuda:4.1").Waiting("ErrImagePull", `failed to resolve reference "ghcr.io/mpijob/openmpi-cuda:4.1": no such host`))},
 			want: api.Status{Subject: api.WorkerRef(0), Phase: api.PhaseStarting, Reason: ReasonImagePullFailed, Launcher: api.LauncherNotCreated, WorkersTotal: 1, WorkersReady: 0,
 				Message: `Worker 0 (pod hello-node-0-0) cannot pull image "ghcr.io/mpijob/openmpi-cuda:4.1" from ghcr.io (ErrImagePull): failed to resolve reference "ghcr.io/mpijob/openmpi-cuda:4.1": no such host`},
 		},
 		"the CUDA image on a Worker with a GPU: only the registry's step": {
 			next: []string{"This is one of mpijob's MPI images, which are built from the repository, not pulled from ghcr.io: build and push them to your registry with `make images REGISTRY=registry.example.com/team`, then install with `kubectl apply --server-side -k config/registry` (docs/admin.md, Images from your registry)."},
-			in: Input{TrainJob: job(1).obj(), JobSet: jobset(1),
-				Workers: pods(worker("0").image("ghcr.io/mpijob/openmpi-cuda:4.1").gpus("1").waiting("ErrImagePull", `not found`))},
+			in: Input{TrainJob: job(1).Obj(), JobSet: jobset(1),
+				Workers: pods(worker("0").Image("ghcr.io/mpijob/openmpi-cuda:4.1").GPUs("1").Waiting("ErrImagePull", `not found`))},
 			want: api.Status{Subject: api.WorkerRef(0), Phase: api.PhaseStarting, Reason: ReasonImagePullFailed, Launcher: api.LauncherNotCreated, WorkersTotal: 1, WorkersReady: 0,
 				Message: `Worker 0 (pod hello-node-0-0) cannot pull image "ghcr.io/mpijob/openmpi-cuda:4.1" from ghcr.io (ErrImagePull): not found`},
 		},
 		"the local cluster builds the image for its first use: the job waits": {
 			next: []string{"Nothing to do: the pods start once the image is imported; `make images` builds every image ahead of time."},
-			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Now: t0.Add(90 * time.Second),
+			in: Input{TrainJob: job(2).Obj(), JobSet: jobset(2), Now: t0.Add(90 * time.Second),
 				Events:  []corev1.Event{builderEvent("BuildingImage", "The local cluster builds ghcr.io/mpijob/openmpi:4.1 for its first use (about 4m on this machine).", t0)},
-				Workers: pods(worker("0").running(true), worker("1").waiting("ImagePullBackOff", `Back-off pulling image "ghcr.io/mpijob/openmpi:4.1"`))},
+				Workers: pods(worker("0").Running(true), worker("1").Waiting("ImagePullBackOff", `Back-off pulling image "ghcr.io/mpijob/openmpi:4.1"`))},
 			want: api.Status{Phase: api.PhaseStarting, Reason: ReasonImageBuilding, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1,
 				Message: `The local cluster is building image "ghcr.io/mpijob/openmpi:4.1" for its first use (for 1m30s so far): The local cluster builds ghcr.io/mpijob/openmpi:4.1 for its first use (about 4m on this machine).`},
 		},
 		"built and imported: the pod waits for the kubelet's next pull": {
 			next: []string{"Nothing to do: the pods start once the image is imported; `make images` builds every image ahead of time."},
-			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Now: t0.Add(5 * time.Minute),
+			in: Input{TrainJob: job(2).Obj(), JobSet: jobset(2), Now: t0.Add(5 * time.Minute),
 				Events: []corev1.Event{
 					builderEvent("BuildingImage", "building", t0),
 					builderEvent("ImageBuilt", "ghcr.io/mpijob/openmpi:4.1 was built and imported into every node in 4m0s.", t0.Add(4*time.Minute)),
 				},
-				Workers: pods(worker("0").running(true), worker("1").waiting("ImagePullBackOff", `Back-off pulling image "ghcr.io/mpijob/openmpi:4.1"`))},
+				Workers: pods(worker("0").Running(true), worker("1").Waiting("ImagePullBackOff", `Back-off pulling image "ghcr.io/mpijob/openmpi:4.1"`))},
 			want: api.Status{Phase: api.PhaseStarting, Reason: ReasonImageBuilding, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1,
 				Message: `The local cluster built image "ghcr.io/mpijob/openmpi:4.1" for its first use: ghcr.io/mpijob/openmpi:4.1 was built and imported into every node in 4m0s. The pod starts at the kubelet's next pull retry.`},
 		},
 		"a failed Launcher with retries left: the whole job starts again": {
-			in: Input{TrainJob: job(2).obj(), JobSet: func() *jobsetv1alpha2.JobSet {
+			in: Input{TrainJob: job(2).Obj(), JobSet: func() *jobsetv1alpha2.JobSet {
 				js := jobset(2)
 				js.Spec.FailurePolicy = &jobsetv1alpha2.FailurePolicy{MaxRestarts: 2}
 				js.Status.Restarts = 1
 				return js
-			}(), Workers: pods(worker("0").running(true), worker("1").running(true)), Launcher: pods(launcher().terminated("Error", 1))},
+			}(), Workers: pods(worker("0").Running(true), worker("1").Running(true)), Launcher: pods(launcher().Terminated("Error", 1))},
 			want: api.Status{Subject: api.LauncherRef(), Phase: api.PhaseRunning, Reason: ReasonLauncherFailed, Attempts: &api.Attempts{Retries: 1, MaxRetries: 2}, Launcher: api.LauncherFailed, WorkersTotal: 2, WorkersReady: 2,
 				StartTime: ptr.To(metav1.NewTime(t0)), Message: "The Launcher failed on try 2 of 3; JobSet starts the whole job again (retries)."},
 		},
 		"a build that failed is a pull failure again": {
 			next: []string{"This is one of mpijob's MPI images, which are built from the repository, not pulled from ghcr.io: build and push them to your registry with `make images REGISTRY=registry.example.com/team`, then install with `kubectl apply --server-side -k config/registry` (docs/admin.md, Images from your registry)."},
-			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Now: t0.Add(5 * time.Minute),
+			in: Input{TrainJob: job(2).Obj(), JobSet: jobset(2), Now: t0.Add(5 * time.Minute),
 				Events: []corev1.Event{
 					builderEvent("BuildingImage", "building", t0),
 					builderEvent("ImageBuildFailed", "The local cluster could not build it", t0.Add(4*time.Minute)),
 				},
-				Workers: pods(worker("0").running(true), worker("1").waiting("ImagePullBackOff", `Back-off pulling image "ghcr.io/mpijob/openmpi:4.1"`))},
+				Workers: pods(worker("0").Running(true), worker("1").Waiting("ImagePullBackOff", `Back-off pulling image "ghcr.io/mpijob/openmpi:4.1"`))},
 			want: api.Status{Subject: api.WorkerRef(1), Phase: api.PhaseStarting, Reason: ReasonImagePullFailed, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1,
 				Message: `Worker 1 (pod hello-node-0-1) cannot pull image "ghcr.io/mpijob/openmpi:4.1" from ghcr.io (ImagePullBackOff): Back-off pulling image "ghcr.io/mpijob/openmpi:4.1"`},
 		},
 		"quota exceeded after admission": {
 			next: []string{"Wait for other jobs in the namespace to finish, delete some, or ask an administrator for a larger quota."},
-			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Events: []corev1.Event{{Reason: "FailedCreate",
+			in: Input{TrainJob: job(2).Obj(), JobSet: jobset(2), Events: []corev1.Event{{Reason: "FailedCreate",
 				Message: `Error creating: pods "hello-node-0-1-x" is forbidden: exceeded quota: team-quota, requested: requests.nvidia.com/gpu=1, used: requests.nvidia.com/gpu=8, limited: requests.nvidia.com/gpu=8`}}},
 			want: api.Status{Phase: api.PhasePending, Reason: ReasonQuotaExceeded, Launcher: api.LauncherNotCreated, WorkersTotal: 2,
 				Message: "Pods cannot be created: ResourceQuota team-quota is used up (requested requests.nvidia.com/gpu=1, in use requests.nvidia.com/gpu=8, limit requests.nvidia.com/gpu=8)."},
 		},
 		"Workers placed, not Ready": {
 			next: []string{"Nothing to do yet; if this lasts, `kubectl mpijob describe hello` shows which Worker is not Ready and why."},
-			in:   Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(worker("0").running(true), worker("1").running(false))},
+			in:   Input{TrainJob: job(2).Obj(), JobSet: jobset(2), Workers: pods(worker("0").Running(true), worker("1").Running(false))},
 			want: api.Status{Phase: api.PhaseStarting, Reason: ReasonWorkersNotReady, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1, Message: "Waiting for Workers to be Ready: 1 of 2 Ready."},
 		},
 		"a Worker whose volumes do not mount for want of memory names the limit": {
@@ -308,8 +189,8 @@ func TestDiagnose(t *testing.T) {
 				"The kubelet sizes a pod's in-memory volumes (the SSH key Trainer mounts) by the pod's memory: its memory limit of 10 bytes is too small. Delete the job and run it again with more memory per Worker, e.g. kubectl mpijob clone hello hello-2 --memory 1Gi (memory is in bytes unless it has a unit: Mi, Gi).",
 				"Until then the job holds its Workers: delete it (kubectl mpijob delete hello).",
 			},
-			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2),
-				Workers: pods(worker("0").running(true), worker("1").memLimit("10").waiting("ContainerCreating", "")),
+			in: Input{TrainJob: job(2).Obj(), JobSet: jobset(2),
+				Workers: pods(worker("0").Running(true), worker("1").MemLimit("10").Waiting("ContainerCreating", "")),
 				Events: []corev1.Event{
 					{Reason: "FailedMount", InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "hello-node-0-0"}, Message: "an older event about a pod that started since"},
 					{Reason: "FailedMount", InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "hello-node-0-1"},
@@ -323,8 +204,8 @@ func TestDiagnose(t *testing.T) {
 				"Read the pod's Events (kubectl mpijob describe hello, or kubectl describe pod hello-node-0-0): a missing Secret, ConfigMap or PersistentVolumeClaim, or a volume another node holds, keeps it from starting.",
 				"Fix the volume, or delete the job (kubectl mpijob delete hello): until then it holds its Workers.",
 			},
-			in: Input{TrainJob: job(1).obj(), JobSet: jobset(1),
-				Workers: pods(worker("0").waiting("ContainerCreating", "")),
+			in: Input{TrainJob: job(1).Obj(), JobSet: jobset(1),
+				Workers: pods(worker("0").Waiting("ContainerCreating", "")),
 				Events:  []corev1.Event{{Reason: "FailedMount", InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "hello-node-0-0"}, Message: `MountVolume.SetUp failed for volume "cfg" : configmap "train-cfg" not found`}}},
 			want: api.Status{Subject: api.WorkerRef(0), Phase: api.PhaseStarting, Reason: ReasonVolumeMountFailed, Launcher: api.LauncherNotCreated, WorkersTotal: 1,
 				Message: `Worker 0 (pod hello-node-0-0) cannot start: a volume does not mount: MountVolume.SetUp failed for volume "cfg" : configmap "train-cfg" not found.`},
@@ -334,8 +215,8 @@ func TestDiagnose(t *testing.T) {
 				"The nodes carry a taint the Launcher does not tolerate: add it with --toleration (`kubectl mpijob clone hello hello-2 --toleration KEY=VALUE:NoSchedule`), or ask an administrator which nodes take the Launcher.",
 				"Delete the job while it waits (`kubectl mpijob delete hello`): its Workers hold their resources until the Launcher runs.",
 			},
-			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(worker("0").running(true), worker("1").running(true)),
-				Launcher: pods(launcher().unschedulable("0/3 nodes are available: 3 node(s) had untolerated taint {dedicated: infra}."))},
+			in: Input{TrainJob: job(2).Obj(), JobSet: jobset(2), Workers: pods(worker("0").Running(true), worker("1").Running(true)),
+				Launcher: pods(launcher().Unschedulable("0/3 nodes are available: 3 node(s) had untolerated taint {dedicated: infra}."))},
 			want: api.Status{Phase: api.PhaseStarting, Reason: ReasonUnschedulable, Launcher: api.LauncherPending, WorkersTotal: 2, WorkersReady: 2,
 				Message: "All Workers are Ready, but the Launcher cannot be scheduled: 0/3 nodes are available: 3 node(s) had untolerated taint {dedicated: infra}."},
 		},
@@ -344,34 +225,34 @@ func TestDiagnose(t *testing.T) {
 				"No node has room for the Launcher now (Insufficient cpu): lower what it asks with --launcher-cpu or --launcher-memory (`kubectl mpijob clone hello hello-2 --launcher-cpu 100m`), or wait until running pods finish.",
 				"Delete the job while it waits (`kubectl mpijob delete hello`): its Workers hold their resources until the Launcher runs.",
 			},
-			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(worker("0").running(true), worker("1").running(true)),
-				Launcher: pods(launcher().unschedulable("0/3 nodes are available: 3 Insufficient cpu."))},
+			in: Input{TrainJob: job(2).Obj(), JobSet: jobset(2), Workers: pods(worker("0").Running(true), worker("1").Running(true)),
+				Launcher: pods(launcher().Unschedulable("0/3 nodes are available: 3 Insufficient cpu."))},
 			want: api.Status{Phase: api.PhaseStarting, Reason: ReasonUnschedulable, Launcher: api.LauncherPending, WorkersTotal: 2, WorkersReady: 2,
 				Message: "All Workers are Ready, but the Launcher cannot be scheduled: 0/3 nodes are available: 3 Insufficient cpu."},
 		},
 		"Running": {
-			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(worker("0").running(true), worker("1").running(true)),
-				Launcher: pods(launcher().running(false))},
+			in: Input{TrainJob: job(2).Obj(), JobSet: jobset(2), Workers: pods(worker("0").Running(true), worker("1").Running(true)),
+				Launcher: pods(launcher().Running(false))},
 			want: api.Status{Phase: api.PhaseRunning, Launcher: api.LauncherRunning, WorkersTotal: 2, WorkersReady: 2, StartTime: ptr.To(metav1.NewTime(t0)), Message: "Running on 2 Workers."},
 		},
 		"launcher deleted while Workers run": {
 			next: []string{"The job cannot finish without its Launcher: delete it and resubmit (`kubectl mpijob clone hello hello-2`)."},
-			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(worker("0").running(true), worker("1").running(true)),
+			in: Input{TrainJob: job(2).Obj(), JobSet: jobset(2), Workers: pods(worker("0").Running(true), worker("1").Running(true)),
 				Previous: &api.Status{Phase: api.PhaseRunning, Launcher: api.LauncherRunning}},
 			want: api.Status{Subject: api.LauncherRef(), Phase: api.PhaseRunning, Reason: ReasonLauncherDeleted, Launcher: api.LauncherDeleted, WorkersTotal: 2, WorkersReady: 2,
 				Message: "The Launcher pod was deleted while the Workers run."},
 		},
 		"launcher being deleted": {
 			next: []string{"The job cannot finish without its Launcher: delete it and resubmit (`kubectl mpijob clone hello hello-2`)."},
-			in: Input{TrainJob: job(1).obj(), JobSet: jobset(1), Workers: pods(worker("0").running(true)),
-				Launcher: pods(launcher().running(false).deleting())},
+			in: Input{TrainJob: job(1).Obj(), JobSet: jobset(1), Workers: pods(worker("0").Running(true)),
+				Launcher: pods(launcher().Running(false).Deleting())},
 			want: api.Status{Subject: api.LauncherRef(), Phase: api.PhaseRunning, Reason: ReasonLauncherDeleted, Launcher: api.LauncherDeleted, WorkersTotal: 1, WorkersReady: 1, StartTime: ptr.To(metav1.NewTime(t0)),
 				Message: "The Launcher pod was deleted while the Workers run."},
 		},
 		"failed after its Launcher was deleted": {
 			next: []string{"Resubmit the job (`kubectl mpijob clone hello hello-2`); do not delete the Launcher pod of a running job."},
-			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2),
-				Workers: pods(worker("0").running(true), worker("1").running(true)), Launcher: pods(launcher().terminated("Error", 143)),
+			in: Input{TrainJob: job(2).Cond(trainer.TrainJobFailed, "JobSetFailed", "").Obj(), JobSet: jobset(2),
+				Workers: pods(worker("0").Running(true), worker("1").Running(true)), Launcher: pods(launcher().Terminated("Error", 143)),
 				Previous: &api.Status{Phase: api.PhaseRunning, Reason: ReasonLauncherDeleted, Launcher: api.LauncherDeleted}},
 			want: api.Status{Subject: api.LauncherRef(), Phase: api.PhaseFailed, Reason: ReasonLauncherDeleted, Launcher: api.LauncherFailed, WorkersTotal: 2, WorkersReady: 2,
 				StartTime: ptr.To(metav1.NewTime(t0)), CompletionTime: ptr.To(metav1.NewTime(t0)),
@@ -379,48 +260,48 @@ func TestDiagnose(t *testing.T) {
 		},
 		"a deleted Launcher stays deleted while its pod ends": {
 			next: []string{"The job cannot finish without its Launcher: delete it and resubmit (`kubectl mpijob clone hello hello-2`)."},
-			in: Input{TrainJob: job(1).obj(), JobSet: jobset(1), Workers: pods(worker("0").running(true)),
-				Launcher: pods(launcher().terminated("Error", 137).deleting())},
+			in: Input{TrainJob: job(1).Obj(), JobSet: jobset(1), Workers: pods(worker("0").Running(true)),
+				Launcher: pods(launcher().Terminated("Error", 137).Deleting())},
 			want: api.Status{Subject: api.LauncherRef(), Phase: api.PhaseRunning, Reason: ReasonLauncherDeleted, Launcher: api.LauncherDeleted, WorkersTotal: 1, WorkersReady: 1,
 				StartTime: ptr.To(metav1.NewTime(t0)), Message: "The Launcher pod was deleted while the Workers run."},
 		},
 		"a deleted Launcher's pod is gone": {
 			next: []string{"The job cannot finish without its Launcher: delete it and resubmit (`kubectl mpijob clone hello hello-2`)."},
-			in: Input{TrainJob: job(1).obj(), JobSet: jobset(1), Workers: pods(worker("0").terminated("Completed", 0)),
+			in: Input{TrainJob: job(1).Obj(), JobSet: jobset(1), Workers: pods(worker("0").Terminated("Completed", 0)),
 				Previous: &api.Status{Phase: api.PhaseRunning, Reason: ReasonLauncherDeleted, Launcher: api.LauncherDeleted}},
 			want: api.Status{Subject: api.LauncherRef(), Phase: api.PhaseRunning, Reason: ReasonLauncherDeleted, Launcher: api.LauncherDeleted, WorkersTotal: 1, WorkersReady: 1,
 				Message: "The Launcher pod was deleted while the Workers run."},
 		},
 		"Succeeded": {
-			in: Input{TrainJob: job(2).cond(trainer.TrainJobComplete, "JobSetCompleted", "").obj(), JobSet: jobset(2),
-				Workers: pods(worker("0").terminated("Completed", 0), worker("1").terminated("Completed", 0)), Launcher: pods(launcher().terminated("Completed", 0))},
+			in: Input{TrainJob: job(2).Cond(trainer.TrainJobComplete, "JobSetCompleted", "").Obj(), JobSet: jobset(2),
+				Workers: pods(worker("0").Terminated("Completed", 0), worker("1").Terminated("Completed", 0)), Launcher: pods(launcher().Terminated("Completed", 0))},
 			want: api.Status{Phase: api.PhaseSucceeded, Launcher: api.LauncherSucceeded, WorkersTotal: 2, WorkersReady: 2,
 				StartTime: ptr.To(metav1.NewTime(t0)), CompletionTime: ptr.To(metav1.NewTime(t0)), Message: "The job finished successfully on 2 Workers."},
 		},
 		"Launcher done, Workers stopped, job not yet Complete: still Running, never back to Pending": {
-			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Launcher: pods(launcher().terminated("Completed", 0))},
+			in: Input{TrainJob: job(2).Obj(), JobSet: jobset(2), Launcher: pods(launcher().Terminated("Completed", 0))},
 			want: api.Status{Phase: api.PhaseRunning, Launcher: api.LauncherSucceeded, WorkersTotal: 2, StartTime: ptr.To(metav1.NewTime(t0)),
 				Message: "The Launcher finished; Trainer is completing the job."},
 		},
 		"Succeeded after JobSet removed the Workers: still every Worker counted": {
-			in: Input{TrainJob: job(2).cond(trainer.TrainJobComplete, "JobSetCompleted", "").obj(), JobSet: jobset(2),
-				Launcher: pods(launcher().terminated("Completed", 0))},
+			in: Input{TrainJob: job(2).Cond(trainer.TrainJobComplete, "JobSetCompleted", "").Obj(), JobSet: jobset(2),
+				Launcher: pods(launcher().Terminated("Completed", 0))},
 			want: api.Status{Phase: api.PhaseSucceeded, Launcher: api.LauncherSucceeded, WorkersTotal: 2, WorkersReady: 2,
 				StartTime: ptr.To(metav1.NewTime(t0)), CompletionTime: ptr.To(metav1.NewTime(t0)), Message: "The job finished successfully on 2 Workers."},
 		},
 		"Worker OOMKilled names the Worker and its limit": {
 			next: []string{"Give each Worker more memory (a higher memory limit per worker) or run fewer slots per worker."},
-			in: Input{TrainJob: job(4).cond(trainer.TrainJobFailed, "JobSetFailed", "jobset failed").obj(), JobSet: jobset(4),
-				Workers:  pods(worker("0").running(true), worker("3").terminated("OOMKilled", 137).memLimit("4Gi"), worker("2").terminated("OOMKilled", 137)),
-				Launcher: pods(launcher().terminated("Error", 1))},
+			in: Input{TrainJob: job(4).Cond(trainer.TrainJobFailed, "JobSetFailed", "jobset failed").Obj(), JobSet: jobset(4),
+				Workers:  pods(worker("0").Running(true), worker("3").Terminated("OOMKilled", 137).MemLimit("4Gi"), worker("2").Terminated("OOMKilled", 137)),
+				Launcher: pods(launcher().Terminated("Error", 1))},
 			want: api.Status{Subject: api.WorkerRef(2), Phase: api.PhaseFailed, Reason: ReasonWorkerOOMKilled, Launcher: api.LauncherFailed, WorkersTotal: 4, WorkersReady: 1,
 				StartTime: ptr.To(metav1.NewTime(t0)), CompletionTime: ptr.To(metav1.NewTime(t0)),
 				Message: "Worker 2 (pod hello-node-0-2) ran out of memory and was killed (exit code 137, OOMKilled): it has no memory limit, so the node itself ran out."},
 		},
 		"Worker evicted": {
 			next: []string{"The node ran short of a resource; set requests for memory and ephemeral storage that cover what the job uses, then resubmit."},
-			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2),
-				Workers: pods(worker("0").running(true), worker("1").evicted("The node was low on resource: memory."))},
+			in: Input{TrainJob: job(2).Cond(trainer.TrainJobFailed, "JobSetFailed", "").Obj(), JobSet: jobset(2),
+				Workers: pods(worker("0").Running(true), worker("1").Evicted("The node was low on resource: memory."))},
 			want: api.Status{Subject: api.WorkerRef(1), Phase: api.PhaseFailed, Reason: ReasonWorkerEvicted, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1,
 				CompletionTime: ptr.To(metav1.NewTime(t0)),
 				Message:        "Worker 1 (pod hello-node-0-1) was evicted from node mpijob-node-2: The node was low on resource: memory."},
@@ -428,8 +309,8 @@ func TestDiagnose(t *testing.T) {
 		"Worker evicted for its ephemeral-storage limit": {
 			next: []string{"Write large files to a PVC (--pvc) or the job's artifacts instead of the container's own file system, and log less; " +
 				"or ask your administrator for a higher ephemeral-storage limit (the namespace's LimitRange)."},
-			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2),
-				Workers: pods(worker("0").running(true), worker("1").evicted("Pod ephemeral local storage usage exceeds the total limit of containers 1Gi. "))},
+			in: Input{TrainJob: job(2).Cond(trainer.TrainJobFailed, "JobSetFailed", "").Obj(), JobSet: jobset(2),
+				Workers: pods(worker("0").Running(true), worker("1").Evicted("Pod ephemeral local storage usage exceeds the total limit of containers 1Gi. "))},
 			want: api.Status{Subject: api.WorkerRef(1), Phase: api.PhaseFailed, Reason: ReasonWorkerEvicted, Launcher: api.LauncherNotCreated, WorkersTotal: 2, WorkersReady: 1,
 				CompletionTime: ptr.To(metav1.NewTime(t0)),
 				Message: "Worker 1 (pod hello-node-0-1) was evicted from node mpijob-node-2: it wrote more than its ephemeral-storage limit allows " +
@@ -437,13 +318,13 @@ func TestDiagnose(t *testing.T) {
 		},
 		"deadline exceeded": {
 			next: []string{"Give the job a longer timeout: `kubectl mpijob clone hello hello-2 --timeout 2h`.", "Or find out why it is slow: `kubectl mpijob logs hello --all`."},
-			in:   Input{TrainJob: job(2).deadline(600).cond(trainer.TrainJobFailed, trainer.TrainJobDeadlineExceededReason, "").obj(), JobSet: jobset(2)},
+			in:   Input{TrainJob: job(2).Deadline(600).Cond(trainer.TrainJobFailed, trainer.TrainJobDeadlineExceededReason, "").Obj(), JobSet: jobset(2)},
 			want: api.Status{Phase: api.PhaseFailed, Reason: ReasonDeadlineExceeded, Launcher: api.LauncherNotCreated, WorkersTotal: 2,
 				CompletionTime: ptr.To(metav1.NewTime(t0)), Message: "The job ran longer than its timeout of 10m (spec.activeDeadlineSeconds 600) and was stopped."},
 		},
 		"ssh connection refused in the launcher log": {
 			next: []string{"Check that the Worker image starts sshd on port 2222 (the runtime's Worker command) and that no NetworkPolicy blocks traffic between the job's pods."},
-			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2), Launcher: pods(launcher().terminated("Error", 1)),
+			in: Input{TrainJob: job(2).Cond(trainer.TrainJobFailed, "JobSetFailed", "").Obj(), JobSet: jobset(2), Launcher: pods(launcher().Terminated("Error", 1)),
 				LauncherLog: "ssh: connect to host hello-node-0-1.hello port 2222: Connection refused\n--------\nORTE was unable to reliably start one or more daemons."},
 			want: api.Status{Subject: api.WorkerRef(1), Phase: api.PhaseFailed, Reason: ReasonSSHConnectionRefused, Launcher: api.LauncherFailed, WorkersTotal: 2,
 				StartTime: ptr.To(metav1.NewTime(t0)), CompletionTime: ptr.To(metav1.NewTime(t0)),
@@ -451,7 +332,7 @@ func TestDiagnose(t *testing.T) {
 		},
 		"host unreachable": {
 			next: []string{"Check that cluster DNS works and that the Worker pods are Running; a NetworkPolicy may block the job's pods from each other."},
-			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2), Launcher: pods(launcher().terminated("Error", 1)),
+			in: Input{TrainJob: job(2).Cond(trainer.TrainJobFailed, "JobSetFailed", "").Obj(), JobSet: jobset(2), Launcher: pods(launcher().Terminated("Error", 1)),
 				LauncherLog: "ssh: Could not resolve hostname hello-node-0-0.hello: Name or service not known"},
 			want: api.Status{Subject: api.WorkerRef(0), Phase: api.PhaseFailed, Reason: ReasonHostUnreachable, Launcher: api.LauncherFailed, WorkersTotal: 2,
 				StartTime: ptr.To(metav1.NewTime(t0)), CompletionTime: ptr.To(metav1.NewTime(t0)),
@@ -459,7 +340,7 @@ func TestDiagnose(t *testing.T) {
 		},
 		"rank exited on signal 9 is translated": {
 			next: []string{"Give each Worker more memory or run fewer slots per worker; `kubectl mpijob describe hello` shows each Worker's memory limit."},
-			in: Input{TrainJob: job(4).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(4), Launcher: pods(launcher().terminated("Error", 137)),
+			in: Input{TrainJob: job(4).Cond(trainer.TrainJobFailed, "JobSetFailed", "").Obj(), JobSet: jobset(4), Launcher: pods(launcher().Terminated("Error", 137)),
 				LauncherLog: "mpirun noticed that process rank 3 with PID 0 on node hello-node-0-3 exited on signal 9 (Killed)."},
 			want: api.Status{Subject: api.WorkerRef(3), Phase: api.PhaseFailed, Reason: ReasonRankKilled, Launcher: api.LauncherFailed, WorkersTotal: 4,
 				StartTime: ptr.To(metav1.NewTime(t0)), CompletionTime: ptr.To(metav1.NewTime(t0)),
@@ -467,7 +348,7 @@ func TestDiagnose(t *testing.T) {
 		},
 		"rank segfault": {
 			next: []string{"Read the Launcher log around the crash (`kubectl mpijob logs hello --all`); signal 11 is a segmentation fault in the program."},
-			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2), Launcher: pods(launcher().terminated("Error", 139)),
+			in: Input{TrainJob: job(2).Cond(trainer.TrainJobFailed, "JobSetFailed", "").Obj(), JobSet: jobset(2), Launcher: pods(launcher().Terminated("Error", 139)),
 				LauncherLog: "mpirun noticed that process rank 1 with PID 51 on node hello-node-0-1 exited on signal 11 (Segmentation fault)."},
 			want: api.Status{Subject: api.WorkerRef(1), Phase: api.PhaseFailed, Reason: ReasonRankSignaled, Launcher: api.LauncherFailed, WorkersTotal: 2,
 				StartTime: ptr.To(metav1.NewTime(t0)), CompletionTime: ptr.To(metav1.NewTime(t0)),
@@ -475,20 +356,20 @@ func TestDiagnose(t *testing.T) {
 		},
 		"launcher exit code without a known cause": {
 			next: []string{"Read the Launcher log (`kubectl mpijob logs hello`) for the program's own error."},
-			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2), Launcher: pods(launcher().terminated("Error", 3)),
+			in: Input{TrainJob: job(2).Cond(trainer.TrainJobFailed, "JobSetFailed", "").Obj(), JobSet: jobset(2), Launcher: pods(launcher().Terminated("Error", 3)),
 				LauncherLog: "Traceback (most recent call last):\nValueError: bad input"},
 			want: api.Status{Subject: api.LauncherRef(), Phase: api.PhaseFailed, Reason: ReasonLauncherFailed, Launcher: api.LauncherFailed, WorkersTotal: 2,
 				StartTime: ptr.To(metav1.NewTime(t0)), CompletionTime: ptr.To(metav1.NewTime(t0)), Message: `The Launcher exited with code 3. The last output: "ValueError: bad input".`},
 		},
 		"launcher exit code, nothing printed": {
 			next: []string{"Read the Launcher log (`kubectl mpijob logs hello`) for the program's own error."},
-			in:   Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2), Launcher: pods(launcher().terminated("Error", 3))},
+			in:   Input{TrainJob: job(2).Cond(trainer.TrainJobFailed, "JobSetFailed", "").Obj(), JobSet: jobset(2), Launcher: pods(launcher().Terminated("Error", 3))},
 			want: api.Status{Subject: api.LauncherRef(), Phase: api.PhaseFailed, Reason: ReasonLauncherFailed, Launcher: api.LauncherFailed, WorkersTotal: 2,
 				StartTime: ptr.To(metav1.NewTime(t0)), CompletionTime: ptr.To(metav1.NewTime(t0)), Message: "The Launcher exited with code 3."},
 		},
 		"launcher killed by the node's OOM killer": {
 			next: []string{"Set the Launcher's memory request and limit to what it uses (--launcher-memory), so the scheduler reserves it.", "Ask an administrator which pods on node mpijob-node-1 use more memory than they request.", "Resubmit the job (`kubectl mpijob clone hello hello-2`)."},
-			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2), Launcher: pods(launcher().terminated("Error", 137)),
+			in: Input{TrainJob: job(2).Cond(trainer.TrainJobFailed, "JobSetFailed", "").Obj(), JobSet: jobset(2), Launcher: pods(launcher().Terminated("Error", 137)),
 				Events: []corev1.Event{{ObjectMeta: metav1.ObjectMeta{Namespace: "default"}, Source: corev1.EventSource{Component: "kubelet"},
 					Reason: "SystemOOM", Type: corev1.EventTypeWarning, InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "mpijob-node-1"},
 					Message: "System OOM encountered, victim process: mpirun, pid: 4242", LastTimestamp: metav1.NewTime(t0)}}},
@@ -498,7 +379,7 @@ func TestDiagnose(t *testing.T) {
 		},
 		"launcher killed, another node's OOM is not its cause": {
 			next: []string{"Set the Launcher's memory request and limit to what it uses (--launcher-memory), so the scheduler reserves it.", "Ask an administrator whether node mpijob-node-1 ran out of memory (its SystemOOM events).", "Read the Launcher log (`kubectl mpijob logs hello`) for what it did last.", "Resubmit the job (`kubectl mpijob clone hello hello-2`)."},
-			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2), Launcher: pods(launcher().terminated("Error", 137)),
+			in: Input{TrainJob: job(2).Cond(trainer.TrainJobFailed, "JobSetFailed", "").Obj(), JobSet: jobset(2), Launcher: pods(launcher().Terminated("Error", 137)),
 				Events: []corev1.Event{{Reason: "SystemOOM", Type: corev1.EventTypeWarning, InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "mpijob-node-2"},
 					Message: "System OOM encountered, victim process: python, pid: 1", LastTimestamp: metav1.NewTime(t0)}}},
 			want: api.Status{Subject: api.LauncherRef(), Phase: api.PhaseFailed, Reason: ReasonLauncherFailed, Launcher: api.LauncherFailed, WorkersTotal: 2,
@@ -507,7 +388,7 @@ func TestDiagnose(t *testing.T) {
 		},
 		"launcher killed, a tenant's forged SystemOOM Event about its node is not the node's": {
 			next: []string{"Set the Launcher's memory request and limit to what it uses (--launcher-memory), so the scheduler reserves it.", "Ask an administrator whether node mpijob-node-1 ran out of memory (its SystemOOM events).", "Read the Launcher log (`kubectl mpijob logs hello`) for what it did last.", "Resubmit the job (`kubectl mpijob clone hello hello-2`)."},
-			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2), Launcher: pods(launcher().terminated("Error", 137)),
+			in: Input{TrainJob: job(2).Cond(trainer.TrainJobFailed, "JobSetFailed", "").Obj(), JobSet: jobset(2), Launcher: pods(launcher().Terminated("Error", 137)),
 				Events: []corev1.Event{{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a"}, Source: corev1.EventSource{Component: "kubelet"},
 					Reason: "SystemOOM", Type: corev1.EventTypeWarning, InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: "mpijob-node-1"},
 					Message: "System OOM encountered, victim process: forged-by-team-a, pid: 1", LastTimestamp: metav1.NewTime(t0)}}},
@@ -517,25 +398,25 @@ func TestDiagnose(t *testing.T) {
 		},
 		"suspended by its owner": {
 			next: []string{"Resume it by setting spec.suspend to false."},
-			in:   Input{TrainJob: job(2).suspend().obj()},
+			in:   Input{TrainJob: job(2).Suspend().Obj()},
 			want: api.Status{Phase: api.PhaseSuspended, Reason: ReasonSuspended, Launcher: api.LauncherNotCreated, WorkersTotal: 2, Message: "The job is suspended: no pods run."},
 		},
 		"suspended through Kueue: its Workload is inactive": {
 			next: []string{"Resume it with Resume in the dashboard, or `kubectl -n ns patch workload trainjob-hello-1a2b3 --type=merge -p '{\"spec\":{\"active\":true}}'`: it queues again and starts when team-a/default admits it."},
-			in:   Input{TrainJob: job(2).suspend().obj(), Queue: &Queue{Name: "team-a/default", Workload: "trainjob-hello-1a2b3", Inactive: true, Message: "The workload is deactivated"}},
+			in:   Input{TrainJob: job(2).Suspend().Obj(), Queue: &Queue{Name: "team-a/default", Workload: "trainjob-hello-1a2b3", Inactive: true, Message: "The workload is deactivated"}},
 			want: api.Status{Phase: api.PhaseSuspended, Reason: ReasonSuspended, Launcher: api.LauncherNotCreated, WorkersTotal: 2,
 				Message: "The job is suspended: its Kueue Workload trainjob-hello-1a2b3 is inactive, so no pods run and it does not queue (suspended by a user, or by Kueue after too many requeues)."},
 		},
 		"admitted by the queue, not yet resumed": {
 			next: []string{"Nothing to do: the Launcher and Workers are being created."},
-			in:   Input{TrainJob: job(2).suspend().obj(), Queue: &Queue{Name: "team-a/default", Admitted: true}},
+			in:   Input{TrainJob: job(2).Suspend().Obj(), Queue: &Queue{Name: "team-a/default", Admitted: true}},
 			want: api.Status{Phase: api.PhaseQueued, Reason: ReasonAdmitted, Launcher: api.LauncherNotCreated, WorkersTotal: 2,
 				Message:  "Admitted by queue team-a/default: the whole job fits and starts now.",
 				NextStep: "Nothing to do: the Launcher and Workers are being created."},
 		},
 		"queued with its position": {
 			next: []string{"Nothing to do: the job starts as soon as the queue admits it; `kubectl mpijob describe hello` shows its place in the queue."},
-			in:   Input{TrainJob: job(8).suspend().obj(), Queue: &Queue{Name: "team-a", Position: 3}},
+			in:   Input{TrainJob: job(8).Suspend().Obj(), Queue: &Queue{Name: "team-a", Position: 3}},
 			want: api.Status{Phase: api.PhaseQueued, Reason: ReasonQueued, Launcher: api.LauncherNotCreated, WorkersTotal: 8, QueuePosition: ptr.To[int32](3),
 				Message: "Waiting in queue team-a at position 3 until the Launcher and 8 Workers fit at once."},
 		},
@@ -566,7 +447,7 @@ func TestDiagnose(t *testing.T) {
 
 func TestLastTransitionTime(t *testing.T) {
 	earlier := metav1.NewTime(t0.Add(-time.Hour))
-	in := Input{TrainJob: job(1).obj(), Now: t0, Previous: &api.Status{Phase: api.PhasePending, LastTransitionTime: &earlier}}
+	in := Input{TrainJob: job(1).Obj(), Now: t0, Previous: &api.Status{Phase: api.PhasePending, LastTransitionTime: &earlier}}
 	if got := diagnoseBoth(t, in).LastTransitionTime; !got.Equal(&earlier) {
 		t.Errorf("same phase: LastTransitionTime = %v, want the earlier %v", got, earlier)
 	}
@@ -596,7 +477,7 @@ func TestPodsOverdueAndUnschedulable(t *testing.T) {
 	js := func(age time.Duration) *jobsetv1alpha2.JobSet {
 		return &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(now.Add(-age))}}
 	}
-	tj := job(2).obj()
+	tj := job(2).Obj()
 	pending := corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending}}
 	refused := corev1.Pod{Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{
 		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}}}
@@ -622,82 +503,19 @@ func TestPodsOverdueAndUnschedulable(t *testing.T) {
 	}
 }
 
-// Status writes wait until a second after the previous one (or after the
-// job was first seen), five seconds when only details changed, except the
-// end of a job and warnings.
-func TestWriteDelay(t *testing.T) {
-	starting := &api.Status{Phase: api.PhaseStarting, WorkersReady: 1}
-	cases := map[string]struct {
-		mem  memory
-		last *api.Status
-		s    api.Status
-		now  time.Time
-		want time.Duration
-	}{
-		"a new job's Pending waits a second after it was first seen": {
-			mem: memory{firstSeen: t0}, s: api.Status{Phase: api.PhasePending}, now: t0.Add(100 * time.Millisecond),
-			want: 900 * time.Millisecond,
-		},
-		"Running a second after the job was first seen is written": {
-			mem: memory{firstSeen: t0}, s: api.Status{Phase: api.PhaseRunning}, now: t0.Add(time.Second),
-		},
-		"a counter change soon after a write waits five seconds after it": {
-			mem: memory{firstSeen: t0, wroteAt: t0.Add(5 * time.Second)}, last: starting, s: api.Status{Phase: api.PhaseStarting, WorkersReady: 3}, now: t0.Add(5*time.Second + 300*time.Millisecond),
-			want: 4700 * time.Millisecond,
-		},
-		"a counter change five seconds after a write is written": {
-			mem: memory{firstSeen: t0, wroteAt: t0}, last: starting, s: api.Status{Phase: api.PhaseStarting, WorkersReady: 3}, now: t0.Add(5 * time.Second),
-		},
-		"a step of the start (Starting → GangScheduling) waits five seconds after a write": {
-			mem: memory{firstSeen: t0, wroteAt: t0}, last: starting, s: api.Status{Phase: api.PhaseGangScheduling, Reason: ReasonUnschedulable}, now: t0.Add(300 * time.Millisecond),
-			want: 4700 * time.Millisecond,
-		},
-		"Running → Suspended waits a second only": {
-			mem: memory{firstSeen: t0, wroteAt: t0}, last: &api.Status{Phase: api.PhaseRunning}, s: api.Status{Phase: api.PhaseSuspended, Reason: ReasonSuspended}, now: t0.Add(300 * time.Millisecond),
-			want: 700 * time.Millisecond,
-		},
-		"a warning while Running (NoProgress) is written at once": {
-			mem: memory{firstSeen: t0, wroteAt: t0}, last: &api.Status{Phase: api.PhaseRunning}, s: api.Status{Phase: api.PhaseRunning, Reason: ReasonNoProgress}, now: t0.Add(300 * time.Millisecond),
-		},
-		"Starting → Running a second after a write is written": {
-			mem: memory{firstSeen: t0, wroteAt: t0}, last: starting, s: api.Status{Phase: api.PhaseRunning}, now: t0.Add(time.Second),
-		},
-		"Succeeded is written at once": {
-			mem: memory{firstSeen: t0}, s: api.Status{Phase: api.PhaseSucceeded}, now: t0,
-		},
-		"Failed is written at once": {
-			mem: memory{firstSeen: t0, wroteAt: t0}, s: api.Status{Phase: api.PhaseFailed, Reason: ReasonWorkerOOMKilled}, now: t0,
-		},
-		"an image pull failure is written at once": {
-			mem: memory{firstSeen: t0}, s: api.Status{Phase: api.PhaseStarting, Reason: ReasonImagePullFailed}, now: t0,
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			got := writeDelay(tc.mem, tc.last, tc.s, tc.now)
-			if got < 0 {
-				got = 0
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("writeDelay (-want,+got):\n%s", diff)
-			}
-		})
-	}
-}
-
 // A Worker image without sshd on the runtime's port: the diagnosis says
 // SSH is refused, naming the image the Workers ran, whether the Launcher
 // saw the refusal, the Worker could not start sshd, or sshd never answered
 // the readiness probe.
 func TestSSHRefusedNamesTheWorkerImage(t *testing.T) {
 	const image = "registry.example.com/team/train:3"
-	failed := job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj()
-	withSSHD := func(w *podW) *podW {
+	failed := job(2).Cond(trainer.TrainJobFailed, "JobSetFailed", "").Obj()
+	withSSHD := func(w *diagnosetest.PodW) *diagnosetest.PodW {
 		w.Spec.Containers[0].Command = []string{"/usr/sbin/sshd", "-De"}
 		w.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(2222)}}}
 		return w
 	}
-	noSSHD := withSSHD(worker("0")).terminated("StartError", 128)
+	noSSHD := withSSHD(worker("0")).Terminated("StartError", 128)
 	noSSHD.Status.ContainerStatuses[0].State.Terminated.Message = `exec: "/usr/sbin/sshd": stat /usr/sbin/sshd: no such file or directory`
 	cases := map[string]struct {
 		in        Input
@@ -706,13 +524,13 @@ func TestSSHRefusedNamesTheWorkerImage(t *testing.T) {
 		contains  []string
 	}{
 		"the Launcher's ssh is refused": {
-			in: Input{TrainJob: failed, JobSet: jobset(2), Launcher: pods(launcher().terminated("Error", 1)), WorkerImage: image,
+			in: Input{TrainJob: failed, JobSet: jobset(2), Launcher: pods(launcher().Terminated("Error", 1)), WorkerImage: image,
 				LauncherLog: "ssh: connect to host hello-node-0-1.hello port 2222: Connection refused"},
 			wantPhase: api.PhaseFailed, want: ReasonSSHConnectionRefused,
 			contains: []string{"Check that the Worker image " + image + " starts sshd on port 2222"},
 		},
 		"the Launcher's ssh is refused, image unknown": {
-			in: Input{TrainJob: failed, JobSet: jobset(2), Launcher: pods(launcher().terminated("Error", 1)),
+			in: Input{TrainJob: failed, JobSet: jobset(2), Launcher: pods(launcher().Terminated("Error", 1)),
 				LauncherLog: "ssh: connect to host hello-node-0-1.hello port 2222: Connection refused"},
 			wantPhase: api.PhaseFailed, want: ReasonSSHConnectionRefused,
 			contains: []string{"Check that the Worker image starts sshd on port 2222"},
@@ -731,13 +549,13 @@ func TestSSHRefusedNamesTheWorkerImage(t *testing.T) {
 			contains: []string{"Worker 0 (pod hello-node-0-0-x7k2p) could not start /usr/sbin/sshd", "image " + image + " lacks it"},
 		},
 		"sshd does not answer the readiness probe": {
-			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(withSSHD(worker("0")).running(false), withSSHD(worker("1")).running(true)),
+			in: Input{TrainJob: job(2).Obj(), JobSet: jobset(2), Workers: pods(withSSHD(worker("0")).Running(false), withSSHD(worker("1")).Running(true)),
 				WorkerImage: image, Now: t0.Add(30 * time.Second)},
 			wantPhase: api.PhaseStarting, want: ReasonSSHConnectionRefused,
 			contains: []string{"Worker 0 (pod hello-node-0-0) runs but nothing answers SSH on port 2222", "image " + image},
 		},
 		"a Worker that just started is only not Ready yet": {
-			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(withSSHD(worker("0")).running(false), withSSHD(worker("1")).running(true)),
+			in: Input{TrainJob: job(2).Obj(), JobSet: jobset(2), Workers: pods(withSSHD(worker("0")).Running(false), withSSHD(worker("1")).Running(true)),
 				WorkerImage: image, Now: t0.Add(5 * time.Second)},
 			wantPhase: api.PhaseStarting, want: ReasonWorkersNotReady,
 		},
@@ -791,9 +609,9 @@ func TestLauncherLogVectors(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tj := job(v.Workers).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj()
+			tj := job(v.Workers).Cond(trainer.TrainJobFailed, "JobSetFailed", "").Obj()
 			tj.Spec.Trainer.NumProcPerNode = ptr.To(v.Slots)
-			got := diagnoseBoth(t, Input{TrainJob: tj, JobSet: jobset(v.Workers), Launcher: pods(launcher().terminated("Error", 1)), LauncherLog: string(log), Now: t0})
+			got := diagnoseBoth(t, Input{TrainJob: tj, JobSet: jobset(v.Workers), Launcher: pods(launcher().Terminated("Error", 1)), LauncherLog: string(log), Now: t0})
 			if got.Phase != api.PhaseFailed || got.Reason != v.Reason {
 				t.Fatalf("%s/%s: %s; want Failed/%s", got.Phase, got.Reason, got.Message, v.Reason)
 			}
@@ -825,7 +643,7 @@ func TestLauncherLogVectors(t *testing.T) {
 // Kueue suspends every job it manages until it admits it: that is Queued,
 // never Suspended; only a job suspended after it ran is Suspended.
 func TestKueueSuspensionIsQueued(t *testing.T) {
-	queued := job(2).suspend().obj()
+	queued := job(2).Suspend().Obj()
 	queued.Labels = map[string]string{queue.NameLabel: "default"}
 	got := diagnoseBoth(t, Input{TrainJob: queued, Now: t0})
 	if got.Phase != api.PhaseQueued || got.Reason != ReasonQueued || !strings.Contains(got.Message, "queue default") {
@@ -835,7 +653,7 @@ func TestKueueSuspensionIsQueued(t *testing.T) {
 	if got.Phase != api.PhaseSuspended {
 		t.Errorf("a job suspended after it ran: %s, want Suspended", got.Phase)
 	}
-	got = diagnoseBoth(t, Input{TrainJob: job(2).suspend().obj(), Now: t0})
+	got = diagnoseBoth(t, Input{TrainJob: job(2).Suspend().Obj(), Now: t0})
 	if got.Phase != api.PhaseSuspended {
 		t.Errorf("a job without a queue, suspended: %s, want Suspended", got.Phase)
 	}
@@ -843,12 +661,12 @@ func TestKueueSuspensionIsQueued(t *testing.T) {
 
 // Waiting reasons follow the scheduler; a job that can never start says so.
 func TestSchedulerTruthAndCannotStart(t *testing.T) {
-	sched := func(msg string) *podW {
+	sched := func(msg string) *diagnosetest.PodW {
 		w := worker("1")
 		w.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: msg}}
 		return w
 	}
-	placed := worker("0").running(true)
+	placed := worker("0").Running(true)
 	cases := map[string]struct {
 		in        Input
 		reason    string
@@ -857,57 +675,57 @@ func TestSchedulerTruthAndCannotStart(t *testing.T) {
 		nextSteps int
 	}{
 		"an untolerated taint: the scheduler's words, not free capacity": {
-			in: Input{TrainJob: job(3).obj(), JobSet: jobset(3), Nodes: gpuNodes("8"),
-				Workers: pods(placed, sched("0/18 nodes are available: 16 node(s) had untolerated taint(s), 2 Insufficient nvidia.com/gpu.").gpus("1"),
-					func() *podW {
-						w := sched("0/18 nodes are available: 16 node(s) had untolerated taint(s), 2 Insufficient nvidia.com/gpu.").gpus("1")
+			in: Input{TrainJob: job(3).Obj(), JobSet: jobset(3), Nodes: gpuNodes("8"),
+				Workers: pods(placed, sched("0/18 nodes are available: 16 node(s) had untolerated taint(s), 2 Insufficient nvidia.com/gpu.").GPUs("1"),
+					func() *diagnosetest.PodW {
+						w := sched("0/18 nodes are available: 16 node(s) had untolerated taint(s), 2 Insufficient nvidia.com/gpu.").GPUs("1")
 						w.Name, w.Labels[completionIndexLabel] = "hello-node-0-2", "2"
 						return w
 					}())},
 			reason: ReasonUnschedulable, contains: []string{"16 node(s) had untolerated taint(s)"}, lacks: "free nvidia.com/gpu",
 		},
 		"no node has the GPUs, others excluded by selector: the count holds and the scheduler is quoted": {
-			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), Nodes: gpuNodes("8", "8"),
-				Workers: pods(sched("0/18 nodes are available: 16 Insufficient nvidia.com/gpu, 2 node(s) didn't match Pod's node affinity/selector.").gpus("9"),
-					func() *podW {
-						w := sched("0/18 nodes are available: 16 Insufficient nvidia.com/gpu, 2 node(s) didn't match Pod's node affinity/selector.").gpus("9")
+			in: Input{TrainJob: job(2).Obj(), JobSet: jobset(2), Nodes: gpuNodes("8", "8"),
+				Workers: pods(sched("0/18 nodes are available: 16 Insufficient nvidia.com/gpu, 2 node(s) didn't match Pod's node affinity/selector.").GPUs("9"),
+					func() *diagnosetest.PodW {
+						w := sched("0/18 nodes are available: 16 Insufficient nvidia.com/gpu, 2 node(s) didn't match Pod's node affinity/selector.").GPUs("9")
 						w.Name, w.Labels[completionIndexLabel] = "hello-node-0-0", "0"
 						return w
 					}())},
 			reason: ReasonUnschedulable, contains: []string{"only 0 nodes have 9 free nvidia.com/gpu", "(scheduler: 0/18 nodes are available"},
 		},
 		"more Workers than nodes under one-Worker-per-node": {
-			in: Input{TrainJob: job(4).obj(), JobSet: jobset(4),
+			in: Input{TrainJob: job(4).Obj(), JobSet: jobset(4),
 				Workers: pods(placed, sched("0/18 nodes are available: 2 node(s) didn't match pod anti-affinity rules, 16 node(s) had untolerated taint(s).")), Now: t0},
 			reason: ReasonCannotStart, contains: []string{"The job can never start: it asks for 4 Workers", "only 2 nodes can take one"}, nextSteps: 3,
 		},
 		"anti-affinity and capacity: waiting, not never": {
-			in: Input{TrainJob: job(4).obj(), JobSet: jobset(4),
+			in: Input{TrainJob: job(4).Obj(), JobSet: jobset(4),
 				Workers: pods(placed, sched("0/18 nodes are available: 2 node(s) didn't match pod anti-affinity rules, 16 Insufficient cpu."))},
 			reason: ReasonUnschedulable,
 		},
 		"a resource the ClusterQueue has no quota for": {
-			in: Input{TrainJob: job(1).suspend().obj(), Queue: &Queue{Name: "team-a/default",
+			in: Input{TrainJob: job(1).Suspend().Obj(), Queue: &Queue{Name: "team-a/default",
 				Message: "couldn't assign flavors to pod set node: resource example.com/fpga unavailable in ClusterQueue"}},
 			reason: ReasonCannotStart, contains: []string{"queue team-a/default has no quota for example.com/fpga"}, nextSteps: 3,
 		},
 		"more than the ClusterQueue could ever admit": {
-			in: Input{TrainJob: job(3).suspend().obj(), Queue: &Queue{Name: "team-a/default",
+			in: Input{TrainJob: job(3).Suspend().Obj(), Queue: &Queue{Name: "team-a/default",
 				Message: "couldn't assign flavors to pod set node: insufficient quota for nvidia.com/gpu in flavor gpu, previously considered podsets requests (0) + current podset request (24) > maximum capacity (16)"}},
 			reason: ReasonCannotStart, contains: []string{"asks for 24 nvidia.com/gpu, more than queue team-a/default could ever admit (at most 16 nvidia.com/gpu in flavor gpu, borrowing"}, nextSteps: 2,
 		},
 		"more than the ClusterQueue could ever admit, two resources (Kueue v0.19's words)": {
-			in:     Input{TrainJob: job(2).suspend().obj(), Queue: &Queue{Name: "team-a/default", Message: "couldn't assign flavors to pod set node: insufficient quota for cpu in flavor default-flavor, previously considered podsets requests (0) + current podset request (200m) > maximum capacity (0), insufficient quota for memory in flavor default-flavor, previously considered podsets requests (0) + current podset request (256Mi) > maximum capacity (0)"}},
+			in:     Input{TrainJob: job(2).Suspend().Obj(), Queue: &Queue{Name: "team-a/default", Message: "couldn't assign flavors to pod set node: insufficient quota for cpu in flavor default-flavor, previously considered podsets requests (0) + current podset request (200m) > maximum capacity (0), insufficient quota for memory in flavor default-flavor, previously considered podsets requests (0) + current podset request (256Mi) > maximum capacity (0)"}},
 			reason: ReasonCannotStart, contains: []string{"it asks for 200m cpu and 256Mi memory, more than queue team-a/default could ever admit (at most 0 cpu in flavor default-flavor and 0 memory in flavor default-flavor, borrowing included)"}, nextSteps: 2,
 		},
 		"over the unused quota only: waiting": {
-			in: Input{TrainJob: job(3).suspend().obj(), Queue: &Queue{Name: "team-a/default",
+			in: Input{TrainJob: job(3).Suspend().Obj(), Queue: &Queue{Name: "team-a/default",
 				Message: "couldn't assign flavors to pod set node: insufficient unused quota for nvidia.com/gpu in flavor gpu, 8 more needed"}},
 			reason: ReasonQueued,
 		},
 		"a queue that does not exist": {
 			in: Input{TrainJob: func() *trainer.TrainJob {
-				tj := job(2).suspend().obj()
+				tj := job(2).Suspend().Obj()
 				tj.Labels = map[string]string{queue.NameLabel: "nope"}
 				return tj
 			}(), Queue: &Queue{Name: "team-a/nope", Message: "LocalQueue nope doesn't exist"}},
@@ -986,7 +804,7 @@ func TestPodsRefused(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			tj := job(2).obj()
+			tj := job(2).Obj()
 			tj.Namespace = "team-a"
 			got := diagnoseBoth(t, Input{TrainJob: tj, JobSet: jobset(2), Events: tc.events, Now: t0})
 			tc.want.Launcher, tc.want.WorkersTotal, tc.want.SlotsPerWorker, tc.want.ObservedGeneration = api.LauncherNotCreated, 2, 2, 1
@@ -1004,8 +822,8 @@ func TestPodsRefused(t *testing.T) {
 // A Worker that stops while the Launcher runs (a drain, a delete) is named
 // at once, and stays the reason when mpirun then fails.
 func TestWorkerLostWhileTheLauncherRuns(t *testing.T) {
-	running := launcher().running(true)
-	evictedPod := worker("1").running(true).deleting()
+	running := launcher().Running(true)
+	evictedPod := worker("1").Running(true).Deleting()
 	evictedPod.Spec.NodeName = "mpijob-node-2"
 	evictedPod.Status.Phase = corev1.PodSucceeded
 	evictedPod.Status.Conditions = append(evictedPod.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI"})
@@ -1020,17 +838,17 @@ func TestWorkerLostWhileTheLauncherRuns(t *testing.T) {
 		message string
 	}{
 		"evicted through the API, pod still terminating": {
-			in:    Input{TrainJob: job(2).obj(), JobSet: jobset(2), Launcher: pods(running), Workers: pods(worker("0").running(true), evictedPod)},
+			in:    Input{TrainJob: job(2).Obj(), JobSet: jobset(2), Launcher: pods(running), Workers: pods(worker("0").Running(true), evictedPod)},
 			phase: api.PhaseRunning, reason: ReasonWorkerEvicted,
 			message: "Worker 1 (pod hello-node-0-1 on node mpijob-node-2) was evicted through the API (a node drain) while the Launcher ran: MPI cannot go on without it, and its Job does not replace a Worker that stopped cleanly.",
 		},
 		"the Launcher gone in the same moment (JobSet ending the job)": {
-			in:    Input{TrainJob: job(2).obj(), JobSet: jobset(2), Launcher: pods(launcher().running(true).deleting()), Workers: pods(worker("0").running(true)), Events: []corev1.Event{killing}},
+			in:    Input{TrainJob: job(2).Obj(), JobSet: jobset(2), Launcher: pods(launcher().Running(true).Deleting()), Workers: pods(worker("0").Running(true)), Events: []corev1.Event{killing}},
 			phase: api.PhaseRunning, reason: ReasonWorkerEvicted,
 			message: "Worker 1 (pod hello-node-0-1-x7bg2 on node mpijob-node-2) was deleted or evicted through the API (a node drain) while the Launcher ran: MPI cannot go on without it, and its Job does not replace a Worker that stopped cleanly.",
 		},
 		"gone: named from the kubelet's Killing Event": {
-			in:    Input{TrainJob: job(2).obj(), JobSet: jobset(2), Launcher: pods(running), Workers: pods(worker("0").running(true)), Events: []corev1.Event{killing}},
+			in:    Input{TrainJob: job(2).Obj(), JobSet: jobset(2), Launcher: pods(running), Workers: pods(worker("0").Running(true)), Events: []corev1.Event{killing}},
 			phase: api.PhaseRunning, reason: ReasonWorkerEvicted,
 			message: "Worker 1 (pod hello-node-0-1-x7bg2 on node mpijob-node-2) was deleted or evicted through the API (a node drain) while the Launcher ran: MPI cannot go on without it, and its Job does not replace a Worker that stopped cleanly.",
 		},
@@ -1049,29 +867,29 @@ func TestWorkerLostWhileTheLauncherRuns(t *testing.T) {
 			}
 		})
 	}
-	if got := diagnoseBoth(t, Input{TrainJob: job(2).obj(), JobSet: jobset(2), Launcher: pods(running), Now: t0,
-		Workers: pods(worker("0").running(true), worker("1").terminated("Error", 1))}); got.Reason == ReasonWorkerEvicted {
+	if got := diagnoseBoth(t, Input{TrainJob: job(2).Obj(), JobSet: jobset(2), Launcher: pods(running), Now: t0,
+		Workers: pods(worker("0").Running(true), worker("1").Terminated("Error", 1))}); got.Reason == ReasonWorkerEvicted {
 		t.Errorf("a Worker whose program failed is called lost: %q", got.Message)
 	}
 	// mpirun then fails (it cannot reach the Worker): the lost Worker stays
 	// the reason.
-	prev := diagnoseBoth(t, Input{TrainJob: job(2).obj(), JobSet: jobset(2), Launcher: pods(running), Workers: pods(worker("0").running(true)), Events: []corev1.Event{killing}, Now: t0})
+	prev := diagnoseBoth(t, Input{TrainJob: job(2).Obj(), JobSet: jobset(2), Launcher: pods(running), Workers: pods(worker("0").Running(true)), Events: []corev1.Event{killing}, Now: t0})
 	// Trainer may stop the other Workers before the Launcher's pod shows
 	// it failed (the integration test saw this): the first Worker lost
 	// stays the one named.
-	worker0Stopping := worker("0").running(true).deleting()
-	again := diagnoseBoth(t, Input{TrainJob: job(2).obj(), JobSet: jobset(2), Previous: &prev, Launcher: pods(running), Workers: pods(worker0Stopping), Events: []corev1.Event{killing}, Now: t0})
+	worker0Stopping := worker("0").Running(true).Deleting()
+	again := diagnoseBoth(t, Input{TrainJob: job(2).Obj(), JobSet: jobset(2), Previous: &prev, Launcher: pods(running), Workers: pods(worker0Stopping), Events: []corev1.Event{killing}, Now: t0})
 	if again.Reason != ReasonWorkerEvicted || again.Message != prev.Message || len(again.NextSteps) != 2 {
 		t.Errorf("when Worker 0 stops after Worker 1: %s %q %q, want Worker 1 still named with its 2 steps", again.Reason, again.Message, again.NextSteps)
 	}
 	// First the Launcher fails while Trainer finishes the job.
-	finishing := diagnoseBoth(t, Input{TrainJob: job(2).obj(), JobSet: jobset(2), Previous: &prev, Launcher: pods(launcher().terminated("Error", 1)), Workers: pods(worker("0").running(true)), Now: t0})
+	finishing := diagnoseBoth(t, Input{TrainJob: job(2).Obj(), JobSet: jobset(2), Previous: &prev, Launcher: pods(launcher().Terminated("Error", 1)), Workers: pods(worker("0").Running(true)), Now: t0})
 	if finishing.Reason != ReasonWorkerEvicted || finishing.Message != prev.Message || len(finishing.NextSteps) != 2 {
 		t.Errorf("while Trainer finishes the job: %s %q %q, want the lost Worker with its 2 steps", finishing.Reason, finishing.Message, finishing.NextSteps)
 	}
 	prev = finishing
-	failed := diagnoseBoth(t, Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj(), JobSet: jobset(2), Previous: &prev,
-		Launcher: pods(launcher().terminated("Error", 1)), LauncherLog: "ssh: Could not resolve hostname hello-node-0-1.hello: Name or service not known", Now: t0})
+	failed := diagnoseBoth(t, Input{TrainJob: job(2).Cond(trainer.TrainJobFailed, "JobSetFailed", "").Obj(), JobSet: jobset(2), Previous: &prev,
+		Launcher: pods(launcher().Terminated("Error", 1)), LauncherLog: "ssh: Could not resolve hostname hello-node-0-1.hello: Name or service not known", Now: t0})
 	if failed.Phase != api.PhaseFailed || failed.Reason != ReasonWorkerEvicted || failed.Message != prev.Message {
 		t.Errorf("after mpirun failed: %s/%s %q, want Failed/%s %q", failed.Phase, failed.Reason, failed.Message, ReasonWorkerEvicted, prev.Message)
 	}
@@ -1090,7 +908,7 @@ func TestNeverFits(t *testing.T) {
 		node("mpijob-node-1", cpu, map[string]string{"type": "real"}), node("mpijob-node-2", cpu, map[string]string{"type": "real"}),
 		node("kwok-gpu-01", gpu, map[string]string{"type": "kwok"}, fake), node("kwok-gpu-02", gpu, map[string]string{"type": "kwok"}, fake),
 	}
-	waitingWorker := func(mut func(*corev1.Pod)) *podW {
+	waitingWorker := func(mut func(*corev1.Pod)) *diagnosetest.PodW {
 		w := worker("1")
 		w.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
 		mut(&w.Pod)
@@ -1100,7 +918,7 @@ func TestNeverFits(t *testing.T) {
 		p.Spec.Tolerations = []corev1.Toleration{{Key: "kwok.x-k8s.io/node", Operator: corev1.TolerationOpEqual, Value: "fake", Effect: corev1.TaintEffectNoSchedule}}
 	}
 	cases := map[string]struct {
-		worker  *podW
+		worker  *diagnosetest.PodW
 		nodes   []corev1.Node // the cluster above when nil
 		reason  string
 		message string
@@ -1162,7 +980,7 @@ func TestNeverFits(t *testing.T) {
 			if tc.nodes != nil {
 				nodes = tc.nodes
 			}
-			got := diagnoseBoth(t, Input{TrainJob: job(2).obj(), JobSet: jobset(2), Workers: pods(worker("0").running(true), tc.worker), AllNodes: nodes, Now: t0})
+			got := diagnoseBoth(t, Input{TrainJob: job(2).Obj(), JobSet: jobset(2), Workers: pods(worker("0").Running(true), tc.worker), AllNodes: nodes, Now: t0})
 			if got.Reason != tc.reason {
 				t.Fatalf("reason %s (%q), want %s", got.Reason, got.Message, tc.reason)
 			}
@@ -1181,7 +999,7 @@ func TestNeverFits(t *testing.T) {
 
 // Kueue's waitForPodsReady eviction is said in the Queued message.
 func TestQueuedAfterPodsReadyTimeout(t *testing.T) {
-	tj := job(2).suspend().obj()
+	tj := job(2).Suspend().Obj()
 	tj.Labels = map[string]string{queue.NameLabel: "default"}
 	got := diagnoseBoth(t, Input{TrainJob: tj, Queue: &Queue{Name: "team-a/default", EvictedPodsReadyTimeout: true}, Now: t0})
 	if got.Phase != api.PhaseQueued || got.Reason != ReasonQueued || !strings.Contains(got.Message, "not all Ready within its waitForPodsReady timeout") {
@@ -1193,8 +1011,8 @@ func TestQueuedAfterPodsReadyTimeout(t *testing.T) {
 // timeout gets NoProgress with the evidence, and keeps running.
 func TestNoProgress(t *testing.T) {
 	running := func() Input {
-		return Input{TrainJob: job(2).obj(), JobSet: jobset(2), Launcher: pods(launcher().running(true)),
-			Workers: pods(worker("0").running(true), worker("1").running(true))}
+		return Input{TrainJob: job(2).Obj(), JobSet: jobset(2), Launcher: pods(launcher().Running(true)),
+			Workers: pods(worker("0").Running(true), worker("1").Running(true))}
 	}
 	last := t0.Add(2 * time.Minute)
 	cases := map[string]struct {
@@ -1244,7 +1062,7 @@ func TestNoProgress(t *testing.T) {
 
 // Workers waiting for a volume say which claim and what to check.
 func TestWaitingForAVolume(t *testing.T) {
-	waiting := func(msg string) *podW {
+	waiting := func(msg string) *diagnosetest.PodW {
 		w := worker("1")
 		w.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "train-data"}}}}
 		w.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: "Unschedulable", Message: msg}}
@@ -1266,9 +1084,9 @@ func TestWaitingForAVolume(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			tj := job(2).obj()
+			tj := job(2).Obj()
 			tj.Namespace = "team-a"
-			got := diagnoseBoth(t, Input{TrainJob: tj, JobSet: jobset(2), Workers: pods(worker("0").running(true), waiting(tc.sched)), Now: t0})
+			got := diagnoseBoth(t, Input{TrainJob: tj, JobSet: jobset(2), Workers: pods(worker("0").Running(true), waiting(tc.sched)), Now: t0})
 			if got.Reason != ReasonUnschedulable || got.Message != tc.message || got.NextStep != tc.first || len(got.NextSteps) != 2 {
 				t.Errorf("got %s %q %q\nwant %s %q %q", got.Reason, got.Message, got.NextSteps, ReasonUnschedulable, tc.message, tc.first)
 			}
@@ -1279,13 +1097,13 @@ func TestWaitingForAVolume(t *testing.T) {
 // The status says the slots and GPUs the Worker pods really get: from the
 // job's runtime when the job does not set them.
 func TestSlotsAndGPUsFromTheRuntime(t *testing.T) {
-	tj := job(2).obj()
+	tj := job(2).Obj()
 	tj.Spec.Trainer.NumProcPerNode = nil
 	got := diagnoseBoth(t, Input{TrainJob: tj, SlotsPerWorker: 4, GPUsPerWorker: "4", Now: t0})
 	if got.SlotsPerWorker != 4 || got.GPUsPerWorker != "4" {
 		t.Errorf("slots %d, GPUs %q; want the runtime's 4 and 4", got.SlotsPerWorker, got.GPUsPerWorker)
 	}
-	if got := diagnoseBoth(t, Input{TrainJob: job(2).obj(), SlotsPerWorker: 4, Now: t0}); got.SlotsPerWorker != 2 {
+	if got := diagnoseBoth(t, Input{TrainJob: job(2).Obj(), SlotsPerWorker: 4, Now: t0}); got.SlotsPerWorker != 2 {
 		t.Errorf("slots %d; the job's own numProcPerNode (2) wins", got.SlotsPerWorker)
 	}
 	spec := &corev1.PodSpec{Containers: []corev1.Container{{Name: "node", Resources: corev1.ResourceRequirements{
@@ -1301,7 +1119,7 @@ func TestSlotsAndGPUsFromTheRuntime(t *testing.T) {
 // The capacity cache keeps of a pod what free capacity needs, and free
 // capacity counted from the stripped pod is that of the whole pod.
 func TestCapacityPodKeepsWhatFreeCapacityNeeds(t *testing.T) {
-	full := worker("0").running(true).obj()
+	full := worker("0").Running(true).Obj()
 	full.Spec.NodeName = "mpijob-node-1"
 	full.Spec.Containers[0].Resources = corev1.ResourceRequirements{
 		Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
@@ -1377,7 +1195,7 @@ func TestStepsNameTheJob(t *testing.T) {
 // Workload still holding quota, its Launcher failing as its pods stop) to
 // its admission again: not "Admitted ... starts now", not a failed job.
 func TestPreemptedIsNamed(t *testing.T) {
-	low := job(2).suspend().obj()
+	low := job(2).Suspend().Obj()
 	low.Labels = map[string]string{queue.NameLabel: "default"}
 	q := &Queue{Name: "team-a/default", Admitted: true, Preempted: true, PreemptedBy: "high", PreemptedWhy: "prioritization in the ClusterQueue", Preemptions: 1}
 	got := diagnoseBoth(t, Input{TrainJob: low, Queue: q, Now: t0, Previous: &api.Status{Phase: api.PhaseRunning}})
@@ -1397,7 +1215,7 @@ func TestPreemptedIsNamed(t *testing.T) {
 		t.Errorf("queued again: %s %v %q", got.Reason, got.QueuePosition, got.Message)
 	}
 	// Still running when the eviction is seen (not yet suspended): preempted, not Running or Failed.
-	running := job(2).obj()
+	running := job(2).Obj()
 	running.Labels = map[string]string{queue.NameLabel: "default"}
 	got = diagnoseBoth(t, Input{TrainJob: running, Queue: &Queue{Name: "team-a/default", Admitted: true, Preempted: true}, Now: t0})
 	if got.Reason != ReasonPreempted {
@@ -1418,8 +1236,8 @@ func TestOneWorkerJobIsNotToldToUseOneWorker(t *testing.T) {
 		t.Fatal(err)
 	}
 	for workers, want := range map[int32]bool{1: false, 2: true} {
-		tj := job(workers).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj()
-		got := diagnoseBoth(t, Input{TrainJob: tj, JobSet: jobset(workers), Launcher: pods(launcher().terminated("Error", 1)), LauncherLog: string(log), Now: t0})
+		tj := job(workers).Cond(trainer.TrainJobFailed, "JobSetFailed", "").Obj()
+		got := diagnoseBoth(t, Input{TrainJob: tj, JobSet: jobset(workers), Launcher: pods(launcher().Terminated("Error", 1)), LauncherLog: string(log), Now: t0})
 		if got.Reason != ReasonRankFailed {
 			t.Fatalf("%d Workers: %s %s", workers, got.Reason, got.Message)
 		}

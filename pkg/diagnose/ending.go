@@ -36,10 +36,10 @@ func stuckSince(s api.Status) (since time.Time, ok bool) {
 	return last.Time.Time, true
 }
 
-// toEnd is the record of the ending of a job whose status s has said it
+// ToEnd is the record of the ending of a job whose status s has said it
 // can never finish for at least grace (nil: not yet, or never, and when
 // to look again for it: 0 when nothing is due).
-func toEnd(s api.Status, grace time.Duration, now time.Time) (*api.Ended, time.Duration) {
+func ToEnd(s api.Status, grace time.Duration, now time.Time) (*api.Ended, time.Duration) {
 	since, ok := stuckSince(s)
 	if !ok || grace <= 0 {
 		return nil, 0

@@ -7,6 +7,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/queue"
@@ -16,8 +17,8 @@ import (
 // a job that waits keeps its waiting message fresh, a running one is
 // checked for progress.
 const (
-	waitingRefresh = 15 * time.Second
-	runningRefresh = time.Minute
+	WaitingRefresh = 15 * time.Second
+	RunningRefresh = time.Minute
 	// regenericWindow is how long after a job failed a failure explained
 	// only by its exit code is looked at again (the Launcher's log may not
 	// have been readable yet on a busy node).
@@ -68,63 +69,76 @@ type Transition struct {
 // Event is the Kubernetes Event a transition gets on the TrainJob.
 type Event struct{ Type, Reason, Note string }
 
-// known is what the manager knows of a job before it reads the job's
+// Memory is what the diagnosis controller remembers of a job between
+// rounds: the cache lags behind its own writes, and diagnosing from an
+// older status would forget what was seen or report a transition twice.
+type Memory struct {
+	UID       types.UID
+	FirstSeen time.Time
+	Diagnosed api.Status
+	Written   *api.Status // nil: nothing written since the manager started
+	WroteAt   time.Time
+	// StacksTried is when the ranks' stacks were last taken (or tried).
+	StacksTried time.Time
+}
+
+// Known is what the manager knows of a job before it reads the job's
 // children: its runtime, the status on the object and its own memory.
-type known struct {
-	spec               *trainer.TrainingRuntimeSpec
-	runtimeAnnotations map[string]string
-	onObject           api.Status
-	hadOnObject        bool
-	mem                memory
-	remembered         bool
+type Known struct {
+	Spec               *trainer.TrainingRuntimeSpec
+	RuntimeAnnotations map[string]string
+	OnObject           api.Status
+	HadOnObject        bool
+	Mem                Memory
+	Remembered         bool
 }
 
-// previous is the status last diagnosed: remembered, else the one on the
+// Previous is the status last diagnosed: remembered, else the one on the
 // object (the cache lags behind our own writes).
-func (k known) previous() (api.Status, bool) {
-	if k.remembered {
-		return k.mem.diagnosed, true
+func (k Known) Previous() (api.Status, bool) {
+	if k.Remembered {
+		return k.Mem.Diagnosed, true
 	}
-	return k.onObject, k.hadOnObject
+	return k.OnObject, k.HadOnObject
 }
 
-// written is the status last written: remembered since the manager
+// Written is the status last written: remembered since the manager
 // started, else the one on the object.
-func (k known) written() (api.Status, bool) {
-	if k.remembered && k.mem.written != nil {
-		return *k.mem.written, true
+func (k Known) Written() (api.Status, bool) {
+	if k.Remembered && k.Mem.Written != nil {
+		return *k.Mem.Written, true
 	}
-	return k.onObject, k.hadOnObject
+	return k.OnObject, k.HadOnObject
 }
 
-// forged reports a status on the object that differs from what the
+// Forged reports a status on the object that differs from what the
 // manager last wrote. Only the manager writes it (admission refuses
 // everyone else); one that differs is put back.
-func (k known) forged() bool {
-	return k.remembered && k.mem.written != nil && (!k.hadOnObject || changed(k.onObject, *k.mem.written))
+func (k Known) Forged() bool {
+	return k.Remembered && k.Mem.Written != nil && (!k.HadOnObject || changed(k.OnObject, *k.Mem.Written))
 }
 
-// settled reports a job that finished as Trainer says: nothing a child does
+// Settled reports a job that finished as Trainer says: nothing a child does
 // changes it, so its children are not read. The plan only puts a forged
 // status back. A failure explained only generically is looked at again
 // for regenericWindow.
-func settled(tj *trainer.TrainJob, k known, now time.Time) (Plan, bool) {
-	written, ok := k.written()
-	if _, hadPrev := k.previous(); !hadPrev || !ok || !finishedAsTrainerSays(written, tj) {
+func Settled(tj *trainer.TrainJob, k Known, now time.Time) (Plan, bool) {
+	written, ok := k.Written()
+	if _, hadPrev := k.Previous(); !hadPrev || !ok || !finishedAsTrainerSays(written, tj) {
 		return Plan{}, false
 	}
-	if generic(written) && written.CompletionTime != nil && now.Sub(written.CompletionTime.Time) <= regenericWindow {
+	if Generic(written) && written.CompletionTime != nil && now.Sub(written.CompletionTime.Time) <= regenericWindow {
 		return Plan{}, false
 	}
-	return Plan{Status: written, Write: k.forged()}, true
+	return Plan{Status: written, Write: k.Forged()}, true
 }
 
-// decide diagnoses the job from what gather read and says what to do:
+// Decide diagnoses the job from what gather read and says what to do:
 // what to write and when, the transition's Event and metrics, whether to
 // suspend, when to look again. It reads nothing and writes nothing.
-func decide(tj *trainer.TrainJob, k known, in Input) Plan {
-	prev, hadPrev := k.previous()
-	written, hadWritten := k.written()
+func Decide(tj *trainer.TrainJob, k Known, in Input) Plan {
+	prev, hadPrev := k.Previous()
+	written, hadWritten := k.Written()
 	s := Diagnose(in)
 	s.Runtime = api.RuntimeOf(tj.Labels, tj.Spec.RuntimeRef.Name)
 	if hadPrev {
@@ -139,7 +153,7 @@ func decide(tj *trainer.TrainJob, k known, in Input) Plan {
 	}
 	// Which pods failed, structured, so no interface reads the message.
 	var named *api.PodRef
-	if s.Phase == api.PhaseFailed || warning(s) {
+	if s.Phase == api.PhaseFailed || Warning(s) {
 		named = s.Subject
 	}
 	s.Failed = api.FailedPods(s.Pods, named, s.Reason)
@@ -161,15 +175,15 @@ func decide(tj *trainer.TrainJob, k known, in Input) Plan {
 		}
 		p.Transition = t
 	}
-	p.TakeStacks = withStacks(&s, in, k.mem)
+	p.TakeStacks = withStacks(&s, in, k.Mem)
 	p.Status = s
-	if !hadWritten || changed(written, s) || k.forged() {
+	if !hadWritten || changed(written, s) || k.Forged() {
 		// A forged status is put back as soon as a phase change would be.
 		var last *api.Status
-		if hadWritten && !k.forged() {
+		if hadWritten && !k.Forged() {
 			last = &written
 		}
-		if wait := writeDelay(k.mem, last, s, in.Now); wait > 0 {
+		if wait := writeDelay(k.Mem, last, s, in.Now); wait > 0 {
 			p.Requeue = wait
 		} else {
 			p.Write = true
@@ -179,7 +193,7 @@ func decide(tj *trainer.TrainJob, k known, in Input) Plan {
 		p.Requeue = nextLook(in, s)
 	}
 	if _, ended := tj.Annotations[api.EndedByAnnotation]; !ended {
-		end, wait := toEnd(s, in.EndStuckAfter, in.Now)
+		end, wait := ToEnd(s, in.EndStuckAfter, in.Now)
 		p.End = end
 		if wait > 0 && (p.Requeue == 0 || wait < p.Requeue) {
 			p.Requeue = wait
@@ -205,7 +219,7 @@ func since(s api.Status) time.Time {
 // withStacks adds to a stuck job's message where its ranks wait, from the
 // stacks taken since its finding began; it reports whether they are still
 // to be taken (once per finding: mem says when they were tried).
-func withStacks(s *api.Status, in Input, mem memory) bool {
+func withStacks(s *api.Status, in Input, mem Memory) bool {
 	if s.Phase != api.PhaseRunning || !stacksFor[s.Reason] {
 		return false
 	}
@@ -217,7 +231,7 @@ func withStacks(s *api.Status, in Input, mem memory) bool {
 		}
 		return false
 	}
-	return mem.stacksTried.IsZero() || mem.stacksTried.Before(from)
+	return mem.StacksTried.IsZero() || mem.StacksTried.Before(from)
 }
 
 // stacksSentence is a snapshot in the message's words: "Their stacks at
@@ -238,33 +252,33 @@ func stacksSentence(st api.StackSnapshot) string {
 // changed (0: never).
 func nextLook(in Input, s api.Status) time.Duration {
 	switch {
-	case generic(s) && s.CompletionTime != nil && in.Now.Sub(s.CompletionTime.Time) < regenericWindow:
+	case Generic(s) && s.CompletionTime != nil && in.Now.Sub(s.CompletionTime.Time) < regenericWindow:
 		// Read the Launcher's log again shortly.
 		return regenericRetry
 	case s.Phase.Finished():
 		return 0
 	case s.Phase == api.PhaseRunning && in.ProgressTimeout > 0 && s.Reason == "":
 		// Look again when the timeout would pass without new output.
-		next := runningRefresh
-		if since := quietSince(in, s); since != nil {
-			next = min(runningRefresh, max(time.Second, in.ProgressTimeout-in.Now.Sub(*since)+time.Second))
+		next := RunningRefresh
+		if since := QuietSince(in, s); since != nil {
+			next = min(RunningRefresh, max(time.Second, in.ProgressTimeout-in.Now.Sub(*since)+time.Second))
 		}
 		return next
 	case s.Phase == api.PhaseRunning:
-		return runningRefresh
+		return RunningRefresh
 	default:
-		return waitingRefresh
+		return WaitingRefresh
 	}
 }
 
-// statusCoalesce is the shortest time between two status writes of a job,
+// StatusCoalesce is the shortest time between two status writes of a job,
 // and between the manager first seeing a job and its first write, unless
 // the news is urgent. A job that starts normally passes through Pending,
 // Starting and Running within a second or two while the control plane is
 // busiest creating its pods; each write of the status is a TrainJob update
 // that Trainer's webhooks and controller process too. Transitions still get
-// their Event at once; the annotation catches up within statusCoalesce.
-const statusCoalesce = time.Second
+// their Event at once; the annotation catches up within StatusCoalesce.
+const StatusCoalesce = time.Second
 
 // detailCoalesce is the shortest time between two writes that change only
 // a status's details (Workers ready, the pods' states) within one phase
@@ -273,20 +287,20 @@ const statusCoalesce = time.Second
 // writing each step within a second made five to nine TrainJob updates per
 // job (the API server's audit log during bench/scale), which the API
 // server, Trainer's and Kueue's webhooks and controllers all process.
-// Running and other phases still go out within statusCoalesce.
+// Running and other phases still go out within StatusCoalesce.
 const detailCoalesce = 5 * time.Second
 
 // writeDelay is how long to wait before writing s (0: write now), given
 // the status last written (nil: none yet).
-func writeDelay(mem memory, last *api.Status, s api.Status, now time.Time) time.Duration {
+func writeDelay(mem Memory, last *api.Status, s api.Status, now time.Time) time.Duration {
 	if urgent(s) {
 		return 0
 	}
-	since := mem.wroteAt
+	since := mem.WroteAt
 	if since.IsZero() {
-		since = mem.firstSeen
+		since = mem.FirstSeen
 	}
-	gap := statusCoalesce
+	gap := StatusCoalesce
 	if last != nil && (last.Phase == s.Phase && last.Reason == s.Reason || startingUp(last.Phase) && startingUp(s.Phase)) {
 		gap = detailCoalesce
 	}
@@ -298,7 +312,7 @@ func writeDelay(mem memory, last *api.Status, s api.Status, now time.Time) time.
 // (JobSetNotCreated, Unschedulable, GangScheduling, WorkersNotReady,
 // LauncherNotStarted) a second or more apart. Between them the status is
 // written every detailCoalesce; Running and every other phase go out
-// within statusCoalesce, and each transition's Event at once.
+// within StatusCoalesce, and each transition's Event at once.
 func startingUp(p api.Phase) bool {
 	return p == api.PhasePending || p == api.PhaseGangScheduling || p == api.PhaseStarting
 }
@@ -306,7 +320,7 @@ func startingUp(p api.Phase) bool {
 // urgent statuses are written at once: the end of a job and anything that
 // asks for a person's attention.
 func urgent(s api.Status) bool {
-	return s.Phase.Finished() || s.Phase == api.PhaseFailed || warning(s)
+	return s.Phase.Finished() || s.Phase == api.PhaseFailed || Warning(s)
 }
 
 // finishedAsTrainerSays reports whether s is a final phase that agrees
@@ -315,9 +329,9 @@ func urgent(s api.Status) bool {
 func finishedAsTrainerSays(s api.Status, tj *trainer.TrainJob) bool {
 	switch s.Phase {
 	case api.PhaseSucceeded:
-		return condTrue(tj, trainer.TrainJobComplete)
+		return JobComplete(tj)
 	case api.PhaseFailed:
-		return condTrue(tj, trainer.TrainJobFailed)
+		return JobFailed(tj)
 	}
 	return false
 }
@@ -331,17 +345,10 @@ func changed(a, b api.Status) bool {
 	return ea != eb
 }
 
-// warning statuses ask for a person's attention.
-func warning(s api.Status) bool {
-	return s.Phase == api.PhaseFailed || s.Reason == ReasonImagePullFailed || s.Reason == ReasonQuotaExceeded || s.Reason == ReasonGangSchedulingTimeout ||
-		s.Reason == ReasonPodsRefused || s.Reason == ReasonCannotStart || s.Reason == ReasonNoProgress || s.Reason == ReasonRankFailedOthersWaiting ||
-		s.Reason == ReasonRankSilent || s.Reason == ReasonSlowRank
-}
-
 // eventOf is the Event a status change gets: its type, reason and text.
 func eventOf(s api.Status) Event {
 	e := Event{Type: corev1.EventTypeNormal, Reason: string(s.Phase), Note: s.Message}
-	if warning(s) {
+	if Warning(s) {
 		e.Type = corev1.EventTypeWarning
 	}
 	if s.Reason != "" {
@@ -356,8 +363,8 @@ func eventOf(s api.Status) Event {
 	return e
 }
 
-// generic reports a failure explained only by its exit code.
-func generic(s api.Status) bool {
+// Generic reports a failure explained only by its exit code.
+func Generic(s api.Status) bool {
 	return s.Phase == api.PhaseFailed && (s.Reason == ReasonLauncherFailed || s.Reason == ReasonFailed)
 }
 

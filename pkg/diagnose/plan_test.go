@@ -52,15 +52,15 @@ func viewOf(p Plan) planView {
 
 // remembered is what the manager knows of a job it diagnosed before and
 // whose status it last wrote at wrote (the same status is on the object).
-func remembered(s api.Status, wrote time.Time) known {
+func remembered(s api.Status, wrote time.Time) Known {
 	w := s
-	return known{onObject: s, hadOnObject: true, remembered: true,
-		mem: memory{firstSeen: t0.Add(-time.Hour), diagnosed: s, written: &w, wroteAt: wrote}}
+	return Known{OnObject: s, HadOnObject: true, Remembered: true,
+		Mem: Memory{FirstSeen: t0.Add(-time.Hour), Diagnosed: s, Written: &w, WroteAt: wrote}}
 }
 
 func running() Input {
-	return Input{TrainJob: job(2).obj(), JobSet: jobset(2), Now: t0,
-		Launcher: pods(launcher().running(true)), Workers: pods(worker("0").running(true), worker("1").running(true))}
+	return Input{TrainJob: job(2).Obj(), JobSet: jobset(2), Now: t0,
+		Launcher: pods(launcher().Running(true)), Workers: pods(worker("0").Running(true), worker("1").Running(true))}
 }
 
 func TestDecide(t *testing.T) {
@@ -68,95 +68,95 @@ func TestDecide(t *testing.T) {
 	startingFrom := api.Status{Phase: api.PhaseStarting, Launcher: api.LauncherNotCreated, WorkersTotal: 2, LastTransitionTime: since}
 	cases := map[string]struct {
 		tj    *trainer.TrainJob
-		known known
+		known Known
 		in    Input
 		want  planView
 	}{
 		"first sight of a new job: the Event at once, the status a second later": {
-			known: known{mem: memory{firstSeen: t0}},
-			in:    Input{TrainJob: job(2).obj(), Now: t0},
-			want: planView{Phase: api.PhasePending, Reason: ReasonJobSetNotCreated, Remember: true, Requeue: statusCoalesce,
+			known: Known{Mem: Memory{FirstSeen: t0}},
+			in:    Input{TrainJob: job(2).Obj(), Now: t0},
+			want: planView{Phase: api.PhasePending, Reason: ReasonJobSetNotCreated, Remember: true, Requeue: StatusCoalesce,
 				Event: "Normal " + ReasonJobSetNotCreated},
 		},
 		"first sight a second on: written, looked at again while it waits": {
-			known: known{mem: memory{firstSeen: t0.Add(-statusCoalesce)}},
-			in:    Input{TrainJob: job(2).obj(), Now: t0},
-			want: planView{Phase: api.PhasePending, Reason: ReasonJobSetNotCreated, Write: true, Remember: true, Requeue: waitingRefresh,
+			known: Known{Mem: Memory{FirstSeen: t0.Add(-StatusCoalesce)}},
+			in:    Input{TrainJob: job(2).Obj(), Now: t0},
+			want: planView{Phase: api.PhasePending, Reason: ReasonJobSetNotCreated, Write: true, Remember: true, Requeue: WaitingRefresh,
 				Event: "Normal " + ReasonJobSetNotCreated},
 		},
 		"a manager restarted finds its status on the object: no second Event": {
-			known: known{onObject: api.Status{Phase: api.PhasePending, Reason: ReasonJobSetNotCreated, Launcher: api.LauncherNotCreated, WorkersTotal: 2,
+			known: Known{OnObject: api.Status{Phase: api.PhasePending, Reason: ReasonJobSetNotCreated, Launcher: api.LauncherNotCreated, WorkersTotal: 2,
 				Message:  "Trainer has not created the job's pods yet.",
 				NextStep: "Wait a few seconds; if this lasts, check that the Trainer controller runs and read `kubectl mpijob events`."},
-				hadOnObject: true, mem: memory{firstSeen: t0}},
-			in: Input{TrainJob: job(2).obj(), Now: t0},
+				HadOnObject: true, Mem: Memory{FirstSeen: t0}},
+			in: Input{TrainJob: job(2).Obj(), Now: t0},
 			// Only its details (the pods' records) are new: they wait detailCoalesce.
 			want: planView{Phase: api.PhasePending, Reason: ReasonJobSetNotCreated, Remember: true, Requeue: detailCoalesce},
 		},
 		"Starting → Running: the Event, the time placed for the metric, written": {
 			known: remembered(startingFrom, t0.Add(-10*time.Second)),
 			in:    running(),
-			want: planView{Phase: api.PhaseRunning, Write: true, Remember: true, Requeue: runningRefresh,
+			want: planView{Phase: api.PhaseRunning, Write: true, Remember: true, Requeue: RunningRefresh,
 				Event: "Normal Running", Before: api.PhaseStarting, Placed: since.Time},
 		},
 		"Running → Running: nothing new, nothing written": {
-			known: func() known {
-				p := decide(job(2).obj(), remembered(startingFrom, t0.Add(-10*time.Second)), running())
+			known: func() Known {
+				p := Decide(job(2).Obj(), remembered(startingFrom, t0.Add(-10*time.Second)), running())
 				return remembered(p.Status, t0.Add(-time.Second))
 			}(),
 			in:   running(),
-			want: planView{Phase: api.PhaseRunning, Remember: true, Requeue: runningRefresh},
+			want: planView{Phase: api.PhaseRunning, Remember: true, Requeue: RunningRefresh},
 		},
 		"a status someone else wrote is put back": {
-			known: func() known {
-				p := decide(job(2).obj(), remembered(startingFrom, t0.Add(-10*time.Second)), running())
+			known: func() Known {
+				p := Decide(job(2).Obj(), remembered(startingFrom, t0.Add(-10*time.Second)), running())
 				k := remembered(p.Status, t0.Add(-time.Minute))
-				k.onObject = api.Status{Phase: api.PhaseSucceeded}
+				k.OnObject = api.Status{Phase: api.PhaseSucceeded}
 				return k
 			}(),
 			in:   running(),
-			want: planView{Phase: api.PhaseRunning, Write: true, Remember: true, Requeue: runningRefresh},
+			want: planView{Phase: api.PhaseRunning, Write: true, Remember: true, Requeue: RunningRefresh},
 		},
 		"a failure is written at once, however soon after the last write": {
-			tj:    job(2).cond(trainer.TrainJobFailed, "Failed", "").obj(),
+			tj:    job(2).Cond(trainer.TrainJobFailed, "Failed", "").Obj(),
 			known: remembered(api.Status{Phase: api.PhaseRunning, LastTransitionTime: since}, t0),
-			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "Failed", "").obj(), JobSet: jobset(2), Now: t0,
-				Launcher: pods(launcher().terminated("Error", 1)), Workers: pods(worker("0").running(true), worker("1").terminated("OOMKilled", 137))},
+			in: Input{TrainJob: job(2).Cond(trainer.TrainJobFailed, "Failed", "").Obj(), JobSet: jobset(2), Now: t0,
+				Launcher: pods(launcher().Terminated("Error", 1)), Workers: pods(worker("0").Running(true), worker("1").Terminated("OOMKilled", 137))},
 			want: planView{Phase: api.PhaseFailed, Reason: ReasonWorkerOOMKilled, Write: true, Remember: true,
 				Event: "Warning " + ReasonWorkerOOMKilled, Before: api.PhaseRunning,
 				Failed: []string{"launcher 0 Error (exit 1)", "worker 1 " + ReasonWorkerOOMKilled}},
 		},
 		"a failure explained by its exit code only is read again shortly": {
-			tj:    job(2).cond(trainer.TrainJobFailed, "Failed", "").obj(),
+			tj:    job(2).Cond(trainer.TrainJobFailed, "Failed", "").Obj(),
 			known: remembered(api.Status{Phase: api.PhaseRunning}, t0),
-			in: Input{TrainJob: job(2).cond(trainer.TrainJobFailed, "Failed", "").obj(), JobSet: jobset(2), Now: t0,
-				Launcher: pods(launcher().terminated("Error", 3)), Workers: pods(worker("0").running(true), worker("1").running(true))},
+			in: Input{TrainJob: job(2).Cond(trainer.TrainJobFailed, "Failed", "").Obj(), JobSet: jobset(2), Now: t0,
+				Launcher: pods(launcher().Terminated("Error", 3)), Workers: pods(worker("0").Running(true), worker("1").Running(true))},
 			want: planView{Phase: api.PhaseFailed, Reason: ReasonLauncherFailed, Write: true, Remember: true, Requeue: regenericRetry,
 				Event: "Warning " + ReasonLauncherFailed, Before: api.PhaseRunning,
 				Failed: []string{"launcher 0 " + ReasonLauncherFailed}},
 		},
 		"past the gang timeout, not under Kueue: suspended to free the placed Workers": {
 			known: remembered(api.Status{Phase: api.PhaseGangScheduling, Reason: ReasonUnschedulable, LastTransitionTime: ptr.To(metav1.NewTime(t0.Add(-2 * time.Minute)))}, t0.Add(-time.Minute)),
-			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), GangTimeout: time.Minute, Now: t0,
-				Workers: pods(worker("0").running(true), worker("1"))},
-			want: planView{Phase: api.PhaseGangScheduling, Reason: ReasonGangSchedulingTimeout, Write: true, Remember: true, Suspend: true, Requeue: waitingRefresh,
+			in: Input{TrainJob: job(2).Obj(), JobSet: jobset(2), GangTimeout: time.Minute, Now: t0,
+				Workers: pods(worker("0").Running(true), worker("1"))},
+			want: planView{Phase: api.PhaseGangScheduling, Reason: ReasonGangSchedulingTimeout, Write: true, Remember: true, Suspend: true, Requeue: WaitingRefresh,
 				Event: "Warning " + ReasonGangSchedulingTimeout, Before: api.PhaseGangScheduling},
 		},
 		"past the gang timeout under Kueue: left to Kueue's waitForPodsReady": {
 			tj: func() *trainer.TrainJob {
-				j := job(2).obj()
+				j := job(2).Obj()
 				j.Labels = map[string]string{queue.NameLabel: "team-a"}
 				return j
 			}(),
 			known: remembered(api.Status{Phase: api.PhaseGangScheduling, Reason: ReasonUnschedulable, LastTransitionTime: ptr.To(metav1.NewTime(t0.Add(-2 * time.Minute)))}, t0.Add(-time.Minute)),
-			in: Input{TrainJob: job(2).obj(), JobSet: jobset(2), GangTimeout: time.Minute, Now: t0,
-				Workers: pods(worker("0").running(true), worker("1"))},
-			want: planView{Phase: api.PhaseGangScheduling, Reason: ReasonGangSchedulingTimeout, Write: true, Remember: true, Requeue: waitingRefresh,
+			in: Input{TrainJob: job(2).Obj(), JobSet: jobset(2), GangTimeout: time.Minute, Now: t0,
+				Workers: pods(worker("0").Running(true), worker("1"))},
+			want: planView{Phase: api.PhaseGangScheduling, Reason: ReasonGangSchedulingTimeout, Write: true, Remember: true, Requeue: WaitingRefresh,
 				Event: "Warning " + ReasonGangSchedulingTimeout, Before: api.PhaseGangScheduling},
 		},
 		"running with a progress timeout: looked at again when it would pass": {
-			known: func() known {
-				p := decide(job(2).obj(), remembered(startingFrom, t0.Add(-10*time.Second)), running())
+			known: func() Known {
+				p := Decide(job(2).Obj(), remembered(startingFrom, t0.Add(-10*time.Second)), running())
 				return remembered(p.Status, t0.Add(-time.Second))
 			}(),
 			in: func() Input {
@@ -174,17 +174,17 @@ func TestDecide(t *testing.T) {
 			if tj == nil {
 				tj = tc.in.TrainJob
 			}
-			if prev, ok := tc.known.previous(); ok {
+			if prev, ok := tc.known.Previous(); ok {
 				tc.in.Previous = &prev
 			}
 			var got Plan
-			leavesInput(t, "decide", tc.in, func() { got = decide(tj, tc.known, tc.in) })
+			leavesInput(t, "decide", tc.in, func() { got = Decide(tj, tc.known, tc.in) })
 			if diff := cmp.Diff(tc.want, viewOf(got)); diff != "" {
 				t.Errorf("decide (-want,+got):\n%s", diff)
 			}
 			// A transition is in the job's history and its Event is
 			// vouched for by the status; no transition adds neither.
-			prev, _ := tc.known.previous()
+			prev, _ := tc.known.Previous()
 			grew := len(got.Status.History) - len(prev.History)
 			if got.Transition != nil {
 				last := got.Status.History[len(got.Status.History)-1]
@@ -206,11 +206,11 @@ func TestDecide(t *testing.T) {
 func TestSettled(t *testing.T) {
 	succeeded := api.Status{Phase: api.PhaseSucceeded, CompletionTime: ptr.To(metav1.NewTime(t0.Add(-time.Hour)))}
 	genericFailure := api.Status{Phase: api.PhaseFailed, Reason: ReasonLauncherFailed, CompletionTime: ptr.To(metav1.NewTime(t0.Add(-30 * time.Second)))}
-	complete := job(2).cond(trainer.TrainJobComplete, "Complete", "").obj()
-	failed := job(2).cond(trainer.TrainJobFailed, "Failed", "").obj()
+	complete := job(2).Cond(trainer.TrainJobComplete, "Complete", "").Obj()
+	failed := job(2).Cond(trainer.TrainJobFailed, "Failed", "").Obj()
 	cases := map[string]struct {
 		tj      *trainer.TrainJob
-		known   known
+		known   Known
 		now     time.Time
 		settled bool
 		write   bool
@@ -219,17 +219,17 @@ func TestSettled(t *testing.T) {
 			tj: complete, known: remembered(succeeded, t0.Add(-time.Hour)), now: t0, settled: true,
 		},
 		"Succeeded as Trainer says, seen first on the object after a restart": {
-			tj: complete, known: known{onObject: succeeded, hadOnObject: true}, now: t0, settled: true,
+			tj: complete, known: Known{OnObject: succeeded, HadOnObject: true}, now: t0, settled: true,
 		},
 		"Succeeded, but someone changed the status: put back": {
-			tj: complete, known: func() known {
+			tj: complete, known: func() Known {
 				k := remembered(succeeded, t0.Add(-time.Hour))
-				k.onObject = api.Status{Phase: api.PhaseRunning}
+				k.OnObject = api.Status{Phase: api.PhaseRunning}
 				return k
 			}(), now: t0, settled: true, write: true,
 		},
 		"Succeeded, but Trainer does not say Complete: diagnosed again": {
-			tj: job(2).obj(), known: remembered(succeeded, t0.Add(-time.Hour)), now: t0,
+			tj: job(2).Obj(), known: remembered(succeeded, t0.Add(-time.Hour)), now: t0,
 		},
 		"a failure explained by its exit code alone, within the minute: diagnosed again": {
 			tj: failed, known: remembered(genericFailure, t0.Add(-30*time.Second)), now: t0,
@@ -238,12 +238,12 @@ func TestSettled(t *testing.T) {
 			tj: failed, known: remembered(genericFailure, t0.Add(-30*time.Second)), now: t0.Add(time.Minute), settled: true,
 		},
 		"never diagnosed: not settled": {
-			tj: complete, known: known{}, now: t0,
+			tj: complete, known: Known{}, now: t0,
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			p, ok := settled(tc.tj, tc.known, tc.now)
+			p, ok := Settled(tc.tj, tc.known, tc.now)
 			if ok != tc.settled || p.Write != tc.write {
 				t.Errorf("settled = %v (write %v), want %v (write %v)", ok, p.Write, tc.settled, tc.write)
 			}
@@ -302,14 +302,14 @@ func TestChangedIgnoresTheClock(t *testing.T) {
 // failed on rank 1, which ran on Worker 0 (two slots per Worker); rewording the message cannot
 // change which pod every interface lists as failed.
 func TestFailedPodIsTheFindingsSubject(t *testing.T) {
-	tj := job(2).cond(trainer.TrainJobFailed, "JobSetFailed", "").obj()
+	tj := job(2).Cond(trainer.TrainJobFailed, "JobSetFailed", "").Obj()
 	in := Input{TrainJob: tj, JobSet: jobset(2), Now: t0,
-		Launcher: pods(launcher().terminated("Error", 1)),
-		Workers:  pods(worker("0").running(true), worker("1").running(true)),
+		Launcher: pods(launcher().Terminated("Error", 1)),
+		Workers:  pods(worker("0").Running(true), worker("1").Running(true)),
 		LauncherLog: "[1,1]<stderr>:Traceback (most recent call last):\n" +
 			"[1,1]<stderr>:  File \"/opt/train.py\", line 9, in <module>\n" +
 			"[1,1]<stderr>:RuntimeError: DataLoader Worker 3 (pid 412) exited unexpectedly\n"}
-	s := decide(tj, known{}, in).Status
+	s := Decide(tj, Known{}, in).Status
 	if s.Reason != ReasonProgramError || !strings.Contains(s.Message, "Worker 3") {
 		t.Fatalf("want a ProgramError whose message quotes the program's Worker 3: %s: %s", s.Reason, s.Message)
 	}
@@ -357,10 +357,153 @@ func TestWithStacks(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			s := tc.status
-			take := withStacks(&s, Input{Stacks: tc.snap}, memory{stacksTried: tc.tried})
+			take := withStacks(&s, Input{Stacks: tc.snap}, Memory{StacksTried: tc.tried})
 			if diff := cmp.Diff([]any{tc.take, tc.message}, []any{take, s.Message}); diff != "" {
 				t.Errorf("take, message (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// Status writes wait until a second after the previous one (or after the
+// job was first seen), five seconds when only details changed, except the
+// end of a job and warnings.
+func TestWriteDelay(t *testing.T) {
+	starting := &api.Status{Phase: api.PhaseStarting, WorkersReady: 1}
+	cases := map[string]struct {
+		mem  Memory
+		last *api.Status
+		s    api.Status
+		now  time.Time
+		want time.Duration
+	}{
+		"a new job's Pending waits a second after it was first seen": {
+			mem: Memory{FirstSeen: t0}, s: api.Status{Phase: api.PhasePending}, now: t0.Add(100 * time.Millisecond),
+			want: 900 * time.Millisecond,
+		},
+		"Running a second after the job was first seen is written": {
+			mem: Memory{FirstSeen: t0}, s: api.Status{Phase: api.PhaseRunning}, now: t0.Add(time.Second),
+		},
+		"a counter change soon after a write waits five seconds after it": {
+			mem: Memory{FirstSeen: t0, WroteAt: t0.Add(5 * time.Second)}, last: starting, s: api.Status{Phase: api.PhaseStarting, WorkersReady: 3}, now: t0.Add(5*time.Second + 300*time.Millisecond),
+			want: 4700 * time.Millisecond,
+		},
+		"a counter change five seconds after a write is written": {
+			mem: Memory{FirstSeen: t0, WroteAt: t0}, last: starting, s: api.Status{Phase: api.PhaseStarting, WorkersReady: 3}, now: t0.Add(5 * time.Second),
+		},
+		"a step of the start (Starting → GangScheduling) waits five seconds after a write": {
+			mem: Memory{FirstSeen: t0, WroteAt: t0}, last: starting, s: api.Status{Phase: api.PhaseGangScheduling, Reason: ReasonUnschedulable}, now: t0.Add(300 * time.Millisecond),
+			want: 4700 * time.Millisecond,
+		},
+		"Running → Suspended waits a second only": {
+			mem: Memory{FirstSeen: t0, WroteAt: t0}, last: &api.Status{Phase: api.PhaseRunning}, s: api.Status{Phase: api.PhaseSuspended, Reason: ReasonSuspended}, now: t0.Add(300 * time.Millisecond),
+			want: 700 * time.Millisecond,
+		},
+		"a warning while Running (NoProgress) is written at once": {
+			mem: Memory{FirstSeen: t0, WroteAt: t0}, last: &api.Status{Phase: api.PhaseRunning}, s: api.Status{Phase: api.PhaseRunning, Reason: ReasonNoProgress}, now: t0.Add(300 * time.Millisecond),
+		},
+		"Starting → Running a second after a write is written": {
+			mem: Memory{FirstSeen: t0, WroteAt: t0}, last: starting, s: api.Status{Phase: api.PhaseRunning}, now: t0.Add(time.Second),
+		},
+		"Succeeded is written at once": {
+			mem: Memory{FirstSeen: t0}, s: api.Status{Phase: api.PhaseSucceeded}, now: t0,
+		},
+		"Failed is written at once": {
+			mem: Memory{FirstSeen: t0, WroteAt: t0}, s: api.Status{Phase: api.PhaseFailed, Reason: ReasonWorkerOOMKilled}, now: t0,
+		},
+		"an image pull failure is written at once": {
+			mem: Memory{FirstSeen: t0}, s: api.Status{Phase: api.PhaseStarting, Reason: ReasonImagePullFailed}, now: t0,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got := writeDelay(tc.mem, tc.last, tc.s, tc.now)
+			if got < 0 {
+				got = 0
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("writeDelay (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A job that can never finish (here a Worker whose image cannot be
+// pulled) is ended once it has said so for its end-stuck-after; not
+// before, not when the grace is off, not twice, and not a job that only
+// waits for capacity.
+func TestEndNeverFinishing(t *testing.T) {
+	pulling := func() Input {
+		return Input{TrainJob: job(2).Obj(), JobSet: jobset(2), Now: t0,
+			Workers: pods(worker("0").Running(true), worker("1").Waiting("ImagePullBackOff", `Back-off pulling image "ghcr.io/x/nope:1"`))}
+	}
+	// What the manager diagnosed since `since` (the same reason).
+	stuck := func(since time.Time) Known {
+		s := Diagnose(pulling())
+		s.History = []api.Transition{{Time: metav1.NewTime(since), Phase: s.Phase, Reason: s.Reason}}
+		return remembered(s, since)
+	}
+	type want struct {
+		End     string // the ended record's reason, "" for none
+		After   string
+		Requeue time.Duration
+	}
+	cases := map[string]struct {
+		tj    *trainer.TrainJob
+		known Known
+		grace time.Duration
+		want  want
+	}{
+		"stuck for longer than the grace: ended": {
+			known: stuck(t0.Add(-11 * time.Minute)), grace: 10 * time.Minute,
+			want: want{End: ReasonImagePullFailed, After: "10m0s", Requeue: WaitingRefresh},
+		},
+		"stuck for less: looked at again when the grace is up": {
+			known: stuck(t0.Add(-9*time.Minute - 50*time.Second)), grace: 10 * time.Minute,
+			want: want{Requeue: 11 * time.Second},
+		},
+		"the grace is off: never ended": {
+			known: stuck(t0.Add(-time.Hour)), grace: 0,
+			want: want{Requeue: WaitingRefresh},
+		},
+		"already ended: not again": {
+			tj: func() *trainer.TrainJob {
+				j := job(2).Obj()
+				j.Annotations = map[string]string{api.EndedByAnnotation: `{"reason":"ImagePullFailed","after":"10m0s","at":null}`}
+				return j
+			}(),
+			known: stuck(t0.Add(-time.Hour)), grace: 10 * time.Minute,
+			want: want{Requeue: WaitingRefresh},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := pulling()
+			in.EndStuckAfter = tc.grace
+			tj := in.TrainJob
+			if tc.tj != nil {
+				tj, in.TrainJob = tc.tj, tc.tj
+			}
+			p := Decide(tj, tc.known, in)
+			got := want{Requeue: p.Requeue}
+			if p.End != nil {
+				got.End, got.After = p.End.Reason, p.End.After
+				if !strings.Contains(p.End.Message, "cannot pull image") {
+					t.Errorf("the ended record keeps the diagnosis %q, want its message", p.End.Message)
+				}
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("plan (-want,+got):\n%s", d)
+			}
+		})
+	}
+
+	// A job that only waits for capacity may still start: never ended.
+	waiting := Input{TrainJob: job(2).Obj(), JobSet: jobset(2), Now: t0, EndStuckAfter: time.Minute,
+		Workers: pods(worker("0").Unschedulable("0/3 nodes are available: 3 Insufficient cpu."), worker("1").Unschedulable("0/3 nodes are available: 3 Insufficient cpu."))}
+	s := Diagnose(waiting)
+	s.History = []api.Transition{{Time: metav1.NewTime(t0.Add(-time.Hour)), Phase: s.Phase, Reason: s.Reason}}
+	if p := Decide(waiting.TrainJob, remembered(s, t0.Add(-time.Hour)), waiting); p.End != nil {
+		t.Errorf("a job waiting for capacity (%s) was ended: %+v", s.Reason, p.End)
 	}
 }

@@ -73,7 +73,7 @@ func TestSlowRankSaysWhatDiffers(t *testing.T) {
 			Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: api.NodeContainer,
 				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}}}}
 	}
-	in := Input{TrainJob: job(2).obj(), SlotsPerWorker: 2, Workers: []corev1.Pod{worker(0, "1", "n1"), worker(1, "250m", "n2")}, Now: t0,
+	in := Input{TrainJob: job(2).Obj(), SlotsPerWorker: 2, Workers: []corev1.Pod{worker(0, "1", "n1"), worker(1, "250m", "n2")}, Now: t0,
 		SlowRank: &SlowRank{Rank: 3, Seconds: 0.8, Median: 0.2, Ratio: 4, Since: t0.Add(-5 * time.Minute), Reports: 6},
 		Nodes:    []NodeFree{{Name: "n2", Free: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}}},
 		AllNodes: []corev1.Node{{ObjectMeta: metav1.ObjectMeta{Name: "n2"}, Status: corev1.NodeStatus{Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}}}}

@@ -97,12 +97,12 @@ func TestFindRankFailure(t *testing.T) {
 // A running job with a rank failure says so, with ranked next steps; the
 // same job without one runs on.
 func TestRankFailedOthersWaiting(t *testing.T) {
-	tj := job(2).obj()
+	tj := job(2).Obj()
 	raw, _ := api.RankFailure{Rank: ptr.To(1), Error: "ZeroDivisionError: division by zero", At: metav1.NewTime(t0),
 		Lines: []string{"Traceback (most recent call last):", "ZeroDivisionError: division by zero"}}.Encode()
 	tj.Annotations = map[string]string{api.RankFailureAnnotation: raw}
-	in := Input{TrainJob: tj, JobSet: jobset(2), Workers: pods(worker("0").running(true), worker("1").running(true)),
-		Launcher: pods(launcher().running(false)), SlotsPerWorker: 1, Now: t0.Add(time.Minute)}
+	in := Input{TrainJob: tj, JobSet: jobset(2), Workers: pods(worker("0").Running(true), worker("1").Running(true)),
+		Launcher: pods(launcher().Running(false)), SlotsPerWorker: 1, Now: t0.Add(time.Minute)}
 	s := diagnoseBoth(t, in)
 	if s.Phase != api.PhaseRunning || s.Reason != ReasonRankFailedOthersWaiting {
 		t.Fatalf("phase %s reason %s, want Running %s", s.Phase, s.Reason, ReasonRankFailedOthersWaiting)
@@ -116,7 +116,7 @@ func TestRankFailedOthersWaiting(t *testing.T) {
 		!strings.Contains(s.NextSteps[2], "kubectl mpijob logs hello --rank 1") {
 		t.Errorf("next steps %q", s.NextSteps)
 	}
-	if !warning(s) {
+	if !Warning(s) {
 		t.Error("not a warning")
 	}
 	if !strings.Contains(s.NextSteps[1], `kubectl patch trainjob hello --type merge -p '{"spec":{"suspend":true}}'`) {
@@ -141,12 +141,12 @@ func TestRankFailedOthersWaiting(t *testing.T) {
 // slot taken, seen on Open MPI 4 and 5: the others wait for ever) gets
 // that feature's fix first, then the ways out of the wait.
 func TestRankFailedOnAnMPILimit(t *testing.T) {
-	tj := job(2).obj()
+	tj := job(2).Obj()
 	raw, _ := api.RankFailure{Rank: ptr.To(0), Error: "mpi4py.MPI.Exception: MPI_ERR_SPAWN: could not spawn processes", At: metav1.NewTime(t0),
 		Lines: []string{"  File \"mpi4py/MPI/Comm.pyx\", line 1931, in mpi4py.MPI.Intracomm.Spawn", "mpi4py.MPI.Exception: MPI_ERR_SPAWN: could not spawn processes"}}.Encode()
 	tj.Annotations = map[string]string{api.RankFailureAnnotation: raw}
-	in := Input{TrainJob: tj, JobSet: jobset(2), Workers: pods(worker("0").running(true), worker("1").running(true)),
-		Launcher: pods(launcher().running(false)), SlotsPerWorker: 1, Now: t0.Add(time.Minute)}
+	in := Input{TrainJob: tj, JobSet: jobset(2), Workers: pods(worker("0").Running(true), worker("1").Running(true)),
+		Launcher: pods(launcher().Running(false)), SlotsPerWorker: 1, Now: t0.Add(time.Minute)}
 	s := diagnoseBoth(t, in)
 	if s.Reason != ReasonRankFailedOthersWaiting || !strings.Contains(s.Message, "MPI_Comm_spawn could not start the new ranks") {
 		t.Fatalf("%s: %s", s.Reason, s.Message)
@@ -217,11 +217,11 @@ func TestFindSilentRank(t *testing.T) {
 // A silent rank is diagnosed with its Worker and ranked next steps; a
 // traceback's failure keeps its own reason.
 func TestRankSilentDiagnosis(t *testing.T) {
-	tj := job(2).obj()
+	tj := job(2).Obj()
 	raw, _ := api.RankFailure{Rank: ptr.To(1), Error: "step 41 loss 0.2", Lines: []string{"step 41 loss 0.2"}, At: metav1.NewTime(t0), Silent: true}.Encode()
 	tj.Annotations = map[string]string{api.RankFailureAnnotation: raw}
-	in := Input{TrainJob: tj, JobSet: jobset(2), Workers: pods(worker("0").running(true), worker("1").running(true)),
-		Launcher: pods(launcher().running(false)), SlotsPerWorker: 1, Now: t0.Add(5 * time.Minute), ProgressTimeout: 2 * time.Minute}
+	in := Input{TrainJob: tj, JobSet: jobset(2), Workers: pods(worker("0").Running(true), worker("1").Running(true)),
+		Launcher: pods(launcher().Running(false)), SlotsPerWorker: 1, Now: t0.Add(5 * time.Minute), ProgressTimeout: 2 * time.Minute}
 	s := diagnoseBoth(t, in)
 	if s.Phase != api.PhaseRunning || s.Reason != ReasonRankSilent {
 		t.Fatalf("phase %s reason %s (%s), want Running %s", s.Phase, s.Reason, s.Message, ReasonRankSilent)
@@ -234,7 +234,7 @@ func TestRankSilentDiagnosis(t *testing.T) {
 	if len(s.NextSteps) != 3 || !strings.Contains(s.NextSteps[0], "kubectl mpijob logs hello --rank 1") || !strings.Contains(s.NextSteps[1], "kubectl mpijob delete hello") {
 		t.Errorf("next steps %q", s.NextSteps)
 	}
-	if !warning(s) {
+	if !Warning(s) {
 		t.Error("not a warning")
 	}
 }

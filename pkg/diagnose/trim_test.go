@@ -33,7 +33,7 @@ func diagnoseBoth(t *testing.T, in Input) api.Status {
 	var got, fromTrimmed api.Status
 	leavesInput(t, "Diagnose", in, func() { got = Diagnose(in) })
 	// decide records the pods and their failures besides the diagnosis.
-	leavesInput(t, "decide", in, func() { decide(in.TrainJob, known{}, in) })
+	leavesInput(t, "decide", in, func() { Decide(in.TrainJob, Known{}, in) })
 	tin := trimmed(t, in)
 	leavesInput(t, "Diagnose of the trimmed input", tin, func() { fromTrimmed = Diagnose(tin) })
 	if diff := cmp.Diff(got, fromTrimmed); diff != "" {
@@ -201,7 +201,7 @@ func withNoise(p *corev1.Pod) *corev1.Pod {
 }
 
 func TestTrimJobSetPod(t *testing.T) {
-	w := worker("0").running(true).obj()
+	w := worker("0").Running(true).Obj()
 	p := withNoise(&w)
 	p.Spec.Containers[0].Command = []string{"/usr/sbin/sshd", "-De"}
 	p.Spec.Containers[0].ReadinessProbe = &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{}}}
@@ -240,13 +240,13 @@ func TestTrimJobSetKeepsTheWorkerCount(t *testing.T) {
 	js := jobset(4)
 	js.Spec.ReplicatedJobs[0].Template.Spec.Template.Spec.Containers = []corev1.Container{{Name: "node", Image: "ghcr.io/mpijob/openmpi:4.1"}}
 	js.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "jobset"}}
-	before := workersTotal(Input{TrainJob: job(4).obj(), JobSet: js.DeepCopy()})
+	before := workersTotal(Input{TrainJob: job(4).Obj(), JobSet: js.DeepCopy()})
 	got, err := TrimJobSet(js)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tr := got.(*jobsetv1alpha2.JobSet)
-	if after := workersTotal(Input{TrainJob: job(4).obj(), JobSet: tr}); after != before || after != 4 {
+	if after := workersTotal(Input{TrainJob: job(4).Obj(), JobSet: tr}); after != before || after != 4 {
 		t.Errorf("Workers: %d before the trim, %d after; want 4", before, after)
 	}
 	for _, rj := range tr.Spec.ReplicatedJobs {
@@ -262,7 +262,7 @@ func TestTrimJobSetKeepsTheWorkerCount(t *testing.T) {
 // The manager's one pod cache: a JobSet's pod is trimmed for the
 // diagnosis, any other pod down to what free capacity counts.
 func TestTrimPod(t *testing.T) {
-	w := worker("0").running(true).obj()
+	w := worker("0").Running(true).Obj()
 	w.Labels["jobset.sigs.k8s.io/jobset-name"] = "hello"
 	other := w.DeepCopy()
 	other.Name, other.Labels = "web-7d9f", map[string]string{"app": "web"}
@@ -299,7 +299,7 @@ func TestTrimPod(t *testing.T) {
 // The diagnosis names a pod's required node affinity when it fits no node:
 // the trim keeps the affinity to nodes and drops the one to other pods.
 func TestTrimJobSetPodKeepsNodeAffinity(t *testing.T) {
-	w := worker("0").obj()
+	w := worker("0").Obj()
 	p := withNoise(&w)
 	nodes := &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
 		MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "gpu", Operator: corev1.NodeSelectorOpIn, Values: []string{"h100"}}}}}}}
@@ -322,9 +322,9 @@ func TestWorkersTotal(t *testing.T) {
 		in   Input
 		want int32
 	}{
-		"the JobSet's Workers":                    {in: Input{TrainJob: job(4).obj(), JobSet: jobset(3), ShapeWorkers: 2}, want: 3},
-		"no JobSet yet: the runtime's shape":      {in: Input{TrainJob: job(4).obj(), ShapeWorkers: 3}, want: 3},
-		"no JobSet, runtime unknown: numNodes":    {in: Input{TrainJob: job(4).obj()}, want: 4},
+		"the JobSet's Workers":                    {in: Input{TrainJob: job(4).Obj(), JobSet: jobset(3), ShapeWorkers: 2}, want: 3},
+		"no JobSet yet: the runtime's shape":      {in: Input{TrainJob: job(4).Obj(), ShapeWorkers: 3}, want: 3},
+		"no JobSet, runtime unknown: numNodes":    {in: Input{TrainJob: job(4).Obj()}, want: 4},
 		"no JobSet, no numNodes, no runtime: one": {in: Input{TrainJob: &trainer.TrainJob{}}, want: 1},
 	}
 	for name, tc := range cases {
@@ -373,7 +373,7 @@ func TestTrimJobSetPodHoldsRepeatsOnce(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			w := worker("3").running(true).obj()
+			w := worker("3").Running(true).Obj()
 			if !tc.indexLabel {
 				delete(w.Labels, "batch.kubernetes.io/job-completion-index")
 			}
@@ -414,7 +414,7 @@ func TestTrimJobSetPodHoldsRepeatsOnce(t *testing.T) {
 func TestTrimJobSetPodSharesWhatWorkersRepeat(t *testing.T) {
 	at := func(s int) metav1.Time { return metav1.NewTime(time.Date(2026, 11, 25, 12, 0, s, 0, time.UTC)) }
 	pod := func(job, index, image string, ready metav1.Time, taints ...string) *corev1.Pod {
-		w := worker(index).running(true).obj()
+		w := worker(index).Running(true).Obj()
 		// The API server's two default tolerations, then the Worker's own.
 		w.Spec.Tolerations = []corev1.Toleration{
 			{Key: "node.kubernetes.io/not-ready", Operator: "Exists", Effect: "NoExecute", TolerationSeconds: ptr.To[int64](300)},

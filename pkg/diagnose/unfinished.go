@@ -635,7 +635,7 @@ func launcherSilent(in Input, s api.Status) (message string, next []api.Step, ok
 	if in.ProgressTimeout <= 0 || s.Launcher != api.LauncherRunning {
 		return "", nil, false
 	}
-	since := quietSince(in, s)
+	since := QuietSince(in, s)
 	if since == nil || in.Now.Sub(*since) <= in.ProgressTimeout {
 		return "", nil, false
 	}
@@ -698,9 +698,9 @@ func volumeWait(in Input, sched string) (message string, next []api.Step, ok boo
 			step("A claim with ReadWriteOnce can be used by the Workers of one node only: use ReadWriteMany for Workers on several nodes.")), true
 }
 
-// quietSince is when the running Launcher last printed, or started when it
+// QuietSince is when the running Launcher last printed, or started when it
 // has printed nothing yet (nil when neither is known).
-func quietSince(in Input, s api.Status) *time.Time {
+func QuietSince(in Input, s api.Status) *time.Time {
 	if in.LastOutput != nil {
 		return in.LastOutput
 	}

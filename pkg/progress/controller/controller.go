@@ -31,6 +31,7 @@ import (
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/diagnose"
 	"github.com/mpijob/mpijob/pkg/jobpods"
+	"github.com/mpijob/mpijob/pkg/launcherlog"
 	"github.com/mpijob/mpijob/pkg/progress"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 	"github.com/mpijob/mpijob/pkg/wake"
@@ -88,7 +89,7 @@ type Reconciler struct {
 	// Observer reads Launchers' logs, shared with the diagnosis, which
 	// takes this controller's reads of a running Launcher (nil: one of
 	// its own, reading with LauncherLog or Logs).
-	Observer *diagnose.Observer
+	Observer *launcherlog.Observer
 	// FinishTimeout bounds Finish (FinishWithin when 0).
 	FinishTimeout time.Duration
 
@@ -474,11 +475,11 @@ func (r *Reconciler) writeResumed(ctx context.Context, tj *trainer.TrainJob, res
 }
 
 // observer is the shared Observer, or one of this controller's own.
-func (r *Reconciler) observer() *diagnose.Observer {
+func (r *Reconciler) observer() *launcherlog.Observer {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.Observer == nil {
-		r.Observer = &diagnose.Observer{Logs: r.Logs}
+		r.Observer = &launcherlog.Observer{Logs: r.Logs}
 		if r.LauncherLog != nil {
 			read := r.LauncherLog
 			r.Observer.Read = func(ctx context.Context, p *corev1.Pod) (string, error) {

@@ -1,4 +1,4 @@
-package diagnose
+package controller
 
 import (
 	"context"
@@ -27,7 +27,9 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/diagnose"
 	"github.com/mpijob/mpijob/pkg/jobpods"
+	"github.com/mpijob/mpijob/pkg/launcherlog"
 	"github.com/mpijob/mpijob/pkg/logs"
 	"github.com/mpijob/mpijob/pkg/metrics"
 	"github.com/mpijob/mpijob/pkg/placement"
@@ -57,7 +59,7 @@ type Reconciler struct {
 	Logs   kubernetes.Interface
 	// Observer reads Launchers' logs, shared with the progress controller
 	// (nil: one of its own, over Logs).
-	Observer *Observer
+	Observer *launcherlog.Observer
 	// Stacks takes a running job's stacks (stacks.Collect as the manager);
 	// nil: never.
 	Stacks   func(ctx context.Context, namespace string, pods []stacks.Pod) (stacks.Result, error)
@@ -91,36 +93,26 @@ type Reconciler struct {
 	// keeps finished TrainJobs for as long as nobody deletes them).
 	mu         sync.Mutex
 	queuesOnce sync.Once
-	seen       map[types.NamespacedName]*memory
+	seen       map[types.NamespacedName]*diagnose.Memory
 	// events shares reads of Events among jobs (EventReadTTL).
 	events eventReads
 }
 
-type memory struct {
-	uid       types.UID
-	firstSeen time.Time
-	diagnosed api.Status
-	written   *api.Status // nil: nothing written since the manager started
-	wroteAt   time.Time
-	// stacksTried is when the ranks' stacks were last taken (or tried).
-	stacksTried time.Time
-}
-
 // recall is what the manager remembers of tj, or a fresh memory (ok false).
-func (r *Reconciler) recall(tj *trainer.TrainJob) (m memory, ok bool) {
+func (r *Reconciler) recall(tj *trainer.TrainJob) (m diagnose.Memory, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if got, found := r.seen[client.ObjectKeyFromObject(tj)]; found && got.uid == tj.UID {
+	if got, found := r.seen[client.ObjectKeyFromObject(tj)]; found && got.UID == tj.UID {
 		return *got, true
 	}
-	return memory{uid: tj.UID, firstSeen: r.now()}, false
+	return diagnose.Memory{UID: tj.UID, FirstSeen: r.now()}, false
 }
 
-func (r *Reconciler) store(tj *trainer.TrainJob, m memory) {
+func (r *Reconciler) store(tj *trainer.TrainJob, m diagnose.Memory) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.seen == nil {
-		r.seen = map[types.NamespacedName]*memory{}
+		r.seen = map[types.NamespacedName]*diagnose.Memory{}
 	}
 	key := client.ObjectKeyFromObject(tj)
 	r.seen[key] = &m
@@ -142,12 +134,12 @@ func (r *Reconciler) forgetOldestFinishedLocked(keep types.NamespacedName) {
 	var oldest types.NamespacedName
 	var at time.Time
 	for k, m := range r.seen {
-		if k == keep || !m.diagnosed.Phase.Finished() {
+		if k == keep || !m.Diagnosed.Phase.Finished() {
 			continue
 		}
-		t := m.wroteAt
+		t := m.WroteAt
 		if t.IsZero() {
-			t = m.firstSeen
+			t = m.FirstSeen
 		}
 		if at.IsZero() || t.Before(at) {
 			oldest, at = k, t
@@ -219,50 +211,46 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 		return ctrl.Result{}, err
 	}
 	now := r.now()
-	if p, done := settled(tj, k, now); done {
+	if p, done := diagnose.Settled(tj, k, now); done {
 		return r.apply(ctx, tj, k, now, p, nil)
 	}
 	in, err := r.gather(ctx, tj, k, now)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	p := decide(tj, k, in)
-	if generic(p.Status) {
+	p := diagnose.Decide(tj, k, in)
+	if diagnose.Generic(p.Status) {
 		ctrl.LoggerFrom(ctx).V(1).Info("failure explained by the exit code only", "logBytes", len(in.LauncherLog), "logTail", logTail(in.LauncherLog))
 	}
-	var launcher *corev1.Pod
-	if len(in.Launcher) > 0 {
-		launcher = newest(in.Launcher)
-	}
-	return r.apply(ctx, tj, k, now, p, launcher)
+	return r.apply(ctx, tj, k, now, p, in.NewestLauncher())
 }
 
 // recallJob reads the job's runtime, the status on the object and what
 // the manager remembers of it; ok is false for a job that is not an MPI
 // job (nothing to do).
-func (r *Reconciler) recallJob(ctx context.Context, tj *trainer.TrainJob) (k known, ok bool, err error) {
+func (r *Reconciler) recallJob(ctx context.Context, tj *trainer.TrainJob) (k diagnose.Known, ok bool, err error) {
 	spec, runtimeAnnotations, found, err := r.Runtimes.Get(ctx, tj)
 	if err != nil || !found || !runtimes.IsMPI(spec) {
-		return known{}, false, err
+		return diagnose.Known{}, false, err
 	}
-	k = known{spec: spec, runtimeAnnotations: runtimeAnnotations}
-	k.onObject, k.hadOnObject, err = api.ReadStatus(tj.Annotations)
+	k = diagnose.Known{Spec: spec, RuntimeAnnotations: runtimeAnnotations}
+	k.OnObject, k.HadOnObject, err = api.ReadStatus(tj.Annotations)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).V(2).Info("ignoring unreadable previous status", "err", err)
 	}
-	k.mem, k.remembered = r.recall(tj)
+	k.Mem, k.Remembered = r.recall(tj)
 	return k, true, nil
 }
 
 // gather reads everything Diagnose looks at. Costly reads (Events, logs,
 // free capacity) happen only when a rule needs them.
-func (r *Reconciler) gather(ctx context.Context, tj *trainer.TrainJob, k known, now time.Time) (Input, error) {
+func (r *Reconciler) gather(ctx context.Context, tj *trainer.TrainJob, k diagnose.Known, now time.Time) (diagnose.Input, error) {
 	log := ctrl.LoggerFrom(ctx)
-	in := Input{TrainJob: tj, Now: now}
+	in := diagnose.Input{TrainJob: tj, Now: now}
 	if st, err := api.ReadStackSnapshot(tj.Annotations); err == nil {
 		in.Stacks = st
 	}
-	if shape, err := runtimes.ShapeOf(tj, k.spec); err == nil {
+	if shape, err := runtimes.ShapeOf(tj, k.Spec); err == nil {
 		for _, c := range shape.WorkerPod.Containers {
 			if c.Name == api.NodeContainer {
 				in.WorkerImage = c.Image
@@ -271,7 +259,7 @@ func (r *Reconciler) gather(ctx context.Context, tj *trainer.TrainJob, k known, 
 		in.SlotsPerWorker, in.GPUsPerWorker = shape.SlotsPerWorker, runtimes.GPUsOf(&shape.WorkerPod)
 		in.ShapeWorkers = shape.Workers
 	}
-	if prev, ok := k.previous(); ok {
+	if prev, ok := k.Previous(); ok {
 		in.Previous = &prev
 	}
 	js := &jobsetv1alpha2.JobSet{}
@@ -304,7 +292,7 @@ func (r *Reconciler) gather(ctx context.Context, tj *trainer.TrainJob, k known, 
 	// Pods that do not appear (quota, admission) leave FailedCreate Events
 	// on their Job. Look for them only once pods are overdue, so a job
 	// that starts normally costs no Event reads.
-	if podsOverdue(in, in.Now) {
+	if in.NeedsFailedCreate() {
 		in.Events = append(in.Events, r.jobEvents(ctx, tj, "FailedCreate", "Job")...)
 	}
 	// A pod that cannot pull its image may wait for the local cluster's
@@ -313,7 +301,7 @@ func (r *Reconciler) gather(ctx context.Context, tj *trainer.TrainJob, k known, 
 	if anyPullFailed(in) {
 		evs := &corev1.EventList{}
 		if err := r.Reader.List(ctx, evs, client.InNamespace(tj.Namespace), client.MatchingFieldsSelector{
-			Selector: fields.OneTermEqualSelector("source", BuilderComponent)}); err == nil {
+			Selector: fields.OneTermEqualSelector("source", diagnose.BuilderComponent)}); err == nil {
 			for _, e := range evs.Items {
 				if api.IsJobObject(tj.Name, "Pod", e.InvolvedObject.Name) {
 					in.Events = append(in.Events, e)
@@ -323,73 +311,69 @@ func (r *Reconciler) gather(ctx context.Context, tj *trainer.TrainJob, k known, 
 	}
 	// A placed Worker that does not start may have volumes the kubelet
 	// cannot mount: its FailedMount Events say why.
-	if workersMounting(in) {
+	if in.NeedsFailedMount() {
 		in.Events = append(in.Events, r.jobEvents(ctx, tj, "FailedMount", "Pod")...)
 	}
 	// A Worker that stopped while the Launcher runs is gone at once: the
 	// kubelet's "Killing" Event still names its pod and node.
-	if ls := launcherState(in); (ls == api.LauncherRunning || ls == api.LauncherDeleted) && int32(len(in.Workers)) < workersTotal(in) {
+	if in.NeedsKilling() {
 		in.Events = append(in.Events, r.jobEvents(ctx, tj, "Killing", "Pod")...)
 	}
 	// A failed job's pods may be gone (JobSet removes a failed job's
 	// children): their Warning "Failed" Events still say why a container
 	// did not start.
-	if condTrue(tj, trainer.TrainJobFailed) {
+	if in.NeedsFailedEvents() {
 		for _, e := range r.jobEvents(ctx, tj, "Failed", "Pod") {
 			if strings.HasPrefix(e.InvolvedObject.Name, tj.Name+"-"+api.WorkerJob+"-") {
 				in.Events = append(in.Events, e)
 			}
 		}
 	}
-	if p, errs := runtimes.ParsePolicy(k.runtimeAnnotations); len(errs) == 0 {
+	if p, errs := runtimes.ParsePolicy(k.RuntimeAnnotations); len(errs) == 0 {
 		in.GangTimeout = p.GangTimeout
 	}
-	in.ProgressTimeout = runtimes.ProgressTimeoutOf(k.runtimeAnnotations, tj.Annotations)
-	in.EndStuckAfter = runtimes.EndStuckAfterOf(k.runtimeAnnotations, tj.Annotations)
+	in.ProgressTimeout = runtimes.ProgressTimeoutOf(k.RuntimeAnnotations, tj.Annotations)
+	in.EndStuckAfter = runtimes.EndStuckAfterOf(k.RuntimeAnnotations, tj.Annotations)
 	// The Launcher's log, read once (ReadLauncherLog, Observe): a failed
 	// job's MPI errors; and, for a running job with a progress timeout,
 	// its last line and that line's time, which tell a job that makes no
 	// progress.
-	failed := condTrue(tj, trainer.TrainJobFailed) && len(in.Launcher) > 0
-	if watch := in.ProgressTimeout > 0 && launcherState(in) == api.LauncherRunning; failed || watch {
-		if o, ok := r.observe(ctx, newest(in.Launcher), in.ProgressTimeout, now, failed); ok {
+	if failed, watch := in.NeedsLauncherLog(); failed || watch {
+		if o, ok := r.observe(ctx, in.NewestLauncher(), in.ProgressTimeout, now, failed); ok {
 			if failed {
 				in.LauncherLog = o.Tail
 			}
 			if watch {
 				in.LastOutput, in.LastLine = o.LastAt, o.LastLine
-				in.SlowRank = FindSlowRank(o.Steps, runtimes.SlowRankAfterOf(k.runtimeAnnotations, tj.Annotations), now)
+				in.SlowRank = diagnose.FindSlowRank(o.Steps, runtimes.SlowRankAfterOf(k.RuntimeAnnotations, tj.Annotations), now)
 			}
 		}
 	}
-	if in.SlowRank != nil && in.Nodes == nil {
-		// What differs on the slow rank's node.
-		in.Nodes, in.AllNodes = r.freeCapacity(ctx)
-	}
-	if failed {
-		// A Launcher killed with SIGKILL that no container limit explains:
-		// the kubelet records the node's own OOM kills on the Node.
-		if code, ok := launcherExitCode(in.Launcher); ok && code == 137 {
-			evs := &corev1.EventList{}
-			// Only where the kubelet records a Node's Events (the default
-			// namespace, which tenants cannot write): a tenant's Event
-			// about a node in its own namespace is not the node's
-			// (nodeEventTrusted checks again).
-			if err := r.Reader.List(ctx, evs, client.InNamespace(metav1.NamespaceDefault), client.MatchingFieldsSelector{Selector: fields.AndSelectors(
-				fields.OneTermEqualSelector("reason", "SystemOOM"), fields.OneTermEqualSelector("involvedObject.kind", "Node"))}); err == nil {
-				in.Events = append(in.Events, evs.Items...)
+	// A Launcher killed with SIGKILL that no container limit explains:
+	// the kubelet records the node's own OOM kills on the Node.
+	if in.NeedsNodeOOM() {
+		// Only where the kubelet records a Node's Events (the default
+		// namespace, which tenants cannot write): a tenant's Event about a
+		// node in its own namespace is not the node's (nodeEventTrusted
+		// checks again).
+		if items, err := r.events.list(ctx, r.Reader, metav1.NamespaceDefault, "SystemOOM", now); err == nil {
+			for _, e := range items {
+				if e.InvolvedObject.Kind == "Node" {
+					in.Events = append(in.Events, e)
+				}
 			}
 		}
 	}
-	// Free capacity explains why the scheduler cannot place Workers; it
-	// is read only after the scheduler said so.
-	if unschedulable(in.Workers) > 0 {
+	// Free capacity explains why the scheduler cannot place Workers (read
+	// only after the scheduler said so), or what differs on a slow rank's
+	// node.
+	if in.NeedsCapacity() {
 		in.Nodes, in.AllNodes = r.freeCapacity(ctx)
 	}
 	if q, err := r.queues().Lookup(ctx, tj.Namespace, tj.Labels, tj.UID); err != nil {
 		log.V(1).Info("cannot read the job's queue", "err", err)
 	} else if q != nil {
-		in.Queue = &Queue{Name: q.Queue, Admitted: q.Admitted, Position: q.Position, Pending: q.Pending, Message: strings.TrimSuffix(q.Message, "."),
+		in.Queue = &diagnose.Queue{Name: q.Queue, Admitted: q.Admitted, Position: q.Position, Pending: q.Pending, Message: strings.TrimSuffix(q.Message, "."),
 			EvictedPodsReadyTimeout: q.EvictedPodsReadyTimeout, Workload: q.Workload, Inactive: q.Inactive,
 			Preempted: q.Preempted, PreemptedWhy: q.Preemption.Why, Preemptions: q.Preemptions}
 		if q.Preempted && q.Preemption.ByJobUID != "" {
@@ -421,11 +405,11 @@ func (r *Reconciler) jobNamed(ctx context.Context, ns string, uid types.UID) str
 // so the next round sees the same transition again and reports it then.
 // launcher is the job's newest Launcher as gathered (nil: none, or not
 // gathered), for BeforeFinished.
-func (r *Reconciler) apply(ctx context.Context, tj *trainer.TrainJob, k known, now time.Time, p Plan, launcher *corev1.Pod) (ctrl.Result, error) {
+func (r *Reconciler) apply(ctx context.Context, tj *trainer.TrainJob, k diagnose.Known, now time.Time, p diagnose.Plan, launcher *corev1.Pod) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
-	mem := k.mem
+	mem := k.Mem
 	if p.Write {
-		if was, _ := k.written(); r.BeforeFinished != nil && p.Status.Phase.Finished() && !was.Phase.Finished() {
+		if was, _ := k.Written(); r.BeforeFinished != nil && p.Status.Phase.Finished() && !was.Phase.Finished() {
 			res, err := r.BeforeFinished(ctx, tj, launcher)
 			if err != nil {
 				log.Info("could not publish the last progress report before the finished status", "err", err.Error())
@@ -438,14 +422,14 @@ func (r *Reconciler) apply(ctx context.Context, tj *trainer.TrainJob, k known, n
 			return ctrl.Result{}, err
 		}
 		s := p.Status
-		mem.written, mem.wroteAt = &s, now
+		mem.Written, mem.WroteAt = &s, now
 	}
 	if p.TakeStacks && r.Stacks != nil {
-		mem.stacksTried = now
+		mem.StacksTried = now
 		r.takeStacks(ctx, tj, p.Status, now)
 	}
 	if p.Remember {
-		mem.diagnosed = p.Status
+		mem.Diagnosed = p.Status
 		r.store(tj, mem)
 	}
 	if t := p.Transition; t != nil {
@@ -469,7 +453,7 @@ func (r *Reconciler) apply(ctx context.Context, tj *trainer.TrainJob, k known, n
 			return ctrl.Result{}, err
 		}
 		// Look again soon: its pods stop and Trainer marks it Failed.
-		return ctrl.Result{RequeueAfter: waitingRefresh}, nil
+		return ctrl.Result{RequeueAfter: diagnose.WaitingRefresh}, nil
 	}
 	return ctrl.Result{RequeueAfter: p.Requeue}, nil
 }
@@ -603,19 +587,19 @@ const ObservationMaxAge = 20 * time.Second
 // Launcher's is tried once: a log that cannot be read (a pod on a node
 // with no kubelet to serve it) must not hold a reconcile worker every
 // round. ok is false when it could not be read.
-func (r *Reconciler) observe(ctx context.Context, p *corev1.Pod, progressTimeout time.Duration, now time.Time, tail bool) (Observation, bool) {
+func (r *Reconciler) observe(ctx context.Context, p *corev1.Pod, progressTimeout time.Duration, now time.Time, tail bool) (diagnose.Observation, bool) {
 	if p == nil || (r.Logs == nil && r.Observer == nil) {
-		return Observation{}, false
+		return diagnose.Observation{}, false
 	}
 	r.mu.Lock()
 	if r.Observer == nil {
-		r.Observer = &Observer{Logs: r.Logs}
+		r.Observer = &launcherlog.Observer{Logs: r.Logs}
 	}
 	obs := r.Observer
 	r.mu.Unlock()
 	maxAge := ObservationMaxAge
 	if p.Status.Phase == corev1.PodFailed || p.Status.Phase == corev1.PodSucceeded {
-		maxAge = keepFor // its log no longer changes
+		maxAge = launcherlog.KeepFor // its log no longer changes
 	} else if tail {
 		maxAge = 0 // a failed job's Launcher still running: its last lines
 	}
@@ -638,23 +622,23 @@ func (r *Reconciler) observe(ctx context.Context, p *corev1.Pod, progressTimeout
 		}
 		select {
 		case <-ctx.Done():
-			return Observation{}, false
+			return diagnose.Observation{}, false
 		case <-time.After(500 * time.Millisecond):
 		}
 	}
-	return Observation{}, false
+	return diagnose.Observation{}, false
 }
 
 // freeCapacity is every schedulable node's allocatable minus the requests
 // of the pods bound to it, and every node as it is.
-func (r *Reconciler) freeCapacity(ctx context.Context) ([]NodeFree, []corev1.Node) {
+func (r *Reconciler) freeCapacity(ctx context.Context) ([]diagnose.NodeFree, []corev1.Node) {
 	// Every pod of the cluster, for each pending job's round: only read,
 	// so not copied; unbound and finished pods are skipped by
 	// placement.Free. A failed read leaves the diagnosis without free
 	// capacity (and without the nodes, when they could not be read).
 	podReader, podOpts := r.Capacity, []client.ListOption{client.UnsafeDisableDeepCopy}
 	if r.Capacity == nil {
-		podReader, podOpts = r.Reader, []client.ListOption{client.MatchingFieldsSelector{Selector: CapacityPods}}
+		podReader, podOpts = r.Reader, []client.ListOption{client.MatchingFieldsSelector{Selector: diagnose.CapacityPods}}
 	}
 	nodes, free, _ := placement.ReadFree(ctx, r.Client, podReader, podOpts...)
 	return free, nodes
@@ -687,7 +671,7 @@ func (r *Reconciler) queues() *queue.Snapshots {
 
 // anyPullFailed reports whether a container of the job's pods failed to
 // pull its image.
-func anyPullFailed(in Input) bool {
+func anyPullFailed(in diagnose.Input) bool {
 	for _, p := range append(append([]corev1.Pod{}, in.Workers...), in.Launcher...) {
 		for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
 			if api.PullFailed(cs) {

@@ -1,4 +1,4 @@
-package diagnose
+package controller
 
 import (
 	"context"
@@ -26,7 +26,19 @@ import (
 
 	"github.com/mpijob/mpijob/config"
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/diagnose"
+	"github.com/mpijob/mpijob/pkg/diagnose/diagnosetest"
+	"github.com/mpijob/mpijob/pkg/launcherlog"
 	"github.com/mpijob/mpijob/pkg/runtimes"
+)
+
+// The builders the diagnosis's tests share (package diagnosetest).
+var (
+	t0       = diagnosetest.T0
+	job      = diagnosetest.Job
+	jobset   = diagnosetest.JobSet
+	worker   = diagnosetest.Worker
+	launcher = diagnosetest.Launcher
 )
 
 // openMPIRuntime is the runtime the project ships (config/runtimes).
@@ -74,7 +86,7 @@ func newCluster(t *testing.T, tj *trainer.TrainJob, objs ...client.Object) *clus
 
 // jobPod makes a pod of the job's JobSet in the fake API server, owned by
 // the JobSet's Job of its role.
-func jobPod(tj *trainer.TrainJob, w *podW) *corev1.Pod {
+func jobPod(tj *trainer.TrainJob, w *diagnosetest.PodW) *corev1.Pod {
 	p := w.DeepCopy()
 	p.Namespace = tj.Namespace
 	p.Labels[jobsetv1alpha2.JobSetNameKey] = tj.Name
@@ -89,13 +101,13 @@ func jobPod(tj *trainer.TrainJob, w *podW) *corev1.Pod {
 // job's JobSet and the Launcher's role, made the manager write that job's
 // status from its own.
 func TestForgedPodsAreNotTheJobs(t *testing.T) {
-	tj := job(2).obj()
-	bare := jobPod(tj, launcher().running(false))
+	tj := job(2).Obj()
+	bare := jobPod(tj, launcher().Running(false))
 	bare.Name, bare.OwnerReferences = "forged-launcher", nil
-	wrongUID := jobPod(tj, launcher().running(false))
+	wrongUID := jobPod(tj, launcher().Running(false))
 	wrongUID.Name = "forged-owner"
 	wrongUID.OwnerReferences[0].UID = "someone-elses-job"
-	c := newCluster(t, tj, jobPod(tj, worker("0").running(true)), jobPod(tj, worker("1").running(true)), bare, wrongUID)
+	c := newCluster(t, tj, jobPod(tj, worker("0").Running(true)), jobPod(tj, worker("1").Running(true)), bare, wrongUID)
 	c.reconcile(t)
 	c.now = c.now.Add(2 * time.Second)
 	c.reconcile(t)
@@ -152,16 +164,16 @@ func (c *cluster) events() []string {
 // nothing new; a status someone else wrote is put back; a deleted job is
 // forgotten.
 func TestReconcileRunningJob(t *testing.T) {
-	tj := job(2).obj()
+	tj := job(2).Obj()
 	c := newCluster(t, tj,
-		jobPod(tj, launcher().running(true)), jobPod(tj, worker("0").running(true)), jobPod(tj, worker("1").running(true)))
+		jobPod(tj, launcher().Running(true)), jobPod(tj, worker("0").Running(true)), jobPod(tj, worker("1").Running(true)))
 
 	res := c.reconcile(t)
-	if res.RequeueAfter != statusCoalesce {
-		t.Errorf("first round: RequeueAfter = %v, want %v (the status waits a second)", res.RequeueAfter, statusCoalesce)
+	if res.RequeueAfter != diagnose.StatusCoalesce {
+		t.Errorf("first round: RequeueAfter = %v, want %v (the status waits a second)", res.RequeueAfter, diagnose.StatusCoalesce)
 	}
 	if _, ok := c.status(t); ok {
-		t.Errorf("first round wrote the status; it should wait %v", statusCoalesce)
+		t.Errorf("first round wrote the status; it should wait %v", diagnose.StatusCoalesce)
 	}
 	if ev := c.events(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Normal Running") {
 		t.Errorf("first round's Events = %q, want one Normal Running", ev)
@@ -173,8 +185,8 @@ func TestReconcileRunningJob(t *testing.T) {
 	if !ok || s.Phase != api.PhaseRunning || s.WorkersReady != 2 || len(s.Pods) != 3 || len(s.History) != 1 {
 		t.Fatalf("second round's status = %+v (written %v), want Running with 2 Workers ready, 3 pods and 1 transition", s, ok)
 	}
-	if res.RequeueAfter != runningRefresh {
-		t.Errorf("second round: RequeueAfter = %v, want %v", res.RequeueAfter, runningRefresh)
+	if res.RequeueAfter != diagnose.RunningRefresh {
+		t.Errorf("second round: RequeueAfter = %v, want %v", res.RequeueAfter, diagnose.RunningRefresh)
 	}
 	if ev := c.events(); len(ev) != 0 {
 		t.Errorf("second round emitted %q; the transition had its Event already", ev)
@@ -206,13 +218,13 @@ func TestReconcileRunningJob(t *testing.T) {
 // A job past its gang-scheduling timeout with a Worker placed is
 // suspended; the status says why before the job is suspended.
 func TestReconcileSuspendsAfterTheGangTimeout(t *testing.T) {
-	tj := job(2).obj()
+	tj := job(2).Obj()
 	tj.Annotations = map[string]string{}
-	prev := api.Status{Phase: api.PhaseGangScheduling, Reason: ReasonUnschedulable, WorkersTotal: 2,
+	prev := api.Status{Phase: api.PhaseGangScheduling, Reason: diagnose.ReasonUnschedulable, WorkersTotal: 2,
 		LastTransitionTime: ptr.To(metav1.NewTime(t0.Add(-10 * time.Minute)))}
 	raw, _ := prev.Encode()
 	tj.Annotations[api.StatusAnnotation] = raw
-	c := newCluster(t, tj, jobPod(tj, worker("0").running(true)), jobPod(tj, worker("1")))
+	c := newCluster(t, tj, jobPod(tj, worker("0").Running(true)), jobPod(tj, worker("1")))
 	rt := &trainer.ClusterTrainingRuntime{}
 	if err := c.client.Get(context.Background(), client.ObjectKey{Name: tj.Spec.RuntimeRef.Name}, rt); err != nil {
 		t.Fatal(err)
@@ -231,19 +243,19 @@ func TestReconcileSuspendsAfterTheGangTimeout(t *testing.T) {
 		t.Errorf("suspend = %v, %s = %q; want the job suspended by the gang-scheduling timeout",
 			got.Spec.Suspend, api.SuspendedByAnnotation, got.Annotations[api.SuspendedByAnnotation])
 	}
-	if s, _ := c.status(t); s.Reason != ReasonGangSchedulingTimeout {
-		t.Errorf("status reason = %q, want %s", s.Reason, ReasonGangSchedulingTimeout)
+	if s, _ := c.status(t); s.Reason != diagnose.ReasonGangSchedulingTimeout {
+		t.Errorf("status reason = %q, want %s", s.Reason, diagnose.ReasonGangSchedulingTimeout)
 	}
-	if ev := c.events(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning "+ReasonGangSchedulingTimeout) {
-		t.Errorf("Events = %q, want one Warning %s", ev, ReasonGangSchedulingTimeout)
+	if ev := c.events(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Warning "+diagnose.ReasonGangSchedulingTimeout) {
+		t.Errorf("Events = %q, want one Warning %s", ev, diagnose.ReasonGangSchedulingTimeout)
 	}
 }
 
 // A job whose runtime is not an MPI runtime, or is gone, is left alone.
 func TestReconcileLeavesOtherJobsAlone(t *testing.T) {
-	tj := job(2).obj()
+	tj := job(2).Obj()
 	c := newCluster(t, tj)
-	tj2 := job(2).obj()
+	tj2 := job(2).Obj()
 	tj2.Name = "torch"
 	tj2.Spec.RuntimeRef = trainer.RuntimeRef{Name: "torch-distributed"}
 	if err := c.client.Create(context.Background(), tj2); err != nil {
@@ -280,10 +292,10 @@ func TestMemoryOfFinishedJobsIsBounded(t *testing.T) {
 		return &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, UID: types.UID(name)}}
 	}
 	at := func(minutes int) time.Time { return t0.Add(time.Duration(minutes) * time.Minute) }
-	r.store(tjOf("running-old"), memory{uid: "running-old", diagnosed: api.Status{Phase: api.PhaseRunning}, wroteAt: at(0)})
-	r.store(tjOf("done-2"), memory{uid: "done-2", diagnosed: api.Status{Phase: api.PhaseSucceeded}, wroteAt: at(2)})
-	r.store(tjOf("done-1"), memory{uid: "done-1", diagnosed: api.Status{Phase: api.PhaseFailed}, wroteAt: at(1)})
-	r.store(tjOf("new"), memory{uid: "new", diagnosed: api.Status{Phase: api.PhaseRunning}, firstSeen: at(3)})
+	r.store(tjOf("running-old"), diagnose.Memory{UID: "running-old", Diagnosed: api.Status{Phase: api.PhaseRunning}, WroteAt: at(0)})
+	r.store(tjOf("done-2"), diagnose.Memory{UID: "done-2", Diagnosed: api.Status{Phase: api.PhaseSucceeded}, WroteAt: at(2)})
+	r.store(tjOf("done-1"), diagnose.Memory{UID: "done-1", Diagnosed: api.Status{Phase: api.PhaseFailed}, WroteAt: at(1)})
+	r.store(tjOf("new"), diagnose.Memory{UID: "new", Diagnosed: api.Status{Phase: api.PhaseRunning}, FirstSeen: at(3)})
 	var got []string
 	for k := range r.seen {
 		got = append(got, k.Name)
@@ -294,7 +306,7 @@ func TestMemoryOfFinishedJobsIsBounded(t *testing.T) {
 	}
 	// Only running jobs left beyond the bound: none is forgotten.
 	r.MaxRemembered = 1
-	r.store(tjOf("new-2"), memory{uid: "new-2", diagnosed: api.Status{Phase: api.PhaseRunning}})
+	r.store(tjOf("new-2"), diagnose.Memory{UID: "new-2", Diagnosed: api.Status{Phase: api.PhaseRunning}})
 	if _, ok := r.seen[types.NamespacedName{Namespace: "ns", Name: "running-old"}]; !ok {
 		t.Error("a running job was forgotten")
 	}
@@ -307,9 +319,9 @@ func TestMemoryOfFinishedJobsIsBounded(t *testing.T) {
 // every watch: BeforeFinished runs once, before the first finished status
 // is written, and not for the rounds after it.
 func TestBeforeFinishedRunsOnceBeforeTheFinishedStatus(t *testing.T) {
-	tj := job(2).obj()
+	tj := job(2).Obj()
 	c := newCluster(t, tj,
-		jobPod(tj, launcher().running(true)), jobPod(tj, worker("0").running(true)), jobPod(tj, worker("1").running(true)))
+		jobPod(tj, launcher().Running(true)), jobPod(tj, worker("0").Running(true)), jobPod(tj, worker("1").Running(true)))
 	var calls []api.Phase // the phase on the job when the hook ran
 	c.r.BeforeFinished = func(_ context.Context, got *trainer.TrainJob, l *corev1.Pod) (*api.Resumed, error) {
 		if got.Name != tj.Name {
@@ -335,11 +347,11 @@ func TestBeforeFinishedRunsOnceBeforeTheFinishedStatus(t *testing.T) {
 	if err := c.client.Get(context.Background(), c.key, done); err != nil {
 		t.Fatal(err)
 	}
-	done.Status.Conditions = job(2).cond(trainer.TrainJobComplete, "JobSetCompleted", "done").Status.Conditions
+	done.Status.Conditions = job(2).Cond(trainer.TrainJobComplete, "JobSetCompleted", "done").Status.Conditions
 	if err := c.client.Update(context.Background(), done); err != nil {
 		t.Fatal(err)
 	}
-	l := jobPod(tj, launcher().terminated("Completed", 0))
+	l := jobPod(tj, launcher().Terminated("Completed", 0))
 	old := &corev1.Pod{}
 	if err := c.client.Get(context.Background(), client.ObjectKeyFromObject(l), old); err != nil {
 		t.Fatal(err)
@@ -423,5 +435,64 @@ func TestEventReadsAreShared(t *testing.T) {
 	}
 	if lists != 3 {
 		t.Errorf("after the TTL, a failed read and a retry: %d lists, want 3", lists)
+	}
+}
+
+// A running job with a progress timeout: each diagnosis round reads the
+// Launcher's log once, the same way the progress controller does (it
+// read the last line apart before).
+func TestDiagnosisReadsTheLauncherLogOnce(t *testing.T) {
+	tj := job(2).Obj()
+	tj.Annotations = map[string]string{runtimes.ProgressTimeoutAnnotation: "10m"}
+	c := newCluster(t, tj, jobPod(tj, launcher().Running(true)), jobPod(tj, worker("0").Running(true)), jobPod(tj, worker("1").Running(true)))
+	cs := kubefake.NewClientset()
+	c.r.Logs = cs
+	c.reconcile(t)
+	want := []corev1.PodLogOptions{{Container: api.NodeContainer, TailLines: ptr.To[int64](launcherlog.LogTailLines), Timestamps: true}}
+	if diff := cmp.Diff(want, diagnosetest.LogReads(cs)); diff != "" {
+		t.Errorf("log reads of one round (-want +got):\n%s", diff)
+	}
+}
+
+// A running job's diagnosis takes the progress controller's read of its
+// Launcher (one read per round, not two).
+func TestDiagnosisTakesTheProgressRead(t *testing.T) {
+	tj := job(2).Obj()
+	tj.Annotations = map[string]string{runtimes.ProgressTimeoutAnnotation: "10m"}
+	l := jobPod(tj, launcher().Running(true))
+	c := newCluster(t, tj, l, jobPod(tj, worker("0").Running(true)), jobPod(tj, worker("1").Running(true)))
+	cs := kubefake.NewClientset()
+	obs := &launcherlog.Observer{Logs: cs}
+	c.r.Observer = obs
+	// The progress controller's round, a moment before.
+	if _, err := obs.Observe(context.Background(), l, 10*time.Minute, 5*time.Second, c.now.Add(-3*time.Second), false); err != nil {
+		t.Fatal(err)
+	}
+	c.reconcile(t)
+	if n := len(diagnosetest.LogReads(cs)); n != 1 {
+		t.Errorf("%d log reads for one round of both, want 1", n)
+	}
+}
+
+// A running Launcher whose log cannot be read (a pod on a kwok node, with
+// no kubelet to serve it) costs one read per round and no wait: the
+// reconcile worker is not held. A failed job's lines are tried again.
+func TestUnreadableLogIsTriedOnceWhileRunning(t *testing.T) {
+	tj := job(2).Obj()
+	tj.Annotations = map[string]string{runtimes.ProgressTimeoutAnnotation: "10m"}
+	l := jobPod(tj, launcher().Running(true))
+	c := newCluster(t, tj, l, jobPod(tj, worker("0").Running(true)), jobPod(tj, worker("1").Running(true)))
+	reads := 0
+	c.r.Observer = &launcherlog.Observer{Read: func(context.Context, *corev1.Pod) (string, error) {
+		reads++
+		return "", errors.New("the server could not find the requested resource")
+	}}
+	c.reconcile(t)
+	// One try: the half-second waits come only between tries.
+	if reads != 1 {
+		t.Errorf("%d reads for a running job's round, want 1", reads)
+	}
+	if _, ok := c.r.observe(context.Background(), l, 0, c.now, true); ok || reads != 4 {
+		t.Errorf("a failed job's lines: %d reads in all, want 3 more", reads)
 	}
 }

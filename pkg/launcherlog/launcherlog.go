@@ -1,0 +1,118 @@
+// Package launcherlog reads Launchers' logs for mpijob-manager's
+// controllers: the one way a Launcher's log is read (ReadLauncherLog) and
+// the Observer that the diagnosis and the progress controller share, so a
+// running Launcher is read once per round for both. What a read says is
+// diagnose.Observe's (pure).
+package launcherlog
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/diagnose"
+	"github.com/mpijob/mpijob/pkg/metrics"
+)
+
+// LogTailLines is how much of a Launcher's log one read takes.
+const LogTailLines = 200
+
+// ReadLauncherLog reads a Launcher's log the one way the manager does (the
+// progress controller every Interval, the diagnosis of a failed job or of
+// one that makes no progress): the last LogTailLines lines of its node
+// container, with the kubelet's timestamps. Observe says what they hold.
+func ReadLauncherLog(ctx context.Context, cs kubernetes.Interface, p *corev1.Pod) (string, error) {
+	b, err := cs.CoreV1().Pods(p.Namespace).GetLogs(p.Name, &corev1.PodLogOptions{
+		Container: api.NodeContainer, TailLines: ptr.To[int64](LogTailLines), Timestamps: true,
+	}).DoRaw(ctx)
+	return string(b), err
+}
+
+// Observer reads Launchers' logs for the whole manager: the progress
+// controller and the diagnosis share one, and a read serves every reader
+// that accepts an observation of its age. The progress controller reads a
+// running Launcher every Interval; the diagnosis's look at a running job's
+// last line takes that read instead of one of its own, and a failed
+// Launcher's log, which no longer changes, is read once for both. Kept
+// reads are dropped once older than KeepFor (or past maxObserved of them).
+type Observer struct {
+	Logs kubernetes.Interface
+	// Read reads a Launcher's log (ReadLauncherLog when nil; tests give
+	// their own).
+	Read func(ctx context.Context, p *corev1.Pod) (string, error)
+
+	mu    sync.Mutex
+	kept  map[types.UID]kept
+	reads int
+}
+
+// kept is one read of a Launcher in one phase.
+type kept struct {
+	phase   corev1.PodPhase
+	at      time.Time
+	timeout time.Duration
+	obs     diagnose.Observation
+}
+
+const (
+	// KeepFor is how long a read is kept: longer than any reader's
+	// maxAge.
+	KeepFor = 2 * time.Minute
+	// maxObserved bounds the reads kept (one per Launcher).
+	maxObserved = 10000
+)
+
+// Observe is what p's log says, from a read made no more than maxAge
+// before now of p in its current phase with the same progress timeout,
+// or from a read made now; tail asks for the lines themselves
+// (diagnose.Observation.Tail), which only a reader that needs them keeps.
+func (o *Observer) Observe(ctx context.Context, p *corev1.Pod, progressTimeout, maxAge time.Duration, now time.Time, tail bool) (diagnose.Observation, error) {
+	o.mu.Lock()
+	k, ok := o.kept[p.UID]
+	o.mu.Unlock()
+	if ok && k.phase == p.Status.Phase && k.timeout == progressTimeout && now.Sub(k.at) <= maxAge && (!tail || k.obs.Tail != "") {
+		metrics.LauncherLogReads.WithLabelValues("shared").Inc()
+		return k.obs, nil
+	}
+	read := o.Read
+	if read == nil {
+		read = func(ctx context.Context, p *corev1.Pod) (string, error) { return ReadLauncherLog(ctx, o.Logs, p) }
+	}
+	log, err := read(ctx, p)
+	if err != nil {
+		metrics.LauncherLogReads.WithLabelValues("error").Inc()
+		return diagnose.Observation{}, err
+	}
+	metrics.LauncherLogReads.WithLabelValues("read").Inc()
+	obs := diagnose.Observe(log, now, progressTimeout)
+	keep := obs
+	if !tail {
+		keep.Tail = ""
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.reads++
+	if o.kept == nil {
+		o.kept = map[types.UID]kept{}
+	}
+	for uid, k := range o.kept {
+		if now.Sub(k.at) > KeepFor || len(o.kept) >= maxObserved {
+			delete(o.kept, uid)
+		}
+	}
+	o.kept[p.UID] = kept{phase: p.Status.Phase, at: now, timeout: progressTimeout, obs: keep}
+	return obs, nil
+}
+
+// Reads is how many times the observer read a log.
+func (o *Observer) Reads() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.reads
+}

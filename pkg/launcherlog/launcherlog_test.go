@@ -1,0 +1,110 @@
+package launcherlog
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	kubefake "k8s.io/client-go/kubernetes/fake"
+	"k8s.io/utils/ptr"
+
+	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/diagnose"
+	"github.com/mpijob/mpijob/pkg/diagnose/diagnosetest"
+	"github.com/mpijob/mpijob/pkg/metrics"
+)
+
+// The Launcher's log is read one way: its node container, the last
+// LogTailLines lines, with timestamps.
+func TestReadLauncherLog(t *testing.T) {
+	cs := kubefake.NewClientset()
+	if _, err := ReadLauncherLog(context.Background(), cs, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hello-launcher-0-0", Namespace: "ns"}}); err != nil {
+		t.Fatal(err)
+	}
+	want := []corev1.PodLogOptions{{Container: api.NodeContainer, TailLines: ptr.To[int64](LogTailLines), Timestamps: true}}
+	if diff := cmp.Diff(want, diagnosetest.LogReads(cs)); diff != "" {
+		t.Errorf("log reads (-want +got):\n%s", diff)
+	}
+}
+
+// The Observer reads a Launcher once for every reader that takes a read
+// of its age, again when the pod's phase changed, when a reader needs the
+// lines and the kept read has none, or when the read is too old.
+// diagnosisAge is the age of a read the diagnosis takes (its controller's
+// ObservationMaxAge).
+const diagnosisAge = 20 * time.Second
+
+func TestObserverSharesReads(t *testing.T) {
+	logs := "2026-11-23T10:00:00Z [1,0]<stdout>:step 1\n"
+	reads := 0
+	o := &Observer{Read: func(context.Context, *corev1.Pod) (string, error) { reads++; return logs, nil }}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "l", UID: "u-1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	now := time.Date(2026, 11, 23, 10, 0, 5, 0, time.UTC)
+	ctx := context.Background()
+	look := func(at time.Time, maxAge time.Duration, tail bool) diagnose.Observation {
+		t.Helper()
+		obs, err := o.Observe(ctx, pod, time.Minute, maxAge, at, tail)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obs
+	}
+	steps := []struct {
+		name      string
+		at        time.Time
+		maxAge    time.Duration
+		tail      bool
+		phase     corev1.PodPhase
+		wantReads int
+	}{
+		{name: "the progress controller's round reads", at: now, maxAge: 5 * time.Second, wantReads: 1},
+		{name: "the diagnosis takes that read", at: now.Add(8 * time.Second), maxAge: diagnosisAge, wantReads: 1},
+		{name: "the next round reads again", at: now.Add(10 * time.Second), maxAge: 5 * time.Second, wantReads: 2},
+		{name: "a reader of the lines reads them", at: now.Add(11 * time.Second), maxAge: diagnosisAge, tail: true, wantReads: 3},
+		{name: "which then serve another", at: now.Add(12 * time.Second), maxAge: diagnosisAge, tail: true, wantReads: 3},
+		{name: "the pod ended: read again", at: now.Add(13 * time.Second), maxAge: KeepFor, phase: corev1.PodFailed, wantReads: 4},
+		{name: "the ended pod's read serves", at: now.Add(70 * time.Second), maxAge: KeepFor, phase: corev1.PodFailed, wantReads: 4},
+	}
+	shared := testutil.ToFloat64(metrics.LauncherLogReads.WithLabelValues("shared"))
+	read := testutil.ToFloat64(metrics.LauncherLogReads.WithLabelValues("read"))
+	for _, s := range steps {
+		if s.phase != "" {
+			pod.Status.Phase = s.phase
+		}
+		obs := look(s.at, s.maxAge, s.tail)
+		if reads != s.wantReads || o.Reads() != reads {
+			t.Errorf("%s: %d reads (Reads %d), want %d", s.name, reads, o.Reads(), s.wantReads)
+		}
+		if s.tail && obs.Tail == "" {
+			t.Errorf("%s: no lines", s.name)
+		}
+		if obs.LastLine != "[1,0]<stdout>:step 1" {
+			t.Errorf("%s: last line %q", s.name, obs.LastLine)
+		}
+	}
+	// The manager's metric says the same.
+	if d := testutil.ToFloat64(metrics.LauncherLogReads.WithLabelValues("read")) - read; d != 4 {
+		t.Errorf("mpijob_launcher_log_reads_total{outcome=read} rose by %v, want 4", d)
+	}
+	if d := testutil.ToFloat64(metrics.LauncherLogReads.WithLabelValues("shared")) - shared; d != 3 {
+		t.Errorf("mpijob_launcher_log_reads_total{outcome=shared} rose by %v, want 3", d)
+	}
+	// Old reads go: past KeepFor, a new read of another pod sweeps them.
+	other := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "l2", UID: "u-2"}}
+	if _, err := o.Observe(ctx, other, 0, 0, now.Add(KeepFor+time.Hour), false); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(o.kept); n != 1 {
+		t.Errorf("%d reads kept after the sweep, want 1 (the new one)", n)
+	}
+	// A read that fails is said, and kept nowhere.
+	o.Read = func(context.Context, *corev1.Pod) (string, error) { return "", errors.New("container not found") }
+	if _, err := o.Observe(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u-3"}}, 0, time.Hour, now, false); err == nil {
+		t.Error("a failed read was not said")
+	}
+}
