@@ -13,22 +13,22 @@ import (
 // look at, so a job that starts and runs normally costs no Event, log or
 // node reads. Each is a pure question about what was gathered so far.
 
-// NeedsFailedCreate: pods are overdue, and the FailedCreate Events on the
+// NeedsFailedCreate reports that pods are overdue, and the FailedCreate Events on the
 // job's Jobs say why they do not appear (quota, admission).
 func (in Input) NeedsFailedCreate() bool { return podsOverdue(in, in.Now) }
 
-// NeedsFailedMount: a placed Worker does not start, and its FailedMount
+// NeedsFailedMount reports that a placed Worker does not start, and its FailedMount
 // Events may say which volume the kubelet cannot mount.
 func (in Input) NeedsFailedMount() bool { return workersMounting(in) }
 
-// NeedsKilling: a Worker is gone while the Launcher runs (or ran), and
+// NeedsKilling reports that a Worker is gone while the Launcher runs (or ran), and
 // the kubelet's Killing Event still names its pod and node.
 func (in Input) NeedsKilling() bool {
 	ls := launcherState(in)
 	return (ls == api.LauncherRunning || ls == api.LauncherDeleted) && int32(len(in.Workers)) < workersTotal(in)
 }
 
-// NeedsFailedEvents: the job failed, and its Workers' Warning "Failed"
+// NeedsFailedEvents reports that the job failed, and its Workers' Warning "Failed"
 // Events say why a container did not start, though the pods are gone.
 func (in Input) NeedsFailedEvents() bool { return JobFailed(in.TrainJob) }
 
@@ -41,7 +41,7 @@ func (in Input) NeedsLauncherLog() (failed, watch bool) {
 	return failed, watch
 }
 
-// NeedsNodeOOM: a failed job's Launcher was killed with SIGKILL, which
+// NeedsNodeOOM reports that a failed job's Launcher was killed with SIGKILL, which
 // the node's own OOM kill (a SystemOOM Event on the Node) may explain.
 func (in Input) NeedsNodeOOM() bool {
 	if !JobFailed(in.TrainJob) || len(in.Launcher) == 0 {
@@ -51,7 +51,7 @@ func (in Input) NeedsNodeOOM() bool {
 	return ok && code == 137
 }
 
-// NeedsCapacity: the scheduler cannot place a Worker, or a rank is slow,
+// NeedsCapacity reports that the scheduler cannot place a Worker, or a rank is slow,
 // and the nodes' free capacity (or what differs on the slow rank's node)
 // says why.
 func (in Input) NeedsCapacity() bool {
