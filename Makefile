@@ -185,6 +185,10 @@ bench-burst: ## 500 TrainJob creates from 20 clients through admission, then aga
 	$(GO) run ./bench/burst
 	$(GO) run ./bench/burst -kill
 
+.PHONY: bench-chaos
+bench-chaos: ## 100 jobs of mixed outcomes (success, an OOM-killed Worker, a deadline, suspend and resume, delete) on the kwok nodes while mpijob-manager's pods are killed at random, both replicas included: lost, duplicated and resurrected jobs, statuses, Events and NetworkPolicies against a calm run (needs a running local cluster, ~15 min).
+	$(GO) run -tags e2e ./bench/chaos
+
 .PHONY: bench-dataplane
 bench-dataplane: ## Allreduce latency and bandwidth of every MPI flavour, pods on the two nodes vs the same ranks on the host, and MPI start-up over 32 packed Workers (needs a running local cluster, root).
 	$(GO) run ./bench/dataplane
