@@ -517,5 +517,9 @@ def load_config(context: str | None, config_file: str | None) -> tuple[Any, str 
 
 
 def _has_mpi_policy(rt: dict[str, Any]) -> bool:
-    """Whether a runtime (as a dict) has an MPI ML policy: what base_runtime and list_base_runtimes pick."""
-    return bool(((rt.get("spec") or {}).get("mlPolicy") or {}).get("mpi"))
+    """Whether a runtime (as a dict) has an MPI ML policy: what base_runtime and list_base_runtimes pick.
+
+    An empty policy (``mpi: {}``) is one, as for Trainer and mpijob-manager (``runtimes.IsMPI``: the
+    policy is set, whatever it holds).
+    """
+    return ((rt.get("spec") or {}).get("mlPolicy") or {}).get("mpi") is not None

@@ -641,3 +641,16 @@ def test_the_namespaces_own_runtime_is_listed_and_picked():
     with pytest.raises(InvalidJobError) as e:
         c.create_job("torch", ["mpirun", "hostname"], workers=2, runtime="torch-mine")
     assert "not an MPI runtime" in str(e.value)
+
+
+@pytest.mark.parametrize("policy, mpi", [
+    ({"mpi": {}}, True),  # an empty policy is one, as for Trainer and runtimes.IsMPI
+    ({"mpi": {"numProcPerNode": 2}}, True),
+    ({"mpi": None}, False),
+    ({"torch": {}}, False),
+    (None, False),
+])
+def test_an_mpi_runtime_is_one_with_an_mpi_policy_even_empty(policy, mpi):
+    from mpijob.backends.kube_api import _has_mpi_policy
+    rt = {"spec": {"mlPolicy": policy} if policy is not None else {}}
+    assert _has_mpi_policy(rt) is mpi
