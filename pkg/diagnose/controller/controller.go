@@ -281,14 +281,9 @@ func (r *Reconciler) gather(ctx context.Context, tj *trainer.TrainJob, k diagnos
 	if err != nil {
 		return in, err
 	}
-	for _, p := range owned {
-		switch p.Labels[jobsetv1alpha2.ReplicatedJobNameKey] {
-		case api.LauncherJob:
-			in.Launcher = append(in.Launcher, p)
-		case api.WorkerJob:
-			in.Workers = append(in.Workers, p)
-		}
-	}
+	// Launchers and Workers as every interface splits them (jobpods.Split).
+	split := jobpods.Split(owned)
+	in.Launcher, in.Workers = split.Launchers, split.Workers
 	// Pods that do not appear (quota, admission) leave FailedCreate Events
 	// on their Job. Look for them only once pods are overdue, so a job
 	// that starts normally costs no Event reads.
