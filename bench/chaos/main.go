@@ -37,7 +37,6 @@ import (
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -123,7 +122,7 @@ func run(ctx context.Context) error {
 
 	// The calm run: one job of each kind, nothing killed.
 	fmt.Fprintln(os.Stderr, "calm run: one job of each kind")
-	calmNS, done, err := b.namespace(ctx, "chaos-calm")
+	calmNS, done, err := local.Namespace(ctx, b.cl, "chaos-calm")
 	if err != nil {
 		return err
 	}
@@ -142,7 +141,7 @@ func run(ctx context.Context) error {
 
 	// The chaos run.
 	fmt.Fprintf(os.Stderr, "chaos run: %d jobs while mpijob-manager's pods are killed every %s-%s\n", *jobs, *minEvery, *maxEvery)
-	ns, done, err := b.namespace(ctx, "chaos")
+	ns, done, err := local.Namespace(ctx, b.cl, "chaos")
 	if err != nil {
 		return err
 	}
@@ -443,21 +442,6 @@ func (b *bench) waitPhase(ctx context.Context, ns, name string, phase api.Phase,
 		s, _, _ := api.ReadStatus(tj.Annotations)
 		return s.Phase == phase, nil
 	})
-}
-
-// namespace makes a namespace for a run; done deletes it and waits until
-// it is gone.
-func (b *bench) namespace(ctx context.Context, prefix string) (string, func(), error) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-", Labels: map[string]string{"mpijob.dev/test": "bench"}}}
-	if err := b.cl.Create(ctx, ns); err != nil {
-		return "", nil, err
-	}
-	return ns.Name, func() {
-		_ = b.cl.Delete(context.Background(), ns)
-		_ = wait.PollUntilContextTimeout(context.Background(), 2*time.Second, 10*time.Minute, true, func(ctx context.Context) (bool, error) {
-			return apierrors.IsNotFound(b.cl.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})), nil
-		})
-	}, nil
 }
 
 // retry retries a write that met a manager pod on its way down (its

@@ -53,7 +53,6 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -201,7 +200,7 @@ func run() error {
 }
 
 func (b *bench) full(ctx context.Context, saved *stack.Saved) error {
-	ns, done, err := b.namespace(ctx, "scale-probe")
+	ns, done, err := local.Namespace(ctx, b.cl, "scale-probe")
 	if err != nil {
 		return err
 	}
@@ -215,28 +214,6 @@ func (b *bench) job(ns, name string, workers int, suspend bool) *trainer.TrainJo
 		w = w.Suspend()
 	}
 	return w.Obj()
-}
-
-// namespace makes a namespace; its cleanup deletes it and waits until it
-// is gone, so the next scenario starts on a quiet cluster.
-func (b *bench) namespace(ctx context.Context, prefix string) (string, func(), error) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-", Labels: map[string]string{"mpijob.dev/test": "bench"}}}
-	if err := b.cl.Create(ctx, ns); err != nil {
-		return "", nil, err
-	}
-	return ns.Name, func() {
-		start := time.Now()
-		_ = b.cl.Delete(context.Background(), ns)
-		err := wait.PollUntilContextTimeout(context.Background(), time.Second, 15*time.Minute, true, func(ctx context.Context) (bool, error) {
-			err := b.cl.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})
-			return apierrors.IsNotFound(err), nil
-		})
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "  namespace %s still there after %s\n", ns.Name, time.Since(start).Round(time.Second))
-			return
-		}
-		fmt.Fprintf(os.Stderr, "  namespace %s deleted in %s\n", ns.Name, time.Since(start).Round(time.Second))
-	}, nil
 }
 
 func (b *bench) mode(ctx context.Context, mode string) (*result, error) {
@@ -362,7 +339,7 @@ func handlerTimes(ctx context.Context, start time.Time) (map[string]handlerTime,
 // start creates n jobs from clients concurrent clients and follows their
 // pods (and, in full, their statuses) until all run.
 func (b *bench) start(ctx context.Context, mode, prefix string, n, clients int) (p pods, done func(), err error) {
-	ns, done, err := b.namespace(ctx, "scale-"+prefix)
+	ns, done, err := local.Namespace(ctx, b.cl, "scale-"+prefix)
 	if err != nil {
 		return p, nil, err
 	}
@@ -477,7 +454,7 @@ func (b *bench) fanOut(ctx context.Context, n, clients int, job func(i int) *tra
 
 func (b *bench) suspendedCreates(ctx context.Context) (creates, error) {
 	var c creates
-	ns, done, err := b.namespace(ctx, "scale-suspended")
+	ns, done, err := local.Namespace(ctx, b.cl, "scale-suspended")
 	if err != nil {
 		return c, err
 	}

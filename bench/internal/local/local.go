@@ -5,10 +5,17 @@ package local
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/localcluster"
 )
@@ -43,4 +50,28 @@ func Config(opts localcluster.Options, user string, qps float32, burst int) (*re
 	}
 	cfg.QPS, cfg.Burst = qps, burst
 	return cfg, nil
+}
+
+// Namespace makes a namespace for one of a bench's scenarios, labelled as
+// a bench's; its cleanup deletes it and waits until it is gone (up to 15
+// minutes, saying how long it took), so the next scenario starts on a
+// quiet cluster.
+func Namespace(ctx context.Context, cl client.Client, prefix string) (string, func(), error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-", Labels: map[string]string{"mpijob.dev/test": "bench"}}}
+	if err := cl.Create(ctx, ns); err != nil {
+		return "", nil, err
+	}
+	return ns.Name, func() {
+		start := time.Now()
+		_ = cl.Delete(context.Background(), ns)
+		err := wait.PollUntilContextTimeout(context.Background(), time.Second, 15*time.Minute, true, func(ctx context.Context) (bool, error) {
+			err := cl.Get(ctx, client.ObjectKeyFromObject(ns), &corev1.Namespace{})
+			return apierrors.IsNotFound(err), nil
+		})
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "  namespace %s still there after %s\n", ns.Name, time.Since(start).Round(time.Second))
+			return
+		}
+		fmt.Fprintf(os.Stderr, "  namespace %s deleted in %s\n", ns.Name, time.Since(start).Round(time.Second))
+	}, nil
 }
