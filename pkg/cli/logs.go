@@ -278,6 +278,15 @@ func (l *logsOptions) Run(ctx context.Context) error {
 			if notStarted != nil {
 				fmt.Fprintf(l.ErrOut, "%s: its program has not started (%s); the output of its init container %s:\n", s.Label, notStarted.Waiting, notStarted.Container)
 			}
+			if apierrors.IsNotFound(err) && store != nil && l.source == sourceAuto {
+				// The pod went away meanwhile (a stopped job's pods end
+				// after their grace period): its lines are in the store.
+				r, serr := openStored(ctx, rd, tj.Namespace, name, s, win, time.Time{}, tail)
+				if serr == nil {
+					readers = append(readers, logs.Reader{Label: s.Label, R: r})
+					continue
+				}
+			}
 			if apierrors.IsNotFound(err) && len(sources) > 1 {
 				continue // the pod went away meanwhile (Workers end with the job)
 			}
@@ -304,7 +313,10 @@ func (l *logsOptions) Run(ctx context.Context) error {
 		})
 		f.flush(l.Out)
 		for _, st := range stitched {
-			if st.stored > 0 {
+			if st.stored > 0 && st.first.IsZero() {
+				fmt.Fprintf(l.ErrOut, "The %d lines of %s come from the log store: the kubelet serves none of the pod's log now (rotated away, or the pod is stopping).\n",
+					st.stored, st.label)
+			} else if st.stored > 0 {
 				fmt.Fprintf(l.ErrOut, "The first %d lines of %s (before %s) come from the log store: the kubelet rotated them out of the pod's log.\n",
 					st.stored, st.label, st.first.Local().Format("15:04:05"))
 			}
@@ -396,7 +408,13 @@ func (st *stitch) reader(live io.Reader, before func(end time.Time) (io.Reader, 
 		if err != nil && !errors.Is(err, io.EOF) {
 			return io.MultiReader(strings.NewReader(first), errReader{err})
 		}
-		return strings.NewReader("")
+		// The kubelet serves nothing (its log was rotated away, or the
+		// container is being removed): what the store holds is all.
+		old, serr := before(time.Time{})
+		if serr != nil {
+			return strings.NewReader("")
+		}
+		return &counting{r: old, n: &st.stored}
 	}
 	line := logs.NewLine(st.label, strings.TrimSuffix(first, "\n"))
 	if line.Stamp == "" {

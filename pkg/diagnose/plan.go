@@ -38,9 +38,19 @@ type Plan struct {
 	// Remember: keep Status as the last diagnosed (false for a finished
 	// job, whose status is only ever put back).
 	Remember bool
-	// Transition is set when the phase or the reason changed: the Event
-	// and the metrics it gets.
+	// Transition is set when the phase or the reason changed this round:
+	// the Event and the metrics it gets.
 	Transition *Transition
+	// Emit are the transitions whose Events and metrics go out now, after
+	// the write of the status that records them (Write): those kept from
+	// earlier rounds, then this round's. An Event goes out only once the
+	// status that vouches for it (api.ForgedEvent) is on the job, so a
+	// manager that restarts before a coalesced write diagnoses the
+	// transition again and emits it once, not twice.
+	Emit []Transition
+	// Pending are the transitions still to emit, kept in Memory until the
+	// write that records them (nil when Write).
+	Pending []Transition
 	// Suspend: the job is past its gang-scheduling timeout and holds
 	// Workers that were placed; suspending it frees their nodes.
 	Suspend bool
@@ -60,6 +70,10 @@ type Plan struct {
 // Transition is a change of phase or reason.
 type Transition struct {
 	Event Event
+	// Status is the job's status as diagnosed at the transition, and At
+	// when it was diagnosed: its metrics are taken from them.
+	Status api.Status
+	At     time.Time
 	// Before is the status before it (nil: the job's first).
 	Before *api.Status
 	// Placed is when the job began Starting, for the time-to-start metric.
@@ -80,6 +94,9 @@ type Memory struct {
 	WroteAt   time.Time
 	// StacksTried is when the ranks' stacks were last taken (or tried).
 	StacksTried time.Time
+	// Pending are transitions diagnosed but not yet written: their Events
+	// go out with the write that records them (Plan.Emit).
+	Pending []Transition
 }
 
 // Known is what the manager knows of a job before it reads the job's
@@ -160,12 +177,13 @@ func Decide(tj *trainer.TrainJob, k Known, in Input) Plan {
 	p := Plan{Remember: true, Suspend: releaseOnTimeout(tj, s)}
 	if !hadPrev || prev.Phase != s.Phase || prev.Reason != s.Reason {
 		s.History = api.WithTransition(s.History, api.Transition{Time: metav1.NewTime(in.Now), Phase: s.Phase, Reason: s.Reason, Message: s.Message})
-		// Every transition gets its Event and metrics at once, even one
-		// that lasts less than the wait before the next status write. The
-		// status vouches for the Event (api.ForgedEvent).
+		// Every transition gets its Event and metrics, even one that lasts
+		// less than the wait before the next status write: they go out
+		// with that write (Emit). The status vouches for the Event
+		// (api.ForgedEvent).
 		ev := eventOf(s)
 		s.EventDigests = api.WithEventDigest(s.EventDigests, api.EventDigest(string(tj.UID), ev.Type, ev.Reason, ev.Note))
-		t := &Transition{Event: ev}
+		t := &Transition{Event: ev, At: in.Now}
 		if hadPrev {
 			before := prev
 			t.Before = &before
@@ -177,6 +195,9 @@ func Decide(tj *trainer.TrainJob, k Known, in Input) Plan {
 	}
 	p.TakeStacks = withStacks(&s, in, k.Mem)
 	p.Status = s
+	if p.Transition != nil {
+		p.Transition.Status = s
+	}
 	if !hadWritten || changed(written, s) || k.Forged() {
 		// A forged status is put back as soon as a phase change would be.
 		var last *api.Status
@@ -188,6 +209,20 @@ func Decide(tj *trainer.TrainJob, k Known, in Input) Plan {
 		} else {
 			p.Write = true
 		}
+	}
+	// The transitions kept from earlier rounds, and this one's, go out
+	// with the write that records them.
+	var todo []Transition
+	if k.Remembered {
+		todo = append(todo, k.Mem.Pending...)
+	}
+	if p.Transition != nil {
+		todo = append(todo, *p.Transition)
+	}
+	if p.Write {
+		p.Emit = todo
+	} else {
+		p.Pending = todo
 	}
 	if p.Requeue == 0 {
 		p.Requeue = nextLook(in, s)

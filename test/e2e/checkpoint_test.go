@@ -354,16 +354,19 @@ func TestGracefulStopSavesACheckpoint(t *testing.T) {
 	// The lines of the stopped pods, from the log store (logs of a
 	// suspended job read it).
 	var log string
+	var last result
 	var m []string
-	deadline := time.Now().Add(2 * time.Minute)
+	deadline := time.Now().Add(3 * time.Minute)
 	for m == nil && time.Now().Before(deadline) {
-		log = mpijob(t, user, ns, "logs", name, "--all").out
+		last = mpijob(t, user, ns, "logs", name, "--all")
+		log = last.out
 		if m = stoppedLine.FindStringSubmatch(log); m == nil {
 			time.Sleep(3 * time.Second)
 		}
 	}
 	if m == nil {
-		t.Fatalf("no rank saved on SIGTERM when the job was suspended:\n%s", log)
+		pods, _ := c.Kubectl(t, "admin", ns, "", "get", "pods", "-l", "jobset.sigs.k8s.io/jobset-name="+name, "-o", "wide")
+		t.Fatalf("no rank saved on SIGTERM when the job was suspended:\n%s\nstderr: %s\nits pods:\n%s", log, last.errOut, pods)
 	}
 	if !strings.Contains(log, "mpijob: the pod is stopping: SIGTERM to the ranks here") {
 		t.Errorf("no Worker said it sent SIGTERM to its ranks:\n%s", log)

@@ -423,16 +423,19 @@ func (r *Reconciler) apply(ctx context.Context, tj *trainer.TrainJob, k diagnose
 		mem.StacksTried = now
 		r.takeStacks(ctx, tj, p.Status, now)
 	}
+	// Each transition's Event and metrics go out once the status that
+	// records it is written (p.Emit); until then they are kept in memory.
+	mem.Pending = p.Pending
 	if p.Remember {
 		mem.Diagnosed = p.Status
 		r.store(tj, mem)
 	}
-	if t := p.Transition; t != nil {
+	for _, t := range p.Emit {
 		if r.Recorder != nil {
 			r.Recorder.Eventf(tj, nil, t.Event.Type, t.Event.Reason, "Diagnose", "%s", t.Event.Note)
 		}
-		metrics.Transition(tj.Namespace, api.RuntimeOf(tj.Labels, tj.Spec.RuntimeRef.Name), t.Before, p.Status, tj.CreationTimestamp.Time, t.Placed, now)
-		log.V(1).Info("status", "phase", p.Status.Phase, "reason", p.Status.Reason)
+		metrics.Transition(tj.Namespace, api.RuntimeOf(tj.Labels, tj.Spec.RuntimeRef.Name), t.Before, t.Status, tj.CreationTimestamp.Time, t.Placed, t.At)
+		log.V(1).Info("status", "phase", t.Status.Phase, "reason", t.Status.Reason)
 	}
 	if p.Suspend {
 		// The Workers that were placed hold their nodes while the rest

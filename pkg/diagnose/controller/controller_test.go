@@ -160,8 +160,8 @@ func (c *cluster) events() []string {
 	}
 }
 
-// A running job: the Event at once, the status a second later, then
-// nothing new; a status someone else wrote is put back; a deleted job is
+// A running job: the status a second later, and the transition's Event
+// with it, then nothing new; a status someone else wrote is put back; a deleted job is
 // forgotten.
 func TestReconcileRunningJob(t *testing.T) {
 	tj := job(2).Obj()
@@ -175,8 +175,8 @@ func TestReconcileRunningJob(t *testing.T) {
 	if _, ok := c.status(t); ok {
 		t.Errorf("first round wrote the status; it should wait %v", diagnose.StatusCoalesce)
 	}
-	if ev := c.events(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Normal Running") {
-		t.Errorf("first round's Events = %q, want one Normal Running", ev)
+	if ev := c.events(); len(ev) != 0 {
+		t.Errorf("first round's Events = %q, want none before the status that vouches for them is written", ev)
 	}
 
 	c.now = c.now.Add(2 * time.Second)
@@ -188,8 +188,13 @@ func TestReconcileRunningJob(t *testing.T) {
 	if res.RequeueAfter != diagnose.RunningRefresh {
 		t.Errorf("second round: RequeueAfter = %v, want %v", res.RequeueAfter, diagnose.RunningRefresh)
 	}
+	if ev := c.events(); len(ev) != 1 || !strings.HasPrefix(ev[0], "Normal Running") {
+		t.Errorf("second round's Events = %q, want one Normal Running, with the write", ev)
+	}
+	c.now = c.now.Add(2 * time.Second)
+	c.reconcile(t)
 	if ev := c.events(); len(ev) != 0 {
-		t.Errorf("second round emitted %q; the transition had its Event already", ev)
+		t.Errorf("third round emitted %q; the transition had its Event already", ev)
 	}
 
 	// Someone else writes the status: the manager puts its own back.
@@ -212,6 +217,90 @@ func TestReconcileRunningJob(t *testing.T) {
 	c.reconcile(t)
 	if _, ok := c.r.seen[c.key]; ok {
 		t.Errorf("the manager still remembers a deleted job")
+	}
+}
+
+// A manager that stops between a transition and the coalesced write that
+// records it, and one that takes over: the transition's Event is emitted
+// once, with the write, and the status's history holds it once. Transitions
+// kept for one write all go out with it, in order.
+func TestTransitionEventOnceAcrossRestart(t *testing.T) {
+	cases := map[string]struct {
+		restart bool
+		want    []string // the Events' "Type Reason", in order
+		history []api.Phase
+	}{
+		"one manager": {want: []string{"Normal Running"}, history: []api.Phase{api.PhaseRunning}},
+		"the leader stops before the write, another takes over": {restart: true,
+			want: []string{"Normal Running"}, history: []api.Phase{api.PhaseRunning}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tj := job(2).Obj()
+			c := newCluster(t, tj,
+				jobPod(tj, launcher().Running(true)), jobPod(tj, worker("0").Running(true)), jobPod(tj, worker("1").Running(true)))
+			c.reconcile(t) // the transition, its write coalesced
+			if tc.restart {
+				c.r.seen = nil // a new leader remembers nothing
+			}
+			for range 3 {
+				c.now = c.now.Add(2 * time.Second)
+				c.reconcile(t)
+			}
+			var got []string
+			for _, e := range c.events() {
+				f := strings.Fields(e)
+				got = append(got, f[0]+" "+f[1])
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Events (-want +got):\n%s", diff)
+			}
+			s, _ := c.status(t)
+			var hist []api.Phase
+			for _, h := range s.History {
+				hist = append(hist, h.Phase)
+			}
+			if diff := cmp.Diff(tc.history, hist); diff != "" {
+				t.Errorf("history (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Transitions kept for one coalesced write go out with it, each once and in
+// order: a job seen Starting, then Running before its first write.
+func TestKeptTransitionsGoOutWithTheWrite(t *testing.T) {
+	tj := job(2).Obj()
+	l := jobPod(tj, launcher())
+	c := newCluster(t, tj, l, jobPod(tj, worker("0").Running(true)), jobPod(tj, worker("1").Running(true)))
+	c.reconcile(t)
+	first := c.events()
+	now := &corev1.Pod{}
+	if err := c.client.Get(context.Background(), client.ObjectKeyFromObject(l), now); err != nil {
+		t.Fatal(err)
+	}
+	now.Status = launcher().Running(true).Status
+	if err := c.client.Status().Update(context.Background(), now); err != nil {
+		t.Fatal(err)
+	}
+	c.now = c.now.Add(300 * time.Millisecond)
+	c.reconcile(t)
+	if ev := c.events(); len(first)+len(ev) != 0 {
+		t.Fatalf("Events before the first write: %q %q", first, ev)
+	}
+	c.now = c.now.Add(2 * time.Second)
+	c.reconcile(t)
+	var got []string
+	for _, e := range c.events() {
+		f := strings.Fields(e)
+		got = append(got, f[0]+" "+f[1])
+	}
+	if len(got) != 2 || got[1] != "Normal Running" || got[0] == got[1] {
+		t.Errorf("Events with the first write = %q, want the start's, then Normal Running", got)
+	}
+	s, _ := c.status(t)
+	if len(s.History) != 2 || s.History[1].Phase != api.PhaseRunning {
+		t.Errorf("history = %+v, want the start's transition, then Running", s.History)
 	}
 }
 
