@@ -230,11 +230,13 @@ func wire(ctx context.Context, mgr ctrl.Manager, o options, logs kubernetes.Inte
 	// One reader of Launchers' logs for the diagnosis and the progress
 	// controller: a running Launcher's log is read once per round.
 	observer := &launcherlog.Observer{Logs: logs}
+	// The Events' reporting instance: this pod (its hostname).
+	instance, _ := os.Hostname()
 	prog := &progresscontroller.Reconciler{Client: mgr.GetClient(), Logs: logs, Observer: observer, Runtimes: lookup}
 	diag := &diagnosecontroller.Reconciler{
 		Client: mgr.GetClient(), Reader: mgr.GetAPIReader(), Capacity: mgr.GetClient(), Logs: logs, Observer: observer,
 		Visibility: queue.Visibility{REST: logs.Discovery().RESTClient()},
-		Recorder:   mgr.GetEventRecorder(api.FieldManager), Runtimes: lookup,
+		Recorder:   mgr.GetEventRecorder(api.FieldManager), Instance: instance, Runtimes: lookup,
 		// The last progress report before the status that ends a watch.
 		BeforeFinished: prog.Finish,
 		// A stuck job's stacks, taken once per finding (pods/exec).

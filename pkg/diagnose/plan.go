@@ -1,7 +1,11 @@
 package diagnose
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"slices"
+	"strconv"
 	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -70,6 +74,15 @@ type Plan struct {
 // Transition is a change of phase or reason.
 type Transition struct {
 	Event Event
+	// Name is the Event's object name: the job's name and a digest of the
+	// job, the transition it follows and the Event. Two managers that see
+	// the same transition from the same written status name its Event
+	// alike, so the second create is refused and it exists once.
+	Name string
+	// Recovered: a transition a manager wrote before it stopped, whose
+	// Event its successor writes again in case it was lost (a create of
+	// an Event that exists changes nothing); it gets no metrics.
+	Recovered bool
 	// Status is the job's status as diagnosed at the transition, and At
 	// when it was diagnosed: its metrics are taken from them.
 	Status api.Status
@@ -82,6 +95,46 @@ type Transition struct {
 
 // Event is the Kubernetes Event a transition gets on the TrainJob.
 type Event struct{ Type, Reason, Note string }
+
+// EventName is the object name of the Event of the last transition in
+// history: the job's name, then a digest of the job's UID, the time of
+// the transition before it (whole seconds, as the status keeps it) and
+// the Event. It is the same for every manager that diagnoses the same
+// transition after the same written status.
+func EventName(tj *trainer.TrainJob, history []api.Transition, ev Event) string {
+	before := ""
+	if n := len(history); n >= 2 {
+		before = strconv.FormatInt(history[n-2].Time.Unix(), 10)
+	}
+	sum := sha256.Sum256([]byte(string(tj.UID) + "\x00" + before + "\x00" + ev.Type + "\x00" + ev.Reason + "\x00" + ev.Note))
+	return tj.Name + "." + hex.EncodeToString(sum[:8])
+}
+
+// RecoverWindow is how recent a written transition must be for a manager
+// that takes over to write its Event again: one its predecessor wrote the
+// status of, then stopped before the Event went out.
+const RecoverWindow = time.Minute
+
+// recoverLast is the Event of the written status's last transition, to be
+// written again by a manager that has just taken the job over, when that
+// transition is recent and the written status vouches for exactly that
+// Event (it was diagnosed with the status now on the job).
+func recoverLast(tj *trainer.TrainJob, k Known, now time.Time) *Transition {
+	w := k.OnObject
+	n := len(w.History)
+	if !k.HadOnObject || n == 0 || now.Sub(w.History[n-1].Time.Time) > RecoverWindow {
+		return nil
+	}
+	last := w.History[n-1]
+	if last.Phase != w.Phase || last.Reason != w.Reason {
+		return nil
+	}
+	ev := eventOf(w)
+	if !slices.Contains(w.EventDigests, api.EventDigest(string(tj.UID), ev.Type, ev.Reason, ev.Note)) {
+		return nil
+	}
+	return &Transition{Event: ev, Name: EventName(tj, w.History, ev), Status: w, At: last.Time.Time, Recovered: true}
+}
 
 // Memory is what the diagnosis controller remembers of a job between
 // rounds: the cache lags behind its own writes, and diagnosing from an
@@ -183,7 +236,7 @@ func Decide(tj *trainer.TrainJob, k Known, in Input) Plan {
 		// (api.ForgedEvent).
 		ev := eventOf(s)
 		s.EventDigests = api.WithEventDigest(s.EventDigests, api.EventDigest(string(tj.UID), ev.Type, ev.Reason, ev.Note))
-		t := &Transition{Event: ev, At: in.Now}
+		t := &Transition{Event: ev, At: in.Now, Name: EventName(tj, s.History, ev)}
 		if hadPrev {
 			before := prev
 			t.Before = &before
@@ -223,6 +276,11 @@ func Decide(tj *trainer.TrainJob, k Known, in Input) Plan {
 		p.Emit = todo
 	} else {
 		p.Pending = todo
+	}
+	if !k.Remembered {
+		if t := recoverLast(tj, k, in.Now); t != nil {
+			p.Emit = append([]Transition{*t}, p.Emit...)
+		}
 	}
 	if p.Requeue == 0 {
 		p.Requeue = nextLook(in, s)

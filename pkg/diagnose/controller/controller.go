@@ -11,6 +11,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
@@ -62,8 +63,11 @@ type Reconciler struct {
 	Observer *launcherlog.Observer
 	// Stacks takes a running job's stacks (stacks.Collect as the manager);
 	// nil: never.
-	Stacks   func(ctx context.Context, namespace string, pods []stacks.Pod) (stacks.Result, error)
+	Stacks func(ctx context.Context, namespace string, pods []stacks.Pod) (stacks.Result, error)
+	// Recorder emits the Events that are not a transition's (a job ended).
 	Recorder events.EventRecorder
+	// Instance is the Events' reporting instance (the manager's pod).
+	Instance string
 	Runtimes runtimes.RuntimeLookup
 	// Now is the clock (tests set it).
 	Now func() time.Time
@@ -431,11 +435,13 @@ func (r *Reconciler) apply(ctx context.Context, tj *trainer.TrainJob, k diagnose
 		r.store(tj, mem)
 	}
 	for _, t := range p.Emit {
-		if r.Recorder != nil {
-			r.Recorder.Eventf(tj, nil, t.Event.Type, t.Event.Reason, "Diagnose", "%s", t.Event.Note)
+		if err := r.emit(ctx, tj, t, now); err != nil {
+			log.Info("could not write a transition's Event", "reason", t.Event.Reason, "err", err.Error())
 		}
-		metrics.Transition(tj.Namespace, api.RuntimeOf(tj.Labels, tj.Spec.RuntimeRef.Name), t.Before, t.Status, tj.CreationTimestamp.Time, t.Placed, t.At)
-		log.V(1).Info("status", "phase", t.Status.Phase, "reason", t.Status.Reason)
+		if !t.Recovered {
+			metrics.Transition(tj.Namespace, api.RuntimeOf(tj.Labels, tj.Spec.RuntimeRef.Name), t.Before, t.Status, tj.CreationTimestamp.Time, t.Placed, t.At)
+			log.V(1).Info("status", "phase", t.Status.Phase, "reason", t.Status.Reason)
+		}
 	}
 	if p.Suspend {
 		// The Workers that were placed hold their nodes while the rest
@@ -454,6 +460,27 @@ func (r *Reconciler) apply(ctx context.Context, tj *trainer.TrainJob, k diagnose
 		return ctrl.Result{RequeueAfter: diagnose.WaitingRefresh}, nil
 	}
 	return ctrl.Result{RequeueAfter: p.Requeue}, nil
+}
+
+// emit writes a transition's Event, at once and named by the transition
+// (diagnose.EventName): an Event that exists already (a manager before
+// this one wrote it) is left as it is, so each transition has one.
+func (r *Reconciler) emit(ctx context.Context, tj *trainer.TrainJob, t diagnose.Transition, now time.Time) error {
+	ev := &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{Name: t.Name, Namespace: tj.Namespace},
+		EventTime:  metav1.NewMicroTime(now),
+		Regarding: corev1.ObjectReference{APIVersion: trainer.GroupVersion.String(), Kind: "TrainJob", Namespace: tj.Namespace, Name: tj.Name,
+			UID: tj.UID, ResourceVersion: tj.ResourceVersion},
+		Type: t.Event.Type, Reason: t.Event.Reason, Note: t.Event.Note, Action: "Diagnose",
+		ReportingController: api.FieldManager, ReportingInstance: r.Instance,
+	}
+	if ev.ReportingInstance == "" {
+		ev.ReportingInstance = api.FieldManager
+	}
+	if err := r.Client.Create(ctx, ev); err != nil && !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	return nil
 }
 
 // takeStacks takes a stuck job's stacks once and keeps what they say on
