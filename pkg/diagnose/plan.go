@@ -112,8 +112,10 @@ func EventName(tj *trainer.TrainJob, history []api.Transition, ev Event) string 
 
 // RecoverWindow is how recent a written transition must be for a manager
 // that takes over to write its Event again: one its predecessor wrote the
-// status of, then stopped before the Event went out.
-const RecoverWindow = time.Minute
+// status of, then stopped before the Event went out. When both replicas
+// die, the next leader waits for the old lease to expire and its pod to
+// start: minutes, not seconds.
+const RecoverWindow = 5 * time.Minute
 
 // recoverLast is the Event of the written status's last transition, to be
 // written again by a manager that has just taken the job over, when that
@@ -370,7 +372,7 @@ func nextLook(in Input, s api.Status) time.Duration {
 // Starting and Running within a second or two while the control plane is
 // busiest creating its pods; each write of the status is a TrainJob update
 // that Trainer's webhooks and controller process too. Transitions still get
-// their Event at once; the annotation catches up within StatusCoalesce.
+// their Event with the write that records them; the annotation catches up within StatusCoalesce.
 const StatusCoalesce = time.Second
 
 // detailCoalesce is the shortest time between two writes that change only
@@ -405,7 +407,7 @@ func writeDelay(mem Memory, last *api.Status, s api.Status, now time.Time) time.
 // (JobSetNotCreated, Unschedulable, GangScheduling, WorkersNotReady,
 // LauncherNotStarted) a second or more apart. Between them the status is
 // written every detailCoalesce; Running and every other phase go out
-// within StatusCoalesce, and each transition's Event at once.
+// within StatusCoalesce, and each transition's Event with its write.
 func startingUp(p api.Phase) bool {
 	return p == api.PhasePending || p == api.PhaseGangScheduling || p == api.PhaseStarting
 }

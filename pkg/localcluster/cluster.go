@@ -334,6 +334,12 @@ func (c *Cluster) Finish(ctx context.Context) error {
 		return err
 	}
 	done()
+
+	done = p.Step("starting the model registry (Kubeflow Model Registry %s, built from its Go module, on PostgreSQL) on %s: the Service %s/%s", toolchain.ModelRegistryVersion, RegistryURL, RegistryNamespace, RegistryService)
+	if err := c.startModelRegistry(ctx); err != nil {
+		return err
+	}
+	done()
 	return c.writeState(nil)
 }
 

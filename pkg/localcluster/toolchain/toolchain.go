@@ -34,6 +34,10 @@ type Module struct {
 	LDFlags string
 	// Tags are go build tags (comma-separated).
 	Tags string
+	// Script, when set, builds the outputs instead of go build: a script
+	// in the module's folder, given the folder to leave them in (an output
+	// may be a folder).
+	Script string
 	// Later marks what a first job does not need (the metrics, object and
 	// log stores): `mpijob-dev up` builds it at low CPU priority beside the
 	// rest and starts it once the cluster runs.
@@ -102,6 +106,16 @@ func Modules() []Module {
 			Outputs:  []string{"versitygw"},
 			LDFlags:  "-s -w",
 			Later:    true,
+		},
+		{
+			// The model registry jobs' models are registered in: the
+			// Kubeflow Model Registry server, built from its Go module with
+			// its generated OpenAPI client, and PostgreSQL 17 for it
+			// (hack/toolchain/model-registry/build.sh).
+			Dir:     "model-registry",
+			Script:  "build.sh",
+			Outputs: []string{"model-registry", "postgres"},
+			Later:   true,
 		},
 		{
 			// The log store the Launcher's and Workers' logs outlive their
@@ -262,6 +276,9 @@ func (m Module) build(ctx context.Context, repoRoot, bin string, lowPriority boo
 		return err
 	}
 	defer func() { _ = os.RemoveAll(tmp) }()
+	if m.Script != "" {
+		return m.runScript(ctx, repoRoot, bin, tmp, lowPriority)
+	}
 	args := []string{"build", "-buildvcs=false", "-gcflags", gcFlags, "-ldflags", m.LDFlags, "-o", tmp + "/"}
 	if m.Tags != "" {
 		args = append(args, "-tags", m.Tags)
@@ -294,6 +311,31 @@ func (m Module) build(ctx context.Context, repoRoot, bin string, lowPriority boo
 		}
 		if err := os.Rename(src, filepath.Join(bin, o)); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// runScript builds m's outputs with its script into tmp, then moves each
+// into bin, replacing what was there.
+func (m Module) runScript(ctx context.Context, repoRoot, bin, tmp string, lowPriority bool) error {
+	script := filepath.Join(repoRoot, "hack", "toolchain", m.Dir, m.Script)
+	cmd := exec.CommandContext(ctx, "bash", script, tmp)
+	if lowPriority {
+		cmd = exec.CommandContext(ctx, "nice", "-n", "19", "bash", script, tmp)
+	}
+	cmd.Dir = filepath.Join(repoRoot, "hack", "toolchain", m.Dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("failed to build %s (%s): %w\n%s", strings.Join(m.Outputs, ", "), script, err, out)
+	}
+	for _, o := range m.Outputs {
+		dst := filepath.Join(bin, o)
+		if err := os.RemoveAll(dst); err != nil {
+			return err
+		}
+		if err := os.Rename(filepath.Join(tmp, o), dst); err != nil {
+			return fmt.Errorf("build of %s left no %s: %w", m.Dir, o, err)
 		}
 	}
 	return nil

@@ -42,6 +42,18 @@ func TestPinsMatchToolchain(t *testing.T) {
 	}
 }
 
+// The model registry is built by a script from the pins file it reads.
+func TestModelRegistryPin(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "hack", "toolchain", "model-registry", "pins"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^MR_VERSION=(\S+)$`).FindSubmatch(b)
+	if m == nil || string(m[1]) != ModelRegistryVersion {
+		t.Errorf("model-registry/pins pins %q, the constant says %s", m, ModelRegistryVersion)
+	}
+}
+
 func TestToolModuleStamp(t *testing.T) {
 	root := t.TempDir()
 	dir := filepath.Join(root, "hack", "toolchain", "x")

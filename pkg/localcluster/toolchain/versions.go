@@ -18,6 +18,9 @@ const (
 	// VersityGWVersion is the S3-compatible object store (versitygw, a
 	// gateway that keeps objects in a POSIX directory).
 	VersityGWVersion = "v1.8.0"
+	// ModelRegistryVersion is the Kubeflow Model Registry server, the
+	// model registry (hack/toolchain/model-registry/pins).
+	ModelRegistryVersion = "v0.3.14"
 	// LokiVersion is Grafana Loki, the log store.
 	LokiVersion = "3.7.8"
 )
