@@ -34,7 +34,7 @@ func newRootCmd() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newUpCmd(), newDownCmd(), newStatusCmd(), newBuildCmd(), newReloadCmd(), newImagesCmd(), newImageBuilderCmd(), newLogCollectorCmd())
+	root.AddCommand(newUpCmd(), newDownCmd(), newStatusCmd(), newBuildCmd(), newReloadCmd(), newImagesCmd(), newImageBuilderCmd(), newLogCollectorCmd(), newRegistryGatewayCmd())
 	return root
 }
 
@@ -345,6 +345,12 @@ func hostProcessCmd(use, short string, serve func(context.Context, localcluster.
 // store's gateway.
 func newLogCollectorCmd() *cobra.Command {
 	return hostProcessCmd("log-collector", "Read the real nodes' pod logs into the log store and serve the store to mpijob-manager", localcluster.ServeLogs)
+}
+
+// newRegistryGatewayCmd is the model registry's gateway: it lets through
+// the callers the API server says may use the registry's Service.
+func newRegistryGatewayCmd() *cobra.Command {
+	return hostProcessCmd(localcluster.RegistryGatewayProcess, "Serve the model registry to callers whose token the API server says may use its Service", localcluster.ServeRegistryGateway)
 }
 
 // newImageBuilderCmd is the local cluster's on-demand image builder.

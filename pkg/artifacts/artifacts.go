@@ -46,7 +46,14 @@ type Store struct {
 	Connection, URI string
 	Endpoint        string
 	bucket, prefix  string
+	region          string
 	client          *minio.Client
+}
+
+// Object says where artifact name lies: its bucket and key, and the
+// endpoint and region of the store (what a model registry's URI names).
+func (s *Store) Object(name string) (bucket, key, endpoint, region string) {
+	return s.bucket, s.prefix + name, s.Endpoint, s.region
 }
 
 // NoStorageError says a job has no data connection to read artifacts
@@ -161,7 +168,7 @@ func New(connection string, data map[string][]byte, job string, opts ...Option) 
 	}
 	bucket := strings.TrimSpace(string(data[dataconn.Bucket]))
 	return &Store{
-		Connection: connection, Endpoint: ep, bucket: bucket, prefix: job + "/",
+		Connection: connection, Endpoint: ep, bucket: bucket, prefix: job + "/", region: region,
 		URI: "s3://" + bucket + "/" + job + "/", client: mc,
 	}, nil
 }

@@ -4,25 +4,40 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"time"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 const (
 	// registryDBPort is the model registry's PostgreSQL, on loopback.
 	registryDBPort = 9466
-	// RegistryPort is the model registry's REST API, on the pod network's
-	// bridge: the API server's service proxy and pods reach it through the
-	// Service model-registry/model-registry (config/dev/model-registry.yaml).
-	RegistryPort = 9467
-	// RegistryNamespace and RegistryService name the registry's Service.
+	// registryPort is the model registry's REST API, on loopback: only
+	// its gateway reaches it.
+	registryPort = 9467
+	// RegistryPort is the registry's gateway, on the pod network's bridge:
+	// callers with a token the API server says may use the registry's
+	// Service (config/dev/model-registry.yaml) get through, as behind
+	// OpenShift AI's kube-rbac-proxy. Pods reach it through the Service.
+	RegistryPort = 9468
+	// RegistryGatewayProcess is the gateway's host process.
+	RegistryGatewayProcess = "registry-gateway"
+	// RegistryNamespace is the registry's Service's namespace.
 	RegistryNamespace = "model-registry"
-	RegistryService   = "model-registry"
+	// RegistryService is the registry's Service.
+	RegistryService = "model-registry"
 	// registryDBUser runs PostgreSQL, which refuses to run as root: the
 	// unprivileged user nobody.
 	registryDBUser = 65534
@@ -46,6 +61,9 @@ func (c *Cluster) startModelRegistry(ctx context.Context) error {
 		return fmt.Errorf("the model registry's PostgreSQL: %w", err)
 	}
 	data := filepath.Join(dir, "pgdata")
+	if tcpOpen(fmt.Sprintf("127.0.0.1:%d", registryDBPort)) {
+		return c.startRegistryServer(ctx)
+	}
 	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); err != nil {
 		_ = os.RemoveAll(data)
 		if err := os.MkdirAll(data, 0o700); err != nil {
@@ -73,14 +91,152 @@ func (c *Cluster) startModelRegistry(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	return c.startRegistryServer(ctx)
+}
+
+// startRegistryServer starts the registry's server and its gateway, each
+// unless it runs.
+func (c *Cluster) startRegistryServer(ctx context.Context) error {
+	if !httpOK(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz/health", registryPort)) {
+		if err := c.startRegistryProcess(ctx); err != nil {
+			return err
+		}
+	}
+	if tcpOpen(fmt.Sprintf("%s:%d", DNSAddress, RegistryPort)) {
+		return nil
+	}
+	self, err := devExecutable(c.opts)
+	if err != nil {
+		return err
+	}
+	if err := c.startProcess(RegistryGatewayProcess, self, []string{RegistryGatewayProcess}, []string{"MPIJOB_CACHE_DIR=" + c.opts.CacheDir}); err != nil {
+		return err
+	}
+	return c.waitFor(ctx, RegistryGatewayProcess, 60*time.Second, func(ctx context.Context) bool {
+		return httpOK(ctx, RegistryURL+"/readyz/health")
+	})
+}
+
+// startRegistryProcess starts the registry's server.
+func (c *Cluster) startRegistryProcess(ctx context.Context) error {
 	if err := c.startProcess("model-registry", c.opts.bin("model-registry"), []string{"proxy",
-		"--hostname", DNSAddress, "--port", fmt.Sprint(RegistryPort),
+		"--hostname", "127.0.0.1", "--port", fmt.Sprint(registryPort),
 		"--embedmd-database-type", "postgres", "--embedmd-database-dsn", registryDBDSN}, nil); err != nil {
 		return err
 	}
 	return c.waitFor(ctx, "model-registry", 120*time.Second, func(ctx context.Context) bool {
-		return httpOK(ctx, RegistryURL+"/readyz/health")
+		return httpOK(ctx, fmt.Sprintf("http://127.0.0.1:%d/readyz/health", registryPort))
 	})
+}
+
+// StopModelRegistry stops the running cluster's model registry server (its
+// gateway and database keep running and answer that it is down): what a
+// test of a registry that is down does.
+func StopModelRegistry(opts Options) {
+	stopPidFiles(opts.runDir(), 10*time.Second, func(name string) bool { return name == "model-registry" })
+}
+
+// StartModelRegistry starts what of the running cluster's model registry
+// is not running (`mpijob-dev reload` restarts its gateway with this
+// checkout).
+func StartModelRegistry(ctx context.Context, opts Options, out io.Writer) error {
+	return New(runningCacheDir(opts), out).startModelRegistry(ctx)
+}
+
+// ServeRegistryGateway is `mpijob-dev registry-gateway`: the model
+// registry's gateway on the bridge. Like OpenShift AI's kube-rbac-proxy in
+// front of a registry, it takes the caller's bearer token, asks the API
+// server who it is (TokenReview) and whether they may use the registry's
+// Service (SubjectAccessReview on services/proxy: get to read; create,
+// update or patch to write, as the method says), and only then passes
+// the request on. The token is not passed on.
+func ServeRegistryGateway(ctx context.Context, opts Options, out io.Writer) error {
+	cs, err := opts.clientset()
+	if err != nil {
+		return err
+	}
+	target, _ := url.Parse(fmt.Sprintf("http://127.0.0.1:%d", registryPort))
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	verbs := map[string]string{http.MethodGet: "get", http.MethodHead: "get", http.MethodPost: "create", http.MethodPut: "update", http.MethodPatch: "patch"}
+	srv := &http.Server{
+		Addr:              fmt.Sprintf("%s:%d", DNSAddress, RegistryPort),
+		ReadHeaderTimeout: 10 * time.Second,
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/readyz/health" {
+				proxy.ServeHTTP(w, r)
+				return
+			}
+			token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || strings.TrimSpace(token) == "" {
+				http.Error(w, "the model registry takes a bearer token: your Kubernetes token (kubectl mpijob register sends your kubeconfig's)", http.StatusUnauthorized)
+				return
+			}
+			verb, ok := verbs[r.Method]
+			if !ok {
+				http.Error(w, "method "+r.Method+" is not served", http.StatusMethodNotAllowed)
+				return
+			}
+			tr, err := cs.AuthenticationV1().TokenReviews().Create(r.Context(), &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: strings.TrimSpace(token)}}, metav1.CreateOptions{})
+			if err != nil {
+				http.Error(w, "the API server could not review the token: "+err.Error(), http.StatusBadGateway)
+				return
+			}
+			if !tr.Status.Authenticated {
+				http.Error(w, "the API server does not know this token", http.StatusUnauthorized)
+				return
+			}
+			u := tr.Status.User
+			extra := map[string]authorizationv1.ExtraValue{}
+			for k, v := range u.Extra {
+				extra[k] = authorizationv1.ExtraValue(v)
+			}
+			sar, err := cs.AuthorizationV1().SubjectAccessReviews().Create(r.Context(), &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: u.Username, Groups: u.Groups, UID: u.UID, Extra: extra,
+				ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: RegistryNamespace, Verb: verb, Resource: "services", Subresource: "proxy", Name: RegistryService},
+			}}, metav1.CreateOptions{})
+			if err != nil {
+				http.Error(w, "the API server could not review the access: "+err.Error(), http.StatusBadGateway)
+				return
+			}
+			if !sar.Status.Allowed {
+				http.Error(w, fmt.Sprintf("%s may not %s the model registry (services/proxy %s/%s)", u.Username, verb, RegistryNamespace, RegistryService), http.StatusForbidden)
+				return
+			}
+			r.Header.Del("Authorization")
+			proxy.ServeHTTP(w, r)
+		}),
+	}
+	ln, err := net.Listen("tcp", srv.Addr)
+	if err != nil {
+		return err
+	}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	fmt.Fprintf(out, "registry-gateway: serving the model registry on %s to callers the API server lets use services/proxy %s/%s\n", srv.Addr, RegistryNamespace, RegistryService)
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// devExecutable is mpijob-dev, which serves the local cluster's host
+// processes: this executable, or the checkout's bin/mpijob-dev when this
+// is another (a test that starts a part again).
+func devExecutable(opts Options) (string, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return "", err
+	}
+	if filepath.Base(self) == "mpijob-dev" {
+		return self, nil
+	}
+	dev := filepath.Join(opts.RepoRoot, "bin", "mpijob-dev")
+	if _, err := os.Stat(dev); err != nil {
+		return "", fmt.Errorf("%s is not built (make bin/mpijob-dev): %w", dev, err)
+	}
+	return dev, nil
 }
 
 // tcpOpen reports whether something listens on addr.

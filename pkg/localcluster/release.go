@@ -440,6 +440,16 @@ func RestartImageBuilder(ctx context.Context, opts Options, out io.Writer) error
 		}
 		done()
 	}
+	// The model registry's gateway decides who gets through: the
+	// checkout's rule.
+	if fileExists(filepath.Join(opts.runDir(), RegistryGatewayProcess+".pid")) {
+		done = c.progress.Step("restarting the model registry's gateway with this checkout")
+		stopPidFiles(opts.runDir(), 5*time.Second, func(name string) bool { return name == RegistryGatewayProcess })
+		if err := c.startRegistryServer(ctx); err != nil {
+			return err
+		}
+		done()
+	}
 	return nil
 }
 
