@@ -27,8 +27,12 @@ func (f *fakeRegistry) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	p := strings.TrimPrefix(r.URL.Path, APIPath)
 	reply := func(code int, v any) {
+		b, err := json.Marshal(v)
+		if err != nil {
+			panic(err)
+		}
 		w.WriteHeader(code)
-		_ = json.NewEncoder(w).Encode(v)
+		_, _ = w.Write(b)
 	}
 	var body map[string]any
 	if r.Method == http.MethodPost {
