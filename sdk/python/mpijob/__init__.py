@@ -24,6 +24,7 @@ from .errors import (
 )
 from .logs import merge_logs
 from .redact import Redactor, redact
+from .registry import Registration, RegistryUnreachableError, VersionTakenError
 from .stacks import Stacks
 from .types import PHASES, FailedPod, JobEvent, JobRow, JobSpec, JobStatus, LifecycleEvent, MPIJob, PodRecord, PodRef, Runtime, Transition, is_job_object
 
@@ -47,9 +48,12 @@ __all__ = [
     "PodRef",
     "QuotaExceededError",
     "Redactor",
+    "Registration",
+    "RegistryUnreachableError",
     "Runtime",
     "Stacks",
     "Transition",
+    "VersionTakenError",
     "WaitTimeoutError",
     "explain",
     "is_job_object",

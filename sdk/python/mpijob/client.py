@@ -23,6 +23,7 @@ from typing import Any
 from . import progress as _progress
 from .backends import Backend, KubernetesBackend
 from .errors import InvalidJobError
+from .registry import Registration
 from .stacks import Stacks
 from .types import (
     JobEvent,
@@ -222,6 +223,31 @@ class MPIJobClient:
         :class:`MPIJobError` naming the connection or claim when reading fails.
         """
         return self._backend.get_artifacts(name=name, download_dir=download_dir, files=files, overwrite=overwrite)
+
+    def register_model(self, job: str, name: str, version: str | None = None, artifact: str | None = None,
+                       registry: str | None = None, registry_url: str | None = None, registry_ca: str | None = None,
+                       new_model: bool = False) -> Registration:
+        """Register the model succeeded job ``job`` wrote to ``$MPIJOB_OUTPUT_URI`` as ``version``
+        (default: the job's name) of model ``name`` in a Kubeflow Model Registry (OpenShift AI's),
+        as ``kubectl mpijob register`` does: the model file's URI
+        (``s3://BUCKET/KEY?endpoint=...&defaultRegion=...``), its format, the job's accuracy and loss,
+        and where it came from (namespace, job, runtime, Workers, image, creator) as properties.
+
+        The registry is reached as you, with your kubeconfig's token: at the address its Service
+        names (``registry="NAMESPACE/SERVICE"``, default ``$MPIJOB_MODEL_REGISTRY`` or
+        ``model-registry/model-registry``), or at ``registry_url`` (``registry_ca``: a private CA's
+        PEM file). ``artifact`` picks the file when the job wrote more than one ``model.*``.
+        A name close to a registered model's is refused as a likely typo unless ``new_model=True``.
+
+        Registering the same job's model under the same version again changes nothing
+        (``unchanged`` is True). Raises :class:`InvalidJobError` naming the field for bad input, a
+        job that has not succeeded or a version another job registered (:class:`VersionTakenError`),
+        :class:`PermissionDeniedError` when the registry refuses you, and
+        :class:`RegistryUnreachableError` when it does not answer (the job is unchanged: call
+        again later).
+        """
+        return self._backend.register_model(job=job, name=name, version=version, artifact=artifact, registry=registry,
+                                            registry_url=registry_url, registry_ca=registry_ca, new_model=new_model)
 
     def get_job(self, name: str) -> MPIJob:
         """The job ``name`` with its status (phase, Launcher, Workers ready/total,

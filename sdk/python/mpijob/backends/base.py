@@ -12,6 +12,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from .. import progress as _progress
+from ..registry import Registration
 from ..stacks import Stacks
 from ..types import (
     JobEvent,
@@ -44,6 +45,12 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def get_artifacts(self, name: str, download_dir: str | None = None, files: Sequence[str] | None = None,
                       overwrite: bool = False) -> list[dict[str, Any]]:
+        ...
+
+    @abc.abstractmethod
+    def register_model(self, job: str, name: str, version: str | None = None, artifact: str | None = None,
+                       registry: str | None = None, registry_url: str | None = None, registry_ca: str | None = None,
+                       new_model: bool = False) -> Registration:
         ...
 
     @abc.abstractmethod

@@ -298,6 +298,34 @@ class KubernetesAPI:
 
     # -- data connections and PVCs ----------------------------------------------
 
+    def service_annotations(self, namespace: str, name: str) -> dict[str, str] | None:
+        """A Service's annotations (None when there is no such Service); read as the user."""
+        try:
+            svc = self._core.read_namespaced_service(name, namespace)
+        except ApiException as e:
+            if e.status == 404:
+                return None
+            raise from_api_exception(e, name) from None
+        return dict(svc.metadata.annotations or {})
+
+    def bearer_token(self) -> str:
+        """The kubeconfig's (or the pod's) bearer token, "" when it has none."""
+        cfg = getattr(self._api, "configuration", None)
+        if cfg is None:
+            return ""
+        if getattr(cfg, "refresh_api_key_hook", None) is not None:
+            cfg.refresh_api_key_hook(cfg)
+        auth = (getattr(cfg, "api_key", None) or {}).get("authorization", "") or ""
+        return auth[len("Bearer "):] if auth.startswith("Bearer ") else ""
+
+    def whoami(self) -> str:
+        """The caller's user name, as the API server knows it ("" when it will not say)."""
+        try:
+            r = k8s.AuthenticationV1Api(self._api).create_self_subject_review({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+            return str(r.status.user_info.username or "")
+        except Exception:
+            return ""
+
     def get_secret(self, name: str) -> dict[str, Any] | None:
         """A Secret with its data decoded (None when there is none); read as the user."""
         import base64

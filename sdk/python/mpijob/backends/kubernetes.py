@@ -41,6 +41,7 @@ from ..frameworks import MPI as MPI_FRAMEWORK
 from ..frameworks import framework_of_trainjob, runtime_framework
 from ..placement import placement_lines
 from ..redact import Redactor
+from ..registry import Registration
 from ..suggest import closest
 from ..types import (
     CLONE_KEEPS,
@@ -213,6 +214,86 @@ class KubernetesBackend(Backend):
             raise InvalidJobError(str(problem), field="data_connection")
         assert secret is not None
         return _artifacts.list_and_download(conns[0], secret["data"], name, download_dir, list(files or []), overwrite)
+
+    def register_model(self, job: str, name: str, version: str | None = None, artifact: str | None = None,
+                       registry: str | None = None, registry_url: str | None = None, registry_ca: str | None = None,
+                       new_model: bool = False) -> Registration:
+        import os
+
+        from .. import registry as _reg
+
+        ref = _reg.parse_ref("name", f"{name}:{version}" if version is not None else name, job)
+        address = registry_url or ""
+        if not address:
+            svc = registry or os.environ.get("MPIJOB_MODEL_REGISTRY") or _reg.DEFAULT_REGISTRY
+            ns, _, svc_name = svc.partition("/")
+            if not ns or not svc_name or "/" in svc_name:
+                raise InvalidJobError(f'registry "{svc}": name the registry\'s Service as NAMESPACE/SERVICE, e.g. {_reg.DEFAULT_REGISTRY}',
+                                      field="registry")
+            ann = self._api.service_annotations(ns, svc_name)
+            if ann is None:
+                raise InvalidJobError(f"registry {svc}: there is no model registry Service {svc_name} in namespace {ns}: name the "
+                                      "registry with registry=NAMESPACE/SERVICE (OpenShift AI: rhoai-model-registries/NAME) or registry_url=",
+                                      field="registry")
+            address = _reg.address_of(ann)
+            if not address:
+                raise InvalidJobError(f"Service {svc} does not say where its registry's REST API is (annotation {_reg.URL_ANNOTATION} "
+                                      f"or {_reg.ODH_REST_ANNOTATION}): give registry_url=", field="registry")
+        token = self._api.bearer_token()
+        if not token:
+            raise InvalidJobError("your kubeconfig has no token to give the model registry (it takes a bearer token, as OpenShift AI's does): "
+                                  "log in with one (oc login), or use a context that has one", field="registry")
+        client = _reg.RegistryClient(address, token, registry_ca)
+        obj = self._get(job)
+        j = MPIJob.from_trainjob(obj)
+        complete = any(c.get("type") == "Complete" and c.get("status") == "True" for c in (obj.get("status") or {}).get("conditions") or [])
+        if j.status.phase != "Succeeded" and not complete:
+            raise InvalidJobError(f"MPI job {job} is {j.status.phase}: a model is registered from a job that succeeded "
+                                  f"(client.wait_for_job({job!r}), then register it)", field="job")
+        items = self.get_artifacts(job)
+        picked = _reg.pick_model(job, [i["name"] for i in items], artifact)
+        item = next(i for i in items if i["name"] == picked)
+        uri = item.get("uri", "")
+        if uri.startswith("s3://"):
+            conns = self._connections_of(obj)
+            secret = self._api.get_secret(conns[0]) or {"data": {}}
+            data = secret["data"]
+            bucket, _, key = uri[len("s3://"):].partition("/")
+            uri = _reg.s3_uri(bucket, key, (data.get(_dataconn.ENDPOINT) or "").strip(), (data.get(_dataconn.REGION) or "").strip() or "us-east-1")
+        fmt = _reg.format_of(picked) or ("", "")
+        metrics = {k: v for k, v in ((j.progress.metrics if j.progress else {}) or {}).items() if k in ("accuracy", "loss")}
+        meta = obj.get("metadata") or {}
+        prov = {"namespace": meta.get("namespace", ""), "job": job, "uid": meta.get("uid", ""), "runtime": j.runtime,
+                "workers": str(((obj.get("spec") or {}).get("trainer") or {}).get("numNodes") or ""),
+                "image": self._image_of(obj), "creator": j.status.creator}
+        m = _reg.Model(ref=ref, uri=uri, artifact=picked, format=fmt[0], format_version=fmt[1], author=self._api.whoami(),
+                       description=f"Trained by MPI job {prov['namespace']}/{job} (runtime {j.runtime})", metrics=metrics,
+                       provenance={k: v for k, v in prov.items() if v})
+        if not new_model and client.find_model(ref.name) is None:
+            near = closest(ref.name, client.model_names())
+            if near:
+                raise InvalidJobError(f"model {ref.name} is not in the registry, but {near} is: did you mean "
+                                      f"register_model({job!r}, {near!r}, version={ref.version!r})? To create model {ref.name}, pass new_model=True",
+                                      field="model")
+        return client.register(m)
+
+    def _connections_of(self, obj: dict[str, Any]) -> list[str]:
+        rt_ref = (obj.get("spec") or {}).get("runtimeRef") or {}
+        if rt_ref.get("kind") != "TrainingRuntime":
+            return []
+        spec = self._api.job_runtime(rt_ref["name"])["spec"]
+        _, worker = _jobspec._node_containers(spec)
+        return _dataconn.connections_of((worker or {}).get("env") or [])
+
+    def _image_of(self, obj: dict[str, Any]) -> str:
+        img = ((obj.get("spec") or {}).get("trainer") or {}).get("image")
+        if img:
+            return str(img)
+        rt_ref = (obj.get("spec") or {}).get("runtimeRef") or {}
+        if rt_ref.get("kind") != "TrainingRuntime":
+            return ""
+        _, worker = _jobspec._node_containers(self._api.job_runtime(rt_ref["name"])["spec"])
+        return str((worker or {}).get("image") or "")
 
     def _create(self, job: _jobspec.Job, dry_run: bool) -> MPIJob:
         body, rt = job.train_job, job.runtime
