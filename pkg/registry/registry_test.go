@@ -109,3 +109,14 @@ func TestS3URI(t *testing.T) {
 		})
 	}
 }
+
+// The SDK ships the same rules (sdk/python/mpijob/model-rules.json).
+func TestSDKShipsTheRules(t *testing.T) {
+	sdk, err := os.ReadFile("../../sdk/python/mpijob/model-rules.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(sdk) != string(rulesJSON) {
+		t.Error("sdk/python/mpijob/model-rules.json differs from pkg/registry/model-rules.json: copy it (cp pkg/registry/model-rules.json sdk/python/mpijob/)")
+	}
+}

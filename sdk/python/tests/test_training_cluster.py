@@ -71,6 +71,19 @@ def test_sdk_trains_from_s3_and_reads_progress_and_artifacts(client, tmp_path):
         assert job.progress is not None and job.progress.percent == 100 and job.progress.total_epochs == 12, job.progress
         assert job.progress.metrics["accuracy"] >= 0.9
         assert training, [ev.message for ev in events]
+        # The model goes on: registered in the local cluster's real Model Registry, as dev-a.
+        model = unique("sdk-digits-classifier")
+        reg = client.register_model(name, model, version="v1", new_model=True)
+        assert reg.new_model and not reg.unchanged
+        assert reg.uri.startswith("s3://team-a/" + name + "/model.npz?") and "defaultRegion=us-east-1" in reg.uri
+        again = client.register_model(name, model, version="v1")
+        assert again.unchanged and again.version_id == reg.version_id
+        with pytest.raises(InvalidJobError) as e:
+            client.register_model(name, model.replace("classifier", "clasifier"), version="v2")
+        assert e.value.field == "name" and f"did you mean register_model({name!r}, {model!r}" in str(e.value)
+        with pytest.raises(InvalidJobError) as e:
+            client.register_model(name, "digits classifier")
+        assert e.value.field == "name" and "digits classifier" in str(e.value)
     finally:
         client.delete_job(name)
 

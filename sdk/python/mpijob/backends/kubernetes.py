@@ -274,7 +274,7 @@ class KubernetesBackend(Backend):
             if near:
                 raise InvalidJobError(f"model {ref.name} is not in the registry, but {near} is: did you mean "
                                       f"register_model({job!r}, {near!r}, version={ref.version!r})? To create model {ref.name}, pass new_model=True",
-                                      field="model")
+                                      field="name")
         return client.register(m)
 
     def _connections_of(self, obj: dict[str, Any]) -> list[str]:
