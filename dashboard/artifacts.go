@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/artifacts"
+	"github.com/mpijob/mpijob/pkg/registry"
 )
 
 // Artifacts is what the Artifacts tab shows.
@@ -23,6 +24,9 @@ type Artifacts struct {
 	Claim      string             `json:"claim,omitempty"`
 	URI        string             `json:"uri,omitempty"`
 	Objects    []artifacts.Object `json:"objects"`
+	// Models are the objects that are model files (registry.IsModelFile):
+	// what the Register button offers.
+	Models []string `json:"models,omitempty"`
 	// Message says why there are none to show (no data connection, ...).
 	Message string `json:"message,omitempty"`
 	// Error is set when they cannot be read (the store refused, ...).
@@ -32,6 +36,9 @@ type Artifacts struct {
 // tenantStoreTransport reaches tenants' object stores, one for the
 // dashboard's life (its connections are reused across reads).
 var tenantStoreTransport = artifacts.NoLocalTransport()
+
+// artifactsTransport is how the dashboard reaches a tenant's store.
+func artifactsTransport() artifacts.Option { return artifacts.WithTransport(tenantStoreTransport) }
 
 // jobArtifacts lists what the job wrote to its data connection (reading
 // the connection's Secret as the user) or its PVC (through a reader pod
@@ -51,7 +58,13 @@ func (s *Server) jobArtifacts(w http.ResponseWriter, r *http.Request, c *userCli
 	if objs == nil {
 		objs = []artifacts.Object{}
 	}
-	writeJSON(w, http.StatusOK, Artifacts{Connection: loc.Connection, Claim: loc.Claim, URI: loc.URI, Objects: objs})
+	var models []string
+	for _, o := range objs {
+		if registry.IsModelFile(o.Name) {
+			models = append(models, o.Name)
+		}
+	}
+	writeJSON(w, http.StatusOK, Artifacts{Connection: loc.Connection, Claim: loc.Claim, URI: loc.URI, Objects: objs, Models: models})
 }
 
 // jobArtifact downloads one artifact.

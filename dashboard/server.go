@@ -72,6 +72,11 @@ type Server struct {
 	PrometheusURL string
 	// ScrapeInterval is how often that Prometheus scrapes (default 15 s).
 	ScrapeInterval time.Duration
+	// ModelRegistry is the model registry's Service, NAMESPACE/SERVICE,
+	// whose annotation says where its REST API is (empty:
+	// $MPIJOB_MODEL_REGISTRY, else the local cluster's). Users register
+	// there with their own token; they cannot name another.
+	ModelRegistry string
 	// Log receives request errors.
 	Log *slog.Logger
 	// tests are the Test runtime runs.
@@ -143,6 +148,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /api/jobs/{ns}/{name}/stacks", s.authed(s.jobStacks))
 	mux.HandleFunc("GET /api/jobs/{ns}/{name}/artifacts", s.authed(s.jobArtifacts))
 	mux.HandleFunc("GET /api/jobs/{ns}/{name}/artifacts/{file...}", s.authed(s.jobArtifact))
+	mux.HandleFunc("POST /api/jobs/{ns}/{name}/register", s.authed(s.registerModel))
 	mux.HandleFunc("GET /api/namespaces/{ns}/data-connections", s.authed(s.dataConnections))
 	mux.HandleFunc("GET /api/stream", s.authed(s.limited("live-update streams", MaxEventStreamsPerUser, s.stream)))
 	mux.HandleFunc("GET /api/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })

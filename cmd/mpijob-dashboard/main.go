@@ -29,6 +29,7 @@ import (
 // settings are the dashboard's command line.
 type settings struct {
 	listen, kubeconfig, namespacesContext, promURL string
+	modelRegistry                                  string
 	offerUsers                                     bool
 	scrape                                         time.Duration
 }
@@ -40,6 +41,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (settings, error) {
 	fs.BoolVar(&s.offerUsers, "offer-kubeconfig-users", false, "offer the kubeconfig's token users on a login page (the local cluster)")
 	fs.StringVar(&s.namespacesContext, "namespaces-context", "", "kubeconfig context that lists namespace names for users who may not list namespaces (empty: in-cluster service account; \"-\": none)")
 	fs.StringVar(&s.promURL, "prometheus-url", "", "Prometheus that scrapes the kubelets' resource metrics and mpijob-manager, for the job page's Metrics tab (empty: no Metrics tab data)")
+	fs.StringVar(&s.modelRegistry, "model-registry", "", "the model registry's Service, NAMESPACE/SERVICE, where the Artifacts tab registers models as the user (empty: $MPIJOB_MODEL_REGISTRY, else model-registry/model-registry)")
 	fs.DurationVar(&s.scrape, "prometheus-scrape-interval", 15*time.Second, "how often that Prometheus scrapes (the finest step of a chart)")
 	return s, fs.Parse(args)
 }
@@ -47,13 +49,13 @@ func parseFlags(fs *flag.FlagSet, args []string) (settings, error) {
 func main() {
 	s, _ := parseFlags(flag.CommandLine, os.Args[1:]) // flag.ExitOnError: a bad flag exits
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	if err := run(s.listen, s.kubeconfig, s.namespacesContext, s.offerUsers, log, s.promURL, s.scrape); err != nil {
+	if err := run(s.listen, s.kubeconfig, s.namespacesContext, s.offerUsers, log, s.promURL, s.scrape, s.modelRegistry); err != nil {
 		fmt.Fprintln(os.Stderr, "mpijob-dashboard:", err)
 		os.Exit(1)
 	}
 }
 
-func run(listen, kubeconfig, nsContext string, offerUsers bool, log *slog.Logger, promURL string, scrape time.Duration) error {
+func run(listen, kubeconfig, nsContext string, offerUsers bool, log *slog.Logger, promURL string, scrape time.Duration, modelRegistry string) error {
 	var base *rest.Config
 	var err error
 	if promURL != "" {
@@ -71,7 +73,7 @@ func run(listen, kubeconfig, nsContext string, offerUsers bool, log *slog.Logger
 		}
 		log.Warn("the login page offers the kubeconfig's users with no credential: for this machine only (it serves on a loopback address); in a cluster use an OAuth proxy", "listen", listen)
 	}
-	srv := &dashboard.Server{Log: log, PrometheusURL: promURL, ScrapeInterval: scrape}
+	srv := &dashboard.Server{Log: log, PrometheusURL: promURL, ScrapeInterval: scrape, ModelRegistry: modelRegistry}
 	if kubeconfig == "" {
 		if base, err = rest.InClusterConfig(); err != nil {
 			return fmt.Errorf("not in a cluster and no --kubeconfig: %w", err)

@@ -82,7 +82,7 @@ func TestRun(t *testing.T) {
 				tc.listen = "127.0.0.1:9090"
 			}
 			t.Setenv("KUBERNETES_SERVICE_HOST", "")
-			err := run(tc.listen, tc.kubeconfig, tc.nsContext, tc.offer, log, tc.prom, tc.scrape)
+			err := run(tc.listen, tc.kubeconfig, tc.nsContext, tc.offer, log, tc.prom, tc.scrape, "")
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("run: %v, want an error with %q", err, tc.want)
 			}

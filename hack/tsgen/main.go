@@ -66,6 +66,8 @@ var roots = []struct {
 	{"RuntimeInfo", dashboard.RuntimeInfo{}},
 	{"FieldError", dashboard.FieldError{}},
 	{"CreateAnswer", dashboard.CreateAnswer{}},
+	{"RegisterRequest", dashboard.RegisterRequest{}},
+	{"RegisterAnswer", dashboard.RegisterAnswer{}},
 	{"QuotaLine", dashboard.QuotaLine{}},
 	{"QuotaCheck", dashboard.QuotaCheck{}},
 	{"CloneSource", dashboard.CloneSource{}},

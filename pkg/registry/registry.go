@@ -111,7 +111,7 @@ func PickModel(job string, artifacts []string, chosen string) (string, error) {
 	}
 	var models []string
 	for _, a := range artifacts {
-		if _, _, ok := FormatOf(a); ok && strings.HasPrefix(a[strings.LastIndex(a, "/")+1:], rules.ModelPrefix) {
+		if IsModelFile(a) {
 			models = append(models, a)
 		}
 	}
@@ -122,6 +122,12 @@ func PickModel(job string, artifacts []string, chosen string) (string, error) {
 		return "", fmt.Errorf("job %s wrote no model file (model.onnx, model.pt, model.npz, ...) to $MPIJOB_OUTPUT_URI; it has %s: name the file with --artifact NAME", job, listOrNone(artifacts))
 	}
 	return "", fmt.Errorf("job %s wrote %d model files (%s): name the one to register with --artifact NAME", job, len(models), strings.Join(models, ", "))
+}
+
+// IsModelFile reports a model file: model.* of a format FormatOf knows.
+func IsModelFile(name string) bool {
+	_, _, ok := FormatOf(name)
+	return ok && strings.HasPrefix(name[strings.LastIndex(name, "/")+1:], rules.ModelPrefix)
 }
 
 func listOrNone(names []string) string {

@@ -210,6 +210,17 @@ func TestRegisterModel(t *testing.T) {
 		}
 	})
 
+	t.Run("the dashboard registers too", func(t *testing.T) {
+		ts, _ := dashboardServer(t)
+		browserCheck(t, "register.mjs", ts.URL, "Register on the Artifacts tab", "JOB="+name, "MODEL="+model)
+		var rm regEntity
+		registryGet(t, "/registered_model", url.Values{"name": {model}}, &rm)
+		var v regEntity
+		if code := registryGet(t, "/model_version", url.Values{"name": {"ui-1"}, "parentResourceId": {rm.ID}}, &v); code != http.StatusOK || v.Author != user {
+			t.Errorf("the dashboard's version ui-1: %d, author %q; want it registered by %s", code, v.Author, user)
+		}
+	})
+
 	t.Run("a version another job registered is not taken over", func(t *testing.T) {
 		other := framework.UniqueName("reg-b")
 		expect(t, mpijob(t, "dev-b", "team-b", append([]string{"create", other, "--workers", "2", "--slots-per-worker", "1", "--data-connection", localcluster.DataConnectionName},

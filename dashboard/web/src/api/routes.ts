@@ -29,6 +29,7 @@ export const apiRoutes = {
   jobProgress: (ns: string, name: string) => `${job(ns, name)}/progress`,
   jobStacks: (ns: string, name: string) => `${job(ns, name)}/stacks`,
   jobArtifacts: (ns: string, name: string) => `${job(ns, name)}/artifacts`,
+  jobRegister: (ns: string, name: string) => `${job(ns, name)}/register`,
   jobArtifact: (ns: string, name: string, file: string) => `${job(ns, name)}/artifacts/${file.split('/').map(seg).join('/')}`,
   /** The live stream of a namespace's jobs ("" = every namespace), or of one job. */
   stream: (ns: string, name?: string) => `/api/stream?namespace=${seg(ns)}${name ? `&job=${seg(name)}` : ''}`,

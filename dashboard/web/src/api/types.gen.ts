@@ -16,6 +16,7 @@ export interface ArtifactList {
   claim?: string;
   uri?: string;
   objects: ArtifactObject[];
+  models?: string[];
   message?: string;
   error?: string;
 }
@@ -283,6 +284,27 @@ export interface QuotaLine {
   requested: string;
   hard: string;
   used: string;
+}
+
+export interface RegisterAnswer {
+  model?: string;
+  version?: string;
+  uri?: string;
+  format?: string;
+  unchanged?: boolean;
+  newModel?: boolean;
+  message?: string;
+  error?: string;
+  field?: string;
+  near?: string;
+  command?: string;
+}
+
+export interface RegisterRequest {
+  name: string;
+  version?: string;
+  artifact?: string;
+  newModel?: boolean;
 }
 
 export interface Resources {

@@ -6,13 +6,15 @@ import { apiRoutes } from '../../api/routes';
 import { age } from '../../lib/format';
 import { bytes } from '../../lib/progress';
 import type { ArtifactList } from '../../api/types';
+import { RegisterModelModal } from './RegisterModelModal';
 
 // The Artifacts tab: what the job wrote to its $MPIJOB_OUTPUT_URI, under
 // s3://BUCKET/JOB/ on its first data connection or under /mnt/CLAIM/JOB/ on
 // its PVC (read through a short-lived pod), read as the user; each can be
 // downloaded.
-export function ArtifactsTab({ namespace, name, now }: { namespace: string; name: string; now: number }) {
+export function ArtifactsTab({ namespace, name, now, succeeded }: { namespace: string; name: string; now: number; succeeded?: boolean }) {
   const [list, setList] = useState<ArtifactList | null>(null);
+  const [registering, setRegistering] = useState(false);
   const [error, setError] = useState('');
   const [tick, setTick] = useState(0);
   useEffect(() => {
@@ -35,6 +37,15 @@ export function ArtifactsTab({ namespace, name, now }: { namespace: string; name
         {list.claim ? <>on PVC <b>{list.claim}</b>, read through a short-lived pod that mounts it read-only</> : <>on data connection <b>{list.connection}</b></>}{' '}
         <Button variant="link" isInline onClick={() => setTick((t) => t + 1)}>Refresh</Button>
       </Content>
+      {succeeded && (list.models ?? []).length > 0 && (
+        <Button variant="secondary" onClick={() => setRegistering(true)} data-testid="register-open" style={{ marginBottom: 8 }}>
+          Register model
+        </Button>
+      )}
+      {registering && (
+        <RegisterModelModal namespace={namespace} job={name} models={list.models ?? []}
+          onClose={() => setRegistering(false)} />
+      )}
       {list.objects.length === 0 ? (
         <Content component="p" data-testid="artifacts-empty">No artifacts yet: the job writes them to $MPIJOB_OUTPUT_URI.</Content>
       ) : (

@@ -144,7 +144,7 @@ export function JobPage({ namespace, name, tab }: { namespace: string; name: str
               <StacksTab namespace={namespace} name={name} phase={detail.job.phase} />
             </Tab>
             <Tab eventKey="artifacts" title={<TabTitleText>Artifacts</TabTitleText>} data-testid="artifacts-tab">
-              <ArtifactsTab namespace={namespace} name={name} now={now} />
+              <ArtifactsTab namespace={namespace} name={name} now={now} succeeded={detail.job.phase === 'Succeeded'} />
             </Tab>
             <Tab eventKey="events" title={<TabTitleText>Events</TabTitleText>}>
               <Events events={events} history={detail.history} />
