@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httputil"
 	"net/url"
@@ -339,14 +338,10 @@ func ServeLogs(ctx context.Context, opts Options, out io.Writer) error {
 			proxy.ServeHTTP(w, r)
 		}),
 	}
-	ln, err := net.Listen("tcp", srv.Addr)
+	ln, err := listenUntilDone(ctx, srv)
 	if err != nil {
 		return err
 	}
-	go func() {
-		<-ctx.Done()
-		_ = srv.Close()
-	}()
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			fmt.Fprintf(out, "log-collector: gateway: %v\n", err)

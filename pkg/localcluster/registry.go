@@ -206,19 +206,29 @@ func ServeRegistryGateway(ctx context.Context, opts Options, out io.Writer) erro
 			proxy.ServeHTTP(w, r)
 		}),
 	}
-	ln, err := net.Listen("tcp", srv.Addr)
+	ln, err := listenUntilDone(ctx, srv)
 	if err != nil {
 		return err
 	}
-	go func() {
-		<-ctx.Done()
-		_ = srv.Close()
-	}()
 	fmt.Fprintf(out, "registry-gateway: serving the model registry on %s to callers the API server lets use services/proxy %s/%s\n", srv.Addr, RegistryNamespace, RegistryService)
 	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err
 	}
 	return nil
+}
+
+// listenUntilDone listens on srv's address and closes srv when ctx ends:
+// the host processes' gateways.
+func listenUntilDone(ctx context.Context, srv *http.Server) (net.Listener, error) {
+	ln, err := net.Listen("tcp", srv.Addr)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		<-ctx.Done()
+		_ = srv.Close()
+	}()
+	return ln, nil
 }
 
 // devExecutable is mpijob-dev, which serves the local cluster's host

@@ -108,6 +108,7 @@ def test_notebook_runs_headless(kubeconfig_path, tmp_path):
                 os.environ[k] = v
     out = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert "Succeeded" in out and "accuracy in the job" in out, out
+    assert "registered digits-classifier-" + env["MPIJOB_NOTEBOOK_JOB"] + " v1: s3://team-a/" in out, out
     assert (tmp_path / env["MPIJOB_NOTEBOOK_JOB"] / "loss.png").stat().st_size > 1000
 
 
