@@ -23,7 +23,7 @@ func TestTopNamesAThrottledWorker(t *testing.T) {
 		t.Skip("no Prometheus: set MPIJOB_PROMETHEUS_URL")
 	}
 	name := framework.UniqueName("top")
-	spin := `timeout 150 sh -c "while :; do :; done"`
+	spin := `timeout 600 sh -c "while :; do :; done"` // longer than the test looks: deleted at its end
 	expect(t, mpijob(t, "dev-a", "team-a", "create", name, "--workers", "2", "--cpu", "500m", "--", "mpirun", "sh", "-c", spin), 0, "created")
 	t.Cleanup(func() { mpijob(t, "dev-a", "team-a", "delete", name, "--wait=false") })
 	expect(t, mpijob(t, "dev-a", "team-a", "wait", name, "--for=Running", "--timeout", "3m"), 0)
