@@ -47,7 +47,7 @@ func (r *runtimesListOptions) Run(ctx context.Context) error {
 	fmt.Fprintln(w, "NAME\tSCOPE\tMPI\tLAUNCHER HOSTS RANKS\tIMAGE\tDESCRIPTION")
 	for _, rt := range bases {
 		fmt.Fprintf(w, "%s\t%s\t%s\t%v\t%s\t%s\n", rt.Name, runtimeScope(rt), orDash(rt.Annotations["mpijob.dev/mpi-implementation"]),
-			runtimes.LauncherAsNode(&rt.Spec), workerImage(&rt.Spec), orDash(rt.Annotations[api.DescriptionAnnotation]))
+			runtimes.LauncherAsNode(&rt.Spec), orDash(runtimes.WorkerImage(&rt.Spec)), orDash(rt.Annotations[api.DescriptionAnnotation]))
 	}
 	return w.Flush()
 }
@@ -59,18 +59,4 @@ func runtimeScope(rt *trainer.ClusterTrainingRuntime) string {
 		return "namespace " + rt.Namespace
 	}
 	return "cluster"
-}
-
-func workerImage(spec *trainer.TrainingRuntimeSpec) string {
-	for _, rj := range spec.Template.Spec.ReplicatedJobs {
-		if rj.Name != api.WorkerJob {
-			continue
-		}
-		for _, c := range rj.Template.Spec.Template.Spec.Containers {
-			if c.Name == "node" {
-				return c.Image
-			}
-		}
-	}
-	return "-"
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/artifacts"
 	"github.com/mpijob/mpijob/pkg/progress"
+	"github.com/mpijob/mpijob/pkg/runtimes"
 	"github.com/mpijob/mpijob/pkg/suggest"
 )
 
@@ -181,17 +182,7 @@ func jobImage(ctx context.Context, c client.Reader, tj *trainer.TrainJob) string
 	if spec == nil {
 		return ""
 	}
-	for _, rj := range spec.Template.Spec.ReplicatedJobs {
-		if rj.Name != api.WorkerJob {
-			continue
-		}
-		for _, ct := range rj.Template.Spec.Template.Spec.Containers {
-			if ct.Name == api.NodeContainer {
-				return ct.Image
-			}
-		}
-	}
-	return ""
+	return runtimes.WorkerImage(spec)
 }
 
 // TypoError is a model name that is not in the registry while a close one

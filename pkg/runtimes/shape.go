@@ -119,3 +119,19 @@ func applyPatches(pod *corev1.PodSpec, rjName string, patches []trainer.RuntimeP
 		}
 	}
 }
+
+// WorkerImage is the image of the Workers' node container ("" when the
+// runtime has none).
+func WorkerImage(spec *trainer.TrainingRuntimeSpec) string {
+	for _, rj := range spec.Template.Spec.ReplicatedJobs {
+		if rj.Name != api.WorkerJob {
+			continue
+		}
+		for _, c := range rj.Template.Spec.Template.Spec.Containers {
+			if c.Name == api.NodeContainer {
+				return c.Image
+			}
+		}
+	}
+	return ""
+}

@@ -189,18 +189,24 @@ class KubernetesBackend(Backend):
 
     def get_artifacts(self, name: str, download_dir: str | None = None, files: Sequence[str] | None = None,
                       overwrite: bool = False) -> list[dict[str, Any]]:
+        obj = self._get(name)
+        return self._artifacts_of(name, obj, self._storage_of(obj), download_dir, files, overwrite)
+
+    def _storage_of(self, obj: dict[str, Any]) -> tuple[dict[str, Any], list[str], list[_dataconn.PVC]]:
+        """The job's runtime spec, data connections and PVCs (read once)."""
+        rt_ref = (obj.get("spec") or {}).get("runtimeRef") or {}
+        if rt_ref.get("kind") != "TrainingRuntime":
+            return {}, [], []
+        spec = self._api.job_runtime(rt_ref["name"])["spec"]
+        _, worker = _jobspec._node_containers(spec)
+        return spec, _dataconn.connections_of((worker or {}).get("env") or []), _jobspec._pvcs_of(spec, worker or {})
+
+    def _artifacts_of(self, name: str, obj: dict[str, Any], storage: tuple[dict[str, Any], list[str], list[_dataconn.PVC]],
+                      download_dir: str | None = None, files: Sequence[str] | None = None,
+                      overwrite: bool = False) -> list[dict[str, Any]]:
         from .. import artifacts as _artifacts
 
-        obj = self._get(name)
-        rt_ref = (obj.get("spec") or {}).get("runtimeRef") or {}
-        conns: list[str] = []
-        pvcs: list[_dataconn.PVC] = []
-        spec: dict[str, Any] = {}
-        if rt_ref.get("kind") == "TrainingRuntime":
-            spec = self._api.job_runtime(rt_ref["name"])["spec"]
-            _, worker = _jobspec._node_containers(spec)
-            conns = _dataconn.connections_of((worker or {}).get("env") or [])
-            pvcs = _jobspec._pvcs_of(spec, worker or {})
+        spec, conns, pvcs = storage
         if not conns and pvcs:
             with _artifacts.PVCReader(self._api, obj, _artifacts.reader_template(spec), pvcs[0],
                                       say=_log.info) as reader:
@@ -250,13 +256,13 @@ class KubernetesBackend(Backend):
         if j.status.phase != "Succeeded" and not complete:
             raise InvalidJobError(f"MPI job {job} is {j.status.phase}: a model is registered from a job that succeeded "
                                   f"(client.wait_for_job({job!r}), then register it)", field="job")
-        items = self.get_artifacts(job)
+        storage = self._storage_of(obj)
+        items = self._artifacts_of(job, obj, storage)
         picked = _reg.pick_model(job, [i["name"] for i in items], artifact)
         item = next(i for i in items if i["name"] == picked)
         uri = item.get("uri", "")
         if uri.startswith("s3://"):
-            conns = self._connections_of(obj)
-            secret = self._api.get_secret(conns[0]) or {"data": {}}
+            secret = self._api.get_secret(storage[1][0]) or {"data": {}}
             data = secret["data"]
             bucket, _, key = uri[len("s3://"):].partition("/")
             uri = _reg.s3_uri(bucket, key, (data.get(_dataconn.ENDPOINT) or "").strip(), (data.get(_dataconn.REGION) or "").strip() or "us-east-1")
@@ -265,7 +271,7 @@ class KubernetesBackend(Backend):
         meta = obj.get("metadata") or {}
         prov = {"namespace": meta.get("namespace", ""), "job": job, "uid": meta.get("uid", ""), "runtime": j.runtime,
                 "workers": str(((obj.get("spec") or {}).get("trainer") or {}).get("numNodes") or ""),
-                "image": self._image_of(obj), "creator": j.status.creator}
+                "image": self._image_of(obj, storage[0]), "creator": j.status.creator}
         m = _reg.Model(ref=ref, uri=uri, artifact=picked, format=fmt[0], format_version=fmt[1], author=self._api.whoami(),
                        description=f"Trained by MPI job {prov['namespace']}/{job} (runtime {j.runtime})", metrics=metrics,
                        provenance={k: v for k, v in prov.items() if v})
@@ -277,22 +283,12 @@ class KubernetesBackend(Backend):
                                       field="name")
         return client.register(m)
 
-    def _connections_of(self, obj: dict[str, Any]) -> list[str]:
-        rt_ref = (obj.get("spec") or {}).get("runtimeRef") or {}
-        if rt_ref.get("kind") != "TrainingRuntime":
-            return []
-        spec = self._api.job_runtime(rt_ref["name"])["spec"]
-        _, worker = _jobspec._node_containers(spec)
-        return _dataconn.connections_of((worker or {}).get("env") or [])
-
-    def _image_of(self, obj: dict[str, Any]) -> str:
+    def _image_of(self, obj: dict[str, Any], spec: dict[str, Any]) -> str:
+        """The image the job's Workers ran: the job's own, else its runtime's ("" when unknown)."""
         img = ((obj.get("spec") or {}).get("trainer") or {}).get("image")
         if img:
             return str(img)
-        rt_ref = (obj.get("spec") or {}).get("runtimeRef") or {}
-        if rt_ref.get("kind") != "TrainingRuntime":
-            return ""
-        _, worker = _jobspec._node_containers(self._api.job_runtime(rt_ref["name"])["spec"])
+        _, worker = _jobspec._node_containers(spec) if spec else (None, None)
         return str((worker or {}).get("image") or "")
 
     def _create(self, job: _jobspec.Job, dry_run: bool) -> MPIJob:
