@@ -42,7 +42,7 @@ func TestDefaultBuilds(t *testing.T) {
 		"ClusterRole/mpijob-edit",
 		"ClusterRole/mpijob-manager",
 		"ClusterRole/mpijob-manager-stacks",
-		"ClusterRole/mpijob-metrics-reader",
+		"ClusterRole/mpijob-metrics-reader", "ClusterRole/mpijob-model-registration",
 		"ClusterRole/mpijob-queue-view",
 		"ClusterRole/mpijob-runtime-reader",
 		"ClusterRole/mpijob-view",

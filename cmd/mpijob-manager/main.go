@@ -12,6 +12,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -46,6 +47,8 @@ import (
 	"github.com/mpijob/mpijob/pkg/placement"
 	progresscontroller "github.com/mpijob/mpijob/pkg/progress/controller"
 	"github.com/mpijob/mpijob/pkg/queue"
+	"github.com/mpijob/mpijob/pkg/registry"
+	registrycontroller "github.com/mpijob/mpijob/pkg/registry/controller"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 	"github.com/mpijob/mpijob/pkg/stacks"
 )
@@ -54,6 +57,7 @@ import (
 type options struct {
 	metricsAddr, probeAddr, webhookHost, certDir, leaderNS string
 	certSecret, webhookService, metricsService, pprofAddr  string
+	modelRegistry, modelRegistryCA                         string
 	webhookPort, maxWorkers, logAPIPort                    int
 	leaderElect, metricsSecure, certManagement             bool
 	zap                                                    zap.Options
@@ -78,9 +82,16 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 	fs.IntVar(&o.maxWorkers, "max-workers", 256, "most Workers (nodes) a TrainJob of any framework may ask for where its runtime's policy.mpijob.dev/max-workers says nothing; 0 lifts the cap")
 	fs.StringVar(&o.pprofAddr, "pprof-bind-address", "0", "address of Go's /debug/pprof profiles (e.g. 127.0.0.1:6060, to find where CPU and memory go); 0 disables it")
 	fs.IntVar(&o.logAPIPort, "log-api-port", 8444, "port of the log store's read API (logs.mpijob.dev, an aggregated API), served when the environment sets "+logStoreURLEnv)
+	fs.StringVar(&o.modelRegistry, "model-registry", os.Getenv(registry.Env), "the Model Registry's Service, NAMESPACE/NAME (its annotation "+registry.URLAnnotation+" or OpenShift AI's says where its REST API is), where jobs created with --register-model get their model registered when they succeed; default $"+registry.Env+"; empty: none (such jobs are refused)")
+	fs.StringVar(&o.modelRegistryCA, "model-registry-ca", "", "PEM file of the CA that signed the model registry's certificate (default: the system's)")
 	o.zap.BindFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if o.modelRegistry != "" {
+		if ns, name, ok := strings.Cut(o.modelRegistry, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+			return o, fmt.Errorf("--model-registry %q: name the registry's Service as NAMESPACE/NAME, e.g. %s", o.modelRegistry, registry.DefaultService)
+		}
 	}
 	if o.maxWorkers < 0 || o.maxWorkers > math.MaxInt32 {
 		return o, fmt.Errorf("--max-workers %d: give 0 (no cap) to 2147483647", o.maxWorkers)
@@ -251,7 +262,7 @@ func wire(ctx context.Context, mgr ctrl.Manager, o options, logs kubernetes.Inte
 	// diagnosis and the placement said at a dry run share one read of
 	// Kueue's queues.
 	hooks := webhooks{scheme: mgr.GetScheme(), mgr: mgr, lookup: lookup, client: mgr.GetClient(), live: mgr.GetAPIReader(),
-		maxWorkers: int32(o.maxWorkers), self: self,
+		maxWorkers: int32(o.maxWorkers), self: self, modelRegistry: o.modelRegistry,
 		placer: &placement.Reader{Client: mgr.GetClient(), Queues: diag.QueueSnapshots(), Priorities: mgr.GetAPIReader()}}
 	go func() {
 		select {
@@ -287,6 +298,20 @@ func wire(ctx context.Context, mgr ctrl.Manager, o options, logs kubernetes.Inte
 	} {
 		if err := c.setup(mgr); err != nil {
 			return fmt.Errorf("failed to set up %s: %w", c.what, err)
+		}
+	}
+	if o.modelRegistry != "" {
+		// Models of jobs created with --register-model, registered when
+		// they succeed. The job's data connection is read directly: the
+		// manager caches no Secret.
+		direct, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme()})
+		if err != nil {
+			return fmt.Errorf("failed to create a client: %w", err)
+		}
+		reg := &registrycontroller.Reconciler{Client: mgr.GetClient(), Direct: direct, Config: mgr.GetConfig(),
+			Service: o.modelRegistry, CA: o.modelRegistryCA, Recorder: mgr.GetEventRecorder(api.FieldManager)}
+		if err := reg.SetupWithManager(mgr); err != nil {
+			return fmt.Errorf("failed to set up the model registration controller: %w", err)
 		}
 	}
 	// Every MPI job's phase and its pods' roles at each scrape, from the
@@ -327,6 +352,8 @@ type webhooks struct {
 	placer     *placement.Reader
 	maxWorkers int32
 	self       string
+	// modelRegistry is --model-registry ("": none).
+	modelRegistry string
 }
 
 // register serves every webhook. They share one budget of bytes in
@@ -342,6 +369,7 @@ func (w webhooks) register() {
 		Runtimes: w.lookup, Client: w.client, MaxWorkers: w.maxWorkers, Manager: w.self,
 		Pods: w.client, Priorities: w.live, Placement: w.placer, Namespaces: w.live,
 		ServiceAccounts: &mpiadmission.ServiceAccountCheck{Live: w.live, Reviews: w.client}, Reviews: w.client,
+		Registration: &mpiadmission.RegistrationCheck{Service: w.modelRegistry, Reviews: w.client, Manager: w.self},
 	}))
 	reg(mpiadmission.ValidateClusterRuntimePath, admission.WithValidator(w.scheme, mpiadmission.ClusterRuntimeValidator{}))
 	reg(mpiadmission.ValidateRuntimePath, admission.WithValidator(w.scheme, mpiadmission.RuntimeValidator{Client: w.live}))

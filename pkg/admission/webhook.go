@@ -174,6 +174,9 @@ type Validator struct {
 	// Reviews creates SubjectAccessReviews: whether the user may list the
 	// cluster's nodes, for placement's answer. Nil: redacted for everyone.
 	Reviews client.Client
+	// Registration checks a job's request to register its model when it
+	// succeeds (api.RegisterModelAnnotation): nil refuses every such job.
+	Registration *RegistrationCheck
 }
 
 // Placer judges whether the cluster can place a job now
@@ -211,6 +214,13 @@ func (v *Validator) ValidateUpdate(ctx context.Context, old, tj *trainer.TrainJo
 		}
 	}
 	errs = append(errs, jobPolicyErrors(tj.Annotations)...)
+	if rt != nil {
+		rerrs, err := v.Registration.Check(ctx, old, tj)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		errs = append(errs, rerrs...)
+	}
 	if old.Labels[queue.PriorityLabel] != tj.Labels[queue.PriorityLabel] && rt != nil {
 		perrs, err := v.priorityErrors(ctx, tj)
 		if err != nil {
@@ -283,7 +293,11 @@ func (v *Validator) ValidateCreate(ctx context.Context, tj *trainer.TrainJob) (a
 		if err != nil {
 			return nil, err
 		}
-		if len(errs) > 0 {
+		rerrs, err := v.Registration.Check(ctx, nil, tj)
+		if err != nil {
+			return nil, apierrors.NewInternalError(err)
+		}
+		if errs = append(errs, rerrs...); len(errs) > 0 {
 			return nil, invalid(tj, errs)
 		}
 	}
@@ -375,7 +389,7 @@ func (v *Validator) priorityErrors(ctx context.Context, tj *trainer.TrainJob) (f
 	return nil, nil
 }
 
-var managerAnnotations = []string{api.StatusAnnotation, api.RankFailureAnnotation, api.ResumedAnnotation, api.EndedByAnnotation, api.StacksAnnotation}
+var managerAnnotations = []string{api.StatusAnnotation, api.RankFailureAnnotation, api.ResumedAnnotation, api.EndedByAnnotation, api.StacksAnnotation, api.ModelRegistrationAnnotation}
 
 // jobPolicyErrors checks the policy annotations a job may set for itself
 // (its progress timeout, how long it is left when it can never finish).
@@ -404,6 +418,8 @@ func managerOnly(key string) *field.Error {
 		what = "why it ended a job that could never finish"
 	case api.StacksAnnotation:
 		what = "where a stuck job's ranks were when the diagnosis looked"
+	case api.ModelRegistrationAnnotation:
+		what = "what came of registering a job's model (--register-model)"
 	}
 	return field.Forbidden(annotationPath(key), "only mpijob-manager writes "+what+": leave this annotation out, or as it is")
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/pkg/jobview"
 	"github.com/mpijob/mpijob/pkg/logs"
+	"github.com/mpijob/mpijob/pkg/registry"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
@@ -34,6 +35,7 @@ type jobFlags struct {
 	timeout, priority, description, launcherFlags    string
 	endStuckAfter, gracePeriod, serviceAccount       string
 	resumeFrom                                       string
+	registerModel, registerArtifact                  string
 	retries                                          int32
 	tolerations, pullSecrets                         []string
 	// warnings are what input found worth saying without refusing (an
@@ -75,11 +77,13 @@ func (f *jobFlags) add(fs *pflag.FlagSet, defaults bool) {
 	fs.StringArrayVar(&f.tolerations, "toleration", nil, "taint the Launcher and Workers tolerate, KEY[=VALUE][:EFFECT], e.g. dedicated=mpi:NoSchedule (no value: any value; no effect: every effect; repeatable)")
 	fs.StringArrayVar(&f.pullSecrets, "image-pull-secret", nil, "Secret of the job's namespace to pull the images with (repeatable)")
 	fs.StringVar(&f.description, "description", "", fmt.Sprintf("a line about the job, shown by describe and the dashboard (at most %d characters)", jobspec.MaxDescription))
+	fs.StringVar(&f.registerModel, "register-model", "", "register the job's model in the model registry when the job succeeds, NAME[:VERSION] (VERSION defaults to the job's name; needs --data-connection; the administrator names the registry): a registration that fails leaves the job Succeeded with a warning that gives the command to register it later")
+	fs.StringVar(&f.registerArtifact, "register-artifact", "", "the model file to register with --register-model when the job writes more than one (default: its one model.* file)")
 	fs.StringVar(&f.launcherFlags, "launcher-flags", "", `flags for mpirun (or mpiexec) before the program, split at spaces, e.g. "--bind-to none" (added to the command, or to the runtime's)`)
 }
 
 var jobFlagNames = []string{"workers", "slots-per-worker", "runtime", "image", "worker-image", "launcher-image", "gpus", "cpu", "memory", "resource", "launcher-cpu", "launcher-memory", "env", "env-from-secret", "node-selector", "queue", "data-connection", "pvc", "config-map",
-	"timeout", "end-stuck-after", "grace-period", "service-account", "retries", "resume-from", "priority", "toleration", "image-pull-secret", "description", "launcher-flags"}
+	"timeout", "end-stuck-after", "grace-period", "service-account", "retries", "resume-from", "priority", "toleration", "image-pull-secret", "description", "launcher-flags", "register-model", "register-artifact"}
 
 // input sets on in what the given flags say.
 func (f *jobFlags) input(in *jobspec.Input, changed func(string) bool) error {
@@ -242,6 +246,21 @@ func (f *jobFlags) scheduling(in *jobspec.Input, changed func(string) bool) erro
 	}
 	if changed("description") {
 		in.Description = f.description
+	}
+	if changed("register-model") {
+		in.RegisterModel = strings.TrimSpace(f.registerModel)
+		if in.RegisterModel != "" {
+			version := in.Name
+			if version == "" {
+				version = "v1"
+			}
+			if _, err := registry.ParseRef("--register-model", in.RegisterModel, version); err != nil {
+				return usageErr("%v", err)
+			}
+		}
+	}
+	if changed("register-artifact") {
+		in.RegisterArtifact = strings.TrimSpace(f.registerArtifact)
 	}
 	if changed("toleration") {
 		in.Tolerations = nil

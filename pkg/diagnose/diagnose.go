@@ -202,6 +202,7 @@ func Diagnose(in Input) api.Status {
 		s.WorkersReady = s.WorkersTotal
 		s.CompletionTime = condTime(tj, trainer.TrainJobComplete)
 		s.Message = fmt.Sprintf("The job finished successfully on %s.", api.Count(int(s.WorkersTotal), "Worker", "Workers"))
+		registration(tj, &s)
 	case condTrue(tj, trainer.TrainJobFailed):
 		s.Phase = api.PhaseFailed
 		s.CompletionTime = condTime(tj, trainer.TrainJobFailed)
@@ -416,7 +417,7 @@ func stepf(format string, c api.Command) api.Step {
 // jobVerbs are the commands of one job: their first argument is its name
 // (and a clone's second the new name), which cli puts in as placeholders
 // and api.Step.Named fills in.
-var jobVerbs = map[string]int{"logs": 1, "describe": 1, "events": 1, "delete": 1, "clone": 2}
+var jobVerbs = map[string]int{"logs": 1, "describe": 1, "events": 1, "delete": 1, "clone": 2, "register": 1}
 
 // cli is a kubectl mpijob command of a next step: verb, the job's name
 // (and a clone's new name) for a command of one job, then args.

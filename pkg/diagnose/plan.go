@@ -196,7 +196,7 @@ func (k Known) Forged() bool {
 // for regenericWindow.
 func Settled(tj *trainer.TrainJob, k Known, now time.Time) (Plan, bool) {
 	written, ok := k.Written()
-	if _, hadPrev := k.Previous(); !hadPrev || !ok || !finishedAsTrainerSays(written, tj) {
+	if _, hadPrev := k.Previous(); !hadPrev || !ok || !finishedAsTrainerSays(written, tj) || !registrationShown(tj, written) {
 		return Plan{}, false
 	}
 	if Generic(written) && written.CompletionTime != nil && now.Sub(written.CompletionTime.Time) <= regenericWindow {

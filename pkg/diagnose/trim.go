@@ -183,6 +183,7 @@ var (
 	KeptTrainJobAnnotations = []string{
 		api.StatusAnnotation, api.CreatorAnnotation, api.RankFailureAnnotation, api.ResumedAnnotation, api.StacksAnnotation,
 		api.EndedByAnnotation, api.SuspendedByAnnotation, api.NetworkPolicyAnnotation, api.CopiedFromAnnotation,
+		api.RegisterModelAnnotation, api.RegisterArtifactAnnotation, api.ModelRegistrationAnnotation,
 	}
 	KeptTrainJobAnnotationPrefixes = []string{"policy.mpijob.dev/", "trainer.opendatahub.io/"}
 )

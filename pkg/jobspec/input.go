@@ -31,7 +31,8 @@ var legacyPatchManagers = []string{"mpijob.dev/kubectl-mpijob", "mpijob.dev/pyth
 func InputOf(tj *trainer.TrainJob, rt *trainer.TrainingRuntime, base *trainer.ClusterTrainingRuntime) (Input, []trainer.RuntimePatch) {
 	in := Input{Name: tj.Name, Namespace: tj.Namespace, Runtime: base.Name, Queue: tj.Labels[queue.NameLabel],
 		Priority: tj.Labels[queue.PriorityLabel], Description: tj.Annotations[api.DescriptionAnnotation],
-		Timeout: FormatTimeout(tj.Spec.ActiveDeadlineSeconds), EndStuckAfter: tj.Annotations[runtimes.EndStuckAfterAnnotation]}
+		Timeout: FormatTimeout(tj.Spec.ActiveDeadlineSeconds), EndStuckAfter: tj.Annotations[runtimes.EndStuckAfterAnnotation],
+		RegisterModel: tj.Annotations[api.RegisterModelAnnotation], RegisterArtifact: tj.Annotations[api.RegisterArtifactAnnotation]}
 	asNode := runtimes.LauncherAsNode(&base.Spec)
 	numNodes := ptr.Deref(base.Spec.MLPolicy.NumNodes, 1)
 	if tr := tj.Spec.Trainer; tr != nil {

@@ -115,6 +115,14 @@ type Input struct {
 	// --bind-to none: inserted after the first word of the command, or
 	// of the runtime's command when the job gives none.
 	LauncherFlags []string `json:"launcher_flags,omitempty"`
+	// RegisterModel, NAME[:VERSION], asks mpijob-manager to register the
+	// job's model in the model registry once it succeeds (annotation
+	// mpijob.dev/register-model; the version defaults to the job's name).
+	// The model is found on the job's first data connection.
+	RegisterModel string `json:"register_model,omitempty"`
+	// RegisterArtifact names the model file to register when the job
+	// writes more than one (default: its one model.* file).
+	RegisterArtifact string `json:"register_artifact,omitempty"`
 }
 
 // Job is everything one MPI job needs: the TrainJob, and a per-job
@@ -229,6 +237,9 @@ func Build(in Input, base *trainer.ClusterTrainingRuntime) (*Job, error) {
 			return nil, errorf("service_account", in.ServiceAccount, "is not a ServiceAccount name: use lower-case letters, digits, '-' and '.' (kubectl get serviceaccounts)")
 		}
 	}
+	if err := validateRegistration(in); err != nil {
+		return nil, err
+	}
 	command, err := withLauncherFlags(in, base)
 	if err != nil {
 		return nil, err
@@ -267,8 +278,14 @@ func Build(in Input, base *trainer.ClusterTrainingRuntime) (*Job, error) {
 	if in.Priority != "" {
 		tj.Labels[queue.PriorityLabel] = in.Priority
 	}
-	if in.Description != "" || in.EndStuckAfter != "" {
+	if in.Description != "" || in.EndStuckAfter != "" || in.RegisterModel != "" {
 		tj.Annotations = map[string]string{}
+	}
+	if in.RegisterModel != "" {
+		tj.Annotations[api.RegisterModelAnnotation] = in.RegisterModel
+		if in.RegisterArtifact != "" {
+			tj.Annotations[api.RegisterArtifactAnnotation] = in.RegisterArtifact
+		}
 	}
 	if in.Description != "" {
 		tj.Annotations[api.DescriptionAnnotation] = in.Description
@@ -587,6 +604,26 @@ func resumeURI(in Input) (string, error) {
 		return "", errorf("resume_from", r, "is this job: a job resumes from its own checkpoints by itself; name another job")
 	}
 	return dataconn.CheckpointsOf(r, in.DataConnections, in.PVCs), nil
+}
+
+// validateRegistration checks what registering the model on success
+// needs of the job itself: a data connection to find the model on. The
+// name's form and the registry's rules are checked by admission (and by
+// kubectl mpijob and the SDK before they send the job).
+func validateRegistration(in Input) error {
+	switch {
+	case in.RegisterModel == "" && in.RegisterArtifact != "":
+		return errorf("register_artifact", in.RegisterArtifact, "names the model file of a registration: give register_model NAME[:VERSION] too, or leave it out")
+	case in.RegisterModel == "":
+		return nil
+	case strings.TrimSpace(in.RegisterModel) != in.RegisterModel || in.RegisterModel == ":":
+		return errorf("register_model", in.RegisterModel, "give the model as NAME[:VERSION], without spaces")
+	case len(in.DataConnections) == 0:
+		return errorf("register_model", in.RegisterModel, "registering the model when the job succeeds reads it from the job's data connection: add a data connection (--data-connection), or register a PVC job's model after it succeeds with kubectl mpijob register")
+	case strings.Contains(in.RegisterArtifact, "/"):
+		return errorf("register_artifact", in.RegisterArtifact, "name a file among the job's artifacts, without a folder, e.g. model.onnx")
+	}
+	return nil
 }
 
 func validateStorage(in Input) error {

@@ -87,6 +87,8 @@ class MPIJobClient:
         end_stuck_after: str | None = None,
         grace_period: str | None = None,
         service_account: str | None = None,
+        register_model: str | None = None,
+        register_artifact: str | None = None,
     ) -> MPIJob:
         """Create an MPI job: a Launcher that runs ``command`` (None: the runtime's)
         and ``workers`` Workers with ``slots_per_worker`` ranks each.
@@ -141,6 +143,12 @@ class MPIJobClient:
             (at most ``"1h"``; None: the runtime's, 60s on the shipped runtimes)
         :param service_account: a ServiceAccount of the namespace whose token the Launcher and every
             Worker get (None: none, no token in the ranks); you must be allowed to create its tokens
+        :param register_model: register the job's model in the model registry when the job succeeds,
+            ``"NAME[:VERSION]"`` (version: the job's name when left out), as :meth:`register_model`
+            does (needs ``data_connection``; the cluster's administrator names the registry). A
+            registration that fails leaves the job Succeeded, with a warning in its status that
+            names the command that registers it later
+        :param register_artifact: the model file to register when the job writes more than one
         :param dry_run: let the cluster check the job (admission and quota included) without creating it
 
         Raises :class:`InvalidJobError` naming the argument (before any API call for bad settings),
@@ -159,7 +167,7 @@ class MPIJobClient:
             config_map=config_map, timeout=timeout, retries=retries, resume_from=resume_from, priority=priority,
             tolerations=tolerations, image_pull_secrets=image_pull_secrets, description=description,
             launcher_flags=launcher_flags, end_stuck_after=end_stuck_after, grace_period=grace_period,
-            service_account=service_account,
+            service_account=service_account, register_model=register_model, register_artifact=register_artifact,
         )
         return self.submit_job(spec, dry_run=dry_run)
 

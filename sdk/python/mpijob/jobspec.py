@@ -37,6 +37,9 @@ MPI_IMPLEMENTATION = "mpijob.dev/mpi-implementation"
 DESCRIPTION = "mpijob.dev/description"
 # How long a job that can never finish is left before mpijob-manager ends it (a Go duration, or off).
 END_STUCK_AFTER = "policy.mpijob.dev/end-stuck-after"
+# Register the job's model in the model registry when it succeeds (NAME[:VERSION]; the file, when several).
+REGISTER_MODEL = "mpijob.dev/register-model"
+REGISTER_ARTIFACT = "mpijob.dev/register-artifact"
 #: JobSet names the Launcher pod "<name>-launcher-0-0-xxxxx"; a hostname has at most 63.
 MAX_NAME = 63 - len("-launcher-0-0-xxxxx")
 
@@ -94,6 +97,8 @@ class Input:
     end_stuck_after: str = ""
     grace_period: str = ""
     service_account: str = ""
+    register_model: str = ""
+    register_artifact: str = ""
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Input:
@@ -234,6 +239,7 @@ def build(inp: Input, base: dict[str, Any] | None) -> Job:
                                 or not _DNS_SUBDOMAIN.match(inp.service_account)):
         raise _err("service_account", inp.service_account, "is not a ServiceAccount name: use lower-case letters, digits, '-' and '.' "
                                                            "(kubectl get serviceaccounts)")
+    _validate_registration(inp)
     command = _with_launcher_flags(inp, base)
 
     meta: dict[str, Any] = {"name": inp.name}
@@ -266,6 +272,10 @@ def build(inp: Input, base: dict[str, Any] | None) -> Job:
         meta.setdefault("annotations", {})[DESCRIPTION] = inp.description
     if inp.end_stuck_after:
         meta.setdefault("annotations", {})[END_STUCK_AFTER] = inp.end_stuck_after
+    if inp.register_model:
+        meta.setdefault("annotations", {})[REGISTER_MODEL] = inp.register_model
+        if inp.register_artifact:
+            meta["annotations"][REGISTER_ARTIFACT] = inp.register_artifact
     if inp.node_selector or inp.tolerations or inp.image_pull_secrets:
         spec["runtimePatches"] = [pod_patch(inp.node_selector, inp.tolerations, inp.image_pull_secrets)]
     tj = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "TrainJob", "metadata": meta, "spec": spec}
@@ -749,6 +759,24 @@ def _changed(base: dict[str, Any], got: dict[str, Any]) -> dict[str, str]:
 LEGACY_PATCH_MANAGERS = ("mpijob.dev/kubectl-mpijob", "mpijob.dev/python-sdk")
 
 
+def _validate_registration(inp: Input) -> None:
+    """What registering the model on success needs of the job itself (mirror of Go's
+    ``validateRegistration``): a data connection to find the model on."""
+    if not inp.register_model and inp.register_artifact:
+        raise _err("register_artifact", inp.register_artifact,
+                   "names the model file of a registration: give register_model NAME[:VERSION] too, or leave it out")
+    if not inp.register_model:
+        return
+    if not isinstance(inp.register_model, str) or inp.register_model.strip() != inp.register_model or inp.register_model == ":":
+        raise _err("register_model", str(inp.register_model), "give the model as NAME[:VERSION], without spaces")
+    if not inp.data_connections:
+        raise _err("register_model", inp.register_model,
+                   "registering the model when the job succeeds reads it from the job's data connection: add a data connection "
+                   "(--data-connection), or register a PVC job's model after it succeeds with kubectl mpijob register")
+    if "/" in inp.register_artifact:
+        raise _err("register_artifact", inp.register_artifact, "name a file among the job's artifacts, without a folder, e.g. model.onnx")
+
+
 def input_of(tj: dict[str, Any], rt: dict[str, Any] | None, base: dict[str, Any]) -> tuple[Input, list[dict[str, Any]]]:
     """Read back the Input of an existing job (mirror of Go's ``jobspec.InputOf``);
     runtime patches the builder does not write are returned to be kept."""
@@ -763,6 +791,8 @@ def input_of(tj: dict[str, Any], rt: dict[str, Any] | None, base: dict[str, Any]
                 priority=(meta.get("labels") or {}).get(PRIORITY_LABEL, ""),
                 description=(meta.get("annotations") or {}).get(DESCRIPTION, ""),
                 end_stuck_after=(meta.get("annotations") or {}).get(END_STUCK_AFTER, ""),
+                register_model=(meta.get("annotations") or {}).get(REGISTER_MODEL, ""),
+                register_artifact=(meta.get("annotations") or {}).get(REGISTER_ARTIFACT, ""),
                 timeout=format_timeout(spec.get("activeDeadlineSeconds") or 0))
     if tr.get("resourcesPerNode"):
         r = tr["resourcesPerNode"]

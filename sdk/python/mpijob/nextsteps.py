@@ -134,5 +134,11 @@ def _call(verb: str, args: list[str]) -> str:
         return f"client.get_events({name})"
     if verb == "delete":
         return f"client.delete_job({name})"
+    if verb == "register":
+        model, _, version = (args[1] if len(args) > 1 else "MODEL").partition(":")
+        kwargs = f", version={json.dumps(version)}" if version else ""
+        if "--artifact" in values:
+            kwargs += f", artifact={json.dumps(values['--artifact'])}"
+        return f"client.register_model({name}, {json.dumps(model)}{kwargs})"
     # A command the SDK has no call for (create) stays the CLI's.
     return Command(verb, args).cli()

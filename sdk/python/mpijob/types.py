@@ -105,6 +105,8 @@ class JobSpec:
     end_stuck_after: str | None = None
     grace_period: str | None = None
     service_account: str | None = None
+    register_model: str | None = None
+    register_artifact: str | None = None
 
     @classmethod
     def field_names(cls) -> tuple[str, ...]:

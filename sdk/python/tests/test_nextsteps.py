@@ -84,3 +84,13 @@ def test_every_verb_of_the_diagnosis_has_a_call():
     for verb in verbs - {"create"}:
         call = Command(verb, ["hello"] if verb != "runtimes list" else []).sdk()
         assert call.startswith("client.") and "kubectl" not in call, (verb, call)
+
+
+def test_a_registration_step_uses_register_model():
+    text = "Register the model yourself once the registry answers: kubectl mpijob register train digits:v2 --artifact model.npz."
+    step = {"text": text, "command": {"verb": "register", "args": ["train", "digits:v2", "--artifact", "model.npz"]}}
+    tj = _trainjob({"phase": "Succeeded", "reason": "ModelRegistrationFailed", "message": "Training completed, but model upload failed.",
+                    "nextStep": text, "steps": [step]})
+    s = JobStatus.from_trainjob(tj)
+    assert s.next_step == ('Register the model yourself once the registry answers: '
+                           'client.register_model("train", "digits", version="v2", artifact="model.npz").')

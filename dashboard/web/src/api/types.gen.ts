@@ -172,6 +172,8 @@ export interface JobInput {
   grace_period?: string;
   service_account?: string;
   launcher_flags?: string[];
+  register_model?: string;
+  register_artifact?: string;
 }
 
 export interface JobPage {

@@ -41,7 +41,7 @@ from ..frameworks import MPI as MPI_FRAMEWORK
 from ..frameworks import framework_of_trainjob, runtime_framework
 from ..placement import placement_lines
 from ..redact import Redactor
-from ..registry import Registration
+from ..registry import Registration, parse_ref
 from ..suggest import closest
 from ..types import (
     CLONE_KEEPS,
@@ -875,7 +875,7 @@ for _name, _fn in list(vars(KubernetesBackend).items()):
 
 #: create_job's and clone_job's arguments for what a job sets besides its shape and data.
 SCHEDULING_ARGS = ("timeout", "retries", "resume_from", "priority", "tolerations", "image_pull_secrets", "description", "launcher_flags",
-                   "end_stuck_after", "grace_period", "service_account")
+                   "end_stuck_after", "grace_period", "service_account", "register_model", "register_artifact")
 
 
 def _scheduling(inp: _jobspec.Input, args: dict[str, Any]) -> None:
@@ -903,4 +903,10 @@ def _scheduling(inp: _jobspec.Input, args: dict[str, Any]) -> None:
         inp.grace_period = _v.optional_str("grace_period", args["grace_period"], "5m")
     if args.get("service_account") is not None:
         inp.service_account = _v.optional_str("service_account", args["service_account"], "trainer")
+    if args.get("register_model") is not None:
+        inp.register_model = _v.optional_str("register_model", args["register_model"], "digits-classifier:v1")
+        if inp.register_model:
+            parse_ref("register_model", inp.register_model, inp.name or "v1")
+    if args.get("register_artifact") is not None:
+        inp.register_artifact = _v.optional_str("register_artifact", args["register_artifact"], "model.onnx")
 
