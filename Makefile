@@ -11,6 +11,9 @@ GOLANGCI_LINT := $(CACHE_DIR)/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)
 E2E_TIMEOUT ?= 75m
 PYTHON ?= python3
 VENV := $(CACHE_DIR)/sdk-venv
+# The SDK with Kubeflow Pipelines (mpijob.kfp), in a virtualenv of its own:
+# kfp pins an older Kubernetes client than the SDK's own tests run with.
+KFP_VENV := $(CACHE_DIR)/kfp-venv
 WEB := dashboard/web
 CHROMIUM ?= /usr/bin/chromium
 
@@ -134,10 +137,19 @@ sdk-venv: ## Install the Python SDK as a user would (pip install ./sdk/python) i
 	$(VENV)/bin/pip install -q --disable-pip-version-check --force-reinstall --no-deps ./sdk/python
 	@rm -rf sdk/python/build
 
+.PHONY: kfp-venv
+kfp-venv: ## Install the Python SDK with Kubeflow Pipelines (pip install "./sdk/python[kfp,s3]") into a virtualenv in the cache.
+	@$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { echo "installing python3-venv"; apt-get install -y -q python3-venv >/dev/null; }
+	@test -x $(KFP_VENV)/bin/python || $(PYTHON) -m venv $(KFP_VENV)
+	$(KFP_VENV)/bin/pip install -q --disable-pip-version-check --cache-dir $(CACHE_DIR)/pip --upgrade "./sdk/python[kfp,s3,checkpoint]" "pytest>=8,<9"
+	$(KFP_VENV)/bin/pip install -q --disable-pip-version-check --force-reinstall --no-deps ./sdk/python
+	@rm -rf sdk/python/build
+
 .PHONY: test-sdk-unit
-test-sdk-unit: sdk-venv ## Python SDK unit tests (no cluster).
+test-sdk-unit: sdk-venv kfp-venv ## Python SDK unit tests (no cluster), and mpijob.kfp's with Kubeflow Pipelines.
 	$(VENV)/bin/python -m compileall -q sdk/python/mpijob
 	cd sdk/python && $(VENV)/bin/pytest -q -p no:cacheprovider -m "not cluster"
+	cd sdk/python && $(KFP_VENV)/bin/pytest -q -p no:cacheprovider -m "not cluster" tests/test_kfp.py
 
 .PHONY: test-unit
 test-unit: ## Unit tests of pure packages.
@@ -152,7 +164,7 @@ test-unit: ## Unit tests of pure packages.
 # and the packages' tests otherwise run side by side.
 MANAGER_DOWN_TESTS := ^(TestManagerDown|TestAlone)
 .PHONY: test-e2e
-test-e2e: $(DEV) sdk-venv dashboard browser ## Integration and e2e tests (Go, then the Python SDK's) against the real local cluster.
+test-e2e: $(DEV) sdk-venv kfp-venv dashboard browser ## Integration and e2e tests (Go, then the Python SDK's) against the real local cluster.
 	@set -u; mkdir -p .cache; started=0; \
 	if [ -n "$${MPIJOB_KUBECONFIG:-}" ]; then echo "testing against $$MPIJOB_KUBECONFIG"; \
 	elif $(DEV) status >/dev/null 2>&1; then echo "reusing the running local cluster"; $(DEV) status --wait 40m || exit 1; \
@@ -161,6 +173,7 @@ test-e2e: $(DEV) sdk-venv dashboard browser ## Integration and e2e tests (Go, th
 	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '$(MANAGER_DOWN_TESTS)' ./test/integration 2>&1 | tee -a $(CURDIR)/.cache/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test.go)' ; [ $${PIPESTATUS[0]} = 0 ] || rc=1; \
 	if [ $$rc != 0 ]; then awk -f hack/failed-tests.awk .cache/e2e.log; fi; \
 	(cd sdk/python && $(VENV)/bin/pytest -q -p no:cacheprovider -m cluster) || rc=1; \
+	(cd sdk/python && $(KFP_VENV)/bin/pytest -q -p no:cacheprovider -m cluster tests/test_kfp.py) || rc=1; \
 	awk -v brief=1 -f hack/failed-tests.awk .cache/e2e.log; \
 	if [ $$started = 1 ] && [ -z "$${KEEP_CLUSTER:-}" ]; then $(DEV) down; fi; exit $$rc
 
