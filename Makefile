@@ -138,10 +138,10 @@ sdk-venv: ## Install the Python SDK as a user would (pip install ./sdk/python) i
 	@rm -rf sdk/python/build
 
 .PHONY: kfp-venv
-kfp-venv: ## Install the Python SDK with Kubeflow Pipelines (pip install "./sdk/python[kfp,s3]") into a virtualenv in the cache.
+kfp-venv: ## Install the Python SDK with Kubeflow Pipelines (pip install "./sdk/python[kfp,s3]"), and the Model Registry's own client that reads registrations back, into a virtualenv in the cache.
 	@$(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || { echo "installing python3-venv"; apt-get install -y -q python3-venv >/dev/null; }
 	@test -x $(KFP_VENV)/bin/python || $(PYTHON) -m venv $(KFP_VENV)
-	$(KFP_VENV)/bin/pip install -q --disable-pip-version-check --cache-dir $(CACHE_DIR)/pip --upgrade "./sdk/python[kfp,s3,checkpoint]" "pytest>=8,<9"
+	$(KFP_VENV)/bin/pip install -q --disable-pip-version-check --cache-dir $(CACHE_DIR)/pip --upgrade "./sdk/python[kfp,s3,checkpoint]" "pytest>=8,<9" "model-registry==0.3.14"
 	$(KFP_VENV)/bin/pip install -q --disable-pip-version-check --force-reinstall --no-deps ./sdk/python
 	@rm -rf sdk/python/build
 

@@ -190,7 +190,10 @@ func (m Model) properties() map[string]any {
 func (m Model) payloads() (model, version, artifact map[string]any) {
 	model = map[string]any{"name": m.Name, "owner": m.Author}
 	version = map[string]any{"name": m.Version, "author": m.Author, "description": m.Description, "customProperties": m.properties()}
-	artifact = map[string]any{"artifactType": "model-artifact", "name": m.Artifact, "uri": m.URI,
+	// The artifact takes the model's name, as the registry's own Python
+	// client names it (and finds it: get_model_artifact(name, version));
+	// the file's name is in its URI.
+	artifact = map[string]any{"artifactType": "model-artifact", "name": m.Name, "uri": m.URI,
 		"modelFormatName": m.Format, "modelFormatVersion": m.FormatVersion, "description": m.Description}
 	if m.FormatVersion == "" {
 		delete(artifact, "modelFormatVersion")

@@ -226,7 +226,8 @@ class RegistryClient:
         for a in (arts or {}).get("items") or []:
             if a.get("uri") == m.uri:
                 return Registration(rm["id"], mv["id"], a["id"], m.uri, unchanged=True)
-        artifact = {"artifactType": "model-artifact", "name": m.artifact, "uri": m.uri, "description": m.description}
+        # Named after the model, as the registry's own client names (and finds) it; the file is in the URI.
+        artifact = {"artifactType": "model-artifact", "name": m.ref.name, "uri": m.uri, "description": m.description}
         if m.format:
             artifact["modelFormatName"] = m.format
         if m.format_version:

@@ -6,7 +6,6 @@ import dataclasses
 import importlib.util
 import json
 import re
-import urllib.request
 import uuid
 
 import pytest
@@ -120,8 +119,18 @@ def test_the_pipeline_trains_scores_with_pytorch_and_registers(kubeconfig_path, 
         # Registered, through the gateway as dev-a would read it.
         reg = client.register_model(job, model, version="v1")
         assert reg.unchanged and reg.uri.split("?")[0].endswith(f"/{job}/model.npz")
-        with urllib.request.urlopen(f"http://127.0.0.1:9467/api/model_registry/v1alpha3/registered_model?name={model}") as r:
-            assert json.load(r)["name"] == model
+        # Read back with the Model Registry's own Python client (model-registry 0.3.14, the
+        # server's version), through the gateway as dev-a, as OpenShift AI's users read it.
+        from model_registry import ModelRegistry
+
+        token = api.configuration.api_key["authorization"].removeprefix("Bearer ").strip()
+        mr = ModelRegistry("http://10.244.0.1", 9468, author="dev-a", is_secure=False, user_token=token)
+        art = mr.get_model_artifact(model, "v1")
+        assert art is not None and art.uri == reg.uri and art.model_format_name == "numpy", art
+        mv = mr.get_model_version(model, "v1")
+        assert mv.custom_properties["mpijob.job"] == job and mv.custom_properties["mpijob.namespace"] == ns
+        assert abs(mv.custom_properties["accuracy"] - j.progress.metrics["accuracy"]) < 1e-5
+        assert mv.author == "dev-a"
     finally:
         with contextlib.suppress(Exception):
             client.delete_job(job, wait=False)
