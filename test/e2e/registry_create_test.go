@@ -138,6 +138,8 @@ func TestCreateRegistersModel(t *testing.T) {
 		}
 		// The job's artifacts are there as they were.
 		expect(t, mpijob(t, user, ns, "artifacts", down), 0, "model.npz")
+		ts, _ := dashboardServer(t)
+		browserCheck(t, "registration.mjs", ts.URL, "the registration warning on the job page", "JOB="+down, "COMMAND="+command)
 
 		if err := localcluster.StartModelRegistry(context.Background(), opts, io.Discard); err != nil {
 			t.Fatal(err)

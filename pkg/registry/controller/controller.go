@@ -85,11 +85,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 }
 
 // Pending reports whether tj has a registration to make now or later: it
-// asks for one, it succeeded, and no record says done or failed for what
-// it asks.
+// asks for one, it succeeded as mpijob's status says (written after the
+// job's last progress report is published, so the metrics registered are
+// the final ones), and no record says done or failed for what it asks.
 func Pending(tj *trainer.TrainJob) bool {
 	want := tj.Annotations[api.RegisterModelAnnotation]
 	if want == "" || tj.DeletionTimestamp != nil || !meta.IsStatusConditionTrue(tj.Status.Conditions, trainer.TrainJobComplete) {
+		return false
+	}
+	if s, found, err := api.ReadStatus(tj.Annotations); err != nil || !found || s.Phase != api.PhaseSucceeded {
 		return false
 	}
 	rec, err := api.ReadRegistration(tj.Annotations)

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"testing"
@@ -83,6 +84,17 @@ func TestPending(t *testing.T) {
 		return raw
 	}
 	complete := []metav1.Condition{{Type: trainer.TrainJobComplete, Status: metav1.ConditionTrue}}
+	succeeded, err := json.Marshal(api.Status{Phase: api.PhaseSucceeded})
+	if err != nil {
+		t.Fatal(err)
+	}
+	with := func(m map[string]string) map[string]string {
+		out := map[string]string{api.StatusAnnotation: string(succeeded)}
+		for k, v := range m {
+			out[k] = v
+		}
+		return out
+	}
 	cases := map[string]struct {
 		annotations map[string]string
 		conditions  []metav1.Condition
@@ -99,7 +111,11 @@ func TestPending(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			tj := &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: "train", Annotations: tc.annotations}, Status: trainer.TrainJobStatus{Conditions: tc.conditions}}
+			ann := tc.annotations
+			if tc.conditions != nil && name != "complete, before mpijob says Succeeded" {
+				ann = with(ann)
+			}
+			tj := &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: "train", Annotations: ann}, Status: trainer.TrainJobStatus{Conditions: tc.conditions}}
 			if got := Pending(tj); got != tc.want {
 				t.Errorf("Pending = %v, want %v", got, tc.want)
 			}

@@ -231,7 +231,8 @@ function Overview({ detail, now }: { detail: Detail; now: number }) {
         <Card data-testid="diagnosis" isCompact>
           <CardTitle>
             {j.phase === 'Failed' ? 'Why it failed' : 'What is happening'}
-            {j.reason && <Label color={j.phase === 'Failed' ? 'red' : 'blue'} style={{ marginLeft: 8 }} data-testid="reason">{j.reason}</Label>}
+            {/* A succeeded job with a reason has a warning (its model was not registered): orange. */}
+            {j.reason && <Label color={j.phase === 'Failed' ? 'red' : j.phase === 'Succeeded' ? 'orange' : 'blue'} style={{ marginLeft: 8 }} data-testid="reason">{j.reason}</Label>}
           </CardTitle>
           <CardBody>
             <p>{j.message}</p>
