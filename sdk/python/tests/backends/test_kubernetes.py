@@ -71,6 +71,26 @@ def test_the_whole_job_at_create_time():
         "maxRestarts": 2, "rules": [{"name": "EndedByMPIJobManager", "action": "FailJobSet", "onJobFailureReasons": ["DeadlineExceeded"]}]}
 
 
+def test_a_model_registered_when_the_job_succeeds():
+    import base64
+
+    from kubernetes import client as k
+
+    class _Secrets:
+        def read_namespaced_secret(self, name, namespace):
+            data = {"AWS_ACCESS_KEY_ID": "a", "AWS_SECRET_ACCESS_KEY": "s", "AWS_S3_ENDPOINT": "http://s3", "AWS_S3_BUCKET": "team-a"}
+            return k.V1Secret(metadata=k.V1ObjectMeta(name=name, labels={"opendatahub.io/dashboard": "true"},
+                                                      annotations={"opendatahub.io/connection-type": "s3"}),
+                              data={key: base64.b64encode(v.encode()).decode() for key, v in data.items()})
+
+    custom = _RecordingCustom()
+    c = _offline_client(custom, _Secrets())
+    c.create_job("train", ["mpirun", "python3", "t.py"], workers=2, data_connection="s3", register_model="digits:v3",
+                 register_artifact="model.onnx")
+    ann = custom.created["trainjobs"]["metadata"]["annotations"]
+    assert ann["mpijob.dev/register-model"] == "digits:v3" and ann["mpijob.dev/register-artifact"] == "model.onnx"
+
+
 @pytest.mark.parametrize("kwargs,field,text", [
     ({"timeout": 90}, "timeout", "give a string"),
     ({"retries": "2"}, "retries", "use an integer"),
@@ -80,6 +100,10 @@ def test_the_whole_job_at_create_time():
     ({"launcher_flags": "--bind-to none", "command": ["python3", "t.py"]}, "launcher_flags", 'starts with "python3"'),
     ({"end_stuck_after": "soon"}, "end_stuck_after", "is not a grace period"),
     ({"end_stuck_after": 30}, "end_stuck_after", "give a string"),
+    ({"register_model": "my model:v1", "data_connection": "s3"}, "register_model", '(model name) "my model"'),
+    ({"register_model": "digits:v 1", "data_connection": "s3"}, "register_model", '(version) "v 1"'),
+    ({"register_model": "digits:v1"}, "register_model", "reads it from the job's data connection"),
+    ({"register_artifact": "model.onnx", "data_connection": "s3"}, "register_artifact", "give register_model"),
 ])
 def test_bad_settings_name_the_argument(kwargs, field, text):
     c = _offline_client(_RecordingCustom())
