@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -35,15 +34,7 @@ type RankFailure struct {
 
 // ReadRankFailure decodes a RankFailure from a TrainJob's annotations.
 func ReadRankFailure(annotations map[string]string) (*RankFailure, error) {
-	raw, ok := annotations[RankFailureAnnotation]
-	if !ok {
-		return nil, nil
-	}
-	f := &RankFailure{}
-	if err := json.Unmarshal([]byte(raw), f); err != nil {
-		return nil, fmt.Errorf("annotation %s is not a valid rank failure: %w", RankFailureAnnotation, err)
-	}
-	return f, nil
+	return readAnnotation[RankFailure](annotations, RankFailureAnnotation, "rank failure")
 }
 
 // Encode renders f for RankFailureAnnotation.

@@ -72,15 +72,7 @@ type Registration struct {
 // ReadRegistration decodes a Registration from a TrainJob's annotations
 // (nil, nil when there is none).
 func ReadRegistration(annotations map[string]string) (*Registration, error) {
-	raw, ok := annotations[ModelRegistrationAnnotation]
-	if !ok || raw == "" {
-		return nil, nil
-	}
-	r := &Registration{}
-	if err := json.Unmarshal([]byte(raw), r); err != nil {
-		return nil, fmt.Errorf("annotation %s is not a valid registration: %w", ModelRegistrationAnnotation, err)
-	}
-	return r, nil
+	return readAnnotation[Registration](annotations, ModelRegistrationAnnotation, "registration")
 }
 
 // Encode renders r for ModelRegistrationAnnotation.

@@ -36,15 +36,7 @@ type Resumed struct {
 // ReadResumed decodes a Resumed from a TrainJob's annotations (nil, nil
 // when there is none).
 func ReadResumed(annotations map[string]string) (*Resumed, error) {
-	raw, ok := annotations[ResumedAnnotation]
-	if !ok {
-		return nil, nil
-	}
-	r := &Resumed{}
-	if err := json.Unmarshal([]byte(raw), r); err != nil {
-		return nil, fmt.Errorf("annotation %s is not a valid resume: %w", ResumedAnnotation, err)
-	}
-	return r, nil
+	return readAnnotation[Resumed](annotations, ResumedAnnotation, "resume")
 }
 
 // Encode renders r for ResumedAnnotation.

@@ -2,7 +2,6 @@ package api
 
 import (
 	"encoding/json"
-	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -36,15 +35,7 @@ const MaxStackGroups = 8
 // ReadStackSnapshot decodes a StackSnapshot from a TrainJob's annotations
 // (nil, nil when there is none).
 func ReadStackSnapshot(annotations map[string]string) (*StackSnapshot, error) {
-	raw, ok := annotations[StacksAnnotation]
-	if !ok {
-		return nil, nil
-	}
-	s := &StackSnapshot{}
-	if err := json.Unmarshal([]byte(raw), s); err != nil {
-		return nil, fmt.Errorf("annotation %s is not a valid stack snapshot: %w", StacksAnnotation, err)
-	}
-	return s, nil
+	return readAnnotation[StackSnapshot](annotations, StacksAnnotation, "stack snapshot")
 }
 
 // Encode renders s for StacksAnnotation.

@@ -34,14 +34,7 @@ import (
 func TestCreateRegistersModel(t *testing.T) {
 	c := framework.Get(t)
 	const ns, user = "team-a", "dev-a"
-	wd, _ := os.Getwd()
-	opts, err := localcluster.DefaultOptions(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := localcluster.StartModelRegistry(context.Background(), opts, io.Discard); err != nil {
-		t.Fatalf("the model registry: %v", err)
-	}
+	opts := startRegistry(t)
 	model := framework.UniqueName("auto-digits")
 	create := func(name, ref string, extra ...string) result {
 		args := append([]string{"create", name, "--workers", "2", "--slots-per-worker", "1", "--register-model", ref}, extra...)

@@ -60,6 +60,21 @@ type regEntity struct {
 	ModelFormatVersion string                    `json:"modelFormatVersion"`
 }
 
+// startRegistry starts the local cluster's model registry unless it runs,
+// and returns the cluster's options (to stop and start it again).
+func startRegistry(t *testing.T) localcluster.Options {
+	t.Helper()
+	wd, _ := os.Getwd()
+	opts, err := localcluster.DefaultOptions(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := localcluster.StartModelRegistry(context.Background(), opts, io.Discard); err != nil {
+		t.Fatalf("the model registry: %v", err)
+	}
+	return opts
+}
+
 // tokenOf is a kubeconfig user's bearer token.
 func tokenOf(t *testing.T, c *framework.Cluster, user string) string {
 	t.Helper()
@@ -79,14 +94,7 @@ func tokenOf(t *testing.T, c *framework.Cluster, user string) string {
 func TestRegisterModel(t *testing.T) {
 	c := framework.Get(t)
 	const ns, user = "team-a", "dev-a"
-	wd, _ := os.Getwd()
-	opts, err := localcluster.DefaultOptions(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := localcluster.StartModelRegistry(context.Background(), opts, io.Discard); err != nil {
-		t.Fatalf("the model registry: %v", err)
-	}
+	opts := startRegistry(t)
 	name := framework.UniqueName("reg")
 	model := framework.UniqueName("digits-classifier")
 	expect(t, mpijob(t, user, ns, append([]string{"create", name, "--workers", "2", "--slots-per-worker", "1", "--data-connection", localcluster.DataConnectionName},
