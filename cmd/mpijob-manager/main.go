@@ -12,7 +12,6 @@ import (
 	"math"
 	"net/http"
 	"os"
-	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -89,8 +88,8 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 		return o, err
 	}
 	if o.modelRegistry != "" {
-		if ns, name, ok := strings.Cut(o.modelRegistry, "/"); !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-			return o, fmt.Errorf("--model-registry %q: name the registry's Service as NAMESPACE/NAME, e.g. %s", o.modelRegistry, registry.DefaultService)
+		if _, _, err := registry.SplitService("--model-registry", o.modelRegistry); err != nil {
+			return o, err
 		}
 	}
 	if o.maxWorkers < 0 || o.maxWorkers > math.MaxInt32 {

@@ -77,7 +77,10 @@ func (c *RegistrationCheck) Check(ctx context.Context, old, tj *trainer.TrainJob
 			return userMay(ctx, c.Reviews, user, attrs)
 		}
 	}
-	ns, svc, _ := strings.Cut(c.Service, "/")
+	ns, svc, err := registry.SplitService("--model-registry", c.Service)
+	if err != nil {
+		return nil, err
+	}
 	ok, err := may(ctx, req.UserInfo, authorizationv1.ResourceAttributes{Namespace: ns, Verb: "create", Resource: "services", Subresource: "proxy", Name: svc})
 	if err != nil {
 		return nil, fmt.Errorf("failed to check your access to the model registry %s: %w", c.Service, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/registry"
 )
 
@@ -116,7 +117,7 @@ func (r *registerOptions) explain(err error, ref registry.Ref) error {
 	var acc *registry.AccessError
 	var taken *registry.TakenError
 	var typo *registry.TypoError
-	again := fmt.Sprintf("kubectl mpijob register %s %s", r.job, ref)
+	again := api.RegisterCommand(r.job, ref.Name, ref.Version, "")
 	switch {
 	case errors.As(err, &typo):
 		return usageErr("%v: did you mean kubectl mpijob register %s %s:%s? To create model %s, add --new-model", err, r.job, typo.Near, ref.Version, ref.Name)

@@ -64,9 +64,9 @@ func Resolve(ctx context.Context, c client.Reader, field, svc, rawURL, ca, token
 		if svc == "" {
 			svc = DefaultService
 		}
-		ns, name, ok := strings.Cut(svc, "/")
-		if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
-			return nil, &FieldError{Field: field, Value: svc, Fix: "name the registry's Service as NAMESPACE/SERVICE, e.g. " + DefaultService}
+		ns, name, err := SplitService(field, svc)
+		if err != nil {
+			return nil, err
 		}
 		s := &corev1.Service{}
 		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, s); err != nil {
@@ -86,6 +86,16 @@ func Resolve(ctx context.Context, c client.Reader, field, svc, rawURL, ca, token
 		return nil, &FieldError{Field: "token", Value: "", Fix: "the model registry takes a bearer token, as OpenShift AI's does, and your credentials have none: log in with one (oc login), or use a context that has one"}
 	}
 	return NewDirect(address, token, ca)
+}
+
+// SplitService reads a registry's Service as NAMESPACE/SERVICE; field
+// names where it came from, for the error.
+func SplitService(field, svc string) (ns, name string, err error) {
+	ns, name, ok := strings.Cut(svc, "/")
+	if !ok || ns == "" || name == "" || strings.Contains(name, "/") {
+		return "", "", &FieldError{Field: field, Value: svc, Fix: "name the registry's Service as NAMESPACE/SERVICE, e.g. " + DefaultService}
+	}
+	return ns, name, nil
 }
 
 // TokenOf is the bearer token of a REST config ("" when it has none).
