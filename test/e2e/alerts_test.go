@@ -18,6 +18,7 @@ import (
 // TestSilentRankIsNamed; MPIJobManagerDown and MPIJobAdmissionWebhookErrors
 // in TestManagerDownStaleStatusAndNoAdmission.)
 func TestFailureBurstAlerts(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	ns := c.NewNamespace(t, "burst")
 	for i := range 3 {

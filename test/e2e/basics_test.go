@@ -67,6 +67,7 @@ func TestMpirunDashXBesideADataConnection(t *testing.T) {
 // refuses -x beside the forwarded list, as a custom image's does: the
 // diagnosis names it and the way out instead of "LauncherFailed".
 func TestDashXConflictIsNamed(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	const ns, user = "team-a", "dev-a"
 	name := framework.UniqueName("dashx-own")
@@ -86,6 +87,7 @@ func TestDashXConflictIsNamed(t *testing.T) {
 // its node's cores: all 4 ranks ran on the first Worker. The image's
 // mpirun maps it by slot: 2 ranks on each Worker.
 func TestOpenMPI5OversubscribeSpreadsOverTheWorkers(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	c.EnsureImages(t, "openmpi5")
 	const ns, user = "team-a", "dev-a"
@@ -157,6 +159,7 @@ func TestPlainMpirunOnHydraRunsOnTheWorkers(t *testing.T) {
 // 45): a Python error raised by the Launcher's command outside mpirun is
 // the Launcher's, and the totals read as people write them.
 func TestLauncherOwnErrorAndTotalsAsWritten(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	const ns, user = "team-a", "dev-a"
 	name := framework.UniqueName("own")
@@ -231,6 +234,7 @@ int main(int argc, char **argv) {
 // in-memory volume by it) while the diagnosis said "Nothing to do yet".
 // The CLI, and admission for a job written by hand, refuse it.
 func TestTooLittleMemoryIsRefused(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	const ns, user = "team-a", "dev-a"
 	name := framework.UniqueName("mem")
@@ -257,6 +261,7 @@ func TestTooLittleMemoryIsRefused(t *testing.T) {
 // Every shipped runtime names a hung job: a progress timeout of its own,
 // which a job may raise or turn off.
 func TestRuntimesHaveAProgressTimeout(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	list := &trainer.ClusterTrainingRuntimeList{}
 	if err := c.Client.List(context.Background(), list, client.MatchingLabels{api.RuntimeLabel: "true"}); err != nil {
@@ -284,6 +289,7 @@ func TestRuntimesHaveAProgressTimeout(t *testing.T) {
 // variable and the value; kubectl mpijob create -f makes the runtime the
 // copy's, and the copy's ranks see their own folder.
 func TestExportedJobWritesItsOwnArtifacts(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	const ns, user = "team-a", "dev-a"
 	orig := framework.UniqueName("exp")
@@ -372,6 +378,7 @@ func TestExportedJobWritesItsOwnArtifacts(t *testing.T) {
 // training config, describe shows it, and a missing one is named before
 // anything is created.
 func TestConfigMapMountedOnEveryRank(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	const ns, user = "team-a", "dev-a"
 	cm := framework.UniqueName("train-config")
@@ -407,6 +414,7 @@ func TestConfigMapMountedOnEveryRank(t *testing.T) {
 // stopped the ranks and exited 0: the job showed Succeeded. Here the one
 // rank runs on Worker 0 and Worker 1 is deleted mid-run: the job fails.
 func TestOpenMPI5LostDaemonFailsTheJob(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	c.EnsureImages(t, "openmpi5")
 	const ns, user = "team-a", "dev-a"
@@ -445,6 +453,7 @@ func TestOpenMPI5LostDaemonFailsTheJob(t *testing.T) {
 // ServiceAccount token into the Launcher or the Workers (no MPI program
 // talks to the Kubernetes API), so a rank has none to reach it with.
 func TestNoServiceAccountTokenInTheRanks(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	const ns, user = "team-a", "dev-a"
 	name := framework.UniqueName("notoken")

@@ -73,6 +73,7 @@ func expect(t *testing.T, r result, code int, contains ...string) {
 // Security restricted, Kueue's default queue): create → wait → logs --all
 // → describe → clone → delete, on the real nodes.
 func TestCLILifecycle(t *testing.T) {
+	t.Parallel()
 	framework.Get(t)
 	name := framework.UniqueName("cli")
 	expect(t, mpijob(t, "dev-a", "team-a", "create", name, "--workers", "2", "--slots-per-worker", "2"), 0, "created in namespace team-a")
@@ -128,6 +129,7 @@ func TestCLILifecycle(t *testing.T) {
 // A failing job: wait says how it ended with its own exit code, and
 // describe shows the diagnosis with a next step.
 func TestCLIFailingJob(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	ns := c.NewNamespace(t, "cli-fail")
 	expect(t, mpijob(t, "admin", ns, "create", "boom", "--workers", "1", "--", "sh", "-c", "echo password=hunter2; exit 3"), 0)
@@ -143,6 +145,7 @@ func TestCLIFailingJob(t *testing.T) {
 // Permissions and admission through the CLI: errors name the user, verb
 // and namespace, or carry the webhook's words, each with its exit code.
 func TestCLIPermissionsAndAdmission(t *testing.T) {
+	t.Parallel()
 	framework.Get(t)
 	expect(t, mpijob(t, "viewer-a", "team-a", "create", "nope", "--workers", "1"), cli.ExitForbidden, "viewer-a", "create", "team-a")
 	expect(t, mpijob(t, "dev-b", "team-a", "get"), cli.ExitForbidden, "dev-b", "list", "team-a")
@@ -175,6 +178,7 @@ func noRuntime(t *testing.T, ns, name string) {
 // asked for, the job succeeds on the real nodes, and its per-job runtime
 // is owned by the job, kept out of runtimes list and gone after delete.
 func TestCLIImageAndResourcesOnEveryWorker(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	ctx := context.Background()
 	name := framework.UniqueName("own")
@@ -242,6 +246,7 @@ func TestCLIImageAndResourcesOnEveryWorker(t *testing.T) {
 // checks; a runtime whose image cannot be pulled fails the first check with
 // exit code 6, one whose ranks all run on the Launcher the last.
 func TestCLIRuntimesTest(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	ns := c.NewNamespace(t, "cli-rt")
 	// Every shipped CPU runtime passes, ranks on the Workers; the images
@@ -304,6 +309,7 @@ func (s *syncBuffer) String() string {
 // get -w prints the table, then a row for every change of a job: a job
 // created while it watches shows up and reaches Succeeded.
 func TestCLIGetWatch(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	ns := c.NewNamespace(t, "cli-watch")
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -341,6 +347,7 @@ func TestCLIGetWatch(t *testing.T) {
 // Events belong to a job by exact names: job X does not show the events
 // of job X-4 (clone's own example name), from the CLI or the dashboard.
 func TestEventsOfASimilarlyNamedJobStayApart(t *testing.T) {
+	t.Parallel()
 	framework.Get(t)
 	name := framework.UniqueName("evt")
 	other := name + "-4"
@@ -383,6 +390,7 @@ func TestEventsOfASimilarlyNamedJobStayApart(t *testing.T) {
 // The Workers' sshd answers the readiness probe every second; its log must
 // not fill with the probe's closed connections, and MPI still works.
 func TestWorkerLogsCarryNoProbeNoise(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	name := framework.UniqueName("quiet")
 	expect(t, mpijob(t, "dev-a", "team-a", "create", name, "--workers", "2", "--",
@@ -425,6 +433,7 @@ func TestWorkerLogsCarryNoProbeNoise(t *testing.T) {
 // kubectl completes "kubectl mpijob ..." through the shipped
 // kubectl_complete-mpijob helper: verbs, and runtimes from the cluster.
 func TestCompletionThroughKubectl(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	dir := t.TempDir()
 	build := exec.Command("go", "build", "-o", filepath.Join(dir, "kubectl-mpijob"), "../../cmd/kubectl-mpijob")
@@ -467,6 +476,7 @@ func TestCompletionThroughKubectl(t *testing.T) {
 // Output formats as kubectl's: a client dry run honours -o json, and get
 // -o name works on a list.
 func TestCLIOutputFormats(t *testing.T) {
+	t.Parallel()
 	framework.Get(t)
 	r := mpijob(t, "dev-a", "team-a", "create", "fmt-check", "--workers", "1", "--dry-run=client", "-o", "json")
 	expect(t, r, 0)
@@ -483,6 +493,7 @@ func TestCLIOutputFormats(t *testing.T) {
 // logs -f right after create waits for the pods and prints the Launcher's
 // output; no kubelet error is printed as a log line.
 func TestLogsFollowRightAfterCreate(t *testing.T) {
+	t.Parallel()
 	framework.Get(t)
 	name := framework.UniqueName("follow")
 	expect(t, mpijob(t, "dev-a", "team-a", "create", name, "--workers", "1", "--", "sh", "-c", "sleep 2; echo hello from the launcher"), 0)
@@ -498,6 +509,7 @@ func TestLogsFollowRightAfterCreate(t *testing.T) {
 // only the reference, describe names where the value comes from; a
 // secret-looking --env value is taken with a warning that names the flag.
 func TestCLIEnvFromSecret(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	ctx := context.Background()
 	ns := c.NewNamespace(t, "cli-secret")
@@ -528,6 +540,7 @@ func TestCLIEnvFromSecret(t *testing.T) {
 // delete --grace-period reaches the pods: a Launcher that ignores SIGTERM
 // (a shell as PID 1) gets the seconds asked for, not its own 30.
 func TestCLIDeleteGracePeriodReachesThePods(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	ctx := context.Background()
 	ns := c.NewNamespace(t, "cli-grace")

@@ -77,6 +77,7 @@ spec:
 // pods, the job's runtime ends up
 // owned by the job, and nothing is left after delete.
 func TestConvertedLegacyJobRunsInANamespace(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	ctx := context.Background()
 	dir := t.TempDir()

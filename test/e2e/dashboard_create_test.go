@@ -58,6 +58,7 @@ func docs(t *testing.T, s string) []map[string]any {
 // same inputs give the same objects (a per-job runtime with the job's
 // image and resources, and the TrainJob).
 func TestDashboardBuildsWhatTheCLIBuilds(t *testing.T) {
+	t.Parallel()
 	ts, tokens := dashboardServer(t)
 	cases := map[string]struct {
 		input map[string]any
@@ -101,6 +102,7 @@ func TestDashboardBuildsWhatTheCLIBuilds(t *testing.T) {
 // Bad input is refused by the API with the field named, and nothing is
 // created; the quota check gives the admission pre-flight's numbers.
 func TestDashboardCreateAPIRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	ts, tokens := dashboardServer(t)
 	c := framework.Get(t)
 	cases := map[string]struct {
@@ -160,6 +162,7 @@ func TestDashboardCreateAPIRefusesBadInput(t *testing.T) {
 // to their fields before submit, and nothing is created; viewer-a has no
 // Create.
 func TestDashboardCreateWizardInTheBrowser(t *testing.T) {
+	t.Parallel()
 	ts, _ := dashboardServer(t)
 	c := framework.Get(t)
 	job := framework.UniqueName("wizard")
@@ -204,6 +207,7 @@ func TestDashboardCreateWizardInTheBrowser(t *testing.T) {
 // test`, live) passes on a shipped runtime and fails the image pull check,
 // naming the image, on a runtime whose image cannot be pulled.
 func TestDashboardRuntimesTestInTheBrowser(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	ts, _ := dashboardServer(t, dashboard.LoginUser{Name: "admin", Token: clusterAdminToken(t, c)})
 	const image = "registry.invalid/mpijob/broken:1"
@@ -263,6 +267,7 @@ func clusterAdminToken(t *testing.T, c *framework.Cluster) string {
 // worked out: its queue position times the median run of the namespace's
 // finished jobs.
 func TestDashboardEstimatesQueuedStart(t *testing.T) {
+	t.Parallel()
 	ts, tokens := dashboardServer(t)
 	c := framework.Get(t)
 	ctx := context.Background()

@@ -23,6 +23,7 @@ import (
 // neither create a job nor suspend one as the user logged in to the
 // dashboard that make dev serves, and JSON sent as text/plain is refused.
 func TestDashboardRefusesCrossSiteRequests(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	victim := framework.UniqueName("csrf")
 	expect(t, mpijob(t, "dev-a", "team-a", "create", victim, "--workers", "1", "--", "sleep", "120"), 0, "created")

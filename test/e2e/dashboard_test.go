@@ -127,6 +127,7 @@ func wantAPI(t *testing.T, r apiResult, code int, contains ...string) {
 // server's words, viewer-a may look but not delete, and bad tokens go
 // back to the login.
 func TestDashboardAPIActsAsTheUser(t *testing.T) {
+	t.Parallel()
 	ts, tokens := dashboardServer(t)
 	name := framework.UniqueName("dash")
 	expect(t, mpijob(t, "dev-a", "team-a", "create", name, "--workers", "2"), 0, "created in namespace team-a")
@@ -204,6 +205,7 @@ func TestDashboardAPIActsAsTheUser(t *testing.T) {
 // An API server that cannot be reached gives a clear 502, never a blank
 // answer; the page shows it in a banner and retries.
 func TestDashboardAPIServerUnreachable(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	down := rest.CopyConfig(c.Config)
 	down.Host = "https://127.0.0.1:1"
@@ -216,6 +218,7 @@ func TestDashboardAPIServerUnreachable(t *testing.T) {
 // playwright-core) as dev-a, dev-b and viewer-a: dashboard/web/e2e/browser.mjs.
 // Screenshots go to .cache/dashboard-screenshots.
 func TestDashboardInTheBrowser(t *testing.T) {
+	t.Parallel()
 	ts, _ := dashboardServer(t)
 	chromium := os.Getenv("CHROMIUM")
 	if chromium == "" {

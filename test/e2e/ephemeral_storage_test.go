@@ -17,6 +17,7 @@ import (
 // evicted before it fills the node's disk, and the diagnosis says why and
 // what to do.
 func TestEphemeralStorageLimitStopsAFillingPod(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	const ns, user = "team-a", "dev-a"
 	name := framework.UniqueName("fill")

@@ -16,6 +16,7 @@ import (
 // that claims to be mpijob-manager's is marked in events, describe and the
 // dashboard, while the manager's own Events about the job are not.
 func TestForgedManagerEventsAreMarked(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	name := framework.UniqueName("vouch")
 	expect(t, mpijob(t, "dev-a", "team-a", "create", name, "--workers", "1", "--", "true"), 0, "created")

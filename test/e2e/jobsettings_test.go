@@ -42,6 +42,7 @@ func priorityClass(t *testing.T, c *framework.Cluster, value int64) string {
 // timeout then stops it as DeadlineExceeded. A misspelled priority is
 // refused naming the classes there are.
 func TestTheWholeJobAtCreateTime(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	ctx := context.Background()
 	const ns, user = "team-a", "dev-a"
@@ -134,6 +135,7 @@ func TestTheWholeJobAtCreateTime(t *testing.T) {
 // --retries starts the whole job again after a failure: JobSet restarts it
 // once, then the job fails for good with the program's own reason.
 func TestRetriesStartTheJobAgain(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	const ns, user = "team-a", "dev-a"
 	name := framework.UniqueName("retry")

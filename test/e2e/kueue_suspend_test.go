@@ -27,6 +27,7 @@ import (
 // interface, and resumes. People may change that one field of a Workload
 // and nothing else; other tenants and viewers may not touch it.
 func TestSuspendUnderKueueStays(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	name := framework.UniqueName("pause")
 	expect(t, mpijob(t, "dev-a", "team-a", "create", name, "--workers", "1", "--", "sleep", "600"), 0, "created")
@@ -129,6 +130,7 @@ func TestSuspendUnderKueueStays(t *testing.T) {
 // a job Kueue manages is suspended through its Workload (it stays
 // suspended, Kueue does not turn it back) and resumed to run again.
 func TestCLISuspendAndResume(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	name := framework.UniqueName("hold")
 	expect(t, mpijob(t, "dev-a", "team-a", "create", name, "--workers", "1", "--", "sleep", "600"), 0, "created")

@@ -96,6 +96,7 @@ func allNumbered(t *testing.T, out string) {
 // pod's), and once every pod is gone the store serves the Launcher's and
 // the Workers' lines, with ranks, redacted, to the job's own tenant only.
 func TestLogsOutliveThePods(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	const ns, user = "team-a", "dev-a"
 	name := framework.UniqueName("keep")
@@ -295,6 +296,7 @@ func TestLogsOutliveThePods(t *testing.T) {
 // the earlier one's (nor would a namespace made again show its earlier
 // tenant's), and a name with no job has no stored log at all.
 func TestStoredLogIsTheJobThatExists(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	const ns, user = "team-a", "dev-a"
 	name := framework.UniqueName("again")
@@ -335,6 +337,7 @@ func TestStoredLogIsTheJobThatExists(t *testing.T) {
 // to read them). The status keeps the Launcher's start, so get shows a
 // duration.
 func TestLogsOfATimedOutJob(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	const ns, user = "team-a", "dev-a"
 	name := framework.UniqueName("timeout")

@@ -43,6 +43,7 @@ print("done")`
 // viewer-a; never dev-b); every query of the Grafana dashboard and every
 // recording rule has data; and the Metrics tab in Chromium draws them.
 func TestMetricsOverTime(t *testing.T) {
+	t.Parallel()
 	promURL := framework.PrometheusURL()
 	if promURL == "" {
 		t.Skip("MPIJOB_KUBECONFIG names another cluster: set MPIJOB_PROMETHEUS_URL to its Prometheus")

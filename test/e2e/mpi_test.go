@@ -125,6 +125,7 @@ func runOnRealNodes(t *testing.T, runtime string, command []string) {
 // A 64-Worker GPU job lands every Worker on the kwok GPU nodes (the real
 // nodes have no nvidia.com/gpu) and completes.
 func TestGPUWorkersOnKwokNodes(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	ns := c.NewNamespace(t, "e2e-kwok")
 	const workers = 64
@@ -203,6 +204,7 @@ func TestGPUWorkersOnKwokNodes(t *testing.T) {
 // Workers there with no toleration written, and its CPU Launcher stays on a
 // real node.
 func TestGPUJobNeedsNoTolerationFromTheUser(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	name := framework.UniqueName("big")
 	expect(t, mpijob(t, "dev-a", "team-a", "create", name, "--runtime", "mpi-openmpi-gpu", "--workers", "2", "--gpus", "2", "--", "sleep", "600"), 0, "created in namespace team-a")

@@ -17,6 +17,7 @@ import (
 // The jobs that must fit go to the kwok nodes (16 × 32 CPUs), so tests
 // running beside this one on the two real nodes do not change the answer.
 func TestPlacementInTheCLIAndTheWizard(t *testing.T) {
+	t.Parallel()
 	const queue = "Kueue queue team-a/default (ClusterQueue team-a): "
 	onKwok := []string{"--node-selector", "type=kwok", "--toleration", "nvidia.com/gpu:NoSchedule"}
 	t.Run("the CLI", func(t *testing.T) {

@@ -32,6 +32,7 @@ print("never printed")`
 // every line with its rank, logs --rank selects them, and a rank that
 // raised while the others wait is named within a minute, with the fix.
 func TestStuckRankIsNamed(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	const ns, user = "team-a", "dev-a"
 	name := framework.UniqueName("stuck")
@@ -120,6 +121,7 @@ for i in range(300):
 // A rank that goes silent while the others print on is named, under the
 // progress check, and the job keeps its phase (it does hang).
 func TestSilentRankIsNamed(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	const ns = "team-a"
 	name := framework.UniqueName("silent")
@@ -163,6 +165,7 @@ func TestSilentRankIsNamed(t *testing.T) {
 // its node selector, and it does not tolerate their GPU taint) is
 // diagnosed as such, with the scheduler's words, not as "starting".
 func TestLauncherUnschedulableIsNamed(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	const ns = "team-a"
 	name := framework.UniqueName("noplace")

@@ -32,6 +32,7 @@ import (
 // the registry answers again, the command works and the manager's next
 // try records it.
 func TestCreateRegistersModel(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	const ns, user = "team-a", "dev-a"
 	opts := startRegistry(t)

@@ -92,6 +92,7 @@ func tokenOf(t *testing.T, c *framework.Cluster, user string) string {
 // again changes nothing; a typo, a taken version, a registry that is down
 // and another tenant are each told what to do, and nothing is lost.
 func TestRegisterModel(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	const ns, user = "team-a", "dev-a"
 	opts := startRegistry(t)

@@ -27,6 +27,7 @@ var lastEpochLoss = regexp.MustCompile(`(?m)(?:^|<stdout>:)epoch (\d+)/(\d+) los
 // mode prints its table and a line a benchmark parses, and wrong values
 // fail with the program's own words in the diagnosis.
 func TestReferenceCNN(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	c.EnsureImages(t, "horovod")
 	ns := c.NewNamespace(t, "cnn")

@@ -27,6 +27,7 @@ var weightsAgree = regexp.MustCompile(`weights agree across ranks within ([0-9.e
 // 1 and 4 ranks with the same result; a wrong batch size fails with the
 // program's words in the diagnosis.
 func TestTensorFlowOnIntelMPI(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	c.EnsureImages(t, "intel-tensorflow")
 	im, _ := images.ImageNamed("intel-tensorflow")

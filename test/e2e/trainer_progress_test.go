@@ -48,6 +48,7 @@ time.sleep(20)
 // Trainer's runtime status server only is shown by kubectl mpijob (and
 // OpenShift AI's dashboard, from the annotation).
 func TestTrainerAndMPIJobProgressAgree(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	const ns, user = "team-a", "dev-a"
 

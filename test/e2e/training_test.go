@@ -130,6 +130,7 @@ func s3Client(t *testing.T, keys map[string]string) *minio.Client {
 // bucket under the job's name, and the model downloaded with `kubectl
 // mpijob artifacts` scores the same outside the job.
 func TestDigitsFromS3ToModel(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	const ns, user = "team-a", "dev-a"
 	keys := connectionOf(t, ns)
@@ -227,6 +228,7 @@ func TestDigitsFromS3ToModel(t *testing.T) {
 // before anything is created; a wrong bucket fails the job with a message
 // naming the connection and the key to fix.
 func TestDataConnectionMistakes(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	const ns, user = "team-a", "dev-a"
 	name := framework.UniqueName("dc")
@@ -298,6 +300,7 @@ func TestDataConnectionMistakes(t *testing.T) {
 // PyTorch workload learns on 2 Workers x 2 slots. The times are logged
 // for docs/training.md; 2 cores cannot show a speed-up.
 func TestSameAccuracyOnOneTwoFourRanks(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	ns := c.NewNamespace(t, "ranks")
 	type run struct {
@@ -446,6 +449,7 @@ func score(t *testing.T, m map[string][]float64, x [][]float64, y []int, test []
 // accuracy whether the job comes from the CLI, a YAML file, the dashboard's
 // API (the wizard's) or the Python SDK.
 func TestSameAccuracyFromEveryInterface(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	const ns, user = "team-a", "dev-a"
 	cmdline := []string{"mpirun", "python3", "/opt/mpijob/examples/digits_mpi4py.py",
@@ -549,6 +553,7 @@ func TestDataConnectionOnEveryMPIFlavour(t *testing.T) {
 // (its $MPIJOB_OUTPUT_URI is file:///mnt/shared-data/JOB/ without a data
 // connection), a second job mounts the same claim elsewhere and reads it.
 func TestPVCInAndOut(t *testing.T) {
+	t.Parallel()
 	c := framework.Get(t)
 	const ns, user = "team-a", "dev-a"
 	writer, reader := framework.UniqueName("pvc-out"), framework.UniqueName("pvc-in")
