@@ -316,7 +316,7 @@ func wire(ctx context.Context, mgr ctrl.Manager, o options, logs kubernetes.Inte
 	// Every MPI job's phase and its pods' roles at each scrape, from the
 	// cache (the leader only): the series dashboards and recording rules
 	// join with the kubelets' container metrics.
-	if err := ctrlmetrics.Registry.Register(metrics.JobsCollector{Cache: mgr.GetCache(), Elected: mgr.Elected()}); err != nil {
+	if err := ctrlmetrics.Registry.Register(metrics.JobsCollector{Cache: mgr.GetCache(), Elected: mgr.Elected(), Statuses: &metrics.StatusMemo{}}); err != nil {
 		return fmt.Errorf("failed to register the jobs' metrics: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
@@ -116,5 +118,62 @@ func TestJobsCollectorOnlyWhenLeading(t *testing.T) {
 	close(elected)
 	if n := testutil.CollectAndCount(col, "mpijob_job_phase"); n != 1 {
 		t.Errorf("the leader reported %d phase series, want 1", n)
+	}
+}
+
+// A scrape decodes a job's status only when it changed since the last
+// scrape (the memo); what it reports is what a scrape without the memo
+// reports, also after a status changes, and a job gone is forgotten.
+func TestJobsCollectorDecodesOnlyChangedStatuses(t *testing.T) {
+	hello := trainJob("team-a", "hello", `{"phase":"Starting","launcher":"Pending"}`)
+	done := trainJob("team-a", "done", `{"phase":"Succeeded","launcher":"Succeeded"}`)
+	broken := trainJob("team-b", "broken", `{"phase":`)
+	inf := informersOf(t, hello, done, broken)
+	memo := &StatusMemo{}
+	col := JobsCollector{Cache: inf, Statuses: memo}
+	scrape := func(what string, wantDecodes int, want map[string]string) {
+		t.Helper()
+		memo.decodes = 0
+		jobs, err := CachedJobStates(context.Background(), inf, memo)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, j := range jobs {
+			got[j.Namespace+"/"+j.Name] = string(j.Phase)
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: phases (-want +got):\n%s", what, diff)
+		}
+		if memo.decodes != wantDecodes {
+			t.Errorf("%s: %d statuses decoded, want %d", what, memo.decodes, wantDecodes)
+		}
+		plain, err := CachedJobStates(context.Background(), inf, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		byName := cmpopts.SortSlices(func(a, b JobState) bool { return a.Namespace+"/"+a.Name < b.Namespace+"/"+b.Name })
+		if diff := cmp.Diff(plain, jobs, byName); diff != "" {
+			t.Errorf("%s: the memo's answer differs from a fresh decode (-fresh +memo):\n%s", what, diff)
+		}
+	}
+	scrape("first scrape", 3, map[string]string{"team-a/hello": "Starting", "team-a/done": "Succeeded"})
+	scrape("nothing changed", 0, map[string]string{"team-a/hello": "Starting", "team-a/done": "Succeeded"})
+
+	running := hello.DeepCopy()
+	running.Annotations[api.StatusAnnotation] = `{"phase":"Running","reason":"Running","launcher":"Running","lastTransitionTime":"2026-11-26T10:00:00Z"}`
+	store := inf.byType[reflect.TypeOf(&trainer.TrainJob{})].GetStore()
+	if err := store.Update(running); err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Delete(done); err != nil {
+		t.Fatal(err)
+	}
+	scrape("one status changed, one job gone", 1, map[string]string{"team-a/hello": "Running"})
+	if _, ok := memo.entries[jobKey{"team-a", "done"}]; ok {
+		t.Error("the memo still holds team-a/done after it was deleted")
+	}
+	if n := testutil.CollectAndCount(col, "mpijob_job_phase_since_timestamp_seconds"); n != 1 {
+		t.Errorf("%d since series, want 1 (the running job's)", n)
 	}
 }
