@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/events"
@@ -613,5 +614,59 @@ func TestUnreadableLogIsTriedOnceWhileRunning(t *testing.T) {
 	}
 	if _, ok := c.r.observe(context.Background(), l, 0, c.now, true); ok || reads != 4 {
 		t.Errorf("a failed job's lines: %d reads in all, want 3 more", reads)
+	}
+}
+
+// A job whose namespace is being deleted is not diagnosed again: its
+// JobSet and pods may go before it, and a status written then (the pods
+// not created yet) is read by nobody but costs a write through Trainer's
+// and Kueue's webhooks for every job of the namespace.
+func TestNoDiagnosisWhileTheNamespaceGoes(t *testing.T) {
+	tj := job(2).Obj()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tj.Namespace}}
+	c := newCluster(t, tj, ns,
+		jobPod(tj, launcher().Running(true)), jobPod(tj, worker("0").Running(true)), jobPod(tj, worker("1").Running(true)))
+	c.reconcile(t)
+	c.now = c.now.Add(2 * time.Second)
+	c.reconcile(t)
+	before, ok := c.status(t)
+	if !ok {
+		t.Fatal("no status for a running job in a live namespace")
+	}
+	// The namespace goes: the JobSet (and with it the pods) first.
+	ns.Status.Phase = corev1.NamespaceTerminating
+	if err := c.client.Status().Update(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	js := &jobsetv1alpha2.JobSet{}
+	if err := c.client.Get(context.Background(), c.key, js); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.client.Delete(context.Background(), js); err != nil {
+		t.Fatal(err)
+	}
+	writes := 0
+	c.r.Client = interceptor.NewClient(c.client, interceptor.Funcs{
+		Apply: func(ctx context.Context, cl client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			writes++
+			return cl.Apply(ctx, obj, opts...)
+		},
+		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			writes++
+			return cl.Patch(ctx, obj, patch, opts...)
+		},
+		Update: func(ctx context.Context, cl client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			writes++
+			return cl.Update(ctx, obj, opts...)
+		},
+	})
+	c.now = c.now.Add(time.Minute)
+	c.reconcile(t)
+	after, _ := c.status(t)
+	if writes != 0 {
+		t.Errorf("%d writes for a job whose namespace is being deleted, want none", writes)
+	}
+	if diff := cmp.Diff(before, after); diff != "" {
+		t.Errorf("the status changed while the namespace goes (-before +after):\n%s", diff)
 	}
 }
