@@ -46,6 +46,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/go-logr/logr"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	promapi "github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
@@ -63,6 +64,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/mpijob/mpijob/bench/internal/local"
 	"github.com/mpijob/mpijob/bench/internal/stack"
@@ -84,6 +86,10 @@ var (
 
 func main() {
 	flag.Parse()
+	// The API server's warnings (a deprecated field in the restored
+	// objects) are not the bench's to print; without a logger
+	// controller-runtime prints a stack trace for the first one.
+	ctrllog.SetLogger(logr.Discard())
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
