@@ -345,19 +345,35 @@ func HasStatus(annotations map[string]string) bool {
 	return annotations[StatusAnnotation] != ""
 }
 
-// ReadPhase is ReadStatus's Phase, decoding nothing else: the metrics
-// scrape reads every job's phase at every scrape, and a status with its
-// history and pods is most of a kilobyte to decode and clean. A status
-// whose other fields have the wrong JSON types (only the manager writes
-// it) gives its phase here, and an error from ReadStatus.
-func ReadPhase(annotations map[string]string) (p Phase, ok bool, err error) {
+// Summary is what the metrics scrape reports of a status: its phase, the
+// diagnosis's reason and when the job entered the phase (zero: not
+// known).
+type Summary struct {
+	Phase  Phase
+	Reason string
+	Since  time.Time
+}
+
+// ReadSummary is ReadStatus's Phase, Reason and LastTransitionTime,
+// decoding nothing else: the metrics scrape reads every job's summary,
+// and a status with its history and pods is most of a kilobyte to decode
+// and clean. A status whose other fields have the wrong JSON types (only
+// the manager writes it) gives its summary here, and an error from
+// ReadStatus.
+func ReadSummary(annotations map[string]string) (sum Summary, ok bool, err error) {
 	var s struct {
-		Phase Phase `json:"phase"`
+		Phase              Phase        `json:"phase"`
+		Reason             string       `json:"reason"`
+		LastTransitionTime *metav1.Time `json:"lastTransitionTime"`
 	}
 	if ok, err := decodeStatus(annotations, &s); !ok || err != nil {
-		return "", false, err
+		return Summary{}, false, err
 	}
-	return Phase(CleanText(string(s.Phase))), true, nil
+	sum = Summary{Phase: Phase(CleanText(string(s.Phase))), Reason: CleanText(s.Reason)}
+	if s.LastTransitionTime != nil {
+		sum.Since = s.LastTransitionTime.Time
+	}
+	return sum, true, nil
 }
 
 // decodeStatus decodes StatusAnnotation into v; ok is false when there is

@@ -36,8 +36,9 @@ func TestStatusRoundTrip(t *testing.T) {
 	}
 }
 
-// ReadStatus and ReadPhase (the phase alone, for the metrics scrape) give
-// the same phase, the same ok and the same error for every annotation.
+// ReadStatus and ReadSummary (the phase, reason and since alone, for the
+// metrics scrape) give the same phase, reason and since, the same ok and
+// the same error for every annotation.
 func TestReadStatus(t *testing.T) {
 	cases := map[string]struct {
 		annotations map[string]string
@@ -53,13 +54,14 @@ func TestReadStatus(t *testing.T) {
 		"phase only":                {annotations: map[string]string{StatusAnnotation: `{"phase":"Queued"}`}, wantPhase: PhaseQueued, wantOK: true},
 		"a whole status":            {annotations: map[string]string{StatusAnnotation: mustEncode(t, longStatus(8, 10))}, wantPhase: PhaseRunning, wantOK: true},
 		"escape codes are cleaned":  {annotations: map[string]string{StatusAnnotation: `{"phase":"\u001b[31mFailed","message":"x"}`}, wantPhase: PhaseFailed, wantOK: true},
+		"reason and since, cleaned": {annotations: map[string]string{StatusAnnotation: `{"phase":"Running","reason":"\u001b[31mRankSilent","lastTransitionTime":"2026-11-26T10:00:00Z"}`}, wantPhase: PhaseRunning, wantOK: true},
 		"no phase":                  {annotations: map[string]string{StatusAnnotation: `{"message":"x"}`}, wantOK: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			st, ok, err := ReadStatus(tc.annotations)
-			phase, phaseOK, phaseErr := ReadPhase(tc.annotations)
-			for read, e := range map[string]error{"ReadStatus": err, "ReadPhase": phaseErr} {
+			sum, sumOK, sumErr := ReadSummary(tc.annotations)
+			for read, e := range map[string]error{"ReadStatus": err, "ReadSummary": sumErr} {
 				if (tc.wantErr == "") != (e == nil) || e != nil && !strings.Contains(e.Error(), tc.wantErr) {
 					t.Errorf("%s: err = %v, want %q", read, e, tc.wantErr)
 				}
@@ -68,8 +70,15 @@ func TestReadStatus(t *testing.T) {
 			if d := cmp.Diff(want, []any{st.Phase, ok}); d != "" {
 				t.Errorf("ReadStatus [phase, ok] (-want +got):\n%s", d)
 			}
-			if d := cmp.Diff(want, []any{phase, phaseOK}); d != "" {
-				t.Errorf("ReadPhase [phase, ok] (-want +got):\n%s", d)
+			if d := cmp.Diff(want, []any{sum.Phase, sumOK}); d != "" {
+				t.Errorf("ReadSummary [phase, ok] (-want +got):\n%s", d)
+			}
+			var since time.Time
+			if st.LastTransitionTime != nil {
+				since = st.LastTransitionTime.Time
+			}
+			if d := cmp.Diff(Summary{Phase: st.Phase, Reason: st.Reason, Since: since}, sum); d != "" {
+				t.Errorf("ReadSummary against ReadStatus (-ReadStatus +ReadSummary):\n%s", d)
 			}
 			// HasStatus decodes nothing: a status that is there, valid or
 			// not, is the manager's to vouch for.
@@ -425,10 +434,10 @@ func mustEncode(t testing.TB, s Status) string {
 	return raw
 }
 
-// BenchmarkReadPhase: what the metrics scrape pays a job to learn its
-// phase, the whole status against the phase alone (one run: compare the
-// two lines' ns/op and B/op).
-func BenchmarkReadPhase(b *testing.B) {
+// BenchmarkReadSummary: what the metrics scrape pays a job to learn its
+// phase, reason and since, the whole status against those alone (one
+// run: compare the two lines' ns/op and B/op).
+func BenchmarkReadSummary(b *testing.B) {
 	a := map[string]string{StatusAnnotation: mustEncode(b, longStatus(8, 10))}
 	b.Run("ReadStatus", func(b *testing.B) {
 		b.ReportAllocs()
@@ -438,10 +447,10 @@ func BenchmarkReadPhase(b *testing.B) {
 			}
 		}
 	})
-	b.Run("ReadPhase", func(b *testing.B) {
+	b.Run("ReadSummary", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, _, err := ReadPhase(a); err != nil {
+			if _, _, err := ReadSummary(a); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -2,7 +2,6 @@ package metrics
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -10,7 +9,6 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -92,50 +90,28 @@ type jobKey struct{ ns, name string }
 
 type memoEntry struct {
 	raw string
-	sum statusSummary
+	sum api.Summary
 	ok  bool
 }
 
-// statusSummary is what the collector reports of a status.
-type statusSummary struct {
-	Phase  api.Phase
-	Reason string
-	Since  time.Time
-}
-
-// summaryOf decodes the fields of a status annotation the collector
-// reports, cleaned as api.ReadStatus cleans them (ok false: no status,
-// or one that is not valid).
-func summaryOf(raw string) (statusSummary, bool) {
-	var s struct {
-		Phase              api.Phase    `json:"phase"`
-		Reason             string       `json:"reason"`
-		LastTransitionTime *metav1.Time `json:"lastTransitionTime"`
+// read is api.ReadSummary of job k's annotations (ok false: no status,
+// or one that is not valid), from the last scrape when its status
+// annotation is the same; seen collects this scrape's entries (jobs gone
+// since are forgotten). A nil memo decodes every time.
+func (m *StatusMemo) read(k jobKey, annotations map[string]string, seen map[jobKey]memoEntry) (api.Summary, bool) {
+	raw := annotations[api.StatusAnnotation]
+	if m != nil {
+		if e, ok := m.entries[k]; ok && e.raw == raw {
+			seen[k] = e
+			return e.sum, e.ok
+		}
+		m.decodes++
 	}
-	if err := json.Unmarshal([]byte(raw), &s); err != nil {
-		return statusSummary{}, false
+	sum, ok, err := api.ReadSummary(annotations)
+	ok = ok && err == nil
+	if m != nil {
+		seen[k] = memoEntry{raw: raw, sum: sum, ok: ok}
 	}
-	out := statusSummary{Phase: api.Phase(api.CleanText(string(s.Phase))), Reason: api.CleanText(s.Reason)}
-	if s.LastTransitionTime != nil {
-		out.Since = s.LastTransitionTime.Time
-	}
-	return out, true
-}
-
-// read is the summary of raw, the status annotation of job k, from the
-// last scrape when raw is the same; seen collects this scrape's entries
-// (jobs gone since are forgotten). A nil memo decodes every time.
-func (m *StatusMemo) read(k jobKey, raw string, seen map[jobKey]memoEntry) (statusSummary, bool) {
-	if m == nil {
-		return summaryOf(raw)
-	}
-	if e, ok := m.entries[k]; ok && e.raw == raw {
-		seen[k] = e
-		return e.sum, e.ok
-	}
-	m.decodes++
-	sum, ok := summaryOf(raw)
-	seen[k] = memoEntry{raw: raw, sum: sum, ok: ok}
 	return sum, ok
 }
 
@@ -200,15 +176,14 @@ func JobSeries(jobs []JobState) []prometheus.Metric {
 // cache holds, in place: they are the cache's own and only read here.
 // memo (nil: none) keeps the statuses' summaries between calls.
 func CachedJobStates(ctx context.Context, c crcache.Informers, memo *StatusMemo) ([]JobState, error) {
-	type key = jobKey
-	byJob := map[key]map[string]string{}
-	requests := map[key]Requests{}
+	byJob := map[jobKey]map[string]string{}
+	requests := map[jobKey]Requests{}
 	err := each(ctx, c, &corev1.Pod{}, func(p *corev1.Pod) {
 		job, ok := p.Labels[jobsetv1alpha2.JobSetNameKey]
 		if !ok {
 			return
 		}
-		k := key{p.Namespace, job}
+		k := jobKey{p.Namespace, job}
 		if byJob[k] == nil {
 			byJob[k] = map[string]string{}
 		}
@@ -235,12 +210,11 @@ func CachedJobStates(ctx context.Context, c crcache.Informers, memo *StatusMemo)
 		defer memo.mu.Unlock()
 	}
 	err = each(ctx, c, &trainer.TrainJob{}, func(tj *trainer.TrainJob) {
-		raw, found := tj.Annotations[api.StatusAnnotation]
-		if !found {
+		if !api.HasStatus(tj.Annotations) {
 			return
 		}
-		k := key{tj.Namespace, tj.Name}
-		if st, ok := memo.read(k, raw, seen); ok {
+		k := jobKey{tj.Namespace, tj.Name}
+		if st, ok := memo.read(k, tj.Annotations, seen); ok {
 			out = append(out, JobState{Namespace: tj.Namespace, Name: tj.Name, Phase: st.Phase, Reason: st.Reason, Since: st.Since, Pods: byJob[k], Requests: requests[k]})
 		}
 	})
