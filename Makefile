@@ -158,23 +158,19 @@ test-unit: ## Unit tests of pure packages.
 # The e2e and framework tests share one cluster: a running local cluster (or
 # the one MPIJOB_KUBECONFIG names) is reused and left running; otherwise one
 # is started for the run and stopped after it (KEEP_CLUSTER=1 keeps it).
-# Tests that stop mpijob-manager (restart, failover, manager down) run on
-# their own after the others (while it is down no MPI job can be created),
-# and so do tests that take away what others use (TestAlone*: an image);
-# and the packages' tests otherwise run side by side.
+# hack/test-e2e.sh runs two lanes side by side (the e2e package; the
+# integration package, then the Python SDK's cluster tests), then, on
+# their own, the tests that stop mpijob-manager (restart, failover, manager
+# down: while it is down no MPI job can be created) and those that take
+# away what others use (TestAlone*: an image).
 MANAGER_DOWN_TESTS := ^(TestManagerDown|TestAlone)
 .PHONY: test-e2e
-test-e2e: $(DEV) sdk-venv kfp-venv dashboard browser ## Integration and e2e tests (Go, then the Python SDK's) against the real local cluster.
+test-e2e: $(DEV) sdk-venv kfp-venv dashboard browser ## Integration and e2e tests (Go, and the Python SDK's) against the real local cluster.
 	@set -u; mkdir -p .cache; started=0; \
 	if [ -n "$${MPIJOB_KUBECONFIG:-}" ]; then echo "testing against $$MPIJOB_KUBECONFIG"; \
 	elif $(DEV) status >/dev/null 2>&1; then echo "reusing the running local cluster"; $(DEV) status --wait 40m || exit 1; \
 	else $(DEV) up --detach || exit 1; started=1; fi; \
-	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v -skip '$(MANAGER_DOWN_TESTS)' ./test/... 2>&1 | tee $(CURDIR)/.cache/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test.go)' ; rc=$${PIPESTATUS[0]}; \
-	$(GO) test -tags e2e -count=1 -timeout $(E2E_TIMEOUT) -v -run '$(MANAGER_DOWN_TESTS)' ./test/integration 2>&1 | tee -a $(CURDIR)/.cache/e2e.log | grep -E '^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test.go)' ; [ $${PIPESTATUS[0]} = 0 ] || rc=1; \
-	if [ $$rc != 0 ]; then awk -f hack/failed-tests.awk .cache/e2e.log; fi; \
-	(cd sdk/python && $(VENV)/bin/pytest -q -p no:cacheprovider -m cluster) || rc=1; \
-	(cd sdk/python && $(KFP_VENV)/bin/pytest -q -p no:cacheprovider -m cluster tests/test_kfp.py) || rc=1; \
-	awk -v brief=1 -f hack/failed-tests.awk .cache/e2e.log; \
+	GO=$(GO) VENV=$(VENV) KFP_VENV=$(KFP_VENV) E2E_TIMEOUT=$(E2E_TIMEOUT) MANAGER_DOWN_TESTS='$(MANAGER_DOWN_TESTS)' hack/test-e2e.sh; rc=$$?; \
 	if [ $$started = 1 ] && [ -z "$${KEEP_CLUSTER:-}" ]; then $(DEV) down; fi; exit $$rc
 
 .PHONY: bench

@@ -12,6 +12,7 @@ import (
 	"math"
 	"net/http"
 	"os"
+	"sync/atomic"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -329,12 +330,27 @@ func wire(ctx context.Context, mgr ctrl.Manager, o options, logs kubernetes.Inte
 
 // ready is the readiness check: the serving certificate is there and the
 // webhook server answers (started is asked for the server's check only
-// then: see wire).
+// then: see wire). Once the server has answered, the replica stays ready:
+// the listener stays open until the process ends, and a replica whose
+// check flips under load drops out of the Service just when admission
+// needs it. Seen in CI: a burst of 100 creates held both replicas' CPU
+// past the probe's timeout, both left the Service at once, and the
+// mpijob-manager-running policy then refused half the burst as "not
+// running". A replica that stops answering is still restarted by the
+// liveness probe, and one that ends leaves the Service as it terminates.
 func ready(certsReady <-chan struct{}, started func() healthz.Checker) healthz.Checker {
+	var answered atomic.Bool
 	return func(req *http.Request) error {
+		if answered.Load() {
+			return nil
+		}
 		select {
 		case <-certsReady:
-			return started()(req)
+			if err := started()(req); err != nil {
+				return err
+			}
+			answered.Store(true)
+			return nil
 		default:
 			return errors.New("the serving certificate is not ready")
 		}
@@ -364,15 +380,23 @@ func (w webhooks) register() {
 		server.Register(path, mpiadmission.Bounded(h, mpiadmission.DefaultInFlightBytes))
 	}
 	reg(mpiadmission.MutatePath, admission.WithDefaulter(w.scheme, &mpiadmission.Defaulter{Runtimes: w.lookup, Copier: &mpiadmission.RuntimeCopier{Client: w.client, Live: w.live, Cache: w.client}}))
-	reg(mpiadmission.ValidatePath, admission.WithValidator(w.scheme, &mpiadmission.Validator{
-		Runtimes: w.lookup, Client: w.client, MaxWorkers: w.maxWorkers, Manager: w.self,
-		Pods: w.client, Priorities: w.live, Placement: w.placer, Namespaces: w.live,
-		ServiceAccounts: &mpiadmission.ServiceAccountCheck{Live: w.live, Reviews: w.client}, Reviews: w.client,
-		Registration: &mpiadmission.RegistrationCheck{Service: w.modelRegistry, Reviews: w.client, Manager: w.self},
-	}))
+	reg(mpiadmission.ValidatePath, admission.WithValidator(w.scheme, w.validator()))
 	reg(mpiadmission.ValidateClusterRuntimePath, admission.WithValidator(w.scheme, mpiadmission.ClusterRuntimeValidator{}))
 	reg(mpiadmission.ValidateRuntimePath, admission.WithValidator(w.scheme, mpiadmission.RuntimeValidator{Client: w.live}))
 	reg(mpiadmission.ValidateWorkloadPath, &admission.Webhook{Handler: mpiadmission.WorkloadActiveOnly{}})
+}
+
+// validator is the TrainJob validator and what it reads: the manager's
+// cache for whatever a create of every MPI job reads (ResourceQuotas,
+// TrainJobs, pods, the Namespace's cap on active jobs), the API server only
+// for what a few jobs name (a WorkloadPriorityClass, a ServiceAccount).
+func (w webhooks) validator() *mpiadmission.Validator {
+	return &mpiadmission.Validator{
+		Runtimes: w.lookup, Client: w.client, MaxWorkers: w.maxWorkers, Manager: w.self,
+		Pods: w.client, Priorities: w.live, Placement: w.placer, Namespaces: w.client,
+		ServiceAccounts: &mpiadmission.ServiceAccountCheck{Live: w.live, Reviews: w.client}, Reviews: w.client,
+		Registration: &mpiadmission.RegistrationCheck{Service: w.modelRegistry, Reviews: w.client, Manager: w.self},
+	}
 }
 
 // stripManagedFields is controller-runtime's transform, made once (the

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"io"
 	"net/http"
@@ -143,18 +144,43 @@ func TestWebhooksRegister(t *testing.T) {
 	}
 }
 
+// Every create of an MPI job reads its Namespace (the cap on active jobs):
+// from the cache, not the API server.
+func TestValidatorReadsTheCache(t *testing.T) {
+	scheme, mgr := bareManager(t)
+	w := webhooks{scheme: scheme, mgr: mgr, client: mgr.GetClient(), live: mgr.GetAPIReader(), self: "me"}
+	v := w.validator()
+	for name, r := range map[string]client.Reader{"ResourceQuotas": v.Client, "TrainJobs and pods": v.Pods, "the Namespace": v.Namespaces} {
+		if r != client.Reader(w.client) {
+			t.Errorf("%s are read from %T, want the manager's cache", name, r)
+		}
+	}
+}
+
 func TestReady(t *testing.T) {
 	certsReady := make(chan struct{})
 	asked := 0
-	started := func() healthz.Checker { asked++; return func(*http.Request) error { return nil } }
+	answers := errors.New("connection refused")
+	started := func() healthz.Checker { asked++; return func(*http.Request) error { return answers } }
 	check := ready(certsReady, started)
 	req := httptest.NewRequest(http.MethodGet, "/readyz", nil)
 	if err := check(req); err == nil || !strings.Contains(err.Error(), "certificate") || asked != 0 {
 		t.Errorf("before the certificate: %v (the webhook server asked for %d times)", err, asked)
 	}
 	close(certsReady)
+	if err := check(req); err == nil || !strings.Contains(err.Error(), "connection refused") {
+		t.Errorf("the certificate there, the server not answering yet: %v, want its error", err)
+	}
+	answers = nil
 	if err := check(req); err != nil {
-		t.Errorf("after it: %v", err)
+		t.Errorf("the server answers: %v", err)
+	}
+	// Ready once answered: a server too busy to answer the probe in time
+	// keeps its place in the Service.
+	answers = errors.New("i/o timeout")
+	asked = 0
+	if err := check(req); err != nil || asked != 0 {
+		t.Errorf("after the server answered once, a slow answer: %v (asked %d times), want ready without asking", err, asked)
 	}
 }
 

@@ -163,9 +163,10 @@ type Validator struct {
 	// can place the job now (free capacity, free GPUs, its Kueue queue),
 	// as warnings. Nil says nothing.
 	Placement Placer
-	// Namespaces reads a job's Namespace (the API server: one read per
-	// create of an MPI job) for its cap on active MPI jobs
-	// (api.MaxActiveJobsAnnotation). Nil skips the check.
+	// Namespaces reads a job's Namespace for its cap on active MPI jobs
+	// (api.MaxActiveJobsAnnotation): the manager's cache, so a create
+	// costs no read of the API server (it was one per create of an MPI
+	// job, under a burst too). Nil skips the check.
 	Namespaces client.Reader
 	// ServiceAccounts checks, on a create, that the user may use each
 	// ServiceAccount a job's own runtime names (a token in the ranks):

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# The tests that need the cluster, as make test-e2e runs them (the cluster
+# is up; make test-e2e starts it). Two lanes run side by side:
+#   e2e:         the Go e2e package (the longest, about 50 min);
+#   integration: the Go integration and framework packages, then the
+#                Python SDK's cluster tests, then mpijob.kfp's.
+# Then, alone, the tests that stop mpijob-manager (while it is down no MPI
+# job can be created) or take away what others use (MANAGER_DOWN_TESTS).
+# Each lane streams the lines that say how it goes, and keeps its whole
+# `go test -v` output in its own file (hack/failed-tests.awk reads a test's
+# lines by the test's name, which two streams in one file would mix);
+# .cache/e2e.log is all of them, in order, at the end.
+#
+# Needs: GO, VENV, KFP_VENV, E2E_TIMEOUT, MANAGER_DOWN_TESTS.
+set -u
+cd "$(dirname "$0")/.."
+mkdir -p .cache
+: "${GO:=go}" "${E2E_TIMEOUT:=75m}"
+: "${VENV:?}" "${KFP_VENV:?}" "${MANAGER_DOWN_TESTS:?}"
+progress='^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test.go)'
+start=$SECONDS
+
+# gotest LOG ARGS...: go test -v, its lines of progress on stdout, the
+# whole output in LOG; its exit status.
+gotest() {
+	local log=$1
+	shift
+	"$GO" test -tags e2e -count=1 -timeout "$E2E_TIMEOUT" -v "$@" >"$log" 2>&1
+	local rc=$?
+	return $rc
+}
+
+# lane NAME COMMAND...: runs COMMAND, says when it ends and how long it
+# took, and leaves its exit status in .cache/lane-NAME.rc.
+lane() {
+	local name=$1
+	shift
+	local t0=$SECONDS
+	"$@"
+	local rc=$?
+	echo "$rc" >".cache/lane-$name.rc"
+	echo "lane $name: exit $rc after $((SECONDS - t0)) s"
+}
+
+e2e_lane() {
+	gotest .cache/e2e-e2e.log -skip "$MANAGER_DOWN_TESTS" ./test/e2e &
+	local pid=$!
+	tail -n +1 --pid=$pid -f .cache/e2e-e2e.log 2>/dev/null | grep --line-buffered -E "$progress" | sed -u 's/^/[e2e] /'
+	wait $pid
+}
+
+integration_lane() {
+	local rc=0
+	gotest .cache/e2e-integration.log -skip "$MANAGER_DOWN_TESTS" ./test/integration ./test/framework &
+	local pid=$!
+	tail -n +1 --pid=$pid -f .cache/e2e-integration.log 2>/dev/null | grep --line-buffered -E "$progress" | sed -u 's/^/[integration] /'
+	wait $pid || rc=1
+	echo "[integration] the Python SDK's cluster tests"
+	(cd sdk/python && "$VENV/bin/pytest" -q -p no:cacheprovider -m cluster) 2>&1 | sed -u 's/^/[sdk] /'
+	[ "${PIPESTATUS[0]}" = 0 ] || rc=1
+	echo "[integration] mpijob.kfp's cluster tests"
+	(cd sdk/python && "$KFP_VENV/bin/pytest" -q -p no:cacheprovider -m cluster tests/test_kfp.py) 2>&1 | sed -u 's/^/[kfp] /'
+	[ "${PIPESTATUS[0]}" = 0 ] || rc=1
+	return $rc
+}
+
+# Both logs exist before tail reads them.
+: >.cache/e2e-e2e.log
+: >.cache/e2e-integration.log
+rm -f .cache/lane-*.rc
+lane e2e e2e_lane &
+lane integration integration_lane &
+wait
+rc=0
+for l in e2e integration; do
+	[ "$(cat ".cache/lane-$l.rc" 2>/dev/null)" = 0 ] || rc=1
+done
+
+echo "alone: the tests that stop mpijob-manager"
+t0=$SECONDS
+gotest .cache/e2e-alone.log -run "$MANAGER_DOWN_TESTS" ./test/integration &
+pid=$!
+tail -n +1 --pid=$pid -f .cache/e2e-alone.log 2>/dev/null | grep --line-buffered -E "$progress" | sed -u 's/^/[alone] /'
+wait $pid || rc=1
+echo "alone: done after $((SECONDS - t0)) s"
+
+cat .cache/e2e-e2e.log .cache/e2e-integration.log .cache/e2e-alone.log >.cache/e2e.log
+if [ $rc != 0 ]; then awk -f hack/failed-tests.awk .cache/e2e.log; fi
+awk -v brief=1 -f hack/failed-tests.awk .cache/e2e.log
+echo "the cluster's tests: exit $rc after $((SECONDS - start)) s"
+exit $rc
