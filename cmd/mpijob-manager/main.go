@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"os"
 	"sync/atomic"
+	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -114,6 +116,14 @@ func newScheme() (*runtime.Scheme, error) {
 // with metricsCert (the webhook's certificate, once mounted), leader
 // election on the Lease clients read, and a cache trimmed to what the
 // manager reads.
+// The leader election's timing: how long a Lease holds, how long its
+// holder keeps trying to renew it, and how often each replica tries.
+const (
+	LeaseDuration = 60 * time.Second
+	RenewDeadline = 45 * time.Second
+	RetryPeriod   = 5 * time.Second
+)
+
 func managerOptions(o options, scheme *runtime.Scheme, metricsCert *certs.Lazy) ctrl.Options {
 	metricsOpts := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.metricsSecure,
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = metricsCert.GetCertificate }}}
@@ -134,7 +144,19 @@ func managerOptions(o options, scheme *runtime.Scheme, metricsCert *certs.Lazy) 
 		// A replica that stops hands the Lease over at once, so the other
 		// one (or a restarted one) leads without waiting for it to expire.
 		LeaderElectionReleaseOnCancel: true,
-		WebhookServer:                 webhook.NewServer(webhook.Options{Host: o.webhookHost, Port: o.webhookPort, CertDir: o.certDir}),
+		// A leader that cannot renew its Lease in time stops (the
+		// process ends, and its webhooks with it). With client-go's
+		// defaults (15 s, renew within 10 s, each try cut at 5 s) a busy
+		// API server made both replicas lose it in turn, minutes apart,
+		// restarting each while the other was still starting: no ready
+		// replica, so every MPI job was refused (make test-e2e on
+		// 2026-11-30, load average above 100 on two cores). 45 s to renew,
+		// as OpenShift's operators allow for an API server's restart; a
+		// replica that stops on purpose still hands over at once.
+		LeaseDuration: ptr.To(LeaseDuration),
+		RenewDeadline: ptr.To(RenewDeadline),
+		RetryPeriod:   ptr.To(RetryPeriod),
+		WebhookServer: webhook.NewServer(webhook.Options{Host: o.webhookHost, Port: o.webhookPort, CertDir: o.certDir}),
 		// No reader of the cache needs managedFields (writes are
 		// server-side applies and patches): dropping them keeps about a
 		// fifth less of every cached pod, TrainJob and JobSet in memory.
@@ -290,6 +312,7 @@ func wire(ctx context.Context, mgr ctrl.Manager, o options, logs kubernetes.Inte
 		// training views read it.
 		{"the progress controller", prog.SetupWithManager},
 		{"the NetworkPolicy controller", (&netpol.Reconciler{Client: mgr.GetClient(), Runtimes: lookup}).SetupWithManager},
+		{"the shared NetworkPolicy controller", (&netpol.NamespaceReconciler{Client: mgr.GetClient(), Runtimes: lookup}).SetupWithManager},
 		// Which TrainJobs are MPI jobs, kept current in the webhook
 		// configurations' and the manager-down policy's match condition: no
 		// other framework's TrainJob reaches mpijob's webhooks.

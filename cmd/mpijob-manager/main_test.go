@@ -9,12 +9,14 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
@@ -65,6 +67,11 @@ func TestManagerOptions(t *testing.T) {
 	opts := managerOptions(o, scheme, &certs.Lazy{})
 	if !opts.LeaderElection || opts.LeaderElectionID != api.ManagerLeaseName || opts.LeaderElectionNamespace != "mpijob-system" || !opts.LeaderElectionReleaseOnCancel {
 		t.Errorf("leader election %v %q %q", opts.LeaderElection, opts.LeaderElectionID, opts.LeaderElectionNamespace)
+	}
+	// A leader keeps trying to renew for 45 s, not client-go's 10 s: on a
+	// busy API server both replicas lost their Lease in turn and stopped.
+	if got := [3]time.Duration{ptr.Deref(opts.LeaseDuration, 0), ptr.Deref(opts.RenewDeadline, 0), ptr.Deref(opts.RetryPeriod, 0)}; got != [3]time.Duration{time.Minute, 45 * time.Second, 5 * time.Second} {
+		t.Errorf("lease, renew deadline, retry period: %v", got)
 	}
 	if opts.Metrics.FilterProvider == nil || !opts.Metrics.SecureServing {
 		t.Error("secure metrics without the token filter")

@@ -49,6 +49,17 @@ const (
 	// NetworkPolicyAnnotation set to "disabled" on a TrainJob opts it out of
 	// its per-job NetworkPolicy.
 	NetworkPolicyAnnotation = "mpijob.dev/network-policy"
+	// NetworkPolicyScopeAnnotation on a Namespace (an administrator's:
+	// tenants cannot edit Namespaces) chooses how its MPI jobs are
+	// isolated: "job" (the default) gives each job its own NetworkPolicy;
+	// "namespace" gives the namespace one policy for all its MPI jobs
+	// (NamespaceNetworkPolicy), which admits a job's pods to each other
+	// and to the namespace's other MPI jobs' pods: fewer policies for the
+	// network plugin to sync, for less isolation between one tenant's jobs.
+	NetworkPolicyScopeAnnotation = "mpijob.dev/network-policy-scope"
+	// NamespaceNetworkPolicy names the one NetworkPolicy of a namespace
+	// whose scope is "namespace" (no job's policy, "<job>-mpi", has it).
+	NamespaceNetworkPolicy = "mpijob-jobs"
 	// FieldManager is the field owner of everything mpijob-manager writes.
 	FieldManager = "mpijob-manager"
 	// JobLabel on a TrainingRuntime names the one MPI job it was derived

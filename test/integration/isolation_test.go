@@ -5,6 +5,7 @@ package integration
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,10 +13,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -339,4 +342,93 @@ func TestTenantPodsCannotReachTheManager(t *testing.T) {
 	if err := framework.SubmitW(ctx, devA, framework.MakeTrainJob(framework.UniqueName("admitted"), "team-a", "mpi-openmpi").NumNodes(1), client.DryRunAll); err != nil {
 		t.Errorf("an MPI job's admission with the policy in place: %v", err)
 	}
+}
+
+// A namespace whose administrator chose one NetworkPolicy for all its MPI
+// jobs (mpijob.dev/network-policy-scope: namespace) gets exactly that: one
+// policy, mpijob-jobs, listing its jobs, and none per job. A pod outside the
+// jobs still cannot reach a Worker; another MPI job of the namespace now can
+// (the isolation given up for fewer policies). Back to a policy per job,
+// each job gets its own, the shared one goes, and the other job is shut out
+// again. Enforced by the local cluster's kube-router on running pods.
+func TestSharedNetworkPolicyPerNamespace(t *testing.T) {
+	t.Parallel()
+	c := framework.Get(t)
+	ctx := context.Background()
+	ns := c.NewNamespace(t, "shared")
+	setScope := func(scope string) {
+		t.Helper()
+		err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			o := &corev1.Namespace{}
+			if err := c.Client.Get(ctx, client.ObjectKey{Name: ns}, o); err != nil {
+				return err
+			}
+			if o.Annotations == nil {
+				o.Annotations = map[string]string{}
+			}
+			o.Annotations[api.NetworkPolicyScopeAnnotation] = scope
+			return c.Client.Update(ctx, o)
+		})
+		if err != nil {
+			t.Fatalf("set %s=%s on %s: %v", api.NetworkPolicyScopeAnnotation, scope, ns, err)
+		}
+	}
+	setScope("namespace")
+	jobs := []string{"one", "two"}
+	for _, name := range jobs {
+		job := framework.MakeTrainJob(name, ns, "mpi-openmpi").NumNodes(1).Command("sleep", "300").Obj()
+		if err := c.Client.Create(ctx, job); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// policies waits until the namespace's policies are want (names).
+	policies := func(want ...string) {
+		t.Helper()
+		sort.Strings(want)
+		var got []string
+		err := wait.PollUntilContextTimeout(ctx, time.Second, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+			list := &networkingv1.NetworkPolicyList{}
+			if err := c.Client.List(ctx, list, client.InNamespace(ns)); err != nil {
+				return false, err
+			}
+			got = got[:0]
+			for _, np := range list.Items {
+				got = append(got, np.Name)
+				if np.Name == api.NamespaceNetworkPolicy && !slices.Equal(np.Spec.PodSelector.MatchExpressions[0].Values, jobs) {
+					return false, nil
+				}
+			}
+			sort.Strings(got)
+			return slices.Equal(got, want), nil
+		})
+		if err != nil {
+			t.Fatalf("NetworkPolicies of %s: %v, want %v (the shared one listing %v)", ns, got, want, jobs)
+		}
+	}
+	policies(api.NamespaceNetworkPolicy)
+
+	outsider := probePod(t, c, c.Client, ns)
+	worker := waitRunning(t, c, ns, c.WaitForPods(t, ns, "one", "node", 1, 2*time.Minute)[0].Name)
+	launcherOne := waitRunning(t, c, ns, c.WaitForPods(t, ns, "one", "launcher", 1, 2*time.Minute)[0].Name).Name
+	launcherTwo := waitRunning(t, c, ns, c.WaitForPods(t, ns, "two", "launcher", 1, 2*time.Minute)[0].Name).Name
+	// reach waits until from (a pod) reaches job one's Worker's sshd or
+	// not, as want says: the policy engine syncs a moment after a change.
+	reach := func(what, from string, want bool) {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(ctx, time.Second, 45*time.Second, true, func(context.Context) (bool, error) {
+			return canConnect(t, c, ns, from, worker.Status.PodIP, 2222) == want, nil
+		})
+		if err != nil {
+			t.Errorf("%s reaches job one's Worker at %s:2222: %v, want %v", what, worker.Status.PodIP, !want, want)
+		}
+	}
+	reach("job one's own Launcher", launcherOne, true)
+	reach("job two's Launcher, in a namespace that shares one policy", launcherTwo, true)
+	reach("a pod of the namespace outside its MPI jobs", outsider, false)
+
+	setScope("job")
+	policies("one"+api.NetworkPolicySuffix, "two"+api.NetworkPolicySuffix)
+	reach("job two's Launcher, back to a policy per job", launcherTwo, false)
+	reach("a pod of the namespace outside its MPI jobs", outsider, false)
+	reach("job one's own Launcher", launcherOne, true)
 }
