@@ -23,10 +23,12 @@
 //  6. mpijob-manager's RSS and CPU time (both replicas) over 1, per job.
 //
 // The order of the modes is -order (full,bare by default); the cluster is
-// left in full. Each mode's namespaces are deleted, and gone, before the
+// left in full. -netpol-scope namespace gives the full mode's namespaces one
+// NetworkPolicy for all their MPI jobs (mpijob.dev/network-policy-scope)
+// instead of one per job, to measure what the policies cost. Each mode's namespaces are deleted, and gone, before the
 // next scenario starts.
 //
-//	go run -tags e2e ./bench/scale [-jobs 500] [-workers 8] [-burst 50] [-suspended 500]
+//	go run -tags e2e ./bench/scale [-jobs 500] [-workers 8] [-burst 50] [-suspended 500] [-netpol-scope job]
 package main
 
 import (
@@ -82,6 +84,7 @@ var (
 	suspended        = flag.Int("suspended", 500, "suspended creates (0: skip them)")
 	suspendedClients = flag.Int("suspended-clients", 20, "concurrent clients of the suspended creates")
 	order            = flag.String("order", "full,bare", "the modes in the order they run")
+	netpolScope      = flag.String("netpol-scope", "job", "NetworkPolicy scope of the full mode's namespaces (mpijob.dev/network-policy-scope): job (a policy per job) or namespace (one for all its MPI jobs)")
 )
 
 func main() {
@@ -140,6 +143,9 @@ type result struct {
 }
 
 func run() error {
+	if *netpolScope != "job" && *netpolScope != "namespace" {
+		return fmt.Errorf("-netpol-scope %q: want job (a NetworkPolicy per job) or namespace (one per namespace)", *netpolScope)
+	}
 	modes := strings.Split(*order, ",")
 	for _, m := range modes {
 		if m != "full" && m != "bare" {
@@ -354,6 +360,16 @@ func (b *bench) start(ctx context.Context, mode, prefix string, n, clients int) 
 			done()
 		}
 	}()
+	if mode == "full" && *netpolScope != "job" {
+		nso := &corev1.Namespace{}
+		if err = b.cl.Get(ctx, client.ObjectKey{Name: ns}, nso); err != nil {
+			return p, nil, err
+		}
+		nso.Annotations = map[string]string{api.NetworkPolicyScopeAnnotation: *netpolScope}
+		if err = b.cl.Update(ctx, nso); err != nil {
+			return p, nil, err
+		}
+	}
 	want := n * (*workers + 1)
 	tl := newTimeline(want)
 	f := informers.NewSharedInformerFactoryWithOptions(b.cs, 0, informers.WithNamespace(ns))

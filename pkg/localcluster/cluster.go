@@ -364,8 +364,12 @@ func (c *Cluster) await(ctx context.Context, ch chan error, parts []string) erro
 // minFreeForNodes is the free disk below which Up starts the nodes with
 // empty image stores: a store keeps what containerd unpacked on earlier
 // runs, and under disk pressure the kubelet deletes images, the pause
-// image included, so pods stop starting.
-const minFreeForNodes = 12 << 30
+// image included, so pods stop starting. The kubelets evict at 1 % free
+// (evictionHard in the node config), and a whole make test-e2e wrote
+// about 0.5 GiB (2026-11-30); at 12 GiB a machine left with 12-13 GiB
+// beside its full stores imported every image again at every other
+// start (10 min of CI's time).
+const minFreeForNodes = 8 << 30
 
 // freeDiskForNodes removes the nodes' image stores (kept between runs so
 // a warm start imports nothing) when the disk is short of minFreeForNodes;
