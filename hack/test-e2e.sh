@@ -11,12 +11,18 @@
 # lines by the test's name, which two streams in one file would mix);
 # .cache/e2e.log is all of them, in order, at the end.
 #
-# Needs: GO, VENV, KFP_VENV, E2E_TIMEOUT, MANAGER_DOWN_TESTS.
+# Needs: GO, VENV, KFP_VENV, E2E_TIMEOUT, MANAGER_DOWN_TESTS; E2E_PARALLEL
+# (4) is how many tests of a package run at once.
 set -u
 cd "$(dirname "$0")/.."
 mkdir -p .cache
 : "${GO:=go}" "${E2E_TIMEOUT:=75m}"
 : "${VENV:?}" "${KFP_VENV:?}" "${MANAGER_DOWN_TESTS:?}"
+# Tests at a time in each package: most wait on the cluster, and the
+# CPU-heavy ones take turns anyway (framework.HeavyCPU), so more than the
+# two cores go test would allow keeps the light ones moving while a heavy
+# one waits for its turn.
+PARALLEL=${E2E_PARALLEL:-4}
 progress='^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test.go)'
 start=$SECONDS
 
@@ -43,7 +49,7 @@ lane() {
 }
 
 e2e_lane() {
-	gotest .cache/e2e-e2e.log -skip "$MANAGER_DOWN_TESTS" ./test/e2e &
+	gotest .cache/e2e-e2e.log -parallel "$PARALLEL" -skip "$MANAGER_DOWN_TESTS" ./test/e2e &
 	local pid=$!
 	tail -n +1 --pid=$pid -f .cache/e2e-e2e.log 2>/dev/null | grep --line-buffered -E "$progress" | sed -u 's/^/[e2e] /'
 	wait $pid
@@ -51,7 +57,10 @@ e2e_lane() {
 
 integration_lane() {
 	local rc=0
-	gotest .cache/e2e-integration.log -skip "$MANAGER_DOWN_TESTS" ./test/integration ./test/framework &
+	# One package at a time streams its lines as they come (go test
+	# holds each package's output until it ends when it runs several).
+	gotest .cache/e2e-framework.log ./test/framework || rc=1
+	gotest .cache/e2e-integration.log -parallel "$PARALLEL" -skip "$MANAGER_DOWN_TESTS" ./test/integration &
 	local pid=$!
 	tail -n +1 --pid=$pid -f .cache/e2e-integration.log 2>/dev/null | grep --line-buffered -E "$progress" | sed -u 's/^/[integration] /'
 	wait $pid || rc=1
@@ -84,7 +93,7 @@ tail -n +1 --pid=$pid -f .cache/e2e-alone.log 2>/dev/null | grep --line-buffered
 wait $pid || rc=1
 echo "alone: done after $((SECONDS - t0)) s"
 
-cat .cache/e2e-e2e.log .cache/e2e-integration.log .cache/e2e-alone.log >.cache/e2e.log
+cat .cache/e2e-e2e.log .cache/e2e-framework.log .cache/e2e-integration.log .cache/e2e-alone.log >.cache/e2e.log
 if [ $rc != 0 ]; then awk -f hack/failed-tests.awk .cache/e2e.log; fi
 awk -v brief=1 -f hack/failed-tests.awk .cache/e2e.log
 echo "the cluster's tests: exit $rc after $((SECONDS - start)) s"

@@ -88,6 +88,7 @@ func TestDashXConflictIsNamed(t *testing.T) {
 // mpirun maps it by slot: 2 ranks on each Worker.
 func TestOpenMPI5OversubscribeSpreadsOverTheWorkers(t *testing.T) {
 	t.Parallel()
+	framework.HeavyCPU(t)
 	c := framework.Get(t)
 	c.EnsureImages(t, "openmpi5")
 	const ns, user = "team-a", "dev-a"

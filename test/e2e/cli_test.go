@@ -247,6 +247,7 @@ func TestCLIImageAndResourcesOnEveryWorker(t *testing.T) {
 // exit code 6, one whose ranks all run on the Launcher the last.
 func TestCLIRuntimesTest(t *testing.T) {
 	t.Parallel()
+	framework.HeavyCPU(t)
 	c := framework.Get(t)
 	ns := c.NewNamespace(t, "cli-rt")
 	// Every shipped CPU runtime passes, ranks on the Workers; the images

@@ -163,6 +163,7 @@ func TestDashboardCreateAPIRefusesBadInput(t *testing.T) {
 // Create.
 func TestDashboardCreateWizardInTheBrowser(t *testing.T) {
 	t.Parallel()
+	framework.HeavyCPU(t)
 	ts, _ := dashboardServer(t)
 	c := framework.Get(t)
 	job := framework.UniqueName("wizard")
@@ -208,6 +209,7 @@ func TestDashboardCreateWizardInTheBrowser(t *testing.T) {
 // naming the image, on a runtime whose image cannot be pulled.
 func TestDashboardRuntimesTestInTheBrowser(t *testing.T) {
 	t.Parallel()
+	framework.HeavyCPU(t)
 	c := framework.Get(t)
 	ts, _ := dashboardServer(t, dashboard.LoginUser{Name: "admin", Token: clusterAdminToken(t, c)})
 	const image = "registry.invalid/mpijob/broken:1"

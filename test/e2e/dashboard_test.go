@@ -219,6 +219,7 @@ func TestDashboardAPIServerUnreachable(t *testing.T) {
 // Screenshots go to .cache/dashboard-screenshots.
 func TestDashboardInTheBrowser(t *testing.T) {
 	t.Parallel()
+	framework.HeavyCPU(t)
 	ts, _ := dashboardServer(t)
 	chromium := os.Getenv("CHROMIUM")
 	if chromium == "" {

@@ -56,6 +56,7 @@ inter.Disconnect(); print("rank", MPI.COMM_WORLD.Get_rank(), "spawned", flush=Tr
 )
 
 func TestOneSidedAndSpawnAcrossWorkers(t *testing.T) {
+	framework.HeavyCPU(t)
 	c := framework.Get(t)
 	c.EnsureImages(t, "openmpi5")
 	const ns, user = "team-a", "dev-a"

@@ -33,6 +33,7 @@ import (
 // try records it.
 func TestCreateRegistersModel(t *testing.T) {
 	t.Parallel()
+	framework.HeavyCPU(t)
 	c := framework.Get(t)
 	const ns, user = "team-a", "dev-a"
 	opts := startRegistry(t)

@@ -93,6 +93,7 @@ func tokenOf(t *testing.T, c *framework.Cluster, user string) string {
 // and another tenant are each told what to do, and nothing is lost.
 func TestRegisterModel(t *testing.T) {
 	t.Parallel()
+	framework.HeavyCPU(t)
 	c := framework.Get(t)
 	const ns, user = "team-a", "dev-a"
 	opts := startRegistry(t)

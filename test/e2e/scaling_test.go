@@ -28,6 +28,7 @@ var lastEpochLoss = regexp.MustCompile(`(?m)(?:^|<stdout>:)epoch (\d+)/(\d+) los
 // fail with the program's own words in the diagnosis.
 func TestReferenceCNN(t *testing.T) {
 	t.Parallel()
+	framework.HeavyCPU(t)
 	c := framework.Get(t)
 	c.EnsureImages(t, "horovod")
 	ns := c.NewNamespace(t, "cnn")

@@ -47,6 +47,7 @@ for epoch in range(1, 100000):
 // lower CPU limit there.
 func TestSlowRankIsNamed(t *testing.T) {
 	t.Parallel()
+	framework.HeavyCPU(t)
 	c := framework.Get(t)
 	const ns = "team-a"
 	name := framework.UniqueName("slow")

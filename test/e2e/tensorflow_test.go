@@ -28,6 +28,7 @@ var weightsAgree = regexp.MustCompile(`weights agree across ranks within ([0-9.e
 // program's words in the diagnosis.
 func TestTensorFlowOnIntelMPI(t *testing.T) {
 	t.Parallel()
+	framework.HeavyCPU(t)
 	c := framework.Get(t)
 	c.EnsureImages(t, "intel-tensorflow")
 	im, _ := images.ImageNamed("intel-tensorflow")

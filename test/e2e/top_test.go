@@ -17,6 +17,7 @@ import (
 // A typo gets "did you mean", a job of another tenant is not found.
 func TestTopNamesAThrottledWorker(t *testing.T) {
 	t.Parallel()
+	framework.HeavyCPU(t)
 	framework.Get(t)
 	promURL := framework.PrometheusURL()
 	if promURL == "" {

@@ -131,6 +131,7 @@ func s3Client(t *testing.T, keys map[string]string) *minio.Client {
 // mpijob artifacts` scores the same outside the job.
 func TestDigitsFromS3ToModel(t *testing.T) {
 	t.Parallel()
+	framework.HeavyCPU(t)
 	c := framework.Get(t)
 	const ns, user = "team-a", "dev-a"
 	keys := connectionOf(t, ns)
@@ -301,6 +302,7 @@ func TestDataConnectionMistakes(t *testing.T) {
 // for docs/training.md; 2 cores cannot show a speed-up.
 func TestSameAccuracyOnOneTwoFourRanks(t *testing.T) {
 	t.Parallel()
+	framework.HeavyCPU(t)
 	c := framework.Get(t)
 	ns := c.NewNamespace(t, "ranks")
 	type run struct {
@@ -450,6 +452,7 @@ func score(t *testing.T, m map[string][]float64, x [][]float64, y []int, test []
 // API (the wizard's) or the Python SDK.
 func TestSameAccuracyFromEveryInterface(t *testing.T) {
 	t.Parallel()
+	framework.HeavyCPU(t)
 	c := framework.Get(t)
 	const ns, user = "team-a", "dev-a"
 	cmdline := []string{"mpirun", "python3", "/opt/mpijob/examples/digits_mpi4py.py",
@@ -554,6 +557,7 @@ func TestDataConnectionOnEveryMPIFlavour(t *testing.T) {
 // connection), a second job mounts the same claim elsewhere and reads it.
 func TestPVCInAndOut(t *testing.T) {
 	t.Parallel()
+	framework.HeavyCPU(t)
 	c := framework.Get(t)
 	const ns, user = "team-a", "dev-a"
 	writer, reader := framework.UniqueName("pvc-out"), framework.UniqueName("pvc-in")

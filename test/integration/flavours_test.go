@@ -25,6 +25,7 @@ import (
 // accuracy of 0.95, measured by the job. The images that `make dev` does not
 // build are built here on first use.
 func TestEveryFlavourSpreadsRanksAndTrains(t *testing.T) {
+	framework.HeavyCPU(t)
 	c := framework.Get(t)
 	const digits = "python3 /opt/mpijob/examples/digits_mpi4py.py"
 	flavours := []struct{ runtime, image, command string }{

@@ -85,6 +85,7 @@ var upstreamRuntimeImages = map[string]string{
 // swapped for local ones, listed above), the specs unmodified, run from
 // Trainer's module. A spec that fails here fails this test, by its name.
 func TestUpstreamTrainerE2E(t *testing.T) {
+	framework.HeavyCPU(t)
 	c := framework.Get(t)
 	if os.Getenv("MPIJOB_KUBECONFIG") != "" {
 		t.Skip("tags stand-in images on the local cluster's nodes; MPIJOB_KUBECONFIG points elsewhere")
