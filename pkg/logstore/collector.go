@@ -147,6 +147,9 @@ type found struct {
 	id     string
 	target Target
 	order  string
+	// rotated: a file the kubelet renamed (N.log.TIME); its successor,
+	// the live N.log, continues its stream.
+	rotated bool
 }
 
 // Pass reads what every log file gained since the last pass and stores it.
@@ -219,7 +222,7 @@ func (c *Collector) Pass(ctx context.Context) error {
 					if m[3] == "" {
 						order = fmt.Sprintf("%s/%08d/%s", p[:len(p)-len(f.Name())], n, "2")
 					}
-					all = append(all, found{path: p, id: fmt.Sprintf("%d:%d", st.Dev, st.Ino), target: tc, order: order})
+					all = append(all, found{path: p, id: fmt.Sprintf("%d:%d", st.Dev, st.Ino), target: tc, order: order, rotated: m[3] != ""})
 				}
 			}
 		}
@@ -248,7 +251,15 @@ func (c *Collector) Pass(ctx context.Context) error {
 			lastOf[streamKey(fd)] = tf.Last
 		}
 	}
+	// A stream's files are read in order, oldest first: a rotated file
+	// with lines still unread this pass holds its successor back (held),
+	// and a line it ends without finishing (a CRI partial line: the
+	// kubelet rotated between its pieces) goes on in the successor
+	// (carried), not lost with the old file's position.
+	held := map[string]bool{}
+	carried := map[string]int{} // stream → its rotated file's index in moves[tenant]
 	for _, fd := range all {
+		stream := streamKey(fd)
 		tf := c.files[fd.id]
 		// A file seen under another name is the same one renamed by a
 		// rotation (0.log → 0.log.TIME); any other name means the inode
@@ -266,23 +277,48 @@ func (c *Collector) Pass(ctx context.Context) error {
 		if tf.Last == 0 {
 			tf.Last = lastOf[streamKey(fd)]
 		}
+		if held[stream] {
+			continue
+		}
 		tenant := fd.target.Namespace
 		budget := c.MaxTenantRead - readOf[tenant]
 		if budget <= 0 {
 			// This tenant had its share of the pass: the rest waits for
 			// the next one.
+			held[stream] = true
 			continue
 		}
 		share := max(c.MaxTenantRead/filesOf[tenant], 256<<10)
-		entries, off, partial, partAt, last, err := c.read(fd.path, tf, min(budget, share, c.MaxRead))
+		from := tf
+		if i, ok := carried[stream]; ok && !fd.rotated && tf.Offset == 0 && tf.Partial == "" {
+			// The successor, never read yet, starts with the rest of the
+			// line its predecessor left open.
+			prev := &moves[tenant][i]
+			from = &tailed{Path: tf.Path, Partial: prev.partial, PartAt: prev.partAt, Last: max(tf.Last, prev.last)}
+			prev.partial, prev.partAt = "", 0
+		}
+		entries, off, partial, partAt, last, err := c.read(fd.path, from, min(budget, share, c.MaxRead))
 		if err != nil {
 			c.logf("log collector: %s: %v", fd.path, err)
+			if fd.rotated {
+				held[stream] = true
+			}
 			continue
+		}
+		if fd.rotated {
+			if st, err := os.Stat(fd.path); err != nil || off < st.Size() {
+				held[stream] = true // the rest of it first, next pass
+			}
 		}
 		if off > tf.Offset {
 			readOf[tenant] += off - tf.Offset
 		}
 		moves[tenant] = append(moves[tenant], advance{f: tf, offset: off, partial: partial, partAt: partAt, last: last, path: fd.path})
+		if fd.rotated && !held[stream] && partial != "" {
+			carried[stream] = len(moves[tenant]) - 1
+		} else if fd.rotated {
+			delete(carried, stream)
+		}
 		if last > lastOf[streamKey(fd)] {
 			lastOf[streamKey(fd)] = last
 		}

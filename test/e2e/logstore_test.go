@@ -97,6 +97,7 @@ func allNumbered(t *testing.T, out string) {
 // the Workers' lines, with ranks, redacted, to the job's own tenant only.
 func TestLogsOutliveThePods(t *testing.T) {
 	t.Parallel()
+	framework.HeavyCPU(t)
 	c := framework.Get(t)
 	const ns, user = "team-a", "dev-a"
 	name := framework.UniqueName("keep")

@@ -44,6 +44,7 @@ print("done")`
 // recording rule has data; and the Metrics tab in Chromium draws them.
 func TestMetricsOverTime(t *testing.T) {
 	t.Parallel()
+	framework.HeavyCPU(t)
 	promURL := framework.PrometheusURL()
 	if promURL == "" {
 		t.Skip("MPIJOB_KUBECONFIG names another cluster: set MPIJOB_PROMETHEUS_URL to its Prometheus")
