@@ -539,14 +539,7 @@ func TestCollectorTenantsApart(t *testing.T) {
 // in memory and in the positions file without end; the pieces, in order,
 // are all it wrote.
 func TestCollectorCapsLinesWithoutEnd(t *testing.T) {
-	loki := &fakeLoki{}
-	srv := httptest.NewServer(loki)
-	defer srv.Close()
-	root := t.TempDir()
-	podDir := filepath.Join(root, "team-a_pi-launcher-0-0-abcde_2fa9b250-11e8-493f-95cd-bb69882b042b", "node")
-	if err := os.MkdirAll(podDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	loki, srvURL, root, podDir := launcherLogDir(t)
 	t0 := time.Date(2026, 11, 24, 6, 0, 0, 0, time.UTC)
 	var b strings.Builder
 	var wrote strings.Builder
@@ -559,7 +552,7 @@ func TestCollectorCapsLinesWithoutEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	positions := filepath.Join(t.TempDir(), "positions.json")
-	c := &Collector{Dirs: map[string]string{root: "node-1"}, Store: &Client{URL: srv.URL}, Positions: positions, MaxLine: 4096}
+	c := &Collector{Dirs: map[string]string{root: "node-1"}, Store: &Client{URL: srvURL}, Positions: positions, MaxLine: 4096}
 	if err := c.Pass(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -696,26 +689,10 @@ func TestCollectorJoinsALineAcrossRotation(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 5, 42, 0, 0, time.UTC)
 	for name, readBefore := range map[string]bool{"the start read before the rotation": true, "both files found at once": false} {
 		t.Run(name, func(t *testing.T) {
-			loki := &fakeLoki{}
-			srv := httptest.NewServer(loki)
-			defer srv.Close()
-			root := t.TempDir()
-			podDir := filepath.Join(root, "team-a_pi-launcher-0-0-abcde_2fa9b250-11e8-493f-95cd-bb69882b042b", "node")
-			if err := os.MkdirAll(podDir, 0o755); err != nil {
-				t.Fatal(err)
-			}
+			loki, srvURL, root, podDir := launcherLogDir(t)
 			live := filepath.Join(podDir, "0.log")
-			write := func(path string, lines ...string) {
-				f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, l := range lines {
-					_, _ = f.WriteString(l)
-				}
-				_ = f.Close()
-			}
-			c := &Collector{Dirs: map[string]string{root: "node-1"}, Store: &Client{URL: srv.URL}, Positions: filepath.Join(t.TempDir(), "p.json")}
+			write := func(path string, lines ...string) { appendLines(t, path, lines...) }
+			c := &Collector{Dirs: map[string]string{root: "node-1"}, Store: &Client{URL: srvURL}, Positions: filepath.Join(t.TempDir(), "p.json")}
 			ctx := context.Background()
 			write(live, criLine(t0, "stdout", "F", "line 096429 x"), criLine(t0.Add(time.Millisecond), "stdout", "P", "line 096430 x"))
 			if readBefore {
@@ -746,14 +723,7 @@ func TestCollectorJoinsALineAcrossRotation(t *testing.T) {
 // A rotated file read only in part (the tenant's share of a pass) holds
 // its successor back until its end: the stream's lines keep their order.
 func TestCollectorReadsARotatedFileToItsEndFirst(t *testing.T) {
-	loki := &fakeLoki{}
-	srv := httptest.NewServer(loki)
-	defer srv.Close()
-	root := t.TempDir()
-	podDir := filepath.Join(root, "team-a_pi-launcher-0-0-abcde_2fa9b250-11e8-493f-95cd-bb69882b042b", "node")
-	if err := os.MkdirAll(podDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	loki, srvURL, root, podDir := launcherLogDir(t)
 	t0 := time.Date(2026, 11, 30, 5, 42, 0, 0, time.UTC)
 	var old strings.Builder
 	for i := range 6000 {
@@ -766,7 +736,7 @@ func TestCollectorReadsARotatedFileToItsEndFirst(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 256 KiB a pass: the old file (about 690 KB) takes three.
-	c := &Collector{Dirs: map[string]string{root: "node-1"}, Store: &Client{URL: srv.URL}, Positions: filepath.Join(t.TempDir(), "p.json"), MaxTenantRead: 256 << 10}
+	c := &Collector{Dirs: map[string]string{root: "node-1"}, Store: &Client{URL: srvURL}, Positions: filepath.Join(t.TempDir(), "p.json"), MaxTenantRead: 256 << 10}
 	for range 4 {
 		if err := c.Pass(context.Background()); err != nil {
 			t.Fatal(err)
@@ -779,5 +749,35 @@ func TestCollectorReadsARotatedFileToItsEndFirst(t *testing.T) {
 	if len(got) != 6001 || got[len(got)-1] != "new" || slices.Contains(got[:6000], "new") {
 		i := slices.Index(got, "new")
 		t.Errorf("%d lines stored, the new file's line at %d: want the old file's 6000 lines first, then the new one", len(got), i)
+	}
+}
+
+// launcherLogDir serves a fake store and makes the log directory of a
+// Launcher's container of team-a under a kubelet's pod log root.
+func launcherLogDir(t *testing.T) (loki *fakeLoki, url, root, podDir string) {
+	t.Helper()
+	loki = &fakeLoki{}
+	srv := httptest.NewServer(loki)
+	t.Cleanup(srv.Close)
+	root = t.TempDir()
+	podDir = filepath.Join(root, "team-a_pi-launcher-0-0-abcde_2fa9b250-11e8-493f-95cd-bb69882b042b", "node")
+	if err := os.MkdirAll(podDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return loki, srv.URL, root, podDir
+}
+
+// appendLines appends lines to the file at path, as the runtime writes.
+func appendLines(t *testing.T, path string, lines ...string) {
+	t.Helper()
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	for _, l := range lines {
+		if _, err := f.WriteString(l); err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -82,11 +82,7 @@ func TestReconcile(t *testing.T) {
 				objs = append(objs, existing.DeepCopy())
 			}
 			applies := 0
-			c := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(objs...).
-				WithInterceptorFuncs(interceptor.Funcs{Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-					applies++
-					return applyCreates(ctx, c, obj, opts...)
-				}}).Build()
+			c := countingApplies(objs, &applies)
 			r := &Reconciler{Client: c, Runtimes: runtimes.RuntimeLookup{Client: c}}
 			res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Namespace: "team-a", Name: "hello"}})
 			if err != nil {
@@ -119,6 +115,16 @@ func deleting(tj *trainer.TrainJob) *trainer.TrainJob {
 	tj.DeletionTimestamp = ptr.To(metav1.NewTime(time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)))
 	tj.Finalizers = []string{"example.com/hold"} // the fake keeps an object being deleted only with one
 	return tj
+}
+
+// countingApplies is a fake client holding objs that counts the
+// server-side applies made through it (in applies).
+func countingApplies(objs []client.Object, applies *int) client.WithWatch {
+	return fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(objs...).
+		WithInterceptorFuncs(interceptor.Funcs{Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+			*applies++
+			return applyCreates(ctx, c, obj, opts...)
+		}}).Build()
 }
 
 // applyCreates makes a server-side apply of an object that is not there a

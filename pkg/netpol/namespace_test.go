@@ -84,11 +84,7 @@ func TestNamespaceReconcile(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			objs := append([]client.Object{mpi, torchRuntime(mpi), namespace(tc.scope)}, tc.objs...)
 			applies := 0
-			c := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(objs...).
-				WithInterceptorFuncs(interceptor.Funcs{Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-					applies++
-					return applyCreates(ctx, c, obj, opts...)
-				}}).Build()
+			c := countingApplies(objs, &applies)
 			r := &NamespaceReconciler{Client: c, Runtimes: runtimes.RuntimeLookup{Client: c}}
 			res, err := r.Reconcile(context.Background(), ctrl.Request{NamespacedName: client.ObjectKey{Name: "team-a"}})
 			if err != nil {
