@@ -27,14 +27,26 @@ PARALLEL=${E2E_PARALLEL:-4}
 progress='^(=== RUN|--- |PASS|FAIL|ok|panic|\s+\S+_test.go)'
 start=$SECONDS
 
-# gotest LOG ARGS...: go test -v, its lines of progress on stdout, the
-# whole output in LOG; its exit status.
+# gotest NAME ARGS...: go test -v, its whole output in .cache/e2e-NAME.log
+# and its lines of progress on stdout, each after [NAME]; its exit status.
 gotest() {
-	local log=$1
+	local name=$1
 	shift
-	"$GO" test -tags e2e -count=1 -timeout "$E2E_TIMEOUT" -v "$@" >"$log" 2>&1
-	local rc=$?
-	return $rc
+	local log=.cache/e2e-$name.log
+	: >"$log" # there before tail reads it
+	"$GO" test -tags e2e -count=1 -timeout "$E2E_TIMEOUT" -v "$@" >"$log" 2>&1 &
+	local pid=$!
+	tail -n +1 --pid=$pid -f "$log" 2>/dev/null | grep --line-buffered -E "$progress" | sed -u "s/^/[$name] /"
+	wait $pid
+}
+
+# pytest NAME VENV ARGS...: the SDK's tests with the pytest of VENV, each
+# line after [NAME]; its exit status.
+pytest() {
+	local name=$1 venv=$2
+	shift 2
+	(cd sdk/python && "$venv/bin/pytest" -q -p no:cacheprovider -m cluster "$@") 2>&1 | sed -u "s/^/[$name] /"
+	return "${PIPESTATUS[0]}"
 }
 
 # lane NAME COMMAND...: runs COMMAND, says when it ends and how long it
@@ -49,39 +61,24 @@ lane() {
 	echo "lane $name: exit $rc after $((SECONDS - t0)) s"
 }
 
-e2e_lane() {
-	gotest .cache/e2e-e2e.log -parallel "$PARALLEL" -skip "$MANAGER_DOWN_TESTS" ./test/e2e &
-	local pid=$!
-	tail -n +1 --pid=$pid -f .cache/e2e-e2e.log 2>/dev/null | grep --line-buffered -E "$progress" | sed -u 's/^/[e2e] /'
-	wait $pid
-}
-
 integration_lane() {
 	local rc=0
 	# One package at a time streams its lines as they come (go test
 	# holds each package's output until it ends when it runs several).
-	gotest .cache/e2e-framework.log ./test/framework || rc=1
-	gotest .cache/e2e-integration.log -parallel "$PARALLEL" -skip "$MANAGER_DOWN_TESTS" ./test/integration &
-	local pid=$!
-	tail -n +1 --pid=$pid -f .cache/e2e-integration.log 2>/dev/null | grep --line-buffered -E "$progress" | sed -u 's/^/[integration] /'
-	wait $pid || rc=1
+	gotest framework ./test/framework || rc=1
+	gotest integration -parallel "$PARALLEL" -skip "$MANAGER_DOWN_TESTS" ./test/integration || rc=1
 	echo "[integration] the Python SDK's cluster tests"
 	# Kubeflow's own TrainerClient lists every job of the namespace and
 	# fails on one whose runtime is gone, which the Go tests' runtimes of
 	# their own are for a moment: its tests run alone, at the end.
-	(cd sdk/python && "$VENV/bin/pytest" -q -p no:cacheprovider -m cluster --ignore tests/test_kubeflow_sdk.py) 2>&1 | sed -u 's/^/[sdk] /'
-	[ "${PIPESTATUS[0]}" = 0 ] || rc=1
+	pytest sdk "$VENV" --ignore tests/test_kubeflow_sdk.py || rc=1
 	echo "[integration] mpijob.kfp's cluster tests"
-	(cd sdk/python && "$KFP_VENV/bin/pytest" -q -p no:cacheprovider -m cluster tests/test_kfp.py) 2>&1 | sed -u 's/^/[kfp] /'
-	[ "${PIPESTATUS[0]}" = 0 ] || rc=1
+	pytest kfp "$KFP_VENV" tests/test_kfp.py || rc=1
 	return $rc
 }
 
-# Both logs exist before tail reads them.
-: >.cache/e2e-e2e.log
-: >.cache/e2e-integration.log
 rm -f .cache/lane-*.rc
-lane e2e e2e_lane &
+lane e2e gotest e2e -parallel "$PARALLEL" -skip "$MANAGER_DOWN_TESTS" ./test/e2e &
 lane integration integration_lane &
 wait
 rc=0
@@ -91,14 +88,10 @@ done
 
 echo "alone: the tests that stop mpijob-manager"
 t0=$SECONDS
-gotest .cache/e2e-alone.log -run "$MANAGER_DOWN_TESTS" ./test/integration &
-pid=$!
-tail -n +1 --pid=$pid -f .cache/e2e-alone.log 2>/dev/null | grep --line-buffered -E "$progress" | sed -u 's/^/[alone] /'
-wait $pid || rc=1
+gotest alone -run "$MANAGER_DOWN_TESTS" ./test/integration || rc=1
 echo "alone: done after $((SECONDS - t0)) s"
 echo "alone: Kubeflow's TrainerClient against mpijob's runtimes"
-(cd sdk/python && "$VENV/bin/pytest" -q -p no:cacheprovider -m cluster tests/test_kubeflow_sdk.py) 2>&1 | sed -u 's/^/[kubeflow-sdk] /'
-[ "${PIPESTATUS[0]}" = 0 ] || rc=1
+pytest kubeflow-sdk "$VENV" tests/test_kubeflow_sdk.py || rc=1
 
 cat .cache/e2e-e2e.log .cache/e2e-framework.log .cache/e2e-integration.log .cache/e2e-alone.log >.cache/e2e.log
 if [ $rc != 0 ]; then awk -f hack/failed-tests.awk .cache/e2e.log; fi

@@ -25,8 +25,8 @@
 // The order of the modes is -order (full,bare by default); the cluster is
 // left in full. -netpol-scope namespace gives the full mode's namespaces one
 // NetworkPolicy for all their MPI jobs (mpijob.dev/network-policy-scope)
-// instead of one per job, to measure what the policies cost. Each mode's namespaces are deleted, and gone, before the
-// next scenario starts.
+// instead of one per job, to measure what the policies cost. Each mode's
+// namespaces are deleted, and gone, before the next scenario starts.
 //
 //	go run -tags e2e ./bench/scale [-jobs 500] [-workers 8] [-burst 50] [-suspended 500] [-netpol-scope job]
 package main

@@ -112,10 +112,6 @@ func newScheme() (*runtime.Scheme, error) {
 	return scheme, nil
 }
 
-// managerOptions are controller-runtime's options for o: metrics served
-// with metricsCert (the webhook's certificate, once mounted), leader
-// election on the Lease clients read, and a cache trimmed to what the
-// manager reads.
 // The leader election's timing: how long a Lease holds, how long its
 // holder keeps trying to renew it, and how often each replica tries.
 const (
@@ -124,6 +120,10 @@ const (
 	RetryPeriod   = 5 * time.Second
 )
 
+// managerOptions are controller-runtime's options for o: metrics served
+// with metricsCert (the webhook's certificate, once mounted), leader
+// election on the Lease clients read, and a cache trimmed to what the
+// manager reads.
 func managerOptions(o options, scheme *runtime.Scheme, metricsCert *certs.Lazy) ctrl.Options {
 	metricsOpts := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.metricsSecure,
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = metricsCert.GetCertificate }}}

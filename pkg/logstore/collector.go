@@ -275,7 +275,7 @@ func (c *Collector) Pass(ctx context.Context) error {
 		// Lines of a rotated file and of its successor are one stream: the
 		// successor's times start after the old file's last.
 		if tf.Last == 0 {
-			tf.Last = lastOf[streamKey(fd)]
+			tf.Last = lastOf[stream]
 		}
 		if held[stream] {
 			continue
@@ -319,8 +319,8 @@ func (c *Collector) Pass(ctx context.Context) error {
 		} else if fd.rotated {
 			delete(carried, stream)
 		}
-		if last > lastOf[streamKey(fd)] {
-			lastOf[streamKey(fd)] = last
+		if last > lastOf[stream] {
+			lastOf[stream] = last
 		}
 		if len(entries) == 0 {
 			continue

@@ -139,21 +139,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	} else if err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, fmt.Errorf("failed to read NetworkPolicy %s: %w", want.Name, err)
 	}
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
+	return ctrl.Result{}, apply(ctx, r.Client, want)
+}
+
+// apply server-side-applies policy np as mpijob-manager. In a namespace
+// being deleted it does nothing: the namespace and its jobs are going
+// away, nothing is left to protect, and retrying only fills the log.
+func apply(ctx context.Context, c client.Client, np *networkingv1.NetworkPolicy) error {
+	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(np)
 	if err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
 	delete(u, "status")
 	obj := client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u})
-	if err := r.Client.Apply(ctx, obj, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
+	if err := c.Apply(ctx, obj, client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
 		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-			// The namespace and the job with it are going away: nothing
-			// to protect, and retrying only fills the log.
-			return ctrl.Result{}, nil
+			return nil
 		}
-		return ctrl.Result{}, fmt.Errorf("failed to apply NetworkPolicy %s: %w", Name(tj), err)
+		return fmt.Errorf("failed to apply NetworkPolicy %s/%s: %w", np.Namespace, np.Name, err)
 	}
-	return ctrl.Result{}, nil
+	return nil
 }
 
 // removeOwn deletes tj's own policy, if it has one. When shared, the

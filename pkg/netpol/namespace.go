@@ -8,8 +8,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -87,18 +85,7 @@ func (r *NamespaceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (
 	if have != nil && Current(have, want) {
 		return ctrl.Result{}, nil
 	}
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(want)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	delete(u, "status")
-	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u}), client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
-		if apierrors.HasStatusCause(err, corev1.NamespaceTerminatingCause) {
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, fmt.Errorf("failed to apply NetworkPolicy %s/%s: %w", ns.Name, api.NamespaceNetworkPolicy, err)
-	}
-	return ctrl.Result{}, nil
+	return ctrl.Result{}, apply(ctx, r.Client, want)
 }
 
 // guarded lists the names of the namespace's MPI jobs that have not opted
@@ -146,7 +133,7 @@ func (r *NamespaceReconciler) unshare(ctx context.Context, have *networkingv1.Ne
 // deleteShared deletes the shared policy, if there is one that
 // mpijob-manager made (a tenant's own policy of that name is theirs).
 func (r *NamespaceReconciler) deleteShared(ctx context.Context, have *networkingv1.NetworkPolicy) error {
-	if have == nil || have.Labels["app.kubernetes.io/managed-by"] != api.FieldManager {
+	if have == nil || have.Labels[ManagedByLabel] != api.FieldManager {
 		return nil
 	}
 	if err := r.Client.Delete(ctx, have, client.Preconditions{UID: &have.UID}); err != nil && !apierrors.IsNotFound(err) {

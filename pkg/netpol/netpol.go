@@ -20,6 +20,10 @@ import (
 	"github.com/mpijob/mpijob/pkg/api"
 )
 
+// ManagedByLabel on a policy names who made it: api.FieldManager on every
+// policy mpijob-manager makes, and only such a shared policy it deletes.
+const ManagedByLabel = "app.kubernetes.io/managed-by"
+
 // Suffix names a job's policy: "<job>-mpi".
 const Suffix = api.NetworkPolicySuffix
 
@@ -40,7 +44,7 @@ func Build(tj *trainer.TrainJob) *networkingv1.NetworkPolicy {
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      Name(tj),
 			Namespace: tj.Namespace,
-			Labels:    map[string]string{jobsetv1alpha2.JobSetNameKey: tj.Name, "app.kubernetes.io/managed-by": api.FieldManager},
+			Labels:    map[string]string{jobsetv1alpha2.JobSetNameKey: tj.Name, ManagedByLabel: api.FieldManager},
 			OwnerReferences: []metav1.OwnerReference{{
 				APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind,
 				Name: tj.Name, UID: tj.UID, Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
@@ -88,7 +92,7 @@ func BuildNamespace(namespace string, jobs []string) *networkingv1.NetworkPolicy
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      api.NamespaceNetworkPolicy,
 			Namespace: namespace,
-			Labels:    map[string]string{"app.kubernetes.io/managed-by": api.FieldManager},
+			Labels:    map[string]string{ManagedByLabel: api.FieldManager},
 		},
 		Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: theJobs,
