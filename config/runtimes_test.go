@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -264,5 +265,46 @@ func TestLaunchersDoNotPinRanks(t *testing.T) {
 		if strings.Contains(strings.Join(launcher.Command, " "), "--bind-to core") {
 			t.Errorf("runtime %s: the Launcher's command pins ranks (--bind-to core)", name)
 		}
+	}
+}
+
+// TestWorkersSSHDSurvivesABusyNode checks what keeps mpirun's SSH login
+// from being dropped on a starved node: sshd lets 100 connections wait
+// unauthenticated (its default drops at random past 10, and the probes'
+// short sessions pile up there), and the Workers are probed every second
+// only until sshd listens, then every 10 s.
+func TestWorkersSSHDSurvivesABusyNode(t *testing.T) {
+	rts := loadRuntimes(t)
+	for _, name := range shippedRuntimes {
+		t.Run(name, func(t *testing.T) {
+			var w *corev1.Container
+			for _, rj := range rts[name].Spec.Template.Spec.ReplicatedJobs {
+				if rj.Name == "node" {
+					w = container(rj.Template.Spec.Template.Spec)
+				}
+			}
+			if w == nil {
+				t.Fatal("no Worker container")
+			}
+			if got := strings.Join(w.Command, " "); !strings.Contains(got, "-o MaxStartups=100 ") {
+				t.Errorf("the Worker's sshd must run with -o MaxStartups=100, command: %s", got)
+			}
+			type probe struct {
+				Port            string
+				Period, Failure int32
+			}
+			seen := func(p *corev1.Probe) *probe {
+				if p == nil || p.TCPSocket == nil {
+					return nil
+				}
+				return &probe{p.TCPSocket.Port.String(), p.PeriodSeconds, p.FailureThreshold}
+			}
+			if diff := cmp.Diff(&probe{"2222", 1, 600}, seen(w.StartupProbe)); diff != "" {
+				t.Errorf("startup probe (-want +got):\n%s", diff)
+			}
+			if got := seen(w.ReadinessProbe); got == nil || got.Port != "2222" || got.Period < 10 {
+				t.Errorf("readiness probe: want TCP 2222 every 10 s or more, got %+v", got)
+			}
+		})
 	}
 }

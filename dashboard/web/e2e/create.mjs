@@ -54,13 +54,13 @@ await step('dev-a creates a job through the wizard', async () => {
 
   // Resources: more GPUs than team-a's quota (8), before submit.
   await page.getByLabel('GPUs per Worker').selectOption('8');
-  await page.locator('#gpus-error').waitFor({ timeout: 10000 });
+  await page.locator('#gpus-error').waitFor({ timeout: 60000 });
   const gpuErr = await page.locator('#gpus-error').textContent();
   check(gpuErr.includes('requested 16 nvidia.com/gpu') && gpuErr.includes('quota 8'), `more GPUs than the quota shows the pre-flight's numbers next to GPUs (${gpuErr})`);
   check(await next(page).isDisabled(), 'Next is disabled over quota');
   await page.screenshot({ path: `${shots}/wizard-resources-quota.png` });
   await page.getByLabel('GPUs per Worker').selectOption('0');
-  await page.getByTestId('quota').filter({ hasText: 'Fits' }).waitFor({ timeout: 10000 });
+  await page.getByTestId('quota').filter({ hasText: 'Fits' }).waitFor({ timeout: 60000 });
   check(true, 'the quota check says the job fits once the GPUs are gone');
   check((await page.locator('#gpus-error').count()) === 0, 'the GPU error goes with them');
   // Advanced: a timeout without a unit is refused as it is typed; a
@@ -81,7 +81,7 @@ await step('dev-a creates a job through the wizard', async () => {
   check(summary.startsWith('2 Workers × 1 slot = 2 ranks'), `the review sums the job up (${summary})`);
   check((await page.getByTestId('review-timeout').textContent()).includes('10m'), 'the review names the timeout');
   check((await page.getByTestId('review-description').textContent()).includes('made by the wizard test'), 'the review shows the description');
-  await page.getByTestId('dry-run-ok').waitFor({ timeout: 15000 });
+  await page.getByTestId('dry-run-ok').waitFor({ timeout: 60000 });
   check(true, 'the dry run (admission included) accepts the job');
   const placed = await page.getByTestId('dry-run-placement').textContent();
   // Fits or not depends on what other jobs hold on the real nodes now; the
@@ -94,12 +94,12 @@ await step('dev-a creates a job through the wizard', async () => {
   check((await page.locator('pre').first().textContent()).includes('kind: TrainJob'), 'View YAML shows the TrainJob');
   await page.screenshot({ path: `${shots}/wizard-review.png`, fullPage: true });
   await page.getByRole('button', { name: 'Create', exact: true }).click();
-  await page.waitForURL(new RegExp(`/jobs/team-a/${job}$`), { timeout: 15000 });
+  await page.waitForURL(new RegExp(`/jobs/team-a/${job}$`), { timeout: 60000 });
   check(true, 'Create opens the new job');
   // The phase badge in the page header (the phase stepper below names
   // every phase, Succeeded included, at all times).
   // What the wizard set beyond the shape is on the job's page, as describe shows it.
-  await page.getByText('10m (the job is stopped after it)').waitFor({ timeout: 10000 });
+  await page.getByText('10m (the job is stopped after it)').waitFor({ timeout: 60000 });
   check(true, 'the job page shows the timeout the wizard set');
   check(await page.getByText('made by the wizard test').first().isVisible(), 'the job page shows the description the wizard set');
   const first = await page.getByTestId('phase').first().getAttribute('data-phase');
@@ -120,10 +120,10 @@ await step('dev-a creates a job through the wizard', async () => {
   await next(page).click();
   check((await page.getByLabel('GPUs per Worker').inputValue()) === '0', 'the clone keeps the GPUs removed');
   await next(page).click();
-  await page.getByTestId('dry-run-ok').waitFor({ timeout: 15000 });
+  await page.getByTestId('dry-run-ok').waitFor({ timeout: 60000 });
   check((await page.getByTestId('summary').textContent()).startsWith('3 Workers'), 'the clone has 3 Workers');
   await page.getByRole('button', { name: 'Create', exact: true }).click();
-  await page.waitForURL(new RegExp(`/jobs/team-a/${job}-2$`), { timeout: 15000 });
+  await page.waitForURL(new RegExp(`/jobs/team-a/${job}-2$`), { timeout: 60000 });
   await page.locator('[data-testid="phase"][data-phase="Succeeded"]').waitFor({ timeout: 180000 });
   check(true, 'the clone with 3 Workers Succeeds');
   await ctx.close();
@@ -141,7 +141,7 @@ await step('dev-a edits and resubmits a job killed for memory', async () => {
   await next(page).click();
   const mem = await page.getByLabel('Memory per Worker').inputValue();
   check(mem === process.env.OOM_MEMORY, `the memory per Worker is raised to ${process.env.OOM_MEMORY} (got ${mem})`);
-  await page.getByTestId('quota').filter({ hasText: 'Fits' }).waitFor({ timeout: 10000 });
+  await page.getByTestId('quota').filter({ hasText: 'Fits' }).waitFor({ timeout: 60000 });
   check(await enabledSoon(next(page)), 'the raised memory fits the quota and the resubmit can go on');
   await page.screenshot({ path: `${shots}/wizard-resubmit-oom.png` });
   await ctx.close();

@@ -38,6 +38,10 @@ export async function harness({ viewport = { width: 1400, height: 1000 } } = {})
   }
   async function login(user) {
     const ctx = await browser.newContext({ viewport });
+    // A wait is for the dashboard's round trip to a busy API server (CI
+    // runs tests side by side on two cores), not a speed target: a minute,
+    // not Playwright's 30 s.
+    ctx.setDefaultTimeout(60000);
     const page = await ctx.newPage();
     await page.goto(url + '/');
     await page.waitForURL(/\/login/);

@@ -40,7 +40,7 @@ await step('dev-a opens the Metrics tab', async () => {
 await step('dev-b sees no metrics of team-a', async () => {
   const { ctx, page } = await login('dev-b');
   await page.goto(`${url}/jobs/team-a/${job}?tab=metrics`);
-  await page.getByTestId('gone').waitFor({ timeout: 15000 });
+  await page.getByTestId('gone').waitFor({ timeout: 60000 });
   check((await page.getByTestId('chart-cpu').count()) === 0, 'no chart for another team');
   await ctx.close();
 });

@@ -29,17 +29,17 @@ await step('the rank facet selects real ranks', async () => {
   // integration tests beside this one): the facet is what is checked here.
   await page.waitForFunction(() => (document.querySelector('[data-testid=log]')?.textContent ?? '').includes('RuntimeError'), null, { timeout: 90000 });
   await page.getByTestId('rank-filter').fill('1');
-  await page.waitForFunction(() => !(document.querySelector('[data-testid=log]')?.textContent ?? '').includes('[1,0]'), null, { timeout: 10000 });
+  await page.waitForFunction(() => !(document.querySelector('[data-testid=log]')?.textContent ?? '').includes('[1,0]'), null, { timeout: 60000 });
   // One row per line (PatternFly's LogViewer).
   const lines = (await log.locator('.pf-v6-c-log-viewer__text').allTextContents()).filter((l) => l.trim() !== '');
   check(lines.length >= 2 && lines.every((l) => l.startsWith('[1,1]<')), `rank 1 shows only rank 1's lines (${lines.length}: ${lines.slice(0, 3).join(' / ')})`);
   check(lines.some((l) => l.includes('RuntimeError: rank one cannot go on')), 'with its error');
   await page.screenshot({ path: `${shots}/job-logs-rank.png`, fullPage: true });
   await page.getByTestId('rank-filter').fill('0-1');
-  await page.waitForFunction(() => (document.querySelector('[data-testid=log]')?.textContent ?? '').includes('[1,0]'), null, { timeout: 10000 });
+  await page.waitForFunction(() => (document.querySelector('[data-testid=log]')?.textContent ?? '').includes('[1,0]'), null, { timeout: 60000 });
   check(true, 'ranks 0-1 show rank 0 again');
   await page.getByTestId('rank-filter').fill('1-');
-  await page.getByTestId('rank-error').waitFor({ timeout: 10000 });
+  await page.getByTestId('rank-error').waitFor({ timeout: 60000 });
   check((await page.getByTestId('rank-error').textContent()).includes('give a rank number'), 'a typo says how to write ranks');
   await ctx.close();
 });

@@ -52,12 +52,12 @@ await step('admin creates a runtime from a template and tests it', async () => {
   await form.getByLabel('Description', { exact: true }).fill('OpenMPI for small jobs');
   await form.getByLabel('Policy: max-workers').fill('lots');
   await form.getByRole('button', { name: 'Create runtime' }).click();
-  await form.getByTestId('error-policy.max-workers').waitFor({ timeout: 10000 });
+  await form.getByTestId('error-policy.max-workers').waitFor({ timeout: 60000 });
   check(true, `a bad policy value is shown next to its field (${await form.getByTestId('error-policy.max-workers').textContent()})`);
   await form.getByLabel('Policy: max-workers').fill('4');
   await form.getByRole('button', { name: 'Create runtime' }).click();
   const card = page.getByTestId(`runtime-${process.env.NEW_RUNTIME}`);
-  await card.waitFor({ timeout: 10000 });
+  await card.waitFor({ timeout: 60000 });
   check((await card.textContent()).includes('max-workers: 4'), 'the new runtime is listed with its policy');
   await card.getByLabel(`Namespace for testing ${process.env.NEW_RUNTIME}`).selectOption('team-a');
   await card.getByRole('button', { name: 'Test runtime' }).click();

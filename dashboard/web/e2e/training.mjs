@@ -66,8 +66,8 @@ await step('the wizard offers the project\'s data connections', async () => {
   const next = page.getByRole('button', { name: 'Next', exact: true });
   for (let i = 0; i < 50 && (await next.isDisabled()); i++) await page.waitForTimeout(100);
   await next.click();
-  await page.getByTestId('data-connections').waitFor({ timeout: 15000 });
-  await page.getByLabel('local-s3').waitFor({ timeout: 15000 });
+  await page.getByTestId('data-connections').waitFor({ timeout: 60000 });
+  await page.getByLabel('local-s3').waitFor({ timeout: 60000 });
   check((await page.getByLabel('local-s3').count()) === 1, 'local-s3 is offered');
   await page.getByTestId('data-connections').scrollIntoViewIfNeeded();
   await page.screenshot({ path: `${shots}/create-data-connections.png`, fullPage: true });
