@@ -405,14 +405,20 @@ func (r *Reconciler) clearRankFailure(ctx context.Context, tj *trainer.TrainJob)
 	return nil
 }
 
-// writeRankFailure applies the rank-failure annotation when it is new.
+// writeRankFailure applies the rank-failure annotation when it is new:
+// when what it would write differs from what the job has. Compared as
+// written, not decoded: a finding's time comes from the log's stamps with
+// their nanoseconds, and the annotation keeps whole seconds, so a decoded
+// finding never equals a fresh one and a silent rank was written again at
+// every read of its Launcher (each write through Trainer's and Kueue's
+// webhooks, and a wake of every TrainJob watcher).
 func (r *Reconciler) writeRankFailure(ctx context.Context, tj *trainer.TrainJob, f *api.RankFailure) error {
-	if old, err := api.ReadRankFailure(tj.Annotations); err == nil && old != nil && equality.Semantic.DeepEqual(old, f) {
-		return nil
-	}
 	raw, err := f.Encode()
 	if err != nil {
 		return err
+	}
+	if tj.Annotations[api.RankFailureAnnotation] == raw {
+		return nil
 	}
 	applied, err := r.applyAnnotation(ctx, tj, api.RankFailureAnnotation, raw, RankFailureFieldManager)
 	if err != nil {
@@ -457,12 +463,13 @@ func (r *Reconciler) writeResumed(ctx context.Context, tj *trainer.TrainJob, res
 	}
 	r.resumed[tj.UID] = res
 	r.mu.Unlock()
-	if old, err := api.ReadResumed(tj.Annotations); err == nil && old != nil && equality.Semantic.DeepEqual(*old, res) {
-		return nil
-	}
 	raw, err := res.Encode()
 	if err != nil {
 		return err
+	}
+	// Compared as written, as writeRankFailure does.
+	if tj.Annotations[api.ResumedAnnotation] == raw {
+		return nil
 	}
 	applied, err := r.applyAnnotation(ctx, tj, api.ResumedAnnotation, raw, ResumedFieldManager)
 	if err != nil {

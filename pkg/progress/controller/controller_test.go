@@ -208,6 +208,30 @@ func TestRankFailureAndSilentRankAreNoted(t *testing.T) {
 	}
 }
 
+// A finding already noted is not written again at the next read, though
+// the log's stamps have sub-second times the annotation does not keep.
+func TestNotedRankIsNotWrittenAgain(t *testing.T) {
+	s := newCluster(t, &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{runtimes.ProgressTimeoutAnnotation: "2m"}}})
+	for i := range 3 {
+		s.log += fmt.Sprintf("2026-11-26T21:50:0%d.123456789Z [1,1]<stdout>:step %d\n", i, i)
+	}
+	for i := range 3 {
+		s.log += fmt.Sprintf("2026-11-26T21:59:5%d.987654321Z [1,0]<stdout>:step %d\n", i, 100+i)
+	}
+	s.reconcile(t)
+	tj := s.job(t)
+	if _, ok := tj.Annotations[api.RankFailureAnnotation]; !ok {
+		t.Fatal("the silent rank was not noted")
+	}
+	for range 3 {
+		s.now = s.now.Add(Interval)
+		s.reconcile(t)
+		if got := s.job(t).ResourceVersion; got != tj.ResourceVersion {
+			t.Fatalf("the same finding was written again (resource version %s → %s): %s", tj.ResourceVersion, got, s.job(t).Annotations[api.RankFailureAnnotation])
+		}
+	}
+}
+
 // What keeps the log from being read (no Launcher yet, a pending one, a
 // log that cannot be read) retries later; a job being deleted, or one
 // that is not MPI's, is left alone.
