@@ -63,7 +63,7 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients)
 		s.apiError(w, err)
 		return
 	}
-	jp, err := jobpods.List(r.Context(), c, tj)
+	jp, err := jobpods.ListLive(r.Context(), c, tj)
 	if err != nil {
 		s.apiError(w, err)
 		return

@@ -22,7 +22,7 @@ type ProgressHistory struct {
 // user.
 func (s *Server) jobProgress(w http.ResponseWriter, r *http.Request, c *userClients) {
 	ns, name := r.PathValue("ns"), r.PathValue("name")
-	jp, err := jobpods.List(r.Context(), c, &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+	jp, err := jobpods.ListLive(r.Context(), c, &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
 	if err != nil {
 		s.apiError(w, err)
 		return

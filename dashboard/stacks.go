@@ -34,7 +34,7 @@ func (s *Server) jobStacks(w http.ResponseWriter, r *http.Request, c *userClient
 		writeError(w, http.StatusConflict, fmt.Sprintf("job %s is %s: stacks show where a running job's ranks are; its Logs tab has its output", name, st.Phase))
 		return
 	}
-	jp, err := jobpods.List(r.Context(), c, tj)
+	jp, err := jobpods.ListLive(r.Context(), c, tj)
 	if err != nil {
 		s.apiError(w, err)
 		return

@@ -233,7 +233,7 @@ func (c *clients) unknownRuntime(ctx context.Context, name string, err error) er
 
 // pods returns the Launcher and Worker pods of a job, Workers by index.
 func (c *clients) pods(ctx context.Context, tj *trainer.TrainJob) (launcher, workers []corev1.Pod, err error) {
-	p, err := jobpods.List(ctx, c, tj)
+	p, err := jobpods.ListLive(ctx, c, tj)
 	return p.Launchers, p.Workers, err
 }
 

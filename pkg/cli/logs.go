@@ -620,7 +620,7 @@ func (f *lineFilter) redacted() int {
 // there is neither (yet).
 func (l *logsOptions) sources(ctx context.Context, cl *clients, tj *trainer.TrainJob, stored bool) ([]source, error) {
 	name := tj.Name
-	jp, err := jobpods.List(ctx, cl, tj)
+	jp, err := jobpods.ListLive(ctx, cl, tj)
 	if err != nil {
 		return nil, err
 	}

@@ -84,7 +84,7 @@ func (s *stacksOptions) Run(ctx context.Context) error {
 	if st.Phase.Finished() {
 		return &exitError{code: ExitOtherPhase, msg: fmt.Sprintf("job %s is %s: stacks shows where a running job's ranks are (its output: kubectl mpijob logs %s)", tj.Name, st.Phase, tj.Name)}
 	}
-	jp, err := jobpods.List(ctx, cl, tj)
+	jp, err := jobpods.ListLive(ctx, cl, tj)
 	if err != nil {
 		return err
 	}

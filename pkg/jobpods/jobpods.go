@@ -59,11 +59,21 @@ type Pods struct {
 	Workers []corev1.Pod
 }
 
-// List reads the pods of job tj through c (the user's client in the CLI
-// and the dashboard; the manager's cache, with its index, in the
-// manager).
+// List reads the pods of job tj through the manager's cache, with its
+// index (runtimes.PodsByJobSet).
 func List(ctx context.Context, c client.Reader, tj *trainer.TrainJob, opts ...client.ListOption) (Pods, error) {
 	l, err := runtimes.ListJobSetPods(ctx, c, tj.Namespace, tj.Name, opts...)
+	if err != nil {
+		return Pods{}, err
+	}
+	return Split(l.Items), nil
+}
+
+// ListLive reads the pods of job tj from the API server through c (the
+// user's client in the CLI and the dashboard, the manager's live reader),
+// in one LIST by label.
+func ListLive(ctx context.Context, c client.Reader, tj *trainer.TrainJob, opts ...client.ListOption) (Pods, error) {
+	l, err := runtimes.ListJobSetPodsByLabel(ctx, c, tj.Namespace, tj.Name, opts...)
 	if err != nil {
 		return Pods{}, err
 	}

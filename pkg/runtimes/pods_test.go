@@ -53,6 +53,53 @@ func TestListJobSetPods(t *testing.T) {
 	}
 }
 
+// A client of the API server lists a job's pods in one LIST, by label:
+// the API server refuses the manager's index as a field selector (400),
+// and ListJobSetPods, made for the manager's cache, asks it first.
+func TestListJobSetPodsByLabelMakesOneList(t *testing.T) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "j-0", Labels: map[string]string{jobsetv1alpha2.JobSetNameKey: "j"}}}
+	for name, tc := range map[string]struct {
+		list      func(context.Context, client.Reader) (*corev1.PodList, error)
+		wantLists int
+	}{
+		"by label": {list: func(ctx context.Context, r client.Reader) (*corev1.PodList, error) {
+			return ListJobSetPodsByLabel(ctx, r, "team-a", "j")
+		}, wantLists: 1},
+		"index, then label": {list: func(ctx context.Context, r client.Reader) (*corev1.PodList, error) {
+			return ListJobSetPods(ctx, r, "team-a", "j")
+		}, wantLists: 2},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := &apiServer{Reader: fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(pod).Build()}
+			l, err := tc.list(context.Background(), r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(l.Items) != 1 || r.lists != tc.wantLists {
+				t.Errorf("%d pods in %d LISTs (%d refused), want 1 pod in %d", len(l.Items), r.lists, r.refused, tc.wantLists)
+			}
+		})
+	}
+}
+
+// apiServer counts LISTs and refuses a field selector on a field pods do
+// not have, as the API server does.
+type apiServer struct {
+	client.Reader
+	lists, refused int
+}
+
+func (a *apiServer) List(ctx context.Context, l client.ObjectList, opts ...client.ListOption) error {
+	a.lists++
+	o := &client.ListOptions{}
+	o.ApplyOptions(opts)
+	if o.FieldSelector != nil && !o.FieldSelector.Empty() {
+		a.refused++
+		return fmt.Errorf("field label not supported: %s", o.FieldSelector)
+	}
+	return a.Reader.List(ctx, l, opts...)
+}
+
 // noLabels refuses lists by label.
 type noLabels struct{ client.Reader }
 

@@ -144,7 +144,7 @@ func Run(ctx context.Context, c client.Client, ns string, rt *trainer.ClusterTra
 		p.Phase, last = s.Phase, s
 		// Pods are watched while the job runs: once it finishes, JobSet
 		// stops the Workers, so what they showed must be recorded before.
-		jp, err := jobpods.List(ctx, c, tj)
+		jp, err := jobpods.ListLive(ctx, c, tj)
 		launcher, workers := jp.Launchers, jp.Workers
 		if err != nil {
 			return false, nil //nolint:nilerr // as above: the next tick lists them again

@@ -509,7 +509,7 @@ func (r *Reconciler) emit(ctx context.Context, tj *trainer.TrainJob, t diagnose.
 func (r *Reconciler) takeStacks(ctx context.Context, tj *trainer.TrainJob, s api.Status, now time.Time) {
 	log := ctrl.LoggerFrom(ctx)
 	snap := api.StackSnapshot{At: metav1.NewTime(now), Reason: s.Reason}
-	jp, err := jobpods.List(ctx, r.Reader, tj)
+	jp, err := jobpods.ListLive(ctx, r.Reader, tj)
 	if err == nil {
 		ctx, cancel := context.WithTimeout(ctx, stacksTimeout)
 		var res stacks.Result
