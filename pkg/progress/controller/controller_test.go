@@ -194,13 +194,7 @@ func TestRankFailureAndSilentRankAreNoted(t *testing.T) {
 	}
 
 	// Silence: rank 1 printed its 3 lines 10 minutes ago, rank 0 prints on.
-	s := newCluster(t, &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{runtimes.ProgressTimeoutAnnotation: "2m"}}})
-	for i := range 3 {
-		s.log += fmt.Sprintf("2026-11-26T21:50:0%dZ [1,1]<stdout>:step %d\n", i, i)
-	}
-	for i := range 3 {
-		s.log += fmt.Sprintf("2026-11-26T21:59:5%dZ [1,0]<stdout>:step %d\n", i, 100+i)
-	}
+	s := silentRankCluster(t, "")
 	s.reconcile(t)
 	f, err = api.ReadRankFailure(s.job(t).Annotations)
 	if err != nil || f == nil || !f.Silent || f.Rank == nil || *f.Rank != 1 || f.Error != "step 2" {
@@ -208,16 +202,25 @@ func TestRankFailureAndSilentRankAreNoted(t *testing.T) {
 	}
 }
 
+// silentRankCluster is a job under a 2 min progress timeout whose rank 1
+// printed its 3 lines 10 minutes ago while rank 0 prints on; frac is the
+// stamps' fraction of a second ("" for none).
+func silentRankCluster(t *testing.T, frac string) *cluster {
+	t.Helper()
+	s := newCluster(t, &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{runtimes.ProgressTimeoutAnnotation: "2m"}}})
+	for i := range 3 {
+		s.log += fmt.Sprintf("2026-11-26T21:50:0%d%sZ [1,1]<stdout>:step %d\n", i, frac, i)
+	}
+	for i := range 3 {
+		s.log += fmt.Sprintf("2026-11-26T21:59:5%d%sZ [1,0]<stdout>:step %d\n", i, frac, 100+i)
+	}
+	return s
+}
+
 // A finding already noted is not written again at the next read, though
 // the log's stamps have sub-second times the annotation does not keep.
 func TestNotedRankIsNotWrittenAgain(t *testing.T) {
-	s := newCluster(t, &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{runtimes.ProgressTimeoutAnnotation: "2m"}}})
-	for i := range 3 {
-		s.log += fmt.Sprintf("2026-11-26T21:50:0%d.123456789Z [1,1]<stdout>:step %d\n", i, i)
-	}
-	for i := range 3 {
-		s.log += fmt.Sprintf("2026-11-26T21:59:5%d.987654321Z [1,0]<stdout>:step %d\n", i, 100+i)
-	}
+	s := silentRankCluster(t, ".123456789")
 	s.reconcile(t)
 	tj := s.job(t)
 	if _, ok := tj.Annotations[api.RankFailureAnnotation]; !ok {
