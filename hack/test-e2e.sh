@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The tests that need the cluster, as make test-e2e runs them (the cluster
 # is up; make test-e2e starts it). Two lanes run side by side:
-#   e2e:         the Go e2e package (about 42 min on 2026-11-30);
+#   e2e:         the Go e2e package (42-45 min on 2026-11-30);
 #   integration: the Go integration and framework packages, then the
 #                Python SDK's cluster tests, then mpijob.kfp's.
 # Then, alone, the tests that stop mpijob-manager (while it is down no MPI

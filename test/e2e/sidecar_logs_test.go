@@ -76,7 +76,7 @@ func TestLogsOfAPodWithASidecar(t *testing.T) {
 
 	// The Launcher does have the two containers (or this test proves
 	// nothing).
-	jp, err := jobpods.List(ctx, c.Client, &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: job}})
+	jp, err := jobpods.ListLive(ctx, c.Client, &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: job}})
 	if err != nil || jp.Launcher() == nil {
 		t.Fatalf("the Launcher pod: %v", err)
 	}
