@@ -14,9 +14,12 @@
 //   - how long a change (a job deleted) takes to show in the open page.
 //
 // It creates N suspended MPI TrainJobs in namespace bench-dashboard (dev-a
-// may edit it), and deletes the namespace at the end.
+// may edit it), and deletes the namespace at the end. With -namespace NS it
+// lists the jobs already in NS instead (e.g. the running ones that
+// bench/scale -keep leaves), creates none and keeps NS (the change it
+// times deletes one of its jobs).
 //
-//	go run ./bench/dashboard [-n 1000] [-runs 5] [-keep]
+//	go run ./bench/dashboard [-n 1000] [-runs 5] [-keep] [-namespace NS]
 package main
 
 import (
@@ -42,6 +45,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
@@ -52,18 +56,28 @@ import (
 	"github.com/mpijob/mpijob/pkg/localcluster"
 )
 
-const ns = "bench-dashboard"
-
 var (
+	ns   = "bench-dashboard"
 	runs int
 	keep bool
+	// existing is set by -namespace: the lists are of the jobs already
+	// there (bench/scale -keep leaves its running ones), and the bench
+	// creates and deletes no job.
+	existing bool
+	// prefix is what every listed job's name starts with: each client's
+	// answer must hold n of them.
+	prefix = "bench-"
 )
 
 func main() {
 	n := flag.Int("n", 1000, "jobs")
 	flag.IntVar(&runs, "runs", 5, "runs of each client's list")
 	flag.BoolVar(&keep, "keep", false, "keep the namespace and its jobs for the next run (which creates only those missing)")
+	namespace := flag.String("namespace", "", "time the lists of the jobs already in this namespace (e.g. the running ones bench/scale -keep left) instead of creating suspended ones; -n is then their number")
 	flag.Parse()
+	if *namespace != "" {
+		ns, existing = *namespace, true
+	}
 	if err := run(*n); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
@@ -93,11 +107,32 @@ func run(n int) error {
 		return err
 	}
 	token := devA.BearerToken
+	if existing {
+		l := &metav1.PartialObjectMetadataList{}
+		l.SetGroupVersionKind(trainer.GroupVersion.WithKind("TrainJobList"))
+		if err := cl.List(ctx, l, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		if len(l.Items) == 0 {
+			return fmt.Errorf("-namespace %s: no TrainJob there to list; give a namespace with jobs (bench/scale -keep prints its own), or leave -namespace out to create %d suspended ones", ns, n)
+		}
+		n = len(l.Items)
+		prefix = l.Items[0].Name
+		for _, m := range l.Items {
+			for !strings.HasPrefix(m.Name, prefix) {
+				prefix = prefix[:len(prefix)-1]
+			}
+		}
+		fmt.Fprintf(os.Stderr, "timing the lists of the %d jobs in %s (their names start %q)\n", n, ns, prefix)
+	}
 	// The namespace, dev-a as its editor, N suspended jobs.
 	if err := cl.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}); client.IgnoreAlreadyExists(err) != nil {
 		return err
 	}
 	defer func() {
+		if existing {
+			return
+		}
 		if keep {
 			fmt.Fprintln(os.Stderr, "keeping namespace", ns, "(-keep)")
 			return
@@ -111,6 +146,21 @@ func run(n int) error {
 	if err := cl.Create(ctx, rb); client.IgnoreAlreadyExists(err) != nil {
 		return err
 	}
+	if !existing {
+		if err := create(ctx, cl, n); err != nil {
+			return err
+		}
+	}
+	// The lists are timed once mpijob-manager has written every job's
+	// status: a settled namespace, not one whose 10,000 jobs all change.
+	if err := settled(ctx, cl, n); err != nil {
+		return err
+	}
+	return measure(opts, admin, token, n)
+}
+
+// create makes n suspended MPI jobs in the bench's namespace.
+func create(ctx context.Context, cl client.Client, n int) error {
 	fmt.Fprintf(os.Stderr, "creating %d suspended MPI jobs in %s\n", n, ns)
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -141,12 +191,11 @@ func run(n int) error {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "created in %s\n", time.Since(start).Round(time.Millisecond))
-	// The lists are timed once mpijob-manager has written every job's
-	// status: a settled namespace, not one whose 10,000 jobs all change.
-	if err := settled(ctx, cl, n); err != nil {
-		return err
-	}
+	return nil
+}
 
+// measure times the clients' lists, the list API and the page at n jobs.
+func measure(opts localcluster.Options, admin *rest.Config, token string, n int) error {
 	lists, err := clients(opts, n)
 	if err != nil {
 		return err
@@ -180,7 +229,7 @@ func run(n int) error {
 			}
 			body, _ := io.ReadAll(resp.Body)
 			_ = resp.Body.Close()
-			got := strings.Count(string(body), `"name":"bench-`)
+			got := strings.Count(string(body), `"name":"`+prefix)
 			if resp.StatusCode != http.StatusOK || got != apis[i].rows || !strings.Contains(string(body), fmt.Sprintf(`"total":%d,`, n)) {
 				return fmt.Errorf("%s: HTTP %d with %d rows, want %d of %d", apis[i].name, resp.StatusCode, got, apis[i].rows, n)
 			}
@@ -301,7 +350,7 @@ print(f"call {d:.4f}", file=sys.stderr)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w: %s", c.name, err, stderr.String())
 			}
-			if got := strings.Count(string(b), "bench-"); got != n {
+			if got := strings.Count(string(b), prefix); got != n {
 				return nil, fmt.Errorf("%s listed %d of %d jobs", c.name, got, n)
 			}
 			ds = append(ds, d)

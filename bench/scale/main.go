@@ -26,9 +26,11 @@
 // left in full. -netpol-scope namespace gives the full mode's namespaces one
 // NetworkPolicy for all their MPI jobs (mpijob.dev/network-policy-scope)
 // instead of one per job, to measure what the policies cost. Each mode's
-// namespaces are deleted, and gone, before the next scenario starts.
+// namespaces are deleted, and gone, before the next scenario starts;
+// -keep leaves the full mode's scale scenario running, for bench/dashboard
+// to time the lists of its jobs (-namespace).
 //
-//	go run -tags e2e ./bench/scale [-jobs 500] [-workers 8] [-burst 50] [-suspended 500] [-netpol-scope job]
+//	go run -tags e2e ./bench/scale [-jobs 500] [-workers 8] [-burst 50] [-suspended 500] [-netpol-scope job] [-wait 30m] [-keep]
 package main
 
 import (
@@ -84,6 +86,8 @@ var (
 	suspended        = flag.Int("suspended", 500, "suspended creates (0: skip them)")
 	suspendedClients = flag.Int("suspended-clients", 20, "concurrent clients of the suspended creates")
 	order            = flag.String("order", "full,bare", "the modes in the order they run")
+	keep             = flag.Bool("keep", false, "leave the full mode's scale scenario running, its namespace and jobs kept (with -order full): time the lists at that size with `go run ./bench/dashboard -namespace NS`, then delete the namespace")
+	waitFor          = flag.Duration("wait", 30*time.Minute, "how long a scenario may take to have every pod Running (and, in full, every job's status Running)")
 	netpolScope      = flag.String("netpol-scope", "job", "NetworkPolicy scope of the full mode's namespaces (mpijob.dev/network-policy-scope): job (a policy per job) or namespace (one for all its MPI jobs)")
 )
 
@@ -145,6 +149,9 @@ type result struct {
 func run() error {
 	if *netpolScope != "job" && *netpolScope != "namespace" {
 		return fmt.Errorf("-netpol-scope %q: want job (a NetworkPolicy per job) or namespace (one per namespace)", *netpolScope)
+	}
+	if *keep && *order != "full" {
+		return fmt.Errorf("-keep with -order %q: the scenario is kept only with -order full (the bare mode removes mpijob, whose jobs the lists show)", *order)
 	}
 	modes := strings.Split(*order, ",")
 	for _, m := range modes {
@@ -245,6 +252,11 @@ func (b *bench) mode(ctx context.Context, mode string) (*result, error) {
 		var done func()
 		if r.scale, done, err = b.start(ctx, mode, "scale", *jobs, *creators); err != nil {
 			return nil, err
+		}
+		if *keep {
+			// The lists are timed at this size by bench/dashboard; the
+			// namespace stays.
+			done = func() {}
 		}
 		// Measured once every job runs, before its namespace goes.
 		after := b.use(pids)
@@ -355,6 +367,7 @@ func (b *bench) start(ctx context.Context, mode, prefix string, n, clients int) 
 	if err != nil {
 		return p, nil, err
 	}
+	fmt.Fprintf(os.Stderr, "  namespace %s\n", ns)
 	defer func() {
 		if err != nil {
 			done()
@@ -411,7 +424,7 @@ func (b *bench) start(ctx context.Context, mode, prefix string, n, clients int) 
 	}
 	p.created = time.Since(start)
 	last := time.Now()
-	err = wait.PollUntilContextTimeout(ctx, time.Second, 30*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err = wait.PollUntilContextTimeout(ctx, time.Second, *waitFor, true, func(ctx context.Context) (bool, error) {
 		placed, running := tl.counts()
 		statuses := -1
 		if mode == "full" {

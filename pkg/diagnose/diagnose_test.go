@@ -1027,16 +1027,16 @@ func TestNoProgress(t *testing.T) {
 		"quiet for less than the timeout": {timeout: 10 * time.Minute, now: last.Add(9 * time.Minute), last: &last},
 		"quiet for longer, with the last line": {
 			timeout: 10 * time.Minute, now: last.Add(12 * time.Minute), last: &last, reason: ReasonNoProgress,
-			message: `The Launcher has printed nothing for 12m0s, longer than the job's progress timeout of 10m0s; its last line, at 2026-11-22T04:02:00Z: "step 1200 loss 0.31". The job keeps running.`,
+			message: `The Launcher has printed nothing since 2026-11-22T04:02:00Z, longer than the job's progress timeout of 10m0s; its last line: "step 1200 loss 0.31". The job keeps running.`,
 		},
 		"a bare hex token in the last line is not copied into the status": {
 			timeout: 10 * time.Minute, now: last.Add(12 * time.Minute), last: &last, reason: ReasonNoProgress,
 			line:    "wandb: logging in with 3f9c1a7e5b2d4c6e8a0b1d3f5e7a9c2b4d6f8e0a",
-			message: `The Launcher has printed nothing for 12m0s, longer than the job's progress timeout of 10m0s; its last line, at 2026-11-22T04:02:00Z: "wandb: logging in with [REDACTED]". The job keeps running.`,
+			message: `The Launcher has printed nothing since 2026-11-22T04:02:00Z, longer than the job's progress timeout of 10m0s; its last line: "wandb: logging in with [REDACTED]". The job keeps running.`,
 		},
 		"nothing printed since the Launcher started": {
 			timeout: time.Minute, now: t0.Add(2 * time.Minute), reason: ReasonNoProgress,
-			message: "The Launcher has printed nothing for 2m0s, longer than the job's progress timeout of 1m0s; the job keeps running.",
+			message: "The Launcher has printed nothing since it started, at 2026-11-22T04:00:00Z, longer than the job's progress timeout of 1m0s; the job keeps running.",
 		},
 	}
 	for name, tc := range cases {

@@ -507,3 +507,56 @@ func TestEndNeverFinishing(t *testing.T) {
 		t.Errorf("a job waiting for capacity (%s) was ended: %+v", s.Reason, p.End)
 	}
 }
+
+// A job that stays quiet gets its status written once: the looks that
+// follow, a minute apart (RunningRefresh), write nothing while nothing else
+// changes. Its message named how long it had been quiet, which rewrote the
+// status at every look (a TrainJob update through Trainer's and Kueue's
+// webhooks each minute), issue "At the control plane's pace".
+func TestAQuietJobIsWrittenOnce(t *testing.T) {
+	// The Launcher started at t0; the first look is 20 minutes later.
+	last, look := t0.Add(time.Minute), t0.Add(20*time.Minute)
+	silentRank := func() *trainer.TrainJob {
+		tj := job(2).Obj()
+		raw, _ := api.RankFailure{Rank: ptr.To(1), Error: "step 41", Lines: []string{"step 41"}, At: metav1.NewTime(last), Silent: true}.Encode()
+		tj.Annotations = map[string]string{api.RankFailureAnnotation: raw}
+		return tj
+	}
+	cases := map[string]struct {
+		in     func(now time.Time) Input
+		reason string
+	}{
+		"the Launcher quiet, with a last line": {reason: ReasonNoProgress, in: func(now time.Time) Input {
+			in := running()
+			in.Now, in.ProgressTimeout, in.LastOutput, in.LastLine = now, 5*time.Minute, &last, "step 41"
+			return in
+		}},
+		"the Launcher quiet since it started": {reason: ReasonNoProgress, in: func(now time.Time) Input {
+			in := running()
+			in.Now, in.ProgressTimeout = now, 5*time.Minute
+			return in
+		}},
+		"a silent rank": {reason: ReasonRankSilent, in: func(now time.Time) Input {
+			in := running()
+			in.TrainJob, in.SlotsPerWorker, in.Now, in.ProgressTimeout = silentRank(), 1, now, 5*time.Minute
+			return in
+		}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			first := Decide(tc.in(look).TrainJob, Known{Mem: Memory{FirstSeen: t0}}, tc.in(look))
+			if first.Status.Reason != tc.reason || !first.Write {
+				t.Fatalf("first look: %s/%s written %v, want %s written", first.Status.Phase, first.Status.Reason, first.Write, tc.reason)
+			}
+			k := remembered(first.Status, look)
+			for _, after := range []time.Duration{RunningRefresh, 2 * RunningRefresh, 30 * RunningRefresh} {
+				now := look.Add(after)
+				p := Decide(tc.in(now).TrainJob, k, tc.in(now))
+				if p.Write || p.Status.Reason != tc.reason {
+					t.Errorf("%s later: %s written %v, want %s not written again; message now %q, was %q",
+						after, p.Status.Reason, p.Write, tc.reason, p.Status.Message, first.Status.Message)
+				}
+			}
+		})
+	}
+}

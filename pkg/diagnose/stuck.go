@@ -247,8 +247,10 @@ func rankSilent(in Input) (message string, next []api.Step, who *api.PodRef, ok 
 		return "", nil, nil, false
 	}
 	r := fmt.Sprint(*f.Rank)
-	since := in.Now.Sub(f.At.Time).Round(time.Second)
-	msg := fmt.Sprintf("Rank %s (%s) has printed nothing for %s while the other ranks print on (the runtime's progress check allows %s): it may be stuck in a deadlock, a hung read or a wait for a peer. Its last line: %q.",
+	// When, not for how long: a duration would rewrite the status at every
+	// look (launcherSilent).
+	since := f.At.UTC().Format(time.RFC3339)
+	msg := fmt.Sprintf("Rank %s (%s) has printed nothing since %s while the other ranks print on (the runtime's progress check allows %s): it may be stuck in a deadlock, a hung read or a wait for a peer. Its last line: %q.",
 		r, rankWorker(in, r), since, in.ProgressTimeout, trimMessage(f.Error, 200))
 	return msg, ranked(
 		stepf("Read what rank "+r+" printed last (`%s`) and see where every rank waits now (kubectl mpijob stacks on the job: each rank's stack, identical ones grouped).", cli("logs", "--rank", r)),

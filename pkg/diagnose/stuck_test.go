@@ -226,7 +226,7 @@ func TestRankSilentDiagnosis(t *testing.T) {
 	if s.Phase != api.PhaseRunning || s.Reason != ReasonRankSilent {
 		t.Fatalf("phase %s reason %s (%s), want Running %s", s.Phase, s.Reason, s.Message, ReasonRankSilent)
 	}
-	for _, want := range []string{"Rank 1 (Worker 0) has printed nothing for 5m0s while the other ranks print on", "allows 2m0s", `"step 41 loss 0.2"`} {
+	for _, want := range []string{"Rank 1 (Worker 0) has printed nothing since 2026-11-22T04:00:00Z while the other ranks print on", "allows 2m0s", `"step 41 loss 0.2"`} {
 		if !strings.Contains(s.Message, want) {
 			t.Errorf("message lacks %q: %s", want, s.Message)
 		}

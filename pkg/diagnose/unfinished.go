@@ -639,11 +639,18 @@ func launcherSilent(in Input, s api.Status) (message string, next []api.Step, ok
 	if since == nil || in.Now.Sub(*since) <= in.ProgressTimeout {
 		return "", nil, false
 	}
-	quiet := in.Now.Sub(*since).Round(time.Second)
-	msg := fmt.Sprintf("The Launcher has printed nothing for %s, longer than the job's progress timeout of %s; the job keeps running.", quiet, in.ProgressTimeout)
-	if in.LastOutput != nil && in.LastLine != "" {
-		msg = fmt.Sprintf("The Launcher has printed nothing for %s, longer than the job's progress timeout of %s; its last line, at %s: %q. The job keeps running.",
-			quiet, in.ProgressTimeout, in.LastOutput.UTC().Format(time.RFC3339), trimMessage(in.LastLine, 200))
+	// The message names when the output stopped, not for how long: a
+	// duration would change at every look and rewrite the status (a
+	// TrainJob update through Trainer's and Kueue's webhooks) every minute
+	// while the job stays quiet, for a figure every reader can work out.
+	at := since.UTC().Format(time.RFC3339)
+	msg := fmt.Sprintf("The Launcher has printed nothing since it started, at %s, longer than the job's progress timeout of %s; the job keeps running.", at, in.ProgressTimeout)
+	switch {
+	case in.LastOutput != nil && in.LastLine != "":
+		msg = fmt.Sprintf("The Launcher has printed nothing since %s, longer than the job's progress timeout of %s; its last line: %q. The job keeps running.",
+			at, in.ProgressTimeout, trimMessage(in.LastLine, 200))
+	case in.LastOutput != nil:
+		msg = fmt.Sprintf("The Launcher has printed nothing since %s, longer than the job's progress timeout of %s; the job keeps running.", at, in.ProgressTimeout)
 	}
 	return msg, ranked(
 		stepf("Look at every rank's last output (`%s`): ranks that all finished but a Launcher that does not exit is MPI stuck in finalize; ranks that stop mid-way are stuck in a collective or waiting on a peer (kubectl mpijob stacks on the job shows where each rank waits now).", cli("logs", "--all")),

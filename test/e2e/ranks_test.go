@@ -144,7 +144,7 @@ func TestSilentRankIsNamed(t *testing.T) {
 		return s.Reason == diagnose.ReasonRankSilent
 	})
 	t.Logf("named %s after Running: %s", time.Since(start).Round(time.Second), s.Message)
-	for _, want := range []string{"Rank 1 (Worker ", "has printed nothing for ", `"rank 1 step 2"`} {
+	for _, want := range []string{"Rank 1 (Worker ", "has printed nothing since ", `"rank 1 step 2"`} {
 		if !strings.Contains(s.Message, want) {
 			t.Errorf("message lacks %q: %s", want, s.Message)
 		}

@@ -162,7 +162,7 @@ func TestNoProgressWarning(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := c.WaitForStatus(t, ns, "silent", time.Minute, func(s api.Status) bool { return s.Reason == diagnose.ReasonNoProgress })
-	if s.Phase != api.PhaseRunning || !strings.Contains(s.Message, `its last line, at `) || !strings.Contains(s.Message, `"step 1 done"`) || len(s.NextSteps) != 3 {
+	if s.Phase != api.PhaseRunning || !strings.Contains(s.Message, `has printed nothing since `) || !strings.Contains(s.Message, `its last line: "step 1 done"`) || len(s.NextSteps) != 3 {
 		t.Errorf("status %s/%s %q %q, want Running with the last line and 3 next steps", s.Phase, s.Reason, s.Message, s.NextSteps)
 	}
 	c.WaitForWarningEvent(t, ns, diagnose.ReasonNoProgress, 10*time.Second)
