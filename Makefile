@@ -189,6 +189,10 @@ bench-admission: ## Latency that admission webhooks add (needs a running local c
 bench-scale: ## Bare engine vs the full install in one run: 500 x 8 jobs, a 50 x 8 burst, 500 suspended creates, webhook p50/p99, manager RSS and CPU per job (needs a running local cluster, ~30 min).
 	$(GO) run -tags e2e ./bench/scale
 
+.PHONY: bench-statuswrite
+bench-statuswrite: ## What one status write costs the control plane on the TrainJob, on a ConfigMap and on a custom resource of mpijob's own, and one Launcher log read: CPU by program and API requests per call (needs a running local cluster, ~12 min).
+	$(GO) run -tags e2e ./bench/statuswrite
+
 .PHONY: bench-burst
 bench-burst: ## 500 TrainJob creates from 20 clients through admission, then again with mpijob-manager killed mid-burst: latency and outcomes (needs a running local cluster, root).
 	$(GO) run ./bench/burst
