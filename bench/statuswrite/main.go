@@ -59,7 +59,7 @@ import (
 	"github.com/go-logr/logr"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
-	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -177,7 +177,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	if err := apiextv1.AddToScheme(cl.Scheme()); err != nil {
+	if err := apiextensionsv1.AddToScheme(cl.Scheme()); err != nil {
 		return err
 	}
 	ns, done, err := local.Namespace(ctx, cl, "statuswrite")
@@ -210,7 +210,7 @@ func run() error {
 		var longest time.Duration
 		for _, p := range places {
 			fmt.Fprintf(os.Stderr, "round %d: %d writes to the %s place at %.0f/s\n", r, *writes, p, *rate)
-			ph, err := b.measure(ctx, p, func(ctx context.Context) (*phase, error) { return b.write(ctx, p, r) })
+			ph, err := b.measure(ctx, func(ctx context.Context) (*phase, error) { return b.write(ctx, p, r) })
 			if err != nil {
 				return err
 			}
@@ -219,7 +219,7 @@ func run() error {
 			all = append(all, ph)
 		}
 		fmt.Fprintf(os.Stderr, "round %d: idle for %s\n", r, (longest + settle).Round(time.Second))
-		ph, err := b.measure(ctx, "idle", func(ctx context.Context) (*phase, error) {
+		ph, err := b.measure(ctx, func(ctx context.Context) (*phase, error) {
 			start := time.Now()
 			select {
 			case <-ctx.Done():
@@ -240,17 +240,17 @@ func run() error {
 // crd makes the custom resource of the "custom" place: a namespaced
 // object with one string, as small as mpijob's own status object would be.
 func (b *bench) crd(ctx context.Context) (func(), error) {
-	crd := &apiextv1.CustomResourceDefinition{
+	crd := &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: crdGVR.Resource + "." + crdGVR.Group},
-		Spec: apiextv1.CustomResourceDefinitionSpec{
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: crdGVR.Group,
-			Names: apiextv1.CustomResourceDefinitionNames{Plural: crdGVR.Resource, Singular: "jobstatus", Kind: "JobStatus", ListKind: "JobStatusList"},
-			Scope: apiextv1.NamespaceScoped,
-			Versions: []apiextv1.CustomResourceDefinitionVersion{{
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: crdGVR.Resource, Singular: "jobstatus", Kind: "JobStatus", ListKind: "JobStatusList"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
 				Name: crdGVR.Version, Served: true, Storage: true,
-				Schema: &apiextv1.CustomResourceValidation{OpenAPIV3Schema: &apiextv1.JSONSchemaProps{
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
 					Type: "object",
-					Properties: map[string]apiextv1.JSONSchemaProps{
+					Properties: map[string]apiextensionsv1.JSONSchemaProps{
 						"apiVersion": {Type: "string"}, "kind": {Type: "string"}, "metadata": {Type: "object"},
 						"status": {Type: "string"},
 					},
@@ -263,12 +263,12 @@ func (b *bench) crd(ctx context.Context) (func(), error) {
 	}
 	remove := func() { _ = b.cl.Delete(context.Background(), crd) }
 	err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
-		got := &apiextv1.CustomResourceDefinition{}
+		got := &apiextensionsv1.CustomResourceDefinition{}
 		if err := b.cl.Get(ctx, client.ObjectKeyFromObject(crd), got); err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // keep polling until it is established
 		}
 		for _, c := range got.Status.Conditions {
-			if c.Type == apiextv1.Established && c.Status == apiextv1.ConditionTrue {
+			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
 				return true, nil
 			}
 		}
@@ -300,7 +300,7 @@ func (b *bench) start(ctx context.Context) error {
 	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 15*time.Minute, true, func(ctx context.Context) (bool, error) {
 		l := &trainer.TrainJobList{}
 		if err := b.cl.List(ctx, l, client.InNamespace(b.ns)); err != nil {
-			return false, nil
+			return false, nil //nolint:nilerr // keep polling through a busy API server
 		}
 		running := 0
 		for _, tj := range l.Items {
@@ -364,10 +364,13 @@ func (b *bench) value(i int) string {
 	}
 	step := float64(i)
 	v := padded{Report: progress.Report{Step: &step}}
-	raw, _ := json.Marshal(v)
-	if n := b.pad - len(raw) - len(`,"pad":""`); n > 0 {
+	raw, err := json.Marshal(v)
+	if n := b.pad - len(raw) - len(`,"pad":""`); err == nil && n > 0 {
 		v.Pad = strings.Repeat("x", n)
-		raw, _ = json.Marshal(v)
+		raw, err = json.Marshal(v)
+	}
+	if err != nil {
+		panic(err) // a step number always encodes
 	}
 	return string(raw)
 }
@@ -463,7 +466,7 @@ func (b *bench) write(ctx context.Context, place string, round int) (*phase, err
 // measure runs one phase and then lets the cluster settle (the watchers'
 // work on the last writes), and records the CPU by program and the API
 // server's requests over both.
-func (b *bench) measure(ctx context.Context, place string, do func(context.Context) (*phase, error)) (*phase, error) {
+func (b *bench) measure(ctx context.Context, do func(context.Context) (*phase, error)) (*phase, error) {
 	procs, calls := processCPU(), b.requests(ctx)
 	ph, err := do(ctx)
 	if err != nil {
