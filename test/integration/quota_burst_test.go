@@ -36,6 +36,12 @@ import (
 // the quota holds). Its own namespace keeps team-a's GPUs free for the
 // tests that run beside it.
 func TestQuotaBurstAdmitsWhole(t *testing.T) {
+	// 100 creates at once keep the control plane's cores busy (load 48 on
+	// the two-core machine during make test-e2e): the burst takes its turn
+	// with the trainings instead of running beside one, which was more than
+	// the machine held (the API server did not answer for 45 s and
+	// mpijob-manager lost its Lease).
+	framework.HeavyCPU(t)
 	c := framework.Get(t)
 	ctx := context.Background()
 	devA := c.As(t, "dev-a")
