@@ -43,7 +43,6 @@ import (
 	"os/signal"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -244,7 +243,7 @@ func (b *bench) mode(ctx context.Context, mode string) (*result, error) {
 		if err != nil {
 			return nil, err
 		}
-		before, procs := b.use(pids), processCPU()
+		before, procs := b.use(pids), local.ProcessCPU()
 		callsBefore, err := b.requests(ctx)
 		if err != nil {
 			return nil, err
@@ -261,7 +260,7 @@ func (b *bench) mode(ctx context.Context, mode string) (*result, error) {
 		// Measured once every job runs, before its namespace goes.
 		after := b.use(pids)
 		r.manager = usage{cpu: after.cpu - before.cpu, rss: after.rss, peak: after.peak, replicas: len(pids), measurable: len(pids) > 0}
-		r.cpu = minus(processCPU(), procs)
+		r.cpu = local.CPUSince(local.ProcessCPU(), procs)
 		callsAfter, err := b.requests(ctx)
 		if err != nil {
 			return nil, err
@@ -617,42 +616,6 @@ func (b *bench) use(pids []int) usage {
 		u.peak = max(u.peak, peak)
 	}
 	return u
-}
-
-// procTime is one process's program name and CPU time (user+system).
-type procTime struct {
-	comm string
-	cpu  time.Duration
-}
-
-// processCPU reads the CPU time of this machine's processes by pid: the
-// whole local cluster runs here.
-func processCPU() map[string]procTime {
-	out := map[string]procTime{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if comm, cpu, err := localcluster.ProcessCPU(pid); err == nil {
-			out[e.Name()] = procTime{comm: comm, cpu: cpu}
-		}
-	}
-	return out
-}
-
-// minus is each program's CPU time between two readings. Processes are
-// matched by pid (a kernel worker renames itself as it works), and those
-// started between the readings count whole.
-func minus(a, b map[string]procTime) map[string]time.Duration {
-	out := map[string]time.Duration{}
-	for pid, p := range a {
-		if d := p.cpu - b[pid].cpu; d > 0 {
-			out[p.comm] += d
-		}
-	}
-	return out
 }
 
 // hist is one webhook's latency histogram (cumulative buckets).

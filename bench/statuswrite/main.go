@@ -74,7 +74,6 @@ import (
 	"github.com/mpijob/mpijob/bench/internal/local"
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/launcherlog"
-	"github.com/mpijob/mpijob/pkg/localcluster"
 	"github.com/mpijob/mpijob/pkg/progress"
 	"github.com/mpijob/mpijob/test/framework"
 )
@@ -467,7 +466,7 @@ func (b *bench) write(ctx context.Context, place string, round int) (*phase, err
 // work on the last writes), and records the CPU by program and the API
 // server's requests over both.
 func (b *bench) measure(ctx context.Context, do func(context.Context) (*phase, error)) (*phase, error) {
-	procs, calls := processCPU(), b.requests(ctx)
+	procs, calls := local.ProcessCPU(), b.requests(ctx)
 	ph, err := do(ctx)
 	if err != nil {
 		return nil, err
@@ -478,7 +477,7 @@ func (b *bench) measure(ctx context.Context, do func(context.Context) (*phase, e
 	case <-time.After(settle):
 	}
 	ph.dur += settle
-	ph.cpu = minus(processCPU(), procs)
+	ph.cpu = local.CPUSince(local.ProcessCPU(), procs)
 	ph.calls = map[string]float64{}
 	for k, v := range b.requests(ctx) {
 		if d := v - calls[k]; d > 0 {
@@ -539,36 +538,6 @@ func parseLabels(s string) map[string]string {
 		}
 		out[key] = rest[:end]
 		s = strings.TrimPrefix(rest[end+1:], ",")
-	}
-	return out
-}
-
-type procTime struct {
-	comm string
-	cpu  time.Duration
-}
-
-func processCPU() map[string]procTime {
-	out := map[string]procTime{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if comm, cpu, err := localcluster.ProcessCPU(pid); err == nil {
-			out[e.Name()] = procTime{comm: comm, cpu: cpu}
-		}
-	}
-	return out
-}
-
-func minus(a, b map[string]procTime) map[string]time.Duration {
-	out := map[string]time.Duration{}
-	for pid, p := range a {
-		if d := p.cpu - b[pid].cpu; d > 0 {
-			out[p.comm] += d
-		}
 	}
 	return out
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -74,4 +75,40 @@ func Namespace(ctx context.Context, cl client.Client, prefix string) (string, fu
 		}
 		fmt.Fprintf(os.Stderr, "  namespace %s deleted in %s\n", ns.Name, time.Since(start).Round(time.Second))
 	}, nil
+}
+
+// ProcTime is one process's program name and CPU time (user+system).
+type ProcTime struct {
+	Comm string
+	CPU  time.Duration
+}
+
+// ProcessCPU reads the CPU time of this machine's processes by pid: the
+// whole local cluster runs here.
+func ProcessCPU() map[string]ProcTime {
+	out := map[string]ProcTime{}
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if comm, cpu, err := localcluster.ProcessCPU(pid); err == nil {
+			out[e.Name()] = ProcTime{Comm: comm, CPU: cpu}
+		}
+	}
+	return out
+}
+
+// CPUSince is each program's CPU time between two readings (now, then).
+// Processes are matched by pid (a kernel worker renames itself as it
+// works), and those started between the readings count whole.
+func CPUSince(now, then map[string]ProcTime) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	for pid, p := range now {
+		if d := p.CPU - then[pid].CPU; d > 0 {
+			out[p.Comm] += d
+		}
+	}
+	return out
 }
