@@ -25,6 +25,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mpijob/mpijob/bench/internal/local"
 	"github.com/mpijob/mpijob/pkg/localcluster"
 )
 
@@ -105,9 +106,5 @@ func run(n int) error {
 }
 
 func pct(sorted []time.Duration, p int) time.Duration {
-	i := (len(sorted)*p + 99) / 100
-	if i > 0 {
-		i--
-	}
-	return sorted[i].Round(10 * time.Microsecond)
+	return local.Percentile(sorted, p).Round(10 * time.Microsecond)
 }

@@ -314,9 +314,5 @@ func newClientFor(cfg *rest.Config) (client.Client, error) {
 }
 
 func pct(sorted []time.Duration, p int) time.Duration {
-	i := (len(sorted)*p + 99) / 100
-	if i > 0 {
-		i--
-	}
-	return sorted[i].Round(100 * time.Microsecond)
+	return local.Percentile(sorted, p).Round(100 * time.Microsecond)
 }

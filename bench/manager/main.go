@@ -317,11 +317,7 @@ func (b *bench) scale(ctx context.Context, jobs, workers int) error {
 }
 
 func pct(sorted []time.Duration, p int) time.Duration {
-	i := (len(sorted)*p + 99) / 100
-	if i > 0 {
-		i--
-	}
-	return sorted[i].Round(time.Millisecond)
+	return local.Percentile(sorted, p).Round(time.Millisecond)
 }
 
 func mean(d []time.Duration) time.Duration {

@@ -34,7 +34,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -53,8 +52,6 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	promapi "github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
-	dto "github.com/prometheus/client_model/go"
-	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -244,7 +241,7 @@ func (b *bench) mode(ctx context.Context, mode string) (*result, error) {
 			return nil, err
 		}
 		before, procs := b.use(pids), local.ProcessCPU()
-		callsBefore, err := b.requests(ctx)
+		callsBefore, err := local.APIRequests(ctx, b.cs)
 		if err != nil {
 			return nil, err
 		}
@@ -261,7 +258,7 @@ func (b *bench) mode(ctx context.Context, mode string) (*result, error) {
 		after := b.use(pids)
 		r.manager = usage{cpu: after.cpu - before.cpu, rss: after.rss, peak: after.peak, replicas: len(pids), measurable: len(pids) > 0}
 		r.cpu = local.CPUSince(local.ProcessCPU(), procs)
-		callsAfter, err := b.requests(ctx)
+		callsAfter, err := local.APIRequests(ctx, b.cs)
 		if err != nil {
 			return nil, err
 		}
@@ -671,18 +668,8 @@ func (h *hist) bucket(q float64) float64 {
 
 // webhookHists reads the API server's admission-webhook latency by webhook
 // name (admit and validate summed).
-// apiMetrics reads and parses the API server's own metrics.
-func (b *bench) apiMetrics(ctx context.Context) (map[string]*dto.MetricFamily, error) {
-	raw, err := b.cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, err
-	}
-	parser := expfmt.NewTextParser(model.UTF8Validation)
-	return parser.TextToMetricFamilies(bytes.NewReader(raw))
-}
-
 func (b *bench) webhookHists(ctx context.Context) (map[string]*hist, error) {
-	fams, err := b.apiMetrics(ctx)
+	fams, err := local.APIMetrics(ctx, b.cs)
 	if err != nil {
 		return nil, err
 	}
@@ -692,7 +679,7 @@ func (b *bench) webhookHists(ctx context.Context) (map[string]*hist, error) {
 		return out, nil
 	}
 	for _, m := range fam.GetMetric() {
-		name := label(m, "name")
+		name := local.Label(m, "name")
 		h := out[name]
 		hg := m.GetHistogram()
 		if h == nil {
@@ -711,56 +698,6 @@ func (b *bench) webhookHists(ctx context.Context) (map[string]*hist, error) {
 		h.total += float64(hg.GetSampleCount())
 	}
 	return out, nil
-}
-
-// requests reads the API server's request counts by verb and resource
-// ("LIST pods", "PATCH trainjobs/status", "WATCH jobsets.jobset.x-k8s.io"):
-// every client's, the bench's own watches included, the same in both
-// modes.
-func (b *bench) requests(ctx context.Context) (map[string]float64, error) {
-	fams, err := b.apiMetrics(ctx)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]float64{}
-	fam := fams["apiserver_request_total"]
-	if fam == nil {
-		return out, nil
-	}
-	for _, m := range fam.GetMetric() {
-		res := label(m, "resource")
-		if res == "" {
-			continue // discovery, /metrics, health
-		}
-		if g := label(m, "group"); g != "" {
-			res += "." + g
-		}
-		if sub := label(m, "subresource"); sub != "" {
-			res += "/" + sub
-		}
-		out[label(m, "verb")+" "+res] += m.GetCounter().GetValue()
-	}
-	return out, nil
-}
-
-func label(m *dto.Metric, name string) string {
-	for _, l := range m.GetLabel() {
-		if l.GetName() == name {
-			return l.GetValue()
-		}
-	}
-	return ""
-}
-
-func pct(sorted []time.Duration, p int) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := (len(sorted)*p + 99) / 100
-	if i > 0 {
-		i--
-	}
-	return sorted[i]
 }
 
 func secs(d time.Duration) string {
@@ -810,8 +747,8 @@ func report(rs map[string]*result) error {
 	if *suspended > 0 {
 		s := fmt.Sprintf("%d suspended creates, %d clients", *suspended, *suspendedClients)
 		row(s+": all done", full.susp.total, bare.susp.total, "≤ 1.25 (goal 1.10)")
-		fmt.Fprintf(w, "%s: create p50\t%s\t%s\t%s\t\t\n", s, ms(pct(bare.susp.latency, 50)), ms(pct(full.susp.latency, 50)), ratio(pct(full.susp.latency, 50), pct(bare.susp.latency, 50)))
-		fmt.Fprintf(w, "%s: create p99\t%s\t%s\t%s\t\t\n", s, ms(pct(bare.susp.latency, 99)), ms(pct(full.susp.latency, 99)), ratio(pct(full.susp.latency, 99), pct(bare.susp.latency, 99)))
+		fmt.Fprintf(w, "%s: create p50\t%s\t%s\t%s\t\t\n", s, ms(local.Percentile(bare.susp.latency, 50)), ms(local.Percentile(full.susp.latency, 50)), ratio(local.Percentile(full.susp.latency, 50), local.Percentile(bare.susp.latency, 50)))
+		fmt.Fprintf(w, "%s: create p99\t%s\t%s\t%s\t\t\n", s, ms(local.Percentile(bare.susp.latency, 99)), ms(local.Percentile(full.susp.latency, 99)), ratio(local.Percentile(full.susp.latency, 99), local.Percentile(bare.susp.latency, 99)))
 	}
 	if err := w.Flush(); err != nil {
 		return err

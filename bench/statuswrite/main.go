@@ -49,7 +49,6 @@ import (
 	"os"
 	"os/signal"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -466,7 +465,11 @@ func (b *bench) write(ctx context.Context, place string, round int) (*phase, err
 // work on the last writes), and records the CPU by program and the API
 // server's requests over both.
 func (b *bench) measure(ctx context.Context, do func(context.Context) (*phase, error)) (*phase, error) {
-	procs, calls := local.ProcessCPU(), b.requests(ctx)
+	procs := local.ProcessCPU()
+	calls, err := local.APIRequests(ctx, b.cs)
+	if err != nil {
+		return nil, fmt.Errorf("the API server's request counts: %w", err)
+	}
 	ph, err := do(ctx)
 	if err != nil {
 		return nil, err
@@ -478,68 +481,17 @@ func (b *bench) measure(ctx context.Context, do func(context.Context) (*phase, e
 	}
 	ph.dur += settle
 	ph.cpu = local.CPUSince(local.ProcessCPU(), procs)
+	after, err := local.APIRequests(ctx, b.cs)
+	if err != nil {
+		return nil, fmt.Errorf("the API server's request counts: %w", err)
+	}
 	ph.calls = map[string]float64{}
-	for k, v := range b.requests(ctx) {
+	for k, v := range after {
 		if d := v - calls[k]; d > 0 {
 			ph.calls[k] = d
 		}
 	}
 	return ph, nil
-}
-
-// requests reads the API server's request counts by verb and resource.
-func (b *bench) requests(ctx context.Context) map[string]float64 {
-	out := map[string]float64{}
-	raw, err := b.cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return out
-	}
-	for _, line := range strings.Split(string(raw), "\n") {
-		if !strings.HasPrefix(line, "apiserver_request_total{") {
-			continue
-		}
-		end := strings.LastIndexByte(line, '}')
-		labels, val := parseLabels(line[len("apiserver_request_total{"):end]), strings.TrimSpace(line[end+1:])
-		v, err := strconv.ParseFloat(val, 64)
-		if err != nil || labels["resource"] == "" {
-			continue
-		}
-		res := labels["resource"]
-		if g := labels["group"]; g != "" {
-			res += "." + g
-		}
-		if s := labels["subresource"]; s != "" {
-			res += "/" + s
-		}
-		out[labels["verb"]+" "+res] += v
-	}
-	return out
-}
-
-func parseLabels(s string) map[string]string {
-	out := map[string]string{}
-	for s != "" {
-		eq := strings.IndexByte(s, '=')
-		if eq < 0 || eq+1 >= len(s) || s[eq+1] != '"' {
-			break
-		}
-		key, rest := s[:eq], s[eq+2:]
-		end := strings.IndexByte(rest, '"')
-		for end > 0 && rest[end-1] == '\\' {
-			next := strings.IndexByte(rest[end+1:], '"')
-			if next < 0 {
-				end = -1
-				break
-			}
-			end += next + 1
-		}
-		if end < 0 {
-			break
-		}
-		out[key] = rest[:end]
-		s = strings.TrimPrefix(rest[end+1:], ",")
-	}
-	return out
 }
 
 // perWrite is a place's cost per write over its rounds: each phase's CPU
@@ -614,7 +566,7 @@ func report(w0 *os.File, places []string, all []*phase, pad int) error {
 			l = append(l, ph.latency...)
 		}
 		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
-		return fmt.Sprintf("%s / %s", ms(pct(l, 50)), ms(pct(l, 99)))
+		return fmt.Sprintf("%s / %s", ms(local.Percentile(l, 50)), ms(local.Percentile(l, 99)))
 	})
 	total := func(p string) float64 {
 		t := 0.0
@@ -672,13 +624,6 @@ func keys(m map[string]bool) []string {
 		out = append(out, k)
 	}
 	return out
-}
-
-func pct(sorted []time.Duration, p int) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	return sorted[min(len(sorted)-1, len(sorted)*p/100)]
 }
 
 func ms(d time.Duration) string { return fmt.Sprintf("%.1f ms", float64(d.Microseconds())/1000) }

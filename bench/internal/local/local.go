@@ -3,6 +3,7 @@
 package local
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -10,10 +11,14 @@ import (
 	"strconv"
 	"time"
 
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -111,4 +116,65 @@ func CPUSince(now, then map[string]ProcTime) map[string]time.Duration {
 		}
 	}
 	return out
+}
+
+// APIMetrics reads and parses the API server's own metrics (/metrics).
+func APIMetrics(ctx context.Context, cs kubernetes.Interface) (map[string]*dto.MetricFamily, error) {
+	raw, err := cs.Discovery().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, err
+	}
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	return parser.TextToMetricFamilies(bytes.NewReader(raw))
+}
+
+// APIRequests reads the API server's request counts by verb and resource
+// ("LIST pods", "PATCH trainjobs.trainer.kubeflow.org/status"): every
+// client's, a bench's own included (apiserver_request_total).
+func APIRequests(ctx context.Context, cs kubernetes.Interface) (map[string]float64, error) {
+	fams, err := APIMetrics(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]float64{}
+	fam := fams["apiserver_request_total"]
+	if fam == nil {
+		return out, nil
+	}
+	for _, m := range fam.GetMetric() {
+		res := Label(m, "resource")
+		if res == "" {
+			continue // discovery, /metrics, health
+		}
+		if g := Label(m, "group"); g != "" {
+			res += "." + g
+		}
+		if sub := Label(m, "subresource"); sub != "" {
+			res += "/" + sub
+		}
+		out[Label(m, "verb")+" "+res] += m.GetCounter().GetValue()
+	}
+	return out, nil
+}
+
+// Label is the value of a metric's label name ("" without it).
+func Label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// Percentile is the p-th percentile of sorted (nearest rank), 0 for none.
+func Percentile(sorted []time.Duration, p int) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := (len(sorted)*p + 99) / 100
+	if i > 0 {
+		i--
+	}
+	return sorted[i]
 }
