@@ -15,6 +15,8 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/mpijob/mpijob/pkg/api"
 )
 
 // Each user's job list comes from a watch made with that user's own
@@ -34,7 +36,7 @@ const (
 )
 
 type jobCache struct {
-	cache   ctrlcache.Cache
+	cache   *userCache
 	cancel  context.CancelFunc
 	mu      sync.Mutex
 	used    time.Time
@@ -43,11 +45,21 @@ type jobCache struct {
 
 type cacheKey struct{ token, namespace string }
 
-// trainJobMapper maps the one kind the caches hold.
+// userCache is one user's cache of a namespace's TrainJobs and, where the
+// user may list them, of their JobStatuses (mpijob-manager's status of
+// each job, pkg/api/jobstatus.go).
+type userCache struct {
+	ctrlcache.Cache
+	statuses bool
+}
+
+// trainJobMapper maps the kinds the caches hold: TrainJobs and JobStatuses.
 var trainJobMapper = func() meta.RESTMapper {
 	m := meta.NewDefaultRESTMapper([]schema.GroupVersion{trainer.GroupVersion})
 	m.Add(trainer.GroupVersion.WithKind("TrainJob"), meta.RESTScopeNamespace)
 	m.Add(trainer.GroupVersion.WithKind("TrainJobList"), meta.RESTScopeNamespace)
+	m.Add(api.JobStatusGroupVersion.WithKind(api.JobStatusKind), meta.RESTScopeNamespace)
+	m.Add(api.JobStatusGroupVersion.WithKind(api.JobStatusKind+"List"), meta.RESTScopeNamespace)
 	return m
 }()
 
@@ -119,6 +131,17 @@ func (s *Server) jobsCache(ctx context.Context, c *userClients, token, ns string
 		cancel()
 		return nil, err
 	}
+	// The jobs' statuses, where the user may read them (a role made
+	// before JobStatus may not: the jobs then show what their annotation
+	// says).
+	uc := &userCache{Cache: cc}
+	if ok, err := c.can(ctx, ns, "list", api.JobStatusGroupVersion.Group, api.JobStatusResource.Resource, ""); err == nil && ok {
+		if _, err := cc.GetInformer(cctx, &api.JobStatus{}); err != nil {
+			cancel()
+			return nil, err
+		}
+		uc.statuses = true
+	}
 	go func() { _ = cc.Start(cctx) }()
 	sctx, scancel := context.WithTimeout(ctx, syncTimeout)
 	defer scancel()
@@ -131,7 +154,7 @@ func (s *Server) jobsCache(ctx context.Context, c *userClients, token, ns string
 		}
 		return nil, fmt.Errorf("the job list of namespace %q did not load within %s", ns, syncTimeout)
 	}
-	jc = &jobCache{cache: cc, cancel: cancel, used: time.Now(), checked: time.Now()}
+	jc = &jobCache{cache: uc, cancel: cancel, used: time.Now(), checked: time.Now()}
 	s.mu.Lock()
 	if old := s.caches[key]; old != nil {
 		// Another request made one meanwhile: keep that one.
@@ -141,7 +164,7 @@ func (s *Server) jobsCache(ctx context.Context, c *userClients, token, ns string
 	}
 	s.caches[key] = jc
 	s.mu.Unlock()
-	return cc, nil
+	return uc, nil
 }
 
 // followed is a namespace's TrainJobs as a live stream follows them: the
@@ -171,7 +194,7 @@ func (s *Server) watchJobs(ctx context.Context, c *userClients, ns string, notif
 	if err != nil {
 		return f, false, err
 	}
-	reg, err := inf.AddEventHandler(toolscache.ResourceEventHandlerDetailedFuncs{
+	handler := toolscache.ResourceEventHandlerDetailedFuncs{
 		AddFunc: func(_ any, initial bool) {
 			if !initial {
 				notify()
@@ -179,11 +202,28 @@ func (s *Server) watchJobs(ctx context.Context, c *userClients, ns string, notif
 		},
 		UpdateFunc: func(any, any) { notify() },
 		DeleteFunc: func(any) { notify() },
-	})
+	}
+	reg, err := inf.AddEventHandler(handler)
 	if err != nil {
 		return f, false, err
 	}
-	return followed{ns: ns, cache: r, stop: func() { _ = inf.RemoveEventHandler(reg) }}, true, nil
+	stop := func() { _ = inf.RemoveEventHandler(reg) }
+	// A job's status changes in its JobStatus, not on the TrainJob.
+	if uc, ok := r.(*userCache); ok && uc.statuses {
+		sinf, err := cc.GetInformer(ctx, &api.JobStatus{})
+		if err != nil {
+			stop()
+			return f, false, err
+		}
+		sreg, err := sinf.AddEventHandler(handler)
+		if err != nil {
+			stop()
+			return f, false, err
+		}
+		jobsStop := stop
+		stop = func() { jobsStop(); _ = sinf.RemoveEventHandler(sreg) }
+	}
+	return followed{ns: ns, cache: r, stop: stop}, true, nil
 }
 
 func (s *Server) drop(key cacheKey) {

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobstatus"
 )
 
 // Event is one event of the job or its children.
@@ -40,7 +41,7 @@ func (s *Server) jobEvents(w http.ResponseWriter, r *http.Request, c *userClient
 func (c *userClients) eventsOf(ctx context.Context, ns, name string) ([]Event, error) {
 	var st api.Status
 	tj := &trainer.TrainJob{}
-	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, tj); err == nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, tj); err == nil && jobstatus.Get(ctx, c, tj) == nil {
 		st, _ = api.StatusOf(tj)
 	}
 	return c.eventsWith(ctx, ns, name, st)

@@ -11,11 +11,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/cached"
+	"github.com/mpijob/mpijob/pkg/jobstatus"
 	"github.com/mpijob/mpijob/pkg/jobview"
 	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
@@ -74,34 +76,48 @@ func (s *Server) jobsWithin(ctx context.Context, c *userClients, ns string, maxA
 		if err != nil {
 			return nil, err
 		}
-		tjs, err := jobsIn(ctx, cc, n)
+		tjs, statuses, err := jobsIn(ctx, cc, n)
 		if err != nil {
 			return nil, err
 		}
-		jobs = s.rows.appendViews(jobs, tjs, mpiRuntimes, now)
+		jobs = s.rows.appendViews(jobs, tjs, statuses, mpiRuntimes, now)
 	}
 	return jobs, nil
 }
 
 // jobsIn is the TrainJobs of ns that r holds, read in place where r is a
 // cache: a list of 10,000 jobs copies none of them. The caller must not
-// change them.
-func jobsIn(ctx context.Context, r client.Reader, ns string) ([]*trainer.TrainJob, error) {
+// change them. statuses are their JobStatuses, to join to them.
+func jobsIn(ctx context.Context, r client.Reader, ns string) (tjs []*trainer.TrainJob, statuses api.JobStatusIndex, err error) {
 	if cc, ok := r.(ctrlcache.Cache); ok {
 		// The cache watches ns alone ("" = every namespace).
 		if tjs, read, err := cached.All[*trainer.TrainJob](ctx, cc, &trainer.TrainJob{}); err != nil || read {
-			return tjs, err
+			if err != nil {
+				return nil, nil, err
+			}
+			if uc, ok := r.(*userCache); ok && uc.statuses {
+				sts, _, err := cached.All[*api.JobStatus](ctx, cc, &api.JobStatus{})
+				if err != nil {
+					return nil, nil, err
+				}
+				statuses = make(api.JobStatusIndex, len(sts))
+				for _, st := range sts {
+					statuses[types.NamespacedName{Namespace: st.Namespace, Name: st.Name}] = st
+				}
+			}
+			return tjs, statuses, nil
 		}
 	}
 	list := &trainer.TrainJobList{}
 	if err := r.List(ctx, list, inNamespace(ns), client.UnsafeDisableDeepCopy); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	out := make([]*trainer.TrainJob, len(list.Items))
 	for i := range list.Items {
 		out[i] = &list.Items[i]
 	}
-	return out, nil
+	statuses, err = jobstatus.Index(ctx, r, inNamespace(ns))
+	return out, statuses, err
 }
 
 // listable is the namespaces whose jobs c may list ("" alone when c may
@@ -179,6 +195,10 @@ func (s *Server) jobOf(w http.ResponseWriter, r *http.Request, c *userClients) (
 		s.apiError(w, err)
 		return nil, false
 	}
+	if err := jobstatus.Get(r.Context(), c, tj); err != nil {
+		s.apiError(w, err)
+		return nil, false
+	}
 	return tj, true
 }
 
@@ -187,6 +207,9 @@ func (s *Server) detailOf(ctx context.Context, c *userClients, ns, name string) 
 	// state.
 	tj := &trainer.TrainJob{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
+		return nil, err
+	}
+	if err := jobstatus.Get(ctx, c, tj); err != nil {
 		return nil, err
 	}
 	now := time.Now()
@@ -240,6 +263,10 @@ func (s *Server) suspendJob(suspend bool) handlerFunc {
 	return func(w http.ResponseWriter, r *http.Request, c *userClients) {
 		tj := &trainer.TrainJob{}
 		if err := c.Get(r.Context(), client.ObjectKey{Namespace: r.PathValue("ns"), Name: r.PathValue("name")}, tj); err != nil {
+			s.apiError(w, err)
+			return
+		}
+		if err := jobstatus.Get(r.Context(), c, tj); err != nil {
 			s.apiError(w, err)
 			return
 		}

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobstatus"
 	"github.com/mpijob/mpijob/pkg/jobpods"
 	"github.com/mpijob/mpijob/pkg/jobview"
 	"github.com/mpijob/mpijob/pkg/logs"
@@ -60,6 +61,10 @@ func (s *Server) jobLogs(w http.ResponseWriter, r *http.Request, c *userClients)
 	keepTime := q.Get("timestamps") == "1"
 	tj := &trainer.TrainJob{}
 	if err := c.Get(r.Context(), client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
+		s.apiError(w, err)
+		return
+	}
+	if err := jobstatus.Get(r.Context(), c, tj); err != nil {
 		s.apiError(w, err)
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/mpijob/mpijob/pkg/jobstatus"
 	"github.com/mpijob/mpijob/pkg/registry"
 )
 
@@ -101,6 +102,10 @@ func (s *Server) registerModel(w http.ResponseWriter, r *http.Request, c *userCl
 			writeError(w, http.StatusNotFound, fmt.Sprintf("MPI job %s does not exist in namespace %s", name, ns))
 			return
 		}
+		s.apiError(w, err)
+		return
+	}
+	if err := jobstatus.Get(r.Context(), c, tj); err != nil {
 		s.apiError(w, err)
 		return
 	}

@@ -135,7 +135,7 @@ func TestAppendViews(t *testing.T) {
 		"runtime b's is MPI":     {mpi: map[string]bool{"torch-distributed": true}, wantMPI: []bool{false, r.view(a, now).MPI, true}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got := r.appendViews(slices.Clone(before), []*trainer.TrainJob{a, b}, tc.mpi, now)
+			got := r.appendViews(slices.Clone(before), []*trainer.TrainJob{a, b}, nil, tc.mpi, now)
 			var names []string
 			var mpi []bool
 			for _, j := range got {
@@ -167,7 +167,7 @@ func BenchmarkAppendViews(b *testing.B) {
 	mpi := map[string]bool{"mpi-openmpi": true}
 	b.Run("sized (appendViews)", func(b *testing.B) {
 		for b.Loop() {
-			if got := r.appendViews(nil, tjs, mpi, now); len(got) != len(tjs) {
+			if got := r.appendViews(nil, tjs, nil, mpi, now); len(got) != len(tjs) {
 				b.Fatalf("%d rows of %d jobs", len(got), len(tjs))
 			}
 		}

@@ -24,6 +24,7 @@ import (
 
 	"github.com/mpijob/mpijob/pkg/admission"
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobstatus"
 	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/pkg/placement"
 	"github.com/mpijob/mpijob/pkg/queue"
@@ -381,6 +382,10 @@ func (s *Server) jobInput(w http.ResponseWriter, r *http.Request, c *userClients
 	ctx := r.Context()
 	src := &trainer.TrainJob{}
 	if err := c.Get(ctx, client.ObjectKey{Namespace: r.PathValue("ns"), Name: r.PathValue("name")}, src); err != nil {
+		s.apiError(w, err)
+		return
+	}
+	if err := jobstatus.Get(ctx, c, src); err != nil {
 		s.apiError(w, err)
 		return
 	}

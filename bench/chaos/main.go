@@ -49,6 +49,7 @@ import (
 
 	"github.com/mpijob/mpijob/bench/internal/local"
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobstatus"
 	"github.com/mpijob/mpijob/pkg/localcluster"
 	"github.com/mpijob/mpijob/test/framework"
 )
@@ -237,6 +238,9 @@ func (b *bench) runJobs(ctx context.Context, ns string, n int, k *killer) (*resu
 		if err := b.cl.List(ctx, l, client.InNamespace(ns)); err != nil {
 			return false, nil //nolint:nilerr // keep polling through a manager restart
 		}
+		if err := jobstatus.List(ctx, b.cl, l.Items, client.InNamespace(ns)); err != nil {
+			return false, nil //nolint:nilerr // keep polling through a manager restart
+		}
 		for _, tj := range l.Items {
 			s, _, _ := api.ReadStatus(tj.Annotations)
 			if tj.DeletionTimestamp == nil && res.kinds[tj.Name] != deleted && !s.Phase.Finished() {
@@ -269,6 +273,9 @@ func (b *bench) runJobs(ctx context.Context, ns string, n int, k *killer) (*resu
 func (b *bench) read(ctx context.Context, ns string, res *result) error {
 	l := &trainer.TrainJobList{}
 	if err := b.cl.List(ctx, l, client.InNamespace(ns)); err != nil {
+		return err
+	}
+	if err := jobstatus.List(ctx, b.cl, l.Items, client.InNamespace(ns)); err != nil {
 		return err
 	}
 	evs := &eventsv1.EventList{}
@@ -437,6 +444,9 @@ func (b *bench) waitPhase(ctx context.Context, ns, name string, phase api.Phase,
 	return wait.PollUntilContextTimeout(ctx, 2*time.Second, within, true, func(ctx context.Context) (bool, error) {
 		tj := &trainer.TrainJob{}
 		if err := b.cl.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
+			return false, nil //nolint:nilerr // keep polling through a manager restart
+		}
+		if err := jobstatus.Get(ctx, b.cl, tj); err != nil {
 			return false, nil //nolint:nilerr // keep polling through a manager restart
 		}
 		s, _, _ := api.ReadStatus(tj.Annotations)

@@ -53,6 +53,7 @@ import (
 	"github.com/mpijob/mpijob/bench/internal/local"
 	"github.com/mpijob/mpijob/dashboard"
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobstatus"
 	"github.com/mpijob/mpijob/pkg/localcluster"
 )
 
@@ -98,6 +99,7 @@ func run(n int) error {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = trainer.AddToScheme(scheme)
+	_ = api.AddJobStatusToScheme(scheme)
 	cl, err := client.New(admin, client.Options{Scheme: scheme})
 	if err != nil {
 		return err
@@ -283,8 +285,13 @@ func settled(ctx context.Context, cl client.Client, n int) error {
 		if err := cl.List(ctx, l, client.InNamespace(ns)); err != nil {
 			return err
 		}
+		statuses, err := jobstatus.Index(ctx, cl, client.InNamespace(ns))
+		if err != nil {
+			return err
+		}
 		done := 0
 		for _, m := range l.Items {
+			statuses.JoinMeta(&m.ObjectMeta)
 			if st, ok, err := api.ReadStatus(m.Annotations); ok && err == nil && st.Runtime != "" {
 				done++
 			}

@@ -53,6 +53,7 @@ import (
 	"github.com/mpijob/mpijob/bench/internal/local"
 	"github.com/mpijob/mpijob/bench/internal/stack"
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobstatus"
 	"github.com/mpijob/mpijob/pkg/localcluster"
 	"github.com/mpijob/mpijob/test/framework"
 )
@@ -278,6 +279,9 @@ func (b *bench) scale(ctx context.Context, jobs, workers int) error {
 		if err := b.cl.List(ctx, l, client.InNamespace(ns)); err != nil {
 			return false, err
 		}
+		if err := jobstatus.List(ctx, b.cl, l.Items, client.InNamespace(ns)); err != nil {
+			return false, err
+		}
 		running := 0
 		for _, tj := range l.Items {
 			if s, ok, _ := api.ReadStatus(tj.Annotations); ok && s.Phase == api.PhaseRunning {
@@ -408,6 +412,9 @@ spec: {clusterQueue: %s}
 		err = wait.PollUntilContextTimeout(ctx, 2*time.Second, 20*time.Minute, true, func(ctx context.Context) (bool, error) {
 			l := &trainer.TrainJobList{}
 			if err := b.cl.List(ctx, l, client.InNamespace(ns)); err != nil {
+				return false, err
+			}
+			if err := jobstatus.List(ctx, b.cl, l.Items, client.InNamespace(ns)); err != nil {
 				return false, err
 			}
 			positioned := 0

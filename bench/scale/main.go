@@ -397,7 +397,8 @@ func (b *bench) start(ctx context.Context, mode, prefix string, n, clients int) 
 	st := &statuses{running: map[string]bool{}}
 	if mode == "full" {
 		df := dynamicinformer.NewFilteredDynamicSharedInformerFactory(b.dyn, 0, ns, nil)
-		ti := df.ForResource(trainer.GroupVersion.WithResource("trainjobs")).Informer()
+		// mpijob-manager writes each job's status in its JobStatus.
+		ti := df.ForResource(api.JobStatusResource).Informer()
 		if _, err := ti.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(o any) { st.see(o) },
 			UpdateFunc: func(_, o any) { st.see(o) },
@@ -502,7 +503,8 @@ func (b *bench) suspendedCreates(ctx context.Context) (creates, error) {
 	return c, nil
 }
 
-// statuses counts the jobs whose status (mpijob-manager's) says Running.
+// statuses counts the jobs whose status (mpijob-manager's, in their
+// JobStatuses) says Running.
 type statuses struct {
 	mu      sync.Mutex
 	running map[string]bool
@@ -513,7 +515,8 @@ func (s *statuses) see(o any) {
 	if !ok {
 		return
 	}
-	st, found, _ := api.ReadStatus(u.GetAnnotations())
+	raw, _, _ := unstructured.NestedString(u.Object, "status")
+	st, found, _ := api.ReadStatus(map[string]string{api.StatusAnnotation: raw})
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if found && st.Phase == api.PhaseRunning {

@@ -72,6 +72,7 @@ import (
 
 	"github.com/mpijob/mpijob/bench/internal/local"
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobstatus"
 	"github.com/mpijob/mpijob/pkg/launcherlog"
 	"github.com/mpijob/mpijob/pkg/progress"
 	"github.com/mpijob/mpijob/test/framework"
@@ -298,6 +299,9 @@ func (b *bench) start(ctx context.Context) error {
 	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, 15*time.Minute, true, func(ctx context.Context) (bool, error) {
 		l := &trainer.TrainJobList{}
 		if err := b.cl.List(ctx, l, client.InNamespace(b.ns)); err != nil {
+			return false, nil //nolint:nilerr // keep polling through a busy API server
+		}
+		if err := jobstatus.List(ctx, b.cl, l.Items, client.InNamespace(b.ns)); err != nil {
 			return false, nil //nolint:nilerr // keep polling through a busy API server
 		}
 		running := 0

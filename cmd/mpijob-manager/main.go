@@ -104,7 +104,7 @@ func parseFlags(fs *flag.FlagSet, args []string) (options, error) {
 // newScheme is the types the manager reads and writes.
 func newScheme() (*runtime.Scheme, error) {
 	scheme := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, trainer.AddToScheme, jobsetv1alpha2.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, trainer.AddToScheme, jobsetv1alpha2.AddToScheme, api.AddJobStatusToScheme} {
 		if err := add(scheme); err != nil {
 			return nil, err
 		}

@@ -11,7 +11,7 @@ import (
 // Trainer's and JobSet's.
 func NewScheme() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, trainer.AddToScheme, jobsetv1alpha2.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, trainer.AddToScheme, jobsetv1alpha2.AddToScheme, AddJobStatusToScheme} {
 		if err := add(s); err != nil {
 			panic(err)
 		}

@@ -22,6 +22,7 @@ import (
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/jobpods"
+	"github.com/mpijob/mpijob/pkg/jobstatus"
 	"github.com/mpijob/mpijob/pkg/jobview"
 	"github.com/mpijob/mpijob/pkg/logstore"
 	"github.com/mpijob/mpijob/pkg/placement"
@@ -134,6 +135,9 @@ func (c *clients) job(ctx context.Context, name string) (*trainer.TrainJob, erro
 	}
 	if fw := c.frameworkOf(ctx, tj); fw != jobview.FrameworkMPI && fw != jobview.FrameworkUnknown {
 		return nil, notMPI(tj, fw)
+	}
+	if err := jobstatus.Get(ctx, c, tj); err != nil {
+		return nil, err
 	}
 	return tj, nil
 }

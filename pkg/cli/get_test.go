@@ -48,7 +48,10 @@ func TestGetListsMetadataWhenItIsEnough(t *testing.T) {
 		tj.Labels = map[string]string{api.BaseRuntimeLabel: tj.Spec.RuntimeRef.Name}
 		return tj
 	}
+	// Each list of jobs comes with a list of their JobStatuses (the
+	// manager's statuses), joined by name.
 	metadata, whole, get := "*v1.PartialObjectMetadataList", "*v1alpha1.TrainJobList", "get"
+	statuses := "*api.JobStatusList"
 	cases := map[string]struct {
 		jobs   []trainer.TrainJob
 		output string
@@ -56,17 +59,17 @@ func TestGetListsMetadataWhenItIsEnough(t *testing.T) {
 		// deleted is a job deleted between the list and its read.
 		deleted string
 	}{
-		"every job has the manager's status and runtime": {jobs: withRuntime, calls: []string{metadata}},
+		"every job has the manager's status and runtime": {jobs: withRuntime, calls: []string{metadata, statuses}},
 		"a status an older manager wrote, without the runtime: read whole": {jobs: append(withRuntime[:1:1], managed("old", "mpi-mpich", api.Status{Phase: api.PhaseSucceeded, WorkersTotal: 2})),
-			calls: []string{metadata, get}},
+			calls: []string{metadata, statuses, get}},
 		"a status without the runtime's shape (slots): read whole": {jobs: append(withRuntime[:1:1], madeByMPIJob(managed("gone", "deleted-runtime", api.Status{Phase: api.PhasePending, WorkersTotal: 2, Runtime: "deleted-runtime"}))),
-			calls: []string{metadata, get}},
-		"two jobs the manager has not seen":        {jobs: append(withRuntime[:1:1], fresh(2)...), calls: []string{metadata, get, get}},
-		"one deleted before it is read: not shown": {jobs: append(withRuntime[:1:1], fresh(2)...), calls: []string{metadata, get, get}, deleted: "new-00"},
+			calls: []string{metadata, statuses, get}},
+		"two jobs the manager has not seen":        {jobs: append(withRuntime[:1:1], fresh(2)...), calls: []string{metadata, statuses, get, get}},
+		"one deleted before it is read: not shown": {jobs: append(withRuntime[:1:1], fresh(2)...), calls: []string{metadata, statuses, get, get}, deleted: "new-00"},
 		"more such jobs than are read one by one: a list of whole jobs": {jobs: append(withRuntime[:1:1], fresh(api.MaxWholeReads+1)...),
-			calls: []string{metadata, whole}},
-		"wide":             {jobs: withRuntime, output: "wide", calls: []string{metadata}},
-		"yaml: whole jobs": {jobs: withRuntime, output: "yaml", calls: []string{whole}},
+			calls: []string{metadata, statuses, whole, statuses}},
+		"wide":             {jobs: withRuntime, output: "wide", calls: []string{metadata, statuses}},
+		"yaml: whole jobs": {jobs: withRuntime, output: "yaml", calls: []string{whole, statuses}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -203,6 +203,14 @@ func CachedJobStates(ctx context.Context, c crcache.Informers, memo *StatusMemo)
 	if err != nil {
 		return nil, err
 	}
+	// Each job's status: its JobStatus, or (an older manager's) the
+	// TrainJob's annotation.
+	statuses := map[jobKey]*api.JobStatus{}
+	if err := each(ctx, c, &api.JobStatus{}, func(s *api.JobStatus) {
+		statuses[jobKey{s.Namespace, s.Name}] = s
+	}); err != nil {
+		return nil, err
+	}
 	var out []JobState
 	seen := map[jobKey]memoEntry{}
 	if memo != nil {
@@ -210,11 +218,15 @@ func CachedJobStates(ctx context.Context, c crcache.Informers, memo *StatusMemo)
 		defer memo.mu.Unlock()
 	}
 	err = each(ctx, c, &trainer.TrainJob{}, func(tj *trainer.TrainJob) {
-		if !api.HasStatus(tj.Annotations) {
+		k := jobKey{tj.Namespace, tj.Name}
+		annotations := tj.Annotations
+		if s := statuses[k]; s != nil && s.Status != "" && s.OwnedBy(tj.UID) {
+			annotations = map[string]string{api.StatusAnnotation: s.Status}
+		}
+		if !api.HasStatus(annotations) {
 			return
 		}
-		k := jobKey{tj.Namespace, tj.Name}
-		if st, ok := memo.read(k, tj.Annotations, seen); ok {
+		if st, ok := memo.read(k, annotations, seen); ok {
 			out = append(out, JobState{Namespace: tj.Namespace, Name: tj.Name, Phase: st.Phase, Reason: st.Reason, Since: st.Since, Pods: byJob[k], Requests: requests[k]})
 		}
 	})

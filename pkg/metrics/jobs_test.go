@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -75,7 +76,7 @@ func (f informers) GetInformer(_ context.Context, obj client.Object, _ ...crcach
 
 func informersOf(t *testing.T, objs ...client.Object) informers {
 	f := informers{byType: map[reflect.Type]toolscache.SharedIndexInformer{}}
-	for _, o := range []client.Object{&corev1.Pod{}, &trainer.TrainJob{}, &corev1.Namespace{}, &corev1.ResourceQuota{}} {
+	for _, o := range []client.Object{&corev1.Pod{}, &trainer.TrainJob{}, &api.JobStatus{}, &corev1.Namespace{}, &corev1.ResourceQuota{}} {
 		f.byType[reflect.TypeOf(o)] = toolscache.NewSharedIndexInformer(&toolscache.ListWatch{}, o, 0, toolscache.Indexers{})
 	}
 	for _, o := range objs {
@@ -175,5 +176,32 @@ func TestJobsCollectorDecodesOnlyChangedStatuses(t *testing.T) {
 	}
 	if n := testutil.CollectAndCount(col, "mpijob_job_phase_since_timestamp_seconds"); n != 1 {
 		t.Errorf("%d since series, want 1 (the running job's)", n)
+	}
+}
+
+// A job's phase comes from its JobStatus (where mpijob-manager writes it)
+// before its annotation (an older manager's); a JobStatus left from a
+// deleted job of the same name (another owner UID) is not the new job's.
+func TestJobsCollectorReadsJobStatuses(t *testing.T) {
+	owned := func(ns, name, uid, status string) *api.JobStatus {
+		return &api.JobStatus{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind, Name: name, UID: types.UID(uid)}}},
+			Status: status}
+	}
+	moved := trainJob("team-a", "moved", `{"phase":"Pending"}`)
+	moved.UID = "uid-moved"
+	fresh := trainJob("team-a", "fresh", "")
+	fresh.UID = "uid-fresh-2"
+	objs := []client.Object{moved, fresh,
+		owned("team-a", "moved", "uid-moved", `{"phase":"Running"}`),
+		owned("team-a", "fresh", "uid-fresh-1", `{"phase":"Failed"}`),
+	}
+	want := `
+# HELP mpijob_job_phase 1 for each MPI job, labelled with its current phase (the phase of mpijob.dev/status).
+# TYPE mpijob_job_phase gauge
+mpijob_job_phase{namespace="team-a",phase="Running",trainjob="moved"} 1
+`
+	if err := testutil.CollectAndCompare(JobsCollector{Cache: informersOf(t, objs...)}, strings.NewReader(want), "mpijob_job_phase"); err != nil {
+		t.Error(err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobstatus"
 	"github.com/mpijob/mpijob/pkg/jobview"
 	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
@@ -94,6 +95,9 @@ func (r *Reader) queue(ctx context.Context, tj *trainer.TrainJob, lq string) (*Q
 	list := &trainer.TrainJobList{}
 	if err := r.Client.List(ctx, list, client.InNamespace(tj.Namespace)); err != nil {
 		return nil, fmt.Errorf("failed to read the TrainJobs of %s: %w", tj.Namespace, err)
+	}
+	if err := jobstatus.List(ctx, r.Client, list.Items, client.InNamespace(tj.Namespace)); err != nil {
+		return nil, fmt.Errorf("failed to read the JobStatuses of %s: %w", tj.Namespace, err)
 	}
 	jobs := make([]jobview.Job, 0, len(list.Items)+1)
 	for i := range list.Items {

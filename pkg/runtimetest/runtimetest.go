@@ -22,6 +22,7 @@ import (
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/jobpods"
+	"github.com/mpijob/mpijob/pkg/jobstatus"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
@@ -139,6 +140,9 @@ func Run(ctx context.Context, c client.Client, ns string, rt *trainer.ClusterTra
 				return false, err
 			}
 			return false, nil
+		}
+		if err := jobstatus.Get(ctx, c, cur); err != nil {
+			return false, nil //nolint:nilerr // as above: the next tick reads it again
 		}
 		s, _ := api.StatusOf(cur)
 		p.Phase, last = s.Phase, s

@@ -17,6 +17,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobstatus"
 	"github.com/mpijob/mpijob/pkg/localcluster"
 	"github.com/mpijob/mpijob/test/framework"
 )
@@ -43,6 +44,9 @@ func TestSuspendUnderKueueStays(t *testing.T) {
 	phase := func() (string, string) {
 		tj := &trainer.TrainJob{}
 		if err := c.Client.Get(context.Background(), client.ObjectKey{Namespace: "team-a", Name: name}, tj); err != nil {
+			return "", err.Error()
+		}
+		if err := jobstatus.Get(context.Background(), c.Client, tj); err != nil {
 			return "", err.Error()
 		}
 		st, _ := api.StatusOf(tj)

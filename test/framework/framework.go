@@ -27,15 +27,16 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobstatus"
 	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/pkg/localcluster"
 )
 
-// Scheme knows the core, Trainer and JobSet types.
+// Scheme knows the core, Trainer and JobSet types, and mpijob's JobStatus.
 var Scheme = runtime.NewScheme()
 
 func init() {
-	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, trainer.AddToScheme, jobsetv1alpha2.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, trainer.AddToScheme, jobsetv1alpha2.AddToScheme, api.AddJobStatusToScheme} {
 		if err := add(Scheme); err != nil {
 			panic(err)
 		}
@@ -320,6 +321,9 @@ func (c *Cluster) WaitForStatus(t testing.TB, ns, name string, timeout time.Dura
 	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		tj := &trainer.TrainJob{}
 		if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, tj); err != nil {
+			return false, nil //nolint:nilerr // keep polling through transient errors
+		}
+		if err := jobstatus.Get(ctx, c.Client, tj); err != nil {
 			return false, nil //nolint:nilerr // keep polling through transient errors
 		}
 		s, found, err := api.ReadStatus(tj.Annotations)

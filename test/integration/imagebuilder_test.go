@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobstatus"
 	clicmd "github.com/mpijob/mpijob/pkg/cli"
 	"github.com/mpijob/mpijob/pkg/diagnose"
 	"github.com/mpijob/mpijob/test/framework"
@@ -40,6 +41,9 @@ func TestAloneRuntimeTestWaitsForItsImage(t *testing.T) {
 		_ = wait.PollUntilContextCancel(ctx, 300*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 			l := &trainer.TrainJobList{}
 			if err := c.Client.List(ctx, l, client.InNamespace(ns)); err != nil {
+				return false, nil //nolint:nilerr // poll on
+			}
+			if err := jobstatus.List(ctx, c.Client, l.Items, client.InNamespace(ns)); err != nil {
 				return false, nil //nolint:nilerr // poll on
 			}
 			for i := range l.Items {

@@ -22,6 +22,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobstatus"
 	"github.com/mpijob/mpijob/test/framework"
 )
 
@@ -86,6 +87,9 @@ func TestQuotaBurstAdmitsWhole(t *testing.T) {
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		list := &trainer.TrainJobList{}
 		if err := c.Client.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{burstLabel: burst}); err != nil {
+			return false, nil //nolint:nilerr // keep polling
+		}
+		if err := jobstatus.List(ctx, c.Client, list.Items, client.InNamespace(ns)); err != nil {
 			return false, nil //nolint:nilerr // keep polling
 		}
 		phases = map[string]api.Phase{}

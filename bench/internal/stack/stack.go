@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
+	"github.com/mpijob/mpijob/pkg/jobstatus"
 	"github.com/mpijob/mpijob/pkg/localcluster"
 )
 
@@ -131,6 +132,9 @@ func (s *Saved) Restore(ctx context.Context, cl client.Client, ns string, probe 
 	if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		cur := &trainer.TrainJob{}
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(p), cur); err != nil {
+			return false, err
+		}
+		if err := jobstatus.Get(ctx, cl, cur); err != nil {
 			return false, err
 		}
 		_, ok := cur.Annotations[api.StatusAnnotation]

@@ -257,6 +257,14 @@ func (r *Reconciler) recallJob(ctx context.Context, tj *trainer.TrainJob) (k dia
 		return diagnose.Known{}, false, err
 	}
 	k = diagnose.Known{Spec: spec, RuntimeAnnotations: runtimeAnnotations}
+	// The status written last: the job's JobStatus (from the cache), or,
+	// for a job an older manager wrote, the TrainJob's annotation.
+	js := &api.JobStatus{}
+	if err := r.Client.Get(ctx, client.ObjectKeyFromObject(tj), js); err == nil {
+		api.JoinStatus(&tj.ObjectMeta, js)
+	} else if !apierrors.IsNotFound(err) {
+		return diagnose.Known{}, false, fmt.Errorf("failed to read the JobStatus of %s/%s: %w", tj.Namespace, tj.Name, err)
+	}
 	k.OnObject, k.HadOnObject, err = api.ReadStatus(tj.Annotations)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).V(2).Info("ignoring unreadable previous status", "err", err)
@@ -603,8 +611,10 @@ func (r *Reconciler) now() time.Time {
 	return time.Now()
 }
 
-// write applies the status annotation under the manager's field owner; it
-// is the only field the manager sets on a TrainJob.
+// write applies the job's JobStatus under the manager's field owner
+// (pkg/api/jobstatus.go): a write that wakes neither Trainer nor Kueue,
+// where one on the TrainJob passed their webhooks and woke their
+// controllers.
 func (r *Reconciler) write(ctx context.Context, tj *trainer.TrainJob, s api.Status) error {
 	now := metav1.NewTime(r.now())
 	s.ObservedTime = &now
@@ -612,7 +622,7 @@ func (r *Reconciler) write(ctx context.Context, tj *trainer.TrainJob, s api.Stat
 	if err != nil {
 		return err
 	}
-	u := api.AnnotationOf(tj, api.StatusAnnotation, raw)
+	u := api.JobStatusOf(tj, s.Phase, s.Reason, raw)
 	if err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(api.FieldManager), client.ForceOwnership); err != nil {
 		return fmt.Errorf("failed to write the status of %s/%s: %w", tj.Namespace, tj.Name, err)
 	}

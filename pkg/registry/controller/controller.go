@@ -27,6 +27,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -79,9 +80,23 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("registry").
 		For(&trainer.TrainJob{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
 			tj, ok := o.(*trainer.TrainJob)
-			return ok && Pending(tj)
+			return ok && asks(tj)
 		}))).
+		// mpijob's status lives in the job's JobStatus: its Succeeded
+		// wakes the job's registration.
+		Watches(&api.JobStatus{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &trainer.TrainJob{}, handler.OnlyControllerOwner()),
+			builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
+				s, ok := o.(*api.JobStatus)
+				return ok && s.Phase == string(api.PhaseSucceeded)
+			}))).
 		Complete(r)
+}
+
+// asks reports whether tj asks for a registration and Trainer says it is
+// complete: what a TrainJob alone says of Pending.
+func asks(tj *trainer.TrainJob) bool {
+	return tj.Annotations[api.RegisterModelAnnotation] != "" && tj.DeletionTimestamp == nil &&
+		meta.IsStatusConditionTrue(tj.Status.Conditions, trainer.TrainJobComplete)
 }
 
 // Pending reports whether tj has a registration to make now or later: it
@@ -90,7 +105,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 // the final ones), and no record says done or failed for what it asks.
 func Pending(tj *trainer.TrainJob) bool {
 	want := tj.Annotations[api.RegisterModelAnnotation]
-	if want == "" || tj.DeletionTimestamp != nil || !meta.IsStatusConditionTrue(tj.Status.Conditions, trainer.TrainJobComplete) {
+	if !asks(tj) {
 		return false
 	}
 	if s, found, err := api.ReadStatus(tj.Annotations); err != nil || !found || s.Phase != api.PhaseSucceeded {
@@ -112,6 +127,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	tj := &trainer.TrainJob{}
 	if err := r.Client.Get(ctx, req.NamespacedName, tj); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	js := &api.JobStatus{}
+	if err := r.Client.Get(ctx, req.NamespacedName, js); err == nil {
+		api.JoinStatus(&tj.ObjectMeta, js)
+	} else if !apierrors.IsNotFound(err) {
+		return reconcile.Result{}, err
 	}
 	if !Pending(tj) {
 		return reconcile.Result{}, nil

@@ -7,6 +7,9 @@ from . import jobspec as _jobspec
 GROUP = "trainer.kubeflow.org"
 VERSION = "v1alpha1"
 STATUS_ANNOTATION = "mpijob.dev/status"
+# mpijob-manager's status of each job lives in a JobStatus of its own (Go: pkg/api/jobstatus.go),
+# named after the TrainJob and owned by it; its "status" is what STATUS_ANNOTATION held.
+JOB_STATUS_GROUP, JOB_STATUS_VERSION, JOB_STATUS_PLURAL = "mpijob.dev", "v1alpha1", "jobstatuses"
 #: mpijob-manager's leader-election Lease, readable by every signed-in user.
 MANAGER_LEASE_NAMESPACE = "mpijob-system"
 MANAGER_LEASE_NAME = "mpijob-manager.mpijob.dev"

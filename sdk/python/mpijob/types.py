@@ -175,7 +175,9 @@ class Transition:
 
 @dataclass
 class JobStatus:
-    """What mpijob-manager says about a job (annotation ``mpijob.dev/status``).
+    """What mpijob-manager says about a job (its JobStatus, ``jobstatuses.mpijob.dev``; an older
+    manager's annotation ``mpijob.dev/status``). The SDK reads it beside each TrainJob it reads; while
+    watching, a change of the status alone shows within 5 s.
 
     ``from_manager`` is False when the manager has not written one (not
     installed, or not yet): the phase then comes from Trainer's conditions and

@@ -18,10 +18,14 @@ from kubernetes.client.rest import ApiException
 from .. import jobspec as _jobspec
 from ..constants import (
     GROUP,
+    JOB_STATUS_GROUP,
+    JOB_STATUS_PLURAL,
+    JOB_STATUS_VERSION,
     JOBSET_NAME,
     LOG_STORE_GROUP_VERSION,
     MANAGER_LEASE_NAME,
     MANAGER_LEASE_NAMESPACE,
+    STATUS_ANNOTATION,
     VERSION,
 )
 from ..errors import InvalidJobError, JobNotFoundError, MPIJobError, WaitTimeoutError, from_api_exception
@@ -69,11 +73,42 @@ class KubernetesAPI:
 
     # -- TrainJobs ------------------------------------------------------------
 
+    # mpijob-manager's status of each job is its JobStatus (Go: pkg/jobstatus): every read of a
+    # TrainJob here joins it into the job's mpijob.dev/status annotation, where JobStatus.from_trainjob
+    # reads it. A cluster or a role that predates JobStatus (404, 403) leaves the annotation as it is.
+
+    def _job_status(self, name: str) -> dict[str, Any] | None:
+        try:
+            obj: dict[str, Any] = self._custom.get_namespaced_custom_object(
+                JOB_STATUS_GROUP, JOB_STATUS_VERSION, self.namespace, JOB_STATUS_PLURAL, name)
+            return obj
+        except ApiException as e:
+            if e.status in (403, 404):
+                return None
+            raise from_api_exception(e, name) from None
+
+    def _job_statuses(self) -> dict[str, dict[str, Any]]:
+        try:
+            items = self._custom.list_namespaced_custom_object(
+                JOB_STATUS_GROUP, JOB_STATUS_VERSION, self.namespace, JOB_STATUS_PLURAL)["items"]
+        except ApiException as e:
+            if e.status in (403, 404):
+                return {}
+            raise from_api_exception(e) from None
+        return {str((o.get("metadata") or {}).get("name")): o for o in items or []}
+
+    def _joined(self, obj: dict[str, Any], name: str | None = None) -> dict[str, Any]:
+        """``obj`` with its JobStatus joined (read now)."""
+        n = name or (obj.get("metadata") or {}).get("name")
+        if n:
+            join_status(obj, self._job_status(str(n)))
+        return obj
+
     def get_trainjob(self, name: str) -> dict[str, Any]:
         """The TrainJob ``name``; JobNotFoundError with a close name if there is one."""
         try:
             obj: dict[str, Any] = self._custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainjobs", name)
-            return obj
+            return self._joined(obj, name)
         except ApiException as e:
             if e.status != 404:
                 raise from_api_exception(e, name) from None
@@ -93,9 +128,13 @@ class KubernetesAPI:
     def list_trainjobs(self) -> list[dict[str, Any]]:
         try:
             items: list[dict[str, Any]] = self._custom.list_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainjobs")["items"]
-            return items
         except ApiException as e:
             raise from_api_exception(e) from None
+        if items:
+            statuses = self._job_statuses()
+            for o in items:
+                join_status(o, statuses.get(str((o.get("metadata") or {}).get("name"))))
+        return items
 
     def list_trainjob_metadata(self) -> list[dict[str, Any]] | None:
         """The namespace's TrainJobs, metadata only (``PartialObjectMetadataList``: names, labels
@@ -114,17 +153,21 @@ class KubernetesAPI:
         except ApiException as e:
             raise from_api_exception(e) from None
         items: list[dict[str, Any]] = (out or {}).get("items") or []
+        if items:
+            statuses = self._job_statuses()
+            for o in items:
+                join_status(o, statuses.get(str((o.get("metadata") or {}).get("name"))))
         return items
 
     def read_trainjob(self, name: str) -> dict[str, Any] | None:
         """The TrainJob ``name``, None when there is none (deleted since a list)."""
         try:
             obj: dict[str, Any] = self._custom.get_namespaced_custom_object(GROUP, VERSION, self.namespace, "trainjobs", name)
-            return obj
         except ApiException as e:
             if e.status == 404:
                 return None
             raise from_api_exception(e, name) from None
+        return self._joined(obj, name)
 
     def create_trainjob(self, body: dict[str, Any], dry_run: bool, retry: bool) -> tuple[dict[str, Any], list[str]]:
         """Create the TrainJob, trying again for up to 10 s while a webhook cannot be reached and,
@@ -180,12 +223,17 @@ class KubernetesAPI:
             raise from_api_exception(e) from None
 
     def watch_trainjob(self, name: str, timeout_seconds: int) -> Iterator[tuple[str, dict[str, Any]]]:
-        """(event type, TrainJob) as they happen, for up to ``timeout_seconds``."""
+        """(event type, TrainJob) as they happen, for up to ``timeout_seconds``, each with its
+        JobStatus joined. A change of the JobStatus alone is no TrainJob event: a caller that
+        watches again after the timeout (its first event is the job as it is) sees it then."""
         w = k8s_watch.Watch()
         try:
             for ev in w.stream(self._custom.list_namespaced_custom_object, GROUP, VERSION, self.namespace, "trainjobs",
                                field_selector=f"metadata.name={name}", timeout_seconds=timeout_seconds):
-                yield ev["type"], ev["object"]
+                obj = ev["object"]
+                if ev["type"] != "DELETED" and isinstance(obj, dict):
+                    self._joined(obj, name)
+                yield ev["type"], obj
         except ApiException as e:
             raise from_api_exception(e, name) from None
         finally:
@@ -551,3 +599,18 @@ def _has_mpi_policy(rt: dict[str, Any]) -> bool:
     policy is set, whatever it holds).
     """
     return ((rt.get("spec") or {}).get("mlPolicy") or {}).get("mpi") is not None
+
+
+def join_status(obj: dict[str, Any], js: dict[str, Any] | None) -> bool:
+    """Put JobStatus ``js``'s status into TrainJob ``obj``'s mpijob.dev/status annotation when ``js``
+    is that job's own (its owner's UID is the job's: a job made again under the name has a new UID)
+    and holds one. Go: api.JoinStatus."""
+    if not js or js.get("kind") not in (None, "JobStatus") or not isinstance(js.get("status"), str) or not js["status"]:
+        return False
+    meta = obj.setdefault("metadata", {})
+    uid = meta.get("uid")
+    owners = (js.get("metadata") or {}).get("ownerReferences") or []
+    if not uid or not any(o.get("uid") == uid and o.get("kind") == "TrainJob" for o in owners):
+        return False
+    meta["annotations"] = {**(meta.get("annotations") or {}), STATUS_ANNOTATION: js["status"]}
+    return True

@@ -1,6 +1,7 @@
 """The Kubernetes backend (mpijob.backends.kubernetes) over stand-ins of the official client's APIs."""
 
 import copy
+import json
 from datetime import datetime, timezone
 from typing import Any, ClassVar
 
@@ -295,6 +296,52 @@ def test_get_and_list_jobs_and_runtimes_on_a_mocked_api():
     with pytest.raises(InvalidJobError) as e2:
         c.create_job("x", None, workers=1, runtime="mpi-openmp")
     assert e2.value.field == "runtime" and "did you mean 'mpi-openmpi'" in str(e2.value)
+
+
+class _StatusCluster(_Cluster):
+    """TrainJobs and the JobStatuses mpijob-manager writes beside them (Go: pkg/api/jobstatus.go)."""
+
+    def __init__(self, jobs, statuses):
+        super().__init__(jobs=jobs)
+        self.statuses = {s["metadata"]["name"]: s for s in statuses}
+
+    def get_namespaced_custom_object(self, group, version, namespace, plural, name):
+        from kubernetes.client.rest import ApiException
+        if plural == "jobstatuses":
+            assert group == "mpijob.dev"
+            if name in self.statuses:
+                return self.statuses[name]
+            raise ApiException(status=404, reason="Not Found")
+        return super().get_namespaced_custom_object(group, version, namespace, plural, name)
+
+    def list_namespaced_custom_object(self, group, version, namespace, plural, **kwargs):
+        if plural == "jobstatuses":
+            return {"items": list(self.statuses.values())}
+        return super().list_namespaced_custom_object(group, version, namespace, plural, **kwargs)
+
+
+def _job_status(name, owner_uid, status):
+    return {"apiVersion": "mpijob.dev/v1alpha1", "kind": "JobStatus",
+            "metadata": {"name": name, "namespace": "team-a",
+                         "ownerReferences": [{"apiVersion": "trainer.kubeflow.org/v1alpha1", "kind": "TrainJob", "name": name, "uid": owner_uid}]},
+            "phase": status["phase"], "status": json.dumps(status)}
+
+
+def test_the_status_comes_from_the_jobs_jobstatus():
+    # "a": its JobStatus says Running; the annotation an older manager wrote says Pending.
+    # "b": the JobStatus left by an earlier job of the name (another UID) is not its own.
+    a = _status_job("a", {"phase": "Pending", "message": "old"})
+    a["metadata"]["uid"] = "uid-a"
+    b = _status_job("b", {"phase": "Queued", "message": "waits"})
+    b["metadata"]["uid"] = "uid-b2"
+    cluster = _StatusCluster([a, b], [
+        _job_status("a", "uid-a", {"phase": "Running", "message": "Running on 2 Workers.", "workersReady": 2, "workersTotal": 2}),
+        _job_status("b", "uid-b1", {"phase": "Failed", "reason": "Forged", "message": "x"})])
+    c = _offline_client(cluster, cluster)
+    job = c.get_job("a")
+    assert (job.status.phase, job.status.workers_ready, job.status.message) == ("Running", 2, "Running on 2 Workers.")
+    assert {j.name: j.status.phase for j in c.list_jobs()} == {"a": "Running", "b": "Queued"}
+    assert c.get_job("b").status.phase == "Queued"
 
 
 def test_get_logs_merges_redacts_and_greps_on_a_mocked_api():
