@@ -24,8 +24,8 @@ import (
 
 	"github.com/mpijob/mpijob/pkg/admission"
 	"github.com/mpijob/mpijob/pkg/api"
-	"github.com/mpijob/mpijob/pkg/jobstatus"
 	"github.com/mpijob/mpijob/pkg/jobspec"
+	"github.com/mpijob/mpijob/pkg/jobstatus"
 	"github.com/mpijob/mpijob/pkg/placement"
 	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"

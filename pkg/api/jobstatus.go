@@ -63,7 +63,7 @@ func (s *JobStatus) DeepCopyObject() runtime.Object {
 		return nil
 	}
 	out := *s
-	s.ObjectMeta.DeepCopyInto(&out.ObjectMeta)
+	s.DeepCopyInto(&out.ObjectMeta)
 	return &out
 }
 
@@ -73,7 +73,7 @@ func (l *JobStatusList) DeepCopyObject() runtime.Object {
 		return nil
 	}
 	out := *l
-	l.ListMeta.DeepCopyInto(&out.ListMeta)
+	l.DeepCopyInto(&out.ListMeta)
 	if l.Items != nil {
 		out.Items = make([]JobStatus, len(l.Items))
 		for i := range l.Items {

@@ -27,8 +27,8 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
-	"github.com/mpijob/mpijob/pkg/jobstatus"
 	"github.com/mpijob/mpijob/pkg/jobspec"
+	"github.com/mpijob/mpijob/pkg/jobstatus"
 	"github.com/mpijob/mpijob/pkg/localcluster"
 )
 

@@ -24,8 +24,8 @@ import (
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
-	"github.com/mpijob/mpijob/pkg/jobstatus"
 	"github.com/mpijob/mpijob/pkg/jobspec"
+	"github.com/mpijob/mpijob/pkg/jobstatus"
 	"github.com/mpijob/mpijob/pkg/localcluster"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 	"github.com/mpijob/mpijob/test/framework"

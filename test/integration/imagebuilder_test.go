@@ -15,9 +15,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/mpijob/mpijob/pkg/api"
-	"github.com/mpijob/mpijob/pkg/jobstatus"
 	clicmd "github.com/mpijob/mpijob/pkg/cli"
 	"github.com/mpijob/mpijob/pkg/diagnose"
+	"github.com/mpijob/mpijob/pkg/jobstatus"
 	"github.com/mpijob/mpijob/test/framework"
 )
 

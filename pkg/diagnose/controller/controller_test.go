@@ -29,9 +29,9 @@ import (
 
 	"github.com/mpijob/mpijob/config"
 	"github.com/mpijob/mpijob/pkg/api"
-	"github.com/mpijob/mpijob/pkg/jobstatus"
 	"github.com/mpijob/mpijob/pkg/diagnose"
 	"github.com/mpijob/mpijob/pkg/diagnose/diagnosetest"
+	"github.com/mpijob/mpijob/pkg/jobstatus"
 	"github.com/mpijob/mpijob/pkg/launcherlog"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
