@@ -89,21 +89,26 @@ func (s *Server) jobsWithin(ctx context.Context, c *userClients, ns string, maxA
 // cache: a list of 10,000 jobs copies none of them. The caller must not
 // change them. statuses are their JobStatuses, to join to them.
 func jobsIn(ctx context.Context, r client.Reader, ns string) (tjs []*trainer.TrainJob, statuses api.JobStatusIndex, err error) {
+	// A user's cache holds JobStatuses only where the user may list them
+	// (jobsCache); anything else is asked, and a refusal is no status.
+	withStatuses := true
+	if uc, ok := r.(*userCache); ok {
+		withStatuses = uc.statuses
+	}
 	if cc, ok := r.(ctrlcache.Cache); ok {
 		// The cache watches ns alone ("" = every namespace).
 		if tjs, read, err := cached.All[*trainer.TrainJob](ctx, cc, &trainer.TrainJob{}); err != nil || read {
-			if err != nil {
-				return nil, nil, err
+			if err != nil || !withStatuses {
+				return tjs, nil, err
 			}
-			if uc, ok := r.(*userCache); ok && uc.statuses {
-				sts, _, err := cached.All[*api.JobStatus](ctx, cc, &api.JobStatus{})
-				if err != nil {
-					return nil, nil, err
-				}
-				statuses = make(api.JobStatusIndex, len(sts))
-				for _, st := range sts {
-					statuses[types.NamespacedName{Namespace: st.Namespace, Name: st.Name}] = st
-				}
+			sts, read, err := cached.All[*api.JobStatus](ctx, cc, &api.JobStatus{})
+			if err != nil || !read {
+				statuses, err = jobstatus.Index(ctx, r, inNamespace(ns))
+				return tjs, statuses, err
+			}
+			statuses = make(api.JobStatusIndex, len(sts))
+			for _, st := range sts {
+				statuses[types.NamespacedName{Namespace: st.Namespace, Name: st.Name}] = st
 			}
 			return tjs, statuses, nil
 		}
@@ -116,7 +121,9 @@ func jobsIn(ctx context.Context, r client.Reader, ns string) (tjs []*trainer.Tra
 	for i := range list.Items {
 		out[i] = &list.Items[i]
 	}
-	statuses, err = jobstatus.Index(ctx, r, inNamespace(ns))
+	if withStatuses {
+		statuses, err = jobstatus.Index(ctx, r, inNamespace(ns))
+	}
 	return out, statuses, err
 }
 
