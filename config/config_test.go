@@ -56,6 +56,7 @@ func TestDefaultBuilds(t *testing.T) {
 		"ClusterTrainingRuntime/mpi-openmpi",
 		"ClusterTrainingRuntime/mpi-openmpi-gpu",
 		"ClusterTrainingRuntime/mpi-openmpi5",
+		"CustomResourceDefinition/jobstatuses.mpijob.dev",
 		"Deployment/mpijob-dashboard",
 		"Deployment/mpijob-manager",
 		"MutatingWebhookConfiguration/mpijob-mutating-webhook-configuration",
