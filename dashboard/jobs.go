@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	ctrlcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -106,11 +105,7 @@ func jobsIn(ctx context.Context, r client.Reader, ns string) (tjs []*trainer.Tra
 				statuses, err = jobstatus.Index(ctx, r, inNamespace(ns))
 				return tjs, statuses, err
 			}
-			statuses = make(api.JobStatusIndex, len(sts))
-			for _, st := range sts {
-				statuses[types.NamespacedName{Namespace: st.Namespace, Name: st.Name}] = st
-			}
-			return tjs, statuses, nil
+			return tjs, api.IndexJobStatusPointers(sts), nil
 		}
 	}
 	list := &trainer.TrainJobList{}

@@ -84,7 +84,7 @@ func (r *rows) viewWith(tj *trainer.TrainJob, st *api.JobStatus, now time.Time) 
 func (r *rows) appendViews(jobs []jobview.Job, tjs []*trainer.TrainJob, statuses api.JobStatusIndex, mpi map[string]bool, now time.Time) []jobview.Job {
 	jobs = slices.Grow(jobs, len(tjs))
 	for _, tj := range tjs {
-		j := r.viewWith(tj, statuses[types.NamespacedName{Namespace: tj.Namespace, Name: tj.Name}], now)
+		j := r.viewWith(tj, statuses.For(&tj.ObjectMeta), now)
 		j.MPI = j.MPI || mpi[j.Runtime]
 		jobs = append(jobs, j)
 	}

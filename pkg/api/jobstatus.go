@@ -152,9 +152,33 @@ func IndexJobStatuses(items []JobStatus) JobStatusIndex {
 	}
 	ix := make(JobStatusIndex, len(items))
 	for i := range items {
-		ix[types.NamespacedName{Namespace: items[i].Namespace, Name: items[i].Name}] = &items[i]
+		ix.Add(&items[i])
 	}
 	return ix
+}
+
+// IndexJobStatusPointers is IndexJobStatuses for the pointers a cache
+// holds (nil when there are none).
+func IndexJobStatusPointers(items []*JobStatus) JobStatusIndex {
+	if len(items) == 0 {
+		return nil
+	}
+	ix := make(JobStatusIndex, len(items))
+	for _, s := range items {
+		ix.Add(s)
+	}
+	return ix
+}
+
+// Add indexes s under its namespace and name: the job it belongs to.
+func (ix JobStatusIndex) Add(s *JobStatus) {
+	ix[types.NamespacedName{Namespace: s.Namespace, Name: s.Name}] = s
+}
+
+// For is the JobStatus indexed for the job m names (nil when there is
+// none; that it is the job's own is JoinStatus's to check).
+func (ix JobStatusIndex) For(m *metav1.ObjectMeta) *JobStatus {
+	return ix[types.NamespacedName{Namespace: m.Namespace, Name: m.Name}]
 }
 
 // Join joins each job to its JobStatus (JoinStatus).
@@ -163,7 +187,7 @@ func (ix JobStatusIndex) Join(jobs []trainer.TrainJob) {
 		return
 	}
 	for i := range jobs {
-		JoinStatus(&jobs[i].ObjectMeta, ix[types.NamespacedName{Namespace: jobs[i].Namespace, Name: jobs[i].Name}])
+		JoinStatus(&jobs[i].ObjectMeta, ix.For(&jobs[i].ObjectMeta))
 	}
 }
 
@@ -172,7 +196,7 @@ func (ix JobStatusIndex) JoinMeta(m *metav1.ObjectMeta) bool {
 	if len(ix) == 0 {
 		return false
 	}
-	return JoinStatus(m, ix[types.NamespacedName{Namespace: m.Namespace, Name: m.Name}])
+	return JoinStatus(m, ix.For(m))
 }
 
 // JobStatusesUnread reports an error of a JobStatus read that leaves

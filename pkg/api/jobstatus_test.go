@@ -77,3 +77,41 @@ func TestJobStatusOf(t *testing.T) {
 		t.Errorf("joined by namespace and name: %v, %v", jobs[0].Annotations, jobs[1].Annotations)
 	}
 }
+
+// TestIndexJobStatuses: a list's values and a cache's pointers index the
+// same way, by namespace and name, and For finds a job's own entry only.
+func TestIndexJobStatuses(t *testing.T) {
+	mk := func(ns, name, status string) JobStatus {
+		return JobStatus{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}, Status: status}
+	}
+	cases := map[string]struct {
+		items []JobStatus
+		job   metav1.ObjectMeta
+		want  string // the found JobStatus's status; "" for none
+	}{
+		"none: a nil index finds nothing": {job: metav1.ObjectMeta{Name: "pi", Namespace: "team-a"}},
+		"the job's own":                   {items: []JobStatus{mk("team-a", "pi", "a"), mk("team-b", "pi", "b")}, job: metav1.ObjectMeta{Name: "pi", Namespace: "team-b"}, want: "b"},
+		"another namespace's only":        {items: []JobStatus{mk("team-a", "pi", "a")}, job: metav1.ObjectMeta{Name: "pi", Namespace: "team-b"}},
+		"another name's only":             {items: []JobStatus{mk("team-a", "pi", "a")}, job: metav1.ObjectMeta{Name: "pi2", Namespace: "team-a"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var ptrs []*JobStatus
+			for i := range tc.items {
+				ptrs = append(ptrs, &tc.items[i])
+			}
+			for how, ix := range map[string]JobStatusIndex{"values": IndexJobStatuses(tc.items), "pointers": IndexJobStatusPointers(ptrs)} {
+				got := ""
+				if s := ix.For(&tc.job); s != nil {
+					got = s.Status
+				}
+				if d := cmp.Diff(tc.want, got); d != "" {
+					t.Errorf("%s (-want +got):\n%s", how, d)
+				}
+				if len(ix) != len(tc.items) {
+					t.Errorf("%s: %d indexed, want %d", how, len(ix), len(tc.items))
+				}
+			}
+		})
+	}
+}

@@ -129,9 +129,12 @@ func (g *getOptions) Run(ctx context.Context) error {
 		opts = append(opts, client.InNamespace(cl.namespace))
 	}
 	l := &trainer.TrainJobList{}
+	// The JobStatuses are listed once, after the jobs, and serve the
+	// table, the whole jobs when the table gives up, and the watch.
+	var js jobStatuses
 	fromMetadata := false
 	if g.table() {
-		if fromMetadata, err = listRows(ctx, cl, opts, l); err != nil {
+		if fromMetadata, js, err = listRows(ctx, cl, opts, l); err != nil {
 			return err
 		}
 	}
@@ -139,9 +142,12 @@ func (g *getOptions) Run(ctx context.Context) error {
 		if err := cl.List(ctx, l, opts...); err != nil {
 			return err
 		}
-		if err := jobstatus.List(ctx, cl, l.Items, opts...); err != nil {
-			return err
+		if js.index == nil {
+			if js.index, js.rv, err = jobstatus.IndexAt(ctx, cl, opts...); err != nil {
+				return err
+			}
 		}
+		js.index.Join(l.Items)
 	}
 	// MPI jobs only, by the rule admission scopes them with (one rule:
 	// jobview.FrameworkOf); --all-frameworks lists the rest, marked.
@@ -230,7 +236,15 @@ func (g *getOptions) Run(ctx context.Context) error {
 		return nil
 	}
 	rows := newRowPrinter(table, g.wide(), g.allNamespaces, len(jobs) > 0)
-	return g.watchJobs(ctx, cl, opts, l.ResourceVersion, names, rows, frameworkOf, jobs)
+	return g.watchJobs(ctx, cl, opts, l.ResourceVersion, js, names, rows, frameworkOf, jobs)
+}
+
+// jobStatuses is one list of the JobStatuses: their index by job, and the
+// list's resourceVersion for a watch to start from ("" when they cannot be
+// read: api.JobStatusesUnread).
+type jobStatuses struct {
+	index api.JobStatusIndex
+	rv    string
 }
 
 // withFramework adds the FRAMEWORK column after RUNTIME (--all-frameworks).
@@ -253,16 +267,16 @@ func withFramework(t *metav1.Table, frameworkOf func(*trainer.TrainJob) string) 
 // MPI runtime, an older manager wrote it) is read whole, one by one for up
 // to api.MaxWholeReads of them; ok is false when there are more, and the caller
 // lists whole jobs.
-func listRows(ctx context.Context, cl client.Reader, opts []client.ListOption, into *trainer.TrainJobList) (ok bool, err error) {
+func listRows(ctx context.Context, cl client.Reader, opts []client.ListOption, into *trainer.TrainJobList) (ok bool, js jobStatuses, err error) {
 	ml := &metav1.PartialObjectMetadataList{}
 	ml.SetGroupVersionKind(trainer.GroupVersion.WithKind("TrainJobList"))
 	if err := cl.List(ctx, ml, opts...); err != nil {
-		return false, err
+		return false, js, err
 	}
-	statuses, err := jobstatus.Index(ctx, cl, opts...)
-	if err != nil {
-		return false, err
+	if js.index, js.rv, err = jobstatus.IndexAt(ctx, cl, opts...); err != nil {
+		return false, js, err
 	}
+	statuses := js.index
 	items := make([]trainer.TrainJob, 0, len(ml.Items))
 	var whole []int
 	for _, m := range ml.Items {
@@ -273,7 +287,7 @@ func listRows(ctx context.Context, cl client.Reader, opts []client.ListOption, i
 		// for MPI jobs only): that runtime tells the framework.
 		if !fromStatus {
 			if whole = append(whole, len(items)); len(whole) > api.MaxWholeReads {
-				return false, nil
+				return false, js, nil
 			}
 		}
 		tj.Spec.RuntimeRef.Name = st.Runtime
@@ -284,23 +298,21 @@ func listRows(ctx context.Context, cl client.Reader, opts []client.ListOption, i
 		if err := cl.Get(ctx, client.ObjectKeyFromObject(&items[i]), tj); apierrors.IsNotFound(err) {
 			tj = &trainer.TrainJob{} // deleted since the list: no name, dropped below
 		} else if err != nil {
-			return false, err
+			return false, js, err
 		}
 		statuses.JoinMeta(&tj.ObjectMeta)
 		items[i] = *tj
 	}
 	into.Items = slices.DeleteFunc(items, func(tj trainer.TrainJob) bool { return tj.Name == "" })
 	into.ResourceVersion = ml.ResourceVersion
-	return true, nil
+	return true, js, nil
 }
 
-func (g *getOptions) watchJobs(ctx context.Context, cl *clients, opts []client.ListOption, rv string, names []string, rows *rowPrinter, frameworkOf func(*trainer.TrainJob) string, shown []trainer.TrainJob) error {
+func (g *getOptions) watchJobs(ctx context.Context, cl *clients, opts []client.ListOption, rv string, js jobStatuses, names []string, rows *rowPrinter, frameworkOf func(*trainer.TrainJob) string, shown []trainer.TrainJob) error {
 	// mpijob-manager's status of each job is its JobStatus: both are
-	// watched, and a change of either prints the job's row again.
-	statuses, statusRV, err := jobstatus.IndexAt(ctx, cl, opts...)
-	if err != nil {
-		return err
-	}
+	// watched (from the lists Run made), and a change of either prints
+	// the job's row again.
+	statuses, statusRV := js.index, js.rv
 	w, err := cl.Watch(ctx, &trainer.TrainJobList{}, append(opts, &client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv}})...)
 	if err != nil {
 		return err

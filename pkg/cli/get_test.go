@@ -66,8 +66,9 @@ func TestGetListsMetadataWhenItIsEnough(t *testing.T) {
 			calls: []string{metadata, statuses, get}},
 		"two jobs the manager has not seen":        {jobs: append(withRuntime[:1:1], fresh(2)...), calls: []string{metadata, statuses, get, get}},
 		"one deleted before it is read: not shown": {jobs: append(withRuntime[:1:1], fresh(2)...), calls: []string{metadata, statuses, get, get}, deleted: "new-00"},
-		"more such jobs than are read one by one: a list of whole jobs": {jobs: append(withRuntime[:1:1], fresh(api.MaxWholeReads+1)...),
-			calls: []string{metadata, statuses, whole, statuses}},
+		// The JobStatuses listed for the table serve the whole jobs too.
+		"more such jobs than are read one by one: a list of whole jobs, the JobStatuses listed once": {jobs: append(withRuntime[:1:1], fresh(api.MaxWholeReads+1)...),
+			calls: []string{metadata, statuses, whole}},
 		"wide":             {jobs: withRuntime, output: "wide", calls: []string{metadata, statuses}},
 		"yaml: whole jobs": {jobs: withRuntime, output: "yaml", calls: []string{whole, statuses}},
 	}
