@@ -1,6 +1,8 @@
 package api
 
 import (
+	"encoding/json"
+
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -41,13 +43,16 @@ const JobStatusKind = "JobStatus"
 
 // JobStatus is mpijob-manager's status of one MPI job: Status holds the
 // Status as JSON, exactly what StatusAnnotation held; Phase and Reason
-// repeat its phase and reason for `kubectl get jobstatuses`.
+// repeat its phase and reason for `kubectl get jobstatuses`. Stacks holds
+// the StackSnapshot the manager took of a stuck job, exactly what
+// StacksAnnotation held ("" until it takes one).
 type JobStatus struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 	Phase             string `json:"phase,omitempty"`
 	Reason            string `json:"reason,omitempty"`
 	Status            string `json:"status,omitempty"`
+	Stacks            string `json:"stacks,omitempty"`
 }
 
 // JobStatusList is a list of JobStatuses.
@@ -124,21 +129,34 @@ func (s *JobStatus) OwnedBy(uid types.UID) bool {
 	return false
 }
 
-// JoinStatus puts s's status into m's StatusAnnotation when s is the
-// job's own (OwnedBy) and holds one; m's annotations are copied first, so
-// an object shared with a cache is never changed. It reports whether it
-// joined.
+// JoinStatus puts s's status into m's StatusAnnotation, and its stacks
+// into m's StacksAnnotation, when s is the job's own (OwnedBy) and holds
+// them; m's annotations are copied first, so an object shared with a
+// cache is never changed. It reports whether it joined.
 func JoinStatus(m *metav1.ObjectMeta, s *JobStatus) bool {
-	if s == nil || s.Status == "" || !s.OwnedBy(m.UID) {
+	if s == nil || (s.Status == "" && s.Stacks == "") || !s.OwnedBy(m.UID) {
 		return false
 	}
-	a := make(map[string]string, len(m.Annotations)+1)
+	a := make(map[string]string, len(m.Annotations)+2)
 	for k, v := range m.Annotations {
 		a[k] = v
 	}
-	a[StatusAnnotation] = s.Status
+	if s.Status != "" {
+		a[StatusAnnotation] = s.Status
+	}
+	if s.Stacks != "" {
+		a[StacksAnnotation] = s.Stacks
+	}
 	m.Annotations = a
 	return true
+}
+
+// JobStatusStacksPatch is the merge patch that keeps raw (an encoded
+// StackSnapshot) in a JobStatus's Stacks. A merge patch, not the
+// diagnosis's apply of the status: that apply leaves alone a field it
+// does not own, so the stacks stay through every later status write.
+func JobStatusStacksPatch(raw string) ([]byte, error) {
+	return json.Marshal(map[string]string{"stacks": raw})
 }
 
 // JobStatusIndex finds JobStatuses by namespace and name, for a list of

@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/mpijob/mpijob/pkg/api"
 )
 
 // TrainJobChanged passes a TrainJob's creates and deletes, and the updates
@@ -58,4 +60,21 @@ func Changed(o, n *trainer.TrainJob, ignored ...string) bool {
 		}
 	}
 	return false
+}
+
+// StacksChanged passes the JobStatus updates that change its stacks (the
+// snapshot the diagnosis took of a stuck job and adds to its message next
+// round), and nothing else: not its creates, deletes or status writes,
+// which the diagnosis made itself.
+func StacksChanged() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*api.JobStatus)
+			n, ok2 := e.ObjectNew.(*api.JobStatus)
+			return ok1 && ok2 && o.Stacks != n.Stacks
+		},
+	}
 }

@@ -3,10 +3,13 @@ package wake
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/mpijob/mpijob/pkg/api"
 )
 
 func TestChanged(t *testing.T) {
@@ -48,5 +51,33 @@ func TestChanged(t *testing.T) {
 	}
 	if !TrainJobChanged().Create(event.CreateEvent{Object: base()}) || !TrainJobChanged().Delete(event.DeleteEvent{Object: base()}) {
 		t.Error("creates and deletes must pass")
+	}
+}
+
+// The diagnosis wakes for a JobStatus only when the stacks it keeps there
+// change: never for its own status writes, creates or deletes.
+func TestStacksChanged(t *testing.T) {
+	js := func(status, stacks string) *api.JobStatus {
+		return &api.JobStatus{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "team-a"}, Status: status, Stacks: stacks}
+	}
+	p := StacksChanged()
+	cases := map[string]struct {
+		got  bool
+		want bool
+	}{
+		"a status write":              {p.Update(event.UpdateEvent{ObjectOld: js("a", ""), ObjectNew: js("b", "")}), false},
+		"a status write, stacks kept": {p.Update(event.UpdateEvent{ObjectOld: js("a", "s"), ObjectNew: js("b", "s")}), false},
+		"stacks kept":                 {p.Update(event.UpdateEvent{ObjectOld: js("a", ""), ObjectNew: js("a", "s")}), true},
+		"stacks taken again":          {p.Update(event.UpdateEvent{ObjectOld: js("a", "s"), ObjectNew: js("a", "t")}), true},
+		"created":                     {p.Create(event.CreateEvent{Object: js("a", "s")}), false},
+		"deleted":                     {p.Delete(event.DeleteEvent{Object: js("a", "s")}), false},
+		"another kind":                {p.Update(event.UpdateEvent{ObjectOld: &trainer.TrainJob{}, ObjectNew: &trainer.TrainJob{}}), false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if d := cmp.Diff(tc.want, tc.got); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
 	}
 }

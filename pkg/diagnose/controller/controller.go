@@ -162,8 +162,9 @@ func (r *Reconciler) forget(key types.NamespacedName) {
 
 // IgnoredWrites are the TrainJob annotations whose changes do not wake
 // the diagnosis (wake.TrainJobChanged): its status, and the progress it
-// never reads. The stacks it keeps do wake it: the next round adds what
-// they say to the message (takeStacks).
+// never reads. The stacks it keeps (in the JobStatus; on the TrainJob for
+// a job an older manager wrote) do wake it: the next round adds what they
+// say to the message (takeStacks).
 var IgnoredWrites = []string{api.StatusAnnotation, progress.Annotation}
 
 // SetupWithManager registers the controller: it watches TrainJobs, their
@@ -188,6 +189,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// notes, and the stacks it keeps, do wake it.
 		For(&trainer.TrainJob{}, builder.WithPredicates(wake.TrainJobChanged(IgnoredWrites...))).
 		Watches(&jobsetv1alpha2.JobSet{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &trainer.TrainJob{})).
+		// Its own status writes to the JobStatus do not wake it; the
+		// stacks it keeps there do (wake.StacksChanged).
+		Watches(&api.JobStatus{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &trainer.TrainJob{}), builder.WithPredicates(wake.StacksChanged())).
 		Watches(&corev1.Pod{}, byJobSetName).
 		Complete(r)
 }
@@ -510,9 +514,9 @@ func (r *Reconciler) emit(ctx context.Context, tj *trainer.TrainJob, t diagnose.
 	return nil
 }
 
-// takeStacks takes a stuck job's stacks once and keeps what they say on
-// the job (api.StacksAnnotation), which brings the diagnosis back to add it
-// to the message. A failure is kept too, so it is not tried again for the
+// takeStacks takes a stuck job's stacks once and keeps what they say in
+// its JobStatus (keepStacks), which brings the diagnosis back to add it to
+// the message. A failure is kept too, so it is not tried again for the
 // same finding; it changes nothing else.
 func (r *Reconciler) takeStacks(ctx context.Context, tj *trainer.TrainJob, s api.Status, now time.Time) {
 	log := ctrl.LoggerFrom(ctx)
@@ -539,13 +543,33 @@ func (r *Reconciler) takeStacks(ctx context.Context, tj *trainer.TrainJob, s api
 	if err != nil {
 		return
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{api.StacksAnnotation: raw}}})
-	if err != nil {
-		return
-	}
-	if err := r.Client.Patch(ctx, tj, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(api.FieldManager)); err != nil {
+	if err := r.keepStacks(ctx, tj, raw); err != nil {
 		log.Info("could not keep the stacks of a stuck job", "err", err.Error())
 	}
+}
+
+// keepStacks keeps raw (an encoded StackSnapshot) in the job's JobStatus,
+// beside the status it was taken for: a write there wakes neither Trainer
+// nor Kueue, where the TrainJob's annotation passed their webhooks and
+// woke their controllers. The JobStatus's change brings the diagnosis back
+// (SetupWithManager: stacksChanged). A job whose status an older manager
+// wrote on the TrainJob (no JobStatus yet) keeps them there, as that
+// manager did.
+func (r *Reconciler) keepStacks(ctx context.Context, tj *trainer.TrainJob, raw string) error {
+	patch, err := api.JobStatusStacksPatch(raw)
+	if err != nil {
+		return err
+	}
+	js := &api.JobStatus{ObjectMeta: metav1.ObjectMeta{Namespace: tj.Namespace, Name: tj.Name}}
+	err = r.Client.Patch(ctx, js, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(api.FieldManager))
+	if !apierrors.IsNotFound(err) {
+		return err
+	}
+	patch, err = json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{api.StacksAnnotation: raw}}})
+	if err != nil {
+		return err
+	}
+	return r.Client.Patch(ctx, tj, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(api.FieldManager))
 }
 
 // stacksTimeout bounds taking a stuck job's stacks.

@@ -34,6 +34,7 @@ import (
 	"github.com/mpijob/mpijob/pkg/jobstatus"
 	"github.com/mpijob/mpijob/pkg/launcherlog"
 	"github.com/mpijob/mpijob/pkg/runtimes"
+	"github.com/mpijob/mpijob/pkg/stacks"
 )
 
 // The builders the diagnosis's tests share (package diagnosetest).
@@ -222,6 +223,72 @@ func TestStatusIsWrittenToItsJobStatusNotTheTrainJob(t *testing.T) {
 	got, ok, err := api.ReadStatus(map[string]string{api.StatusAnnotation: js.Status})
 	if !js.OwnedBy(tj.UID) || js.Phase != string(api.PhaseRunning) || js.Reason != got.Reason || !ok || err != nil || got.Phase != api.PhaseRunning {
 		t.Errorf("JobStatus: owned by the job %v, phase %q, reason %q; its status %+v (%v)", js.OwnedBy(tj.UID), js.Phase, js.Reason, got, err)
+	}
+}
+
+// The stacks of a stuck job go into its JobStatus beside its status, not
+// onto the TrainJob (a write there passed Trainer's and Kueue's webhooks
+// and woke their controllers): taken once, kept through the status writes
+// after them, and added to the message. The JobStatus's change is what
+// wakes the diagnosis for that (wake.StacksChanged).
+func TestStacksAreKeptInTheJobStatusNotTheTrainJob(t *testing.T) {
+	tj := job(2).Obj()
+	tj.Annotations = map[string]string{runtimes.ProgressTimeoutAnnotation: "1m"}
+	c := newCluster(t, tj, jobPod(tj, launcher().Running(true)), jobPod(tj, worker("0").Running(true)), jobPod(tj, worker("1").Running(true)))
+	// The Launcher prints nothing: NoProgress after the timeout.
+	c.r.Observer = &launcherlog.Observer{Read: func(context.Context, *corev1.Pod) (string, error) { return "", nil }}
+	taken := 0
+	c.r.Stacks = func(context.Context, string, []stacks.Pod) (stacks.Result, error) {
+		taken++
+		return stacks.Result{Contrast: "rank 1 waits in comm.recv while rank 0 waits in comm.Allreduce"}, nil
+	}
+	before := &trainer.TrainJob{}
+	if err := c.client.Get(context.Background(), c.key, before); err != nil {
+		t.Fatal(err)
+	}
+	for range 8 {
+		c.reconcile(t)
+		c.now = c.now.Add(30 * time.Second)
+	}
+	s, ok := c.status(t)
+	if !ok || s.Reason != diagnose.ReasonNoProgress || !strings.Contains(s.Message, "comm.recv") {
+		t.Errorf("status %s: %q, want NoProgress whose message says where the ranks wait", s.Reason, s.Message)
+	}
+	if taken != 1 {
+		t.Errorf("stacks taken %d times, want once", taken)
+	}
+	after := &trainer.TrainJob{}
+	if err := c.client.Get(context.Background(), c.key, after); err != nil {
+		t.Fatal(err)
+	}
+	if after.ResourceVersion != before.ResourceVersion || after.Annotations[api.StacksAnnotation] != "" {
+		t.Errorf("the TrainJob was written (resourceVersion %s -> %s, stacks annotation %q); the stacks belong in its JobStatus",
+			before.ResourceVersion, after.ResourceVersion, after.Annotations[api.StacksAnnotation])
+	}
+	js := &api.JobStatus{}
+	if err := c.client.Get(context.Background(), c.key, js); err != nil {
+		t.Fatal(err)
+	}
+	snap, err := api.ReadStackSnapshot(map[string]string{api.StacksAnnotation: js.Stacks})
+	if err != nil || snap == nil || snap.Reason != diagnose.ReasonNoProgress || !strings.Contains(snap.Contrast, "comm.recv") {
+		t.Errorf("the JobStatus's stacks: %+v (%v)", snap, err)
+	}
+}
+
+// A job whose status an older manager wrote on the TrainJob (it has no
+// JobStatus) keeps its stacks there, where that manager kept them.
+func TestStacksOfAJobWithoutAJobStatusStayOnTheTrainJob(t *testing.T) {
+	tj := job(2).Obj()
+	c := newCluster(t, tj)
+	if err := c.r.keepStacks(context.Background(), tj, `{"at":"2026-11-22T04:00:00Z","reason":"NoProgress"}`); err != nil {
+		t.Fatal(err)
+	}
+	got := &trainer.TrainJob{}
+	if err := c.client.Get(context.Background(), c.key, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Annotations[api.StacksAnnotation] == "" {
+		t.Errorf("annotations %v: want the stacks on the TrainJob", got.Annotations)
 	}
 }
 
