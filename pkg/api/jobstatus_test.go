@@ -1,61 +1,54 @@
 package api
 
 import (
+	"encoding/json"
+	"maps"
+	"os"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
+// TestJoinStatus runs the join's shared vectors (testdata/join-status.json,
+// which the SDK's join_status runs too): the job's own JobStatus wins, its
+// stacks join beside its status, and another UID's, another owner kind's,
+// an empty one and a job without a UID join nothing. The job's own
+// annotation map (a cache's object) is never changed.
 func TestJoinStatus(t *testing.T) {
-	owner := func(uid string) []metav1.OwnerReference {
-		return []metav1.OwnerReference{{APIVersion: trainer.GroupVersion.String(), Kind: trainer.TrainJobKind, Name: "pi", UID: types.UID(uid)}}
+	raw, err := os.ReadFile("testdata/join-status.json")
+	if err != nil {
+		t.Fatal(err)
 	}
-	old := map[string]string{StatusAnnotation: `{"phase":"Pending"}`, CreatorAnnotation: "dev-a"}
-	for name, tc := range map[string]struct {
-		uid    string
-		status *JobStatus
-		want   map[string]string
-		joined bool
-	}{
-		"the job's own JobStatus wins over its annotation": {uid: "u1",
-			status: &JobStatus{ObjectMeta: metav1.ObjectMeta{OwnerReferences: owner("u1")}, Status: `{"phase":"Running"}`},
-			want:   map[string]string{StatusAnnotation: `{"phase":"Running"}`, CreatorAnnotation: "dev-a"}, joined: true},
-		"a JobStatus of an earlier job of the name (another UID) is not its": {uid: "u2",
-			status: &JobStatus{ObjectMeta: metav1.ObjectMeta{OwnerReferences: owner("u1")}, Status: `{"phase":"Failed"}`},
-			want:   old},
-		"a JobStatus owned by something else than a TrainJob": {uid: "u1",
-			status: &JobStatus{ObjectMeta: metav1.ObjectMeta{OwnerReferences: []metav1.OwnerReference{{Kind: "ConfigMap", UID: "u1"}}}, Status: `{"phase":"Failed"}`},
-			want:   old},
-		"its stacks join beside its status": {uid: "u1",
-			status: &JobStatus{ObjectMeta: metav1.ObjectMeta{OwnerReferences: owner("u1")}, Status: `{"phase":"Running"}`, Stacks: `{"reason":"NoProgress"}`},
-			want:   map[string]string{StatusAnnotation: `{"phase":"Running"}`, StacksAnnotation: `{"reason":"NoProgress"}`, CreatorAnnotation: "dev-a"}, joined: true},
-		"another job's stacks do not join": {uid: "u2",
-			status: &JobStatus{ObjectMeta: metav1.ObjectMeta{OwnerReferences: owner("u1")}, Status: `{"phase":"Running"}`, Stacks: `{"reason":"NoProgress"}`},
-			want:   old},
-		"an empty JobStatus": {uid: "u1",
-			status: &JobStatus{ObjectMeta: metav1.ObjectMeta{OwnerReferences: owner("u1")}},
-			want:   old},
-		"none: the annotation an older manager wrote": {uid: "u1", want: old},
-		"a job without a UID joins nothing": {
-			status: &JobStatus{ObjectMeta: metav1.ObjectMeta{OwnerReferences: owner("")}, Status: `{"phase":"Failed"}`},
-			want:   old},
-	} {
-		t.Run(name, func(t *testing.T) {
-			shared := map[string]string{}
-			for k, v := range old {
-				shared[k] = v
+	var file struct {
+		Vectors []struct {
+			Name        string            `json:"name"`
+			Job         metav1.ObjectMeta `json:"job"`
+			JobStatus   *JobStatus        `json:"jobStatus"`
+			Joined      bool              `json:"joined"`
+			Annotations map[string]string `json:"annotations"`
+		} `json:"vectors"`
+	}
+	if err := json.Unmarshal(raw, &file); err != nil {
+		t.Fatal(err)
+	}
+	if len(file.Vectors) == 0 {
+		t.Fatal("no vectors")
+	}
+	for _, v := range file.Vectors {
+		t.Run(v.Name, func(t *testing.T) {
+			m := *v.Job.DeepCopy()
+			shared := m.Annotations
+			before := maps.Clone(shared)
+			if got := JoinStatus(&m, v.JobStatus); got != v.Joined {
+				t.Errorf("joined = %v, want %v", got, v.Joined)
 			}
-			m := metav1.ObjectMeta{Name: "pi", UID: types.UID(tc.uid), Annotations: shared}
-			if got := JoinStatus(&m, tc.status); got != tc.joined {
-				t.Errorf("joined = %v, want %v", got, tc.joined)
-			}
-			if d := cmp.Diff(tc.want, m.Annotations); d != "" {
+			if d := cmp.Diff(v.Annotations, m.Annotations, cmpopts.EquateEmpty()); d != "" {
 				t.Errorf("annotations (-want +got):\n%s", d)
 			}
-			if d := cmp.Diff(old, shared); d != "" {
+			if d := cmp.Diff(before, shared); d != "" {
 				t.Errorf("the job's own annotation map changed (a cache's object): %s", d)
 			}
 		})

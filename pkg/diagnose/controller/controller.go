@@ -565,7 +565,13 @@ func (r *Reconciler) keepStacks(ctx context.Context, tj *trainer.TrainJob, raw s
 	if !apierrors.IsNotFound(err) {
 		return err
 	}
-	patch, err = json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{api.StacksAnnotation: raw}}})
+	return r.annotate(ctx, tj, api.StacksAnnotation, raw)
+}
+
+// annotate sets one annotation of tj, key to raw, with a merge patch under
+// the manager's field owner.
+func (r *Reconciler) annotate(ctx context.Context, tj *trainer.TrainJob, key, raw string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{key: raw}}})
 	if err != nil {
 		return err
 	}
@@ -586,11 +592,7 @@ func (r *Reconciler) end(ctx context.Context, tj *trainer.TrainJob, e api.Ended)
 	if err != nil {
 		return err
 	}
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{api.EndedByAnnotation: raw}}})
-	if err != nil {
-		return err
-	}
-	if err := r.Client.Patch(ctx, tj, client.RawPatch(types.MergePatchType, patch), client.FieldOwner(api.FieldManager)); err != nil {
+	if err := r.annotate(ctx, tj, api.EndedByAnnotation, raw); err != nil {
 		return fmt.Errorf("failed to record why %s/%s is ended: %w", tj.Namespace, tj.Name, err)
 	}
 	jobs := &batchv1.JobList{}

@@ -10,6 +10,9 @@ STATUS_ANNOTATION = "mpijob.dev/status"
 # mpijob-manager's status of each job lives in a JobStatus of its own (Go: pkg/api/jobstatus.go),
 # named after the TrainJob and owned by it; its "status" is what STATUS_ANNOTATION held.
 JOB_STATUS_GROUP, JOB_STATUS_VERSION, JOB_STATUS_PLURAL = "mpijob.dev", "v1alpha1", "jobstatuses"
+# Where a stuck job's ranks waited when mpijob-manager took their stacks: the JobStatus's "stacks"
+# (an older manager's annotation of this name). Go: api.StacksAnnotation.
+STACKS_ANNOTATION = "mpijob.dev/stacks"
 #: mpijob-manager's leader-election Lease, readable by every signed-in user.
 MANAGER_LEASE_NAMESPACE = "mpijob-system"
 MANAGER_LEASE_NAME = "mpijob-manager.mpijob.dev"

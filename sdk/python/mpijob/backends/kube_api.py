@@ -25,6 +25,7 @@ from ..constants import (
     LOG_STORE_GROUP_VERSION,
     MANAGER_LEASE_NAME,
     MANAGER_LEASE_NAMESPACE,
+    STACKS_ANNOTATION,
     STATUS_ANNOTATION,
     VERSION,
 )
@@ -602,15 +603,20 @@ def _has_mpi_policy(rt: dict[str, Any]) -> bool:
 
 
 def join_status(obj: dict[str, Any], js: dict[str, Any] | None) -> bool:
-    """Put JobStatus ``js``'s status into TrainJob ``obj``'s mpijob.dev/status annotation when ``js``
-    is that job's own (its owner's UID is the job's: a job made again under the name has a new UID)
-    and holds one. Go: api.JoinStatus."""
-    if not js or js.get("kind") not in (None, "JobStatus") or not isinstance(js.get("status"), str) or not js["status"]:
+    """Put JobStatus ``js``'s status into TrainJob ``obj``'s mpijob.dev/status annotation, and its
+    stacks into mpijob.dev/stacks, when ``js`` is that job's own (its owner's UID is the job's: a job
+    made again under the name has a new UID) and holds one of them. Go: api.JoinStatus; both run the
+    vectors of pkg/api/testdata/join-status.json."""
+    if not js or js.get("kind") not in (None, "JobStatus"):
+        return False
+    joined = {a: js[k] for k, a in (("status", STATUS_ANNOTATION), ("stacks", STACKS_ANNOTATION))
+              if isinstance(js.get(k), str) and js[k]}
+    if not joined:
         return False
     meta = obj.setdefault("metadata", {})
     uid = meta.get("uid")
     owners = (js.get("metadata") or {}).get("ownerReferences") or []
     if not uid or not any(o.get("uid") == uid and o.get("kind") == "TrainJob" for o in owners):
         return False
-    meta["annotations"] = {**(meta.get("annotations") or {}), STATUS_ANNOTATION: js["status"]}
+    meta["annotations"] = {**(meta.get("annotations") or {}), **joined}
     return True

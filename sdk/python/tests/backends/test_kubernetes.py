@@ -327,6 +327,21 @@ def _job_status(name, owner_uid, status):
             "phase": status["phase"], "status": json.dumps(status)}
 
 
+JOIN = json.loads((REPO / "pkg/api/testdata/join-status.json").read_text())
+
+
+@pytest.mark.parametrize("v", JOIN["vectors"], ids=[v["name"] for v in JOIN["vectors"]])
+def test_join_status_runs_gos_vectors(v):
+    # The vectors Go's api.JoinStatus is tested with: the same job joins the same JobStatus the same way.
+    from mpijob.backends.kube_api import join_status
+    job = {"metadata": copy.deepcopy(v["job"])}
+    shared = job["metadata"].get("annotations")
+    before = copy.deepcopy(shared)
+    assert join_status(job, v["jobStatus"]) == v["joined"]
+    assert (job["metadata"].get("annotations") or {}) == v["annotations"]
+    assert shared == before  # the dict the job came with (a cache's) is never changed
+
+
 def test_the_status_comes_from_the_jobs_jobstatus():
     # "a": its JobStatus says Running; the annotation an older manager wrote says Pending.
     # "b": the JobStatus left by an earlier job of the name (another UID) is not its own.
