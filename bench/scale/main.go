@@ -140,6 +140,9 @@ type result struct {
 	// calls are the API server's requests over the scale scenario, by
 	// verb and resource (apiserver_request_total).
 	calls map[string]float64
+	// watches are what the API server's watches sent over the scale
+	// scenario, by resource.
+	watches map[string]local.Watched
 }
 
 func run() error {
@@ -245,6 +248,10 @@ func (b *bench) mode(ctx context.Context, mode string) (*result, error) {
 		if err != nil {
 			return nil, err
 		}
+		watchesBefore, err := local.APIWatches(ctx, b.cs)
+		if err != nil {
+			return nil, err
+		}
 		var done func()
 		if r.scale, done, err = b.start(ctx, mode, "scale", *jobs, *creators); err != nil {
 			return nil, err
@@ -266,6 +273,16 @@ func (b *bench) mode(ctx context.Context, mode string) (*result, error) {
 		for k, v := range callsAfter {
 			if d := v - callsBefore[k]; d > 0 {
 				r.calls[k] = d
+			}
+		}
+		watchesAfter, err := local.APIWatches(ctx, b.cs)
+		if err != nil {
+			return nil, err
+		}
+		r.watches = map[string]local.Watched{}
+		for k, v := range watchesAfter {
+			if d := (local.Watched{Events: v.Events - watchesBefore[k].Events, Bytes: v.Bytes - watchesBefore[k].Bytes}); d.Events > 0 {
+				r.watches[k] = d
 			}
 		}
 		done()
@@ -875,6 +892,11 @@ func report(rs map[string]*result) error {
 			return err
 		}
 	}
+	if *jobs > 0 && (len(full.watches) > 0 || len(bare.watches) > 0) {
+		if err := printWatches(bare.watches, full.watches, float64(*jobs)); err != nil {
+			return err
+		}
+	}
 	if full.manager.measurable && *jobs > 0 {
 		fmt.Println()
 		w = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
@@ -890,4 +912,42 @@ func report(rs map[string]*result) error {
 		}
 	}
 	return nil
+}
+
+// printWatches prints what the API server's watches sent per job over the
+// scale scenario, by resource, bare against full, the most bytes added
+// first: an event is encoded and sent once for each watcher whose
+// selector it matches, so a watch the full install adds costs the API
+// server at the pace of the resource's changes.
+func printWatches(bare, full map[string]local.Watched, n float64) error {
+	fmt.Println()
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "watch events sent per job over the scale scenario, by resource (apiserver_watch_events_*)\tbare\tfull\tKiB bare\tKiB full\tKiB difference\t\n")
+	keys := make([]string, 0, len(full)+len(bare))
+	var tb, tf local.Watched
+	for k, v := range full {
+		keys = append(keys, k)
+		tf.Events, tf.Bytes = tf.Events+v.Events, tf.Bytes+v.Bytes
+	}
+	for k, v := range bare {
+		tb.Events, tb.Bytes = tb.Events+v.Events, tb.Bytes+v.Bytes
+		if _, ok := full[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		di, dj := full[keys[i]].Bytes-bare[keys[i]].Bytes, full[keys[j]].Bytes-bare[keys[j]].Bytes
+		if di != dj {
+			return di > dj
+		}
+		return keys[i] < keys[j]
+	})
+	for i, k := range keys {
+		if i == 12 {
+			break
+		}
+		fmt.Fprintf(w, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%+.1f\t\n", k, bare[k].Events/n, full[k].Events/n, bare[k].Bytes/n/1024, full[k].Bytes/n/1024, (full[k].Bytes-bare[k].Bytes)/n/1024)
+	}
+	fmt.Fprintf(w, "all watches\t%.1f\t%.1f\t%.1f\t%.1f\t%+.1f\t\n", tb.Events/n, tf.Events/n, tb.Bytes/n/1024, tf.Bytes/n/1024, (tf.Bytes-tb.Bytes)/n/1024)
+	return w.Flush()
 }

@@ -157,6 +157,47 @@ func APIRequests(ctx context.Context, cs kubernetes.Interface) (map[string]float
 	return out, nil
 }
 
+// Watched is what the API server's watches sent of one resource: events
+// (one for each watcher an event went to) and their bytes.
+type Watched struct {
+	Events, Bytes float64
+}
+
+// APIWatches reads what the API server's watches have sent, by resource
+// ("pods", "jobsets.jobset.x-k8s.io"; apiserver_watch_events_total and
+// apiserver_watch_events_sizes): an event goes to every watcher whose
+// selector it matches, so a resource's traffic grows with its watchers.
+func APIWatches(ctx context.Context, cs kubernetes.Interface) (map[string]Watched, error) {
+	fams, err := APIMetrics(ctx, cs)
+	if err != nil {
+		return nil, err
+	}
+	return WatchesOf(fams), nil
+}
+
+// WatchesOf is APIWatches of parsed metrics.
+func WatchesOf(fams map[string]*dto.MetricFamily) map[string]Watched {
+	out := map[string]Watched{}
+	key := func(m *dto.Metric) string {
+		res := Label(m, "resource")
+		if g := Label(m, "group"); g != "" {
+			res += "." + g
+		}
+		return res
+	}
+	for _, m := range fams["apiserver_watch_events_total"].GetMetric() {
+		w := out[key(m)]
+		w.Events += m.GetCounter().GetValue()
+		out[key(m)] = w
+	}
+	for _, m := range fams["apiserver_watch_events_sizes"].GetMetric() {
+		w := out[key(m)]
+		w.Bytes += m.GetHistogram().GetSampleSum()
+		out[key(m)] = w
+	}
+	return out
+}
+
 // Label is the value of a metric's label name ("" without it).
 func Label(m *dto.Metric, name string) string {
 	for _, l := range m.GetLabel() {

@@ -1,8 +1,13 @@
 package local
 
 import (
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 )
 
 func TestPercentile(t *testing.T) {
@@ -29,5 +34,28 @@ func TestPercentile(t *testing.T) {
 				t.Errorf("Percentile(%d) = %v, want %v", tc.p, got, tc.want)
 			}
 		})
+	}
+}
+
+// TestWatchesOf: the events and bytes the API server's watches sent, by
+// resource and group, summed over versions.
+func TestWatchesOf(t *testing.T) {
+	text := `# TYPE apiserver_watch_events_total counter
+apiserver_watch_events_total{group="",resource="pods",version="v1"} 1000
+apiserver_watch_events_total{group="jobset.x-k8s.io",resource="jobsets",version="v1alpha2"} 40
+apiserver_watch_events_total{group="jobset.x-k8s.io",resource="jobsets",version="v1alpha1"} 2
+# TYPE apiserver_watch_events_sizes histogram
+apiserver_watch_events_sizes_bucket{group="",resource="pods",version="v1",le="+Inf"} 1000
+apiserver_watch_events_sizes_sum{group="",resource="pods",version="v1"} 8e+06
+apiserver_watch_events_sizes_count{group="",resource="pods",version="v1"} 1000
+`
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]Watched{"pods": {Events: 1000, Bytes: 8e6}, "jobsets.jobset.x-k8s.io": {Events: 42}}
+	if d := cmp.Diff(want, WatchesOf(fams)); d != "" {
+		t.Errorf("(-want +got):\n%s", d)
 	}
 }
