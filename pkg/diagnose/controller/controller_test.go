@@ -146,6 +146,26 @@ func (c *cluster) reconcile(t *testing.T) ctrl.Result {
 	return res
 }
 
+// trainJob is the job as the API server holds it now.
+func (c *cluster) trainJob(t *testing.T) *trainer.TrainJob {
+	t.Helper()
+	tj := &trainer.TrainJob{}
+	if err := c.client.Get(context.Background(), c.key, tj); err != nil {
+		t.Fatal(err)
+	}
+	return tj
+}
+
+// jobStatus is the job's JobStatus as the API server holds it now.
+func (c *cluster) jobStatus(t *testing.T) *api.JobStatus {
+	t.Helper()
+	js := &api.JobStatus{}
+	if err := c.client.Get(context.Background(), c.key, js); err != nil {
+		t.Fatalf("the job's JobStatus: %v", err)
+	}
+	return js
+}
+
 // status is the job's status as every reader reads it: its JobStatus, or
 // the annotation an older manager wrote (ok false: none).
 func (c *cluster) status(t *testing.T) (api.Status, bool) {
@@ -200,26 +220,17 @@ func TestStatusIsWrittenToItsJobStatusNotTheTrainJob(t *testing.T) {
 	tj := job(2).Obj()
 	c := newCluster(t, tj,
 		jobPod(tj, launcher().Running(true)), jobPod(tj, worker("0").Running(true)), jobPod(tj, worker("1").Running(true)))
-	before := &trainer.TrainJob{}
-	if err := c.client.Get(context.Background(), c.key, before); err != nil {
-		t.Fatal(err)
-	}
+	before := c.trainJob(t)
 	for range 3 {
 		c.reconcile(t)
 		c.now = c.now.Add(2 * time.Second)
 	}
-	after := &trainer.TrainJob{}
-	if err := c.client.Get(context.Background(), c.key, after); err != nil {
-		t.Fatal(err)
-	}
+	after := c.trainJob(t)
 	if after.ResourceVersion != before.ResourceVersion || after.Annotations[api.StatusAnnotation] != "" {
 		t.Errorf("the TrainJob was written (resourceVersion %s -> %s, status annotation %q); the status belongs in its JobStatus",
 			before.ResourceVersion, after.ResourceVersion, after.Annotations[api.StatusAnnotation])
 	}
-	js := &api.JobStatus{}
-	if err := c.client.Get(context.Background(), c.key, js); err != nil {
-		t.Fatalf("the job's JobStatus: %v", err)
-	}
+	js := c.jobStatus(t)
 	got, ok, err := api.ReadStatus(map[string]string{api.StatusAnnotation: js.Status})
 	if !js.OwnedBy(tj.UID) || js.Phase != string(api.PhaseRunning) || js.Reason != got.Reason || !ok || err != nil || got.Phase != api.PhaseRunning {
 		t.Errorf("JobStatus: owned by the job %v, phase %q, reason %q; its status %+v (%v)", js.OwnedBy(tj.UID), js.Phase, js.Reason, got, err)
@@ -242,10 +253,7 @@ func TestStacksAreKeptInTheJobStatusNotTheTrainJob(t *testing.T) {
 		taken++
 		return stacks.Result{Contrast: "rank 1 waits in comm.recv while rank 0 waits in comm.Allreduce"}, nil
 	}
-	before := &trainer.TrainJob{}
-	if err := c.client.Get(context.Background(), c.key, before); err != nil {
-		t.Fatal(err)
-	}
+	before := c.trainJob(t)
 	for range 8 {
 		c.reconcile(t)
 		c.now = c.now.Add(30 * time.Second)
@@ -257,18 +265,12 @@ func TestStacksAreKeptInTheJobStatusNotTheTrainJob(t *testing.T) {
 	if taken != 1 {
 		t.Errorf("stacks taken %d times, want once", taken)
 	}
-	after := &trainer.TrainJob{}
-	if err := c.client.Get(context.Background(), c.key, after); err != nil {
-		t.Fatal(err)
-	}
+	after := c.trainJob(t)
 	if after.ResourceVersion != before.ResourceVersion || after.Annotations[api.StacksAnnotation] != "" {
 		t.Errorf("the TrainJob was written (resourceVersion %s -> %s, stacks annotation %q); the stacks belong in its JobStatus",
 			before.ResourceVersion, after.ResourceVersion, after.Annotations[api.StacksAnnotation])
 	}
-	js := &api.JobStatus{}
-	if err := c.client.Get(context.Background(), c.key, js); err != nil {
-		t.Fatal(err)
-	}
+	js := c.jobStatus(t)
 	snap, err := api.ReadStackSnapshot(map[string]string{api.StacksAnnotation: js.Stacks})
 	if err != nil || snap == nil || snap.Reason != diagnose.ReasonNoProgress || !strings.Contains(snap.Contrast, "comm.recv") {
 		t.Errorf("the JobStatus's stacks: %+v (%v)", snap, err)
@@ -283,11 +285,7 @@ func TestStacksOfAJobWithoutAJobStatusStayOnTheTrainJob(t *testing.T) {
 	if err := c.r.keepStacks(context.Background(), tj, `{"at":"2026-11-22T04:00:00Z","reason":"NoProgress"}`); err != nil {
 		t.Fatal(err)
 	}
-	got := &trainer.TrainJob{}
-	if err := c.client.Get(context.Background(), c.key, got); err != nil {
-		t.Fatal(err)
-	}
-	if got.Annotations[api.StacksAnnotation] == "" {
+	if got := c.trainJob(t); got.Annotations[api.StacksAnnotation] == "" {
 		t.Errorf("annotations %v: want the stacks on the TrainJob", got.Annotations)
 	}
 }
