@@ -142,7 +142,7 @@ func (g *getOptions) Run(ctx context.Context) error {
 		if err := cl.List(ctx, l, opts...); err != nil {
 			return err
 		}
-		if js.index == nil {
+		if !g.table() { // the table's listRows listed them already
 			if js.index, js.rv, err = jobstatus.IndexAt(ctx, cl, opts...); err != nil {
 				return err
 			}

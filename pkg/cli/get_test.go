@@ -58,6 +58,8 @@ func TestGetListsMetadataWhenItIsEnough(t *testing.T) {
 		calls  []string
 		// deleted is a job deleted between the list and its read.
 		deleted string
+		// unread: the user may not list JobStatuses (a role made before them).
+		unread bool
 	}{
 		"every job has the manager's status and runtime": {jobs: withRuntime, calls: []string{metadata, statuses}},
 		"a status an older manager wrote, without the runtime: read whole": {jobs: append(withRuntime[:1:1], managed("old", "mpi-mpich", api.Status{Phase: api.PhaseSucceeded, WorkersTotal: 2})),
@@ -69,6 +71,8 @@ func TestGetListsMetadataWhenItIsEnough(t *testing.T) {
 		// The JobStatuses listed for the table serve the whole jobs too.
 		"more such jobs than are read one by one: a list of whole jobs, the JobStatuses listed once": {jobs: append(withRuntime[:1:1], fresh(api.MaxWholeReads+1)...),
 			calls: []string{metadata, statuses, whole}},
+		"JobStatuses the user may not list, and more jobs than are read one by one: asked once": {jobs: append(withRuntime[:1:1], fresh(api.MaxWholeReads+1)...),
+			unread: true, calls: []string{metadata, statuses, whole}},
 		"wide":             {jobs: withRuntime, output: "wide", calls: []string{metadata, statuses}},
 		"yaml: whole jobs": {jobs: withRuntime, output: "yaml", calls: []string{whole, statuses}},
 	}
@@ -78,6 +82,9 @@ func TestGetListsMetadataWhenItIsEnough(t *testing.T) {
 			funcs := interceptor.Funcs{
 				List: func(ctx context.Context, c client.WithWatch, l client.ObjectList, opts ...client.ListOption) error {
 					calls = append(calls, fmt.Sprintf("%T", l))
+					if _, ok := l.(*api.JobStatusList); ok && tc.unread {
+						return apierrors.NewForbidden(api.JobStatusResource.GroupResource(), "", errors.New("no role"))
+					}
 					return c.List(ctx, l, opts...)
 				},
 				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {

@@ -205,10 +205,8 @@ func CachedJobStates(ctx context.Context, c crcache.Informers, memo *StatusMemo)
 	}
 	// Each job's status: its JobStatus, or (an older manager's) the
 	// TrainJob's annotation.
-	statuses := map[jobKey]*api.JobStatus{}
-	if err := each(ctx, c, &api.JobStatus{}, func(s *api.JobStatus) {
-		statuses[jobKey{s.Namespace, s.Name}] = s
-	}); err != nil {
+	statuses := api.JobStatusIndex{}
+	if err := each(ctx, c, &api.JobStatus{}, statuses.Add); err != nil {
 		return nil, err
 	}
 	var out []JobState
@@ -220,7 +218,7 @@ func CachedJobStates(ctx context.Context, c crcache.Informers, memo *StatusMemo)
 	err = each(ctx, c, &trainer.TrainJob{}, func(tj *trainer.TrainJob) {
 		k := jobKey{tj.Namespace, tj.Name}
 		annotations := tj.Annotations
-		if s := statuses[k]; s != nil && s.Status != "" && s.OwnedBy(tj.UID) {
+		if s := statuses.For(&tj.ObjectMeta); s != nil && s.Status != "" && s.OwnedBy(tj.UID) {
 			annotations = map[string]string{api.StatusAnnotation: s.Status}
 		}
 		if !api.HasStatus(annotations) {

@@ -142,12 +142,9 @@ func APIRequests(ctx context.Context, cs kubernetes.Interface) (map[string]float
 		return out, nil
 	}
 	for _, m := range fam.GetMetric() {
-		res := Label(m, "resource")
+		res := resourceOf(m)
 		if res == "" {
 			continue // discovery, /metrics, health
-		}
-		if g := Label(m, "group"); g != "" {
-			res += "." + g
 		}
 		if sub := Label(m, "subresource"); sub != "" {
 			res += "/" + sub
@@ -178,24 +175,27 @@ func APIWatches(ctx context.Context, cs kubernetes.Interface) (map[string]Watche
 // WatchesOf is APIWatches of parsed metrics.
 func WatchesOf(fams map[string]*dto.MetricFamily) map[string]Watched {
 	out := map[string]Watched{}
-	key := func(m *dto.Metric) string {
-		res := Label(m, "resource")
-		if g := Label(m, "group"); g != "" {
-			res += "." + g
-		}
-		return res
-	}
 	for _, m := range fams["apiserver_watch_events_total"].GetMetric() {
-		w := out[key(m)]
+		w := out[resourceOf(m)]
 		w.Events += m.GetCounter().GetValue()
-		out[key(m)] = w
+		out[resourceOf(m)] = w
 	}
 	for _, m := range fams["apiserver_watch_events_sizes"].GetMetric() {
-		w := out[key(m)]
+		w := out[resourceOf(m)]
 		w.Bytes += m.GetHistogram().GetSampleSum()
-		out[key(m)] = w
+		out[resourceOf(m)] = w
 	}
 	return out
+}
+
+// resourceOf is the resource an API server metric is about, with its
+// group ("pods", "trainjobs.trainer.kubeflow.org"; "" for none).
+func resourceOf(m *dto.Metric) string {
+	res := Label(m, "resource")
+	if g := Label(m, "group"); g != "" && res != "" {
+		res += "." + g
+	}
+	return res
 }
 
 // Label is the value of a metric's label name ("" without it).
