@@ -3,6 +3,7 @@ package diagnose
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/progress"
+	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
 // ReasonSlowRank is a running job one of whose ranks computes its steps
@@ -53,6 +55,66 @@ func stepReports(points []progress.Point) []StepReport {
 			out = append(out, StepReport{At: p.Time, Seconds: p.RankStepSeconds})
 		}
 	}
+	return out
+}
+
+// StepHistory is how far back the manager keeps a running Launcher's step
+// reports across reads of its log (KeepStepReports): the longest
+// slow-rank window (admission refuses a longer one).
+const StepHistory = runtimes.MaxSlowRankAfter
+
+// stepSpacing is, by a report's age, the least time kept between two step
+// reports: dense for the last minutes, sparser further back.
+var stepSpacing = []struct{ upTo, every time.Duration }{
+	{2 * time.Minute, 2 * time.Second},
+	{10 * time.Minute, 10 * time.Second},
+	{StepHistory, time.Minute},
+}
+
+// KeepStepReports is what the manager keeps of a Launcher's step reports
+// after a read of its log: the reports kept from earlier reads (oldest
+// first) that came before the first of this read's (fresh), then fresh;
+// none older than StepHistory; and, newest first, one report per 2 s of
+// the last 2 minutes, per 10 s until 10 minutes, per minute beyond. One
+// read holds only the log's last lines, which a job that reports many
+// times a second fills in seconds: without the reports of earlier reads
+// no window would be covered. The spacing bounds what a job that reports
+// that often costs (about 220 reports at most).
+func KeepStepReports(kept, fresh []StepReport, now time.Time) []StepReport {
+	all := make([]StepReport, 0, len(kept)+len(fresh))
+	for _, r := range kept {
+		if len(fresh) == 0 || r.At.Before(fresh[0].At) {
+			all = append(all, r)
+		}
+	}
+	all = append(all, fresh...)
+	type slot struct {
+		every time.Duration
+		at    time.Time
+	}
+	seen := map[slot]bool{}
+	var out []StepReport
+	for i := len(all) - 1; i >= 0; i-- {
+		r := all[i]
+		age := now.Sub(r.At)
+		if age > StepHistory {
+			break
+		}
+		every := stepSpacing[len(stepSpacing)-1].every
+		for _, s := range stepSpacing {
+			if age <= s.upTo {
+				every = s.every
+				break
+			}
+		}
+		k := slot{every, r.At.Truncate(every)}
+		if seen[k] {
+			continue
+		}
+		seen[k] = true
+		out = append(out, r)
+	}
+	slices.Reverse(out)
 	return out
 }
 
@@ -128,7 +190,7 @@ func slowRank(in Input) (message string, next []api.Step, who *api.PodRef, ok bo
 	if pod != nil && pod.Spec.NodeName != "" {
 		where += " on node " + pod.Spec.NodeName
 	}
-	msg := fmt.Sprintf("Rank %s (%s) takes %s per step, %.1f× the other ranks' median of %s, in each of the last %d progress reports (since %s): in synchronous training every rank waits for it at each step.",
+	msg := fmt.Sprintf("Rank %s (%s) takes %s per step, %.1f× the other ranks' median of %s, in each of the %d progress reports checked since %s: in synchronous training every rank waits for it at each step.",
 		r, where, progress.StepSeconds(sr.Seconds), sr.Ratio, progress.StepSeconds(sr.Median), sr.Reports, sr.Since.UTC().Format("15:04:05 MST"))
 	diffs, cpuLow, busy := differences(in, pod)
 	if len(diffs) > 0 {

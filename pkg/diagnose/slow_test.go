@@ -81,7 +81,7 @@ func TestSlowRankSaysWhatDiffers(t *testing.T) {
 	if !ok || who == nil || who.Index != 1 {
 		t.Fatalf("slowRank: ok %v, who %+v", ok, who)
 	}
-	for _, want := range []string{"Rank 3 (Worker 1 on node n2) takes 0.80 s per step, 4.0× the other ranks' median of 0.20 s, in each of the last 6 progress reports (since 03:55:00 UTC)",
+	for _, want := range []string{"Rank 3 (Worker 1 on node n2) takes 0.80 s per step, 4.0× the other ranks' median of 0.20 s, in each of the 6 progress reports checked since 03:55:00 UTC",
 		"its Worker may use 250m CPU, the others 1", "node n2 has 5% of its CPU unrequested"} {
 		if !strings.Contains(msg, want) {
 			t.Errorf("message lacks %q: %s", want, msg)
@@ -106,5 +106,70 @@ func TestObserveReadsStepTimes(t *testing.T) {
 	want := []StepReport{{At: t0.Add(-3 * time.Minute), Seconds: []float64{0.2, 0.6}}, {At: t0.Add(-time.Minute), Seconds: []float64{0.21, 0.62}}}
 	if diff := cmp.Diff(want, o.Steps); diff != "" {
 		t.Errorf("steps (-want +got):\n%s", diff)
+	}
+}
+
+// The reports of earlier reads are kept before this read's, thinned by
+// age and dropped past StepHistory.
+func TestKeepStepReports(t *testing.T) {
+	at := func(ago time.Duration) StepReport {
+		return StepReport{At: t0.Add(-ago), Seconds: []float64{0.1, float64(ago) / float64(time.Second)}}
+	}
+	ages := func(rs []StepReport) []time.Duration {
+		var out []time.Duration
+		for _, r := range rs {
+			out = append(out, t0.Sub(r.At))
+		}
+		return out
+	}
+	// Every 200 ms over the last 20 s: what one read of 200 lines holds
+	// from a job that reports 5 times a second (t0 is on a whole minute).
+	var fast []StepReport
+	for ago := 20 * time.Second; ago >= 0; ago -= 200 * time.Millisecond {
+		fast = append(fast, at(ago))
+	}
+	cases := map[string]struct {
+		kept, fresh []StepReport
+		want        []time.Duration
+	}{
+		"the first read: the newest of each 2 s": {
+			fresh: fast,
+			want: []time.Duration{18200 * time.Millisecond, 16200 * time.Millisecond, 14200 * time.Millisecond, 12200 * time.Millisecond, 10200 * time.Millisecond,
+				8200 * time.Millisecond, 6200 * time.Millisecond, 4200 * time.Millisecond, 2200 * time.Millisecond, 200 * time.Millisecond, 0},
+		},
+		"earlier reads' reports come first; the overlap is this read's": {
+			kept:  []StepReport{at(50 * time.Second), at(30 * time.Second), at(10 * time.Second)},
+			fresh: []StepReport{at(20 * time.Second), at(5 * time.Second)},
+			want:  []time.Duration{50 * time.Second, 30 * time.Second, 20 * time.Second, 5 * time.Second},
+		},
+		"older reports sparser: the newest of each 10 s, then of each minute": {
+			kept:  []StepReport{at(11*time.Minute + 30*time.Second), at(11*time.Minute + 10*time.Second), at(5*time.Minute + 5*time.Second), at(5*time.Minute + 2*time.Second), at(3 * time.Minute)},
+			fresh: []StepReport{at(time.Second)},
+			want:  []time.Duration{11*time.Minute + 10*time.Second, 5*time.Minute + 2*time.Second, 3 * time.Minute, time.Second},
+		},
+		"none older than StepHistory": {
+			kept:  []StepReport{at(StepHistory + time.Minute), at(StepHistory - time.Minute)},
+			fresh: []StepReport{at(0)},
+			want:  []time.Duration{StepHistory - time.Minute, 0},
+		},
+		"no new reports: the kept ones": {
+			kept: []StepReport{at(30 * time.Second), at(10 * time.Second)},
+			want: []time.Duration{30 * time.Second, 10 * time.Second},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, ages(KeepStepReports(tc.kept, tc.fresh, t0))); diff != "" {
+				t.Errorf("kept reports' ages (-want +got):\n%s", diff)
+			}
+		})
+	}
+	// A job that reported 5 times a second for the 2 hours kept: bounded.
+	var all []StepReport
+	for ago := StepHistory; ago >= 0; ago -= 200 * time.Millisecond {
+		all = append(all, at(ago))
+	}
+	if n := len(KeepStepReports(nil, all, t0)); n > 230 {
+		t.Errorf("kept %d reports of a job that reports 5 times a second, want at most about 220", n)
 	}
 }

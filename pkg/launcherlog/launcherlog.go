@@ -36,7 +36,8 @@ func ReadLauncherLog(ctx context.Context, cs kubernetes.Interface, p *corev1.Pod
 
 // Observer reads Launchers' logs for the whole manager: the progress
 // controller and the diagnosis share one, and a read serves every reader
-// that accepts an observation of its age. The progress controller reads a
+// that accepts an observation of its age; the step reports of earlier
+// reads are kept with each read's (diagnose.KeepStepReports). The progress controller reads a
 // running Launcher every Interval; the diagnosis's look at a running job's
 // last line takes that read instead of one of its own, and a failed
 // Launcher's log, which no longer changes, is read once for both. Kept
@@ -91,12 +92,16 @@ func (o *Observer) Observe(ctx context.Context, p *corev1.Pod, progressTimeout, 
 	}
 	metrics.LauncherLogReads.WithLabelValues("read").Inc()
 	obs := diagnose.Observe(log, now, progressTimeout)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	// The step reports of this read follow those kept from earlier reads
+	// of the same Launcher: one read holds only the log's last lines,
+	// which a job that reports many times a second fills in seconds.
+	obs.Steps = diagnose.KeepStepReports(o.kept[p.UID].obs.Steps, obs.Steps, now)
 	keep := obs
 	if !tail {
 		keep.Tail = ""
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
 	o.reads++
 	if o.kept == nil {
 		o.kept = map[types.UID]kept{}

@@ -3,6 +3,8 @@ package launcherlog
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,5 +108,52 @@ func TestObserverSharesReads(t *testing.T) {
 	o.Read = func(context.Context, *corev1.Pod) (string, error) { return "", errors.New("container not found") }
 	if _, err := o.Observe(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u-3"}}, 0, time.Hour, now, false); err == nil {
 		t.Error("a failed read was not said")
+	}
+}
+
+// A job that reports its ranks' step times ten times a second fills the
+// LogTailLines lines of one read in 20 s, less than the two thirds of a
+// 40 s slow-rank window that a finding needs: the Observer keeps the
+// reports of earlier reads, so its slow rank is named within the window
+// (seen on the local cluster: a resized Worker never named when its job
+// reported that often).
+func TestObserverKeepsStepReportsAcrossReads(t *testing.T) {
+	start := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	now := start
+	// The last LogTailLines reports up to now, one per 100 ms, rank 1
+	// four times slower than rank 0.
+	logAt := func(at time.Time) string {
+		var b strings.Builder
+		first := at.Add(-time.Duration(LogTailLines-1) * 100 * time.Millisecond)
+		for ts := first; !ts.After(at); ts = ts.Add(100 * time.Millisecond) {
+			if ts.Before(start) {
+				continue
+			}
+			fmt.Fprintf(&b, "%s [1,0]<stdout>:MPIJOB_PROGRESS {\"step\": 1, \"rank_step_seconds\": [0.01, 0.04]}\n", ts.Format(time.RFC3339Nano))
+		}
+		return b.String()
+	}
+	o := &Observer{Read: func(context.Context, *corev1.Pod) (string, error) { return logAt(now), nil }}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "l", UID: "u-1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	const window = 40 * time.Second
+	var named time.Duration
+	// The progress controller's rounds, every 10 s for a minute.
+	for now = start.Add(10 * time.Second); !now.After(start.Add(time.Minute)); now = now.Add(10 * time.Second) {
+		obs, err := o.Observe(context.Background(), pod, 0, 0, now, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first := obs.Steps[0].At; now.Sub(first) > 20*time.Second && now.Sub(start) <= 20*time.Second {
+			t.Errorf("at %s the reports go back to %s: more than one read holds", now.Sub(start), first.Sub(start))
+		}
+		if sr := diagnose.FindSlowRank(obs.Steps, window, now); sr != nil && named == 0 {
+			named = now.Sub(start)
+			if sr.Rank != 1 || sr.Ratio != 4 {
+				t.Errorf("named rank %d, %.1f× slower; want rank 1, 4×", sr.Rank, sr.Ratio)
+			}
+		}
+	}
+	if named == 0 || named > window {
+		t.Errorf("rank 1 named after %s, want within the %s window (two thirds of it covered)", named, window)
 	}
 }

@@ -64,8 +64,17 @@ func ParseSlowRankAfter(annotations map[string]string) (d time.Duration, present
 		return 0, false, nil
 	}
 	d, ferr = parseOffDuration(annotations, SlowRankAfterAnnotation, "5m")
+	if ferr == nil && d > MaxSlowRankAfter {
+		ferr = field.Invalid(field.NewPath("metadata", "annotations").Key(SlowRankAfterAnnotation), annotations[SlowRankAfterAnnotation],
+			"must be at most "+strings.TrimSuffix(MaxSlowRankAfter.String(), "0m0s")+": the manager keeps a job's step reports that long; use a shorter window such as 5m, or \"off\"")
+		d = 0
+	}
 	return d, true, ferr
 }
+
+// MaxSlowRankAfter is the longest slow-rank window: how long the manager
+// keeps a running job's step reports (diagnose.StepHistory).
+const MaxSlowRankAfter = 2 * time.Hour
 
 // SlowRankAfterOf is a job's slow-rank window: the job's annotation, else
 // its runtime's, else DefaultSlowRankAfter (0: off).

@@ -185,4 +185,11 @@ func TestSlowRankAfter(t *testing.T) {
 	if err == nil || err.Error() != `metadata.annotations[policy.mpijob.dev/slow-rank-after]: Invalid value: "soon": must be a positive duration such as 5m, or "off"` {
 		t.Errorf("slow-rank-after \"soon\": %v", err)
 	}
+	_, _, err = ParseSlowRankAfter(map[string]string{SlowRankAfterAnnotation: "3h"})
+	if err == nil || err.Error() != `metadata.annotations[policy.mpijob.dev/slow-rank-after]: Invalid value: "3h": must be at most 2h: the manager keeps a job's step reports that long; use a shorter window such as 5m, or "off"` {
+		t.Errorf("slow-rank-after \"3h\": %v", err)
+	}
+	if d, _, err := ParseSlowRankAfter(map[string]string{SlowRankAfterAnnotation: "2h"}); err != nil || d != MaxSlowRankAfter {
+		t.Errorf("slow-rank-after \"2h\": %s, %v; want the longest window", d, err)
+	}
 }

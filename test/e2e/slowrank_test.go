@@ -64,6 +64,18 @@ func TestSlowRankIsNamed(t *testing.T) {
 	if err != nil || pod == "" {
 		t.Fatalf("Worker 1's pod: %v %q", err, pod)
 	}
+	// A failure shows what the diagnosis judged: the Launcher's last
+	// progress reports (the ranks' step times) and Worker 1's CPU as the
+	// kubelet applied it.
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		logs, _ := c.Kubectl(t, "admin", ns, "", "logs", "-l", "jobset.sigs.k8s.io/jobset-name="+name+",jobset.sigs.k8s.io/replicatedjob-name=launcher", "--tail", "15", "--timestamps")
+		t.Logf("the Launcher's last lines:\n%s", logs)
+		res, _ := c.Kubectl(t, "admin", ns, "", "get", "pod", pod, "-o", "jsonpath={.status.containerStatuses[0].resources} {.status.conditions}")
+		t.Logf("Worker 1's applied resources and conditions: %s", res)
+	})
 	out, err := c.Kubectl(t, "admin", ns, "", "patch", "pod", pod, "--subresource", "resize", "-p",
 		`{"spec":{"containers":[{"name":"node","resources":{"requests":{"cpu":"60m"},"limits":{"cpu":"60m"}}}]}}`)
 	if err != nil {
