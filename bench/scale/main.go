@@ -84,6 +84,7 @@ var (
 	order            = flag.String("order", "full,bare", "the modes in the order they run")
 	keep             = flag.Bool("keep", false, "leave the full mode's scale scenario running, its namespace and jobs kept (with -order full): time the lists at that size with `go run ./bench/dashboard -namespace NS`, then delete the namespace")
 	waitFor          = flag.Duration("wait", 30*time.Minute, "how long a scenario may take to have every pod Running (and, in full, every job's status Running)")
+	apiProfiles      = flag.String("apiserver-profiles", "", "a folder for CPU profiles of kube-apiserver over each mode's scale scenario (<mode>-NN.pprof, 30 s each; the local cluster started with MPIJOB_APISERVER_PROFILING=1); compare them with `go tool pprof -top -diff_base 'DIR/bare-*.pprof' 'DIR/full-*.pprof'`")
 	netpolScope      = flag.String("netpol-scope", "job", "NetworkPolicy scope of the full mode's namespaces (mpijob.dev/network-policy-scope): job (a policy per job) or namespace (one for all its MPI jobs)")
 )
 
@@ -252,9 +253,20 @@ func (b *bench) mode(ctx context.Context, mode string) (*result, error) {
 		if err != nil {
 			return nil, err
 		}
+		stopProfiles := func() (int, error) { return 0, nil }
+		if *apiProfiles != "" {
+			if stopProfiles, err = local.ProfileAPIServer(ctx, b.cs, *apiProfiles, mode); err != nil {
+				return nil, err
+			}
+		}
 		var done func()
 		if r.scale, done, err = b.start(ctx, mode, "scale", *jobs, *creators); err != nil {
 			return nil, err
+		}
+		if n, err := stopProfiles(); err != nil {
+			return nil, fmt.Errorf("profiling kube-apiserver: %w", err)
+		} else if *apiProfiles != "" {
+			fmt.Fprintf(os.Stderr, "%s: %d CPU profiles of kube-apiserver in %s\n", mode, n, *apiProfiles)
 		}
 		if *keep {
 			// The lists are timed at this size by bench/dashboard; the

@@ -87,6 +87,10 @@ type Options struct {
 	// PrebuildImages has the image builder build every on-demand image
 	// that is not built yet once the cluster is up (make dev).
 	PrebuildImages bool
+	// APIServerProfiling serves kube-apiserver's /debug/pprof (to cluster
+	// administrators): MPIJOB_APISERVER_PROFILING=1, for bench/scale's
+	// -apiserver-profiles. Off by default, as on a production cluster.
+	APIServerProfiling bool
 }
 
 // DefaultOptions finds the repository from dir (walking up to the go.mod of
@@ -106,6 +110,8 @@ func DefaultOptions(dir string) (Options, error) {
 		StateDir:  filepath.Join(root, ".local"),
 		RealNodes: 2,
 		KwokNodes: 16,
+
+		APIServerProfiling: os.Getenv("MPIJOB_APISERVER_PROFILING") == "1",
 	}, nil
 }
 

@@ -138,7 +138,7 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		"--proxy-client-key-file=" + p.Path("front-proxy-client", "key"),
 		"--enable-aggregator-routing=true",
 		"--allow-privileged=true",
-		"--profiling=false",
+		"--profiling=" + strconv.FormatBool(c.opts.APIServerProfiling),
 		"--max-requests-inflight=800",
 		"--max-mutating-requests-inflight=400",
 		"--event-ttl=2h",

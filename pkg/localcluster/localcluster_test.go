@@ -310,3 +310,18 @@ func TestWaitFinished(t *testing.T) {
 		})
 	}
 }
+
+// The API server serves profiles only when asked (bench/scale's
+// -apiserver-profiles); a value other than 1 leaves them off.
+func TestAPIServerProfilingIsOptIn(t *testing.T) {
+	for value, want := range map[string]bool{"": false, "1": true, "true": false, "0": false} {
+		t.Setenv("MPIJOB_APISERVER_PROFILING", value)
+		opts, err := DefaultOptions(".")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if opts.APIServerProfiling != want {
+			t.Errorf("MPIJOB_APISERVER_PROFILING=%q: profiling %v, want %v", value, opts.APIServerProfiling, want)
+		}
+	}
+}

@@ -219,3 +219,59 @@ func Percentile(sorted []time.Duration, p int) time.Duration {
 	}
 	return sorted[i]
 }
+
+// ProfileChunk is how long each of ProfileAPIServer's CPU profiles lasts.
+const ProfileChunk = 30 * time.Second
+
+// ProfileAPIServer takes CPU profiles of kube-apiserver, one after
+// another, each ProfileChunk long, into dir as <name>-NN.pprof, until
+// the returned stop is called; stop waits for the profile being taken
+// and says how many were written. The API server must run with
+// --profiling (the local cluster's MPIJOB_APISERVER_PROFILING=1). Read
+// them together with `go tool pprof -top dir/<name>-*.pprof`, and what
+// one run added over another with -diff_base.
+func ProfileAPIServer(ctx context.Context, cs kubernetes.Interface, dir, name string) (stop func() (int, error), err error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	// One short profile first: an API server without --profiling answers
+	// 404 here, before the scenario starts.
+	if _, err := cs.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", "1").DoRaw(ctx); err != nil {
+		return nil, fmt.Errorf("kube-apiserver does not serve CPU profiles (%w): start the local cluster with MPIJOB_APISERVER_PROFILING=1 (make dev-down; MPIJOB_APISERVER_PROFILING=1 make dev-detach)", err)
+	}
+	var (
+		quit    = make(chan struct{})
+		done    = make(chan struct{})
+		written int
+		first   error
+	)
+	go func() {
+		defer close(done)
+		for i := 1; ; i++ {
+			select {
+			case <-quit:
+				return
+			case <-ctx.Done():
+				return
+			default:
+			}
+			raw, err := cs.Discovery().RESTClient().Get().AbsPath("/debug/pprof/profile").
+				Param("seconds", strconv.Itoa(int(ProfileChunk/time.Second))).Timeout(ProfileChunk + time.Minute).DoRaw(ctx)
+			if err == nil {
+				err = os.WriteFile(fmt.Sprintf("%s/%s-%02d.pprof", dir, name, i), raw, 0o644)
+			}
+			if err != nil {
+				if first == nil {
+					first = err
+				}
+				return
+			}
+			written++
+		}
+	}()
+	return func() (int, error) {
+		close(quit)
+		<-done
+		return written, first
+	}, nil
+}
