@@ -84,7 +84,7 @@ var (
 	order            = flag.String("order", "full,bare", "the modes in the order they run")
 	keep             = flag.Bool("keep", false, "leave the full mode's scale scenario running, its namespace and jobs kept (with -order full): time the lists at that size with `go run ./bench/dashboard -namespace NS`, then delete the namespace")
 	waitFor          = flag.Duration("wait", 30*time.Minute, "how long a scenario may take to have every pod Running (and, in full, every job's status Running)")
-	apiProfiles      = flag.String("apiserver-profiles", "", "a folder for CPU profiles of kube-apiserver over each mode's scale scenario (<mode>-NN.pprof, 30 s each; the local cluster started with MPIJOB_APISERVER_PROFILING=1); compare them with `go tool pprof -top -diff_base 'DIR/bare-*.pprof' 'DIR/full-*.pprof'`")
+	apiProfiles      = flag.String("apiserver-profiles", "", "a folder for CPU profiles of kube-apiserver over each mode's scale scenario (<mode>-NN.pprof, 30 s each; the local cluster started with MPIJOB_APISERVER_PROFILING=1); merge a mode's with `go tool pprof -proto DIR/bare-*.pprof > bare.pb.gz`, then `go tool pprof -top -cum -diff_base bare.pb.gz DIR/full-*.pprof` (docs/development.md, Scale)")
 	netpolScope      = flag.String("netpol-scope", "job", "NetworkPolicy scope of the full mode's namespaces (mpijob.dev/network-policy-scope): job (a policy per job) or namespace (one for all its MPI jobs)")
 )
 

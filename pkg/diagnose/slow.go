@@ -100,13 +100,11 @@ func KeepStepReports(kept, fresh []StepReport, now time.Time) []StepReport {
 		if age > StepHistory {
 			break
 		}
-		every := stepSpacing[len(stepSpacing)-1].every
-		for _, s := range stepSpacing {
-			if age <= s.upTo {
-				every = s.every
-				break
-			}
+		tier := 0 // the last tier's upTo is StepHistory, which age is within
+		for age > stepSpacing[tier].upTo {
+			tier++
 		}
+		every := stepSpacing[tier].every
 		k := slot{every, r.At.Truncate(every)}
 		if seen[k] {
 			continue
