@@ -60,9 +60,12 @@ func TestManagerDownLeaderFailover(t *testing.T) {
 		t.Fatalf("no manager took over within 30 s (Lease holder %q)", newLeader)
 	}
 	took := time.Since(stopped)
-	t.Logf("failover: pod %s led %s after the leading pod %s was deleted (lease duration 15 s)", newLeader, took.Round(10*time.Millisecond), leader)
+	// A pod deleted with its grace period hands the Lease over as it
+	// stops (LeaderElectionReleaseOnCancel), so the other replica leads
+	// well within the Lease's 60 s duration.
+	t.Logf("failover: pod %s led %s after the leading pod %s was deleted", newLeader, took.Round(10*time.Millisecond), leader)
 	if took > 15*time.Second {
-		t.Errorf("failover took %s, longer than the lease duration", took)
+		t.Errorf("failover took %s: the deleted leader did not hand its Lease over as it stopped", took)
 	}
 	// The Deployment brings a second replica back.
 	waitManagerReady(t, c)

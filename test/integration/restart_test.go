@@ -236,14 +236,21 @@ func scaleManager(t *testing.T, c *framework.Cluster, replicas int32) {
 }
 
 // waitManagerReady waits until the Deployment runs both replicas, Ready
-// (their webhooks answer), and one of them leads.
+// (their webhooks answer), and one of them leads. A pod killed without a
+// grace period cannot hand its Lease over: the other replica takes it only
+// once it expires, the Lease's own duration after its last renewal (60 s
+// for mpijob-manager), so the wait allows that duration and a minute more.
 func waitManagerReady(t *testing.T, c *framework.Cluster) {
 	t.Helper()
 	ctx := context.Background()
 	if err := localcluster.WaitRollout(ctx, c.Client, localcluster.ManagerNamespace, localcluster.ManagerDeployment, 3*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+	within := time.Minute
+	if l, err := c.Clientset.CoordinationV1().Leases(api.ManagerLeaseNamespace).Get(ctx, api.ManagerLeaseName, metav1.GetOptions{}); err == nil && l.Spec.LeaseDurationSeconds != nil {
+		within += time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, within, true, func(ctx context.Context) (bool, error) {
 		leader, _ := localcluster.ManagerLeader(ctx, c.Clientset)
 		if leader == "" {
 			return false, nil
@@ -259,6 +266,7 @@ func waitManagerReady(t *testing.T, c *framework.Cluster) {
 		}
 		return false, nil
 	}); err != nil {
-		t.Fatal("no running mpijob-manager pod leads a minute after the rollout")
+		holder, _ := localcluster.ManagerLeader(ctx, c.Clientset)
+		t.Fatalf("no running mpijob-manager pod leads %s after the rollout (the Lease's holder: %q)", within, holder)
 	}
 }
