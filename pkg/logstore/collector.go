@@ -71,6 +71,24 @@ type tailed struct {
 	// it, so the store keeps their order and no two are taken for one.
 	Last int64 `json:"last,omitempty"`
 	seen bool
+	// file stays open while the file is tailed, as a node's log agent
+	// keeps it: when the kubelet removes a deleted pod's log folder (a
+	// second after its last line, as the pod ends), the lines not read yet
+	// are still read from it, to its end, before it is closed.
+	file *os.File
+	// target and order are the file's when it was last listed, for
+	// reading it once it is gone from the listing.
+	target Target
+	order  string
+	gone   bool
+}
+
+// close closes the file, when open.
+func (tf *tailed) close() {
+	if tf.file != nil {
+		_ = tf.file.Close()
+		tf.file = nil
+	}
 }
 
 // logFile is a kubelet's container log: N.log, or N.log.TIME once
@@ -91,6 +109,11 @@ func (c *Collector) Run(ctx context.Context) error {
 		}
 		select {
 		case <-ctx.Done():
+			c.mu.Lock()
+			for _, f := range c.files {
+				f.close()
+			}
+			c.mu.Unlock()
 			return nil
 		case <-t.C:
 		}
@@ -227,6 +250,19 @@ func (c *Collector) Pass(ctx context.Context) error {
 			}
 		}
 	}
+	// Files read before and gone from the listing since (the kubelet
+	// removed their pod's folder, or a rotated file): read to their end
+	// from the open file, in their stream's order.
+	listed := make(map[string]bool, len(all))
+	for _, f := range all {
+		listed[f.id] = true
+	}
+	for id, tf := range c.files {
+		if tf.file != nil && !listed[id] {
+			tf.gone = true
+			all = append(all, found{path: tf.Path, id: id, target: tf.target, order: tf.order, rotated: true})
+		}
+	}
 	sort.Slice(all, func(i, j int) bool { return all[i].order < all[j].order })
 	for _, f := range c.files {
 		f.seen = false
@@ -264,7 +300,8 @@ func (c *Collector) Pass(ctx context.Context) error {
 		// A file seen under another name is the same one renamed by a
 		// rotation (0.log → 0.log.TIME); any other name means the inode
 		// was reused by a new file.
-		if tf != nil && tf.Path != fd.path && !strings.HasPrefix(fd.path, tf.Path+".") {
+		if tf != nil && !tf.gone && tf.Path != fd.path && !strings.HasPrefix(fd.path, tf.Path+".") {
+			tf.close()
 			tf = nil
 		}
 		if tf == nil {
@@ -272,6 +309,9 @@ func (c *Collector) Pass(ctx context.Context) error {
 			c.files[fd.id] = tf
 		}
 		tf.seen = true
+		if !tf.gone {
+			tf.target, tf.order = fd.target, fd.order
+		}
 		// Lines of a rotated file and of its successor are one stream: the
 		// successor's times start after the old file's last.
 		if tf.Last == 0 {
@@ -297,7 +337,17 @@ func (c *Collector) Pass(ctx context.Context) error {
 			from = &tailed{Path: tf.Path, Partial: prev.partial, PartAt: prev.partAt, Last: max(tf.Last, prev.last)}
 			prev.partial, prev.partAt = "", 0
 		}
-		entries, off, partial, partAt, last, err := c.read(fd.path, from, min(budget, share, c.MaxRead))
+		f, err := c.open(tf, fd)
+		if err != nil {
+			if !tf.gone {
+				c.logf("log collector: %s: %v", fd.path, err)
+			}
+			if fd.rotated {
+				held[stream] = true
+			}
+			continue
+		}
+		entries, off, partial, partAt, last, err := c.read(f, from, min(budget, share, c.MaxRead))
 		if err != nil {
 			c.logf("log collector: %s: %v", fd.path, err)
 			if fd.rotated {
@@ -306,7 +356,7 @@ func (c *Collector) Pass(ctx context.Context) error {
 			continue
 		}
 		if fd.rotated {
-			if st, err := os.Stat(fd.path); err != nil || off < st.Size() {
+			if st, err := f.Stat(); err != nil || off < st.Size() {
 				held[stream] = true // the rest of it first, next pass
 			}
 		}
@@ -365,10 +415,17 @@ func (c *Collector) Pass(ctx context.Context) error {
 			m.f.Offset, m.f.Partial, m.f.PartAt, m.f.Last, m.f.Path = m.offset, m.partial, m.partAt, m.last, m.path
 		}
 	}
-	// Files gone from disk were read to their end before the kubelet
-	// removed them (or never will be): forget them.
+	// Files gone from disk are forgotten once read to their end (their
+	// open file was), or when never opened: a pod's whole life between two
+	// passes.
 	for id, f := range c.files {
-		if !f.seen {
+		if f.gone && f.file != nil {
+			if st, err := f.file.Stat(); err == nil && f.Offset < st.Size() {
+				continue
+			}
+		}
+		if !f.seen || f.gone {
+			f.close()
 			delete(c.files, id)
 		}
 	}
@@ -413,14 +470,33 @@ func (c *Collector) pushAll(ctx context.Context, tenant string, streams []PushSt
 // the line's record (its JSON, quotes and all) stays within it.
 const DefaultMaxLine = 128 << 10
 
-// read returns the complete lines of path after tf's offset, and the
-// offset after the last one.
-func (c *Collector) read(path string, tf *tailed, most int64) ([]Entry, int64, string, int64, int64, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, tf.Offset, tf.Partial, tf.PartAt, tf.Last, err
+// open returns tf's open file, opening fd's path the first time: the file
+// then stays open until it is read to its end after it is gone. A path
+// that names another file by the time it is opened (rotated in between)
+// is left for the next pass.
+func (c *Collector) open(tf *tailed, fd found) (*os.File, error) {
+	if tf.file != nil {
+		return tf.file, nil
 	}
-	defer func() { _ = f.Close() }()
+	if tf.gone {
+		return nil, os.ErrNotExist
+	}
+	f, err := os.Open(fd.path)
+	if err != nil {
+		return nil, err
+	}
+	var st syscall.Stat_t
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil || fmt.Sprintf("%d:%d", st.Dev, st.Ino) != fd.id {
+		_ = f.Close()
+		return nil, fmt.Errorf("renamed while opened; read next pass")
+	}
+	tf.file = f
+	return f, nil
+}
+
+// read returns the complete lines of f after tf's offset, and the offset
+// after the last one.
+func (c *Collector) read(f *os.File, tf *tailed, most int64) ([]Entry, int64, string, int64, int64, error) {
 	st, err := f.Stat()
 	if err != nil {
 		return nil, tf.Offset, tf.Partial, tf.PartAt, tf.Last, err

@@ -781,3 +781,65 @@ func appendLines(t *testing.T, path string, lines ...string) {
 		}
 	}
 }
+
+// The kubelet removes a deleted pod's log folder about a second after the
+// pod's last line (make test-e2e: a suspended job's Launcher wrote mpirun's
+// last lines at 23:59:55.6, its container was removed at 23:59:56.9, and
+// the store never had them). The collector keeps each file it tails open,
+// as a node's log agent does, and reads it to its end once it is gone,
+// also while the store refuses a pass; a file gone before its first pass
+// is forgotten without a complaint, and the open files are closed once
+// read.
+func TestCollectorReadsARemovedPodsLastLines(t *testing.T) {
+	loki, srvURL, root, podDir := launcherLogDir(t)
+	var logged strings.Builder
+	c := &Collector{Dirs: map[string]string{root: "node-1"}, Store: &Client{URL: srvURL}, Positions: filepath.Join(t.TempDir(), "p.json"), Log: &logged}
+	ctx := context.Background()
+	t0 := time.Date(2026, 11, 30, 23, 59, 54, 0, time.UTC)
+	live := filepath.Join(podDir, "0.log")
+	appendLines(t, live, criLine(t0, "stdout", "F", "[1,1]<stderr>:rank 1: stopped by SIGTERM"))
+	if err := c.Pass(ctx); err != nil {
+		t.Fatal(err)
+	}
+	appendLines(t, live, criLine(t0.Add(time.Second), "stdout", "F", "[1,0]<stderr>:rank 0: stopped by SIGTERM"),
+		criLine(t0.Add(1100*time.Millisecond), "stderr", "F", "mpirun: the job was aborted"))
+	// Another pod that lives and goes between two passes.
+	brief := filepath.Join(root, "team-a_pi-node-0-0-fghij_3fa9b250-11e8-493f-95cd-bb69882b042b", "node")
+	if err := os.MkdirAll(brief, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	appendLines(t, filepath.Join(brief, "0.log"), criLine(t0, "stdout", "F", "never read"))
+	for _, d := range []string{filepath.Dir(podDir), filepath.Dir(brief)} {
+		if err := os.RemoveAll(d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loki.mu.Lock()
+	loki.fail = true
+	loki.mu.Unlock()
+	if err := c.Pass(ctx); err == nil {
+		t.Fatal("a pass while the store fails: no error")
+	}
+	loki.mu.Lock()
+	loki.fail = false
+	loki.mu.Unlock()
+	for range 2 {
+		if err := c.Pass(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []string
+	for _, e := range loki.entries["team-a"] {
+		got = append(got, MessageOf(e.Line))
+	}
+	want := []string{"[1,1]<stderr>:rank 1: stopped by SIGTERM", "[1,0]<stderr>:rank 0: stopped by SIGTERM", "mpirun: the job was aborted"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("stored lines (-want,+got):\n%s", diff)
+	}
+	if len(c.files) != 0 {
+		t.Errorf("%d files still tailed after both pods' folders are gone: %v", len(c.files), c.files)
+	}
+	if logged.Len() != 0 {
+		t.Errorf("the collector complained of a removed file:\n%s", logged.String())
+	}
+}
