@@ -57,6 +57,7 @@ func (im Image) Containerfile() string {
 	}
 	w("COPY images/common/sshd_config /home/mpiuser/.sshd_config\n")
 	w("COPY images/common/ssh_config /etc/ssh/ssh_config.d/mpi.conf\n")
+	w("COPY --chmod=0755 images/common/mpijob-wait-resolve /usr/local/bin/mpijob-wait-resolve\n")
 	for _, src := range sortedKeys(im.Files) {
 		dst := im.Files[src]
 		mode := "0644"

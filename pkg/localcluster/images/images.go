@@ -393,7 +393,7 @@ func (im Image) tarPath(opts Options, hash string) string {
 func imageHash(opts Options, parts ...string) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s %s %s\n", imageRecipeVersion, debianSuite, strings.Join(parts, "\n"))
-	for _, f := range []string{"common/mpi-hello.c", "common/mpi-allreduce-bench.c", "common/sshd_config", "common/ssh_config", "pause/pause.c"} {
+	for _, f := range []string{"common/mpi-hello.c", "common/mpi-allreduce-bench.c", "common/sshd_config", "common/ssh_config", "common/mpijob-wait-resolve", "pause/pause.c"} {
 		b, err := os.ReadFile(filepath.Join(opts.RepoRoot, "images", f))
 		if err != nil {
 			return "", err
@@ -757,10 +757,11 @@ func buildImage(ctx context.Context, opts Options, base string, im Image, out st
 		return err
 	}
 	files := map[string]string{
-		filepath.Join(build, "tmp", "mpi-hello"):                        filepath.Join(root, "usr", "local", "bin", "mpi-hello"),
-		filepath.Join(build, "tmp", "mpi-allreduce-bench"):              filepath.Join(root, "usr", "local", "bin", "mpi-allreduce-bench"),
-		filepath.Join(opts.RepoRoot, "images", "common", "sshd_config"): filepath.Join(root, "home", "mpiuser", ".sshd_config"),
-		filepath.Join(opts.RepoRoot, "images", "common", "ssh_config"):  filepath.Join(root, "etc", "ssh", "ssh_config.d", "mpi.conf"),
+		filepath.Join(build, "tmp", "mpi-hello"):                                filepath.Join(root, "usr", "local", "bin", "mpi-hello"),
+		filepath.Join(build, "tmp", "mpi-allreduce-bench"):                      filepath.Join(root, "usr", "local", "bin", "mpi-allreduce-bench"),
+		filepath.Join(opts.RepoRoot, "images", "common", "sshd_config"):         filepath.Join(root, "home", "mpiuser", ".sshd_config"),
+		filepath.Join(opts.RepoRoot, "images", "common", "ssh_config"):          filepath.Join(root, "etc", "ssh", "ssh_config.d", "mpi.conf"),
+		filepath.Join(opts.RepoRoot, "images", "common", "mpijob-wait-resolve"): filepath.Join(root, "usr", "local", "bin", "mpijob-wait-resolve"),
 	}
 	for src, dst := range im.Files {
 		files[filepath.Join(opts.RepoRoot, "images", src)] = filepath.Join(root, dst)
