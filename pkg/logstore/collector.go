@@ -360,6 +360,19 @@ func (c *Collector) Pass(ctx context.Context) error {
 				held[stream] = true // the rest of it first, next pass
 			}
 		}
+		if tf.gone && !held[stream] && partial != "" {
+			if _, err := os.Stat(filepath.Dir(fd.path)); os.IsNotExist(err) {
+				// The pod's folder is gone with the file: no successor
+				// will end the line it left open, so it is stored as it is.
+				at := time.Unix(0, partAt).UTC()
+				if at.UnixNano() <= last {
+					at = time.Unix(0, last+1).UTC()
+				}
+				last = at.UnixNano()
+				entries = append(entries, Entry{Time: at, Line: EncodeRecord(at, partial)})
+				partial, partAt = "", 0
+			}
+		}
 		if off > tf.Offset {
 			readOf[tenant] += off - tf.Offset
 		}

@@ -788,8 +788,8 @@ func appendLines(t *testing.T, path string, lines ...string) {
 // the store never had them). The collector keeps each file it tails open,
 // as a node's log agent does, and reads it to its end once it is gone,
 // also while the store refuses a pass; a file gone before its first pass
-// is forgotten without a complaint, and the open files are closed once
-// read.
+// is forgotten without a complaint, a line the pod left without end is
+// stored as it is, and the open files are closed once read.
 func TestCollectorReadsARemovedPodsLastLines(t *testing.T) {
 	loki, srvURL, root, podDir := launcherLogDir(t)
 	var logged strings.Builder
@@ -802,7 +802,8 @@ func TestCollectorReadsARemovedPodsLastLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	appendLines(t, live, criLine(t0.Add(time.Second), "stdout", "F", "[1,0]<stderr>:rank 0: stopped by SIGTERM"),
-		criLine(t0.Add(1100*time.Millisecond), "stderr", "F", "mpirun: the job was aborted"))
+		criLine(t0.Add(1100*time.Millisecond), "stderr", "F", "mpirun: the job was aborted"),
+		criLine(t0.Add(1200*time.Millisecond), "stdout", "P", "a last line without end"))
 	// Another pod that lives and goes between two passes.
 	brief := filepath.Join(root, "team-a_pi-node-0-0-fghij_3fa9b250-11e8-493f-95cd-bb69882b042b", "node")
 	if err := os.MkdirAll(brief, 0o755); err != nil {
@@ -832,7 +833,7 @@ func TestCollectorReadsARemovedPodsLastLines(t *testing.T) {
 	for _, e := range loki.entries["team-a"] {
 		got = append(got, MessageOf(e.Line))
 	}
-	want := []string{"[1,1]<stderr>:rank 1: stopped by SIGTERM", "[1,0]<stderr>:rank 0: stopped by SIGTERM", "mpirun: the job was aborted"}
+	want := []string{"[1,1]<stderr>:rank 1: stopped by SIGTERM", "[1,0]<stderr>:rank 0: stopped by SIGTERM", "mpirun: the job was aborted", "a last line without end"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("stored lines (-want,+got):\n%s", diff)
 	}
