@@ -704,16 +704,8 @@ func TestCollectorJoinsALineAcrossRotation(t *testing.T) {
 				t.Fatal(err)
 			}
 			write(live, criLine(t0.Add(2*time.Millisecond), "stdout", "F", "xx"), criLine(t0.Add(3*time.Millisecond), "stdout", "F", "line 096431 x"))
-			for range 2 {
-				if err := c.Pass(ctx); err != nil {
-					t.Fatal(err)
-				}
-			}
-			var got []string
-			for _, e := range loki.entries["team-a"] {
-				got = append(got, MessageOf(e.Line))
-			}
-			if diff := cmp.Diff([]string{"line 096429 x", "line 096430 xxx", "line 096431 x"}, got); diff != "" {
+			passes(t, c, 2)
+			if diff := cmp.Diff([]string{"line 096429 x", "line 096430 xxx", "line 096431 x"}, messages(loki, "team-a")); diff != "" {
 				t.Errorf("stored lines (-want,+got):\n%s", diff)
 			}
 		})
@@ -824,15 +816,8 @@ func TestCollectorReadsARemovedPodsLastLines(t *testing.T) {
 	loki.mu.Lock()
 	loki.fail = false
 	loki.mu.Unlock()
-	for range 2 {
-		if err := c.Pass(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	var got []string
-	for _, e := range loki.entries["team-a"] {
-		got = append(got, MessageOf(e.Line))
-	}
+	passes(t, c, 2)
+	got := messages(loki, "team-a")
 	want := []string{"[1,1]<stderr>:rank 1: stopped by SIGTERM", "[1,0]<stderr>:rank 0: stopped by SIGTERM", "mpirun: the job was aborted", "a last line without end"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("stored lines (-want,+got):\n%s", diff)
@@ -843,4 +828,25 @@ func TestCollectorReadsARemovedPodsLastLines(t *testing.T) {
 	if logged.Len() != 0 {
 		t.Errorf("the collector complained of a removed file:\n%s", logged.String())
 	}
+}
+
+// passes runs n passes of c, each of which must succeed.
+func passes(t *testing.T, c *Collector, n int) {
+	t.Helper()
+	for range n {
+		if err := c.Pass(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// messages is what the fake store holds of tenant, line by line.
+func messages(loki *fakeLoki, tenant string) []string {
+	loki.mu.Lock()
+	defer loki.mu.Unlock()
+	var got []string
+	for _, e := range loki.entries[tenant] {
+		got = append(got, MessageOf(e.Line))
+	}
+	return got
 }
