@@ -245,7 +245,7 @@ func (c *Collector) Pass(ctx context.Context) error {
 					if m[3] == "" {
 						order = fmt.Sprintf("%s/%08d/%s", p[:len(p)-len(f.Name())], n, "2")
 					}
-					all = append(all, found{path: p, id: fmt.Sprintf("%d:%d", st.Dev, st.Ino), target: tc, order: order, rotated: m[3] != ""})
+					all = append(all, found{path: p, id: fileID(st), target: tc, order: order, rotated: m[3] != ""})
 				}
 			}
 		}
@@ -339,9 +339,7 @@ func (c *Collector) Pass(ctx context.Context) error {
 		}
 		f, err := c.open(tf, fd)
 		if err != nil {
-			if !tf.gone {
-				c.logf("log collector: %s: %v", fd.path, err)
-			}
+			c.logf("log collector: %s: %v", fd.path, err)
 			if fd.rotated {
 				held[stream] = true
 			}
@@ -364,12 +362,9 @@ func (c *Collector) Pass(ctx context.Context) error {
 			if _, err := os.Stat(filepath.Dir(fd.path)); os.IsNotExist(err) {
 				// The pod's folder is gone with the file: no successor
 				// will end the line it left open, so it is stored as it is.
-				at := time.Unix(0, partAt).UTC()
-				if at.UnixNano() <= last {
-					at = time.Unix(0, last+1).UTC()
-				}
-				last = at.UnixNano()
-				entries = append(entries, Entry{Time: at, Line: EncodeRecord(at, partial)})
+				var e Entry
+				e, last = entryAfter(time.Unix(0, partAt).UTC(), last, partial)
+				entries = append(entries, e)
 				partial, partAt = "", 0
 			}
 		}
@@ -484,27 +479,38 @@ func (c *Collector) pushAll(ctx context.Context, tenant string, streams []PushSt
 const DefaultMaxLine = 128 << 10
 
 // open returns tf's open file, opening fd's path the first time: the file
-// then stays open until it is read to its end after it is gone. A path
+// then stays open until it is read to its end after it is gone (a gone
+// file is listed only while open). A path
 // that names another file by the time it is opened (rotated in between)
 // is left for the next pass.
 func (c *Collector) open(tf *tailed, fd found) (*os.File, error) {
 	if tf.file != nil {
 		return tf.file, nil
 	}
-	if tf.gone {
-		return nil, os.ErrNotExist
-	}
 	f, err := os.Open(fd.path)
 	if err != nil {
 		return nil, err
 	}
 	var st syscall.Stat_t
-	if err := syscall.Fstat(int(f.Fd()), &st); err != nil || fmt.Sprintf("%d:%d", st.Dev, st.Ino) != fd.id {
+	if err := syscall.Fstat(int(f.Fd()), &st); err != nil || fileID(st) != fd.id {
 		_ = f.Close()
 		return nil, fmt.Errorf("renamed while opened; read next pass")
 	}
 	tf.file = f
 	return f, nil
+}
+
+// fileID is a file's identity, which a rename keeps: device and inode.
+func fileID(st syscall.Stat_t) string { return fmt.Sprintf("%d:%d", st.Dev, st.Ino) }
+
+// entryAfter is msg's entry at time at, or a nanosecond after last when
+// at is not later (lines stamped alike keep their order and stay apart in
+// the store), and the entry's time as the new last.
+func entryAfter(at time.Time, last int64, msg string) (Entry, int64) {
+	if at.UnixNano() <= last {
+		at = time.Unix(0, last+1).UTC()
+	}
+	return Entry{Time: at, Line: EncodeRecord(at, msg)}, at.UnixNano()
 }
 
 // read returns the complete lines of f after tf's offset, and the offset
@@ -563,11 +569,9 @@ func (c *Collector) read(f *os.File, tf *tailed, most int64) ([]Entry, int64, st
 			at = time.Unix(0, partAt).UTC()
 			partial, partAt = "", 0
 		}
-		if at.UnixNano() <= last {
-			at = time.Unix(0, last+1).UTC()
-		}
-		last = at.UnixNano()
-		out = append(out, Entry{Time: at, Line: EncodeRecord(at, msg)})
+		var e Entry
+		e, last = entryAfter(at, last, msg)
+		out = append(out, e)
 	}
 	if start == 0 && int64(len(buf)) == most {
 		// A record longer than a read (the runtime writes records of at

@@ -55,9 +55,13 @@ func (im Image) Containerfile() string {
 	for _, p := range cPrograms {
 		w("COPY --from=build --chmod=0755 /tmp/%s /usr/local/bin/%s\n", p, p)
 	}
-	w("COPY images/common/sshd_config /home/mpiuser/.sshd_config\n")
-	w("COPY images/common/ssh_config /etc/ssh/ssh_config.d/mpi.conf\n")
-	w("COPY --chmod=0755 images/common/mpijob-wait-resolve /usr/local/bin/mpijob-wait-resolve\n")
+	for _, f := range commonFiles {
+		chmod := ""
+		if strings.HasPrefix(f.dst, "/usr/local/bin/") {
+			chmod = "--chmod=0755 "
+		}
+		w("COPY %s%s %s\n", chmod, path.Join("images", f.src), f.dst)
+	}
 	for _, src := range sortedKeys(im.Files) {
 		dst := im.Files[src]
 		mode := "0644"

@@ -112,6 +112,15 @@ const (
 // (sources in images/common).
 var cPrograms = []string{"mpi-hello", "mpi-allreduce-bench"}
 
+// commonFiles are copied as they are into every MPI image: a file under
+// images/ and where it goes. The local build, the Containerfiles and the
+// images' hash all read this one list.
+var commonFiles = []struct{ src, dst string }{
+	{"common/sshd_config", "/home/mpiuser/.sshd_config"},
+	{"common/ssh_config", "/etc/ssh/ssh_config.d/mpi.conf"},
+	{"common/mpijob-wait-resolve", "/usr/local/bin/mpijob-wait-resolve"},
+}
+
 // examples are the reference training programs every image carries in
 // /opt/mpijob/examples (examples/training in the repository).
 var examples = map[string]string{
@@ -393,7 +402,11 @@ func (im Image) tarPath(opts Options, hash string) string {
 func imageHash(opts Options, parts ...string) (string, error) {
 	h := sha256.New()
 	fmt.Fprintf(h, "%s %s %s\n", imageRecipeVersion, debianSuite, strings.Join(parts, "\n"))
-	for _, f := range []string{"common/mpi-hello.c", "common/mpi-allreduce-bench.c", "common/sshd_config", "common/ssh_config", "common/mpijob-wait-resolve", "pause/pause.c"} {
+	inputs := []string{"common/mpi-hello.c", "common/mpi-allreduce-bench.c"}
+	for _, f := range commonFiles {
+		inputs = append(inputs, f.src)
+	}
+	for _, f := range append(inputs, "pause/pause.c") {
 		b, err := os.ReadFile(filepath.Join(opts.RepoRoot, "images", f))
 		if err != nil {
 			return "", err
@@ -757,11 +770,11 @@ func buildImage(ctx context.Context, opts Options, base string, im Image, out st
 		return err
 	}
 	files := map[string]string{
-		filepath.Join(build, "tmp", "mpi-hello"):                                filepath.Join(root, "usr", "local", "bin", "mpi-hello"),
-		filepath.Join(build, "tmp", "mpi-allreduce-bench"):                      filepath.Join(root, "usr", "local", "bin", "mpi-allreduce-bench"),
-		filepath.Join(opts.RepoRoot, "images", "common", "sshd_config"):         filepath.Join(root, "home", "mpiuser", ".sshd_config"),
-		filepath.Join(opts.RepoRoot, "images", "common", "ssh_config"):          filepath.Join(root, "etc", "ssh", "ssh_config.d", "mpi.conf"),
-		filepath.Join(opts.RepoRoot, "images", "common", "mpijob-wait-resolve"): filepath.Join(root, "usr", "local", "bin", "mpijob-wait-resolve"),
+		filepath.Join(build, "tmp", "mpi-hello"):           filepath.Join(root, "usr", "local", "bin", "mpi-hello"),
+		filepath.Join(build, "tmp", "mpi-allreduce-bench"): filepath.Join(root, "usr", "local", "bin", "mpi-allreduce-bench"),
+	}
+	for _, f := range commonFiles {
+		files[filepath.Join(opts.RepoRoot, "images", f.src)] = filepath.Join(root, f.dst)
 	}
 	for src, dst := range im.Files {
 		files[filepath.Join(opts.RepoRoot, "images", src)] = filepath.Join(root, dst)
