@@ -236,6 +236,9 @@ func wire(ctx context.Context, mgr ctrl.Manager, o options, logs kubernetes.Inte
 	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, runtimes.PodsByJobSet, runtimes.IndexPodsByJobSet); err != nil {
 		return fmt.Errorf("failed to index pods by JobSet: %w", err)
 	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, runtimes.JobMetadata(), runtimes.JobsByJobSet, runtimes.IndexPodsByJobSet); err != nil {
+		return fmt.Errorf("failed to index Jobs by JobSet: %w", err)
+	}
 	lookup := runtimes.RuntimeLookup{Client: mgr.GetClient(), Live: mgr.GetAPIReader()}
 	// The quota pre-flight reads ResourceQuotas from the cache: their
 	// informer starts with the manager, not at the first create.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -151,5 +152,55 @@ func TestOwnedByJobSet(t *testing.T) {
 	// collector and stops just the same (the red team's forged Launcher).
 	if diff := cmp.Diff([]string{"launcher", "worker"}, got); diff != "" {
 		t.Errorf("pods kept (-want +got):\n%s", diff)
+	}
+}
+
+// JobSetPods finds a job's Jobs through the manager's JobsByJobSet index
+// where its reader has it: a label selector made the cache look at every
+// Job of the namespace at each lookup. A reader without the index (the
+// API server) is asked by label, and both give the same pods.
+func TestJobSetPodsReadsTheJobsIndex(t *testing.T) {
+	js := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "team-a", UID: "js-1"}}
+	controller := func(kind, apiVersion, name string, uid types.UID) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, UID: uid, Controller: ptr.To(true)}}
+	}
+	job := func(ns, jobset, name string, uid types.UID, owner types.UID) *batchv1.Job {
+		return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uid,
+			Labels:          map[string]string{jobsetv1alpha2.JobSetNameKey: jobset},
+			OwnerReferences: controller("JobSet", "jobset.x-k8s.io/v1alpha2", jobset, owner)}}
+	}
+	objs := []client.Object{
+		job("team-a", "hello", "hello-launcher-0", "job-l", "js-1"),
+		job("team-a", "hello", "hello-node-0", "job-n", "js-1"),
+		job("team-a", "other", "other-node-0", "job-o", "js-2"),
+		job("team-b", "hello", "hello-node-0", "job-b", "js-3"),
+	}
+	pods := []corev1.Pod{
+		{ObjectMeta: metav1.ObjectMeta{Name: "launcher", OwnerReferences: controller("Job", "batch/v1", "hello-launcher-0", "job-l")}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "worker", OwnerReferences: controller("Job", "batch/v1", "hello-node-0", "job-n")}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "other", OwnerReferences: controller("Job", "batch/v1", "other-node-0", "job-o")}},
+	}
+	indexed := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(objs...).
+		WithIndex(JobMetadata(), JobsByJobSet, IndexPodsByJobSet).Build()
+	readers := map[string]client.Reader{
+		// The manager's cache: a reader that refuses label selectors still
+		// finds the Jobs, through the index.
+		"index only": noLabels{indexed},
+		"by label":   &apiServer{Reader: fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(objs...).Build()},
+	}
+	for name, r := range readers {
+		t.Run(name, func(t *testing.T) {
+			owned, err := JobSetPods(context.Background(), r, js, pods)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, p := range owned {
+				got = append(got, p.Name)
+			}
+			if d := cmp.Diff([]string{"launcher", "worker"}, got); d != "" {
+				t.Errorf("pods (-want +got):\n%s", d)
+			}
+		})
 	}
 }
