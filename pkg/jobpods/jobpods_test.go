@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/jobview"
@@ -278,5 +281,26 @@ func readJSON(t *testing.T, path string, v any) {
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatalf("%s: %v", path, err)
+	}
+}
+
+// Split sizes its lists before it fills them: grown by append, a job's
+// pods (large structs) were copied again at each growth, 6 % of
+// mpijob-manager's allocations in bench/scale. A Launcher and 8 Workers
+// take the two lists and sort.SliceStable's two allocations for each
+// (9 before: the Workers' list grew four times).
+func TestSplitAllocatesEachListOnce(t *testing.T) {
+	items := []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "j-launcher-0-0", Labels: map[string]string{jobsetv1alpha2.ReplicatedJobNameKey: api.LauncherJob}}}}
+	for i := 7; i >= 0; i-- {
+		items = append(items, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("j-node-0-%d", i), Labels: map[string]string{
+			jobsetv1alpha2.ReplicatedJobNameKey: api.WorkerJob, indexLabel: strconv.Itoa(i)}}})
+	}
+	var p Pods
+	allocs := testing.AllocsPerRun(100, func() { p = Split(items) })
+	if len(p.Launchers) != 1 || len(p.Workers) != 8 || p.Workers[0].Name != "j-node-0-0" {
+		t.Fatalf("split %d Launchers and %d Workers (first %q), want 1 and 8 from j-node-0-0", len(p.Launchers), len(p.Workers), p.Workers[0].Name)
+	}
+	if allocs > 6 {
+		t.Errorf("%.0f allocations for a Launcher and 8 Workers, want at most 6 (two lists, two sorts)", allocs)
 	}
 }
