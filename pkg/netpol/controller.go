@@ -118,7 +118,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if tj.DeletionTimestamp != nil {
 		return ctrl.Result{}, nil
 	}
-	spec, _, found, err := r.Runtimes.Get(ctx, tj)
+	spec, _, found, err := r.Runtimes.GetShared(ctx, tj)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

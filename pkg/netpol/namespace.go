@@ -101,7 +101,7 @@ func (r *NamespaceReconciler) guarded(ctx context.Context, namespace string) ([]
 		if Disabled(tj) {
 			continue
 		}
-		spec, _, found, err := r.Runtimes.Get(ctx, tj)
+		spec, _, found, err := r.Runtimes.GetShared(ctx, tj)
 		if err != nil {
 			return nil, err
 		}

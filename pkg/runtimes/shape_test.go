@@ -72,9 +72,15 @@ func TestShapeOf(t *testing.T) {
 			rt.Spec.MLPolicy.MPI.RunLauncherAsNode = ptr.To(tc.asNode)
 			tj := &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: "j"}, Spec: trainer.TrainJobSpec{
 				RuntimeRef: trainer.RuntimeRef{Name: tc.runtime}, Trainer: tc.trainer, RuntimePatches: tc.patches}}
+			before := rt.Spec.DeepCopy()
 			s, err := ShapeOf(tj, &rt.Spec)
 			if err != nil {
 				t.Fatal(err)
+			}
+			// The controllers hand ShapeOf the cache's own runtime
+			// (RuntimeLookup.GetShared): it must leave it as it was.
+			if diff := cmp.Diff(before, &rt.Spec); diff != "" {
+				t.Errorf("ShapeOf changed the runtime (-before,+after):\n%s", diff)
 			}
 			if s.Workers != tc.wantWorkers || s.SlotsPerWorker != tc.wantSlots || s.Launchers != 1 {
 				t.Errorf("workers=%d slots=%d launchers=%d, want %d, %d, 1", s.Workers, s.SlotsPerWorker, s.Launchers, tc.wantWorkers, tc.wantSlots)

@@ -256,7 +256,7 @@ func (r *Reconciler) reconcile(ctx context.Context, tj *trainer.TrainJob) (ctrl.
 // the manager remembers of it; ok is false for a job that is not an MPI
 // job (nothing to do).
 func (r *Reconciler) recallJob(ctx context.Context, tj *trainer.TrainJob) (k diagnose.Known, ok bool, err error) {
-	spec, runtimeAnnotations, found, err := r.Runtimes.Get(ctx, tj)
+	spec, runtimeAnnotations, found, err := r.Runtimes.GetShared(ctx, tj)
 	if err != nil || !found || !runtimes.IsMPI(spec) {
 		return diagnose.Known{}, false, err
 	}

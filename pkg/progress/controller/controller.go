@@ -286,7 +286,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if done {
 		return ctrl.Result{}, nil
 	}
-	spec, runtimeAnnotations, found, err := r.Runtimes.Get(ctx, tj)
+	spec, runtimeAnnotations, found, err := r.Runtimes.GetShared(ctx, tj)
 	if err != nil || !found || !runtimes.IsMPI(spec) {
 		return ctrl.Result{}, err
 	}
