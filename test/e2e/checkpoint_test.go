@@ -352,23 +352,27 @@ func TestGracefulStopSavesACheckpoint(t *testing.T) {
 	c.WaitForStatus(t, ns, name, 2*time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseSuspended })
 
 	// The lines of the stopped pods, from the log store (logs of a
-	// suspended job read it).
+	// suspended job read it). Each pod's log reaches the store on its own
+	// (a Worker's file on another node may come a pass after the
+	// Launcher's), so the read is repeated until both are there.
+	const workerSaid = "mpijob: the pod is stopping: SIGTERM to the ranks here"
 	var log string
 	var last result
 	var m []string
 	deadline := time.Now().Add(3 * time.Minute)
-	for m == nil && time.Now().Before(deadline) {
+	for time.Now().Before(deadline) {
 		last = mpijob(t, user, ns, "logs", name, "--all")
 		log = last.out
-		if m = stoppedLine.FindStringSubmatch(log); m == nil {
-			time.Sleep(3 * time.Second)
+		if m = stoppedLine.FindStringSubmatch(log); m != nil && strings.Contains(log, workerSaid) {
+			break
 		}
+		time.Sleep(3 * time.Second)
 	}
 	if m == nil {
 		pods, _ := c.Kubectl(t, "admin", ns, "", "get", "pods", "-l", "jobset.sigs.k8s.io/jobset-name="+name, "-o", "wide")
 		t.Fatalf("no rank saved on SIGTERM when the job was suspended:\n%s\nstderr: %s\nits pods:\n%s", log, last.errOut, pods)
 	}
-	if !strings.Contains(log, "mpijob: the pod is stopping: SIGTERM to the ranks here") {
+	if !strings.Contains(log, workerSaid) {
 		t.Errorf("no Worker said it sent SIGTERM to its ranks:\n%s", log)
 	}
 	epoch, _ := strconv.Atoi(m[1])
