@@ -233,10 +233,10 @@ func run(ctx context.Context, cfg *rest.Config, o options) error {
 // the manager acts as (only it may write a job's status).
 func wire(ctx context.Context, mgr ctrl.Manager, o options, logs kubernetes.Interface, self string, metricsCert *certs.Lazy) error {
 	log := ctrl.Log.WithName("setup")
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, runtimes.PodsByJobSet, runtimes.IndexPodsByJobSet); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, runtimes.PodsByJobSet, runtimes.IndexByJobSet); err != nil {
 		return fmt.Errorf("failed to index pods by JobSet: %w", err)
 	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, runtimes.JobMetadata(), runtimes.JobsByJobSet, runtimes.IndexPodsByJobSet); err != nil {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, runtimes.JobMetadata(), runtimes.JobsByJobSet, runtimes.IndexByJobSet); err != nil {
 		return fmt.Errorf("failed to index Jobs by JobSet: %w", err)
 	}
 	lookup := runtimes.RuntimeLookup{Client: mgr.GetClient(), Live: mgr.GetAPIReader()}

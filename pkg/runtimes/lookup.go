@@ -40,7 +40,12 @@ func (l RuntimeLookup) Get(ctx context.Context, tj *trainer.TrainJob) (spec *tra
 // that lists nothing) is read as Get reads it.
 func (l RuntimeLookup) GetShared(ctx context.Context, tj *trainer.TrainJob) (spec *trainer.TrainingRuntimeSpec, annotations map[string]string, found bool, err error) {
 	name := tj.Spec.RuntimeRef.Name
-	if tj.Spec.RuntimeRef.Kind != nil && *tj.Spec.RuntimeRef.Kind == trainer.TrainingRuntimeKind {
+	kind := trainer.ClusterTrainingRuntimeKind
+	if tj.Spec.RuntimeRef.Kind != nil {
+		kind = *tj.Spec.RuntimeRef.Kind
+	}
+	switch kind {
+	case trainer.TrainingRuntimeKind:
 		list := &trainer.TrainingRuntimeList{}
 		if l.Client.List(ctx, list, client.InNamespace(tj.Namespace), client.UnsafeDisableDeepCopy) == nil {
 			for i := range list.Items {
@@ -49,7 +54,7 @@ func (l RuntimeLookup) GetShared(ctx context.Context, tj *trainer.TrainJob) (spe
 				}
 			}
 		}
-	} else if tj.Spec.RuntimeRef.Kind == nil || *tj.Spec.RuntimeRef.Kind == trainer.ClusterTrainingRuntimeKind {
+	case trainer.ClusterTrainingRuntimeKind:
 		list := &trainer.ClusterTrainingRuntimeList{}
 		if l.Client.List(ctx, list, client.UnsafeDisableDeepCopy) == nil {
 			for i := range list.Items {

@@ -17,8 +17,9 @@ import (
 // jobs' lookups in one namespace (bench/scale).
 const PodsByJobSet = "mpijob.dev/jobset-name"
 
-// IndexPodsByJobSet is PodsByJobSet's index function.
-func IndexPodsByJobSet(o client.Object) []string {
+// IndexByJobSet is the index function of PodsByJobSet and JobsByJobSet:
+// an object's JobSet, from its jobset.sigs.k8s.io/jobset-name label.
+func IndexByJobSet(o client.Object) []string {
 	if v, ok := o.GetLabels()[jobsetv1alpha2.JobSetNameKey]; ok {
 		return []string{v}
 	}

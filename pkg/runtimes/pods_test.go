@@ -30,7 +30,7 @@ func TestListJobSetPods(t *testing.T) {
 		&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "plain"}},
 	}
 	readers := map[string]client.Reader{
-		"indexed":  fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(objs...).WithIndex(&corev1.Pod{}, PodsByJobSet, IndexPodsByJobSet).Build(),
+		"indexed":  fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(objs...).WithIndex(&corev1.Pod{}, PodsByJobSet, IndexByJobSet).Build(),
 		"by label": fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(objs...).Build(),
 	}
 	// The index is what the indexed reader answers from: one that refuses
@@ -181,7 +181,7 @@ func TestJobSetPodsReadsTheJobsIndex(t *testing.T) {
 		{ObjectMeta: metav1.ObjectMeta{Name: "other", OwnerReferences: controller("Job", "batch/v1", "other-node-0", "job-o")}},
 	}
 	indexed := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(objs...).
-		WithIndex(JobMetadata(), JobsByJobSet, IndexPodsByJobSet).Build()
+		WithIndex(JobMetadata(), JobsByJobSet, IndexByJobSet).Build()
 	readers := map[string]client.Reader{
 		// The manager's cache: a reader that refuses label selectors still
 		// finds the Jobs, through the index.
