@@ -59,6 +59,9 @@ type kept struct {
 	at      time.Time
 	timeout time.Duration
 	obs     diagnose.Observation
+	// failed is the error of a read that failed (obs then holds the step
+	// reports of the reads before it, nothing else).
+	failed error
 }
 
 const (
@@ -73,11 +76,23 @@ const (
 // before now of p in its current phase with the same progress timeout,
 // or from a read made now; tail asks for the lines themselves
 // (diagnose.Observation.Tail), which only a reader that needs them keeps.
+//
+// A read that failed answers the readers that come within maxAge of it
+// with its error, as a read that succeeded answers with what it said: a
+// Launcher whose node serves no log (a kubelet that is down, or kwok's
+// nodes) costs the API server one proxied request a round, not one per
+// reader. A reader of the lines (tail) always tries again: a failed
+// Launcher's log can lag its pod's end.
 func (o *Observer) Observe(ctx context.Context, p *corev1.Pod, progressTimeout, maxAge time.Duration, now time.Time, tail bool) (diagnose.Observation, error) {
 	o.mu.Lock()
 	k, ok := o.kept[p.UID]
 	o.mu.Unlock()
-	if ok && k.phase == p.Status.Phase && k.timeout == progressTimeout && now.Sub(k.at) <= maxAge && (!tail || k.obs.Tail != "") {
+	fresh := ok && k.phase == p.Status.Phase && now.Sub(k.at) <= maxAge
+	switch {
+	case fresh && k.failed != nil && !tail:
+		metrics.LauncherLogReads.WithLabelValues("shared").Inc()
+		return diagnose.Observation{}, k.failed
+	case fresh && k.failed == nil && k.timeout == progressTimeout && (!tail || k.obs.Tail != ""):
 		metrics.LauncherLogReads.WithLabelValues("shared").Inc()
 		return k.obs, nil
 	}
@@ -86,14 +101,18 @@ func (o *Observer) Observe(ctx context.Context, p *corev1.Pod, progressTimeout, 
 		read = func(ctx context.Context, p *corev1.Pod) (string, error) { return ReadLauncherLog(ctx, o.Logs, p) }
 	}
 	log, err := read(ctx, p)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.reads++
 	if err != nil {
 		metrics.LauncherLogReads.WithLabelValues("error").Inc()
+		// Kept for the next reader, with the step reports of the reads
+		// before it, which the next good read carries on.
+		o.keep(p, kept{phase: p.Status.Phase, at: now, timeout: progressTimeout, obs: diagnose.Observation{Steps: k.obs.Steps}, failed: err})
 		return diagnose.Observation{}, err
 	}
 	metrics.LauncherLogReads.WithLabelValues("read").Inc()
 	obs := diagnose.Observe(log, now, progressTimeout)
-	o.mu.Lock()
-	defer o.mu.Unlock()
 	// The step reports of this read follow those kept from earlier reads
 	// of the same Launcher: one read holds only the log's last lines,
 	// which a job that reports many times a second fills in seconds.
@@ -102,20 +121,25 @@ func (o *Observer) Observe(ctx context.Context, p *corev1.Pod, progressTimeout, 
 	if !tail {
 		keep.Tail = ""
 	}
-	o.reads++
-	if o.kept == nil {
-		o.kept = map[types.UID]kept{}
-	}
-	for uid, k := range o.kept {
-		if now.Sub(k.at) > KeepFor || len(o.kept) >= maxObserved {
-			delete(o.kept, uid)
-		}
-	}
-	o.kept[p.UID] = kept{phase: p.Status.Phase, at: now, timeout: progressTimeout, obs: keep}
+	o.keep(p, kept{phase: p.Status.Phase, at: now, timeout: progressTimeout, obs: keep})
 	return obs, nil
 }
 
-// Reads is how many times the observer read a log.
+// keep keeps k as p's read, dropping the reads older than KeepFor (all
+// of them past maxObserved). o.mu is held.
+func (o *Observer) keep(p *corev1.Pod, k kept) {
+	if o.kept == nil {
+		o.kept = map[types.UID]kept{}
+	}
+	for uid, old := range o.kept {
+		if k.at.Sub(old.at) > KeepFor || len(o.kept) >= maxObserved {
+			delete(o.kept, uid)
+		}
+	}
+	o.kept[p.UID] = k
+}
+
+// Reads is how many times the observer read a log, or tried to.
 func (o *Observer) Reads() int {
 	o.mu.Lock()
 	defer o.mu.Unlock()

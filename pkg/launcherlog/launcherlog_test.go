@@ -104,10 +104,75 @@ func TestObserverSharesReads(t *testing.T) {
 	if n := len(o.kept); n != 1 {
 		t.Errorf("%d reads kept after the sweep, want 1 (the new one)", n)
 	}
-	// A read that fails is said, and kept nowhere.
-	o.Read = func(context.Context, *corev1.Pod) (string, error) { return "", errors.New("container not found") }
-	if _, err := o.Observe(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: "u-3"}}, 0, time.Hour, now, false); err == nil {
-		t.Error("a failed read was not said")
+}
+
+// A Launcher whose log cannot be read (its node serves none: a kubelet
+// that is down, kwok's nodes) is asked once a round, not once per reader:
+// the diagnosis takes the progress controller's failed read as it takes a
+// good one. A reader of the lines tries again, a new phase or an old
+// failure is read again, and the step reports of the reads before a
+// failure are carried on by the next good read.
+func TestObserverSharesAFailedRead(t *testing.T) {
+	now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	var fail error
+	reads := 0
+	o := &Observer{Read: func(context.Context, *corev1.Pod) (string, error) {
+		reads++
+		if fail != nil {
+			return "", fail
+		}
+		return now.Format(time.RFC3339Nano) + " [1,0]<stdout>:MPIJOB_PROGRESS {\"step\": 1, \"rank_step_seconds\": [0.01, 0.04]}\n", nil
+	}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "l", UID: "u-1"}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}
+	ctx := context.Background()
+	if _, err := o.Observe(ctx, pod, time.Minute, 0, now, false); err != nil {
+		t.Fatal(err)
+	}
+	fail = errors.New("the server rejected our request (get pods l)")
+	errs := testutil.ToFloat64(metrics.LauncherLogReads.WithLabelValues("error"))
+	steps := []struct {
+		name      string
+		after     time.Duration
+		maxAge    time.Duration
+		tail      bool
+		phase     corev1.PodPhase
+		fails     bool
+		wantReads int
+	}{
+		{name: "the progress controller's round fails", after: 10 * time.Second, maxAge: 5 * time.Second, fails: true, wantReads: 2},
+		{name: "the diagnosis takes that failure", after: 15 * time.Second, maxAge: diagnosisAge, fails: true, wantReads: 2},
+		{name: "and so does the next look within its age", after: 29 * time.Second, maxAge: diagnosisAge, fails: true, wantReads: 2},
+		{name: "a reader of the lines tries again", after: 30 * time.Second, maxAge: diagnosisAge, tail: true, fails: true, wantReads: 3},
+		{name: "a failure older than the reader's age is tried again", after: 55 * time.Second, maxAge: diagnosisAge, fails: true, wantReads: 4},
+		{name: "a new phase is tried again", after: 56 * time.Second, maxAge: diagnosisAge, phase: corev1.PodSucceeded, fails: true, wantReads: 5},
+	}
+	for _, s := range steps {
+		if s.phase != "" {
+			pod.Status.Phase = s.phase
+		}
+		obs, err := o.Observe(ctx, pod, time.Minute, s.maxAge, now.Add(s.after), s.tail)
+		if (err != nil) != s.fails || (err != nil && err.Error() != fail.Error()) {
+			t.Errorf("%s: error %v, want %v", s.name, err, fail)
+		}
+		if err != nil && (obs.LastLine != "" || obs.LastAt != nil || len(obs.Steps) != 0) {
+			t.Errorf("%s: a failed read said %+v", s.name, obs)
+		}
+		if reads != s.wantReads || o.Reads() != reads {
+			t.Errorf("%s: %d reads (Reads %d), want %d", s.name, reads, o.Reads(), s.wantReads)
+		}
+	}
+	if d := testutil.ToFloat64(metrics.LauncherLogReads.WithLabelValues("error")) - errs; d != 4 {
+		t.Errorf("mpijob_launcher_log_reads_total{outcome=error} rose by %v, want 4", d)
+	}
+	// The next good read carries on the reports of the one before the
+	// failures.
+	fail = nil
+	obs, err := o.Observe(ctx, pod, time.Minute, 0, now.Add(time.Minute), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(obs.Steps) != 1 || !obs.Steps[0].At.Equal(now) {
+		t.Errorf("step reports after the failures: %+v, want the one at %s", obs.Steps, now)
 	}
 }
 
