@@ -107,8 +107,9 @@ func (o *Observer) Observe(ctx context.Context, p *corev1.Pod, progressTimeout, 
 	if err != nil {
 		metrics.LauncherLogReads.WithLabelValues("error").Inc()
 		// Kept for the next reader, with the step reports of the reads
-		// before it, which the next good read carries on.
-		o.keep(p, kept{phase: p.Status.Phase, at: now, timeout: progressTimeout, obs: diagnose.Observation{Steps: k.obs.Steps}, failed: err})
+		// before it (as kept now, under the lock, as a good read takes
+		// them below), which the next good read carries on.
+		o.keep(p, kept{phase: p.Status.Phase, at: now, timeout: progressTimeout, obs: diagnose.Observation{Steps: o.kept[p.UID].obs.Steps}, failed: err})
 		return diagnose.Observation{}, err
 	}
 	metrics.LauncherLogReads.WithLabelValues("read").Inc()
