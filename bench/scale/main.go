@@ -20,7 +20,9 @@
 //     (controller-runtime's controller_runtime_webhook_latency_seconds,
 //     a native histogram, read from the local Prometheus): the API
 //     server's figure in 4 less the call's transport and its queueing;
-//  6. mpijob-manager's RSS and CPU time (both replicas) over 1, per job.
+//  6. mpijob-manager's RSS and CPU time (both replicas) over 1, per job,
+//     and its rounds per job by controller (controller-runtime's
+//     controller_runtime_reconcile_total, from the local Prometheus).
 //
 // The order of the modes is -order (full,bare by default); the cluster is
 // left in full. -netpol-scope namespace gives the full mode's namespaces one
@@ -144,6 +146,9 @@ type result struct {
 	// watches are what the API server's watches sent over the scale
 	// scenario, by resource.
 	watches map[string]local.Watched
+	// rounds are mpijob-manager's reconciles over the scale scenario, by
+	// controller (full only).
+	rounds map[string]float64
 }
 
 func run() error {
@@ -260,6 +265,7 @@ func (b *bench) mode(ctx context.Context, mode string) (*result, error) {
 			}
 		}
 		var done func()
+		scaleStart := time.Now()
 		if r.scale, done, err = b.start(ctx, mode, "scale", *jobs, *creators); err != nil {
 			return nil, err
 		}
@@ -295,6 +301,11 @@ func (b *bench) mode(ctx context.Context, mode string) (*result, error) {
 		for k, v := range watchesAfter {
 			if d := (local.Watched{Events: v.Events - watchesBefore[k].Events, Bytes: v.Bytes - watchesBefore[k].Bytes}); d.Events > 0 {
 				r.watches[k] = d
+			}
+		}
+		if mode == "full" {
+			if r.rounds, err = reconcileRounds(ctx, scaleStart); err != nil {
+				return nil, err
 			}
 		}
 		done()
@@ -381,6 +392,38 @@ func handlerTimes(ctx context.Context, start time.Time) (map[string]handlerTime,
 			q.set(&h, float64(smp.Value))
 			out[w] = h
 		}
+	}
+	return out, nil
+}
+
+// reconcileRounds reads from the local Prometheus how many rounds each of
+// mpijob-manager's controllers made since start, both replicas together
+// (controller-runtime's controller_runtime_reconcile_total, every
+// result). It waits two scrapes first, so the last rounds are in.
+func reconcileRounds(ctx context.Context, start time.Time) (map[string]float64, error) {
+	pc, err := promapi.NewClient(promapi.Config{Address: localcluster.PrometheusURL})
+	if err != nil {
+		return nil, err
+	}
+	prom := promv1.NewAPI(pc)
+	select {
+	case <-time.After(2 * localcluster.ScrapeInterval):
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	window := time.Since(start) + localcluster.ScrapeInterval
+	expr := fmt.Sprintf(`sum by (controller) (increase(controller_runtime_reconcile_total[%ds]))`, int(window.Seconds())+1)
+	v, _, err := prom.Query(ctx, expr, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("prometheus query %s: %w", expr, err)
+	}
+	vec, ok := v.(model.Vector)
+	if !ok {
+		return nil, fmt.Errorf("prometheus query %s: a %s, not a vector", expr, v.Type())
+	}
+	out := map[string]float64{}
+	for _, smp := range vec {
+		out[string(smp.Metric["controller"])] = float64(smp.Value)
 	}
 	return out, nil
 }
@@ -919,6 +962,27 @@ func report(rs map[string]*result) error {
 		fmt.Fprintf(w, "RSS at the end, largest replica\t%d MiB\t≤ 100 MiB\t\n", m.rss>>20)
 		fmt.Fprintf(w, "peak RSS (VmHWM), largest replica\t%d MiB\t\t\n", m.peak>>20)
 		fmt.Fprintf(w, "RSS per job\t%.0f KiB\t\t\n", float64(m.rss>>10)/float64(*jobs))
+		if err := w.Flush(); err != nil {
+			return err
+		}
+	}
+	if len(full.rounds) > 0 && *jobs > 0 {
+		fmt.Println()
+		w = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(w, "mpijob-manager's rounds per job over the %d-job scenario, by controller (controller_runtime_reconcile_total)	rounds per job	\n", *jobs)
+		names := make([]string, 0, len(full.rounds))
+		var all float64
+		for k, v := range full.rounds {
+			names = append(names, k)
+			all += v
+		}
+		sort.Slice(names, func(i, j int) bool { return full.rounds[names[i]] > full.rounds[names[j]] })
+		for _, k := range names {
+			if full.rounds[k] >= 0.05*float64(*jobs) {
+				fmt.Fprintf(w, "%s\t%.1f\t\n", k, full.rounds[k]/float64(*jobs))
+			}
+		}
+		fmt.Fprintf(w, "all controllers\t%.1f\t\n", all/float64(*jobs))
 		if err := w.Flush(); err != nil {
 			return err
 		}

@@ -3,7 +3,9 @@
 // TrainJob is an update event for every controller that watches TrainJobs,
 // and a running job's are mostly mpijob's own (its status, its progress,
 // a rank's failure): a controller that acts on none of them must not wake
-// for them (issue "At the control plane's pace").
+// for them (issue "At the control plane's pace"). What a controller's
+// children change in bursts (a starting job's pods and JobSet) wakes it
+// once the burst has settled (Settling, settle.go), not once an update.
 package wake
 
 import (

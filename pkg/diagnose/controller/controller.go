@@ -188,11 +188,15 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// wakes. The rank-failure annotation the progress controller
 		// notes, and the stacks it keeps, do wake it.
 		For(&trainer.TrainJob{}, builder.WithPredicates(wake.TrainJobChanged(IgnoredWrites...))).
-		Watches(&jobsetv1alpha2.JobSet{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &trainer.TrainJob{})).
+		// A job's JobSet and pods change in bursts as it starts or ends
+		// (about forty updates for 8 Workers): each burst makes one round
+		// once it has settled for wake.Settle, not one round an update.
+		// A pod that goes wakes it at once.
+		Watches(&jobsetv1alpha2.JobSet{}, wake.Settling(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &trainer.TrainJob{}), wake.Settle)).
 		// Its own status writes to the JobStatus do not wake it; the
 		// stacks it keeps there do (wake.StacksChanged).
 		Watches(&api.JobStatus{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &trainer.TrainJob{}), builder.WithPredicates(wake.StacksChanged())).
-		Watches(&corev1.Pod{}, byJobSetName).
+		Watches(&corev1.Pod{}, wake.Settling(byJobSetName, wake.Settle)).
 		Complete(r)
 }
 
