@@ -337,7 +337,8 @@ func ratio(a, b time.Duration) float64 { return 100 * (float64(a)/float64(b) - 1
 // queued measures the manager with n jobs waiting in a Kueue ClusterQueue
 // that has no quota, for each n: the time until every job's status shows
 // its position, then the manager's CPU over a minute of steady state (the
-// diagnosis looks at every waiting job every 15 s) and the Workload List
+// diagnosis looks at every waiting job every 15 s, backing off to a
+// minute while its reason stays) and the Workload List
 // calls the API server served in that minute.
 func (b *bench) queued(ctx context.Context, counts []int) error {
 	pid, err := b.leaderPID(ctx)

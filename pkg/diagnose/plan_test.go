@@ -560,3 +560,140 @@ func TestAQuietJobIsWrittenOnce(t *testing.T) {
 		})
 	}
 }
+
+// The wait before each look at a job that waits for room with the same
+// phase and reason doubles from WaitingRefresh to WaitingRefreshMax; a
+// look a time rule brought forward is followed by WaitingRefresh.
+func TestWaitingLook(t *testing.T) {
+	cases := map[string]struct {
+		last, want time.Duration
+	}{
+		"the first look":               {0, WaitingRefresh},
+		"the second":                   {WaitingRefresh, 2 * WaitingRefresh},
+		"the third":                    {2 * WaitingRefresh, WaitingRefreshMax},
+		"waiting long":                 {WaitingRefreshMax, WaitingRefreshMax},
+		"after a rule's early look":    {3 * time.Second, WaitingRefresh},
+		"after a rule's look at 20 s":  {20 * time.Second, 40 * time.Second},
+		"a wait longer than the limit": {5 * time.Minute, WaitingRefreshMax},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if d := cmp.Diff(tc.want, waitingLook(tc.last)); d != "" {
+				t.Errorf("waitingLook(%s) (-want +got):\n%s", tc.last, d)
+			}
+		})
+	}
+}
+
+// untilRule is the time to the next rule of the clock a waiting job's
+// diagnosis follows, a second after it (times on objects are whole
+// seconds); rules passed or not set count for nothing.
+func TestUntilRule(t *testing.T) {
+	since := func(d time.Duration) *metav1.Time { return ptr.To(metav1.NewTime(t0.Add(-d))) }
+	madeAgo := func(d time.Duration) *trainer.TrainJob {
+		j := job(2).Deadline(600).Obj()
+		j.CreationTimestamp = metav1.NewTime(t0.Add(-d))
+		return j
+	}
+	jobsetAgo := func(d time.Duration) Input {
+		js := jobset(2)
+		js.CreationTimestamp = metav1.NewTime(t0.Add(-d))
+		return Input{TrainJob: job(2).Obj(), JobSet: js, Now: t0}
+	}
+	pending := func(d time.Duration) api.Status {
+		return api.Status{Phase: api.PhasePending, Reason: ReasonUnschedulable, LastTransitionTime: since(d)}
+	}
+	cases := map[string]struct {
+		in   Input
+		s    api.Status
+		want time.Duration
+	}{
+		"no rule":                 {Input{TrainJob: job(2).Obj(), Now: t0}, pending(time.Minute), 0},
+		"the gang timeout ahead":  {Input{TrainJob: job(2).Obj(), Now: t0, GangTimeout: 5 * time.Minute}, pending(4 * time.Minute), 61 * time.Second},
+		"the gang timeout passed": {Input{TrainJob: job(2).Obj(), Now: t0, GangTimeout: time.Minute}, pending(4 * time.Minute), 0},
+		"no gang timeout when Queued": {Input{TrainJob: job(2).Obj(), Now: t0, GangTimeout: 5 * time.Minute},
+			api.Status{Phase: api.PhaseQueued, Reason: ReasonQueued, LastTransitionTime: since(4 * time.Minute)}, 0},
+		"pods not yet overdue": {jobsetAgo(time.Second), pending(time.Second), podCreationGrace},
+		"pods overdue already": {jobsetAgo(time.Minute), pending(time.Minute), 0},
+		"the deadline ahead":   {Input{TrainJob: madeAgo(9 * time.Minute), Now: t0}, pending(time.Minute), 61 * time.Second},
+		"the deadline passed":  {Input{TrainJob: madeAgo(11 * time.Minute), Now: t0}, pending(time.Minute), 0},
+		"the nearest of two":   {Input{TrainJob: madeAgo(9 * time.Minute), Now: t0, GangTimeout: time.Minute}, pending(50 * time.Second), 11 * time.Second},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if d := cmp.Diff(tc.want, untilRule(tc.in, tc.s)); d != "" {
+				t.Errorf("untilRule (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// A job that waits for room is looked at less often the longer it waits
+// with the same reason: over 10 minutes 12 looks, where one every
+// WaitingRefresh made 40. Its gang-scheduling timeout is still found a
+// second after it passes, and a new reason brings the looks back to
+// WaitingRefresh.
+func TestWaitingLooksBackOff(t *testing.T) {
+	waiting := func(now time.Time, prev *api.Status, gang time.Duration, placed bool) Input {
+		ws := pods(worker("0"), worker("1"))
+		if placed {
+			ws = pods(worker("0").Running(true), worker("1"))
+		}
+		return Input{TrainJob: job(2).Obj(), JobSet: jobset(2), Now: now, Previous: prev, GangTimeout: gang, Workers: ws}
+	}
+	// run makes the rounds the job's requeues ask for until end, changing
+	// what the job waits with at change (zero: never); it returns each
+	// round's wait and the reason the last round found.
+	run := func(gang time.Duration, change, end time.Duration) ([]time.Duration, string) {
+		now := t0
+		var k Known
+		var prev *api.Status
+		var waits []time.Duration
+		var reason string
+		for now.Sub(t0) < end {
+			p := Decide(job(2).Obj(), k, waiting(now, prev, gang, change > 0 && now.Sub(t0) >= change))
+			reason = p.Status.Reason
+			if p.Requeue == 0 {
+				t.Fatalf("at %s a waiting job (%s %s) is not looked at again", now.Sub(t0), p.Status.Phase, p.Status.Reason)
+			}
+			s := p.Status
+			k = remembered(s, now)
+			k.Mem.Look = p.Look
+			prev = &s
+			waits = append(waits, p.Requeue)
+			now = now.Add(p.Requeue)
+		}
+		return waits, reason
+	}
+	waits, _ := run(0, 0, 10*time.Minute)
+	// 15 s, 30 s, then a minute.
+	want := []time.Duration{WaitingRefresh, 2 * WaitingRefresh}
+	for len(want) < 12 {
+		want = append(want, WaitingRefreshMax)
+	}
+	if d := cmp.Diff(want, waits); d != "" {
+		t.Errorf("looks at a job waiting 10 minutes (-want +got):\n%s", d)
+	}
+
+	// A gang timeout of 100 s: found a second after it passes.
+	waits, reason := run(100*time.Second, 0, 102*time.Second)
+	var at time.Duration
+	for _, w := range waits[:len(waits)-1] {
+		at += w
+	}
+	if reason != ReasonGangSchedulingTimeout || at > 102*time.Second {
+		t.Errorf("the gang timeout of 100 s was found at %s with reason %q (waits %v), want %s within 102 s", at, reason, waits, ReasonGangSchedulingTimeout)
+	}
+
+	// A Worker placed at 3 minutes: GangScheduling, a new phase, is
+	// looked at WaitingRefresh after its first look.
+	waits, _ = run(0, 3*time.Minute, 4*time.Minute)
+	var sum time.Duration
+	i := 0
+	for ; sum < 3*time.Minute; i++ {
+		sum += waits[i]
+	}
+	if i >= len(waits) || waits[i-1] != WaitingRefreshMax || waits[i] != WaitingRefresh {
+		t.Errorf("the waits before and after the job's reason changed at %s were %v, want WaitingRefreshMax, then WaitingRefresh again", sum, waits[i-1:])
+	}
+}

@@ -28,7 +28,8 @@ type Snapshots struct {
 	// (once, not per snapshot), to log it.
 	OnVisibilityError func(error)
 	// TTL is how old a snapshot may be (queue positions then lag by as
-	// much; the diagnosis refreshes waiting jobs every 15 s).
+	// much; the diagnosis looks at a waiting job every 15 s to a minute:
+	// diagnose.WaitingRefresh, WaitingRefreshMax).
 	TTL time.Duration
 	// Now is the clock (tests).
 	Now func() time.Time

@@ -5,9 +5,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
 )
@@ -72,6 +74,53 @@ func TestStacksChanged(t *testing.T) {
 		"created":                     {p.Create(event.CreateEvent{Object: js("a", "s")}), false},
 		"deleted":                     {p.Delete(event.DeleteEvent{Object: js("a", "s")}), false},
 		"another kind":                {p.Update(event.UpdateEvent{ObjectOld: &trainer.TrainJob{}, ObjectNew: &trainer.TrainJob{}}), false},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if d := cmp.Diff(tc.want, tc.got); d != "" {
+				t.Errorf("(-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+// The progress controller wakes for a Launcher pod that is made, changes
+// phase or goes; never for a Worker, a pod of no JobSet, or a Launcher's
+// update within its phase.
+func TestLauncherMoved(t *testing.T) {
+	pod := func(role string, phase corev1.PodPhase) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "j-" + role + "-0-0", Labels: map[string]string{
+			jobsetv1alpha2.JobSetNameKey: "j", jobsetv1alpha2.ReplicatedJobNameKey: role}}, Status: corev1.PodStatus{Phase: phase}}
+		if role == "" {
+			p.Labels = nil
+		}
+		return p
+	}
+	ready := func(p *corev1.Pod) *corev1.Pod {
+		p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+		return p
+	}
+	update := func(o, n *corev1.Pod) bool {
+		return LauncherMoved().Update(event.UpdateEvent{ObjectOld: o, ObjectNew: n})
+	}
+	const launcher, worker = api.LauncherJob, api.WorkerJob
+	p := LauncherMoved()
+	cases := map[string]struct {
+		got  bool
+		want bool
+	}{
+		"a Launcher starts":                  {update(pod(launcher, corev1.PodPending), pod(launcher, corev1.PodRunning)), true},
+		"a Launcher ends":                    {update(pod(launcher, corev1.PodRunning), pod(launcher, corev1.PodFailed)), true},
+		"a Launcher's update within Running": {update(pod(launcher, corev1.PodRunning), ready(pod(launcher, corev1.PodRunning))), false},
+		"a pending Launcher is scheduled":    {update(pod(launcher, corev1.PodPending), ready(pod(launcher, corev1.PodPending))), false},
+		"a Worker starts":                    {update(pod(worker, corev1.PodPending), pod(worker, corev1.PodRunning)), false},
+		"a pod of no JobSet starts":          {update(pod("", corev1.PodPending), pod("", corev1.PodRunning)), false},
+		"a Launcher is made":                 {p.Create(event.CreateEvent{Object: pod(launcher, corev1.PodPending)}), true},
+		"a Launcher of the initial list":     {p.Create(event.CreateEvent{Object: pod(launcher, corev1.PodRunning), IsInInitialList: true}), false},
+		"a Worker is made":                   {p.Create(event.CreateEvent{Object: pod(worker, corev1.PodPending)}), false},
+		"a Launcher goes":                    {p.Delete(event.DeleteEvent{Object: pod(launcher, corev1.PodRunning)}), true},
+		"a Worker goes":                      {p.Delete(event.DeleteEvent{Object: pod(worker, corev1.PodRunning)}), false},
+		"a generic event":                    {p.Generic(event.GenericEvent{Object: pod(launcher, corev1.PodRunning)}), false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

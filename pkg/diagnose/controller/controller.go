@@ -464,7 +464,7 @@ func (r *Reconciler) apply(ctx context.Context, tj *trainer.TrainJob, k diagnose
 	}
 	// Each transition's Event and metrics go out once the status that
 	// records it is written (p.Emit); until then they are kept in memory.
-	mem.Pending = p.Pending
+	mem.Pending, mem.Look = p.Pending, p.Look
 	if p.Remember {
 		mem.Diagnosed = p.Status
 		r.store(tj, mem)

@@ -26,6 +26,8 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
@@ -162,17 +164,25 @@ func (r *Reconciler) paceOf(tj *trainer.TrainJob, o diagnose.Observation, ok boo
 // maxFinished bounds the finished jobs remembered.
 const maxFinished = 10000
 
-// SetupWithManager registers the controller; it watches TrainJobs only
-// and polls the running ones every Interval. Of a TrainJob's updates it
-// wakes for those it acts on (wake.TrainJobChanged): its spec, Trainer's
-// conditions and runtime status, a setting of the job's; not its own
-// writes (progress, rank failure, resumed) nor the diagnosis's (status,
-// stacks), which its poll of a running job covers, and which made most of
-// its wakes (issue "At the control plane's pace").
+// SetupWithManager registers the controller. It watches TrainJobs, and
+// their Launcher pods as they are made, change phase or go
+// (wake.LauncherMoved): a job whose Launcher is not running is read when
+// its Launcher moves, not polled; a running one is polled at its Pace. Of
+// a TrainJob's updates it wakes for those it acts on
+// (wake.TrainJobChanged): its spec, Trainer's conditions and runtime
+// status, a setting of the job's; not its own writes (progress, rank
+// failure, resumed) nor the diagnosis's (status, stacks), which its poll
+// of a running job covers, and which made most of its wakes (issue "At the
+// control plane's pace"). The pods come from the cache the diagnosis
+// watches them through: no watch of its own.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.finished, r.uids = map[types.UID]types.NamespacedName{}, map[types.NamespacedName]types.UID{}
+	byJobSetName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetLabels()[jobsetv1alpha2.JobSetNameKey]}}}
+	})
 	return ctrl.NewControllerManagedBy(mgr).Named("progress").
 		For(&trainer.TrainJob{}, builder.WithPredicates(wake.TrainJobChanged(IgnoredWrites...))).
+		Watches(&corev1.Pod{}, byJobSetName, builder.WithPredicates(wake.LauncherMoved())).
 		Complete(r)
 }
 
@@ -321,9 +331,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if launcher == nil || launcher.Status.Phase == corev1.PodPending {
 		if complete || failed {
 			r.markFinished(tj)
-			return ctrl.Result{}, nil
 		}
-		return ctrl.Result{RequeueAfter: Interval}, nil
+		// Nothing to read until the Launcher runs: its start wakes this
+		// controller (wake.LauncherMoved), so a job that waits for room is
+		// not read every Interval while it waits.
+		return ctrl.Result{}, nil
 	}
 	// Gather: one read of the log, and what it says (diagnose.Observe, the
 	// diagnosis's reading too). A read the diagnosis made moments ago

@@ -235,9 +235,10 @@ func TestNotedRankIsNotWrittenAgain(t *testing.T) {
 	}
 }
 
-// What keeps the log from being read (no Launcher yet, a pending one, a
-// log that cannot be read) retries later; a job being deleted, or one
-// that is not MPI's, is left alone.
+// A log that cannot be read is read again later; a job whose Launcher is
+// not running (none yet, a pending one) is not polled: its Launcher's
+// start wakes the controller (wake.LauncherMoved). A job being deleted,
+// or one that is not MPI's, is left alone.
 func TestReconcileWaitsOrLeavesAlone(t *testing.T) {
 	cases := map[string]struct {
 		setup   func(*cluster)
@@ -248,7 +249,7 @@ func TestReconcileWaitsOrLeavesAlone(t *testing.T) {
 			_ = c.client.Get(context.Background(), client.ObjectKey{Namespace: "team-a", Name: "hello-launcher-0-0"}, p)
 			p.Status.Phase = corev1.PodPending
 			_ = c.client.Status().Update(context.Background(), p)
-		}, requeue: true},
+		}},
 		"a log that cannot be read": {setup: func(c *cluster) {
 			c.r.LauncherLog = func(context.Context, *corev1.Pod) ([]byte, error) {
 				return nil, fmt.Errorf("the kubelet does not answer")
@@ -256,7 +257,7 @@ func TestReconcileWaitsOrLeavesAlone(t *testing.T) {
 		}, requeue: true},
 		"no Launcher": {setup: func(c *cluster) {
 			_ = c.client.Delete(context.Background(), &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "hello-launcher-0-0"}})
-		}, requeue: true},
+		}},
 		"a job that is not MPI's": {setup: func(c *cluster) {
 			tj := c.job(t)
 			tj.Spec.RuntimeRef.Name = "torch-distributed"
