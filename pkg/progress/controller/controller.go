@@ -55,15 +55,25 @@ const ResumedFieldManager = "mpijob.dev/resumed"
 const Interval = 10 * time.Second
 
 // QuietInterval is the longest wait between reads of a Launcher whose log
-// says nothing new, or cannot be read: each such read doubles the wait
-// from Interval up to it, and the first new line brings it back to
-// Interval. A job that prints has its progress read every Interval; one
-// that loads data, waits in a collective or runs where no kubelet serves
-// its log is read a quarter as often (log reads were the most frequent
+// says nothing new: each such read doubles the wait from Interval up to
+// it, and the first new line brings it back to Interval (one that cannot
+// be read waits up to UnreadableInterval). A job that prints has its
+// progress read every Interval; one that loads data or waits in a
+// collective is read a quarter as often (log reads were the most frequent
 // request the manager made per job at the bench's scale: issue "At the
 // control plane's pace"). The diagnosis's own look at a running job's
 // last line does not wait for it (diagnose.ObservationMaxAge).
 const QuietInterval = 4 * Interval
+
+// UnreadableInterval is the longest wait between reads of a Launcher whose
+// log cannot be read: each failed read doubles the wait from Interval up
+// to it, past QuietInterval, and the first good read brings it back. A
+// node whose kubelet serves no log (a virtual kubelet, kwok's nodes) keeps
+// refusing, and each refusal is a proxied request through the API server:
+// 7.7 a job at 500 jobs × 8 (bench/scale). A log that comes back is read
+// again within it, and the diagnosis's own look at a running job reads the
+// Launcher every minute whatever this wait (diagnose.RunningRefresh).
+const UnreadableInterval = 12 * Interval
 
 // Reconciler publishes the progress a running MPI job's ranks print: it
 // reads the last lines of the Launcher's log every Interval (gather), takes
@@ -122,10 +132,14 @@ type pace struct {
 // one before said last and was followed by wait (0: the first read). A
 // read that says something new, or a finding that waits on the next read
 // (a failed or silent rank), reads again after Interval; otherwise the
-// wait doubles, up to QuietInterval.
+// wait doubles, up to QuietInterval for a log that says nothing new and
+// UnreadableInterval for one that cannot be read.
 func Pace(seen, last string, ok bool, finding bool, wait time.Duration) time.Duration {
 	if finding || (ok && seen != last) || wait <= 0 {
 		return Interval
+	}
+	if !ok {
+		return min(2*wait, UnreadableInterval)
 	}
 	return min(2*wait, QuietInterval)
 }

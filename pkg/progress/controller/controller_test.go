@@ -423,6 +423,11 @@ func TestPace(t *testing.T) {
 		"nothing new for long":           {seen: "a", last: "a", ok: true, wait: QuietInterval, want: QuietInterval},
 		"an unreadable log":              {seen: "a", last: "a", ok: false, wait: Interval, want: 2 * Interval},
 		"an unreadable first read":       {ok: false, want: Interval},
+		"unreadable past the quiet wait": {seen: "a", last: "a", ok: false, wait: QuietInterval, want: 2 * QuietInterval},
+		"unreadable for long":            {seen: "a", last: "a", ok: false, wait: 2 * QuietInterval, want: UnreadableInterval},
+		"unreadable at the longest wait": {seen: "a", last: "a", ok: false, wait: UnreadableInterval, want: UnreadableInterval},
+		"readable again, nothing new":    {seen: "a", last: "a", ok: true, wait: UnreadableInterval, want: QuietInterval},
+		"readable again, a new line":     {seen: "b", last: "a", ok: true, wait: UnreadableInterval, want: Interval},
 		"a finding that waits on a read": {seen: "a", last: "a", ok: true, finding: true, wait: QuietInterval, want: Interval},
 		"an empty log stays empty":       {ok: true, wait: 2 * Interval, want: 4 * Interval},
 	}
