@@ -433,13 +433,13 @@ func untilRule(in Input, s api.Status) time.Duration {
 		}
 	}
 	if in.GangTimeout > 0 && s.LastTransitionTime != nil && (s.Phase == api.PhasePending || s.Phase == api.PhaseGangScheduling) {
-		at(s.LastTransitionTime.Add(in.GangTimeout))
+		at(gangTimeoutAt(s.LastTransitionTime.Time, in.GangTimeout))
 	}
 	if in.JobSet != nil {
-		at(in.JobSet.CreationTimestamp.Add(podCreationGrace))
+		at(podsDueAt(in.JobSet.CreationTimestamp.Time))
 	}
 	if tj := in.TrainJob; tj != nil && tj.Spec.ActiveDeadlineSeconds > 0 {
-		at(tj.CreationTimestamp.Add(time.Duration(tj.Spec.ActiveDeadlineSeconds) * time.Second))
+		at(deadlineAt(tj))
 	}
 	return next
 }

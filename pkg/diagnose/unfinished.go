@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/mpijob/mpijob/pkg/api"
@@ -115,7 +116,7 @@ func explainUnfinished(in Input, s api.Status) (api.Phase, finding) {
 			msg += ": " + strings.TrimSuffix(sched, ".")
 		}
 		if in.Previous != nil && in.Previous.LastTransitionTime != nil && in.Previous.Phase == phase && in.GangTimeout > 0 &&
-			in.Now.Sub(in.Previous.LastTransitionTime.Time) > in.GangTimeout {
+			in.Now.After(gangTimeoutAt(in.Previous.LastTransitionTime.Time, in.GangTimeout)) {
 			return phase, finding{reason: ReasonGangSchedulingTimeout,
 				message: msg + fmt.Sprintf(" (waiting longer than the gang-scheduling timeout of %s).", in.GangTimeout),
 				next:    ranked(step("Use fewer Workers or fewer GPUs per worker, or ask an administrator for capacity; delete the job to free what it holds."))}
@@ -475,11 +476,19 @@ func mountFailed(in Input) (message string, next []api.Step, who *api.PodRef, ok
 // podsOverdue reports whether the job's JobSet has existed for a while and
 // still lacks the Launcher or some Workers.
 func podsOverdue(in Input, now time.Time) bool {
-	if in.JobSet == nil || now.Sub(in.JobSet.CreationTimestamp.Time) < podCreationGrace {
+	if in.JobSet == nil || now.Before(podsDueAt(in.JobSet.CreationTimestamp.Time)) {
 		return false
 	}
 	return len(in.Launcher) == 0 || int32(len(in.Workers)) < workersTotal(in)
 }
+
+// gangTimeoutAt is when Workers waiting to be placed since since pass the
+// gang-scheduling timeout gang (explainUnfinished; untilRule looks then).
+func gangTimeoutAt(since time.Time, gang time.Duration) time.Time { return since.Add(gang) }
+
+// podsDueAt is when the pods of a JobSet made at created are overdue
+// (podsOverdue; untilRule looks then).
+func podsDueAt(created time.Time) time.Time { return created.Add(podCreationGrace) }
 
 func schedulerMessage(pods []corev1.Pod) string {
 	for i := range pods {
@@ -725,7 +734,14 @@ func deadlineReached(in Input) bool {
 	if tj == nil || tj.Spec.ActiveDeadlineSeconds <= 0 || p == nil || (p.Phase != api.PhaseStarting && p.Phase != api.PhaseRunning) {
 		return false
 	}
-	return !in.Now.Before(tj.CreationTimestamp.Add(time.Duration(tj.Spec.ActiveDeadlineSeconds) * time.Second))
+	return !in.Now.Before(deadlineAt(tj))
+}
+
+// deadlineAt is when a job with a timeout (spec.activeDeadlineSeconds > 0)
+// reaches it, counted from its creation (deadlineReached; untilRule looks
+// then).
+func deadlineAt(tj *trainer.TrainJob) time.Time {
+	return tj.CreationTimestamp.Add(time.Duration(tj.Spec.ActiveDeadlineSeconds) * time.Second)
 }
 
 // previousSteps are the next steps of the status before (one written
