@@ -9,8 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/priorityqueue"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -48,10 +46,6 @@ func jobPod(i int) *corev1.Pod {
 		ResourceVersion: strconv.Itoa(i), Labels: map[string]string{"jobset.sigs.k8s.io/jobset-name": "j"}}}
 }
 
-var byJob = handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetLabels()["jobset.sigs.k8s.io/jobset-name"]}}}
-})
-
 // A starting job's pod updates, 20 of them 10 ms apart, make one round
 // of the job once settled; unsettled, the worker took each as it came.
 func TestSettlingMakesOneRoundOfAStartingJobsUpdates(t *testing.T) {
@@ -62,10 +56,10 @@ func TestSettlingMakesOneRoundOfAStartingJobsUpdates(t *testing.T) {
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	if got := rounds(t, byJob, updates, 300*time.Millisecond); got < 10 {
+	if got := rounds(t, ByJobSetName, updates, 300*time.Millisecond); got < 10 {
 		t.Fatalf("unsettled, 20 updates 10 ms apart made %d rounds; the scenario needs a worker that takes each (want at least 10)", got)
 	}
-	if got := rounds(t, Settling(byJob, d), updates, d+500*time.Millisecond); got != 1 {
+	if got := rounds(t, Settling(ByJobSetName, d), updates, d+500*time.Millisecond); got != 1 {
 		t.Errorf("settled for %s, 20 updates 10 ms apart made %d rounds, want 1", d, got)
 	}
 }
@@ -74,7 +68,7 @@ func TestSettlingMakesOneRoundOfAStartingJobsUpdates(t *testing.T) {
 // at once: a round sees them before the settling time.
 func TestSettlingPassesDeletesAndTheInitialList(t *testing.T) {
 	const d = 10 * time.Second
-	h := Settling(byJob, d)
+	h := Settling(ByJobSetName, d)
 	cases := map[string]func(handler.EventHandler, queue){
 		"a delete": func(h handler.EventHandler, q queue) {
 			h.Delete(context.Background(), event.DeleteEvent{Object: jobPod(1)}, q)

@@ -9,14 +9,18 @@
 package wake
 
 import (
+	"context"
 	"strings"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
@@ -114,3 +118,14 @@ func isLauncher(o client.Object) bool {
 	_, of := l[jobsetv1alpha2.JobSetNameKey]
 	return of && l[jobsetv1alpha2.ReplicatedJobNameKey] == api.LauncherJob
 }
+
+// ByJobSetName enqueues the TrainJob of a JobSet's pod, by the JobSet's
+// name (Trainer names a job's JobSet after it); a pod of no JobSet
+// enqueues nothing.
+var ByJobSetName = handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+	name, ok := o.GetLabels()[jobsetv1alpha2.JobSetNameKey]
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+})

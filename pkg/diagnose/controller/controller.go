@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
@@ -170,13 +169,6 @@ var IgnoredWrites = []string{api.StatusAnnotation, progress.Annotation}
 // SetupWithManager registers the controller: it watches TrainJobs, their
 // JobSets and the JobSets' pods.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
-	byJobSetName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		name, ok := o.GetLabels()[jobsetv1alpha2.JobSetNameKey]
-		if !ok {
-			return nil
-		}
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
-	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("diagnosis").
 		// Jobs are diagnosed four at a time (one job's rounds never run
@@ -196,7 +188,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// Its own status writes to the JobStatus do not wake it; the
 		// stacks it keeps there do (wake.StacksChanged).
 		Watches(&api.JobStatus{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &trainer.TrainJob{}), builder.WithPredicates(wake.StacksChanged())).
-		Watches(&corev1.Pod{}, wake.Settling(byJobSetName, wake.Settle)).
+		Watches(&corev1.Pod{}, wake.Settling(wake.ByJobSetName, wake.Settle)).
 		Complete(r)
 }
 

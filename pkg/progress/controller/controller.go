@@ -26,8 +26,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
@@ -191,12 +189,9 @@ const maxFinished = 10000
 // watches them through: no watch of its own.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	r.finished, r.uids = map[types.UID]types.NamespacedName{}, map[types.NamespacedName]types.UID{}
-	byJobSetName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetLabels()[jobsetv1alpha2.JobSetNameKey]}}}
-	})
 	return ctrl.NewControllerManagedBy(mgr).Named("progress").
 		For(&trainer.TrainJob{}, builder.WithPredicates(wake.TrainJobChanged(IgnoredWrites...))).
-		Watches(&corev1.Pod{}, byJobSetName, builder.WithPredicates(wake.LauncherMoved())).
+		Watches(&corev1.Pod{}, wake.ByJobSetName, builder.WithPredicates(wake.LauncherMoved())).
 		Complete(r)
 }
 
