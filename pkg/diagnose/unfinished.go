@@ -482,9 +482,10 @@ func podsOverdue(in Input, now time.Time) bool {
 	return len(in.Launcher) == 0 || int32(len(in.Workers)) < workersTotal(in)
 }
 
-// gangTimeoutAt is when Workers waiting to be placed since since pass the
-// gang-scheduling timeout gang (explainUnfinished; untilRule looks then).
-func gangTimeoutAt(since time.Time, gang time.Duration) time.Time { return since.Add(gang) }
+// gangTimeoutAt is when Workers waiting to be placed from waiting on pass
+// the gang-scheduling timeout gang (explainUnfinished; untilRule looks
+// then).
+func gangTimeoutAt(waiting time.Time, gang time.Duration) time.Time { return waiting.Add(gang) }
 
 // podsDueAt is when the pods of a JobSet made at created are overdue
 // (podsOverdue; untilRule looks then).
