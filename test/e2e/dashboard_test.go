@@ -260,6 +260,28 @@ func TestDashboardInTheBrowser(t *testing.T) {
 // the dashboard at url with env, logs its report and fails the test (what
 // names the checks) when one of them failed. Screenshots go to
 // .cache/dashboard-screenshots, whose path it returns.
+// failedChecks is the browser test's FAIL lines, each with what its page
+// showed (the harness's indented lines after it), so the failure's own
+// line says which check failed even where only the end of the output is
+// kept.
+func failedChecks(out string) string {
+	var b strings.Builder
+	in := false
+	for _, l := range strings.Split(out, "\n") {
+		switch {
+		case strings.HasPrefix(l, "FAIL "):
+			in = true
+		case in && strings.HasPrefix(l, "     "):
+		default:
+			in = false
+		}
+		if in {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
 func browserCheck(t *testing.T, script, url, what string, env ...string) string {
 	t.Helper()
 	root, err := filepath.Abs("../..")
@@ -273,7 +295,7 @@ func browserCheck(t *testing.T, script, url, what string, env ...string) string 
 	out, err := cmd.CombinedOutput()
 	t.Logf("browser test:\n%s", out)
 	if err != nil {
-		t.Fatalf("%s failed (%v); screenshots in %s", what, err, shots)
+		t.Fatalf("%s failed (%v); screenshots in %s; what failed:\n%s", what, err, shots, failedChecks(string(out)))
 	}
 	return shots
 }

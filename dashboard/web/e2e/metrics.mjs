@@ -19,7 +19,7 @@ await step('dev-a opens the Metrics tab', async () => {
   check(new URL(page.url()).searchParams.get('tab') === 'metrics', 'the tab is in the address, to share');
   for (const metric of ['cpu', 'memory']) {
     const chart = page.getByTestId(`chart-${metric}`);
-    await chart.waitFor({ timeout: 30000 });
+    await chart.waitFor();
     const series = Number(await chart.getAttribute('data-series'));
     const points = Number(await chart.getAttribute('data-points'));
     check(series === 3, `${metric}: a line for the Launcher and each of 2 Workers (${series})`);

@@ -13,7 +13,7 @@ const { check, step, login, finish } = await harness();
 await step('the Overview names the stuck rank and the fix', async () => {
   const { ctx, page } = await login('dev-a');
   await page.goto(`${url}/jobs/team-a/${job}`);
-  await page.getByTestId('reason').filter({ hasText: 'RankFailedOthersWaiting' }).waitFor({ timeout: 30000 });
+  await page.getByTestId('reason').filter({ hasText: 'RankFailedOthersWaiting' }).waitFor();
   const text = await page.getByTestId('diagnosis').textContent();
   check(text.includes('Rank 1 (Worker 1) failed at'), 'the message names rank 1 and its Worker');
   check(text.includes('python -m mpi4py'), 'the first next step is python -m mpi4py');

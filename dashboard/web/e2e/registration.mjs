@@ -17,7 +17,7 @@ const { check, step, login, finish } = await harness();
 await step('the job page says Succeeded, the warning and the command', async () => {
   const { ctx, page } = await login('dev-a');
   await page.goto(`${url}/jobs/team-a/${job}`);
-  await page.getByTestId('diagnosis').waitFor({ timeout: 30000 });
+  await page.getByTestId('diagnosis').waitFor();
   const phase = await page.getByTestId('phase').first().getAttribute('data-phase');
   check(phase === 'Succeeded', `the phase is ${phase}`);
   const reason = await page.getByTestId('reason').textContent();

@@ -13,7 +13,7 @@ const { check, step, login, finish } = await harness();
 await step('dev-a sees where the job resumed and how often it started again', async () => {
   const { ctx, page } = await login('dev-a');
   await page.goto(`${url}/jobs/team-a/${job}`);
-  await page.getByTestId('resumed').waitFor({ timeout: 30000 });
+  await page.getByTestId('resumed').waitFor();
   const resumed = await page.getByTestId('resumed').textContent();
   check(resumed.startsWith('resumed from epoch 4 of 8'), `Resumed says ${resumed}`);
   const attempts = await page.getByTestId('attempts').textContent();

@@ -28,7 +28,7 @@ await step('dev-a tests runtimes', async () => {
   await bad.getByLabel(`Namespace for testing ${broken}`).selectOption('team-a');
   await good.getByRole('button', { name: 'Test runtime' }).click();
   await bad.getByRole('button', { name: 'Test runtime' }).click();
-  await good.locator('[data-testid="check-image pull"]').waitFor({ timeout: 30000 });
+  await good.locator('[data-testid="check-image pull"]').waitFor();
   check(true, 'the checks show while the test runs');
   await good.locator('[data-testid="check-MPI spawn"][data-result="PASS"]').waitFor({ timeout: 240000 });
   for (const name of ['image pull', 'SSH key mount', 'MPI spawn']) {

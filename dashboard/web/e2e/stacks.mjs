@@ -25,7 +25,7 @@ await step('the Stacks tab groups the ranks and names the odd one out', async ()
   check(second.includes('rank 3 on Worker 1: comm.recv') && second.includes('wait_for_peer()'), 'the second group is rank 3 in wait_for_peer');
   await page.screenshot({ path: `${shots}/job-stacks.png`, fullPage: true });
   await page.getByTestId('take-stacks').click();
-  await page.getByTestId('take-stacks').filter({ hasText: 'Take them again' }).waitFor({ timeout: 30000 });
+  await page.getByTestId('take-stacks').filter({ hasText: 'Take them again' }).waitFor();
   check((await page.getByTestId('stack-group').count()) === 2, 'taking them again shows the same groups (the ranks kept running)');
   await ctx.close();
 });

@@ -14,12 +14,12 @@ const { check, step, login, finish } = await harness();
 await step('dev-a sees progress and charts on the Training tab', async () => {
   const { ctx, page } = await login('dev-a');
   await page.goto(`${url}/jobs/team-a/${job}`);
-  await page.getByTestId('overview-progress').waitFor({ timeout: 30000 });
+  await page.getByTestId('overview-progress').waitFor();
   check((await page.getByTestId('overview-progress').textContent()).includes('100% · epoch 30/30'), 'the Overview says the progress');
   await page.getByRole('tab', { name: 'Training' }).click();
-  await page.getByTestId('progress-bar').waitFor({ timeout: 30000 });
+  await page.getByTestId('progress-bar').waitFor();
   const loss = page.getByTestId('chart-loss');
-  await loss.waitFor({ timeout: 30000 });
+  await loss.waitFor();
   check(Number(await loss.getAttribute('data-points')) === 30, `the loss chart has a point per epoch (${await loss.getAttribute('data-points')})`);
   check((await page.getByTestId('chart-accuracy').count()) === 1, 'an accuracy chart');
   const acc = Number(await page.getByTestId('metric-accuracy').textContent());
@@ -34,7 +34,7 @@ await step('dev-a sees progress and charts on the Training tab', async () => {
 await step('dev-a lists and downloads the artifacts', async () => {
   const { ctx, page } = await login('dev-a');
   await page.goto(`${url}/jobs/team-a/${job}?tab=artifacts`);
-  await page.getByTestId('artifacts').waitFor({ timeout: 30000 });
+  await page.getByTestId('artifacts').waitFor();
   for (const f of ['model.npz', 'metrics.json']) check((await page.getByTestId(`artifact-${f}`).count()) === 1, `${f} is listed`);
   const text = await page.getByTestId('artifacts').textContent();
   check(text.includes(`s3://team-a/${job}/`) && text.includes('local-s3'), 'it says where they are');
@@ -53,7 +53,7 @@ await step('the job list has a Progress column', async () => {
   const { ctx, page } = await login('dev-a');
   await page.goto(`${url}/?namespace=team-a`);
   const cell = page.getByTestId(`progress-${job}`);
-  await cell.waitFor({ timeout: 30000 });
+  await cell.waitFor();
   check((await cell.textContent()).startsWith('100%'), `the row says ${await cell.textContent()}`);
   await ctx.close();
 });
