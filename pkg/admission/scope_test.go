@@ -146,6 +146,34 @@ func TestReleaseShipsTheScope(t *testing.T) {
 	}
 }
 
+// The creator webhook is called once per create: reinvoked after
+// Trainer's defaulter stamps the runtime patches' times (IfNeeded), it was
+// one admission call in three of an MPI create, and DedupeKueuePatch needs
+// no second call in any order of the webhooks
+// (TestDedupeKueuePatchInAnyOrder).
+func TestCreatorIsCalledOnce(t *testing.T) {
+	objs, err := manifests.Parse(bytes.NewReader(config.WebhookManifest), "config/webhook/manifests.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]admissionregistrationv1.ReinvocationPolicyType{}
+	for _, u := range objs {
+		if u.GetKind() != "MutatingWebhookConfiguration" {
+			continue
+		}
+		cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
+		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, cfg, true); err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range cfg.Webhooks {
+			got[w.Name] = ptr.Deref(w.ReinvocationPolicy, admissionregistrationv1.NeverReinvocationPolicy)
+		}
+	}
+	if diff := cmp.Diff(map[string]admissionregistrationv1.ReinvocationPolicyType{"creator.trainjob.mpijob.dev": admissionregistrationv1.NeverReinvocationPolicy}, got); diff != "" {
+		t.Errorf("the mutating webhooks' reinvocation (-want +got):\n%s", diff)
+	}
+}
+
 func TestSetScope(t *testing.T) {
 	cfg := &admissionregistrationv1.ValidatingWebhookConfiguration{Webhooks: []admissionregistrationv1.ValidatingWebhook{
 		{Name: "a", MatchConditions: []admissionregistrationv1.MatchCondition{{Name: "other", Expression: "true"}, {Name: ScopeCondition, Expression: "old"}}},

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	admissionv1 "k8s.io/api/admission/v1"
@@ -100,33 +101,58 @@ func (d *Defaulter) Default(ctx context.Context, tj *trainer.TrainJob) error {
 		delete(tj.Annotations, key)
 	}
 	tj.Annotations[api.CreatorAnnotation] = req.UserInfo.Username
-	tj.Spec.RuntimePatches = DedupeKueuePatch(tj.Spec.RuntimePatches)
+	tj.Spec.RuntimePatches = DedupeKueuePatch(tj.Spec.RuntimePatches, time.Now())
 	return nil
 }
 
 // KueueManager is the runtimePatches manager of Kueue's own patch.
 const KueueManager = "kueue.x-k8s.io/manager"
 
-// DedupeKueuePatch keeps the last of Kueue's runtime patches. Kueue's
-// webhook (which runs before mpijob's) appends its patch to every
-// TrainJob it sees created, so a job's exported YAML created again has
-// two, and Trainer refuses the duplicate key: the user wrote neither, so
-// the earlier one, the exported job's, goes.
-func DedupeKueuePatch(patches []trainer.RuntimePatch) []trainer.RuntimePatch {
+// StalePatch is how old a Kueue runtime patch's time must be to be an
+// earlier job's (DedupeKueuePatch). Trainer's defaulter stamps the time of
+// a patch that has none during the same create, so a patch of this create
+// is at most the admission chain's few seconds (and the nodes' clock skew)
+// old when mpijob's webhook sees it.
+const StalePatch = time.Minute
+
+// DedupeKueuePatch leaves one runtime patch of Kueue's on a TrainJob being
+// created. Kueue's webhook appends its patch to every TrainJob it sees
+// created, so a job's exported YAML created again brings the earlier
+// job's and gets a second, and the API server refuses the duplicate key
+// of the list (runtimePatches is a map keyed by manager): the user wrote
+// neither. Whatever order the API server calls the three
+// mutating webhooks in (configurations run in the order of their names),
+// mpijob's is called once (reinvocationPolicy: Never) and the result is
+// one patch, this create's:
+//   - a patch whose time is older than StalePatch is an earlier job's, and
+//     goes (Trainer stamps the time of every patch when a job is created);
+//     when mpijob's webhook runs before Kueue's, Kueue appends this
+//     create's after it;
+//   - of those left, the last stays: Kueue appends this create's (no time
+//     yet, or the time Trainer's defaulter stamped just now when it ran
+//     first).
+//
+// The one case left: mpijob's webhook before Kueue's and a job exported
+// and created again within StalePatch of its original gets both, which
+// the API server refuses; the same create a minute later is admitted.
+func DedupeKueuePatch(patches []trainer.RuntimePatch, now time.Time) []trainer.RuntimePatch {
+	stale := func(p trainer.RuntimePatch) bool {
+		return p.Manager == KueueManager && p.Time != nil && p.Time.Time.Before(now.Add(-StalePatch))
+	}
 	last := -1
 	for i, p := range patches {
-		if p.Manager == KueueManager {
+		if p.Manager == KueueManager && !stale(p) {
 			last = i
 		}
-	}
-	if last < 0 {
-		return patches
 	}
 	out := patches[:0:0]
 	for i, p := range patches {
 		if p.Manager != KueueManager || i == last {
 			out = append(out, p)
 		}
+	}
+	if len(out) == len(patches) {
+		return patches
 	}
 	return out
 }

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
@@ -100,11 +102,12 @@ func TestDefaulterStampsTheCreator(t *testing.T) {
 	// Kueue's patch, exported with the job and appended again by Kueue's
 	// webhook on create: the last one stays, the user's own stay.
 	twice := tjOn("k", "mpi-openmpi", 1)
-	twice.Spec.RuntimePatches = []trainer.RuntimePatch{{Manager: KueueManager}, {Manager: "example.com/mine"}, {Manager: KueueManager, Time: &metav1.Time{}}}
+	earlier := metav1.NewTime(time.Now().Add(-time.Hour))
+	twice.Spec.RuntimePatches = []trainer.RuntimePatch{{Manager: KueueManager, Time: &earlier}, {Manager: "example.com/mine"}, {Manager: KueueManager}}
 	if err := d.Default(reqCtx(t, admissionv1.Create, "dev-a", nil), twice); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]trainer.RuntimePatch{{Manager: "example.com/mine"}, {Manager: KueueManager, Time: &metav1.Time{}}}, twice.Spec.RuntimePatches); diff != "" {
+	if diff := cmp.Diff([]trainer.RuntimePatch{{Manager: "example.com/mine"}, {Manager: KueueManager}}, twice.Spec.RuntimePatches); diff != "" {
 		t.Errorf("runtime patches after the mutating webhook (-want +got):\n%s", diff)
 	}
 	mpi := tjOn("m", "mpi-openmpi", 1)
@@ -658,6 +661,65 @@ func TestTokensNeedTheRightToUseTheAccount(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("got %v, want refused with %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// Kueue's webhook appends its runtime patch to every TrainJob created, so
+// an exported job created again brings a second; Trainer's defaulter
+// stamps every patch's time. mpijob's webhook is called once
+// (reinvocationPolicy: Never) in whatever order the API server calls the
+// three, and one patch of Kueue's must be left once all three ran: the
+// cases are what mpijob's webhook sees in each order.
+func TestDedupeKueuePatchInAnyOrder(t *testing.T) {
+	now := time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
+	at := func(d time.Duration) *metav1.Time { v := metav1.NewTime(now.Add(d)); return &v }
+	exported := trainer.RuntimePatch{Manager: KueueManager, Time: at(-3 * time.Hour)}
+	mine := trainer.RuntimePatch{Manager: "example.com/mine", Time: at(-3 * time.Hour)}
+	appended := trainer.RuntimePatch{Manager: KueueManager}
+	stamped := trainer.RuntimePatch{Manager: KueueManager, Time: at(-2 * time.Second)}
+	cases := map[string]struct {
+		in, want []trainer.RuntimePatch
+		// kueueAfter: Kueue's webhook runs after mpijob's and appends one.
+		kueueAfter bool
+	}{
+		"a new job, Kueue's webhook first":  {in: []trainer.RuntimePatch{mine, appended}, want: []trainer.RuntimePatch{mine, appended}},
+		"a new job, mpijob's webhook first": {in: []trainer.RuntimePatch{mine}, want: []trainer.RuntimePatch{mine}, kueueAfter: true},
+		"an exported job, Kueue's then mpijob's then Trainer's (names' order)": {
+			in: []trainer.RuntimePatch{exported, mine, appended}, want: []trainer.RuntimePatch{mine, appended}},
+		"an exported job, Kueue's then Trainer's then mpijob's": {
+			in: []trainer.RuntimePatch{exported, mine, stamped}, want: []trainer.RuntimePatch{mine, stamped}},
+		"an exported job, mpijob's first": {
+			in: []trainer.RuntimePatch{exported, mine}, want: []trainer.RuntimePatch{mine}, kueueAfter: true},
+		"an exported job, Trainer's then mpijob's then Kueue's": {
+			in: []trainer.RuntimePatch{exported, mine}, want: []trainer.RuntimePatch{mine}, kueueAfter: true},
+		"an exported job of a minute's clock skew, Kueue's first": {
+			in: []trainer.RuntimePatch{{Manager: KueueManager, Time: at(-30 * time.Second)}, appended}, want: []trainer.RuntimePatch{appended}},
+		"no patch of Kueue's (Kueue manages no job here)": {in: []trainer.RuntimePatch{mine}, want: []trainer.RuntimePatch{mine}},
+		"no patches": {},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := slices.Clone(tc.in)
+			got := DedupeKueuePatch(in, now)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("patches (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.in, in); diff != "" {
+				t.Errorf("the job's own list changed under it (-before +after):\n%s", diff)
+			}
+			if tc.kueueAfter {
+				got = append(got, appended)
+			}
+			n := 0
+			for _, p := range got {
+				if p.Manager == KueueManager {
+					n++
+				}
+			}
+			if tc.in != nil && n > 1 {
+				t.Errorf("%d patches of Kueue's once all three webhooks ran, the API server refuses more than one: %v", n, got)
 			}
 		})
 	}
