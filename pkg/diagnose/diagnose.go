@@ -175,6 +175,7 @@ func workerRef(p *corev1.Pod) *api.PodRef {
 // Diagnose returns the Status of an MPI job.
 func Diagnose(in Input) api.Status {
 	tj := in.TrainJob
+	in.Launcher, in.Workers = thisAttempt(tj, in.Launcher), thisAttempt(tj, in.Workers)
 	s := api.Status{
 		Launcher:           launcherState(in),
 		WorkersTotal:       workersTotal(in),
@@ -516,7 +517,9 @@ func podReady(p *corev1.Pod) bool {
 // Deleted, through its pod's termination and removal.
 func launcherState(in Input) api.LauncherState {
 	if len(in.Launcher) == 0 {
-		if in.Previous != nil {
+		// A job that waited in a queue or suspended runs a new attempt:
+		// its earlier Launcher is not this one.
+		if in.Previous != nil && in.Previous.Phase != api.PhaseQueued && in.Previous.Phase != api.PhaseSuspended {
 			switch in.Previous.Launcher {
 			case api.LauncherRunning, api.LauncherDeleted:
 				return api.LauncherDeleted
@@ -540,6 +543,35 @@ func launcherState(in Input) api.LauncherState {
 	default:
 		return api.LauncherPending
 	}
+}
+
+// thisAttempt drops the pods of an earlier attempt: those created before
+// Trainer last resumed the job (its Suspended condition turned False, on
+// a Kueue admission after a preemption or a user's resume) that are
+// stopping or finished. JobSet suspends the Jobs rather than deleting
+// them, so a Launcher that failed as the job was preempted stays, and the
+// pods stopped then take their grace period to go; neither is news about
+// the attempt that runs now. A pod of this attempt is never dropped: one
+// created before the condition's time (Trainer writes it after resuming
+// the JobSet) is still pending or running.
+func thisAttempt(tj *trainer.TrainJob, pods []corev1.Pod) []corev1.Pod {
+	c := cond(tj, trainer.TrainJobSuspended)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != trainer.TrainJobResumedReason {
+		return pods
+	}
+	var out []corev1.Pod
+	for i := range pods {
+		p := &pods[i]
+		over := p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+		if over && p.CreationTimestamp.Before(&c.LastTransitionTime) {
+			continue
+		}
+		out = append(out, *p)
+	}
+	if len(out) == len(pods) {
+		return pods
+	}
+	return out
 }
 
 func newest(pods []corev1.Pod) *corev1.Pod {

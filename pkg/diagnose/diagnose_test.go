@@ -1228,6 +1228,63 @@ func TestPreemptedIsNamed(t *testing.T) {
 	}
 }
 
+// A job Kueue admits again after a preemption (or a user resumes) runs a
+// new attempt: the Launcher deleted, the Launcher that failed as its
+// Workers stopped and the Workers still terminating are the earlier
+// attempt's, and no Event names them again as news.
+func TestReadmittedJobIsANewAttempt(t *testing.T) {
+	resumed := t0.Add(10 * time.Minute)
+	tj := job(2).Obj()
+	tj.Labels = map[string]string{queue.NameLabel: "default"}
+	tj.Status.Conditions = []metav1.Condition{{Type: trainer.TrainJobSuspended, Status: metav1.ConditionFalse, Reason: trainer.TrainJobResumedReason, LastTransitionTime: metav1.NewTime(resumed)}}
+	at := func(w *diagnosetest.PodW, created time.Time) *diagnosetest.PodW {
+		w.CreationTimestamp = metav1.NewTime(created)
+		return w
+	}
+	oldLauncher := at(launcher().Terminated("Error", 1), t0)
+	oldWorker := at(worker("1").Running(true).Deleting(), t0)
+	admitted := &api.Status{Phase: api.PhaseQueued, Reason: ReasonAdmitted, Launcher: api.LauncherDeleted, WorkersTotal: 2}
+	q := &Queue{Name: "team-a/default", Admitted: true, Preemptions: 1}
+	cases := map[string]struct {
+		in       Input
+		launcher api.LauncherState
+		phase    api.Phase
+		reason   string
+		ready    int32
+	}{
+		"no pods yet": {
+			in:       Input{Previous: admitted},
+			launcher: api.LauncherNotCreated, phase: api.PhasePending, reason: ReasonUnschedulable,
+		},
+		"the earlier Launcher failed, a Worker still terminating, the new Workers placed": {
+			in:       Input{Previous: admitted, Launcher: pods(oldLauncher), Workers: pods(oldWorker, at(worker("0").Running(false), resumed.Add(time.Second)), at(worker("1").Running(false), resumed.Add(time.Second)))},
+			launcher: api.LauncherNotCreated, phase: api.PhaseStarting, reason: ReasonWorkersNotReady,
+		},
+		"the new attempt runs; a pod made before Trainer wrote its condition is this attempt's": {
+			in: Input{Previous: &api.Status{Phase: api.PhaseStarting, Reason: ReasonWorkersNotReady, Launcher: api.LauncherNotCreated, WorkersTotal: 2},
+				Launcher: pods(oldLauncher, at(launcher().Running(true), resumed.Add(5*time.Second))),
+				Workers:  pods(oldWorker, at(worker("0").Running(true), resumed.Add(-2*time.Second)), at(worker("1").Running(true), resumed.Add(time.Second)))},
+			launcher: api.LauncherRunning, phase: api.PhaseRunning, reason: "", ready: 2,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			tc.in.TrainJob, tc.in.JobSet, tc.in.Queue, tc.in.Now = tj, jobset(2), q, resumed.Add(10*time.Second)
+			got := diagnoseBoth(t, tc.in)
+			if got.Launcher != tc.launcher || got.Phase != tc.phase || got.Reason != tc.reason || got.WorkersReady != tc.ready {
+				t.Errorf("got Launcher %s, %s/%s, %d Ready %q\nwant Launcher %s, %s/%s, %d Ready", got.Launcher, got.Phase, got.Reason, got.WorkersReady, got.Message, tc.launcher, tc.phase, tc.reason, tc.ready)
+			}
+		})
+	}
+	// Without Trainer's Resumed condition, nothing is dropped: a Launcher
+	// deleted while its Workers run is still named.
+	plain := diagnoseBoth(t, Input{TrainJob: job(2).Obj(), JobSet: jobset(2), Previous: &api.Status{Phase: api.PhaseRunning, Launcher: api.LauncherRunning},
+		Workers: pods(worker("0").Running(true), worker("1").Running(true)), Now: t0})
+	if plain.Reason != ReasonLauncherDeleted {
+		t.Errorf("a Launcher deleted while the Workers run: %s %q, want %s", plain.Reason, plain.Message, ReasonLauncherDeleted)
+	}
+}
+
 // A job of one Worker is not told to reproduce its failure on one Worker:
 // the same log on two Workers is.
 func TestOneWorkerJobIsNotToldToUseOneWorker(t *testing.T) {

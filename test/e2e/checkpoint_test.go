@@ -246,6 +246,35 @@ func TestPreemptionResumes(t *testing.T) {
 	if !named {
 		t.Errorf("no Preempted Event names %s", high)
 	}
+	// The attempt after the re-admission is news of its own: the earlier
+	// attempt's Launcher and Workers, stopped by the preemption, are not
+	// reported again as deleted, evicted or failed once Kueue admits the
+	// job again.
+	tj := &trainer.TrainJob{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: low}, tj); err != nil {
+		t.Fatal(err)
+	}
+	var resumed time.Time
+	for _, cond := range tj.Status.Conditions {
+		if cond.Type == trainer.TrainJobSuspended && cond.Reason == trainer.TrainJobResumedReason {
+			resumed = cond.LastTransitionTime.Time
+		}
+	}
+	if resumed.IsZero() {
+		t.Fatalf("the low job has no Resumed condition: %+v", tj.Status.Conditions)
+	}
+	for _, e := range c.WaitForManagerEvents(t, ns, low, nil, time.Second) {
+		last := e.LastTimestamp.Time
+		if e.Series != nil {
+			last = e.Series.LastObservedTime.Time
+		} else if last.IsZero() {
+			last = e.EventTime.Time
+		}
+		stale := e.Reason == diagnose.ReasonWorkerEvicted || e.Reason == diagnose.ReasonLauncherDeleted || e.Reason == diagnose.ReasonLauncherFailed
+		if stale && !last.Before(resumed) {
+			t.Errorf("after the re-admission at %s, a %s Event about the earlier attempt (at %s): %s", resumed.Format(time.RFC3339), e.Reason, last.Format(time.RFC3339), e.Message)
+		}
+	}
 }
 
 // A job's YAML is enough to run it again: the TrainJob of a job with a
