@@ -107,6 +107,10 @@ again() {
 	return 1
 }
 
+# has_failure LOG...: whether a Go test run's log shows a failure (a failed
+# test or package, or a panic).
+has_failure() { grep -qE '^(FAIL|panic: )' "$@"; }
+
 rm -f .cache/lane-*.rc .cache/e2e-again-*.log
 lane e2e gotest e2e -parallel "$PARALLEL" -skip "$MANAGER_DOWN_TESTS" ./test/e2e &
 lane integration integration_lane &
@@ -119,13 +123,13 @@ done
 # run again only when the Go packages are what failed.
 if [ $rc != 0 ]; then
 	rc=0
-	grep -qE '^(FAIL|panic: )' .cache/e2e-e2e.log && { again e2e ./test/e2e || rc=1; }
-	grep -qE '^(FAIL|panic: )' .cache/e2e-framework.log && { again framework ./test/framework || rc=1; }
-	grep -qE '^(FAIL|panic: )' .cache/e2e-integration.log && { again integration ./test/integration || rc=1; }
+	has_failure .cache/e2e-e2e.log && { again e2e ./test/e2e || rc=1; }
+	has_failure .cache/e2e-framework.log && { again framework ./test/framework || rc=1; }
+	has_failure .cache/e2e-integration.log && { again integration ./test/integration || rc=1; }
 	[ "$(cat .cache/lane-python.rc 2>/dev/null)" = 0 ] || { echo "[integration] the Python SDK's cluster tests failed (not run again)"; rc=1; }
 	# A lane that failed with no failed test to name (killed, out of time).
-	[ "$(cat .cache/lane-e2e.rc)" = 0 ] || grep -qE '^(FAIL|panic: )' .cache/e2e-e2e.log || rc=1
-	[ "$(cat .cache/lane-integration.rc)" = 0 ] || grep -qE '^(FAIL|panic: )' .cache/e2e-framework.log .cache/e2e-integration.log || rc=1
+	[ "$(cat .cache/lane-e2e.rc)" = 0 ] || has_failure .cache/e2e-e2e.log || rc=1
+	[ "$(cat .cache/lane-integration.rc)" = 0 ] || has_failure .cache/e2e-framework.log .cache/e2e-integration.log || rc=1
 fi
 
 echo "alone: the tests that stop mpijob-manager"

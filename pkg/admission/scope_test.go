@@ -3,6 +3,7 @@ package admission
 import (
 	"bytes"
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/google/cel-go/cel"
@@ -111,11 +112,32 @@ func TestScopeExpression(t *testing.T) {
 // looks for.
 func TestReleaseShipsTheScope(t *testing.T) {
 	want := ScopeExpression(append(config.RuntimeNames(), "deepspeed-distributed", "mlx-distributed"))
+	found := map[string]int{}
+	for _, obj := range releaseAdmission(t) {
+		kind := reflect.TypeOf(obj).Elem().Name()
+		for _, c := range MatchConditions(obj) {
+			if c.Name == ScopeCondition {
+				found[kind]++
+				if diff := cmp.Diff(want, c.Expression); diff != "" {
+					t.Errorf("%s: %s's expression is not the one the manager writes (-want +got):\n%s", kind, ScopeCondition, diff)
+				}
+			}
+		}
+	}
+	if diff := cmp.Diff(map[string]int{"MutatingWebhookConfiguration": 1, "ValidatingWebhookConfiguration": 1, "ValidatingAdmissionPolicy": 1}, found); diff != "" {
+		t.Errorf("where %s stands (-want +got):\n%s", ScopeCondition, diff)
+	}
+}
+
+// releaseAdmission is the release's webhook configurations and admission
+// policies, read strictly: a misspelled field of the manifest fails here.
+func releaseAdmission(t *testing.T) []client.Object {
+	t.Helper()
 	objs, err := manifests.Parse(bytes.NewReader(config.WebhookManifest), "config/webhook/manifests.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	found := map[string]int{}
+	var out []client.Object
 	for _, u := range objs {
 		var obj client.Object
 		switch u.GetKind() {
@@ -128,22 +150,12 @@ func TestReleaseShipsTheScope(t *testing.T) {
 		default:
 			continue
 		}
-		// Strict: a misspelled field of the manifest fails here.
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, obj, true); err != nil {
 			t.Fatalf("%s %s: %v", u.GetKind(), u.GetName(), err)
 		}
-		for _, c := range MatchConditions(obj) {
-			if c.Name == ScopeCondition {
-				found[u.GetKind()]++
-				if diff := cmp.Diff(want, c.Expression); diff != "" {
-					t.Errorf("%s: %s's expression is not the one the manager writes (-want +got):\n%s", u.GetKind(), ScopeCondition, diff)
-				}
-			}
-		}
+		out = append(out, obj)
 	}
-	if diff := cmp.Diff(map[string]int{"MutatingWebhookConfiguration": 1, "ValidatingWebhookConfiguration": 1, "ValidatingAdmissionPolicy": 1}, found); diff != "" {
-		t.Errorf("where %s stands (-want +got):\n%s", ScopeCondition, diff)
-	}
+	return out
 }
 
 // The creator webhook is called once per create: reinvoked after
@@ -152,21 +164,12 @@ func TestReleaseShipsTheScope(t *testing.T) {
 // no second call in any order of the webhooks
 // (TestDedupeKueuePatchInAnyOrder).
 func TestCreatorIsCalledOnce(t *testing.T) {
-	objs, err := manifests.Parse(bytes.NewReader(config.WebhookManifest), "config/webhook/manifests.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := map[string]admissionregistrationv1.ReinvocationPolicyType{}
-	for _, u := range objs {
-		if u.GetKind() != "MutatingWebhookConfiguration" {
-			continue
-		}
-		cfg := &admissionregistrationv1.MutatingWebhookConfiguration{}
-		if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(u.Object, cfg, true); err != nil {
-			t.Fatal(err)
-		}
-		for _, w := range cfg.Webhooks {
-			got[w.Name] = ptr.Deref(w.ReinvocationPolicy, admissionregistrationv1.NeverReinvocationPolicy)
+	for _, obj := range releaseAdmission(t) {
+		if cfg, ok := obj.(*admissionregistrationv1.MutatingWebhookConfiguration); ok {
+			for _, w := range cfg.Webhooks {
+				got[w.Name] = ptr.Deref(w.ReinvocationPolicy, admissionregistrationv1.NeverReinvocationPolicy)
+			}
 		}
 	}
 	if diff := cmp.Diff(map[string]admissionregistrationv1.ReinvocationPolicyType{"creator.trainjob.mpijob.dev": admissionregistrationv1.NeverReinvocationPolicy}, got); diff != "" {
