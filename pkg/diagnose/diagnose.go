@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
 
 	"github.com/mpijob/mpijob/pkg/api"
@@ -554,16 +555,22 @@ func launcherState(in Input) api.LauncherState {
 // the attempt that runs now. A pod of this attempt is never dropped: one
 // created before the condition's time (Trainer writes it after resuming
 // the JobSet) is still pending or running.
+//
+// Between Kueue's (or a user's) resume and Trainer's condition, the job is
+// no longer suspended while its condition still says so: every pod that is
+// stopping or finished then is the earlier attempt's.
 func thisAttempt(tj *trainer.TrainJob, pods []corev1.Pod) []corev1.Pod {
 	c := cond(tj, trainer.TrainJobSuspended)
-	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != trainer.TrainJobResumedReason {
+	resuming := c != nil && c.Status == metav1.ConditionTrue && !ptr.Deref(tj.Spec.Suspend, false)
+	resumed := c != nil && c.Status == metav1.ConditionFalse && c.Reason == trainer.TrainJobResumedReason
+	if !resuming && !resumed {
 		return pods
 	}
 	var out []corev1.Pod
 	for i := range pods {
 		p := &pods[i]
 		over := p.DeletionTimestamp != nil || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
-		if over && p.CreationTimestamp.Before(&c.LastTransitionTime) {
+		if over && (resuming || p.CreationTimestamp.Before(&c.LastTransitionTime)) {
 			continue
 		}
 		out = append(out, *p)

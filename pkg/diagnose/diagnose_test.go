@@ -1276,6 +1276,15 @@ func TestReadmittedJobIsANewAttempt(t *testing.T) {
 			}
 		})
 	}
+	// Resumed a moment ago: no longer suspended, Trainer's condition not
+	// yet written.
+	resuming := job(2).Obj()
+	resuming.Labels = tj.Labels
+	resuming.Status.Conditions = []metav1.Condition{{Type: trainer.TrainJobSuspended, Status: metav1.ConditionTrue, Reason: "Suspended", LastTransitionTime: metav1.NewTime(t0)}}
+	got := diagnoseBoth(t, Input{TrainJob: resuming, JobSet: jobset(2), Queue: q, Previous: admitted, Launcher: pods(oldLauncher), Workers: pods(oldWorker), Now: resumed})
+	if got.Launcher != api.LauncherNotCreated || got.Reason == ReasonLauncherFailed || got.Reason == ReasonWorkerEvicted {
+		t.Errorf("resumed, before Trainer's condition: Launcher %s, %s/%s %q", got.Launcher, got.Phase, got.Reason, got.Message)
+	}
 	// Without Trainer's Resumed condition, nothing is dropped: a Launcher
 	// deleted while its Workers run is still named.
 	plain := diagnoseBoth(t, Input{TrainJob: job(2).Obj(), JobSet: jobset(2), Previous: &api.Status{Phase: api.PhaseRunning, Launcher: api.LauncherRunning},
