@@ -264,12 +264,7 @@ func TestPreemptionResumes(t *testing.T) {
 		t.Fatalf("the low job has no Resumed condition: %+v", tj.Status.Conditions)
 	}
 	for _, e := range c.WaitForManagerEvents(t, ns, low, nil, time.Second) {
-		last := e.LastTimestamp.Time
-		if e.Series != nil {
-			last = e.Series.LastObservedTime.Time
-		} else if last.IsZero() {
-			last = e.EventTime.Time
-		}
+		last := api.EventTime(e)
 		stale := e.Reason == diagnose.ReasonWorkerEvicted || e.Reason == diagnose.ReasonLauncherDeleted || e.Reason == diagnose.ReasonLauncherFailed
 		if stale && !last.Before(resumed) {
 			t.Errorf("after the re-admission at %s, a %s Event about the earlier attempt (at %s): %s", resumed.Format(time.RFC3339), e.Reason, last.Format(time.RFC3339), e.Message)
