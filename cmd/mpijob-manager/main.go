@@ -18,6 +18,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
@@ -227,17 +228,36 @@ func run(ctx context.Context, cfg *rest.Config, o options) error {
 	return mgr.Start(ctx)
 }
 
+// index sets up the cache's indexes: pods and Jobs by their JobSet, and
+// Kueue's Workloads by job where Kueue's API is served.
+func index(ctx context.Context, ix client.FieldIndexer) error {
+	if err := ix.IndexField(ctx, &corev1.Pod{}, runtimes.PodsByJobSet, runtimes.IndexByJobSet); err != nil {
+		return fmt.Errorf("failed to index pods by JobSet: %w", err)
+	}
+	if err := ix.IndexField(ctx, runtimes.JobMetadata(), runtimes.JobsByJobSet, runtimes.IndexByJobSet); err != nil {
+		return fmt.Errorf("failed to index Jobs by JobSet: %w", err)
+	}
+	// The diagnosis reads a job's own Kueue Workload at every round
+	// (queue.Snapshots): by this index, not by a label selector that
+	// looks at every Workload of the namespace. Without Kueue's API there
+	// is nothing to index; the lookup then reads by label.
+	if err := ix.IndexField(ctx, queue.WorkloadObject(), queue.WorkloadsByJob, queue.IndexByJob); err != nil {
+		if !meta.IsNoMatchError(err) {
+			return fmt.Errorf("failed to index Kueue's Workloads by job: %w", err)
+		}
+		ctrl.Log.WithName("setup").Info("Kueue's API is not served: its Workloads are not indexed", "err", err.Error())
+	}
+	return nil
+}
+
 // wire sets up on mgr everything mpijob-manager runs: the certificate,
 // the webhooks (once it is there), the log store's read API, the
 // controllers, the jobs' metrics and the health checks. self is the user
 // the manager acts as (only it may write a job's status).
 func wire(ctx context.Context, mgr ctrl.Manager, o options, logs kubernetes.Interface, self string, metricsCert *certs.Lazy) error {
 	log := ctrl.Log.WithName("setup")
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, runtimes.PodsByJobSet, runtimes.IndexByJobSet); err != nil {
-		return fmt.Errorf("failed to index pods by JobSet: %w", err)
-	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, runtimes.JobMetadata(), runtimes.JobsByJobSet, runtimes.IndexByJobSet); err != nil {
-		return fmt.Errorf("failed to index Jobs by JobSet: %w", err)
+	if err := index(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
 	}
 	lookup := runtimes.RuntimeLookup{Client: mgr.GetClient(), Live: mgr.GetAPIReader()}
 	// The quota pre-flight reads ResourceQuotas from the cache: their

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
@@ -26,6 +29,7 @@ import (
 	mpiadmission "github.com/mpijob/mpijob/pkg/admission"
 	"github.com/mpijob/mpijob/pkg/api"
 	"github.com/mpijob/mpijob/pkg/certs"
+	"github.com/mpijob/mpijob/pkg/queue"
 	"github.com/mpijob/mpijob/pkg/runtimes"
 )
 
@@ -241,4 +245,44 @@ type countingManager struct {
 func (m *countingManager) GetWebhookServer() webhook.Server {
 	m.webhookServer++
 	return m.Manager.GetWebhookServer()
+}
+
+// fakeIndexer records the indexes asked for and refuses Workloads with
+// workloadErr, as a cache does where Kueue's API is not served.
+type fakeIndexer struct {
+	workloadErr error
+	got         []string
+}
+
+func (f *fakeIndexer) IndexField(_ context.Context, obj client.Object, field string, _ client.IndexerFunc) error {
+	if _, ok := obj.(*unstructured.Unstructured); ok && f.workloadErr != nil {
+		return f.workloadErr
+	}
+	f.got = append(f.got, fmt.Sprintf("%T %s", obj, field))
+	return nil
+}
+
+func TestIndex(t *testing.T) {
+	noKueue := &meta.NoKindMatchError{GroupKind: queue.WorkloadObject().GroupVersionKind().GroupKind(), SearchedVersions: []string{"v1beta2"}}
+	both := []string{"*v1.Pod " + runtimes.PodsByJobSet, "*v1.PartialObjectMetadata " + runtimes.JobsByJobSet}
+	for name, tc := range map[string]struct {
+		workloadErr error
+		want        []string
+		wantErr     bool
+	}{
+		"kueue":                 {want: append(both, "*unstructured.Unstructured "+queue.WorkloadsByJob)},
+		"no kueue":              {workloadErr: noKueue, want: both},
+		"workloads cannot sync": {workloadErr: errors.New("informer already started"), want: both, wantErr: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ix := &fakeIndexer{workloadErr: tc.workloadErr}
+			err := index(context.Background(), ix)
+			if (err != nil) != tc.wantErr {
+				t.Errorf("index: %v, want an error %v", err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, ix.got); diff != "" {
+				t.Errorf("indexes (-want,+got):\n%s", diff)
+			}
+		})
+	}
 }

@@ -35,7 +35,33 @@ const (
 	PriorityLabel = "kueue.x-k8s.io/priority-class"
 	// jobUIDLabel is set by Kueue on the Workload of a job.
 	jobUIDLabel = "kueue.x-k8s.io/job-uid"
+	// WorkloadsByJob is the manager's cache index of Kueue's Workloads by
+	// the UID of the job each stands for (IndexByJob): a job's own
+	// Workload is read at every diagnosis round, and a label selector
+	// would look at every Workload of the namespace each time.
+	WorkloadsByJob = "mpijob.dev/workload-job-uid"
 )
+
+// WorkloadObject is the object WorkloadsByJob is set on: a Workload as
+// the manager's cache holds it (unstructured data).
+func WorkloadObject() *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(workloadKind.WithVersion(workloadList.Version))
+	return u
+}
+
+// IndexByJob is WorkloadsByJob's index function: the UID of the job a
+// Workload stands for, its controller's (Kueue's owner reference) or else
+// Kueue's label, as FromUnstructured reads it.
+func IndexByJob(o client.Object) []string {
+	if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
+		return []string{string(ref.UID)}
+	}
+	if uid := o.GetLabels()[jobUIDLabel]; uid != "" {
+		return []string{uid}
+	}
+	return nil
+}
 
 var (
 	workloadList   = schema.GroupVersionKind{Group: "kueue.x-k8s.io", Version: "v1beta2", Kind: "WorkloadList"}

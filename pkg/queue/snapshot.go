@@ -63,8 +63,15 @@ type snapshot struct {
 // one read per second, not one per job.
 const missRefresh = time.Second
 
-// Lookup is the package's Lookup, from the shared snapshot. A job whose
-// Workload the snapshot lacks gets a fresher snapshot (at most one per
+// Lookup is the package's Lookup, from the shared snapshot. The job's own
+// Workload (admitted, preempted, inactive, Kueue's message) is read at
+// every lookup, through the WorkloadsByJob index where the Reader is a
+// cache that has it: a snapshot up to TTL old said "Admitted" for a job
+// Kueue had just preempted (its TrainJob suspended, the eviction written
+// after the snapshot), and "Preempted" for one it had just admitted again.
+// Only the positions and the LocalQueues' ClusterQueues come from the
+// snapshot. A job whose Workload the snapshot lacks, or holds as admitted
+// while it is pending again, gets a fresher snapshot (at most one per
 // missRefresh); one whose Workload Kueue has not made yet gets its queue
 // without a position.
 func (s *Snapshots) Lookup(ctx context.Context, namespace string, labels map[string]string, uid types.UID) (*State, error) {
@@ -76,15 +83,21 @@ func (s *Snapshots) Lookup(ctx context.Context, namespace string, labels map[str
 	if err != nil {
 		return nil, err
 	}
-	mine, ok := snap.byUID[uid]
-	if !ok && !snap.noKueue {
+	if snap.noKueue {
+		return nil, nil
+	}
+	mine, ok, err := ownWorkload(ctx, s.Reader, namespace, uid)
+	if err != nil {
+		return nil, err
+	}
+	key := mine.Namespace + "/" + mine.Name
+	if _, known := snap.byUID[uid]; !known || (ok && mine.Pending() && snap.position[key] == 0) {
 		if snap, err = s.get(ctx, min(s.TTL, missRefresh)); err != nil {
 			return nil, err
 		}
-		mine, ok = snap.byUID[uid]
-	}
-	if snap.noKueue {
-		return nil, nil
+		if snap.noKueue {
+			return nil, nil
+		}
 	}
 	st := &State{Queue: namespace + "/" + name, ClusterQueue: snap.cqOf[namespace+"/"+name]}
 	if !ok {
@@ -95,11 +108,28 @@ func (s *Snapshots) Lookup(ctx context.Context, namespace string, labels map[str
 	}
 	st.of(mine)
 	if mine.Pending() {
-		key := mine.Namespace + "/" + mine.Name
 		st.Position, st.Pending = snap.position[key], snap.pending[key]
 		st.PositionFromKueue = snap.fromKueue[st.ClusterQueue] && st.Position > 0
 	}
 	return st, nil
+}
+
+// ownWorkload reads the Workload of the job with uid in namespace ns:
+// through the WorkloadsByJob index where r is a cache that has it, else by
+// Kueue's label.
+func ownWorkload(ctx context.Context, r client.Reader, ns string, uid types.UID) (Workload, bool, error) {
+	wls, err := listWorkloads(ctx, r, client.InNamespace(ns), client.MatchingFields{WorkloadsByJob: string(uid)})
+	if err != nil {
+		if wls, err = listWorkloads(ctx, r, client.InNamespace(ns), client.MatchingLabels{jobUIDLabel: string(uid)}); err != nil {
+			return Workload{}, false, err
+		}
+	}
+	for _, w := range wls {
+		if w.OwnerUID == uid {
+			return w, true, nil
+		}
+	}
+	return Workload{}, false, nil
 }
 
 // get returns the snapshot, taken anew when it is maxAge old or older.

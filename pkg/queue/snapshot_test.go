@@ -3,6 +3,7 @@ package queue
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,11 +16,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// memReader serves Kueue's Workloads and LocalQueues from memory and
-// counts List calls, standing in for the API server's list answers.
+// memReader serves Kueue's Workloads and LocalQueues from memory, as the
+// manager's cache does (with its WorkloadsByJob index), and counts List
+// calls: lists reads every Workload or LocalQueue, own a job's own
+// Workload (by index or by label).
 type memReader struct {
 	workloads, localQueues []unstructured.Unstructured
-	lists                  int
+	lists, own             int
 }
 
 func (m *memReader) Get(context.Context, client.ObjectKey, client.Object, ...client.GetOption) error {
@@ -27,9 +30,21 @@ func (m *memReader) Get(context.Context, client.ObjectKey, client.Object, ...cli
 }
 
 func (m *memReader) List(_ context.Context, list client.ObjectList, opts ...client.ListOption) error {
-	m.lists++
 	lo := &client.ListOptions{}
 	lo.ApplyOptions(opts)
+	if lo.LabelSelector != nil || lo.FieldSelector != nil {
+		m.own++
+	} else {
+		m.lists++
+	}
+	var byJob string
+	if lo.FieldSelector != nil {
+		v, ok := lo.FieldSelector.RequiresExactMatch(WorkloadsByJob)
+		if !ok {
+			return fmt.Errorf("index with name field:%s does not exist", lo.FieldSelector)
+		}
+		byJob = v
+	}
 	ul := list.(*unstructured.UnstructuredList)
 	src := m.workloads
 	if ul.GroupVersionKind() == localQueueList {
@@ -40,6 +55,9 @@ func (m *memReader) List(_ context.Context, list client.ObjectList, opts ...clie
 			continue
 		}
 		if lo.LabelSelector != nil && !lo.LabelSelector.Matches(labels.Set(o.GetLabels())) {
+			continue
+		}
+		if byJob != "" && !slices.Contains(IndexByJob(&o), byJob) {
 			continue
 		}
 		ul.Items = append(ul.Items, *o.DeepCopy())
@@ -96,19 +114,95 @@ func TestSnapshotsAgreeWithLookup(t *testing.T) {
 			t.Errorf("job %d (-Lookup,+Snapshots):\n%s", i, diff)
 		}
 	}
-	m.lists = 0
+	m.lists, m.own = 0, 0
 	snaps = &Snapshots{Reader: m, TTL: time.Minute}
 	for i := 0; i < 40; i++ {
 		if _, err := snaps.Lookup(ctx, "team-a", jobLabels, types.UID(fmt.Sprintf("uid-%d", i))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if m.lists != 2 {
-		t.Errorf("a round of 40 queued jobs made %d List calls, want 2", m.lists)
+	if m.lists != 2 || m.own != 40 {
+		t.Errorf("a round of 40 queued jobs made %d List calls of every Workload or LocalQueue and %d of a job's own Workload, want 2 and 40", m.lists, m.own)
 	}
 	// A job whose Workload is newer than the snapshot is looked up directly.
 	if got, err := snaps.Lookup(ctx, "team-a", jobLabels, "uid-new"); err != nil || got == nil || got.Position != 0 {
 		t.Errorf("a job without a Workload yet: %+v, %v", got, err)
+	}
+}
+
+// setConditions replaces the conditions of Workload i of m.
+func (m *memReader) setConditions(t *testing.T, i int, conds ...map[string]any) {
+	t.Helper()
+	list := make([]any, 0, len(conds))
+	for _, c := range conds {
+		list = append(list, c)
+	}
+	if err := unstructured.SetNestedSlice(m.workloads[i].Object, list, "status", "conditions"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A job's own Workload is read at every lookup, not from the snapshot:
+// Kueue preempts a running job (its TrainJob is suspended) or admits a
+// preempted one again within the snapshot's TTL, and the diagnosis must
+// say so at once, not "Admitted" before "Preempted" (seen on the local
+// cluster) nor "Preempted" while its pods start again.
+func TestSnapshotsReadTheJobsOwnWorkload(t *testing.T) {
+	ctx := context.Background()
+	m := queued(3)
+	at := func(d time.Duration) string {
+		return time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC).Add(d).Format(time.RFC3339)
+	}
+	reserved := map[string]any{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "lastTransitionTime": at(time.Minute)}
+	m.setConditions(t, 1, reserved)
+	clock := time.Date(2026, 11, 22, 10, 2, 0, 0, time.UTC)
+	snaps := &Snapshots{Reader: m, TTL: time.Minute, Now: func() time.Time { return clock }}
+	jobLabels := map[string]string{NameLabel: "default"}
+	type view struct {
+		Admitted, Preempted bool
+		Position, Pending   int32
+	}
+	look := func() view {
+		t.Helper()
+		st, err := snaps.Lookup(ctx, "team-a", jobLabels, "uid-1")
+		if err != nil || st == nil {
+			t.Fatalf("lookup: %+v, %v", st, err)
+		}
+		return view{st.Admitted, st.Preempted, st.Position, st.Pending}
+	}
+	if diff := cmp.Diff(view{Admitted: true}, look()); diff != "" {
+		t.Errorf("admitted (-want,+got):\n%s", diff)
+	}
+
+	// Kueue preempts it, a second later: the snapshot still holds it admitted.
+	clock = clock.Add(time.Second)
+	evicted := map[string]any{"type": "Evicted", "status": "True", "reason": "Preempted", "lastTransitionTime": at(2*time.Minute + time.Second),
+		"message": "Preempted to accommodate a workload (UID: wl-9, JobUID: uid-9) due to prioritization in the ClusterQueue"}
+	m.setConditions(t, 1, reserved, evicted)
+	if diff := cmp.Diff(view{Admitted: true, Preempted: true}, look()); diff != "" {
+		t.Errorf("preempted within the snapshot's TTL (-want,+got):\n%s", diff)
+	}
+	// Its pods stopped, Kueue takes its quota back: it queues again, and
+	// gets its position from a fresher snapshot once a second has passed.
+	clock = clock.Add(time.Second)
+	m.setConditions(t, 1, map[string]any{"type": "QuotaReserved", "status": "False", "reason": "Pending", "lastTransitionTime": at(2*time.Minute + 2*time.Second)}, evicted)
+	want, err := Lookup(ctx, m, "team-a", jobLabels, "uid-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lists := m.lists
+	if diff := cmp.Diff(view{Preempted: true, Position: want.Position, Pending: want.Pending}, look()); diff != "" || want.Position == 0 {
+		t.Errorf("queued again after its preemption (-want,+got):\n%s", diff)
+	}
+	if m.lists != lists+2 {
+		t.Errorf("a job queued again made %d reads of every Workload or LocalQueue, want 2 (one fresher snapshot)", m.lists-lists)
+	}
+	// Admitted again within the TTL: not preempted any more.
+	clock = clock.Add(time.Second)
+	m.setConditions(t, 1, map[string]any{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "lastTransitionTime": at(2*time.Minute + 3*time.Second)},
+		map[string]any{"type": "Evicted", "status": "False", "reason": "QuotaReserved", "lastTransitionTime": at(2*time.Minute + 3*time.Second)})
+	if diff := cmp.Diff(view{Admitted: true}, look()); diff != "" {
+		t.Errorf("admitted again within the snapshot's TTL (-want,+got):\n%s", diff)
 	}
 }
 
@@ -179,8 +273,8 @@ func TestSnapshotsMissesAreBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, _ := Lookup(ctx, m, "team-a", jobLabels, "uid-29")
-	if st.Position == 0 || st.Position != want.Position || m.lists != 2+3 {
-		t.Errorf("after a second: position %d (per-job lookup %d), %d List calls (want 2 for the fresh read, 3 for the check)", st.Position, want.Position, m.lists)
+	if st.Position == 0 || st.Position != want.Position || m.lists != 2+2 {
+		t.Errorf("after a second: position %d (per-job lookup %d), %d List calls of every Workload or LocalQueue (want 2 for the fresh read, 2 for the check)", st.Position, want.Position, m.lists)
 	}
 }
 

@@ -216,7 +216,18 @@ func TestPreemptionResumes(t *testing.T) {
 	})
 	create(high, highPC, digitsCommand("--epochs", "2", "--checkpoint", "none")...)
 
-	st := c.WaitForStatus(t, ns, low, 3*time.Minute, func(s api.Status) bool { return s.Reason == diagnose.ReasonPreempted })
+	// From running to preempted, never "Admitted" between: a queue read
+	// a few seconds old said so while Kueue was stopping the job.
+	var between []string
+	st := c.WaitForStatus(t, ns, low, 3*time.Minute, func(s api.Status) bool {
+		if s.Phase != api.PhaseRunning && s.Reason != diagnose.ReasonPreempted {
+			between = append(between, string(s.Phase)+"/"+s.Reason)
+		}
+		return s.Reason == diagnose.ReasonPreempted
+	})
+	if slices.Contains(between, string(api.PhaseQueued)+"/"+diagnose.ReasonAdmitted) {
+		t.Errorf("between running and preempted the low job's status was %v: Admitted before Preempted", between)
+	}
 	for _, want := range []string{"Preempted", "make room for job " + high, "prioritization in the ClusterQueue", "starts again by itself"} {
 		if !strings.Contains(st.Message, want) {
 			t.Errorf("the low job's status %q lacks %q", st.Message, want)
