@@ -130,18 +130,6 @@ func TestSnapshotsAgreeWithLookup(t *testing.T) {
 	}
 }
 
-// setConditions replaces the conditions of Workload i of m.
-func (m *memReader) setConditions(t *testing.T, i int, conds ...map[string]any) {
-	t.Helper()
-	list := make([]any, 0, len(conds))
-	for _, c := range conds {
-		list = append(list, c)
-	}
-	if err := unstructured.SetNestedSlice(m.workloads[i].Object, list, "status", "conditions"); err != nil {
-		t.Fatal(err)
-	}
-}
-
 // A job's own Workload is read at every lookup, not from the snapshot:
 // Kueue preempts a running job (its TrainJob is suspended) or admits a
 // preempted one again within the snapshot's TTL, and the diagnosis must
@@ -150,11 +138,22 @@ func (m *memReader) setConditions(t *testing.T, i int, conds ...map[string]any) 
 func TestSnapshotsReadTheJobsOwnWorkload(t *testing.T) {
 	ctx := context.Background()
 	m := queued(3)
+	// setConditions replaces the conditions of the job's Workload.
+	setConditions := func(conds ...map[string]any) {
+		t.Helper()
+		list := make([]any, 0, len(conds))
+		for _, c := range conds {
+			list = append(list, c)
+		}
+		if err := unstructured.SetNestedSlice(m.workloads[1].Object, list, "status", "conditions"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	at := func(d time.Duration) string {
 		return time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC).Add(d).Format(time.RFC3339)
 	}
 	reserved := map[string]any{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "lastTransitionTime": at(time.Minute)}
-	m.setConditions(t, 1, reserved)
+	setConditions(reserved)
 	clock := time.Date(2026, 11, 22, 10, 2, 0, 0, time.UTC)
 	snaps := &Snapshots{Reader: m, TTL: time.Minute, Now: func() time.Time { return clock }}
 	jobLabels := map[string]string{NameLabel: "default"}
@@ -178,14 +177,14 @@ func TestSnapshotsReadTheJobsOwnWorkload(t *testing.T) {
 	clock = clock.Add(time.Second)
 	evicted := map[string]any{"type": "Evicted", "status": "True", "reason": "Preempted", "lastTransitionTime": at(2*time.Minute + time.Second),
 		"message": "Preempted to accommodate a workload (UID: wl-9, JobUID: uid-9) due to prioritization in the ClusterQueue"}
-	m.setConditions(t, 1, reserved, evicted)
+	setConditions(reserved, evicted)
 	if diff := cmp.Diff(view{Admitted: true, Preempted: true}, look()); diff != "" {
 		t.Errorf("preempted within the snapshot's TTL (-want,+got):\n%s", diff)
 	}
 	// Its pods stopped, Kueue takes its quota back: it queues again, and
 	// gets its position from a fresher snapshot once a second has passed.
 	clock = clock.Add(time.Second)
-	m.setConditions(t, 1, map[string]any{"type": "QuotaReserved", "status": "False", "reason": "Pending", "lastTransitionTime": at(2*time.Minute + 2*time.Second)}, evicted)
+	setConditions(map[string]any{"type": "QuotaReserved", "status": "False", "reason": "Pending", "lastTransitionTime": at(2*time.Minute + 2*time.Second)}, evicted)
 	want, err := Lookup(ctx, m, "team-a", jobLabels, "uid-1")
 	if err != nil {
 		t.Fatal(err)
@@ -199,7 +198,7 @@ func TestSnapshotsReadTheJobsOwnWorkload(t *testing.T) {
 	}
 	// Admitted again within the TTL: not preempted any more.
 	clock = clock.Add(time.Second)
-	m.setConditions(t, 1, map[string]any{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "lastTransitionTime": at(2*time.Minute + 3*time.Second)},
+	setConditions(map[string]any{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "lastTransitionTime": at(2*time.Minute + 3*time.Second)},
 		map[string]any{"type": "Evicted", "status": "False", "reason": "QuotaReserved", "lastTransitionTime": at(2*time.Minute + 3*time.Second)})
 	if diff := cmp.Diff(view{Admitted: true}, look()); diff != "" {
 		t.Errorf("admitted again within the snapshot's TTL (-want,+got):\n%s", diff)
