@@ -225,6 +225,7 @@ func TestPreemptionResumes(t *testing.T) {
 		}
 		return s.Reason == diagnose.ReasonPreempted
 	})
+	t.Logf("the low job's status between running and preempted: %v", between)
 	if slices.Contains(between, string(api.PhaseQueued)+"/"+diagnose.ReasonAdmitted) {
 		t.Errorf("between running and preempted the low job's status was %v: Admitted before Preempted", between)
 	}
