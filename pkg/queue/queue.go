@@ -51,16 +51,21 @@ func WorkloadObject() *unstructured.Unstructured {
 }
 
 // IndexByJob is WorkloadsByJob's index function: the UID of the job a
-// Workload stands for, its controller's (Kueue's owner reference) or else
-// Kueue's label, as FromUnstructured reads it.
+// Workload stands for (jobUID).
 func IndexByJob(o client.Object) []string {
-	if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
-		return []string{string(ref.UID)}
-	}
-	if uid := o.GetLabels()[jobUIDLabel]; uid != "" {
-		return []string{uid}
+	if uid := jobUID(o); uid != "" {
+		return []string{string(uid)}
 	}
 	return nil
+}
+
+// jobUID is the UID of the job a Workload stands for: its controller's
+// (Kueue's owner reference), or else Kueue's label.
+func jobUID(o metav1.Object) types.UID {
+	if ref := metav1.GetControllerOfNoCopy(o); ref != nil {
+		return ref.UID
+	}
+	return types.UID(o.GetLabels()[jobUIDLabel])
 }
 
 var (
@@ -181,14 +186,7 @@ func FromUnstructured(u *unstructured.Unstructured) Workload {
 	case float64:
 		w.Priority = int32(p)
 	}
-	if uid := u.GetLabels()[jobUIDLabel]; uid != "" {
-		w.OwnerUID = types.UID(uid)
-	}
-	for _, o := range u.GetOwnerReferences() {
-		if o.Controller != nil && *o.Controller {
-			w.OwnerUID = o.UID
-		}
-	}
+	w.OwnerUID = jobUID(u)
 	evictions, _, _ := unstructured.NestedSlice(u.Object, "status", "schedulingStats", "evictions")
 	for _, e := range evictions {
 		if m, ok := e.(map[string]any); ok && m["reason"] == "Preempted" {
