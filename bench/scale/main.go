@@ -39,6 +39,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"math"
 	"os"
 	"os/signal"
@@ -120,6 +121,12 @@ type creates struct {
 	latency  []time.Duration
 	failures int
 	first    error
+	// cpu is each program's CPU time while the creates ran, and calls the
+	// API server's requests then, by verb and resource: where a create's
+	// time goes on a machine that does nothing else.
+	cpu     map[string]time.Duration
+	calls   map[string]float64
+	watches map[string]local.Watched
 }
 
 // usage is mpijob-manager's use over the scale scenario.
@@ -287,22 +294,12 @@ func (b *bench) mode(ctx context.Context, mode string) (*result, error) {
 		if err != nil {
 			return nil, err
 		}
-		r.calls = map[string]float64{}
-		for k, v := range callsAfter {
-			if d := v - callsBefore[k]; d > 0 {
-				r.calls[k] = d
-			}
-		}
+		r.calls = callsSince(callsAfter, callsBefore)
 		watchesAfter, err := local.APIWatches(ctx, b.cs)
 		if err != nil {
 			return nil, err
 		}
-		r.watches = map[string]local.Watched{}
-		for k, v := range watchesAfter {
-			if d := (local.Watched{Events: v.Events - watchesBefore[k].Events, Bytes: v.Bytes - watchesBefore[k].Bytes}); d.Events > 0 {
-				r.watches[k] = d
-			}
-		}
+		r.watches = watchesSince(watchesAfter, watchesBefore)
 		if mode == "full" {
 			if r.rounds, err = reconcileRounds(ctx, scaleStart); err != nil {
 				return nil, err
@@ -563,11 +560,31 @@ func (b *bench) suspendedCreates(ctx context.Context) (creates, error) {
 		return c, err
 	}
 	defer done()
+	procs := local.ProcessCPU()
+	callsBefore, err := local.APIRequests(ctx, b.cs)
+	if err != nil {
+		return c, err
+	}
+	watchesBefore, err := local.APIWatches(ctx, b.cs)
+	if err != nil {
+		return c, err
+	}
 	start := time.Now()
 	c.latency, c.failures, c.first = b.fanOut(ctx, *suspended, *suspendedClients, func(i int) *trainer.TrainJob {
 		return b.job(ns, fmt.Sprintf("held-%d", i), *workers, true)
 	})
 	c.total = time.Since(start)
+	c.cpu = local.CPUSince(local.ProcessCPU(), procs)
+	callsAfter, err := local.APIRequests(ctx, b.cs)
+	if err != nil {
+		return c, err
+	}
+	c.calls = callsSince(callsAfter, callsBefore)
+	watchesAfter, err := local.APIWatches(ctx, b.cs)
+	if err != nil {
+		return c, err
+	}
+	c.watches = watchesSince(watchesAfter, watchesBefore)
 	sort.Slice(c.latency, func(i, j int) bool { return c.latency[i] < c.latency[j] })
 	if c.failures > 0 {
 		return c, fmt.Errorf("%d of %d suspended creates failed, first: %w", c.failures, *suspended, c.first)
@@ -877,78 +894,37 @@ func report(rs map[string]*result) error {
 		}
 	}
 	if *jobs > 0 && (len(full.cpu) > 0 || len(bare.cpu) > 0) {
-		fmt.Println()
-		w = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(w, "CPU time over the %d-job scenario, by program (where the time goes)\tbare\tfull\tdifference\t\n", *jobs)
-		var names []string
-		var tb, tf time.Duration
-		for k := range full.cpu {
-			names = append(names, k)
-			tf += full.cpu[k]
-		}
-		for k := range bare.cpu {
-			tb += bare.cpu[k]
-			if _, ok := full.cpu[k]; !ok {
-				names = append(names, k)
+		if err := printCPU(fmt.Sprintf("CPU time over the %d-job scenario, by program (where the time goes)", *jobs), bare.cpu, full.cpu, func(w io.Writer) {
+			if a := bare.cpu["kube-apiserver"]; a > 0 {
+				fmt.Fprintf(w, "kube-apiserver's added CPU, of the bare run's (target ≤ 50%%)\t\t\t%.0f%%\t\n", 100*(full.cpu["kube-apiserver"]-a).Seconds()/a.Seconds())
 			}
-		}
-		sort.Slice(names, func(i, j int) bool {
-			return full.cpu[names[i]]+bare.cpu[names[i]] > full.cpu[names[j]]+bare.cpu[names[j]]
-		})
-		for i, k := range names {
-			if i == 14 {
-				break
-			}
-			fmt.Fprintf(w, "%s\t%.1fs\t%.1fs\t%+.1fs\t\n", k, bare.cpu[k].Seconds(), full.cpu[k].Seconds(), (full.cpu[k] - bare.cpu[k]).Seconds())
-		}
-		fmt.Fprintf(w, "all programs\t%.1fs\t%.1fs\t%+.1fs\t\n", tb.Seconds(), tf.Seconds(), (tf - tb).Seconds())
-		if a := bare.cpu["kube-apiserver"]; a > 0 {
-			fmt.Fprintf(w, "kube-apiserver's added CPU, of the bare run's (target ≤ 50%%)\t\t\t%.0f%%\t\n", 100*(full.cpu["kube-apiserver"]-a).Seconds()/a.Seconds())
-		}
-		fmt.Fprintf(w, "machine's CPU over the scenario (cores × time to every pod Running)\t%.1fs\t%.1fs\t\t\n",
-			float64(runtime.NumCPU())*bare.scale.running.Seconds(), float64(runtime.NumCPU())*full.scale.running.Seconds())
-		if err := w.Flush(); err != nil {
+			fmt.Fprintf(w, "machine's CPU over the scenario (cores × time to every pod Running)\t%.1fs\t%.1fs\t\t\n",
+				float64(runtime.NumCPU())*bare.scale.running.Seconds(), float64(runtime.NumCPU())*full.scale.running.Seconds())
+		}); err != nil {
 			return err
 		}
 	}
 	if *jobs > 0 && (len(full.calls) > 0 || len(bare.calls) > 0) {
-		fmt.Println()
-		w = tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(w, "API requests per job over the %d-job scenario, by verb and resource (apiserver_request_total)\tbare\tfull\tdifference\t\n", *jobs)
-		var keys []string
-		var tb, tf float64
-		for k, v := range full.calls {
-			keys = append(keys, k)
-			tf += v
-		}
-		for k, v := range bare.calls {
-			tb += v
-			if _, ok := full.calls[k]; !ok {
-				keys = append(keys, k)
-			}
-		}
-		// The largest differences first: what mpijob adds.
-		sort.Slice(keys, func(i, j int) bool {
-			di, dj := full.calls[keys[i]]-bare.calls[keys[i]], full.calls[keys[j]]-bare.calls[keys[j]]
-			if di != dj {
-				return di > dj
-			}
-			return keys[i] < keys[j]
-		})
-		n := float64(*jobs)
-		for i, k := range keys {
-			if i == 20 {
-				break
-			}
-			fmt.Fprintf(w, "%s\t%.1f\t%.1f\t%+.1f\t\n", k, bare.calls[k]/n, full.calls[k]/n, (full.calls[k]-bare.calls[k])/n)
-		}
-		fmt.Fprintf(w, "all requests\t%.1f\t%.1f\t%+.1f\t\n", tb/n, tf/n, (tf-tb)/n)
-		if err := w.Flush(); err != nil {
+		if err := printCalls(fmt.Sprintf("API requests per job over the %d-job scenario, by verb and resource (apiserver_request_total)", *jobs), bare.calls, full.calls, float64(*jobs)); err != nil {
 			return err
 		}
 	}
 	if *jobs > 0 && (len(full.watches) > 0 || len(bare.watches) > 0) {
-		if err := printWatches(bare.watches, full.watches, float64(*jobs)); err != nil {
+		if err := printWatches(fmt.Sprintf("watch events sent per job over the %d-job scenario, by resource (apiserver_watch_events_*)", *jobs), bare.watches, full.watches, float64(*jobs)); err != nil {
+			return err
+		}
+	}
+	if *suspended > 0 && (len(full.susp.cpu) > 0 || len(bare.susp.cpu) > 0) {
+		if err := printCPU(fmt.Sprintf("CPU time while the %d suspended creates ran, by program", *suspended), bare.susp.cpu, full.susp.cpu, func(w io.Writer) {
+			fmt.Fprintf(w, "machine's CPU while they ran (cores × time)\t%.1fs\t%.1fs\t\t\n",
+				float64(runtime.NumCPU())*bare.susp.total.Seconds(), float64(runtime.NumCPU())*full.susp.total.Seconds())
+		}); err != nil {
+			return err
+		}
+		if err := printCalls(fmt.Sprintf("API requests per suspended create while the %d ran, by verb and resource", *suspended), bare.susp.calls, full.susp.calls, float64(*suspended)); err != nil {
+			return err
+		}
+		if err := printWatches(fmt.Sprintf("watch events sent per suspended create while the %d ran, by resource", *suspended), bare.susp.watches, full.susp.watches, float64(*suspended)); err != nil {
 			return err
 		}
 	}
@@ -990,15 +966,117 @@ func report(rs map[string]*result) error {
 	return nil
 }
 
-// printWatches prints what the API server's watches sent per job over the
-// scale scenario, by resource, bare against full, the most bytes added
+// callsSince is the API server's requests between two readings of
+// apiserver_request_total, by verb and resource.
+func callsSince(now, then map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range now {
+		if d := v - then[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// watchesSince is what the API server's watches sent between two
+// readings, by resource.
+func watchesSince(now, then map[string]local.Watched) map[string]local.Watched {
+	out := map[string]local.Watched{}
+	for k, v := range now {
+		if d := (local.Watched{Events: v.Events - then[k].Events, Bytes: v.Bytes - then[k].Bytes}); d.Events > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// printCPU prints each program's CPU time, bare against full, the 14
+// largest first, then all programs, then what more adds.
+func printCPU(title string, bare, full map[string]time.Duration, more func(io.Writer)) error {
+	fmt.Println()
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "%s\tbare\tfull\tdifference\t\n", title)
+	var names []string
+	var tb, tf time.Duration
+	for k := range full {
+		names = append(names, k)
+		tf += full[k]
+	}
+	for k := range bare {
+		tb += bare[k]
+		if _, ok := full[k]; !ok {
+			names = append(names, k)
+		}
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if a, b := full[names[i]]+bare[names[i]], full[names[j]]+bare[names[j]]; a != b {
+			return a > b
+		}
+		return names[i] < names[j]
+	})
+	for i, k := range names {
+		if i == 14 {
+			break
+		}
+		fmt.Fprintf(w, "%s\t%.1fs\t%.1fs\t%+.1fs\t\n", k, bare[k].Seconds(), full[k].Seconds(), (full[k] - bare[k]).Seconds())
+	}
+	fmt.Fprintf(w, "all programs\t%.1fs\t%.1fs\t%+.1fs\t\n", tb.Seconds(), tf.Seconds(), (tf - tb).Seconds())
+	more(w)
+	return w.Flush()
+}
+
+// printCalls prints the API server's requests per unit (a job, a create),
+// by verb and resource, bare against full, the largest differences first
+// (what mpijob adds), the 20 largest of those made at least once in twenty
+// units, then all of them.
+func printCalls(title string, bare, full map[string]float64, n float64) error {
+	fmt.Println()
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(w, "%s\tbare\tfull\tdifference\t\n", title)
+	var keys []string
+	var tb, tf float64
+	for k, v := range full {
+		keys = append(keys, k)
+		tf += v
+	}
+	for k, v := range bare {
+		tb += v
+		if _, ok := full[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		di, dj := full[keys[i]]-bare[keys[i]], full[keys[j]]-bare[keys[j]]
+		if di != dj {
+			return di > dj
+		}
+		return keys[i] < keys[j]
+	})
+	shown := 0
+	for _, k := range keys {
+		if shown == 20 {
+			break
+		}
+		// A request neither mode made once in twenty units says nothing.
+		if bare[k]/n < 0.05 && full[k]/n < 0.05 {
+			continue
+		}
+		shown++
+		fmt.Fprintf(w, "%s\t%.1f\t%.1f\t%+.1f\t\n", k, bare[k]/n, full[k]/n, (full[k]-bare[k])/n)
+	}
+	fmt.Fprintf(w, "all requests\t%.1f\t%.1f\t%+.1f\t\n", tb/n, tf/n, (tf-tb)/n)
+	return w.Flush()
+}
+
+// printWatches prints what the API server's watches sent per unit (a job,
+// a create), by resource, bare against full, the most bytes added
 // first: an event is encoded and sent once for each watcher whose
 // selector it matches, so a watch the full install adds costs the API
 // server at the pace of the resource's changes.
-func printWatches(bare, full map[string]local.Watched, n float64) error {
+func printWatches(title string, bare, full map[string]local.Watched, n float64) error {
 	fmt.Println()
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(w, "watch events sent per job over the scale scenario, by resource (apiserver_watch_events_*)\tbare\tfull\tKiB bare\tKiB full\tKiB difference\t\n")
+	fmt.Fprintf(w, "%s\tbare\tfull\tKiB bare\tKiB full\tKiB difference\t\n", title)
 	keys := make([]string, 0, len(full)+len(bare))
 	var tb, tf local.Watched
 	for k, v := range full {
