@@ -397,3 +397,47 @@ func TestExportedJobCreatedAgain(t *testing.T) {
 		t.Errorf("the copy: %d runtime patches of Kueue's, creator %q", n, got.Annotations[api.CreatorAnnotation])
 	}
 }
+
+// A job's Kueue priority class is checked when it changes, not only at
+// create: a relabel with a typo is refused naming the classes there are
+// (the validating webhook's match conditions once skipped every update
+// that changed only labels, so the check never ran), a class that exists
+// is taken, and a label of the user's own still skips the webhook.
+func TestPriorityChangeIsChecked(t *testing.T) {
+	c := framework.Get(t)
+	ctx := context.Background()
+	devA := c.As(t, "dev-a")
+	name := framework.UniqueName("prio")
+	w := framework.MakeTrainJob(name, "team-a", "mpi-openmpi").NumNodes(1).Queue("default").Suspend()
+	w.Labels["kueue.x-k8s.io/priority-class"] = "low"
+	if err := framework.SubmitW(ctx, devA, w); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Client.Delete(context.Background(), w.Obj()) })
+	relabel := func(key, value string) error {
+		patch := fmt.Sprintf(`{"metadata":{"labels":{%q:%q}}}`, key, value)
+		return devA.Patch(ctx, &trainer.TrainJob{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "team-a"}}, client.RawPatch(types.MergePatchType, []byte(patch)))
+	}
+	err := relabel("kueue.x-k8s.io/priority-class", "hihg")
+	if err == nil {
+		t.Fatal("the priority class hihg, which does not exist, was taken")
+	}
+	for _, want := range []string{`metadata.labels[kueue.x-k8s.io/priority-class]: Invalid value: "hihg"`, `did you mean "high"?`, "high (1000)", "low (-100)"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q lacks %q", err.Error(), want)
+		}
+	}
+	if err := relabel("kueue.x-k8s.io/priority-class", "high"); err != nil {
+		t.Errorf("the priority class high, which exists, was refused: %v", err)
+	}
+	if err := relabel("team", "vision"); err != nil {
+		t.Errorf("a label of the user's own was refused: %v", err)
+	}
+	got := &trainer.TrainJob{}
+	if err := c.Client.Get(ctx, client.ObjectKey{Namespace: "team-a", Name: name}, got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Labels["kueue.x-k8s.io/priority-class"] != "high" || got.Labels["team"] != "vision" {
+		t.Errorf("labels %v, want the priority class high and team vision", got.Labels)
+	}
+}

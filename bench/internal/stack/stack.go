@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -104,12 +105,15 @@ func (s *Saved) Restore(ctx context.Context, cl client.Client, ns string, probe 
 			return err
 		}
 	}
-	for _, u := range s.webhooks {
-		u = u.DeepCopy()
+	for _, saved := range s.webhooks {
+		u := saved.DeepCopy()
 		u.SetResourceVersion("")
 		u.SetUID("")
 		u.SetManagedFields(nil)
 		if err := cl.Create(ctx, u); client.IgnoreAlreadyExists(err) != nil {
+			return err
+		}
+		if err := keepOwners(ctx, cl, saved); err != nil {
 			return err
 		}
 	}
@@ -143,4 +147,22 @@ func (s *Saved) Restore(ctx context.Context, cl client.Client, ns string, probe 
 		return fmt.Errorf("the restarted mpijob-manager wrote no status: %w", err)
 	}
 	return nil
+}
+
+// keepOwners gives a restored object back the field owners it had when
+// Bare saved it: a create makes this program the owner of every field,
+// so the installer's next server-side apply (`mpijob-dev reload`, as
+// mpijob-dev) could not remove a field the new release drops (seen: a
+// webhook match condition renamed in config/webhook stayed beside the new
+// one). An update that sets managedFields replaces them.
+func keepOwners(ctx context.Context, cl client.Client, saved *unstructured.Unstructured) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur := &unstructured.Unstructured{}
+		cur.SetGroupVersionKind(saved.GroupVersionKind())
+		if err := cl.Get(ctx, client.ObjectKeyFromObject(saved), cur); err != nil {
+			return err
+		}
+		cur.SetManagedFields(saved.GetManagedFields())
+		return cl.Update(ctx, cur)
+	})
 }
