@@ -256,12 +256,8 @@ func (b *bench) mode(ctx context.Context, mode string) (*result, error) {
 		if err != nil {
 			return nil, err
 		}
-		before, procs := b.use(pids), local.ProcessCPU()
-		callsBefore, err := local.APIRequests(ctx, b.cs)
-		if err != nil {
-			return nil, err
-		}
-		watchesBefore, err := local.APIWatches(ctx, b.cs)
+		before := b.use(pids)
+		cluster, err := b.read(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -289,17 +285,9 @@ func (b *bench) mode(ctx context.Context, mode string) (*result, error) {
 		// Measured once every job runs, before its namespace goes.
 		after := b.use(pids)
 		r.manager = usage{cpu: after.cpu - before.cpu, rss: after.rss, peak: after.peak, replicas: len(pids), measurable: len(pids) > 0}
-		r.cpu = local.CPUSince(local.ProcessCPU(), procs)
-		callsAfter, err := local.APIRequests(ctx, b.cs)
-		if err != nil {
+		if r.cpu, r.calls, r.watches, err = b.since(ctx, cluster); err != nil {
 			return nil, err
 		}
-		r.calls = callsSince(callsAfter, callsBefore)
-		watchesAfter, err := local.APIWatches(ctx, b.cs)
-		if err != nil {
-			return nil, err
-		}
-		r.watches = watchesSince(watchesAfter, watchesBefore)
 		if mode == "full" {
 			if r.rounds, err = reconcileRounds(ctx, scaleStart); err != nil {
 				return nil, err
@@ -560,12 +548,7 @@ func (b *bench) suspendedCreates(ctx context.Context) (creates, error) {
 		return c, err
 	}
 	defer done()
-	procs := local.ProcessCPU()
-	callsBefore, err := local.APIRequests(ctx, b.cs)
-	if err != nil {
-		return c, err
-	}
-	watchesBefore, err := local.APIWatches(ctx, b.cs)
+	cluster, err := b.read(ctx)
 	if err != nil {
 		return c, err
 	}
@@ -574,17 +557,9 @@ func (b *bench) suspendedCreates(ctx context.Context) (creates, error) {
 		return b.job(ns, fmt.Sprintf("held-%d", i), *workers, true)
 	})
 	c.total = time.Since(start)
-	c.cpu = local.CPUSince(local.ProcessCPU(), procs)
-	callsAfter, err := local.APIRequests(ctx, b.cs)
-	if err != nil {
+	if c.cpu, c.calls, c.watches, err = b.since(ctx, cluster); err != nil {
 		return c, err
 	}
-	c.calls = callsSince(callsAfter, callsBefore)
-	watchesAfter, err := local.APIWatches(ctx, b.cs)
-	if err != nil {
-		return c, err
-	}
-	c.watches = watchesSince(watchesAfter, watchesBefore)
 	sort.Slice(c.latency, func(i, j int) bool { return c.latency[i] < c.latency[j] })
 	if c.failures > 0 {
 		return c, fmt.Errorf("%d of %d suspended creates failed, first: %w", c.failures, *suspended, c.first)
@@ -964,6 +939,35 @@ func report(rs map[string]*result) error {
 		}
 	}
 	return nil
+}
+
+// reading is the cluster's counters at one moment: each process's CPU
+// time, the API server's requests and what its watches sent.
+type reading struct {
+	procs   map[string]local.ProcTime
+	calls   map[string]float64
+	watches map[string]local.Watched
+}
+
+func (b *bench) read(ctx context.Context) (reading, error) {
+	r := reading{procs: local.ProcessCPU()}
+	var err error
+	if r.calls, err = local.APIRequests(ctx, b.cs); err != nil {
+		return r, err
+	}
+	r.watches, err = local.APIWatches(ctx, b.cs)
+	return r, err
+}
+
+// since is what the cluster did after then: each program's CPU time, the
+// API server's requests by verb and resource, and what its watches sent
+// by resource.
+func (b *bench) since(ctx context.Context, then reading) (map[string]time.Duration, map[string]float64, map[string]local.Watched, error) {
+	now, err := b.read(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return local.CPUSince(now.procs, then.procs), callsSince(now.calls, then.calls), watchesSince(now.watches, then.watches), nil
 }
 
 // callsSince is the API server's requests between two readings of
