@@ -121,9 +121,10 @@ type creates struct {
 	latency  []time.Duration
 	failures int
 	first    error
-	// cpu is each program's CPU time while the creates ran, and calls the
-	// API server's requests then, by verb and resource: where a create's
-	// time goes on a machine that does nothing else.
+	// cpu is each program's CPU time while the creates ran, calls the API
+	// server's requests then, by verb and resource, and watches what its
+	// watches sent, by resource: where a create's time goes on a machine
+	// that does nothing else.
 	cpu     map[string]time.Duration
 	calls   map[string]float64
 	watches map[string]local.Watched

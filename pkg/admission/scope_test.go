@@ -24,7 +24,15 @@ import (
 // condition: with the object as JSON data.
 func evalScope(t *testing.T, expr string, object any) (bool, error) {
 	t.Helper()
-	env, err := cel.NewEnv(cel.Variable("object", cel.DynType))
+	return evalCEL(t, expr, map[string]any{"object": object})
+}
+
+// evalCEL evaluates a match condition's expression with vars (object,
+// oldObject, request: JSON data) as the API server does; a result that is
+// not true is false.
+func evalCEL(t *testing.T, expr string, vars map[string]any) (bool, error) {
+	t.Helper()
+	env, err := cel.NewEnv(cel.Variable("object", cel.DynType), cel.Variable("oldObject", cel.DynType), cel.Variable("request", cel.DynType))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -36,7 +44,7 @@ func evalScope(t *testing.T, expr string, object any) (bool, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, _, err := prg.Eval(map[string]any{"object": object})
+	out, _, err := prg.Eval(vars)
 	if err != nil {
 		return false, err
 	}

@@ -3,7 +3,6 @@ package admission
 import (
 	"testing"
 
-	"github.com/google/cel-go/cel"
 	"github.com/google/go-cmp/cmp"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 )
@@ -14,35 +13,40 @@ import (
 // only when every condition holds.
 func evalConditions(t *testing.T, conds []admissionregistrationv1.MatchCondition, op, user string, obj, old map[string]any) bool {
 	t.Helper()
-	env, err := cel.NewEnv(cel.Variable("object", cel.DynType), cel.Variable("oldObject", cel.DynType), cel.Variable("request", cel.DynType))
-	if err != nil {
-		t.Fatal(err)
-	}
 	vars := map[string]any{
-		"object": obj, "oldObject": old,
+		"object": obj, "oldObject": nil,
 		"request": map[string]any{"operation": op, "userInfo": map[string]any{"username": user}},
 	}
-	if old == nil {
-		vars["oldObject"] = nil
+	if old != nil {
+		vars["oldObject"] = old
 	}
 	for _, c := range conds {
-		ast, iss := env.Compile(c.Expression)
-		if iss.Err() != nil {
-			t.Fatalf("%s does not compile: %v", c.Name, iss.Err())
-		}
-		prg, err := env.Program(ast)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out, _, err := prg.Eval(vars)
+		ok, err := evalCEL(t, c.Expression, vars)
 		if err != nil {
 			t.Fatalf("%s: %v", c.Name, err)
 		}
-		if b, ok := out.Value().(bool); !ok || !b {
+		if !ok {
 			return false
 		}
 	}
 	return true
+}
+
+// validateConditions is the shipped match conditions of
+// validate.trainjob.mpijob.dev.
+func validateConditions(t *testing.T) []admissionregistrationv1.MatchCondition {
+	t.Helper()
+	for _, obj := range releaseAdmission(t) {
+		if cfg, ok := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration); ok {
+			for _, w := range cfg.Webhooks {
+				if w.Name == "validate.trainjob.mpijob.dev" {
+					return w.MatchConditions
+				}
+			}
+		}
+	}
+	t.Fatal("no validate.trainjob.mpijob.dev in config/webhook")
+	return nil
 }
 
 // The validating webhook is not called for an update it would let through
@@ -53,19 +57,7 @@ func evalConditions(t *testing.T, conds []admissionregistrationv1.MatchCondition
 // class (checked against the cluster's classes). Each case evaluates the
 // shipped conditions, as the API server does, on an MPI job.
 func TestValidateIsCalledForTheUpdatesItJudges(t *testing.T) {
-	var conds []admissionregistrationv1.MatchCondition
-	for _, obj := range releaseAdmission(t) {
-		if cfg, ok := obj.(*admissionregistrationv1.ValidatingWebhookConfiguration); ok {
-			for _, w := range cfg.Webhooks {
-				if w.Name == "validate.trainjob.mpijob.dev" {
-					conds = w.MatchConditions
-				}
-			}
-		}
-	}
-	if len(conds) == 0 {
-		t.Fatal("no validate.trainjob.mpijob.dev in config/webhook")
-	}
+	conds := validateConditions(t)
 	const (
 		manager = "system:serviceaccount:mpijob-system:mpijob-manager"
 		trainer = "system:serviceaccount:kubeflow-system:kubeflow-trainer-controller-manager"
@@ -133,26 +125,15 @@ func TestValidateIsCalledForTheUpdatesItJudges(t *testing.T) {
 // that skips the manager's own updates (the manager is not running then).
 func TestManagerDownPolicyMatchesWhatValidateJudges(t *testing.T) {
 	var webhook, policy []admissionregistrationv1.MatchCondition
-	for _, obj := range releaseAdmission(t) {
-		switch o := obj.(type) {
-		case *admissionregistrationv1.ValidatingWebhookConfiguration:
-			for _, w := range o.Webhooks {
-				if w.Name == "validate.trainjob.mpijob.dev" {
-					for _, c := range w.MatchConditions {
-						if c.Name != "not-an-update-by-mpijob-manager" {
-							webhook = append(webhook, c)
-						}
-					}
-				}
-			}
-		case *admissionregistrationv1.ValidatingAdmissionPolicy:
-			if o.Name == "mpijob-manager-running.mpijob.dev" {
-				policy = o.Spec.MatchConditions
-			}
+	for _, c := range validateConditions(t) {
+		if c.Name != "not-an-update-by-mpijob-manager" {
+			webhook = append(webhook, c)
 		}
 	}
-	if len(webhook) == 0 {
-		t.Fatal("no validate.trainjob.mpijob.dev in config/webhook")
+	for _, obj := range releaseAdmission(t) {
+		if o, ok := obj.(*admissionregistrationv1.ValidatingAdmissionPolicy); ok && o.Name == "mpijob-manager-running.mpijob.dev" {
+			policy = o.Spec.MatchConditions
+		}
 	}
 	if diff := cmp.Diff(webhook, policy); diff != "" {
 		t.Errorf("the policy's conditions against the webhook's (-webhook +policy):\n%s", diff)
