@@ -71,14 +71,20 @@ func Changed(o, n *trainer.TrainJob, ignored ...string) bool {
 	return false
 }
 
-// StacksChanged passes the JobStatus updates that change its stacks (the
+// StacksOrGone passes the JobStatus updates that change its stacks (the
 // snapshot the diagnosis took of a stuck job and adds to its message next
-// round), and nothing else: not its creates, deletes or status writes,
-// which the diagnosis made itself.
-func StacksChanged() predicate.Predicate {
+// round), and its deletion; nothing else: not its creates nor its status
+// writes, which the diagnosis made itself. The manager never deletes a
+// JobStatus: one deleted while its job is there (by an administrator, or a
+// cleanup that lists them) is written again from what the diagnosis knows
+// (diagnose.Known.Forged), where the job's reason, message and pod records
+// would otherwise be gone until something else woke it: for a finished job,
+// never. Once the job goes, its JobStatus follows it (the garbage collector)
+// and the round that wakes finds no job.
+func StacksOrGone() predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		DeleteFunc:  func(e event.DeleteEvent) bool { _, ok := e.Object.(*api.JobStatus); return ok },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, ok1 := e.ObjectOld.(*api.JobStatus)

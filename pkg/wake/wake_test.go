@@ -58,11 +58,11 @@ func TestChanged(t *testing.T) {
 
 // The diagnosis wakes for a JobStatus only when the stacks it keeps there
 // change: never for its own status writes, creates or deletes.
-func TestStacksChanged(t *testing.T) {
+func TestStacksOrGone(t *testing.T) {
 	js := func(status, stacks string) *api.JobStatus {
 		return &api.JobStatus{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "team-a"}, Status: status, Stacks: stacks}
 	}
-	p := StacksChanged()
+	p := StacksOrGone()
 	cases := map[string]struct {
 		got  bool
 		want bool
@@ -72,8 +72,10 @@ func TestStacksChanged(t *testing.T) {
 		"stacks kept":                 {p.Update(event.UpdateEvent{ObjectOld: js("a", ""), ObjectNew: js("a", "s")}), true},
 		"stacks taken again":          {p.Update(event.UpdateEvent{ObjectOld: js("a", "s"), ObjectNew: js("a", "t")}), true},
 		"created":                     {p.Create(event.CreateEvent{Object: js("a", "s")}), false},
-		"deleted":                     {p.Delete(event.DeleteEvent{Object: js("a", "s")}), false},
+		"deleted":                     {p.Delete(event.DeleteEvent{Object: js("a", "s")}), true},
+		"deleted, no stacks":          {p.Delete(event.DeleteEvent{Object: js("a", "")}), true},
 		"another kind":                {p.Update(event.UpdateEvent{ObjectOld: &trainer.TrainJob{}, ObjectNew: &trainer.TrainJob{}}), false},
+		"another kind deleted":        {p.Delete(event.DeleteEvent{Object: &trainer.TrainJob{}}), false},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -187,6 +187,23 @@ func TestCreatorAndStatusCannotBeForged(t *testing.T) {
 	if err := devA.Patch(ctx, job.DeepCopy(), client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"team.example.com/note":"x"}}}`))); err != nil {
 		t.Errorf("a tenant's own annotation: %v", err)
 	}
+	// A cluster administrator may delete the JobStatus (RBAC), or a
+	// cleanup that lists them may: the manager writes it again, as it
+	// was, though the job has finished and nothing else of it changes
+	// (wake.StacksOrGone). Without that, the finished job showed only the
+	// fallback status for good: no reason, message or pod records.
+	if err := c.Client.Delete(ctx, own); err != nil {
+		t.Fatalf("the administrator deletes the job's JobStatus: %v", err)
+	}
+	again := c.WaitForStatus(t, "team-a", job.Name, time.Minute, func(s api.Status) bool { return s.Phase == api.PhaseSucceeded })
+	if again.Reason != s.Reason || again.Message != s.Message || len(again.Pods) != len(s.Pods) {
+		t.Errorf("the JobStatus written again: %s %q with %d pods recorded, want %s %q with %d, as before its delete",
+			again.Reason, again.Message, len(again.Pods), s.Reason, s.Message, len(s.Pods))
+	}
+	back := &api.JobStatus{}
+	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(job), back); err != nil || back.UID == own.UID || !back.OwnedBy(job.UID) {
+		t.Errorf("the JobStatus after its delete: %v, a new object owned by the job: %v", err, back.OwnedBy(job.UID))
+	}
 
 	// mpijob-manager's own updates (each status write) skip the webhook,
 	// which would let them through: one call fewer per write. Shown with

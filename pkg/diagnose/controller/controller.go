@@ -186,8 +186,9 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// A pod that goes wakes it at once.
 		Watches(&jobsetv1alpha2.JobSet{}, wake.Settling(handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &trainer.TrainJob{}), wake.Settle)).
 		// Its own status writes to the JobStatus do not wake it; the
-		// stacks it keeps there do (wake.StacksChanged).
-		Watches(&api.JobStatus{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &trainer.TrainJob{}), builder.WithPredicates(wake.StacksChanged())).
+		// stacks it keeps there do, and so does a JobStatus deleted while
+		// its job is there, which it writes again (wake.StacksOrGone).
+		Watches(&api.JobStatus{}, handler.EnqueueRequestForOwner(mgr.GetScheme(), mgr.GetRESTMapper(), &trainer.TrainJob{}), builder.WithPredicates(wake.StacksOrGone())).
 		Watches(&corev1.Pod{}, wake.Settling(wake.ByJobSetName, wake.Settle)).
 		Complete(r)
 }

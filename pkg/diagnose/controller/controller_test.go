@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -241,7 +242,7 @@ func TestStatusIsWrittenToItsJobStatusNotTheTrainJob(t *testing.T) {
 // onto the TrainJob (a write there passed Trainer's and Kueue's webhooks
 // and woke their controllers): taken once, kept through the status writes
 // after them, and added to the message. The JobStatus's change is what
-// wakes the diagnosis for that (wake.StacksChanged).
+// wakes the diagnosis for that (wake.StacksOrGone).
 func TestStacksAreKeptInTheJobStatusNotTheTrainJob(t *testing.T) {
 	tj := job(2).Obj()
 	tj.Annotations = map[string]string{runtimes.ProgressTimeoutAnnotation: "1m"}
@@ -778,5 +779,64 @@ func TestNoDiagnosisWhileTheNamespaceGoes(t *testing.T) {
 	}
 	if diff := cmp.Diff(before, after); diff != "" {
 		t.Errorf("the status changed while the namespace goes (-before +after):\n%s", diff)
+	}
+}
+
+// A finished job's JobStatus deleted while the job is there (the manager
+// never deletes one; wake.StacksOrGone wakes the diagnosis for it) is
+// written again as it was, reason and pod records included, in the round
+// that wakes: no transition Event again, and nothing read of the job's
+// children for it.
+func TestDeletedJobStatusIsWrittenAgain(t *testing.T) {
+	tj := job(2).Obj()
+	c := newCluster(t, tj,
+		jobPod(tj, launcher().Running(true)), jobPod(tj, worker("0").Running(true)), jobPod(tj, worker("1").Running(true)))
+	for range 2 {
+		c.reconcile(t)
+		c.now = c.now.Add(2 * time.Second)
+	}
+	done := c.trainJob(t)
+	done.Status.Conditions = job(2).Cond(trainer.TrainJobComplete, "JobSetCompleted", "done").Status.Conditions
+	if err := c.client.Update(context.Background(), done); err != nil {
+		t.Fatal(err)
+	}
+	l := jobPod(tj, launcher().Terminated("Completed", 0))
+	old := &corev1.Pod{}
+	if err := c.client.Get(context.Background(), client.ObjectKeyFromObject(l), old); err != nil {
+		t.Fatal(err)
+	}
+	old.Status = l.Status
+	if err := c.client.Status().Update(context.Background(), old); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		c.reconcile(t)
+		c.now = c.now.Add(2 * time.Second)
+	}
+	want, ok := c.status(t)
+	if !ok || want.Phase != api.PhaseSucceeded || len(want.Pods) == 0 {
+		t.Fatalf("before the delete: status %+v, want Succeeded with its pods recorded", want)
+	}
+	c.events() // the transitions' Events so far
+	if err := c.client.Delete(context.Background(), c.jobStatus(t)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.status(t); ok {
+		t.Fatal("the JobStatus is still read after its delete")
+	}
+	c.reconcile(t)
+	got, ok := c.status(t)
+	if !ok {
+		t.Fatal("the round after the delete wrote no JobStatus")
+	}
+	// ObservedTime says when the manager wrote it: now.
+	if d := cmp.Diff(want, got, cmpopts.IgnoreFields(api.Status{}, "ObservedTime")); d != "" {
+		t.Errorf("the status written again (-before the delete +after):\n%s", d)
+	}
+	if got.ObservedTime == nil || !got.ObservedTime.Time.Equal(c.now) {
+		t.Errorf("ObservedTime %v, want the round's time %v", got.ObservedTime, c.now)
+	}
+	if evs := c.events(); len(evs) != 0 {
+		t.Errorf("Events after the rewrite %v, want none: each transition's Event is written once", evs)
 	}
 }
