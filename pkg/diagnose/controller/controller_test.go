@@ -157,6 +157,26 @@ func (c *cluster) trainJob(t *testing.T) *trainer.TrainJob {
 	return tj
 }
 
+// succeed ends tj as a successful job does: Trainer says Complete and its
+// Launcher exited 0.
+func (c *cluster) succeed(t *testing.T, tj *trainer.TrainJob) {
+	t.Helper()
+	done := c.trainJob(t)
+	done.Status.Conditions = job(2).Cond(trainer.TrainJobComplete, "JobSetCompleted", "done").Status.Conditions
+	if err := c.client.Update(context.Background(), done); err != nil {
+		t.Fatal(err)
+	}
+	l := jobPod(tj, launcher().Terminated("Completed", 0))
+	old := &corev1.Pod{}
+	if err := c.client.Get(context.Background(), client.ObjectKeyFromObject(l), old); err != nil {
+		t.Fatal(err)
+	}
+	old.Status = l.Status
+	if err := c.client.Status().Update(context.Background(), old); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // jobStatus is the job's JobStatus as the API server holds it now.
 func (c *cluster) jobStatus(t *testing.T) *api.JobStatus {
 	t.Helper()
@@ -574,23 +594,7 @@ func TestBeforeFinishedRunsOnceBeforeTheFinishedStatus(t *testing.T) {
 		t.Fatalf("while running: phase %s and %d calls of BeforeFinished, want Running and none", s.Phase, len(calls))
 	}
 	// The job ends: Trainer says Complete and the Launcher exited 0.
-	done := &trainer.TrainJob{}
-	if err := c.client.Get(context.Background(), c.key, done); err != nil {
-		t.Fatal(err)
-	}
-	done.Status.Conditions = job(2).Cond(trainer.TrainJobComplete, "JobSetCompleted", "done").Status.Conditions
-	if err := c.client.Update(context.Background(), done); err != nil {
-		t.Fatal(err)
-	}
-	l := jobPod(tj, launcher().Terminated("Completed", 0))
-	old := &corev1.Pod{}
-	if err := c.client.Get(context.Background(), client.ObjectKeyFromObject(l), old); err != nil {
-		t.Fatal(err)
-	}
-	old.Status = l.Status
-	if err := c.client.Status().Update(context.Background(), old); err != nil {
-		t.Fatal(err)
-	}
+	c.succeed(t, tj)
 	for range 4 {
 		c.reconcile(t)
 		c.now = c.now.Add(2 * time.Second)
@@ -795,20 +799,7 @@ func TestDeletedJobStatusIsWrittenAgain(t *testing.T) {
 		c.reconcile(t)
 		c.now = c.now.Add(2 * time.Second)
 	}
-	done := c.trainJob(t)
-	done.Status.Conditions = job(2).Cond(trainer.TrainJobComplete, "JobSetCompleted", "done").Status.Conditions
-	if err := c.client.Update(context.Background(), done); err != nil {
-		t.Fatal(err)
-	}
-	l := jobPod(tj, launcher().Terminated("Completed", 0))
-	old := &corev1.Pod{}
-	if err := c.client.Get(context.Background(), client.ObjectKeyFromObject(l), old); err != nil {
-		t.Fatal(err)
-	}
-	old.Status = l.Status
-	if err := c.client.Status().Update(context.Background(), old); err != nil {
-		t.Fatal(err)
-	}
+	c.succeed(t, tj)
 	for range 3 {
 		c.reconcile(t)
 		c.now = c.now.Add(2 * time.Second)
