@@ -56,8 +56,9 @@ func TestChanged(t *testing.T) {
 	}
 }
 
-// The diagnosis wakes for a JobStatus only when the stacks it keeps there
-// change: never for its own status writes, creates or deletes.
+// The diagnosis wakes for a JobStatus when the stacks it keeps there change
+// or when it is deleted (it writes it again): never for its own status
+// writes or creates.
 func TestStacksOrGone(t *testing.T) {
 	js := func(status, stacks string) *api.JobStatus {
 		return &api.JobStatus{ObjectMeta: metav1.ObjectMeta{Name: "j", Namespace: "team-a"}, Status: status, Stacks: stacks}
