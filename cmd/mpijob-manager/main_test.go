@@ -23,6 +23,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -263,26 +264,44 @@ func (f *fakeIndexer) IndexField(_ context.Context, obj client.Object, field str
 }
 
 func TestIndex(t *testing.T) {
+	ix := &fakeIndexer{}
+	if err := index(context.Background(), ix); err != nil {
+		t.Fatalf("index: %v", err)
+	}
+	// Every replica's webhooks read the pods' index, and nothing else:
+	// another index here makes the replica that does not lead watch its
+	// kind too.
+	if diff := cmp.Diff([]string{"*v1.Pod " + runtimes.PodsByJobSet}, ix.got); diff != "" {
+		t.Errorf("indexes every replica sets up (-want,+got):\n%s", diff)
+	}
+}
+
+func TestLeaderIndex(t *testing.T) {
 	noKueue := &meta.NoKindMatchError{GroupKind: queue.WorkloadObject().GroupVersionKind().GroupKind(), SearchedVersions: []string{"v1beta2"}}
-	both := []string{"*v1.Pod " + runtimes.PodsByJobSet, "*v1.PartialObjectMetadata " + runtimes.JobsByJobSet}
+	jobs := []string{"*v1.PartialObjectMetadata " + runtimes.JobsByJobSet}
 	for name, tc := range map[string]struct {
 		workloadErr error
 		want        []string
 		wantErr     bool
 	}{
-		"kueue":                 {want: append(both, "*unstructured.Unstructured "+queue.WorkloadsByJob)},
-		"no kueue":              {workloadErr: noKueue, want: both},
-		"workloads cannot sync": {workloadErr: errors.New("informer already started"), want: both, wantErr: true},
+		"kueue":                 {want: append(jobs, "*unstructured.Unstructured "+queue.WorkloadsByJob)},
+		"no kueue":              {workloadErr: noKueue, want: jobs},
+		"workloads cannot sync": {workloadErr: errors.New("informer already started"), want: jobs, wantErr: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			ix := &fakeIndexer{workloadErr: tc.workloadErr}
-			err := index(context.Background(), ix)
+			err := leaderIndexes{ix: ix}.Start(context.Background())
 			if (err != nil) != tc.wantErr {
-				t.Errorf("index: %v, want an error %v", err, tc.wantErr)
+				t.Errorf("leaderIndex: %v, want an error %v", err, tc.wantErr)
 			}
 			if diff := cmp.Diff(tc.want, ix.got); diff != "" {
 				t.Errorf("indexes (-want,+got):\n%s", diff)
 			}
 		})
+	}
+	// The manager runs a runnable only on the leader unless it says
+	// otherwise (manager.LeaderElectionRunnable).
+	if le, ok := any(leaderIndexes{}).(manager.LeaderElectionRunnable); ok && !le.NeedLeaderElection() {
+		t.Error("leaderIndexes runs on every replica: the one that does not lead would watch every Job and Workload")
 	}
 }
