@@ -230,7 +230,7 @@ func run(ctx context.Context, cfg *rest.Config, o options) error {
 
 // index sets up the cache's index that every replica's webhooks read:
 // pods by their JobSet (the check for an earlier job's pods). The indexes
-// only the leader's controllers read come with its lead (leaderIndex).
+// only the leader's controllers read come with its lead (leaderIndexes).
 func index(ctx context.Context, ix client.FieldIndexer) error {
 	if err := ix.IndexField(ctx, &corev1.Pod{}, runtimes.PodsByJobSet, runtimes.IndexByJobSet); err != nil {
 		return fmt.Errorf("failed to index pods by JobSet: %w", err)
@@ -238,23 +238,26 @@ func index(ctx context.Context, ix client.FieldIndexer) error {
 	return nil
 }
 
-// leaderIndex sets up the indexes only the controllers read, Jobs by
-// their JobSet and Kueue's Workloads by job where Kueue's API is served,
-// once this replica leads: an index set up at the start made the replica
-// that does not lead watch every Job and Workload of the cluster too (two
-// of the API server's five Job watches were the manager's, one of them
-// read by nothing; measured 2026-12-03), and no webhook reads them. A
-// controller that reads before its index is there reads by label instead
-// (runtimes.JobSetPods, queue.Snapshots).
-func leaderIndex(ctx context.Context, ix client.FieldIndexer) error {
-	if err := ix.IndexField(ctx, runtimes.JobMetadata(), runtimes.JobsByJobSet, runtimes.IndexByJobSet); err != nil {
+// leaderIndexes is the runnable that sets up the indexes only the
+// controllers read, Jobs by their JobSet and Kueue's Workloads by job
+// where Kueue's API is served, once this replica leads (a runnable that
+// says nothing of leader election runs only on the leader): an index set
+// up at the start made the replica that does not lead watch every Job and
+// Workload of the cluster too (two of the API server's five Job watches
+// were the manager's, one of them read by nothing; measured 2026-12-03),
+// and no webhook reads them. A controller that reads before its index is
+// there reads by label instead (runtimes.JobSetPods, queue.Snapshots).
+type leaderIndexes struct{ ix client.FieldIndexer }
+
+func (l leaderIndexes) Start(ctx context.Context) error {
+	if err := l.ix.IndexField(ctx, runtimes.JobMetadata(), runtimes.JobsByJobSet, runtimes.IndexByJobSet); err != nil {
 		return fmt.Errorf("failed to index Jobs by JobSet: %w", err)
 	}
 	// The diagnosis reads a job's own Kueue Workload at every round
 	// (queue.Snapshots): by this index, not by a label selector that
 	// looks at every Workload of the namespace. Without Kueue's API there
 	// is nothing to index; the lookup then reads by label.
-	if err := ix.IndexField(ctx, queue.WorkloadObject(), queue.WorkloadsByJob, queue.IndexByJob); err != nil {
+	if err := l.ix.IndexField(ctx, queue.WorkloadObject(), queue.WorkloadsByJob, queue.IndexByJob); err != nil {
 		if !meta.IsNoMatchError(err) {
 			return fmt.Errorf("failed to index Kueue's Workloads by job: %w", err)
 		}
@@ -262,13 +265,6 @@ func leaderIndex(ctx context.Context, ix client.FieldIndexer) error {
 	}
 	return nil
 }
-
-// leaderIndexes is the runnable that sets up leaderIndex when this
-// replica leads (a runnable that says nothing of leader election runs
-// only on the leader).
-type leaderIndexes struct{ ix client.FieldIndexer }
-
-func (l leaderIndexes) Start(ctx context.Context) error { return leaderIndex(ctx, l.ix) }
 
 // wire sets up on mgr everything mpijob-manager runs: the certificate,
 // the webhooks (once it is there), the log store's read API, the

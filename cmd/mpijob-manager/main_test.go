@@ -292,7 +292,7 @@ func TestLeaderIndex(t *testing.T) {
 			ix := &fakeIndexer{workloadErr: tc.workloadErr}
 			err := leaderIndexes{ix: ix}.Start(context.Background())
 			if (err != nil) != tc.wantErr {
-				t.Errorf("leaderIndex: %v, want an error %v", err, tc.wantErr)
+				t.Errorf("leaderIndexes: %v, want an error %v", err, tc.wantErr)
 			}
 			if diff := cmp.Diff(tc.want, ix.got); diff != "" {
 				t.Errorf("indexes (-want,+got):\n%s", diff)
