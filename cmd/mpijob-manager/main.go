@@ -185,7 +185,7 @@ func managerOptions(o options, scheme *runtime.Scheme, metricsCert *certs.Lazy) 
 
 func main() {
 	o, err := parseFlags(flag.CommandLine, os.Args[1:])
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&o.zap)))
+	ctrl.SetLogger(newLogger(&o.zap))
 	log := ctrl.Log.WithName("setup")
 	if err != nil {
 		log.Error(err, "bad command line")

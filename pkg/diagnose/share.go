@@ -2,8 +2,11 @@ package diagnose
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/json"
+	"hash"
 	"runtime"
+	"slices"
 	"sync"
 	"unsafe"
 	"weak"
@@ -18,9 +21,9 @@ import (
 // often the same conditions and container states (to the second). A pod
 // the cache keeps then points at the first equal value it met instead of
 // its own copy. Values are equal when they serialize the same (what the API
-// means by them), found by the SHA-256 of that text. The table holds them
-// weakly: a value no cached pod points at any more is collected, and its
-// entry with it.
+// means by them), found by the SHA-256 of that serialization (keyOf). The
+// table holds them weakly: a value no cached pod points at any more is
+// collected, and its entry with it.
 //
 // Readers of the cache get deep copies (controller-runtime's default);
 // one that reads the store in place (client.UnsafeDisableDeepCopy,
@@ -46,17 +49,16 @@ func (s *shared[T]) pointer(v *T) *T {
 	if v == nil {
 		return nil
 	}
-	return s.one(v, v)
+	return s.one(v, unsafe.Slice(v, 1))
 }
 
 // one returns the first pointer held for what serializes as v does, or
 // holds p (the start of v) for the next ones.
-func (s *shared[T]) one(p *T, v any) *T {
-	b, err := json.Marshal(v)
-	if err != nil {
+func (s *shared[T]) one(p *T, v []T) *T {
+	key, ok := keyOf(v)
+	if !ok {
 		return p
 	}
-	key := sha256.Sum256(b)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if w, ok := s.m[key]; ok {
@@ -70,6 +72,83 @@ func (s *shared[T]) one(p *T, v any) *T {
 	s.m[key] = weak.Make(p)
 	runtime.AddCleanup(p, s.forget, key)
 	return p
+}
+
+// wire is an API type's generated protobuf encoding: no reflection, map
+// keys in order, so equal values give the same bytes.
+type wire interface {
+	Size() int
+	MarshalToSizedBuffer([]byte) (int, error)
+}
+
+// keyer hashes one value after another into a key; keyers are pooled, so
+// that a key costs no allocation (TestShareRepeatsAllocatesNothing).
+type keyer struct {
+	h    hash.Hash
+	buf  []byte
+	keys []string
+	sum  [sha256.Size]byte
+}
+
+var keyers = sync.Pool{New: func() any { return &keyer{h: sha256.New()} }}
+
+// keyOf is the key of the values v: the SHA-256 of each one's protobuf
+// encoding, each after its length (so that where one ends is part of the
+// key). It runs for every pod the manager's cache receives, on both
+// replicas: while it hashed the values' JSON (encoding/json's reflection)
+// it took 3.5 % of the leader's CPU and 11 % of the other replica's at
+// 200 jobs × 8 Workers (docs/development.md, "Measured 2026-12-03,
+// 10:20"); BenchmarkShareRepeats measures both. A node selector (a map,
+// no protobuf type of its own) is hashed as its pairs in key order, and
+// any other value as its JSON.
+func keyOf[T any](v []T) (key [sha256.Size]byte, ok bool) {
+	k := keyers.Get().(*keyer)
+	defer keyers.Put(k)
+	k.h.Reset()
+	for i := range v {
+		if sel, isMap := any(&v[i]).(*map[string]string); isMap {
+			k.addMap(*sel)
+			continue
+		}
+		m, isWire := any(&v[i]).(wire)
+		if !isWire {
+			b, err := json.Marshal(v[i])
+			if err != nil {
+				return key, false
+			}
+			k.buf = binary.AppendUvarint(k.buf[:0], uint64(len(b)))
+			k.h.Write(k.buf)
+			k.h.Write(b)
+			continue
+		}
+		n := m.Size()
+		k.buf = binary.AppendUvarint(k.buf[:0], uint64(n))
+		l := len(k.buf)
+		k.buf = slices.Grow(k.buf, n)[:l+n]
+		if _, err := m.MarshalToSizedBuffer(k.buf[l:]); err != nil {
+			return key, false
+		}
+		k.h.Write(k.buf)
+	}
+	k.h.Sum(k.sum[:0])
+	return k.sum, true
+}
+
+// addMap hashes m's pairs in key order, each string after its length.
+func (k *keyer) addMap(m map[string]string) {
+	k.keys = k.keys[:0]
+	for key := range m {
+		k.keys = append(k.keys, key)
+	}
+	slices.Sort(k.keys)
+	k.buf = binary.AppendUvarint(k.buf[:0], uint64(len(m)))
+	for _, key := range k.keys {
+		k.buf = binary.AppendUvarint(k.buf, uint64(len(key)))
+		k.buf = append(k.buf, key...)
+		k.buf = binary.AppendUvarint(k.buf, uint64(len(m[key])))
+		k.buf = append(k.buf, m[key]...)
+	}
+	k.h.Write(k.buf)
 }
 
 // forget drops key's entry once what it held is gone (an equal value may

@@ -1,6 +1,7 @@
 package diagnose
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -104,4 +105,76 @@ func asWorker(p *corev1.Pod, j, w int, base time.Time) {
 		}
 	}
 	p.Status.StartTime = &started
+}
+
+// BenchmarkShareRepeats measures the keys that find what a cached Worker
+// repeats (shareRepeats: its owner, containers, affinity, node selector,
+// tolerations, conditions and container states), in one run: hashed as
+// their JSON, as the cache did until 2026-12-03 (encoding/json's
+// reflection), against their protobuf encoding (keyOf), for a real
+// trimmed Worker (testdata/worker-pod.json). It prints both and their
+// ratio. Run: go test ./pkg/diagnose -run '^$' -bench ShareRepeats
+func BenchmarkShareRepeats(b *testing.B) {
+	raw, err := os.ReadFile("testdata/worker-pod.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := &corev1.Pod{}
+	if err := json.Unmarshal(raw, p); err != nil {
+		b.Fatal(err)
+	}
+	trimJobSetPod(p)
+	// As shareRepeats does, with a node selector and a node affinity (a
+	// GPU Worker's) that the Worker read lacks.
+	p.Spec.NodeSelector = map[string]string{"nvidia.com/gpu.product": "NVIDIA-H200"}
+	p.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{
+			MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "kubernetes.io/arch", Operator: "In", Values: []string{"amd64"}}},
+		}}},
+	}}
+	if len(p.Spec.Tolerations) == 0 || len(p.Status.Conditions) == 0 || len(p.Status.ContainerStatuses) == 0 {
+		b.Fatal("testdata/worker-pod.json lacks the parts shareRepeats keys")
+	}
+	jsonKey := func(v any) [sha256.Size]byte {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return sha256.Sum256(raw)
+	}
+	var sink [sha256.Size]byte
+	asJSON := func() {
+		for _, v := range []any{p.OwnerReferences, p.Spec.InitContainers, p.Spec.Containers, p.Spec.Affinity,
+			p.Spec.NodeSelector, p.Spec.Tolerations, p.Status.Conditions, p.Status.InitContainerStatuses,
+			p.Status.ContainerStatuses} {
+			sink = jsonKey(v)
+		}
+	}
+	asProtobuf := func() {
+		sink, _ = keyOf(p.OwnerReferences)
+		sink, _ = keyOf(p.Spec.InitContainers)
+		sink, _ = keyOf(p.Spec.Containers)
+		sink, _ = keyOf([]corev1.Affinity{*p.Spec.Affinity})
+		sink, _ = keyOf([]map[string]string{p.Spec.NodeSelector})
+		sink, _ = keyOf(p.Spec.Tolerations)
+		sink, _ = keyOf(p.Status.Conditions)
+		sink, _ = keyOf(p.Status.InitContainerStatuses)
+		sink, _ = keyOf(p.Status.ContainerStatuses)
+	}
+	per := func(f func()) float64 {
+		const n = 200
+		start := time.Now()
+		for range n {
+			f()
+		}
+		return float64(time.Since(start).Nanoseconds()) / n
+	}
+	var j, pb float64
+	for b.Loop() {
+		j, pb = per(asJSON), per(asProtobuf)
+	}
+	_ = sink
+	b.ReportMetric(j, "ns/worker-json")
+	b.ReportMetric(pb, "ns/worker-protobuf")
+	b.ReportMetric(j/pb, "json/protobuf")
 }

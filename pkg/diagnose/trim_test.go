@@ -3,6 +3,7 @@ package diagnose
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"regexp"
 	"runtime"
 	"slices"
@@ -544,5 +545,71 @@ func TestTrimTrainJob(t *testing.T) {
 	want := map[string]string{api.StatusAnnotation: `{"phase":"Running"}`, api.CreatorAnnotation: "dev-a", "policy.mpijob.dev/progress-timeout": "5m", "trainer.opendatahub.io/trainerStatus": "{}"}
 	if diff := cmp.Diff(want, got.Annotations); diff != "" || got.ManagedFields != nil {
 		t.Errorf("annotations kept (-want +got):\n%s\nmanaged fields %v", diff, got.ManagedFields)
+	}
+}
+
+// TestShareRepeatsAllocatesNothing: finding what a cached Worker repeats
+// costs no allocation once its parts are held (keyOf hashes their
+// protobuf encoding through a pooled buffer). Hashing their JSON, as the
+// cache did until 2026-12-03, made 44 allocations a Worker, for
+// every pod event on both replicas.
+func TestShareRepeatsAllocatesNothing(t *testing.T) {
+	raw, err := os.ReadFile("testdata/worker-pod.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &corev1.Pod{}
+	if err := json.Unmarshal(raw, p); err != nil {
+		t.Fatal(err)
+	}
+	p.Spec.NodeSelector = map[string]string{"nvidia.com/gpu.product": "NVIDIA-H200", "kubernetes.io/arch": "amd64"}
+	trimJobSetPod(p)
+	shareRepeats(p)
+	if allocs := testing.AllocsPerRun(100, func() { shareRepeats(p) }); allocs != 0 {
+		t.Errorf("shareRepeats made %.0f allocations a Worker, want 0", allocs)
+	}
+}
+
+// TestKeyOf: equal values give one key, whatever their maps' order; a
+// change anywhere, or where one value ends and the next begins, gives
+// another.
+func TestKeyOf(t *testing.T) {
+	tol := func(key string) corev1.Toleration {
+		return corev1.Toleration{Key: key, Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute}
+	}
+	res := func(cpu, mem string) corev1.Container {
+		return corev1.Container{Name: "w", Image: "img", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem)}}}
+	}
+	same := func(a, b []corev1.Container) bool {
+		ka, oka := keyOf(a)
+		kb, okb := keyOf(b)
+		return oka && okb && ka == kb
+	}
+	if !same([]corev1.Container{res("1", "1Gi")}, []corev1.Container{res("1", "1Gi")}) {
+		t.Error("two equal containers have different keys")
+	}
+	if same([]corev1.Container{res("1", "1Gi")}, []corev1.Container{res("1", "2Gi")}) {
+		t.Error("containers that ask for different memory have one key")
+	}
+	if same([]corev1.Container{res("1", "1Gi")}, []corev1.Container{res("1", "1Gi"), res("1", "1Gi")}) {
+		t.Error("one container and two have one key")
+	}
+	a, _ := keyOf([]corev1.Toleration{tol("a"), tol("b")})
+	b, _ := keyOf([]corev1.Toleration{tol("b"), tol("a")})
+	if a == b {
+		t.Error("tolerations in another order have the same key (their order is part of the pod)")
+	}
+	m1 := map[string]string{"a": "1", "b": "2", "c": "3"}
+	m2 := map[string]string{"c": "3", "b": "2", "a": "1"}
+	k1, _ := keyOf([]map[string]string{m1})
+	k2, _ := keyOf([]map[string]string{m2})
+	if k1 != k2 {
+		t.Error("equal node selectors have different keys")
+	}
+	k3, _ := keyOf([]map[string]string{{"a": "12", "b": "", "c": "3"}})
+	k4, _ := keyOf([]map[string]string{{"a": "1", "b": "2", "c": "3"}})
+	if k3 == k4 {
+		t.Error("node selectors whose values are split differently have one key")
 	}
 }

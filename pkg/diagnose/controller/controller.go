@@ -747,12 +747,20 @@ func (r *Reconciler) queues() *queue.Snapshots {
 }
 
 // anyPullFailed reports whether a container of the job's pods failed to
-// pull its image.
+// pull its image. It runs at every round of the diagnosis and reads the
+// pods in place (it copied every pod and container status into new
+// lists, 2.3 % of the leader's allocations at 200 jobs;
+// TestAnyPullFailedAllocatesNothing).
 func anyPullFailed(in diagnose.Input) bool {
-	for _, p := range append(append([]corev1.Pod{}, in.Workers...), in.Launcher...) {
-		for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
-			if api.PullFailed(cs) {
-				return true
+	for _, pods := range [][]corev1.Pod{in.Workers, in.Launcher} {
+		for i := range pods {
+			st := &pods[i].Status
+			for _, statuses := range [][]corev1.ContainerStatus{st.InitContainerStatuses, st.ContainerStatuses} {
+				for j := range statuses {
+					if api.PullFailed(statuses[j]) {
+						return true
+					}
+				}
 			}
 		}
 	}
