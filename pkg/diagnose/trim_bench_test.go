@@ -115,14 +115,7 @@ func asWorker(p *corev1.Pod, j, w int, base time.Time) {
 // trimmed Worker (testdata/worker-pod.json). It prints both and their
 // ratio. Run: go test ./pkg/diagnose -run '^$' -bench ShareRepeats
 func BenchmarkShareRepeats(b *testing.B) {
-	raw, err := os.ReadFile("testdata/worker-pod.json")
-	if err != nil {
-		b.Fatal(err)
-	}
-	p := &corev1.Pod{}
-	if err := json.Unmarshal(raw, p); err != nil {
-		b.Fatal(err)
-	}
+	p := realWorker(b)
 	trimJobSetPod(p)
 	// As shareRepeats does, with a node selector and a node affinity (a
 	// GPU Worker's) that the Worker read lacks.
@@ -177,4 +170,19 @@ func BenchmarkShareRepeats(b *testing.B) {
 	b.ReportMetric(j, "ns/worker-json")
 	b.ReportMetric(pb, "ns/worker-protobuf")
 	b.ReportMetric(j/pb, "json/protobuf")
+}
+
+// realWorker is the Running Worker read from the local cluster
+// (testdata/worker-pod.json), as the API server sent it.
+func realWorker(tb testing.TB) *corev1.Pod {
+	tb.Helper()
+	raw, err := os.ReadFile("testdata/worker-pod.json")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := &corev1.Pod{}
+	if err := json.Unmarshal(raw, p); err != nil {
+		tb.Fatal(err)
+	}
+	return p
 }

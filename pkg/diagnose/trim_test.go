@@ -3,7 +3,6 @@ package diagnose
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"regexp"
 	"runtime"
 	"slices"
@@ -554,14 +553,7 @@ func TestTrimTrainJob(t *testing.T) {
 // cache did until 2026-12-03, made 44 allocations a Worker, for
 // every pod event on both replicas.
 func TestShareRepeatsAllocatesNothing(t *testing.T) {
-	raw, err := os.ReadFile("testdata/worker-pod.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &corev1.Pod{}
-	if err := json.Unmarshal(raw, p); err != nil {
-		t.Fatal(err)
-	}
+	p := realWorker(t)
 	p.Spec.NodeSelector = map[string]string{"nvidia.com/gpu.product": "NVIDIA-H200", "kubernetes.io/arch": "amd64"}
 	trimJobSetPod(p)
 	shareRepeats(p)
