@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -124,8 +125,8 @@ const (
 // managerOptions are controller-runtime's options for o: metrics served
 // with metricsCert (the webhook's certificate, once mounted), leader
 // election on the Lease clients read, and a cache trimmed to what the
-// manager reads.
-func managerOptions(o options, scheme *runtime.Scheme, metricsCert *certs.Lazy) ctrl.Options {
+// manager reads, its JobSets listed and watched through jobSets.
+func managerOptions(o options, scheme *runtime.Scheme, metricsCert *certs.Lazy, jobSets toolscache.ListerWatcher) ctrl.Options {
 	metricsOpts := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.metricsSecure,
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = metricsCert.GetCertificate }}}
 	if o.metricsSecure {
@@ -171,7 +172,10 @@ func managerOptions(o options, scheme *runtime.Scheme, metricsCert *certs.Lazy) 
 		// cache of all pods, where a second cache held every JobSet's pod
 		// again. TrainJobs keep only the annotations the manager reads
 		// (diagnose.TrimTrainJob): a tenant's own may be of any size.
-		Cache: cache.Options{DefaultTransform: stripAndTrimWorkloads, ByObject: map[client.Object]cache.ByObject{
+		// JobSets are not even decoded whole: their informer reads
+		// through a decoder that skips the pod templates and
+		// managedFields (jobSetWatch).
+		Cache: cache.Options{NewInformer: newInformer(jobSets), DefaultTransform: stripAndTrimWorkloads, ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:            {Transform: diagnose.TrimPod},
 			&corev1.Node{}:           {Transform: diagnose.CapacityNode},
 			&jobsetv1alpha2.JobSet{}: {Transform: diagnose.TrimJobSet},
@@ -207,7 +211,11 @@ func run(ctx context.Context, cfg *rest.Config, o options) error {
 	// The metrics endpoint serves the webhook's certificate (it names the
 	// metrics Service too) once it is mounted.
 	var metricsCert certs.Lazy
-	mgr, err := ctrl.NewManager(cfg, managerOptions(o, scheme, &metricsCert))
+	jobSets, err := jobSetWatch(cfg, scheme)
+	if err != nil {
+		return fmt.Errorf("failed to make the JobSets' watch: %w", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, managerOptions(o, scheme, &metricsCert, jobSets))
 	if err != nil {
 		return fmt.Errorf("failed to create the manager: %w", err)
 	}

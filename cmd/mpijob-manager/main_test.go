@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -69,7 +70,7 @@ func TestManagerOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	o, _ := parse(t, "--leader-elect", "--leader-election-namespace=mpijob-system")
-	opts := managerOptions(o, scheme, &certs.Lazy{})
+	opts := managerOptions(o, scheme, &certs.Lazy{}, &toolscache.ListWatch{})
 	if !opts.LeaderElection || opts.LeaderElectionID != api.ManagerLeaseName || opts.LeaderElectionNamespace != "mpijob-system" || !opts.LeaderElectionReleaseOnCancel {
 		t.Errorf("leader election %v %q %q", opts.LeaderElection, opts.LeaderElectionID, opts.LeaderElectionNamespace)
 	}
@@ -81,11 +82,11 @@ func TestManagerOptions(t *testing.T) {
 	if opts.Metrics.FilterProvider == nil || !opts.Metrics.SecureServing {
 		t.Error("secure metrics without the token filter")
 	}
-	if opts.Cache.DefaultTransform == nil || len(opts.Cache.ByObject) != 4 || !opts.Client.Cache.Unstructured {
-		t.Errorf("cache %+v: trimmed objects and unstructured reads from the cache", opts.Cache)
+	if opts.Cache.DefaultTransform == nil || len(opts.Cache.ByObject) != 4 || !opts.Client.Cache.Unstructured || opts.Cache.NewInformer == nil {
+		t.Errorf("cache %+v: trimmed objects, JobSets through their own watch, and unstructured reads from the cache", opts.Cache)
 	}
 	o, _ = parse(t, "--metrics-secure=false")
-	if opts := managerOptions(o, scheme, &certs.Lazy{}); opts.Metrics.FilterProvider != nil {
+	if opts := managerOptions(o, scheme, &certs.Lazy{}, &toolscache.ListWatch{}); opts.Metrics.FilterProvider != nil {
 		t.Error("--metrics-secure=false still filters")
 	}
 }
@@ -101,7 +102,7 @@ func TestWire(t *testing.T) {
 	// The certificate is made once the manager runs: until then no
 	// webhook is served (the manager is not started here).
 	o, _ := parse(t, "--health-probe-bind-address=0")
-	opts := managerOptions(o, scheme, &certs.Lazy{})
+	opts := managerOptions(o, scheme, &certs.Lazy{}, &toolscache.ListWatch{})
 	opts.Metrics = metricsserver.Options{BindAddress: "0"}
 	// No API server: the types' scopes from a fixed mapper.
 	opts.MapperProvider = func(*rest.Config, *http.Client) (meta.RESTMapper, error) {
