@@ -18,21 +18,22 @@ import (
 )
 
 // The manager's cache watches every JobSet of the cluster, and a JobSet is
-// mostly its pod templates, which no reader of the cache uses
-// (diagnose.TrimJobSet drops them). CustomResources have no protobuf
-// encoding, so client-go's JSON decoder read every JobSet change three
-// times: the watch event's envelope and the object each scanned whole to
-// find their kind, then the object decoded, templates included, only for
-// the transform to drop them (about a fifth of the leader's CPU went to the
-// JSON watch streams at 200 × 8, docs/development.md).
+// mostly its pod templates and managedFields, which no reader of the cache
+// uses (diagnose.TrimJobSet and the default transform drop them).
+// CustomResources have no protobuf encoding, so client-go's JSON decoder
+// read every JobSet change three times: the watch event's envelope and the
+// object each scanned whole to find their kind, then the object decoded
+// whole, only for the transforms to drop most of it (about a fifth of the
+// leader's CPU went to the JSON watch streams at 200 × 8,
+// docs/development.md).
 //
 // The JobSet informer lists and watches through its own REST client whose
 // decoder knows what it is reading: the envelope is decoded as what it is
-// (a metav1.WatchEvent), and a JobSet into a type that declares every field
-// but the pod templates and managedFields (thinJobSet), which the JSON
-// decoder skips over without building. Anything else the API server sends (a Status, an
-// object of another kind, a malformed one) goes to client-go's decoder, as
-// before.
+// (a metav1.WatchEvent), and a JobSet into a type that declares every
+// field but the pod templates and managedFields (thinJobSet), which the
+// JSON decoder skips over without building. Anything else the API server
+// sends (a Status, an object of another kind, a malformed one) goes to
+// client-go's decoder, as before.
 
 // jobSetWatch lists and watches the cluster's JobSets for the manager's
 // cache, as controller-runtime's own structured ListWatch does (bookmarks
