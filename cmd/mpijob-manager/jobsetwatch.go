@@ -152,33 +152,33 @@ func (d jobSetDecoder) Decode(data []byte, defaults *schema.GroupVersionKind, in
 		}
 		return into, &jobSetListKind, nil
 	case *jobsetv1alpha2.JobSet:
-		if js, ok := decodeThinJobSet(data); ok {
-			*into = *js
+		if decodeThinJobSet(data, into) {
 			return into, &jobSetKind, nil
 		}
 	case nil:
-		if js, ok := decodeThinJobSet(data); ok {
+		if js := (&jobsetv1alpha2.JobSet{}); decodeThinJobSet(data, js) {
 			return js, &jobSetKind, nil
 		}
 	}
 	return d.fallback.Decode(data, defaults, into)
 }
 
-func decodeThinJobSet(data []byte) (*jobsetv1alpha2.JobSet, bool) {
+// decodeThinJobSet fills js from data when data is a JobSet of this
+// version, and leaves it as it was when not.
+func decodeThinJobSet(data []byte, js *jobsetv1alpha2.JobSet) bool {
 	var t thinJobSet
 	if kjson.UnmarshalCaseSensitivePreserveInts(data, &t) != nil || t.GroupVersionKind() != jobSetKind {
-		return nil, false
+		return false
 	}
-	js := &jobsetv1alpha2.JobSet{}
 	t.into(js)
-	return js, true
+	return true
 }
 
 // thinJobSet is a JobSet as the manager's cache keeps it: every field but
-// each replicated Job's pod template and the managedFields. A field declared at a shallower
-// depth hides the embedded one of the same JSON name, so each level below
-// declares only what it replaces; a field JobSet adds is kept without a
-// change here.
+// each replicated Job's pod template and the managedFields. A field
+// declared at a shallower depth hides the embedded one of the same JSON
+// name, so each level below declares only what it replaces; a field JobSet
+// adds is kept without a change here.
 type thinJobSet struct {
 	metav1.TypeMeta `json:",inline"`
 	Metadata        thinObjectMeta              `json:"metadata,omitempty"`

@@ -42,21 +42,36 @@ func realJobSet(tb testing.TB) []byte {
 	return data
 }
 
-// decoders are the manager's decoder for JobSets and client-go's, which
-// the cache used before (controller-runtime's: without conversion).
-func decoders(tb testing.TB) (thin, full runtime.Decoder) {
+// serializers are the manager's serializer for JobSets and client-go's,
+// which the cache used before (controller-runtime's: without conversion).
+func serializers(tb testing.TB) (thin, full runtime.NegotiatedSerializer) {
 	tb.Helper()
 	scheme, err := newScheme()
 	if err != nil {
 		tb.Fatal(err)
 	}
 	codecs := serializer.WithoutConversionCodecFactory{CodecFactory: serializer.NewCodecFactory(scheme)}
-	info, ok := runtime.SerializerInfoForMediaType(codecs.SupportedMediaTypes(), runtime.ContentTypeJSON)
-	if !ok {
+	return jobSetSerializer{codecs}, codecs
+}
+
+// jsonDecoders are ns's JSON serializer (the envelope's, for a stream)
+// and its decoder of JobSets.
+func jsonDecoders(tb testing.TB, ns runtime.NegotiatedSerializer) (runtime.SerializerInfo, runtime.Decoder) {
+	tb.Helper()
+	info, ok := runtime.SerializerInfoForMediaType(ns.SupportedMediaTypes(), runtime.ContentTypeJSON)
+	if !ok || info.StreamSerializer == nil {
 		tb.Fatal("no JSON serializer")
 	}
-	return jobSetSerializer{codecs}.DecoderToVersion(info.Serializer, jobsetv1alpha2.GroupVersion),
-		codecs.DecoderToVersion(info.Serializer, jobsetv1alpha2.GroupVersion)
+	return info, ns.DecoderToVersion(info.Serializer, jobsetv1alpha2.GroupVersion)
+}
+
+// decoders are the manager's decoder of JobSets and client-go's.
+func decoders(tb testing.TB) (thin, full runtime.Decoder) {
+	tb.Helper()
+	thinNS, fullNS := serializers(tb)
+	_, thin = jsonDecoders(tb, thinNS)
+	_, full = jsonDecoders(tb, fullNS)
+	return thin, full
 }
 
 // trimmed is what the cache keeps of a JobSet client-go decoded whole.
@@ -323,20 +338,18 @@ func TestNewInformer(t *testing.T) {
 // BenchmarkJobSetWatchEvent decodes one watch event of a real JobSet as
 // the cache's informer does: the envelope, then the object.
 func BenchmarkJobSetWatchEvent(b *testing.B) {
-	scheme, err := newScheme()
-	if err != nil {
-		b.Fatal(err)
-	}
-	codecs := serializer.WithoutConversionCodecFactory{CodecFactory: serializer.NewCodecFactory(scheme)}
 	var obj json.RawMessage = realJobSet(b)
 	frame, err := json.Marshal(map[string]any{"type": "MODIFIED", "object": obj})
 	if err != nil {
 		b.Fatal(err)
 	}
-	for name, ns := range map[string]runtime.NegotiatedSerializer{"client-go": codecs, "thin": jobSetSerializer{codecs}} {
-		info, _ := runtime.SerializerInfoForMediaType(ns.SupportedMediaTypes(), runtime.ContentTypeJSON)
-		objects := ns.DecoderToVersion(info.Serializer, jobsetv1alpha2.GroupVersion)
-		b.Run(name, func(b *testing.B) {
+	thin, full := serializers(b)
+	for _, c := range []struct {
+		name string
+		ns   runtime.NegotiatedSerializer
+	}{{"client-go", full}, {"thin", thin}} {
+		info, objects := jsonDecoders(b, c.ns)
+		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(frame)))
 			for b.Loop() {
