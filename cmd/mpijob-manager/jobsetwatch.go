@@ -6,6 +6,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -40,23 +41,32 @@ import (
 // on; the cache has no namespace or selector restriction, and one added for
 // JobSets must be added here too).
 func jobSetWatch(cfg *rest.Config, scheme *runtime.Scheme) (*toolscache.ListWatch, error) {
+	return listWatch(cfg, jobsetv1alpha2.GroupVersion, "/apis", runtime.ContentTypeJSON, runtime.ContentTypeJSON,
+		jobSetSerializer{serializer.WithoutConversionCodecFactory{CodecFactory: serializer.NewCodecFactory(scheme)}},
+		"jobsets", func() runtime.Object { return &jobsetv1alpha2.JobSetList{} })
+}
+
+// listWatch lists and watches resource of gv across the cluster through a
+// REST client of its own that reads with ns, as controller-runtime's
+// structured ListWatch does (bookmarks on).
+func listWatch(cfg *rest.Config, gv schema.GroupVersion, apiPath, contentType, accept string, ns runtime.NegotiatedSerializer, resource string, newList func() runtime.Object) (*toolscache.ListWatch, error) {
 	c := rest.CopyConfig(cfg)
-	c.GroupVersion = &jobsetv1alpha2.GroupVersion
-	c.APIPath = "/apis"
-	c.ContentType = runtime.ContentTypeJSON
-	c.AcceptContentTypes = runtime.ContentTypeJSON
+	c.GroupVersion = &gv
+	c.APIPath = apiPath
+	c.ContentType = contentType
+	c.AcceptContentTypes = accept
 	if c.UserAgent == "" {
 		c.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
-	c.NegotiatedSerializer = jobSetSerializer{serializer.WithoutConversionCodecFactory{CodecFactory: serializer.NewCodecFactory(scheme)}}
+	c.NegotiatedSerializer = ns
 	rc, err := rest.RESTClientFor(c)
 	if err != nil {
 		return nil, err
 	}
 	return &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
-			list := &jobsetv1alpha2.JobSetList{}
-			if err := rc.Get().Resource("jobsets").VersionedParams(&opts, metav1.ParameterCodec).Do(ctx).Into(list); err != nil {
+			list := newList()
+			if err := rc.Get().Resource(resource).VersionedParams(&opts, metav1.ParameterCodec).Do(ctx).Into(list); err != nil {
 				return nil, err
 			}
 			return list, nil
@@ -64,18 +74,21 @@ func jobSetWatch(cfg *rest.Config, scheme *runtime.Scheme) (*toolscache.ListWatc
 		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 			opts.Watch = true
 			opts.AllowWatchBookmarks = true
-			return rc.Get().Resource("jobsets").VersionedParams(&opts, metav1.ParameterCodec).Watch(ctx)
+			return rc.Get().Resource(resource).VersionedParams(&opts, metav1.ParameterCodec).Watch(ctx)
 		},
 	}, nil
 }
 
 // newInformer is the cache's NewInformer: the JobSets' informer reads
-// through jobSets, every other one through the ListWatch controller-runtime
-// made for it.
-func newInformer(jobSets toolscache.ListerWatcher) func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer {
+// through jobSets and the pods' through pods, every other one through the
+// ListWatch controller-runtime made for it.
+func newInformer(jobSets, pods toolscache.ListerWatcher) func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer {
 	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
-		if _, ok := obj.(*jobsetv1alpha2.JobSet); ok {
+		switch obj.(type) {
+		case *jobsetv1alpha2.JobSet:
 			lw = jobSets
+		case *corev1.Pod:
+			lw = pods
 		}
 		return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
 	}

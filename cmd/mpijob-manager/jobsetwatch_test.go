@@ -293,16 +293,18 @@ func TestJobSetWatch(t *testing.T) {
 	}
 }
 
-// Only the JobSets' informer reads through the thin decoder.
+// Only the JobSets' and the pods' informers read through their own
+// decoders.
 func TestNewInformer(t *testing.T) {
-	var jobSets, other toolscache.ListWatch
-	build := newInformer(&jobSets)
+	var jobSets, pods, other toolscache.ListWatch
+	build := newInformer(&jobSets, &pods)
 	for name, tc := range map[string]struct {
 		obj  runtime.Object
 		want *toolscache.ListWatch
 	}{
 		"JobSet": {&jobsetv1alpha2.JobSet{}, &jobSets},
-		"Pod":    {&corev1.Pod{}, &other},
+		"Pod":    {&corev1.Pod{}, &pods},
+		"Node":   {&corev1.Node{}, &other},
 	} {
 		t.Run(name, func(t *testing.T) {
 			inf := build(&other, tc.obj, 0, toolscache.Indexers{})

@@ -125,8 +125,9 @@ const (
 // managerOptions are controller-runtime's options for o: metrics served
 // with metricsCert (the webhook's certificate, once mounted), leader
 // election on the Lease clients read, and a cache trimmed to what the
-// manager reads, its JobSets listed and watched through jobSets.
-func managerOptions(o options, scheme *runtime.Scheme, metricsCert *certs.Lazy, jobSets toolscache.ListerWatcher) ctrl.Options {
+// manager reads, its JobSets and pods listed and watched through jobSets
+// and pods.
+func managerOptions(o options, scheme *runtime.Scheme, metricsCert *certs.Lazy, jobSets, pods toolscache.ListerWatcher) ctrl.Options {
 	metricsOpts := metricsserver.Options{BindAddress: o.metricsAddr, SecureServing: o.metricsSecure,
 		TLSOpts: []func(*tls.Config){func(c *tls.Config) { c.GetCertificate = metricsCert.GetCertificate }}}
 	if o.metricsSecure {
@@ -174,8 +175,9 @@ func managerOptions(o options, scheme *runtime.Scheme, metricsCert *certs.Lazy, 
 		// (diagnose.TrimTrainJob): a tenant's own may be of any size.
 		// JobSets are not even decoded whole: their informer reads
 		// through a decoder that skips the pod templates and
-		// managedFields (jobSetWatch).
-		Cache: cache.Options{NewInformer: newInformer(jobSets), DefaultTransform: stripAndTrimWorkloads, ByObject: map[client.Object]cache.ByObject{
+		// managedFields (jobSetWatch), and pods' informer through one
+		// that skips what TrimPod drops (podWatch).
+		Cache: cache.Options{NewInformer: newInformer(jobSets, pods), DefaultTransform: stripAndTrimWorkloads, ByObject: map[client.Object]cache.ByObject{
 			&corev1.Pod{}:            {Transform: diagnose.TrimPod},
 			&corev1.Node{}:           {Transform: diagnose.CapacityNode},
 			&jobsetv1alpha2.JobSet{}: {Transform: diagnose.TrimJobSet},
@@ -215,7 +217,11 @@ func run(ctx context.Context, cfg *rest.Config, o options) error {
 	if err != nil {
 		return fmt.Errorf("failed to make the JobSets' watch: %w", err)
 	}
-	mgr, err := ctrl.NewManager(cfg, managerOptions(o, scheme, &metricsCert, jobSets))
+	pods, err := podWatch(cfg, scheme)
+	if err != nil {
+		return fmt.Errorf("failed to make the pods' watch: %w", err)
+	}
+	mgr, err := ctrl.NewManager(cfg, managerOptions(o, scheme, &metricsCert, jobSets, pods))
 	if err != nil {
 		return fmt.Errorf("failed to create the manager: %w", err)
 	}

@@ -70,7 +70,7 @@ func TestManagerOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	o, _ := parse(t, "--leader-elect", "--leader-election-namespace=mpijob-system")
-	opts := managerOptions(o, scheme, &certs.Lazy{}, &toolscache.ListWatch{})
+	opts := managerOptions(o, scheme, &certs.Lazy{}, &toolscache.ListWatch{}, &toolscache.ListWatch{})
 	if !opts.LeaderElection || opts.LeaderElectionID != api.ManagerLeaseName || opts.LeaderElectionNamespace != "mpijob-system" || !opts.LeaderElectionReleaseOnCancel {
 		t.Errorf("leader election %v %q %q", opts.LeaderElection, opts.LeaderElectionID, opts.LeaderElectionNamespace)
 	}
@@ -86,7 +86,7 @@ func TestManagerOptions(t *testing.T) {
 		t.Errorf("cache %+v: trimmed objects, JobSets through their own watch, and unstructured reads from the cache", opts.Cache)
 	}
 	o, _ = parse(t, "--metrics-secure=false")
-	if opts := managerOptions(o, scheme, &certs.Lazy{}, &toolscache.ListWatch{}); opts.Metrics.FilterProvider != nil {
+	if opts := managerOptions(o, scheme, &certs.Lazy{}, &toolscache.ListWatch{}, &toolscache.ListWatch{}); opts.Metrics.FilterProvider != nil {
 		t.Error("--metrics-secure=false still filters")
 	}
 }
@@ -102,7 +102,7 @@ func TestWire(t *testing.T) {
 	// The certificate is made once the manager runs: until then no
 	// webhook is served (the manager is not started here).
 	o, _ := parse(t, "--health-probe-bind-address=0")
-	opts := managerOptions(o, scheme, &certs.Lazy{}, &toolscache.ListWatch{})
+	opts := managerOptions(o, scheme, &certs.Lazy{}, &toolscache.ListWatch{}, &toolscache.ListWatch{})
 	opts.Metrics = metricsserver.Options{BindAddress: "0"}
 	// No API server: the types' scopes from a fixed mapper.
 	opts.MapperProvider = func(*rest.Config, *http.Client) (meta.RESTMapper, error) {

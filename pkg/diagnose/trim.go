@@ -58,6 +58,10 @@ func TrimPod(obj any) (any, error) {
 // another label must add it here.
 var KeptPodLabels = []string{jobsetv1alpha2.JobSetNameKey, jobsetv1alpha2.ReplicatedJobNameKey, completionIndexLabel}
 
+// KeptPodAnnotations are the annotations of a JobSet's pod the cache may
+// keep: the Worker index, read only where its label is missing.
+var KeptPodAnnotations = []string{completionIndexLabel}
+
 // TrimJobSetPod is a cache transform for the pods of JobSets: it drops
 // what no reader of the manager's cache uses: managed fields, labels and
 // annotations other than KeptPodLabels, the containers' environment,
@@ -96,7 +100,7 @@ func trimJobSetPod(p *corev1.Pod) {
 	if _, ok := p.Labels[completionIndexLabel]; ok {
 		p.Annotations = nil
 	} else {
-		p.Annotations = only(p.Annotations, completionIndexLabel)
+		p.Annotations = only(p.Annotations, KeptPodAnnotations...)
 	}
 	trimContainers(p.Spec.InitContainers)
 	trimContainers(p.Spec.Containers)
