@@ -42,7 +42,7 @@ import (
 // JobSets must be added here too).
 func jobSetWatch(cfg *rest.Config, scheme *runtime.Scheme) (*toolscache.ListWatch, error) {
 	return listWatch(cfg, jobsetv1alpha2.GroupVersion, "/apis", runtime.ContentTypeJSON, runtime.ContentTypeJSON,
-		jobSetSerializer{serializer.WithoutConversionCodecFactory{CodecFactory: serializer.NewCodecFactory(scheme)}},
+		jobSetSerializer(serializer.WithoutConversionCodecFactory{CodecFactory: serializer.NewCodecFactory(scheme)}),
 		"jobsets", func() runtime.Object { return &jobsetv1alpha2.JobSetList{} })
 }
 
@@ -94,26 +94,39 @@ func newInformer(jobSets, pods toolscache.ListerWatcher) func(toolscache.ListerW
 	}
 }
 
-// jobSetSerializer is client-go's serializer with jobSetDecoder for
-// objects and watchEventDecoder for the envelope of a JSON watch stream.
-type jobSetSerializer struct {
+// decodingSerializer is client-go's serializer with decoders of its own:
+// objects for the objects it reads, and envelope for the envelope of a
+// watch stream in mediaType.
+type decodingSerializer struct {
 	runtime.NegotiatedSerializer
+	mediaType string
+	envelope  func(runtime.Serializer) runtime.Serializer
+	objects   func(fallback runtime.Decoder) runtime.Decoder
 }
 
-func (s jobSetSerializer) SupportedMediaTypes() []runtime.SerializerInfo {
+func (s decodingSerializer) SupportedMediaTypes() []runtime.SerializerInfo {
 	infos := slices.Clone(s.NegotiatedSerializer.SupportedMediaTypes())
 	for i := range infos {
-		if infos[i].MediaType == runtime.ContentTypeJSON && infos[i].StreamSerializer != nil {
+		if infos[i].MediaType == s.mediaType && infos[i].StreamSerializer != nil {
 			stream := *infos[i].StreamSerializer
-			stream.Serializer = watchEventDecoder{stream.Serializer}
+			stream.Serializer = s.envelope(stream.Serializer)
 			infos[i].StreamSerializer = &stream
 		}
 	}
 	return infos
 }
 
-func (s jobSetSerializer) DecoderToVersion(d runtime.Decoder, gv runtime.GroupVersioner) runtime.Decoder {
-	return jobSetDecoder{fallback: s.NegotiatedSerializer.DecoderToVersion(d, gv)}
+func (s decodingSerializer) DecoderToVersion(d runtime.Decoder, gv runtime.GroupVersioner) runtime.Decoder {
+	return s.objects(s.NegotiatedSerializer.DecoderToVersion(d, gv))
+}
+
+// jobSetSerializer is ns with jobSetDecoder for objects and
+// watchEventDecoder for the envelope of a JSON watch stream.
+func jobSetSerializer(ns runtime.NegotiatedSerializer) runtime.NegotiatedSerializer {
+	return decodingSerializer{NegotiatedSerializer: ns, mediaType: runtime.ContentTypeJSON,
+		envelope: func(s runtime.Serializer) runtime.Serializer { return watchEventDecoder{s} },
+		objects:  func(fallback runtime.Decoder) runtime.Decoder { return jobSetDecoder{fallback: fallback} },
+	}
 }
 
 var watchEventKind = metav1.SchemeGroupVersion.WithKind("WatchEvent")

@@ -17,9 +17,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
@@ -42,36 +44,80 @@ func realJobSet(tb testing.TB) []byte {
 	return data
 }
 
-// serializers are the manager's serializer for JobSets and client-go's,
-// which the cache used before (controller-runtime's: without conversion).
-func serializers(tb testing.TB) (thin, full runtime.NegotiatedSerializer) {
+// codecs are client-go's serializers as the cache used them before
+// (controller-runtime's: without conversion).
+func codecs(tb testing.TB) serializer.WithoutConversionCodecFactory {
 	tb.Helper()
 	scheme, err := newScheme()
 	if err != nil {
 		tb.Fatal(err)
 	}
-	codecs := serializer.WithoutConversionCodecFactory{CodecFactory: serializer.NewCodecFactory(scheme)}
-	return jobSetSerializer{codecs}, codecs
+	return serializer.WithoutConversionCodecFactory{CodecFactory: serializer.NewCodecFactory(scheme)}
 }
 
-// jsonDecoders are ns's JSON serializer (the envelope's, for a stream)
-// and its decoder of JobSets.
-func jsonDecoders(tb testing.TB, ns runtime.NegotiatedSerializer) (runtime.SerializerInfo, runtime.Decoder) {
+// mediaDecoders are ns's serializer for mediaType (the envelope's, for a
+// stream) and its decoder of gv's objects.
+func mediaDecoders(tb testing.TB, ns runtime.NegotiatedSerializer, mediaType string, gv schema.GroupVersion) (runtime.SerializerInfo, runtime.Decoder) {
 	tb.Helper()
-	info, ok := runtime.SerializerInfoForMediaType(ns.SupportedMediaTypes(), runtime.ContentTypeJSON)
+	info, ok := runtime.SerializerInfoForMediaType(ns.SupportedMediaTypes(), mediaType)
 	if !ok || info.StreamSerializer == nil {
-		tb.Fatal("no JSON serializer")
+		tb.Fatalf("no %s serializer", mediaType)
 	}
-	return info, ns.DecoderToVersion(info.Serializer, jobsetv1alpha2.GroupVersion)
+	return info, ns.DecoderToVersion(info.Serializer, gv)
+}
+
+// objectDecoders are the decoder of gv's objects in mediaType that own
+// makes of client-go's serializers, and client-go's.
+func objectDecoders(tb testing.TB, own func(runtime.NegotiatedSerializer) runtime.NegotiatedSerializer, mediaType string, gv schema.GroupVersion) (thin, full runtime.Decoder) {
+	tb.Helper()
+	_, thin = mediaDecoders(tb, own(codecs(tb)), mediaType, gv)
+	_, full = mediaDecoders(tb, codecs(tb), mediaType, gv)
+	return thin, full
+}
+
+// decodeBoth is data as full and thin decode it, neither failing.
+func decodeBoth(t *testing.T, thin, full runtime.Decoder, data []byte) (want, got runtime.Object) {
+	t.Helper()
+	want, _, err := full.Decode(data, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, err = thin.Decode(data, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return want, got
 }
 
 // decoders are the manager's decoder of JobSets and client-go's.
 func decoders(tb testing.TB) (thin, full runtime.Decoder) {
 	tb.Helper()
-	thinNS, fullNS := serializers(tb)
-	_, thin = jsonDecoders(tb, thinNS)
-	_, full = jsonDecoders(tb, fullNS)
-	return thin, full
+	return objectDecoders(tb, jobSetSerializer, runtime.ContentTypeJSON, jobsetv1alpha2.GroupVersion)
+}
+
+// benchmarkWatchEvent decodes frame, one watch event in mediaType, as the
+// cache's informer does (the envelope, then the object), with client-go's
+// decoders and with own's.
+func benchmarkWatchEvent(b *testing.B, frame []byte, own func(runtime.NegotiatedSerializer) runtime.NegotiatedSerializer, mediaType string, gv schema.GroupVersion) {
+	for _, c := range []struct {
+		name string
+		ns   runtime.NegotiatedSerializer
+	}{{"client-go", codecs(b)}, {"thin", own(codecs(b))}} {
+		info, objects := mediaDecoders(b, c.ns, mediaType, gv)
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(len(frame)))
+			for b.Loop() {
+				var e metav1.WatchEvent
+				if _, _, err := info.StreamSerializer.Decode(frame, nil, &e); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := runtime.Decode(objects, e.Object.Raw); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
 
 // trimmed is what the cache keeps of a JobSet client-go decoded whole.
@@ -110,14 +156,7 @@ func TestJobSetDecoderKeepsWhatTheCacheKeeps(t *testing.T) {
 	}
 	for name, data := range inputs {
 		t.Run(name, func(t *testing.T) {
-			want, _, err := full.Decode(data, nil, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, _, err := thin.Decode(data, nil, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			want, got := decodeBoth(t, thin, full, data)
 			w := trimmed(t, want.(*jobsetv1alpha2.JobSet))
 			g := trimmed(t, got.(*jobsetv1alpha2.JobSet))
 			if diff := cmp.Diff(w, g); diff != "" {
@@ -248,41 +287,23 @@ func TestJobSetWatch(t *testing.T) {
 	}
 	w := trimmed(t, want.(*jobsetv1alpha2.JobSet))
 
-	list, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := list.(*jobsetv1alpha2.JobSetList)
-	if l.ResourceVersion != "11" || len(l.Items) != 1 {
-		t.Fatalf("list %s with %d JobSets", l.ResourceVersion, len(l.Items))
-	}
 	w.ResourceVersion = "10"
-	if diff := cmp.Diff(w, trimmed(t, &l.Items[0])); diff != "" {
+	if diff := cmp.Diff(w, trimmed(t, listedOne(ctx, t, lw).(*jobsetv1alpha2.JobSet))); diff != "" {
 		t.Errorf("listed (-client-go, +thin):\n%s", diff)
 	}
 
-	wi, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "11"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wi.Stop()
-	var got []string
-	for e := range wi.ResultChan() {
-		switch o := e.Object.(type) {
-		case *jobsetv1alpha2.JobSet:
-			got = append(got, string(e.Type)+" "+o.ResourceVersion)
-			if e.Type == watch.Modified {
-				w.ResourceVersion = "12"
-				if diff := cmp.Diff(w, trimmed(t, o)); diff != "" {
-					t.Errorf("watched (-client-go, +thin):\n%s", diff)
-				}
+	got := watchedEvents(ctx, t, lw, "11", func(typ watch.EventType, o runtime.Object) {
+		js, ok := o.(*jobsetv1alpha2.JobSet)
+		switch {
+		case !ok:
+			t.Errorf("a %T in the watch", o)
+		case typ == watch.Modified:
+			w.ResourceVersion = "12"
+			if diff := cmp.Diff(w, trimmed(t, js)); diff != "" {
+				t.Errorf("watched (-client-go, +thin):\n%s", diff)
 			}
-		case *metav1.Status:
-			got = append(got, string(e.Type)+" "+string(o.Reason))
-		default:
-			t.Errorf("a %T in the watch", e.Object)
 		}
-	}
+	})
 	if diff := cmp.Diff([]string{"MODIFIED 12", "BOOKMARK 13", "ERROR Expired"}, got); diff != "" {
 		t.Errorf("events (-want, +got):\n%s", diff)
 	}
@@ -291,6 +312,48 @@ func TestJobSetWatch(t *testing.T) {
 	if len(requests) != 2 || !strings.Contains(requests[1], "allowWatchBookmarks=true") || !strings.Contains(requests[1], "watch=true") || !strings.HasPrefix(requests[0], "/apis/jobset.x-k8s.io/v1alpha2/jobsets?") {
 		t.Errorf("requests %q", requests)
 	}
+}
+
+// listedOne lists lw from resource version 0 and returns the one object
+// of the list, which must be at resource version 11.
+func listedOne(ctx context.Context, t *testing.T, lw *toolscache.ListWatch) runtime.Object {
+	t.Helper()
+	list, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	items, err := meta.ExtractList(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rv := list.(metav1.ListInterface).GetResourceVersion(); rv != "11" || len(items) != 1 {
+		t.Fatalf("list %s with %d objects", rv, len(items))
+	}
+	return items[0]
+}
+
+// watchedEvents watches lw from rv until the server ends the watch, and
+// says each event by its type and its object's resource version (a
+// Status's reason); each object that is not a Status goes to check.
+func watchedEvents(ctx context.Context, t *testing.T, lw *toolscache.ListWatch, rv string, check func(watch.EventType, runtime.Object)) []string {
+	t.Helper()
+	wi, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: rv})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wi.Stop()
+	var got []string
+	for e := range wi.ResultChan() {
+		if s, ok := e.Object.(*metav1.Status); ok {
+			got = append(got, string(e.Type)+" "+string(s.Reason))
+			continue
+		}
+		if o, ok := e.Object.(metav1.Object); ok {
+			got = append(got, string(e.Type)+" "+o.GetResourceVersion())
+		}
+		check(e.Type, e.Object)
+	}
+	return got
 }
 
 // Only the JobSets' and the pods' informers read through their own
@@ -345,24 +408,5 @@ func BenchmarkJobSetWatchEvent(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	thin, full := serializers(b)
-	for _, c := range []struct {
-		name string
-		ns   runtime.NegotiatedSerializer
-	}{{"client-go", full}, {"thin", thin}} {
-		info, objects := jsonDecoders(b, c.ns)
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(frame)))
-			for b.Loop() {
-				var e metav1.WatchEvent
-				if _, _, err := info.StreamSerializer.Decode(frame, nil, &e); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := runtime.Decode(objects, e.Object.Raw); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
+	benchmarkWatchEvent(b, frame, jobSetSerializer, runtime.ContentTypeJSON, jobsetv1alpha2.GroupVersion)
 }

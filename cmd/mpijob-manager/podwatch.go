@@ -48,30 +48,17 @@ import (
 func podWatch(cfg *rest.Config, scheme *runtime.Scheme) (*toolscache.ListWatch, error) {
 	return listWatch(cfg, corev1.SchemeGroupVersion, "/api", runtime.ContentTypeProtobuf,
 		runtime.ContentTypeProtobuf+","+runtime.ContentTypeJSON,
-		podSerializer{serializer.WithoutConversionCodecFactory{CodecFactory: serializer.NewCodecFactory(scheme)}},
+		podSerializer(serializer.WithoutConversionCodecFactory{CodecFactory: serializer.NewCodecFactory(scheme)}),
 		"pods", func() runtime.Object { return &corev1.PodList{} })
 }
 
-// podSerializer is client-go's serializer with podDecoder for objects and
+// podSerializer is ns with podDecoder for objects and
 // protoWatchEventDecoder for the envelope of a protobuf watch stream.
-type podSerializer struct {
-	runtime.NegotiatedSerializer
-}
-
-func (s podSerializer) SupportedMediaTypes() []runtime.SerializerInfo {
-	infos := slices.Clone(s.NegotiatedSerializer.SupportedMediaTypes())
-	for i := range infos {
-		if infos[i].MediaType == runtime.ContentTypeProtobuf && infos[i].StreamSerializer != nil {
-			stream := *infos[i].StreamSerializer
-			stream.Serializer = protoWatchEventDecoder{stream.Serializer}
-			infos[i].StreamSerializer = &stream
-		}
+func podSerializer(ns runtime.NegotiatedSerializer) runtime.NegotiatedSerializer {
+	return decodingSerializer{NegotiatedSerializer: ns, mediaType: runtime.ContentTypeProtobuf,
+		envelope: func(s runtime.Serializer) runtime.Serializer { return protoWatchEventDecoder{s} },
+		objects:  func(fallback runtime.Decoder) runtime.Decoder { return podDecoder{fallback: fallback} },
 	}
-	return infos
-}
-
-func (s podSerializer) DecoderToVersion(d runtime.Decoder, gv runtime.GroupVersioner) runtime.Decoder {
-	return podDecoder{fallback: s.NegotiatedSerializer.DecoderToVersion(d, gv)}
 }
 
 // protoWatchEventDecoder reads a protobuf watch event's envelope into the

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
@@ -41,8 +41,7 @@ func realPods(tb testing.TB) map[string]*corev1.Pod {
 		if err != nil {
 			tb.Fatal(err)
 		}
-		_, full := podSerializers(tb)
-		obj, _, err := full.UniversalDeserializer().Decode(data, nil, &corev1.Pod{})
+		obj, _, err := codecs(tb).UniversalDeserializer().Decode(data, nil, &corev1.Pod{})
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -53,42 +52,16 @@ func realPods(tb testing.TB) map[string]*corev1.Pod {
 	return out
 }
 
-// podSerializers are the manager's serializer for pods and client-go's,
-// which the cache used before (controller-runtime's: without conversion).
-func podSerializers(tb testing.TB) (thin runtime.NegotiatedSerializer, full serializer.WithoutConversionCodecFactory) {
-	tb.Helper()
-	scheme, err := newScheme()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	codecs := serializer.WithoutConversionCodecFactory{CodecFactory: serializer.NewCodecFactory(scheme)}
-	return podSerializer{codecs}, codecs
-}
-
-// protoDecoders are ns's protobuf serializer (the envelope's, for a
-// stream) and its decoder of pods.
-func protoDecoders(tb testing.TB, ns runtime.NegotiatedSerializer) (runtime.SerializerInfo, runtime.Decoder) {
-	tb.Helper()
-	info, ok := runtime.SerializerInfoForMediaType(ns.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
-	if !ok || info.StreamSerializer == nil {
-		tb.Fatal("no protobuf serializer")
-	}
-	return info, ns.DecoderToVersion(info.Serializer, corev1.SchemeGroupVersion)
-}
-
 // podDecoders are the manager's decoder of pods and client-go's.
 func podDecoders(tb testing.TB) (thin, full runtime.Decoder) {
 	tb.Helper()
-	thinNS, fullNS := podSerializers(tb)
-	_, thin = protoDecoders(tb, thinNS)
-	_, full = protoDecoders(tb, fullNS)
-	return thin, full
+	return objectDecoders(tb, podSerializer, runtime.ContentTypeProtobuf, corev1.SchemeGroupVersion)
 }
 
 // encodeProto is obj as the API server sends it in protobuf.
 func encodeProto(tb testing.TB, obj runtime.Object) []byte {
 	tb.Helper()
-	_, full := podSerializers(tb)
+	full := codecs(tb)
 	info, _ := runtime.SerializerInfoForMediaType(full.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
 	data, err := runtime.Encode(full.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion), obj)
 	if err != nil {
@@ -165,14 +138,7 @@ func TestPodDecoderKeepsWhatTheCacheKeeps(t *testing.T) {
 		list.Items = append(list.Items, *p)
 		t.Run(name, func(t *testing.T) {
 			data := encodeProto(t, p)
-			want, _, err := full.Decode(data, nil, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, _, err := thin.Decode(data, nil, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			want, got := decodeBoth(t, thin, full, data)
 			w := trimmedPod(t, want.(*corev1.Pod))
 			if diff := cmp.Diff(w, trimmedPod(t, got.(*corev1.Pod))); diff != "" {
 				t.Errorf("the cache's pod (-client-go, +thin):\n%s", diff)
@@ -305,24 +271,12 @@ func TestPodDecoderLeavesTheRestToClientGo(t *testing.T) {
 	}
 }
 
-// The pods' informer lists and watches through the thin decoder, against
-// an API server that answers as the real one does: protobuf, its watch
-// events framed by their length.
-func TestPodWatch(t *testing.T) {
-	pod := realPods(t)["real worker"]
-	withVersion := func(rv string) []byte {
-		p := pod.DeepCopy()
-		p.ResourceVersion = rv
-		return encodeProto(t, p)
-	}
-	event := func(typ string, obj []byte) []byte {
-		e := metav1.WatchEvent{Type: typ, Object: runtime.RawExtension{Raw: obj}}
-		data, err := e.Marshal()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return data
-	}
+// podAPI is an API server that answers the pods' list with list and
+// each watch with events (protobuf, framed by their length, as the real one
+// does), then holds the watch open until the client goes when hold is set.
+// It returns the pods' ListWatch against it, and the requests it had.
+func podAPI(t *testing.T, list *corev1.PodList, events func(*http.Request) []metav1.WatchEvent, hold bool) (*toolscache.ListWatch, func() []string) {
+	t.Helper()
 	var (
 		mu       sync.Mutex
 		requests []string
@@ -333,29 +287,28 @@ func TestPodWatch(t *testing.T) {
 		mu.Unlock()
 		if r.URL.Query().Get("watch") != "true" {
 			w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
-			p := pod.DeepCopy()
-			p.ResourceVersion = "10"
-			if _, err := w.Write(encodeProto(t, &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "11"}, Items: []corev1.Pod{*p}})); err != nil {
+			if _, err := w.Write(encodeProto(t, list)); err != nil {
 				t.Error(err)
 			}
 			return
 		}
 		w.Header().Set("Content-Type", runtime.ContentTypeProtobuf+";stream=watch")
 		frames := protobuf.LengthDelimitedFramer.NewFrameWriter(w)
-		for _, e := range [][]byte{
-			event("MODIFIED", withVersion("12")),
-			// The bookmark that ends a watch's initial events (the
-			// reflector lists by watching, and waits for it).
-			event("BOOKMARK", encodeProto(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "13", Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}})),
-			event("DELETED", withVersion("14")),
-			event("ERROR", encodeProto(t, &metav1.Status{Status: metav1.StatusFailure, Message: "too old", Reason: metav1.StatusReasonExpired, Code: 410})),
-		} {
-			if _, err := frames.Write(e); err != nil {
+		for _, e := range events(r) {
+			data, err := e.Marshal()
+			if err != nil {
+				t.Error(err)
+			}
+			if _, err := frames.Write(data); err != nil {
 				t.Error(err)
 			}
 		}
+		w.(http.Flusher).Flush()
+		if hold {
+			<-r.Context().Done()
+		}
 	}))
-	defer srv.Close()
+	t.Cleanup(srv.Close)
 	scheme, err := newScheme()
 	if err != nil {
 		t.Fatal(err)
@@ -364,65 +317,116 @@ func TestPodWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return lw, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(requests)
+	}
+}
+
+// protoEvent is a watch event of obj, in protobuf.
+func protoEvent(t *testing.T, typ watch.EventType, obj runtime.Object) metav1.WatchEvent {
+	return metav1.WatchEvent{Type: string(typ), Object: runtime.RawExtension{Raw: encodeProto(t, obj)}}
+}
+
+// withVersion is p at resource version rv.
+func withVersion(p *corev1.Pod, rv string) *corev1.Pod {
+	p = p.DeepCopy()
+	p.ResourceVersion = rv
+	return p
+}
+
+// initialEventsEnd is the bookmark that ends a watch's initial events (the
+// reflector lists by watching, and waits for it).
+func initialEventsEnd(rv string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: rv, Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}}
+}
+
+// thinOnly fails t when p was decoded whole: what the pods' watch sends
+// is already thin.
+func thinOnly(t *testing.T, how string, p *corev1.Pod) {
+	t.Helper()
+	if p.ManagedFields != nil || len(p.Spec.Containers) == 0 || p.Spec.Containers[0].Env != nil {
+		t.Errorf("%s pod was decoded whole", how)
+	}
+}
+
+// The pods' informer lists and watches through the thin decoder, against
+// an API server that answers as the real one does.
+func TestPodWatch(t *testing.T) {
+	pod := realPods(t)["real worker"]
+	lw, requests := podAPI(t, &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "11"}, Items: []corev1.Pod{*withVersion(pod, "10")}},
+		func(*http.Request) []metav1.WatchEvent {
+			return []metav1.WatchEvent{
+				protoEvent(t, watch.Modified, withVersion(pod, "12")),
+				protoEvent(t, watch.Bookmark, initialEventsEnd("13")),
+				protoEvent(t, watch.Deleted, withVersion(pod, "14")),
+				protoEvent(t, watch.Error, &metav1.Status{Status: metav1.StatusFailure, Message: "too old", Reason: metav1.StatusReasonExpired, Code: 410}),
+			}
+		}, false)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	w := trimmedPod(t, pod)
-	// What arrives is already thin: the watch read it through podDecoder.
-	thinOnly := func(how string, p *corev1.Pod) {
-		if p.ManagedFields != nil || len(p.Spec.Containers) == 0 || p.Spec.Containers[0].Env != nil {
-			t.Errorf("%s pod was decoded whole", how)
-		}
-	}
 
-	list, err := lw.ListWithContext(ctx, metav1.ListOptions{ResourceVersion: "0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := list.(*corev1.PodList)
-	if l.ResourceVersion != "11" || len(l.Items) != 1 {
-		t.Fatalf("list %s with %d pods", l.ResourceVersion, len(l.Items))
-	}
-	thinOnly("the listed", &l.Items[0])
+	listed := listedOne(ctx, t, lw).(*corev1.Pod)
+	thinOnly(t, "the listed", listed)
 	w.ResourceVersion = "10"
-	if diff := cmp.Diff(w, trimmedPod(t, &l.Items[0])); diff != "" {
+	if diff := cmp.Diff(w, trimmedPod(t, listed)); diff != "" {
 		t.Errorf("listed (-client-go, +thin):\n%s", diff)
 	}
 
-	wi, err := lw.WatchWithContext(ctx, metav1.ListOptions{ResourceVersion: "11"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer wi.Stop()
-	var got []string
-	for e := range wi.ResultChan() {
-		switch o := e.Object.(type) {
-		case *corev1.Pod:
-			got = append(got, string(e.Type)+" "+o.ResourceVersion)
-			if e.Type == watch.Bookmark {
-				if o.Annotations[metav1.InitialEventsAnnotationKey] != "true" {
-					t.Errorf("the bookmark lost its %s annotation: %v", metav1.InitialEventsAnnotationKey, o.Annotations)
-				}
-				continue
+	got := watchedEvents(ctx, t, lw, "11", func(typ watch.EventType, o runtime.Object) {
+		p, ok := o.(*corev1.Pod)
+		switch {
+		case !ok:
+			t.Errorf("a %T in the watch", o)
+		case typ == watch.Bookmark:
+			if p.Annotations[metav1.InitialEventsAnnotationKey] != "true" {
+				t.Errorf("the bookmark lost its %s annotation: %v", metav1.InitialEventsAnnotationKey, p.Annotations)
 			}
-			thinOnly("a watched", o)
-			w.ResourceVersion = o.ResourceVersion
-			if diff := cmp.Diff(w, trimmedPod(t, o)); diff != "" {
+		default:
+			thinOnly(t, "a watched", p)
+			w.ResourceVersion = p.ResourceVersion
+			if diff := cmp.Diff(w, trimmedPod(t, p)); diff != "" {
 				t.Errorf("watched (-client-go, +thin):\n%s", diff)
 			}
-		case *metav1.Status:
-			got = append(got, string(e.Type)+" "+string(o.Reason))
-		default:
-			t.Errorf("a %T in the watch", e.Object)
 		}
-	}
+	})
 	if diff := cmp.Diff([]string{"MODIFIED 12", "BOOKMARK 13", "DELETED 14", "ERROR Expired"}, got); diff != "" {
 		t.Errorf("events (-want, +got):\n%s", diff)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(requests) != 2 || !strings.Contains(requests[1], "allowWatchBookmarks=true") || !strings.Contains(requests[1], "watch=true") ||
-		!strings.HasPrefix(requests[0], "/api/v1/pods?") || !strings.HasSuffix(requests[0], " "+runtime.ContentTypeProtobuf+","+runtime.ContentTypeJSON) {
-		t.Errorf("requests %q", requests)
+	if r := requests(); len(r) != 2 || !strings.Contains(r[1], "allowWatchBookmarks=true") || !strings.Contains(r[1], "watch=true") ||
+		!strings.HasPrefix(r[0], "/api/v1/pods?") || !strings.HasSuffix(r[0], " "+runtime.ContentTypeProtobuf+","+runtime.ContentTypeJSON) {
+		t.Errorf("requests %q", r)
+	}
+}
+
+// The cache's informer syncs through the pods' watch as it lists on a
+// real API server: by watching, its initial events ended by a bookmark
+// that says so (the annotation the cache itself drops).
+func TestPodInformerSyncs(t *testing.T) {
+	pod := withVersion(realPods(t)["real worker"], "10")
+	lw, requests := podAPI(t, &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "11"}, Items: []corev1.Pod{*pod}},
+		func(r *http.Request) []metav1.WatchEvent {
+			if r.URL.Query().Get("sendInitialEvents") != "true" {
+				return nil
+			}
+			return []metav1.WatchEvent{protoEvent(t, watch.Added, pod), protoEvent(t, watch.Bookmark, initialEventsEnd("11"))}
+		}, true)
+	inf := newInformer(&toolscache.ListWatch{}, lw)(&toolscache.ListWatch{}, &corev1.Pod{}, 0, toolscache.Indexers{})
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	go inf.RunWithContext(ctx)
+	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		t.Fatalf("the informer did not sync; requests %q", requests())
+	}
+	items := inf.GetStore().List()
+	if len(items) != 1 || items[0].(*corev1.Pod).Name != pod.Name {
+		t.Fatalf("the informer holds %v", items)
+	}
+	thinOnly(t, "the informer's", items[0].(*corev1.Pod))
+	if r := requests(); len(r) == 0 || !strings.Contains(r[0], "sendInitialEvents=true") {
+		t.Errorf("the informer did not list by watching: requests %q", r)
 	}
 }
 
@@ -434,96 +438,5 @@ func BenchmarkPodWatchEvent(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	thin, full := podSerializers(b)
-	for _, c := range []struct {
-		name string
-		ns   runtime.NegotiatedSerializer
-	}{{"client-go", full}, {"thin", thin}} {
-		info, objects := protoDecoders(b, c.ns)
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			b.SetBytes(int64(len(frame)))
-			for b.Loop() {
-				var e metav1.WatchEvent
-				if _, _, err := info.StreamSerializer.Decode(frame, nil, &e); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := runtime.Decode(objects, e.Object.Raw); err != nil {
-					b.Fatal(err)
-				}
-			}
-		})
-	}
-}
-
-// The cache's informer syncs through the pods' watch as it lists on a
-// real API server: by watching, its initial events ended by a bookmark
-// that says so (the annotation the cache itself drops).
-func TestPodInformerSyncs(t *testing.T) {
-	pod := realPods(t)["real worker"]
-	pod.ResourceVersion = "10"
-	var (
-		mu       sync.Mutex
-		requests []string
-	)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		mu.Lock()
-		requests = append(requests, r.URL.RawQuery)
-		mu.Unlock()
-		if r.URL.Query().Get("watch") != "true" {
-			w.Header().Set("Content-Type", runtime.ContentTypeProtobuf)
-			if _, err := w.Write(encodeProto(t, &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "11"}, Items: []corev1.Pod{*pod}})); err != nil {
-				t.Error(err)
-			}
-			return
-		}
-		w.Header().Set("Content-Type", runtime.ContentTypeProtobuf+";stream=watch")
-		frames := protobuf.LengthDelimitedFramer.NewFrameWriter(w)
-		if r.URL.Query().Get("sendInitialEvents") == "true" {
-			for _, e := range []metav1.WatchEvent{
-				{Type: "ADDED", Object: runtime.RawExtension{Raw: encodeProto(t, pod)}},
-				{Type: "BOOKMARK", Object: runtime.RawExtension{Raw: encodeProto(t, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{ResourceVersion: "11", Annotations: map[string]string{metav1.InitialEventsAnnotationKey: "true"}}})}},
-			} {
-				data, err := e.Marshal()
-				if err != nil {
-					t.Error(err)
-				}
-				if _, err := frames.Write(data); err != nil {
-					t.Error(err)
-				}
-			}
-		}
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	}))
-	defer srv.Close()
-	scheme, err := newScheme()
-	if err != nil {
-		t.Fatal(err)
-	}
-	lw, err := podWatch(&rest.Config{Host: srv.URL}, scheme)
-	if err != nil {
-		t.Fatal(err)
-	}
-	inf := newInformer(&toolscache.ListWatch{}, lw)(&toolscache.ListWatch{}, &corev1.Pod{}, 0, toolscache.Indexers{})
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	go inf.RunWithContext(ctx)
-	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		mu.Lock()
-		defer mu.Unlock()
-		t.Fatalf("the informer did not sync; requests %q", requests)
-	}
-	items := inf.GetStore().List()
-	if len(items) != 1 || items[0].(*corev1.Pod).Name != pod.Name {
-		t.Fatalf("the informer holds %v", items)
-	}
-	if got := items[0].(*corev1.Pod); got.ManagedFields != nil || got.Spec.Containers[0].Env != nil {
-		t.Error("the informer's pod was decoded whole")
-	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(requests) == 0 || !strings.Contains(requests[0], "sendInitialEvents=true") {
-		t.Errorf("the informer did not list by watching: requests %q", requests)
-	}
+	benchmarkWatchEvent(b, frame, podSerializer, runtime.ContentTypeProtobuf, corev1.SchemeGroupVersion)
 }
