@@ -41,15 +41,16 @@ import (
 // on; the cache has no namespace or selector restriction, and one added for
 // JobSets must be added here too).
 func jobSetWatch(cfg *rest.Config, scheme *runtime.Scheme) (*toolscache.ListWatch, error) {
-	return listWatch(cfg, jobsetv1alpha2.GroupVersion, "/apis", runtime.ContentTypeJSON, runtime.ContentTypeJSON,
-		jobSetSerializer(serializer.WithoutConversionCodecFactory{CodecFactory: serializer.NewCodecFactory(scheme)}),
-		"jobsets", func() runtime.Object { return &jobsetv1alpha2.JobSetList{} })
+	return listWatch(cfg, scheme, jobsetv1alpha2.GroupVersion, "/apis", runtime.ContentTypeJSON, runtime.ContentTypeJSON,
+		jobSetSerializer, "jobsets", func() runtime.Object { return &jobsetv1alpha2.JobSetList{} })
 }
 
 // listWatch lists and watches resource of gv across the cluster through a
-// REST client of its own that reads with ns, as controller-runtime's
-// structured ListWatch does (bookmarks on).
-func listWatch(cfg *rest.Config, gv schema.GroupVersion, apiPath, contentType, accept string, ns runtime.NegotiatedSerializer, resource string, newList func() runtime.Object) (*toolscache.ListWatch, error) {
+// REST client of its own that reads with own's serializer made of
+// scheme's codecs (controller-runtime's: without conversion), as
+// controller-runtime's structured ListWatch does (bookmarks on).
+func listWatch(cfg *rest.Config, scheme *runtime.Scheme, gv schema.GroupVersion, apiPath, contentType, accept string,
+	own func(runtime.NegotiatedSerializer) runtime.NegotiatedSerializer, resource string, newList func() runtime.Object) (*toolscache.ListWatch, error) {
 	c := rest.CopyConfig(cfg)
 	c.GroupVersion = &gv
 	c.APIPath = apiPath
@@ -58,7 +59,7 @@ func listWatch(cfg *rest.Config, gv schema.GroupVersion, apiPath, contentType, a
 	if c.UserAgent == "" {
 		c.UserAgent = rest.DefaultKubernetesUserAgent()
 	}
-	c.NegotiatedSerializer = ns
+	c.NegotiatedSerializer = own(serializer.WithoutConversionCodecFactory{CodecFactory: serializer.NewCodecFactory(scheme)})
 	rc, err := rest.RESTClientFor(c)
 	if err != nil {
 		return nil, err

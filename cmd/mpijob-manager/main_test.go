@@ -83,7 +83,7 @@ func TestManagerOptions(t *testing.T) {
 		t.Error("secure metrics without the token filter")
 	}
 	if opts.Cache.DefaultTransform == nil || len(opts.Cache.ByObject) != 4 || !opts.Client.Cache.Unstructured || opts.Cache.NewInformer == nil {
-		t.Errorf("cache %+v: trimmed objects, JobSets through their own watch, and unstructured reads from the cache", opts.Cache)
+		t.Errorf("cache %+v: trimmed objects, JobSets and pods through their own watches, and unstructured reads from the cache", opts.Cache)
 	}
 	o, _ = parse(t, "--metrics-secure=false")
 	if opts := managerOptions(o, scheme, &certs.Lazy{}, &toolscache.ListWatch{}, &toolscache.ListWatch{}); opts.Metrics.FilterProvider != nil {

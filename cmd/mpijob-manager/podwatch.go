@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/runtime/serializer"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 
@@ -46,9 +45,8 @@ import (
 // cache has no namespace or selector restriction for pods, and one added
 // must be added here too).
 func podWatch(cfg *rest.Config, scheme *runtime.Scheme) (*toolscache.ListWatch, error) {
-	return listWatch(cfg, corev1.SchemeGroupVersion, "/api", runtime.ContentTypeProtobuf,
-		runtime.ContentTypeProtobuf+","+runtime.ContentTypeJSON,
-		podSerializer(serializer.WithoutConversionCodecFactory{CodecFactory: serializer.NewCodecFactory(scheme)}),
+	return listWatch(cfg, scheme, corev1.SchemeGroupVersion, "/api", runtime.ContentTypeProtobuf,
+		runtime.ContentTypeProtobuf+","+runtime.ContentTypeJSON, podSerializer,
 		"pods", func() runtime.Object { return &corev1.PodList{} })
 }
 
@@ -279,30 +277,36 @@ func claimVolume(volume []byte) bool {
 	return claim
 }
 
-// eachField calls f with each field of the protobuf message data (a
-// length-delimited field's contents, other fields' encoded values) until f
-// says stop, and reports whether data was well formed and f never stopped.
+// nextField reads the first field of the protobuf message data: its
+// number and wire type, its value (a length-delimited field's contents,
+// another field's encoded value), the whole field as encoded, and what
+// follows it; ok is false where data is not well formed.
+func nextField(data []byte) (num protowire.Number, typ protowire.Type, value, whole, rest []byte, ok bool) {
+	num, typ, n := protowire.ConsumeTag(data)
+	if n < 0 {
+		return 0, 0, nil, nil, nil, false
+	}
+	m := protowire.ConsumeFieldValue(num, typ, data[n:])
+	if m < 0 {
+		return 0, 0, nil, nil, nil, false
+	}
+	value = data[n : n+m]
+	if typ == protowire.BytesType {
+		value, _ = protowire.ConsumeBytes(value)
+	}
+	return num, typ, value, data[:n+m], data[n+m:], true
+}
+
+// eachField calls f with each field of the protobuf message data (its
+// value as nextField reads it) until f says stop, and reports whether data
+// was well formed and f never stopped.
 func eachField(data []byte, f func(protowire.Number, protowire.Type, []byte) bool) bool {
 	for len(data) > 0 {
-		num, typ, n := protowire.ConsumeTag(data)
-		if n < 0 {
+		num, typ, v, _, rest, ok := nextField(data)
+		if !ok || !f(num, typ, v) {
 			return false
 		}
-		m := protowire.ConsumeFieldValue(num, typ, data[n:])
-		if m < 0 {
-			return false
-		}
-		v := data[n : n+m]
-		if typ == protowire.BytesType {
-			var k int
-			if v, k = protowire.ConsumeBytes(v); k < 0 {
-				return false
-			}
-		}
-		if !f(num, typ, v) {
-			return false
-		}
-		data = data[n+m:]
+		data = rest
 	}
 	return true
 }
@@ -313,16 +317,11 @@ func eachField(data []byte, f func(protowire.Number, protowire.Type, []byte) boo
 // message moved back if its filtered length takes less.
 func filter(dst, src []byte, fields protoFields) ([]byte, bool) {
 	for len(src) > 0 {
-		num, typ, n := protowire.ConsumeTag(src)
-		if n < 0 {
+		num, typ, v, whole, rest, ok := nextField(src)
+		if !ok {
 			return dst, false
 		}
-		m := protowire.ConsumeFieldValue(num, typ, src[n:])
-		if m < 0 {
-			return dst, false
-		}
-		whole := src[:n+m]
-		src = src[n+m:]
+		src = rest
 		f, named := fields[num]
 		switch {
 		case !named:
@@ -335,20 +334,16 @@ func filter(dst, src []byte, fields protoFields) ([]byte, bool) {
 			// generated decoder to refuse.
 			dst = append(dst, whole...)
 			continue
-		}
-		v, _ := protowire.ConsumeBytes(whole[n:])
-		if f.keep != nil && !f.keep(v) {
+		case f.keep != nil && !f.keep(v):
 			continue
-		}
-		if f.in == nil {
+		case f.in == nil:
 			dst = append(dst, whole...)
 			continue
 		}
-		dst = append(dst, whole[:n]...)
+		dst = protowire.AppendTag(dst, num, typ)
 		at := len(dst)
 		dst = protowire.AppendVarint(dst, uint64(len(v)))
 		start := len(dst)
-		var ok bool
 		if dst, ok = filter(dst, v, f.in); !ok {
 			return dst, false
 		}

@@ -30,14 +30,14 @@ import (
 	"github.com/mpijob/mpijob/pkg/diagnose"
 )
 
-// realPods are a Launcher and a Worker of an MPI job of two Workers on the
-// local cluster (kubectl get pod -o json), as the API server sends them:
-// protobuf.
+// realPods are a Launcher and a Worker of MPI jobs on the local cluster
+// (kubectl get pod -o json --show-managed-fields; the Worker is the one
+// pkg/diagnose's cache tests read).
 func realPods(tb testing.TB) map[string]*corev1.Pod {
 	tb.Helper()
 	out := map[string]*corev1.Pod{}
-	for _, name := range []string{"launcher", "worker"} {
-		data, err := os.ReadFile("testdata/" + name + ".json")
+	for name, file := range map[string]string{"launcher": "testdata/launcher.json", "worker": "../../pkg/diagnose/testdata/worker-pod.json"} {
+		data, err := os.ReadFile(file)
 		if err != nil {
 			tb.Fatal(err)
 		}
