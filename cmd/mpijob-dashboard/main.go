@@ -17,11 +17,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/mpijob/mpijob/dashboard"
 )
@@ -49,6 +51,10 @@ func parseFlags(fs *flag.FlagSet, args []string) (settings, error) {
 func main() {
 	s, _ := parseFlags(flag.CommandLine, os.Args[1:]) // flag.ExitOnError: a bad flag exits
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	// controller-runtime's client logs through the dashboard's own log.
+	// Unset, it printed a goroutine's stack after half a minute
+	// ("log.SetLogger(...) was never called").
+	ctrllog.SetLogger(logr.FromSlogHandler(log.Handler()))
 	if err := run(s.listen, s.kubeconfig, s.namespacesContext, s.offerUsers, log, s.promURL, s.scrape, s.modelRegistry); err != nil {
 		fmt.Fprintln(os.Stderr, "mpijob-dashboard:", err)
 		os.Exit(1)

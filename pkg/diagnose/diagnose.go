@@ -618,11 +618,20 @@ func workerName(p *corev1.Pod) string {
 	return "Worker pod " + p.Name
 }
 
-// sortedByIndex orders pods by Worker index so messages name the lowest.
-func sortedByIndex(pods []corev1.Pod) []*corev1.Pod {
-	out := make([]*corev1.Pod, 0, len(pods))
-	for i := range pods {
-		out = append(out, &pods[i])
+// sortedByIndex orders pods by Worker index so messages name the lowest:
+// the pods of each list in turn, where indexes are equal, pointing at the
+// lists' own pods (a list of copies of a job's pods was the diagnosis's
+// largest allocation, bench/scale, 2026-12-03).
+func sortedByIndex(lists ...[]corev1.Pod) []*corev1.Pod {
+	n := 0
+	for _, pods := range lists {
+		n += len(pods)
+	}
+	out := make([]*corev1.Pod, 0, n)
+	for _, pods := range lists {
+		for i := range pods {
+			out = append(out, &pods[i])
+		}
 	}
 	idx := func(p *corev1.Pod) int {
 		n, err := strconv.Atoi(p.Labels[completionIndexLabel])

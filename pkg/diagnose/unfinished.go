@@ -3,6 +3,7 @@ package diagnose
 import (
 	"cmp"
 	"fmt"
+	"iter"
 	"regexp"
 	"slices"
 	"strconv"
@@ -35,7 +36,7 @@ func explainUnfinished(in Input, s api.Status) (api.Phase, finding) {
 		return api.PhasePending, finding{reason: ReasonJobSetNotCreated, message: "Trainer has not created the job's pods yet.",
 			next: ranked(stepf("Wait a few seconds; if this lasts, check that the Trainer controller runs and read `%s`.", cli("events")))}
 	}
-	all := append(append([]corev1.Pod{}, in.Workers...), in.Launcher...)
+	all := sortedByIndex(in.Workers, in.Launcher)
 	if r, m, n, ok := imageBuilding(all, in.Events, in.Now); ok {
 		return api.PhaseStarting, finding{reason: r, message: m, next: n}
 	}
@@ -265,13 +266,13 @@ const BuilderComponent = api.ImageBuilderComponent
 // building for its first use: its pull failed, and the builder's last word
 // on the pod is BuildingImage. The job then waits (it starts at the
 // kubelet's next pull after the import); it has not failed.
-func imageBuilding(pods []corev1.Pod, events []corev1.Event, now time.Time) (reason, message string, next []api.Step, ok bool) {
-	for _, p := range sortedByIndex(pods) {
+func imageBuilding(pods []*corev1.Pod, events []corev1.Event, now time.Time) (reason, message string, next []api.Step, ok bool) {
+	for _, p := range pods {
 		last := api.LastBuilderEvent(events, p.Name)
 		if last == nil || (last.Reason != api.EventBuildingImage && last.Reason != api.EventImageBuilt) {
 			continue
 		}
-		for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+		for cs := range containerStatuses(p) {
 			if !api.PullFailed(cs) && (cs.State.Waiting == nil || cs.State.Waiting.Reason != "ContainerCreating") {
 				continue
 			}
@@ -290,10 +291,24 @@ func imageBuilding(pods []corev1.Pod, events []corev1.Event, now time.Time) (rea
 	return "", "", nil, false
 }
 
-// imagePull finds a pod that cannot pull its image.
-func imagePull(pods []corev1.Pod) (reason, message string, next []api.Step, who *api.PodRef, ok bool) {
-	for _, p := range sortedByIndex(pods) {
-		for _, cs := range append(append([]corev1.ContainerStatus{}, p.Status.InitContainerStatuses...), p.Status.ContainerStatuses...) {
+// containerStatuses yields p's init containers' statuses, then its
+// containers', without a list of copies of both.
+func containerStatuses(p *corev1.Pod) iter.Seq[corev1.ContainerStatus] {
+	return func(yield func(corev1.ContainerStatus) bool) {
+		for _, list := range [2][]corev1.ContainerStatus{p.Status.InitContainerStatuses, p.Status.ContainerStatuses} {
+			for _, cs := range list {
+				if !yield(cs) {
+					return
+				}
+			}
+		}
+	}
+}
+
+// imagePull finds a pod that cannot pull its image (pods sorted by index).
+func imagePull(pods []*corev1.Pod) (reason, message string, next []api.Step, who *api.PodRef, ok bool) {
+	for _, p := range pods {
+		for cs := range containerStatuses(p) {
 			if !api.PullFailed(cs) {
 				continue
 			}

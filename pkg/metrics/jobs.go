@@ -9,6 +9,7 @@ import (
 	trainer "github.com/kubeflow/trainer/v2/pkg/apis/trainer/v1alpha1"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	jobsetv1alpha2 "sigs.k8s.io/jobset/api/jobset/v1alpha2"
@@ -189,15 +190,7 @@ func CachedJobStates(ctx context.Context, c crcache.Informers, memo *StatusMemo)
 		}
 		byJob[k][p.Name] = api.PodRole(p.Labels[jobsetv1alpha2.ReplicatedJobNameKey])
 		if PodCounts(p) {
-			req, _ := runtimes.PodDemand(&p.Spec)
-			for name, q := range req {
-				if r := UsageResource(name); r != "" {
-					if requests[k] == nil {
-						requests[k] = Requests{}
-					}
-					requests[k][r] += q.AsApproximateFloat64()
-				}
-			}
+			addRequests(requests, k, &p.Spec)
 		}
 	})
 	if err != nil {
@@ -232,6 +225,19 @@ func CachedJobStates(ctx context.Context, c crcache.Informers, memo *StatusMemo)
 		memo.entries = seen
 	}
 	return out, err
+}
+
+// addRequests adds to requests[k] what spec asks of each resource the
+// usage series report, without lists of its own (runtimes.EachRequest).
+func addRequests(requests map[jobKey]Requests, k jobKey, spec *corev1.PodSpec) {
+	runtimes.EachRequest(spec, func(name corev1.ResourceName, q resource.Quantity) {
+		if r := UsageResource(name); r != "" {
+			if requests[k] == nil {
+				requests[k] = Requests{}
+			}
+			requests[k][r] += q.AsApproximateFloat64()
+		}
+	})
 }
 
 // each is cached.Each, for which an informer it cannot read is an error.

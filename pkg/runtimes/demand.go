@@ -13,18 +13,35 @@ import (
 // defaults it) and limits.
 func PodDemand(spec *corev1.PodSpec) (requests, limits corev1.ResourceList) {
 	requests, limits = corev1.ResourceList{}, corev1.ResourceList{}
+	EachRequest(spec, func(name corev1.ResourceName, q resource.Quantity) {
+		addTo(requests, name, q)
+	})
 	for _, c := range spec.Containers {
 		for name, q := range c.Resources.Limits {
 			addTo(limits, name, q)
-			if _, ok := c.Resources.Requests[name]; !ok {
-				addTo(requests, name, q)
-			}
-		}
-		for name, q := range c.Resources.Requests {
-			addTo(requests, name, q)
 		}
 	}
 	return requests, limits
+}
+
+// EachRequest calls fn with every request of spec's containers that
+// PodDemand adds up (a limit without a request stands for the request),
+// one container's at a time, without building PodDemand's lists: the
+// jobs' metrics add every cached pod's requests at each scrape, and
+// PodDemand's lists and sums were the largest of the leader's allocations
+// (44 MB of 810 MB over 200 jobs, bench/scale, 2026-12-03).
+func EachRequest(spec *corev1.PodSpec, fn func(corev1.ResourceName, resource.Quantity)) {
+	for i := range spec.Containers {
+		r := &spec.Containers[i].Resources
+		for name, q := range r.Limits {
+			if _, ok := r.Requests[name]; !ok {
+				fn(name, q)
+			}
+		}
+		for name, q := range r.Requests {
+			fn(name, q)
+		}
+	}
 }
 
 func addTo(l corev1.ResourceList, name corev1.ResourceName, q resource.Quantity) {

@@ -155,6 +155,49 @@ func TestOwnedByJobSet(t *testing.T) {
 	}
 }
 
+// A job whose pods are all its own (nearly every job): OwnedByJobSet
+// gives its pods back as they are, without a list of copies; one pod that
+// is not its own, first, last or between, is left out of a new list.
+func TestOwnedByJobSetCopiesNoPodsWhenAllAreOwned(t *testing.T) {
+	js := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "team-a", UID: "js-1"}}
+	owner := func(kind, apiVersion, name string, uid types.UID) []metav1.OwnerReference {
+		return []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, UID: uid, Controller: ptr.To(true)}}
+	}
+	jobs := []metav1.PartialObjectMetadata{
+		{ObjectMeta: metav1.ObjectMeta{Name: "hello-launcher-0", UID: "job-l", OwnerReferences: owner("JobSet", "jobset.x-k8s.io/v1alpha2", "hello", "js-1")}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "hello-node-0", UID: "job-n", OwnerReferences: owner("JobSet", "jobset.x-k8s.io/v1alpha2", "hello", "js-1")}},
+	}
+	pods := []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "launcher", OwnerReferences: owner("Job", "batch/v1", "hello-launcher-0", "job-l")}}}
+	for i := range 8 {
+		pods = append(pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("worker-%d", i), OwnerReferences: owner("Job", "batch/v1", "hello-node-0", "job-n")}})
+	}
+	var got []corev1.Pod
+	allocs := testing.AllocsPerRun(100, func() { got = OwnedByJobSet(pods, jobs, js) })
+	if len(got) != len(pods) || &got[0] != &pods[0] {
+		t.Errorf("all %d pods owned: got %d pods in another list, want the pods themselves", len(pods), len(got))
+	}
+	if allocs > 1 {
+		t.Errorf("%.0f allocations for a job of 9 pods all its own, want at most 1 (the Jobs by name)", allocs)
+	}
+	stranger := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "forged", OwnerReferences: owner("Job", "batch/v1", "hello-node-0", "job-forged")}}
+	for name, at := range map[string]int{"first": 0, "between": 4, "last": len(pods)} {
+		t.Run("one not its own, "+name, func(t *testing.T) {
+			mixed := append(append(append([]corev1.Pod{}, pods[:at]...), stranger), pods[at:]...)
+			var names []string
+			for _, p := range OwnedByJobSet(mixed, jobs, js) {
+				names = append(names, p.Name)
+			}
+			var want []string
+			for _, p := range pods {
+				want = append(want, p.Name)
+			}
+			if diff := cmp.Diff(want, names); diff != "" {
+				t.Errorf("pods kept (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // JobSetPods finds a job's Jobs through the manager's JobsByJobSet index
 // where its reader has it: a label selector made the cache look at every
 // Job of the namespace at each lookup. A reader without the index (the

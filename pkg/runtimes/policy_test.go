@@ -160,6 +160,25 @@ func TestPodDemand(t *testing.T) {
 	}
 }
 
+// EachRequest gives what PodDemand's requests add up, container by
+// container: a limit without a request stands for it, a request beside a
+// limit counts alone, and nothing of a container without resources.
+func TestEachRequest(t *testing.T) {
+	spec := &corev1.PodSpec{Containers: []corev1.Container{
+		{Resources: corev1.ResourceRequirements{Limits: rl("nvidia.com/gpu", "2", "memory", "4Gi"), Requests: rl("memory", "1Gi")}},
+		{Resources: corev1.ResourceRequirements{Requests: rl("cpu", "500m", "memory", "512Mi")}},
+		{},
+	}}
+	got := map[corev1.ResourceName][]string{}
+	EachRequest(spec, func(name corev1.ResourceName, q resource.Quantity) {
+		got[name] = append(got[name], q.String())
+	})
+	want := map[corev1.ResourceName][]string{"nvidia.com/gpu": {"2"}, "memory": {"1Gi", "512Mi"}, "cpu": {"500m"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("EachRequest (-want,+got):\n%s", diff)
+	}
+}
+
 // A job's slow-rank-after wins over its runtime's; "off" turns it off; a
 // bad value is refused naming the annotation and the form.
 func TestSlowRankAfter(t *testing.T) {
