@@ -113,17 +113,26 @@ func (n noLabels) List(ctx context.Context, l client.ObjectList, opts ...client.
 	return n.Reader.List(ctx, l, opts...)
 }
 
-func TestOwnedByJobSet(t *testing.T) {
-	js := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "team-a", UID: "js-1"}}
-	controller := func(kind, apiVersion, name string, uid types.UID) []metav1.OwnerReference {
-		return []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, UID: uid, Controller: ptr.To(true)}}
-	}
-	jobs := []metav1.PartialObjectMetadata{
+// controller is an owner list whose one reference is the controller.
+func controller(kind, apiVersion, name string, uid types.UID) []metav1.OwnerReference {
+	return []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, UID: uid, Controller: ptr.To(true)}}
+}
+
+// helloJobs are the Launcher's and the Workers' Jobs of JobSet hello (UID
+// js-1), as the cache holds their metadata.
+func helloJobs() []metav1.PartialObjectMetadata {
+	return []metav1.PartialObjectMetadata{
 		{ObjectMeta: metav1.ObjectMeta{Name: "hello-launcher-0", UID: "job-l", OwnerReferences: controller("JobSet", "jobset.x-k8s.io/v1alpha2", "hello", "js-1")}},
 		{ObjectMeta: metav1.ObjectMeta{Name: "hello-node-0", UID: "job-n", OwnerReferences: controller("JobSet", "jobset.x-k8s.io/v1alpha2", "hello", "js-1")}},
-		// A Job with the JobSet's label that another JobSet (or nobody) controls.
-		{ObjectMeta: metav1.ObjectMeta{Name: "hello-launcher-9", UID: "job-x", OwnerReferences: controller("JobSet", "jobset.x-k8s.io/v1alpha2", "hello", "js-old")}},
 	}
+}
+
+func TestOwnedByJobSet(t *testing.T) {
+	js := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "team-a", UID: "js-1"}}
+	jobs := append(helloJobs(),
+		// A Job with the JobSet's label that another JobSet (or nobody) controls.
+		metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "hello-launcher-9", UID: "job-x", OwnerReferences: controller("JobSet", "jobset.x-k8s.io/v1alpha2", "hello", "js-old")}},
+	)
 	now := metav1.Now()
 	pod := func(name string, owners []metav1.OwnerReference, stopping bool) corev1.Pod {
 		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: owners}}
@@ -160,16 +169,10 @@ func TestOwnedByJobSet(t *testing.T) {
 // is not its own, first, last or between, is left out of a new list.
 func TestOwnedByJobSetCopiesNoPodsWhenAllAreOwned(t *testing.T) {
 	js := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "team-a", UID: "js-1"}}
-	owner := func(kind, apiVersion, name string, uid types.UID) []metav1.OwnerReference {
-		return []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, UID: uid, Controller: ptr.To(true)}}
-	}
-	jobs := []metav1.PartialObjectMetadata{
-		{ObjectMeta: metav1.ObjectMeta{Name: "hello-launcher-0", UID: "job-l", OwnerReferences: owner("JobSet", "jobset.x-k8s.io/v1alpha2", "hello", "js-1")}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "hello-node-0", UID: "job-n", OwnerReferences: owner("JobSet", "jobset.x-k8s.io/v1alpha2", "hello", "js-1")}},
-	}
-	pods := []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "launcher", OwnerReferences: owner("Job", "batch/v1", "hello-launcher-0", "job-l")}}}
+	jobs := helloJobs()
+	pods := []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "launcher", OwnerReferences: controller("Job", "batch/v1", "hello-launcher-0", "job-l")}}}
 	for i := range 8 {
-		pods = append(pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("worker-%d", i), OwnerReferences: owner("Job", "batch/v1", "hello-node-0", "job-n")}})
+		pods = append(pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("worker-%d", i), OwnerReferences: controller("Job", "batch/v1", "hello-node-0", "job-n")}})
 	}
 	var got []corev1.Pod
 	allocs := testing.AllocsPerRun(100, func() { got = OwnedByJobSet(pods, jobs, js) })
@@ -179,7 +182,7 @@ func TestOwnedByJobSetCopiesNoPodsWhenAllAreOwned(t *testing.T) {
 	if allocs > 1 {
 		t.Errorf("%.0f allocations for a job of 9 pods all its own, want at most 1 (the Jobs by name)", allocs)
 	}
-	stranger := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "forged", OwnerReferences: owner("Job", "batch/v1", "hello-node-0", "job-forged")}}
+	stranger := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "forged", OwnerReferences: controller("Job", "batch/v1", "hello-node-0", "job-forged")}}
 	for name, at := range map[string]int{"first": 0, "between": 4, "last": len(pods)} {
 		t.Run("one not its own, "+name, func(t *testing.T) {
 			mixed := append(append(append([]corev1.Pod{}, pods[:at]...), stranger), pods[at:]...)
@@ -204,9 +207,6 @@ func TestOwnedByJobSetCopiesNoPodsWhenAllAreOwned(t *testing.T) {
 // API server) is asked by label, and both give the same pods.
 func TestJobSetPodsReadsTheJobsIndex(t *testing.T) {
 	js := &jobsetv1alpha2.JobSet{ObjectMeta: metav1.ObjectMeta{Name: "hello", Namespace: "team-a", UID: "js-1"}}
-	controller := func(kind, apiVersion, name string, uid types.UID) []metav1.OwnerReference {
-		return []metav1.OwnerReference{{APIVersion: apiVersion, Kind: kind, Name: name, UID: uid, Controller: ptr.To(true)}}
-	}
 	job := func(ns, jobset, name string, uid types.UID, owner types.UID) *batchv1.Job {
 		return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: uid,
 			Labels:          map[string]string{jobsetv1alpha2.JobSetNameKey: jobset},
