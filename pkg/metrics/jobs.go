@@ -230,12 +230,14 @@ func CachedJobStates(ctx context.Context, c crcache.Informers, memo *StatusMemo)
 // addRequests adds to requests[k] what spec asks of each resource the
 // usage series report, without lists of its own (runtimes.EachRequest).
 func addRequests(requests map[jobKey]Requests, k jobKey, spec *corev1.PodSpec) {
+	job := requests[k]
 	runtimes.EachRequest(spec, func(name corev1.ResourceName, q resource.Quantity) {
 		if r := UsageResource(name); r != "" {
-			if requests[k] == nil {
-				requests[k] = Requests{}
+			if job == nil {
+				job = Requests{}
+				requests[k] = job
 			}
-			requests[k][r] += q.AsApproximateFloat64()
+			job[r] += q.AsApproximateFloat64()
 		}
 	})
 }
