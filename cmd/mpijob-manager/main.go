@@ -242,28 +242,23 @@ func run(ctx context.Context, cfg *rest.Config, o options) error {
 	return mgr.Start(ctx)
 }
 
-// index sets up the cache's index that every replica's webhooks read:
-// pods by their JobSet (the check for an earlier job's pods). The indexes
-// only the leader's controllers read come with its lead (leaderIndexes).
-func index(ctx context.Context, ix client.FieldIndexer) error {
-	if err := ix.IndexField(ctx, &corev1.Pod{}, runtimes.PodsByJobSet, runtimes.IndexByJobSet); err != nil {
-		return fmt.Errorf("failed to index pods by JobSet: %w", err)
-	}
-	return nil
-}
-
-// leaderIndexes is the runnable that sets up the indexes only the
-// controllers read, Jobs by their JobSet and Kueue's Workloads by job
-// where Kueue's API is served, once this replica leads (a runnable that
-// says nothing of leader election runs only on the leader): an index set
-// up at the start made the replica that does not lead watch every Job and
-// Workload of the cluster too (two of the API server's five Job watches
-// were the manager's, one of them read by nothing; measured 2026-12-03),
-// and no webhook reads them. A controller that reads before its index is
-// there reads by label instead (runtimes.JobSetPods, queue.Snapshots).
+// leaderIndexes is the runnable that sets up the cache's indexes, all of
+// which only the controllers read: pods and Jobs by their JobSet and
+// Kueue's Workloads by job where Kueue's API is served, once this replica
+// leads (a runnable that says nothing of leader election runs only on
+// the leader). An index set up at the start made the replica that does
+// not lead watch every pod, Job and Workload of the cluster too (two of
+// the API server's five Job watches were the manager's, one of them read
+// by nothing; measured 2026-12-03), and no webhook reads them: the check
+// for an earlier job's pods reads the API server (admission.EarlierPods).
+// A controller that reads before its index is there reads by label
+// instead (runtimes.ListJobSetPods, runtimes.JobSetPods, queue.Snapshots).
 type leaderIndexes struct{ ix client.FieldIndexer }
 
 func (l leaderIndexes) Start(ctx context.Context) error {
+	if err := l.ix.IndexField(ctx, &corev1.Pod{}, runtimes.PodsByJobSet, runtimes.IndexByJobSet); err != nil {
+		return fmt.Errorf("failed to index pods by JobSet: %w", err)
+	}
 	if err := l.ix.IndexField(ctx, runtimes.JobMetadata(), runtimes.JobsByJobSet, runtimes.IndexByJobSet); err != nil {
 		return fmt.Errorf("failed to index Jobs by JobSet: %w", err)
 	}
@@ -286,9 +281,6 @@ func (l leaderIndexes) Start(ctx context.Context) error {
 // the manager acts as (only it may write a job's status).
 func wire(ctx context.Context, mgr ctrl.Manager, o options, logs kubernetes.Interface, self string, metricsCert *certs.Lazy) error {
 	log := ctrl.Log.WithName("setup")
-	if err := index(ctx, mgr.GetFieldIndexer()); err != nil {
-		return err
-	}
 	if err := mgr.Add(leaderIndexes{ix: mgr.GetFieldIndexer()}); err != nil {
 		return fmt.Errorf("failed to add the leader's indexes: %w", err)
 	}
@@ -467,12 +459,14 @@ func (w webhooks) register() {
 
 // validator is the TrainJob validator and what it reads: the manager's
 // cache for whatever a create of every MPI job reads (ResourceQuotas,
-// TrainJobs, pods, the Namespace's cap on active jobs), the API server only
-// for what a few jobs name (a WorkloadPriorityClass, a ServiceAccount).
+// TrainJobs, the Namespace's cap on active jobs), the API server for the
+// metadata of an earlier job's pods (from its watch cache: no replica
+// watches every pod for one check) and for what a few jobs name (a
+// WorkloadPriorityClass, a ServiceAccount).
 func (w webhooks) validator() *mpiadmission.Validator {
 	return &mpiadmission.Validator{
 		Runtimes: w.lookup, Client: w.client, MaxWorkers: w.maxWorkers, Manager: w.self,
-		Pods: w.client, Priorities: w.live, Placement: w.placer, Namespaces: w.client,
+		Jobs: w.client, Pods: w.live, Priorities: w.live, Placement: w.placer, Namespaces: w.client,
 		ServiceAccounts: &mpiadmission.ServiceAccountCheck{Live: w.live, Reviews: w.client}, Reviews: w.client,
 		Registration: &mpiadmission.RegistrationCheck{Service: w.modelRegistry, Reviews: w.client, Manager: w.self},
 	}

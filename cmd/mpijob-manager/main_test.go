@@ -134,9 +134,11 @@ func TestWire(t *testing.T) {
 	if counted.webhookServer != 0 {
 		t.Errorf("wire asked for the webhook server %d times before the certificate was there", counted.webhookServer)
 	}
-	// The pod index is there: a second one of the name is refused.
-	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, runtimes.PodsByJobSet, func(client.Object) []string { return nil }); err == nil {
-		t.Error("no pod index by JobSet was set up")
+	// No index at the start: the pods' index comes with the lead
+	// (leaderIndexes), or the replica that does not lead would watch
+	// every pod of the cluster; a first index of the name is accepted.
+	if err := mgr.GetFieldIndexer().IndexField(ctx, &corev1.Pod{}, runtimes.PodsByJobSet, func(client.Object) []string { return nil }); err != nil {
+		t.Errorf("a pod index by JobSet was set up on every replica: %v", err)
 	}
 	// Ready only once the certificate is there, and the webhook server
 	// answers: not before the manager starts it.
@@ -157,16 +159,21 @@ func TestWebhooksRegister(t *testing.T) {
 	}
 }
 
-// Every create of an MPI job reads its Namespace (the cap on active jobs):
-// from the cache, not the API server.
+// Every create of an MPI job reads its Namespace (the cap on active jobs),
+// ResourceQuotas and TrainJobs from the cache, not the API server; the
+// pods of an earlier job of its name from the API server, which every
+// replica would otherwise cache whole for this one check.
 func TestValidatorReadsTheCache(t *testing.T) {
 	scheme, mgr := bareManager(t)
 	w := webhooks{scheme: scheme, mgr: mgr, client: mgr.GetClient(), live: mgr.GetAPIReader(), self: "me"}
 	v := w.validator()
-	for name, r := range map[string]client.Reader{"ResourceQuotas": v.Client, "TrainJobs and pods": v.Pods, "the Namespace": v.Namespaces} {
+	for name, r := range map[string]client.Reader{"ResourceQuotas": v.Client, "TrainJobs": v.Jobs, "the Namespace": v.Namespaces} {
 		if r != client.Reader(w.client) {
 			t.Errorf("%s are read from %T, want the manager's cache", name, r)
 		}
+	}
+	if v.Pods != w.live {
+		t.Errorf("an earlier job's pods are read from %T, want the API server", v.Pods)
 	}
 }
 
@@ -264,22 +271,9 @@ func (f *fakeIndexer) IndexField(_ context.Context, obj client.Object, field str
 	return nil
 }
 
-func TestIndex(t *testing.T) {
-	ix := &fakeIndexer{}
-	if err := index(context.Background(), ix); err != nil {
-		t.Fatalf("index: %v", err)
-	}
-	// Every replica's webhooks read the pods' index, and nothing else:
-	// another index here makes the replica that does not lead watch its
-	// kind too.
-	if diff := cmp.Diff([]string{"*v1.Pod " + runtimes.PodsByJobSet}, ix.got); diff != "" {
-		t.Errorf("indexes every replica sets up (-want,+got):\n%s", diff)
-	}
-}
-
 func TestLeaderIndex(t *testing.T) {
 	noKueue := &meta.NoKindMatchError{GroupKind: queue.WorkloadObject().GroupVersionKind().GroupKind(), SearchedVersions: []string{"v1beta2"}}
-	jobs := []string{"*v1.PartialObjectMetadata " + runtimes.JobsByJobSet}
+	jobs := []string{"*v1.Pod " + runtimes.PodsByJobSet, "*v1.PartialObjectMetadata " + runtimes.JobsByJobSet}
 	for name, tc := range map[string]struct {
 		workloadErr error
 		want        []string
@@ -303,6 +297,6 @@ func TestLeaderIndex(t *testing.T) {
 	// The manager runs a runnable only on the leader unless it says
 	// otherwise (manager.LeaderElectionRunnable).
 	if le, ok := any(leaderIndexes{}).(manager.LeaderElectionRunnable); ok && !le.NeedLeaderElection() {
-		t.Error("leaderIndexes runs on every replica: the one that does not lead would watch every Job and Workload")
+		t.Error("leaderIndexes runs on every replica: the one that does not lead would watch every pod, Job and Workload")
 	}
 }

@@ -176,10 +176,19 @@ type Validator struct {
 	// Manager is the user mpijob-manager acts as: the only one that may
 	// write the status annotation.
 	Manager string
-	// Pods reads TrainJobs and the pods of JobSets (the manager's cache),
-	// to refuse a new job while an earlier one of the same name still has
-	// pods: the new Launcher would reach the old Workers by their DNS
-	// names. Nil skips the check.
+	// Jobs reads TrainJobs (the manager's cache): whether a job of the
+	// name exists, and the namespace's active jobs for its cap. Nil skips
+	// both checks.
+	Jobs client.Reader
+	// Pods lists the metadata of a JobSet's pods (the API server, from its
+	// watch cache: one small read a create), to refuse a new job while an
+	// earlier one of the same name still has pods: the new Launcher would
+	// reach the old Workers by their DNS names. Not the manager's cache:
+	// every replica serves the webhooks, and a pod cache only for this
+	// check made the replica that does not lead watch every pod of the
+	// cluster (about a seventh of the manager's CPU at bench/scale, and
+	// one more pod watcher for the API server to feed). Nil skips the
+	// check.
 	Pods client.Reader
 	// Priorities reads Kueue's WorkloadPriorityClasses (the API server: a
 	// read only for jobs that name one), so a job names one that exists.
@@ -367,16 +376,15 @@ func ownedByMPIJob(tj *trainer.TrainJob, rt *runtimes.Runtime) bool {
 // DNS names after the job, so the new Launcher could reach the old
 // Workers.
 func (v *Validator) earlierPods(ctx context.Context, tj *trainer.TrainJob) error {
-	if v.Pods == nil || tj.Name == "" {
+	if v.Pods == nil || v.Jobs == nil || tj.Name == "" {
 		return nil
 	}
 	ns := namespaceOf(ctx, tj.Namespace)
 	existing := &trainer.TrainJob{}
-	if err := v.Pods.Get(ctx, client.ObjectKey{Namespace: ns, Name: tj.Name}, existing); err == nil && existing.DeletionTimestamp == nil {
+	if err := v.Jobs.Get(ctx, client.ObjectKey{Namespace: ns, Name: tj.Name}, existing); err == nil && existing.DeletionTimestamp == nil {
 		return nil // the API server says it already exists
 	}
-	// Only counted and named: the cache's own pods.
-	pods, err := runtimes.ListJobSetPods(ctx, v.Pods, ns, tj.Name, client.UnsafeDisableDeepCopy)
+	pods, err := EarlierPods(ctx, v.Pods, ns, tj.Name)
 	if err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("failed to look for pods of an earlier job %s: %w", tj.Name, err))
 	}
@@ -390,6 +398,18 @@ func (v *Validator) earlierPods(ctx context.Context, tj *trainer.TrainJob) error
 			tj.Name, len(pods.Items), ns, pods.Items[0].Name, ns, jobsetv1alpha2.JobSetNameKey, tj.Name),
 		Details: &metav1.StatusDetails{Group: trainer.GroupVersion.Group, Kind: "trainjobs", Name: tj.Name},
 	}}
+}
+
+// EarlierPods lists the metadata of the pods that carry JobSet name's
+// label in namespace ns, as the API server's watch cache has them
+// (resourceVersion 0: no quorum read; the pods of a job deleted a moment
+// ago are there as they were in the manager's cache before).
+func EarlierPods(ctx context.Context, r client.Reader, ns, name string) (*metav1.PartialObjectMetadataList, error) {
+	pods := &metav1.PartialObjectMetadataList{}
+	pods.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+	err := r.List(ctx, pods, client.InNamespace(ns), client.MatchingLabels{jobsetv1alpha2.JobSetNameKey: name},
+		&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: "0"}})
+	return pods, err
 }
 
 // managerAnnotations are the annotations only mpijob-manager writes: what
@@ -848,7 +868,7 @@ func pvcMountErrors(spec *trainer.TrainingRuntimeSpec) field.ErrorList {
 // (annotation mpijob.dev/max-active-jobs on the Namespace, which tenants
 // cannot edit).
 func (v *Validator) activeJobCap(ctx context.Context, tj *trainer.TrainJob) error {
-	if v.Namespaces == nil || v.Pods == nil {
+	if v.Namespaces == nil || v.Jobs == nil {
 		return nil
 	}
 	ns := &corev1.Namespace{}
@@ -863,7 +883,7 @@ func (v *Validator) activeJobCap(ctx context.Context, tj *trainer.TrainJob) erro
 		return nil
 	}
 	jobs := &trainer.TrainJobList{}
-	if err := v.Pods.List(ctx, jobs, client.InNamespace(tj.Namespace)); err != nil {
+	if err := v.Jobs.List(ctx, jobs, client.InNamespace(tj.Namespace)); err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("failed to list the MPI jobs of %s: %w", tj.Namespace, err))
 	}
 	active := ActiveMPIJobs(jobs.Items, tj.Name, func(j *trainer.TrainJob) bool {

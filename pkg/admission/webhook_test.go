@@ -376,7 +376,16 @@ func TestEarlierPodsHoldTheName(t *testing.T) {
 	cpu := shipped(t, "mpi-openmpi")
 	old := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hello-node-0-0-abcde", Namespace: "team-a", Labels: map[string]string{"jobset.sigs.k8s.io/jobset-name": "hello"}}}
 	cl := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(cpu, old).Build()
-	v := &Validator{Runtimes: runtimes.RuntimeLookup{Client: cl}, Client: cl, Pods: cl}
+	// The pods are read from the API server, as metadata and from its
+	// watch cache: no pod is decoded whole, and no replica caches every
+	// pod of the cluster for this check.
+	var lists []string
+	pods := interceptor.NewClient(cl, interceptor.Funcs{List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+		o := (&client.ListOptions{}).ApplyOptions(opts)
+		lists = append(lists, fmt.Sprintf("%T %s rv=%q", list, o.LabelSelector, o.AsListOptions().ResourceVersion))
+		return c.List(ctx, list, opts...)
+	}})
+	v := &Validator{Runtimes: runtimes.RuntimeLookup{Client: cl}, Client: cl, Jobs: cl, Pods: pods}
 	_, err := v.ValidateCreate(reqCtx(t, admissionv1.Create, "dev-a", nil), tjOn("hello", "mpi-openmpi", 1))
 	want := "an earlier job named hello still has 1 pod(s) in namespace team-a (hello-node-0-0-abcde, ...), which a new job of that name would reach by their DNS names: wait until they are gone"
 	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), want) {
@@ -384,6 +393,13 @@ func TestEarlierPodsHoldTheName(t *testing.T) {
 	}
 	if _, err := v.ValidateCreate(reqCtx(t, admissionv1.Create, "dev-a", nil), tjOn("hello-2", "mpi-openmpi", 1)); err != nil {
 		t.Errorf("another name: %v", err)
+	}
+	wantLists := []string{
+		`*v1.PartialObjectMetadataList jobset.sigs.k8s.io/jobset-name=hello rv="0"`,
+		`*v1.PartialObjectMetadataList jobset.sigs.k8s.io/jobset-name=hello-2 rv="0"`,
+	}
+	if diff := cmp.Diff(wantLists, lists); diff != "" {
+		t.Errorf("the pods' reads (-want,+got):\n%s", diff)
 	}
 }
 

@@ -32,7 +32,21 @@ type Reader struct {
 	Priorities client.Reader
 	// Now is the clock (tests).
 	Now func() time.Time
+	// Wait bounds the wait for the nodes and pods (0: DefaultWait).
+	Wait time.Duration
 }
+
+// DefaultWait is how long a placement check waits for the manager's cache
+// of nodes and pods. Only the leader's controllers keep that cache: on the
+// replica that does not lead, the first dry run starts it, and on a large
+// cluster its first read can take longer than the webhook's 10 s, which
+// would fail the dry run. The check then says to try again instead; the
+// cache stays, and the next dry run reads it at once.
+const DefaultWait = 4 * time.Second
+
+// ErrStillReading is Judge's error when the nodes and pods were not read
+// within Wait.
+var ErrStillReading = errors.New("mpijob-manager is still reading the cluster's nodes and pods (the first placement check on this replica): run the dry run again in a moment")
 
 // ReadFree reads the nodes (with nodeReader) and every pod (with
 // podReader and podOpts: from a cache, client.UnsafeDisableDeepCopy, as
@@ -55,8 +69,18 @@ func ReadFree(ctx context.Context, nodeReader, podReader client.Reader, podOpts 
 // A redacted answer (a reader who may not list nodes) says only whether
 // the job fits (Input.Redacted).
 func (r *Reader) Judge(ctx context.Context, tj *trainer.TrainJob, shape runtimes.Shape, redacted bool) (Answer, error) {
-	nodes, free, err := ReadFree(ctx, r.Client, r.Client, client.UnsafeDisableDeepCopy)
+	wait := r.Wait
+	if wait <= 0 {
+		wait = DefaultWait
+	}
+	rctx, cancel := context.WithTimeout(ctx, wait)
+	nodes, free, err := ReadFree(rctx, r.Client, r.Client, client.UnsafeDisableDeepCopy)
+	timedOut := rctx.Err() != nil && ctx.Err() == nil
+	cancel()
 	if err != nil {
+		if timedOut {
+			return Answer{}, ErrStillReading
+		}
 		return Answer{}, err
 	}
 	in := Input{
