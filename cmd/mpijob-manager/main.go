@@ -466,10 +466,24 @@ func (w webhooks) register() {
 func (w webhooks) validator() *mpiadmission.Validator {
 	return &mpiadmission.Validator{
 		Runtimes: w.lookup, Client: w.client, MaxWorkers: w.maxWorkers, Manager: w.self,
-		Jobs: w.client, Pods: w.live, Priorities: w.live, Placement: w.placer, Namespaces: w.client,
+		Jobs: w.client, Pods: w.live, PodCache: w.client, CachedPods: w.podsCached, Priorities: w.live, Placement: w.placer, Namespaces: w.client,
 		ServiceAccounts: &mpiadmission.ServiceAccountCheck{Live: w.live, Reviews: w.client}, Reviews: w.client,
 		Registration: &mpiadmission.RegistrationCheck{Service: w.modelRegistry, Reviews: w.client, Manager: w.self},
 	}
+}
+
+// podsCached says whether this replica's cache has every pod now: it
+// leads (its controllers keep that cache) and the cache has synced. It
+// never starts a pod cache: on a replica that does not lead, it says no
+// before it asks the cache.
+func (w webhooks) podsCached() bool {
+	select {
+	case <-w.mgr.Elected():
+	default:
+		return false
+	}
+	inf, err := w.mgr.GetCache().GetInformer(context.Background(), &corev1.Pod{}, cache.BlockUntilSynced(false))
+	return err == nil && inf.HasSynced()
 }
 
 // stripManagedFields is controller-runtime's transform, made once (the

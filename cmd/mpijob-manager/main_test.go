@@ -175,6 +175,13 @@ func TestValidatorReadsTheCache(t *testing.T) {
 	if v.Pods != w.live {
 		t.Errorf("an earlier job's pods are read from %T, want the API server", v.Pods)
 	}
+	// ... but from the cache where this replica leads: one that does not
+	// (a manager not started has not been elected) reads the API server.
+	if v.PodCache != client.Reader(w.client) || v.CachedPods == nil {
+		t.Errorf("the leader's pod cache is %T (CachedPods set: %v), want the manager's cache", v.PodCache, v.CachedPods != nil)
+	} else if v.CachedPods() {
+		t.Error("a replica that does not lead reads the pods from its cache")
+	}
 }
 
 func TestReady(t *testing.T) {

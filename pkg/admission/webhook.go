@@ -190,6 +190,15 @@ type Validator struct {
 	// one more pod watcher for the API server to feed). Nil skips the
 	// check.
 	Pods client.Reader
+	// PodCache, when CachedPods says so, answers the same check from the
+	// manager's cache of pods instead: the leader keeps that cache for
+	// its controllers anyway, and a read of it costs a create nothing,
+	// where the API server's answer waits behind the other creates of a
+	// burst (about 30 ms at p50 at bench/scale). Nil: always Pods.
+	PodCache client.Reader
+	// CachedPods says whether PodCache has every pod now: this replica
+	// leads and its pod cache has synced.
+	CachedPods func() bool
 	// Priorities reads Kueue's WorkloadPriorityClasses (the API server: a
 	// read only for jobs that name one), so a job names one that exists.
 	// Nil skips the check.
@@ -384,18 +393,32 @@ func (v *Validator) earlierPods(ctx context.Context, tj *trainer.TrainJob) error
 	if err := v.Jobs.Get(ctx, client.ObjectKey{Namespace: ns, Name: tj.Name}, existing); err == nil && existing.DeletionTimestamp == nil {
 		return nil // the API server says it already exists
 	}
-	pods, err := EarlierPods(ctx, v.Pods, ns, tj.Name)
-	if err != nil {
-		return apierrors.NewInternalError(fmt.Errorf("failed to look for pods of an earlier job %s: %w", tj.Name, err))
+	var names []string
+	if v.PodCache != nil && v.CachedPods != nil && v.CachedPods() {
+		pods, err := runtimes.ListJobSetPods(ctx, v.PodCache, ns, tj.Name, client.UnsafeDisableDeepCopy)
+		if err != nil {
+			return apierrors.NewInternalError(fmt.Errorf("failed to look for pods of an earlier job %s: %w", tj.Name, err))
+		}
+		for i := range pods.Items {
+			names = append(names, pods.Items[i].Name)
+		}
+	} else {
+		pods, err := EarlierPods(ctx, v.Pods, ns, tj.Name)
+		if err != nil {
+			return apierrors.NewInternalError(fmt.Errorf("failed to look for pods of an earlier job %s: %w", tj.Name, err))
+		}
+		for i := range pods.Items {
+			names = append(names, pods.Items[i].Name)
+		}
 	}
-	if len(pods.Items) == 0 {
+	if len(names) == 0 {
 		return nil
 	}
 	return &apierrors.StatusError{ErrStatus: metav1.Status{
 		Status: metav1.StatusFailure, Code: http.StatusConflict, Reason: metav1.StatusReasonConflict,
 		Message: fmt.Sprintf("an earlier job named %s still has %d pod(s) in namespace %s (%s, ...), which a new job of that name would reach by their DNS names: "+
 			"wait until they are gone (kubectl get pods -n %s -l %s=%s) and try again, or pick another name",
-			tj.Name, len(pods.Items), ns, pods.Items[0].Name, ns, jobsetv1alpha2.JobSetNameKey, tj.Name),
+			tj.Name, len(names), ns, names[0], ns, jobsetv1alpha2.JobSetNameKey, tj.Name),
 		Details: &metav1.StatusDetails{Group: trainer.GroupVersion.Group, Kind: "trainjobs", Name: tj.Name},
 	}}
 }

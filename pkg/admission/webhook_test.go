@@ -401,6 +401,28 @@ func TestEarlierPodsHoldTheName(t *testing.T) {
 	if diff := cmp.Diff(wantLists, lists); diff != "" {
 		t.Errorf("the pods' reads (-want,+got):\n%s", diff)
 	}
+
+	// The leader, whose pod cache has synced, answers from it: the same
+	// refusal, and no read of the API server.
+	lists = nil
+	leads := true
+	v.PodCache, v.CachedPods = cl, func() bool { return leads }
+	_, err = v.ValidateCreate(reqCtx(t, admissionv1.Create, "dev-a", nil), tjOn("hello", "mpi-openmpi", 1))
+	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), want) {
+		t.Errorf("the leader, a name whose earlier pods remain: %v, want Conflict with %q", err, want)
+	}
+	if len(lists) != 0 {
+		t.Errorf("the leader read the API server: %v", lists)
+	}
+	// A replica that does not lead (or whose cache has not synced) reads
+	// the API server.
+	leads = false
+	if _, err := v.ValidateCreate(reqCtx(t, admissionv1.Create, "dev-a", nil), tjOn("hello", "mpi-openmpi", 1)); !apierrors.IsConflict(err) {
+		t.Errorf("not the leader, a name whose earlier pods remain: %v, want Conflict", err)
+	}
+	if diff := cmp.Diff(wantLists[:1], lists); diff != "" {
+		t.Errorf("the reads of a replica that does not lead (-want,+got):\n%s", diff)
+	}
 }
 
 // A per-job runtime that mounts a PVC over the image's programs is
