@@ -249,8 +249,10 @@ func run(ctx context.Context, cfg *rest.Config, o options) error {
 // the leader). An index set up at the start made the replica that does
 // not lead watch every pod, Job and Workload of the cluster too (two of
 // the API server's five Job watches were the manager's, one of them read
-// by nothing; measured 2026-12-03), and no webhook reads them: the check
-// for an earlier job's pods reads the API server (admission.EarlierPods).
+// by nothing; measured 2026-12-03). The check for an earlier job's pods
+// reads the pods' index only on the leader, once its pod cache has
+// synced (webhooks.podsCached); the other replica reads the API server
+// (admission.EarlierPods).
 // A controller that reads before its index is there reads by label
 // instead (runtimes.ListJobSetPods, runtimes.JobSetPods, queue.Snapshots).
 type leaderIndexes struct{ ix client.FieldIndexer }
@@ -459,9 +461,10 @@ func (w webhooks) register() {
 
 // validator is the TrainJob validator and what it reads: the manager's
 // cache for whatever a create of every MPI job reads (ResourceQuotas,
-// TrainJobs, the Namespace's cap on active jobs), the API server for the
-// metadata of an earlier job's pods (from its watch cache: no replica
-// watches every pod for one check) and for what a few jobs name (a
+// TrainJobs, the Namespace's cap on active jobs), the pods of an earlier
+// job from the leader's pod cache or, on the other replica, their metadata
+// from the API server's watch cache (no replica watches every pod for one
+// check), and the API server for what a few jobs name (a
 // WorkloadPriorityClass, a ServiceAccount).
 func (w webhooks) validator() *mpiadmission.Validator {
 	return &mpiadmission.Validator{

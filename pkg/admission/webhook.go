@@ -17,7 +17,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	"k8s.io/utils/ptr"
@@ -393,23 +395,9 @@ func (v *Validator) earlierPods(ctx context.Context, tj *trainer.TrainJob) error
 	if err := v.Jobs.Get(ctx, client.ObjectKey{Namespace: ns, Name: tj.Name}, existing); err == nil && existing.DeletionTimestamp == nil {
 		return nil // the API server says it already exists
 	}
-	var names []string
-	if v.PodCache != nil && v.CachedPods != nil && v.CachedPods() {
-		pods, err := runtimes.ListJobSetPods(ctx, v.PodCache, ns, tj.Name, client.UnsafeDisableDeepCopy)
-		if err != nil {
-			return apierrors.NewInternalError(fmt.Errorf("failed to look for pods of an earlier job %s: %w", tj.Name, err))
-		}
-		for i := range pods.Items {
-			names = append(names, pods.Items[i].Name)
-		}
-	} else {
-		pods, err := EarlierPods(ctx, v.Pods, ns, tj.Name)
-		if err != nil {
-			return apierrors.NewInternalError(fmt.Errorf("failed to look for pods of an earlier job %s: %w", tj.Name, err))
-		}
-		for i := range pods.Items {
-			names = append(names, pods.Items[i].Name)
-		}
+	names, err := v.earlierPodNames(ctx, ns, tj.Name)
+	if err != nil {
+		return apierrors.NewInternalError(fmt.Errorf("failed to look for pods of an earlier job %s: %w", tj.Name, err))
 	}
 	if len(names) == 0 {
 		return nil
@@ -421,6 +409,28 @@ func (v *Validator) earlierPods(ctx context.Context, tj *trainer.TrainJob) error
 			tj.Name, len(names), ns, names[0], ns, jobsetv1alpha2.JobSetNameKey, tj.Name),
 		Details: &metav1.StatusDetails{Group: trainer.GroupVersion.Group, Kind: "trainjobs", Name: tj.Name},
 	}}
+}
+
+// earlierPodNames names the pods of JobSet name in namespace ns: from the
+// pod cache where CachedPods says it has every pod (the leader), else from
+// the API server (EarlierPods).
+func (v *Validator) earlierPodNames(ctx context.Context, ns, name string) ([]string, error) {
+	var list client.ObjectList
+	var err error
+	if v.PodCache != nil && v.CachedPods != nil && v.CachedPods() {
+		list, err = runtimes.ListJobSetPods(ctx, v.PodCache, ns, name, client.UnsafeDisableDeepCopy)
+	} else {
+		list, err = EarlierPods(ctx, v.Pods, ns, name)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	err = meta.EachListItem(list, func(o runtime.Object) error {
+		names = append(names, o.(metav1.Object).GetName())
+		return nil
+	})
+	return names, err
 }
 
 // EarlierPods lists the metadata of the pods that carry JobSet name's

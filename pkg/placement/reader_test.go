@@ -60,7 +60,7 @@ func TestJudgeWaitsABoundedTime(t *testing.T) {
 			case tc.wantErr == nil && !tc.callerGone && !ans.Fits:
 				t.Errorf("Judge: %+v, want a job that fits", ans)
 			case tc.wantErr != nil && !errors.Is(err, tc.wantErr):
-				t.Errorf("Judge: %v, want %v", err, ErrStillReading)
+				t.Errorf("Judge: %v, want %v", err, tc.wantErr)
 			case tc.callerGone && (err == nil || errors.Is(err, ErrStillReading)):
 				t.Errorf("Judge: %v, want the read's own error for a caller who left", err)
 			}
