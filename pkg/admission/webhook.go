@@ -178,12 +178,12 @@ type Validator struct {
 	// Manager is the user mpijob-manager acts as: the only one that may
 	// write the status annotation.
 	Manager string
-	// Jobs reads TrainJobs (the manager's cache): whether a job of the
-	// name exists, and the namespace's active jobs for its cap. Nil skips
-	// both checks.
+	// Jobs reads TrainJobs (the manager's cache): the namespace's active
+	// jobs for its cap. Nil skips that check.
 	Jobs client.Reader
-	// Pods lists the metadata of a JobSet's pods (the API server, from its
-	// watch cache: one small read a create), to refuse a new job while an
+	// Pods reads the API server: the metadata of a JobSet's pods (from its
+	// watch cache: one small read a create) and, only when there are such
+	// pods, whether a TrainJob of the name exists; to refuse a new job while an
 	// earlier one of the same name still has pods: the new Launcher would
 	// reach the old Workers by their DNS names. Not the manager's cache:
 	// every replica serves the webhooks, and a pod cache only for this
@@ -387,19 +387,26 @@ func ownedByMPIJob(tj *trainer.TrainJob, rt *runtimes.Runtime) bool {
 // DNS names after the job, so the new Launcher could reach the old
 // Workers.
 func (v *Validator) earlierPods(ctx context.Context, tj *trainer.TrainJob) error {
-	if v.Pods == nil || v.Jobs == nil || tj.Name == "" {
+	if v.Pods == nil || tj.Name == "" {
 		return nil
 	}
 	ns := namespaceOf(ctx, tj.Namespace)
-	existing := &trainer.TrainJob{}
-	if err := v.Jobs.Get(ctx, client.ObjectKey{Namespace: ns, Name: tj.Name}, existing); err == nil && existing.DeletionTimestamp == nil {
-		return nil // the API server says it already exists
-	}
 	names, err := v.earlierPodNames(ctx, ns, tj.Name)
 	if err != nil {
 		return apierrors.NewInternalError(fmt.Errorf("failed to look for pods of an earlier job %s: %w", tj.Name, err))
 	}
 	if len(names) == 0 {
+		return nil
+	}
+	// Those pods may be a job's that still exists: the API server then
+	// refuses the create as AlreadyExists, the clearer word. Asked of the
+	// API server, not a cache: a cache can still hold a job deleted a
+	// moment ago, and the new job would then be let through beside the
+	// old one's pods (seen in CI: a create retried while the old job was
+	// deleted got through).
+	existing := &metav1.PartialObjectMetadata{}
+	existing.SetGroupVersionKind(trainer.GroupVersion.WithKind(trainer.TrainJobKind))
+	if err := v.Pods.Get(ctx, client.ObjectKey{Namespace: ns, Name: tj.Name}, existing); err == nil && existing.DeletionTimestamp == nil {
 		return nil
 	}
 	return &apierrors.StatusError{ErrStatus: metav1.Status{

@@ -385,7 +385,11 @@ func TestEarlierPodsHoldTheName(t *testing.T) {
 		lists = append(lists, fmt.Sprintf("%T %s rv=%q", list, o.LabelSelector, o.AsListOptions().ResourceVersion))
 		return c.List(ctx, list, opts...)
 	}})
-	v := &Validator{Runtimes: runtimes.RuntimeLookup{Client: cl}, Client: cl, Jobs: cl, Pods: pods}
+	// The manager's cache still holds the earlier job, which the API
+	// server has deleted: the name stays refused (a cache's word that the
+	// job exists let the new one through in CI).
+	stale := fake.NewClientBuilder().WithScheme(api.NewScheme()).WithObjects(tjOn("hello", "mpi-openmpi", 1)).Build()
+	v := &Validator{Runtimes: runtimes.RuntimeLookup{Client: cl}, Client: cl, Jobs: stale, Pods: pods}
 	_, err := v.ValidateCreate(reqCtx(t, admissionv1.Create, "dev-a", nil), tjOn("hello", "mpi-openmpi", 1))
 	want := "an earlier job named hello still has 1 pod(s) in namespace team-a (hello-node-0-0-abcde, ...), which a new job of that name would reach by their DNS names: wait until they are gone"
 	if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), want) {
@@ -422,6 +426,14 @@ func TestEarlierPodsHoldTheName(t *testing.T) {
 	}
 	if diff := cmp.Diff(wantLists[:1], lists); diff != "" {
 		t.Errorf("the reads of a replica that does not lead (-want,+got):\n%s", diff)
+	}
+	// A job of the name that the API server still has owns those pods:
+	// the create is left to its AlreadyExists, not called a wait.
+	if err := cl.Create(context.Background(), tjOn("hello", "mpi-openmpi", 1)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.ValidateCreate(reqCtx(t, admissionv1.Create, "dev-a", nil), tjOn("hello", "mpi-openmpi", 1)); err != nil {
+		t.Errorf("a name whose job still exists: %v, want it left to the API server's AlreadyExists", err)
 	}
 }
 

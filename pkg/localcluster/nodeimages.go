@@ -2,6 +2,7 @@ package localcluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -80,6 +81,11 @@ func (c *Cluster) importImages(ctx context.Context, n realNode) error {
 func (c *Cluster) importTar(ctx context.Context, n realNode, tar, ref string, present map[string]string) error {
 	marker := n.importMarker(tar)
 	if fileExists(marker) && (ref == "" || sameBuild(tar, present[ref])) {
+		// A store imported before its layers were discarded sheds them
+		// once.
+		if !fileExists(n.discardMarker(tar)) {
+			discardLayers(ctx, n, tar)
+		}
 		return nil
 	}
 	done := c.progress.Step("importing %s into %s", filepath.Base(tar), n.name)
@@ -89,8 +95,67 @@ func (c *Cluster) importTar(ctx context.Context, n realNode, tar, ref string, pr
 	if err := os.WriteFile(marker, nil, 0o644); err != nil {
 		return err
 	}
+	discardLayers(ctx, n, tar)
 	done()
 	return nil
+}
+
+// discardLayers removes from node n's content store the packed layers of
+// the image that tar imported, as containerd's CRI does for the images it
+// pulls (discard_unpacked_layers), which `ctr images import` cannot ask
+// for: the import keeps each layer twice, packed (a blob) and unpacked
+// (the snapshot its containers start from), and only the snapshot is read
+// after that. The two nodes' stores were 19 GiB each, 4.8 GiB of it packed
+// layers (2026-12-03), and a CI run on a machine left with 4 GiB beside
+// them had its nodes tainted with disk pressure: pods stopped starting.
+// The image's manifest and config stay, so the kubelet sees the image as
+// before. On any failure the layers stay, and the next start tries again.
+func discardLayers(ctx context.Context, n realNode, tar string) {
+	digest, err := images.ManifestDigest(tar)
+	if err != nil {
+		return
+	}
+	manifest, err := exec.CommandContext(ctx, "ctr", "--address", n.socket(), "-n", "k8s.io", "content", "get", digest).Output()
+	if err != nil {
+		return
+	}
+	layers, err := manifestLayers(manifest)
+	if err != nil {
+		return
+	}
+	if len(layers) > 0 {
+		// A layer another image shares and already shed is not found: ctr
+		// says so and goes on.
+		args := append([]string{"--address", n.socket(), "-n", "k8s.io", "content", "rm"}, layers...)
+		_ = exec.CommandContext(ctx, "ctr", args...).Run()
+	}
+	_ = os.WriteFile(n.discardMarker(tar), nil, 0o644)
+}
+
+// manifestLayers lists the layer digests of an OCI or Docker image
+// manifest (none for an index, whose images have manifests of their own).
+func manifestLayers(manifest []byte) ([]string, error) {
+	var m struct {
+		Layers []struct {
+			Digest string `json:"digest"`
+		} `json:"layers"`
+	}
+	if err := json.Unmarshal(manifest, &m); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, l := range m.Layers {
+		if strings.HasPrefix(l.Digest, "sha256:") {
+			out = append(out, l.Digest)
+		}
+	}
+	return out, nil
+}
+
+// discardMarker is the file that says node n shed the packed layers of
+// this build (tar).
+func (n realNode) discardMarker(tar string) string {
+	return filepath.Join(n.store, ".layers-discarded-"+filepath.Base(tar))
 }
 
 // importMarker is the file that says node n imported this build (tar).

@@ -57,3 +57,36 @@ func TestDanglingIDs(t *testing.T) {
 		t.Errorf("no images: %v", got)
 	}
 }
+
+// The packed layers shed after an import are the manifest's layers, and
+// only those: its config (which the kubelet reads) stays, and an index
+// names no layer of its own.
+func TestManifestLayers(t *testing.T) {
+	cases := map[string]struct {
+		manifest string
+		want     []string
+		err      bool
+	}{
+		"an OCI manifest": {
+			manifest: `{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json",` +
+				`"config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:cfg","size":10},` +
+				`"layers":[{"mediaType":"application/vnd.oci.image.layer.v1.tar+gzip","digest":"sha256:l1","size":1},` +
+				`{"mediaType":"application/vnd.oci.image.layer.v1.tar","digest":"sha256:l2","size":2}]}`,
+			want: []string{"sha256:l1", "sha256:l2"},
+		},
+		"an index": {manifest: `{"schemaVersion":2,"manifests":[{"digest":"sha256:m1"}]}`},
+		"a digest of another algorithm or a flag-like value is not passed on": {manifest: `{"layers":[{"digest":"--all"},{"digest":"sha512:x"},{"digest":"sha256:ok"}]}`, want: []string{"sha256:ok"}},
+		"not JSON": {manifest: "ctr: content digest sha256:x: not found", err: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := manifestLayers([]byte(tc.manifest))
+			if (err != nil) != tc.err {
+				t.Fatalf("error %v, want an error: %v", err, tc.err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("manifestLayers (-want,+got):\n%s", diff)
+			}
+		})
+	}
+}

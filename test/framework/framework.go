@@ -235,6 +235,7 @@ func (c *Cluster) describePods(ns string) string {
 		return err.Error()
 	}
 	var b strings.Builder
+	b.WriteString(c.nodePressure())
 	for _, p := range pods.Items {
 		fmt.Fprintf(&b, "  %s node=%s phase=%s", p.Name, p.Spec.NodeName, p.Status.Phase)
 		for _, cs := range p.Status.ContainerStatuses {
@@ -246,6 +247,29 @@ func (c *Cluster) describePods(ns string) string {
 			}
 		}
 		b.WriteString("\n")
+	}
+	return b.String()
+}
+
+// nodePressure names the nodes under disk, memory or PID pressure, one
+// line each: a node short of disk deletes images and stops starting pods,
+// which fails a test far from its cause (a CI run on a machine with 4 GiB
+// free failed 15 tests with pods in ContainerCreating).
+func (c *Cluster) nodePressure() string {
+	nodes := &corev1.NodeList{}
+	if err := c.Client.List(context.Background(), nodes); err != nil {
+		return "  (nodes: " + err.Error() + ")\n"
+	}
+	var b strings.Builder
+	for _, n := range nodes.Items {
+		for _, cond := range n.Status.Conditions {
+			switch cond.Type {
+			case corev1.NodeDiskPressure, corev1.NodeMemoryPressure, corev1.NodePIDPressure:
+				if cond.Status == corev1.ConditionTrue {
+					fmt.Fprintf(&b, "  NODE %s has %s since %s: %s\n", n.Name, cond.Type, cond.LastTransitionTime.UTC().Format(time.RFC3339), cond.Message)
+				}
+			}
+		}
 	}
 	return b.String()
 }
